@@ -1,0 +1,90 @@
+/*
+ * The RSM layer's internal objects: what a public handle points to.  The
+ * dispatcher (rsm.c) checks arguments against these and calls the
+ * controller's transport; transports keep their own state behind `tl`.
+ */
+#ifndef PB_RSM_IMPL_H
+#define PB_RSM_IMPL_H
+
+#include <postbox/rsm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "rsm/transport.h"
+
+#define PB_RSM_CONTROLLER_NAME_MAX 32
+
+typedef enum {
+    PB_RSM_HANDLE_CONTROLLER = 0,
+    PB_RSM_HANDLE_EXPORT = 1,
+    PB_RSM_HANDLE_IMPORT = 2,
+    PB_RSM_HANDLE_LOCALMEM = 3,
+    PB_RSM_HANDLE_KINDS = 4
+} pb_rsm_handle_kind_t;
+
+struct __rsmapi_controller_handle {
+    uint32_t magic;
+    const pb_rsm_transport_t *transport;
+    int refcount; /* gets minus releases, under pb_rsm_lock */
+    void *tl;     /* transport state */
+};
+
+struct __rsm_memseg_export_handle {
+    uint32_t magic;
+    rsmapi_controller_handle_t controller;
+    void *vaddr;
+    size_t size;
+    uint_t flags;
+    int published;
+    rsm_memseg_id_t segid;
+    rsmapi_access_entry_t *acl; /* NULL: every node, owner read-write */
+    uint_t acl_length;
+    int pollfd_refs; /* rsm_memseg_get_pollfd references held */
+    void *tl;
+};
+
+struct __rsm_memseg_import_handle {
+    uint32_t magic;
+    const pb_rsm_transport_t *transport; /* the controller's, read on every put */
+    rsmapi_controller_handle_t controller;
+    rsm_node_id_t node;
+    rsm_memseg_id_t segid;
+    rsm_permission_t perm;
+    size_t size;
+    rsm_barrier_mode_t mode;
+    void *map_addr; /* user mapping made by rsm_memseg_import_map, or NULL */
+    size_t map_length;
+    int pollfd_refs;
+    void *tl;
+};
+
+struct __rsm_localmemory_handle {
+    uint32_t magic;
+    char *vaddr;
+    size_t length;
+};
+
+/*
+ * Handle storage.  Handles live in chunks that are never returned to the
+ * system: a freed handle keeps its memory with a dead magic, so a stale
+ * handle is reported as bad instead of touching freed memory, and any
+ * pointer is checked against the chunks before it is dereferenced.
+ */
+
+/* A new zeroed handle of @kind with its magic set, or NULL (no memory). */
+void *pb_rsm_handle_alloc(pb_rsm_handle_kind_t kind);
+
+/* Invalidate and recycle a handle from pb_rsm_handle_alloc. */
+void pb_rsm_handle_free(pb_rsm_handle_kind_t kind, void *handle);
+
+/* Whether @ptr is a live handle of @kind. */
+int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *ptr);
+
+/* The lock of the RSM control path (create, publish, connect, ...) and of the
+ * service thread; the data path (put, get, barriers, signals) never takes it. */
+extern pthread_mutex_t pb_rsm_lock;
+
+/* The lock of the handle pools (taken inside pb_rsm_lock, never around it). */
+extern pthread_mutex_t pb_rsm_handle_lock;
+
+#endif

@@ -1,0 +1,273 @@
+#include "rsm/service.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rsm/rsm_impl.h"
+#include "util/log.h"
+
+#define SERVICE_MAX_EVENTS 32
+#define LIVENESS_PAGE_SIZE 4096
+
+typedef struct {
+    int fd;
+    uint32_t generation;
+    int in_use;
+    pb_rsm_service_cb_t cb;
+    void *arg;
+} service_entry_t;
+
+/* the liveness page: a robust-list node, then the futex word */
+typedef struct {
+    struct robust_list node;
+    char pad[PB_RSM_LIVENESS_WORD_OFFSET - sizeof(struct robust_list)];
+    _Atomic uint32_t word;
+} liveness_page_t;
+
+_Static_assert(offsetof(liveness_page_t, word) == PB_RSM_LIVENESS_WORD_OFFSET,
+               "liveness word offset");
+
+static struct {
+    int started;
+    int epoll_fd;
+    int liveness_fd;
+    liveness_page_t *liveness;
+    service_entry_t *entries;
+    uint32_t entry_count;
+    uint32_t entry_capacity;
+    int atfork_registered;
+} service = {.epoll_fd = -1, .liveness_fd = -1};
+
+/* the service thread's robust list: just the liveness node */
+static struct robust_list_head liveness_head;
+
+/* posted by the service thread once it holds the liveness word */
+static sem_t service_ready;
+
+pthread_mutex_t pb_rsm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *service_thread_main(void *unused)
+{
+    struct epoll_event events[SERVICE_MAX_EVENTS];
+    liveness_page_t *liveness = service.liveness;
+    int epoll_fd = service.epoll_fd;
+
+    /* hold the liveness word: our tid in it, our node on the robust list,
+     * so the kernel marks it FUTEX_OWNER_DIED when this process dies */
+    atomic_store_explicit(&liveness->word, (uint32_t)syscall(SYS_gettid), memory_order_release);
+    liveness_head.list.next = &liveness->node;
+    liveness_head.futex_offset = offsetof(liveness_page_t, word);
+    liveness_head.list_op_pending = NULL;
+    liveness->node.next = &liveness_head.list;
+    if (syscall(SYS_set_robust_list, &liveness_head, sizeof(liveness_head)) != 0)
+        pb_warn("set_robust_list failed: %m; importers will not see this process die");
+    sem_post(&service_ready);
+
+    for (;;) {
+        int count = epoll_wait(epoll_fd, events, SERVICE_MAX_EVENTS, -1);
+
+        if (count < 0) {
+            if (errno == EINTR)
+                continue;
+            pb_error("epoll_wait failed: %m; RSM service stops");
+            return NULL;
+        }
+        pthread_mutex_lock(&pb_rsm_lock);
+        for (int i = 0; i < count; i++) {
+            uint32_t slot = (uint32_t)events[i].data.u64;
+            uint32_t generation = (uint32_t)(events[i].data.u64 >> 32);
+            service_entry_t *entry;
+
+            /* the entry may have been removed since epoll_wait returned */
+            if (slot >= service.entry_count)
+                continue;
+            entry = &service.entries[slot];
+            if (!entry->in_use || entry->generation != generation)
+                continue;
+            entry->cb(entry->arg, events[i].events);
+        }
+        pthread_mutex_unlock(&pb_rsm_lock);
+    }
+}
+
+/* fork while another thread holds an RSM lock must not leave it locked in
+ * the child: take both around the fork */
+static void service_atfork_prepare(void)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&pb_rsm_handle_lock);
+}
+
+static void service_atfork_parent(void)
+{
+    pthread_mutex_unlock(&pb_rsm_handle_lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+}
+
+/* The child has no service thread: forget the parent's, and close its
+ * descriptors so that the parent's listening sockets do not outlive it. */
+static void service_atfork_child(void)
+{
+    pthread_mutex_init(&pb_rsm_lock, NULL);
+    pthread_mutex_init(&pb_rsm_handle_lock, NULL);
+    if (!service.started)
+        return;
+    for (uint32_t i = 0; i < service.entry_count; i++) {
+        if (service.entries[i].in_use)
+            close(service.entries[i].fd);
+    }
+    free(service.entries);
+    service.entries = NULL;
+    service.entry_count = service.entry_capacity = 0;
+    close(service.epoll_fd);
+    close(service.liveness_fd);
+    munmap(service.liveness, LIVENESS_PAGE_SIZE);
+    service.epoll_fd = service.liveness_fd = -1;
+    service.liveness = NULL;
+    service.started = 0;
+}
+
+pb_status_t pb_rsm_service_start(void)
+{
+    sigset_t all, saved;
+    pthread_t thread;
+    pthread_attr_t attr;
+    int ret;
+
+    if (service.started)
+        return PB_OK;
+    if (!service.atfork_registered) {
+        pthread_atfork(service_atfork_prepare, service_atfork_parent, service_atfork_child);
+        service.atfork_registered = 1;
+    }
+    service.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (service.epoll_fd < 0) {
+        pb_error("epoll_create1 failed: %m");
+        goto err;
+    }
+    service.liveness_fd = memfd_create("postbox-liveness", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (service.liveness_fd < 0) {
+        pb_error("memfd_create failed: %m");
+        goto err_close_epoll;
+    }
+    if (ftruncate(service.liveness_fd, LIVENESS_PAGE_SIZE) != 0 ||
+        fcntl(service.liveness_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        pb_error("sizing the liveness page failed: %m");
+        goto err_close_liveness;
+    }
+    service.liveness =
+        mmap(NULL, LIVENESS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, service.liveness_fd, 0);
+    if (service.liveness == MAP_FAILED) {
+        pb_error("mmap of the liveness page failed: %m");
+        service.liveness = NULL;
+        goto err_close_liveness;
+    }
+
+    /* the thread takes no signals: they belong to the application */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    sem_init(&service_ready, 0, 0);
+    ret = pthread_create(&thread, &attr, service_thread_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (ret != 0) {
+        errno = ret;
+        pb_error("pthread_create of the RSM service thread failed: %m");
+        goto err_unmap;
+    }
+    /* Return only once the thread holds the liveness word, so that no
+     * importer can see this process before its death would show; the thread
+     * is then idle in epoll_wait, so a fork never copies it mid-start. */
+    while (sem_wait(&service_ready) != 0 && errno == EINTR)
+        ;
+    service.started = 1;
+    return PB_OK;
+
+err_unmap:
+    munmap(service.liveness, LIVENESS_PAGE_SIZE);
+    service.liveness = NULL;
+err_close_liveness:
+    close(service.liveness_fd);
+    service.liveness_fd = -1;
+err_close_epoll:
+    close(service.epoll_fd);
+    service.epoll_fd = -1;
+err:
+    return PB_ERR_NO_RESOURCE;
+}
+
+int pb_rsm_service_liveness_fd(void)
+{
+    return service.liveness_fd;
+}
+
+pb_status_t pb_rsm_service_add(int fd, uint32_t events, pb_rsm_service_cb_t cb, void *arg,
+                               uint64_t *id_p)
+{
+    struct epoll_event event = {.events = events};
+    service_entry_t *entry;
+    uint32_t slot;
+    pb_status_t status;
+
+    status = pb_rsm_service_start();
+    if (status != PB_OK)
+        return status;
+    for (slot = 0; slot < service.entry_count; slot++) {
+        if (!service.entries[slot].in_use)
+            break;
+    }
+    if (slot == service.entry_count) {
+        if (service.entry_count == service.entry_capacity) {
+            uint32_t capacity = service.entry_capacity ? 2 * service.entry_capacity : 16;
+            service_entry_t *grown = realloc(service.entries, capacity * sizeof(*grown));
+
+            if (grown == NULL)
+                return PB_ERR_NO_MEMORY;
+            service.entries = grown;
+            service.entry_capacity = capacity;
+        }
+        service.entries[slot].generation = 0;
+        service.entry_count++;
+    }
+    entry = &service.entries[slot];
+    entry->generation++;
+    event.data.u64 = (uint64_t)entry->generation << 32 | slot;
+    if (epoll_ctl(service.epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
+        pb_error("epoll_ctl(ADD, fd %d) failed: %m", fd);
+        return PB_ERR_IO;
+    }
+    entry->fd = fd;
+    entry->cb = cb;
+    entry->arg = arg;
+    entry->in_use = 1;
+    *id_p = event.data.u64;
+    return PB_OK;
+}
+
+void pb_rsm_service_remove(uint64_t id)
+{
+    uint32_t slot = (uint32_t)id;
+    service_entry_t *entry;
+
+    if (slot >= service.entry_count)
+        return;
+    entry = &service.entries[slot];
+    if (!entry->in_use || entry->generation != (uint32_t)(id >> 32))
+        return;
+    epoll_ctl(service.epoll_fd, EPOLL_CTL_DEL, entry->fd, NULL);
+    close(entry->fd);
+    entry->in_use = 0;
+}

@@ -1,0 +1,1141 @@
+/*
+ * The shm transport: RSM between processes of one node.
+ *
+ * An export segment is a memfd mapped over the exporter's own memory, so
+ * importers map the very pages the exporter uses: put and get are copies,
+ * map is mmap of the same memfd.  Publication, access checks and the hand-
+ * over of descriptors go through the rendezvous socket described in
+ * shm_layout.h, served by the RSM service thread.  Nothing is named in a
+ * filesystem: memfds and abstract sockets disappear with their last user,
+ * so no exit, kill -9 included, leaves anything behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rsm/rsm_impl.h"
+#include "rsm/service.h"
+#include "rsm/shm_layout.h"
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/job.h"
+#include "util/log.h"
+#include "util/siphash.h"
+
+#define SHM_CONNECT_TIMEOUT_S 5
+#define SHM_LISTEN_BACKLOG 128
+#define SHM_SEGID_PICK_TRIES 64
+/* an importer asleep in a signal wait re-checks its exporter this often */
+#define SHM_IMPORT_WAIT_SLICE_MS 50
+
+typedef struct shm_conn shm_conn_t;
+
+typedef struct {
+    int data_fd;
+    int ctl_fd;
+    pb_shm_ctl_t *ctl;  /* control page of the current publication */
+    int listen_fd;      /* rendezvous socket, owned by the service entry */
+    uint64_t listen_id; /* service entry of the listening socket */
+    shm_conn_t **conns; /* connections of the current publication */
+    unsigned conn_count;
+    unsigned conn_capacity;
+    unsigned importers; /* connections that completed the handshake */
+    int imported;       /* an importer connected during this publication */
+} shm_export_t;
+
+struct shm_conn {
+    pb_rsm_export_t *seg;
+    uint64_t service_id;
+    int fd;
+    int connected;
+    uint8_t nonce[PB_SHM_NONCE_LEN];
+};
+
+typedef struct {
+    int sock;
+    int data_fd;
+    char *base; /* the whole segment, for put and get */
+    pb_shm_ctl_t *ctl;
+    const void *liveness;
+    uint32_t seen_generation;
+} shm_import_t;
+
+static size_t shm_page_size(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* ---- small system helpers ------------------------------------------------ */
+
+static long shm_futex_wait(pb_shm_word_t *word, uint32_t expected, int timeout_ms)
+{
+    struct timespec rel, *relp = NULL;
+
+    if (timeout_ms >= 0) {
+        rel.tv_sec = timeout_ms / 1000;
+        rel.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+        relp = &rel;
+    }
+    /* shared futex (no FUTEX_PRIVATE_FLAG): the word is in a shared mapping */
+    return syscall(SYS_futex, &word->value, FUTEX_WAIT, expected, relp, NULL, 0);
+}
+
+static void shm_futex_wake_all(pb_shm_word_t *word)
+{
+    syscall(SYS_futex, &word->value, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static int64_t shm_now_ms(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* remaining ms until @deadline_ms (-1: no deadline), never negative */
+static int shm_remaining_ms(int64_t deadline_ms)
+{
+    int64_t left;
+
+    if (deadline_ms < 0)
+        return -1;
+    left = deadline_ms - shm_now_ms();
+    return left > 0 ? (int)(left > INT_MAX ? INT_MAX : left) : 0;
+}
+
+static int shm_memfd_create(const char *name, size_t size)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+    if (fd < 0) {
+        pb_error("memfd_create(%s) failed: %m", name);
+        return -1;
+    }
+    /* fixed size: nobody can shrink it under a mapping and cause SIGBUS */
+    if (ftruncate(fd, (off_t)size) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        pb_error("sizing memfd %s to %zu bytes failed: %m", name, size);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Copy [vaddr, vaddr + size) of this process into @fd; PB_ERR_BAD_ADDRESS
+ * if the range is not readable memory. */
+static pb_status_t shm_fill_from_memory(int fd, const void *vaddr, size_t size)
+{
+    size_t done = 0;
+
+    while (done < size) {
+        ssize_t n = pwrite(fd, (const char *)vaddr + done, size - done, (off_t)done);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EFAULT)
+            return PB_ERR_BAD_ADDRESS;
+        if (n <= 0) {
+            pb_error("pwrite to segment memfd failed: %m");
+            return PB_ERR_IO;
+        }
+        done += (size_t)n;
+    }
+    return PB_OK;
+}
+
+/* Back [vaddr, vaddr + size) with @fd's pages, in place. */
+static pb_status_t shm_map_over(void *vaddr, size_t size, int fd)
+{
+    void *addr = mmap(vaddr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+
+    if (addr == MAP_FAILED) {
+        pb_error("mmap of the segment over %p (%zu bytes) failed: %m", vaddr, size);
+        return PB_ERR_NO_MEMORY;
+    }
+    return PB_OK;
+}
+
+/* Make [vaddr, vaddr + size) private anonymous memory again, keeping the
+ * data it shows now.  The replacement is atomic (mremap over it). */
+static pb_status_t shm_make_private(void *vaddr, size_t size)
+{
+    void *copy = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (copy == MAP_FAILED) {
+        pb_error("mmap of %zu private bytes failed: %m", size);
+        return PB_ERR_NO_MEMORY;
+    }
+    memcpy(copy, vaddr, size);
+    if (mremap(copy, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, vaddr) == MAP_FAILED) {
+        pb_error("mremap of the private copy over %p failed: %m", vaddr);
+        munmap(copy, size);
+        return PB_ERR_NO_MEMORY;
+    }
+    return PB_OK;
+}
+
+static void shm_rendezvous_name(struct sockaddr_un *addr, socklen_t *len_p, rsm_node_id_t node,
+                                rsm_memseg_id_t segid)
+{
+    int n;
+
+    memset(addr, 0, sizeof(*addr));
+    addr->sun_family = AF_UNIX;
+    /* sun_path[0] == 0: the abstract namespace, gone when the socket closes */
+    n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "postbox-rsm/%s/%u/%08x",
+                 pb_job_get()->id, (unsigned)node, (unsigned)segid);
+    *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void shm_mac_key(uint8_t key[PB_JOB_SECRET_LEN])
+{
+    const pb_job_t *job = pb_job_get();
+
+    if (job->has_secret)
+        memcpy(key, job->secret, PB_JOB_SECRET_LEN);
+    else
+        memset(key, 0, PB_JOB_SECRET_LEN); /* solo job: peers are checked by uid */
+}
+
+static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
+                                const pb_shm_msg_request_t *req)
+{
+    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t buf[16 + PB_SHM_NONCE_LEN + 12 + PB_SHM_NONCE_LEN];
+    size_t off = 0;
+
+    shm_mac_key(key);
+    memcpy(buf + off, "postbox-shm-req", 16), off += 16;
+    memcpy(buf + off, hello_nonce, PB_SHM_NONCE_LEN), off += PB_SHM_NONCE_LEN;
+    memcpy(buf + off, &req->node, 4), off += 4;
+    memcpy(buf + off, &req->segid, 4), off += 4;
+    memcpy(buf + off, &req->perm, 4), off += 4;
+    memcpy(buf + off, req->nonce, PB_SHM_NONCE_LEN), off += PB_SHM_NONCE_LEN;
+    return pb_siphash24(key, buf, off);
+}
+
+static uint64_t shm_reply_mac(const uint8_t request_nonce[PB_SHM_NONCE_LEN],
+                              const pb_shm_msg_reply_t *reply)
+{
+    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t buf[16 + PB_SHM_NONCE_LEN + 16];
+    size_t off = 0;
+
+    shm_mac_key(key);
+    memcpy(buf + off, "postbox-shm-rep", 16), off += 16;
+    memcpy(buf + off, request_nonce, PB_SHM_NONCE_LEN), off += PB_SHM_NONCE_LEN;
+    memcpy(buf + off, &reply->status, 4), off += 4;
+    memcpy(buf + off, &reply->perm, 4), off += 4;
+    memcpy(buf + off, &reply->size, 8), off += 8;
+    return pb_siphash24(key, buf, off);
+}
+
+static int shm_msg_hdr_ok(const pb_shm_msg_hdr_t *hdr, uint16_t type)
+{
+    return hdr->magic == PB_SHM_MSG_MAGIC && hdr->version == PB_SHM_PROTOCOL_VERSION &&
+           hdr->type == type;
+}
+
+/* ---- capabilities ------------------------------------------------------- */
+
+static void shm_query(pb_rsm_caps_t *caps_p)
+{
+    caps_p->can_map = 1;
+    caps_p->page_size = shm_page_size();
+    caps_p->max_segment_size = (size_t)1 << 40;
+}
+
+static int shm_reaches(rsm_node_id_t node)
+{
+    return node == pb_job_get()->node_id;
+}
+
+/* ---- export side ---------------------------------------------------------- */
+
+static pb_status_t shm_export_create(pb_rsm_export_t *seg)
+{
+    shm_export_t *se = calloc(1, sizeof(*se));
+    pb_status_t status;
+
+    if (se == NULL)
+        return PB_ERR_NO_MEMORY;
+    se->ctl_fd = -1;
+    se->data_fd = shm_memfd_create("postbox-segment", seg->size);
+    if (se->data_fd < 0) {
+        status = PB_ERR_NO_RESOURCE;
+        goto err_free;
+    }
+    status = shm_fill_from_memory(se->data_fd, seg->vaddr, seg->size);
+    if (status != PB_OK)
+        goto err_close;
+    status = shm_map_over(seg->vaddr, seg->size, se->data_fd);
+    if (status != PB_OK)
+        goto err_close;
+    seg->tl = se;
+    return PB_OK;
+
+err_close:
+    close(se->data_fd);
+err_free:
+    free(se);
+    return status;
+}
+
+static void shm_export_destroy(pb_rsm_export_t *seg)
+{
+    shm_export_t *se = seg->tl;
+
+    /* the exporter keeps its data, in private pages */
+    if (shm_make_private(seg->vaddr, seg->size) != PB_OK)
+        pb_warn("segment memory at %p stays shared after destroy", seg->vaddr);
+    close(se->data_fd);
+    free(se->conns);
+    free(se);
+    seg->tl = NULL;
+}
+
+static pb_status_t shm_export_rebind(pb_rsm_export_t *seg, void *vaddr)
+{
+    shm_export_t *se = seg->tl;
+    int staging_fd;
+    void *staging;
+    pb_status_t status;
+
+    /* snapshot the new memory first: if it is unreadable nothing changes */
+    staging_fd = shm_memfd_create("postbox-rebind", seg->size);
+    if (staging_fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    status = shm_fill_from_memory(staging_fd, vaddr, seg->size);
+    if (status != PB_OK)
+        goto out_close;
+    staging = mmap(NULL, seg->size, PROT_READ, MAP_SHARED, staging_fd, 0);
+    if (staging == MAP_FAILED) {
+        pb_error("mmap of the rebind staging copy failed: %m");
+        status = PB_ERR_NO_MEMORY;
+        goto out_close;
+    }
+    status = shm_make_private(seg->vaddr, seg->size);
+    if (status != PB_OK)
+        goto out_unmap;
+    /* the same memfd, so importers see the new contents without noticing */
+    status = shm_fill_from_memory(se->data_fd, staging, seg->size);
+    if (status == PB_OK)
+        status = shm_map_over(vaddr, seg->size, se->data_fd);
+    if (status != PB_OK) {
+        pb_error("rebind to %p failed after the old memory was released", vaddr);
+        goto out_unmap;
+    }
+    seg->vaddr = vaddr;
+out_unmap:
+    munmap(staging, seg->size);
+out_close:
+    close(staging_fd);
+    return status;
+}
+
+static void shm_conn_close(shm_conn_t *conn)
+{
+    shm_export_t *se = conn->seg->tl;
+
+    for (unsigned i = 0; i < se->conn_count; i++) {
+        if (se->conns[i] == conn) {
+            se->conns[i] = se->conns[--se->conn_count];
+            break;
+        }
+    }
+    if (conn->connected)
+        se->importers--;
+    pb_rsm_service_remove(conn->service_id); /* closes conn->fd */
+    free(conn);
+}
+
+static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb_status_t status,
+                           rsm_permission_t granted)
+{
+    pb_rsm_export_t *seg = conn->seg;
+    shm_export_t *se = seg->tl;
+    pb_shm_msg_reply_t reply = {
+        .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REPLY},
+        .status = status,
+        .perm = granted,
+        .size = status == PB_OK ? seg->size : 0,
+    };
+    int fds[PB_SHM_REPLY_FDS] = {-1, -1, -1};
+    char cbuf[CMSG_SPACE(sizeof(fds))];
+    struct iovec iov = {&reply, sizeof(reply)};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    int data_fd = -1;
+
+    if (status == PB_OK) {
+        if (granted & RSM_PERM_WRITE) {
+            data_fd = se->data_fd;
+        } else {
+            char path[64];
+
+            /* a read-only descriptor: the kernel refuses a writable map */
+            snprintf(path, sizeof(path), "/proc/self/fd/%d", se->data_fd);
+            data_fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (data_fd < 0) {
+                pb_error("reopening the segment read-only failed: %m");
+                reply.status = status = PB_ERR_NO_RESOURCE;
+                reply.size = 0;
+            }
+        }
+    }
+    reply.mac = shm_reply_mac(req->nonce, &reply);
+    if (status == PB_OK) {
+        struct cmsghdr *cmsg;
+
+        fds[0] = data_fd;
+        fds[1] = se->ctl_fd;
+        fds[2] = pb_rsm_service_liveness_fd();
+        msg.msg_control = cbuf;
+        msg.msg_controllen = sizeof(cbuf);
+        cmsg = CMSG_FIRSTHDR(&msg);
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
+        memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
+    }
+    if (sendmsg(conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(reply)) {
+        pb_debug("reply to importer failed: %m");
+        status = PB_ERR_IO;
+    }
+    if (data_fd >= 0 && data_fd != se->data_fd)
+        close(data_fd);
+    if (status == PB_OK) {
+        conn->connected = 1;
+        se->importers++;
+        se->imported = 1;
+    } else {
+        shm_conn_close(conn);
+    }
+}
+
+/* The permission the access list grants a peer of @uid/@gid on @node;
+ * -1 when the list does not name the node. */
+static int shm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid)
+{
+    rsm_permission_t mode = RSM_PERM_RDWR; /* NULL list: owner read-write */
+    int found = seg->acl == NULL;
+    unsigned digit;
+
+    for (uint_t i = 0; i < seg->acl_length && !found; i++) {
+        if (seg->acl[i].ae_node == node) {
+            mode = seg->acl[i].ae_permission;
+            found = 1;
+        }
+    }
+    if (!found)
+        return -1;
+    if (uid == geteuid())
+        digit = (mode >> 6) & 7;
+    else if (gid == getegid())
+        digit = (mode >> 3) & 7;
+    else
+        digit = mode & 7;
+    return (int)(((digit & 4) ? RSM_PERM_READ : 0) | ((digit & 2) ? RSM_PERM_WRITE : 0));
+}
+
+static void shm_conn_handle_request(shm_conn_t *conn)
+{
+    pb_shm_msg_request_t req;
+    struct ucred cred;
+    socklen_t cred_len = sizeof(cred);
+    ssize_t n = recv(conn->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
+    int grant;
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n != (ssize_t)sizeof(req) || !shm_msg_hdr_ok(&req.hdr, PB_SHM_MSG_REQUEST)) {
+        if (n != 0)
+            pb_warn("closing rendezvous connection: malformed import request (%zd bytes)", n);
+        shm_conn_close(conn);
+        return;
+    }
+    if (getsockopt(conn->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
+        pb_error("SO_PEERCRED failed: %m");
+        shm_conn_close(conn);
+        return;
+    }
+    if (req.mac != shm_request_mac(conn->nonce, &req) ||
+        (!pb_job_get()->has_secret && cred.uid != geteuid())) {
+        pb_info("refused import of segment %#x by pid %d: not of this job", req.segid,
+                (int)cred.pid);
+        shm_conn_reply(conn, &req, PB_ERR_PERMISSION, 0);
+        return;
+    }
+    if (!conn->seg->published || req.segid != conn->seg->segid) {
+        shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED, 0);
+        return;
+    }
+    grant = shm_acl_grant(conn->seg, req.node, cred.uid, cred.gid);
+    if (grant < 0) {
+        shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED_TO_NODE, 0);
+        return;
+    }
+    if ((req.perm & ~(uint32_t)grant) != 0) {
+        shm_conn_reply(conn, &req, PB_ERR_PERMISSION, 0);
+        return;
+    }
+    shm_conn_reply(conn, &req, PB_OK, req.perm);
+}
+
+static void shm_conn_ready(void *arg, uint32_t events)
+{
+    shm_conn_t *conn = arg;
+    char byte;
+
+    if (!conn->connected) {
+        shm_conn_handle_request(conn);
+        return;
+    }
+    /* a connected importer sends nothing: this is its disconnect or death */
+    if (recv(conn->fd, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN && !(events & EPOLLHUP))
+        return;
+    shm_conn_close(conn);
+}
+
+static int shm_conns_grow(shm_export_t *se)
+{
+    unsigned capacity = se->conn_capacity ? 2 * se->conn_capacity : 8;
+    shm_conn_t **grown = realloc(se->conns, capacity * sizeof(*grown));
+
+    if (grown == NULL)
+        return 0;
+    se->conns = grown;
+    se->conn_capacity = capacity;
+    return 1;
+}
+
+static void shm_listen_ready(void *arg, uint32_t events)
+{
+    pb_rsm_export_t *seg = arg;
+    shm_export_t *se = seg->tl;
+
+    for (;;) {
+        pb_shm_msg_hello_t hello = {
+            .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_HELLO}};
+        shm_conn_t *conn;
+        int fd = accept4(se->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                pb_warn("accept on the rendezvous socket of segment %#x failed: %m", seg->segid);
+            return;
+        }
+        conn = calloc(1, sizeof(*conn));
+        if (conn == NULL || (se->conn_count == se->conn_capacity && !shm_conns_grow(se))) {
+            pb_warn("refusing an importer of segment %#x: out of memory", seg->segid);
+            free(conn);
+            close(fd);
+            continue;
+        }
+        conn->seg = seg;
+        conn->fd = fd;
+        if (pb_job_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
+            pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
+                PB_OK) {
+            pb_warn("refusing an importer of segment %#x: %m", seg->segid);
+            free(conn);
+            close(fd);
+            continue;
+        }
+        se->conns[se->conn_count++] = conn;
+        memcpy(hello.nonce, conn->nonce, sizeof(hello.nonce));
+        if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello))
+            shm_conn_close(conn);
+    }
+    (void)events;
+}
+
+static pb_status_t shm_ctl_create(pb_rsm_export_t *seg, rsm_memseg_id_t segid)
+{
+    shm_export_t *se = seg->tl;
+    pb_shm_ctl_t *ctl;
+    int fd = shm_memfd_create("postbox-segment-ctl", PB_SHM_CTL_SIZE);
+
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ctl == MAP_FAILED) {
+        pb_error("mmap of the control page failed: %m");
+        close(fd);
+        return PB_ERR_NO_MEMORY;
+    }
+    ctl->magic = PB_SHM_CTL_MAGIC;
+    ctl->layout_version = PB_SHM_LAYOUT_VERSION;
+    ctl->segid = segid;
+    ctl->exporter_pid = (uint32_t)getpid();
+    ctl->size = seg->size;
+    atomic_store_explicit(&ctl->state.value, PB_SHM_STATE_LIVE, memory_order_release);
+    se->ctl = ctl;
+    se->ctl_fd = fd;
+    return PB_OK;
+}
+
+static void shm_ctl_release(shm_export_t *se)
+{
+    munmap(se->ctl, PB_SHM_CTL_SIZE);
+    close(se->ctl_fd);
+    se->ctl = NULL;
+    se->ctl_fd = -1;
+}
+
+/* Bind the rendezvous name of (@node, @segid); -1 with errno on failure. */
+static int shm_rendezvous_bind(rsm_node_id_t node, rsm_memseg_id_t segid)
+{
+    struct sockaddr_un addr;
+    socklen_t len;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int saved;
+
+    if (fd < 0)
+        return -1;
+    shm_rendezvous_name(&addr, &len, node, segid);
+    if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, SHM_LISTEN_BACKLOG) != 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
+{
+    shm_export_t *se = seg->tl;
+    rsm_node_id_t node = pb_job_get()->node_id;
+    rsm_memseg_id_t segid = *segid_p;
+    pb_status_t status;
+    int fd = -1;
+
+    if (segid != 0) {
+        fd = shm_rendezvous_bind(node, segid);
+    } else {
+        /* the library's choice: a random id of the user range */
+        for (int i = 0; i < SHM_SEGID_PICK_TRIES && fd < 0; i++) {
+            uint32_t pick;
+
+            if (pb_job_random_bytes(&pick, sizeof(pick)) != 0)
+                break;
+            segid = pick | RSM_USER_APP_ID_BASE;
+            fd = shm_rendezvous_bind(node, segid);
+            if (fd < 0 && errno != EADDRINUSE)
+                break;
+        }
+    }
+    if (fd < 0) {
+        if (errno == EADDRINUSE)
+            return PB_ERR_IN_USE;
+        pb_error("binding the rendezvous socket of segment %#x failed: %m", segid);
+        return PB_ERR_NO_RESOURCE;
+    }
+    status = shm_ctl_create(seg, segid);
+    if (status != PB_OK)
+        goto err_close;
+    se->listen_fd = fd;
+    status = pb_rsm_service_add(fd, EPOLLIN, shm_listen_ready, seg, &se->listen_id);
+    if (status != PB_OK)
+        goto err_release_ctl;
+    se->imported = 0;
+    *segid_p = segid;
+    return PB_OK;
+
+err_release_ctl:
+    shm_ctl_release(se);
+err_close:
+    close(fd);
+    return status;
+}
+
+static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
+{
+    shm_export_t *se = seg->tl;
+    int fresh_fd;
+
+    pb_rsm_service_remove(se->listen_id); /* the name disappears */
+    while (se->conn_count > 0)
+        shm_conn_close(se->conns[se->conn_count - 1]);
+    /* cut importers off: they check the state before each access, and
+     * those asleep in a signal wait are woken to see it */
+    atomic_store_explicit(&se->ctl->state.value, PB_SHM_STATE_WITHDRAWN, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&se->ctl->import_generation.value, 1, memory_order_seq_cst);
+    shm_futex_wake_all(&se->ctl->import_generation);
+    shm_ctl_release(se);
+
+    /* importers may still hold mappings of the data: move this process to
+     * fresh pages so that those mappings no longer reach its memory */
+    if (se->imported) {
+        fresh_fd = shm_memfd_create("postbox-segment", seg->size);
+        if (fresh_fd < 0 || shm_fill_from_memory(fresh_fd, seg->vaddr, seg->size) != PB_OK ||
+            shm_map_over(seg->vaddr, seg->size, fresh_fd) != PB_OK) {
+            pb_warn("segment %#x: old importers' mappings still reach this memory", seg->segid);
+            if (fresh_fd >= 0)
+                close(fresh_fd);
+        } else {
+            close(se->data_fd);
+            se->data_fd = fresh_fd;
+        }
+        se->imported = 0;
+    }
+    return PB_OK;
+}
+
+static unsigned shm_export_importers(pb_rsm_export_t *seg)
+{
+    shm_export_t *se = seg->tl;
+
+    return se->importers;
+}
+
+/* ---- import side ---------------------------------------------------------- */
+
+static inline int shm_import_alive(const shm_import_t *si)
+{
+    return atomic_load_explicit(&si->ctl->state.value, memory_order_acquire) == PB_SHM_STATE_LIVE &&
+           !pb_rsm_liveness_dead(si->liveness);
+}
+
+/* Receive the reply and its descriptors; fds_p gets PB_SHM_REPLY_FDS of them. */
+static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p[PB_SHM_REPLY_FDS])
+{
+    char cbuf[CMSG_SPACE(sizeof(int) * PB_SHM_REPLY_FDS)];
+    struct iovec iov = {reply, sizeof(*reply)};
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+    struct cmsghdr *cmsg;
+    ssize_t n;
+    int nfds = 0;
+
+    do {
+        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+        if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
+            int count = (int)((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+            for (int i = 0; i < count; i++) {
+                int fd;
+
+                memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+                if (nfds < PB_SHM_REPLY_FDS)
+                    fds_p[nfds++] = fd;
+                else
+                    close(fd);
+            }
+        }
+    }
+    if (n != (ssize_t)sizeof(*reply) || !shm_msg_hdr_ok(&reply->hdr, PB_SHM_MSG_REPLY) ||
+        (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+        (reply->status == PB_OK && nfds != PB_SHM_REPLY_FDS)) {
+        for (int i = 0; i < nfds; i++)
+            close(fds_p[i]);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            pb_error("exporter did not answer the import request in %d s", SHM_CONNECT_TIMEOUT_S);
+            return PB_ERR_TIMEOUT;
+        }
+        /* an exporter that vanishes mid-handshake took its segment along */
+        return n <= 0 ? PB_ERR_NOT_PUBLISHED : PB_ERR_PROTOCOL;
+    }
+    return PB_OK;
+}
+
+/* Run the handshake on connected @sock; on success map what the exporter
+ * handed over into @si. */
+static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
+{
+    pb_shm_msg_hello_t hello;
+    pb_shm_msg_request_t req = {
+        .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REQUEST},
+        .node = pb_job_get()->node_id,
+        .segid = im->segid,
+        .perm = im->perm,
+    };
+    pb_shm_msg_reply_t reply;
+    int fds[PB_SHM_REPLY_FDS];
+    int prot = PROT_READ | ((im->perm & RSM_PERM_WRITE) ? PROT_WRITE : 0);
+    pb_status_t status;
+    ssize_t n;
+
+    do {
+        n = recv(si->sock, &hello, sizeof(hello), MSG_TRUNC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pb_error("exporter of segment %#x did not answer in %d s", im->segid,
+                 SHM_CONNECT_TIMEOUT_S);
+        return PB_ERR_TIMEOUT;
+    }
+    /* a rendezvous that closes before greeting us was being withdrawn */
+    if (n <= 0)
+        return PB_ERR_NOT_PUBLISHED;
+    if (n != (ssize_t)sizeof(hello) || !shm_msg_hdr_ok(&hello.hdr, PB_SHM_MSG_HELLO))
+        return PB_ERR_PROTOCOL;
+    if (pb_job_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
+        return PB_ERR_IO;
+    req.mac = shm_request_mac(hello.nonce, &req);
+    if (send(si->sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
+        return PB_ERR_NOT_PUBLISHED;
+    status = shm_recv_reply(si->sock, &reply, fds);
+    if (status != PB_OK)
+        return status;
+    if (reply.mac != shm_reply_mac(req.nonce, &reply)) {
+        pb_warn("import of segment %#x: the exporter is not of this job", im->segid);
+        status = PB_ERR_PERMISSION;
+        goto out_close;
+    }
+    if (reply.status != PB_OK) {
+        status = reply.status > 0 || reply.status <= PB_ERR_LAST ? PB_ERR_PROTOCOL
+                                                                 : (pb_status_t)reply.status;
+        goto out_close;
+    }
+    if (reply.size == 0 || reply.size > SIZE_MAX) {
+        status = PB_ERR_PROTOCOL;
+        goto out_close;
+    }
+    si->base = mmap(NULL, reply.size, prot, MAP_SHARED, fds[0], 0);
+    si->ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+    si->liveness = mmap(NULL, (size_t)shm_page_size(), PROT_READ, MAP_SHARED, fds[2], 0);
+    if (si->base == MAP_FAILED || si->ctl == MAP_FAILED || si->liveness == MAP_FAILED) {
+        pb_error("mapping imported segment %#x failed: %m", im->segid);
+        if (si->base != MAP_FAILED)
+            munmap(si->base, reply.size);
+        if (si->ctl != MAP_FAILED)
+            munmap(si->ctl, PB_SHM_CTL_SIZE);
+        if (si->liveness != MAP_FAILED)
+            munmap((void *)si->liveness, shm_page_size());
+        status = PB_ERR_NO_MEMORY;
+        goto out_close;
+    }
+    if (si->ctl->magic != PB_SHM_CTL_MAGIC || si->ctl->layout_version != PB_SHM_LAYOUT_VERSION) {
+        pb_error("segment %#x has control layout %u, this library speaks %u", im->segid,
+                 si->ctl->layout_version, PB_SHM_LAYOUT_VERSION);
+        munmap(si->base, reply.size);
+        munmap(si->ctl, PB_SHM_CTL_SIZE);
+        munmap((void *)si->liveness, shm_page_size());
+        status = PB_ERR_PROTOCOL;
+        goto out_close;
+    }
+    si->data_fd = fds[0];
+    fds[0] = -1;
+    im->size = (size_t)reply.size;
+    si->seen_generation =
+        atomic_load_explicit(&si->ctl->import_generation.value, memory_order_acquire);
+    status = PB_OK;
+out_close:
+    for (int i = 0; i < PB_SHM_REPLY_FDS; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+    }
+    return status;
+}
+
+static pb_status_t shm_import_connect(pb_rsm_import_t *im)
+{
+    struct timeval timeout = {.tv_sec = SHM_CONNECT_TIMEOUT_S};
+    struct sockaddr_un addr;
+    socklen_t len;
+    shm_import_t *si = calloc(1, sizeof(*si));
+    pb_status_t status;
+    int ret;
+
+    if (si == NULL)
+        return PB_ERR_NO_MEMORY;
+    si->data_fd = -1;
+    si->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (si->sock < 0) {
+        pb_error("socket(AF_UNIX) failed: %m");
+        status = PB_ERR_NO_RESOURCE;
+        goto err_free;
+    }
+    setsockopt(si->sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    setsockopt(si->sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    shm_rendezvous_name(&addr, &len, im->node, im->segid);
+    do {
+        ret = connect(si->sock, (struct sockaddr *)&addr, len);
+    } while (ret != 0 && errno == EINTR);
+    if (ret != 0) {
+        if (errno == ECONNREFUSED || errno == ENOENT) {
+            status = PB_ERR_NOT_PUBLISHED;
+        } else {
+            pb_error("connecting to segment %#x failed: %m", im->segid);
+            status = PB_ERR_NO_RESOURCE;
+        }
+        goto err_close;
+    }
+    status = shm_import_handshake(im, si);
+    if (status != PB_OK)
+        goto err_close;
+    im->tl = si;
+    return PB_OK;
+
+err_close:
+    close(si->sock);
+err_free:
+    free(si);
+    return status;
+}
+
+static void shm_import_disconnect(pb_rsm_import_t *im)
+{
+    shm_import_t *si = im->tl;
+
+    munmap(si->base, im->size);
+    munmap(si->ctl, PB_SHM_CTL_SIZE);
+    munmap((void *)si->liveness, shm_page_size());
+    close(si->data_fd);
+    close(si->sock); /* tells the exporter we are gone */
+    free(si);
+    im->tl = NULL;
+}
+
+static pb_status_t shm_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
+{
+    shm_import_t *si = im->tl;
+
+    if (PB_UNLIKELY(!shm_import_alive(si)))
+        return PB_ERR_CONN_ABORTED;
+    memcpy(si->base + offset, src, length);
+    if (im->mode == RSM_BARRIER_MODE_IMPLICIT) {
+        /* implicit close barrier: the stores are globally visible */
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+    return PB_OK;
+}
+
+static pb_status_t shm_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
+{
+    shm_import_t *si = im->tl;
+
+    if (PB_UNLIKELY(!shm_import_alive(si)))
+        return PB_ERR_CONN_ABORTED;
+    /* acquire: reads see everything the exporter published before */
+    atomic_thread_fence(memory_order_acquire);
+    memcpy(dst, si->base + offset, length);
+    return PB_OK;
+}
+
+static pb_status_t shm_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,
+                           size_t offset, size_t length)
+{
+    shm_import_t *si = im->tl;
+    int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+    void *addr;
+
+    if (!shm_import_alive(si))
+        return PB_ERR_CONN_ABORTED;
+    addr = mmap(fixed ? *address_p : NULL, length, prot, MAP_SHARED | (fixed ? MAP_FIXED : 0),
+                si->data_fd, (off_t)offset);
+    if (addr == MAP_FAILED) {
+        pb_error("mmap of imported segment %#x failed: %m", im->segid);
+        return PB_ERR_NO_MEMORY;
+    }
+    *address_p = addr;
+    return PB_OK;
+}
+
+static void shm_unmap(pb_rsm_import_t *im)
+{
+    munmap(im->map_addr, im->map_length);
+}
+
+static pb_status_t shm_barrier_open(pb_rsm_import_t *im)
+{
+    return shm_import_alive(im->tl) ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t shm_barrier_order(pb_rsm_import_t *im)
+{
+    /* writes before this point become visible before writes after it */
+    atomic_thread_fence(memory_order_release);
+    return shm_import_alive(im->tl) ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t shm_barrier_close(pb_rsm_import_t *im)
+{
+    /* drain this CPU's store buffer: every put of the span is visible */
+    atomic_thread_fence(memory_order_seq_cst);
+    return shm_import_alive(im->tl) ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+/* ---- signals ---------------------------------------------------------------- */
+
+/* Polls of an event word before a wait sleeps (POSTBOX_RSM_SIGNAL_SPIN). */
+static long shm_signal_spin_count(void)
+{
+    static _Atomic long cached = -1;
+    long spin = atomic_load_explicit(&cached, memory_order_relaxed);
+
+    if (spin < 0) {
+        spin = pb_config_get_long("POSTBOX_RSM_SIGNAL_SPIN");
+        if (spin < 0)
+            spin = 0;
+        atomic_store_explicit(&cached, spin, memory_order_relaxed);
+    }
+    return spin;
+}
+
+/* Spin up to the configured count while @word equals @value; whether it
+ * changed. */
+static int shm_spin_while_equal(pb_shm_word_t *word, uint32_t value)
+{
+    for (long i = shm_signal_spin_count(); i > 0; i--) {
+        if (atomic_load_explicit(&word->value, memory_order_acquire) != value)
+            return 1;
+        pb_cpu_relax();
+    }
+    return 0;
+}
+
+static pb_status_t shm_export_signal_post(pb_rsm_export_t *seg, int accumulate)
+{
+    pb_shm_ctl_t *ctl = ((shm_export_t *)seg->tl)->ctl;
+
+    /* importers consume all pending exporter events at once, so an
+     * accumulating and a non-accumulating post look the same to them */
+    (void)accumulate;
+    atomic_fetch_add_explicit(&ctl->import_generation.value, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&ctl->import_waiters.value, memory_order_seq_cst) != 0)
+        shm_futex_wake_all(&ctl->import_generation);
+    return PB_OK;
+}
+
+static pb_status_t shm_import_signal_post(pb_rsm_import_t *im, int accumulate)
+{
+    shm_import_t *si = im->tl;
+    pb_shm_ctl_t *ctl = si->ctl;
+
+    if (!shm_import_alive(si))
+        return PB_ERR_CONN_ABORTED;
+    if (accumulate) {
+        uint32_t pending = atomic_load_explicit(&ctl->export_events.value, memory_order_relaxed);
+
+        /* saturate rather than wrap to zero after 2^32 unconsumed posts */
+        while (pending != UINT32_MAX && !atomic_compare_exchange_weak_explicit(
+                                            &ctl->export_events.value, &pending, pending + 1,
+                                            memory_order_seq_cst, memory_order_relaxed))
+            ;
+    } else {
+        uint32_t none = 0;
+
+        /* dropped when an event is already pending */
+        atomic_compare_exchange_strong_explicit(&ctl->export_events.value, &none, 1,
+                                                memory_order_seq_cst, memory_order_seq_cst);
+    }
+    /* pairs with the waiter's increment of export_waiters before it sleeps */
+    if (atomic_load_explicit(&ctl->export_waiters.value, memory_order_seq_cst) != 0)
+        shm_futex_wake_all(&ctl->export_events);
+    return PB_OK;
+}
+
+static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
+{
+    pb_shm_ctl_t *ctl = ((shm_export_t *)seg->tl)->ctl;
+    int64_t deadline = timeout_ms < 0 ? -1 : shm_now_ms() + timeout_ms;
+
+    for (;;) {
+        uint32_t pending = atomic_load_explicit(&ctl->export_events.value, memory_order_acquire);
+        int remaining;
+        long ret;
+
+        while (pending > 0) {
+            if (atomic_compare_exchange_weak_explicit(&ctl->export_events.value, &pending,
+                                                      pending - 1, memory_order_acq_rel,
+                                                      memory_order_acquire))
+                return PB_OK;
+        }
+        remaining = shm_remaining_ms(deadline);
+        if (remaining == 0)
+            return PB_ERR_TIMEOUT;
+        if (shm_spin_while_equal(&ctl->export_events, 0))
+            continue;
+        atomic_fetch_add_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
+        ret = shm_futex_wait(&ctl->export_events, 0, remaining);
+        atomic_fetch_sub_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
+        if (ret != 0 && errno == EINTR)
+            return PB_ERR_INTERRUPTED;
+    }
+}
+
+static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
+{
+    shm_import_t *si = im->tl;
+    pb_shm_ctl_t *ctl = si->ctl;
+    int64_t deadline = timeout_ms < 0 ? -1 : shm_now_ms() + timeout_ms;
+
+    for (;;) {
+        uint32_t generation =
+            atomic_load_explicit(&ctl->import_generation.value, memory_order_acquire);
+        int remaining, slice;
+        long ret;
+
+        if (!shm_import_alive(si))
+            return PB_ERR_CONN_ABORTED;
+        if (generation != si->seen_generation) {
+            si->seen_generation = generation;
+            return PB_OK;
+        }
+        remaining = shm_remaining_ms(deadline);
+        if (remaining == 0)
+            return PB_ERR_TIMEOUT;
+        if (shm_spin_while_equal(&ctl->import_generation, generation))
+            continue;
+        /* a dead exporter cannot wake us: look at its liveness word now and then */
+        slice = remaining < 0 || remaining > SHM_IMPORT_WAIT_SLICE_MS ? SHM_IMPORT_WAIT_SLICE_MS
+                                                                      : remaining;
+        atomic_fetch_add_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
+        ret = shm_futex_wait(&ctl->import_generation, generation, slice);
+        atomic_fetch_sub_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
+        if (ret != 0 && errno == EINTR)
+            return PB_ERR_INTERRUPTED;
+    }
+}
+
+static const void *shm_export_event_word(pb_rsm_export_t *seg)
+{
+    return &((shm_export_t *)seg->tl)->ctl->export_events.value;
+}
+
+static const void *shm_import_event_word(pb_rsm_import_t *im)
+{
+    return &((shm_import_t *)im->tl)->ctl->import_generation.value;
+}
+
+const pb_rsm_transport_t pb_rsm_shm_transport = {
+    .name = "shm",
+    .query = shm_query,
+    .reaches = shm_reaches,
+    .export_create = shm_export_create,
+    .export_destroy = shm_export_destroy,
+    .export_rebind = shm_export_rebind,
+    .export_publish = shm_export_publish,
+    .export_unpublish = shm_export_unpublish,
+    .export_importers = shm_export_importers,
+    .import_connect = shm_import_connect,
+    .import_disconnect = shm_import_disconnect,
+    .put = shm_put,
+    .get = shm_get,
+    .map = shm_map,
+    .unmap = shm_unmap,
+    .barrier_open = shm_barrier_open,
+    .barrier_order = shm_barrier_order,
+    .barrier_close = shm_barrier_close,
+    .export_signal_post = shm_export_signal_post,
+    .import_signal_post = shm_import_signal_post,
+    .export_signal_wait = shm_export_signal_wait,
+    .import_signal_wait = shm_import_signal_wait,
+    .export_event_word = shm_export_event_word,
+    .import_event_word = shm_import_event_word,
+};

@@ -1,0 +1,47 @@
+/* The one place where transports are registered. */
+#include "rsm/transport.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "util/compiler.h"
+
+static const pb_rsm_transport_t *const transports[] = {
+    &pb_rsm_shm_transport,
+};
+
+/* other names users know a transport by (RSMAPI's loopback controller) */
+static const struct {
+    const char *alias;
+    const char *name;
+} transport_aliases[] = {
+    {"loopback", "shm"},
+};
+
+const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p)
+{
+    *count_p = PB_ARRAY_SIZE(transports);
+    return transports;
+}
+
+const pb_rsm_transport_t *pb_rsm_transport_find(const char *name)
+{
+    size_t len = strlen(name);
+
+    /* "shm0": a controller name may end in an instance number */
+    while (len > 0 && isdigit((unsigned char)name[len - 1]))
+        len--;
+    for (size_t i = 0; i < PB_ARRAY_SIZE(transport_aliases); i++) {
+        if (strlen(transport_aliases[i].alias) == len &&
+            strncmp(transport_aliases[i].alias, name, len) == 0) {
+            name = transport_aliases[i].name;
+            len = strlen(name);
+            break;
+        }
+    }
+    for (size_t i = 0; i < PB_ARRAY_SIZE(transports); i++) {
+        if (strlen(transports[i]->name) == len && strncmp(transports[i]->name, name, len) == 0)
+            return transports[i];
+    }
+    return NULL;
+}

@@ -1,0 +1,102 @@
+/*
+ * The RSM transport interface: one ops table per transport (shm now, tcp
+ * and ofi later), registered in transport.c.  The dispatcher in rsm.c has
+ * checked every argument (handles, bounds, alignment, permissions of the
+ * import) before an op runs, so ops check only what the transport alone
+ * can know.  Ops return pb_status_t; rsm.c maps it to RSMERR_* in one table.
+ */
+#ifndef PB_RSM_TRANSPORT_H
+#define PB_RSM_TRANSPORT_H
+
+#include <postbox/rsm.h>
+#include <stddef.h>
+
+#include "util/status.h"
+
+typedef struct __rsmapi_controller_handle pb_rsm_controller_t;
+typedef struct __rsm_memseg_export_handle pb_rsm_export_t;
+typedef struct __rsm_memseg_import_handle pb_rsm_import_t;
+
+/* what a transport can do; the conformance tests skip by these */
+typedef struct {
+    int can_map;             /* rsm_memseg_import_map gives shared pages */
+    size_t max_segment_size; /* largest export segment */
+    size_t page_size;        /* alignment of export memory and map offsets */
+} pb_rsm_caps_t;
+
+typedef void (*pb_rsm_query_func_t)(pb_rsm_caps_t *caps_p);
+/* whether this transport can reach @node from this process */
+typedef int (*pb_rsm_reaches_func_t)(rsm_node_id_t node);
+
+typedef pb_status_t (*pb_rsm_export_create_func_t)(pb_rsm_export_t *seg);
+typedef void (*pb_rsm_export_destroy_func_t)(pb_rsm_export_t *seg);
+typedef pb_status_t (*pb_rsm_export_rebind_func_t)(pb_rsm_export_t *seg, void *vaddr);
+/* @segid_p: 0 asks the transport to choose; set on success */
+typedef pb_status_t (*pb_rsm_export_publish_func_t)(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p);
+typedef pb_status_t (*pb_rsm_export_unpublish_func_t)(pb_rsm_export_t *seg);
+/* number of importers connected now */
+typedef unsigned (*pb_rsm_export_importers_func_t)(pb_rsm_export_t *seg);
+
+typedef pb_status_t (*pb_rsm_import_connect_func_t)(pb_rsm_import_t *im);
+typedef void (*pb_rsm_import_disconnect_func_t)(pb_rsm_import_t *im);
+typedef pb_status_t (*pb_rsm_put_func_t)(pb_rsm_import_t *im, size_t offset, const void *src,
+                                         size_t length);
+typedef pb_status_t (*pb_rsm_get_func_t)(pb_rsm_import_t *im, size_t offset, void *dst,
+                                         size_t length);
+/* map [offset, offset + length) at *address_p (fixed) or anywhere */
+typedef pb_status_t (*pb_rsm_map_func_t)(pb_rsm_import_t *im, void **address_p, int fixed,
+                                         int writable, size_t offset, size_t length);
+typedef void (*pb_rsm_unmap_func_t)(pb_rsm_import_t *im);
+
+typedef pb_status_t (*pb_rsm_barrier_open_func_t)(pb_rsm_import_t *im);
+typedef pb_status_t (*pb_rsm_barrier_order_func_t)(pb_rsm_import_t *im);
+typedef pb_status_t (*pb_rsm_barrier_close_func_t)(pb_rsm_import_t *im);
+
+typedef pb_status_t (*pb_rsm_export_signal_post_func_t)(pb_rsm_export_t *seg, int accumulate);
+typedef pb_status_t (*pb_rsm_import_signal_post_func_t)(pb_rsm_import_t *im, int accumulate);
+/* timeout_ms: -1 forever, 0 poll */
+typedef pb_status_t (*pb_rsm_export_signal_wait_func_t)(pb_rsm_export_t *seg, int timeout_ms);
+typedef pb_status_t (*pb_rsm_import_signal_wait_func_t)(pb_rsm_import_t *im, int timeout_ms);
+
+/* The 32-bit futex word that changes when an event arrives for the
+ * segment, and whether an event is pending (consuming it if so); used by
+ * rsm_intr_signal_wait_pollfd to wait on several segments at once. */
+typedef const void *(*pb_rsm_export_event_word_func_t)(pb_rsm_export_t *seg);
+typedef const void *(*pb_rsm_import_event_word_func_t)(pb_rsm_import_t *im);
+
+typedef struct {
+    const char *name;
+    pb_rsm_query_func_t query;
+    pb_rsm_reaches_func_t reaches;
+    pb_rsm_export_create_func_t export_create;
+    pb_rsm_export_destroy_func_t export_destroy;
+    pb_rsm_export_rebind_func_t export_rebind;
+    pb_rsm_export_publish_func_t export_publish;
+    pb_rsm_export_unpublish_func_t export_unpublish;
+    pb_rsm_export_importers_func_t export_importers;
+    pb_rsm_import_connect_func_t import_connect;
+    pb_rsm_import_disconnect_func_t import_disconnect;
+    pb_rsm_put_func_t put;
+    pb_rsm_get_func_t get;
+    pb_rsm_map_func_t map;
+    pb_rsm_unmap_func_t unmap;
+    pb_rsm_barrier_open_func_t barrier_open;
+    pb_rsm_barrier_order_func_t barrier_order;
+    pb_rsm_barrier_close_func_t barrier_close;
+    pb_rsm_export_signal_post_func_t export_signal_post;
+    pb_rsm_import_signal_post_func_t import_signal_post;
+    pb_rsm_export_signal_wait_func_t export_signal_wait;
+    pb_rsm_import_signal_wait_func_t import_signal_wait;
+    pb_rsm_export_event_word_func_t export_event_word;
+    pb_rsm_import_event_word_func_t import_event_word;
+} pb_rsm_transport_t;
+
+/* The transport called @name ("shm", "shm0", "loopback", ...), or NULL. */
+const pb_rsm_transport_t *pb_rsm_transport_find(const char *name);
+
+/* The registered transports, in order; *count_p gets their number. */
+const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p);
+
+extern const pb_rsm_transport_t pb_rsm_shm_transport;
+
+#endif

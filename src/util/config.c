@@ -1,0 +1,70 @@
+#include "util/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/compiler.h"
+#include "util/log.h"
+
+static const pb_config_entry_t config_table[] = {
+    {"POSTBOX_LOG_LEVEL", PB_CONFIG_STRING, "warn",
+     "Log level of the library: error, warn, info, debug or trace."},
+    {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
+     "Job identifier, set by the launcher; processes of different jobs cannot "
+     "reach each other's segments.  Unset outside a job."},
+    {"POSTBOX_JOB_SECRET", PB_CONFIG_STRING, NULL,
+     "Job secret (32 hex digits), set by the launcher and removed from the "
+     "environment when read; never set it by hand."},
+    {"POSTBOX_NODE_ID", PB_CONFIG_INT, "0",
+     "RSM node id of this process, set by the launcher (virtual nodes get "
+     "distinct ids)."},
+    {"POSTBOX_RSM_SEGMENTID_FILE", PB_CONFIG_STRING, "/etc/rsm/rsm.segmentid",
+     "Segment-id reservation file read by rsm_get_segmentid_range."},
+    {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",
+     "Polls of the event word before rsm_intr_signal_wait sleeps in the "
+     "kernel (0: sleep at once)."},
+    {NULL, PB_CONFIG_STRING, NULL, NULL},
+};
+
+PB_EXPORT const pb_config_entry_t *pb_config_table(void)
+{
+    return config_table;
+}
+
+static const pb_config_entry_t *config_find(const char *name)
+{
+    for (const pb_config_entry_t *entry = config_table; entry->name != NULL; entry++) {
+        if (strcmp(entry->name, name) == 0)
+            return entry;
+    }
+    fprintf(stderr, "postbox: internal error: unknown configuration variable %s\n", name);
+    abort();
+}
+
+const char *pb_config_get_string(const char *name)
+{
+    const pb_config_entry_t *entry = config_find(name);
+    const char *value = getenv(name);
+
+    return value != NULL ? value : entry->default_value;
+}
+
+long pb_config_get_long(const char *name)
+{
+    const pb_config_entry_t *entry = config_find(name);
+    const char *value = getenv(name);
+    char *end;
+    long parsed;
+
+    if (value == NULL || *value == '\0')
+        return entry->default_value ? strtol(entry->default_value, NULL, 0) : 0;
+    errno = 0;
+    parsed = strtol(value, &end, 0);
+    if (errno != 0 || *end != '\0') {
+        pb_warn("ignoring %s '%s': not an integer", name, value);
+        return entry->default_value ? strtol(entry->default_value, NULL, 0) : 0;
+    }
+    return parsed;
+}

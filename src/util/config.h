@@ -1,0 +1,35 @@
+/*
+ * Tunables.  Every POSTBOX_* variable is declared once, in the table in
+ * config.c, with its default and a one-line help; `postbox info --config`
+ * prints the table, and docs/config.md is generated from it.
+ */
+#ifndef PB_UTIL_CONFIG_H
+#define PB_UTIL_CONFIG_H
+
+#include <stddef.h>
+
+typedef enum {
+    PB_CONFIG_STRING,
+    PB_CONFIG_INT,
+    PB_CONFIG_BOOL
+} pb_config_type_t;
+
+typedef struct {
+    const char *name; /* environment variable */
+    pb_config_type_t type;
+    const char *default_value; /* as text; NULL when unset by default */
+    const char *help;          /* one line, without the default */
+} pb_config_entry_t;
+
+/* The table, terminated by an entry whose name is NULL. */
+const pb_config_entry_t *pb_config_table(void);
+
+/* The value of @name: the environment's, else the table's default.  @name
+ * must be in the table (an unknown name aborts: it is a programming error). */
+const char *pb_config_get_string(const char *name);
+
+/* As pb_config_get_string, parsed as a decimal or 0x integer; a malformed
+ * value logs a warning and yields the default. */
+long pb_config_get_long(const char *name);
+
+#endif
