@@ -1,0 +1,271 @@
+/* RSM helpers for the tests: see rsm_util.h. */
+#include "rsm_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *pbt_ctlr_name(void)
+{
+    const char *name = getenv("POSTBOX_TEST_CONTROLLER");
+
+    return name != NULL && *name != '\0' ? name : "shm";
+}
+
+int pbt_is_shm(void)
+{
+    const char *n = pbt_ctlr_name();
+
+    return strcmp(n, "shm") == 0 || strcmp(n, "shm0") == 0 || strcmp(n, "loopback") == 0;
+}
+
+rsmapi_controller_handle_t pbt_ctlr_get(void)
+{
+    rsmapi_controller_handle_t c = NULL;
+
+    CHECK_OK(rsm_get_controller((char *)pbt_ctlr_name(), &c));
+    CHECK(c != NULL);
+    return c;
+}
+
+/* ---- the exporter server ----------------------------------------------------- */
+
+typedef struct {
+    int32_t rc_create;
+    int32_t rc_publish;
+    uint32_t node;
+    uint32_t segid;
+} ex_hello_t;
+
+typedef struct {
+    int32_t op;
+    int32_t pad;
+    uint64_t a;
+    uint64_t b;
+} ex_cmd_t;
+
+typedef struct {
+    int32_t rc;
+    int32_t pad;
+    uint64_t len; /* bytes of data that follow */
+} ex_reply_t;
+
+static void acl_resolve(rsmapi_access_entry_t *out, const rsmapi_access_entry_t *in, uint_t n)
+{
+    rsm_node_id_t self = rsm_get_local_nodeid();
+
+    for (uint_t i = 0; i < n; i++) {
+        out[i] = in[i];
+        if (in[i].ae_node == PBT_NODE_LOCAL)
+            out[i].ae_node = self;
+        else if (in[i].ae_node == PBT_NODE_OTHER)
+            out[i].ae_node = self + 1;
+    }
+}
+
+static void exporter_main(pbt_peer_t *self, void *arg)
+{
+    const pbt_export_opts_t *o = arg;
+    rsmapi_controller_handle_t ctlr;
+    rsm_memseg_export_handle_t h = NULL;
+    rsmapi_access_entry_t acl[4];
+    size_t size = o->size;
+    uint8_t *mem, *old = NULL;
+    size_t old_size = 0;
+    int published = 0, destroyed = 0;
+    rsm_memseg_id_t segid = o->segid;
+    ex_hello_t hello = {0};
+
+    ctlr = pbt_ctlr_get();
+    mem = pbt_alloc_pages(size);
+    pbt_fill_pattern(mem, size, 0, o->seed);
+    acl_resolve(acl, o->acl, o->acl_len);
+    hello.rc_create = rsm_memseg_export_create(ctlr, &h, mem, size, o->create_flags);
+    hello.rc_publish = RSM_SUCCESS;
+    if (hello.rc_create == RSM_SUCCESS && !o->no_publish) {
+        hello.rc_publish =
+            rsm_memseg_export_publish(h, &segid, o->acl_len ? acl : NULL, o->acl_len);
+        published = hello.rc_publish == RSM_SUCCESS;
+    }
+    hello.node = rsm_get_local_nodeid();
+    hello.segid = segid;
+    pbt_send(self->wr, &hello, sizeof(hello));
+    if (hello.rc_create != RSM_SUCCESS || hello.rc_publish != RSM_SUCCESS)
+        return;
+
+    for (;;) {
+        ex_cmd_t cmd;
+        ex_reply_t rep = {0};
+        void *data = NULL;
+
+        if (pbt_recv_timed(self->rd, &cmd, sizeof(cmd), -1) == 0)
+            _exit(2); /* the test went away without EX_EXIT */
+        switch (cmd.op) {
+        case EX_READ:
+        case EX_READ_OLD: {
+            uint8_t *src = cmd.op == EX_READ ? mem : old;
+            size_t lim = cmd.op == EX_READ ? size : old_size;
+
+            CHECK(src != NULL && cmd.a + cmd.b <= lim);
+            data = src + cmd.a;
+            rep.len = cmd.b;
+            break;
+        }
+        case EX_WRITE:
+            CHECK(cmd.a + cmd.b <= size);
+            pbt_recv(self->rd, mem + cmd.a, cmd.b);
+            break;
+        case EX_UNPUBLISH:
+            rep.rc = rsm_memseg_export_unpublish(h);
+            if (rep.rc == RSM_SUCCESS)
+                published = 0;
+            break;
+        case EX_PUBLISH:
+            rep.rc = rsm_memseg_export_publish(h, &segid, o->acl_len ? acl : NULL, o->acl_len);
+            if (rep.rc == RSM_SUCCESS)
+                published = 1;
+            break;
+        case EX_REPUBLISH: {
+            rsmapi_access_entry_t e = {rsm_get_local_nodeid(), (rsm_permission_t)cmd.a};
+
+            rep.rc = rsm_memseg_export_republish(h, cmd.a ? &e : NULL, cmd.a ? 1 : 0);
+            break;
+        }
+        case EX_DESTROY:
+            rep.rc = rsm_memseg_export_destroy(h);
+            if (rep.rc == RSM_SUCCESS)
+                destroyed = 1;
+            break;
+        case EX_POST: rep.rc = rsm_intr_signal_post(h, (uint_t)cmd.a); break;
+        case EX_WAIT: rep.rc = rsm_intr_signal_wait(h, (int)cmd.a); break;
+        case EX_REBIND: {
+            size_t nsize = cmd.b ? cmd.b : size;
+            uint8_t *nmem = pbt_alloc_pages(nsize);
+
+            pbt_fill_pattern(nmem, nsize, 0, (unsigned)cmd.a);
+            rep.rc = rsm_memseg_export_rebind(h, nmem, 0, nsize);
+            if (rep.rc == RSM_SUCCESS) {
+                pbt_free_pages(old, old_size);
+                old = mem;
+                old_size = size;
+                mem = nmem;
+            } else {
+                pbt_free_pages(nmem, nsize);
+            }
+            break;
+        }
+        case EX_EXIT:
+            if (published)
+                CHECK_OK(rsm_memseg_export_unpublish(h));
+            if (!destroyed)
+                CHECK_OK(rsm_memseg_export_destroy(h));
+            CHECK_OK(rsm_release_controller(ctlr));
+            pbt_free_pages(mem, size);
+            pbt_free_pages(old, old_size);
+            pbt_send(self->wr, &rep, sizeof(rep));
+            return;
+        default: pbt_fail(__FILE__, __LINE__, "unknown exporter command %d", cmd.op);
+        }
+        pbt_send(self->wr, &rep, sizeof(rep));
+        if (rep.len > 0)
+            pbt_send(self->wr, data, rep.len);
+    }
+}
+
+void pbt_exporter_start(pbt_exporter_t *ex, const pbt_export_opts_t *opts)
+{
+    static pbt_export_opts_t o; /* copied into the child by fork */
+    ex_hello_t hello;
+
+    o = *opts;
+    if (o.size == 0)
+        o.size = 4 * pbt_page_size();
+    ex->peer = pbt_peer_start(exporter_main, &o);
+    pbt_recv(ex->peer.rd, &hello, sizeof(hello));
+    CHECK_MSG(hello.rc_create == RSM_SUCCESS, "exporter: rsm_memseg_export_create: %d (%s)",
+              hello.rc_create, rsm_strerror(hello.rc_create));
+    CHECK_MSG(hello.rc_publish == RSM_SUCCESS, "exporter: rsm_memseg_export_publish: %d (%s)",
+              hello.rc_publish, rsm_strerror(hello.rc_publish));
+    ex->node = hello.node;
+    ex->segid = hello.segid;
+    ex->size = o.size;
+    ex->seed = o.seed;
+}
+
+int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data)
+{
+    ex_cmd_t cmd = {.op = op, .a = a, .b = b};
+    ex_reply_t rep;
+
+    pbt_send(ex->peer.wr, &cmd, sizeof(cmd));
+    if (op == EX_WRITE)
+        pbt_send(ex->peer.wr, data, b);
+    pbt_recv(ex->peer.rd, &rep, sizeof(rep));
+    if (rep.len > 0)
+        pbt_recv(ex->peer.rd, data, rep.len);
+    return rep.rc;
+}
+
+void pbt_exporter_stop(pbt_exporter_t *ex)
+{
+    CHECK_OK(pbt_exporter_cmd(ex, EX_EXIT, 0, 0, NULL));
+    pbt_peer_join(&ex->peer, 10000, 0);
+}
+
+void pbt_exporter_expect(pbt_exporter_t *ex, size_t off, const void *expect, size_t len,
+                         const char *what)
+{
+    uint8_t *buf = malloc(len ? len : 1);
+
+    CHECK(buf != NULL);
+    CHECK_OK(pbt_exporter_cmd(ex, EX_READ, off, len, buf));
+    for (size_t i = 0; i < len; i++) {
+        CHECK_MSG(buf[i] == ((const uint8_t *)expect)[i],
+                  "%s: exporter byte %zu is 0x%02x, expected 0x%02x", what, off + i, buf[i],
+                  ((const uint8_t *)expect)[i]);
+    }
+    free(buf);
+}
+
+void pbt_exporter_expect_pristine(pbt_exporter_t *ex, const char *what)
+{
+    uint8_t *buf = malloc(ex->size);
+    size_t bad;
+
+    CHECK(buf != NULL);
+    CHECK_OK(pbt_exporter_cmd(ex, EX_READ, 0, ex->size, buf));
+    bad = pbt_check_pattern(buf, ex->size, 0, ex->seed);
+    CHECK_MSG(bad == (size_t)-1, "%s: exporter memory changed at offset %zu", what, bad);
+    free(buf);
+}
+
+int pbt_connect(rsmapi_controller_handle_t ctlr, const pbt_exporter_t *ex, rsm_permission_t perm,
+                rsm_memseg_import_handle_t *im)
+{
+    return rsm_memseg_import_connect(ctlr, ex->node, ex->segid, perm, im);
+}
+
+/* ---- a segment of the calling process ---------------------------------------- */
+
+void pbt_local_export(pbt_local_export_t *le, size_t size, uint_t flags, int no_publish)
+{
+    memset(le, 0, sizeof(*le));
+    le->ctlr = pbt_ctlr_get();
+    le->size = size;
+    le->mem = pbt_alloc_pages(size);
+    le->node = rsm_get_local_nodeid();
+    CHECK_OK(rsm_memseg_export_create(le->ctlr, &le->h, le->mem, size, flags));
+    if (!no_publish) {
+        CHECK_OK(rsm_memseg_export_publish(le->h, &le->segid, NULL, 0));
+        le->published = 1;
+    }
+}
+
+void pbt_local_export_end(pbt_local_export_t *le)
+{
+    if (le->published)
+        CHECK_OK(rsm_memseg_export_unpublish(le->h));
+    CHECK_OK(rsm_memseg_export_destroy(le->h));
+    CHECK_OK(rsm_release_controller(le->ctlr));
+    pbt_free_pages(le->mem, le->size);
+    memset(le, 0, sizeof(*le));
+}

@@ -1,0 +1,97 @@
+/*
+ * RSM helpers shared by the tests in tests/rsm/: the controller under test
+ * (POSTBOX_TEST_CONTROLLER, default "shm") and an "exporter server", a peer
+ * process that exports and publishes a segment and then obeys commands sent
+ * over its pipe (read or write its own memory, unpublish, post, wait, ...).
+ * Every case is written against the API only, so the same suite runs on
+ * every transport.
+ */
+#ifndef PBT_RSM_UTIL_H
+#define PBT_RSM_UTIL_H
+
+#include "harness.h"
+
+/* The controller name under test. */
+const char *pbt_ctlr_name(void);
+/* 1 if the controller under test is the shm transport (or an alias). */
+int pbt_is_shm(void);
+/* rsm_get_controller(pbt_ctlr_name()), which must succeed. */
+rsmapi_controller_handle_t pbt_ctlr_get(void);
+
+/* Special ae_node values resolved by the exporter: its own node id, and a
+ * node id that is not its own. */
+#define PBT_NODE_LOCAL 0xFFFFFFFFu
+#define PBT_NODE_OTHER 0xFFFFFFFEu
+
+typedef struct {
+    size_t size;           /* bytes, a page multiple; 0: 4 pages */
+    uint_t create_flags;   /* RSM_ALLOW_REBIND, ... */
+    rsm_memseg_id_t segid; /* 0: the library picks */
+    int no_publish;        /* 1: create only */
+    uint_t acl_len;        /* 0: NULL access list */
+    rsmapi_access_entry_t acl[4];
+    unsigned seed; /* memory is filled with pbt_pattern(i, seed) */
+} pbt_export_opts_t;
+
+typedef struct {
+    pbt_peer_t peer;
+    rsm_node_id_t node;
+    rsm_memseg_id_t segid;
+    size_t size;
+    unsigned seed;
+} pbt_exporter_t;
+
+enum {
+    EX_READ = 1,  /* a=offset b=length: reply with the exporter's own bytes */
+    EX_WRITE,     /* a=offset b=length, data: store into its own memory */
+    EX_READ_OLD,  /* like EX_READ, from the memory replaced by EX_REBIND */
+    EX_UNPUBLISH, /* reply rc */
+    EX_PUBLISH,   /* publish again under the same id and list */
+    EX_REPUBLISH, /* a=perm for the local node (0: NULL list) */
+    EX_DESTROY,
+    EX_POST,   /* a=flags */
+    EX_WAIT,   /* a=timeout ms */
+    EX_REBIND, /* a=seed of the new memory; b=size (0: segment size) */
+    EX_EXIT    /* clean up (unpublish, destroy, release) and exit 0 */
+};
+
+/* Fork an exporter server and wait until its segment is published. */
+void pbt_exporter_start(pbt_exporter_t *ex, const pbt_export_opts_t *opts);
+/* Send a command; @data is sent (EX_WRITE) or received (EX_READ*).
+ * Returns the RSM code of the exporter's call. */
+int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data);
+/* EX_EXIT and join (the exporter's cleanup calls must all succeed). */
+void pbt_exporter_stop(pbt_exporter_t *ex);
+/* Fail unless the exporter's memory at [off, off+len) equals @expect. */
+void pbt_exporter_expect(pbt_exporter_t *ex, size_t off, const void *expect, size_t len,
+                         const char *what);
+/* Fail unless the exporter's whole memory still holds its initial pattern. */
+void pbt_exporter_expect_pristine(pbt_exporter_t *ex, const char *what);
+
+/* Connect to the exporter's segment. */
+int pbt_connect(rsmapi_controller_handle_t ctlr, const pbt_exporter_t *ex, rsm_permission_t perm,
+                rsm_memseg_import_handle_t *im);
+
+/* A segment exported (and, unless @no_publish, published with a NULL list)
+ * by the calling process. */
+typedef struct {
+    rsmapi_controller_handle_t ctlr;
+    rsm_memseg_export_handle_t h;
+    void *mem;
+    size_t size;
+    rsm_memseg_id_t segid;
+    rsm_node_id_t node;
+    int published;
+} pbt_local_export_t;
+
+void pbt_local_export(pbt_local_export_t *le, size_t size, uint_t flags, int no_publish);
+void pbt_local_export_end(pbt_local_export_t *le);
+
+/* What an exporter in the calling process sends an importer peer. */
+typedef struct {
+    rsm_node_id_t node;
+    rsm_memseg_id_t segid;
+    uint64_t size;
+} pbt_seginfo_t;
+
+#endif
