@@ -1,0 +1,111 @@
+# Postbox: the commands a user types.
+#
+#   make               build everything into build/ (library, bench programs,
+#                      the `postbox` tool in build/venv, linked as build/bin/postbox)
+#   make test          every test: ctest, pytest, then ctest of the sanitizer build
+#   make bench         the main bench job: results/<date-time>/ and its report
+#   make docs          regenerate docs/config.md from the library's tunable table
+#   make format        clang-format the C sources in place
+#   make format-check  fail when a C source is not formatted (CI runs it)
+#   make clean         remove build/ and build-asan/ (results/ is kept)
+
+BUILD           ?= build
+ASAN_BUILD      ?= build-asan
+BUILD_TYPE      ?= RelWithDebInfo
+ASAN_BUILD_TYPE ?= Debug
+PYTHON          ?= python3
+CLANG_FORMAT    ?= clang-format
+JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_JOBS       ?= 2
+BENCH_ARGS      ?=
+PYTEST_ARGS     ?=
+
+VENV      := $(BUILD)/venv
+GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
+C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
+
+.PHONY: all deps build venv test test-c test-python test-asan bench docs format \
+        format-check clean
+
+all: venv build $(BUILD)/bin/postbox
+
+# ---- dependencies (checked once per build tree) ---------------------------
+
+deps: $(BUILD)/.deps-ok
+
+$(BUILD)/.deps-ok: scripts/deps.sh
+	@scripts/deps.sh $(PYTHON)
+	@mkdir -p $(BUILD) && touch $@
+
+# ---- C build --------------------------------------------------------------
+
+# configure every time (a second when nothing changed): a configure that
+# failed half-way leaves a cache but no build files
+build: | $(BUILD)/.deps-ok
+	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GENERATOR)) \
+	    -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake --build $(BUILD) --parallel $(JOBS)
+
+# ---- Python tools ---------------------------------------------------------
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: python/pyproject.toml | $(BUILD)/.deps-ok
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --disable-pip-version-check -e python/ pytest
+	@touch $@
+
+$(BUILD)/bin/postbox: $(VENV)/.installed | build
+	@mkdir -p $(BUILD)/bin
+	ln -sfn ../venv/bin/postbox $@
+
+# ---- tests ----------------------------------------------------------------
+
+# Runs all three suites even when one fails, then fails if any did.
+test: all
+	@status=0; \
+	$(MAKE) --no-print-directory test-c || status=1; \
+	$(MAKE) --no-print-directory test-python || status=1; \
+	$(MAKE) --no-print-directory test-asan || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)"; else echo "make test: all passed"; fi; \
+	exit $$status
+
+test-c: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(TEST_JOBS)
+
+test-python: all
+	$(VENV)/bin/python -m pytest tests/python $(PYTEST_ARGS)
+
+test-asan: | $(BUILD)/.deps-ok
+	cmake -S . -B $(ASAN_BUILD) $(if $(wildcard $(ASAN_BUILD)/CMakeCache.txt),,$(GENERATOR)) \
+	    -DCMAKE_BUILD_TYPE=$(ASAN_BUILD_TYPE) -DPOSTBOX_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) --parallel $(JOBS)
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(TEST_JOBS)
+
+# ---- bench and docs -------------------------------------------------------
+
+bench: all
+	$(BUILD)/bin/postbox bench $(BENCH_ARGS)
+
+docs: all
+	$(BUILD)/bin/postbox info --config --markdown > docs/config.md.tmp
+	mv docs/config.md.tmp docs/config.md
+
+# ---- style ----------------------------------------------------------------
+
+format:
+	@command -v $(CLANG_FORMAT) >/dev/null 2>&1 || \
+	    { echo "make format: $(CLANG_FORMAT) not found (apt-get install clang-format)"; exit 1; }
+	$(CLANG_FORMAT) -i $(C_SOURCES)
+
+format-check:
+	@if ! command -v $(CLANG_FORMAT) >/dev/null 2>&1; then \
+	    echo "make format-check: skipped, $(CLANG_FORMAT) not found (apt-get install clang-format)"; \
+	else \
+	    $(CLANG_FORMAT) --dry-run --Werror $(C_SOURCES) && \
+	    echo "make format-check: $(words $(C_SOURCES)) files formatted"; \
+	fi
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) python/postbox.egg-info

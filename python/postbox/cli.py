@@ -1,0 +1,159 @@
+"""The ``postbox`` command.
+
+    postbox info [--config [--markdown]]
+    postbox bench [--quick] [--out DIR] [--check] [-- ARGS for the bench programs]
+    postbox report DIR
+    postbox run ...          (not built yet)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from postbox import __version__, paths
+
+# the transports the library has today; `postbox info` lists them
+TRANSPORTS = ("shm",)
+
+NOT_BUILT = {
+    "run": "postbox run: not implemented yet (the launcher is a later issue)",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="postbox",
+        description="Postbox: memory-based messaging for clusters, and the instrument that "
+                    "measures it.",
+        epilog="Build directory: %s (set POSTBOX_BUILD_DIR to use another)." % paths.build_dir())
+    parser.add_argument("--version", action="version", version="postbox %s" % __version__)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    info = commands.add_parser("info", help="show the version, build and tunables",
+                               description="Show the version, the build directory and the "
+                                           "transports; with --config, every POSTBOX_* "
+                                           "tunable with its value, default and meaning.")
+    info.add_argument("--config", action="store_true",
+                      help="list every POSTBOX_* tunable with its current value and default")
+    info.add_argument("--markdown", action="store_true",
+                      help="with --config: print the table as Markdown (docs/config.md)")
+
+    bench = commands.add_parser(
+        "bench", help="run the bench suite into a results folder and report it",
+        description="Run the bench programs, write results/<date-time>/ (JSON lines, "
+                    "machine.json, index.html) and print the acceptance ratios.  Arguments "
+                    "after -- go to every bench program.",
+        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [-- ARGS...]")
+    bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
+    bench.add_argument("--out", metavar="DIR", type=Path,
+                       help="results folder (default: results/<YYYYmmdd-HHMMSS> at the top of "
+                            "the repository)")
+    bench.add_argument("--check", action="store_true",
+                       help="exit non-zero when an acceptance ratio is out of its limit")
+
+    report = commands.add_parser("report", help="write DIR/index.html from a results folder",
+                                 description="Write DIR/index.html (self-contained: tables and "
+                                             "inline SVG plots) from the JSON lines in DIR.")
+    report.add_argument("dir", metavar="DIR", type=Path, help="a results folder")
+
+    run = commands.add_parser("run", help="start a job (not implemented yet)", add_help=False)
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    return parser
+
+
+def split_extra(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split @argv at the first "--": (our arguments, the bench programs')."""
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1:]
+    return argv, []
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from postbox import config
+
+    if args.markdown and not args.config:
+        print("postbox info: --markdown goes with --config", file=sys.stderr)
+        return 2
+    if args.config:
+        try:
+            tunables = config.load()
+        except (paths.MissingProgram, config.ConfigError) as exc:
+            print("postbox info: %s" % exc, file=sys.stderr)
+            return 1
+        if args.markdown:
+            sys.stdout.write(config.format_markdown(tunables))
+        else:
+            sys.stdout.write(config.format_text(tunables))
+        return 0
+    build = paths.build_dir()
+    print("postbox %s" % __version__)
+    print("repository:  %s" % paths.repo_root())
+    built = paths.bin_dir().is_dir()
+    print("build:       %s%s" % (build, "" if built else " (not built: run `make`)"))
+    programs = sorted(p.name for p in paths.bin_dir().glob("*")) if paths.bin_dir().is_dir() \
+        else []
+    print("programs:    %s" % (" ".join(programs) or "(none)"))
+    print("transports:  %s" % " ".join(TRANSPORTS))
+    print("python:      %s" % sys.executable)
+    print("tunables:    `postbox info --config`")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    from postbox import bench
+
+    return bench.run(args.out, args.quick, args.check, extra)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from postbox import report, results
+
+    if not args.dir.is_dir():
+        print("postbox report: %s is not a directory" % args.dir, file=sys.stderr)
+        return 1
+    try:
+        records = results.load_dir(args.dir)
+    except (OSError, results.ResultsError) as exc:
+        print("postbox report: %s" % exc, file=sys.stderr)
+        return 1
+    if not records:
+        print("postbox report: no *.jsonl results in %s" % args.dir, file=sys.stderr)
+        return 1
+    print(report.write(args.dir, records))
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours, extra = split_extra(argv)
+    parser = _parser()
+    # `postbox run` takes everything after it, "--" included
+    if ours and ours[0] in NOT_BUILT:
+        print(NOT_BUILT[ours[0]], file=sys.stderr)
+        return 2
+    args = parser.parse_args(ours)
+    if extra and args.command != "bench":
+        parser.error("arguments after -- are only for `postbox bench`")
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "info":
+            return cmd_info(args)
+        if args.command == "bench":
+            return cmd_bench(args, extra)
+        if args.command == "report":
+            return cmd_report(args)
+    except BrokenPipeError:
+        # `postbox info --config | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    parser.error("unknown command %s" % args.command)
+    return 2

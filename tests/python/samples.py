@@ -1,0 +1,52 @@
+"""Synthetic bench records for the tests (no pytest import: the fake bench
+program in conftest.py imports this module too)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from postbox import results
+
+
+def record(**fields) -> dict:
+    """A measurement with every DESIGN.md key; @fields override."""
+    base = {
+        "suite": "rsm", "test": "put", "library": "postbox", "transport": "shm",
+        "placement": "on-node", "ranks": 2, "nodes": 1, "pairs": 1, "size": 64,
+        "metric": "latency", "unit": "us", "median": 1.0, "min": 0.9, "max": 1.5,
+        "reps": 100, "probe_before": 50.0, "probe_after": 51.0, "settled": True,
+        "state": "fast",
+    }
+    base.update(fields)
+    assert set(results.RECORD_KEYS) <= set(base)
+    return base
+
+
+def sample_records() -> list:
+    """A small run: put/get, export calls, ping-pong, the raw limits and ratios."""
+    out = []
+    for size in (8, 64, 512, 4096, 65536):
+        out.append(record(test="put", size=size, median=0.1 + size / 5000))
+        out.append(record(test="get", size=size, median=0.2 + size / 3000))
+        out.append(record(test="pingpong_put", size=size, median=0.15 + size / 8000,
+                          settled=size != 512, state="slow" if size == 512 else "fast"))
+    for size in (4096, 16384, 65536, 1 << 20):
+        for call in ("call_export_create", "call_export_publish", "call_export_destroy"):
+            out.append(record(test=call, size=size, median=2.0 + size / 100000))
+    out.append(record(suite="raw", test="cacheline_pingpong", library="raw", transport="",
+                      size=64, median=0.08))
+    out.append(record(suite="raw", test="memcpy", library="raw", transport="", size=4 << 20,
+                      metric="bandwidth", unit="MB/s", median=9000.0))
+    out.append(record(suite="rsm", test="ratio_pingpong_put_64_vs_cacheline", size=64,
+                      metric="ratio", unit="x", median=1.2))
+    out.append(record(suite="rsm", test="ratio_put_4MB_vs_memcpy", size=4 << 20,
+                      metric="ratio", unit="x", median=0.95))
+    return out
+
+
+def write_jsonl(path: Path, records) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for rec in records:
+            handle.write(json.dumps(rec) + "\n")
+    return path

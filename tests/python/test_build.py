@@ -1,0 +1,70 @@
+"""Tests that run the real C build (skipped when `make` has not built it)."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import REPO, run_cli
+from postbox import config, paths, results
+
+pytestmark = pytest.mark.slow
+
+
+def _dump_or_skip():
+    try:
+        return paths.program(config.DUMP_PROGRAM)
+    except paths.MissingProgram as exc:
+        pytest.skip(str(exc))
+
+
+def test_config_dump_prints_json_lines(real_build):
+    dump = _dump_or_skip()
+    out = subprocess.run([str(dump)], capture_output=True, text=True, check=True).stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines, "empty table"
+    for entry in lines:
+        assert set(entry) == {"name", "type", "default", "help"}
+        assert entry["name"].startswith("POSTBOX_")
+        assert entry["type"] in ("string", "int", "bool")
+        assert entry["help"] and "default" not in entry["help"].lower()
+
+
+def test_info_config_lists_log_level(real_build):
+    _dump_or_skip()
+    result = run_cli("info", "--config")
+    assert result.returncode == 0, result.stderr
+    assert "POSTBOX_LOG_LEVEL" in result.stdout
+
+
+def test_docs_config_md_is_current(real_build):
+    _dump_or_skip()
+    result = run_cli("info", "--config", "--markdown")
+    assert result.returncode == 0, result.stderr
+    doc = REPO / "docs" / "config.md"
+    assert doc.exists(), "docs/config.md is missing: run `make docs`"
+    assert doc.read_text() == result.stdout, "docs/config.md is stale: run `make docs`"
+
+
+def test_bench_quick_writes_records_with_every_key(real_build, tmp_path):
+    out = tmp_path / "run"
+    result = run_cli("bench", "--quick", "--out", out, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    records = results.load_jsonl(out / "rsm.jsonl")
+    assert records
+    for rec in records:
+        assert results.missing_keys(rec) == [], rec
+        assert rec["suite"] and rec["test"] and rec["metric"]
+    assert (out / "index.html").exists()
+    machine = json.loads((out / "machine.json").read_text())
+    assert machine["runs"][0]["exit_status"] == 0
+
+
+def test_postbox_entry_point_in_build_bin(real_build):
+    entry = real_build / "bin" / "postbox"
+    if not entry.exists():
+        pytest.skip("build/bin/postbox is made by `make`, not by cmake alone")
+    result = subprocess.run([str(entry), "--version"], capture_output=True, text=True)
+    assert result.returncode == 0
+    assert result.stdout.startswith("postbox ")
+

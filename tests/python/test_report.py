@@ -1,0 +1,115 @@
+"""`postbox report`: a self-contained page with tables and inline SVG plots."""
+
+import re
+
+import pytest
+
+from conftest import run_cli
+from postbox import report
+from samples import record, sample_records, write_jsonl
+
+pytestmark = pytest.mark.short
+
+
+@pytest.fixture
+def results_dir(tmp_path):
+    write_jsonl(tmp_path / "rsm.jsonl", sample_records())
+    return tmp_path
+
+
+def test_report_command_writes_index(results_dir):
+    result = run_cli("report", results_dir)
+    assert result.returncode == 0, result.stderr
+    page = results_dir / "index.html"
+    assert result.stdout.strip() == str(page)
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert text.rstrip().endswith("</html>")
+
+
+def test_page_is_self_contained(results_dir):
+    text = report.write(results_dir).read_text()
+    assert "<script" not in text
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "url(" not in text
+    assert "@import" not in text
+
+
+def test_page_has_a_table_per_test(results_dir):
+    text = report.write(results_dir).read_text()
+    tests = {(r["suite"], r["test"]) for r in sample_records()
+             if not r["test"].startswith("call_")}
+    assert text.count("<h3 id=\"t-") == len(tests) + 1
+    for suite, test in tests:
+        assert "%s / %s</h3>" % (suite, test) in text
+
+
+def test_call_timings_share_one_table(results_dir):
+    text = report.write(results_dir).read_text()
+    assert "rsm / call_*</h3>" in text
+    table = text.split("rsm / call_*</h3>")[1].split("</table>")[0]
+    assert table.count("<tr>") == 1 + 12  # header, 3 calls x 4 sizes
+    assert ">call_export_publish</td>" in table
+
+
+def test_figures_follow_the_seeds(results_dir):
+    titles = [f.title for f in report.figures(sample_records())]
+    assert "RSMAPI export-side calls against segment size" in titles
+    assert "RSM put and get against message size" in titles
+    assert "Ping-pong latency against message size" in titles
+    text = report.write(results_dir).read_text()
+    assert text.count("<svg") == len(titles)
+
+
+def test_put_and_get_share_one_plot():
+    putget = [f for f in report.figures(sample_records())
+              if f.title == "RSM put and get against message size"][0]
+    assert sorted(s.label for s in putget.series) == ["get", "put"]
+    assert all(len(s.points) == 5 for s in putget.series)
+
+
+def test_pingpong_plot_has_the_cacheline_reference():
+    pingpong = [f for f in report.figures(sample_records())
+                if f.title.startswith("Ping-pong")][0]
+    assert pingpong.references == [("raw cache line", 0.08)]
+    svg = report.svg_plot(pingpong)
+    assert "stroke-dasharray" in svg and "raw cache line" in svg
+
+
+def test_unsettled_records_are_grey(results_dir):
+    text = report.write(results_dir).read_text()
+    unsettled = [r for r in sample_records() if not r["settled"]]
+    assert text.count('<tr class="unsettled">') == len(unsettled)
+    assert "(unsettled)</title>" in text
+    assert report.UNSETTLED in text
+
+
+def test_ratio_verdicts_on_page(tmp_path):
+    records = [r for r in sample_records() if r["test"] != "ratio_put_4MB_vs_memcpy"]
+    records.append(record(test="ratio_put_4MB_vs_memcpy", metric="ratio", median=0.5))
+    text = report.render(records)
+    assert '<span class="fail">FAIL</span>' in text
+    assert '<span class="ok">ok</span>' in text
+
+
+def test_machine_description_shown():
+    text = report.render(sample_records(), {"hostname": "node7", "cpu_model": "Test CPU <x>",
+                                            "commands": [["postbox-rsm-bench", "--quick"]]})
+    assert "node7" in text
+    assert "Test CPU &lt;x&gt;" in text
+    assert "postbox-rsm-bench --quick" in text
+
+
+def test_values_are_escaped():
+    text = report.render([record(test="<b>evil</b>", library="a&b")])
+    assert "<b>evil</b>" not in text
+    assert "&lt;b&gt;evil&lt;/b&gt;" in text
+
+
+def test_plot_of_a_single_point_is_skipped():
+    assert report.figures([record(test="put", size=64)]) == []
+
+
+def test_format_size():
+    assert [report.format_size(s) for s in (1, 64, 1024, 4096, 1 << 20, 3 << 30, 1000)] == [
+        "1", "64", "1K", "4K", "1M", "3G", "1000"]
