@@ -436,10 +436,8 @@ static _Noreturn void probe_helper_main(probe_shm_t *shm)
         for (;;) {
             uint64_t v = atomic_load_explicit(&shm->ping, memory_order_acquire);
 
-            if (v == last) {
-                pb_bench_cpu_relax();
+            if (v == last)
                 continue;
-            }
             /* release: the echo is the only data; keeps the pair ordered */
             atomic_store_explicit(&shm->pong, v, memory_order_release);
             last = v;
@@ -500,7 +498,6 @@ static int probe_roundtrip(uint64_t v)
     /* release: nothing else is published; keeps each ping after the last echo */
     atomic_store_explicit(&probe_shm->ping, v, memory_order_release);
     while (atomic_load_explicit(&probe_shm->pong, memory_order_acquire) != v) {
-        pb_bench_cpu_relax();
         if (++spins % 4096 != 0)
             continue;
         if (t0 == 0)

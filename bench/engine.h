@@ -26,13 +26,12 @@ uint64_t pb_bench_time_now(void);
 /* Median cost of one pb_bench_time_now() call, in ns (measured once). */
 double pb_bench_time_overhead(void);
 
-/* Tell the CPU we are spinning (a pause on x86; nothing elsewhere). */
-static inline void pb_bench_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+/*
+ * Every timed spin loop of the bench (the raw probe and the ping-pongs) is a
+ * bare acquire load, without a pause instruction: a pause delays each
+ * detection by its own latency (tens of cycles on recent x86), which would
+ * make the raw limit look slower than the machine is.
+ */
 
 /* ---- options ------------------------------------------------------------ */
 

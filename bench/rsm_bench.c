@@ -198,7 +198,6 @@ static uint64_t pp_wait(const pp_end_t *e, pp_kind_t kind, size_t size, uint64_t
     /* acquire: pairs with the sender's release (map) or its completed put */
     while ((v = atomic_load_explicit(w, memory_order_acquire)) != expect &&
            v != (expect | SEQ_STOP)) {
-        pb_bench_cpu_relax();
         if (++spins % 4096 != 0)
             continue;
         if (t0 == 0)

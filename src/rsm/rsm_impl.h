@@ -77,8 +77,36 @@ void *pb_rsm_handle_alloc(pb_rsm_handle_kind_t kind);
 /* Invalidate and recycle a handle from pb_rsm_handle_alloc. */
 void pb_rsm_handle_free(pb_rsm_handle_kind_t kind, void *handle);
 
-/* Whether @ptr is a live handle of @kind. */
-int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *ptr);
+#define PB_RSM_HANDLE_CHUNK_ENTRIES 256
+#define PB_RSM_HANDLE_MAX_CHUNKS 64
+
+typedef struct {
+    _Atomic(char *) chunks[PB_RSM_HANDLE_MAX_CHUNKS]; /* published with release */
+    atomic_int chunk_count;
+    uint32_t magic;        /* of a live handle; a freed one has 0 */
+    unsigned stride_shift; /* entries are 1 << stride_shift bytes apart */
+    void *free_list;       /* a free handle's second word links to the next */
+} pb_rsm_handle_pool_t;
+
+extern pb_rsm_handle_pool_t pb_rsm_handle_pools[PB_RSM_HANDLE_KINDS];
+
+/* Whether @ptr is a live handle of @kind.  Inline: every put asks. */
+static inline int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *ptr)
+{
+    const pb_rsm_handle_pool_t *pool = &pb_rsm_handle_pools[kind];
+    int count = atomic_load_explicit(&pool->chunk_count, memory_order_acquire);
+    uintptr_t stride = (uintptr_t)1 << pool->stride_shift;
+    uintptr_t addr = (uintptr_t)ptr;
+
+    for (int i = 0; i < count; i++) {
+        uintptr_t base = (uintptr_t)atomic_load_explicit(&pool->chunks[i], memory_order_acquire);
+
+        /* unsigned: an address below base wraps and fails the test */
+        if (addr - base < PB_RSM_HANDLE_CHUNK_ENTRIES * stride)
+            return ((addr - base) & (stride - 1)) == 0 && *(const uint32_t *)ptr == pool->magic;
+    }
+    return 0;
+}
 
 /* The lock of the RSM control path (create, publish, connect, ...) and of the
  * service thread; the data path (put, get, barriers, signals) never takes it. */

@@ -905,14 +905,16 @@ static pb_status_t shm_put(pb_rsm_import_t *im, size_t offset, const void *src, 
 {
     shm_import_t *si = im->tl;
 
-    if (PB_UNLIKELY(!shm_import_alive(si)))
-        return PB_ERR_CONN_ABORTED;
+    /* Copy first, check after: the stores leave as early as possible.  A
+     * put that lands after the exporter died or withdrew the segment writes
+     * pages the exporter no longer sees (unpublish moved it to fresh ones),
+     * so failing afterwards still changes nothing for it. */
     memcpy(si->base + offset, src, length);
     if (im->mode == RSM_BARRIER_MODE_IMPLICIT) {
         /* implicit close barrier: the stores are globally visible */
-        atomic_thread_fence(memory_order_seq_cst);
+        pb_memory_barrier();
     }
-    return PB_OK;
+    return PB_LIKELY(shm_import_alive(si)) ? PB_OK : PB_ERR_CONN_ABORTED;
 }
 
 static pb_status_t shm_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
@@ -966,7 +968,7 @@ static pb_status_t shm_barrier_order(pb_rsm_import_t *im)
 static pb_status_t shm_barrier_close(pb_rsm_import_t *im)
 {
     /* drain this CPU's store buffer: every put of the span is visible */
-    atomic_thread_fence(memory_order_seq_cst);
+    pb_memory_barrier();
     return shm_import_alive(im->tl) ? PB_OK : PB_ERR_CONN_ABORTED;
 }
 

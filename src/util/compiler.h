@@ -13,6 +13,19 @@
 
 #define PB_CACHE_LINE 64
 
+/* A full memory barrier: every earlier store is globally visible before
+ * any later load or store.  On x86 a locked add to the stack does this and
+ * costs less than mfence (the Linux kernel's smp_mb() makes the same
+ * choice); elsewhere it is the C11 sequentially consistent fence. */
+static inline void pb_memory_barrier(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("lock; addl $0,-4(%%rsp)" ::: "memory", "cc");
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /* tell the CPU we are spinning */
 static inline void pb_cpu_relax(void)
 {
