@@ -274,7 +274,10 @@ int rsm_release_controller(rsmapi_controller_handle_t controller);
 
 /**
  * Allocate and return the interconnect topology: this node's id, each
- * controller, and the nodes it reaches.  Free with
+ * controller, and the nodes it reaches.  After postbox_job_init the node
+ * id is the job's (postbox/job.h); the "shm" controller reaches the local
+ * node only (state RSM_CONNECTION_ACTIVE), and other nodes of the job are
+ * listed under the controllers that reach them.  Free with
  * rsm_free_interconnect_topology().
  * @return RSM_SUCCESS; RSMERR_BAD_TOPOLOGY_PTR if @topology_data is NULL;
  *         RSMERR_INSUFFICIENT_MEM.

@@ -229,8 +229,10 @@ PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
         return RSMERR_BAD_TOPOLOGY_PTR;
     list = pb_rsm_transport_list(&count);
     /* one block: the header with its pointer array, then each controller's
-     * connections; today every transport lists the nodes it reaches, and
-     * without a launcher that is this node */
+     * connections.  Every controller lists the nodes it reaches: the node
+     * id is the job's (postbox_job_init numbers the job's nodes and sets
+     * it), and shm reaches this node only; the job's other nodes will be
+     * listed by the network transport that reaches them, none before */
     head = offsetof(rsm_topology_t, connections) + count * sizeof(rsm_connections_t *);
     head = (head + 15) & ~(size_t)15;
     conn_size = (sizeof(rsm_connections_t) + 15) & ~(size_t)15;

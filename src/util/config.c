@@ -19,7 +19,13 @@ static const pb_config_entry_t config_table[] = {
      "environment when read; never set it by hand."},
     {"POSTBOX_NODE_ID", PB_CONFIG_INT, "0",
      "RSM node id of this process, set by the launcher (virtual nodes get "
-     "distinct ids)."},
+     "distinct ids); postbox_job_init derives it and warns if they differ."},
+    {"POSTBOX_VNODE", PB_CONFIG_INT, "0",
+     "Virtual node of this process on its host, set by the launcher; ranks "
+     "with the same host and virtual node share a node id."},
+    {"POSTBOX_PMI_VERSION", PB_CONFIG_STRING, "1",
+     "PMI wire protocol spoken to a foreign launcher: 1 (Hydra) or 2 (Slurm "
+     "srun --mpi=pmi2); when unset, 2 if PMI_JOBID is set."},
     {"POSTBOX_RSM_SEGMENTID_FILE", PB_CONFIG_STRING, "/etc/rsm/rsm.segmentid",
      "Segment-id reservation file read by rsm_get_segmentid_range."},
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",

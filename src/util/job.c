@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,9 @@
 
 static pb_job_t job;
 static pthread_once_t job_once = PTHREAD_ONCE_INIT;
+/* set by the first pb_job_get(): from then on the RSM layer may have used
+ * the id, secret or node, so they can no longer change */
+static atomic_int job_frozen;
 
 static int hex_value(int c)
 {
@@ -84,7 +88,63 @@ static void job_init(void)
 const pb_job_t *pb_job_get(void)
 {
     pthread_once(&job_once, job_init);
+    atomic_store_explicit(&job_frozen, 1, memory_order_relaxed);
     return &job;
+}
+
+const pb_job_t *pb_job_peek(void)
+{
+    pthread_once(&job_once, job_init);
+    return &job;
+}
+
+pb_status_t pb_job_set_identity(const char *id, const char *secret_hex)
+{
+    uint8_t secret[PB_JOB_SECRET_LEN];
+    int same;
+
+    pb_job_peek();
+    if (id != NULL && !job_id_valid(id)) {
+        pb_error("job id '%s' is invalid: use 1 to %d of [A-Za-z0-9_.-]", id, PB_JOB_ID_MAX - 1);
+        return PB_ERR_INVALID_PARAM;
+    }
+    if (secret_hex != NULL && job_parse_secret(secret_hex, secret) != 0) {
+        pb_error("job secret is not %d hex digits", 2 * PB_JOB_SECRET_LEN);
+        return PB_ERR_INVALID_PARAM;
+    }
+    same = (id == NULL || strcmp(id, job.id) == 0) &&
+           (secret_hex == NULL ||
+            (job.has_secret && memcmp(secret, job.secret, PB_JOB_SECRET_LEN) == 0));
+    if (same)
+        return PB_OK;
+    if (atomic_load_explicit(&job_frozen, memory_order_relaxed)) {
+        pb_error("cannot join job %s: the RSM layer already used job %s (call postbox_job_init "
+                 "before the first RSM call)",
+                 id ? id : job.id, job.id);
+        return PB_ERR_IN_USE;
+    }
+    if (id != NULL)
+        snprintf(job.id, sizeof(job.id), "%s", id);
+    if (secret_hex != NULL) {
+        memcpy(job.secret, secret, PB_JOB_SECRET_LEN);
+        job.has_secret = 1;
+    }
+    return PB_OK;
+}
+
+pb_status_t pb_job_set_node(uint32_t node)
+{
+    pb_job_peek();
+    if (node == job.node_id)
+        return PB_OK;
+    if (atomic_load_explicit(&job_frozen, memory_order_relaxed)) {
+        pb_error("cannot become node %u: the RSM layer already used node id %u (call "
+                 "postbox_job_init before the first RSM call)",
+                 (unsigned)node, (unsigned)job.node_id);
+        return PB_ERR_IN_USE;
+    }
+    job.node_id = node;
+    return PB_OK;
 }
 
 int pb_job_random_bytes(void *nonce, size_t len)

@@ -1,0 +1,388 @@
+/*
+ * The public job API (include/postbox/job.h) on top of the PMI client: the
+ * node exchange, and the job identity under a foreign launcher.
+ *
+ * Node exchange: every rank puts pb-node-<rank> = "<hostname>/<vnode>",
+ * fences, and reads every rank's value; the nodes are the distinct values,
+ * numbered in order of their lowest rank.  Under Hydra or Slurm (no
+ * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname, and rank 0
+ * puts a fresh secret as pb-job-secret before the same fence.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot/pmi.h"
+#include "postbox/job.h"
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/job.h"
+#include "util/log.h"
+
+#define JOB_NODE_KEY_FMT "pb-node-%d"
+#define JOB_SECRET_KEY "pb-job-secret"
+#define JOB_NODE_NAME_MAX 300
+
+typedef enum {
+    JOB_STATE_NONE,
+    JOB_STATE_READY,
+    JOB_STATE_FINALIZED
+} job_state_t;
+
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    job_state_t state;
+    pb_boot_pmi_t *pmi;
+    int rank;
+    int size;
+    int node_count;
+    rsm_node_id_t *rank_node; /* size entries */
+    char **node_names;        /* node_count entries */
+} boot;
+
+/* ---- init -------------------------------------------------------------------- */
+
+/* "<hostname>/<vnode>" of this process */
+static pb_status_t pb_boot_job_node_name(char *name, size_t len)
+{
+    char host[256];
+    long vnode = pb_config_get_long("POSTBOX_VNODE");
+
+    if (gethostname(host, sizeof(host)) < 0) {
+        pb_error("gethostname failed: %m");
+        return PB_ERR_IO;
+    }
+    host[sizeof(host) - 1] = '\0';
+    if (vnode < 0 || vnode > (1L << 30)) {
+        pb_warn("ignoring POSTBOX_VNODE %ld: out of range", vnode);
+        vnode = 0;
+    }
+    snprintf(name, len, "%s/%ld", host, vnode);
+    return PB_OK;
+}
+
+/* "pmi-" + @kvsname with every byte outside [A-Za-z0-9_.-] made '_' */
+static void pb_boot_job_id_from_kvsname(const char *kvsname, char *id, size_t len)
+{
+    size_t pos = (size_t)snprintf(id, len, "pmi-");
+
+    for (const char *p = kvsname; *p != '\0' && pos + 1 < len; p++) {
+        char c = *p;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '.' || c == '-';
+
+        id[pos++] = ok ? c : '_';
+    }
+    id[pos] = '\0';
+}
+
+/* Rank 0 makes the secret and puts it; call before the fence. */
+static pb_status_t pb_boot_job_secret_put(pb_boot_pmi_t *pmi)
+{
+    uint8_t secret[PB_JOB_SECRET_LEN];
+    char hex[2 * PB_JOB_SECRET_LEN + 1];
+
+    if (pb_job_random_bytes(secret, sizeof(secret)) < 0) {
+        pb_error("cannot make a job secret: getrandom failed: %m");
+        return PB_ERR_IO;
+    }
+    for (int i = 0; i < PB_JOB_SECRET_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", secret[i]);
+    return pb_boot_pmi_put(pmi, JOB_SECRET_KEY, hex);
+}
+
+/* Everyone reads the secret after the fence and adopts it with @id. */
+static pb_status_t pb_boot_job_identity_set(pb_boot_pmi_t *pmi, const char *id, int need_secret)
+{
+    char hex[PB_BOOT_PMI_VALUE_MAX];
+    pb_status_t status;
+    int found;
+
+    if (!need_secret)
+        return pb_job_set_identity(id, NULL);
+    status = pb_boot_pmi_get(pmi, JOB_SECRET_KEY, hex, sizeof(hex), &found);
+    if (status != PB_OK)
+        return status;
+    if (!found) {
+        pb_error("rank 0 put no %s in the key-value space", JOB_SECRET_KEY);
+        return PB_ERR_PROTOCOL;
+    }
+    return pb_job_set_identity(id, hex);
+}
+
+/* Fetch every rank's node name and number the nodes. */
+static pb_status_t pb_boot_job_nodes_build(pb_boot_pmi_t *pmi, int size)
+{
+    char key[PB_BOOT_PMI_KEY_MAX], value[PB_BOOT_PMI_VALUE_MAX];
+    pb_status_t status;
+    int found;
+
+    boot.rank_node = calloc((size_t)size, sizeof(*boot.rank_node));
+    boot.node_names = calloc((size_t)size, sizeof(*boot.node_names));
+    if (boot.rank_node == NULL || boot.node_names == NULL) {
+        pb_error("out of memory for the node table of %d ranks", size);
+        return PB_ERR_NO_MEMORY;
+    }
+    boot.node_count = 0;
+    for (int r = 0; r < size; r++) {
+        int node;
+
+        snprintf(key, sizeof(key), JOB_NODE_KEY_FMT, r);
+        status = pb_boot_pmi_get(pmi, key, value, sizeof(value), &found);
+        if (status != PB_OK)
+            return status;
+        if (!found) {
+            pb_error("rank %d put no %s: is every rank calling postbox_job_init?", r, key);
+            return PB_ERR_PROTOCOL;
+        }
+        for (node = 0; node < boot.node_count; node++) {
+            if (strcmp(boot.node_names[node], value) == 0)
+                break;
+        }
+        if (node == boot.node_count) {
+            boot.node_names[node] = strdup(value);
+            if (boot.node_names[node] == NULL) {
+                pb_error("out of memory for the node table");
+                return PB_ERR_NO_MEMORY;
+            }
+            boot.node_count++;
+        }
+        boot.rank_node[r] = (rsm_node_id_t)node;
+    }
+    return PB_OK;
+}
+
+static void pb_boot_job_nodes_free(void)
+{
+    if (boot.node_names != NULL) {
+        for (int i = 0; i < boot.node_count; i++)
+            free(boot.node_names[i]);
+    }
+    free(boot.node_names);
+    free(boot.rank_node);
+    boot.node_names = NULL;
+    boot.rank_node = NULL;
+    boot.node_count = 0;
+}
+
+/* Make the computed node this process's RSM node id. */
+static pb_status_t pb_boot_job_node_set(rsm_node_id_t node)
+{
+    const char *explicit_id = getenv("POSTBOX_NODE_ID");
+
+    if (explicit_id != NULL && *explicit_id != '\0') {
+        long given = pb_config_get_long("POSTBOX_NODE_ID");
+
+        if (given != (long)node)
+            pb_warn("POSTBOX_NODE_ID=%s disagrees with the node exchange (node %u of %d); using "
+                    "%u",
+                    explicit_id, (unsigned)node, boot.node_count, (unsigned)node);
+    }
+    return pb_job_set_node(node);
+}
+
+static pb_status_t pb_boot_job_init(void)
+{
+    const pb_job_t *job = pb_job_peek(); /* reads the environment, not freezing */
+    char key[PB_BOOT_PMI_KEY_MAX], name[JOB_NODE_NAME_MAX];
+    char foreign_id[PB_JOB_ID_MAX];
+    int foreign, need_secret;
+    pb_boot_pmi_t *pmi;
+    pb_status_t status;
+
+    status = pb_boot_pmi_init(&pmi);
+    if (status != PB_OK)
+        return status;
+    boot.rank = pb_boot_pmi_rank(pmi);
+    boot.size = pb_boot_pmi_size(pmi);
+    /* a foreign launcher (Hydra, Slurm) did not set POSTBOX_JOB_ID; a
+     * singleton keeps the solo job */
+    foreign = pb_boot_pmi_version(pmi) != 0 && getenv("POSTBOX_JOB_ID") == NULL;
+    need_secret = pb_boot_pmi_version(pmi) != 0 && !job->has_secret;
+    if (foreign)
+        pb_boot_job_id_from_kvsname(pb_boot_pmi_kvsname(pmi), foreign_id, sizeof(foreign_id));
+
+    status = pb_boot_job_node_name(name, sizeof(name));
+    if (status != PB_OK)
+        goto err_finalize;
+    snprintf(key, sizeof(key), JOB_NODE_KEY_FMT, boot.rank);
+    status = pb_boot_pmi_put(pmi, key, name);
+    if (status != PB_OK)
+        goto err_finalize;
+    if (need_secret && boot.rank == 0) {
+        status = pb_boot_job_secret_put(pmi);
+        if (status != PB_OK)
+            goto err_finalize;
+    }
+    status = pb_boot_pmi_fence(pmi);
+    if (status != PB_OK)
+        goto err_finalize;
+    status = pb_boot_job_nodes_build(pmi, boot.size);
+    if (status != PB_OK)
+        goto err_free_nodes;
+    if (foreign || need_secret) {
+        status = pb_boot_job_identity_set(pmi, foreign ? foreign_id : NULL, need_secret);
+        if (status != PB_OK)
+            goto err_free_nodes;
+    }
+    status = pb_boot_job_node_set(boot.rank_node[boot.rank]);
+    if (status != PB_OK)
+        goto err_free_nodes;
+    boot.pmi = pmi;
+    pb_debug("job %s: rank %d of %d on node %u (%s) of %d", pb_job_peek()->id, boot.rank, boot.size,
+             (unsigned)boot.rank_node[boot.rank], name, boot.node_count);
+    return PB_OK;
+
+err_free_nodes:
+    pb_boot_job_nodes_free();
+err_finalize:
+    pb_boot_pmi_finalize(pmi);
+    return status;
+}
+
+PB_EXPORT int postbox_job_init(void)
+{
+    pb_status_t status = PB_OK;
+
+    pthread_mutex_lock(&job_lock);
+    if (boot.state == JOB_STATE_NONE) {
+        status = pb_boot_job_init();
+        if (status == PB_OK)
+            boot.state = JOB_STATE_READY;
+    } else if (boot.state == JOB_STATE_FINALIZED) {
+        pb_error("postbox_job_init: the job was already finalized");
+        status = PB_ERR_INVALID_PARAM;
+    }
+    pthread_mutex_unlock(&job_lock);
+    return status == PB_OK ? 0 : -1;
+}
+
+/* ---- queries ------------------------------------------------------------------ */
+
+static int pb_boot_job_ready(const char *caller)
+{
+    if (boot.state == JOB_STATE_READY)
+        return 1;
+    pb_error("%s: call postbox_job_init first%s", caller,
+             boot.state == JOB_STATE_FINALIZED ? " (the job was finalized)" : "");
+    return 0;
+}
+
+PB_EXPORT int postbox_job_rank(void)
+{
+    return boot.state == JOB_STATE_READY ? boot.rank : -1;
+}
+
+PB_EXPORT int postbox_job_size(void)
+{
+    return boot.state == JOB_STATE_READY ? boot.size : -1;
+}
+
+PB_EXPORT const char *postbox_job_id(void)
+{
+    return boot.state == JOB_STATE_READY ? pb_job_peek()->id : NULL;
+}
+
+PB_EXPORT int postbox_job_node_count(void)
+{
+    return boot.state == JOB_STATE_READY ? boot.node_count : -1;
+}
+
+PB_EXPORT rsm_node_id_t postbox_job_node(int rank)
+{
+    if (boot.state != JOB_STATE_READY || rank < 0 || rank >= boot.size)
+        return POSTBOX_JOB_NODE_NONE;
+    return boot.rank_node[rank];
+}
+
+PB_EXPORT const char *postbox_job_node_name(rsm_node_id_t node)
+{
+    if (boot.state != JOB_STATE_READY || node >= (rsm_node_id_t)boot.node_count)
+        return NULL;
+    return boot.node_names[node];
+}
+
+PB_EXPORT int postbox_job_local_ranks(int *ranks, int max)
+{
+    rsm_node_id_t mine;
+    int count = 0;
+
+    if (!pb_boot_job_ready("postbox_job_local_ranks"))
+        return -1;
+    if (max < 0 || (max > 0 && ranks == NULL)) {
+        pb_error("postbox_job_local_ranks: bad array (%p, %d)", (void *)ranks, max);
+        return -1;
+    }
+    mine = boot.rank_node[boot.rank];
+    for (int r = 0; r < boot.size; r++) {
+        if (boot.rank_node[r] != mine)
+            continue;
+        if (count < max)
+            ranks[count] = r;
+        count++;
+    }
+    return count;
+}
+
+/* ---- key-value space ------------------------------------------------------------ */
+
+PB_EXPORT int postbox_job_kvs_put(const char *key, const char *value)
+{
+    if (!pb_boot_job_ready("postbox_job_kvs_put"))
+        return -1;
+    if (value == NULL) {
+        pb_error("postbox_job_kvs_put: NULL value for key %s", key ? key : "(null)");
+        return -1;
+    }
+    return pb_boot_pmi_put(boot.pmi, key, value) == PB_OK ? 0 : -1;
+}
+
+PB_EXPORT int postbox_job_kvs_get(const char *key, char *value, size_t len)
+{
+    int found;
+
+    if (!pb_boot_job_ready("postbox_job_kvs_get"))
+        return -1;
+    if (value == NULL || len == 0) {
+        pb_error("postbox_job_kvs_get: no room for the value of %s", key ? key : "(null)");
+        return -1;
+    }
+    if (pb_boot_pmi_get(boot.pmi, key, value, len, &found) != PB_OK)
+        return -1;
+    return found ? 0 : 1;
+}
+
+PB_EXPORT int postbox_job_fence(void)
+{
+    if (!pb_boot_job_ready("postbox_job_fence"))
+        return -1;
+    return pb_boot_pmi_fence(boot.pmi) == PB_OK ? 0 : -1;
+}
+
+/* ---- end ------------------------------------------------------------------------ */
+
+PB_EXPORT int postbox_job_finalize(void)
+{
+    pb_status_t status;
+
+    pthread_mutex_lock(&job_lock);
+    if (!pb_boot_job_ready("postbox_job_finalize")) {
+        pthread_mutex_unlock(&job_lock);
+        return -1;
+    }
+    status = pb_boot_pmi_finalize(boot.pmi);
+    boot.pmi = NULL;
+    pb_boot_job_nodes_free();
+    boot.state = JOB_STATE_FINALIZED;
+    pthread_mutex_unlock(&job_lock);
+    return status == PB_OK ? 0 : -1;
+}
+
+PB_EXPORT void postbox_job_abort(int exit_code, const char *message)
+{
+    pb_error("rank %d aborts the job (exit code %d)%s%s", boot.rank, exit_code, message ? ": " : "",
+             message ? message : "");
+    pb_boot_pmi_abort(boot.state == JOB_STATE_READY ? boot.pmi : NULL, exit_code, message);
+}

@@ -1,0 +1,138 @@
+/*
+ * A PMI client: the PMI-1 and PMI-2 wire protocols, spoken directly over
+ * the socket a launcher hands us (no PMI library is linked).
+ *
+ *   PMI_FD=<fd>                  an inherited, connected socket (Hydra's
+ *                                default, Slurm --mpi=pmi2, `postbox run`)
+ *   PMI_PORT=<host>:<port>       a TCP address to connect to, with
+ *   PMI_ID=<id>                  the id the PMI-1 `initack` handshake sends
+ *
+ * Without either the process is a singleton: rank 0 of 1, with a KVS of its
+ * own.  The protocol version is POSTBOX_PMI_VERSION (1 or 2); when unset,
+ * PMI-2 is chosen if PMI_JOBID is set (Slurm), else PMI-1.
+ *
+ * Wire forms (REFERENCE.md F):
+ *   v1  "cmd=<name> key=val key=val\n"; '\' escapes the next character
+ *   v2  "%6u" length, then "cmd=<name>;key=val;...;"; ';;' is a literal ';'
+ * Messages are bounded by PB_BOOT_PMI_MSG_MAX bytes; anything longer or
+ * malformed is a PB_ERR_PROTOCOL, never an overflow.
+ */
+#ifndef PB_BOOT_PMI_H
+#define PB_BOOT_PMI_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+/* longest wire message (a v1 line with its newline, or a v2 body) */
+#define PB_BOOT_PMI_MSG_MAX 1024
+/* most key=value pairs in one message, "cmd" included */
+#define PB_BOOT_PMI_MAX_PAIRS 32
+/* longest kvsname, key and value we keep (PMI2_MAX_KEYLEN, _VALLEN) */
+#define PB_BOOT_PMI_NAME_MAX 256
+#define PB_BOOT_PMI_KEY_MAX 64
+#define PB_BOOT_PMI_VALUE_MAX 1024
+
+/* ---- messages ------------------------------------------------------------- */
+
+/* One parsed or to-be-written message.  Keys and values point into @text
+ * (after parsing, unescaped and NUL-terminated) or to the caller's strings
+ * (when building one to send).  pairs[0] is always "cmd" (or "mcmd"). */
+typedef struct {
+    int count;
+    struct {
+        const char *key;
+        const char *value;
+    } pairs[PB_BOOT_PMI_MAX_PAIRS];
+    char text[PB_BOOT_PMI_MSG_MAX + 1];
+} pb_boot_pmi_msg_t;
+
+/* Start @msg as command @cmd (a string that outlives @msg). */
+void pb_boot_pmi_msg_init(pb_boot_pmi_msg_t *msg, const char *cmd);
+
+/* Append @key=@value (strings that outlive @msg).
+ * @return PB_OK; PB_ERR_NO_RESOURCE if @msg has PB_BOOT_PMI_MAX_PAIRS. */
+pb_status_t pb_boot_pmi_msg_add(pb_boot_pmi_msg_t *msg, const char *key, const char *value);
+
+/* The command name of @msg ("" if none). */
+const char *pb_boot_pmi_msg_cmd(const pb_boot_pmi_msg_t *msg);
+
+/* The value of @key in @msg, or NULL if it has none (the first wins). */
+const char *pb_boot_pmi_msg_get(const pb_boot_pmi_msg_t *msg, const char *key);
+
+/* Parse the v1 line @line of @len bytes (the trailing newline optional)
+ * into @msg.  @return PB_OK; PB_ERR_PROTOCOL if it is too long, does not
+ * start with cmd= or mcmd=, has a key outside [A-Za-z0-9_/-], a token
+ * without '=', a dangling '\' or too many pairs.  Nothing is logged. */
+pb_status_t pb_boot_pmi_parse_v1(const char *line, size_t len, pb_boot_pmi_msg_t *msg);
+
+/* Parse the v2 body @body of @len bytes (without its 6-byte length field).
+ * @return PB_OK; PB_ERR_PROTOCOL as pb_boot_pmi_parse_v1.  Nothing is
+ * logged. */
+pb_status_t pb_boot_pmi_parse_v2(const char *body, size_t len, pb_boot_pmi_msg_t *msg);
+
+/* Write @msg in v1 form, newline included, to @buf of @cap bytes (NUL
+ * terminated); store its length in @len_p.  Spaces, '\', '=' and newlines
+ * in values are escaped with '\'.  @return PB_OK; PB_ERR_INVALID_PARAM if
+ * a key is malformed; PB_ERR_NO_RESOURCE if the line would exceed
+ * PB_BOOT_PMI_MSG_MAX or @cap. */
+pb_status_t pb_boot_pmi_format_v1(const pb_boot_pmi_msg_t *msg, char *buf, size_t cap,
+                                  size_t *len_p);
+
+/* Write @msg in v2 form, 6-byte length field included, to @buf of @cap
+ * bytes (NUL terminated); store the total length in @len_p.  ';' in values
+ * is doubled.  @return as pb_boot_pmi_format_v1. */
+pb_status_t pb_boot_pmi_format_v2(const pb_boot_pmi_msg_t *msg, char *buf, size_t cap,
+                                  size_t *len_p);
+
+/* ---- connection ------------------------------------------------------------ */
+
+/* A connection to the process manager, or a singleton.  Fill nothing in by
+ * hand: pb_boot_pmi_init does. */
+typedef struct pb_boot_pmi pb_boot_pmi_t;
+
+/* Connect to the process manager named by the environment (or become a
+ * singleton) and run the init handshake of the chosen version.  On
+ * success *@pmi_p is a new connection; free it with pb_boot_pmi_finalize.
+ * @return PB_OK; PB_ERR_INVALID_PARAM if PMI_FD/PMI_PORT/PMI_RANK or
+ * POSTBOX_PMI_VERSION is malformed; PB_ERR_IO if a connect, read or write
+ * fails (the peer closed); PB_ERR_PROTOCOL if the server's reply is
+ * malformed or refuses; PB_ERR_NO_MEMORY.  The cause is logged. */
+pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p);
+
+/* Rank, size, appnum, PMI version (1 or 2, 0 for a singleton), and the
+ * kvsname (PMI-1) or job id (PMI-2) of @pmi. */
+int pb_boot_pmi_rank(const pb_boot_pmi_t *pmi);
+int pb_boot_pmi_size(const pb_boot_pmi_t *pmi);
+int pb_boot_pmi_appnum(const pb_boot_pmi_t *pmi);
+int pb_boot_pmi_version(const pb_boot_pmi_t *pmi);
+const char *pb_boot_pmi_kvsname(const pb_boot_pmi_t *pmi);
+
+/* Put @key=@value in the job's key-value space; others see it after the
+ * next fence.  @return PB_OK; PB_ERR_INVALID_PARAM if the key or value is
+ * too long or the key is malformed; PB_ERR_IO; PB_ERR_PROTOCOL (logged). */
+pb_status_t pb_boot_pmi_put(pb_boot_pmi_t *pmi, const char *key, const char *value);
+
+/* Get @key into @value (@len bytes, NUL terminated); *@found_p is 0 if the
+ * space has no such key (@value is then "").  @return PB_OK;
+ * PB_ERR_INVALID_PARAM if the key is malformed or the value does not fit
+ * in @len; PB_ERR_IO; PB_ERR_PROTOCOL (logged). */
+pb_status_t pb_boot_pmi_get(pb_boot_pmi_t *pmi, const char *key, char *value, size_t len,
+                            int *found_p);
+
+/* Collective: wait until every rank has fenced, making all earlier puts
+ * visible (PMI-1 barrier_in/out, PMI-2 kvs-fence).
+ * @return PB_OK; PB_ERR_IO; PB_ERR_PROTOCOL (logged). */
+pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi);
+
+/* Ask the process manager to end the whole job with @exit_code, reporting
+ * @message (may be NULL); then exit this process with @exit_code. */
+void pb_boot_pmi_abort(pb_boot_pmi_t *pmi, int exit_code, const char *message)
+    __attribute__((noreturn));
+
+/* Say goodbye to the process manager, close the connection and free @pmi
+ * (NULL is ok).  @return PB_OK; PB_ERR_IO or PB_ERR_PROTOCOL if the
+ * goodbye failed (logged; @pmi is freed anyway). */
+pb_status_t pb_boot_pmi_finalize(pb_boot_pmi_t *pmi);
+
+#endif
