@@ -1,7 +1,8 @@
 # Postbox: the commands a user types.
 #
 #   make               build everything into build/ (library, bench programs,
-#                      the `postbox` tool in build/venv, linked as build/bin/postbox)
+#                      the `postbox` tool in build/venv, linked as build/bin/postbox,
+#                      and build/bin/mpirun, build/bin/mpiexec: `postbox run`)
 #   make test          every test: ctest, pytest, then ctest of the sanitizer build
 #   make bench         the main bench job: results/<date-time>/ and its report
 #   make docs          regenerate docs/config.md from the library's tunable table
@@ -27,7 +28,7 @@ C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/nu
 .PHONY: all deps build venv test test-c test-python test-asan bench docs format \
         format-check clean
 
-all: venv build $(BUILD)/bin/postbox
+all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
 
 # ---- dependencies (checked once per build tree) ---------------------------
 
@@ -57,6 +58,12 @@ $(VENV)/.installed: python/pyproject.toml | $(BUILD)/.deps-ok
 	@touch $@
 
 $(BUILD)/bin/postbox: $(VENV)/.installed | build
+	@mkdir -p $(BUILD)/bin
+	ln -sfn ../venv/bin/postbox $@
+
+# the launcher under its usual names: the tool runs `postbox run` when it is
+# called as mpirun or mpiexec
+$(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec: $(VENV)/.installed | build
 	@mkdir -p $(BUILD)/bin
 	ln -sfn ../venv/bin/postbox $@
 

@@ -3,7 +3,7 @@
     postbox info [--config [--markdown]]
     postbox bench [--quick] [--out DIR] [--check] [-- ARGS for the bench programs]
     postbox report DIR
-    postbox run ...          (not built yet)
+    postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from postbox import __version__, paths
 # the transports the library has today; `postbox info` lists them
 TRANSPORTS = ("shm",)
 
-NOT_BUILT = {
-    "run": "postbox run: not implemented yet (the launcher is a later issue)",
-}
+# commands designed but not built yet: their message
+NOT_BUILT: dict = {}
+
+# names under which the tool is `postbox run` (build/bin/mpirun -> postbox)
+LAUNCHER_NAMES = ("mpirun", "mpiexec")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,7 +62,9 @@ def _parser() -> argparse.ArgumentParser:
                                              "inline SVG plots) from the JSON lines in DIR.")
     report.add_argument("dir", metavar="DIR", type=Path, help="a results folder")
 
-    run = commands.add_parser("run", help="start a job (not implemented yet)", add_help=False)
+    run = commands.add_parser("run", help="start a job of N ranks (also mpirun, mpiexec); "
+                                          "`postbox run --help` for its options",
+                              add_help=False)
     run.add_argument("args", nargs=argparse.REMAINDER)
     return parser
 
@@ -130,10 +134,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None:
+        name = os.path.basename(sys.argv[0])
+        if name in LAUNCHER_NAMES:
+            from postbox import launch
+
+            return launch.main(sys.argv[1:], prog=name)
     argv = list(sys.argv[1:] if argv is None else argv)
+    # `postbox run` takes everything after it, "--" included
+    if argv and argv[0] == "run":
+        from postbox import launch
+
+        return launch.main(argv[1:])
     ours, extra = split_extra(argv)
     parser = _parser()
-    # `postbox run` takes everything after it, "--" included
     if ours and ours[0] in NOT_BUILT:
         print(NOT_BUILT[ours[0]], file=sys.stderr)
         return 2

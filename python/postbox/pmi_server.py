@@ -1,0 +1,511 @@
+"""The PMI server of ``postbox run``: the PMI-1 wire protocol and a PMI-2 subset.
+
+This module knows nothing about processes or sockets.  The launcher makes one
+:class:`PmiServer` per job and feeds it the bytes each rank writes on its
+``PMI_FD``; the server answers through the ``send`` callback and reports what
+the launcher must act on (an ``abort``, a connection to close) through the
+``abort`` and ``close`` callbacks.
+
+PMI-1 (one line, ``cmd=NAME key=value ...\\n``, at most 1024 bytes):
+``init``, ``get_maxes``, ``get_universe_size``, ``get_appnum``,
+``get_my_kvsname``, ``put``, ``get``, ``barrier_in``, ``finalize``, ``abort``.
+
+PMI-2 (a 6-character decimal length, then ``cmd=NAME;key=value;...;``), used
+after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
+``kvs-get``, ``kvs-fence``, ``info-getjobattr``, ``info-putnodeattr``,
+``info-getnodeattr``, ``finalize``, ``abort``.
+
+The job has one key-value space, named after the job id; ``barrier_in`` and
+``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
+from the layout of the virtual nodes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+MAX_LINE = 1024          # PMI-1: the longest line a client may send (PMIU_MAXLINE)
+MAX_V2_MESSAGE = 2048    # PMI-2: the longest message body accepted
+KVSNAME_MAX = 64
+KEYLEN_MAX = 64
+VALLEN_MAX = 1024
+PMI_SUBVERSION_1 = 1
+
+_V2_HEADER = re.compile(rb"^ *[0-9]{1,6}$")
+
+
+class ProtocolError(Exception):
+    """A message that cannot be parsed."""
+
+
+# ---- the layout of virtual nodes ------------------------------------------
+
+def node_sizes(size: int, nodes: int) -> List[int]:
+    """Ranks per virtual node: blocks, the first size % nodes nodes get one more."""
+    base, extra = divmod(size, nodes)
+    return [base + (1 if node < extra else 0) for node in range(nodes)]
+
+
+def vnode_of_ranks(size: int, nodes: int) -> List[int]:
+    """The virtual node of each rank (rank order)."""
+    out: List[int] = []
+    for node, count in enumerate(node_sizes(size, nodes)):
+        out.extend([node] * count)
+    return out
+
+
+def process_mapping(size: int, nodes: int) -> str:
+    """MPICH's PMI_process_mapping: (vector,(start_node,num_nodes,ranks_per_node),...)."""
+    blocks: List[Tuple[int, int, int]] = []
+    for node, count in enumerate(node_sizes(size, nodes)):
+        if blocks and blocks[-1][2] == count:
+            start, num, per = blocks[-1]
+            blocks[-1] = (start, num + 1, per)
+        else:
+            blocks.append((node, 1, count))
+    return "(vector,%s)" % ",".join("(%d,%d,%d)" % block for block in blocks)
+
+
+# ---- wire formats -----------------------------------------------------------
+
+def _split_escaped(text: str, separator: str) -> List[str]:
+    """Split @text at @separator; a backslash escapes the next character."""
+    parts: List[str] = []
+    current: List[str] = []
+    escaped = False
+    for char in text:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == separator:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if escaped:
+        raise ProtocolError("ends_with_a_backslash")
+    parts.append("".join(current))
+    return parts
+
+
+def _escape(value: str, specials: str) -> str:
+    return "".join("\\" + c if c == "\\" or c in specials else c for c in value)
+
+
+def _fields(tokens: Sequence[str]) -> Tuple[str, Dict[str, str]]:
+    fields: Dict[str, str] = {}
+    for token in tokens:
+        if not token:
+            continue
+        if "=" not in token:
+            raise ProtocolError("field_without_=")
+        key, value = token.split("=", 1)
+        if not key:
+            raise ProtocolError("empty_field_name")
+        fields[key] = value
+    if "cmd" not in fields:
+        raise ProtocolError("no_cmd_field")
+    return fields.pop("cmd"), fields
+
+
+def parse_v1(line: bytes) -> Tuple[str, Dict[str, str]]:
+    """``cmd=NAME a=1 b=2`` (no newline) -> ("NAME", {"a": "1", "b": "2"})."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("not_utf-8") from None
+    if "\0" in text:
+        raise ProtocolError("nul_byte")
+    return _fields(_split_escaped(text.rstrip("\r"), " "))
+
+
+def parse_v2(body: bytes) -> Tuple[str, Dict[str, str]]:
+    """``cmd=NAME;a=1;b=2;`` -> ("NAME", {"a": "1", "b": "2"})."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("not_utf-8") from None
+    if "\0" in text:
+        raise ProtocolError("nul_byte")
+    return _fields(_split_escaped(text, ";"))
+
+
+def format_v1(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
+    parts = ["cmd=" + cmd] + ["%s=%s" % (k, _escape(str(v), " \n")) for k, v in fields]
+    return (" ".join(parts) + "\n").encode("utf-8")
+
+
+def format_v2(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
+    body = "cmd=%s;" % cmd + "".join("%s=%s;" % (k, _escape(str(v), ";")) for k, v in fields)
+    data = body.encode("utf-8")
+    return b"%6u" % len(data) + data
+
+
+# ---- the server ------------------------------------------------------------
+
+class Connection:
+    """The PMI state of one rank: its read buffer, wire version, progress."""
+
+    def __init__(self, server: "PmiServer", rank: int):
+        self.server = server
+        self.rank = rank
+        self.buffer = b""
+        self.v2 = False
+        self.initialized = False
+        self.finalized = False
+        self.closed = False
+        self.in_barrier = False
+        self.barrier_v2 = False
+        self.barrier_thrid: Optional[str] = None
+
+    # -- bytes in
+
+    def feed(self, data: bytes) -> None:
+        """Bytes the rank wrote; answers every complete message in them."""
+        if self.closed:
+            return
+        self.buffer += data
+        while not self.closed:
+            message = self._next_message()
+            if message is None:
+                return
+            body, v2 = message
+            try:
+                cmd, fields = parse_v2(body) if v2 else parse_v1(body)
+            except ProtocolError as exc:
+                self._reply_error(v2, "error", "malformed_message_" + str(exc))
+                continue
+            self.server._dispatch(self, cmd, fields, v2)
+
+    def _next_message(self) -> Optional[Tuple[bytes, bool]]:
+        buf = self.buffer
+        if not buf:
+            return None
+        # a PMI-2 client may skip the v1 init and start with a length field
+        if self.v2 or (len(buf) >= 10 and _V2_HEADER.match(buf[:6]) and buf[6:10] == b"cmd="):
+            if len(buf) < 6:
+                return None
+            header = buf[:6]
+            if not _V2_HEADER.match(header):
+                self.close("a PMI-2 message does not start with a 6-digit length")
+                return None
+            length = int(header)
+            if length > MAX_V2_MESSAGE:
+                self.close("a PMI-2 message of %d bytes (more than %d)"
+                           % (length, MAX_V2_MESSAGE))
+                return None
+            if len(buf) < 6 + length:
+                return None
+            self.buffer = buf[6 + length:]
+            self.v2 = True
+            return buf[6:6 + length], True
+        end = buf.find(b"\n")
+        if end < 0:
+            if len(buf) > MAX_LINE:
+                self.close("a PMI line longer than %d bytes" % MAX_LINE)
+            return None
+        if end + 1 > MAX_LINE:
+            self.close("a PMI line longer than %d bytes" % MAX_LINE)
+            return None
+        self.buffer = buf[end + 1:]
+        return buf[:end], False
+
+    # -- bytes out
+
+    def reply(self, v2: bool, cmd: str, fields: Sequence[Tuple[str, object]]) -> None:
+        if self.closed:
+            return
+        self.server.send(self.rank, format_v2(cmd, fields) if v2 else format_v1(cmd, fields))
+
+    def _reply_error(self, v2: bool, cmd: str, msg: str,
+                     extra: Sequence[Tuple[str, object]] = ()) -> None:
+        if v2:
+            self.reply(True, cmd, [("rc", -1), ("errmsg", msg)] + list(extra))
+        else:
+            self.reply(False, cmd, [("rc", -1), ("msg", msg)] + list(extra))
+
+    def close(self, reason: str) -> None:
+        """Stop serving this rank (the launcher closes its end of PMI_FD)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.buffer = b""
+        self.server._closed(self, reason)
+
+
+class PmiServer:
+    """The PMI service of one job.
+
+    send(rank, data)            bytes to write to the rank's PMI_FD
+    abort(rank, code, message)  the rank called abort: end the job with code
+    close(rank, reason)         stop serving the rank (reason is one line, or
+                                None when the rank simply closed its end)
+    """
+
+    def __init__(self, job_id: str, size: int, nodes: int,
+                 send: Callable[[int, bytes], None],
+                 abort: Callable[[int, int, str], None],
+                 close: Callable[[int, Optional[str]], None]):
+        if len(job_id) > KVSNAME_MAX:
+            raise ValueError("job id longer than %d characters" % KVSNAME_MAX)
+        self.job_id = job_id
+        self.size = size
+        self.nodes = nodes
+        self.send = send
+        self._abort = abort
+        self._close = close
+        self.vnode = vnode_of_ranks(size, nodes)
+        self.kvs: Dict[str, str] = {}
+        self.node_kvs: List[Dict[str, str]] = [{} for _ in range(nodes)]
+        # (connection, key, thrid) waiting in info-getnodeattr wait=TRUE
+        self.node_waiters: List[Tuple[Connection, str, Optional[str]]] = []
+        self.job_attrs = {
+            "PMI_process_mapping": process_mapping(size, nodes),
+            "universeSize": str(size),
+        }
+        self.connections = [Connection(self, rank) for rank in range(size)]
+        self.barriers_done = 0
+
+    def feed(self, rank: int, data: bytes) -> None:
+        self.connections[rank].feed(data)
+
+    def eof(self, rank: int) -> None:
+        """The rank closed its end of PMI_FD (or exited)."""
+        conn = self.connections[rank]
+        if not conn.closed:
+            conn.closed = True
+            self._closed(conn, None)
+
+    def waiting_in_barrier(self) -> List[int]:
+        return [c.rank for c in self.connections if c.in_barrier]
+
+    # -- internals
+
+    def _closed(self, conn: Connection, reason: Optional[str]) -> None:
+        self.node_waiters = [w for w in self.node_waiters if w[0] is not conn]
+        self._close(conn.rank, reason)
+
+    def _dispatch(self, conn: Connection, cmd: str, fields: Dict[str, str], v2: bool) -> None:
+        name = ("_v2_" if v2 else "_v1_") + cmd.replace("-", "_")
+        handler = getattr(self, name, None)
+        if handler is None:
+            if v2:
+                conn._reply_error(True, cmd + "-response", "unknown_command_" + cmd)
+            else:
+                conn._reply_error(False, "error", "unknown_command_" + cmd)
+            return
+        handler(conn, fields)
+
+    def _check_key(self, key: Optional[str]) -> Optional[str]:
+        if key is None or key == "":
+            return "missing_key"
+        if len(key) > KEYLEN_MAX:
+            return "key_longer_than_%d" % KEYLEN_MAX
+        return None
+
+    def _check_kvsname(self, fields: Dict[str, str]) -> Optional[str]:
+        name = fields.get("kvsname")
+        if name is None:
+            return "missing_kvsname"
+        if name != self.job_id:
+            return "unknown_kvsname_" + _escape(name[:KVSNAME_MAX], " ")
+        return None
+
+    def _enter_barrier(self, conn: Connection, v2: bool, thrid: Optional[str]) -> None:
+        if conn.in_barrier:
+            if v2:
+                conn._reply_error(True, "kvs-fence-response", "already_in_the_fence")
+            else:
+                conn._reply_error(False, "barrier_out", "already_in_the_barrier")
+            return
+        conn.in_barrier = True
+        conn.barrier_v2 = v2
+        conn.barrier_thrid = thrid
+        if all(c.in_barrier for c in self.connections):
+            self.barriers_done += 1
+            for c in self.connections:
+                c.in_barrier = False
+                if c.barrier_v2:
+                    extra = [("thrid", c.barrier_thrid)] if c.barrier_thrid else []
+                    c.reply(True, "kvs-fence-response", [("rc", 0)] + extra)
+                else:
+                    c.reply(False, "barrier_out", [("rc", 0)])
+
+    # -- PMI-1
+
+    def _v1_init(self, conn: Connection, fields: Dict[str, str]) -> None:
+        version = fields.get("pmi_version", "1")
+        if version not in ("1", "2"):
+            conn._reply_error(False, "response_to_init", "unsupported_pmi_version_" + version,
+                              [("pmi_version", 1), ("pmi_subversion", PMI_SUBVERSION_1)])
+            return
+        conn.initialized = True
+        if version == "2":
+            conn.reply(False, "response_to_init",
+                       [("pmi_version", 2), ("pmi_subversion", 0), ("rc", 0)])
+            conn.v2 = True
+        else:
+            conn.reply(False, "response_to_init",
+                       [("rc", 0), ("pmi_version", 1), ("pmi_subversion", PMI_SUBVERSION_1)])
+
+    def _v1_get_maxes(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.reply(False, "maxes", [("rc", 0), ("kvsname_max", KVSNAME_MAX),
+                                    ("keylen_max", KEYLEN_MAX), ("vallen_max", VALLEN_MAX)])
+
+    def _v1_get_universe_size(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.reply(False, "universe_size", [("rc", 0), ("size", self.size)])
+
+    def _v1_get_appnum(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.reply(False, "appnum", [("rc", 0), ("appnum", 0)])
+
+    def _v1_get_my_kvsname(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.reply(False, "my_kvsname", [("rc", 0), ("kvsname", self.job_id)])
+
+    def _v1_put(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error = self._check_kvsname(fields) or self._check_key(fields.get("key"))
+        value = fields.get("value")
+        if error is None and value is None:
+            error = "missing_value"
+        if error is None and len(value.encode("utf-8")) > VALLEN_MAX:  # type: ignore[union-attr]
+            error = "value_longer_than_%d" % VALLEN_MAX
+        if error is None and fields["key"] in self.job_attrs:
+            error = "key_%s_is_reserved" % fields["key"]
+        if error:
+            conn._reply_error(False, "put_result", error)
+            return
+        self.kvs[fields["key"]] = value  # type: ignore[assignment]
+        conn.reply(False, "put_result", [("rc", 0)])
+
+    def _v1_get(self, conn: Connection, fields: Dict[str, str]) -> None:
+        key = fields.get("key", "")
+        error = self._check_kvsname(fields) or self._check_key(key)
+        if error:
+            conn._reply_error(False, "get_result", error)
+            return
+        value = self.job_attrs[key] if key in self.job_attrs else self.kvs.get(key)
+        if value is None:
+            conn._reply_error(False, "get_result", "key_%s_not_found" % _escape(key, " "))
+        else:
+            conn.reply(False, "get_result", [("rc", 0), ("value", value)])
+
+    def _v1_barrier_in(self, conn: Connection, fields: Dict[str, str]) -> None:
+        self._enter_barrier(conn, False, None)
+
+    def _v1_finalize(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.finalized = True
+        conn.reply(False, "finalize_ack", [("rc", 0)])
+
+    def _v1_abort(self, conn: Connection, fields: Dict[str, str]) -> None:
+        try:
+            code = int(fields.get("exitcode", "1"))
+        except ValueError:
+            code = 1
+        self._abort(conn.rank, code, fields.get("message", ""))
+
+    # -- PMI-2
+
+    @staticmethod
+    def _thrid(fields: Dict[str, str]) -> List[Tuple[str, object]]:
+        return [("thrid", fields["thrid"])] if "thrid" in fields else []
+
+    def _v2_fullinit(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.initialized = True
+        conn.reply(True, "fullinit-response",
+                   [("rc", 0), ("pmi-version", 2), ("pmi-subversion", 0),
+                    ("rank", conn.rank), ("size", self.size), ("appnum", 0),
+                    ("debugged", "FALSE"), ("pmiverbose", "FALSE")] + self._thrid(fields))
+
+    def _v2_job_getid(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.reply(True, "job-getid-response",
+                   [("rc", 0), ("jobid", self.job_id)] + self._thrid(fields))
+
+    def _v2_kvs_put(self, conn: Connection, fields: Dict[str, str]) -> None:
+        key, value = fields.get("key"), fields.get("value")
+        error = self._check_key(key)
+        if error is None and value is None:
+            error = "missing_value"
+        if error is None and len(value.encode("utf-8")) > VALLEN_MAX:  # type: ignore[union-attr]
+            error = "value_longer_than_%d" % VALLEN_MAX
+        if error is None and key in self.job_attrs:
+            error = "key_%s_is_reserved" % key
+        if error:
+            conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
+            return
+        self.kvs[key] = value  # type: ignore[index,assignment]
+        conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
+
+    def _v2_kvs_get(self, conn: Connection, fields: Dict[str, str]) -> None:
+        key = fields.get("key")
+        error = self._check_key(key)
+        if error:
+            conn._reply_error(True, "kvs-get-response", error, self._thrid(fields))
+            return
+        value = self.kvs.get(key)  # type: ignore[arg-type]
+        if value is None:
+            value = self.job_attrs.get(key)  # type: ignore[arg-type]
+        if value is None:
+            conn.reply(True, "kvs-get-response",
+                       [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
+        else:
+            conn.reply(True, "kvs-get-response",
+                       [("rc", 0), ("found", "TRUE"), ("value", value)] + self._thrid(fields))
+
+    def _v2_kvs_fence(self, conn: Connection, fields: Dict[str, str]) -> None:
+        self._enter_barrier(conn, True, fields.get("thrid"))
+
+    def _v2_info_getjobattr(self, conn: Connection, fields: Dict[str, str]) -> None:
+        value = self.job_attrs.get(fields.get("key", ""))
+        if value is None:
+            conn.reply(True, "info-getjobattr-response",
+                       [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
+        else:
+            conn.reply(True, "info-getjobattr-response",
+                       [("rc", 0), ("found", "TRUE"), ("value", value)] + self._thrid(fields))
+
+    def _v2_info_putnodeattr(self, conn: Connection, fields: Dict[str, str]) -> None:
+        key, value = fields.get("key"), fields.get("value")
+        error = self._check_key(key)
+        if error is None and (value is None or len(value.encode("utf-8")) > VALLEN_MAX):
+            error = "missing_value" if value is None else "value_longer_than_%d" % VALLEN_MAX
+        if error:
+            conn._reply_error(True, "info-putnodeattr-response", error, self._thrid(fields))
+            return
+        node = self.vnode[conn.rank]
+        self.node_kvs[node][key] = value  # type: ignore[index,assignment]
+        conn.reply(True, "info-putnodeattr-response", [("rc", 0)] + self._thrid(fields))
+        waiting = []
+        for waiter in self.node_waiters:
+            other, wkey, thrid = waiter
+            if wkey == key and self.vnode[other.rank] == node:
+                other.reply(True, "info-getnodeattr-response",
+                            [("rc", 0), ("found", "TRUE"), ("value", value)]
+                            + ([("thrid", thrid)] if thrid else []))
+            else:
+                waiting.append(waiter)
+        self.node_waiters = waiting
+
+    def _v2_info_getnodeattr(self, conn: Connection, fields: Dict[str, str]) -> None:
+        key = fields.get("key")
+        error = self._check_key(key)
+        if error:
+            conn._reply_error(True, "info-getnodeattr-response", error, self._thrid(fields))
+            return
+        value = self.node_kvs[self.vnode[conn.rank]].get(key)  # type: ignore[arg-type]
+        if value is not None:
+            conn.reply(True, "info-getnodeattr-response",
+                       [("rc", 0), ("found", "TRUE"), ("value", value)] + self._thrid(fields))
+        elif fields.get("wait", "FALSE").upper() == "TRUE":
+            self.node_waiters.append((conn, key, fields.get("thrid")))  # type: ignore[arg-type]
+        else:
+            conn.reply(True, "info-getnodeattr-response",
+                       [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
+
+    def _v2_finalize(self, conn: Connection, fields: Dict[str, str]) -> None:
+        conn.finalized = True
+        conn.reply(True, "finalize-response", [("rc", 0)] + self._thrid(fields))
+
+    def _v2_abort(self, conn: Connection, fields: Dict[str, str]) -> None:
+        self._abort(conn.rank, 1, fields.get("msg", ""))
