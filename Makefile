@@ -3,15 +3,20 @@
 #   make               build everything into build/ (library, bench programs,
 #                      the `postbox` tool in build/venv, linked as build/bin/postbox,
 #                      and build/bin/mpirun, build/bin/mpiexec: `postbox run`)
-#   make test          every test: ctest, pytest, then ctest of the sanitizer build
+#   make test          every test: ctest, pytest, ctest of the sanitizer build, fuzz
+#   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
+#                      for FUZZ_SECONDS
 #   make bench         the main bench job: results/<date-time>/ and its report
 #   make docs          regenerate docs/config.md from the library's tunable table
 #   make format        clang-format the C sources in place
 #   make format-check  fail when a C source is not formatted (CI runs it)
-#   make clean         remove build/ and build-asan/ (results/ is kept)
+#   make clean         remove build/, build-asan/, build-fuzz/ (results/ is kept)
 
 BUILD           ?= build
 ASAN_BUILD      ?= build-asan
+FUZZ_BUILD      ?= build-fuzz
+FUZZ_SECONDS    ?= 20
+FUZZ_TARGETS    := pmi_wire
 BUILD_TYPE      ?= RelWithDebInfo
 ASAN_BUILD_TYPE ?= Debug
 PYTHON          ?= python3
@@ -25,7 +30,7 @@ VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
 
-.PHONY: all deps build venv test test-c test-python test-asan bench docs format \
+.PHONY: all deps build venv test test-c test-python test-asan fuzz bench docs format \
         format-check clean
 
 all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
@@ -69,12 +74,13 @@ $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec: $(VENV)/.installed | build
 
 # ---- tests ----------------------------------------------------------------
 
-# Runs all three suites even when one fails, then fails if any did.
+# Runs every suite even when one fails, then fails if any did.
 test: all
 	@status=0; \
 	$(MAKE) --no-print-directory test-c || status=1; \
 	$(MAKE) --no-print-directory test-python || status=1; \
 	$(MAKE) --no-print-directory test-asan || status=1; \
+	$(MAKE) --no-print-directory fuzz || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)"; else echo "make test: all passed"; fi; \
 	exit $$status
 
@@ -89,6 +95,26 @@ test-asan: | $(BUILD)/.deps-ok
 	    -DCMAKE_BUILD_TYPE=$(ASAN_BUILD_TYPE) -DPOSTBOX_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) --parallel $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(TEST_JOBS)
+
+# The libFuzzer targets of tests/fuzz, each run for FUZZ_SECONDS from its
+# seed corpus (new inputs go to $(FUZZ_BUILD)/corpus, crashes fail the run).
+# Needs clang; without it the run is skipped with a message.
+fuzz: | $(BUILD)/.deps-ok
+	@if ! command -v clang >/dev/null 2>&1; then \
+	    echo "make fuzz: skipped, clang not found (apt-get install clang libclang-rt-14-dev)"; \
+	    exit 0; \
+	fi; \
+	CC=clang cmake -S . -B $(FUZZ_BUILD) $(if $(wildcard $(FUZZ_BUILD)/CMakeCache.txt),,$(GENERATOR)) \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOSTBOX_FUZZ=ON >/dev/null && \
+	cmake --build $(FUZZ_BUILD) --parallel $(JOBS) $(foreach t,$(FUZZ_TARGETS),--target fuzz_$(t)) && \
+	for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
+	    $(FUZZ_BUILD)/bin/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -max_len=1100 \
+	        -artifact_prefix=$(FUZZ_BUILD)/ $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	        2>$(FUZZ_BUILD)/fuzz_$$t.log || \
+	        { tail -40 $(FUZZ_BUILD)/fuzz_$$t.log; echo "make fuzz: fuzz_$$t FAILED"; exit 1; }; \
+	    echo "make fuzz: fuzz_$$t: $$(grep -o 'Done [0-9]* runs' $(FUZZ_BUILD)/fuzz_$$t.log), no crash"; \
+	done
 
 # ---- bench and docs -------------------------------------------------------
 
@@ -115,4 +141,4 @@ format-check:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) python/postbox.egg-info
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) python/postbox.egg-info
