@@ -13,6 +13,11 @@ with a socketpair as ``PMI_FD``, then runs one event loop (``poll``) that
 Whatever happens, the ``finally`` of :meth:`Launcher.run` kills every rank's
 process group with SIGKILL and reaps the ranks; ranks also get
 ``PR_SET_PDEATHSIG`` so that a launcher killed with SIGKILL takes them along.
+
+``--netns`` runs each virtual node in a network namespace of its own
+(:mod:`postbox.netns`, which also removes them, even after a crash).
+``--hosts`` starts each rank as ``<rsh> <host> env VAR=... PROGRAM ARGS``; those
+ranks reach the PMI server over TCP (``PMI_PORT`` + ``PMI_ID``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import resource
 import secrets
 import select
 import selectors
+import shlex
 import shutil
 import signal
 import socket
@@ -34,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from postbox import pmi_server
+from postbox import netns, pmi_server
 
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
@@ -44,22 +50,28 @@ EXIT_NOT_FOUND = 127
 TERM_GRACE = 1.0          # SIGTERM -> SIGKILL when the job is ended
 USER_SIGNAL_GRACE = 2.0   # a forwarded SIGINT/SIGHUP -> SIGTERM
 DRAIN_TIME = 1.0          # output still read after the last rank was reaped
+HANDSHAKE_TIME = 30.0     # a PMI_PORT connection must name its rank within this
+MAX_REFUSED_LOGGED = 20   # messages about refused PMI_PORT connections
 MAX_PARTIAL_LINE = 65536  # an unterminated line longer than this is written as is
 
 PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # variables the launcher sets itself; -x may not set them
-RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "POSTBOX_JOB_ID", "POSTBOX_JOB_SECRET",
-            "POSTBOX_VNODE", "POSTBOX_NODE_ID")
+RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
+            "POSTBOX_JOB_SECRET", "POSTBOX_VNODE", "POSTBOX_NODE_ID", "POSTBOX_NETNS_ADDR")
 # inherited variables that would mislead a PMI client
 SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
+SECRET_KEY = "pb-job-secret"
 
 HELP = """\
-usage: {prog} [-n N] [--nodes K] [--tag-output] [--timeout S] [-x VAR=value]...
+usage: {prog} [-n N] [--nodes K [--netns]] [--tag-output] [--timeout S]
+       {indent} [-x VAR=value]... [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
        {indent} PROGRAM [ARGS...]
 
-Start N ranks of PROGRAM on this host as one job and serve them PMI.
+Start N ranks of PROGRAM on this host (or on the --hosts) as one job and
+serve them PMI.
 
 options:
   -n N, -np N       number of ranks (default 1); N may exceed the number of cores
@@ -71,12 +83,21 @@ options:
   --timeout S       end the job after S seconds (exit status 124)
   -x VAR=value      set VAR in the environment of every rank (repeatable);
                     -x VAR passes the launcher's own value of VAR
-  --netns           one network namespace per virtual node (not implemented yet)
-  --hosts H1,H2     run across real hosts over ssh (not implemented yet)
+  --netns           (root) one network namespace per virtual node, joined by
+                    veth pairs and a bridge; node k has the address 10.213.0.<k+1>
+                    (POSTBOX_NETNS_ADDR; another private /16 if that one is in
+                    use here); all removed at the end, even after a crash
+  --hosts H1,H2     run the ranks on these hosts, in blocks like --nodes (one
+                    node per host), each as: RSH HOST env VAR=... PROGRAM ARGS
+  --rsh CMD         the remote shell for --hosts (default $POSTBOX_RSH or ssh)
+  --pmi-address A   with --hosts: the address of this machine the hosts reach,
+                    where the PMI port listens (default: found by routing)
   -h, --help        show this help and exit
 
 Every rank gets PMI_FD, PMI_RANK, PMI_SIZE, POSTBOX_JOB_ID, POSTBOX_JOB_SECRET,
-POSTBOX_VNODE and POSTBOX_NODE_ID (see docs/launch.md).  Each rank's stdout and
+POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR; ranks
+on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID only, and read the secret
+from the PMI key-value space (see docs/launch.md).  Each rank's stdout and
 stderr are forwarded line by line; stdin goes to rank 0.  SIGINT, SIGTERM and
 SIGHUP are forwarded to every rank.  When a rank is killed by a signal or exits
 non-zero while others still run, or calls PMI abort, the whole job is ended
@@ -85,10 +106,13 @@ non-zero while others still run, or calls PMI abort, the whole job is ended
 exit status: the first non-zero exit status of a rank (128+signal for a rank
 killed by a signal), the code given to PMI abort, 124 after --timeout, 128+signal
 when the launcher itself got SIGINT/SIGTERM/SIGHUP, 127 (126) when PROGRAM cannot
-be found (executed), 2 for a usage error.
+be found (executed), 2 for a usage error (or --netns without root or `ip`), 1 when
+the --netns namespaces cannot be set up.
 
-example:
+examples:
   {prog} -n 4 --nodes 2 --tag-output build/bin/postbox-job-view
+  {prog} -n 4 --nodes 2 --netns build/bin/postbox-job-view
+  {prog} -n 8 --hosts node1,node2 /opt/app/bin/solver input.dat
 """
 
 
@@ -103,8 +127,15 @@ class Options:
     tag_output: bool = False
     timeout: Optional[float] = None
     env: List[Tuple[str, str]] = field(default_factory=list)
+    netns: bool = False
+    hosts: List[str] = field(default_factory=list)
+    rsh: Optional[str] = None
+    pmi_address: Optional[str] = None
     program: str = ""
     args: List[str] = field(default_factory=list)
+
+    def rsh_argv0(self) -> str:
+        return shlex.split(self.rsh or "ssh")[0]
 
 
 def _positive_int(option: str, text: str) -> int:
@@ -117,6 +148,15 @@ def _positive_int(option: str, text: str) -> int:
     return value
 
 
+def _check_rsh(what: str, command: str) -> None:
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError("%s %r: %s" % (what, command, exc)) from None
+    if not words:
+        raise UsageError("%s wants a command, not %r" % (what, command))
+
+
 def parse_args(argv: Sequence[str]) -> Optional[Options]:
     """The options of ``postbox run``; None for --help; UsageError when wrong.
 
@@ -125,6 +165,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     """
     opts = Options()
     argv = list(argv)
+    nodes_given = False
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -150,6 +191,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             opts.size = _positive_int(name, value())
         elif name == "--nodes":
             opts.nodes = _positive_int(name, value())
+            nodes_given = True
         elif name == "--tag-output":
             if has_inline:
                 raise UsageError("--tag-output takes no value")
@@ -175,11 +217,24 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
                 val = os.environ[var]
             opts.env.append((var, val))
         elif name == "--netns":
-            raise UsageError("--netns is not implemented yet (virtual nodes share the "
-                             "host's network namespace)")
+            if has_inline:
+                raise UsageError("--netns takes no value")
+            opts.netns = True
         elif name == "--hosts":
-            value()
-            raise UsageError("--hosts is not implemented yet (a job runs on this host only)")
+            text = value()
+            hosts = text.split(",")
+            for host in hosts:
+                if not _HOST_NAME.match(host) or host.startswith("-"):
+                    raise UsageError("--hosts wants host names separated by commas, not %r"
+                                     % text)
+            opts.hosts = hosts
+        elif name == "--rsh":
+            opts.rsh = value()
+            _check_rsh("--rsh", opts.rsh)
+        elif name == "--pmi-address":
+            opts.pmi_address = value()
+            if not opts.pmi_address:
+                raise UsageError("--pmi-address wants an address")
         else:
             raise UsageError("unknown option %s" % arg)
         i += 1
@@ -187,6 +242,24 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         raise UsageError("no program to run")
     opts.program = argv[i]
     opts.args = argv[i + 1:]
+    if opts.hosts:
+        if nodes_given:
+            raise UsageError("--nodes and --hosts cannot be combined (each host is one node)")
+        if opts.netns:
+            raise UsageError("--netns and --hosts cannot be combined (--netns splits this "
+                             "host into virtual nodes)")
+        if len(opts.hosts) > opts.size:
+            raise UsageError("--hosts names %d hosts, more than the %d rank%s (every host "
+                             "needs a rank)" % (len(opts.hosts), opts.size,
+                                                "" if opts.size == 1 else "s"))
+        opts.nodes = len(opts.hosts)
+        if opts.rsh is None:
+            opts.rsh = os.environ.get("POSTBOX_RSH") or "ssh"
+            _check_rsh("POSTBOX_RSH", opts.rsh)
+    else:
+        for given, option in ((opts.rsh, "--rsh"), (opts.pmi_address, "--pmi-address")):
+            if given is not None:
+                raise UsageError("%s only applies with --hosts" % option)
     if opts.nodes > opts.size:
         raise UsageError("--nodes %d is more than the %d rank%s (every virtual node needs "
                          "a rank)" % (opts.nodes, opts.size, "" if opts.size == 1 else "s"))
@@ -265,9 +338,11 @@ class Stream:
 # ---- the launcher ------------------------------------------------------------
 
 class Rank:
-    def __init__(self, rank: int, vnode: int):
+    def __init__(self, rank: int, vnode: int, host: Optional[str] = None):
         self.rank = rank
         self.vnode = vnode
+        self.host = host          # --hosts: started over rsh on this host
+        self.claimed = False      # --hosts: its PMI_ID was used by a connection
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
@@ -280,6 +355,16 @@ class Rank:
         return self.proc is not None and self.returncode is None
 
 
+class Pending:
+    """A PMI_PORT connection that has not yet said which rank it is."""
+
+    def __init__(self, sock: socket.socket, peer: str, handshake: pmi_server.PortHandshake):
+        self.sock = sock
+        self.peer = peer
+        self.handshake = handshake
+        self.deadline = time.monotonic() + HANDSHAKE_TIME
+
+
 class Launcher:
     def __init__(self, opts: Options, prog: str = "postbox run"):
         self.opts = opts
@@ -290,10 +375,20 @@ class Launcher:
         self.stdout = Output(1)
         self.stderr = Output(2)
         vnodes = pmi_server.vnode_of_ranks(opts.size, opts.nodes)
-        self.ranks = [Rank(rank, vnodes[rank]) for rank in range(opts.size)]
+        self.ranks = [Rank(rank, vnodes[rank],
+                           opts.hosts[vnodes[rank]] if opts.hosts else None)
+                      for rank in range(opts.size)]
         self.server = pmi_server.PmiServer(self.job_id, opts.size, opts.nodes,
                                            send=self._pmi_send, abort=self._pmi_abort,
                                            close=self._pmi_close)
+        # --netns
+        self.network: Optional[netns.JobNetwork] = None
+        self.guardian: Optional[Tuple[int, int]] = None
+        # --hosts
+        self.listener: Optional[socket.socket] = None
+        self.pmi_port = ""
+        self.pending: List[Pending] = []
+        self.refused = 0
         self.sel: Optional[selectors.BaseSelector] = None
         self.code: Optional[int] = None
         self.ending = False
@@ -319,6 +414,8 @@ class Launcher:
         self.stderr.write(("%s: %s\n" % (self.prog, message)).encode("utf-8", "replace"))
 
     def node(self, rank: int) -> str:
+        if self.ranks[rank].host is not None:
+            return self.ranks[rank].host  # type: ignore[return-value]
         return "%s/%d" % (self.host, self.ranks[rank].vnode)
 
     # -- the whole run
@@ -341,6 +438,9 @@ class Launcher:
             return self._loop(wake_r)
         finally:
             self._cleanup()
+            if self.sel is not None:
+                self.sel.close()
+                self.sel = None
             for signum, handler in old_handlers.items():
                 signal.signal(signum, handler)
             signal.set_wakeup_fd(old_wakeup)
@@ -350,13 +450,19 @@ class Launcher:
     def _on_signal(self, signum: int, frame) -> None:
         self.pending_signals.append(signum)
 
-    def _child_setup(self) -> None:
+    def _child_setup(self, netns_fd: Optional[int] = None) -> None:
         """Runs in each rank between fork and exec."""
         os.setpgid(0, 0)
         if self._libc is not None:
             self._libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != self._launcher_pid:
             os._exit(EXIT_CANNOT_EXECUTE)
+        if netns_fd is not None:
+            error = netns.enter(netns_fd)
+            if error is not None:
+                os.write(2, ("%s: cannot enter the network namespace of the rank's node: "
+                             "%s\n" % (self.prog, error)).encode())
+                os._exit(EXIT_CANNOT_EXECUTE)
 
     def _rank_env(self, rank: Rank, fd: int) -> Dict[str, str]:
         env = dict(os.environ)
@@ -372,7 +478,32 @@ class Launcher:
             "POSTBOX_VNODE": str(rank.vnode),
             "POSTBOX_NODE_ID": str(rank.vnode),
         })
+        if self.network is not None:
+            env["POSTBOX_NETNS_ADDR"] = self.network.address(rank.vnode)
         return env
+
+    def _rsh_env(self) -> Dict[str, str]:
+        """The environment of the rsh processes: no PMI, no job, no secret."""
+        env = dict(os.environ)
+        for name in SCRUBBED + RESERVED:
+            env.pop(name, None)
+        return env
+
+    def _rsh_argv(self, rank: Rank) -> List[str]:
+        """``RSH HOST env VAR=... PROGRAM ARGS``, the remote part quoted for a shell.
+
+        The secret is not among the variables: the ranks read pb-job-secret
+        from the key-value space.
+        """
+        assert self.opts.rsh is not None and rank.host is not None
+        variables = list(self.opts.env) + [
+            ("PMI_PORT", self.pmi_port),
+            ("PMI_ID", str(rank.rank)),
+            ("POSTBOX_JOB_ID", self.job_id),
+        ]
+        words = ["env"] + ["%s=%s" % pair for pair in variables] + \
+            [self.opts.program] + self.opts.args
+        return shlex.split(self.opts.rsh) + [rank.host] + [shlex.quote(w) for w in words]
 
     def _can_forward_stdin(self) -> bool:
         try:
@@ -402,7 +533,7 @@ class Launcher:
     def _start(self) -> Optional[int]:
         """Start every rank; an exit status when that failed, else None."""
         opts = self.opts
-        program = opts.program
+        program = opts.rsh_argv0() if opts.hosts else opts.program
         if "/" not in program:
             found = shutil.which(program)
             if found is None:
@@ -415,18 +546,40 @@ class Launcher:
             self.log("-n %d needs more open files than the limit allows (ulimit -n)"
                      % opts.size)
             return EXIT_USAGE
+        if opts.netns:
+            code = self._start_netns()
+            if code is not None:
+                return code
+        if opts.hosts:
+            code = self._start_pmi_port()
+            if code is not None:
+                return code
+            # before any rank starts: remote ranks learn the secret only from here
+            self.server.fix(SECRET_KEY, self.secret)
         forward_stdin = self._can_forward_stdin()
         assert self.sel is not None
         for rank in self.ranks:
+            stdin = subprocess.PIPE if rank.rank == 0 and forward_stdin else subprocess.DEVNULL
+            if rank.host is not None:
+                try:
+                    rank.proc = subprocess.Popen(
+                        self._rsh_argv(rank), stdin=stdin, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, env=self._rsh_env(),
+                        preexec_fn=self._child_setup)
+                except OSError as exc:
+                    self.log("cannot start %s: %s" % (program, exc.strerror or exc))
+                    return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
+                rank.pgid = rank.proc.pid
+                self._watch_output(rank)
+                continue
             parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            netns_fd = self.network.fds[rank.vnode] if self.network is not None else None
             try:
                 rank.proc = subprocess.Popen(
-                    [program] + opts.args,
-                    stdin=subprocess.PIPE if rank.rank == 0 and forward_stdin
-                    else subprocess.DEVNULL,
+                    [program] + opts.args, stdin=stdin,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                     env=self._rank_env(rank, child.fileno()), pass_fds=(child.fileno(),),
-                    preexec_fn=self._child_setup)
+                    preexec_fn=lambda: self._child_setup(netns_fd))
             except OSError as exc:
                 parent.close()
                 self.log("cannot start %s: %s" % (program, exc.strerror or exc))
@@ -437,22 +590,202 @@ class Launcher:
             parent.setblocking(False)
             rank.sock = parent
             self.sel.register(parent, selectors.EVENT_READ, ("pmi", rank))
-            prefix = ("[%d] " % rank.rank).encode() if opts.tag_output else b""
-            for pipe, out in ((rank.proc.stdout, self.stdout), (rank.proc.stderr, self.stderr)):
-                assert pipe is not None
-                fd = pipe.fileno()
-                os.set_blocking(fd, False)
-                stream = Stream(fd, out, prefix)
-                rank.streams.append(stream)
-                self.sel.register(fd, selectors.EVENT_READ, ("out", stream))
-            if rank.rank == 0 and rank.proc.stdin is not None:
-                self.stdin_pipe = rank.proc.stdin.fileno()
-                os.set_blocking(self.stdin_pipe, False)
-                self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
-                self.stdin_reading = True
+            self._watch_output(rank)
         if opts.timeout is not None:
             self.deadline = time.monotonic() + opts.timeout
         return None
+
+    def _watch_output(self, rank: Rank) -> None:
+        assert self.sel is not None and rank.proc is not None
+        prefix = ("[%d] " % rank.rank).encode() if self.opts.tag_output else b""
+        for pipe, out in ((rank.proc.stdout, self.stdout), (rank.proc.stderr, self.stderr)):
+            assert pipe is not None
+            fd = pipe.fileno()
+            os.set_blocking(fd, False)
+            stream = Stream(fd, out, prefix)
+            rank.streams.append(stream)
+            self.sel.register(fd, selectors.EVENT_READ, ("out", stream))
+        if rank.rank == 0 and rank.proc.stdin is not None:
+            self.stdin_pipe = rank.proc.stdin.fileno()
+            os.set_blocking(self.stdin_pipe, False)
+            self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
+            self.stdin_reading = True
+
+    # -- --netns
+
+    def _start_netns(self) -> Optional[int]:
+        """The namespaces of the virtual nodes, and their guardian."""
+        pid = self._launcher_pid
+        try:
+            swept = netns.sweep_stale(pid)
+        except netns.NetnsError as exc:
+            self.log("--netns: %s" % exc)
+            return 1
+        if swept:
+            self.log("--netns: removed %d network namespace%s left by launchers that are "
+                     "gone (%s)" % (len(swept), "" if len(swept) == 1 else "s",
+                                   " ".join(swept)))
+        netns.prepare_libc()
+        self.guardian = netns.start_guardian(pid)
+        self.network = netns.JobNetwork(pid, self.opts.nodes)
+        try:
+            self.network.setup()
+        except netns.NetnsError as exc:
+            self.log("--netns: cannot set up the network namespaces: %s" % exc)
+            return 1
+        return None
+
+    # -- --hosts: PMI over TCP
+
+    def _find_pmi_address(self) -> str:
+        """This machine's address towards the hosts (UsageError when unclear)."""
+        found: Dict[str, str] = {}
+        for host in self.opts.hosts:
+            name = host.rsplit("@", 1)[-1]
+            try:
+                infos = socket.getaddrinfo(name, 9, type=socket.SOCK_DGRAM)
+            except socket.gaierror as exc:
+                raise UsageError("cannot resolve host %s (%s): give --pmi-address, the "
+                                 "address of this machine that the hosts reach"
+                                 % (name, exc.strerror)) from None
+            family, kind, proto, _, sockaddr = infos[0]
+            with socket.socket(family, kind, proto) as probe:
+                try:
+                    probe.connect(sockaddr)
+                except OSError as exc:
+                    raise UsageError("no route to host %s (%s): give --pmi-address"
+                                     % (name, exc.strerror)) from None
+                found[host] = probe.getsockname()[0]
+        addresses = sorted(set(found.values()))
+        if len(addresses) > 1:
+            raise UsageError("the hosts are reached from different addresses of this machine "
+                             "(%s): give --pmi-address" % ", ".join(
+                                 "%s from %s" % item for item in sorted(found.items())))
+        return addresses[0]
+
+    def _start_pmi_port(self) -> Optional[int]:
+        try:
+            address = self.opts.pmi_address or self._find_pmi_address()
+        except UsageError as exc:
+            self.log(str(exc))
+            return EXIT_USAGE
+        try:
+            infos = socket.getaddrinfo(address, 0, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+            family, kind, proto, _, sockaddr = infos[0]
+            listener = socket.socket(family, kind, proto)
+        except (socket.gaierror, OSError) as exc:
+            self.log("--pmi-address %s: %s" % (address, exc.strerror or exc))
+            return EXIT_USAGE
+        try:
+            listener.bind(sockaddr)
+            listener.listen(min(4096, 2 * self.opts.size + 16))
+        except OSError as exc:
+            listener.close()
+            self.log("cannot listen for PMI on %s: %s" % (address, exc.strerror or exc))
+            return EXIT_USAGE
+        listener.setblocking(False)
+        self.listener = listener
+        self.pmi_port = "%s:%d" % listener.getsockname()[:2]
+        assert self.sel is not None
+        self.sel.register(listener, selectors.EVENT_READ, ("listen", None))
+        return None
+
+    def _claim(self, pmiid: str) -> object:
+        """The rank a PMI_PORT connection claims with @pmiid, or why not."""
+        if not (pmiid.isascii() and pmiid.isdigit()) or int(pmiid) >= self.opts.size:
+            return "unknown pmiid %s" % pmiid[:20]
+        rank = self.ranks[int(pmiid)]
+        if rank.host is None:
+            return "rank %d was not started over rsh" % rank.rank
+        if rank.claimed:
+            return "pmiid %d was used already" % rank.rank
+        if rank.proc is None or rank.returncode is not None or self.ending:
+            return "rank %d is not running" % rank.rank
+        rank.claimed = True
+        return rank.rank
+
+    def _accept(self) -> None:
+        assert self.listener is not None and self.sel is not None
+        while True:
+            try:
+                sock, peer = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    return
+                continue
+            sock.setblocking(False)
+            if len(self.pending) >= 2 * self.opts.size + 16:
+                sock.close()
+                continue
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            pending = Pending(sock, str(peer[0]),
+                              pmi_server.PortHandshake(self.opts.size, self._claim))
+            self.pending.append(pending)
+            self.sel.register(sock, selectors.EVENT_READ, ("pending", pending))
+
+    def _drop_pending(self, pending: Pending, reason: Optional[str]) -> None:
+        assert self.sel is not None
+        if reason is not None and not self.ending:
+            self.refused += 1
+            if self.refused <= MAX_REFUSED_LOGGED:
+                self.log("refused a PMI connection from %s: %s" % (pending.peer, reason))
+        try:
+            self.sel.unregister(pending.sock)
+        except KeyError:
+            pass
+        pending.sock.close()
+        if pending in self.pending:
+            self.pending.remove(pending)
+
+    def _pending_event(self, pending: Pending) -> None:
+        try:
+            data = pending.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop_pending(pending, None)
+            return
+        result = pending.handshake.feed(data)
+        if result.error is not None:
+            try:
+                pending.sock.send(result.reply)
+            except OSError:
+                pass
+            self._drop_pending(pending, result.error)
+            return
+        if result.rank is None:
+            if result.reply:
+                try:
+                    pending.sock.send(result.reply)
+                except OSError:
+                    self._drop_pending(pending, None)
+            return
+        # the connection is rank result.rank from now on
+        assert self.sel is not None
+        self.sel.unregister(pending.sock)
+        self.pending.remove(pending)
+        rank = self.ranks[result.rank]
+        rank.sock = pending.sock
+        self.sel.register(rank.sock, selectors.EVENT_READ, ("pmi", rank))
+        self.server.attach(rank.rank, result.v2)
+        if result.reply:
+            self._pmi_send(rank.rank, result.reply)
+        if result.rest and rank.sock is not None:
+            self.server.feed(rank.rank, result.rest)
+
+    def _expire_pending(self, now: float) -> None:
+        for pending in list(self.pending):
+            if now >= pending.deadline:
+                self._drop_pending(pending, "it did not name its rank within %g s"
+                                   % HANDSHAKE_TIME)
 
     def _loop(self, wake_r: int) -> int:
         assert self.sel is not None
@@ -477,6 +810,10 @@ class Launcher:
                     self._read_stream(obj)
                 elif kind == "pmi":
                     self._pmi_event(obj, mask)
+                elif kind == "listen":
+                    self._accept()
+                elif kind == "pending":
+                    self._pending_event(obj)
                 elif kind == "stdin":
                     self._read_stdin()
                 elif kind == "stdin-pipe":
@@ -485,6 +822,8 @@ class Launcher:
             self._reap()
             self._check_barrier_deadlock()
             now = time.monotonic()
+            if self.pending:
+                self._expire_pending(now)
             if self.deadline is not None and not self.ending and now >= self.deadline:
                 self._end("the job did not finish within %g s (--timeout); ending the job"
                           % self.opts.timeout, EXIT_TIMEOUT)
@@ -713,7 +1052,30 @@ class Launcher:
                 pass
 
     def _cleanup(self) -> None:
-        """Every exit path: no rank, no rank's child, no descriptor left."""
+        """Every exit path: no rank, no rank's child, no descriptor, no namespace left."""
+        try:
+            self._cleanup_ranks()
+        finally:
+            self._cleanup_network()
+
+    def _cleanup_network(self) -> None:
+        for pending in list(self.pending):
+            self._drop_pending(pending, None)
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        try:
+            if self.network is not None:
+                errors = self.network.remove()
+                self.network = None
+                for error in errors:
+                    self.log("--netns: could not remove network namespace %s" % error)
+        finally:
+            if self.guardian is not None:
+                netns.stop_guardian(*self.guardian)
+                self.guardian = None
+
+    def _cleanup_ranks(self) -> None:
         self._signal_all(signal.SIGKILL)
         for rank in self.ranks:
             if rank.proc is None:
@@ -731,9 +1093,6 @@ class Launcher:
             if rank.sock is not None:
                 rank.sock.close()
                 rank.sock = None
-        if self.sel is not None:
-            self.sel.close()
-            self.sel = None
 
 
 def main(argv: Sequence[str], prog: str = "postbox run") -> int:
@@ -745,6 +1104,11 @@ def main(argv: Sequence[str], prog: str = "postbox run") -> int:
     if opts is None:
         sys.stdout.write(HELP.format(prog=prog, indent=" " * len(prog)))
         return 0
+    if opts.netns:
+        reason = netns.unavailable()
+        if reason is not None:
+            print("%s: --netns %s" % (prog, reason), file=sys.stderr)
+            return EXIT_USAGE
     sys.stdout.flush()
     sys.stderr.flush()
     return Launcher(opts, prog).run()

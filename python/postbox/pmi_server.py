@@ -17,7 +17,14 @@ after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
 
 The job has one key-value space, named after the job id; ``barrier_in`` and
 ``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
-from the layout of the virtual nodes.
+from the layout of the virtual nodes.  The launcher may fix keys
+(:meth:`PmiServer.fix`, e.g. ``pb-job-secret``): a rank's put of such a key
+is answered rc=0 and leaves the launcher's value.
+
+A connection over TCP (``PMI_PORT``) first goes through
+:class:`PortHandshake`, which learns which rank it is (``initack pmiid=``,
+or PMI-2 ``fullinit`` with ``pmiid``/``pmirank``) and asks the launcher
+whether that rank may still be claimed; only then is it served.
 """
 
 from __future__ import annotations
@@ -268,6 +275,18 @@ class PmiServer:
         }
         self.connections = [Connection(self, rank) for rank in range(size)]
         self.barriers_done = 0
+        self.fixed: Dict[str, str] = {}
+
+    def fix(self, key: str, value: str) -> None:
+        """Put @key = @value for the launcher; the ranks cannot change it."""
+        self.kvs[key] = value
+        self.fixed[key] = value
+
+    def attach(self, rank: int, v2: bool) -> None:
+        """A PMI_PORT connection identified as @rank (after :class:`PortHandshake`)."""
+        conn = self.connections[rank]
+        conn.v2 = v2
+        conn.initialized = conn.initialized or v2
 
     def feed(self, rank: int, data: bytes) -> None:
         self.connections[rank].feed(data)
@@ -376,6 +395,9 @@ class PmiServer:
         if error:
             conn._reply_error(False, "put_result", error)
             return
+        if fields["key"] in self.fixed:
+            conn.reply(False, "put_result", [("rc", 0)])
+            return
         self.kvs[fields["key"]] = value  # type: ignore[assignment]
         conn.reply(False, "put_result", [("rc", 0)])
 
@@ -433,6 +455,9 @@ class PmiServer:
             error = "key_%s_is_reserved" % key
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
+            return
+        if key in self.fixed:
+            conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
             return
         self.kvs[key] = value  # type: ignore[index,assignment]
         conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
@@ -509,3 +534,137 @@ class PmiServer:
 
     def _v2_abort(self, conn: Connection, fields: Dict[str, str]) -> None:
         self._abort(conn.rank, 1, fields.get("msg", ""))
+
+
+# ---- PMI_PORT connections -------------------------------------------------------
+
+class Handshake:
+    """What :meth:`PortHandshake.feed` found.
+
+    reply   bytes to send to the connection (maybe empty)
+    error   a one-line reason to close the connection after sending reply
+    rank    the rank the connection proved to be (then serve it)
+    v2      the connection speaks PMI-2 from now on
+    rest    bytes that follow the handshake, for the rank's Connection
+    """
+
+    def __init__(self) -> None:
+        self.reply = b""
+        self.error: Optional[str] = None
+        self.rank: Optional[int] = None
+        self.v2 = False
+        self.rest = b""
+
+
+class PortHandshake:
+    """The first messages of a ``PMI_PORT`` connection, until it names its rank.
+
+    Accepted, as the C client and MPICH's Hydra send them:
+
+    - PMI-1 ``cmd=initack pmiid=<id>``: answered ``cmd=initack rc=0``, then
+      ``cmd=set size=N``, ``cmd=set rank=R``, ``cmd=set debug=0``;
+    - the v1 line ``cmd=init pmi_version=2 ...`` (answered as usual), then a
+      PMI-2 ``fullinit`` naming ``pmiid`` (else ``pmirank``); the fullinit
+      itself is answered by the rank's :class:`Connection`.
+
+    claim(id) returns the rank for that id, or a reason (str) why the id is
+    refused: unknown, not a rank started over rsh, or claimed already.
+    Anything else before the rank is known closes the connection.
+    """
+
+    def __init__(self, size: int, claim: Callable[[str], object]):
+        self.size = size
+        self.claim = claim
+        self.buffer = b""
+        self.v2 = False
+
+    def feed(self, data: bytes) -> Handshake:
+        out = Handshake()
+        self.buffer += data
+        while out.error is None and out.rank is None:
+            message = self._next(out)
+            if message is None:
+                break
+            self._handle(message, out)
+        return out
+
+    def _next(self, out: Handshake) -> Optional[Tuple[bytes, bytes, bool]]:
+        """(raw message, body, is_v2) of the next complete message, or None."""
+        buf = self.buffer
+        if self.v2 or (len(buf) >= 10 and _V2_HEADER.match(buf[:6]) and buf[6:10] == b"cmd="):
+            if len(buf) < 6:
+                return None
+            if not _V2_HEADER.match(buf[:6]):
+                out.error = "a PMI-2 message does not start with a 6-digit length"
+                return None
+            length = int(buf[:6])
+            if length > MAX_V2_MESSAGE:
+                out.error = "a PMI-2 message of %d bytes" % length
+                return None
+            if len(buf) < 6 + length:
+                return None
+            self.buffer = buf[6 + length:]
+            return buf[:6 + length], buf[6:6 + length], True
+        end = buf.find(b"\n")
+        if end < 0:
+            if len(buf) > MAX_LINE:
+                out.error = "a PMI line longer than %d bytes" % MAX_LINE
+            return None
+        if end + 1 > MAX_LINE:
+            out.error = "a PMI line longer than %d bytes" % MAX_LINE
+            return None
+        self.buffer = buf[end + 1:]
+        return buf[:end + 1], buf[:end], False
+
+    def _refuse(self, out: Handshake, v2: bool, cmd: str, reason: str) -> None:
+        text = reason.replace(" ", "_")
+        if v2:
+            out.reply += format_v2(cmd, [("rc", -1), ("errmsg", text)])
+        else:
+            out.reply += format_v1(cmd, [("rc", -1), ("msg", text)])
+        out.error = reason
+
+    def _claim(self, out: Handshake, v2: bool, cmd: str, pmiid: Optional[str]) -> bool:
+        if pmiid is None or pmiid == "":
+            self._refuse(out, v2, cmd, "no pmiid given")
+            return False
+        got = self.claim(pmiid)
+        if isinstance(got, str):
+            self._refuse(out, v2, cmd, got)
+            return False
+        out.rank = int(got)  # type: ignore[arg-type]
+        return True
+
+    def _handle(self, message: Tuple[bytes, bytes, bool], out: Handshake) -> None:
+        raw, body, v2 = message
+        try:
+            cmd, fields = parse_v2(body) if v2 else parse_v1(body)
+        except ProtocolError as exc:
+            self._refuse(out, v2, "error", "malformed message (%s) before initack" % exc)
+            return
+        if not v2 and cmd == "init" and fields.get("pmi_version") == "2":
+            out.reply += format_v1("response_to_init",
+                                   [("pmi_version", 2), ("pmi_subversion", 0), ("rc", 0)])
+            self.v2 = True
+            return
+        if not v2 and cmd == "initack":
+            if self._claim(out, False, "initack", fields.get("pmiid")):
+                out.reply += format_v1("initack", [("rc", 0)])
+                out.reply += format_v1("set", [("size", self.size)])
+                out.reply += format_v1("set", [("rank", out.rank)])
+                out.reply += format_v1("set", [("debug", 0)])
+                out.rest = self.buffer
+                self.buffer = b""
+            return
+        if v2 and cmd == "fullinit":
+            pmiid = fields.get("pmiid", fields.get("pmirank"))
+            if self._claim(out, True, "fullinit-response", pmiid):
+                out.v2 = True
+                out.rest = raw + self.buffer
+                self.buffer = b""
+            return
+        if v2:
+            self._refuse(out, True, cmd + "-response",
+                         "%s before fullinit named the rank" % cmd)
+        else:
+            self._refuse(out, False, "error", "%s before initack named the rank" % cmd)

@@ -36,7 +36,7 @@ def test_unknown_command_is_an_error():
 @pytest.mark.parametrize("args,message", [
     (["run"], "postbox run: no program to run"),
     (["run", "-n", "0", "./a.out"], "postbox run: -n wants a positive integer"),
-    (["run", "--netns", "--", "x"], "postbox run: --netns is not implemented yet"),
+    (["run", "--rsh", "ssh", "--", "x"], "postbox run: --rsh only applies with --hosts"),
 ])
 def test_run_usage_errors(args, message):
     result = run_cli(*args)

@@ -125,8 +125,16 @@ def test_server_survives_garbage():
     (["-x", "1A=b", "true"], "-x"),
     (["-x", "PMI_RANK=3", "true"], "sets PMI_RANK itself"),
     (["--frob", "true"], "unknown option --frob"),
-    (["--netns", "true"], "--netns is not implemented yet"),
-    (["--hosts", "a,b", "true"], "--hosts is not implemented yet"),
+    (["--netns=1", "true"], "--netns takes no value"),
+    (["-n", "2", "--netns", "--hosts", "a,b", "true"], "cannot be combined"),
+    (["-n", "2", "--nodes", "2", "--hosts", "a,b", "true"], "--nodes and --hosts"),
+    (["-n", "1", "--hosts", "a,b", "true"], "more than the 1 rank"),
+    (["--hosts", "a,-oProxyCommand=x", "true"], "--hosts wants host names"),
+    (["--hosts", "a,,b", "true"], "--hosts wants host names"),
+    (["--rsh", "ssh", "true"], "--rsh only applies with --hosts"),
+    (["--hosts", "a", "--rsh", "ssh 'x", "true"], "No closing quotation"),
+    (["--pmi-address", "127.0.0.1", "true"], "--pmi-address only applies with --hosts"),
+    (["-x", "PMI_PORT=h:1", "true"], "sets PMI_PORT itself"),
 ])
 def test_usage_errors(argv, message):
     with pytest.raises(launch.UsageError, match=re.escape(message)):
@@ -145,9 +153,9 @@ def test_options_stop_at_the_program():
 
 
 def test_usage_error_exits_2_with_a_message():
-    result = run("--hosts", "a,b", "-n", "2", "true")
+    result = run("--hosts", "a,b", "-n", "2", "--nodes", "2", "true")
     assert result.returncode == 2
-    assert "not implemented yet" in result.stderr
+    assert "--nodes and --hosts cannot be combined" in result.stderr
     result = run()
     assert result.returncode == 2 and "no program to run" in result.stderr
 
@@ -156,7 +164,7 @@ def test_help_explains_every_option():
     result = run("--help")
     assert result.returncode == 0
     for option in ("-n N", "-np", "--nodes", "--tag-output", "--timeout", "-x VAR=value",
-                   "--netns", "--hosts", "example:"):
+                   "--netns", "--hosts", "--rsh", "--pmi-address", "examples:"):
         assert option in result.stdout
 
 

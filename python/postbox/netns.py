@@ -1,0 +1,362 @@
+"""Network namespaces for ``postbox run --netns``: one per virtual node.
+
+Layout of the job of launcher pid P with K virtual nodes:
+
+- a hub namespace ``pbx-P-hub`` holding the bridge ``pbxbr``;
+- a namespace ``pbx-P-<k>`` per virtual node k, whose interface ``pbx0`` is
+  one end of a veth pair; the other end, ``n<k>``, sits in the hub and is a
+  port of the bridge;
+- node k's address is the (k+1)-th of a private /16 that no route or address
+  of this machine overlaps (10.213.0.0/16 unless that is taken), so node 0 is
+  10.213.0.1, node 1 10.213.0.2, ...; ``lo`` is up everywhere.
+
+Every link is created inside a namespace, never in the host's own, so
+deleting the namespaces removes every link and the bridge with them.
+
+Cleanup: the launcher removes the namespaces on every way out; a guardian
+process (:func:`start_guardian`, forked before anything is created, in its
+own session) waits on a pipe from the launcher and removes whatever is left
+of ``pbx-P-*`` when that pipe closes, which is also when the launcher dies
+of SIGKILL.  Each ``postbox run --netns`` first removes the ``pbx-P-*``
+namespaces of launchers P that no longer exist (:func:`sweep_stale`).  No
+other namespace is ever touched.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import time
+from typing import List, Optional, Tuple
+
+PREFIX = "pbx-"
+NAME_RE = re.compile(r"^pbx-([0-9]+)-(hub|[0-9]+)$")
+NETNS_DIR = "/run/netns"
+BRIDGE = "pbxbr"
+NODE_IF = "pbx0"
+# candidate subnets, first one that overlaps nothing of this machine wins
+CANDIDATES = ["10.%d.0.0/16" % b for b in range(213, 250)] + \
+             ["172.%d.0.0/16" % b for b in range(29, 32)]
+MAX_NODES = 65000
+DONE = b"d"   # the launcher writes it before closing the pipe after its own cleanup
+IP_TIMEOUT = 20.0
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_REC = 0x4000
+MS_SLAVE = 1 << 19
+
+
+class NetnsError(Exception):
+    """Setting up the namespaces failed; the message says which step and why."""
+
+
+def ip_command() -> Optional[str]:
+    found = shutil.which("ip")
+    if found:
+        return found
+    for path in ("/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"):
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def unavailable() -> Optional[str]:
+    """Why --netns cannot work here (one line), or None when it can."""
+    if os.geteuid() != 0:
+        return "needs root (creating network namespaces takes CAP_SYS_ADMIN and CAP_NET_ADMIN)"
+    if ip_command() is None:
+        return "needs the `ip` command of iproute2, which is not installed"
+    if not os.path.exists("/proc/self/ns/net"):
+        return "this kernel has no network namespaces (/proc/self/ns/net is missing)"
+    return None
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``ip ARGS``; NetnsError with ip's own message when it fails and @check."""
+    command = ip_command()
+    if command is None:
+        raise NetnsError("the `ip` command is missing")
+    try:
+        result = subprocess.run([command, *args], stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=IP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise NetnsError("`ip %s` did not finish within %g s" % (" ".join(args), IP_TIMEOUT)) \
+            from None
+    if check and result.returncode != 0:
+        raise NetnsError("`ip %s` failed: %s" % (" ".join(args),
+                                                 result.stderr.strip() or "exit status %d"
+                                                 % result.returncode))
+    return result
+
+
+def list_namespaces() -> List[str]:
+    """Every named network namespace (``ip netns list``)."""
+    result = ip("netns", "list", check=False)
+    names = []
+    for line in result.stdout.splitlines():
+        if line.strip():
+            names.append(line.split()[0])
+    return names
+
+
+def job_namespaces(pid: int) -> List[str]:
+    """The namespaces of the job whose launcher is @pid (hub last)."""
+    names = [n for n in list_namespaces()
+             if NAME_RE.match(n) and int(NAME_RE.match(n).group(1)) == pid]  # type: ignore
+    return sorted(names, key=lambda n: (n.endswith("-hub"), n))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_inside(name: str) -> None:
+    """SIGKILL every process living in namespace @name."""
+    result = ip("netns", "pids", name, check=False)
+    for word in result.stdout.split():
+        if word.isdigit() and int(word) != os.getpid():
+            try:
+                os.kill(int(word), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def remove_job(pid: int, kill: bool = True) -> List[str]:
+    """Remove every ``pbx-<pid>-*`` namespace (and so its links); the errors.
+
+    With @kill, the processes still inside them are killed first, so that the
+    namespaces themselves (not only their names) go away.
+    """
+    errors = []
+    for name in job_namespaces(pid):
+        if kill:
+            _kill_inside(name)
+        result = ip("netns", "delete", name, check=False)
+        if result.returncode != 0 and os.path.exists(os.path.join(NETNS_DIR, name)):
+            errors.append("%s: %s" % (name, result.stderr.strip()))
+    return errors
+
+
+def sweep_stale(own_pid: int) -> List[str]:
+    """Remove the namespaces of launchers that no longer exist; their names."""
+    removed = []
+    for name in list_namespaces():
+        match = NAME_RE.match(name)
+        if not match:
+            continue
+        pid = int(match.group(1))
+        if pid == own_pid or pid_alive(pid):
+            continue
+        if ip("netns", "delete", name, check=False).returncode == 0:
+            removed.append(name)
+    return removed
+
+
+def _networks_in_use() -> List[ipaddress.IPv4Network]:
+    """Every IPv4 prefix in this namespace's routes (all tables) and addresses."""
+    found = []
+    for args in (("-4", "-o", "route", "show", "table", "all"), ("-4", "-o", "addr", "show")):
+        result = ip(*args, check=False)
+        for text in re.findall(r"\b(\d+\.\d+\.\d+\.\d+(?:/\d+)?)", result.stdout):
+            try:
+                found.append(ipaddress.IPv4Network(text, strict=False))
+            except ValueError:
+                continue
+    return found
+
+
+def choose_subnet() -> ipaddress.IPv4Network:
+    """The first candidate /16 that overlaps no route or address of this machine."""
+    used = _networks_in_use()
+    for text in CANDIDATES:
+        net = ipaddress.IPv4Network(text)
+        if not any(net.overlaps(other) for other in used):
+            return net
+    raise NetnsError("every candidate private subnet (%s ... %s) overlaps a route of this "
+                     "machine" % (CANDIDATES[0], CANDIDATES[-1]))
+
+
+class JobNetwork:
+    """The namespaces, bridge and veth pairs of one job."""
+
+    def __init__(self, pid: int, nodes: int, subnet: Optional[ipaddress.IPv4Network] = None):
+        if nodes > MAX_NODES:
+            raise NetnsError("--netns supports at most %d virtual nodes" % MAX_NODES)
+        self.pid = pid
+        self.nodes = nodes
+        self.subnet = subnet
+        self.hub = "%s%d-hub" % (PREFIX, pid)
+        self.fds: List[int] = []
+
+    def name(self, node: int) -> str:
+        return "%s%d-%d" % (PREFIX, self.pid, node)
+
+    def address(self, node: int) -> str:
+        assert self.subnet is not None
+        return str(self.subnet.network_address + node + 1)
+
+    def setup(self) -> None:
+        """Create everything; NetnsError (with what is made so far left for remove)."""
+        if self.subnet is None:
+            self.subnet = choose_subnet()
+        prefix = self.subnet.prefixlen
+        ip("netns", "add", self.hub)
+        ip("-n", self.hub, "link", "set", "lo", "up")
+        ip("-n", self.hub, "link", "add", BRIDGE, "type", "bridge")
+        ip("-n", self.hub, "link", "set", BRIDGE, "up")
+        for node in range(self.nodes):
+            name, port = self.name(node), "n%d" % node
+            ip("netns", "add", name)
+            ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", NODE_IF,
+               "netns", name)
+            ip("-n", self.hub, "link", "set", port, "master", BRIDGE, "up")
+            ip("-n", name, "addr", "add", "%s/%d" % (self.address(node), prefix), "dev", NODE_IF)
+            ip("-n", name, "link", "set", NODE_IF, "up")
+            ip("-n", name, "link", "set", "lo", "up")
+        for node in range(self.nodes):
+            try:
+                self.fds.append(os.open(os.path.join(NETNS_DIR, self.name(node)),
+                                        os.O_RDONLY | os.O_CLOEXEC))
+            except OSError as exc:
+                raise NetnsError("cannot open %s: %s" % (self.name(node), exc.strerror)) \
+                    from None
+
+    def close_fds(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+    def remove(self) -> List[str]:
+        self.close_fds()
+        return remove_job(self.pid)
+
+
+# ---- entering a namespace (between fork and exec) ------------------------------
+
+_libc = None
+
+
+def _get_libc():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def prepare_libc() -> None:
+    """Load libc in the parent, so the forked child only calls into it."""
+    _get_libc()
+
+
+def enter(fd: int) -> Optional[str]:
+    """Join the network namespace open on @fd (this process; call after fork).
+
+    Like ``ip netns exec``, also gives the process a private mount namespace
+    with a fresh /sys, so /sys/class/net shows the namespace's interfaces
+    (best effort: without it only /sys is stale).  Returns an error text.
+    """
+    libc = _get_libc()
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        return "setns: %s" % os.strerror(ctypes.get_errno())
+    if libc.unshare(CLONE_NEWNS) == 0:
+        if libc.mount(b"none", b"/", None, MS_REC | MS_SLAVE, None) == 0:
+            libc.mount(b"sysfs", b"/sys", b"sysfs", 0, None)
+    return None
+
+
+# ---- the guardian ---------------------------------------------------------------
+
+def _guardian_main(pid: int, read_fd: int) -> None:
+    os.setsid()
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        signal.set_wakeup_fd(-1)
+    except (ValueError, OSError):
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.dup2(read_fd, 3)
+    os.closerange(4, max(65536, resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
+    clean = False
+    while True:
+        try:
+            data = os.read(3, 64)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not data:
+            break
+        clean = clean or DONE in data
+    # after a crash, an `ip netns add` of the launcher may still be finishing:
+    # a second pass catches what it made
+    for delay in (0.0,) if clean else (0.0, 0.3):
+        time.sleep(delay)
+        try:
+            remove_job(pid)
+        except Exception:  # noqa: BLE001 - nothing to report to
+            pass
+
+
+def start_guardian(pid: int) -> Tuple[int, int]:
+    """Fork the guardian of job @pid; (its pid, the pipe end the launcher keeps).
+
+    The guardian removes every ``pbx-<pid>-*`` namespace (killing what runs
+    inside) once the pipe is closed: by :func:`stop_guardian`, or by the
+    kernel when the launcher dies.  The launcher's end is close-on-exec, so
+    ranks never hold it.
+    """
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            _guardian_main(pid, read_fd)
+        finally:
+            os._exit(0)
+    os.close(read_fd)
+    return child, write_fd
+
+
+def stop_guardian(guardian: int, write_fd: int, wait: float = 3.0) -> None:
+    """After the launcher's own cleanup: release the guardian and reap it.
+
+    It makes one last check for ``pbx-<pid>-*`` namespaces and exits.
+    """
+    try:
+        os.write(write_fd, DONE)
+    except OSError:
+        pass
+    try:
+        os.close(write_fd)
+    except OSError:
+        pass
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            done, _ = os.waitpid(guardian, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
