@@ -2,8 +2,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "util/compiler.h"
+#include "util/log.h"
 
 /* entries are a power of two apart, so a pointer is checked with a mask */
 #define HANDLE_STRIDE_SHIFT(type) (64u - (unsigned)__builtin_clzll(sizeof(type) - 1))
@@ -30,27 +32,48 @@ static size_t handle_stride(pb_rsm_handle_kind_t kind)
     return (size_t)1 << pb_rsm_handle_pools[kind].stride_shift;
 }
 
+/* address space reserved per kind: room for 1 << 18 handles or more */
+#define HANDLE_ARENA_BYTES ((size_t)64 << 20)
+#define HANDLE_CHUNK_BYTES ((size_t)64 << 10)
+
+/* Commit the next chunk of @kind's arena and put its handles on the free
+ * list.  Caller holds pb_rsm_handle_lock.  Returns 0, or -1 when out of
+ * memory or arena. */
 static int handle_pool_grow(pb_rsm_handle_kind_t kind)
 {
     pb_rsm_handle_pool_t *pool = &pb_rsm_handle_pools[kind];
-    int count = atomic_load_explicit(&pool->chunk_count, memory_order_relaxed);
+    char *arena = atomic_load_explicit(&pool->arena, memory_order_relaxed);
+    size_t committed = atomic_load_explicit(&pool->committed, memory_order_relaxed);
     size_t stride = handle_stride(kind);
     char *chunk;
 
-    if (count == PB_RSM_HANDLE_MAX_CHUNKS)
+    if (arena == NULL) {
+        arena = mmap(NULL, HANDLE_ARENA_BYTES, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (arena == MAP_FAILED) {
+            pb_error("reserving %zu bytes for RSM handles failed: %m", HANDLE_ARENA_BYTES);
+            return -1;
+        }
+        atomic_store_explicit(&pool->arena, arena, memory_order_relaxed);
+    }
+    if (committed == HANDLE_ARENA_BYTES) {
+        pb_error("too many live RSM handles of one kind (%zu)", HANDLE_ARENA_BYTES / stride);
         return -1;
-    chunk = calloc(PB_RSM_HANDLE_CHUNK_ENTRIES, stride);
-    if (chunk == NULL)
+    }
+    chunk = arena + committed;
+    if (mprotect(chunk, HANDLE_CHUNK_BYTES, PROT_READ | PROT_WRITE) != 0) {
+        pb_error("committing memory for RSM handles failed: %m");
         return -1;
-    for (int i = PB_RSM_HANDLE_CHUNK_ENTRIES - 1; i >= 0; i--) {
-        void **entry = (void **)(chunk + (size_t)i * stride);
+    }
+    /* fresh pages are zero: every magic word reads as a dead handle */
+    for (size_t off = HANDLE_CHUNK_BYTES; off >= stride; off -= stride) {
+        void **entry = (void **)(chunk + off - stride);
 
-        /* the magic word stays 0; the link lives after it */
         entry[1] = pool->free_list;
         pool->free_list = entry;
     }
-    atomic_store_explicit(&pool->chunks[count], chunk, memory_order_release);
-    atomic_store_explicit(&pool->chunk_count, count + 1, memory_order_release);
+    /* release: the pages are usable before a pointer into them validates */
+    atomic_store_explicit(&pool->committed, committed + HANDLE_CHUNK_BYTES, memory_order_release);
     return 0;
 }
 

@@ -65,10 +65,11 @@ struct __rsm_localmemory_handle {
 };
 
 /*
- * Handle storage.  Handles live in chunks that are never returned to the
- * system: a freed handle keeps its memory with a dead magic, so a stale
+ * Handle storage.  Each kind of handle lives in one arena of reserved
+ * address space that grows by committing chunks and is never returned to
+ * the system: a freed handle keeps its memory with a dead magic, so a stale
  * handle is reported as bad instead of touching freed memory, and any
- * pointer is checked against the chunks before it is dereferenced.
+ * pointer is checked against the arena (one compare) before it is read.
  */
 
 /* A new zeroed handle of @kind with its magic set, or NULL (no memory). */
@@ -77,15 +78,12 @@ void *pb_rsm_handle_alloc(pb_rsm_handle_kind_t kind);
 /* Invalidate and recycle a handle from pb_rsm_handle_alloc. */
 void pb_rsm_handle_free(pb_rsm_handle_kind_t kind, void *handle);
 
-#define PB_RSM_HANDLE_CHUNK_ENTRIES 256
-#define PB_RSM_HANDLE_MAX_CHUNKS 64
-
 typedef struct {
-    _Atomic(char *) chunks[PB_RSM_HANDLE_MAX_CHUNKS]; /* published with release */
-    atomic_int chunk_count;
-    uint32_t magic;        /* of a live handle; a freed one has 0 */
-    unsigned stride_shift; /* entries are 1 << stride_shift bytes apart */
-    void *free_list;       /* a free handle's second word links to the next */
+    _Atomic(char *) arena;    /* reserved address space, NULL until first use */
+    _Atomic size_t committed; /* bytes of the arena in use; grows with release */
+    uint32_t magic;           /* of a live handle; a freed one has 0 */
+    unsigned stride_shift;    /* entries are 1 << stride_shift bytes apart */
+    void *free_list;          /* a free handle's second word links to the next */
 } pb_rsm_handle_pool_t;
 
 extern pb_rsm_handle_pool_t pb_rsm_handle_pools[PB_RSM_HANDLE_KINDS];
@@ -94,18 +92,15 @@ extern pb_rsm_handle_pool_t pb_rsm_handle_pools[PB_RSM_HANDLE_KINDS];
 static inline int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *ptr)
 {
     const pb_rsm_handle_pool_t *pool = &pb_rsm_handle_pools[kind];
-    int count = atomic_load_explicit(&pool->chunk_count, memory_order_acquire);
+    /* acquire: a non-zero size was published after the arena pointer */
+    size_t committed = atomic_load_explicit(&pool->committed, memory_order_acquire);
+    uintptr_t base = (uintptr_t)atomic_load_explicit(&pool->arena, memory_order_relaxed);
     uintptr_t stride = (uintptr_t)1 << pool->stride_shift;
-    uintptr_t addr = (uintptr_t)ptr;
+    /* unsigned: an address below the arena wraps and fails the test */
+    uintptr_t offset = (uintptr_t)ptr - base;
 
-    for (int i = 0; i < count; i++) {
-        uintptr_t base = (uintptr_t)atomic_load_explicit(&pool->chunks[i], memory_order_acquire);
-
-        /* unsigned: an address below base wraps and fails the test */
-        if (addr - base < PB_RSM_HANDLE_CHUNK_ENTRIES * stride)
-            return ((addr - base) & (stride - 1)) == 0 && *(const uint32_t *)ptr == pool->magic;
-    }
-    return 0;
+    return offset < committed && (offset & (stride - 1)) == 0 &&
+           *(const uint32_t *)ptr == pool->magic;
 }
 
 /* The lock of the RSM control path (create, publish, connect, ...) and of the
