@@ -285,6 +285,27 @@ static void plan_samples(const pb_bench_opts_t *opts, double per_ns, unsigned *n
 int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void *arg,
                         pb_bench_stats_t *st)
 {
+    return pb_bench_sample_run_prep(opts, op, NULL, arg, st);
+}
+
+/* @prep (if any) then @op, timing only @op; *@t_p receives its ns. */
+static int timed_call(pb_bench_op_func_t op, pb_bench_op_func_t prep, void *arg, uint64_t iters,
+                      uint64_t *t_p)
+{
+    uint64_t t0;
+    int ret;
+
+    if (prep != NULL && (ret = prep(arg, iters)) != 0)
+        return ret;
+    t0 = pb_bench_time_now();
+    ret = op(arg, iters);
+    *t_p = pb_bench_time_now() - t0;
+    return ret;
+}
+
+int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
+                             pb_bench_op_func_t prep, void *arg, pb_bench_stats_t *st)
+{
     double cap_ns = opts->reps_cap_ms * 1e6;
     double v[SAMPLES_TARGET];
     uint64_t t0, t, batch;
@@ -294,7 +315,7 @@ int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void
     /* warm-up: single iterations for ~2% of the cap, at least three */
     t0 = pb_bench_time_now();
     do {
-        ret = op(arg, 1);
+        ret = timed_call(op, prep, arg, 1, &t);
         if (ret != 0)
             return ret;
         k++;
@@ -302,22 +323,19 @@ int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void
 
     /* estimate the cost of one iteration from a batch lasting ~1% of the cap */
     for (batch = 1;; batch *= 2) {
-        t0 = pb_bench_time_now();
-        ret = op(arg, batch);
+        ret = timed_call(op, prep, arg, batch, &t);
         if (ret != 0)
             return ret;
-        t = pb_bench_time_now() - t0;
         if ((double)t >= cap_ns / 100 || batch >= (1u << 30))
             break;
     }
     plan_samples(opts, (double)t / (double)batch, &nsamp, &batch);
 
     for (unsigned i = 0; i < nsamp; i++) {
-        t0 = pb_bench_time_now();
-        ret = op(arg, batch);
+        ret = timed_call(op, prep, arg, batch, &t);
         if (ret != 0)
             return ret;
-        v[i] = (double)(pb_bench_time_now() - t0) / (double)batch;
+        v[i] = (double)t / (double)batch;
     }
     pb_bench_stats_from_samples(v, nsamp, batch, st);
     return 0;
@@ -570,6 +588,49 @@ fail:
 
 /* ---- records, tables and JSON lines ------------------------------------ */
 
+static pb_bench_extra_t *extra_slot(pb_bench_record_t *rec, const char *key)
+{
+    for (unsigned i = 0; i < PB_BENCH_EXTRA_MAX; i++)
+        if (rec->extra[i].key == NULL || strcmp(rec->extra[i].key, key) == 0) {
+            rec->extra[i].key = key;
+            return &rec->extra[i];
+        }
+    return NULL;
+}
+
+int pb_bench_record_add_str(pb_bench_record_t *rec, const char *key, const char *value)
+{
+    pb_bench_extra_t *e = extra_slot(rec, key);
+
+    if (e == NULL)
+        return -1;
+    e->kind = PB_BENCH_EXTRA_STR;
+    e->str = value;
+    return 0;
+}
+
+int pb_bench_record_add_num(pb_bench_record_t *rec, const char *key, double value)
+{
+    pb_bench_extra_t *e = extra_slot(rec, key);
+
+    if (e == NULL)
+        return -1;
+    e->kind = PB_BENCH_EXTRA_NUM;
+    e->num = value;
+    return 0;
+}
+
+int pb_bench_record_add_bool(pb_bench_record_t *rec, const char *key, bool value)
+{
+    pb_bench_extra_t *e = extra_slot(rec, key);
+
+    if (e == NULL)
+        return -1;
+    e->kind = PB_BENCH_EXTRA_BOOL;
+    e->num = value ? 1.0 : 0.0;
+    return 0;
+}
+
 bool pb_bench_record_settled(const pb_bench_record_t *rec)
 {
     double a = rec->probe_before, b = rec->probe_after;
@@ -684,6 +745,19 @@ static void record_write_json(FILE *f, const char *host, const pb_bench_record_t
     if (rec->note != NULL) {
         fputs(", ", f);
         json_string(f, "note", rec->note);
+    }
+    for (unsigned i = 0; i < PB_BENCH_EXTRA_MAX && rec->extra[i].key != NULL; i++) {
+        const pb_bench_extra_t *e = &rec->extra[i];
+
+        if (e->kind == PB_BENCH_EXTRA_NUM) {
+            json_number(f, e->key, e->num);
+            continue;
+        }
+        fputs(", ", f);
+        if (e->kind == PB_BENCH_EXTRA_STR)
+            json_string(f, e->key, e->str);
+        else
+            fprintf(f, "\"%s\": %s", e->key, e->num != 0.0 ? "true" : "false");
     }
     fputs("}\n", f);
 }

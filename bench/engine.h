@@ -97,6 +97,15 @@ typedef int (*pb_bench_op_func_t)(void *arg, uint64_t iters);
 int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void *arg,
                         pb_bench_stats_t *st);
 
+/*
+ * pb_bench_sample_run with @prep(@arg, iters) called before every call of
+ * @op (warm-up and estimate included), outside the timed span: e.g. to tell
+ * a peer process how many iterations the next batch has.  @prep may be NULL;
+ * a nonzero return aborts like one from @op.
+ */
+int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
+                             pb_bench_op_func_t prep, void *arg, pb_bench_stats_t *st);
+
 /* One cycle of @nslots calls; stores the duration of each call in ns in
  * @ns_p[0..nslots-1] (pb_bench_time_now around each call).  Returns 0, or
  * nonzero to abort. */
@@ -145,16 +154,39 @@ int pb_bench_probe_op(void *arg, uint64_t iters);
 
 /* ---- records, tables and JSON lines ------------------------------------ */
 
+/* A key of a record beyond the common ones, written after them. */
+typedef enum {
+    PB_BENCH_EXTRA_STR,
+    PB_BENCH_EXTRA_NUM,
+    PB_BENCH_EXTRA_BOOL
+} pb_bench_extra_kind_t;
+
+typedef struct {
+    const char *key; /* NULL: unused slot */
+    pb_bench_extra_kind_t kind;
+    const char *str; /* PB_BENCH_EXTRA_STR */
+    double num;      /* PB_BENCH_EXTRA_NUM; PB_BENCH_EXTRA_BOOL: nonzero is true */
+} pb_bench_extra_t;
+
+#define PB_BENCH_EXTRA_MAX 8
+
 typedef struct {
     const char *suite, *test, *library, *transport, *placement;
     int ranks, nodes, pairs;
-    size_t size;                      /* bytes; 0 where none */
-    const char *metric, *unit;        /* e.g. "latency"/"us" */
-    pb_bench_stats_t stats;           /* in @unit */
-    double probe_before, probe_after; /* ns; negative when not measured */
-    bool mixed_states;                /* figure mixes probe states: never settled */
-    const char *note;                 /* extra remark or NULL */
+    size_t size;                                /* bytes; 0 where none */
+    const char *metric, *unit;                  /* e.g. "latency"/"us" */
+    pb_bench_stats_t stats;                     /* in @unit */
+    double probe_before, probe_after;           /* ns; negative when not measured */
+    bool mixed_states;                          /* figure mixes probe states: never settled */
+    const char *note;                           /* extra remark or NULL */
+    pb_bench_extra_t extra[PB_BENCH_EXTRA_MAX]; /* more keys (JSON only) */
 } pb_bench_record_t;
+
+/* Add a string, number or boolean key to @rec's JSON line (the strings must
+ * outlive the record).  Returns 0, or -1 when all extra slots are used. */
+int pb_bench_record_add_str(pb_bench_record_t *rec, const char *key, const char *value);
+int pb_bench_record_add_num(pb_bench_record_t *rec, const char *key, double value);
+int pb_bench_record_add_bool(pb_bench_record_t *rec, const char *key, bool value);
 
 /* Whether the record's probes agree within a factor of 1.5. */
 bool pb_bench_record_settled(const pb_bench_record_t *rec);

