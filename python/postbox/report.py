@@ -3,7 +3,15 @@
 One self-contained page (inline CSS and SVG, no scripts, nothing fetched):
 the machine, the acceptance ratios, plots in the manner of the seeds'
 figures, then one table per test.  Records marked unsettled (the machine
-changed core-to-core state during the measurement) are drawn grey.
+changed core-to-core state during the measurement) are drawn hollow grey in
+the figures and left out of the library-against-library ratios.
+
+From ``p2p.jsonl`` (bench/mpi_p2p.c): latency against size per mode, every
+MPI library a line on the same axes, bandwidth (uni, bi), and the table of
+median ratios library against library.  From ``net.jsonl``: raw TCP/UDP
+half round trips beside the RSM ping-pong, and TCP stream bandwidth.  Each
+figure names the commands and library versions that produced it (from
+``machine.json``) and is also written as ``fig-<name>.svg``.
 """
 
 from __future__ import annotations
@@ -11,7 +19,8 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections import OrderedDict
+import re
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
@@ -82,6 +91,7 @@ class Series:
     label: str
     points: list = field(default_factory=list)  # (x, y, settled)
     dashed: bool = False
+    color: Optional[str] = None  # default: by position
 
 
 @dataclass
@@ -92,16 +102,20 @@ class Figure:
     ylabel: str
     series: list
     references: list = field(default_factory=list)  # (label, y)
+    name: str = ""  # file name fig-<name>.svg
+    log: bool = False  # log-log whatever the range
+    source: list = field(default_factory=list)  # lines: command and library version
 
 
 class _Axis:
     """Maps data values to pixels, on a log scale when the range is wide."""
 
     def __init__(self, values: Sequence[float], lo_px: float, hi_px: float, base: int,
-                 force_zero: bool):
+                 force_zero: bool, force_log: bool = False):
         positive = [v for v in values if v > 0]
         lo, hi = min(values), max(values)
-        self.log = bool(positive) and len(positive) == len(values) and hi / min(positive) >= 20
+        self.log = bool(positive) and len(positive) == len(values) and (
+            force_log or hi / min(positive) >= 20)
         self.base = base
         if self.log:
             self.lo = math.floor(math.log(min(positive), base))
@@ -147,12 +161,17 @@ def svg_plot(figure: Figure, width: int = 580, height: int = 340) -> str:
     ys = [p[1] for s in figure.series for p in s.points] + [r[1] for r in figure.references]
     if not xs:
         return ""
-    xaxis = _Axis(xs, left, width - right, 2, False)
-    yaxis = _Axis(ys, height - bottom, top, 10, True)
+    xaxis = _Axis(xs, left, width - right, 2, False, figure.log)
+    yaxis = _Axis(ys, height - bottom, top, 10, True, figure.log)
     esc = html.escape
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-           'viewBox="0 0 %d %d" role="img" aria-label="%s">'
-           % (width, height, width, height, esc(figure.title))]
+           'viewBox="0 0 %d %d" role="img" aria-label="%s"%s>'
+           % (width, height, width, height, esc(figure.title),
+              ' id="fig-%s"' % esc(figure.name) if figure.name else "")]
+    out.append("<title>%s</title>" % esc(figure.title))
+    if figure.source:
+        out.append("<desc>%s</desc>" % esc("Produced by: " + "; ".join(figure.source)))
+    out.append("<style>%s</style>" % SVG_STYLE)
     out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="#fff" stroke="#999"/>'
                % (left, top, width - left - right, height - top - bottom))
     for tick in xaxis.ticks():
@@ -187,7 +206,7 @@ def svg_plot(figure: Figure, width: int = 580, height: int = 340) -> str:
                    % (width - right + 34, legend_y + 4, esc(label)))
         legend_y += 16
     for index, series in enumerate(figure.series):
-        color = COLORS[index % len(COLORS)]
+        color = series.color or COLORS[index % len(COLORS)]
         points = sorted(series.points)
         path = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", xaxis(x), yaxis(y))
                         for i, (x, y, _) in enumerate(points))
@@ -321,39 +340,361 @@ def _cacheline_references(records: list) -> Callable[[str], list]:
     return references
 
 
-def figures(records: Sequence[dict]) -> list:
+# the tests of bench/mpi_p2p.c: latency figures by mode, then bandwidth
+P2P_LATENCY = OrderedDict((
+    ("pingpong_standard", "standard (MPI_Send / MPI_Recv) ping-pong"),
+    ("pingpong_synchronous", "synchronous (MPI_Ssend) ping-pong"),
+    ("pingpong_ready", "ready (MPI_Rsend) ping-pong"),
+    ("pingpong_buffered", "buffered (MPI_Bsend) ping-pong"),
+    ("pingpong_diffbuf", "ping-pong from a different buffer each time"),
+    ("unidirectional", "unidirectional (one-way, acknowledged batch)"),
+    ("pingping", "ping-ping (both send at once)"),
+))
+P2P_BANDWIDTH = OrderedDict((("bandwidth_uni", "uni"), ("bandwidth_bi", "bi")))
+NET_LATENCY = ("tcp_pingpong", "udp_pingpong")
+NET_BANDWIDTH = ("tcp_stream",)
+UNSETTLED_NOTE = "Hollow grey points are unsettled (the probes before and after disagree)."
+
+
+def _is_p2p(record: dict) -> bool:
+    return record.get("suite") == "p2p" and record.get("metric") != "ratio"
+
+
+def _is_net(record: dict) -> bool:
+    return record.get("suite") == "raw" and record.get("test") in NET_LATENCY + NET_BANDWIDTH
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "figure"
+
+
+def p2p_libraries(records: Iterable[dict]) -> list:
+    """The libraries of the p2p records, in order of appearance."""
+    out = []
+    for record in records:
+        if _is_p2p(record) and record.get("library") not in out:
+            out.append(record.get("library"))
+    return out
+
+
+def _runs(description: Optional[dict]) -> dict:
+    """machine.json's runs by name (the last of a name wins)."""
+    return {run.get("name"): run for run in (description or {}).get("runs") or []
+            if isinstance(run, dict)}
+
+
+def _versions(records: Iterable[dict], description: Optional[dict]) -> dict:
+    """library label -> version string (machine.json first, then the records)."""
+    out = {}
+    for entry in (description or {}).get("mpi_libraries") or []:
+        if isinstance(entry, dict) and entry.get("label") and entry.get("library_version"):
+            out[entry["label"]] = entry["library_version"]
+    for record in records:
+        if record.get("library_version") and record.get("library") not in out:
+            out[record.get("library")] = record["library_version"]
+    return out
+
+
+def _command_text(run: Optional[dict]) -> Optional[str]:
+    if not run or not run.get("command"):
+        return None
+    return " ".join(str(part) for part in run["command"])
+
+
+def _source_programs(description: Optional[dict], names: Sequence[str]) -> list:
+    """Provenance lines for figures of the bench programs @names (rsm, net)."""
+    runs, out = _runs(description), []
+    version = (description or {}).get("postbox_version") or __version__
+    commit = ((description or {}).get("git") or {}).get("commit")
+    for name in names:
+        command = _command_text(runs.get(name))
+        if command:
+            out.append("%s (Postbox %s%s)" % (command, version,
+                                              ", commit %s" % commit[:12] if commit else ""))
+    return out
+
+
+def _source_p2p(records: Sequence[dict], description: Optional[dict], tests: Sequence[str],
+                libraries: Sequence[str]) -> list:
+    runs, versions, out = _runs(description), _versions(records, description), []
+    for library in libraries:
+        commands = [_command_text(runs.get("%s/%s" % (library, test))) for test in tests]
+        commands = [c for c in commands if c]
+        line = "%s: %s" % (library, versions.get(library) or "version unknown")
+        if commands:
+            line += " - " + commands[0] + (" (and the other tests alike)" if len(commands) > 1
+                                           else "")
+        out.append(line)
+    return out
+
+
+def _library_series(records: Sequence[dict], colors: dict, suffix: str = "",
+                    dashed: bool = False) -> list:
+    """One series per library (and transport/placement/nodes where they differ)."""
+    grouped = OrderedDict()
+    for record in records:
+        x, y = _number(record.get("size")), _number(record.get("median"))
+        if x is None or y is None or x <= 0:
+            continue
+        key = tuple(str(record.get(k)) for k in ("library", "transport", "placement", "nodes"))
+        grouped.setdefault(key, []).append(record)
+    varying = [i for i in range(1, 4) if len({key[i] for key in grouped}) > 1]
+    out = []
+    for key, members in grouped.items():
+        label = " ".join([key[0]] + [key[i] for i in varying]) + suffix
+        line = Series(label, dashed=dashed, color=colors.get(key[0]))
+        line.points = [(float(r["size"]), float(r["median"]), results.is_settled(r))
+                       for r in members]
+        out.append(line)
+    return out
+
+
+def p2p_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
+    """Seed-style point-to-point figures: every library on the same axes."""
+    p2p = [r for r in records if _is_p2p(r)]
+    libraries = p2p_libraries(p2p)
+    colors = {lib: COLORS[i % len(COLORS)] for i, lib in enumerate(libraries)}
+    out = []
+    tests = list(P2P_LATENCY) + sorted({str(r.get("test")) for r in p2p
+                                        if r.get("metric") == "latency"} - set(P2P_LATENCY)
+                                       - set(P2P_BANDWIDTH))
+    for test in tests:
+        members = [r for r in p2p if r.get("test") == test and r.get("metric") == "latency"]
+        series = _library_series(members, colors)
+        if not series or max(len(s.points) for s in series) < 2:
+            continue
+        unit = members[0].get("unit", "us")
+        out.append(Figure(
+            "MPI %s: latency against size" % P2P_LATENCY.get(test, test),
+            "Time per message of %s (bench/mpi_p2p.c, 2 ranks on-node; the half round trip "
+            "for ping-pongs), log-log, one line per MPI library measured in the same run "
+            "(size 0 is in the tables only). %s" % (test, UNSETTLED_NOTE),
+            "message size (bytes)", "latency (%s)" % unit, series, name="p2p-%s" % test,
+            log=True, source=_source_p2p(records, description, [test],
+                                         [s.label.split()[0] for s in series])))
+    series = []
+    for test, tag in P2P_BANDWIDTH.items():
+        members = [r for r in p2p if r.get("test") == test]
+        series += _library_series(members, colors, " " + tag, dashed=(tag == "bi"))
+    if series and max(len(s.points) for s in series) >= 2:
+        out.append(Figure(
+            "MPI bandwidth against size, uni- and bidirectional",
+            "OSU-style bandwidth (osu_bw solid, osu_bibw dashed: both directions count), "
+            "a window of non-blocking sends per sample, one colour per MPI library. MB = "
+            "10^6 bytes. %s" % UNSETTLED_NOTE,
+            "message size (bytes)", "bandwidth (MB/s)", series, name="p2p-bandwidth", log=True,
+            source=_source_p2p(records, description, list(P2P_BANDWIDTH),
+                               [lib for lib in libraries
+                                if any(s.label.startswith(lib + " ") for s in series)])))
+    return out
+
+
+def net_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
+    """The machine's raw TCP/UDP limits, beside the RSM ping-pong."""
+    out = []
+    latency = [r for r in records if r.get("suite") == "raw" and r.get("test") in NET_LATENCY]
+    if latency:
+        rsm = [r for r in records if _is_pingpong(r) and _is_time(r)
+               and r.get("unit") == latency[0].get("unit")]
+        series = build_series(latency)
+        for line in series:
+            line.dashed = False
+        series += build_series(rsm)
+        if series and max(len(s.points) for s in series) >= 2:
+            out.append(Figure(
+                "Raw TCP and UDP half round trip beside the RSM ping-pong",
+                "postbox-net-bench run alone (its own peer over loopback, on-node): TCP "
+                "(TCP_NODELAY) and UDP half round trips by size, on the same axes as the "
+                "RSM ping-pongs of the same run and the raw cache-line ping-pong (dashed). "
+                + UNSETTLED_NOTE,
+                "message size (bytes)", "latency (%s)" % latency[0].get("unit"), series,
+                _cacheline_references(list(records))(str(latency[0].get("unit"))),
+                name="net-latency", log=True,
+                source=_source_programs(description, ["net"] + (["rsm"] if rsm else []))))
+    stream = [r for r in records if r.get("suite") == "raw" and r.get("test") in NET_BANDWIDTH]
+    series = build_series(stream)
+    if series and max(len(s.points) for s in series) >= 2:
+        out.append(Figure(
+            "Raw TCP stream bandwidth against size",
+            "postbox-net-bench: one connection, a batch of messages back to back, the last "
+            "acknowledged (MB = 10^6 bytes). " + UNSETTLED_NOTE,
+            "message size (bytes)", "bandwidth (%s)" % stream[0].get("unit"), series,
+            name="net-bandwidth", log=True, source=_source_programs(description, ["net"])))
+    return out
+
+
+def figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
     """The plots of the page, in the order of the seeds' figures."""
     none = lambda unit: []  # noqa: E731
+    rsm_source = _source_programs(description, ["rsm"])
     out = []
-    out += _split_by_unit(
+
+    def named(figures_: list, name: str, source: list) -> list:
+        for index, figure in enumerate(figures_):
+            figure.name = name if len(figures_) == 1 else "%s-%d" % (name, index + 1)
+            figure.source = list(source)
+        return figures_
+
+    out += named(_split_by_unit(
         "RSMAPI export-side calls against segment size",
         "Time of each export-side call as the segment grows (after Fig. 6 of the RSM "
         "study: applications are better off with one large segment than many small ones).",
-        "segment size (bytes)", [r for r in records if _is_export(r)], none)
-    out += _split_by_unit(
+        "segment size (bytes)", [r for r in records if _is_export(r)], none),
+        "rsm-export", rsm_source)
+    out += named(_split_by_unit(
         "RSM put and get against message size",
         "Put (remote write) against get (remote read) for each size (after Fig. 7 of the "
         "RSM study), with the machine's memcpy where measured.",
-        "message size (bytes)", [r for r in records if _is_putget(r)], none)
-    out += _split_by_unit(
+        "message size (bytes)", [r for r in records if _is_putget(r)], none),
+        "rsm-putget", rsm_source)
+    out += named(_split_by_unit(
         "Ping-pong latency against message size",
         "Half round trip of the RSM ping-pongs (by put, map or signal), beside the "
         "machine's raw cache-line ping-pong measured in the same run (dashed).",
         "message size (bytes)",
-        [r for r in records if _is_pingpong(r)], _cacheline_references(list(records)))
-    plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)}
+        [r for r in records if _is_pingpong(r)], _cacheline_references(list(records))),
+        "rsm-pingpong", rsm_source)
+    out += net_figures(records, description)
+    out += p2p_figures(records, description)
+    plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
+               or _is_p2p(r) or _is_net(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
             continue
         rest.setdefault((record.get("suite"), record.get("test")), []).append(record)
     for (suite, test), members in rest.items():
-        out += _split_by_unit("%s / %s against size" % (suite, test), "", "size (bytes)",
-                              members, none)
+        out += named(_split_by_unit("%s / %s against size" % (suite, test), "", "size (bytes)",
+                                    members, none), "%s-%s" % (suite, test),
+                     _source_programs(description, ["rsm"] if suite in ("rsm", "raw") else []))
+    used = set()
+    for figure in out:
+        name = base = _name(figure.name or figure.title)
+        n = 2
+        while name in used:
+            name = "%s-%d" % (base, n)
+            n += 1
+        used.add(name)
+        figure.name = name
+    return out
+
+
+# ---- library against library ----------------------------------------------
+
+DROP_REASONS = ("unsettled", "different states", "no probe state", "one library only")
+
+
+@dataclass
+class LibraryRatio:
+    """Median over sizes of library a / library b for one test."""
+
+    a: str
+    b: str
+    test: str
+    metric: str
+    unit: str
+    ratios: list = field(default_factory=list)  # (size, a/b)
+    dropped: Counter = field(default_factory=Counter)  # reason -> sizes
+
+    @property
+    def median(self) -> Optional[float]:
+        values = sorted(r for _, r in self.ratios)
+        if not values:
+            return None
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+    @property
+    def spread(self) -> Optional[tuple]:
+        values = [r for _, r in self.ratios]
+        return (min(values), max(values)) if values else None
+
+
+def _comparable(a: dict, b: dict) -> Optional[str]:
+    """Why the two records cannot be compared, or None when they can."""
+    if not results.is_settled(a) or not results.is_settled(b):
+        return "unsettled"
+    states = (a.get("state"), b.get("state"))
+    if any(state not in ("fast", "slow") for state in states):
+        return "no probe state"
+    if states[0] != states[1]:
+        return "different states"
+    return None
+
+
+def library_ratios(records: Iterable[dict]) -> list:
+    """Library against library for each p2p test: the ratio at each size
+    where both records are settled and in the same state; the rest counted
+    as dropped, by reason."""
+    table = OrderedDict()  # (test, metric, unit) -> library -> size -> record
+    for record in records:
+        if not _is_p2p(record):
+            continue
+        size, median = _number(record.get("size")), _number(record.get("median"))
+        if size is None or median is None or median <= 0:
+            continue
+        key = (str(record.get("test")), str(record.get("metric")), str(record.get("unit")))
+        table.setdefault(key, OrderedDict()).setdefault(
+            str(record.get("library")), {})[size] = record
+    order = {test: i for i, test in enumerate(list(P2P_LATENCY) + list(P2P_BANDWIDTH))}
+    libraries = [str(lib) for lib in p2p_libraries(records)]
+    out = []
+    for key in sorted(table, key=lambda k: (order.get(k[0], len(order)), k)):
+        by_library = table[key]
+        for i, a in enumerate(libraries):
+            for b in libraries[i + 1:]:
+                if a not in by_library or b not in by_library:
+                    continue
+                row = LibraryRatio(a, b, *key)
+                for size in sorted(set(by_library[a]) | set(by_library[b])):
+                    ra, rb = by_library[a].get(size), by_library[b].get(size)
+                    if ra is None or rb is None:
+                        row.dropped["one library only"] += 1
+                        continue
+                    why = _comparable(ra, rb)
+                    if why:
+                        row.dropped[why] += 1
+                    else:
+                        row.ratios.append((size, float(ra["median"]) / float(rb["median"])))
+                out.append(row)
+    return out
+
+
+def _library_ratio_section(records: Sequence[dict]) -> list:
+    esc = html.escape
+    rows = library_ratios(records)
+    if not rows:
+        return []
+    out = ["<h2>Library against library</h2>",
+           "<p>For each pair of MPI libraries and each test of <code>p2p.jsonl</code>: the "
+           "median over sizes of the per-size ratio A/B of the medians, with its spread "
+           "(min-max) and the number of sizes used. A size counts only when both records "
+           "are settled (their probes before and after agree) and were measured in the same "
+           "core-to-core state (both fast or both slow); the others are dropped, counted by "
+           "reason. Latency: A/B &gt; 1 means A is slower. Bandwidth: A/B &gt; 1 means A is "
+           "faster. Unsettled records are drawn hollow grey in the figures and never enter "
+           "these ratios.</p>",
+           '<div class="wide"><table><tr><th class="text">A</th><th class="text">B</th>'
+           '<th class="text">test</th><th class="text">metric</th><th>median A/B</th>'
+           '<th>min-max</th><th>sizes used</th><th class="text">dropped (why)</th></tr>']
+    for row in rows:
+        median, spread = row.median, row.spread
+        dropped = ", ".join("%d %s" % (row.dropped[reason], reason) for reason in DROP_REASONS
+                            if row.dropped.get(reason)) or "none"
+        out.append('<tr class="library-ratio"><td class="text">%s</td><td class="text">%s</td>'
+                   '<td class="text">%s</td><td class="text">%s</td><td>%s</td><td>%s</td>'
+                   '<td>%d</td><td class="text">%s</td></tr>'
+                   % (esc(row.a), esc(row.b), esc(row.test), esc(row.metric),
+                      "%.3f" % median if median is not None else "-",
+                      "%.3f-%.3f" % spread if spread else "-", len(row.ratios), esc(dropped)))
+    out.append("</table></div>")
     return out
 
 
 # ---- the page -------------------------------------------------------------
+
+SVG_STYLE = ("text.tick { font-size: 10px; fill: #555; } text.axis { font-size: 11px; } "
+             "text.legend { font-size: 10px; } text { font-family: system-ui, sans-serif; }")
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -370,6 +711,7 @@ figure { margin: 0; } figcaption { max-width: 560px; font-size: 0.85em; color: #
 svg text.tick { font-size: 10px; fill: #555; } svg text.axis { font-size: 11px; }
 svg text.legend { font-size: 10px; }
 code { background: #f4f4f4; padding: 0 0.2em; }
+p.source { max-width: 560px; font-size: 0.75em; color: #555; word-break: break-all; }
 """
 
 
@@ -398,12 +740,41 @@ def _machine_section(description: Optional[dict]) -> list:
         out.append('<tr><th class="text">%s</th><td class="text">%s</td></tr>'
                    % (esc(name), esc(str(value))))
     out.append("</table>")
+    libraries = [entry for entry in description.get("mpi_libraries") or []
+                 if isinstance(entry, dict)]
+    if libraries:
+        out.append('<p>MPI libraries:</p><div class="wide"><table><tr><th class="text">label</th>'
+                   '<th class="text">origin</th><th class="text">version</th>'
+                   '<th class="text">mpicc</th><th class="text">built</th></tr>')
+        for entry in libraries:
+            out.append('<tr class="mpi-library">%s</tr>' % "".join(
+                '<td class="text">%s</td>' % esc(format_value(entry.get(key)))
+                for key in ("label", "origin", "library_version", "mpicc", "built")))
+        out.append("</table></div>")
+    parts = [entry for entry in description.get("parts") or [] if isinstance(entry, dict)]
+    if parts:
+        out.append('<p>Parts of the run:</p><table><tr><th class="text">part</th>'
+                   '<th class="text">verdict</th><th>seconds</th><th class="text">detail</th>'
+                   '</tr>')
+        for entry in parts:
+            verdict = str(entry.get("verdict"))
+            cls = "ok" if verdict == "ok" else ("fail" if verdict == "FAILED" else "")
+            out.append('<tr><td class="text">%s</td><td class="text"><span class="%s">%s'
+                       '</span></td><td>%s</td><td class="text">%s</td></tr>'
+                       % (esc(str(entry.get("name"))), cls, esc(verdict),
+                          esc(format_value(entry.get("seconds"))),
+                          esc(str(entry.get("detail") or ""))))
+        out.append("</table>")
     commands = description.get("commands") or []
+    runs = [run for run in description.get("runs") or [] if isinstance(run, dict)]
+    if runs:
+        commands = [run.get("command") or [] for run in runs]
     if commands:
-        out.append("<p>Commands run:</p><ul>")
+        out.append("<details%s><summary>Commands run (%d)</summary><ul>"
+                   % (" open" if len(commands) <= 4 else "", len(commands)))
         for command in commands:
             out.append("<li><code>%s</code></li>" % esc(" ".join(map(str, command))))
-        out.append("</ul>")
+        out.append("</ul></details>")
     return out
 
 
@@ -471,8 +842,21 @@ def _tables(records: Sequence[dict]) -> list:
     return out
 
 
+def _figure_html(figure: Figure) -> str:
+    esc = html.escape
+    source = ""
+    if figure.source:
+        source = '<p class="source">Produced by: %s</p>' % "<br>".join(
+            "<code>%s</code>" % esc(line) for line in figure.source)
+    return ('<figure id="figure-%s"><h3>%s</h3>%s<figcaption>%s%s Also in <code>fig-%s.svg'
+            '</code>.</figcaption>%s</figure>'
+            % (esc(figure.name), esc(figure.title), svg_plot(figure), esc(figure.caption),
+               "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE,
+               esc(figure.name), source))
+
+
 def render(records: Sequence[dict], description: Optional[dict] = None,
-           title: str = "Postbox results") -> str:
+           title: str = "Postbox results", plots: Optional[list] = None) -> str:
     """The whole page as a string."""
     esc = html.escape
     unsettled = sum(1 for r in records if not results.is_settled(r))
@@ -487,14 +871,13 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _machine_section(description)
     out.append("<h2>Acceptance ratios</h2>")
     out += _ratio_section(records)
-    plots = figures(records)
+    out += _library_ratio_section(records)
+    plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")
         out.append('<div class="figures">')
         for figure in plots:
-            out.append("<figure><h3>%s</h3>%s<figcaption>%s Hollow grey points are "
-                       "unsettled.</figcaption></figure>"
-                       % (esc(figure.title), svg_plot(figure), esc(figure.caption)))
+            out.append(_figure_html(figure))
         out.append("</div>")
     out.append("<h2>Measurements</h2>")
     out += _tables(records)
@@ -513,8 +896,21 @@ def write(directory: Path, records: Optional[Sequence[dict]] = None) -> Path:
     except (OSError, ValueError):
         description = None
     title = "Postbox results: %s" % directory.resolve().name
+    plots = figures(records, description)
+    names = set()
+    for figure in plots:
+        svg = svg_plot(figure)
+        if not svg:
+            continue
+        path = directory / ("fig-%s.svg" % figure.name)
+        names.add(path.name)
+        path.write_text('<?xml version="1.0" encoding="utf-8"?>\n' + svg + "\n",
+                        encoding="utf-8")
+    for stale in directory.glob("fig-*.svg"):
+        if stale.name not in names:
+            stale.unlink()
     page = directory / "index.html"
     tmp = directory / "index.html.tmp"
-    tmp.write_text(render(records, description, title), encoding="utf-8")
+    tmp.write_text(render(records, description, title, plots), encoding="utf-8")
     tmp.replace(page)
     return page

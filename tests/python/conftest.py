@@ -50,6 +50,74 @@ if mode == "fail":
     sys.exit(3)
 '''
 
+FAKE_NET = '''\
+#!{python}
+"""A stand-in for postbox-net-bench: FAKE_NET_MODE=fail makes it fail."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from samples import net_records
+args = sys.argv[1:]
+out = args[args.index("--json") + 1]
+with open(out, "a") as handle:
+    for rec in net_records():
+        handle.write(json.dumps(rec) + "\\n")
+print("fake net table: args=" + " ".join(args))
+if os.environ.get("FAKE_NET_MODE") == "fail":
+    print("fake net: connect: refused", file=sys.stderr)
+    sys.exit(1)
+'''
+
+# a fake MPI wheel prefix: mpicc writes a fake mpi_p2p at -o, mpiexec runs it
+FAKE_MPICC = '''\
+#!{python}
+import os, sys
+args = sys.argv[1:]
+out = args[args.index("-o") + 1]
+with open(out, "w") as handle:
+    handle.write(open(os.path.join(os.path.dirname(__file__), "fake_mpi_p2p")).read())
+os.chmod(out, 0o755)
+'''
+
+FAKE_MPIEXEC = '''\
+#!{python}
+import os, sys
+args = sys.argv[1:]
+args = args[args.index("-n") + 2:]
+os.execv(args[0], args)
+'''
+
+FAKE_MPI_P2P = '''\
+#!{python}
+"""A stand-in for mpi_p2p: FAKE_MPI_FAIL=<library>/<test> makes that run fail."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from samples import p2p_records
+args = sys.argv[1:]
+library, test = args[args.index("--library") + 1], args[args.index("--tests") + 1]
+out = args[args.index("--json") + 1]
+if os.environ.get("FAKE_MPI_FAIL") == library + "/" + test:
+    print("fake mpi_p2p: MPI_Recv: truncated", file=sys.stderr)
+    sys.exit(1)
+with open(out, "a") as handle:
+    for rec in p2p_records(library, tests=[test]):
+        handle.write(json.dumps(rec) + "\\n")
+print("fake mpi_p2p %s %s" % (library, test))
+'''
+
+
+def fake_wheel_prefix(prefix: Path, header: str = '#define MPICH_VERSION "4.1"\n') -> Path:
+    """A venv holding a fake MPI wheel (bin/mpicc, bin/mpiexec, include/mpi.h)."""
+    (prefix / "bin").mkdir(parents=True, exist_ok=True)
+    (prefix / "include").mkdir(parents=True, exist_ok=True)
+    (prefix / "include" / "mpi.h").write_text(header)
+    _script(prefix / "bin" / "mpicc", FAKE_MPICC)
+    _script(prefix / "bin" / "mpiexec", FAKE_MPIEXEC)
+    _script(prefix / "bin" / "fake_mpi_p2p", FAKE_MPI_P2P)
+    return prefix
+
+
 FAKE_DUMP = '''\
 #!{python}
 import json
@@ -73,6 +141,7 @@ def fake_build(tmp_path, monkeypatch) -> Path:
     build = tmp_path / "fake-build"
     (build / "bin").mkdir(parents=True)
     _script(build / "bin" / "postbox-rsm-bench", FAKE_BENCH)
+    _script(build / "bin" / "postbox-net-bench", FAKE_NET)
     _script(build / "bin" / "postbox-config-dump", FAKE_DUMP)
     monkeypatch.setenv("POSTBOX_BUILD_DIR", str(build))
     return build

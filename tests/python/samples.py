@@ -45,6 +45,47 @@ def sample_records() -> list:
     return out
 
 
+P2P_TESTS = ("pingpong_standard", "pingpong_synchronous", "pingpong_ready",
+             "pingpong_buffered", "pingpong_diffbuf", "unidirectional", "pingping",
+             "bandwidth_uni", "bandwidth_bi")
+
+
+def p2p_records(library: str, tests=P2P_TESTS, sizes=(0, 1, 64, 4096, 65536),
+                scale: float = 1.0, **fields) -> list:
+    """What mpi_p2p writes for @library: latency t = scale * (1 + size/1000) us,
+    bandwidth = 1000 / scale MB/s."""
+    out = []
+    for test in tests:
+        bandwidth = test.startswith("bandwidth")
+        for size in sizes:
+            if bandwidth and size == 0:
+                continue
+            median = 1000.0 / scale if bandwidth else scale * (1 + size / 1000)
+            rec = record(suite="p2p", test=test, library=library, size=size,
+                         metric="bandwidth" if bandwidth else "latency",
+                         unit="MB/s" if bandwidth else "us", median=median,
+                         min=median * 0.9, max=median * 1.1,
+                         library_version="%s 1.0" % library)
+            rec.update(fields)
+            out.append(rec)
+    return out
+
+
+def net_records() -> list:
+    """What postbox-net-bench writes: TCP/UDP ping-pong and TCP stream."""
+    out = []
+    for size in (1, 16, 256, 4096, 65536):
+        out.append(record(suite="raw", test="tcp_pingpong", library="raw", transport="tcp",
+                          size=size, median=10 + size / 1000))
+        if size <= 8192:
+            out.append(record(suite="raw", test="udp_pingpong", library="raw",
+                              transport="udp", size=size, median=12 + size / 1000))
+    for size in (1024, 16384, 262144, 4 << 20):
+        out.append(record(suite="raw", test="tcp_stream", library="raw", transport="tcp",
+                          size=size, metric="bandwidth", unit="MB/s", median=size / 1000))
+    return out
+
+
 def write_jsonl(path: Path, records) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for rec in records:

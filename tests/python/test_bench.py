@@ -14,14 +14,17 @@ pytestmark = pytest.mark.short
 
 def test_bench_writes_the_results_folder(fake_build, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("bench", "--quick", "--out", out)
+    result = run_cli("bench", "--no-mpi", "--quick", "--out", out)
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == [
-        "index.html", "machine.json", "rsm.jsonl", "rsm.txt"]
+    names = sorted(p.name for p in out.iterdir())
+    assert [n for n in names if not n.startswith("fig-")] == [
+        "index.html", "machine.json", "net.jsonl", "net.txt", "rsm.jsonl", "rsm.txt"]
+    assert "fig-rsm-putget.svg" in names and "fig-net-latency.svg" in names
     # the program's table reaches the terminal and the folder
     assert "fake bench table" in result.stdout
     assert "fake bench table" in (out / "rsm.txt").read_text()
-    assert "[1/1]" in result.stdout
+    assert "part 1/2: rsm" in result.stdout and "part 2/2: net" in result.stdout
+    assert "fake net table" in (out / "net.txt").read_text()
     # the summary of ratios read back from the JSON
     assert re.search(r"ratio_pingpong_put_64_vs_cacheline\s+1\.200\s+limit <= 1\.5\s+ok",
                      result.stdout)
@@ -30,11 +33,16 @@ def test_bench_writes_the_results_folder(fake_build, tmp_path):
 
 def test_machine_json_names_the_commands(fake_build, tmp_path):
     out = tmp_path / "run"
-    assert run_cli("bench", "--quick", "--out", out, "--", "--sizes", "64").returncode == 0
+    assert run_cli("bench", "--no-mpi", "--quick", "--out", out,
+                   "--", "--sizes", "64").returncode == 0
     description = json.loads((out / "machine.json").read_text())
     program = str(fake_build / "bin" / "postbox-rsm-bench")
     expected = [program, "--json", str(out / "rsm.jsonl"), "--quick", "--sizes", "64"]
-    assert description["commands"] == [expected]
+    net = [str(fake_build / "bin" / "postbox-net-bench"), "--json", str(out / "net.jsonl"),
+           "--quick", "--sizes", "64"]
+    assert description["commands"] == [expected, net]
+    assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
+        ("rsm", "ok"), ("net", "ok")]
     assert description["runs"][0]["exit_status"] == 0
     assert description["runs"][0]["command"] == expected
     assert description["postbox_version"]
@@ -42,26 +50,27 @@ def test_machine_json_names_the_commands(fake_build, tmp_path):
 
 
 def test_check_passes(fake_build, tmp_path):
-    result = run_cli("bench", "--check", "--out", tmp_path / "run")
+    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     assert "every acceptance limit holds" in result.stdout
 
 
 def test_check_fails_on_a_bad_ratio(fake_build, tmp_path):
-    result = run_cli("bench", "--check", "--out", tmp_path / "run",
+    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run",
                      env={"FAKE_BENCH_MODE": "badratio"})
     assert result.returncode == 1
     assert "check failed: ratio_pingpong_put_64_vs_cacheline" in result.stderr
 
 
 def test_bad_ratio_without_check_still_succeeds(fake_build, tmp_path):
-    result = run_cli("bench", "--out", tmp_path / "run", env={"FAKE_BENCH_MODE": "badratio"})
+    result = run_cli("bench", "--no-mpi", "--out", tmp_path / "run",
+                     env={"FAKE_BENCH_MODE": "badratio"})
     assert result.returncode == 0
     assert "FAIL" in result.stdout
 
 
 def test_check_fails_when_ratios_are_missing(fake_build, tmp_path):
-    result = run_cli("bench", "--check", "--out", tmp_path / "run",
+    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run",
                      env={"FAKE_BENCH_MODE": "noratio"})
     assert result.returncode == 1
     assert "missing" in result.stderr
@@ -69,7 +78,7 @@ def test_check_fails_when_ratios_are_missing(fake_build, tmp_path):
 
 def test_failing_program_is_reported(fake_build, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("bench", "--out", out, env={"FAKE_BENCH_MODE": "fail"})
+    result = run_cli("bench", "--no-mpi", "--out", out, env={"FAKE_BENCH_MODE": "fail"})
     assert result.returncode == 1
     assert "postbox-rsm-bench failed with exit status 3" in result.stderr
     assert "FAILED: rsm" in result.stderr
@@ -84,7 +93,7 @@ def test_refuses_a_folder_with_results(fake_build, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "rsm.jsonl").write_text("{}\n")
-    result = run_cli("bench", "--out", out)
+    result = run_cli("bench", "--no-mpi", "--out", out)
     assert result.returncode == 1
     assert "already holds results" in result.stderr
     assert (out / "rsm.jsonl").read_text() == "{}\n"
@@ -97,6 +106,6 @@ def test_default_folder_is_dated():
 
 def test_fake_records_have_every_key(fake_build, tmp_path):
     out = tmp_path / "run"
-    assert run_cli("bench", "--out", out).returncode == 0
+    assert run_cli("bench", "--no-mpi", "--out", out).returncode == 0
     for rec in results.load_dir(out):
         assert results.missing_keys(rec) == []

