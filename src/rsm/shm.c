@@ -50,8 +50,7 @@ typedef struct {
     shm_conn_t **conns; /* connections of the current publication */
     unsigned conn_count;
     unsigned conn_capacity;
-    unsigned importers; /* connections that completed the handshake */
-    int imported;       /* an importer connected during this publication */
+    int imported; /* an importer connected during this publication */
 } shm_export_t;
 
 struct shm_conn {
@@ -355,8 +354,6 @@ static void shm_conn_close(shm_conn_t *conn)
             break;
         }
     }
-    if (conn->connected)
-        se->importers--;
     pb_rsm_service_remove(conn->service_id); /* closes conn->fd */
     free(conn);
 }
@@ -417,7 +414,6 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
         close(data_fd);
     if (status == PB_OK) {
         conn->connected = 1;
-        se->importers++;
         se->imported = 1;
     } else {
         shm_conn_close(conn);
@@ -692,13 +688,6 @@ static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
         se->imported = 0;
     }
     return PB_OK;
-}
-
-static unsigned shm_export_importers(pb_rsm_export_t *seg)
-{
-    shm_export_t *se = seg->tl;
-
-    return se->importers;
 }
 
 /* ---- import side ---------------------------------------------------------- */
@@ -1145,7 +1134,6 @@ const pb_rsm_transport_t pb_rsm_shm_transport = {
     .export_rebind = shm_export_rebind,
     .export_publish = shm_export_publish,
     .export_unpublish = shm_export_unpublish,
-    .export_importers = shm_export_importers,
     .import_connect = shm_import_connect,
     .import_disconnect = shm_import_disconnect,
     .put = shm_put,

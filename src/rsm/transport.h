@@ -34,8 +34,6 @@ typedef pb_status_t (*pb_rsm_export_rebind_func_t)(pb_rsm_export_t *seg, void *v
 /* @segid_p: 0 asks the transport to choose; set on success */
 typedef pb_status_t (*pb_rsm_export_publish_func_t)(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p);
 typedef pb_status_t (*pb_rsm_export_unpublish_func_t)(pb_rsm_export_t *seg);
-/* number of importers connected now */
-typedef unsigned (*pb_rsm_export_importers_func_t)(pb_rsm_export_t *seg);
 
 typedef pb_status_t (*pb_rsm_import_connect_func_t)(pb_rsm_import_t *im);
 typedef void (*pb_rsm_import_disconnect_func_t)(pb_rsm_import_t *im);
@@ -73,7 +71,6 @@ typedef struct {
     pb_rsm_export_rebind_func_t export_rebind;
     pb_rsm_export_publish_func_t export_publish;
     pb_rsm_export_unpublish_func_t export_unpublish;
-    pb_rsm_export_importers_func_t export_importers;
     pb_rsm_import_connect_func_t import_connect;
     pb_rsm_import_disconnect_func_t import_disconnect;
     pb_rsm_put_func_t put;
