@@ -497,6 +497,29 @@ PB_EXPORT int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg)
     return ret;
 }
 
+int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid)
+{
+    rsm_permission_t mode = RSM_PERM_RDWR; /* NULL list: owner read-write */
+    int found = seg->acl == NULL;
+    unsigned digit;
+
+    for (uint_t i = 0; i < seg->acl_length && !found; i++) {
+        if (seg->acl[i].ae_node == node) {
+            mode = seg->acl[i].ae_permission;
+            found = 1;
+        }
+    }
+    if (!found)
+        return -1;
+    if (uid == geteuid())
+        digit = (mode >> 6) & 7;
+    else if (gid == getegid())
+        digit = (mode >> 3) & 7;
+    else
+        digit = mode & 7;
+    return (int)(((digit & 4) ? RSM_PERM_READ : 0) | ((digit & 2) ? RSM_PERM_WRITE : 0));
+}
+
 /* ---- import side ------------------------------------------------------------------ */
 
 static int rsm_perm_is_valid(rsm_permission_t perm)

@@ -9,6 +9,7 @@
 #include <postbox/rsm.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "rsm/transport.h"
 
@@ -102,6 +103,12 @@ static inline int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *
     return offset < committed && (offset & (stride - 1)) == 0 &&
            *(const uint32_t *)ptr == pool->magic;
 }
+
+/* The permission (RSM_PERM_*) the access list of @seg grants a peer of
+ * @uid/@gid on @node: the owner, group or other digit of the entry naming
+ * the node (a NULL list grants the owner read-write to every node); -1
+ * when the list does not name the node.  Caller holds pb_rsm_lock. */
+int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid);
 
 /* The lock of the RSM control path (create, publish, connect, ...) and of the
  * service thread; the data path (put, get, barriers, signals) never takes it. */

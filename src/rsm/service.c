@@ -257,6 +257,21 @@ pb_status_t pb_rsm_service_add(int fd, uint32_t events, pb_rsm_service_cb_t cb, 
     return PB_OK;
 }
 
+pb_status_t pb_rsm_service_rearm(uint64_t id, uint32_t events)
+{
+    uint32_t slot = (uint32_t)id;
+    struct epoll_event event = {.events = events, .data.u64 = id};
+
+    if (slot >= service.entry_count || !service.entries[slot].in_use ||
+        service.entries[slot].generation != (uint32_t)(id >> 32))
+        return PB_ERR_INVALID_PARAM;
+    if (epoll_ctl(service.epoll_fd, EPOLL_CTL_MOD, service.entries[slot].fd, &event) != 0) {
+        pb_error("epoll_ctl(MOD, fd %d) failed: %m", service.entries[slot].fd);
+        return PB_ERR_IO;
+    }
+    return PB_OK;
+}
+
 void pb_rsm_service_remove(uint64_t id)
 {
     uint32_t slot = (uint32_t)id;

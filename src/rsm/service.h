@@ -27,6 +27,11 @@ typedef void (*pb_rsm_service_cb_t)(void *arg, uint32_t events);
 pb_status_t pb_rsm_service_add(int fd, uint32_t events, pb_rsm_service_cb_t cb, void *arg,
                                uint64_t *id_p);
 
+/* Watch entry @id for @events again: for entries added with EPOLLONESHOT,
+ * which the kernel disarms after each report.  Caller holds pb_rsm_lock.
+ * @return PB_OK, PB_ERR_INVALID_PARAM (no such entry), PB_ERR_IO. */
+pb_status_t pb_rsm_service_rearm(uint64_t id, uint32_t events);
+
 /* Stop watching and close the descriptor of entry @id; its callback will
  * not run again.  Caller holds pb_rsm_lock. */
 void pb_rsm_service_remove(uint64_t id);

@@ -420,31 +420,6 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
     }
 }
 
-/* The permission the access list grants a peer of @uid/@gid on @node;
- * -1 when the list does not name the node. */
-static int shm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid)
-{
-    rsm_permission_t mode = RSM_PERM_RDWR; /* NULL list: owner read-write */
-    int found = seg->acl == NULL;
-    unsigned digit;
-
-    for (uint_t i = 0; i < seg->acl_length && !found; i++) {
-        if (seg->acl[i].ae_node == node) {
-            mode = seg->acl[i].ae_permission;
-            found = 1;
-        }
-    }
-    if (!found)
-        return -1;
-    if (uid == geteuid())
-        digit = (mode >> 6) & 7;
-    else if (gid == getegid())
-        digit = (mode >> 3) & 7;
-    else
-        digit = mode & 7;
-    return (int)(((digit & 4) ? RSM_PERM_READ : 0) | ((digit & 2) ? RSM_PERM_WRITE : 0));
-}
-
 static void shm_conn_handle_request(shm_conn_t *conn)
 {
     pb_shm_msg_request_t req;
@@ -477,7 +452,7 @@ static void shm_conn_handle_request(shm_conn_t *conn)
         shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED, 0);
         return;
     }
-    grant = shm_acl_grant(conn->seg, req.node, cred.uid, cred.gid);
+    grant = pb_rsm_acl_grant(conn->seg, req.node, cred.uid, cred.gid);
     if (grant < 0) {
         shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED_TO_NODE, 0);
         return;

@@ -8,6 +8,7 @@
 
 static const pb_rsm_transport_t *const transports[] = {
     &pb_rsm_shm_transport,
+    &pb_rsm_tcp_transport,
 };
 
 /* other names users know a transport by (RSMAPI's loopback controller) */

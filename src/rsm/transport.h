@@ -95,5 +95,6 @@ const pb_rsm_transport_t *pb_rsm_transport_find(const char *name);
 const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p);
 
 extern const pb_rsm_transport_t pb_rsm_shm_transport;
+extern const pb_rsm_transport_t pb_rsm_tcp_transport;
 
 #endif

@@ -31,6 +31,13 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",
      "Polls of the event word before rsm_intr_signal_wait sleeps in the "
      "kernel (0: sleep at once)."},
+    {"POSTBOX_TCP_ADDR", PB_CONFIG_STRING, NULL,
+     "IPv4 address the tcp transport gives other nodes for this process "
+     "(it listens on every address); unset: the --netns address, else "
+     "127.0.0.1."},
+    {"POSTBOX_TCP_TIMEOUT_MS", PB_CONFIG_INT, "2000",
+     "Milliseconds after which a tcp connection whose peer stopped "
+     "answering (dead host, cut link) is declared broken."},
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 

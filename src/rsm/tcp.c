@@ -1,0 +1,1970 @@
+/*
+ * The tcp transport: RSM between nodes over TCP/IP (docs/tcp.md).
+ *
+ * An importing process holds one connection to each exporting process it
+ * imports from (made on first import, shared by later ones, closed with the
+ * last); frames (tcp_wire.h) carry puts, gets, barriers and signals.  The
+ * exporter applies a put by receiving its payload straight into the
+ * segment, and answers a barrier after every earlier frame of the
+ * connection is applied: TCP's order is the barrier.
+ *
+ * Who reads the sockets.  Every tcp socket of the process sits in one epoll
+ * set, and whoever holds the progress token drains it.  The RSM service
+ * thread watches that set (EPOLLONESHOT) and takes the token when nobody
+ * has it, so an exporter serves without its application calling in; an
+ * application thread that waits inside the library (a barrier, a get, a
+ * signal) takes the token itself and sleeps in epoll_wait, so its wake-up
+ * is the socket's, not a second thread's.  A thread that finds the token
+ * taken sleeps on the futex word its condition changes.
+ *
+ * Locks, in the order they are taken: the progress token, pb_rsm_lock,
+ * tcp.lock, a connection's send_lock.  The service thread holds pb_rsm_lock
+ * when it tries the token, so it only ever tries.  Frames are handled with
+ * pb_rsm_lock and tcp.lock held, so the control path (unpublish, rebind,
+ * republish) never races a frame; nothing blocks with tcp.lock held.  Only
+ * application threads block in send, holding nothing but send_lock, so a
+ * process always keeps reading and two processes streaming at each other
+ * cannot deadlock; the progress engine never blocks in send (its replies go
+ * through a queue flushed when the socket is writable).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <postbox/job.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rsm/rsm_impl.h"
+#include "rsm/service.h"
+#include "rsm/tcp_wire.h"
+#include "util/compiler.h"
+#include "util/config.h"
+#include "util/job.h"
+#include "util/log.h"
+
+#define TCP_LISTEN_BACKLOG 128
+#define TCP_SEGID_PICK_TRIES 64
+#define TCP_CONNECT_TIMEOUT_MS 5000
+#define TCP_MAX_EVENTS 32
+/* a waiter holding the token re-checks its condition at least this often */
+#define TCP_WAIT_SLICE_MS 100
+/* a waiter without the token sleeps at most this long on its word */
+#define TCP_FUTEX_SLICE_MS 5
+/* bytes read at once into a connection's staging buffer; payloads at
+ * least this long are received straight into their destination */
+#define TCP_STAGING_SIZE 16384
+/* reads of one connection per progress pass, so that one busy peer does
+ * not starve the others */
+#define TCP_READS_PER_PASS 64
+
+typedef struct tcp_conn tcp_conn_t;
+typedef struct tcp_export tcp_export_t;
+
+/* bytes queued for a non-blocking writer */
+typedef struct {
+    char *buf;
+    size_t head, tail, cap;
+} tcp_outq_t;
+
+/* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
+typedef struct tcp_request {
+    struct tcp_request *next;
+    uint32_t tag;
+    _Atomic uint32_t done; /* futex word: 1 when answered or failed */
+    int32_t status;
+    uint32_t slot;
+    uint64_t value; /* ATTACH: segment size */
+    uint32_t count; /* ATTACH: permission granted */
+    char *dst;      /* GET: where the data goes */
+    size_t dst_len;
+    pb_rsm_import_t *import; /* ATTACH: registered for the slot on success */
+} tcp_request_t;
+
+/* exporter side: one import of one of our segments over a connection */
+typedef struct {
+    int in_use;
+    tcp_export_t *exp; /* NULL once the segment is withdrawn */
+    uint32_t perm;
+    int32_t error; /* latched, reported by the next barrier */
+} tcp_slot_t;
+
+struct tcp_conn {
+    tcp_conn_t *next; /* in tcp.conns */
+    int fd;
+    int at_exporter;         /* accepted: we serve its imports */
+    int established;         /* handshake done */
+    _Atomic int32_t failure; /* PB_OK while usable, else why it broke */
+    uint64_t source_id;
+    uint32_t events; /* epoll events watched */
+    pb_tcp_rx_t rx;
+    char *staging;
+    size_t staging_head, staging_tail;
+    tcp_outq_t outq;
+    pthread_mutex_t send_lock; /* an application thread writing frames */
+
+    /* importer side */
+    struct sockaddr_in peer;
+    uint8_t key[PB_TCP_KEY_LEN];
+    int refs; /* imports using the connection */
+    uint32_t next_tag;
+    tcp_request_t *requests;
+    pb_rsm_import_t **slot_imports; /* by the exporter's slot number */
+    uint32_t slot_import_cap;
+
+    /* exporter side */
+    uint8_t nonce[PB_TCP_NONCE_LEN];
+    pb_tcp_auth_t auth;
+    size_t auth_got;
+    uint32_t peer_node;
+    uint32_t peer_pid;
+    tcp_slot_t *slots; /* slot n at index n - 1 */
+    uint32_t slot_count;
+    pb_tcp_attach_t attach; /* payload of the ATTACH being received */
+};
+
+struct tcp_export {
+    tcp_export_t *next; /* in tcp.published while published */
+    pb_rsm_export_t *seg;
+    rsm_memseg_id_t segid;
+    uint64_t rendezvous_id;  /* source of the rendezvous socket */
+    _Atomic uint32_t events; /* futex word: pending importer-to-exporter signals */
+};
+
+typedef struct {
+    tcp_conn_t *conn;
+    uint32_t slot;
+    _Atomic uint32_t generation; /* futex word: bumped by EVENT and WITHDRAWN */
+    uint32_t seen_generation;
+    _Atomic int withdrawn;
+} tcp_import_t;
+
+typedef enum {
+    TCP_SOURCE_LISTEN,
+    TCP_SOURCE_RENDEZVOUS,
+    TCP_SOURCE_CONN
+} tcp_source_kind_t;
+
+typedef struct {
+    int in_use;
+    uint32_t generation;
+    tcp_source_kind_t kind;
+    int fd;
+    void *ptr;
+} tcp_source_t;
+
+static struct {
+    pthread_mutex_t lock;         /* everything in this struct and the conns */
+    pthread_mutex_t progress;     /* the token: its holder reads the sockets */
+    pthread_mutex_t connect_lock; /* one connection set-up at a time */
+    int started;
+    int ep; /* epoll set of every tcp socket */
+    uint64_t service_id;
+    int listen_fd;
+    uint64_t listen_id;
+    uint32_t addr; /* advertised IPv4, network order */
+    uint16_t port;
+    uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
+    tcp_source_t *sources;
+    uint32_t source_count, source_cap;
+    tcp_conn_t *conns;
+    tcp_export_t *published;
+    char scratch[TCP_STAGING_SIZE]; /* where dropped payloads go */
+    int atfork_registered;
+} tcp = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .progress = PTHREAD_MUTEX_INITIALIZER,
+    .connect_lock = PTHREAD_MUTEX_INITIALIZER,
+    .ep = -1,
+    .listen_fd = -1,
+};
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static int64_t tcp_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ms left before @deadline (-1: none), capped at @cap */
+static int tcp_remaining_ms(int64_t deadline, int cap)
+{
+    int64_t left;
+
+    if (deadline < 0)
+        return cap;
+    left = deadline - tcp_now_ms();
+    if (left <= 0)
+        return 0;
+    return left < cap ? (int)left : cap;
+}
+
+static void tcp_futex_wake(_Atomic uint32_t *word)
+{
+    /* shared (no FUTEX_PRIVATE_FLAG): rsm_intr_signal_wait_pollfd waits on
+     * event words with futex_waitv in shared mode */
+    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* @return 0, or -1 if a signal handler ran during the wait */
+static int tcp_futex_wait(_Atomic uint32_t *word, uint32_t expected, int timeout_ms)
+{
+    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L};
+
+    if (syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0) != 0 && errno == EINTR)
+        return -1;
+    return 0;
+}
+
+static void tcp_word_bump(_Atomic uint32_t *word)
+{
+    atomic_fetch_add_explicit(word, 1, memory_order_seq_cst);
+    tcp_futex_wake(word);
+}
+
+static long tcp_timeout_ms(void)
+{
+    long ms = pb_config_get_long("POSTBOX_TCP_TIMEOUT_MS");
+
+    return ms > 0 ? ms : 2000;
+}
+
+/* Socket options of every connection: no Nagle delay, and a broken peer
+ * or link noticed within POSTBOX_TCP_TIMEOUT_MS rather than minutes. */
+static void tcp_socket_tune(int fd)
+{
+    int one = 1, idle = 1, count = 3;
+    unsigned timeout = (unsigned)tcp_timeout_ms();
+    int interval = (int)(timeout / 3000) > 0 ? (int)(timeout / 3000) : 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+}
+
+static void tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
+{
+    const pb_job_t *job = pb_job_get();
+
+    if (job->has_secret)
+        memcpy(key, job->secret, PB_TCP_KEY_LEN);
+    else
+        memcpy(key, tcp.local_key, PB_TCP_KEY_LEN);
+}
+
+/* The address this process gives other nodes: POSTBOX_TCP_ADDR, else the
+ * --netns address the launcher gave, else loopback. */
+static pb_status_t tcp_advertised_addr(uint32_t *addr_p)
+{
+    const char *text = pb_config_get_string("POSTBOX_TCP_ADDR");
+    struct in_addr in;
+
+    if (text == NULL || text[0] == '\0')
+        text = getenv("POSTBOX_NETNS_ADDR");
+    if (text == NULL || text[0] == '\0')
+        text = "127.0.0.1";
+    if (inet_pton(AF_INET, text, &in) != 1) {
+        pb_error("POSTBOX_TCP_ADDR: '%s' is not an IPv4 address", text);
+        return PB_ERR_INVALID_PARAM;
+    }
+    *addr_p = in.s_addr;
+    return PB_OK;
+}
+
+/* ---- the outgoing queue ---------------------------------------------------- */
+
+static int tcp_outq_append(tcp_outq_t *q, const void *a, size_t a_len, const void *b, size_t b_len)
+{
+    size_t need = a_len + b_len;
+
+    if (q->head == q->tail)
+        q->head = q->tail = 0;
+    if (q->cap - q->tail < need) {
+        size_t used = q->tail - q->head;
+        size_t cap = q->cap ? q->cap : 4096;
+        char *grown;
+
+        while (cap < used + need)
+            cap *= 2;
+        grown = malloc(cap);
+        if (grown == NULL)
+            return 0;
+        if (used > 0)
+            memcpy(grown, q->buf + q->head, used);
+        free(q->buf);
+        q->buf = grown;
+        q->cap = cap;
+        q->head = 0;
+        q->tail = used;
+    }
+    memcpy(q->buf + q->tail, a, a_len);
+    if (b_len > 0)
+        memcpy(q->buf + q->tail + a_len, b, b_len);
+    q->tail += need;
+    return 1;
+}
+
+/* ---- sources: what sits in the epoll set ----------------------------------- */
+
+static pb_status_t tcp_source_add(int fd, uint32_t events, tcp_source_kind_t kind, void *ptr,
+                                  uint64_t *id_p)
+{
+    struct epoll_event event = {.events = events};
+    uint32_t index;
+
+    for (index = 0; index < tcp.source_count && tcp.sources[index].in_use; index++)
+        ;
+    if (index == tcp.source_count) {
+        if (tcp.source_count == tcp.source_cap) {
+            uint32_t cap = tcp.source_cap ? 2 * tcp.source_cap : 16;
+            tcp_source_t *grown = realloc(tcp.sources, cap * sizeof(*grown));
+
+            if (grown == NULL)
+                return PB_ERR_NO_MEMORY;
+            tcp.sources = grown;
+            tcp.source_cap = cap;
+        }
+        tcp.sources[index].generation = 0;
+        tcp.source_count++;
+    }
+    tcp.sources[index].generation++;
+    event.data.u64 = (uint64_t)tcp.sources[index].generation << 32 | index;
+    if (epoll_ctl(tcp.ep, EPOLL_CTL_ADD, fd, &event) != 0) {
+        pb_error("epoll_ctl(ADD) of a tcp socket failed: %m");
+        return PB_ERR_IO;
+    }
+    tcp.sources[index] = (tcp_source_t){1, tcp.sources[index].generation, kind, fd, ptr};
+    *id_p = event.data.u64;
+    return PB_OK;
+}
+
+static tcp_source_t *tcp_source_get(uint64_t id)
+{
+    uint32_t index = (uint32_t)id;
+
+    if (index >= tcp.source_count || !tcp.sources[index].in_use ||
+        tcp.sources[index].generation != (uint32_t)(id >> 32))
+        return NULL;
+    return &tcp.sources[index];
+}
+
+static void tcp_source_modify(uint64_t id, uint32_t events)
+{
+    tcp_source_t *src = tcp_source_get(id);
+    struct epoll_event event = {.events = events, .data.u64 = id};
+
+    if (src != NULL)
+        epoll_ctl(tcp.ep, EPOLL_CTL_MOD, src->fd, &event);
+}
+
+/* Stop watching (the caller closes the descriptor). */
+static void tcp_source_remove(uint64_t id)
+{
+    tcp_source_t *src = tcp_source_get(id);
+
+    if (src == NULL)
+        return;
+    epoll_ctl(tcp.ep, EPOLL_CTL_DEL, src->fd, NULL);
+    src->in_use = 0;
+}
+
+/* ---- connections ------------------------------------------------------------- */
+
+static tcp_conn_t *tcp_conn_new(int fd, int at_exporter)
+{
+    tcp_conn_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->staging = malloc(TCP_STAGING_SIZE);
+    if (c->staging == NULL) {
+        free(c);
+        return NULL;
+    }
+    c->fd = fd;
+    c->at_exporter = at_exporter;
+    c->next_tag = 1;
+    pthread_mutex_init(&c->send_lock, NULL);
+    return c;
+}
+
+static void tcp_conn_free(tcp_conn_t *c)
+{
+    pthread_mutex_destroy(&c->send_lock);
+    free(c->outq.buf);
+    free(c->staging);
+    free(c->slot_imports);
+    free(c->slots);
+    free(c);
+}
+
+static void tcp_conn_unlink(tcp_conn_t *c)
+{
+    for (tcp_conn_t **p = &tcp.conns; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+    }
+}
+
+static void tcp_conn_watch(tcp_conn_t *c, uint32_t events)
+{
+    if (c->events != events) {
+        c->events = events;
+        tcp_source_modify(c->source_id, events);
+    }
+}
+
+/* Mark @c broken: its waiters and importers see @status from now on; log
+ * @why unless NULL (a peer that simply went away).  Caller holds tcp.lock.
+ * An importer-side connection is unlinked at once and freed when its last
+ * import disconnects; an exporter-side one stays linked until
+ * tcp_reap_failed frees it, so that callers walking tcp.conns may fail
+ * connections as they go. */
+static void tcp_conn_fail(tcp_conn_t *c, pb_status_t status, const char *why)
+{
+    int32_t ok = PB_OK;
+
+    if (!atomic_compare_exchange_strong(&c->failure, &ok, (int32_t)status))
+        return;
+    if (c->at_exporter) {
+        if (why != NULL)
+            pb_warn("tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
+                    c->peer_node, why);
+        else
+            pb_info("tcp: importer pid %u closed its connection", c->peer_pid);
+    } else {
+        char addr[INET_ADDRSTRLEN] = "?";
+
+        inet_ntop(AF_INET, &c->peer.sin_addr, addr, sizeof(addr));
+        if (why != NULL)
+            pb_warn("tcp: closing the connection to %s:%u: %s", addr, ntohs(c->peer.sin_port), why);
+        else
+            pb_info("tcp: the exporter at %s:%u closed its connection", addr,
+                    ntohs(c->peer.sin_port));
+    }
+    tcp_source_remove(c->source_id);
+    shutdown(c->fd, SHUT_RDWR);
+    if (!c->at_exporter)
+        tcp_conn_unlink(c);
+    while (c->requests != NULL) {
+        tcp_request_t *req = c->requests;
+
+        c->requests = req->next;
+        req->status = status;
+        tcp_word_bump(&req->done);
+    }
+    for (uint32_t i = 0; i < c->slot_import_cap; i++) {
+        pb_rsm_import_t *im = c->slot_imports[i];
+
+        if (im != NULL)
+            tcp_word_bump(&((tcp_import_t *)im->tl)->generation);
+    }
+}
+
+/* Free the exporter-side connections that failed.  Caller holds tcp.lock. */
+static void tcp_reap_failed(void)
+{
+    for (tcp_conn_t **p = &tcp.conns; *p != NULL;) {
+        tcp_conn_t *c = *p;
+
+        if (c->at_exporter && atomic_load(&c->failure) != PB_OK) {
+            *p = c->next;
+            close(c->fd);
+            tcp_conn_free(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+/* Send what is queued without blocking; watch for writability if some is
+ * left.  Caller holds tcp.lock. */
+static void tcp_conn_flush(tcp_conn_t *c)
+{
+    tcp_outq_t *q = &c->outq;
+
+    if (atomic_load(&c->failure) != PB_OK)
+        return;
+    if (q->head != q->tail && pthread_mutex_trylock(&c->send_lock) == 0) {
+        while (q->head != q->tail) {
+            ssize_t n =
+                send(c->fd, q->buf + q->head, q->tail - q->head, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EPIPE || errno == ECONNRESET)
+                    tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer went away */
+                else if (errno != EAGAIN)
+                    tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
+                break;
+            }
+            q->head += (size_t)n;
+        }
+        pthread_mutex_unlock(&c->send_lock);
+    }
+    if (atomic_load(&c->failure) == PB_OK)
+        tcp_conn_watch(c, EPOLLIN | EPOLLRDHUP | (q->head != q->tail ? EPOLLOUT : 0));
+}
+
+/* Queue one frame (and its payload) for a non-blocking send.  Caller holds
+ * tcp.lock. */
+static void tcp_conn_queue(tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+{
+    uint8_t header[PB_TCP_FRAME_HEADER_SIZE];
+
+    if (atomic_load(&c->failure) != PB_OK)
+        return;
+    pb_tcp_frame_encode(frame, header);
+    if (!tcp_outq_append(&c->outq, header, sizeof(header), payload, frame->length)) {
+        tcp_conn_fail(c, PB_ERR_NO_MEMORY, "out of memory for the send queue");
+        return;
+    }
+    tcp_conn_flush(c);
+}
+
+/* Write @len bytes of @iov to @c, blocking until done; the caller holds
+ * c->send_lock and nothing else, so this process keeps reading meanwhile. */
+static pb_status_t tcp_conn_write(tcp_conn_t *c, struct iovec *iov, int iov_count)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
+
+    while (msg.msg_iovlen > 0) {
+        ssize_t n;
+
+        if (atomic_load_explicit(&c->failure, memory_order_relaxed) != PB_OK)
+            return PB_ERR_CONN_ABORTED;
+        n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0) {
+            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN)
+                return PB_ERR_CONN_ABORTED; /* the reader will see why */
+            poll(&pfd, 1, TCP_WAIT_SLICE_MS);
+            continue;
+        }
+        while (msg.msg_iovlen > 0 && (size_t)n >= msg.msg_iov->iov_len) {
+            n -= (ssize_t)msg.msg_iov->iov_len;
+            msg.msg_iov++;
+            msg.msg_iovlen--;
+        }
+        if (msg.msg_iovlen > 0) {
+            msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + n;
+            msg.msg_iov->iov_len -= (size_t)n;
+        }
+    }
+    return PB_OK;
+}
+
+/* Send @frame and @payload from an application thread, after anything the
+ * progress engine queued on this connection. */
+static pb_status_t tcp_conn_send(tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+{
+    uint8_t header[PB_TCP_FRAME_HEADER_SIZE];
+    struct iovec iov[2] = {{header, sizeof(header)}, {(void *)payload, frame->length}};
+    pb_status_t status;
+
+    pb_tcp_frame_encode(frame, header);
+    pthread_mutex_lock(&c->send_lock);
+    if (PB_UNLIKELY(c->outq.head != c->outq.tail)) {
+        /* rare (a DETACH queued while this thread was sending): flush it
+         * first, holding tcp.lock only around non-blocking sends */
+        for (;;) {
+            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+            int left;
+
+            pthread_mutex_lock(&tcp.lock);
+            while (c->outq.head != c->outq.tail) {
+                ssize_t n = send(c->fd, c->outq.buf + c->outq.head, c->outq.tail - c->outq.head,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n <= 0)
+                    break;
+                c->outq.head += (size_t)n;
+            }
+            left = c->outq.head != c->outq.tail;
+            pthread_mutex_unlock(&tcp.lock);
+            if (!left || atomic_load(&c->failure) != PB_OK)
+                break;
+            poll(&pfd, 1, TCP_WAIT_SLICE_MS);
+        }
+    }
+    status = tcp_conn_write(c, iov, frame->length > 0 ? 2 : 1);
+    pthread_mutex_unlock(&c->send_lock);
+    return status;
+}
+
+/* ---- the exporter side: frames from importers -------------------------------- */
+
+static tcp_slot_t *tcp_slot_of(tcp_conn_t *c, uint32_t slot)
+{
+    if (slot == 0 || slot > c->slot_count || !c->slots[slot - 1].in_use)
+        return NULL;
+    return &c->slots[slot - 1];
+}
+
+static tcp_export_t *tcp_published_find(rsm_memseg_id_t segid)
+{
+    for (tcp_export_t *te = tcp.published; te != NULL; te = te->next) {
+        if (te->segid == segid)
+            return te;
+    }
+    return NULL;
+}
+
+static void tcp_reply(tcp_conn_t *c, const pb_tcp_frame_t *request, pb_status_t status,
+                      uint32_t slot, uint64_t value, uint32_t count, const void *data,
+                      uint32_t length)
+{
+    pb_tcp_frame_t reply = {.type = PB_TCP_REPLY,
+                            .status = (int32_t)status,
+                            .slot = slot,
+                            .tag = request->tag,
+                            .offset = value,
+                            .length = length,
+                            .count = count};
+
+    tcp_conn_queue(c, &reply, data);
+}
+
+static void tcp_serve_attach(tcp_conn_t *c, const pb_tcp_frame_t *frame)
+{
+    tcp_export_t *te = tcp_published_find(c->attach.segid);
+    uint32_t perm = c->attach.perm;
+    tcp_slot_t *slot = NULL;
+    uint32_t index;
+    int grant;
+
+    if (te == NULL) {
+        tcp_reply(c, frame, PB_ERR_NOT_PUBLISHED, 0, 0, 0, NULL, 0);
+        return;
+    }
+    /* the job's processes run as one user: the peer is judged as the owner */
+    grant = pb_rsm_acl_grant(te->seg, c->peer_node, geteuid(), getegid());
+    if (grant < 0) {
+        tcp_reply(c, frame, PB_ERR_NOT_PUBLISHED_TO_NODE, 0, 0, 0, NULL, 0);
+        return;
+    }
+    if (perm == 0 || (perm & ~(uint32_t)RSM_PERM_RDWR) != 0 || (perm & ~(uint32_t)grant) != 0) {
+        tcp_reply(c, frame, PB_ERR_PERMISSION, 0, 0, 0, NULL, 0);
+        return;
+    }
+    for (index = 0; index < c->slot_count && c->slots[index].in_use; index++)
+        ;
+    if (index == c->slot_count) {
+        tcp_slot_t *grown;
+
+        if (c->slot_count >= (1u << 20)) {
+            tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
+            return;
+        }
+        grown = realloc(c->slots, (c->slot_count + 1) * sizeof(*grown));
+        if (grown == NULL) {
+            tcp_reply(c, frame, PB_ERR_NO_MEMORY, 0, 0, 0, NULL, 0);
+            return;
+        }
+        c->slots = grown;
+        c->slot_count++;
+    }
+    slot = &c->slots[index];
+    *slot = (tcp_slot_t){.in_use = 1, .exp = te, .perm = perm};
+    tcp_reply(c, frame, PB_OK, index + 1, te->seg->size, perm, NULL, 0);
+}
+
+static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
+{
+    tcp_conn_t *c = ctx;
+    tcp_slot_t *slot;
+    pb_tcp_slot_view_t view;
+    const char *why;
+
+    if (frame->type == PB_TCP_ATTACH) {
+        *dest_p = (char *)&c->attach;
+        return NULL;
+    }
+    slot = tcp_slot_of(c, frame->slot);
+    if (slot == NULL)
+        return "frame for a slot that is not attached";
+    if (frame->type != PB_TCP_PUT && frame->type != PB_TCP_GET)
+        return NULL;
+    if (slot->exp == NULL) {
+        /* withdrawn: the data is dropped, the next barrier reports it */
+        if (frame->type == PB_TCP_PUT)
+            slot->error = PB_ERR_CONN_ABORTED;
+        return NULL;
+    }
+    view = (pb_tcp_slot_view_t){slot->exp->seg->vaddr, slot->exp->seg->size, slot->perm};
+    why = pb_tcp_frame_check_access(frame, &view);
+    if (why != NULL)
+        return why;
+    if (frame->type == PB_TCP_PUT)
+        *dest_p = view.base + frame->offset;
+    return NULL;
+}
+
+static void tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
+{
+    tcp_conn_t *c = ctx;
+    tcp_slot_t *slot = frame->type == PB_TCP_ATTACH ? NULL : tcp_slot_of(c, frame->slot);
+    tcp_export_t *te;
+
+    switch (frame->type) {
+    case PB_TCP_ATTACH: tcp_serve_attach(c, frame); break;
+    case PB_TCP_DETACH: slot->in_use = 0; break;
+    case PB_TCP_PUT: break; /* the payload is in place */
+    case PB_TCP_GET:
+        if (slot->exp == NULL)
+            tcp_reply(c, frame, PB_ERR_CONN_ABORTED, frame->slot, 0, 0, NULL, 0);
+        else
+            tcp_reply(c, frame, PB_OK, frame->slot, 0, 0,
+                      (char *)slot->exp->seg->vaddr + frame->offset, frame->count);
+        break;
+    case PB_TCP_BARRIER:
+        /* every earlier frame of this connection is applied */
+        tcp_reply(c, frame, slot->exp == NULL ? PB_ERR_CONN_ABORTED : slot->error, frame->slot, 0,
+                  0, NULL, 0);
+        slot->error = PB_OK;
+        break;
+    case PB_TCP_SIGNAL:
+        te = slot->exp;
+        if (te == NULL)
+            break;
+        if (frame->flags & PB_TCP_FLAG_ACCUMULATE) {
+            uint32_t pending = atomic_load(&te->events);
+
+            /* saturate rather than wrap after 2^32 unconsumed posts */
+            while (pending != UINT32_MAX &&
+                   !atomic_compare_exchange_weak(&te->events, &pending, pending + 1))
+                ;
+        } else {
+            uint32_t none = 0;
+
+            atomic_compare_exchange_strong(&te->events, &none, 1);
+        }
+        tcp_futex_wake(&te->events);
+        break;
+    default: break; /* pb_tcp_frame_check let no other type through */
+    }
+}
+
+/* ---- the importer side: frames from exporters -------------------------------- */
+
+static tcp_request_t *tcp_request_find(tcp_conn_t *c, uint32_t tag)
+{
+    for (tcp_request_t *req = c->requests; req != NULL; req = req->next) {
+        if (req->tag == tag)
+            return req;
+    }
+    return NULL;
+}
+
+static pb_rsm_import_t *tcp_import_of_slot(tcp_conn_t *c, uint32_t slot)
+{
+    return slot < c->slot_import_cap ? c->slot_imports[slot] : NULL;
+}
+
+static int tcp_slot_import_set(tcp_conn_t *c, uint32_t slot, pb_rsm_import_t *im)
+{
+    if (slot >= c->slot_import_cap) {
+        uint32_t cap = c->slot_import_cap ? c->slot_import_cap : 16;
+        pb_rsm_import_t **grown;
+
+        while (cap <= slot)
+            cap *= 2;
+        grown = realloc(c->slot_imports, cap * sizeof(*grown));
+        if (grown == NULL)
+            return 0;
+        memset(grown + c->slot_import_cap, 0, (cap - c->slot_import_cap) * sizeof(*grown));
+        c->slot_imports = grown;
+        c->slot_import_cap = cap;
+    }
+    c->slot_imports[slot] = im;
+    return 1;
+}
+
+static const char *tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
+{
+    tcp_conn_t *c = ctx;
+    tcp_request_t *req;
+
+    if (frame->type != PB_TCP_REPLY)
+        return NULL;
+    req = tcp_request_find(c, frame->tag);
+    if (req == NULL)
+        return "reply to no request";
+    if (frame->length > 0) {
+        if (req->dst == NULL || frame->status != PB_OK || frame->length != req->dst_len)
+            return "reply data that was not asked for";
+        *dest_p = req->dst;
+    }
+    return NULL;
+}
+
+static void tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
+{
+    tcp_conn_t *c = ctx;
+    pb_rsm_import_t *im;
+    tcp_request_t *req;
+
+    switch (frame->type) {
+    case PB_TCP_REPLY:
+        req = tcp_request_find(c, frame->tag);
+        for (tcp_request_t **p = &c->requests; *p != NULL; p = &(*p)->next) {
+            if (*p == req) {
+                *p = req->next;
+                break;
+            }
+        }
+        req->status = frame->status;
+        req->slot = frame->slot;
+        req->value = frame->offset;
+        req->count = frame->count;
+        if (req->import != NULL && frame->status == PB_OK &&
+            !tcp_slot_import_set(c, frame->slot, req->import))
+            req->status = PB_ERR_NO_MEMORY;
+        tcp_word_bump(&req->done);
+        break;
+    case PB_TCP_EVENT:
+    case PB_TCP_WITHDRAWN:
+        im = tcp_import_of_slot(c, frame->slot);
+        if (im == NULL)
+            break; /* disconnected meanwhile */
+        if (frame->type == PB_TCP_WITHDRAWN)
+            atomic_store(&((tcp_import_t *)im->tl)->withdrawn, 1);
+        tcp_word_bump(&((tcp_import_t *)im->tl)->generation);
+        break;
+    default: break;
+    }
+}
+
+/* ---- progress: reading the sockets ------------------------------------------- */
+
+/* The exporter side's handshake: read the importer's AUTH, check it,
+ * answer WELCOME. */
+static void tcp_conn_read_auth(tcp_conn_t *c)
+{
+    const pb_job_t *job = pb_job_get();
+    pb_tcp_welcome_t welcome;
+    uint8_t key[PB_TCP_KEY_LEN];
+    pb_status_t status = PB_OK;
+    ssize_t n;
+
+    n = recv(c->fd, (char *)&c->auth + c->auth_got, sizeof(c->auth) - c->auth_got, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* gave up before it began */
+        return;
+    }
+    if (n < 0)
+        return;
+    c->auth_got += (size_t)n;
+    if (c->auth_got < sizeof(c->auth))
+        return;
+    if (!pb_tcp_msg_hdr_ok(&c->auth.hdr, PB_TCP_MSG_AUTH)) {
+        tcp_conn_fail(c, PB_ERR_PROTOCOL, "malformed handshake");
+        return;
+    }
+    tcp_key_of_job(key);
+    c->peer_node = c->auth.node;
+    c->peer_pid = c->auth.pid;
+    if (memchr(c->auth.job_id, '\0', sizeof(c->auth.job_id)) == NULL ||
+        strcmp(c->auth.job_id, job->id) != 0 ||
+        c->auth.mac != pb_tcp_auth_mac(key, c->nonce, &c->auth)) {
+        pb_info("tcp: refused a connection from pid %u: not of this job", c->peer_pid);
+        status = PB_ERR_PERMISSION;
+    }
+    pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
+    welcome.status = status;
+    welcome.reserved = 0;
+    welcome.mac = pb_tcp_welcome_mac(key, c->auth.nonce, status);
+    /* the first bytes on a fresh socket: they fit its buffer */
+    if (send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+            (ssize_t)sizeof(welcome) ||
+        status != PB_OK) {
+        tcp_conn_fail(c, PB_ERR_PERMISSION, NULL);
+        return;
+    }
+    c->established = 1;
+}
+
+/* Read what @c has, up to TCP_READS_PER_PASS receives.  Every staged byte
+ * is consumed before returning: epoll reports the socket again only if it
+ * has more, so bytes left in staging would wait forever.  Caller holds
+ * pb_rsm_lock and tcp.lock. */
+static void tcp_conn_read(tcp_conn_t *c)
+{
+    int reads = 0;
+
+    while (atomic_load(&c->failure) == PB_OK) {
+        char *buf;
+        size_t len, avail = c->staging_tail - c->staging_head;
+        const char *why;
+        ssize_t n;
+
+        if (avail == 0 && reads == TCP_READS_PER_PASS)
+            return; /* the socket's rest is reported again */
+        pb_tcp_rx_next(&c->rx, tcp.scratch, sizeof(tcp.scratch), &buf, &len);
+        if (avail > 0) {
+            /* from the staging buffer */
+            n = (ssize_t)(avail < len ? avail : len);
+            if (buf != tcp.scratch)
+                memcpy(buf, c->staging + c->staging_head, (size_t)n);
+            c->staging_head += (size_t)n;
+        } else {
+            int direct = len >= TCP_STAGING_SIZE;
+
+            /* a long payload straight to its place; the rest via staging */
+            c->staging_head = c->staging_tail = 0;
+            n = recv(c->fd, direct ? buf : c->staging, direct ? len : TCP_STAGING_SIZE,
+                     MSG_DONTWAIT);
+            reads++;
+            if (n == 0) {
+                tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer went away */
+                return;
+            }
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == ECONNRESET)
+                    tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer died */
+                else if (errno != EAGAIN)
+                    tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
+                return;
+            }
+            if (!direct) {
+                c->staging_tail = (size_t)n;
+                continue;
+            }
+        }
+        why = pb_tcp_rx_advance(&c->rx, (size_t)n);
+        if (why != NULL) {
+            tcp_conn_fail(c, PB_ERR_PROTOCOL, why);
+            return;
+        }
+    }
+}
+
+static void tcp_accept_ready(void)
+{
+    for (;;) {
+        pb_tcp_hello_t hello;
+        tcp_conn_t *c;
+        int fd = accept4(tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                pb_warn("tcp: accept failed: %m");
+            return;
+        }
+        tcp_socket_tune(fd);
+        c = tcp_conn_new(fd, 1);
+        if (c == NULL || pb_job_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
+            tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, TCP_SOURCE_CONN, c, &c->source_id) != PB_OK) {
+            pb_warn("tcp: refusing an importer: out of resources");
+            if (c != NULL)
+                tcp_conn_free(c);
+            close(fd);
+            continue;
+        }
+        c->events = EPOLLIN | EPOLLRDHUP;
+        pb_tcp_rx_init(&c->rx, 1, tcp_exporter_on_header, tcp_exporter_on_frame, c);
+        c->next = tcp.conns;
+        tcp.conns = c;
+        pb_tcp_msg_hdr_set(&hello.hdr, PB_TCP_MSG_HELLO);
+        memcpy(hello.nonce, c->nonce, sizeof(hello.nonce));
+        if (send(fd, &hello, sizeof(hello), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(hello))
+            tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
+    }
+}
+
+/* A process of this node asks where a segment's exporter listens. */
+static void tcp_rendezvous_ready(tcp_export_t *te, int listen_fd)
+{
+    for (;;) {
+        pb_tcp_directory_t dir = {0};
+        struct ucred cred;
+        socklen_t cred_len = sizeof(cred);
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+        if (fd < 0)
+            return;
+        pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
+        dir.addr = tcp.addr;
+        dir.port = tcp.port;
+        /* the solo job has no secret: this process's own key goes to
+         * processes of the same user, which the kernel vouches for here */
+        if (!pb_job_get()->has_secret &&
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
+            cred.uid == geteuid()) {
+            dir.has_key = 1;
+            memcpy(dir.key, tcp.local_key, sizeof(dir.key));
+        }
+        if (send(fd, &dir, sizeof(dir), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(dir))
+            pb_debug("tcp: rendezvous reply for segment %#x not sent: %m", te->segid);
+        close(fd);
+    }
+}
+
+/* Handle @count events from epoll_wait on tcp.ep.  Caller holds
+ * pb_rsm_lock and tcp.lock. */
+static void tcp_handle_events(const struct epoll_event *events, int count)
+{
+    for (int i = 0; i < count; i++) {
+        tcp_source_t *src = tcp_source_get(events[i].data.u64);
+        tcp_conn_t *c;
+
+        if (src == NULL)
+            continue; /* removed since epoll_wait returned */
+        switch (src->kind) {
+        case TCP_SOURCE_LISTEN: tcp_accept_ready(); break;
+        case TCP_SOURCE_RENDEZVOUS: tcp_rendezvous_ready(src->ptr, src->fd); break;
+        case TCP_SOURCE_CONN:
+            c = src->ptr;
+            if (events[i].events & EPOLLOUT)
+                tcp_conn_flush(c);
+            if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+                if (c->at_exporter && !c->established)
+                    tcp_conn_read_auth(c);
+                else
+                    tcp_conn_read(c);
+            }
+            break;
+        }
+    }
+    tcp_reap_failed();
+}
+
+/* One pass: wait up to @timeout_ms for socket events and handle them.
+ * Caller holds the progress token and nothing else; it takes pb_rsm_lock
+ * and tcp.lock to handle what arrived, lets the token go, and re-arms the
+ * service thread's watch, which may have fired while the token was taken.
+ * @return 0, or -1 if a signal handler ran during the wait. */
+static int tcp_progress_pass(int timeout_ms)
+{
+    struct epoll_event events[TCP_MAX_EVENTS];
+    int count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, timeout_ms);
+    int interrupted = count < 0 && errno == EINTR;
+
+    pthread_mutex_lock(&pb_rsm_lock);
+    if (count > 0) {
+        pthread_mutex_lock(&tcp.lock);
+        tcp_handle_events(events, count);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+    pthread_mutex_unlock(&tcp.progress);
+    pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+    pthread_mutex_unlock(&pb_rsm_lock);
+    return interrupted ? -1 : 0;
+}
+
+/* The service thread's callback (pb_rsm_lock held): the epoll set has
+ * something and maybe no application thread is reading it. */
+static void tcp_service_ready(void *arg, uint32_t events)
+{
+    struct epoll_event ready[TCP_MAX_EVENTS];
+    int count;
+
+    (void)arg;
+    (void)events;
+    if (pthread_mutex_trylock(&tcp.progress) != 0)
+        return; /* the holder re-arms the watch when it lets go */
+    count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
+    if (count > 0) {
+        pthread_mutex_lock(&tcp.lock);
+        tcp_handle_events(ready, count);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+    pthread_mutex_unlock(&tcp.progress);
+    pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+}
+
+/* A condition a waiter waits for: PB_OK or an error when it is over,
+ * PB_ERR_TIMEOUT while it is not. */
+typedef pb_status_t (*tcp_ready_func_t)(void *arg);
+
+/* Wait until @ready says it is over or @timeout_ms (-1: forever) pass,
+ * reading the sockets meanwhile.  @word changes (and is woken) whenever
+ * the condition may have.  @return what @ready said, PB_ERR_TIMEOUT, or
+ * PB_ERR_INTERRUPTED when @interruptible and a signal handler ran (waits
+ * for a reply are not interruptible: the reply would have nowhere to go). */
+static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t *word,
+                            int timeout_ms, int interruptible)
+{
+    int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+
+    for (;;) {
+        uint32_t seen = atomic_load(word);
+        pb_status_t status = ready(arg);
+        int slice;
+
+        if (status != PB_ERR_TIMEOUT)
+            return status;
+        slice = tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
+        if (slice == 0) {
+            /* what has reached this host counts: read it before giving up */
+            pthread_mutex_lock(&tcp.progress);
+            tcp_progress_pass(0);
+            return ready(arg);
+        }
+        if (pthread_mutex_trylock(&tcp.progress) == 0) {
+            /* the service thread may have finished it before we took the token */
+            if (atomic_load(word) != seen)
+                slice = 0;
+            if (tcp_progress_pass(slice) != 0 && interruptible)
+                return PB_ERR_INTERRUPTED;
+        } else if (tcp_futex_wait(word, seen,
+                                  slice < TCP_FUTEX_SLICE_MS ? slice : TCP_FUTEX_SLICE_MS) != 0 &&
+                   interruptible) {
+            return PB_ERR_INTERRUPTED;
+        }
+    }
+}
+
+/* ---- start ----------------------------------------------------------------- */
+
+static void tcp_atfork_child(void)
+{
+    /* the service's child handler closed the epoll set; the parent's
+     * connections and listeners are the parent's: drop them all */
+    pthread_mutex_init(&tcp.lock, NULL);
+    pthread_mutex_init(&tcp.progress, NULL);
+    pthread_mutex_init(&tcp.connect_lock, NULL);
+    if (!tcp.started)
+        return;
+    for (tcp_conn_t *c = tcp.conns, *next; c != NULL; c = next) {
+        next = c->next;
+        close(c->fd);
+        c->fd = -1;
+        atomic_store(&c->failure, PB_ERR_CONN_ABORTED);
+        c->next = NULL;
+    }
+    tcp.conns = NULL;
+    for (uint32_t i = 0; i < tcp.source_count; i++) {
+        if (tcp.sources[i].in_use && tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS)
+            close(tcp.sources[i].fd);
+    }
+    free(tcp.sources);
+    tcp.sources = NULL;
+    tcp.source_count = tcp.source_cap = 0;
+    if (tcp.listen_fd >= 0)
+        close(tcp.listen_fd);
+    tcp.listen_fd = -1;
+    tcp.published = NULL;
+    tcp.ep = -1;
+    tcp.started = 0;
+}
+
+/* Create the epoll set and hand it to the service thread.  Caller holds
+ * pb_rsm_lock and tcp.lock. */
+static pb_status_t tcp_start(void)
+{
+    pb_status_t status;
+    int ep;
+
+    if (tcp.started)
+        return PB_OK;
+    if (!tcp.atfork_registered) {
+        pthread_atfork(NULL, NULL, tcp_atfork_child);
+        tcp.atfork_registered = 1;
+    }
+    status = tcp_advertised_addr(&tcp.addr);
+    if (status != PB_OK)
+        return status;
+    if (pb_job_random_bytes(tcp.local_key, sizeof(tcp.local_key)) != 0)
+        return PB_ERR_NO_RESOURCE;
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) {
+        pb_error("epoll_create1 failed: %m");
+        return PB_ERR_NO_RESOURCE;
+    }
+    /* the service owns (and closes) the descriptor */
+    status =
+        pb_rsm_service_add(ep, EPOLLIN | EPOLLONESHOT, tcp_service_ready, NULL, &tcp.service_id);
+    if (status != PB_OK) {
+        close(ep);
+        return status;
+    }
+    tcp.ep = ep;
+    tcp.started = 1;
+    return PB_OK;
+}
+
+/* Listen for importers.  Caller holds pb_rsm_lock and tcp.lock. */
+static pb_status_t tcp_listen(void)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(addr);
+    int fd;
+    pb_status_t status;
+
+    if (tcp.listen_fd >= 0)
+        return PB_OK;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        pb_error("tcp: socket failed: %m");
+        return PB_ERR_NO_RESOURCE;
+    }
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        listen(fd, TCP_LISTEN_BACKLOG) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+        pb_error("tcp: cannot listen: %m");
+        close(fd);
+        return PB_ERR_NO_RESOURCE;
+    }
+    status = tcp_source_add(fd, EPOLLIN, TCP_SOURCE_LISTEN, NULL, &tcp.listen_id);
+    if (status != PB_OK) {
+        close(fd);
+        return status;
+    }
+    tcp.listen_fd = fd;
+    tcp.port = ntohs(addr.sin_port);
+    return PB_OK;
+}
+
+/* ---- capabilities ---------------------------------------------------------- */
+
+static void tcp_query(pb_rsm_caps_t *caps_p)
+{
+    caps_p->can_map = 0;
+    caps_p->page_size = (size_t)sysconf(_SC_PAGESIZE);
+    caps_p->max_segment_size = (size_t)1 << 40;
+}
+
+static int tcp_reaches(rsm_node_id_t node)
+{
+    /* any node: whether a segment is there is the import's question */
+    (void)node;
+    return 1;
+}
+
+/* ---- export side -------------------------------------------------------------- */
+
+/* Whether [vaddr, vaddr + size) is mapped.  (Memory that is mapped but
+ * not writable makes a remote put fail with EFAULT in recv, which breaks
+ * that connection and nothing else.) */
+static pb_status_t tcp_check_mapped(void *vaddr, size_t size)
+{
+    if (madvise(vaddr, size, MADV_NORMAL) != 0)
+        return errno == ENOMEM ? PB_ERR_BAD_ADDRESS : PB_ERR_IO;
+    return PB_OK;
+}
+
+static pb_status_t tcp_export_create(pb_rsm_export_t *seg)
+{
+    tcp_export_t *te;
+
+    if (tcp_check_mapped(seg->vaddr, seg->size) != PB_OK)
+        return PB_ERR_BAD_ADDRESS;
+    te = calloc(1, sizeof(*te));
+    if (te == NULL)
+        return PB_ERR_NO_MEMORY;
+    te->seg = seg;
+    seg->tl = te;
+    return PB_OK;
+}
+
+static void tcp_export_destroy(pb_rsm_export_t *seg)
+{
+    /* unpublished (the dispatcher checked), so no frame names it */
+    free(seg->tl);
+    seg->tl = NULL;
+}
+
+/* Point payloads being received into @te's memory at @base (NULL: drop
+ * them).  Caller holds tcp.lock. */
+static void tcp_export_redirect(tcp_export_t *te, char *base)
+{
+    for (tcp_conn_t *c = tcp.conns; c != NULL; c = c->next) {
+        tcp_slot_t *slot;
+
+        if (!c->at_exporter || !c->rx.in_payload || c->rx.frame.type != PB_TCP_PUT)
+            continue;
+        slot = tcp_slot_of(c, c->rx.frame.slot);
+        if (slot != NULL && slot->exp == te && c->rx.dest != NULL)
+            c->rx.dest = base == NULL ? NULL : base + c->rx.frame.offset;
+    }
+}
+
+static pb_status_t tcp_export_rebind(pb_rsm_export_t *seg, void *vaddr)
+{
+    if (tcp_check_mapped(vaddr, seg->size) != PB_OK)
+        return PB_ERR_BAD_ADDRESS;
+    pthread_mutex_lock(&tcp.lock);
+    tcp_export_redirect(seg->tl, vaddr);
+    seg->vaddr = vaddr;
+    pthread_mutex_unlock(&tcp.lock);
+    return PB_OK;
+}
+
+static void tcp_rendezvous_name(struct sockaddr_un *addr, socklen_t *len_p, rsm_node_id_t node,
+                                rsm_memseg_id_t segid)
+{
+    int n;
+
+    memset(addr, 0, sizeof(*addr));
+    addr->sun_family = AF_UNIX;
+    /* the abstract namespace: nothing in a file system, gone with the socket */
+    n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "postbox-tcp/%s/%u/%08x",
+                 pb_job_get()->id, (unsigned)node, (unsigned)segid);
+    *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int tcp_rendezvous_bind(rsm_node_id_t node, rsm_memseg_id_t segid)
+{
+    struct sockaddr_un addr;
+    socklen_t len;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int saved;
+
+    if (fd < 0)
+        return -1;
+    tcp_rendezvous_name(&addr, &len, node, segid);
+    if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, TCP_LISTEN_BACKLOG) != 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static pb_status_t tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
+{
+    tcp_export_t *te = seg->tl;
+    rsm_node_id_t node = pb_job_get()->node_id;
+    rsm_memseg_id_t segid = *segid_p;
+    pb_status_t status;
+    int fd = -1;
+
+    pthread_mutex_lock(&tcp.lock);
+    status = tcp_start();
+    if (status == PB_OK)
+        status = tcp_listen();
+    if (status != PB_OK)
+        goto out;
+    if (segid != 0) {
+        fd = tcp_rendezvous_bind(node, segid);
+    } else {
+        /* the library's choice: a random id of the user range */
+        for (int i = 0; i < TCP_SEGID_PICK_TRIES && fd < 0; i++) {
+            uint32_t pick;
+
+            if (pb_job_random_bytes(&pick, sizeof(pick)) != 0)
+                break;
+            segid = pick | RSM_USER_APP_ID_BASE;
+            fd = tcp_rendezvous_bind(node, segid);
+            if (fd < 0 && errno != EADDRINUSE)
+                break;
+        }
+    }
+    if (fd < 0) {
+        if (errno == EADDRINUSE) {
+            status = PB_ERR_IN_USE;
+        } else {
+            pb_error("binding the rendezvous socket of segment %#x failed: %m", segid);
+            status = PB_ERR_NO_RESOURCE;
+        }
+        goto out;
+    }
+    status = tcp_source_add(fd, EPOLLIN, TCP_SOURCE_RENDEZVOUS, te, &te->rendezvous_id);
+    if (status != PB_OK) {
+        close(fd);
+        goto out;
+    }
+    te->segid = segid;
+    te->next = tcp.published;
+    tcp.published = te;
+    *segid_p = segid;
+out:
+    pthread_mutex_unlock(&tcp.lock);
+    return status;
+}
+
+static pb_status_t tcp_export_unpublish(pb_rsm_export_t *seg)
+{
+    tcp_export_t *te = seg->tl;
+    tcp_source_t *src;
+
+    pthread_mutex_lock(&tcp.lock);
+    src = tcp_source_get(te->rendezvous_id);
+    if (src != NULL) {
+        int fd = src->fd;
+
+        tcp_source_remove(te->rendezvous_id); /* the name disappears */
+        close(fd);
+    }
+    for (tcp_export_t **p = &tcp.published; *p != NULL; p = &(*p)->next) {
+        if (*p == te) {
+            *p = te->next;
+            break;
+        }
+    }
+    /* importers are cut off: their slots stay until they detach */
+    tcp_export_redirect(te, NULL);
+    for (tcp_conn_t *c = tcp.conns; c != NULL; c = c->next) {
+        if (!c->at_exporter)
+            continue;
+        for (uint32_t i = 0; i < c->slot_count; i++) {
+            if (c->slots[i].in_use && c->slots[i].exp == te) {
+                pb_tcp_frame_t withdrawn = {.type = PB_TCP_WITHDRAWN, .slot = i + 1};
+
+                c->slots[i].exp = NULL;
+                tcp_conn_queue(c, &withdrawn, NULL);
+            }
+        }
+    }
+    tcp_reap_failed();
+    pthread_mutex_unlock(&tcp.lock);
+    return PB_OK;
+}
+
+/* ---- import side -------------------------------------------------------------- */
+
+/* Move @len bytes over the blocking handshake, giving up at @deadline. */
+static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, int64_t deadline)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        struct pollfd pfd = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
+        int wait = tcp_remaining_ms(deadline, TCP_CONNECT_TIMEOUT_MS);
+        ssize_t n;
+
+        if (wait == 0)
+            return PB_ERR_TIMEOUT;
+        if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+            return PB_ERR_IO;
+        n = sending ? send(fd, (char *)buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+                    : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+        if (n == 0)
+            return PB_ERR_CONN_ABORTED;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return PB_ERR_CONN_ABORTED;
+        }
+        done += (size_t)n;
+    }
+    return PB_OK;
+}
+
+/* Ask the rendezvous socket of (@node, @segid), if it is on a node whose
+ * abstract sockets this process sees, where its exporter listens. */
+static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir)
+{
+    struct sockaddr_un addr;
+    socklen_t len;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    pb_status_t status;
+    int ret;
+
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    tcp_rendezvous_name(&addr, &len, node, segid);
+    do {
+        ret = connect(fd, (struct sockaddr *)&addr, len);
+    } while (ret != 0 && errno == EINTR);
+    if (ret != 0) {
+        int known = node == pb_job_get()->node_id || (int64_t)node < postbox_job_node_count();
+
+        close(fd);
+        if (errno == ECONNREFUSED || errno == ENOENT || errno == EAGAIN)
+            return known ? PB_ERR_NOT_PUBLISHED : PB_ERR_UNREACHABLE;
+        pb_error("tcp: rendezvous with segment %#x failed: %m", segid);
+        return PB_ERR_NO_RESOURCE;
+    }
+    status = tcp_handshake_io(fd, dir, sizeof(*dir), 0, tcp_now_ms() + TCP_CONNECT_TIMEOUT_MS);
+    close(fd);
+    if (status != PB_OK)
+        return status == PB_ERR_CONN_ABORTED ? PB_ERR_NOT_PUBLISHED : status;
+    if (!pb_tcp_msg_hdr_ok(&dir->hdr, PB_TCP_MSG_DIRECTORY)) {
+        pb_warn("tcp: the rendezvous of segment %#x answered in a foreign format", segid);
+        return PB_ERR_PROTOCOL;
+    }
+    return PB_OK;
+}
+
+/* Connect to the exporter at @peer and authenticate with @key: the
+ * handshake of docs/tcp.md.  On success *fd_p is connected, non-blocking. */
+static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
+                            int *fd_p)
+{
+    int64_t deadline = tcp_now_ms() + TCP_CONNECT_TIMEOUT_MS;
+    const pb_job_t *job = pb_job_get();
+    pb_tcp_hello_t hello;
+    pb_tcp_auth_t auth = {0};
+    pb_tcp_welcome_t welcome;
+    struct pollfd pfd;
+    pb_status_t status;
+    int fd, err = 0;
+    socklen_t err_len = sizeof(err);
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    tcp_socket_tune(fd);
+    if (connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) != 0 && errno != EINPROGRESS) {
+        err = errno;
+    } else {
+        pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
+        if (poll(&pfd, 1, TCP_CONNECT_TIMEOUT_MS) != 1)
+            err = ETIMEDOUT;
+        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
+            err = errno;
+    }
+    if (err != 0) {
+        /* refused: the process is gone, and its segment with it */
+        status = err == ECONNREFUSED ? PB_ERR_NOT_PUBLISHED : PB_ERR_UNREACHABLE;
+        goto err;
+    }
+    status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
+    if (status == PB_ERR_CONN_ABORTED)
+        status = PB_ERR_NOT_PUBLISHED;
+    if (status != PB_OK)
+        goto err;
+    if (!pb_tcp_msg_hdr_ok(&hello.hdr, PB_TCP_MSG_HELLO)) {
+        status = PB_ERR_PROTOCOL;
+        goto err;
+    }
+    pb_tcp_msg_hdr_set(&auth.hdr, PB_TCP_MSG_AUTH);
+    auth.node = job->node_id;
+    auth.pid = (uint32_t)getpid();
+    snprintf(auth.job_id, sizeof(auth.job_id), "%s", job->id);
+    if (pb_job_random_bytes(auth.nonce, sizeof(auth.nonce)) != 0) {
+        status = PB_ERR_NO_RESOURCE;
+        goto err;
+    }
+    auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
+    status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
+    if (status == PB_OK)
+        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
+    if (status == PB_ERR_CONN_ABORTED)
+        status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
+    if (status != PB_OK)
+        goto err;
+    if (!pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_WELCOME) ||
+        welcome.mac != pb_tcp_welcome_mac(key, auth.nonce, welcome.status)) {
+        /* not a process of this job: tell nothing, trust nothing */
+        status = PB_ERR_PERMISSION;
+        goto err;
+    }
+    if (welcome.status != PB_OK) {
+        status = welcome.status;
+        goto err;
+    }
+    *fd_p = fd;
+    return PB_OK;
+
+err:
+    close(fd);
+    return status;
+}
+
+/* A connection to the exporter at @peer: the one this process has, or a
+ * new one.  Caller holds tcp.connect_lock (not tcp.lock). */
+static pb_status_t tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
+                                tcp_conn_t **conn_p)
+{
+    tcp_conn_t *c;
+    pb_status_t status;
+    int fd;
+
+    pthread_mutex_lock(&tcp.lock);
+    for (c = tcp.conns; c != NULL; c = c->next) {
+        if (!c->at_exporter && c->peer.sin_addr.s_addr == peer->sin_addr.s_addr &&
+            c->peer.sin_port == peer->sin_port && memcmp(c->key, key, PB_TCP_KEY_LEN) == 0 &&
+            atomic_load(&c->failure) == PB_OK) {
+            c->refs++;
+            *conn_p = c;
+            pthread_mutex_unlock(&tcp.lock);
+            return PB_OK;
+        }
+    }
+    pthread_mutex_unlock(&tcp.lock);
+
+    /* no lock while dialling: the exporter may be this very process */
+    status = tcp_dial(peer, key, &fd);
+    if (status != PB_OK)
+        return status;
+    c = tcp_conn_new(fd, 0);
+    if (c == NULL) {
+        close(fd);
+        return PB_ERR_NO_MEMORY;
+    }
+    c->peer = *peer;
+    memcpy(c->key, key, PB_TCP_KEY_LEN);
+    c->refs = 1;
+    pb_tcp_rx_init(&c->rx, 0, tcp_importer_on_header, tcp_importer_on_frame, c);
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&tcp.lock);
+    status = tcp_start();
+    if (status == PB_OK)
+        status = tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, TCP_SOURCE_CONN, c, &c->source_id);
+    if (status == PB_OK) {
+        c->events = EPOLLIN | EPOLLRDHUP;
+        c->next = tcp.conns;
+        tcp.conns = c;
+    }
+    pthread_mutex_unlock(&tcp.lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+    if (status != PB_OK) {
+        close(fd);
+        tcp_conn_free(c);
+        return status;
+    }
+    *conn_p = c;
+    return PB_OK;
+}
+
+/* Drop one import's use of @c; the last one closes it.  Caller holds
+ * tcp.lock. */
+static void tcp_conn_put(tcp_conn_t *c)
+{
+    if (--c->refs > 0)
+        return;
+    if (atomic_load(&c->failure) == PB_OK) {
+        tcp_source_remove(c->source_id);
+        tcp_conn_unlink(c);
+    }
+    close(c->fd);
+    tcp_conn_free(c);
+}
+
+static pb_status_t tcp_request_ready(void *arg)
+{
+    tcp_request_t *req = arg;
+
+    return atomic_load(&req->done) ? (pb_status_t)req->status : PB_ERR_TIMEOUT;
+}
+
+/* Send @frame (its tag set here) and wait for the REPLY. */
+static pb_status_t tcp_request(tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
+                               tcp_request_t *req)
+{
+    pb_status_t status;
+
+    pthread_mutex_lock(&tcp.lock);
+    status = atomic_load(&c->failure);
+    if (status == PB_OK) {
+        if (c->next_tag == 0) /* tags are never 0: see pb_tcp_frame_check */
+            c->next_tag = 1;
+        req->tag = frame->tag = c->next_tag++;
+        req->next = c->requests;
+        c->requests = req;
+    }
+    pthread_mutex_unlock(&tcp.lock);
+    if (status != PB_OK)
+        return PB_ERR_CONN_ABORTED;
+    status = tcp_conn_send(c, frame, payload);
+    if (status != PB_OK) {
+        /* the reader fails the request when it sees the connection break;
+         * make sure it does, then wait for that */
+        pthread_mutex_lock(&tcp.lock);
+        tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+    status = tcp_wait(tcp_request_ready, req, &req->done, -1, 0);
+    return status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL ? PB_ERR_CONN_ABORTED
+                                                                      : status;
+}
+
+static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
+{
+    tcp_import_t *ti = calloc(1, sizeof(*ti));
+    pb_tcp_directory_t dir;
+    struct sockaddr_in peer = {.sin_family = AF_INET};
+    uint8_t key[PB_TCP_KEY_LEN];
+    pb_tcp_attach_t attach = {.segid = im->segid, .perm = im->perm};
+    pb_tcp_frame_t frame = {.type = PB_TCP_ATTACH, .length = sizeof(attach)};
+    tcp_request_t req = {.import = im};
+    pb_status_t status;
+
+    if (ti == NULL)
+        return PB_ERR_NO_MEMORY;
+    status = tcp_lookup(im->node, im->segid, &dir);
+    if (status != PB_OK)
+        goto err_free;
+    if (pb_job_get()->has_secret) {
+        tcp_key_of_job(key);
+    } else if (dir.has_key) {
+        memcpy(key, dir.key, sizeof(key));
+    } else {
+        status = PB_ERR_PERMISSION; /* another user's process */
+        goto err_free;
+    }
+    peer.sin_addr.s_addr = dir.addr;
+    peer.sin_port = htons(dir.port);
+    im->tl = ti;
+    pthread_mutex_lock(&tcp.connect_lock);
+    status = tcp_conn_get(&peer, key, &ti->conn);
+    pthread_mutex_unlock(&tcp.connect_lock);
+    if (status != PB_OK)
+        goto err_free;
+    status = tcp_request(ti->conn, &frame, &attach, &req);
+    if (status == PB_ERR_CONN_ABORTED)
+        status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
+    if (status != PB_OK)
+        goto err_put;
+    ti->slot = req.slot;
+    im->size = req.value;
+    return PB_OK;
+
+err_put:
+    pthread_mutex_lock(&tcp.lock);
+    tcp_conn_put(ti->conn);
+    pthread_mutex_unlock(&tcp.lock);
+err_free:
+    im->tl = NULL;
+    free(ti);
+    return status;
+}
+
+static void tcp_import_disconnect(pb_rsm_import_t *im)
+{
+    tcp_import_t *ti = im->tl;
+    tcp_conn_t *c = ti->conn;
+
+    pthread_mutex_lock(&tcp.lock);
+    if (ti->slot < c->slot_import_cap)
+        c->slot_imports[ti->slot] = NULL;
+    if (c->refs > 1) {
+        pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = ti->slot};
+
+        tcp_conn_queue(c, &detach, NULL);
+    } /* else closing the connection detaches everything */
+    tcp_conn_put(c);
+    pthread_mutex_unlock(&tcp.lock);
+    free(ti);
+    im->tl = NULL;
+}
+
+static inline pb_status_t tcp_import_state(const tcp_import_t *ti)
+{
+    if (PB_UNLIKELY(atomic_load_explicit(&ti->withdrawn, memory_order_acquire) ||
+                    atomic_load_explicit(&ti->conn->failure, memory_order_acquire) != PB_OK))
+        return PB_ERR_CONN_ABORTED;
+    return PB_OK;
+}
+
+static pb_status_t tcp_barrier_close(pb_rsm_import_t *im);
+
+static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
+{
+    tcp_import_t *ti = im->tl;
+    const char *from = src;
+    pb_status_t status = tcp_import_state(ti);
+
+    while (status == PB_OK && length > 0) {
+        uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
+        pb_tcp_frame_t frame = {
+            .type = PB_TCP_PUT, .slot = ti->slot, .offset = offset, .length = chunk};
+
+        status = tcp_conn_send(ti->conn, &frame, from);
+        from += chunk;
+        offset += chunk;
+        length -= chunk;
+    }
+    if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
+        status = tcp_barrier_close(im);
+    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
+{
+    tcp_import_t *ti = im->tl;
+    char *to = dst;
+    pb_status_t status = tcp_import_state(ti);
+
+    while (status == PB_OK && length > 0) {
+        uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
+        pb_tcp_frame_t frame = {
+            .type = PB_TCP_GET, .slot = ti->slot, .offset = offset, .count = chunk};
+        tcp_request_t req = {.dst = to, .dst_len = chunk};
+
+        status = tcp_request(ti->conn, &frame, NULL, &req);
+        to += chunk;
+        offset += chunk;
+        length -= chunk;
+    }
+    return status;
+}
+
+static pb_status_t tcp_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,
+                           size_t offset, size_t length)
+{
+    (void)im, (void)address_p, (void)fixed, (void)writable, (void)offset, (void)length;
+    return PB_ERR_UNSUPPORTED; /* never called: the caps say can_map = 0 */
+}
+
+static void tcp_unmap(pb_rsm_import_t *im)
+{
+    (void)im;
+}
+
+static pb_status_t tcp_barrier_open(pb_rsm_import_t *im)
+{
+    return tcp_import_state(im->tl);
+}
+
+static pb_status_t tcp_barrier_order(pb_rsm_import_t *im)
+{
+    /* one connection per import, and TCP keeps the order */
+    return tcp_import_state(im->tl);
+}
+
+static pb_status_t tcp_barrier_close(pb_rsm_import_t *im)
+{
+    tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frame = {.type = PB_TCP_BARRIER, .slot = ti->slot};
+    tcp_request_t req = {0};
+    pb_status_t status = tcp_import_state(ti);
+
+    if (status != PB_OK)
+        return status;
+    status = tcp_request(ti->conn, &frame, NULL, &req);
+    return status == PB_OK ? tcp_import_state(ti) : status;
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+static pb_status_t tcp_export_signal_post(pb_rsm_export_t *seg, int accumulate)
+{
+    tcp_export_t *te = seg->tl;
+
+    /* importers consume all pending exporter events at once, so an
+     * accumulating and a non-accumulating post look the same to them */
+    (void)accumulate;
+    pthread_mutex_lock(&tcp.lock);
+    for (tcp_conn_t *c = tcp.conns; c != NULL; c = c->next) {
+        if (!c->at_exporter)
+            continue;
+        for (uint32_t i = 0; i < c->slot_count; i++) {
+            if (c->slots[i].in_use && c->slots[i].exp == te) {
+                pb_tcp_frame_t event = {.type = PB_TCP_EVENT, .slot = i + 1};
+
+                tcp_conn_queue(c, &event, NULL);
+            }
+        }
+    }
+    tcp_reap_failed();
+    pthread_mutex_unlock(&tcp.lock);
+    return PB_OK;
+}
+
+static pb_status_t tcp_import_signal_post(pb_rsm_import_t *im, int accumulate)
+{
+    tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frame = {
+        .type = PB_TCP_SIGNAL, .flags = accumulate ? PB_TCP_FLAG_ACCUMULATE : 0, .slot = ti->slot};
+    pb_status_t status = tcp_import_state(ti);
+
+    if (status == PB_OK)
+        status = tcp_conn_send(ti->conn, &frame, NULL);
+    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t tcp_export_event_ready(void *arg)
+{
+    tcp_export_t *te = arg;
+    uint32_t pending = atomic_load(&te->events);
+
+    while (pending > 0) {
+        if (atomic_compare_exchange_weak(&te->events, &pending, pending - 1))
+            return PB_OK;
+    }
+    return PB_ERR_TIMEOUT;
+}
+
+static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
+{
+    tcp_export_t *te = seg->tl;
+
+    return tcp_wait(tcp_export_event_ready, te, &te->events, timeout_ms, 1);
+}
+
+static pb_status_t tcp_import_event_ready(void *arg)
+{
+    tcp_import_t *ti = arg;
+    uint32_t generation = atomic_load(&ti->generation);
+
+    if (tcp_import_state(ti) != PB_OK)
+        return PB_ERR_CONN_ABORTED;
+    if (generation != ti->seen_generation) {
+        ti->seen_generation = generation;
+        return PB_OK;
+    }
+    return PB_ERR_TIMEOUT;
+}
+
+static pb_status_t tcp_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
+{
+    tcp_import_t *ti = im->tl;
+    pb_status_t status = tcp_wait(tcp_import_event_ready, ti, &ti->generation, timeout_ms, 1);
+
+    if (status == PB_OK) {
+        /* a wait consumes every event pending, and events that have reached
+         * this host are pending even if no one has read them yet */
+        pthread_mutex_lock(&tcp.progress);
+        tcp_progress_pass(0);
+        ti->seen_generation = atomic_load(&ti->generation);
+    }
+    return status;
+}
+
+static const void *tcp_export_event_word(pb_rsm_export_t *seg)
+{
+    return &((tcp_export_t *)seg->tl)->events;
+}
+
+static const void *tcp_import_event_word(pb_rsm_import_t *im)
+{
+    return &((tcp_import_t *)im->tl)->generation;
+}
+
+const pb_rsm_transport_t pb_rsm_tcp_transport = {
+    .name = "tcp",
+    .query = tcp_query,
+    .reaches = tcp_reaches,
+    .export_create = tcp_export_create,
+    .export_destroy = tcp_export_destroy,
+    .export_rebind = tcp_export_rebind,
+    .export_publish = tcp_export_publish,
+    .export_unpublish = tcp_export_unpublish,
+    .import_connect = tcp_import_connect,
+    .import_disconnect = tcp_import_disconnect,
+    .put = tcp_put,
+    .get = tcp_get,
+    .map = tcp_map,
+    .unmap = tcp_unmap,
+    .barrier_open = tcp_barrier_open,
+    .barrier_order = tcp_barrier_order,
+    .barrier_close = tcp_barrier_close,
+    .export_signal_post = tcp_export_signal_post,
+    .import_signal_post = tcp_import_signal_post,
+    .export_signal_wait = tcp_export_signal_wait,
+    .import_signal_wait = tcp_import_signal_wait,
+    .export_event_word = tcp_export_event_word,
+    .import_event_word = tcp_import_event_word,
+};

@@ -1,0 +1,190 @@
+/*
+ * The tcp transport's wire format (version 1), described for users in
+ * docs/tcp.md.  This file holds what can be checked without a socket: the
+ * message layouts, their encoding (little endian on the wire), the checks
+ * every frame header passes, the receive state machine that turns a byte
+ * stream into frames, and the exporter's bounds check of a frame against
+ * the segment it names.  tcp.c drives it from sockets; the libFuzzer target
+ * tests/fuzz/fuzz_tcp_wire.c drives it from arbitrary bytes.
+ *
+ * A connection goes from an importing process to an exporting process.
+ * After the handshake (hello, auth, welcome: a challenge-response on a
+ * 16-byte key that never crosses the wire) both sides send frames: a
+ * 32-byte header, then `length` payload bytes.
+ */
+#ifndef PB_RSM_TCP_WIRE_H
+#define PB_RSM_TCP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+#define PB_TCP_MAGIC 0x57544250u /* "PBTW" read as little endian */
+#define PB_TCP_VERSION 1
+#define PB_TCP_NONCE_LEN 16
+#define PB_TCP_KEY_LEN 16
+#define PB_TCP_JOB_ID_MAX 48
+#define PB_TCP_FRAME_HEADER_SIZE 32
+/* the largest payload of one frame; longer puts are cut into frames */
+#define PB_TCP_MAX_PAYLOAD (1u << 30)
+
+/* ---- handshake -------------------------------------------------------------- */
+
+enum {
+    PB_TCP_MSG_HELLO = 1,    /* exporter -> importer, first */
+    PB_TCP_MSG_AUTH = 2,     /* importer -> exporter */
+    PB_TCP_MSG_WELCOME = 3,  /* exporter -> importer; frames follow */
+    PB_TCP_MSG_DIRECTORY = 4 /* rendezvous reply on the local unix socket */
+};
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+} pb_tcp_msg_hdr_t;
+
+typedef struct {
+    pb_tcp_msg_hdr_t hdr;
+    uint8_t nonce[PB_TCP_NONCE_LEN]; /* the exporter's challenge */
+} pb_tcp_hello_t;
+
+typedef struct {
+    pb_tcp_msg_hdr_t hdr;
+    uint32_t node; /* the importer's RSM node id: access lists are per node */
+    uint32_t pid;  /* for log messages only */
+    char job_id[PB_TCP_JOB_ID_MAX];
+    uint8_t nonce[PB_TCP_NONCE_LEN]; /* the importer's challenge */
+    uint64_t mac;                    /* pb_tcp_auth_mac(key, hello nonce, this) */
+} pb_tcp_auth_t;
+
+typedef struct {
+    pb_tcp_msg_hdr_t hdr;
+    int32_t status; /* PB_OK, or why the connection is refused */
+    uint32_t reserved;
+    uint64_t mac; /* pb_tcp_welcome_mac(key, auth nonce, status) */
+} pb_tcp_welcome_t;
+
+/* The rendezvous reply: where the exporter of a segment listens, read from
+ * the segment's abstract unix socket on the exporter's node. */
+typedef struct {
+    pb_tcp_msg_hdr_t hdr;
+    uint32_t addr; /* IPv4, network order: the exporter's address for other nodes */
+    uint16_t port; /* host order */
+    uint16_t has_key;
+    uint8_t key[PB_TCP_KEY_LEN]; /* the exporter's own key, for the solo job only */
+} pb_tcp_directory_t;
+
+/* The MACs of the handshake: SipHash-2-4 under @key of a label and the
+ * fields named. */
+uint64_t pb_tcp_auth_mac(const uint8_t key[PB_TCP_KEY_LEN],
+                         const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth);
+uint64_t pb_tcp_welcome_mac(const uint8_t key[PB_TCP_KEY_LEN],
+                            const uint8_t auth_nonce[PB_TCP_NONCE_LEN], int32_t status);
+
+/* Whether @hdr is ours, of this version and of @type. */
+int pb_tcp_msg_hdr_ok(const pb_tcp_msg_hdr_t *hdr, uint16_t type);
+void pb_tcp_msg_hdr_set(pb_tcp_msg_hdr_t *hdr, uint16_t type);
+
+/* ---- frames ----------------------------------------------------------------- */
+
+typedef enum {
+    /* importer -> exporter */
+    PB_TCP_ATTACH = 1,  /* tag; payload pb_tcp_attach_t; answered by REPLY */
+    PB_TCP_DETACH = 2,  /* slot */
+    PB_TCP_PUT = 3,     /* slot, offset; payload = the data */
+    PB_TCP_GET = 4,     /* tag, slot, offset, count; answered by REPLY with the data */
+    PB_TCP_BARRIER = 5, /* tag, slot; answered once every earlier frame is applied */
+    PB_TCP_SIGNAL = 6,  /* slot, flags (PB_TCP_FLAG_ACCUMULATE) */
+    /* exporter -> importer */
+    PB_TCP_REPLY = 7,     /* tag, status, slot, offset (ATTACH: size), count (ATTACH: perm) */
+    PB_TCP_EVENT = 8,     /* slot: the exporter posted a signal */
+    PB_TCP_WITHDRAWN = 9, /* slot: the segment was unpublished or destroyed */
+    PB_TCP_FRAME_TYPES
+} pb_tcp_frame_type_t;
+
+#define PB_TCP_FLAG_ACCUMULATE 1u
+
+typedef struct {
+    uint16_t type;
+    uint16_t flags;
+    int32_t status; /* REPLY: a pb_status_t; 0 in every other frame */
+    uint32_t slot;  /* the exporter's number for one import on this connection */
+    uint32_t tag;   /* the importer's number for a request awaiting a REPLY */
+    uint64_t offset;
+    uint32_t length; /* payload bytes after the header */
+    uint32_t count;  /* GET: bytes asked for */
+} pb_tcp_frame_t;
+
+typedef struct {
+    uint32_t segid;
+    uint32_t perm; /* RSM_PERM_* asked for */
+} pb_tcp_attach_t;
+
+/* Encode @frame into @out (PB_TCP_FRAME_HEADER_SIZE bytes), and back. */
+void pb_tcp_frame_encode(const pb_tcp_frame_t *frame, uint8_t out[PB_TCP_FRAME_HEADER_SIZE]);
+void pb_tcp_frame_decode(const uint8_t in[PB_TCP_FRAME_HEADER_SIZE], pb_tcp_frame_t *frame);
+
+/* The checks that need no state, for a frame arriving at the exporter
+ * (@at_exporter 1) or at the importer: known type for that direction, no
+ * unknown flag, the fields a type does not use zero, the payload length
+ * a type allows.  @return NULL, or the reason the frame is malformed. */
+const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter);
+
+/* What the exporter knows of one slot when a frame names it. */
+typedef struct {
+    char *base; /* segment memory */
+    uint64_t size;
+    uint32_t perm; /* RSM_PERM_* granted */
+} pb_tcp_slot_view_t;
+
+/* The exporter's check of a PUT or GET against its slot: permission, and
+ * [offset, offset + bytes) inside the segment without overflow.
+ * @return NULL if allowed, else the reason. */
+const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_slot_view_t *slot);
+
+/* ---- receive state machine -------------------------------------------------- */
+
+/* Called when a header has arrived and passed pb_tcp_frame_check: set
+ * *dest_p to where its payload goes (NULL: read and drop it; the buffer
+ * must hold frame->length bytes).  Return NULL, or a reason that closes the
+ * connection. */
+typedef const char *(*pb_tcp_rx_header_cb_t)(void *ctx, const pb_tcp_frame_t *frame, char **dest_p);
+/* Called when a frame's payload has arrived in full. */
+typedef void (*pb_tcp_rx_frame_cb_t)(void *ctx, const pb_tcp_frame_t *frame);
+
+typedef struct {
+    uint8_t header[PB_TCP_FRAME_HEADER_SIZE];
+    size_t header_got;
+    pb_tcp_frame_t frame; /* the frame whose payload is arriving */
+    char *dest;           /* where the payload goes; NULL: dropped */
+    size_t payload_got;
+    int in_payload;
+    int at_exporter;
+    pb_tcp_rx_header_cb_t on_header;
+    pb_tcp_rx_frame_cb_t on_frame;
+    void *ctx;
+} pb_tcp_rx_t;
+
+void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, pb_tcp_rx_header_cb_t on_header,
+                    pb_tcp_rx_frame_cb_t on_frame, void *ctx);
+
+/* Where the next bytes of the stream should be read to, and how many at
+ * most: into the header, into the payload's destination, or into @scratch
+ * (of @scratch_len bytes) when the payload is dropped. */
+void pb_tcp_rx_next(const pb_tcp_rx_t *rx, char *scratch, size_t scratch_len, char **buf_p,
+                    size_t *len_p);
+
+/* Account for @len bytes just read to where pb_tcp_rx_next said, running
+ * the callbacks as headers and frames complete.  @return NULL, or the
+ * reason the connection must close (malformed frame, refused by a
+ * callback); the machine is then unusable. */
+const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, size_t len);
+
+/* Whether the machine is between frames (used when redirecting a payload). */
+static inline int pb_tcp_rx_idle(const pb_tcp_rx_t *rx)
+{
+    return !rx->in_payload && rx->header_got == 0;
+}
+
+#endif
