@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "boot/pmi.h"
+#include "rsm/tcp.h"
 #include "postbox/job.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -23,6 +24,7 @@
 
 #define JOB_NODE_KEY_FMT "pb-node-%d"
 #define JOB_SECRET_KEY "pb-job-secret"
+#define JOB_TCP_KEY_FMT "pb-tcp-%d"
 #define JOB_NODE_NAME_MAX 300
 
 typedef enum {
@@ -187,7 +189,7 @@ static pb_status_t pb_boot_job_init(void)
 {
     const pb_job_t *job = pb_job_peek(); /* reads the environment, not freezing */
     char key[PB_BOOT_PMI_KEY_MAX], name[JOB_NODE_NAME_MAX];
-    char foreign_id[PB_JOB_ID_MAX];
+    char foreign_id[PB_JOB_ID_MAX], endpoint[64];
     int foreign, need_secret;
     pb_boot_pmi_t *pmi;
     pb_status_t status;
@@ -211,6 +213,18 @@ static pb_status_t pb_boot_job_init(void)
     status = pb_boot_pmi_put(pmi, key, name);
     if (status != PB_OK)
         goto err_finalize;
+    /* where this rank listens for the tcp transport: an importer on another
+     * node asks that node's ranks where a segment is exported */
+    if (pb_rsm_tcp_endpoint(endpoint, sizeof(endpoint)) == PB_OK) {
+        snprintf(key, sizeof(key), JOB_TCP_KEY_FMT, boot.rank);
+        status = pb_boot_pmi_put(pmi, key, endpoint);
+        if (status != PB_OK)
+            goto err_finalize;
+    } else {
+        pb_warn("rank %d cannot listen for tcp imports: other nodes reach its node through "
+                "its other ranks only",
+                boot.rank);
+    }
     if (need_secret && boot.rank == 0) {
         status = pb_boot_job_secret_put(pmi);
         if (status != PB_OK)

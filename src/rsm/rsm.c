@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "postbox/config.h"
+#include "postbox/job.h"
 #include "rsm/rsm_impl.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -221,7 +222,8 @@ PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
 {
     const pb_rsm_transport_t *const *list;
     rsm_node_id_t local = pb_job_get()->node_id;
-    size_t count, head, conn_size, total;
+    int job_nodes = postbox_job_node_count();
+    size_t count, head, total, reached[PB_RSM_TRANSPORTS_MAX];
     rsm_topology_t *topology;
     char *cursor;
 
@@ -229,14 +231,22 @@ PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
         return RSMERR_BAD_TOPOLOGY_PTR;
     list = pb_rsm_transport_list(&count);
     /* one block: the header with its pointer array, then each controller's
-     * connections.  Every controller lists the nodes it reaches: the node
-     * id is the job's (postbox_job_init numbers the job's nodes and sets
-     * it), and shm reaches this node only; the job's other nodes will be
-     * listed by the network transport that reaches them, none before */
+     * connections: the nodes it reaches.  Node ids are the job's
+     * (postbox_job_init numbers the nodes); shm reaches this node only, a
+     * network transport every node of the job (this one alone outside a
+     * launched job) */
     head = offsetof(rsm_topology_t, connections) + count * sizeof(rsm_connections_t *);
     head = (head + 15) & ~(size_t)15;
-    conn_size = (sizeof(rsm_connections_t) + 15) & ~(size_t)15;
-    total = head + count * conn_size;
+    total = head;
+    for (size_t i = 0; i < count; i++) {
+        pb_rsm_caps_t caps;
+
+        list[i]->query(&caps);
+        reached[i] = caps.reaches_job_nodes && job_nodes > 1 ? (size_t)job_nodes : 1;
+        total += (offsetof(rsm_connections_t, remote_cntlr) +
+                  reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
+                 ~(size_t)15;
+    }
     topology = calloc(1, total);
     if (topology == NULL)
         return RSMERR_INSUFFICIENT_MEM;
@@ -244,17 +254,25 @@ PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
     topology->topology_hdr.local_cntlr_count = (uint_t)count;
     cursor = (char *)topology + head;
     for (size_t i = 0; i < count; i++) {
-        rsm_connections_t *conn = (rsm_connections_t *)(cursor + i * conn_size);
+        rsm_connections_t *conn = (rsm_connections_t *)cursor;
 
         snprintf(conn->hdr.cntlr_name, sizeof(conn->hdr.cntlr_name), "%s", list[i]->name);
         conn->hdr.local_hwaddr = local;
-        conn->hdr.remote_cntlr_count = 1;
-        conn->remote_cntlr[0].remote_nodeid = local;
-        snprintf(conn->remote_cntlr[0].remote_cntlrname,
-                 sizeof(conn->remote_cntlr[0].remote_cntlrname), "%s", list[i]->name);
-        conn->remote_cntlr[0].remote_hwaddr = local;
-        conn->remote_cntlr[0].connection_state = RSM_CONNECTION_ACTIVE;
+        conn->hdr.remote_cntlr_count = (int)reached[i];
+        for (size_t n = 0; n < reached[i]; n++) {
+            rsm_remote_cntlr_t *remote = &conn->remote_cntlr[n];
+            rsm_node_id_t node = reached[i] == 1 ? local : (rsm_node_id_t)n;
+
+            remote->remote_nodeid = node;
+            snprintf(remote->remote_cntlrname, sizeof(remote->remote_cntlrname), "%s",
+                     list[i]->name);
+            remote->remote_hwaddr = node;
+            remote->connection_state = RSM_CONNECTION_ACTIVE;
+        }
         topology->connections[i] = conn;
+        cursor += (offsetof(rsm_connections_t, remote_cntlr) +
+                   reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
+                  ~(size_t)15;
     }
     *topology_data = topology;
     return RSM_SUCCESS;

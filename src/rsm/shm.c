@@ -252,6 +252,7 @@ static int shm_msg_hdr_ok(const pb_shm_msg_hdr_t *hdr, uint16_t type)
 static void shm_query(pb_rsm_caps_t *caps_p)
 {
     caps_p->can_map = 1;
+    caps_p->reaches_job_nodes = 0;
     caps_p->page_size = shm_page_size();
     caps_p->max_segment_size = (size_t)1 << 40;
 }

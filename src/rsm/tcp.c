@@ -50,6 +50,7 @@
 
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
+#include "rsm/tcp.h"
 #include "rsm/tcp_wire.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -59,6 +60,10 @@
 #define TCP_LISTEN_BACKLOG 128
 #define TCP_SEGID_PICK_TRIES 64
 #define TCP_CONNECT_TIMEOUT_MS 5000
+/* how long a process answering a LOOKUP waits for its node's rendezvous */
+#define TCP_RELAY_TIMEOUT_MS 1000
+/* the job KVS key where each rank puts the address it listens on */
+#define TCP_KVS_KEY_FMT "pb-tcp-%d"
 #define TCP_MAX_EVENTS 32
 /* a waiter holding the token re-checks its condition at least this often */
 #define TCP_WAIT_SLICE_MS 100
@@ -134,6 +139,7 @@ struct tcp_conn {
     tcp_slot_t *slots; /* slot n at index n - 1 */
     uint32_t slot_count;
     pb_tcp_attach_t attach; /* payload of the ATTACH being received */
+    pb_tcp_lookup_t lookup; /* payload of the LOOKUP being received */
 };
 
 struct tcp_export {
@@ -694,6 +700,31 @@ static void tcp_serve_attach(tcp_conn_t *c, const pb_tcp_frame_t *frame)
     tcp_reply(c, frame, PB_OK, index + 1, te->seg->size, perm, NULL, 0);
 }
 
+static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
+                              int timeout_ms);
+
+/* An importer on another node asks where a segment of this node is
+ * exported: answer from this process's own publications, else from the
+ * node's rendezvous sockets, which only processes of the node can see. */
+static void tcp_serve_lookup(tcp_conn_t *c, const pb_tcp_frame_t *frame)
+{
+    pb_tcp_location_t where = {.addr = tcp.addr, .port = tcp.port};
+    pb_tcp_directory_t dir;
+    pb_status_t status = PB_OK;
+
+    if (c->lookup.node != pb_job_get()->node_id) {
+        status = PB_ERR_UNREACHABLE; /* ask a process of that node */
+    } else if (tcp_published_find(c->lookup.segid) == NULL) {
+        status = tcp_lookup(c->lookup.node, c->lookup.segid, &dir, TCP_RELAY_TIMEOUT_MS);
+        where.addr = dir.addr;
+        where.port = dir.port;
+    }
+    if (status == PB_OK)
+        tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
+    else
+        tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
+}
+
 static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
 {
     tcp_conn_t *c = ctx;
@@ -703,6 +734,10 @@ static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame
 
     if (frame->type == PB_TCP_ATTACH) {
         *dest_p = (char *)&c->attach;
+        return NULL;
+    }
+    if (frame->type == PB_TCP_LOOKUP) {
+        *dest_p = (char *)&c->lookup;
         return NULL;
     }
     slot = tcp_slot_of(c, frame->slot);
@@ -728,11 +763,12 @@ static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame
 static void tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
 {
     tcp_conn_t *c = ctx;
-    tcp_slot_t *slot = frame->type == PB_TCP_ATTACH ? NULL : tcp_slot_of(c, frame->slot);
+    tcp_slot_t *slot = tcp_slot_of(c, frame->slot); /* NULL for ATTACH and LOOKUP */
     tcp_export_t *te;
 
     switch (frame->type) {
     case PB_TCP_ATTACH: tcp_serve_attach(c, frame); break;
+    case PB_TCP_LOOKUP: tcp_serve_lookup(c, frame); break;
     case PB_TCP_DETACH: slot->in_use = 0; break;
     case PB_TCP_PUT: break; /* the payload is in place */
     case PB_TCP_GET:
@@ -1243,11 +1279,31 @@ static pb_status_t tcp_listen(void)
     return PB_OK;
 }
 
+pb_status_t pb_rsm_tcp_endpoint(char *buf, size_t len)
+{
+    char addr[INET_ADDRSTRLEN];
+    pb_status_t status;
+
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&tcp.lock);
+    status = tcp_start();
+    if (status == PB_OK)
+        status = tcp_listen();
+    if (status == PB_OK) {
+        inet_ntop(AF_INET, &tcp.addr, addr, sizeof(addr));
+        snprintf(buf, len, "%s:%u", addr, (unsigned)tcp.port);
+    }
+    pthread_mutex_unlock(&tcp.lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+    return status;
+}
+
 /* ---- capabilities ---------------------------------------------------------- */
 
 static void tcp_query(pb_rsm_caps_t *caps_p)
 {
     caps_p->can_map = 0;
+    caps_p->reaches_job_nodes = 1;
     caps_p->page_size = (size_t)sysconf(_SC_PAGESIZE);
     caps_p->max_segment_size = (size_t)1 << 40;
 }
@@ -1471,8 +1527,10 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
 }
 
 /* Ask the rendezvous socket of (@node, @segid), if it is on a node whose
- * abstract sockets this process sees, where its exporter listens. */
-static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir)
+ * abstract sockets this process sees, where its exporter listens; wait at
+ * most @timeout_ms for the answer. */
+static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
+                              int timeout_ms)
 {
     struct sockaddr_un addr;
     socklen_t len;
@@ -1487,15 +1545,18 @@ static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_
         ret = connect(fd, (struct sockaddr *)&addr, len);
     } while (ret != 0 && errno == EINTR);
     if (ret != 0) {
-        int known = node == pb_job_get()->node_id || (int64_t)node < postbox_job_node_count();
+        int job_nodes = postbox_job_node_count();
 
         close(fd);
-        if (errno == ECONNREFUSED || errno == ENOENT || errno == EAGAIN)
-            return known ? PB_ERR_NOT_PUBLISHED : PB_ERR_UNREACHABLE;
-        pb_error("tcp: rendezvous with segment %#x failed: %m", segid);
-        return PB_ERR_NO_RESOURCE;
+        if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN) {
+            pb_error("tcp: rendezvous with segment %#x failed: %m", segid);
+            return PB_ERR_NO_RESOURCE;
+        }
+        /* outside a launched job any node may exist; inside, only its own */
+        return job_nodes > 0 && (int64_t)node >= job_nodes ? PB_ERR_UNREACHABLE
+                                                           : PB_ERR_NOT_PUBLISHED;
     }
-    status = tcp_handshake_io(fd, dir, sizeof(*dir), 0, tcp_now_ms() + TCP_CONNECT_TIMEOUT_MS);
+    status = tcp_handshake_io(fd, dir, sizeof(*dir), 0, tcp_now_ms() + timeout_ms);
     close(fd);
     if (status != PB_OK)
         return status == PB_ERR_CONN_ABORTED ? PB_ERR_NOT_PUBLISHED : status;
@@ -1535,8 +1596,13 @@ static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB
             err = errno;
     }
     if (err != 0) {
-        /* refused: the process is gone, and its segment with it */
-        status = err == ECONNREFUSED ? PB_ERR_NOT_PUBLISHED : PB_ERR_UNREACHABLE;
+        /* no route or no answer: the node is out of reach; otherwise the
+         * process is gone (refused, reset), and its segment with it */
+        pb_debug("tcp: connect to port %u: %s", ntohs(peer->sin_port), strerror(err));
+        status = err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ENETDOWN ||
+                         err == EHOSTDOWN
+                     ? PB_ERR_UNREACHABLE
+                     : PB_ERR_NOT_PUBLISHED;
         goto err;
     }
     status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
@@ -1690,6 +1756,69 @@ static pb_status_t tcp_request(tcp_conn_t *c, pb_tcp_frame_t *frame, const void 
                                                                       : status;
 }
 
+/* "a.b.c.d:port" into @addr */
+static int tcp_parse_endpoint(const char *text, struct sockaddr_in *addr)
+{
+    char host[INET_ADDRSTRLEN];
+    const char *colon = strrchr(text, ':');
+    char *end;
+    unsigned long port;
+
+    if (colon == NULL || (size_t)(colon - text) >= sizeof(host))
+        return 0;
+    memcpy(host, text, (size_t)(colon - text));
+    host[colon - text] = '\0';
+    port = strtoul(colon + 1, &end, 10);
+    *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    return *end == '\0' && port > 0 && port < 65536 &&
+           inet_pton(AF_INET, host, &addr->sin_addr) == 1;
+}
+
+/* Where the exporter of (@node, @segid) listens, asked over TCP of the
+ * job's processes on @node in rank order (their addresses are in the job
+ * KVS): for nodes whose rendezvous sockets this process cannot see. */
+static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
+                                    const uint8_t key[PB_TCP_KEY_LEN], struct sockaddr_in *peer_p)
+{
+    pb_status_t status = PB_ERR_UNREACHABLE;
+    int size = postbox_job_size();
+
+    for (int rank = 0; rank < size; rank++) {
+        pb_tcp_lookup_t question = {.node = node, .segid = segid};
+        pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .length = sizeof(question)};
+        pb_tcp_location_t where;
+        tcp_request_t req = {.dst = (char *)&where, .dst_len = sizeof(where)};
+        struct sockaddr_in relay;
+        char kvs_key[32], value[64];
+        tcp_conn_t *c;
+
+        if (postbox_job_node(rank) != node)
+            continue;
+        snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
+        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0 ||
+            !tcp_parse_endpoint(value, &relay))
+            continue;
+        pthread_mutex_lock(&tcp.connect_lock);
+        status = tcp_conn_get(&relay, key, &c);
+        pthread_mutex_unlock(&tcp.connect_lock);
+        if (status != PB_OK)
+            continue; /* try the node's next process */
+        status = tcp_request(c, &frame, &question, &req);
+        pthread_mutex_lock(&tcp.lock);
+        tcp_conn_put(c);
+        pthread_mutex_unlock(&tcp.lock);
+        if (status == PB_OK) {
+            *peer_p = (struct sockaddr_in){.sin_family = AF_INET,
+                                           .sin_addr.s_addr = where.addr,
+                                           .sin_port = htons(where.port)};
+            return PB_OK;
+        }
+        if (status != PB_ERR_CONN_ABORTED)
+            return status;
+    }
+    return status;
+}
+
 static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
 {
     tcp_import_t *ti = calloc(1, sizeof(*ti));
@@ -1703,19 +1832,26 @@ static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
 
     if (ti == NULL)
         return PB_ERR_NO_MEMORY;
-    status = tcp_lookup(im->node, im->segid, &dir);
+    status = tcp_lookup(im->node, im->segid, &dir, TCP_CONNECT_TIMEOUT_MS);
+    if (status == PB_OK) {
+        if (pb_job_get()->has_secret) {
+            tcp_key_of_job(key);
+        } else if (dir.has_key) {
+            memcpy(key, dir.key, sizeof(key));
+        } else {
+            status = PB_ERR_PERMISSION; /* another user's process */
+            goto err_free;
+        }
+        peer.sin_addr.s_addr = dir.addr;
+        peer.sin_port = htons(dir.port);
+    } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_job_get()->node_id &&
+               pb_job_get()->has_secret) {
+        /* a node of the job in another namespace or on another host */
+        tcp_key_of_job(key);
+        status = tcp_relay_lookup(im->node, im->segid, key, &peer);
+    }
     if (status != PB_OK)
         goto err_free;
-    if (pb_job_get()->has_secret) {
-        tcp_key_of_job(key);
-    } else if (dir.has_key) {
-        memcpy(key, dir.key, sizeof(key));
-    } else {
-        status = PB_ERR_PERMISSION; /* another user's process */
-        goto err_free;
-    }
-    peer.sin_addr.s_addr = dir.addr;
-    peer.sin_port = htons(dir.port);
     im->tl = ti;
     pthread_mutex_lock(&tcp.connect_lock);
     status = tcp_conn_get(&peer, key, &ti->conn);

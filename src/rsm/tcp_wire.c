@@ -109,6 +109,7 @@ static const struct {
                       0},
     [PB_TCP_EVENT] = {USES_SLOT, 0},
     [PB_TCP_WITHDRAWN] = {USES_SLOT, 0},
+    [PB_TCP_LOOKUP] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_lookup_t)},
 };
 
 const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)

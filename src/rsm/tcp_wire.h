@@ -100,6 +100,11 @@ typedef enum {
     PB_TCP_REPLY = 7,     /* tag, status, slot, offset (ATTACH: size), count (ATTACH: perm) */
     PB_TCP_EVENT = 8,     /* slot: the exporter posted a signal */
     PB_TCP_WITHDRAWN = 9, /* slot: the segment was unpublished or destroyed */
+    /* importer -> any process of a node: where does this segment's exporter
+     * listen?  tag; payload pb_tcp_lookup_t; the REPLY carries a
+     * pb_tcp_location_t.  For nodes in other network namespaces or hosts,
+     * whose rendezvous sockets the importer cannot see. */
+    PB_TCP_LOOKUP = 10,
     PB_TCP_FRAME_TYPES
 } pb_tcp_frame_type_t;
 
@@ -120,6 +125,17 @@ typedef struct {
     uint32_t segid;
     uint32_t perm; /* RSM_PERM_* asked for */
 } pb_tcp_attach_t;
+
+typedef struct {
+    uint32_t node;
+    uint32_t segid;
+} pb_tcp_lookup_t;
+
+typedef struct {
+    uint32_t addr; /* IPv4, network order */
+    uint16_t port; /* host order */
+    uint16_t reserved;
+} pb_tcp_location_t;
 
 /* Encode @frame into @out (PB_TCP_FRAME_HEADER_SIZE bytes), and back. */
 void pb_tcp_frame_encode(const pb_tcp_frame_t *frame, uint8_t out[PB_TCP_FRAME_HEADER_SIZE]);

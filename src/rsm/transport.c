@@ -11,6 +11,8 @@ static const pb_rsm_transport_t *const transports[] = {
     &pb_rsm_tcp_transport,
 };
 
+_Static_assert(PB_ARRAY_SIZE(transports) <= PB_RSM_TRANSPORTS_MAX, "raise PB_RSM_TRANSPORTS_MAX");
+
 /* other names users know a transport by (RSMAPI's loopback controller) */
 static const struct {
     const char *alias;

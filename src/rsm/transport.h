@@ -22,6 +22,7 @@ typedef struct {
     int can_map;             /* rsm_memseg_import_map gives shared pages */
     size_t max_segment_size; /* largest export segment */
     size_t page_size;        /* alignment of export memory and map offsets */
+    int reaches_job_nodes;   /* 1: every node of the job; 0: this node only */
 } pb_rsm_caps_t;
 
 typedef void (*pb_rsm_query_func_t)(pb_rsm_caps_t *caps_p);
@@ -87,6 +88,9 @@ typedef struct {
     pb_rsm_export_event_word_func_t export_event_word;
     pb_rsm_import_event_word_func_t import_event_word;
 } pb_rsm_transport_t;
+
+/* at most this many transports are registered */
+#define PB_RSM_TRANSPORTS_MAX 8
 
 /* The transport called @name ("shm", "shm0", "loopback", ...), or NULL. */
 const pb_rsm_transport_t *pb_rsm_transport_find(const char *name);

@@ -28,8 +28,10 @@ static const struct {
 typedef struct {
     char *segments[SLOTS];
     pb_tcp_attach_t attach;
+    pb_tcp_lookup_t lookup;
     char reply_buf[256]; /* the one outstanding GET (tag 7) */
     unsigned frames;
+    unsigned read_sum; /* of the bytes GETs read, so the reads happen */
 } fuzz_ctx_t;
 
 static const char *exporter_on_header(void *arg, const pb_tcp_frame_t *frame, char **dest_p)
@@ -40,6 +42,10 @@ static const char *exporter_on_header(void *arg, const pb_tcp_frame_t *frame, ch
 
     if (frame->type == PB_TCP_ATTACH) {
         *dest_p = (char *)&ctx->attach;
+        return NULL;
+    }
+    if (frame->type == PB_TCP_LOOKUP) {
+        *dest_p = (char *)&ctx->lookup;
         return NULL;
     }
     if (frame->slot == 0 || frame->slot > SLOTS)
@@ -57,11 +63,9 @@ static const char *exporter_on_header(void *arg, const pb_tcp_frame_t *frame, ch
         *dest_p = view.base + frame->offset;
     } else {
         /* what tcp.c sends back: read the bytes asked for */
-        volatile char sum = 0;
-
         for (uint64_t i = 0; i < frame->count; i += 512)
-            sum ^= view.base[frame->offset + i];
-        sum ^= view.base[frame->offset + frame->count - 1];
+            ctx->read_sum ^= (unsigned char)view.base[frame->offset + i];
+        ctx->read_sum ^= (unsigned char)view.base[frame->offset + frame->count - 1];
     }
     return NULL;
 }

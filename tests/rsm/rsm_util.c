@@ -1,8 +1,12 @@
 /* RSM helpers for the tests: see rsm_util.h. */
 #include "rsm_util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *pbt_ctlr_name(void)
 {
@@ -49,22 +53,23 @@ typedef struct {
     uint64_t len; /* bytes of data that follow */
 } ex_reply_t;
 
-static void acl_resolve(rsmapi_access_entry_t *out, const rsmapi_access_entry_t *in, uint_t n)
+static void acl_resolve(rsmapi_access_entry_t *out, const rsmapi_access_entry_t *in, uint_t n,
+                        rsm_node_id_t importer)
 {
     rsm_node_id_t self = rsm_get_local_nodeid();
+    rsm_node_id_t other = (self > importer ? self : importer) + 1;
 
     for (uint_t i = 0; i < n; i++) {
         out[i] = in[i];
         if (in[i].ae_node == PBT_NODE_LOCAL)
-            out[i].ae_node = self;
+            out[i].ae_node = importer;
         else if (in[i].ae_node == PBT_NODE_OTHER)
-            out[i].ae_node = self + 1;
+            out[i].ae_node = other;
     }
 }
 
-static void exporter_main(pbt_peer_t *self, void *arg)
+void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *o)
 {
-    const pbt_export_opts_t *o = arg;
     rsmapi_controller_handle_t ctlr;
     rsm_memseg_export_handle_t h = NULL;
     rsmapi_access_entry_t acl[4];
@@ -78,7 +83,7 @@ static void exporter_main(pbt_peer_t *self, void *arg)
     ctlr = pbt_ctlr_get();
     mem = pbt_alloc_pages(size);
     pbt_fill_pattern(mem, size, 0, o->seed);
-    acl_resolve(acl, o->acl, o->acl_len);
+    acl_resolve(acl, o->acl, o->acl_len, o->importer_node);
     hello.rc_create = rsm_memseg_export_create(ctlr, &h, mem, size, o->create_flags);
     hello.rc_publish = RSM_SUCCESS;
     if (hello.rc_create == RSM_SUCCESS && !o->no_publish) {
@@ -125,7 +130,7 @@ static void exporter_main(pbt_peer_t *self, void *arg)
                 published = 1;
             break;
         case EX_REPUBLISH: {
-            rsmapi_access_entry_t e = {rsm_get_local_nodeid(), (rsm_permission_t)cmd.a};
+            rsmapi_access_entry_t e = {o->importer_node, (rsm_permission_t)cmd.a};
 
             rep.rc = rsm_memseg_export_republish(h, cmd.a ? &e : NULL, cmd.a ? 1 : 0);
             break;
@@ -171,15 +176,46 @@ static void exporter_main(pbt_peer_t *self, void *arg)
     }
 }
 
+static void exporter_forked(pbt_peer_t *self, void *arg)
+{
+    pbt_exporter_main(self, arg);
+}
+
+/* The peer becomes POSTBOX_TEST_EXPORTER_SERVER on node POSTBOX_TEST_PEER_NODE:
+ * a fresh process, so the library reads its node id anew. */
+static void exporter_exec(pbt_peer_t *self, void *arg)
+{
+    const char *server = getenv("POSTBOX_TEST_EXPORTER_SERVER");
+    char rd[16], wr[16], opts[2 * sizeof(pbt_export_opts_t) + 1];
+    const uint8_t *bytes = arg;
+
+    CHECK_MSG(server != NULL && *server != '\0',
+              "POSTBOX_TEST_PEER_NODE needs POSTBOX_TEST_EXPORTER_SERVER");
+    for (size_t i = 0; i < sizeof(pbt_export_opts_t); i++)
+        snprintf(opts + 2 * i, 3, "%02x", bytes[i]);
+    snprintf(rd, sizeof(rd), "%d", self->rd);
+    snprintf(wr, sizeof(wr), "%d", self->wr);
+    CHECK_SYS(fcntl(self->rd, F_SETFD, 0));
+    CHECK_SYS(fcntl(self->wr, F_SETFD, 0));
+    CHECK_SYS(setenv("POSTBOX_NODE_ID", getenv("POSTBOX_TEST_PEER_NODE"), 1));
+    execl(server, server, rd, wr, opts, (char *)NULL);
+    pbt_fail(__FILE__, __LINE__, "exec %s: %s", server, strerror(errno));
+}
+
 void pbt_exporter_start(pbt_exporter_t *ex, const pbt_export_opts_t *opts)
 {
     static pbt_export_opts_t o; /* copied into the child by fork */
+    const char *peer_node = getenv("POSTBOX_TEST_PEER_NODE");
     ex_hello_t hello;
 
     o = *opts;
     if (o.size == 0)
         o.size = 4 * pbt_page_size();
-    ex->peer = pbt_peer_start(exporter_main, &o);
+    o.importer_node = rsm_get_local_nodeid();
+    if (peer_node != NULL && *peer_node != '\0')
+        ex->peer = pbt_peer_start(exporter_exec, &o);
+    else
+        ex->peer = pbt_peer_start(exporter_forked, &o);
     pbt_recv(ex->peer.rd, &hello, sizeof(hello));
     CHECK_MSG(hello.rc_create == RSM_SUCCESS, "exporter: rsm_memseg_export_create: %d (%s)",
               hello.rc_create, rsm_strerror(hello.rc_create));

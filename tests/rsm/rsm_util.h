@@ -18,8 +18,9 @@ int pbt_is_shm(void);
 /* rsm_get_controller(pbt_ctlr_name()), which must succeed. */
 rsmapi_controller_handle_t pbt_ctlr_get(void);
 
-/* Special ae_node values resolved by the exporter: its own node id, and a
- * node id that is not its own. */
+/* Special ae_node values resolved by the exporter server: the node of the
+ * test process (its importer), and a node id that is neither its own nor
+ * the importer's. */
 #define PBT_NODE_LOCAL 0xFFFFFFFFu
 #define PBT_NODE_OTHER 0xFFFFFFFEu
 
@@ -30,7 +31,8 @@ typedef struct {
     int no_publish;        /* 1: create only */
     uint_t acl_len;        /* 0: NULL access list */
     rsmapi_access_entry_t acl[4];
-    unsigned seed; /* memory is filled with pbt_pattern(i, seed) */
+    unsigned seed;               /* memory is filled with pbt_pattern(i, seed) */
+    rsm_node_id_t importer_node; /* set by pbt_exporter_start: PBT_NODE_LOCAL */
 } pbt_export_opts_t;
 
 typedef struct {
@@ -55,8 +57,14 @@ enum {
     EX_EXIT    /* clean up (unpublish, destroy, release) and exit 0 */
 };
 
-/* Fork an exporter server and wait until its segment is published. */
+/* Fork an exporter server and wait until its segment is published.  With
+ * POSTBOX_TEST_PEER_NODE=N in the environment the server is the program
+ * POSTBOX_TEST_EXPORTER_SERVER, exec'd as RSM node N: the test's imports
+ * then cross nodes (the tcp transport's runs set this). */
 void pbt_exporter_start(pbt_exporter_t *ex, const pbt_export_opts_t *opts);
+/* The exporter server's body, run in the forked or exec'd peer @self. */
+void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *opts);
+
 /* Send a command; @data is sent (EX_WRITE) or received (EX_READ*).
  * Returns the RSM code of the exporter's call. */
 int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data);

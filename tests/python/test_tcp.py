@@ -1,0 +1,84 @@
+"""The tcp transport between the ranks of a real job (``pbt-xnode``).
+
+``postbox run -n 2 --nodes 2`` puts the ranks on two virtual nodes of this
+host: imports find their segment through the rendezvous sockets the nodes
+share.  With ``--netns`` (root) each node has its own network namespace, so
+imports go through the LOOKUP relay of the node's ranks, and the test can
+cut node 1's link to check that a stream notices within the transport's
+timeout.  The C conformance suite (CTest, ``rsm_*_tcp``) covers the rest of
+the API between virtual nodes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from conftest import REPO
+from postbox import netns, paths
+from test_run import _env, launcher_cmd, run
+
+pytestmark = pytest.mark.short
+
+CAN_NETNS = netns.unavailable() is None
+needs_netns = pytest.mark.skipif(
+    not CAN_NETNS, reason="--netns needs root and iproute2's `ip`: %s" % netns.unavailable())
+MODES = [pytest.param([], id="vnodes"), pytest.param(["--netns"], id="netns", marks=needs_netns)]
+
+
+@pytest.fixture
+def xnode(real_build):
+    path = paths.bin_dir() / "pbt-xnode"
+    if not path.exists():
+        pytest.skip("%s is missing: run `make` first" % path)
+    return path
+
+
+@pytest.mark.parametrize("extra", MODES)
+def test_basic_calls_between_nodes(xnode, extra):
+    result = run("-n", 2, "--nodes", 2, *extra, xnode, "basic")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0: ok" in result.stdout and "rank 1: ok" in result.stdout
+
+
+@pytest.mark.parametrize("extra", MODES)
+def test_stream_to_killed_exporter_fails_promptly(xnode, extra):
+    result = run("-n", 2, "--nodes", 2, *extra, xnode, "exporter-dies")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error after" in result.stdout
+
+
+def test_wrong_shape_is_refused(xnode):
+    result = run("-n", 1, xnode, "basic")
+    assert result.returncode != 0
+    assert "run as 2 ranks on 2 nodes" in result.stderr
+
+
+@needs_netns
+def test_cut_link_fails_stream_within_timeout(xnode):
+    """Node 1's veth goes down mid-stream: no FIN, no RST, only silence."""
+    timeout_ms = 2000
+    env = _env()
+    env["POSTBOX_TCP_TIMEOUT_MS"] = str(timeout_ms)
+    job = subprocess.Popen(launcher_cmd("-n", 2, "--nodes", 2, "--netns", xnode, "link-cut"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                           cwd=REPO)
+    try:
+        assert job.stdout.readline().strip() == "streaming"
+        time.sleep(0.3)
+        hub = "pbx-%d-hub" % job.pid
+        subprocess.run(["ip", "-n", hub, "link", "set", "n1", "down"], check=True)
+        cut = time.monotonic()
+        out, err = job.communicate(timeout=30)
+        noticed = time.monotonic() - cut
+    finally:
+        if job.poll() is None:
+            job.kill()
+            job.wait()
+    assert job.returncode == 0, out + err
+    assert "connection aborted" in out or "unreachable" in out, out
+    # the error comes when the unanswered data times out, plus the job's exit
+    assert noticed < timeout_ms / 1000 + 2.0, (noticed, out, err)
+    print("stream noticed the cut after %.2f s" % noticed)

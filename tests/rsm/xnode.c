@@ -1,0 +1,336 @@
+/*
+ * pbt-xnode: the tcp transport between ranks on different nodes of a real
+ * job, run by tests/python/test_tcp.py under `postbox run -n 2 --nodes 2`
+ * (and `--netns` as root, where the nodes share no abstract sockets and
+ * imports go through the LOOKUP relay).  Rank 0 imports, rank 1 exports.
+ *
+ *   pbt-xnode basic        topology, access list, put/get/barriers,
+ *                          signals both ways, unpublish
+ *   pbt-xnode exporter-dies  rank 1 forks an exporter and SIGKILLs it while
+ *                          rank 0 streams puts: rank 0 must get
+ *                          RSMERR_CONN_ABORTED within 2 s
+ *   pbt-xnode link-cut     rank 0 streams puts and prints "streaming"; the
+ *                          test cuts node 1's link; rank 0 must get an error
+ *                          within POSTBOX_TCP_TIMEOUT_MS plus a margin
+ *
+ * Each rank prints "rank R: ok" at the end; any failure exits non-zero
+ * with a message.
+ */
+#include <postbox/job.h>
+#include <postbox/rsm.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SEG_SIZE ((size_t)1 << 20)
+#define WAIT_MS 10000
+
+static int rank;
+
+static _Noreturn void fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "pbt-xnode rank %d: ", rank);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static void expect(int got, int want, const char *what)
+{
+    if (got != want)
+        fail("%s returned %d (%s), expected %d (%s)", what, got, rsm_strerror(got), want,
+             rsm_strerror(want));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static char *pages(size_t size)
+{
+    char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (mem == MAP_FAILED)
+        fail("mmap failed");
+    return mem;
+}
+
+static void kvs_put_u32(const char *key, unsigned value)
+{
+    char text[16];
+
+    snprintf(text, sizeof(text), "%u", value);
+    if (postbox_job_kvs_put(key, text) != 0)
+        fail("kvs put %s failed", key);
+}
+
+static unsigned kvs_get_u32(const char *key)
+{
+    char text[16];
+
+    if (postbox_job_kvs_get(key, text, sizeof(text)) != 0)
+        fail("kvs get %s failed", key);
+    return (unsigned)strtoul(text, NULL, 10);
+}
+
+static void fence(void)
+{
+    if (postbox_job_fence() != 0)
+        fail("fence failed");
+}
+
+/* Export SEG_SIZE bytes on @c, published to @acl (NULL: everyone). */
+static rsm_memseg_export_handle_t export_segment(rsmapi_controller_handle_t c, char **mem_p,
+                                                 rsmapi_access_entry_t *acl, uint_t acl_len,
+                                                 rsm_memseg_id_t *segid_p)
+{
+    rsm_memseg_export_handle_t h;
+
+    *mem_p = pages(SEG_SIZE);
+    *segid_p = 0;
+    expect(rsm_memseg_export_create(c, &h, *mem_p, SEG_SIZE, 0), RSM_SUCCESS, "export_create");
+    expect(rsm_memseg_export_publish(h, segid_p, acl, acl_len), RSM_SUCCESS, "publish");
+    return h;
+}
+
+static void check_topology(void)
+{
+    rsm_topology_t *t;
+    int found = 0;
+
+    expect(rsm_get_interconnect_topology(&t), RSM_SUCCESS, "get_interconnect_topology");
+    for (uint_t i = 0; i < t->topology_hdr.local_cntlr_count; i++) {
+        rsm_connections_t *conn = t->connections[i];
+
+        if (strcmp(conn->hdr.cntlr_name, "tcp") != 0)
+            continue;
+        found = 1;
+        if (conn->hdr.remote_cntlr_count != postbox_job_node_count())
+            fail("tcp topology lists %d nodes, the job has %d", conn->hdr.remote_cntlr_count,
+                 postbox_job_node_count());
+        for (int n = 0; n < conn->hdr.remote_cntlr_count; n++) {
+            if (conn->remote_cntlr[n].remote_nodeid != (rsm_node_id_t)n ||
+                conn->remote_cntlr[n].connection_state != RSM_CONNECTION_ACTIVE)
+                fail("tcp topology entry %d is node %u state %u", n,
+                     conn->remote_cntlr[n].remote_nodeid, conn->remote_cntlr[n].connection_state);
+        }
+    }
+    rsm_free_interconnect_topology(t);
+    if (!found)
+        fail("no tcp controller in the topology");
+}
+
+static void basic(rsmapi_controller_handle_t c)
+{
+    rsm_node_id_t node0 = postbox_job_node(0), node1 = postbox_job_node(1);
+
+    check_topology();
+    if (rank == 1) {
+        /* rank 0's node may write; no other node is listed */
+        rsmapi_access_entry_t acl = {node0, 0600};
+        rsm_memseg_id_t segid;
+        char *mem;
+        rsm_memseg_export_handle_t h = export_segment(c, &mem, &acl, 1, &segid);
+
+        kvs_put_u32("xnode-segid", segid);
+        fence();
+        expect(rsm_intr_signal_wait(h, WAIT_MS), RSM_SUCCESS, "exporter signal_wait");
+        if (memcmp(mem + 4096, "from rank 0", 12) != 0)
+            fail("rank 0's put is not in this segment");
+        memcpy(mem + 8192, "from rank 1", 12);
+        expect(rsm_intr_signal_post(h, 0), RSM_SUCCESS, "exporter signal_post");
+        fence(); /* rank 0 checked */
+        expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+        fence(); /* rank 0 sees the withdrawal */
+        expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    } else {
+        rsm_memseg_import_handle_t im;
+        rsmapi_barrier_t bar;
+        char buf[16] = {0};
+        rsm_memseg_id_t segid;
+        int rc;
+
+        fence();
+        segid = kvs_get_u32("xnode-segid");
+        expect(rsm_memseg_import_connect(c, node1, segid + 1, RSM_PERM_RDWR, &im),
+               RSMERR_SEG_NOT_PUBLISHED, "connect to an id nobody published");
+        expect(rsm_memseg_import_connect(c, node1, segid, RSM_PERM_RDWR, &im), RSM_SUCCESS,
+               "connect");
+        expect(rsm_memseg_import_map(im, (void **)&buf, RSM_MAP_NONE, RSM_PERM_READ, 0, 4096),
+               RSMERR_MAP_FAILED, "map over tcp");
+        expect(rsm_memseg_import_set_mode(im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
+        expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS,
+               "init_barrier");
+        expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
+        expect(rsm_memseg_import_put(im, 4096, "from rank 0", 12), RSM_SUCCESS, "put");
+        expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier");
+        expect(rsm_memseg_import_get(im, 4096, buf, 12), RSM_SUCCESS, "get");
+        if (memcmp(buf, "from rank 0", 12) != 0)
+            fail("get does not read back the put");
+        expect(rsm_intr_signal_post(im, 0), RSM_SUCCESS, "importer signal_post");
+        expect(rsm_intr_signal_wait(im, WAIT_MS), RSM_SUCCESS, "importer signal_wait");
+        expect(rsm_memseg_import_get(im, 8192, buf, 12), RSM_SUCCESS, "get");
+        if (memcmp(buf, "from rank 1", 12) != 0)
+            fail("rank 1's store before its post is not visible");
+        fence();
+        fence(); /* rank 1 unpublished */
+        do {
+            rc = rsm_memseg_import_put(im, 0, buf, 8);
+        } while (rc == RSM_SUCCESS && rsm_intr_signal_wait(im, 100) != RSMERR_CONN_ABORTED);
+        expect(rsm_memseg_import_put(im, 0, buf, 8), RSMERR_CONN_ABORTED, "put after unpublish");
+        expect(rsm_memseg_import_destroy_barrier(&bar), RSM_SUCCESS, "destroy_barrier");
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+    }
+}
+
+/* Rank 0: stream 64 KB puts, each span closed by a barrier, until a call
+ * fails; return its code and set *elapsed_p to the seconds since the
+ * stream started (when "streaming" was printed). */
+static int stream_until_error(rsm_memseg_import_handle_t im, double *elapsed_p)
+{
+    rsmapi_barrier_t bar;
+    char *buf = pages(65536);
+    double start;
+    int rc = RSM_SUCCESS;
+
+    expect(rsm_memseg_import_set_mode(im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
+    expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS, "init_barrier");
+    printf("streaming\n");
+    fflush(stdout);
+    start = now_s();
+    while (rc == RSM_SUCCESS) {
+        rc = rsm_memseg_import_open_barrier(&bar);
+        if (rc == RSM_SUCCESS)
+            rc = rsm_memseg_import_put(im, 0, buf, 65536);
+        if (rc == RSM_SUCCESS)
+            rc = rsm_memseg_import_close_barrier(&bar);
+        if (now_s() - start > 60)
+            fail("no error after 60 s of streaming");
+    }
+    *elapsed_p = now_s() - start;
+    rsm_memseg_import_destroy_barrier(&bar);
+    return rc;
+}
+
+static void exporter_dies(rsmapi_controller_handle_t c)
+{
+    if (rank == 1) {
+        rsm_memseg_id_t segid;
+        int ready[2];
+        pid_t child;
+
+        if (pipe(ready) != 0)
+            fail("pipe failed");
+        child = fork();
+        if (child == 0) {
+            char *mem;
+
+            export_segment(c, &mem, NULL, 0, &segid);
+            if (write(ready[1], &segid, sizeof(segid)) != (ssize_t)sizeof(segid))
+                _exit(1);
+            pause();
+            _exit(0);
+        }
+        if (read(ready[0], &segid, sizeof(segid)) != (ssize_t)sizeof(segid))
+            fail("the exporting child did not start");
+        kvs_put_u32("xnode-segid", segid);
+        fence();
+        fence(); /* rank 0 streams */
+        usleep(300000);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        printf("killed the exporter\n");
+        fflush(stdout);
+        fence();
+    } else {
+        rsm_memseg_import_handle_t im;
+        double elapsed;
+        int code;
+
+        fence();
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), kvs_get_u32("xnode-segid"),
+                                         RSM_PERM_RDWR, &im),
+               RSM_SUCCESS, "connect");
+        fence();
+        code = stream_until_error(im, &elapsed);
+        expect(code, RSMERR_CONN_ABORTED, "put stream to a killed exporter");
+        /* the kill came 0.3 s after the stream started */
+        if (elapsed > 0.3 + 2.0)
+            fail("the error came %.2f s after the stream started", elapsed);
+        printf("error after %.2f s of streaming\n", elapsed);
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+        fence();
+    }
+}
+
+static void link_cut(rsmapi_controller_handle_t c)
+{
+    if (rank == 1) {
+        rsm_memseg_id_t segid;
+        char *mem;
+        rsm_memseg_export_handle_t h = export_segment(c, &mem, NULL, 0, &segid);
+
+        kvs_put_u32("xnode-segid", segid);
+        fence();
+        fence(); /* rank 0 saw its error */
+        expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+        expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    } else {
+        rsm_memseg_import_handle_t im;
+        double elapsed;
+        int code;
+
+        fence();
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), kvs_get_u32("xnode-segid"),
+                                         RSM_PERM_RDWR, &im),
+               RSM_SUCCESS, "connect");
+        code = stream_until_error(im, &elapsed);
+        if (code != RSMERR_CONN_ABORTED && code != RSMERR_REMOTE_NODE_UNREACHABLE)
+            fail("put stream over a cut link returned %d (%s)", code, rsm_strerror(code));
+        printf("error %d (%s) after %.2f s of streaming\n", code, rsm_strerror(code), elapsed);
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+        fence();
+    }
+}
+
+int main(int argc, char **argv)
+{
+    rsmapi_controller_handle_t c;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: pbt-xnode basic|exporter-dies|link-cut (2 ranks, 2 nodes)\n");
+        return 2;
+    }
+    if (postbox_job_init() != 0)
+        fail("postbox_job_init failed");
+    rank = postbox_job_rank();
+    if (postbox_job_size() != 2 || postbox_job_node_count() != 2)
+        fail("run as 2 ranks on 2 nodes: postbox run -n 2 --nodes 2");
+    expect(rsm_get_controller("tcp", &c), RSM_SUCCESS, "get_controller(tcp)");
+    if (strcmp(argv[1], "basic") == 0)
+        basic(c);
+    else if (strcmp(argv[1], "exporter-dies") == 0)
+        exporter_dies(c);
+    else if (strcmp(argv[1], "link-cut") == 0)
+        link_cut(c);
+    else
+        fail("unknown test %s", argv[1]);
+    expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");
+    postbox_job_finalize();
+    printf("rank %d: ok\n", rank);
+    return 0;
+}
