@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -686,18 +688,45 @@ static int run_case(const pbt_case_t *c, int timeout_s, pbt_fs_snapshot_t **snap
 static int private_tmp(void)
 {
     const char *env = getenv("POSTBOX_TEST_PRIVATE_TMP");
+    char exe[PATH_MAX], tree[PATH_MAX] = "", source[64];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    int tree_fd = -1, done = 0;
 
     if (geteuid() != 0 || (env != NULL && strcmp(env, "0") == 0))
         return 0;
+    /* a build tree under /tmp (a fresh clone) must stay visible: the tests
+     * exec programs and load the library from it */
+    if (len > 5 && strncmp(exe, "/tmp/", 5) == 0) {
+        const char *slash;
+
+        exe[len] = '\0';
+        slash = strchr(exe + 5, '/');
+        if (slash != NULL) {
+            snprintf(tree, sizeof(tree), "%.*s", (int)(slash - exe), exe);
+            tree_fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+    }
     if (unshare(CLONE_NEWNS) != 0)
-        return 0;
+        goto out;
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
         mount("pbt-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0 ||
         mount("pbt-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
         fprintf(stderr, "note: private /tmp and /dev/shm not available: %s\n", strerror(errno));
-        return 0;
+        goto out;
     }
-    return 1;
+    if (tree_fd >= 0) {
+        snprintf(source, sizeof(source), "/proc/self/fd/%d", tree_fd);
+        if (mkdir(tree, 0755) != 0 || mount(source, tree, NULL, MS_BIND | MS_REC, NULL) != 0) {
+            fprintf(stderr, "cannot keep %s visible under a private /tmp: %s\n", tree,
+                    strerror(errno));
+            exit(1);
+        }
+    }
+    done = 1;
+out:
+    if (tree_fd >= 0)
+        close(tree_fd);
+    return done;
 }
 
 int pbt_main(int argc, char **argv, const pbt_case_t *cases, size_t ncases)

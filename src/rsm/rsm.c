@@ -515,6 +515,8 @@ PB_EXPORT int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg)
     return ret;
 }
 
+_Atomic int pb_rsm_event_sleepers;
+
 int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid)
 {
     rsm_permission_t mode = RSM_PERM_RDWR; /* NULL list: owner read-write */
@@ -730,7 +732,7 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
     char *locals[RSM_MAX_SGIOREQS];
     rsm_memseg_import_handle_t im;
     rsm_permission_t needed = is_put ? RSM_PERM_WRITE : RSM_PERM_READ;
-    int ret = RSM_SUCCESS;
+    int ret = RSM_SUCCESS, signal;
     ulong_t i, count;
 
     if (sg_io == NULL || sg_io->iovec == NULL || sg_io->io_request_count == 0 ||
@@ -753,18 +755,28 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
             return ret;
         }
     }
+    signal = is_put && (sg_io->flags & RSM_IMPLICIT_SIGPOST);
     for (i = 0; i < count; i++) {
         const rsm_iovec_t *io = &sg_io->iovec[i];
 
-        ret = is_put ? rsm_memseg_import_put(im, (off_t)io->remote_offset, locals[i],
-                                             io->transfer_length)
-                     : rsm_memseg_import_get(im, (off_t)io->remote_offset, locals[i],
-                                             io->transfer_length);
+        if (signal && i == count - 1 && im->transport->put_signal != NULL &&
+            io->transfer_length > 0) {
+            /* the last put carries the signal: one message where possible */
+            ret = rsm_status_to_error(
+                im->transport->put_signal(im, io->remote_offset, locals[i], io->transfer_length));
+            signal = 0;
+        } else if (is_put) {
+            ret =
+                rsm_memseg_import_put(im, (off_t)io->remote_offset, locals[i], io->transfer_length);
+        } else {
+            ret =
+                rsm_memseg_import_get(im, (off_t)io->remote_offset, locals[i], io->transfer_length);
+        }
         if (ret != RSM_SUCCESS)
             break;
     }
     sg_io->io_residual_count = count - i;
-    if (ret == RSM_SUCCESS && is_put && (sg_io->flags & RSM_IMPLICIT_SIGPOST))
+    if (ret == RSM_SUCCESS && signal)
         ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
     return ret;
 }
@@ -1152,12 +1164,16 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
         int64_t now_ns, until_ns;
         long ret;
 
-        /* snapshot the words first, so a post after the checks ends the wait */
+        /* count this thread among the sleepers, then snapshot the words,
+         * so that a post after the checks ends the wait */
+        atomic_fetch_add(&pb_rsm_event_sleepers, 1);
         for (nfds_t i = 0; i < nfds; i++) {
             const _Atomic uint32_t *word = rsm_event_word(segs[i]);
 
-            if (word == NULL)
+            if (word == NULL) {
+                atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
                 return RSMERR_BAD_ARGS_ERRORS;
+            }
             memset(&waits[i], 0, sizeof(waits[i]));
             waits[i].uaddr = (uintptr_t)word;
             waits[i].val = atomic_load_explicit(word, memory_order_acquire);
@@ -1176,11 +1192,12 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
                 ready++;
             }
         }
-        if (ready > 0)
-            break;
         clock_gettime(CLOCK_MONOTONIC, &now);
         now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-        if (deadline_ns >= 0 && now_ns >= deadline_ns) {
+        if (ready > 0 || (deadline_ns >= 0 && now_ns >= deadline_ns)) {
+            atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
+            if (ready > 0)
+                break;
             if (numfdsp != NULL)
                 *numfdsp = 0;
             return RSMERR_TIMEOUT;
@@ -1191,6 +1208,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
         until.tv_sec = until_ns / 1000000000;
         until.tv_nsec = until_ns % 1000000000;
         ret = syscall(SYS_futex_waitv, waits, (unsigned)nfds, 0, &until, CLOCK_MONOTONIC);
+        atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
         if (ret < 0 && errno == EINTR)
             return RSMERR_INTERRUPTED;
     }

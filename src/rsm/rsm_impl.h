@@ -110,6 +110,12 @@ static inline int pb_rsm_handle_is_valid(pb_rsm_handle_kind_t kind, const void *
  * when the list does not name the node.  Caller holds pb_rsm_lock. */
 int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid);
 
+/* Threads asleep (or about to sleep) in rsm_intr_signal_wait_pollfd on
+ * event words: a transport that changes an event word from its own
+ * threads may skip the futex wake while this is zero (seq_cst on both
+ * sides: the waiter counts itself before it reads the words). */
+extern _Atomic int pb_rsm_event_sleepers;
+
 /* The lock of the RSM control path (create, publish, connect, ...) and of the
  * service thread; the data path (put, get, barriers, signals) never takes it. */
 extern pthread_mutex_t pb_rsm_lock;

@@ -176,6 +176,7 @@ static struct {
     pthread_mutex_t lock;         /* everything in this struct and the conns */
     pthread_mutex_t progress;     /* the token: its holder reads the sockets */
     pthread_mutex_t connect_lock; /* one connection set-up at a time */
+    _Atomic int service_parked;   /* the service's watch waits for the token's holder */
     int started;
     int ep; /* epoll set of every tcp socket */
     uint64_t service_id;
@@ -221,21 +222,33 @@ static int tcp_remaining_ms(int64_t deadline, int cap)
     return left < cap ? (int)left : cap;
 }
 
+/* Threads of this process asleep on a tcp futex word in tcp_wait. */
+static _Atomic int tcp_sleepers;
+
+/* Wake whoever sleeps on @word, which the caller just changed (seq_cst);
+ * no system call when nobody can be asleep on it. */
 static void tcp_futex_wake(_Atomic uint32_t *word)
 {
+    if (atomic_load(&tcp_sleepers) == 0 && atomic_load(&pb_rsm_event_sleepers) == 0)
+        return;
     /* shared (no FUTEX_PRIVATE_FLAG): rsm_intr_signal_wait_pollfd waits on
      * event words with futex_waitv in shared mode */
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* @return 0, or -1 if a signal handler ran during the wait */
+/* Sleep while @word holds @expected, at most @timeout_ms.
+ * @return 0, or -1 if a signal handler ran during the wait */
 static int tcp_futex_wait(_Atomic uint32_t *word, uint32_t expected, int timeout_ms)
 {
     struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L};
+    int interrupted = 0;
 
-    if (syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0) != 0 && errno == EINTR)
-        return -1;
-    return 0;
+    atomic_fetch_add(&tcp_sleepers, 1);
+    if (atomic_load(word) == expected &&
+        syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0) != 0 && errno == EINTR)
+        interrupted = 1;
+    atomic_fetch_sub(&tcp_sleepers, 1);
+    return interrupted ? -1 : 0;
 }
 
 static void tcp_word_bump(_Atomic uint32_t *word)
@@ -760,17 +773,38 @@ static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame
     return NULL;
 }
 
+/* An importer's signal reaches @te: count it as shm does. */
+static void tcp_export_post(tcp_export_t *te, int accumulate)
+{
+    if (accumulate) {
+        uint32_t pending = atomic_load(&te->events);
+
+        /* saturate rather than wrap after 2^32 unconsumed posts */
+        while (pending != UINT32_MAX &&
+               !atomic_compare_exchange_weak(&te->events, &pending, pending + 1))
+            ;
+    } else {
+        uint32_t none = 0;
+
+        atomic_compare_exchange_strong(&te->events, &none, 1);
+    }
+    tcp_futex_wake(&te->events);
+}
+
 static void tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
 {
     tcp_conn_t *c = ctx;
     tcp_slot_t *slot = tcp_slot_of(c, frame->slot); /* NULL for ATTACH and LOOKUP */
-    tcp_export_t *te;
 
     switch (frame->type) {
     case PB_TCP_ATTACH: tcp_serve_attach(c, frame); break;
     case PB_TCP_LOOKUP: tcp_serve_lookup(c, frame); break;
     case PB_TCP_DETACH: slot->in_use = 0; break;
-    case PB_TCP_PUT: break; /* the payload is in place */
+    case PB_TCP_PUT:
+        /* the payload is in place */
+        if ((frame->flags & PB_TCP_FLAG_SIGNAL) && slot->exp != NULL)
+            tcp_export_post(slot->exp, 1);
+        break;
     case PB_TCP_GET:
         if (slot->exp == NULL)
             tcp_reply(c, frame, PB_ERR_CONN_ABORTED, frame->slot, 0, 0, NULL, 0);
@@ -785,22 +819,8 @@ static void tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
         slot->error = PB_OK;
         break;
     case PB_TCP_SIGNAL:
-        te = slot->exp;
-        if (te == NULL)
-            break;
-        if (frame->flags & PB_TCP_FLAG_ACCUMULATE) {
-            uint32_t pending = atomic_load(&te->events);
-
-            /* saturate rather than wrap after 2^32 unconsumed posts */
-            while (pending != UINT32_MAX &&
-                   !atomic_compare_exchange_weak(&te->events, &pending, pending + 1))
-                ;
-        } else {
-            uint32_t none = 0;
-
-            atomic_compare_exchange_strong(&te->events, &none, 1);
-        }
-        tcp_futex_wake(&te->events);
+        if (slot->exp != NULL)
+            tcp_export_post(slot->exp, frame->flags & PB_TCP_FLAG_ACCUMULATE);
         break;
     default: break; /* pb_tcp_frame_check let no other type through */
     }
@@ -951,7 +971,7 @@ static void tcp_conn_read_auth(tcp_conn_t *c)
  * pb_rsm_lock and tcp.lock. */
 static void tcp_conn_read(tcp_conn_t *c)
 {
-    int reads = 0;
+    int reads = 0, drained = 0;
 
     while (atomic_load(&c->failure) == PB_OK) {
         char *buf;
@@ -959,8 +979,10 @@ static void tcp_conn_read(tcp_conn_t *c)
         const char *why;
         ssize_t n;
 
-        if (avail == 0 && reads == TCP_READS_PER_PASS)
-            return; /* the socket's rest is reported again */
+        /* a short read emptied the socket: another recv would only say
+         * EAGAIN; whatever arrives next is reported again by epoll */
+        if (avail == 0 && (drained || reads == TCP_READS_PER_PASS))
+            return;
         pb_tcp_rx_next(&c->rx, tcp.scratch, sizeof(tcp.scratch), &buf, &len);
         if (avail > 0) {
             /* from the staging buffer */
@@ -989,6 +1011,7 @@ static void tcp_conn_read(tcp_conn_t *c)
                     tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
                 return;
             }
+            drained = (size_t)n < (direct ? len : TCP_STAGING_SIZE);
             if (!direct) {
                 c->staging_tail = (size_t)n;
                 continue;
@@ -1092,6 +1115,17 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
     tcp_reap_failed();
 }
 
+/* Arm (1) or disarm (0) the service thread's watch of the sockets.  Caller
+ * holds neither pb_rsm_lock nor tcp.lock. */
+static void tcp_service_watch(int armed)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    if (armed)
+        atomic_store(&tcp.service_parked, 0);
+    pb_rsm_service_rearm(tcp.service_id, armed ? EPOLLIN | EPOLLONESHOT : EPOLLONESHOT);
+    pthread_mutex_unlock(&pb_rsm_lock);
+}
+
 /* One pass: wait up to @timeout_ms for socket events and handle them.
  * Caller holds the progress token and nothing else; it takes pb_rsm_lock
  * and tcp.lock to handle what arrived, lets the token go, and re-arms the
@@ -1103,15 +1137,21 @@ static int tcp_progress_pass(int timeout_ms)
     int count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, timeout_ms);
     int interrupted = count < 0 && errno == EINTR;
 
-    pthread_mutex_lock(&pb_rsm_lock);
     if (count > 0) {
+        pthread_mutex_lock(&pb_rsm_lock);
         pthread_mutex_lock(&tcp.lock);
         tcp_handle_events(events, count);
         pthread_mutex_unlock(&tcp.lock);
+        pthread_mutex_unlock(&pb_rsm_lock);
     }
     pthread_mutex_unlock(&tcp.progress);
-    pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
-    pthread_mutex_unlock(&pb_rsm_lock);
+    /* the service thread found the token taken and left its watch
+     * disarmed: arm it again, now that nobody reads the sockets */
+    if (atomic_exchange(&tcp.service_parked, 0)) {
+        pthread_mutex_lock(&pb_rsm_lock);
+        pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+        pthread_mutex_unlock(&pb_rsm_lock);
+    }
     return interrupted ? -1 : 0;
 }
 
@@ -1124,8 +1164,14 @@ static void tcp_service_ready(void *arg, uint32_t events)
 
     (void)arg;
     (void)events;
-    if (pthread_mutex_trylock(&tcp.progress) != 0)
-        return; /* the holder re-arms the watch when it lets go */
+    if (pthread_mutex_trylock(&tcp.progress) != 0) {
+        /* leave the watch disarmed for the holder to re-arm on release;
+         * try again in case it let go before seeing the flag */
+        atomic_store(&tcp.service_parked, 1);
+        if (pthread_mutex_trylock(&tcp.progress) != 0)
+            return;
+        atomic_store(&tcp.service_parked, 0);
+    }
     count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
     if (count > 0) {
         pthread_mutex_lock(&tcp.lock);
@@ -1149,33 +1195,48 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
                             int timeout_ms, int interruptible)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+    int watch_held = 0;
+    pb_status_t status;
 
     for (;;) {
         uint32_t seen = atomic_load(word);
-        pb_status_t status = ready(arg);
         int slice;
 
+        status = ready(arg);
         if (status != PB_ERR_TIMEOUT)
-            return status;
+            break;
         slice = tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
         if (slice == 0) {
             /* what has reached this host counts: read it before giving up */
             pthread_mutex_lock(&tcp.progress);
             tcp_progress_pass(0);
-            return ready(arg);
+            status = ready(arg);
+            break;
         }
         if (pthread_mutex_trylock(&tcp.progress) == 0) {
+            /* this thread reads the sockets until it returns: the service
+             * thread need not wake for them meanwhile */
+            if (!watch_held) {
+                tcp_service_watch(0);
+                watch_held = 1;
+            }
             /* the service thread may have finished it before we took the token */
             if (atomic_load(word) != seen)
                 slice = 0;
-            if (tcp_progress_pass(slice) != 0 && interruptible)
-                return PB_ERR_INTERRUPTED;
+            if (tcp_progress_pass(slice) != 0 && interruptible) {
+                status = PB_ERR_INTERRUPTED;
+                break;
+            }
         } else if (tcp_futex_wait(word, seen,
                                   slice < TCP_FUTEX_SLICE_MS ? slice : TCP_FUTEX_SLICE_MS) != 0 &&
                    interruptible) {
-            return PB_ERR_INTERRUPTED;
+            status = PB_ERR_INTERRUPTED;
+            break;
         }
     }
+    if (watch_held)
+        tcp_service_watch(1);
+    return status;
 }
 
 /* ---- start ----------------------------------------------------------------- */
@@ -1187,6 +1248,7 @@ static void tcp_atfork_child(void)
     pthread_mutex_init(&tcp.lock, NULL);
     pthread_mutex_init(&tcp.progress, NULL);
     pthread_mutex_init(&tcp.connect_lock, NULL);
+    atomic_store(&tcp.service_parked, 0);
     if (!tcp.started)
         return;
     for (tcp_conn_t *c = tcp.conns, *next; c != NULL; c = next) {
@@ -1906,7 +1968,10 @@ static inline pb_status_t tcp_import_state(const tcp_import_t *ti)
 
 static pb_status_t tcp_barrier_close(pb_rsm_import_t *im);
 
-static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
+/* Put, and with @signal post a signal to the exporter once the data is
+ * applied, in the same frame. */
+static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
+                                  size_t length, int signal)
 {
     tcp_import_t *ti = im->tl;
     const char *from = src;
@@ -1914,8 +1979,11 @@ static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, 
 
     while (status == PB_OK && length > 0) {
         uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
-        pb_tcp_frame_t frame = {
-            .type = PB_TCP_PUT, .slot = ti->slot, .offset = offset, .length = chunk};
+        pb_tcp_frame_t frame = {.type = PB_TCP_PUT,
+                                .flags = signal && chunk == length ? PB_TCP_FLAG_SIGNAL : 0,
+                                .slot = ti->slot,
+                                .offset = offset,
+                                .length = chunk};
 
         status = tcp_conn_send(ti->conn, &frame, from);
         from += chunk;
@@ -1925,6 +1993,17 @@ static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, 
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
         status = tcp_barrier_close(im);
     return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
+{
+    return tcp_put_frames(im, offset, src, length, 0);
+}
+
+static pb_status_t tcp_put_signal(pb_rsm_import_t *im, size_t offset, const void *src,
+                                  size_t length)
+{
+    return tcp_put_frames(im, offset, src, length, 1);
 }
 
 static pb_status_t tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
@@ -2037,6 +2116,13 @@ static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 {
     tcp_export_t *te = seg->tl;
 
+    /* posts that reached this host count as made: a non-accumulating one
+     * still unread must see the event pending, and be dropped, before the
+     * wait consumes it */
+    if (atomic_load(&te->events) > 0) {
+        pthread_mutex_lock(&tcp.progress);
+        tcp_progress_pass(0);
+    }
     return tcp_wait(tcp_export_event_ready, te, &te->events, timeout_ms, 1);
 }
 
@@ -2091,6 +2177,7 @@ const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .import_connect = tcp_import_connect,
     .import_disconnect = tcp_import_disconnect,
     .put = tcp_put,
+    .put_signal = tcp_put_signal,
     .get = tcp_get,
     .map = tcp_map,
     .unmap = tcp_unmap,

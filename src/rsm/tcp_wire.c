@@ -91,20 +91,20 @@ enum {
     USES_OFFSET = 1 << 3,
     USES_COUNT = 1 << 4,
     USES_PAYLOAD = 1 << 5, /* any length up to PB_TCP_MAX_PAYLOAD */
-    USES_FLAGS = 1 << 6,
-    AT_EXPORTER = 1 << 7 /* the direction it travels in */
+    AT_EXPORTER = 1 << 6   /* the direction it travels in */
 };
 
 static const struct {
     unsigned uses;
     uint32_t fixed_length; /* payload length when not USES_PAYLOAD */
+    uint16_t flags;        /* the flags it may carry */
 } frame_rules[PB_TCP_FRAME_TYPES] = {
     [PB_TCP_ATTACH] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_attach_t)},
     [PB_TCP_DETACH] = {AT_EXPORTER | USES_SLOT, 0},
-    [PB_TCP_PUT] = {AT_EXPORTER | USES_SLOT | USES_OFFSET | USES_PAYLOAD, 0},
+    [PB_TCP_PUT] = {AT_EXPORTER | USES_SLOT | USES_OFFSET | USES_PAYLOAD, 0, PB_TCP_FLAG_SIGNAL},
     [PB_TCP_GET] = {AT_EXPORTER | USES_SLOT | USES_TAG | USES_OFFSET | USES_COUNT, 0},
     [PB_TCP_BARRIER] = {AT_EXPORTER | USES_SLOT | USES_TAG, 0},
-    [PB_TCP_SIGNAL] = {AT_EXPORTER | USES_SLOT | USES_FLAGS, 0},
+    [PB_TCP_SIGNAL] = {AT_EXPORTER | USES_SLOT, 0, PB_TCP_FLAG_ACCUMULATE},
     [PB_TCP_REPLY] = {USES_STATUS | USES_SLOT | USES_TAG | USES_OFFSET | USES_COUNT | USES_PAYLOAD,
                       0},
     [PB_TCP_EVENT] = {USES_SLOT, 0},
@@ -121,7 +121,7 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
     uses = frame_rules[frame->type].uses;
     if (!(uses & AT_EXPORTER) != !at_exporter)
         return "frame type sent in the wrong direction";
-    if (frame->flags & ~((uses & USES_FLAGS) ? PB_TCP_FLAG_ACCUMULATE : 0u))
+    if (frame->flags & ~frame_rules[frame->type].flags)
         return "unknown flags";
     if (!(uses & USES_STATUS) && frame->status != 0)
         return "status set in a request";

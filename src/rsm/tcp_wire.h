@@ -92,7 +92,7 @@ typedef enum {
     /* importer -> exporter */
     PB_TCP_ATTACH = 1,  /* tag; payload pb_tcp_attach_t; answered by REPLY */
     PB_TCP_DETACH = 2,  /* slot */
-    PB_TCP_PUT = 3,     /* slot, offset; payload = the data */
+    PB_TCP_PUT = 3,     /* slot, offset, flags (SIGNAL); payload = the data */
     PB_TCP_GET = 4,     /* tag, slot, offset, count; answered by REPLY with the data */
     PB_TCP_BARRIER = 5, /* tag, slot; answered once every earlier frame is applied */
     PB_TCP_SIGNAL = 6,  /* slot, flags (PB_TCP_FLAG_ACCUMULATE) */
@@ -108,7 +108,8 @@ typedef enum {
     PB_TCP_FRAME_TYPES
 } pb_tcp_frame_type_t;
 
-#define PB_TCP_FLAG_ACCUMULATE 1u
+#define PB_TCP_FLAG_ACCUMULATE 1u /* SIGNAL: count every post */
+#define PB_TCP_FLAG_SIGNAL 2u     /* PUT: then signal the exporter, accumulating */
 
 typedef struct {
     uint16_t type;

@@ -40,6 +40,10 @@ typedef pb_status_t (*pb_rsm_import_connect_func_t)(pb_rsm_import_t *im);
 typedef void (*pb_rsm_import_disconnect_func_t)(pb_rsm_import_t *im);
 typedef pb_status_t (*pb_rsm_put_func_t)(pb_rsm_import_t *im, size_t offset, const void *src,
                                          size_t length);
+/* put, then post a signal to the exporter (accumulating), as one message
+ * where the transport can: putv with RSM_IMPLICIT_SIGPOST.  Optional. */
+typedef pb_status_t (*pb_rsm_put_signal_func_t)(pb_rsm_import_t *im, size_t offset, const void *src,
+                                                size_t length);
 typedef pb_status_t (*pb_rsm_get_func_t)(pb_rsm_import_t *im, size_t offset, void *dst,
                                          size_t length);
 /* map [offset, offset + length) at *address_p (fixed) or anywhere */
@@ -75,6 +79,7 @@ typedef struct {
     pb_rsm_import_connect_func_t import_connect;
     pb_rsm_import_disconnect_func_t import_disconnect;
     pb_rsm_put_func_t put;
+    pb_rsm_put_signal_func_t put_signal; /* NULL: put, then import_signal_post */
     pb_rsm_get_func_t get;
     pb_rsm_map_func_t map;
     pb_rsm_unmap_func_t unmap;

@@ -37,11 +37,20 @@ static void importer(pbt_peer_t *self, void *arg)
     CHECK_OK(rsm_memseg_import_connect(c, si.node, si.segid, RSM_PERM_RDWR, &im));
     pbt_send_u32(self->wr, 1); /* connected */
     switch (a->op) {
-    case IMP_POST:
+    case IMP_POST: {
+        rsmapi_barrier_t bar;
+
         for (int i = 0; i < a->count; i++)
             CHECK_OK(rsm_intr_signal_post(im, a->flags));
+        /* over a network a post returns once sent: a barrier closed after
+         * the posts returns once they reached the exporter */
+        CHECK_OK(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar));
+        CHECK_OK(rsm_memseg_import_open_barrier(&bar));
+        CHECK_OK(rsm_memseg_import_close_barrier(&bar));
+        CHECK_OK(rsm_memseg_import_destroy_barrier(&bar));
         pbt_send_u32(self->wr, 2);
         break;
+    }
     case IMP_WAIT_ONCE:
         CHECK_OK(rsm_intr_signal_wait(im, LONG_WAIT));
         pbt_send_u32(self->wr, 2);
