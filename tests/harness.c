@@ -690,7 +690,7 @@ static int private_tmp(void)
     const char *env = getenv("POSTBOX_TEST_PRIVATE_TMP");
     char exe[PATH_MAX], tree[PATH_MAX] = "", source[64];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    int tree_fd = -1, done = 0;
+    int tree_fd = -1;
 
     if (geteuid() != 0 || (env != NULL && strcmp(env, "0") == 0))
         return 0;
@@ -701,19 +701,19 @@ static int private_tmp(void)
 
         exe[len] = '\0';
         slash = strchr(exe + 5, '/');
-        if (slash != NULL) {
+        if (slash != NULL)
             snprintf(tree, sizeof(tree), "%.*s", (int)(slash - exe), exe);
-            tree_fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        }
     }
     if (unshare(CLONE_NEWNS) != 0)
-        goto out;
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("pbt-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0 ||
-        mount("pbt-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
-        fprintf(stderr, "note: private /tmp and /dev/shm not available: %s\n", strerror(errno));
-        goto out;
-    }
+        return 0;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        goto fail;
+    /* opened in the new namespace: a bind mount's source must be in it */
+    if (tree[0] != '\0')
+        tree_fd = open(tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (mount("pbt-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0 ||
+        mount("pbt-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0)
+        goto fail;
     if (tree_fd >= 0) {
         snprintf(source, sizeof(source), "/proc/self/fd/%d", tree_fd);
         if (mkdir(tree, 0755) != 0 || mount(source, tree, NULL, MS_BIND | MS_REC, NULL) != 0) {
@@ -722,11 +722,15 @@ static int private_tmp(void)
             exit(1);
         }
     }
-    done = 1;
-out:
     if (tree_fd >= 0)
         close(tree_fd);
-    return done;
+    return 1;
+
+fail:
+    fprintf(stderr, "note: private /tmp and /dev/shm not available: %s\n", strerror(errno));
+    if (tree_fd >= 0)
+        close(tree_fd);
+    return 0;
 }
 
 int pbt_main(int argc, char **argv, const pbt_case_t *cases, size_t ncases)
