@@ -812,3 +812,100 @@ void pb_bench_record_emit(pb_bench_out_t *out, const pb_bench_record_t *rec)
            rec->note != NULL ? rec->note : "");
     fflush(stdout);
 }
+
+/* ---- acceptance ratios from interleaved pairs -------------------------- */
+
+unsigned pb_bench_ratio_pairs(const pb_bench_opts_t *opts)
+{
+    return opts->quick ? PB_BENCH_RATIO_PAIRS_QUICK : PB_BENCH_RATIO_PAIRS;
+}
+
+/* Whether two probes were both measured and agree within a factor of 1.5. */
+static bool probes_settled(double x, double y)
+{
+    return x > 0.0 && y > 0.0 && x <= 1.5 * y && y <= 1.5 * x;
+}
+
+/* Whether a probe says the fast core-to-core state. */
+static bool probe_fast(double x)
+{
+    return x > 0.0 && x < PB_BENCH_PROBE_FAST_NS;
+}
+
+/* Settled pairs whose two halves share one state; 1 fast, 0 slow, -1 none. */
+static int pair_state(const pb_bench_ratio_pair_t *p)
+{
+    bool fa = probe_fast(p->p0) && probe_fast(p->p1);
+    bool fb = probe_fast(p->p1) && probe_fast(p->p2);
+
+    if (!probes_settled(p->p0, p->p1) || !probes_settled(p->p1, p->p2) || fa != fb)
+        return -1;
+    return fa ? 1 : 0;
+}
+
+/* Median of @n values of @v (left in place), with their min and max. */
+static double median_copy(const double *v, unsigned n, double *min_p, double *max_p)
+{
+    double w[PB_BENCH_RATIO_PAIRS];
+    pb_bench_stats_t st;
+
+    memcpy(w, v, n * sizeof(*w));
+    pb_bench_stats_from_samples(w, n, 1, &st);
+    *min_p = st.min;
+    *max_p = st.max;
+    return st.median;
+}
+
+void pb_bench_ratio_make(const pb_bench_opts_t *opts, const char *what_a, const char *what_b,
+                         const char *unit_ab, const pb_bench_ratio_pair_t *p, unsigned n,
+                         double target, bool at_most, pb_bench_record_t *rec, char *note)
+{
+    unsigned count[2] = {0, 0};
+    double r[PB_BENCH_RATIO_PAIRS], pre[PB_BENCH_RATIO_PAIRS], post[PB_BENCH_RATIO_PAIRS], lo, hi;
+    int state;
+    unsigned k = 0;
+
+    printf("\n%s = %s / %s\n", rec->test, what_a, what_b);
+    for (unsigned i = 0; i < n; i++) {
+        int s = pair_state(&p[i]);
+
+        if (s >= 0)
+            count[s]++;
+        printf("  pair %u: %10.3f / %10.3f %s = %7.3f", i + 1, p[i].a, p[i].b, unit_ab, p[i].ratio);
+        if (opts->no_probe)
+            printf("  (no probes)\n");
+        else
+            printf("  probes %.1f %.1f %.1f ns  %s\n", p[i].p0, p[i].p1, p[i].p2,
+                   s < 0 ? "unsettled or mixed" : (s ? "fast" : "slow"));
+    }
+    state = count[0] + count[1] == 0 ? -1 : (count[1] >= count[0] ? 1 : 0);
+    for (unsigned i = 0; i < n; i++) {
+        if (state >= 0 && pair_state(&p[i]) != state)
+            continue;
+        r[k] = p[i].ratio;
+        pre[k] = p[i].p0;
+        post[k] = p[i].p2;
+        k++;
+    }
+    if (opts->no_probe) {
+        snprintf(note, PB_BENCH_RATIO_NOTE_LEN, "all %u pairs, no probes: states unknown", n);
+        rec->mixed_states = true;
+    } else if (state < 0) {
+        snprintf(note, PB_BENCH_RATIO_NOTE_LEN,
+                 "no settled same-state pair: all %u pairs, states mixed", n);
+        rec->mixed_states = true;
+    } else {
+        snprintf(note, PB_BENCH_RATIO_NOTE_LEN, "%u of %u pairs, settled, state %s", k, n,
+                 state ? "fast" : "slow");
+    }
+    rec->stats.median = median_copy(r, k, &rec->stats.min, &rec->stats.max);
+    rec->stats.reps = k;
+    rec->stats.iters = 1;
+    rec->probe_before = median_copy(pre, k, &lo, &hi);
+    rec->probe_after = median_copy(post, k, &lo, &hi);
+    rec->note = note;
+    printf("  => %.3f x (%s); target %s %.2f: %s\n", rec->stats.median, note,
+           at_most ? "<=" : ">=", target,
+           (at_most ? rec->stats.median <= target : rec->stats.median >= target) ? "met"
+                                                                                 : "NOT met");
+}

@@ -216,4 +216,34 @@ void pb_bench_table_begin(pb_bench_out_t *out, const char *title, const char *un
  * when a table is open, as one row of it. */
 void pb_bench_record_emit(pb_bench_out_t *out, const pb_bench_record_t *rec);
 
+/* ---- acceptance ratios from interleaved pairs -------------------------- */
+
+#define PB_BENCH_RATIO_PAIRS 7       /* pairs measured for a ratio */
+#define PB_BENCH_RATIO_PAIRS_QUICK 3 /* the same under --quick */
+#define PB_BENCH_RATIO_NOTE_LEN 96
+
+/* One interleaved pair: A measured between probes p0 and p1, B between p1
+ * and p2; ratio = A / B of the figures being compared. */
+typedef struct {
+    double a, b, ratio;
+    double p0, p1, p2;
+} pb_bench_ratio_pair_t;
+
+/* The number of pairs a ratio takes: PB_BENCH_RATIO_PAIRS, or
+ * PB_BENCH_RATIO_PAIRS_QUICK under --quick. */
+unsigned pb_bench_ratio_pairs(const pb_bench_opts_t *opts);
+
+/*
+ * Print the @n pairs (at most PB_BENCH_RATIO_PAIRS) of ratio rec->test,
+ * A = @what_a over B = @what_b (both in @unit_ab), then set @rec's
+ * statistics, probes and note from the settled pairs of the commonest probe
+ * state (all pairs, marked mixed, when none is settled), and print the
+ * verdict against @target (<= with @at_most, else >=).  The caller fills
+ * @rec's other fields; @note (PB_BENCH_RATIO_NOTE_LEN bytes) receives the
+ * remark rec->note points to.
+ */
+void pb_bench_ratio_make(const pb_bench_opts_t *opts, const char *what_a, const char *what_b,
+                         const char *unit_ab, const pb_bench_ratio_pair_t *p, unsigned n,
+                         double target, bool at_most, pb_bench_record_t *rec, char *note);
+
 #endif /* PB_BENCH_ENGINE_H */

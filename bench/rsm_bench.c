@@ -40,11 +40,8 @@
 #define SEQ_STOP (UINT64_C(1) << 63)
 #define PEER_TIMEOUT_NS 10000000000u /* a silent peer is declared dead */
 #define SIGNAL_WAIT_MS 10000
-#define RATIO_PAIRS 7
-#define RATIO_PAIRS_QUICK 3
 #define RATIO_SIZE_LAT 64
 #define RATIO_SIZE_BW SEG_BIG
-#define RATIO_NOTE_LEN 96
 
 static char ctlr_name[] = "shm";
 
@@ -901,109 +898,12 @@ static void bench_cacheline(void)
 
 /* ---- ratios ------------------------------------------------------------- */
 
-/* One interleaved pair: A measured between probes p0 and p1, B between p1
- * and p2; ratio = A / B of the figures being compared. */
-typedef struct {
-    double a, b, ratio;
-    double p0, p1, p2;
-} ratio_pair_t;
-
-static bool probes_settled(double x, double y)
-{
-    return x > 0.0 && y > 0.0 && x <= 1.5 * y && y <= 1.5 * x;
-}
-
-static bool probe_fast(double x)
-{
-    return x > 0.0 && x < PB_BENCH_PROBE_FAST_NS;
-}
-
-/* Settled pairs whose two halves share one state; 1 fast, 0 slow, -1 none. */
-static int pair_state(const ratio_pair_t *p)
-{
-    bool fa = probe_fast(p->p0) && probe_fast(p->p1);
-    bool fb = probe_fast(p->p1) && probe_fast(p->p2);
-
-    if (!probes_settled(p->p0, p->p1) || !probes_settled(p->p1, p->p2) || fa != fb)
-        return -1;
-    return fa ? 1 : 0;
-}
-
-static double median_copy(const double *v, unsigned n, double *min_p, double *max_p)
-{
-    double w[RATIO_PAIRS];
-    pb_bench_stats_t st;
-
-    memcpy(w, v, n * sizeof(*w));
-    pb_bench_stats_from_samples(w, n, 1, &st);
-    *min_p = st.min;
-    *max_p = st.max;
-    return st.median;
-}
-
-/* Print the pairs, then fill @rec with the ratio from the settled pairs of
- * the commonest state (all pairs, marked mixed, if there are none); @note
- * (RATIO_NOTE_LEN bytes) receives the remark. */
-static void ratio_make(const char *test, size_t size, const char *what_a, const char *what_b,
-                       const char *unit_ab, const ratio_pair_t *p, unsigned n, double target,
-                       bool at_most, pb_bench_record_t *rec, char *note)
-{
-    unsigned count[2] = {0, 0};
-    double r[RATIO_PAIRS], pre[RATIO_PAIRS], post[RATIO_PAIRS], lo, hi;
-    int state;
-    unsigned k = 0;
-
-    *rec = record_make("rsm", test, "postbox", size, "ratio", "x");
-    printf("\n%s = %s / %s\n", test, what_a, what_b);
-    for (unsigned i = 0; i < n; i++) {
-        int s = pair_state(&p[i]);
-
-        if (s >= 0)
-            count[s]++;
-        printf("  pair %u: %10.3f / %10.3f %s = %7.3f", i + 1, p[i].a, p[i].b, unit_ab, p[i].ratio);
-        if (g.opts.no_probe)
-            printf("  (no probes)\n");
-        else
-            printf("  probes %.1f %.1f %.1f ns  %s\n", p[i].p0, p[i].p1, p[i].p2,
-                   s < 0 ? "unsettled or mixed" : (s ? "fast" : "slow"));
-    }
-    state = count[0] + count[1] == 0 ? -1 : (count[1] >= count[0] ? 1 : 0);
-    for (unsigned i = 0; i < n; i++) {
-        if (state >= 0 && pair_state(&p[i]) != state)
-            continue;
-        r[k] = p[i].ratio;
-        pre[k] = p[i].p0;
-        post[k] = p[i].p2;
-        k++;
-    }
-    if (g.opts.no_probe) {
-        snprintf(note, RATIO_NOTE_LEN, "all %u pairs, no probes: states unknown", n);
-        rec->mixed_states = true;
-    } else if (state < 0) {
-        snprintf(note, RATIO_NOTE_LEN, "no settled same-state pair: all %u pairs, states mixed", n);
-        rec->mixed_states = true;
-    } else {
-        snprintf(note, RATIO_NOTE_LEN, "%u of %u pairs, settled, state %s", k, n,
-                 state ? "fast" : "slow");
-    }
-    rec->stats.median = median_copy(r, k, &rec->stats.min, &rec->stats.max);
-    rec->stats.reps = k;
-    rec->stats.iters = 1;
-    rec->probe_before = median_copy(pre, k, &lo, &hi);
-    rec->probe_after = median_copy(post, k, &lo, &hi);
-    rec->note = note;
-    printf("  => %.3f x (%s); target %s %.2f: %s\n", rec->stats.median, note,
-           at_most ? "<=" : ">=", target,
-           (at_most ? rec->stats.median <= target : rec->stats.median >= target) ? "met"
-                                                                                 : "NOT met");
-}
-
 static void bench_ratios(void)
 {
-    unsigned n = g.opts.quick ? RATIO_PAIRS_QUICK : RATIO_PAIRS;
-    ratio_pair_t lat[RATIO_PAIRS], bw[RATIO_PAIRS];
+    unsigned n = pb_bench_ratio_pairs(&g.opts);
+    pb_bench_ratio_pair_t lat[PB_BENCH_RATIO_PAIRS], bw[PB_BENCH_RATIO_PAIRS];
     pb_bench_record_t rec[2];
-    char note[2][RATIO_NOTE_LEN];
+    char note[2][PB_BENCH_RATIO_NOTE_LEN];
     size_arg_t big = {.size = RATIO_SIZE_BW};
 
     printf("\n== Ratios (interleaved pairs; A between probes 1-2, B between 2-3)\n");
@@ -1012,29 +912,31 @@ static void bench_ratios(void)
 
         measure_pingpong(PP_PUT, RATIO_SIZE_LAT, &a);
         measure_cacheline(&b);
-        lat[i] = (ratio_pair_t){.a = a.st.median * 1e3,
-                                .b = b.st.median,
-                                .ratio = a.st.median * 1e3 / b.st.median,
-                                .p0 = a.pre,
-                                .p1 = a.post,
-                                .p2 = b.post};
+        lat[i] = (pb_bench_ratio_pair_t){.a = a.st.median * 1e3,
+                                         .b = b.st.median,
+                                         .ratio = a.st.median * 1e3 / b.st.median,
+                                         .p0 = a.pre,
+                                         .p1 = a.post,
+                                         .p2 = b.post};
 
         measure_op(op_put, &big, &a);
         measure_op(op_memcpy, &big, &b);
         pb_bench_stats_to_bandwidth(&a.st, RATIO_SIZE_BW);
         pb_bench_stats_to_bandwidth(&b.st, RATIO_SIZE_BW);
-        bw[i] = (ratio_pair_t){.a = a.st.median,
-                               .b = b.st.median,
-                               .ratio = a.st.median / b.st.median,
-                               .p0 = a.pre,
-                               .p1 = a.post,
-                               .p2 = b.post};
+        bw[i] = (pb_bench_ratio_pair_t){.a = a.st.median,
+                                        .b = b.st.median,
+                                        .ratio = a.st.median / b.st.median,
+                                        .p0 = a.pre,
+                                        .p1 = a.post,
+                                        .p2 = b.post};
     }
-    ratio_make("ratio_pingpong_put_64_vs_cacheline", RATIO_SIZE_LAT,
-               "put ping-pong 64 B half round trip", "cache-line half round trip", "ns", lat, n,
-               1.5, true, &rec[0], note[0]);
-    ratio_make("ratio_put_4MB_vs_memcpy", RATIO_SIZE_BW, "put 4 MB bandwidth",
-               "memcpy 4 MB bandwidth", "MB/s", bw, n, 0.8, false, &rec[1], note[1]);
+    rec[0] = record_make("rsm", "ratio_pingpong_put_64_vs_cacheline", "postbox", RATIO_SIZE_LAT,
+                         "ratio", "x");
+    pb_bench_ratio_make(&g.opts, "put ping-pong 64 B half round trip", "cache-line half round trip",
+                        "ns", lat, n, 1.5, true, &rec[0], note[0]);
+    rec[1] = record_make("rsm", "ratio_put_4MB_vs_memcpy", "postbox", RATIO_SIZE_BW, "ratio", "x");
+    pb_bench_ratio_make(&g.opts, "put 4 MB bandwidth", "memcpy 4 MB bandwidth", "MB/s", bw, n, 0.8,
+                        false, &rec[1], note[1]);
     pb_bench_table_begin(&g.out, "Ratios (acceptance figures)", "x");
     pb_bench_record_emit(&g.out, &rec[0]);
     pb_bench_record_emit(&g.out, &rec[1]);

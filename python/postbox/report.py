@@ -9,9 +9,13 @@ the figures and left out of the library-against-library ratios.
 From ``p2p.jsonl`` (bench/mpi_p2p.c): latency against size per mode, every
 MPI library a line on the same axes, bandwidth (uni, bi), and the table of
 median ratios library against library.  From ``net.jsonl``: raw TCP/UDP
-half round trips beside the RSM ping-pong, and TCP stream bandwidth.  Each
-figure names the commands and library versions that produced it (from
-``machine.json``) and is also written as ``fig-<name>.svg``.
+half round trips beside the RSM ping-pong, and TCP stream bandwidth.  From
+``rsm-net*.jsonl`` (postbox-rsm-net-bench, records with a ``config``): the
+RSM tcp transport against raw TCP/UDP between the same two virtual nodes,
+latency and bandwidth, one pair of figures per config (loopback, netns),
+with the two tcp ratios and their targets.  Each figure names the commands
+and library versions that produced it (from ``machine.json``) and is also
+written as ``fig-<name>.svg``.
 """
 
 from __future__ import annotations
@@ -295,8 +299,14 @@ def _split_by_unit(title: str, caption: str, xlabel: str, records: list,
     return figures
 
 
+def _is_rsm_net(record: dict) -> bool:
+    """A record of postbox-rsm-net-bench (RSM over tcp or its raw references)."""
+    return record.get("config") in RSM_NET_CONFIGS
+
+
 def _rsm(record: dict) -> bool:
-    return record.get("suite") == "rsm" and record.get("metric") != "ratio"
+    return record.get("suite") == "rsm" and record.get("metric") != "ratio" and \
+        not _is_rsm_net(record)
 
 
 def _call(record: dict) -> str:
@@ -353,6 +363,11 @@ P2P_LATENCY = OrderedDict((
 P2P_BANDWIDTH = OrderedDict((("bandwidth_uni", "uni"), ("bandwidth_bi", "bi")))
 NET_LATENCY = ("tcp_pingpong", "udp_pingpong")
 NET_BANDWIDTH = ("tcp_stream",)
+# postbox-rsm-net-bench: its records carry config "loopback" or "netns"
+RSM_NET_CONFIGS = ("loopback", "netns")
+RSM_NET_LATENCY = ("tcp_put_pingpong", "tcp_get", "tcp_pingpong", "udp_pingpong")
+RSM_NET_BANDWIDTH = ("tcp_put_stream", "tcp_stream")
+RSM_NET_SIGNAL = "tcp_signal_pingpong"
 UNSETTLED_NOTE = "Hollow grey points are unsettled (the probes before and after disagree)."
 
 
@@ -361,7 +376,9 @@ def _is_p2p(record: dict) -> bool:
 
 
 def _is_net(record: dict) -> bool:
-    return record.get("suite") == "raw" and record.get("test") in NET_LATENCY + NET_BANDWIDTH
+    """A record of postbox-net-bench."""
+    return record.get("suite") == "raw" and record.get("test") in NET_LATENCY + NET_BANDWIDTH \
+        and not _is_rsm_net(record)
 
 
 def _name(text: str) -> str:
@@ -492,7 +509,7 @@ def p2p_figures(records: Sequence[dict], description: Optional[dict] = None) -> 
 def net_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
     """The machine's raw TCP/UDP limits, beside the RSM ping-pong."""
     out = []
-    latency = [r for r in records if r.get("suite") == "raw" and r.get("test") in NET_LATENCY]
+    latency = [r for r in records if _is_net(r) and r.get("test") in NET_LATENCY]
     if latency:
         rsm = [r for r in records if _is_pingpong(r) and _is_time(r)
                and r.get("unit") == latency[0].get("unit")]
@@ -511,7 +528,7 @@ def net_figures(records: Sequence[dict], description: Optional[dict] = None) -> 
                 _cacheline_references(list(records))(str(latency[0].get("unit"))),
                 name="net-latency", log=True,
                 source=_source_programs(description, ["net"] + (["rsm"] if rsm else []))))
-    stream = [r for r in records if r.get("suite") == "raw" and r.get("test") in NET_BANDWIDTH]
+    stream = [r for r in records if _is_net(r) and r.get("test") in NET_BANDWIDTH]
     series = build_series(stream)
     if series and max(len(s.points) for s in series) >= 2:
         out.append(Figure(
@@ -520,6 +537,73 @@ def net_figures(records: Sequence[dict], description: Optional[dict] = None) -> 
             "acknowledged (MB = 10^6 bytes). " + UNSETTLED_NOTE,
             "message size (bytes)", "bandwidth (%s)" % stream[0].get("unit"), series,
             name="net-bandwidth", log=True, source=_source_programs(description, ["net"])))
+    return out
+
+
+def _rsm_net_series(members: Sequence[dict], tests: Sequence[str]) -> list:
+    """One series per test of @tests, labelled with what it measures."""
+    series = []
+    for test in tests:
+        for line in build_series([r for r in members if r.get("test") == test]):
+            first = next(r for r in members if r.get("test") == test)
+            line.label = test + (" (raw)" if first.get("library") == "raw" else "") + (
+                " (full round trip)" if first.get("round_trip") else "")
+            series.append(line)
+    return series
+
+
+def _rsm_net_ratio_text(members: Sequence[dict]) -> str:
+    """The ratio records of @members with value, target and verdict, as prose."""
+    parts = []
+    for record in members:
+        limit, value = results.record_limit(record), results.ratio_value(record)
+        if record.get("metric") != "ratio" or limit is None:
+            continue
+        parts.append("%s = %s (target %s %g: %s%s)" % (
+            record.get("test"), "-" if value is None else "%.3f" % value, limit.op,
+            limit.bound, "missing" if value is None else ("ok" if limit.holds(value) else "FAIL"),
+            "" if results.is_settled(record) else ", unsettled"))
+    return "; ".join(parts)
+
+
+def rsm_net_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
+    """RSM over tcp against raw TCP/UDP between the same two virtual nodes, per
+    config: one-way latency and bandwidth against size, with the ratios."""
+    out = []
+    configs = [c for c in RSM_NET_CONFIGS if any(r.get("config") == c for r in records)]
+    for config in configs:
+        members = [r for r in records if _is_rsm_net(r) and r.get("config") == config]
+        suffix = "" if config == "loopback" else "-" + config
+        source = _source_programs(description, ["rsm-net" + suffix])
+        where = ("two virtual nodes, traffic through loopback" if config == "loopback" else
+                 "two virtual nodes in their own network namespaces, across the veth pair")
+        ratios = _rsm_net_ratio_text(members)
+        ratios = " Ratios: %s." % ratios if ratios else ""
+        latency = [r for r in members if r.get("metric") == "latency"]
+        series = _rsm_net_series(latency, RSM_NET_LATENCY)
+        signal = [r for r in members if r.get("test") == RSM_NET_SIGNAL
+                  and _number(r.get("median")) is not None]
+        if series and max(len(s.points) for s in series) >= 2:
+            out.append(Figure(
+                "RSM over tcp against raw TCP/UDP: one-way latency (%s)" % config,
+                "postbox-rsm-net-bench, 2 ranks on %s: half round trip of the put ping-pong "
+                "(put + signal, the receiver sleeping in rsm_intr_signal_wait) and of raw "
+                "TCP (TCP_NODELAY) and UDP, measured in the same run, interleaved by size; "
+                "tcp_get is a full round trip; the signal-only ping-pong is the dashed line. "
+                "%s%s" % (where, UNSETTLED_NOTE, ratios),
+                "message size (bytes)", "latency (%s)" % latency[0].get("unit"), series,
+                [(RSM_NET_SIGNAL, float(r["median"])) for r in signal[:1]],
+                name="rsm-net-latency" + suffix, log=True, source=source))
+        series = _rsm_net_series(members, RSM_NET_BANDWIDTH)
+        if series and max(len(s.points) for s in series) >= 2:
+            out.append(Figure(
+                "RSM over tcp against raw TCP/UDP: bandwidth (%s)" % config,
+                "postbox-rsm-net-bench, 2 ranks on %s: a stream of puts in one barrier span "
+                "per sample (close_barrier returned) against a raw TCP stream whose batch "
+                "ends with a 1-byte ack (MB = 10^6 bytes). %s%s" % (where, UNSETTLED_NOTE,
+                                                                    ratios),
+                "message size (bytes)", "bandwidth (MB/s)", series,
+                name="rsm-net-bandwidth" + suffix, log=True, source=source))
     return out
 
 
@@ -555,9 +639,10 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
         [r for r in records if _is_pingpong(r)], _cacheline_references(list(records))),
         "rsm-pingpong", rsm_source)
     out += net_figures(records, description)
+    out += rsm_net_figures(records, description)
     out += p2p_figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
-               or _is_p2p(r) or _is_net(r)}
+               or _is_p2p(r) or _is_net(r) or _is_rsm_net(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -787,7 +872,7 @@ def _ratio_section(records: Sequence[dict]) -> list:
     out = ['<table><tr><th class="text">ratio</th><th>value</th><th class="text">limit</th>'
            '<th class="text">verdict</th><th>probe before</th><th>probe after</th></tr>']
     for name, record in found.items():
-        limit = limits.get(name)
+        limit = limits.get(name) or results.record_limit(record)
         value = _number(record.get("median"))
         if limit is None:
             verdict, limit_text = "", ""

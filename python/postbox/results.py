@@ -2,7 +2,10 @@
 
 Each line is one measurement with at least the keys of DESIGN.md
 ("Configuration and output").  Acceptance ratios are records whose
-``metric`` is ``"ratio"``; their ``test`` names the ratio.
+``metric`` is ``"ratio"``; their ``test`` names the ratio, followed by
+``[config]`` when the record has a ``config`` (postbox-rsm-net-bench: the
+same ratios over loopback and across --netns).  A ratio record may carry
+its own limit (``target``, ``target_op``); ``--check`` judges only LIMITS.
 """
 
 from __future__ import annotations
@@ -81,13 +84,37 @@ def is_settled(record: dict) -> bool:
     return record.get("settled", True) is not False
 
 
+def ratio_name(record: dict) -> str:
+    """The name of a ratio record: its test, and its config if it has one."""
+    name = str(record.get("test"))
+    return "%s [%s]" % (name, record["config"]) if record.get("config") else name
+
+
 def ratios(records: Iterable[dict]) -> dict[str, dict]:
-    """The ratio records by test name (the last one wins)."""
+    """The ratio records by ratio_name (the last one wins)."""
     found = {}
     for record in records:
         if record.get("metric") == "ratio" and "test" in record:
-            found[str(record["test"])] = record
+            found[ratio_name(record)] = record
     return found
+
+
+def record_limit(record: dict) -> Optional[Limit]:
+    """The limit a ratio record states itself (keys target and target_op), if any."""
+    op, bound = record.get("target_op"), record.get("target")
+    if op not in ("<=", ">=") or isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        return None
+    meaning = "%s over %s" % (record.get("numerator"), record.get("denominator")) \
+        if record.get("numerator") and record.get("denominator") else ""
+    return Limit(ratio_name(record), op, float(bound), meaning)
+
+
+def ratio_value(record: Optional[dict]) -> Optional[float]:
+    """The median of a ratio record as a number, or None."""
+    try:
+        return float(record["median"]) if record is not None else None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -115,18 +142,13 @@ def check(records: Iterable[dict], limits: Sequence[Limit] = LIMITS) -> list[Ver
     verdicts = []
     for limit in limits:
         record = found.get(limit.name)
-        value = None
-        if record is not None:
-            try:
-                value = float(record["median"])
-            except (KeyError, TypeError, ValueError):
-                value = None
-        verdicts.append(Verdict(limit, value, record))
+        verdicts.append(Verdict(limit, ratio_value(record), record))
     return verdicts
 
 
 def format_ratios(records: Iterable[dict]) -> str:
-    """A summary of every ratio record, the checked ones first."""
+    """A summary of every ratio record, the checked ones first, then those
+    with a limit of their own, then the rest."""
     records = list(records)
     found = ratios(records)
     lines = ["Acceptance ratios:"]
@@ -134,7 +156,12 @@ def format_ratios(records: Iterable[dict]) -> str:
         lines.append("  " + verdict.describe())
     limited = {limit.name for limit in LIMITS}
     for name, record in sorted(found.items()):
-        if name in limited:
+        own = record_limit(record)
+        if name in limited or own is None:
+            continue
+        lines.append("  " + Verdict(own, ratio_value(record), record).describe())
+    for name, record in sorted(found.items()):
+        if name in limited or record_limit(record) is not None:
             continue
         note = "" if is_settled(record) else "  (unsettled)"
         try:

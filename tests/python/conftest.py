@@ -68,6 +68,47 @@ if os.environ.get("FAKE_NET_MODE") == "fail":
     sys.exit(1)
 '''
 
+# `postbox run` for the fake build: drops the launcher's options, runs the
+# program, and tells it about --netns as the real launcher would
+FAKE_LAUNCHER = '''\
+#!{python}
+import os, sys
+args = sys.argv[1:]
+assert args.pop(0) == "run", "the fake postbox only runs"
+while args[0].startswith("-"):
+    option = args.pop(0)
+    if option == "--netns":
+        os.environ["POSTBOX_NETNS_ADDR"] = "10.213.0.1"
+    elif option in ("-n", "--nodes", "--timeout"):
+        args.pop(0)
+os.execv(args[0], args)
+'''
+
+FAKE_RSM_NET = '''\
+#!{python}
+"""A stand-in for postbox-rsm-net-bench: FAKE_RSM_NET_MODE=fail makes it fail,
+=notyet makes it exit 3 under --netns (the transport cannot import there)."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from samples import rsm_net_records
+args = sys.argv[1:]
+out = args[args.index("--json") + 1]
+netns = bool(os.environ.get("POSTBOX_NETNS_ADDR"))
+mode = os.environ.get("FAKE_RSM_NET_MODE", "ok")
+if netns and mode == "notyet":
+    print("fake rsm-net: rsm_memseg_import_connect failed: segment not published",
+          file=sys.stderr)
+    sys.exit(3)
+with open(out, "a") as handle:
+    for rec in rsm_net_records("netns" if netns else "loopback"):
+        handle.write(json.dumps(rec) + "\\n")
+print("fake rsm-net table: args=" + " ".join(args))
+if mode == "fail":
+    print("fake rsm-net: rsm_intr_signal_wait failed: timeout", file=sys.stderr)
+    sys.exit(1)
+'''
+
 # a fake MPI wheel prefix: mpicc writes a fake mpi_p2p at -o, mpiexec runs it
 FAKE_MPICC = '''\
 #!{python}
@@ -142,6 +183,8 @@ def fake_build(tmp_path, monkeypatch) -> Path:
     (build / "bin").mkdir(parents=True)
     _script(build / "bin" / "postbox-rsm-bench", FAKE_BENCH)
     _script(build / "bin" / "postbox-net-bench", FAKE_NET)
+    _script(build / "bin" / "postbox-rsm-net-bench", FAKE_RSM_NET)
+    _script(build / "bin" / "postbox", FAKE_LAUNCHER)
     _script(build / "bin" / "postbox-config-dump", FAKE_DUMP)
     monkeypatch.setenv("POSTBOX_BUILD_DIR", str(build))
     return build

@@ -86,6 +86,37 @@ def net_records() -> list:
     return out
 
 
+def rsm_net_records(config: str = "loopback", latency_ratio: float = 1.1) -> list:
+    """What postbox-rsm-net-bench writes: RSM over tcp, its raw references and
+    the two ratios, every record with @config."""
+    out = []
+    common = {"placement": "off-node", "nodes": 2, "config": config}
+    for size in (8, 128, 2048, 32768, 4 << 20):
+        out.append(record(test="tcp_put_pingpong", transport="tcp", size=size,
+                          median=30 + size / 5000, **common))
+        out.append(record(test="tcp_get", transport="tcp", size=size, median=60 + size / 4000,
+                          round_trip=True, **common))
+        out.append(record(suite="raw", test="tcp_pingpong", library="raw", transport="tcp",
+                          size=size, median=27 + size / 5000, **common))
+        if size <= 8192:
+            out.append(record(suite="raw", test="udp_pingpong", library="raw", transport="udp",
+                              size=size, median=20 + size / 1000, **common))
+        out.append(record(test="tcp_put_stream", transport="tcp", size=size, metric="bandwidth",
+                          unit="MB/s", median=size / 700, **common))
+        out.append(record(suite="raw", test="tcp_stream", library="raw", transport="tcp",
+                          size=size, metric="bandwidth", unit="MB/s", median=size / 650,
+                          **common))
+    out.append(record(test="tcp_signal_pingpong", transport="tcp", size=0, median=29.0,
+                      **common))
+    out.append(record(test="ratio_put_latency_8B", transport="tcp", size=8, metric="ratio",
+                      unit="x", median=latency_ratio, target=1.2, target_op="<=",
+                      numerator="tcp_put_pingpong", denominator="tcp_pingpong", **common))
+    out.append(record(test="ratio_put_stream_4MB", transport="tcp", size=4 << 20,
+                      metric="ratio", unit="x", median=0.93, target=0.9, target_op=">=",
+                      numerator="tcp_put_stream", denominator="tcp_stream", **common))
+    return out
+
+
 def write_jsonl(path: Path, records) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for rec in records:

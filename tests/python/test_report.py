@@ -5,8 +5,8 @@ import re
 import pytest
 
 from conftest import run_cli
-from postbox import report
-from samples import record, sample_records, write_jsonl
+from postbox import report, results
+from samples import net_records, record, rsm_net_records, sample_records, write_jsonl
 
 pytestmark = pytest.mark.short
 
@@ -90,6 +90,41 @@ def test_ratio_verdicts_on_page(tmp_path):
     text = report.render(records)
     assert '<span class="fail">FAIL</span>' in text
     assert '<span class="ok">ok</span>' in text
+
+
+def test_rsm_net_figures_and_tcp_ratios(tmp_path):
+    write_jsonl(tmp_path / "net.jsonl", net_records())
+    write_jsonl(tmp_path / "rsm-net.jsonl", rsm_net_records("loopback", latency_ratio=1.5))
+    write_jsonl(tmp_path / "rsm-net-netns.jsonl", rsm_net_records("netns"))
+    records = results.load_dir(tmp_path)
+    figures = {f.name: f for f in report.figures(records)}
+    assert {"rsm-net-latency", "rsm-net-bandwidth", "rsm-net-latency-netns",
+            "rsm-net-bandwidth-netns"} <= set(figures)
+    latency = figures["rsm-net-latency"]
+    assert latency.title == "RSM over tcp against raw TCP/UDP: one-way latency (loopback)"
+    assert latency.log and latency.references == [("tcp_signal_pingpong", 29.0)]
+    assert [s.label for s in latency.series] == [
+        "tcp_put_pingpong", "tcp_get (full round trip)", "tcp_pingpong (raw)",
+        "udp_pingpong (raw)"]
+    assert "ratio_put_latency_8B = 1.500 (target <= 1.2: FAIL)" in latency.caption
+    assert "ratio_put_stream_4MB = 0.930 (target >= 0.9: ok)" in latency.caption
+    assert [s.label for s in figures["rsm-net-bandwidth-netns"].series] == [
+        "tcp_put_stream", "tcp_stream (raw)"]
+    # postbox-net-bench's figures keep to its own records, and the shm ones too
+    assert len(figures["net-latency"].series) == 2
+    assert not any(name.startswith("raw-") or name.startswith("rsm-tcp") for name in figures)
+    text = report.write(tmp_path).read_text()
+    rows = [row for row in text.split("<tr") if "ratio_put_" in row and "<td" in row]
+    verdicts = {row.split("</td>")[0].split(">")[-1]: row for row in rows[:4]}
+    assert "FAIL" in verdicts["ratio_put_latency_8B [loopback]"]
+    assert "&lt;= 1.2" in verdicts["ratio_put_latency_8B [loopback]"]
+    assert "ok" in verdicts["ratio_put_latency_8B [netns]"]
+    assert "&gt;= 0.9" in verdicts["ratio_put_stream_4MB [netns]"]
+    summary = results.format_ratios(records)
+    assert "ratio_put_latency_8B [loopback]          1.500  limit <= 1.2  FAIL" in summary
+    # --check stays with the shm limits
+    assert [v.limit.name for v in results.check(records)] == [
+        limit.name for limit in results.LIMITS]
 
 
 def test_machine_description_shown():
