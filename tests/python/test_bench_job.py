@@ -107,18 +107,6 @@ def test_rsm_net_failure_is_reported_not_fatal(fake_mpi, tmp_path, capsys, monke
     assert (run / "p2p.jsonl").exists() and (run / "index.html").exists()
 
 
-def test_netns_import_not_possible_yet_is_skipped(fake_mpi, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("FAKE_RSM_NET_MODE", "notyet")
-    status, out = _run(tmp_path)
-    err = capsys.readouterr().err
-    assert status == 0, out + err
-    assert "rsm-net-netns: the tcp transport cannot import a segment across --netns" in err
-    assert "rsm-net-netns skipped" in out
-    parts = {p["name"]: p["verdict"] for p in
-             json.loads((tmp_path / "run" / "machine.json").read_text())["parts"]}
-    assert parts["rsm-net"] == "ok" and parts["rsm-net-netns"] == "skipped"
-
-
 def test_netns_unavailable_is_skipped_without_running(fake_mpi, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(netns, "unavailable", lambda: "needs root")
     status, out = _run(tmp_path, mpi=False)
