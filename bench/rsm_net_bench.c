@@ -42,6 +42,7 @@
 #include <postbox/rsm.h>
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,29 @@
 
 enum {
     CMD_PUT_PINGPONG = PB_RAWNET_CMD_USER,
-    CMD_SIGNAL_PINGPONG
+    CMD_SIGNAL_PINGPONG,
+    CMD_PUT_SERVICE_PINGPONG
 };
 
 typedef enum {
-    PP_PUT,
-    PP_SIGNAL
+    PP_PUT,        /* putv + implicit signal; the receiver in signal_wait */
+    PP_SIGNAL,     /* signals only */
+    PP_PUT_SERVICE /* as PP_PUT; the receiver in signal_wait_pollfd */
 } pp_kind_t;
+
+/* its test name */
+static const char *const pp_test[] = {
+    [PP_PUT] = "tcp_put_pingpong",
+    [PP_SIGNAL] = "tcp_signal_pingpong",
+    [PP_PUT_SERVICE] = "tcp_put_pingpong_service",
+};
+
+/* the command that asks rank 1 to answer ping-pong @kind */
+static const uint32_t pp_cmd[] = {
+    [PP_PUT] = CMD_PUT_PINGPONG,
+    [PP_SIGNAL] = CMD_SIGNAL_PINGPONG,
+    [PP_PUT_SERVICE] = CMD_PUT_SERVICE_PINGPONG,
+};
 
 /* ---- state and failures ------------------------------------------------- */
 
@@ -91,6 +108,7 @@ typedef struct {
     rsm_memseg_id_t segid;
     rsm_memseg_import_handle_t imp; /* the other rank's segment */
     rsmapi_barrier_t bar;
+    struct pollfd pfd;             /* of the own export, for PP_PUT_SERVICE */
     char *msg;                     /* source of puts, destination of gets: SEG_SIZE */
     uint64_t seq;                  /* last sequence number used */
     pb_rawnet_client_t net;        /* rank 0 */
@@ -169,6 +187,7 @@ static void setup_export(void)
     check(rsm_memseg_export_create(g.ctl, &g.exp, g.local, SEG_SIZE, 0),
           "rsm_memseg_export_create");
     check(rsm_memseg_export_publish(g.exp, &g.segid, NULL, 0), "rsm_memseg_export_publish");
+    check(rsm_memseg_get_pollfd(g.exp, &g.pfd), "rsm_memseg_get_pollfd");
     snprintf(value, sizeof(value), "%u", (unsigned)g.segid);
     kvs_put_mine(KEY_SEG, value);
     if (g.rank == 1) {
@@ -227,6 +246,7 @@ static void teardown(void)
     check(rsm_memseg_import_disconnect(g.imp), "rsm_memseg_import_disconnect");
     if (postbox_job_fence() != 0)
         fail_msg("postbox_job_fence failed");
+    check(rsm_memseg_release_pollfd(g.exp), "rsm_memseg_release_pollfd");
     check(rsm_memseg_export_unpublish(g.exp), "rsm_memseg_export_unpublish");
     check(rsm_memseg_export_destroy(g.exp), "rsm_memseg_export_destroy");
     check(rsm_release_controller(g.ctl), "rsm_release_controller");
@@ -246,7 +266,7 @@ static _Atomic uint64_t *seq_word(char *base, size_t size)
  * 8-byte stop word of a signal ping-pong. */
 static size_t pp_bytes(pp_kind_t kind, size_t size)
 {
-    return kind == PP_PUT ? size : sizeof(uint64_t);
+    return kind != PP_SIGNAL ? size : sizeof(uint64_t);
 }
 
 /* Send message @v to the other rank: the message (for PP_PUT, or a stop
@@ -254,7 +274,7 @@ static size_t pp_bytes(pp_kind_t kind, size_t size)
  * its signal as one message; a bare signal otherwise. */
 static void pp_send(pp_kind_t kind, size_t size, uint64_t v)
 {
-    if (kind == PP_PUT || (v & SEQ_STOP)) {
+    if (kind != PP_SIGNAL || (v & SEQ_STOP)) {
         size_t n = pp_bytes(kind, size);
         rsm_iovec_t io = {.io_type = RSM_VA_TYPE, .local.vaddr = g.msg, .transfer_length = n};
         rsm_scat_gath_t sg = {.io_request_count = 1,
@@ -273,6 +293,17 @@ static void pp_send(pp_kind_t kind, size_t size, uint64_t v)
  * word of the message it announces. */
 static uint64_t pp_wait(pp_kind_t kind, size_t size)
 {
+    if (kind == PP_PUT_SERVICE) {
+        int ready = 0;
+
+        /* a pollfd wait sleeps on the event word and does not read the
+         * sockets: the service thread does, and wakes it */
+        check(rsm_intr_signal_wait_pollfd(&g.pfd, 1, SIGNAL_WAIT_MS, &ready),
+              "rsm_intr_signal_wait_pollfd");
+        if (ready != 1 || !(g.pfd.revents & POLLRDNORM))
+            fail_msg("rsm_intr_signal_wait_pollfd returned without the event");
+        return atomic_load_explicit(seq_word(g.local, pp_bytes(kind, size)), memory_order_acquire);
+    }
     check(rsm_intr_signal_wait(g.exp, SIGNAL_WAIT_MS), "rsm_intr_signal_wait");
     /* acquire: the put that came before the signal is in our memory */
     return atomic_load_explicit(seq_word(g.local, pp_bytes(kind, size)), memory_order_acquire);
@@ -285,7 +316,7 @@ static _Noreturn void pp_wrong(pp_kind_t kind, size_t size, uint64_t got, uint64
 
     snprintf(msg, sizeof(msg),
              "%s ping-pong of %zu B: sequence word %#llx after the signal, expected %#llx",
-             kind == PP_PUT ? "put" : "signal", size, (unsigned long long)got,
+             kind != PP_SIGNAL ? "put" : "signal", size, (unsigned long long)got,
              (unsigned long long)want);
     fail_msg(msg);
 }
@@ -304,7 +335,7 @@ static void serve_pingpong(pp_kind_t kind, size_t size, uint64_t first)
 
         if ((v & SEQ_STOP) && (v & ~SEQ_STOP) >= first)
             break;
-        if (kind == PP_PUT && v != expect)
+        if (kind != PP_SIGNAL && v != expect)
             pp_wrong(kind, size, v, expect);
         pp_send(kind, size, expect);
     }
@@ -321,19 +352,20 @@ static void server_main(void)
     for (;;) {
         pb_rawnet_cmd_t c;
         uint64_t first;
+        pp_kind_t kind;
 
         pb_rawnet_cmd_recv(g.server_fd, &c);
         if (c.cmd == PB_RAWNET_CMD_QUIT)
             break;
         if (pb_rawnet_serve(&g.listener, g.server_fd, buf, &c))
             continue;
-        if ((c.cmd != CMD_PUT_PINGPONG && c.cmd != CMD_SIGNAL_PINGPONG) ||
-            c.size < sizeof(uint64_t) || c.size > SEG_SIZE)
+        for (kind = PP_PUT; kind <= PP_PUT_SERVICE && pp_cmd[kind] != c.cmd; kind++)
+            ;
+        if (kind > PP_PUT_SERVICE || c.size < sizeof(uint64_t) || c.size > SEG_SIZE)
             pb_rawnet_fail_msg("unknown command from the client");
         pb_rawnet_recv_all(g.server_fd, &first, sizeof(first));
-        pb_rawnet_where(c.cmd == CMD_PUT_PINGPONG ? "tcp_put_pingpong" : "tcp_signal_pingpong",
-                        c.size);
-        serve_pingpong(c.cmd == CMD_PUT_PINGPONG ? PP_PUT : PP_SIGNAL, c.size, first);
+        pb_rawnet_where(pp_test[kind], c.size);
+        serve_pingpong(kind, c.size, first);
         pb_rawnet_where(NULL, 0);
     }
     pb_rawnet_server_close(&g.listener, g.server_fd);
@@ -357,7 +389,7 @@ static int op_pingpong(void *arg, uint64_t iters)
 
         pp_send(a->kind, a->size, v);
         got = pp_wait(a->kind, a->size);
-        if (a->kind == PP_PUT && got != v)
+        if (a->kind != PP_SIGNAL && got != v)
             pp_wrong(a->kind, a->size, got, v);
     }
     return 0;
@@ -401,7 +433,7 @@ static void measure_pingpong(pp_kind_t kind, size_t size, measured_t *m)
 
     /* probes only while rank 1 sleeps in recv */
     m->pre = probe();
-    pb_rawnet_cmd_send(&g.net, kind == PP_PUT ? CMD_PUT_PINGPONG : CMD_SIGNAL_PINGPONG, size);
+    pb_rawnet_cmd_send(&g.net, pp_cmd[kind], size);
     pb_rawnet_send_all(g.net.fd, &first, sizeof(first));
     check(rsm_memseg_import_open_barrier(&g.bar), "rsm_memseg_import_open_barrier");
     pb_bench_sample_run(&g.opts, op_pingpong, &a, &m->st);
@@ -436,6 +468,7 @@ static void measure_raw(unsigned t, size_t size, measured_t *m)
 
 enum {
     T_PUT_PINGPONG,
+    T_PUT_PINGPONG_SERVICE,
     T_SIGNAL_PINGPONG,
     T_GET,
     T_PUT_STREAM,
@@ -454,6 +487,11 @@ static test_desc_t tests[T_NTESTS] = {
     [T_PUT_PINGPONG] = {"rsm", "tcp_put_pingpong", "postbox", "tcp", "latency", "us",
                         "putv of the message with RSM_IMPLICIT_SIGPOST (one frame), the "
                         "receiver in signal_wait, explicit barrier mode"},
+    [T_PUT_PINGPONG_SERVICE] = {"rsm", "tcp_put_pingpong_service", "postbox", "tcp", "latency",
+                                "us",
+                                "as tcp_put_pingpong, but the receiver waits in "
+                                "signal_wait_pollfd: the RSM service thread reads the socket and "
+                                "wakes it (the one-sided path)"},
     [T_SIGNAL_PINGPONG] = {"rsm", "tcp_signal_pingpong", "postbox", "tcp", "latency", "us",
                            "signal_post / signal_wait only"},
     [T_GET] = {"rsm", "tcp_get", "postbox", "tcp", "latency", "us",
@@ -545,10 +583,11 @@ static void bench_sizes(uint64_t t0)
     size_t sizes[PB_BENCH_SIZES_MAX], udp[PB_BENCH_SIZES_MAX];
     unsigned n = pb_bench_sizes_make(&g.opts, sizeof(uint64_t), SEG_SIZE, 2, 16, sizes);
     unsigned nudp = 0;
-    measured_t sig;
+    measured_t sig, service;
 
     n = sizes_aligned(sizes, n, sizeof(uint64_t));
     measure_pingpong(PP_SIGNAL, sizeof(uint64_t), &sig);
+    measure_pingpong(PP_PUT_SERVICE, RATIO_SIZE_LAT, &service);
     for (unsigned i = 0; i < n; i++) {
         measure_pingpong(PP_PUT, sizes[i], &m[T_PUT_PINGPONG][i]);
         measure_raw(PB_RAWNET_TCP_PINGPONG, sizes[i], &m[T_TCP_PINGPONG][i]);
@@ -566,6 +605,7 @@ static void bench_sizes(uint64_t t0)
     pb_bench_table_begin(&g.out, "RSM over tcp: ping-pong half round trip (signal: size 0)", "us");
     emit_series(T_SIGNAL_PINGPONG, (size_t[]){0}, &sig, 1);
     emit_series(T_PUT_PINGPONG, sizes, m[T_PUT_PINGPONG], n);
+    emit_series(T_PUT_PINGPONG_SERVICE, (size_t[]){RATIO_SIZE_LAT}, &service, 1);
     pb_bench_table_begin(&g.out, "RSM over tcp: get, a full round trip (not halved)", "us");
     emit_series(T_GET, sizes, m[T_GET], n);
     pb_bench_table_begin(&g.out, "Raw TCP (TCP_NODELAY) and UDP ping-pong half round trip", "us");

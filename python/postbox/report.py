@@ -365,7 +365,8 @@ NET_LATENCY = ("tcp_pingpong", "udp_pingpong")
 NET_BANDWIDTH = ("tcp_stream",)
 # postbox-rsm-net-bench: its records carry config "loopback" or "netns"
 RSM_NET_CONFIGS = ("loopback", "netns")
-RSM_NET_LATENCY = ("tcp_put_pingpong", "tcp_get", "tcp_pingpong", "udp_pingpong")
+RSM_NET_LATENCY = ("tcp_put_pingpong", "tcp_put_pingpong_service", "tcp_get", "tcp_pingpong",
+                   "udp_pingpong")
 RSM_NET_BANDWIDTH = ("tcp_put_stream", "tcp_stream")
 RSM_NET_SIGNAL = "tcp_signal_pingpong"
 UNSETTLED_NOTE = "Hollow grey points are unsettled (the probes before and after disagree)."
@@ -587,7 +588,9 @@ def rsm_net_figures(records: Sequence[dict], description: Optional[dict] = None)
             out.append(Figure(
                 "RSM over tcp against raw TCP/UDP: one-way latency (%s)" % config,
                 "postbox-rsm-net-bench, 2 ranks on %s: half round trip of the put ping-pong "
-                "(put + signal, the receiver sleeping in rsm_intr_signal_wait) and of raw "
+                "(putv with its signal, the receiver sleeping in rsm_intr_signal_wait and "
+                "reading its socket itself; tcp_put_pingpong_service at 8 B: the receiver "
+                "sleeping in signal_wait_pollfd, woken by the RSM service thread) and of raw "
                 "TCP (TCP_NODELAY) and UDP, measured in the same run, interleaved by size; "
                 "tcp_get is a full round trip; the signal-only ping-pong is the dashed line. "
                 "%s%s" % (where, UNSETTLED_NOTE, ratios),

@@ -563,8 +563,11 @@ static void tcp_conn_queue(tcp_conn_t *c, const pb_tcp_frame_t *frame, const voi
     tcp_conn_flush(c);
 }
 
-/* Write @len bytes of @iov to @c, blocking until done; the caller holds
- * c->send_lock and nothing else, so this process keeps reading meanwhile. */
+/* Write @iov to @c, blocking until done (connection sockets are blocking;
+ * every other send and receive says MSG_DONTWAIT); the caller holds
+ * c->send_lock and nothing else, so this process keeps reading meanwhile.
+ * A dead peer or link ends the wait with an error (TCP_USER_TIMEOUT), as
+ * does tcp_conn_fail's shutdown. */
 static pb_status_t tcp_conn_write(tcp_conn_t *c, struct iovec *iov, int iov_count)
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
@@ -574,16 +577,11 @@ static pb_status_t tcp_conn_write(tcp_conn_t *c, struct iovec *iov, int iov_coun
 
         if (atomic_load_explicit(&c->failure, memory_order_relaxed) != PB_OK)
             return PB_ERR_CONN_ABORTED;
-        n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
-            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
-
             if (errno == EINTR)
                 continue;
-            if (errno != EAGAIN)
-                return PB_ERR_CONN_ABORTED; /* the reader will see why */
-            poll(&pfd, 1, TCP_WAIT_SLICE_MS);
-            continue;
+            return PB_ERR_CONN_ABORTED; /* the reader will see why */
         }
         while (msg.msg_iovlen > 0 && (size_t)n >= msg.msg_iov->iov_len) {
             n -= (ssize_t)msg.msg_iov->iov_len;
@@ -1011,7 +1009,9 @@ static void tcp_conn_read(tcp_conn_t *c)
                     tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
                 return;
             }
-            drained = (size_t)n < (direct ? len : TCP_STAGING_SIZE);
+            /* a short read into staging emptied the socket; a long payload
+             * keeps coming, so its reads go on until EAGAIN */
+            drained = !direct && (size_t)n < TCP_STAGING_SIZE;
             if (!direct) {
                 c->staging_tail = (size_t)n;
                 continue;
@@ -1030,7 +1030,7 @@ static void tcp_accept_ready(void)
     for (;;) {
         pb_tcp_hello_t hello;
         tcp_conn_t *c;
-        int fd = accept4(tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = accept4(tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
@@ -1700,6 +1700,11 @@ static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB
     }
     if (welcome.status != PB_OK) {
         status = welcome.status;
+        goto err;
+    }
+    /* blocking from now on: see tcp_conn_write */
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        status = PB_ERR_IO;
         goto err;
     }
     *fd_p = fd;

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.slow
 # test -> (suite, library, transport, metric, unit)
 TESTS = {
     "tcp_put_pingpong": ("rsm", "postbox", "tcp", "latency", "us"),
+    "tcp_put_pingpong_service": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_signal_pingpong": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_get": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_put_stream": ("rsm", "postbox", "tcp", "bandwidth", "MB/s"),
@@ -72,6 +73,7 @@ def run_and_check(program, out, config: str, path: str, *options) -> list:
         assert rec["note"].endswith(" via " + path)
     sizes = {test: sorted(r["size"] for r in measured if r["test"] == test) for test in TESTS}
     assert sizes.pop("tcp_signal_pingpong") == [0]
+    assert sizes.pop("tcp_put_pingpong_service") == [8]
     assert all(found == [8, 4096] for found in sizes.values()), sizes
     assert next(r for r in measured if r["test"] == "tcp_get")["round_trip"] is True
     ratios = {r["test"]: r for r in records if r["metric"] == "ratio"}
