@@ -1183,7 +1183,8 @@ static void tcp_service_ready(void *arg, uint32_t events)
 }
 
 /* A condition a waiter waits for: PB_OK or an error when it is over,
- * PB_ERR_TIMEOUT while it is not. */
+ * TCP_NOT_YET while it is not. */
+#define TCP_NOT_YET ((pb_status_t)1)
 typedef pb_status_t (*tcp_ready_func_t)(void *arg);
 
 /* Wait until @ready says it is over or @timeout_ms (-1: forever) pass,
@@ -1203,7 +1204,7 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
         int slice;
 
         status = ready(arg);
-        if (status != PB_ERR_TIMEOUT)
+        if (status != TCP_NOT_YET)
             break;
         slice = tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
         if (slice == 0) {
@@ -1211,6 +1212,8 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
             pthread_mutex_lock(&tcp.progress);
             tcp_progress_pass(0);
             status = ready(arg);
+            if (status == TCP_NOT_YET)
+                status = PB_ERR_TIMEOUT;
             break;
         }
         if (pthread_mutex_trylock(&tcp.progress) == 0) {
@@ -1789,7 +1792,7 @@ static pb_status_t tcp_request_ready(void *arg)
 {
     tcp_request_t *req = arg;
 
-    return atomic_load(&req->done) ? (pb_status_t)req->status : PB_ERR_TIMEOUT;
+    return atomic_load(&req->done) ? (pb_status_t)req->status : TCP_NOT_YET;
 }
 
 /* Send @frame (its tag set here) and wait for the REPLY. */
@@ -2114,7 +2117,7 @@ static pb_status_t tcp_export_event_ready(void *arg)
         if (atomic_compare_exchange_weak(&te->events, &pending, pending - 1))
             return PB_OK;
     }
-    return PB_ERR_TIMEOUT;
+    return TCP_NOT_YET;
 }
 
 static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
@@ -2142,7 +2145,7 @@ static pb_status_t tcp_import_event_ready(void *arg)
         ti->seen_generation = generation;
         return PB_OK;
     }
-    return PB_ERR_TIMEOUT;
+    return TCP_NOT_YET;
 }
 
 static pb_status_t tcp_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
