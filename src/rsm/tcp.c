@@ -19,9 +19,13 @@
  *
  * Locks, in the order they are taken: the progress token, pb_rsm_lock,
  * tcp.lock, a connection's send_lock.  The service thread holds pb_rsm_lock
- * when it tries the token, so it only ever tries.  Frames are handled with
- * pb_rsm_lock and tcp.lock held, so the control path (unpublish, rebind,
- * republish) never races a frame; nothing blocks with tcp.lock held.  Only
+ * when it tries the token, so it only ever tries; an application thread
+ * holding send_lock takes tcp.lock to flush queued frames, which is safe
+ * because every other taker of send_lock only tries it.  Frames are
+ * handled with pb_rsm_lock and tcp.lock held, so the control path
+ * (unpublish, rebind, republish) never races a frame.  Nothing blocks with
+ * tcp.lock held except a LOOKUP relay, which waits up to
+ * TCP_RELAY_TIMEOUT_MS for its node's rendezvous socket.  Only
  * application threads block in send, holding nothing but send_lock, so a
  * process always keeps reading and two processes streaming at each other
  * cannot deadlock; the progress engine never blocks in send (its replies go
@@ -65,6 +69,9 @@
 /* the job KVS key where each rank puts the address it listens on */
 #define TCP_KVS_KEY_FMT "pb-tcp-%d"
 #define TCP_MAX_EVENTS 32
+/* connections accepted but not yet authenticated; beyond this the oldest
+ * is dropped, so peers that never finish cannot use up descriptors */
+#define TCP_MAX_HANDSHAKES 64
 /* a waiter holding the token re-checks its condition at least this often */
 #define TCP_WAIT_SLICE_MS 100
 /* a waiter without the token sleeps at most this long on its word */
@@ -182,7 +189,8 @@ static struct {
     uint64_t service_id;
     int listen_fd;
     uint64_t listen_id;
-    uint32_t addr; /* advertised IPv4, network order */
+    int listen_paused; /* out of descriptors: accept again once one closes */
+    uint32_t addr;     /* advertised IPv4, network order */
     uint16_t port;
     uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
     tcp_source_t *sources;
@@ -501,6 +509,15 @@ static void tcp_conn_fail(tcp_conn_t *c, pb_status_t status, const char *why)
     }
 }
 
+/* A descriptor was closed: accept again if running out had paused it. */
+static void tcp_listen_resume(void)
+{
+    if (tcp.listen_paused) {
+        tcp.listen_paused = 0;
+        tcp_source_modify(tcp.listen_id, EPOLLIN);
+    }
+}
+
 /* Free the exporter-side connections that failed.  Caller holds tcp.lock. */
 static void tcp_reap_failed(void)
 {
@@ -511,6 +528,7 @@ static void tcp_reap_failed(void)
             *p = c->next;
             close(c->fd);
             tcp_conn_free(c);
+            tcp_listen_resume();
         } else {
             p = &c->next;
         }
@@ -694,7 +712,7 @@ static void tcp_serve_attach(tcp_conn_t *c, const pb_tcp_frame_t *frame)
     if (index == c->slot_count) {
         tcp_slot_t *grown;
 
-        if (c->slot_count >= (1u << 20)) {
+        if (c->slot_count >= PB_TCP_MAX_SLOTS) {
             tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
             return;
         }
@@ -1025,16 +1043,43 @@ static void tcp_conn_read(tcp_conn_t *c)
     }
 }
 
+/* Drop the oldest connection still in its handshake if there are
+ * TCP_MAX_HANDSHAKES of them.  Caller holds tcp.lock. */
+static void tcp_handshakes_bound(void)
+{
+    tcp_conn_t *oldest = NULL;
+    unsigned pending = 0;
+
+    /* tcp.conns is newest first */
+    for (tcp_conn_t *c = tcp.conns; c != NULL; c = c->next) {
+        if (c->at_exporter && !c->established && atomic_load(&c->failure) == PB_OK) {
+            pending++;
+            oldest = c;
+        }
+    }
+    if (pending >= TCP_MAX_HANDSHAKES)
+        tcp_conn_fail(oldest, PB_ERR_CONN_ABORTED, "too many connections in their handshake");
+}
+
 static void tcp_accept_ready(void)
 {
     for (;;) {
         pb_tcp_hello_t hello;
         tcp_conn_t *c;
-        int fd = accept4(tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        int fd;
 
+        tcp_handshakes_bound();
+        fd = accept4(tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+            if (errno == EMFILE || errno == ENFILE) {
+                /* the listener stays readable: stop watching it until a
+                 * connection closes, or this would spin */
+                pb_warn("tcp: out of file descriptors; not accepting until a connection closes");
+                tcp.listen_paused = 1;
+                tcp_source_modify(tcp.listen_id, 0);
+            } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
                 pb_warn("tcp: accept failed: %m");
+            }
             return;
         }
         tcp_socket_tune(fd);
@@ -1216,7 +1261,9 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
                 status = PB_ERR_TIMEOUT;
             break;
         }
-        if (pthread_mutex_trylock(&tcp.progress) == 0) {
+        /* (no epoll set: a forked child's inherited segment, which nothing
+         * can reach any more; only the timeout ends its wait) */
+        if (tcp.ep >= 0 && pthread_mutex_trylock(&tcp.progress) == 0) {
             /* this thread reads the sockets until it returns: the service
              * thread need not wake for them meanwhile */
             if (!watch_held) {
@@ -1262,6 +1309,9 @@ static void tcp_atfork_child(void)
         c->next = NULL;
     }
     tcp.conns = NULL;
+    /* the child's own sources will reuse ids: forget the parent's */
+    for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
+        te->rendezvous_id = 0;
     for (uint32_t i = 0; i < tcp.source_count; i++) {
         if (tcp.sources[i].in_use && tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS)
             close(tcp.sources[i].fd);
@@ -1382,22 +1432,44 @@ static int tcp_reaches(rsm_node_id_t node)
 
 /* ---- export side -------------------------------------------------------------- */
 
-/* Whether [vaddr, vaddr + size) is mapped.  (Memory that is mapped but
- * not writable makes a remote put fail with EFAULT in recv, which breaks
- * that connection and nothing else.) */
+/* Whether [vaddr, vaddr + size) is mapped readable and writable, from
+ * /proc/self/maps: remote puts and gets copy into and out of it from the
+ * progress engine, where a fault would kill the exporter.
+ * @return PB_OK, PB_ERR_BAD_ADDRESS, or PB_ERR_IO (maps unreadable). */
 static pb_status_t tcp_check_mapped(void *vaddr, size_t size)
 {
-    if (madvise(vaddr, size, MADV_NORMAL) != 0)
-        return errno == ENOMEM ? PB_ERR_BAD_ADDRESS : PB_ERR_IO;
-    return PB_OK;
+    uintptr_t want = (uintptr_t)vaddr, end = want + size;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    char line[512];
+
+    if (maps == NULL) {
+        pb_error("tcp: cannot read /proc/self/maps: %m");
+        return PB_ERR_IO;
+    }
+    /* the lines are sorted by address: walk them while they cover @want */
+    while (want < end && fgets(line, sizeof(line), maps) != NULL) {
+        unsigned long start, stop;
+        char perms[5];
+
+        if (sscanf(line, "%lx-%lx %4s", &start, &stop, perms) != 3)
+            continue;
+        if (stop <= want)
+            continue;
+        if (start > want || perms[0] != 'r' || perms[1] != 'w')
+            break;
+        want = stop;
+    }
+    fclose(maps);
+    return want >= end ? PB_OK : PB_ERR_BAD_ADDRESS;
 }
 
 static pb_status_t tcp_export_create(pb_rsm_export_t *seg)
 {
+    pb_status_t status = tcp_check_mapped(seg->vaddr, seg->size);
     tcp_export_t *te;
 
-    if (tcp_check_mapped(seg->vaddr, seg->size) != PB_OK)
-        return PB_ERR_BAD_ADDRESS;
+    if (status != PB_OK)
+        return status;
     te = calloc(1, sizeof(*te));
     if (te == NULL)
         return PB_ERR_NO_MEMORY;
@@ -1430,8 +1502,10 @@ static void tcp_export_redirect(tcp_export_t *te, char *base)
 
 static pb_status_t tcp_export_rebind(pb_rsm_export_t *seg, void *vaddr)
 {
-    if (tcp_check_mapped(vaddr, seg->size) != PB_OK)
-        return PB_ERR_BAD_ADDRESS;
+    pb_status_t status = tcp_check_mapped(vaddr, seg->size);
+
+    if (status != PB_OK)
+        return status;
     pthread_mutex_lock(&tcp.lock);
     tcp_export_redirect(seg->tl, vaddr);
     seg->vaddr = vaddr;
@@ -1786,6 +1860,7 @@ static void tcp_conn_put(tcp_conn_t *c)
     }
     close(c->fd);
     tcp_conn_free(c);
+    tcp_listen_resume();
 }
 
 static pb_status_t tcp_request_ready(void *arg)
@@ -1883,10 +1958,12 @@ static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
                                            .sin_port = htons(where.port)};
             return PB_OK;
         }
-        if (status != PB_ERR_CONN_ABORTED)
+        /* a definite answer ends the search; a rank that could not answer
+         * (gone, or its node's rendezvous too slow) passes it on */
+        if (status != PB_ERR_CONN_ABORTED && status != PB_ERR_TIMEOUT)
             return status;
     }
-    return status;
+    return status == PB_ERR_TIMEOUT ? PB_ERR_UNREACHABLE : status;
 }
 
 static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
@@ -1939,6 +2016,12 @@ static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
 
 err_put:
     pthread_mutex_lock(&tcp.lock);
+    if (req.slot != 0 && ti->conn->refs > 1) {
+        /* attached, but not registered here: give the slot back */
+        pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = req.slot};
+
+        tcp_conn_queue(ti->conn, &detach, NULL);
+    }
     tcp_conn_put(ti->conn);
     pthread_mutex_unlock(&tcp.lock);
 err_free:

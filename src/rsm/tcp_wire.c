@@ -125,6 +125,12 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
         return "unknown flags";
     if (!(uses & USES_STATUS) && frame->status != 0)
         return "status set in a request";
+    /* a status is PB_OK or one of the error codes, all negative */
+    if (frame->status > 0 || frame->status <= PB_ERR_LAST)
+        return "unknown status";
+    /* slot numbers are at most PB_TCP_MAX_SLOTS */
+    if (frame->slot > PB_TCP_MAX_SLOTS)
+        return "slot number out of range";
     if (!(uses & USES_SLOT) && frame->slot != 0)
         return "slot set in a frame that names none";
     if (!(uses & USES_TAG) && frame->tag != 0)

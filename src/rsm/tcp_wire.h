@@ -28,6 +28,8 @@
 #define PB_TCP_FRAME_HEADER_SIZE 32
 /* the largest payload of one frame; longer puts are cut into frames */
 #define PB_TCP_MAX_PAYLOAD (1u << 30)
+/* the most imports one connection may attach */
+#define PB_TCP_MAX_SLOTS (1u << 20)
 
 /* ---- handshake -------------------------------------------------------------- */
 

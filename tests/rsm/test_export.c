@@ -29,6 +29,23 @@ static void case_export_create_unmapped_memory_bad_addr(void)
     CHECK_OK(rsm_release_controller(c));
 }
 
+static void case_export_create_read_only_memory_bad_addr(void)
+{
+    rsmapi_controller_handle_t c;
+    rsm_memseg_export_handle_t h;
+    void *mem;
+
+    if (pbt_is_shm())
+        pbt_skip("shm puts its own writable pages under the region");
+    /* importers would write it from the exporter's progress engine */
+    c = pbt_ctlr_get();
+    mem = pbt_alloc_pages(2 * PG);
+    CHECK_SYS(mprotect((char *)mem + PG, PG, PROT_READ));
+    CHECK_RC(rsm_memseg_export_create(c, &h, mem, 2 * PG, 0), RSMERR_BAD_ADDR);
+    pbt_free_pages(mem, 2 * PG);
+    CHECK_OK(rsm_release_controller(c));
+}
+
 static void case_export_create_unaligned_vaddr_bad_mem_alignment(void)
 {
     rsmapi_controller_handle_t c = pbt_ctlr_get();
@@ -630,6 +647,7 @@ static void case_export_calls_destroyed_handle_bad_seg_hndl(void)
 static const pbt_case_t cases[] = {
     PBT_CASE(export_create_null_vaddr_bad_addr),
     PBT_CASE(export_create_unmapped_memory_bad_addr),
+    PBT_CASE(export_create_read_only_memory_bad_addr),
     PBT_CASE(export_create_unaligned_vaddr_bad_mem_alignment),
     PBT_CASE(export_create_bad_size_bad_length),
     PBT_CASE(export_create_unknown_flag_bad_mode),
