@@ -23,9 +23,8 @@
  * holding send_lock takes tcp.lock to flush queued frames, which is safe
  * because every other taker of send_lock only tries it.  Frames are
  * handled with pb_rsm_lock and tcp.lock held, so the control path
- * (unpublish, rebind, republish) never races a frame.  Nothing blocks with
- * tcp.lock held except a LOOKUP relay, which waits up to
- * TCP_RELAY_TIMEOUT_MS for its node's rendezvous socket.  Only
+ * (unpublish, rebind, republish) never races a frame; nothing blocks with
+ * tcp.lock held.  Only
  * application threads block in send, holding nothing but send_lock, so a
  * process always keeps reading and two processes streaming at each other
  * cannot deadlock; the progress engine never blocks in send (its replies go
@@ -64,8 +63,6 @@
 #define TCP_LISTEN_BACKLOG 128
 #define TCP_SEGID_PICK_TRIES 64
 #define TCP_CONNECT_TIMEOUT_MS 5000
-/* how long a process answering a LOOKUP waits for its node's rendezvous */
-#define TCP_RELAY_TIMEOUT_MS 1000
 /* the job KVS key where each rank puts the address it listens on */
 #define TCP_KVS_KEY_FMT "pb-tcp-%d"
 #define TCP_MAX_EVENTS 32
@@ -168,8 +165,19 @@ typedef struct {
 typedef enum {
     TCP_SOURCE_LISTEN,
     TCP_SOURCE_RENDEZVOUS,
-    TCP_SOURCE_CONN
+    TCP_SOURCE_CONN,
+    TCP_SOURCE_RELAY
 } tcp_source_kind_t;
+
+/* a LOOKUP this process relays to its node's rendezvous socket */
+typedef struct tcp_relay {
+    struct tcp_relay *next;
+    tcp_conn_t *conn; /* the importer's connection, to answer on */
+    uint32_t tag;
+    rsm_memseg_id_t segid;
+    int fd;
+    uint64_t source_id;
+} tcp_relay_t;
 
 typedef struct {
     int in_use;
@@ -197,6 +205,7 @@ static struct {
     uint32_t source_count, source_cap;
     tcp_conn_t *conns;
     tcp_export_t *published;
+    tcp_relay_t *relays;
     char scratch[TCP_STAGING_SIZE]; /* where dropped payloads go */
     int atfork_registered;
 } tcp = {
@@ -518,7 +527,10 @@ static void tcp_listen_resume(void)
     }
 }
 
-/* Free the exporter-side connections that failed.  Caller holds tcp.lock. */
+static void tcp_relay_end(tcp_relay_t *relay);
+
+/* Free the exporter-side connections that failed, and the LOOKUPs they
+ * were waiting for.  Caller holds tcp.lock. */
 static void tcp_reap_failed(void)
 {
     for (tcp_conn_t **p = &tcp.conns; *p != NULL;) {
@@ -526,6 +538,11 @@ static void tcp_reap_failed(void)
 
         if (c->at_exporter && atomic_load(&c->failure) != PB_OK) {
             *p = c->next;
+            for (tcp_relay_t *relay = tcp.relays, *next; relay != NULL; relay = next) {
+                next = relay->next;
+                if (relay->conn == c)
+                    tcp_relay_end(relay);
+            }
             close(c->fd);
             tcp_conn_free(c);
             tcp_listen_resume();
@@ -729,29 +746,85 @@ static void tcp_serve_attach(tcp_conn_t *c, const pb_tcp_frame_t *frame)
     tcp_reply(c, frame, PB_OK, index + 1, te->seg->size, perm, NULL, 0);
 }
 
-static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
-                              int timeout_ms);
+static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int *fd_p);
+static pb_status_t tcp_directory_check(rsm_memseg_id_t segid, ssize_t got,
+                                       const pb_tcp_directory_t *dir);
 
 /* An importer on another node asks where a segment of this node is
- * exported: answer from this process's own publications, else from the
- * node's rendezvous sockets, which only processes of the node can see. */
+ * exported: answer from this process's own publications at once, else ask
+ * the node's rendezvous socket (which only processes of the node can see)
+ * and answer when it does (tcp_relay_ready), never waiting for it here. */
 static void tcp_serve_lookup(tcp_conn_t *c, const pb_tcp_frame_t *frame)
 {
     pb_tcp_location_t where = {.addr = tcp.addr, .port = tcp.port};
-    pb_tcp_directory_t dir;
-    pb_status_t status = PB_OK;
+    tcp_relay_t *relay;
+    pb_status_t status;
+    int fd;
 
     if (c->lookup.node != pb_job_get()->node_id) {
-        status = PB_ERR_UNREACHABLE; /* ask a process of that node */
-    } else if (tcp_published_find(c->lookup.segid) == NULL) {
-        status = tcp_lookup(c->lookup.node, c->lookup.segid, &dir, TCP_RELAY_TIMEOUT_MS);
-        where.addr = dir.addr;
-        where.port = dir.port;
+        tcp_reply(c, frame, PB_ERR_UNREACHABLE, 0, 0, 0, NULL, 0); /* ask that node */
+        return;
     }
-    if (status == PB_OK)
+    if (tcp_published_find(c->lookup.segid) != NULL) {
         tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
-    else
+        return;
+    }
+    status = tcp_rendezvous_connect(c->lookup.node, c->lookup.segid, &fd);
+    if (status != PB_OK) {
         tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
+        return;
+    }
+    relay = calloc(1, sizeof(*relay));
+    if (relay == NULL ||
+        tcp_source_add(fd, EPOLLIN, TCP_SOURCE_RELAY, relay, &relay->source_id) != PB_OK) {
+        free(relay);
+        close(fd);
+        tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
+        return;
+    }
+    relay->next = tcp.relays;
+    relay->conn = c;
+    relay->tag = frame->tag;
+    relay->segid = c->lookup.segid;
+    relay->fd = fd;
+    tcp.relays = relay;
+}
+
+/* Forget relay @relay (answered, or its importer's connection is gone).
+ * Caller holds tcp.lock. */
+static void tcp_relay_end(tcp_relay_t *relay)
+{
+    for (tcp_relay_t **p = &tcp.relays; *p != NULL; p = &(*p)->next) {
+        if (*p == relay) {
+            *p = relay->next;
+            break;
+        }
+    }
+    tcp_source_remove(relay->source_id);
+    close(relay->fd);
+    free(relay);
+}
+
+/* The node's rendezvous socket answered (or closed): answer the LOOKUP.
+ * Caller holds tcp.lock. */
+static void tcp_relay_ready(tcp_relay_t *relay)
+{
+    pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
+    pb_tcp_directory_t dir;
+    ssize_t got = recv(relay->fd, &dir, sizeof(dir), MSG_DONTWAIT);
+    pb_status_t status;
+
+    if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    status = tcp_directory_check(relay->segid, got, &dir);
+    if (status == PB_OK) {
+        pb_tcp_location_t where = {.addr = dir.addr, .port = dir.port};
+
+        tcp_reply(relay->conn, &request, PB_OK, 0, 0, 0, &where, sizeof(where));
+    } else {
+        tcp_reply(relay->conn, &request, status, 0, 0, 0, NULL, 0);
+    }
+    tcp_relay_end(relay);
 }
 
 static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
@@ -1144,6 +1217,7 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
         switch (src->kind) {
         case TCP_SOURCE_LISTEN: tcp_accept_ready(); break;
         case TCP_SOURCE_RENDEZVOUS: tcp_rendezvous_ready(src->ptr, src->fd); break;
+        case TCP_SOURCE_RELAY: tcp_relay_ready(src->ptr); break;
         case TCP_SOURCE_CONN:
             c = src->ptr;
             if (events[i].events & EPOLLOUT)
@@ -1313,7 +1387,8 @@ static void tcp_atfork_child(void)
     for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;
     for (uint32_t i = 0; i < tcp.source_count; i++) {
-        if (tcp.sources[i].in_use && tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS)
+        if (tcp.sources[i].in_use && (tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS ||
+                                      tcp.sources[i].kind == TCP_SOURCE_RELAY))
             close(tcp.sources[i].fd);
     }
     free(tcp.sources);
@@ -1323,6 +1398,7 @@ static void tcp_atfork_child(void)
         close(tcp.listen_fd);
     tcp.listen_fd = -1;
     tcp.published = NULL;
+    tcp.relays = NULL;
     tcp.ep = -1;
     tcp.started = 0;
 }
@@ -1665,16 +1741,16 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
     return PB_OK;
 }
 
-/* Ask the rendezvous socket of (@node, @segid), if it is on a node whose
- * abstract sockets this process sees, where its exporter listens; wait at
- * most @timeout_ms for the answer. */
-static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
-                              int timeout_ms)
+/* Connect to the rendezvous socket of (@node, @segid), if it is on a node
+ * whose abstract sockets this process sees: *fd_p then waits for the
+ * directory message (non-blocking).  @return PB_OK, PB_ERR_NOT_PUBLISHED
+ * (no such name), PB_ERR_UNREACHABLE (not a node of the job),
+ * PB_ERR_TIMEOUT (its backlog is full), PB_ERR_NO_RESOURCE. */
+static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int *fd_p)
 {
     struct sockaddr_un addr;
     socklen_t len;
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    pb_status_t status;
     int ret;
 
     if (fd < 0)
@@ -1685,25 +1761,57 @@ static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_
     } while (ret != 0 && errno == EINTR);
     if (ret != 0) {
         int job_nodes = postbox_job_node_count();
+        int err = errno;
 
         close(fd);
-        if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN) {
-            pb_error("tcp: rendezvous with segment %#x failed: %m", segid);
+        if (err == EAGAIN)
+            return PB_ERR_TIMEOUT;
+        if (err != ECONNREFUSED && err != ENOENT) {
+            pb_error("tcp: rendezvous with segment %#x failed: %s", segid, strerror(err));
             return PB_ERR_NO_RESOURCE;
         }
         /* outside a launched job any node may exist; inside, only its own */
         return job_nodes > 0 && (int64_t)node >= job_nodes ? PB_ERR_UNREACHABLE
                                                            : PB_ERR_NOT_PUBLISHED;
     }
-    status = tcp_handshake_io(fd, dir, sizeof(*dir), 0, tcp_now_ms() + timeout_ms);
-    close(fd);
-    if (status != PB_OK)
-        return status == PB_ERR_CONN_ABORTED ? PB_ERR_NOT_PUBLISHED : status;
+    *fd_p = fd;
+    return PB_OK;
+}
+
+/* Whether @got bytes read from a rendezvous socket into @dir are a
+ * directory message.  @return PB_OK, PB_ERR_NOT_PUBLISHED (closed without
+ * one: the exporter went away), PB_ERR_PROTOCOL (something else). */
+static pb_status_t tcp_directory_check(rsm_memseg_id_t segid, ssize_t got,
+                                       const pb_tcp_directory_t *dir)
+{
+    if (got != (ssize_t)sizeof(*dir))
+        return PB_ERR_NOT_PUBLISHED;
     if (!pb_tcp_msg_hdr_ok(&dir->hdr, PB_TCP_MSG_DIRECTORY)) {
         pb_warn("tcp: the rendezvous of segment %#x answered in a foreign format", segid);
         return PB_ERR_PROTOCOL;
     }
     return PB_OK;
+}
+
+/* Ask the rendezvous socket of (@node, @segid) where its exporter listens,
+ * waiting at most @timeout_ms for the answer (an importer's own lookup:
+ * it holds no lock). */
+static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
+                              int timeout_ms)
+{
+    struct pollfd pfd = {.events = POLLIN};
+    pb_status_t status = tcp_rendezvous_connect(node, segid, &pfd.fd);
+    ssize_t got;
+
+    if (status != PB_OK)
+        return status;
+    if (poll(&pfd, 1, timeout_ms) != 1) {
+        close(pfd.fd);
+        return PB_ERR_TIMEOUT;
+    }
+    got = recv(pfd.fd, dir, sizeof(*dir), MSG_DONTWAIT);
+    close(pfd.fd);
+    return tcp_directory_check(segid, got, dir);
 }
 
 /* Connect to the exporter at @peer and authenticate with @key: the
