@@ -1815,7 +1815,7 @@ static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_
 }
 
 /* Connect to the exporter at @peer and authenticate with @key: the
- * handshake of docs/tcp.md.  On success *fd_p is connected, non-blocking. */
+ * handshake of docs/tcp.md.  On success *fd_p is connected (a blocking socket). */
 static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
                             int *fd_p)
 {
