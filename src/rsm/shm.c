@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rsm/rendezvous.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
 #include "rsm/shm_layout.h"
@@ -34,8 +35,7 @@
 #include "util/siphash.h"
 
 #define SHM_CONNECT_TIMEOUT_S 5
-#define SHM_LISTEN_BACKLOG 128
-#define SHM_SEGID_PICK_TRIES 64
+#define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
 /* an importer asleep in a signal wait re-checks its exporter this often */
 #define SHM_IMPORT_WAIT_SLICE_MS 50
 
@@ -183,19 +183,6 @@ static pb_status_t shm_make_private(void *vaddr, size_t size)
         return PB_ERR_NO_MEMORY;
     }
     return PB_OK;
-}
-
-static void shm_rendezvous_name(struct sockaddr_un *addr, socklen_t *len_p, rsm_node_id_t node,
-                                rsm_memseg_id_t segid)
-{
-    int n;
-
-    memset(addr, 0, sizeof(*addr));
-    addr->sun_family = AF_UNIX;
-    /* sun_path[0] == 0: the abstract namespace, gone when the socket closes */
-    n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "postbox-rsm/%s/%u/%08x",
-                 pb_job_get()->id, (unsigned)node, (unsigned)segid);
-    *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
 static void shm_mac_key(uint8_t key[PB_JOB_SECRET_LEN])
@@ -566,55 +553,17 @@ static void shm_ctl_release(shm_export_t *se)
     se->ctl_fd = -1;
 }
 
-/* Bind the rendezvous name of (@node, @segid); -1 with errno on failure. */
-static int shm_rendezvous_bind(rsm_node_id_t node, rsm_memseg_id_t segid)
-{
-    struct sockaddr_un addr;
-    socklen_t len;
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    shm_rendezvous_name(&addr, &len, node, segid);
-    if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, SHM_LISTEN_BACKLOG) != 0) {
-        saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
 static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
     shm_export_t *se = seg->tl;
     rsm_node_id_t node = pb_job_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
-    int fd = -1;
+    int fd;
 
-    if (segid != 0) {
-        fd = shm_rendezvous_bind(node, segid);
-    } else {
-        /* the library's choice: a random id of the user range */
-        for (int i = 0; i < SHM_SEGID_PICK_TRIES && fd < 0; i++) {
-            uint32_t pick;
-
-            if (pb_job_random_bytes(&pick, sizeof(pick)) != 0)
-                break;
-            segid = pick | RSM_USER_APP_ID_BASE;
-            fd = shm_rendezvous_bind(node, segid);
-            if (fd < 0 && errno != EADDRINUSE)
-                break;
-        }
-    }
-    if (fd < 0) {
-        if (errno == EADDRINUSE)
-            return PB_ERR_IN_USE;
-        pb_error("binding the rendezvous socket of segment %#x failed: %m", segid);
-        return PB_ERR_NO_RESOURCE;
-    }
+    status = pb_rsm_rendezvous_listen(SHM_RENDEZVOUS_PREFIX, node, &segid, &fd);
+    if (status != PB_OK)
+        return status;
     status = shm_ctl_create(seg, segid);
     if (status != PB_OK)
         goto err_close;
@@ -827,7 +776,7 @@ static pb_status_t shm_import_connect(pb_rsm_import_t *im)
     }
     setsockopt(si->sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     setsockopt(si->sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    shm_rendezvous_name(&addr, &len, im->node, im->segid);
+    pb_rsm_rendezvous_name(&addr, &len, SHM_RENDEZVOUS_PREFIX, im->node, im->segid);
     do {
         ret = connect(si->sock, (struct sockaddr *)&addr, len);
     } while (ret != 0 && errno == EINTR);

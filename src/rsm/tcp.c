@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rsm/rendezvous.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
 #include "rsm/tcp.h"
@@ -61,7 +62,7 @@
 #include "util/log.h"
 
 #define TCP_LISTEN_BACKLOG 128
-#define TCP_SEGID_PICK_TRIES 64
+#define TCP_RENDEZVOUS_PREFIX "postbox-tcp"
 #define TCP_CONNECT_TIMEOUT_MS 5000
 /* the job KVS key where each rank puts the address it listens on */
 #define TCP_KVS_KEY_FMT "pb-tcp-%d"
@@ -1589,45 +1590,13 @@ static pb_status_t tcp_export_rebind(pb_rsm_export_t *seg, void *vaddr)
     return PB_OK;
 }
 
-static void tcp_rendezvous_name(struct sockaddr_un *addr, socklen_t *len_p, rsm_node_id_t node,
-                                rsm_memseg_id_t segid)
-{
-    int n;
-
-    memset(addr, 0, sizeof(*addr));
-    addr->sun_family = AF_UNIX;
-    /* the abstract namespace: nothing in a file system, gone with the socket */
-    n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "postbox-tcp/%s/%u/%08x",
-                 pb_job_get()->id, (unsigned)node, (unsigned)segid);
-    *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
-}
-
-static int tcp_rendezvous_bind(rsm_node_id_t node, rsm_memseg_id_t segid)
-{
-    struct sockaddr_un addr;
-    socklen_t len;
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    tcp_rendezvous_name(&addr, &len, node, segid);
-    if (bind(fd, (struct sockaddr *)&addr, len) != 0 || listen(fd, TCP_LISTEN_BACKLOG) != 0) {
-        saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
 static pb_status_t tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
     tcp_export_t *te = seg->tl;
     rsm_node_id_t node = pb_job_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
-    int fd = -1;
+    int fd;
 
     pthread_mutex_lock(&tcp.lock);
     status = tcp_start();
@@ -1635,30 +1604,9 @@ static pb_status_t tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *seg
         status = tcp_listen();
     if (status != PB_OK)
         goto out;
-    if (segid != 0) {
-        fd = tcp_rendezvous_bind(node, segid);
-    } else {
-        /* the library's choice: a random id of the user range */
-        for (int i = 0; i < TCP_SEGID_PICK_TRIES && fd < 0; i++) {
-            uint32_t pick;
-
-            if (pb_job_random_bytes(&pick, sizeof(pick)) != 0)
-                break;
-            segid = pick | RSM_USER_APP_ID_BASE;
-            fd = tcp_rendezvous_bind(node, segid);
-            if (fd < 0 && errno != EADDRINUSE)
-                break;
-        }
-    }
-    if (fd < 0) {
-        if (errno == EADDRINUSE) {
-            status = PB_ERR_IN_USE;
-        } else {
-            pb_error("binding the rendezvous socket of segment %#x failed: %m", segid);
-            status = PB_ERR_NO_RESOURCE;
-        }
+    status = pb_rsm_rendezvous_listen(TCP_RENDEZVOUS_PREFIX, node, &segid, &fd);
+    if (status != PB_OK)
         goto out;
-    }
     status = tcp_source_add(fd, EPOLLIN, TCP_SOURCE_RENDEZVOUS, te, &te->rendezvous_id);
     if (status != PB_OK) {
         close(fd);
@@ -1755,7 +1703,7 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
 
     if (fd < 0)
         return PB_ERR_NO_RESOURCE;
-    tcp_rendezvous_name(&addr, &len, node, segid);
+    pb_rsm_rendezvous_name(&addr, &len, TCP_RENDEZVOUS_PREFIX, node, segid);
     do {
         ret = connect(fd, (struct sockaddr *)&addr, len);
     } while (ret != 0 && errno == EINTR);
