@@ -58,7 +58,8 @@ PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # variables the launcher sets itself; -x may not set them
 RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
-            "POSTBOX_JOB_SECRET", "POSTBOX_VNODE", "POSTBOX_NODE_ID", "POSTBOX_NETNS_ADDR")
+            "POSTBOX_JOB_SECRET", "POSTBOX_VNODE", "POSTBOX_NODE_ID", "POSTBOX_NETNS_ADDR",
+            "POSTBOX_NETNS_RAILS")
 # inherited variables that would mislead a PMI client
 SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -66,7 +67,7 @@ _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
 SECRET_KEY = "pb-job-secret"
 
 HELP = """\
-usage: {prog} [-n N] [--nodes K [--netns]] [--tag-output] [--timeout S]
+usage: {prog} [-n N] [--nodes K [--netns [--rails R]]] [--tag-output] [--timeout S]
        {indent} [-x VAR=value]... [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
        {indent} PROGRAM [ARGS...]
 
@@ -87,6 +88,10 @@ options:
                     veth pairs and a bridge; node k has the address 10.213.0.<k+1>
                     (POSTBOX_NETNS_ADDR; another private /16 if that one is in
                     use here); all removed at the end, even after a crash
+  --rails R         with --netns: R (1-4) links per node, each its own veth pair,
+                    bridge and /16 (rail r of node k: POSTBOX_NETNS_RAILS lists
+                    them in rail order); the tcp transport stripes over them and
+                    fails over when one is cut (default 1)
   --hosts H1,H2     run the ranks on these hosts, in blocks like --nodes (one
                     node per host), each as: RSH HOST env VAR=... PROGRAM ARGS
   --rsh CMD         the remote shell for --hosts (default $POSTBOX_RSH or ssh)
@@ -95,7 +100,8 @@ options:
   -h, --help        show this help and exit
 
 Every rank gets PMI_FD, PMI_RANK, PMI_SIZE, POSTBOX_JOB_ID, POSTBOX_JOB_SECRET,
-POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR; ranks
+POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR and
+POSTBOX_NETNS_RAILS; ranks
 on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID only, and read the secret
 from the PMI key-value space (see docs/launch.md).  Each rank's stdout and
 stderr are forwarded line by line; stdin goes to rank 0.  SIGINT, SIGTERM and
@@ -112,6 +118,7 @@ the --netns namespaces cannot be set up.
 examples:
   {prog} -n 4 --nodes 2 --tag-output build/bin/postbox-job-view
   {prog} -n 4 --nodes 2 --netns build/bin/postbox-job-view
+  {prog} -n 2 --nodes 2 --netns --rails 2 build/bin/postbox-rsm-net-bench
   {prog} -n 8 --hosts node1,node2 /opt/app/bin/solver input.dat
 """
 
@@ -128,6 +135,7 @@ class Options:
     timeout: Optional[float] = None
     env: List[Tuple[str, str]] = field(default_factory=list)
     netns: bool = False
+    rails: int = 1
     hosts: List[str] = field(default_factory=list)
     rsh: Optional[str] = None
     pmi_address: Optional[str] = None
@@ -220,6 +228,12 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             if has_inline:
                 raise UsageError("--netns takes no value")
             opts.netns = True
+        elif name == "--rails":
+            text = value()
+            if not text.isdigit() or not 1 <= int(text) <= netns.MAX_RAILS:
+                raise UsageError("--rails wants a number of links per node from 1 to %d, "
+                                 "not %r" % (netns.MAX_RAILS, text))
+            opts.rails = int(text)
         elif name == "--hosts":
             text = value()
             hosts = text.split(",")
@@ -242,6 +256,9 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         raise UsageError("no program to run")
     opts.program = argv[i]
     opts.args = argv[i + 1:]
+    if opts.rails > 1 and not opts.netns:
+        raise UsageError("--rails needs --netns (the links are veth pairs between the "
+                         "virtual nodes' network namespaces)")
     if opts.hosts:
         if nodes_given:
             raise UsageError("--nodes and --hosts cannot be combined (each host is one node)")
@@ -480,6 +497,7 @@ class Launcher:
         })
         if self.network is not None:
             env["POSTBOX_NETNS_ADDR"] = self.network.address(rank.vnode)
+            env["POSTBOX_NETNS_RAILS"] = ",".join(self.network.addresses(rank.vnode))
         return env
 
     def _rsh_env(self) -> Dict[str, str]:
@@ -627,7 +645,7 @@ class Launcher:
                                    " ".join(swept)))
         netns.prepare_libc()
         self.guardian = netns.start_guardian(pid)
-        self.network = netns.JobNetwork(pid, self.opts.nodes)
+        self.network = netns.JobNetwork(pid, self.opts.nodes, rails=self.opts.rails)
         try:
             self.network.setup()
         except netns.NetnsError as exc:

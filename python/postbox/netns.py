@@ -8,7 +8,10 @@ Layout of the job of launcher pid P with K virtual nodes:
   port of the bridge;
 - node k's address is the (k+1)-th of a private /16 that no route or address
   of this machine overlaps (10.213.0.0/16 unless that is taken), so node 0 is
-  10.213.0.1, node 1 10.213.0.2, ...; ``lo`` is up everywhere.
+  10.213.0.1, node 1 10.213.0.2, ...; ``lo`` is up everywhere;
+- with R rails (``--rails R``), rail r > 0 repeats this with its own bridge
+  ``pbxbr<r>``, hub ports ``r<r>n<k>``, node interfaces ``pbx<r>`` and the
+  next free /16: two independent links between any two nodes.
 
 Every link is created inside a namespace, never in the host's own, so
 deleting the namespaces removes every link and the bridge with them.
@@ -44,6 +47,7 @@ NODE_IF = "pbx0"
 CANDIDATES = ["10.%d.0.0/16" % b for b in range(213, 250)] + \
              ["172.%d.0.0/16" % b for b in range(29, 32)]
 MAX_NODES = 65000
+MAX_RAILS = 4
 DONE = b"d"   # the launcher writes it before closing the pipe after its own cleanup
 IP_TIMEOUT = 20.0
 
@@ -178,53 +182,88 @@ def _networks_in_use() -> List[ipaddress.IPv4Network]:
     return found
 
 
-def choose_subnet() -> ipaddress.IPv4Network:
-    """The first candidate /16 that overlaps no route or address of this machine."""
+def choose_subnets(count: int = 1) -> List[ipaddress.IPv4Network]:
+    """The first @count candidate /16s that overlap no route or address of this machine."""
     used = _networks_in_use()
+    chosen: List[ipaddress.IPv4Network] = []
     for text in CANDIDATES:
         net = ipaddress.IPv4Network(text)
         if not any(net.overlaps(other) for other in used):
-            return net
-    raise NetnsError("every candidate private subnet (%s ... %s) overlaps a route of this "
-                     "machine" % (CANDIDATES[0], CANDIDATES[-1]))
+            chosen.append(net)
+            if len(chosen) == count:
+                return chosen
+    raise NetnsError("fewer than %d candidate private subnets (%s ... %s) overlap no route "
+                     "of this machine" % (count, CANDIDATES[0], CANDIDATES[-1]))
+
+
+def choose_subnet() -> ipaddress.IPv4Network:
+    """The first candidate /16 that overlaps no route or address of this machine."""
+    return choose_subnets(1)[0]
 
 
 class JobNetwork:
     """The namespaces, bridge and veth pairs of one job."""
 
-    def __init__(self, pid: int, nodes: int, subnet: Optional[ipaddress.IPv4Network] = None):
+    def __init__(self, pid: int, nodes: int, subnet: Optional[ipaddress.IPv4Network] = None,
+                 rails: int = 1):
         if nodes > MAX_NODES:
             raise NetnsError("--netns supports at most %d virtual nodes" % MAX_NODES)
+        if not 1 <= rails <= MAX_RAILS:
+            raise NetnsError("--netns supports 1 to %d rails" % MAX_RAILS)
         self.pid = pid
         self.nodes = nodes
-        self.subnet = subnet
+        self.rails = rails
+        self.subnets: List[ipaddress.IPv4Network] = [subnet] if subnet is not None else []
         self.hub = "%s%d-hub" % (PREFIX, pid)
         self.fds: List[int] = []
+
+    @property
+    def subnet(self) -> Optional[ipaddress.IPv4Network]:
+        return self.subnets[0] if self.subnets else None
 
     def name(self, node: int) -> str:
         return "%s%d-%d" % (PREFIX, self.pid, node)
 
-    def address(self, node: int) -> str:
-        assert self.subnet is not None
-        return str(self.subnet.network_address + node + 1)
+    def address(self, node: int, rail: int = 0) -> str:
+        """Node @node's address on rail @rail."""
+        return str(self.subnets[rail].network_address + node + 1)
+
+    def addresses(self, node: int) -> List[str]:
+        """Node @node's addresses, in rail order."""
+        return [self.address(node, rail) for rail in range(self.rails)]
+
+    @staticmethod
+    def port(node: int, rail: int = 0) -> str:
+        """The hub's end of node @node's veth pair on rail @rail (set it down to cut
+        that link)."""
+        return "n%d" % node if rail == 0 else "r%dn%d" % (rail, node)
 
     def setup(self) -> None:
         """Create everything; NetnsError (with what is made so far left for remove)."""
-        if self.subnet is None:
-            self.subnet = choose_subnet()
-        prefix = self.subnet.prefixlen
+        if len(self.subnets) < self.rails:
+            chosen = [net for net in choose_subnets(self.rails + len(self.subnets))
+                      if net not in self.subnets]
+            self.subnets += chosen[:self.rails - len(self.subnets)]
         ip("netns", "add", self.hub)
         ip("-n", self.hub, "link", "set", "lo", "up")
-        ip("-n", self.hub, "link", "add", BRIDGE, "type", "bridge")
-        ip("-n", self.hub, "link", "set", BRIDGE, "up")
+        for rail in range(self.rails):
+            bridge = BRIDGE if rail == 0 else "%s%d" % (BRIDGE, rail)
+            ip("-n", self.hub, "link", "add", bridge, "type", "bridge")
+            ip("-n", self.hub, "link", "set", bridge, "up")
         for node in range(self.nodes):
-            name, port = self.name(node), "n%d" % node
+            name = self.name(node)
             ip("netns", "add", name)
-            ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", NODE_IF,
-               "netns", name)
-            ip("-n", self.hub, "link", "set", port, "master", BRIDGE, "up")
-            ip("-n", name, "addr", "add", "%s/%d" % (self.address(node), prefix), "dev", NODE_IF)
-            ip("-n", name, "link", "set", NODE_IF, "up")
+            for rail in range(self.rails):
+                port, bridge = self.port(node, rail), BRIDGE if rail == 0 else "%s%d" % (BRIDGE,
+                                                                                         rail)
+                node_if = NODE_IF if rail == 0 else "pbx%d" % rail
+                ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", node_if,
+                   "netns", name)
+                ip("-n", self.hub, "link", "set", port, "master", bridge, "up")
+                ip("-n", name, "addr", "add", "%s/%d" % (self.address(node, rail),
+                                                         self.subnets[rail].prefixlen),
+                   "dev", node_if)
+                ip("-n", name, "link", "set", node_if, "up")
             ip("-n", name, "link", "set", "lo", "up")
         for node in range(self.nodes):
             try:

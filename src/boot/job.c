@@ -189,7 +189,7 @@ static pb_status_t pb_boot_job_init(void)
 {
     const pb_job_t *job = pb_job_peek(); /* reads the environment, not freezing */
     char key[PB_BOOT_PMI_KEY_MAX], name[JOB_NODE_NAME_MAX];
-    char foreign_id[PB_JOB_ID_MAX], endpoint[64];
+    char foreign_id[PB_JOB_ID_MAX], endpoint[96];
     int foreign, need_secret;
     pb_boot_pmi_t *pmi;
     pb_status_t status;

@@ -223,56 +223,73 @@ PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
     const pb_rsm_transport_t *const *list;
     rsm_node_id_t local = pb_job_get()->node_id;
     int job_nodes = postbox_job_node_count();
-    size_t count, head, total, reached[PB_RSM_TRANSPORTS_MAX];
+    size_t count, entries = 0, head, total, reached[PB_RSM_TRANSPORTS_MAX];
+    int rails[PB_RSM_TRANSPORTS_MAX];
     rsm_topology_t *topology;
     char *cursor;
+    size_t entry = 0;
 
     if (topology_data == NULL)
         return RSMERR_BAD_TOPOLOGY_PTR;
     list = pb_rsm_transport_list(&count);
     /* one block: the header with its pointer array, then each controller's
-     * connections: the nodes it reaches.  Node ids are the job's
+     * connections: the nodes it reaches.  A transport with several rails
+     * is one controller per rail ("tcp0", "tcp1").  Node ids are the job's
      * (postbox_job_init numbers the nodes); shm reaches this node only, a
      * network transport every node of the job (this one alone outside a
      * launched job) */
-    head = offsetof(rsm_topology_t, connections) + count * sizeof(rsm_connections_t *);
-    head = (head + 15) & ~(size_t)15;
-    total = head;
+    total = 0;
     for (size_t i = 0; i < count; i++) {
         pb_rsm_caps_t caps;
 
         list[i]->query(&caps);
+        rails[i] = list[i]->rail_count != NULL ? list[i]->rail_count() : 1;
+        if (rails[i] < 1)
+            rails[i] = 1;
         reached[i] = caps.reaches_job_nodes && job_nodes > 1 ? (size_t)job_nodes : 1;
-        total += (offsetof(rsm_connections_t, remote_cntlr) +
-                  reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
-                 ~(size_t)15;
+        entries += (size_t)rails[i];
+        total += (size_t)rails[i] * ((offsetof(rsm_connections_t, remote_cntlr) +
+                                      reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
+                                     ~(size_t)15);
     }
+    head = offsetof(rsm_topology_t, connections) + entries * sizeof(rsm_connections_t *);
+    head = (head + 15) & ~(size_t)15;
+    total += head;
     topology = calloc(1, total);
     if (topology == NULL)
         return RSMERR_INSUFFICIENT_MEM;
     topology->topology_hdr.local_nodeid = local;
-    topology->topology_hdr.local_cntlr_count = (uint_t)count;
+    topology->topology_hdr.local_cntlr_count = (uint_t)entries;
     cursor = (char *)topology + head;
     for (size_t i = 0; i < count; i++) {
-        rsm_connections_t *conn = (rsm_connections_t *)cursor;
+        for (int rail = 0; rail < rails[i]; rail++) {
+            rsm_connections_t *conn = (rsm_connections_t *)cursor;
+            char name[sizeof(conn->hdr.cntlr_name)];
 
-        snprintf(conn->hdr.cntlr_name, sizeof(conn->hdr.cntlr_name), "%s", list[i]->name);
-        conn->hdr.local_hwaddr = local;
-        conn->hdr.remote_cntlr_count = (int)reached[i];
-        for (size_t n = 0; n < reached[i]; n++) {
-            rsm_remote_cntlr_t *remote = &conn->remote_cntlr[n];
-            rsm_node_id_t node = reached[i] == 1 ? local : (rsm_node_id_t)n;
+            if (rails[i] > 1)
+                snprintf(name, sizeof(name), "%s%d", list[i]->name, rail);
+            else
+                snprintf(name, sizeof(name), "%s", list[i]->name);
+            memcpy(conn->hdr.cntlr_name, name, sizeof(name));
+            conn->hdr.local_hwaddr = local;
+            conn->hdr.remote_cntlr_count = (int)reached[i];
+            for (size_t n = 0; n < reached[i]; n++) {
+                rsm_remote_cntlr_t *remote = &conn->remote_cntlr[n];
+                rsm_node_id_t node = reached[i] == 1 ? local : (rsm_node_id_t)n;
 
-            remote->remote_nodeid = node;
-            snprintf(remote->remote_cntlrname, sizeof(remote->remote_cntlrname), "%s",
-                     list[i]->name);
-            remote->remote_hwaddr = node;
-            remote->connection_state = RSM_CONNECTION_ACTIVE;
+                remote->remote_nodeid = node;
+                memcpy(remote->remote_cntlrname, name, sizeof(name));
+                remote->remote_hwaddr = node;
+                remote->connection_state = RSM_CONNECTION_ACTIVE;
+                if (list[i]->rail_link != NULL)
+                    list[i]->rail_link(rail, node, &remote->remote_hwaddr,
+                                       &remote->connection_state);
+            }
+            topology->connections[entry++] = conn;
+            cursor += (offsetof(rsm_connections_t, remote_cntlr) +
+                       reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
+                      ~(size_t)15;
         }
-        topology->connections[i] = conn;
-        cursor += (offsetof(rsm_connections_t, remote_cntlr) +
-                   reached[i] * sizeof(rsm_remote_cntlr_t) + 15) &
-                  ~(size_t)15;
     }
     *topology_data = topology;
     return RSM_SUCCESS;

@@ -77,6 +77,13 @@
 /* bytes read at once into a connection's staging buffer; payloads at
  * least this long are received straight into their destination */
 #define TCP_STAGING_SIZE 16384
+/* address pairs (controllers, "rails") a process may have */
+#define TCP_MAX_RAILS 4
+/* a striped put goes over the rails in chunks of this many bytes, round robin */
+#define TCP_STRIPE_CHUNK (128 * 1024)
+/* bytes a rail keeps for replay (while another rail could take over) before
+ * it closes a barrier to free them */
+#define TCP_REPLAY_MAX ((size_t)8 << 20)
 /* reads of one connection per progress pass, so that one busy peer does
  * not starve the others */
 #define TCP_READS_PER_PASS 64
@@ -155,9 +162,36 @@ struct tcp_export {
     _Atomic uint32_t events; /* futex word: pending importer-to-exporter signals */
 };
 
+/* what a rail sent since its last barrier, kept while another rail could
+ * send it again: records of a tcp_replay_rec_t and its payload, padded to 8 */
 typedef struct {
-    tcp_conn_t *conn;
+    char *buf;
+    size_t len, cap;
+} tcp_replay_t;
+
+typedef struct {
+    uint64_t offset;
+    uint32_t length;
+    uint16_t type; /* PB_TCP_PUT or PB_TCP_SIGNAL */
+    uint16_t flags;
+} tcp_replay_rec_t;
+
+/* one connection of an import: rail r goes to address r of the exporter's node */
+typedef struct {
+    tcp_conn_t *conn; /* held until disconnect, even once broken */
     uint32_t slot;
+    int index; /* the rail's number (the node's address index) */
+    int dead;  /* broken and failed over: no longer used */
+    int dirty; /* frames sent since its last barrier */
+    tcp_replay_t replay;
+} tcp_rail_t;
+
+typedef struct {
+    pthread_mutex_t lock; /* the rails, between threads sharing the import */
+    tcp_rail_t rails[TCP_MAX_RAILS];
+    int rail_count;              /* set under tcp.lock: the reader looks at it */
+    unsigned next_stripe;        /* rail the next striped chunk goes to */
+    int striped;                 /* a put went over several rails since the last barrier */
     _Atomic uint32_t generation; /* futex word: bumped by EVENT and WITHDRAWN */
     uint32_t seen_generation;
     _Atomic int withdrawn;
@@ -199,8 +233,13 @@ static struct {
     int listen_fd;
     uint64_t listen_id;
     int listen_paused; /* out of descriptors: accept again once one closes */
-    uint32_t addr;     /* advertised IPv4, network order */
+    uint32_t addr;     /* advertised IPv4, network order: addrs[0] */
+    uint32_t addrs[TCP_MAX_RAILS];
+    int addr_count;
     uint16_t port;
+    size_t stripe_min;  /* puts this long and longer are striped */
+    uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
+    size_t link_nodes;
     uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
     tcp_source_t *sources;
     uint32_t source_count, source_cap;
@@ -308,23 +347,50 @@ static void tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
         memcpy(key, tcp.local_key, PB_TCP_KEY_LEN);
 }
 
-/* The address this process gives other nodes: POSTBOX_TCP_ADDR, else the
- * --netns address the launcher gave, else loopback. */
-static pb_status_t tcp_advertised_addr(uint32_t *addr_p)
+/* "a.b.c.d[,a.b.c.d...]" into @addrs (network order).  @return how many,
+ * or 0 when @text is not such a list. */
+static int tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS])
+{
+    int count = 0;
+
+    while (*text != '\0') {
+        char one[INET_ADDRSTRLEN];
+        size_t len = strcspn(text, ",");
+        struct in_addr in;
+
+        if (count == TCP_MAX_RAILS || len == 0 || len >= sizeof(one))
+            return 0;
+        memcpy(one, text, len);
+        one[len] = '\0';
+        if (inet_pton(AF_INET, one, &in) != 1)
+            return 0;
+        addrs[count++] = in.s_addr;
+        text += len;
+        if (*text == ',')
+            text++;
+    }
+    return count;
+}
+
+/* The addresses this process gives other nodes, one per rail:
+ * POSTBOX_TCP_ADDR, else the --netns addresses the launcher gave, else
+ * loopback.  @return how many, or 0 (logged) when the setting is wrong. */
+static int tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS])
 {
     const char *text = pb_config_get_string("POSTBOX_TCP_ADDR");
-    struct in_addr in;
+    int count;
 
+    if (text == NULL || text[0] == '\0')
+        text = getenv("POSTBOX_NETNS_RAILS");
     if (text == NULL || text[0] == '\0')
         text = getenv("POSTBOX_NETNS_ADDR");
     if (text == NULL || text[0] == '\0')
         text = "127.0.0.1";
-    if (inet_pton(AF_INET, text, &in) != 1) {
-        pb_error("POSTBOX_TCP_ADDR: '%s' is not an IPv4 address", text);
-        return PB_ERR_INVALID_PARAM;
-    }
-    *addr_p = in.s_addr;
-    return PB_OK;
+    count = tcp_parse_addrs(text, addrs);
+    if (count == 0)
+        pb_error("POSTBOX_TCP_ADDR: '%s' is not a list of at most %d IPv4 addresses", text,
+                 TCP_MAX_RAILS);
+    return count;
 }
 
 /* ---- the outgoing queue ---------------------------------------------------- */
@@ -951,6 +1017,18 @@ static int tcp_slot_import_set(tcp_conn_t *c, uint32_t slot, pb_rsm_import_t *im
     return 1;
 }
 
+/* Whether rail @rail's connection carries this import's events: the first
+ * rail whose connection works (the exporter sends each event on every
+ * rail; the others are dropped).  Caller holds tcp.lock. */
+static int tcp_rail_carries_events(const tcp_import_t *ti, const tcp_conn_t *c)
+{
+    for (int r = 0; r < ti->rail_count; r++) {
+        if (atomic_load(&ti->rails[r].conn->failure) == PB_OK)
+            return ti->rails[r].conn == c;
+    }
+    return 0;
+}
+
 static const char *tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
 {
     tcp_conn_t *c = ctx;
@@ -998,6 +1076,10 @@ static void tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
         im = tcp_import_of_slot(c, frame->slot);
         if (im == NULL)
             break; /* disconnected meanwhile */
+        /* an event comes over every rail; a broken rail wakes the waiters
+         * when it breaks (tcp_conn_fail), so events it lost are not waited for */
+        if (frame->type == PB_TCP_EVENT && !tcp_rail_carries_events(im->tl, c))
+            break;
         if (frame->type == PB_TCP_WITHDRAWN)
             atomic_store(&((tcp_import_t *)im->tl)->withdrawn, 1);
         tcp_word_bump(&((tcp_import_t *)im->tl)->generation);
@@ -1417,9 +1499,13 @@ static pb_status_t tcp_start(void)
         pthread_atfork(NULL, NULL, tcp_atfork_child);
         tcp.atfork_registered = 1;
     }
-    status = tcp_advertised_addr(&tcp.addr);
-    if (status != PB_OK)
-        return status;
+    tcp.addr_count = tcp_local_addrs(tcp.addrs);
+    if (tcp.addr_count == 0)
+        return PB_ERR_INVALID_PARAM;
+    tcp.addr = tcp.addrs[0];
+    tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
+                         ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
+                         : SIZE_MAX;
     if (pb_job_random_bytes(tcp.local_key, sizeof(tcp.local_key)) != 0)
         return PB_ERR_NO_RESOURCE;
     ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1473,7 +1559,6 @@ static pb_status_t tcp_listen(void)
 
 pb_status_t pb_rsm_tcp_endpoint(char *buf, size_t len)
 {
-    char addr[INET_ADDRSTRLEN];
     pb_status_t status;
 
     pthread_mutex_lock(&pb_rsm_lock);
@@ -1482,8 +1567,20 @@ pb_status_t pb_rsm_tcp_endpoint(char *buf, size_t len)
     if (status == PB_OK)
         status = tcp_listen();
     if (status == PB_OK) {
-        inet_ntop(AF_INET, &tcp.addr, addr, sizeof(addr));
-        snprintf(buf, len, "%s:%u", addr, (unsigned)tcp.port);
+        size_t used = 0;
+
+        for (int i = 0; i < tcp.addr_count; i++) {
+            char addr[INET_ADDRSTRLEN];
+
+            inet_ntop(AF_INET, &tcp.addrs[i], addr, sizeof(addr));
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", i > 0 ? "," : "", addr);
+            if (used >= len)
+                break;
+        }
+        if (used + 7 > len)
+            status = PB_ERR_INVALID_PARAM;
+        else
+            snprintf(buf + used, len - used, ":%u", (unsigned)tcp.port);
     }
     pthread_mutex_unlock(&tcp.lock);
     pthread_mutex_unlock(&pb_rsm_lock);
@@ -1505,6 +1602,34 @@ static int tcp_reaches(rsm_node_id_t node)
     /* any node: whether a segment is there is the import's question */
     (void)node;
     return 1;
+}
+
+/* ---- topology ---------------------------------------------------------------- */
+
+static int tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS]);
+
+static int tcp_rail_count(void)
+{
+    uint32_t addrs[TCP_MAX_RAILS];
+    int count = tcp_local_addrs(addrs);
+
+    return count > 0 ? count : 1;
+}
+
+static void tcp_rail_link(int rail, rsm_node_id_t node, rsm_addr_t *hwaddr_p, uint_t *state_p)
+{
+    uint32_t addrs[TCP_MAX_RAILS];
+    int count = tcp_node_addrs(node, addrs), down;
+
+    if (count == 0 && node == pb_job_get()->node_id)
+        count = tcp_local_addrs(addrs);
+    /* a rail the node does not have, or one whose connection broke last */
+    pthread_mutex_lock(&tcp.lock);
+    down = rail >= count || (tcp.link_down != NULL && node < tcp.link_nodes &&
+                             tcp.link_down[node * TCP_MAX_RAILS + (size_t)rail]);
+    pthread_mutex_unlock(&tcp.lock);
+    *hwaddr_p = rail < count ? ntohl(addrs[rail]) : node;
+    *state_p = down ? RSM_CONNECTION_INACTIVE : RSM_CONNECTION_ACTIVE;
 }
 
 /* ---- export side -------------------------------------------------------------- */
@@ -1765,9 +1890,9 @@ static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_
 /* Connect to the exporter at @peer and authenticate with @key: the
  * handshake of docs/tcp.md.  On success *fd_p is connected (a blocking socket). */
 static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                            int *fd_p)
+                            int timeout_ms, int *fd_p)
 {
-    int64_t deadline = tcp_now_ms() + TCP_CONNECT_TIMEOUT_MS;
+    int64_t deadline = tcp_now_ms() + timeout_ms;
     const pb_job_t *job = pb_job_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
@@ -1785,7 +1910,7 @@ static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB
         err = errno;
     } else {
         pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
-        if (poll(&pfd, 1, TCP_CONNECT_TIMEOUT_MS) != 1)
+        if (poll(&pfd, 1, timeout_ms) != 1)
             err = ETIMEDOUT;
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
             err = errno;
@@ -1849,9 +1974,10 @@ err:
 }
 
 /* A connection to the exporter at @peer: the one this process has, or a
- * new one.  Caller holds tcp.connect_lock (not tcp.lock). */
+ * new one (dialled for at most @timeout_ms).  Caller holds
+ * tcp.connect_lock (not tcp.lock). */
 static pb_status_t tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                                tcp_conn_t **conn_p)
+                                int timeout_ms, tcp_conn_t **conn_p)
 {
     tcp_conn_t *c;
     pb_status_t status;
@@ -1871,7 +1997,7 @@ static pb_status_t tcp_conn_get(const struct sockaddr_in *peer, const uint8_t ke
     pthread_mutex_unlock(&tcp.lock);
 
     /* no lock while dialling: the exporter may be this very process */
-    status = tcp_dial(peer, key, &fd);
+    status = tcp_dial(peer, key, timeout_ms, &fd);
     if (status != PB_OK)
         return status;
     c = tcp_conn_new(fd, 0);
@@ -1926,9 +2052,10 @@ static pb_status_t tcp_request_ready(void *arg)
     return atomic_load(&req->done) ? (pb_status_t)req->status : TCP_NOT_YET;
 }
 
-/* Send @frame (its tag set here) and wait for the REPLY. */
-static pb_status_t tcp_request(tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                               tcp_request_t *req)
+/* Send @frame (its tag set here) as a request awaiting a REPLY; finish it
+ * with tcp_request_end whatever this returns. */
+static void tcp_request_begin(tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
+                              tcp_request_t *req)
 {
     pb_status_t status;
 
@@ -1940,44 +2067,87 @@ static pb_status_t tcp_request(tcp_conn_t *c, pb_tcp_frame_t *frame, const void 
         req->tag = frame->tag = c->next_tag++;
         req->next = c->requests;
         c->requests = req;
+    } else {
+        req->status = PB_ERR_CONN_ABORTED;
+        atomic_store(&req->done, 1);
     }
     pthread_mutex_unlock(&tcp.lock);
     if (status != PB_OK)
-        return PB_ERR_CONN_ABORTED;
-    status = tcp_conn_send(c, frame, payload);
-    if (status != PB_OK) {
+        return;
+    if (tcp_conn_send(c, frame, payload) != PB_OK) {
         /* the reader fails the request when it sees the connection break;
-         * make sure it does, then wait for that */
+         * make sure it does */
         pthread_mutex_lock(&tcp.lock);
         tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
         pthread_mutex_unlock(&tcp.lock);
     }
-    status = tcp_wait(tcp_request_ready, req, &req->done, -1, 0);
+}
+
+/* Wait for the REPLY to a request begun with tcp_request_begin. */
+static pb_status_t tcp_request_end(tcp_request_t *req)
+{
+    pb_status_t status = tcp_wait(tcp_request_ready, req, &req->done, -1, 0);
+
     return status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL ? PB_ERR_CONN_ABORTED
                                                                       : status;
 }
 
-/* "a.b.c.d:port" into @addr */
-static int tcp_parse_endpoint(const char *text, struct sockaddr_in *addr)
+/* Send @frame and wait for the REPLY. */
+static pb_status_t tcp_request(tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
+                               tcp_request_t *req)
 {
-    char host[INET_ADDRSTRLEN];
+    tcp_request_begin(c, frame, payload, req);
+    return tcp_request_end(req);
+}
+
+/* "a.b.c.d[,a.b.c.d...]:port" (a KVS entry) into @addrs and *@port_p.
+ * @return the number of addresses, 0 when @text is malformed. */
+static int tcp_parse_endpoint(const char *text, uint32_t addrs[TCP_MAX_RAILS], uint16_t *port_p)
+{
+    char list[TCP_MAX_RAILS * (INET_ADDRSTRLEN + 1)];
     const char *colon = strrchr(text, ':');
     char *end;
     unsigned long port;
 
-    if (colon == NULL || (size_t)(colon - text) >= sizeof(host))
+    if (colon == NULL || (size_t)(colon - text) >= sizeof(list))
         return 0;
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
+    memcpy(list, text, (size_t)(colon - text));
+    list[colon - text] = '\0';
     port = strtoul(colon + 1, &end, 10);
-    *addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    return *end == '\0' && port > 0 && port < 65536 &&
-           inet_pton(AF_INET, host, &addr->sin_addr) == 1;
+    if (*end != '\0' || port == 0 || port > 65535)
+        return 0;
+    *port_p = (uint16_t)port;
+    return tcp_parse_addrs(list, addrs);
+}
+
+/* The addresses of @node, one per rail, from the KVS entry of its first
+ * rank that has one.  @return how many (0: none known; outside a launched
+ * job, or a node without ranks). */
+static int tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS])
+{
+    int size = postbox_job_size();
+
+    for (int rank = 0; rank < size; rank++) {
+        char kvs_key[32], value[128];
+        uint16_t port;
+        int count;
+
+        if (postbox_job_node(rank) != node)
+            continue;
+        snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
+        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
+            continue;
+        count = tcp_parse_endpoint(value, addrs, &port);
+        if (count > 0)
+            return count;
+    }
+    return 0;
 }
 
 /* Where the exporter of (@node, @segid) listens, asked over TCP of the
  * job's processes on @node in rank order (their addresses are in the job
- * KVS): for nodes whose rendezvous sockets this process cannot see. */
+ * KVS; each is tried at each of its addresses until one answers): for
+ * nodes whose rendezvous sockets this process cannot see. */
 static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
                                     const uint8_t key[PB_TCP_KEY_LEN], struct sockaddr_in *peer_p)
 {
@@ -1989,20 +2159,29 @@ static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .length = sizeof(question)};
         pb_tcp_location_t where;
         tcp_request_t req = {.dst = (char *)&where, .dst_len = sizeof(where)};
-        struct sockaddr_in relay;
-        char kvs_key[32], value[64];
-        tcp_conn_t *c;
+        struct sockaddr_in relay = {.sin_family = AF_INET};
+        uint32_t addrs[TCP_MAX_RAILS];
+        char kvs_key[32], value[128];
+        tcp_conn_t *c = NULL;
+        uint16_t port;
+        int count;
 
         if (postbox_job_node(rank) != node)
             continue;
         snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
-        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0 ||
-            !tcp_parse_endpoint(value, &relay))
+        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
             continue;
+        count = tcp_parse_endpoint(value, addrs, &port);
+        relay.sin_port = htons(port);
         pthread_mutex_lock(&tcp.connect_lock);
-        status = tcp_conn_get(&relay, key, &c);
+        for (int i = 0; i < count && c == NULL; i++) {
+            relay.sin_addr.s_addr = addrs[i];
+            status = tcp_conn_get(&relay, key, TCP_CONNECT_TIMEOUT_MS, &c);
+            if (status != PB_OK)
+                c = NULL;
+        }
         pthread_mutex_unlock(&tcp.connect_lock);
-        if (status != PB_OK)
+        if (c == NULL)
             continue; /* try the node's next process */
         status = tcp_request(c, &frame, &question, &req);
         pthread_mutex_lock(&tcp.lock);
@@ -2022,19 +2201,275 @@ static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
     return status == PB_ERR_TIMEOUT ? PB_ERR_UNREACHABLE : status;
 }
 
+/* ---- the importer side: rails ------------------------------------------------ */
+
+/* Remember that rail @rail toward @node is usable (@up) or broke, for
+ * rsm_get_interconnect_topology. */
+static void tcp_link_state_set(rsm_node_id_t node, int rail, int up)
+{
+    int count = postbox_job_node_count(); /* < 1 outside a launched job */
+    size_t nodes = count > 0 ? (size_t)count : 1;
+
+    pthread_mutex_lock(&tcp.lock);
+    if (tcp.link_down == NULL)
+        tcp.link_down = calloc(nodes * TCP_MAX_RAILS, 1);
+    if (tcp.link_down != NULL) {
+        tcp.link_nodes = nodes;
+        if (node < nodes)
+            tcp.link_down[node * TCP_MAX_RAILS + (size_t)rail] = (uint8_t)!up;
+    }
+    pthread_mutex_unlock(&tcp.lock);
+}
+
+static int tcp_rail_broken(const tcp_rail_t *rail)
+{
+    return atomic_load_explicit(&rail->conn->failure, memory_order_acquire) != PB_OK;
+}
+
+static int tcp_live_rails(const tcp_import_t *ti)
+{
+    int live = 0;
+
+    for (int r = 0; r < ti->rail_count; r++)
+        live += !ti->rails[r].dead;
+    return live;
+}
+
+/* The rail that carries what is not striped: the first one in use. */
+static tcp_rail_t *tcp_primary_rail(tcp_import_t *ti)
+{
+    for (int r = 0; r < ti->rail_count; r++) {
+        if (!ti->rails[r].dead)
+            return &ti->rails[r];
+    }
+    return NULL;
+}
+
+/* Keep @frame and its payload for replay.  @return 0 when out of memory. */
+static int tcp_replay_append(tcp_replay_t *log, const pb_tcp_frame_t *frame, const void *payload)
+{
+    size_t need = sizeof(tcp_replay_rec_t) + ((frame->length + 7u) & ~(size_t)7);
+    tcp_replay_rec_t rec = {.offset = frame->offset,
+                            .length = frame->length,
+                            .type = frame->type,
+                            .flags = frame->flags};
+
+    if (log->len + need > log->cap) {
+        size_t cap = log->cap ? log->cap : 4096;
+        char *grown;
+
+        while (cap < log->len + need)
+            cap *= 2;
+        grown = realloc(log->buf, cap);
+        if (grown == NULL)
+            return 0;
+        log->buf = grown;
+        log->cap = cap;
+    }
+    memcpy(log->buf + log->len, &rec, sizeof(rec));
+    if (frame->length > 0)
+        memcpy(log->buf + log->len + sizeof(rec), payload, frame->length);
+    log->len += need;
+    return 1;
+}
+
+static void tcp_replay_clear(tcp_replay_t *log)
+{
+    log->len = 0;
+    if (log->cap > 2 * TCP_REPLAY_MAX) { /* a replay grew it: give it back */
+        free(log->buf);
+        *log = (tcp_replay_t){0};
+    }
+}
+
+/* Send @frame of this import over @rail, kept for replay when another rail
+ * could take over.  Caller holds ti->lock. */
+static pb_status_t tcp_rail_send(tcp_import_t *ti, tcp_rail_t *rail, pb_tcp_frame_t *frame,
+                                 const void *payload)
+{
+    frame->slot = rail->slot;
+    if (tcp_live_rails(ti) > 1 && !tcp_replay_append(&rail->replay, frame, payload))
+        return PB_ERR_NO_MEMORY;
+    rail->dirty = 1;
+    return tcp_conn_send(rail->conn, frame, payload);
+}
+
+/* Take the rails whose connection broke out of use, sending what each sent
+ * since its last barrier again over the first rail left (a resent put
+ * rewrites the same bytes; a resent signal may wake the exporter twice,
+ * never zero times).  Caller holds ti->lock.
+ * @return PB_OK while a rail is left, else PB_ERR_CONN_ABORTED. */
+static pb_status_t tcp_import_heal(pb_rsm_import_t *im)
+{
+    tcp_import_t *ti = im->tl;
+
+    for (;;) {
+        tcp_rail_t *broken = NULL, *target;
+        tcp_replay_t log;
+        size_t at = 0;
+
+        for (int r = 0; r < ti->rail_count && broken == NULL; r++) {
+            if (!ti->rails[r].dead && tcp_rail_broken(&ti->rails[r]))
+                broken = &ti->rails[r];
+        }
+        if (broken == NULL)
+            return tcp_primary_rail(ti) != NULL ? PB_OK : PB_ERR_CONN_ABORTED;
+        broken->dead = 1;
+        tcp_link_state_set(im->node, broken->index, 0);
+        log = broken->replay;
+        broken->replay = (tcp_replay_t){0};
+        target = tcp_primary_rail(ti);
+        if (target != NULL)
+            pb_warn("tcp: rail %d to node %u broke; its last %zu bytes go again over rail %d",
+                    broken->index, im->node, log.len, target->index);
+        while (target != NULL && at < log.len) {
+            tcp_replay_rec_t rec;
+            pb_tcp_frame_t frame;
+            const char *payload = log.buf + at + sizeof(rec);
+
+            memcpy(&rec, log.buf + at, sizeof(rec));
+            frame = (pb_tcp_frame_t){
+                .type = rec.type, .flags = rec.flags, .offset = rec.offset, .length = rec.length};
+            /* a send that fails leaves the record in the target's copy (or,
+             * on the last rail, fails the import at the next pass) */
+            if (tcp_rail_send(ti, target, &frame, payload) == PB_ERR_NO_MEMORY)
+                break; /* cannot keep it: the rest is lost with the import */
+            at += sizeof(rec) + ((rec.length + 7u) & ~(size_t)7);
+        }
+        free(log.buf);
+        if (target == NULL)
+            return PB_ERR_CONN_ABORTED;
+        if (at < log.len) {
+            /* could not keep it for replay: fail the import rather than
+             * pretend the puts arrived */
+            for (int r = 0; r < ti->rail_count; r++)
+                ti->rails[r].dead = 1;
+            return PB_ERR_CONN_ABORTED;
+        }
+    }
+}
+
+/* Close a barrier on every rail in use that sent frames since its last
+ * one (on the first rail when none did): when it returns PB_OK, every put
+ * and signal sent over any rail has reached the exporter.  A rail that
+ * breaks meanwhile is failed over and the barrier taken again.  Caller
+ * holds ti->lock. */
+static pb_status_t tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
+{
+    tcp_import_t *ti = im->tl;
+
+    for (;;) {
+        tcp_request_t reqs[TCP_MAX_RAILS];
+        int asked[TCP_MAX_RAILS] = {0}, any = 0, broke = 0;
+        pb_status_t result = tcp_import_heal(im);
+
+        if (result != PB_OK)
+            return result;
+        for (int r = 0; r < ti->rail_count; r++) {
+            tcp_rail_t *rail = &ti->rails[r];
+
+            if (!rail->dead && rail->dirty && (only == 0 || (only & (1u << r))))
+                asked[r] = any = 1;
+        }
+        if (!any)
+            asked[tcp_primary_rail(ti) - ti->rails] = 1;
+        for (int r = 0; r < ti->rail_count; r++) {
+            pb_tcp_frame_t frame = {.type = PB_TCP_BARRIER, .slot = ti->rails[r].slot};
+
+            if (!asked[r])
+                continue;
+            reqs[r] = (tcp_request_t){0};
+            tcp_request_begin(ti->rails[r].conn, &frame, NULL, &reqs[r]);
+        }
+        for (int r = 0; r < ti->rail_count; r++) {
+            pb_status_t status;
+
+            if (!asked[r])
+                continue;
+            status = tcp_request_end(&reqs[r]);
+            if (status == PB_OK) {
+                ti->rails[r].dirty = 0;
+                tcp_replay_clear(&ti->rails[r].replay);
+            } else if (tcp_rail_broken(&ti->rails[r])) {
+                broke = 1;
+            } else if (result == PB_OK) {
+                result = status; /* the exporter's answer: a put was not applied */
+            }
+        }
+        if (result != PB_OK || !broke)
+            return result;
+        only = 0; /* the replays went to other rails: wait for those too */
+    }
+}
+
+/* Connect rail @index of @im to the exporter's port at @addr and attach
+ * the segment there.  @timeout_ms bounds the dial. */
+static pb_status_t tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
+                                    const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms)
+{
+    tcp_import_t *ti = im->tl;
+    struct sockaddr_in peer = {
+        .sin_family = AF_INET, .sin_addr.s_addr = addr, .sin_port = htons(port)};
+    pb_tcp_attach_t attach = {.segid = im->segid, .perm = im->perm};
+    pb_tcp_frame_t frame = {.type = PB_TCP_ATTACH, .length = sizeof(attach)};
+    tcp_request_t req = {.import = im};
+    tcp_rail_t *rail = &ti->rails[ti->rail_count];
+    tcp_conn_t *c;
+    pb_status_t status;
+
+    pthread_mutex_lock(&tcp.connect_lock);
+    status = tcp_conn_get(&peer, key, timeout_ms, &c);
+    pthread_mutex_unlock(&tcp.connect_lock);
+    if (status != PB_OK)
+        return status;
+    status = tcp_request(c, &frame, &attach, &req);
+    if (status == PB_OK && ti->rail_count > 0 && req.value != im->size)
+        status = PB_ERR_PROTOCOL; /* another process answers at that address */
+    pthread_mutex_lock(&tcp.lock);
+    if (status == PB_OK) {
+        *rail = (tcp_rail_t){.conn = c, .slot = req.slot, .index = index};
+        ti->rail_count++;
+        im->size = req.value;
+    } else {
+        if (req.slot != 0 && c->refs > 1) {
+            /* attached, but not registered here: give the slot back */
+            pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = req.slot};
+
+            if (req.slot < c->slot_import_cap)
+                c->slot_imports[req.slot] = NULL;
+            tcp_conn_queue(c, &detach, NULL);
+        }
+        tcp_conn_put(c);
+    }
+    pthread_mutex_unlock(&tcp.lock);
+    return status;
+}
+
+/* ---- the importer side: the ops ---------------------------------------------- */
+
+static void tcp_import_free(tcp_import_t *ti)
+{
+    for (int r = 0; r < ti->rail_count; r++)
+        free(ti->rails[r].replay.buf);
+    pthread_mutex_destroy(&ti->lock);
+    free(ti);
+}
+
+static void tcp_import_disconnect(pb_rsm_import_t *im);
+
 static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
 {
     tcp_import_t *ti = calloc(1, sizeof(*ti));
     pb_tcp_directory_t dir;
     struct sockaddr_in peer = {.sin_family = AF_INET};
     uint8_t key[PB_TCP_KEY_LEN];
-    pb_tcp_attach_t attach = {.segid = im->segid, .perm = im->perm};
-    pb_tcp_frame_t frame = {.type = PB_TCP_ATTACH, .length = sizeof(attach)};
-    tcp_request_t req = {.import = im};
+    uint32_t addrs[TCP_MAX_RAILS];
+    int count, first = 0;
     pb_status_t status;
 
     if (ti == NULL)
         return PB_ERR_NO_MEMORY;
+    pthread_mutex_init(&ti->lock, NULL);
     status = tcp_lookup(im->node, im->segid, &dir, TCP_CONNECT_TIMEOUT_MS);
     if (status == PB_OK) {
         if (pb_job_get()->has_secret) {
@@ -2056,86 +2491,147 @@ static pb_status_t tcp_import_connect(pb_rsm_import_t *im)
     if (status != PB_OK)
         goto err_free;
     im->tl = ti;
-    pthread_mutex_lock(&tcp.connect_lock);
-    status = tcp_conn_get(&peer, key, &ti->conn);
-    pthread_mutex_unlock(&tcp.connect_lock);
-    if (status != PB_OK)
-        goto err_free;
-    status = tcp_request(ti->conn, &frame, &attach, &req);
-    if (status == PB_ERR_CONN_ABORTED)
+    /* the rails: the node's addresses, when the one the exporter gave is
+     * among them; that one (known to answer) is connected first */
+    count = pb_job_get()->has_secret ? tcp_node_addrs(im->node, addrs) : 0;
+    for (int i = 0; i < count; i++) {
+        if (addrs[i] == peer.sin_addr.s_addr)
+            first = i;
+    }
+    if (count == 0 || addrs[first] != peer.sin_addr.s_addr) {
+        addrs[0] = peer.sin_addr.s_addr;
+        count = 1;
+    }
+    status = tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key,
+                              TCP_CONNECT_TIMEOUT_MS);
+    if (status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL)
         status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
     if (status != PB_OK)
-        goto err_put;
-    ti->slot = req.slot;
-    im->size = req.value;
+        goto err_free;
+    tcp_link_state_set(im->node, first, 1);
+    for (int i = 0; i < count; i++) {
+        if (i == first)
+            continue;
+        /* a rail that cannot be reached now is left out: the import works
+         * over the others */
+        if (tcp_rail_connect(im, i, addrs[i], ntohs(peer.sin_port), key, (int)tcp_timeout_ms()) ==
+            PB_OK)
+            tcp_link_state_set(im->node, i, 1);
+        else
+            tcp_link_state_set(im->node, i, 0);
+    }
     return PB_OK;
 
-err_put:
-    pthread_mutex_lock(&tcp.lock);
-    if (req.slot != 0 && ti->conn->refs > 1) {
-        /* attached, but not registered here: give the slot back */
-        pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = req.slot};
-
-        tcp_conn_queue(ti->conn, &detach, NULL);
-    }
-    tcp_conn_put(ti->conn);
-    pthread_mutex_unlock(&tcp.lock);
 err_free:
     im->tl = NULL;
-    free(ti);
+    tcp_import_free(ti);
     return status;
 }
 
 static void tcp_import_disconnect(pb_rsm_import_t *im)
 {
     tcp_import_t *ti = im->tl;
-    tcp_conn_t *c = ti->conn;
 
     pthread_mutex_lock(&tcp.lock);
-    if (ti->slot < c->slot_import_cap)
-        c->slot_imports[ti->slot] = NULL;
-    if (c->refs > 1) {
-        pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = ti->slot};
+    for (int r = 0; r < ti->rail_count; r++) {
+        tcp_rail_t *rail = &ti->rails[r];
+        tcp_conn_t *c = rail->conn;
 
-        tcp_conn_queue(c, &detach, NULL);
-    } /* else closing the connection detaches everything */
-    tcp_conn_put(c);
+        if (rail->slot < c->slot_import_cap)
+            c->slot_imports[rail->slot] = NULL;
+        if (c->refs > 1) {
+            pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = rail->slot};
+
+            tcp_conn_queue(c, &detach, NULL);
+        } /* else closing the connection detaches everything */
+        tcp_conn_put(c);
+    }
     pthread_mutex_unlock(&tcp.lock);
-    free(ti);
     im->tl = NULL;
+    tcp_import_free(ti);
 }
 
+/* PB_OK while the segment is not withdrawn and a rail may still carry
+ * frames (a broken one is failed over by the next operation). */
 static inline pb_status_t tcp_import_state(const tcp_import_t *ti)
 {
-    if (PB_UNLIKELY(atomic_load_explicit(&ti->withdrawn, memory_order_acquire) ||
-                    atomic_load_explicit(&ti->conn->failure, memory_order_acquire) != PB_OK))
+    if (PB_UNLIKELY(atomic_load_explicit(&ti->withdrawn, memory_order_acquire)))
         return PB_ERR_CONN_ABORTED;
-    return PB_OK;
+    for (int r = 0; r < ti->rail_count; r++) {
+        if (!tcp_rail_broken(&ti->rails[r])) /* (a dead rail's is broken) */
+            return PB_OK;
+    }
+    return PB_ERR_CONN_ABORTED;
 }
 
 static pb_status_t tcp_barrier_close(pb_rsm_import_t *im);
 
 /* Put, and with @signal post a signal to the exporter once the data is
- * applied, in the same frame. */
+ * applied.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes or
+ * more goes over all of them in TCP_STRIPE_CHUNK pieces, round robin;
+ * anything else goes over the first.  Caller holds ti->lock. */
+static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char *from,
+                                  size_t length, int signal)
+{
+    tcp_import_t *ti = im->tl;
+    pb_status_t status = tcp_import_heal(im);
+    int striped = 0;
+
+    while (status == PB_OK && length > 0) {
+        int stripe = tcp_live_rails(ti) > 1 && length >= tcp.stripe_min;
+        size_t max = stripe ? TCP_STRIPE_CHUNK : PB_TCP_MAX_PAYLOAD;
+        uint32_t chunk = (uint32_t)(length > max ? max : length);
+        tcp_rail_t *rail = tcp_primary_rail(ti);
+        pb_tcp_frame_t frame = {.type = PB_TCP_PUT, .offset = offset, .length = chunk};
+
+        if (stripe || striped) {
+            do
+                rail = &ti->rails[ti->next_stripe++ % (unsigned)ti->rail_count];
+            while (rail->dead);
+            striped = 1;
+        }
+        if (signal && chunk == length && !striped)
+            frame.flags = PB_TCP_FLAG_SIGNAL;
+        if (tcp_live_rails(ti) > 1 && rail->replay.len > 0 &&
+            rail->replay.len + chunk > TCP_REPLAY_MAX) {
+            /* the rail keeps enough for replay: free it */
+            status = tcp_rails_barrier(im, 1u << (rail - ti->rails));
+            continue;
+        }
+        status = tcp_rail_send(ti, rail, &frame, from);
+        if (status != PB_OK && tcp_rail_broken(rail))
+            status = tcp_import_heal(im); /* the chunk went again over another rail */
+        from += chunk;
+        offset += chunk;
+        length -= chunk;
+    }
+    if (striped)
+        ti->striped = 1;
+    if (status == PB_OK && signal && striped) {
+        /* the pieces went over several rails: the signal follows all of them */
+        pb_tcp_frame_t frame = {.type = PB_TCP_SIGNAL, .flags = PB_TCP_FLAG_ACCUMULATE};
+
+        status = tcp_rails_barrier(im, 0);
+        if (status == PB_OK) {
+            ti->striped = 0;
+            status = tcp_rail_send(ti, tcp_primary_rail(ti), &frame, NULL);
+            if (status != PB_OK)
+                status = tcp_import_heal(im);
+        }
+    }
+    return status;
+}
+
 static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
                                   size_t length, int signal)
 {
     tcp_import_t *ti = im->tl;
-    const char *from = src;
     pb_status_t status = tcp_import_state(ti);
 
-    while (status == PB_OK && length > 0) {
-        uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
-        pb_tcp_frame_t frame = {.type = PB_TCP_PUT,
-                                .flags = signal && chunk == length ? PB_TCP_FLAG_SIGNAL : 0,
-                                .slot = ti->slot,
-                                .offset = offset,
-                                .length = chunk};
-
-        status = tcp_conn_send(ti->conn, &frame, from);
-        from += chunk;
-        offset += chunk;
-        length -= chunk;
+    if (status == PB_OK) {
+        pthread_mutex_lock(&ti->lock);
+        status = tcp_put_locked(im, offset, src, length, signal);
+        pthread_mutex_unlock(&ti->lock);
     }
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
         status = tcp_barrier_close(im);
@@ -2159,17 +2655,30 @@ static pb_status_t tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t
     char *to = dst;
     pb_status_t status = tcp_import_state(ti);
 
-    while (status == PB_OK && length > 0) {
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    while (length > 0) {
         uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
-        pb_tcp_frame_t frame = {
-            .type = PB_TCP_GET, .slot = ti->slot, .offset = offset, .count = chunk};
+        pb_tcp_frame_t frame = {.type = PB_TCP_GET, .offset = offset, .count = chunk};
         tcp_request_t req = {.dst = to, .dst_len = chunk};
+        tcp_rail_t *rail;
 
-        status = tcp_request(ti->conn, &frame, NULL, &req);
+        status = tcp_import_heal(im);
+        if (status != PB_OK)
+            break;
+        rail = tcp_primary_rail(ti);
+        frame.slot = rail->slot;
+        status = tcp_request(rail->conn, &frame, NULL, &req);
+        if (status != PB_OK && tcp_rail_broken(rail))
+            continue; /* ask again over another rail */
+        if (status != PB_OK)
+            break;
         to += chunk;
         offset += chunk;
         length -= chunk;
     }
+    pthread_mutex_unlock(&ti->lock);
     return status;
 }
 
@@ -2192,20 +2701,28 @@ static pb_status_t tcp_barrier_open(pb_rsm_import_t *im)
 
 static pb_status_t tcp_barrier_order(pb_rsm_import_t *im)
 {
-    /* one connection per import, and TCP keeps the order */
-    return tcp_import_state(im->tl);
+    tcp_import_t *ti = im->tl;
+    pb_status_t status = tcp_import_state(ti);
+
+    /* one rail keeps TCP's order; puts striped over several are ordered
+     * with later ones only by waiting for them */
+    if (status == PB_OK && ti->striped)
+        status = tcp_barrier_close(im);
+    return status;
 }
 
 static pb_status_t tcp_barrier_close(pb_rsm_import_t *im)
 {
     tcp_import_t *ti = im->tl;
-    pb_tcp_frame_t frame = {.type = PB_TCP_BARRIER, .slot = ti->slot};
-    tcp_request_t req = {0};
     pb_status_t status = tcp_import_state(ti);
 
     if (status != PB_OK)
         return status;
-    status = tcp_request(ti->conn, &frame, NULL, &req);
+    pthread_mutex_lock(&ti->lock);
+    status = tcp_rails_barrier(im, 0);
+    if (status == PB_OK)
+        ti->striped = 0;
+    pthread_mutex_unlock(&ti->lock);
     return status == PB_OK ? tcp_import_state(ti) : status;
 }
 
@@ -2238,12 +2755,28 @@ static pb_status_t tcp_export_signal_post(pb_rsm_export_t *seg, int accumulate)
 static pb_status_t tcp_import_signal_post(pb_rsm_import_t *im, int accumulate)
 {
     tcp_import_t *ti = im->tl;
-    pb_tcp_frame_t frame = {
-        .type = PB_TCP_SIGNAL, .flags = accumulate ? PB_TCP_FLAG_ACCUMULATE : 0, .slot = ti->slot};
+    pb_tcp_frame_t frame = {.type = PB_TCP_SIGNAL,
+                            .flags = accumulate ? PB_TCP_FLAG_ACCUMULATE : 0};
     pb_status_t status = tcp_import_state(ti);
 
-    if (status == PB_OK)
-        status = tcp_conn_send(ti->conn, &frame, NULL);
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    status = tcp_import_heal(im);
+    /* over one rail a signal follows the puts before it; puts striped over
+     * several reach the exporter before the signal only by waiting */
+    if (status == PB_OK && ti->striped) {
+        status = tcp_rails_barrier(im, 0);
+        ti->striped = status != PB_OK;
+    }
+    if (status == PB_OK) {
+        tcp_rail_t *rail = tcp_primary_rail(ti);
+
+        status = tcp_rail_send(ti, rail, &frame, NULL);
+        if (status != PB_OK && tcp_rail_broken(rail))
+            status = tcp_import_heal(im); /* sent again over another rail */
+    }
+    pthread_mutex_unlock(&ti->lock);
     return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
 }
 
@@ -2315,6 +2848,8 @@ static const void *tcp_import_event_word(pb_rsm_import_t *im)
 const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .name = "tcp",
     .query = tcp_query,
+    .rail_count = tcp_rail_count,
+    .rail_link = tcp_rail_link,
     .reaches = tcp_reaches,
     .export_create = tcp_export_create,
     .export_destroy = tcp_export_destroy,

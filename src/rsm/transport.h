@@ -67,9 +67,21 @@ typedef pb_status_t (*pb_rsm_import_signal_wait_func_t)(pb_rsm_import_t *im, int
 typedef const void *(*pb_rsm_export_event_word_func_t)(pb_rsm_export_t *seg);
 typedef const void *(*pb_rsm_import_event_word_func_t)(pb_rsm_import_t *im);
 
+/* Controller instances ("rails": a transport with several address pairs
+ * to each node) and their links, for rsm_get_interconnect_topology.
+ * Optional: without them a transport is one controller whose links to the
+ * nodes it reaches are all active. */
+typedef int (*pb_rsm_rail_count_func_t)(void);
+/* the hardware address of rail @rail's peer on @node and the link's state
+ * (RSM_CONNECTION_ACTIVE or RSM_CONNECTION_INACTIVE) */
+typedef void (*pb_rsm_rail_link_func_t)(int rail, rsm_node_id_t node, rsm_addr_t *hwaddr_p,
+                                        uint_t *state_p);
+
 typedef struct {
     const char *name;
     pb_rsm_query_func_t query;
+    pb_rsm_rail_count_func_t rail_count; /* NULL: one */
+    pb_rsm_rail_link_func_t rail_link;   /* NULL: hwaddr = node id, active */
     pb_rsm_reaches_func_t reaches;
     pb_rsm_export_create_func_t export_create;
     pb_rsm_export_destroy_func_t export_destroy;

@@ -33,8 +33,12 @@ static const pb_config_entry_t config_table[] = {
      "kernel (0: sleep at once)."},
     {"POSTBOX_TCP_ADDR", PB_CONFIG_STRING, NULL,
      "IPv4 address the tcp transport gives other nodes for this process "
-     "(it listens on every address); unset: the --netns address, else "
+     "(it listens on every address), or a comma-separated list of up to 4, "
+     "one per rail (controller); unset: the --netns addresses, else "
      "127.0.0.1."},
+    {"POSTBOX_TCP_STRIPE_MIN", PB_CONFIG_INT, "262144",
+     "Bytes from which a tcp put is striped over every rail to the "
+     "exporter's node (with several rails); 0: never stripe."},
     {"POSTBOX_TCP_TIMEOUT_MS", PB_CONFIG_INT, "2000",
      "Milliseconds after which a tcp connection whose peer stopped "
      "answering (dead host, cut link) is declared broken."},

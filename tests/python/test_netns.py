@@ -146,6 +146,37 @@ def test_each_virtual_node_has_its_own_namespace(tmp_path, host_links):
     assert namespaces_of(pid) == []
 
 
+RAILS_RANK = r'''
+import json, os, socket
+rails = os.environ["POSTBOX_NETNS_RAILS"].split(",")
+for addr in rails:
+    socket.socket().bind((addr, 0))   # every rail's address is this node's own
+print(json.dumps({"vnode": int(os.environ["POSTBOX_VNODE"]), "rails": rails,
+                  "addr": os.environ["POSTBOX_NETNS_ADDR"],
+                  "ifaces": sorted(os.listdir("/sys/class/net"))}), flush=True)
+'''
+
+
+@needs_netns
+def test_two_rails_give_each_node_two_links(tmp_path, host_links):
+    prog = script(tmp_path, "rails_rank.py", RAILS_RANK)
+    result = run("-n", 2, "--nodes", 2, "--netns", "--rails", 2, "--timeout", 20,
+                 sys.executable, prog)
+    assert result.returncode == 0, result.stderr
+    recs = sorted((json.loads(line) for line in result.stdout.splitlines()
+                   if line.startswith("{")), key=lambda rec: rec["vnode"])
+    assert [rec["vnode"] for rec in recs] == [0, 1]
+    for rec in recs:
+        assert rec["ifaces"] == ["lo", "pbx0", "pbx1"]
+        assert rec["addr"] == rec["rails"][0]
+    # one /16 per rail, node k the (k+1)-th address of each
+    zero, one = recs[0]["rails"], recs[1]["rails"]
+    for rail in range(2):
+        assert zero[rail].rsplit(".", 2)[0] == one[rail].rsplit(".", 2)[0]
+        assert zero[rail].endswith(".0.1") and one[rail].endswith(".0.2")
+    assert zero[0].rsplit(".", 2)[0] != zero[1].rsplit(".", 2)[0]
+
+
 @needs_netns
 def test_job_view_sees_two_nodes_in_namespaces(host_links):
     view = paths.bin_dir() / "postbox-job-view"

@@ -5,7 +5,8 @@ host: imports find their segment through the rendezvous sockets the nodes
 share.  With ``--netns`` (root) each node has its own network namespace, so
 imports go through the LOOKUP relay of the node's ranks, and the test can
 cut node 1's link to check that a stream notices within the transport's
-timeout.  The C conformance suite (CTest, ``rsm_*_tcp``) covers the rest of
+timeout.  With two rails (two loopback addresses, or ``--netns --rails 2``)
+large puts are striped, and cutting one rail must not stop a stream.  The C conformance suite (CTest, ``rsm_*_tcp``) covers the rest of
 the API between virtual nodes.
 """
 
@@ -25,7 +26,10 @@ pytestmark = pytest.mark.short
 CAN_NETNS = netns.unavailable() is None
 needs_netns = pytest.mark.skipif(
     not CAN_NETNS, reason="--netns needs root and iproute2's `ip`: %s" % netns.unavailable())
-MODES = [pytest.param([], id="vnodes"), pytest.param(["--netns"], id="netns", marks=needs_netns)]
+TWO_LOOPBACK_RAILS = ["-x", "POSTBOX_TCP_ADDR=127.0.0.1,127.0.0.2"]
+MODES = [pytest.param([], id="vnodes"), pytest.param(["--netns"], id="netns", marks=needs_netns),
+         pytest.param(TWO_LOOPBACK_RAILS, id="vnodes-2rails"),
+         pytest.param(["--netns", "--rails", "2"], id="netns-2rails", marks=needs_netns)]
 
 
 @pytest.fixture
@@ -60,25 +64,47 @@ def test_wrong_shape_is_refused(xnode):
 def test_cut_link_fails_stream_within_timeout(xnode):
     """Node 1's veth goes down mid-stream: no FIN, no RST, only silence."""
     timeout_ms = 2000
+    job, out, err, noticed = _cut_during_stream(xnode, "link-cut", netns.JobNetwork.port(1),
+                                                timeout_ms)
+    assert job.returncode == 0, out + err
+    assert "connection aborted" in out or "unreachable" in out, out
+    # the error comes when the unanswered data times out, plus the job's exit
+    assert noticed < timeout_ms / 1000 + 2.0, (noticed, out, err)
+    print("stream noticed the cut after %.2f s" % noticed)
+
+def _cut_during_stream(xnode, mode, port, timeout_ms=2000, rails=1):
+    """Run ``pbt-xnode MODE`` on 2 nodes under --netns; once rank 0 prints
+    "streaming", set hub port @port down.  Returns (job, out, err, seconds
+    from the cut to the job's end)."""
     env = _env()
     env["POSTBOX_TCP_TIMEOUT_MS"] = str(timeout_ms)
-    job = subprocess.Popen(launcher_cmd("-n", 2, "--nodes", 2, "--netns", xnode, "link-cut"),
+    job = subprocess.Popen(launcher_cmd("-n", 2, "--nodes", 2, "--netns", "--rails", rails,
+                                        xnode, mode),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                            cwd=REPO)
     try:
         assert job.stdout.readline().strip() == "streaming"
         time.sleep(0.3)
         hub = "pbx-%d-hub" % job.pid
-        subprocess.run(["ip", "-n", hub, "link", "set", "n1", "down"], check=True)
+        subprocess.run(["ip", "-n", hub, "link", "set", port, "down"], check=True)
         cut = time.monotonic()
-        out, err = job.communicate(timeout=30)
-        noticed = time.monotonic() - cut
+        out, err = job.communicate(timeout=60)
+        return job, out, err, time.monotonic() - cut
     finally:
         if job.poll() is None:
             job.kill()
             job.wait()
+
+
+@needs_netns
+def test_stream_fails_over_when_one_rail_is_cut(xnode):
+    """Two rails; node 1's rail 0 goes down mid-stream of striped puts: the
+    stream goes on over rail 1 with no error, what was in flight on rail 0
+    arrives (every region ends with its last round), and the topology shows
+    tcp0 down and tcp1 up."""
+    job, out, err, after = _cut_during_stream(xnode, "failover", netns.JobNetwork.port(1, 0),
+                                              rails=2)
     assert job.returncode == 0, out + err
-    assert "connection aborted" in out or "unreachable" in out, out
-    # the error comes when the unanswered data times out, plus the job's exit
-    assert noticed < timeout_ms / 1000 + 2.0, (noticed, out, err)
-    print("stream noticed the cut after %.2f s" % noticed)
+    assert "no error" in out and "all 4 regions hold their last round" in out, out
+    assert "rail 0 to node 1 broke" in err, err
+    print(out.strip(), "(job ended %.2f s after the cut)" % after)

@@ -12,6 +12,15 @@
  *   pbt-xnode link-cut     rank 0 streams puts and prints "streaming"; the
  *                          test cuts node 1's link; rank 0 must get an error
  *                          within POSTBOX_TCP_TIMEOUT_MS plus a margin
+ *   pbt-xnode failover     (two rails) rank 0 streams striped puts and prints
+ *                          "streaming"; the test cuts node 1's rail 0; the
+ *                          stream must go on without an error, the topology
+ *                          must show the rail down, and every region of the
+ *                          segment must end with the last data put there
+ *
+ * With several rails (POSTBOX_TCP_ADDR or --netns --rails: a list of
+ * addresses) the topology must list one tcp controller per rail, and basic
+ * also moves a segment-sized put, which is striped.
  *
  * Each rank prints "rank R: ok" at the end; any failure exits non-zero
  * with a message.
@@ -107,6 +116,47 @@ static rsm_memseg_export_handle_t export_segment(rsmapi_controller_handle_t c, c
     return h;
 }
 
+/* How many rails this process has: the addresses in POSTBOX_TCP_ADDR or
+ * the launcher's POSTBOX_NETNS_RAILS. */
+static int rail_count(void)
+{
+    const char *list = getenv("POSTBOX_TCP_ADDR");
+    int count = 1;
+
+    if (list == NULL || list[0] == '\0')
+        list = getenv("POSTBOX_NETNS_RAILS");
+    for (; list != NULL && *list != '\0'; list++)
+        count += *list == ',';
+    return count;
+}
+
+/* The state of rail @rail's link to @node in the topology. */
+static uint_t rail_state(int rail, rsm_node_id_t node)
+{
+    rsm_topology_t *t;
+    char name[16];
+    uint_t state = 0;
+
+    if (rail_count() > 1)
+        snprintf(name, sizeof(name), "tcp%d", rail);
+    else
+        snprintf(name, sizeof(name), "tcp");
+    expect(rsm_get_interconnect_topology(&t), RSM_SUCCESS, "get_interconnect_topology");
+    for (uint_t i = 0; i < t->topology_hdr.local_cntlr_count; i++) {
+        rsm_connections_t *conn = t->connections[i];
+
+        for (int n = 0; n < conn->hdr.remote_cntlr_count; n++) {
+            if (strcmp(conn->hdr.cntlr_name, name) == 0 &&
+                conn->remote_cntlr[n].remote_nodeid == node)
+                state = conn->remote_cntlr[n].connection_state;
+        }
+    }
+    rsm_free_interconnect_topology(t);
+    if (state == 0)
+        fail("no controller %s to node %u in the topology", name, node);
+    return state;
+}
+
 static void check_topology(void)
 {
     rsm_topology_t *t;
@@ -115,10 +165,17 @@ static void check_topology(void)
     expect(rsm_get_interconnect_topology(&t), RSM_SUCCESS, "get_interconnect_topology");
     for (uint_t i = 0; i < t->topology_hdr.local_cntlr_count; i++) {
         rsm_connections_t *conn = t->connections[i];
+        char want[16];
 
-        if (strcmp(conn->hdr.cntlr_name, "tcp") != 0)
+        if (rail_count() > 1)
+            snprintf(want, sizeof(want), "tcp%d", found);
+        else
+            snprintf(want, sizeof(want), "tcp");
+        if (strncmp(conn->hdr.cntlr_name, "tcp", 3) != 0)
             continue;
-        found = 1;
+        if (strcmp(conn->hdr.cntlr_name, want) != 0)
+            fail("tcp controller %u is called %s, not %s", i, conn->hdr.cntlr_name, want);
+        found++;
         if (conn->hdr.remote_cntlr_count != postbox_job_node_count())
             fail("tcp topology lists %d nodes, the job has %d", conn->hdr.remote_cntlr_count,
                  postbox_job_node_count());
@@ -130,8 +187,37 @@ static void check_topology(void)
         }
     }
     rsm_free_interconnect_topology(t);
-    if (!found)
-        fail("no tcp controller in the topology");
+    if (found != rail_count())
+        fail("%d tcp controllers in the topology, this process has %d rails", found, rail_count());
+}
+
+/* Byte @i of the data round @round puts in region @region. */
+static char pattern(unsigned round, unsigned region, size_t i)
+{
+    return (char)(round * 31u + region * 7u + (unsigned)(i % 251));
+}
+
+static void fill(char *buf, size_t len, unsigned round, unsigned region)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = pattern(round, region, i);
+}
+
+/* Rank 0: a put of the whole segment (striped when there are several
+ * rails), read back with get. */
+static void whole_segment_round_trip(rsm_memseg_import_handle_t im, rsmapi_barrier_t *bar)
+{
+    char *out = pages(SEG_SIZE), *in = pages(SEG_SIZE);
+
+    fill(out, SEG_SIZE, 1, 0);
+    expect(rsm_memseg_import_open_barrier(bar), RSM_SUCCESS, "open_barrier");
+    expect(rsm_memseg_import_put(im, 0, out, SEG_SIZE), RSM_SUCCESS, "put of the segment");
+    expect(rsm_memseg_import_close_barrier(bar), RSM_SUCCESS, "close_barrier");
+    expect(rsm_memseg_import_get(im, 0, in, SEG_SIZE), RSM_SUCCESS, "get of the segment");
+    if (memcmp(in, out, SEG_SIZE) != 0)
+        fail("a segment-sized put does not read back");
+    munmap(out, SEG_SIZE);
+    munmap(in, SEG_SIZE);
 }
 
 static void basic(rsmapi_controller_handle_t c)
@@ -175,6 +261,7 @@ static void basic(rsmapi_controller_handle_t c)
         expect(rsm_memseg_import_set_mode(im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
         expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS,
                "init_barrier");
+        whole_segment_round_trip(im, &bar);
         expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
         expect(rsm_memseg_import_put(im, 4096, "from rank 0", 12), RSM_SUCCESS, "put");
         expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier");
@@ -307,12 +394,102 @@ static void link_cut(rsmapi_controller_handle_t c)
     }
 }
 
+#define FAILOVER_REGIONS 4
+#define FAILOVER_REGION ((size_t)1 << 20)
+
+/* Rank 0 streams region-sized puts (striped), a barrier after every
+ * FAILOVER_REGIONS, while the test cuts rail 0; once the topology shows
+ * the rail down it puts two more rounds and stops.  No call may fail.
+ * Rank 1 then checks that every region holds the last round put there:
+ * what was in flight on the cut rail was sent again over the other. */
+static void failover(rsmapi_controller_handle_t c)
+{
+    size_t size = FAILOVER_REGIONS * FAILOVER_REGION;
+
+    if (rail_count() < 2)
+        fail("failover needs two rails: postbox run --netns --rails 2");
+    if (rank == 1) {
+        rsm_memseg_export_handle_t h;
+        rsm_memseg_id_t segid = 0;
+        unsigned rounds;
+        char *mem = pages(size);
+
+        expect(rsm_memseg_export_create(c, &h, mem, size, 0), RSM_SUCCESS, "export_create");
+        expect(rsm_memseg_export_publish(h, &segid, NULL, 0), RSM_SUCCESS, "publish");
+        kvs_put_u32("xnode-segid", segid);
+        fence();
+        fence(); /* rank 0's stream is over */
+        rounds = kvs_get_u32("xnode-rounds");
+        for (unsigned region = 0; region < FAILOVER_REGIONS && region < rounds; region++) {
+            unsigned last = rounds - 1 - (rounds - 1 - region) % FAILOVER_REGIONS;
+
+            for (size_t i = 0; i < FAILOVER_REGION; i++) {
+                if (mem[region * FAILOVER_REGION + i] != pattern(last, region, i))
+                    fail("region %u byte %zu is not round %u's (of %u)", region, i, last, rounds);
+            }
+        }
+        printf("all %u regions hold their last round\n", FAILOVER_REGIONS);
+        expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+        expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    } else {
+        rsm_memseg_import_handle_t im;
+        rsmapi_barrier_t bar;
+        char *buf = pages(FAILOVER_REGION);
+        unsigned round = 0, after = 0;
+        double start, down_at = 0;
+
+        fence();
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), kvs_get_u32("xnode-segid"),
+                                         RSM_PERM_RDWR, &im),
+               RSM_SUCCESS, "connect");
+        if (rail_state(0, postbox_job_node(1)) != RSM_CONNECTION_ACTIVE ||
+            rail_state(1, postbox_job_node(1)) != RSM_CONNECTION_ACTIVE)
+            fail("both rails to node 1 should be active before the cut");
+        expect(rsm_memseg_import_set_mode(im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
+        expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS,
+               "init_barrier");
+        printf("streaming\n");
+        fflush(stdout);
+        start = now_s();
+        expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
+        while (after < 2 * FAILOVER_REGIONS) {
+            unsigned region = round % FAILOVER_REGIONS;
+
+            fill(buf, FAILOVER_REGION, round, region);
+            expect(rsm_memseg_import_put(im, region * FAILOVER_REGION, buf, FAILOVER_REGION),
+                   RSM_SUCCESS, "put while a rail is cut");
+            round++;
+            if (round % FAILOVER_REGIONS == 0) {
+                expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS,
+                       "close_barrier while a rail is cut");
+                expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
+                if (down_at == 0 && rail_state(0, postbox_job_node(1)) == RSM_CONNECTION_INACTIVE)
+                    down_at = now_s();
+            }
+            if (down_at > 0)
+                after++;
+            if (now_s() - start > 60)
+                fail("the topology did not show rail 0 down after 60 s");
+        }
+        expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier");
+        if (rail_state(1, postbox_job_node(1)) != RSM_CONNECTION_ACTIVE)
+            fail("rail 1 should still be active");
+        printf("rail 0 down after %.2f s; %u rounds, no error\n", down_at - start, round);
+        kvs_put_u32("xnode-rounds", round);
+        expect(rsm_memseg_import_destroy_barrier(&bar), RSM_SUCCESS, "destroy_barrier");
+        fence();
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+    }
+    fence();
+}
+
 int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t c;
 
     if (argc != 2) {
-        fprintf(stderr, "usage: pbt-xnode basic|exporter-dies|link-cut (2 ranks, 2 nodes)\n");
+        fprintf(stderr,
+                "usage: pbt-xnode basic|exporter-dies|link-cut|failover (2 ranks, 2 nodes)\n");
         return 2;
     }
     if (postbox_job_init() != 0)
@@ -327,6 +504,8 @@ int main(int argc, char **argv)
         exporter_dies(c);
     else if (strcmp(argv[1], "link-cut") == 0)
         link_cut(c);
+    else if (strcmp(argv[1], "failover") == 0)
+        failover(c);
     else
         fail("unknown test %s", argv[1]);
     expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");
