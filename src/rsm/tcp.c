@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -201,7 +202,8 @@ typedef enum {
     TCP_SOURCE_LISTEN,
     TCP_SOURCE_RENDEZVOUS,
     TCP_SOURCE_CONN,
-    TCP_SOURCE_RELAY
+    TCP_SOURCE_RELAY,
+    TCP_SOURCE_WAKE
 } tcp_source_kind_t;
 
 /* a LOOKUP this process relays to its node's rendezvous socket */
@@ -228,7 +230,8 @@ static struct {
     pthread_mutex_t connect_lock; /* one connection set-up at a time */
     _Atomic int service_parked;   /* the service's watch waits for the token's holder */
     int started;
-    int ep; /* epoll set of every tcp socket */
+    int ep;      /* epoll set of every tcp socket */
+    int wake_fd; /* eventfd in it: ends a token holder's epoll_wait */
     uint64_t service_id;
     int listen_fd;
     uint64_t listen_id;
@@ -253,6 +256,7 @@ static struct {
     .progress = PTHREAD_MUTEX_INITIALIZER,
     .connect_lock = PTHREAD_MUTEX_INITIALIZER,
     .ep = -1,
+    .wake_fd = -1,
     .listen_fd = -1,
 };
 
@@ -281,11 +285,19 @@ static int tcp_remaining_ms(int64_t deadline, int cap)
 
 /* Threads of this process asleep on a tcp futex word in tcp_wait. */
 static _Atomic int tcp_sleepers;
+/* Threads asleep in epoll_wait on the set holding the token (at most one):
+ * their waits have no time slice, so a change made by another thread must
+ * wake them through tcp.wake_fd. */
+static _Atomic int tcp_epoll_sleepers;
 
 /* Wake whoever sleeps on @word, which the caller just changed (seq_cst);
  * no system call when nobody can be asleep on it. */
 static void tcp_futex_wake(_Atomic uint32_t *word)
 {
+    /* the token holder sleeping in epoll_wait is another thread than the
+     * caller: the holder itself changes words only once awake */
+    if (atomic_load(&tcp_epoll_sleepers) > 0)
+        eventfd_write(tcp.wake_fd, 1);
     if (atomic_load(&tcp_sleepers) == 0 && atomic_load(&pb_rsm_event_sleepers) == 0)
         return;
     /* shared (no FUTEX_PRIVATE_FLAG): rsm_intr_signal_wait_pollfd waits on
@@ -1301,6 +1313,12 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
         case TCP_SOURCE_LISTEN: tcp_accept_ready(); break;
         case TCP_SOURCE_RENDEZVOUS: tcp_rendezvous_ready(src->ptr, src->fd); break;
         case TCP_SOURCE_RELAY: tcp_relay_ready(src->ptr); break;
+        case TCP_SOURCE_WAKE: {
+            eventfd_t drained;
+
+            eventfd_read(tcp.wake_fd, &drained); /* it did its job: ending the wait */
+            break;
+        }
         case TCP_SOURCE_CONN:
             c = src->ptr;
             if (events[i].events & EPOLLOUT)
@@ -1328,16 +1346,32 @@ static void tcp_service_watch(int armed)
     pthread_mutex_unlock(&pb_rsm_lock);
 }
 
-/* One pass: wait up to @timeout_ms for socket events and handle them.
- * Caller holds the progress token and nothing else; it takes pb_rsm_lock
- * and tcp.lock to handle what arrived, lets the token go, and re-arms the
- * service thread's watch, which may have fired while the token was taken.
+/* One pass: wait up to @timeout_ms (-1: until something happens) for
+ * socket events and handle them.  When @word is not NULL the wait is for
+ * it to change from @seen, and does not start if it already has.  Caller
+ * holds the progress token and nothing else; it takes pb_rsm_lock and
+ * tcp.lock to handle what arrived, lets the token go, and re-arms the
+ * service thread's watch, which may have fired while the token was taken
+ * (unless @watch_held: the caller keeps the watch disarmed and re-arms it
+ * when its wait is over, tcp_service_watch).
  * @return 0, or -1 if a signal handler ran during the wait. */
-static int tcp_progress_pass(int timeout_ms)
+static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *word, uint32_t seen)
 {
     struct epoll_event events[TCP_MAX_EVENTS];
-    int count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, timeout_ms);
-    int interrupted = count < 0 && errno == EINTR;
+    int count, interrupted;
+
+    if (timeout_ms != 0) {
+        /* from here a change of @word by another thread rings wake_fd
+         * (tcp_futex_wake), so none is missed between the check and the wait */
+        atomic_fetch_add(&tcp_epoll_sleepers, 1);
+        if (word != NULL && atomic_load(word) != seen)
+            timeout_ms = 0;
+        count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, timeout_ms);
+        atomic_fetch_sub(&tcp_epoll_sleepers, 1);
+    } else {
+        count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, 0);
+    }
+    interrupted = count < 0 && errno == EINTR;
 
     if (count > 0) {
         pthread_mutex_lock(&pb_rsm_lock);
@@ -1349,7 +1383,7 @@ static int tcp_progress_pass(int timeout_ms)
     pthread_mutex_unlock(&tcp.progress);
     /* the service thread found the token taken and left its watch
      * disarmed: arm it again, now that nobody reads the sockets */
-    if (atomic_exchange(&tcp.service_parked, 0)) {
+    if (!watch_held && atomic_exchange(&tcp.service_parked, 0)) {
         pthread_mutex_lock(&pb_rsm_lock);
         pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
         pthread_mutex_unlock(&pb_rsm_lock);
@@ -1408,11 +1442,13 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
         status = ready(arg);
         if (status != TCP_NOT_YET)
             break;
-        slice = tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
+        /* no deadline: sleep until an event or a wake_fd ring, with no
+         * timer (arming one costs a microsecond or two in a VM) */
+        slice = deadline < 0 ? -1 : tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
         if (slice == 0) {
             /* what has reached this host counts: read it before giving up */
             pthread_mutex_lock(&tcp.progress);
-            tcp_progress_pass(0);
+            tcp_progress_pass(0, watch_held, NULL, 0);
             status = ready(arg);
             if (status == TCP_NOT_YET)
                 status = PB_ERR_TIMEOUT;
@@ -1427,15 +1463,16 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
                 tcp_service_watch(0);
                 watch_held = 1;
             }
-            /* the service thread may have finished it before we took the token */
-            if (atomic_load(word) != seen)
-                slice = 0;
-            if (tcp_progress_pass(slice) != 0 && interruptible) {
+            /* (the service thread may have finished it before we took the
+             * token: then the pass does not sleep) */
+            if (tcp_progress_pass(slice, 1, word, seen) != 0 && interruptible) {
                 status = PB_ERR_INTERRUPTED;
                 break;
             }
         } else if (tcp_futex_wait(word, seen,
-                                  slice < TCP_FUTEX_SLICE_MS ? slice : TCP_FUTEX_SLICE_MS) != 0 &&
+                                  slice >= 0 && slice < TCP_FUTEX_SLICE_MS
+                                      ? slice
+                                      : TCP_FUTEX_SLICE_MS) != 0 &&
                    interruptible) {
             status = PB_ERR_INTERRUPTED;
             break;
@@ -1470,8 +1507,9 @@ static void tcp_atfork_child(void)
     for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;
     for (uint32_t i = 0; i < tcp.source_count; i++) {
-        if (tcp.sources[i].in_use && (tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS ||
-                                      tcp.sources[i].kind == TCP_SOURCE_RELAY))
+        if (tcp.sources[i].in_use &&
+            (tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS ||
+             tcp.sources[i].kind == TCP_SOURCE_RELAY || tcp.sources[i].kind == TCP_SOURCE_WAKE))
             close(tcp.sources[i].fd);
     }
     free(tcp.sources);
@@ -1483,6 +1521,9 @@ static void tcp_atfork_child(void)
     tcp.published = NULL;
     tcp.relays = NULL;
     tcp.ep = -1;
+    tcp.wake_fd = -1;
+    atomic_store(&tcp_epoll_sleepers, 0); /* (threads the parent had) */
+    atomic_store(&tcp_sleepers, 0);
     tcp.started = 0;
 }
 
@@ -1490,6 +1531,7 @@ static void tcp_atfork_child(void)
  * pb_rsm_lock and tcp.lock. */
 static pb_status_t tcp_start(void)
 {
+    uint64_t wake_id;
     pb_status_t status;
     int ep;
 
@@ -1513,16 +1555,33 @@ static pb_status_t tcp_start(void)
         pb_error("epoll_create1 failed: %m");
         return PB_ERR_NO_RESOURCE;
     }
-    /* the service owns (and closes) the descriptor */
+    tcp.ep = ep;
+    tcp.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (tcp.wake_fd < 0) {
+        pb_error("tcp: eventfd failed: %m");
+        status = PB_ERR_NO_RESOURCE;
+        goto err;
+    }
+    status = tcp_source_add(tcp.wake_fd, EPOLLIN, TCP_SOURCE_WAKE, NULL, &wake_id);
+    if (status != PB_OK)
+        goto err;
+    /* the service owns (and closes) the epoll set from here */
     status =
         pb_rsm_service_add(ep, EPOLLIN | EPOLLONESHOT, tcp_service_ready, NULL, &tcp.service_id);
     if (status != PB_OK) {
-        close(ep);
-        return status;
+        tcp_source_remove(wake_id);
+        goto err;
     }
-    tcp.ep = ep;
     tcp.started = 1;
     return PB_OK;
+
+err:
+    if (tcp.wake_fd >= 0)
+        close(tcp.wake_fd);
+    tcp.wake_fd = -1;
+    close(ep);
+    tcp.ep = -1;
+    return status;
 }
 
 /* Listen for importers.  Caller holds pb_rsm_lock and tcp.lock. */
@@ -2801,7 +2860,7 @@ static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
      * wait consumes it */
     if (atomic_load(&te->events) > 0) {
         pthread_mutex_lock(&tcp.progress);
-        tcp_progress_pass(0);
+        tcp_progress_pass(0, 0, NULL, 0);
     }
     return tcp_wait(tcp_export_event_ready, te, &te->events, timeout_ms, 1);
 }
@@ -2829,7 +2888,7 @@ static pb_status_t tcp_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
         /* a wait consumes every event pending, and events that have reached
          * this host are pending even if no one has read them yet */
         pthread_mutex_lock(&tcp.progress);
-        tcp_progress_pass(0);
+        tcp_progress_pass(0, 0, NULL, 0);
         ti->seen_generation = atomic_load(&ti->generation);
     }
     return status;
