@@ -42,6 +42,28 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_TCP_TIMEOUT_MS", PB_CONFIG_INT, "2000",
      "Milliseconds after which a tcp connection whose peer stopped "
      "answering (dead host, cut link) is declared broken."},
+    {"POSTBOX_NUMPOSTBOX", PB_CONFIG_INT, "16",
+     "MPI: postboxes (64 bytes each) in the ring each sender owns in each "
+     "receiver's inbox (Sun MPI's MPI_SHM_NUMPOSTBOX)."},
+    {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "16",
+     "MPI: blocks in the buffer pool each sender owns in each receiver's "
+     "inbox; eager and rendezvous data move through them."},
+    {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
+     "MPI: bytes of one pool block (rounded up to 64)."},
+    {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "262144",
+     "MPI: messages of this many bytes and more wait for the receiver "
+     "(RTS/CTS) before their data moves; shorter ones go eagerly."},
+    {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
+     "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
+     "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
+    {"POSTBOX_SPIN", PB_CONFIG_INT, "2000",
+     "MPI: polls of a waiting rank before it starts yielding the CPU."},
+    {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
+     "MPI: sched_yield calls of a waiting rank before it sleeps until a "
+     "peer writes to it."},
+    {"POSTBOX_SHOW_TRANSPORTS", PB_CONFIG_INT, "0",
+     "MPI: 1 prints, for each channel a rank opens, the transport and the "
+     "protocol thresholds chosen."},
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 
@@ -60,7 +82,7 @@ static const pb_config_entry_t *config_find(const char *name)
     abort();
 }
 
-const char *pb_config_get_string(const char *name)
+PB_EXPORT const char *pb_config_get_string(const char *name)
 {
     const pb_config_entry_t *entry = config_find(name);
     const char *value = getenv(name);
@@ -68,7 +90,7 @@ const char *pb_config_get_string(const char *name)
     return value != NULL ? value : entry->default_value;
 }
 
-long pb_config_get_long(const char *name)
+PB_EXPORT long pb_config_get_long(const char *name)
 {
     const pb_config_entry_t *entry = config_find(name);
     const char *value = getenv(name);

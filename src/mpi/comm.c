@@ -1,0 +1,693 @@
+/*
+ * The library's life cycle, error handlers and communicators (comm.h).
+ */
+#include "mpi/comm.h"
+
+#include <postbox/job.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi/channel.h"
+#include "mpi/p2p.h"
+
+/* a user error handler (MPI_Comm_create_errhandler) */
+struct MPI_ABI_Errhandler {
+    MPI_Comm_errhandler_function *function;
+};
+
+enum {
+    LIFE_BEFORE = 0,
+    LIFE_ACTIVE,
+    LIFE_FINALIZED
+};
+
+static struct {
+    int life;
+    int thread_level;
+    pthread_t main_thread;
+    uint32_t next_context; /* the lowest context id this rank has not used */
+    pb_comm_t world, self;
+    pb_comm_t *created;
+} mpi;
+
+int pb_mpi_active(void)
+{
+    return mpi.life == LIFE_ACTIVE;
+}
+
+/* ---- error handlers ---------------------------------------------------------- */
+
+static int errhandler_valid(MPI_Errhandler eh)
+{
+    return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN ||
+           ((uintptr_t)eh >= 0x400);
+}
+
+int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
+{
+    pb_comm_t *c = pb_mpi_comm(comm);
+    MPI_Errhandler eh = c != NULL ? c->errhandler : mpi.self.errhandler;
+    char message[512], what[MPI_MAX_ERROR_STRING];
+    int len;
+    va_list ap;
+
+    if (code == MPI_SUCCESS)
+        return code;
+    if (eh == MPI_ERRHANDLER_NULL)
+        eh = MPI_ERRORS_ARE_FATAL; /* before MPI_Init */
+    if (eh == MPI_ERRORS_RETURN)
+        return code;
+    if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT) {
+        MPI_Comm handle = c != NULL ? c->handle : MPI_COMM_SELF;
+
+        eh->function(&handle, &code);
+        return code;
+    }
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    if (PMPI_Error_string(code, what, &len) != MPI_SUCCESS)
+        snprintf(what, sizeof(what), "error %d", code);
+    fprintf(stderr, "postbox mpi: rank %d: %s: %s: %s\n",
+            mpi.life == LIFE_ACTIVE ? mpi.world.rank : -1, func, what, message);
+    fflush(stderr);
+    if (mpi.life == LIFE_ACTIVE)
+        postbox_job_abort(code, NULL);
+    _exit(code);
+}
+
+/* Set @comm's error handler to @errhandler (the predefined
+ * MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT, MPI_ERRORS_RETURN, or one made
+ * by MPI_Comm_create_errhandler).
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (no such handler). */
+PB_EXPORT int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_set_errhandler", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (errhandler == MPI_ERRHANDLER_NULL || !errhandler_valid(errhandler))
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler",
+                            "%p is not an error handler", (void *)errhandler);
+    c->errhandler = errhandler;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler);
+
+/* Store @comm's error handler in *@errhandler.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL pointer). */
+PB_EXPORT int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_get_errhandler", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (errhandler == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_get_errhandler", "errhandler is NULL");
+    *errhandler = c->errhandler;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler);
+
+/* Make an error handler calling @function.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL argument); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
+                                          MPI_Errhandler *errhandler)
+{
+    MPI_Errhandler eh;
+
+    if (function == NULL || errhandler == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Comm_create_errhandler", "%s is NULL",
+                            function == NULL ? "function" : "errhandler");
+    eh = malloc(sizeof(*eh));
+    if (eh == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
+                            "out of memory");
+    eh->function = function;
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler);
+
+/* Release *@errhandler (communicators using it keep it) and set it to
+ * MPI_ERRHANDLER_NULL.  @return MPI_SUCCESS; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
+{
+    if (errhandler == NULL || *errhandler == MPI_ERRHANDLER_NULL || !errhandler_valid(*errhandler))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free",
+                            "not an error handler");
+    /* user handlers stay allocated: communicators may still refer to them */
+    *errhandler = MPI_ERRHANDLER_NULL;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Errhandler_free, PMPI_Errhandler_free);
+
+/* ---- communicators --------------------------------------------------------- */
+
+pb_comm_t *pb_mpi_comm(MPI_Comm handle)
+{
+    if (handle == MPI_COMM_WORLD)
+        return mpi.life == LIFE_ACTIVE ? &mpi.world : NULL;
+    if (handle == MPI_COMM_SELF)
+        return mpi.life == LIFE_ACTIVE ? &mpi.self : NULL;
+    for (pb_comm_t *c = mpi.created; c != NULL; c = c->next) {
+        if (c->handle == handle)
+            return c;
+    }
+    return NULL;
+}
+
+int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p)
+{
+    if (mpi.life != LIFE_ACTIVE)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            mpi.life == LIFE_BEFORE ? "called before MPI_Init"
+                                                    : "called after MPI_Finalize");
+    *comm_p = pb_mpi_comm(handle);
+    if (*comm_p == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "%s is not a communicator",
+                            handle == MPI_COMM_NULL ? "MPI_COMM_NULL" : "the handle");
+    return MPI_SUCCESS;
+}
+
+static int comm_fill(pb_comm_t *c, int rank, int size, uint32_t context)
+{
+    int world = mpi.world.size > 0 ? mpi.world.size : size;
+
+    c->rank = rank;
+    c->size = size;
+    c->context = context;
+    c->world = calloc((size_t)size, sizeof(int));
+    c->local = malloc((size_t)world * sizeof(int));
+    if (c->world == NULL || c->local == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < world; i++)
+        c->local[i] = -1;
+    return MPI_SUCCESS;
+}
+
+static void comm_release(pb_comm_t *c)
+{
+    free(c->world);
+    free(c->local);
+    c->world = c->local = NULL;
+}
+
+int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
+{
+    uint32_t mine = mpi.next_context, best = mine, theirs;
+    MPI_Request req;
+    int rc = MPI_SUCCESS;
+
+    /* gather the proposals at rank 0, which answers the largest */
+    if (comm->rank == 0) {
+        for (int r = 1; r < comm->size && rc == MPI_SUCCESS; r++) {
+            rc = pb_mpi_irecv_on(&theirs, 1, MPI_UINT32_T, r, 0, comm, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            if (theirs > best)
+                best = theirs;
+        }
+        for (int r = 1; r < comm->size && rc == MPI_SUCCESS; r++) {
+            rc = pb_mpi_isend_on(&best, 1, MPI_UINT32_T, r, 1, comm, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+    } else {
+        rc = pb_mpi_isend_on(&mine, 1, MPI_UINT32_T, 0, 0, comm, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_irecv_on(&best, 1, MPI_UINT32_T, 0, 1, comm, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+    }
+    if (rc == MPI_SUCCESS) {
+        *context_p = best;
+        mpi.next_context = best + 2;
+    }
+    return rc;
+}
+
+static pb_comm_t *comm_new(void)
+{
+    pb_comm_t *c = calloc(1, sizeof(*c));
+
+    if (c != NULL) {
+        c->handle = (MPI_Comm)c;
+        c->next = mpi.created;
+        mpi.created = c;
+    }
+    return c;
+}
+
+static void comm_delete(pb_comm_t *c)
+{
+    for (pb_comm_t **p = &mpi.created; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    comm_release(c);
+    free(c);
+}
+
+pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context, MPI_Errhandler errhandler)
+{
+    pb_comm_t *n = comm_new();
+    int me = -1;
+
+    for (int i = 0; i < size; i++) {
+        if (world[i] == mpi.world.rank)
+            me = i;
+    }
+    if (n == NULL || me < 0 || comm_fill(n, me, size, context) != MPI_SUCCESS) {
+        if (n != NULL)
+            comm_delete(n);
+        return NULL;
+    }
+    for (int i = 0; i < size; i++) {
+        n->world[i] = world[i];
+        n->local[world[i]] = i;
+    }
+    n->errhandler = errhandler;
+    return n;
+}
+
+/* Store the number of ranks of @comm in *@size.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Comm_size(MPI_Comm comm, int *size)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_size", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (size == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_size", "size is NULL");
+    *size = c->size;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_size, PMPI_Comm_size);
+
+/* Store this process's rank in @comm in *@rank.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Comm_rank(MPI_Comm comm, int *rank)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_rank", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (rank == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_rank", "rank is NULL");
+    *rank = c->rank;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_rank, PMPI_Comm_rank);
+
+/* Make *@newcomm, a communicator of the same ranks as @comm with its own
+ * contexts and @comm's error handler.  Collective.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    pb_comm_t *c, *n;
+    uint32_t context;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_dup", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (newcomm == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_dup", "newcomm is NULL");
+    rc = pb_mpi_agree_context(c, &context);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "the ranks could not agree on a context");
+    n = comm_new();
+    if (n == NULL || comm_fill(n, c->rank, c->size, context) != MPI_SUCCESS) {
+        if (n != NULL)
+            comm_delete(n);
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_dup", "out of memory");
+    }
+    memcpy(n->world, c->world, (size_t)c->size * sizeof(int));
+    for (int r = 0; r < c->size; r++)
+        n->local[c->world[r]] = r;
+    n->errhandler = c->errhandler;
+    *newcomm = n->handle;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_dup, PMPI_Comm_dup);
+
+typedef struct {
+    int color, key, rank;
+} split_entry_t;
+
+static int split_order(const void *a, const void *b)
+{
+    const split_entry_t *x = a, *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Split @comm by @color (MPI_UNDEFINED: this rank joins none) into
+ * communicators ordered by @key, then by rank in @comm.  Collective.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (negative color other than
+ *         MPI_UNDEFINED, NULL newcomm); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+    pb_comm_t *c, *n;
+    split_entry_t *all;
+    MPI_Request req;
+    uint32_t context;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_split", &c), members = 0, me = 0;
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (newcomm == NULL || (color < 0 && color != MPI_UNDEFINED))
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_split",
+                            newcomm == NULL ? "newcomm is NULL" : "color %d is negative", color);
+    all = calloc((size_t)c->size, sizeof(*all));
+    if (all == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_split", "out of memory");
+    all[c->rank] = (split_entry_t){color, key, c->rank};
+    /* everyone's (color, key) to rank 0, and the whole table back */
+    if (c->rank == 0) {
+        for (int r = 1; r < c->size && rc == MPI_SUCCESS; r++) {
+            rc = pb_mpi_irecv_on(&all[r], 3, MPI_INT, r, 2, c, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+        for (int r = 1; r < c->size && rc == MPI_SUCCESS; r++) {
+            rc = pb_mpi_isend_on(all, 3 * c->size, MPI_INT, r, 3, c, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+    } else {
+        rc = pb_mpi_isend_on(&all[c->rank], 3, MPI_INT, 0, 2, c, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_irecv_on(all, 3 * c->size, MPI_INT, 0, 3, c, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_agree_context(c, &context);
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return pb_mpi_raise(comm, rc, "MPI_Comm_split", "exchanging colors failed");
+    }
+    if (color == MPI_UNDEFINED) {
+        free(all);
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    /* this rank's group, in (key, rank) order */
+    for (int r = 0; r < c->size; r++) {
+        if (all[r].color == color)
+            all[members++] = all[r];
+    }
+    qsort(all, (size_t)members, sizeof(*all), split_order);
+    for (int i = 0; i < members; i++) {
+        if (all[i].rank == c->rank)
+            me = i;
+    }
+    n = comm_new();
+    if (n == NULL || comm_fill(n, me, members, context) != MPI_SUCCESS) {
+        if (n != NULL)
+            comm_delete(n);
+        free(all);
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_split", "out of memory");
+    }
+    for (int i = 0; i < members; i++) {
+        n->world[i] = c->world[all[i].rank];
+        n->local[n->world[i]] = i;
+    }
+    n->errhandler = c->errhandler;
+    free(all);
+    *newcomm = n->handle;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_split, PMPI_Comm_split);
+
+/* Free the communicator *@comm (made by MPI_Comm_dup or _split) and set it
+ * to MPI_COMM_NULL.  @return MPI_SUCCESS; MPI_ERR_COMM (a predefined or
+ * unknown communicator). */
+PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
+{
+    pb_comm_t *c;
+    int rc;
+
+    if (comm == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Comm_free", "comm is NULL");
+    rc = pb_mpi_comm_check(*comm, "MPI_Comm_free", &c);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (c == &mpi.world || c == &mpi.self)
+        return pb_mpi_raise(*comm, MPI_ERR_COMM, "MPI_Comm_free",
+                            "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
+    comm_delete(c);
+    *comm = MPI_COMM_NULL;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_free, PMPI_Comm_free);
+
+/* Compare two communicators: MPI_IDENT (the same), MPI_CONGRUENT (same
+ * ranks in the same order), MPI_SIMILAR (same ranks), MPI_UNEQUAL.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
+{
+    pb_comm_t *a, *b;
+    int rc = pb_mpi_comm_check(comm1, "MPI_Comm_compare", &a), same_order = 1;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_comm_check(comm2, "MPI_Comm_compare", &b);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (result == NULL)
+        return pb_mpi_raise(comm1, MPI_ERR_ARG, "MPI_Comm_compare", "result is NULL");
+    if (a == b) {
+        *result = MPI_IDENT;
+        return MPI_SUCCESS;
+    }
+    if (a->size != b->size) {
+        *result = MPI_UNEQUAL;
+        return MPI_SUCCESS;
+    }
+    for (int r = 0; r < a->size; r++) {
+        if (b->local[a->world[r]] < 0) {
+            *result = MPI_UNEQUAL;
+            return MPI_SUCCESS;
+        }
+        same_order &= a->world[r] == b->world[r];
+    }
+    *result = same_order ? MPI_CONGRUENT : MPI_SIMILAR;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_compare, PMPI_Comm_compare);
+
+/* Name @comm (at most MPI_MAX_OBJECT_NAME - 1 characters kept).
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Comm_set_name(MPI_Comm comm, const char *name)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_set_name", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (name == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_set_name", "name is NULL");
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_set_name, PMPI_Comm_set_name);
+
+/* Store @comm's name and its length.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_get_name", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (name == NULL || resultlen == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_get_name", "NULL argument");
+    *resultlen = snprintf(name, MPI_MAX_OBJECT_NAME, "%s", c->name);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_get_name, PMPI_Comm_get_name);
+
+/* ---- life cycle ---------------------------------------------------------------- */
+
+static int init_common(const char *func, int required, int *provided)
+{
+    int rc;
+
+    if (mpi.life != LIFE_BEFORE)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            mpi.life == LIFE_ACTIVE ? "MPI is already initialized"
+                                                    : "MPI cannot be initialized again "
+                                                      "after MPI_Finalize");
+    if (postbox_job_init() != 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            "cannot join the job (start the program with postbox run, "
+                            "mpiexec or srun, or alone as one rank)");
+    mpi.world.handle = MPI_COMM_WORLD;
+    mpi.self.handle = MPI_COMM_SELF;
+    mpi.world.errhandler = mpi.self.errhandler = MPI_ERRORS_ARE_FATAL;
+    snprintf(mpi.world.name, sizeof(mpi.world.name), "MPI_COMM_WORLD");
+    snprintf(mpi.self.name, sizeof(mpi.self.name), "MPI_COMM_SELF");
+    mpi.world.size = postbox_job_size();
+    if (comm_fill(&mpi.world, postbox_job_rank(), postbox_job_size(), 0) != MPI_SUCCESS ||
+        comm_fill(&mpi.self, 0, 1, 2) != MPI_SUCCESS)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
+    for (int r = 0; r < mpi.world.size; r++)
+        mpi.world.world[r] = mpi.world.local[r] = r;
+    mpi.self.world[0] = mpi.world.rank;
+    mpi.self.local[mpi.world.rank] = 0;
+    mpi.next_context = 4;
+    rc = pbx_init();
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_p2p_init();
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
+    mpi.thread_level = required > MPI_THREAD_FUNNELED ? MPI_THREAD_FUNNELED : required;
+    if (mpi.thread_level < MPI_THREAD_SINGLE)
+        mpi.thread_level = MPI_THREAD_SINGLE;
+    mpi.main_thread = pthread_self();
+    if (provided != NULL)
+        *provided = mpi.thread_level;
+    mpi.life = LIFE_ACTIVE;
+    return MPI_SUCCESS;
+}
+
+/* Join the job and start MPI: MPI_COMM_WORLD holds every rank the launcher
+ * started.  @return MPI_SUCCESS; MPI_ERR_OTHER (already initialized, no
+ * job, the engine could not start; fatal by default). */
+PB_EXPORT int PMPI_Init(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    return init_common("MPI_Init", MPI_THREAD_SINGLE, NULL);
+}
+PB_MPI_WEAK_ALIAS(MPI_Init, PMPI_Init);
+
+/* MPI_Init asking for thread level @required; *@provided gets the level
+ * given: at most MPI_THREAD_FUNNELED (only the thread that called
+ * MPI_Init_thread calls MPI).  @return as MPI_Init. */
+PB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    (void)argc, (void)argv;
+    if (provided == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Init_thread", "provided is NULL");
+    return init_common("MPI_Init_thread", required, provided);
+}
+PB_MPI_WEAK_ALIAS(MPI_Init_thread, PMPI_Init_thread);
+
+/* End MPI: collective over MPI_COMM_WORLD; every rank's communication must
+ * be complete.  @return MPI_SUCCESS; MPI_ERR_OTHER (not initialized). */
+PB_EXPORT int PMPI_Finalize(void)
+{
+    if (mpi.life != LIFE_ACTIVE)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
+                            mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
+    pb_mpi_p2p_finalize();
+    pbx_finalize();
+    while (mpi.created != NULL)
+        comm_delete(mpi.created);
+    comm_release(&mpi.world);
+    comm_release(&mpi.self);
+    mpi.life = LIFE_FINALIZED;
+    postbox_job_finalize();
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Finalize, PMPI_Finalize);
+
+/* *@flag = whether MPI_Init has been called.  @return MPI_SUCCESS;
+ * MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Initialized(int *flag)
+{
+    if (flag == NULL)
+        return MPI_ERR_ARG;
+    *flag = mpi.life != LIFE_BEFORE;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Initialized, PMPI_Initialized);
+
+/* *@flag = whether MPI_Finalize has completed.  @return MPI_SUCCESS;
+ * MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Finalized(int *flag)
+{
+    if (flag == NULL)
+        return MPI_ERR_ARG;
+    *flag = mpi.life == LIFE_FINALIZED;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Finalized, PMPI_Finalized);
+
+/* The thread level MPI_Init_thread provided.  @return MPI_SUCCESS;
+ * MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Query_thread(int *provided)
+{
+    if (provided == NULL)
+        return MPI_ERR_ARG;
+    *provided = mpi.thread_level;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Query_thread, PMPI_Query_thread);
+
+/* *@flag = whether the caller is the thread that initialized MPI.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL). */
+PB_EXPORT int PMPI_Is_thread_main(int *flag)
+{
+    if (flag == NULL)
+        return MPI_ERR_ARG;
+    *flag = mpi.life != LIFE_BEFORE && pthread_equal(pthread_self(), mpi.main_thread);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Is_thread_main, PMPI_Is_thread_main);
+
+/* End every rank of the job with @errorcode (the launcher reports it).
+ * Does not return. */
+PB_EXPORT int PMPI_Abort(MPI_Comm comm, int errorcode)
+{
+    char message[64];
+
+    (void)comm;
+    snprintf(message, sizeof(message), "MPI_Abort called with error code %d", errorcode);
+    if (mpi.life == LIFE_ACTIVE)
+        postbox_job_abort(errorcode, message);
+    fprintf(stderr, "postbox mpi: %s\n", message);
+    _exit(errorcode);
+}
+PB_MPI_WEAK_ALIAS(MPI_Abort, PMPI_Abort);
+
+/* The name of this process's node (the host name, "/<k>" for virtual
+ * node k of `postbox run --nodes`).  @return MPI_SUCCESS; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Get_processor_name(char *name, int *resultlen)
+{
+    const char *node;
+
+    if (name == NULL || resultlen == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_processor_name", "NULL argument");
+    node = mpi.life == LIFE_ACTIVE ? postbox_job_node_name(postbox_job_node(mpi.world.rank)) : NULL;
+    if (node != NULL) {
+        *resultlen = snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", node);
+    } else {
+        gethostname(name, MPI_MAX_PROCESSOR_NAME);
+        name[MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+        *resultlen = (int)strlen(name);
+    }
+    if (*resultlen >= MPI_MAX_PROCESSOR_NAME)
+        *resultlen = MPI_MAX_PROCESSOR_NAME - 1;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Get_processor_name, PMPI_Get_processor_name);

@@ -1,0 +1,49 @@
+/*
+ * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize).
+ *
+ * MPI_COMM_WORLD and MPI_COMM_SELF are static objects behind the ABI's
+ * predefined values; created communicators are heap objects in a list
+ * (a handle not in it is MPI_ERR_COMM, never a crash).  Each
+ * communicator has two context ids: even for point-to-point, odd (+1) for
+ * the messages of its collectives, so neither matches the other.
+ */
+#ifndef PB_MPI_COMM_H
+#define PB_MPI_COMM_H
+
+#include <stdint.h>
+
+#include "mpi/mpi_impl.h"
+
+typedef struct MPI_ABI_Comm pb_comm_t;
+
+struct MPI_ABI_Comm {
+    pb_comm_t *next;  /* in the list of created communicators */
+    MPI_Comm handle;  /* what the program holds */
+    uint32_t context; /* point-to-point context id; context + 1: collectives */
+    int rank, size;
+    int *world; /* world rank of each rank of the communicator */
+    int *local; /* rank in the communicator of each world rank, or -1 */
+    MPI_Errhandler errhandler;
+    char name[MPI_MAX_OBJECT_NAME];
+};
+
+/* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed
+ * or made-up handle). */
+pb_comm_t *pb_mpi_comm(MPI_Comm handle);
+
+/* Check @handle for use by @func: MPI_SUCCESS, or the error raised
+ * (MPI_ERR_COMM; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize). */
+int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p);
+
+/* Agree with the ranks of @comm on a context id none of them uses (the
+ * largest of their next free ids; the new communicator uses it and the
+ * next).  Collective over @comm.  @return MPI_SUCCESS or an error class. */
+int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p);
+
+/* A new communicator of the @size world ranks @world (this process's among
+ * them) with @context and @errhandler, in the list of created ones; NULL
+ * when out of memory or this process is not in @world. */
+pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context,
+                            MPI_Errhandler errhandler);
+
+#endif

@@ -1,0 +1,494 @@
+/*
+ * pbt-mpi-p2p: point-to-point conformance, run by tests/python/test_mpi_p2p.py
+ * under `postbox run -n N [--nodes K]` (N >= 2).  Written to the standard
+ * API only.  Every rank prints one line per failure and exits non-zero if
+ * any; rank 0 prints "p2p: ok" at the end.
+ *
+ *   pbt-mpi-p2p [case ...]   run the named cases (default: all)
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size, failures;
+static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("rank %d: %s:%d: ", rank, __func__, __LINE__);                                  \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fflush(stdout);                                                                        \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static unsigned char pattern(size_t i, int seed)
+{
+    return (unsigned char)(i * 131u + (unsigned)seed * 7u + (i >> 8));
+}
+
+static void fill(unsigned char *buf, size_t n, int seed)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pattern(i, seed);
+}
+
+static size_t first_bad(const unsigned char *buf, size_t n, int seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] != pattern(i, seed))
+            return i;
+    }
+    return n;
+}
+
+/* sizes around every protocol boundary: inline (32 B), one block, the
+ * pool, the rendezvous threshold (256 KB) */
+static const size_t sizes[] = {0,    1,     8,     32,     33,     4095,    4096,
+                               4097, 65536, 65537, 262143, 262144, 1 << 20, 4 << 20};
+
+typedef int (*send_func_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
+
+/* ping-pong between rank 0 and rank @peer with every size, in one send mode */
+static void pingpong_mode(const char *name, send_func_t send, int peer)
+{
+    size_t max = 4 << 20;
+    unsigned char *buf = malloc(max);
+
+    if (rank != 0 && rank != peer) {
+        free(buf);
+        return;
+    }
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t n = sizes[s];
+        MPI_Status st;
+        int count = -1;
+
+        if (rank == 0) {
+            fill(buf, n, (int)s);
+            send(buf, (int)n, MPI_BYTE, peer, (int)s, MPI_COMM_WORLD);
+            memset(buf, 0, n);
+            MPI_Recv(buf, (int)n, MPI_BYTE, peer, (int)s, MPI_COMM_WORLD, &st);
+            CHECK(first_bad(buf, n, (int)s + 1) == n, "%s: %zu B came back wrong at byte %zu", name,
+                  n, first_bad(buf, n, (int)s + 1));
+        } else {
+            memset(buf, 0, n);
+            MPI_Recv(buf, (int)n, MPI_BYTE, 0, (int)s, MPI_COMM_WORLD, &st);
+            CHECK(first_bad(buf, n, (int)s) == n, "%s: %zu B arrived wrong at byte %zu", name, n,
+                  first_bad(buf, n, (int)s));
+            CHECK(st.MPI_SOURCE == 0 && st.MPI_TAG == (int)s, "%s: status %d/%d", name,
+                  st.MPI_SOURCE, st.MPI_TAG);
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            CHECK(count == (int)n, "%s: count %d for %zu B", name, count, n);
+            fill(buf, n, (int)s + 1);
+            send(buf, (int)n, MPI_BYTE, 0, (int)s, MPI_COMM_WORLD);
+        }
+    }
+    free(buf);
+}
+
+static int bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    int size_needed = count + MPI_BSEND_OVERHEAD, got;
+    void *attached = malloc((size_t)size_needed), *back;
+    int rc;
+
+    MPI_Buffer_attach(attached, size_needed);
+    rc = MPI_Bsend(buf, count, type, dest, tag, comm);
+    MPI_Buffer_detach(&back, &got);
+    CHECK(back == attached && got == size_needed, "detach gave back %p/%d", back, got);
+    free(attached);
+    return rc;
+}
+
+static int isend_wait(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                      MPI_Comm comm)
+{
+    MPI_Request r;
+    int rc = MPI_Isend(buf, count, type, dest, tag, comm, &r);
+
+    return rc != MPI_SUCCESS ? rc : MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+static void case_pingpong(void)
+{
+    int peer = size - 1; /* on another virtual node when --nodes > 1 */
+
+    pingpong_mode("standard", MPI_Send, peer);
+    pingpong_mode("synchronous", MPI_Ssend, peer);
+    pingpong_mode("ready", MPI_Rsend, peer);
+    pingpong_mode("buffered", bsend, peer);
+    pingpong_mode("nonblocking", isend_wait, peer);
+}
+
+/* messages between a pair on one tag arrive in the order sent, whatever
+ * their protocol */
+static void case_order(void)
+{
+    enum {
+        N = 60
+    };
+    static const size_t lens[] = {4, 40, 5000, 300000, 0, 70000};
+    unsigned char *buf = malloc(300000);
+    MPI_Request reqs[N];
+
+    if (rank == 1) {
+        for (int i = 0; i < N; i++) {
+            size_t n = lens[i % 6];
+            unsigned char *m = malloc(n + 1);
+
+            fill(m, n, i);
+            MPI_Send(m, (int)n, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+            free(m);
+        }
+    } else if (rank == 0) {
+        for (int i = 0; i < N; i++) {
+            MPI_Status st;
+            int count;
+
+            MPI_Recv(buf, 300000, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &st);
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            CHECK(count == (int)lens[i % 6], "message %d has %d bytes, not %zu", i, count,
+                  lens[i % 6]);
+            CHECK(first_bad(buf, (size_t)count, i) == (size_t)count, "message %d overtaken", i);
+        }
+    }
+    (void)reqs;
+    free(buf);
+}
+
+/* many messages sent before any receive is posted */
+static void case_unexpected(void)
+{
+    enum {
+        N = 100
+    };
+    int token = 0;
+
+    if (rank == 1) {
+        for (int i = 0; i < N; i++)
+            MPI_Send(&i, 1, MPI_INT, 0, i, MPI_COMM_WORLD);
+        MPI_Send(&token, 1, MPI_INT, 0, 10000, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Recv(&token, 1, MPI_INT, 1, 10000, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        /* receive them in reverse tag order: each matches its own */
+        for (int i = N - 1; i >= 0; i--) {
+            int v = -1;
+
+            MPI_Recv(&v, 1, MPI_INT, 1, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(v == i, "tag %d carried %d", i, v);
+        }
+    }
+}
+
+static void case_any_source(void)
+{
+    if (rank == 0) {
+        int seen = 0;
+
+        for (int i = 1; i < size; i++) {
+            MPI_Status st;
+            int v;
+
+            MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+            CHECK(v == st.MPI_SOURCE * 10 && st.MPI_TAG == st.MPI_SOURCE + 100,
+                  "from %d tag %d carried %d", st.MPI_SOURCE, st.MPI_TAG, v);
+            seen |= 1 << st.MPI_SOURCE;
+        }
+        CHECK(seen == ((1 << size) - 2), "sources seen %#x", seen);
+    } else {
+        int v = rank * 10;
+
+        MPI_Send(&v, 1, MPI_INT, 0, rank + 100, MPI_COMM_WORLD);
+    }
+}
+
+static void case_probe(void)
+{
+    if (rank == 1) {
+        double d[7] = {1, 2, 3, 4, 5, 6, 7};
+
+        MPI_Send(d, 7, MPI_DOUBLE, 0, 42, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Status st;
+        double d[7] = {0};
+        int count = 0, flag = 0;
+
+        MPI_Probe(MPI_ANY_SOURCE, 42, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_DOUBLE, &count);
+        CHECK(st.MPI_SOURCE == 1 && count == 7, "probe: source %d count %d", st.MPI_SOURCE, count);
+        MPI_Iprobe(1, 42, MPI_COMM_WORLD, &flag, &st);
+        CHECK(flag, "iprobe does not see the probed message");
+        MPI_Iprobe(1, 43, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        CHECK(!flag, "iprobe sees a message with another tag");
+        MPI_Recv(d, 7, MPI_DOUBLE, 1, 42, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(d[6] == 7.0, "d[6] = %g", d[6]);
+    }
+}
+
+static void case_self(void)
+{
+    int out[100], in[100];
+    MPI_Request r;
+    MPI_Status st;
+
+    for (int i = 0; i < 100; i++)
+        out[i] = rank * 1000 + i;
+    MPI_Irecv(in, 100, MPI_INT, rank, 9, MPI_COMM_WORLD, &r);
+    MPI_Send(out, 100, MPI_INT, rank, 9, MPI_COMM_WORLD);
+    MPI_Wait(&r, &st);
+    CHECK(memcmp(in, out, sizeof(in)) == 0 && st.MPI_SOURCE == rank, "a send to self");
+}
+
+static void case_sendrecv(void)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int out = rank, in = -1, v = rank;
+    MPI_Status st;
+
+    MPI_Sendrecv(&out, 1, MPI_INT, right, 7, &in, 1, MPI_INT, left, 7, MPI_COMM_WORLD, &st);
+    CHECK(in == left && st.MPI_SOURCE == left, "ring: got %d from %d", in, st.MPI_SOURCE);
+    MPI_Sendrecv_replace(&v, 1, MPI_INT, right, 8, left, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(v == left, "replace: got %d", v);
+}
+
+static void case_completion(void)
+{
+    enum {
+        N = 8
+    };
+    MPI_Request reqs[N];
+    MPI_Status sts[N];
+    int vals[N], index, flag, outcount, indices[N];
+
+    if (rank == 0) {
+        for (int i = 0; i < N; i++)
+            MPI_Irecv(&vals[i], 1, MPI_INT, 1, i, MPI_COMM_WORLD, &reqs[i]);
+        MPI_Send(&flag, 0, MPI_INT, 1, 99, MPI_COMM_WORLD); /* go */
+        MPI_Waitany(N, reqs, &index, &sts[0]);
+        CHECK(index >= 0 && index < N && vals[index] == index * 3, "waitany: index %d", index);
+        MPI_Waitsome(N, reqs, &outcount, indices, sts);
+        CHECK(outcount >= 1, "waitsome: %d", outcount);
+        MPI_Waitall(N, reqs, sts);
+        for (int i = 0; i < N; i++) {
+            CHECK(vals[i] == i * 3, "vals[%d] = %d", i, vals[i]);
+            CHECK(reqs[i] == MPI_REQUEST_NULL, "request %d not freed", i);
+        }
+        MPI_Testany(N, reqs, &index, &flag, MPI_STATUS_IGNORE);
+        CHECK(flag && index == MPI_UNDEFINED, "testany on nothing: %d %d", flag, index);
+        MPI_Waitsome(N, reqs, &outcount, indices, sts);
+        CHECK(outcount == MPI_UNDEFINED, "waitsome on nothing: %d", outcount);
+    } else if (rank == 1) {
+        MPI_Recv(&flag, 0, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = N - 1; i >= 0; i--) {
+            vals[i] = i * 3;
+            MPI_Send(&vals[i], 1, MPI_INT, 0, i, MPI_COMM_WORLD);
+        }
+    }
+    if (rank <= 1) {
+        int v = 5, got = 0;
+        MPI_Request r[2];
+
+        MPI_Irecv(&got, 1, MPI_INT, 1 - rank, 77, MPI_COMM_WORLD, &r[0]);
+        MPI_Isend(&v, 1, MPI_INT, 1 - rank, 77, MPI_COMM_WORLD, &r[1]);
+        do
+            MPI_Testall(2, r, &flag, MPI_STATUSES_IGNORE);
+        while (!flag);
+        CHECK(got == 5, "testall exchange got %d", got);
+    }
+}
+
+static void case_cancel(void)
+{
+    MPI_Request r;
+    MPI_Status st;
+    int v, cancelled = 0;
+
+    MPI_Irecv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 31337, MPI_COMM_WORLD, &r);
+    MPI_Cancel(&r);
+    MPI_Wait(&r, &st);
+    MPI_Test_cancelled(&st, &cancelled);
+    CHECK(cancelled, "an unmatched receive was not cancelled");
+}
+
+static void case_errors(void)
+{
+    int v = 0, rc, cls;
+    MPI_Status st;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Send(&v, 1, MPI_INT, size, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_RANK, "send to rank %d: %d", size, rc);
+    rc = MPI_Send(&v, 1, MPI_INT, 0, -5, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_TAG, "negative tag: %d", rc);
+    rc = MPI_Send(&v, -1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_COUNT, "negative count: %d", rc);
+    rc = MPI_Send(&v, 1, MPI_DATATYPE_NULL, 0, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_TYPE, "null datatype: %d", rc);
+    rc = MPI_Recv(&v, 1, MPI_INT, -7, 0, MPI_COMM_WORLD, &st);
+    CHECK(rc == MPI_ERR_RANK, "receive from rank -7: %d", rc);
+    /* a message longer than the buffer */
+    if (rank <= 1) {
+        int two[2] = {1, 2};
+
+        if (rank == 1) {
+            MPI_Send(two, 2, MPI_INT, 0, 55, MPI_COMM_WORLD);
+        } else {
+            rc = MPI_Recv(&v, 1, MPI_INT, 1, 55, MPI_COMM_WORLD, &st);
+            MPI_Error_class(rc, &cls);
+            CHECK(cls == MPI_ERR_TRUNCATE && v == 1, "truncation: %d, v %d", rc, v);
+        }
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+static void case_proc_null(void)
+{
+    MPI_Status st;
+    int v = 3, count = -1;
+
+    MPI_Send(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD);
+    MPI_Recv(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG && count == 0 && v == 3,
+          "proc null: source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG, count);
+}
+
+/* a message on a duplicate never matches a receive on the original */
+static void case_contexts(void)
+{
+    MPI_Comm dup, half;
+    int v = -1, w = -1, hrank, hsize;
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    if (rank == 1) {
+        int a = 11, b = 22;
+
+        MPI_Send(&a, 1, MPI_INT, 0, 0, dup);
+        MPI_Send(&b, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        MPI_Recv(&w, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&v, 1, MPI_INT, 1, 0, dup, MPI_STATUS_IGNORE);
+        CHECK(w == 22 && v == 11, "world got %d, dup got %d", w, v);
+    }
+    MPI_Comm_free(&dup);
+    CHECK(dup == MPI_COMM_NULL, "freed communicator not null");
+    /* split into odd and even, reversed order */
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+    CHECK(hsize == (size + 1 - rank % 2) / 2, "half size %d", hsize);
+    CHECK(hrank == hsize - 1 - rank / 2, "half rank %d", hrank);
+    if (hsize > 1) {
+        int token = rank, got = -1;
+
+        MPI_Sendrecv(&token, 1, MPI_INT, (hrank + 1) % hsize, 1, &got, 1, MPI_INT,
+                     (hrank + hsize - 1) % hsize, 1, half, MPI_STATUS_IGNORE);
+        CHECK(got % 2 == rank % 2, "half exchange got %d", got);
+    }
+    MPI_Comm_free(&half);
+}
+
+/* every rank exchanges with every other at once, many times: with more
+ * ranks than cores this finishes only if waiting ranks give up the CPU */
+static void case_crowd(void)
+{
+    enum {
+        ROUNDS = 20
+    };
+    int *out = malloc(sizeof(int) * (size_t)size), *in = malloc(sizeof(int) * (size_t)size);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)size);
+
+    for (int round = 0; round < ROUNDS; round++) {
+        int n = 0;
+
+        for (int p = 0; p < size; p++) {
+            out[p] = rank * 100000 + round * 100 + p;
+            MPI_Irecv(&in[p], 1, MPI_INT, p, round, MPI_COMM_WORLD, &reqs[n++]);
+            MPI_Isend(&out[p], 1, MPI_INT, p, round, MPI_COMM_WORLD, &reqs[n++]);
+        }
+        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        for (int p = 0; p < size; p++)
+            CHECK(in[p] == p * 100000 + round * 100 + rank, "round %d from %d: %d", round, p,
+                  in[p]);
+    }
+    free(out);
+    free(in);
+    free(reqs);
+}
+
+/* a barrier made of point-to-point messages on a communicator of its own
+ * (a case's MPI_ANY_TAG receive must not take them) */
+static void separate(void)
+{
+    if (rank == 0) {
+        for (int r = 1; r < size; r++)
+            MPI_Recv(NULL, 0, MPI_BYTE, r, 0, quiet, MPI_STATUS_IGNORE);
+        for (int r = 1; r < size; r++)
+            MPI_Send(NULL, 0, MPI_BYTE, r, 0, quiet);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, 0, 0, quiet);
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, 0, quiet, MPI_STATUS_IGNORE);
+    }
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} cases[] = {
+    {"pingpong", case_pingpong},     {"order", case_order},
+    {"unexpected", case_unexpected}, {"any_source", case_any_source},
+    {"probe", case_probe},           {"self", case_self},
+    {"sendrecv", case_sendrecv},     {"completion", case_completion},
+    {"cancel", case_cancel},         {"errors", case_errors},
+    {"proc_null", case_proc_null},   {"contexts", case_contexts},
+    {"crowd", case_crowd},
+};
+
+int main(int argc, char **argv)
+{
+    int total = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        if (rank == 0)
+            printf("run with at least 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &quiet);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int wanted = argc <= 1;
+
+        for (int a = 1; a < argc; a++)
+            wanted |= strcmp(argv[a], cases[i].name) == 0;
+        if (!wanted)
+            continue;
+        cases[i].run();
+        separate();
+    }
+    /* the failures of every rank, summed at rank 0 (no collective: this
+     * program tests point-to-point alone) */
+    if (rank == 0) {
+        total = failures;
+        for (int r = 1; r < size; r++) {
+            int theirs = 0;
+
+            MPI_Recv(&theirs, 1, MPI_INT, r, 1, quiet, MPI_STATUS_IGNORE);
+            total += theirs;
+        }
+    } else {
+        MPI_Send(&failures, 1, MPI_INT, 0, 1, quiet);
+    }
+    if (rank == 0)
+        printf(total == 0 ? "p2p: ok\n" : "p2p: %d failures\n", total);
+    MPI_Comm_free(&quiet);
+    MPI_Finalize();
+    return failures != 0;
+}

@@ -1,0 +1,69 @@
+"""MPI point-to-point (``pbt-mpi-p2p``, tests/mpi/test_p2p.c) under ``postbox run``.
+
+The same program runs on one node (every channel through shared memory),
+on two virtual nodes (ranks of different nodes over the tcp transport),
+and with more ranks than cores (waiting ranks must give up the CPU).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from postbox import paths
+from test_run import run
+
+pytestmark = pytest.mark.short
+
+LAYOUTS = [
+    pytest.param(["-n", "2"], id="2-ranks-1-node"),
+    pytest.param(["-n", "2", "--nodes", "2"], id="2-ranks-2-nodes"),
+    pytest.param(["-n", "4", "--nodes", "2"], id="4-ranks-2-nodes"),
+    pytest.param(["-n", "3"], id="3-ranks-1-node"),
+]
+
+
+@pytest.fixture
+def p2p(real_build):
+    path = paths.bin_dir() / "pbt-mpi-p2p"
+    if not path.exists():
+        pytest.skip("%s is missing: run `make` first" % path)
+    return path
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_point_to_point(p2p, layout):
+    result = run(*layout, "--timeout", 120, p2p, timeout=150)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "p2p: ok" in result.stdout, result.stdout + result.stderr
+
+
+def test_more_ranks_than_cores_finish(p2p):
+    """8 ranks on 2 cores, each exchanging with all at once: only ranks
+    that sleep when they wait let the others run."""
+    result = run("-n", "8", "--timeout", 120, p2p, "crowd", "any_source", "sendrecv",
+                 timeout=150)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "p2p: ok" in result.stdout
+
+
+def test_fatal_error_names_the_call_and_ends_the_job(p2p, tmp_path):
+    """Under MPI_ERRORS_ARE_FATAL a bad argument ends the job with one
+    message naming the call and the error."""
+    prog = tmp_path / "bad_rank.c"
+    prog.write_text(
+        "#include <mpi.h>\n"
+        "int main(int argc, char **argv) {\n"
+        "    int v = 0;\n"
+        "    MPI_Init(&argc, &argv);\n"
+        "    MPI_Send(&v, 1, MPI_INT, 99, 0, MPI_COMM_WORLD);\n"
+        "    MPI_Finalize();\n"
+        "    return 0;\n"
+        "}\n")
+    exe = tmp_path / "bad_rank"
+    import subprocess
+    cc = subprocess.run([str(paths.bin_dir() / "postbox-cc"), "-o", str(exe), str(prog)],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    result = run("-n", "2", "--timeout", 60, exe, timeout=90)
+    assert result.returncode != 0
+    assert "MPI_Send: invalid rank: rank 99 is not in 0..1" in result.stderr, result.stderr
