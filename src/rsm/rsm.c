@@ -1146,6 +1146,19 @@ static const _Atomic uint32_t *rsm_event_word(void *memseg)
     return NULL;
 }
 
+/* Count the calling thread among the sleepers on @memseg's event word
+ * (@delta +1 or -1), for transports whose posts from other processes wake
+ * only counted sleepers. */
+static void rsm_event_waiters(void *memseg, int delta)
+{
+    if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
+        rsm_memseg_export_handle_t seg = memseg;
+
+        if (seg->controller->transport->export_event_waiters != NULL)
+            seg->controller->transport->export_event_waiters(seg, delta);
+    }
+}
+
 PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int timeout,
                                           int *numfdsp)
 {
@@ -1224,7 +1237,14 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
             until_ns = deadline_ns;
         until.tv_sec = until_ns / 1000000000;
         until.tv_nsec = until_ns % 1000000000;
+        /* posters in other processes see these counts (seq_cst) before or
+         * after their post: before, they wake us; after, the words moved
+         * since the snapshot and futex_waitv returns at once */
+        for (nfds_t i = 0; i < nfds; i++)
+            rsm_event_waiters(segs[i], 1);
         ret = syscall(SYS_futex_waitv, waits, (unsigned)nfds, 0, &until, CLOCK_MONOTONIC);
+        for (nfds_t i = 0; i < nfds; i++)
+            rsm_event_waiters(segs[i], -1);
         atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
         if (ret < 0 && errno == EINTR)
             return RSMERR_INTERRUPTED;

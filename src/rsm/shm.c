@@ -1045,6 +1045,13 @@ static const void *shm_export_event_word(pb_rsm_export_t *seg)
     return &((shm_export_t *)seg->tl)->ctl->export_events.value;
 }
 
+static void shm_export_event_waiters(pb_rsm_export_t *seg, int delta)
+{
+    /* importers' posts wake the word only when this count is not zero */
+    atomic_fetch_add_explicit(&((shm_export_t *)seg->tl)->ctl->export_waiters.value,
+                              (uint32_t)delta, memory_order_seq_cst);
+}
+
 static const void *shm_import_event_word(pb_rsm_import_t *im)
 {
     return &((shm_import_t *)im->tl)->ctl->import_generation.value;
@@ -1074,4 +1081,5 @@ const pb_rsm_transport_t pb_rsm_shm_transport = {
     .import_signal_wait = shm_import_signal_wait,
     .export_event_word = shm_export_event_word,
     .import_event_word = shm_import_event_word,
+    .export_event_waiters = shm_export_event_waiters,
 };

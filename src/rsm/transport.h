@@ -66,6 +66,11 @@ typedef pb_status_t (*pb_rsm_import_signal_wait_func_t)(pb_rsm_import_t *im, int
  * rsm_intr_signal_wait_pollfd to wait on several segments at once. */
 typedef const void *(*pb_rsm_export_event_word_func_t)(pb_rsm_export_t *seg);
 typedef const void *(*pb_rsm_import_event_word_func_t)(pb_rsm_import_t *im);
+/* Count a thread sleeping on @seg's event word outside the transport's own
+ * signal wait (@delta +1 before it sleeps, -1 after), for a transport whose
+ * posts from other processes wake the word only when it has waiters.
+ * Optional: NULL when every post wakes it. */
+typedef void (*pb_rsm_export_event_waiters_func_t)(pb_rsm_export_t *seg, int delta);
 
 /* Controller instances ("rails": a transport with several address pairs
  * to each node) and their links, for rsm_get_interconnect_topology.
@@ -104,6 +109,7 @@ typedef struct {
     pb_rsm_import_signal_wait_func_t import_signal_wait;
     pb_rsm_export_event_word_func_t export_event_word;
     pb_rsm_import_event_word_func_t import_event_word;
+    pb_rsm_export_event_waiters_func_t export_event_waiters; /* NULL: posts always wake */
 } pb_rsm_transport_t;
 
 /* at most this many transports are registered */
