@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/attr.h"
+#include "mpi/datatype.h"
 #include "mpi/channel.h"
 #include "mpi/p2p.h"
 
@@ -44,7 +46,7 @@ int pb_mpi_active(void)
 static int errhandler_valid(MPI_Errhandler eh)
 {
     return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN ||
-           ((uintptr_t)eh >= 0x400);
+           ((uintptr_t)eh >= PB_MPI_HANDLE_INT_BASE);
 }
 
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
@@ -339,6 +341,11 @@ PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     for (int r = 0; r < c->size; r++)
         n->local[c->world[r]] = r;
     n->errhandler = c->errhandler;
+    rc = pb_mpi_attr_copy(c, n);
+    if (rc != MPI_SUCCESS) {
+        comm_delete(n);
+        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "an attribute copy callback failed");
+    }
     *newcomm = n->handle;
     return MPI_SUCCESS;
 }
@@ -454,6 +461,9 @@ PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
     if (c == &mpi.world || c == &mpi.self)
         return pb_mpi_raise(*comm, MPI_ERR_COMM, "MPI_Comm_free",
                             "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
+    rc = pb_mpi_attr_delete_all(c);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(*comm, rc, "MPI_Comm_free", "an attribute delete callback failed");
     comm_delete(c);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
@@ -599,6 +609,7 @@ PB_EXPORT int PMPI_Finalize(void)
     if (mpi.life != LIFE_ACTIVE)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
+    pb_mpi_attr_finalize();
     pb_mpi_p2p_finalize();
     pbx_finalize();
     while (mpi.created != NULL)

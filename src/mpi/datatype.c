@@ -1692,8 +1692,9 @@ PB_EXPORT int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *re
 PB_MPI_WEAK_ALIAS(MPI_Type_get_name, PMPI_Type_get_name);
 
 /* The integer of @datatype for Fortran and other languages: a predefined
- * handle's ABI value, or a small integer (from 0x400 up) for a created
- * one.  A bad handle raises MPI_ERR_TYPE and gives MPI_DATATYPE_NULL's. */
+ * handle's ABI value, or for a created one an integer from
+ * PB_MPI_HANDLE_INT_BASE up.  A bad handle raises MPI_ERR_TYPE and gives
+ * MPI_DATATYPE_NULL's. */
 PB_EXPORT int PMPI_Type_toint(MPI_Datatype datatype)
 {
     pb_datatype_t *t;

@@ -170,9 +170,10 @@ typedef struct {
         PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, NULL, 0, 0, 0                                    \
     }
 
-/* Created objects convert to integers from this value up (the predefined
- * handles' integers are below it). */
-#define PB_MPI_HANDLE_INT_BASE 0x400
+/* Created objects convert to integers from this value up (MPI-5.0 §20.3.4
+ * keeps 1-4095 for the predefined handles); a handle pointer below it is a
+ * predefined handle's ABI value, never an object of ours. */
+#define PB_MPI_HANDLE_INT_BASE 0x1000
 
 /* Add @obj; store its integer in *@int_p.  MPI_SUCCESS or MPI_ERR_NO_MEM. */
 int pb_mpi_registry_add(pb_mpi_registry_t *reg, void *obj, int *int_p);
