@@ -145,6 +145,7 @@ int pbx_init(void)
     pbx_params.block_size = (size_t)param("POSTBOX_BLOCK_SIZE", 256, 1 << 20);
     pbx_params.block_size = round_up(pbx_params.block_size, 64);
     pbx_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS", 1, 1L << 40);
+    pbx_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY", 0, 1L << 40);
     pbx_params.pollall = (int)param("POSTBOX_POLLALL", 0, 1);
     pbx_params.spin = (int)param("POSTBOX_SPIN", 0, 1 << 30);
     pbx_params.yields = (int)param("POSTBOX_YIELDS", 0, 1 << 30);
@@ -219,6 +220,11 @@ void pbx_finalize(void)
     memset(&pbx, 0, sizeof(pbx));
 }
 
+int pbx_same_node(int rank)
+{
+    return postbox_job_node(rank) == pbx.node;
+}
+
 const char *pbx_transport_of(int rank)
 {
     if (rank == pbx.rank)
@@ -227,6 +233,16 @@ const char *pbx_transport_of(int rank)
 }
 
 /* ---- the sending side ------------------------------------------------------ */
+
+static const char *single_copy_text(out_kind_t kind)
+{
+    static char text[48];
+
+    if (kind != OUT_SHM || pbx_params.single_copy == 0)
+        return "off";
+    snprintf(text, sizeof(text), "from %zu B (process_vm_readv)", pbx_params.single_copy);
+    return text;
+}
 
 /* Make the channel toward @dest: map its inbox on this node, import it
  * over tcp otherwise.  @return MPI_SUCCESS or MPI_ERR_OTHER (logged). */
@@ -281,9 +297,9 @@ static int out_connect(int dest)
     if (pb_config_get_long("POSTBOX_SHOW_TRANSPORTS") > 0)
         fprintf(stderr,
                 "postbox mpi: rank %d -> %d: %s, %d postboxes, %d blocks of %zu B, "
-                "rendezvous from %zu B\n",
+                "rendezvous from %zu B, single copy %s\n",
                 pbx.rank, dest, pbx_transport_of(dest), pbx_params.postboxes, pbx_params.blocks,
-                pbx_params.block_size, pbx_params.rendezvous);
+                pbx_params.block_size, pbx_params.rendezvous, single_copy_text(o->kind));
     return MPI_SUCCESS;
 
 fail:

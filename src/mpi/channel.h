@@ -33,7 +33,8 @@ enum {
     PBX_RTS,            /* envelope of a rendezvous message: ids.sreq */
     PBX_CTS,            /* receiver matched an RTS: ids.sreq, ids.rreq */
     PBX_RNDV_DATA,      /* a piece of a rendezvous message: ids.rreq */
-    PBX_SYNC_ACK        /* receiver matched a synchronous eager send: ids.sreq */
+    PBX_SYNC_ACK,       /* receiver matched a synchronous eager send: ids.sreq */
+    PBX_RNDV_FIN        /* receiver read an RTS's data itself (single copy): ids.sreq */
 };
 
 /* postbox flags */
@@ -53,6 +54,9 @@ typedef struct {
         uint8_t data[PBX_INLINE_MAX];
         struct {
             uint64_t sreq, rreq; /* the sender's / receiver's request (echoed) */
+            uint64_t addr;       /* RTS on the node: the data's address in the sender */
+            uint32_t pid;        /* ... and the sender's pid (0: stream it instead) */
+            uint32_t reserved;
         } ids;
     } u;
 } pbx_postbox_t;
@@ -70,13 +74,15 @@ typedef struct {
 
 /* The tunables in force (POSTBOX_* variables, read at MPI_Init). */
 typedef struct {
-    int postboxes;     /* POSTBOX_NUMPOSTBOX: ring length per sender */
-    int blocks;        /* POSTBOX_POOL_BLOCKS: pool blocks per sender */
-    size_t block_size; /* POSTBOX_BLOCK_SIZE */
-    size_t rendezvous; /* POSTBOX_RENDEZVOUS: messages this long and longer */
-    int pollall;       /* POSTBOX_POLLALL */
-    int spin;          /* POSTBOX_SPIN: polls before yielding */
-    int yields;        /* POSTBOX_YIELDS: yields before sleeping */
+    int postboxes;      /* POSTBOX_NUMPOSTBOX: ring length per sender */
+    int blocks;         /* POSTBOX_POOL_BLOCKS: pool blocks per sender */
+    size_t block_size;  /* POSTBOX_BLOCK_SIZE */
+    size_t rendezvous;  /* POSTBOX_RENDEZVOUS: messages this long and longer */
+    size_t single_copy; /* POSTBOX_SINGLE_COPY: on-node messages this long and
+                           longer are read by the receiver from the sender */
+    int pollall;        /* POSTBOX_POLLALL */
+    int spin;           /* POSTBOX_SPIN: polls before yielding */
+    int yields;         /* POSTBOX_YIELDS: yields before sleeping */
 } pbx_params_t;
 
 extern pbx_params_t pbx_params;
@@ -133,6 +139,9 @@ void pbx_sleep_cancel(void);
  * polling only when POSTBOX_POLLALL=0). */
 int pbx_world_size(void);
 int pbx_world_rank(void);
+
+/* Whether @rank runs on this rank's node. */
+int pbx_same_node(int rank);
 
 /* The controller name ("shm" or "tcp") this rank uses toward @rank
  * (POSTBOX_SHOW_TRANSPORTS). */

@@ -13,6 +13,12 @@
  *              answers CTS when a receive matches, and the sender then streams
  *              PBX_RNDV_DATA pieces naming the receiver's request
  *   synchronous  an eager synchronous send asks for PBX_SYNC_ACK on match
+ *   single copy  on the node, a contiguous message of POSTBOX_SINGLE_COPY
+ *              bytes or more sends an RTS with its address; the receiver
+ *              reads it with process_vm_readv straight into the receive
+ *              buffer and answers PBX_RNDV_FIN (if the kernel refuses, or
+ *              the receive buffer is not contiguous, it answers CTS and the
+ *              data streams through the pool instead)
  *
  * Matching follows the standard: a receive takes the earliest unexpected
  * message that matches, an arriving envelope the earliest posted receive
@@ -27,12 +33,16 @@
 #include "mpi/p2p.h"
 
 #include <postbox/job.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "mpi/channel.h"
+#include "util/log.h"
 
 #define REQUEST_MAGIC 0x50425251u /* "PBRQ" */
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
@@ -74,6 +84,7 @@ struct MPI_ABI_Request {
     size_t moved; /* bytes written (send) or received (receive) */
     /* send */
     int phase, rndv, sync_acked;
+    int single; /* rendezvous offered for a single copy */
     uint64_t rreq;
     void *copy; /* buffered mode: the message's copy */
     /* receive */
@@ -97,6 +108,8 @@ typedef struct unexpected {
     char *data;    /* eager: the bytes so far */
     int rts, sync; /* rendezvous; synchronous eager */
     uint64_t sreq;
+    uint64_t addr; /* single copy offered: the data in the sender */
+    uint32_t pid;
 } unexpected_t;
 
 /* where the pieces of the eager message a channel is in the middle of go */
@@ -117,6 +130,7 @@ static struct {
     control_t **controls; /* per destination: control postboxes to write */
     stream_t *streams;    /* per source */
     int *expect;          /* per peer: answers or data still to come from it */
+    int single_copy_off;  /* the kernel refused process_vm_readv once */
     char *bsend_buf;      /* MPI_Buffer_attach */
     size_t bsend_size, bsend_used;
 } p2p;
@@ -290,6 +304,50 @@ static void ask_for_data(int source, uint64_t sreq, MPI_Request r)
     control_push(source, &cts);
 }
 
+/* Read @len bytes at @addr of process @pid into @dst.  @return 0, or an
+ * errno value (EPERM, ENOSYS: the kernel refuses single copy). */
+static int read_remote(pid_t pid, uint64_t addr, void *dst, size_t len)
+{
+    while (len > 0) {
+        struct iovec local = {dst, len}, remote = {(void *)(uintptr_t)addr, len};
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        dst = (char *)dst + n;
+        addr += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Receive @r matched an RTS from @source: read the data at once when the
+ * sender offered it (@pid != 0) and the receive buffer is contiguous, else
+ * ask for it to be streamed. */
+static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t pid, MPI_Request r)
+{
+    if (pid != 0 && !p2p.single_copy_off && pb_mpi_type_is_contiguous(r->type)) {
+        size_t n = r->total < r->bytes ? r->total : r->bytes;
+        void *dst = (char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
+        int err = read_remote((pid_t)pid, addr, dst, n);
+        pbx_postbox_t fin = {.kind = PBX_RNDV_FIN};
+
+        if (err == 0) {
+            fin.u.ids.sreq = sreq;
+            control_push(source, &fin);
+            r->moved = r->total;
+            recv_finish(r);
+            return;
+        }
+        /* the sender streams it (it offered both); no more offers taken */
+        p2p.single_copy_off = 1;
+        pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
+                "(two copies) from now on",
+                strerror(err));
+    }
+    ask_for_data(source, sreq, r);
+}
+
 static void ack_sync(int source, uint64_t sreq)
 {
     pbx_postbox_t ack = {.kind = PBX_SYNC_ACK};
@@ -311,9 +369,7 @@ static void on_envelope(int source, const pbx_postbox_t *pb)
         queue_remove(&p2p.posted, r);
         recv_matched(r, source, pb->tag, pb->total);
         if (pb->kind == PBX_RTS) {
-            ask_for_data(source, pb->u.ids.sreq, r);
-            if (pb->total == 0)
-                recv_finish(r);
+            rendezvous_start(source, pb->u.ids.sreq, pb->u.ids.addr, pb->u.ids.pid, r);
             return;
         }
         if (pb->flags & PBX_FLAG_SYNC)
@@ -339,7 +395,10 @@ static void on_envelope(int source, const pbx_postbox_t *pb)
     u->rts = pb->kind == PBX_RTS;
     u->sync = (pb->flags & PBX_FLAG_SYNC) != 0;
     u->sreq = pb->u.ids.sreq;
-    if (!u->rts) {
+    if (u->rts) {
+        u->addr = pb->u.ids.addr;
+        u->pid = pb->u.ids.pid;
+    } else {
         memcpy(u->data, data, pb->len);
         u->got = pb->len;
         if (u->got < u->total)
@@ -400,6 +459,12 @@ static void on_postbox(int source, const pbx_postbox_t *pb)
         p2p.expect[source]--;
         send_check_done(r);
         break;
+    case PBX_RNDV_FIN: /* the receiver read the data itself */
+        r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
+        p2p.expect[source]--;
+        r->phase = SEND_SENT;
+        send_check_done(r);
+        break;
     default: break;
     }
 }
@@ -436,6 +501,11 @@ static int push_sends(int dest)
         if (r->phase == SEND_ENVELOPE && r->rndv) {
             pb.kind = PBX_RTS;
             pb.u.ids.sreq = (uint64_t)(uintptr_t)r;
+            if (r->single) {
+                pb.u.ids.addr =
+                    (uint64_t)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
+                pb.u.ids.pid = (uint32_t)getpid();
+            }
             pbx_post(dest, &pb, &src);
             p2p.expect[dest]++; /* its CTS */
             queue_remove(&p2p.sends[dest], r);
@@ -598,7 +668,12 @@ static int start_send(const void *buf, MPI_Count count, MPI_Datatype type, int d
         p2p.bsend_used += r->bytes + MPI_BSEND_OVERHEAD;
         pb_mpi_pack_range(buf, count, r->type, 0, r->copy, r->bytes);
     }
-    r->rndv = mode != MODE_BUFFERED && r->bytes >= pbx_params.rendezvous;
+    /* on the node, a contiguous message from POSTBOX_SINGLE_COPY bytes is
+     * offered for the receiver to read in one copy */
+    r->single = mode != MODE_BUFFERED && pbx_params.single_copy > 0 && !p2p.single_copy_off &&
+                r->bytes >= pbx_params.single_copy && world != pbx_world_rank() &&
+                pbx_same_node(world) && pb_mpi_type_is_contiguous(r->type);
+    r->rndv = mode != MODE_BUFFERED && (r->single || r->bytes >= pbx_params.rendezvous);
     r->phase = SEND_ENVELOPE;
     queue_push(&p2p.sends[world], r);
     push_sends(world);
@@ -634,10 +709,8 @@ static int start_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
             p2p.unexp_tail = p;
         recv_matched(r, u->source, u->tag, u->total);
         if (u->rts) {
-            ask_for_data(u->source, u->sreq, r);
+            rendezvous_start(u->source, u->sreq, u->addr, u->pid, r);
             push_sends(u->source);
-            if (u->total == 0)
-                recv_finish(r);
         } else {
             if (u->sync) {
                 ack_sync(u->source, u->sreq);

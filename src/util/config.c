@@ -45,7 +45,7 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_NUMPOSTBOX", PB_CONFIG_INT, "16",
      "MPI: postboxes (64 bytes each) in the ring each sender owns in each "
      "receiver's inbox (Sun MPI's MPI_SHM_NUMPOSTBOX)."},
-    {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "16",
+    {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "64",
      "MPI: blocks in the buffer pool each sender owns in each receiver's "
      "inbox; eager and rendezvous data move through them."},
     {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
@@ -53,6 +53,10 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "262144",
      "MPI: messages of this many bytes and more wait for the receiver "
      "(RTS/CTS) before their data moves; shorter ones go eagerly."},
+    {"POSTBOX_SINGLE_COPY", PB_CONFIG_INT, "65536",
+     "MPI: contiguous messages between ranks of a node of this many bytes "
+     "and more are read by the receiver straight from the sender's buffer "
+     "(process_vm_readv: one copy); 0: never (two copies through the pool)."},
     {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
      "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
      "MPI_POLLALL); 0 only those a receive or an answer is expected from."},

@@ -11,6 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 static int rank, size, failures;
 static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
@@ -436,6 +442,46 @@ static void separate(void)
     }
 }
 
+/* Make the kernel refuse process_vm_readv to this process from now on, as
+ * a container's seccomp profile does (Docker's default one).  @return 0. */
+static int refuse_process_vm_readv(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof(filter) / sizeof(filter[0]), .filter = filter};
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -1;
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* rank 0 cannot read other processes' memory (last case: it stays so):
+ * large on-node messages must still arrive, streamed through the pool */
+static void case_no_single_copy(void)
+{
+    size_t n = 1 << 20;
+    unsigned char *buf = malloc(n);
+
+    if (rank == 1) {
+        fill(buf, n, 77);
+        MPI_Send(buf, (int)n, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
+        MPI_Send(buf, (int)n, MPI_BYTE, 0, 4, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        CHECK(refuse_process_vm_readv() == 0, "cannot install the seccomp filter");
+        for (int tag = 3; tag <= 4; tag++) {
+            memset(buf, 0, n);
+            MPI_Recv(buf, (int)n, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(first_bad(buf, n, 77) == n, "message %d wrong at byte %zu", tag,
+                  first_bad(buf, n, 77));
+        }
+    }
+    free(buf);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -446,7 +492,7 @@ static const struct {
     {"sendrecv", case_sendrecv},     {"completion", case_completion},
     {"cancel", case_cancel},         {"errors", case_errors},
     {"proc_null", case_proc_null},   {"contexts", case_contexts},
-    {"crowd", case_crowd},
+    {"crowd", case_crowd},           {"no_single_copy", case_no_single_copy},
 };
 
 int main(int argc, char **argv)

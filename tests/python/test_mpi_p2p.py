@@ -67,3 +67,13 @@ def test_fatal_error_names_the_call_and_ends_the_job(p2p, tmp_path):
     result = run("-n", "2", "--timeout", 60, exe, timeout=90)
     assert result.returncode != 0
     assert "MPI_Send: invalid rank: rank 99 is not in 0..1" in result.stderr, result.stderr
+
+
+def test_refused_single_copy_falls_back_to_the_pool(p2p):
+    """Rank 0 installs a seccomp filter refusing process_vm_readv (as a
+    container's default profile does): its large on-node receives must
+    still arrive, through the pool, with one warning."""
+    result = run("-n", "2", "--timeout", 60, p2p, "no_single_copy", timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "p2p: ok" in result.stdout
+    assert result.stderr.count("process_vm_readv refused") == 1, result.stderr
