@@ -71,6 +71,7 @@ struct MPI_ABI_Request {
     int kind, mode;
     MPI_Request next; /* in a queue: posted receives, a destination's sends */
     int complete;     /* status is final */
+    int handle_int;   /* MPI_Request_toint's integer, 0 before it was asked */
     int freed;        /* MPI_Request_free'd or library-owned: release when complete */
     int cancelled;
     pb_comm_t *comm;
@@ -136,6 +137,7 @@ static struct {
 } p2p;
 
 static const pb_datatype_t *byte_type;
+static pb_mpi_registry_t request_ints = PB_MPI_REGISTRY_INIT;
 
 /* An error the progress engine cannot hand to any call: end the job. */
 static _Noreturn void fatal(const char *what)
@@ -219,6 +221,8 @@ static void request_release(MPI_Request r)
         p2p.bsend_used -= r->bytes + MPI_BSEND_OVERHEAD;
     }
     pb_mpi_type_release(r->type);
+    if (r->handle_int != 0)
+        pb_mpi_registry_remove(&request_ints, r, r->handle_int);
     r->magic = 0;
     free(r);
 }
@@ -1622,3 +1626,39 @@ PB_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_detach, PMPI_Buffer_detach);
+
+/* ---- handle conversions ---------------------------------------------------------- */
+
+/* The integer of @request (the ABI's conversion for other languages):
+ * MPI_REQUEST_NULL's ABI value, or one from PB_MPI_HANDLE_INT_BASE up kept
+ * while the request lives.  A bad handle raises MPI_ERR_REQUEST and gives
+ * MPI_REQUEST_NULL's. */
+PB_EXPORT int PMPI_Request_toint(MPI_Request request)
+{
+    if (request == MPI_REQUEST_NULL)
+        return (int)(uintptr_t)MPI_REQUEST_NULL;
+    if (!request_valid(request)) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_toint", "not a request");
+        return (int)(uintptr_t)MPI_REQUEST_NULL;
+    }
+    if (request->handle_int == 0 &&
+        pb_mpi_registry_add(&request_ints, request, &request->handle_int) != MPI_SUCCESS) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Request_toint", "out of memory");
+        return (int)(uintptr_t)MPI_REQUEST_NULL;
+    }
+    return request->handle_int;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_toint, PMPI_Request_toint);
+
+/* The request of integer @request (MPI_Request_toint), or MPI_REQUEST_NULL
+ * when no live request has it. */
+PB_EXPORT MPI_Request PMPI_Request_fromint(int request)
+{
+    MPI_Request r;
+
+    if (request == (int)(uintptr_t)MPI_REQUEST_NULL || request < PB_MPI_HANDLE_INT_BASE)
+        return MPI_REQUEST_NULL;
+    r = pb_mpi_registry_at(&request_ints, request);
+    return r != NULL && request_valid(r) ? r : MPI_REQUEST_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_fromint, PMPI_Request_fromint);

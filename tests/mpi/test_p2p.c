@@ -308,6 +308,22 @@ static void case_completion(void)
     }
 }
 
+static void case_handles(void)
+{
+    MPI_Request r;
+    int v = 0, i;
+
+    CHECK(MPI_Request_toint(MPI_REQUEST_NULL) == (int)(intptr_t)MPI_REQUEST_NULL,
+          "MPI_REQUEST_NULL's integer");
+    MPI_Irecv(&v, 1, MPI_INT, rank, 4242, MPI_COMM_WORLD, &r);
+    i = MPI_Request_toint(r);
+    CHECK(i >= 4096 && MPI_Request_toint(r) == i, "a request's integer %d", i);
+    CHECK(MPI_Request_fromint(i) == r, "the integer does not give the request back");
+    MPI_Send(&v, 1, MPI_INT, rank, 4242, MPI_COMM_WORLD);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    CHECK(MPI_Request_fromint(i) == MPI_REQUEST_NULL, "a freed request's integer still maps");
+}
+
 static void case_cancel(void)
 {
     MPI_Request r;
@@ -486,13 +502,21 @@ static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
-    {"pingpong", case_pingpong},     {"order", case_order},
-    {"unexpected", case_unexpected}, {"any_source", case_any_source},
-    {"probe", case_probe},           {"self", case_self},
-    {"sendrecv", case_sendrecv},     {"completion", case_completion},
-    {"cancel", case_cancel},         {"errors", case_errors},
-    {"proc_null", case_proc_null},   {"contexts", case_contexts},
-    {"crowd", case_crowd},           {"no_single_copy", case_no_single_copy},
+    {"pingpong", case_pingpong},
+    {"order", case_order},
+    {"unexpected", case_unexpected},
+    {"any_source", case_any_source},
+    {"probe", case_probe},
+    {"self", case_self},
+    {"sendrecv", case_sendrecv},
+    {"completion", case_completion},
+    {"cancel", case_cancel},
+    {"errors", case_errors},
+    {"proc_null", case_proc_null},
+    {"contexts", case_contexts},
+    {"crowd", case_crowd},
+    {"handles", case_handles},
+    {"no_single_copy", case_no_single_copy},
 };
 
 int main(int argc, char **argv)
