@@ -241,6 +241,7 @@ static struct {
     int addr_count;
     uint16_t port;
     size_t stripe_min;  /* puts this long and longer are striped */
+    int64_t spin_ns;    /* a waiter polls this long before sleeping */
     uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
     uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
@@ -1423,6 +1424,45 @@ static void tcp_service_ready(void *arg, uint32_t events)
 #define TCP_NOT_YET ((pb_status_t)1)
 typedef pb_status_t (*tcp_ready_func_t)(void *arg);
 
+static int64_t tcp_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Poll the sockets without sleeping until @ready says the wait is over or
+ * POSTBOX_TCP_SPIN_US pass (or @deadline, in ms, if sooner).  Caller holds
+ * the progress token and keeps it.  @return what @ready said last (it may
+ * consume what it waited for: the caller must not ask again), TCP_NOT_YET
+ * when the time is up. */
+static pb_status_t tcp_spin(tcp_ready_func_t ready, void *arg, int64_t deadline)
+{
+    int64_t until = tcp_now_ns() + tcp.spin_ns;
+    pb_status_t status;
+
+    if (deadline >= 0 && deadline * 1000000 < until)
+        until = deadline * 1000000;
+    while (tcp_now_ns() < until) {
+        struct epoll_event events[TCP_MAX_EVENTS];
+        int count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, 0);
+
+        if (count > 0) {
+            pthread_mutex_lock(&pb_rsm_lock);
+            pthread_mutex_lock(&tcp.lock);
+            tcp_handle_events(events, count);
+            pthread_mutex_unlock(&tcp.lock);
+            pthread_mutex_unlock(&pb_rsm_lock);
+        }
+        status = ready(arg);
+        if (status != TCP_NOT_YET)
+            return status;
+        pb_cpu_relax();
+    }
+    return TCP_NOT_YET;
+}
+
 /* Wait until @ready says it is over or @timeout_ms (-1: forever) pass,
  * reading the sockets meanwhile.  @word changes (and is woken) whenever
  * the condition may have.  @return what @ready said, PB_ERR_TIMEOUT, or
@@ -1432,7 +1472,7 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
                             int timeout_ms, int interruptible)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
-    int watch_held = 0;
+    int watch_held = 0, spun = 0;
     pb_status_t status;
 
     for (;;) {
@@ -1462,6 +1502,16 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
             if (!watch_held) {
                 tcp_service_watch(0);
                 watch_held = 1;
+            }
+            /* poll the sockets for a while before sleeping: an answer that
+             * comes within POSTBOX_TCP_SPIN_US costs no wake-up */
+            if (!spun) {
+                spun = 1;
+                status = tcp_spin(ready, arg, deadline);
+                if (status != TCP_NOT_YET) {
+                    pthread_mutex_unlock(&tcp.progress);
+                    break;
+                }
             }
             /* (the service thread may have finished it before we took the
              * token: then the pass does not sleep) */
@@ -1545,6 +1595,9 @@ static pb_status_t tcp_start(void)
     if (tcp.addr_count == 0)
         return PB_ERR_INVALID_PARAM;
     tcp.addr = tcp.addrs[0];
+    tcp.spin_ns = pb_config_get_long("POSTBOX_TCP_SPIN_US") > 0
+                      ? (int64_t)pb_config_get_long("POSTBOX_TCP_SPIN_US") * 1000
+                      : 0;
     tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
                          ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
                          : SIZE_MAX;
@@ -2346,11 +2399,21 @@ static void tcp_replay_clear(tcp_replay_t *log)
 static pb_status_t tcp_rail_send(tcp_import_t *ti, tcp_rail_t *rail, pb_tcp_frame_t *frame,
                                  const void *payload)
 {
+    pb_status_t status;
+
     frame->slot = rail->slot;
     if (tcp_live_rails(ti) > 1 && !tcp_replay_append(&rail->replay, frame, payload))
         return PB_ERR_NO_MEMORY;
     rail->dirty = 1;
-    return tcp_conn_send(rail->conn, frame, payload);
+    status = tcp_conn_send(rail->conn, frame, payload);
+    if (status != PB_OK) {
+        /* the send saw the break before the reader did: mark it now, so
+         * that the caller fails over (part of a frame may be out) */
+        pthread_mutex_lock(&tcp.lock);
+        tcp_conn_fail(rail->conn, PB_ERR_CONN_ABORTED, NULL);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+    return status;
 }
 
 /* Take the rails whose connection broke out of use, sending what each sent

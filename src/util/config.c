@@ -36,6 +36,10 @@ static const pb_config_entry_t config_table[] = {
      "(it listens on every address), or a comma-separated list of up to 4, "
      "one per rail (controller); unset: the --netns addresses, else "
      "127.0.0.1."},
+    {"POSTBOX_TCP_SPIN_US", PB_CONFIG_INT, "200",
+     "Microseconds a thread waiting inside the tcp transport (barrier, get, "
+     "signal) polls its sockets before it sleeps in the kernel; 0: sleep at "
+     "once."},
     {"POSTBOX_TCP_STRIPE_MIN", PB_CONFIG_INT, "262144",
      "Bytes from which a tcp put is striped over every rail to the "
      "exporter's node (with several rails); 0: never stripe."},
