@@ -288,23 +288,32 @@ int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void
     return pb_bench_sample_run_prep(opts, op, NULL, arg, st);
 }
 
-/* @prep (if any) then @op, timing only @op; *@t_p receives its ns. */
-static int timed_call(pb_bench_op_func_t op, pb_bench_op_func_t prep, void *arg, uint64_t iters,
-                      uint64_t *t_p)
+/* How one sample is taken: @prep (if any) then @op timed here, or @timed
+ * timing itself. */
+typedef struct {
+    pb_bench_op_func_t op, prep;
+    pb_bench_timed_op_func_t timed;
+    void *arg;
+} sampler_t;
+
+/* One call of the sampler's operation; *@t_p receives its ns. */
+static int timed_call(const sampler_t *s, uint64_t iters, uint64_t *t_p)
 {
     uint64_t t0;
     int ret;
 
-    if (prep != NULL && (ret = prep(arg, iters)) != 0)
+    if (s->timed != NULL)
+        return s->timed(s->arg, iters, t_p);
+    if (s->prep != NULL && (ret = s->prep(s->arg, iters)) != 0)
         return ret;
     t0 = pb_bench_time_now();
-    ret = op(arg, iters);
+    ret = s->op(s->arg, iters);
     *t_p = pb_bench_time_now() - t0;
     return ret;
 }
 
-int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
-                             pb_bench_op_func_t prep, void *arg, pb_bench_stats_t *st)
+/* Warm-up, cost estimate, then the planned samples (see engine.h). */
+static int sample_run(const pb_bench_opts_t *opts, const sampler_t *s, pb_bench_stats_t *st)
 {
     double cap_ns = opts->reps_cap_ms * 1e6;
     double v[SAMPLES_TARGET];
@@ -315,7 +324,7 @@ int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
     /* warm-up: single iterations for ~2% of the cap, at least three */
     t0 = pb_bench_time_now();
     do {
-        ret = timed_call(op, prep, arg, 1, &t);
+        ret = timed_call(s, 1, &t);
         if (ret != 0)
             return ret;
         k++;
@@ -323,7 +332,7 @@ int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
 
     /* estimate the cost of one iteration from a batch lasting ~1% of the cap */
     for (batch = 1;; batch *= 2) {
-        ret = timed_call(op, prep, arg, batch, &t);
+        ret = timed_call(s, batch, &t);
         if (ret != 0)
             return ret;
         if ((double)t >= cap_ns / 100 || batch >= (1u << 30))
@@ -332,13 +341,29 @@ int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
     plan_samples(opts, (double)t / (double)batch, &nsamp, &batch);
 
     for (unsigned i = 0; i < nsamp; i++) {
-        ret = timed_call(op, prep, arg, batch, &t);
+        ret = timed_call(s, batch, &t);
         if (ret != 0)
             return ret;
         v[i] = (double)t / (double)batch;
     }
     pb_bench_stats_from_samples(v, nsamp, batch, st);
     return 0;
+}
+
+int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
+                             pb_bench_op_func_t prep, void *arg, pb_bench_stats_t *st)
+{
+    sampler_t s = {.op = op, .prep = prep, .arg = arg};
+
+    return sample_run(opts, &s, st);
+}
+
+int pb_bench_sample_run_timed(const pb_bench_opts_t *opts, pb_bench_timed_op_func_t op, void *arg,
+                              pb_bench_stats_t *st)
+{
+    sampler_t s = {.timed = op, .arg = arg};
+
+    return sample_run(opts, &s, st);
 }
 
 int pb_bench_cycle_run(const pb_bench_opts_t *opts, unsigned nslots, pb_bench_cycle_func_t cycle,
@@ -690,7 +715,9 @@ static void json_string(FILE *f, const char *key, const char *s)
 
 static void json_number(FILE *f, const char *key, double v)
 {
-    if (isfinite(v))
+    if (isfinite(v) && v > -1e15 && v < 1e15 && v == (double)(long long)v)
+        fprintf(f, ", \"%s\": %.0f", key, v); /* whole numbers exactly (sizes, counts) */
+    else if (isfinite(v))
         fprintf(f, ", \"%s\": %.6g", key, v);
     else
         fprintf(f, ", \"%s\": null", key);

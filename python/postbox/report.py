@@ -15,7 +15,12 @@ RSM tcp transport against raw TCP/UDP between the same two virtual nodes,
 latency and bandwidth, one pair of figures per config (loopback, netns),
 with the two tcp ratios and their targets.  Each figure names the commands
 and library versions that produced it (from ``machine.json``) and is also
-written as ``fig-<name>.svg``.
+written as ``fig-<name>.svg`` and, with Pillow (a dependency of the tools'
+venv), ``fig-<name>.png``: both drawn from the same list of marks
+(plot_marks), so they cannot disagree.  The p2p figures come on-node and
+for the network path, with multipair (N pairs) and distance figures, the
+network path check and the seeds' tables (seed 000 Tables IV-VI, seed 001
+Table 1) beside this run's values.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class Series:
     points: list = field(default_factory=list)  # (x, y, settled)
     dashed: bool = False
     color: Optional[str] = None  # default: by position
+    dasharray: Optional[str] = None  # a dash pattern of its own (overrides dashed)
 
 
 @dataclass
@@ -109,6 +115,7 @@ class Figure:
     name: str = ""  # file name fig-<name>.svg
     log: bool = False  # log-log whatever the range
     source: list = field(default_factory=list)  # lines: command and library version
+    xticks: list = field(default_factory=list)  # the x ticks, when not the axis' own
 
 
 class _Axis:
@@ -158,15 +165,118 @@ class _Axis:
         return ticks
 
 
-def svg_plot(figure: Figure, width: int = 580, height: int = 340) -> str:
-    """An inline SVG line plot of @figure."""
+@dataclass
+class Mark:
+    """One drawing element of a plot, in pixels: the SVG and the PNG of a
+    figure are drawn from the same list."""
+
+    kind: str  # "rect" (x, y, w, h), "line" (x1, y1, x2, y2), "path" (points),
+    #            "circle" (cx, cy, r), "text" (x, y)
+    at: tuple
+    stroke: Optional[str] = None
+    fill: Optional[str] = None
+    width: float = 1.0
+    dash: Optional[str] = None  # SVG stroke-dasharray
+    text: str = ""
+    anchor: str = "start"  # text: start, middle, end
+    cls: str = ""  # text: tick, axis, legend
+    rotate: bool = False  # text: turned 90 degrees counter-clockwise about its point
+    title: Optional[str] = None  # tooltip (SVG only)
+
+
+PLOT_SIZE = (580, 340)
+FONT_PX = {"tick": 10, "axis": 11, "legend": 10}
+
+
+def plot_marks(figure: Figure, width: int = PLOT_SIZE[0], height: int = PLOT_SIZE[1]) -> list:
+    """The elements of @figure's plot, back to front; [] without points."""
     left, right, top, bottom = 70, 190, 30, 50
     xs = [p[0] for s in figure.series for p in s.points]
     ys = [p[1] for s in figure.series for p in s.points] + [r[1] for r in figure.references]
     if not xs:
-        return ""
+        return []
     xaxis = _Axis(xs, left, width - right, 2, False, figure.log)
     yaxis = _Axis(ys, height - bottom, top, 10, True, figure.log)
+    out = [Mark("rect", (left, top, width - left - right, height - top - bottom),
+                stroke="#999", fill="#fff")]
+    for tick in figure.xticks or xaxis.ticks():
+        x = xaxis(tick)
+        label = format_size(tick) if xaxis.log else format_value(tick)
+        out.append(Mark("line", (x, top, x, height - bottom), stroke="#eee"))
+        out.append(Mark("text", (x, height - bottom + 16), text=label, anchor="middle",
+                        cls="tick", fill="#555"))
+    for tick in yaxis.ticks():
+        y = yaxis(tick)
+        out.append(Mark("line", (left, y, width - right, y), stroke="#eee"))
+        out.append(Mark("text", (left - 6, y + 4), text=format_tick(tick), anchor="end",
+                        cls="tick", fill="#555"))
+    out.append(Mark("text", ((left + width - right) / 2, height - 12), text=figure.xlabel,
+                    anchor="middle", cls="axis"))
+    out.append(Mark("text", (16, (top + height - bottom) / 2), text=figure.ylabel,
+                    anchor="middle", cls="axis", rotate=True))
+
+    legend_y = top + 8
+    for label, value in figure.references:
+        y = yaxis(value)
+        out.append(Mark("line", (left, y, width - right, y), stroke="#444", dash="6 4",
+                        title="%s: %s" % (label, format_value(value))))
+        out.append(Mark("line", (width - right + 10, legend_y, width - right + 30, legend_y),
+                        stroke="#444", dash="6 4"))
+        out.append(Mark("text", (width - right + 34, legend_y + 4), text=label, cls="legend"))
+        legend_y += 16
+    for index, series in enumerate(figure.series):
+        color = series.color or COLORS[index % len(COLORS)]
+        points = sorted(series.points)
+        dash = series.dasharray or ("4 3" if series.dashed else None)
+        out.append(Mark("path", tuple((xaxis(x), yaxis(y)) for x, y, _ in points),
+                        stroke=color, width=1.8, dash=dash))
+        for x, y, settled in points:
+            fill, stroke = (color, color) if settled else ("#fff", UNSETTLED)
+            out.append(Mark("circle", (xaxis(x), yaxis(y), 3.2), stroke=stroke, fill=fill,
+                            title="%s: %s, %s%s" % (
+                                series.label, format_size(x) if xaxis.log else format_value(x),
+                                format_value(y), "" if settled else " (unsettled)")))
+        out.append(Mark("line", (width - right + 10, legend_y, width - right + 30, legend_y),
+                        stroke=color, width=2, dash=dash))
+        out.append(Mark("text", (width - right + 34, legend_y + 4), text=series.label,
+                        cls="legend"))
+        legend_y += 16
+    return out
+
+
+def _svg_mark(mark: Mark) -> str:
+    esc = html.escape
+    dash = ' stroke-dasharray="%s"' % mark.dash if mark.dash else ""
+    title = "<title>%s</title>" % esc(mark.title) if mark.title else ""
+    if mark.kind == "rect":
+        x, y, w, h = mark.at
+        return '<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="%s"/>' % (
+            x, y, w, h, mark.fill, mark.stroke)
+    if mark.kind == "line":
+        width = ' stroke-width="%g"' % mark.width if mark.width != 1.0 else ""
+        body = '<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"%s%s' % (
+            *mark.at, mark.stroke, width, dash)
+        return body + (">%s</line>" % title if title else "/>")
+    if mark.kind == "path":
+        path = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", x, y)
+                        for i, (x, y) in enumerate(mark.at))
+        return '<path d="%s" fill="none" stroke="%s" stroke-width="%g"%s/>' % (
+            path, mark.stroke, mark.width, dash)
+    if mark.kind == "circle":
+        return '<circle cx="%.1f" cy="%.1f" r="%g" fill="%s" stroke="%s">%s</circle>' % (
+            *mark.at, mark.fill, mark.stroke, title)
+    x, y = mark.at
+    anchor = ' text-anchor="%s"' % mark.anchor if mark.anchor != "start" else ""
+    turn = ' transform="rotate(-90 %.1f %.1f)"' % (x, y) if mark.rotate else ""
+    return '<text x="%.1f" y="%.1f"%s class="%s"%s>%s</text>' % (
+        x, y, anchor, mark.cls, turn, esc(mark.text))
+
+
+def svg_plot(figure: Figure, width: int = PLOT_SIZE[0], height: int = PLOT_SIZE[1]) -> str:
+    """An inline SVG line plot of @figure."""
+    marks = plot_marks(figure, width, height)
+    if not marks:
+        return ""
     esc = html.escape
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'viewBox="0 0 %d %d" role="img" aria-label="%s"%s>'
@@ -176,61 +286,113 @@ def svg_plot(figure: Figure, width: int = 580, height: int = 340) -> str:
     if figure.source:
         out.append("<desc>%s</desc>" % esc("Produced by: " + "; ".join(figure.source)))
     out.append("<style>%s</style>" % SVG_STYLE)
-    out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="#fff" stroke="#999"/>'
-               % (left, top, width - left - right, height - top - bottom))
-    for tick in xaxis.ticks():
-        x = xaxis(tick)
-        label = format_size(tick) if xaxis.log else format_value(tick)
-        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/>'
-                   % (x, top, x, height - bottom))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle" class="tick">%s</text>'
-                   % (x, height - bottom + 16, esc(label)))
-    for tick in yaxis.ticks():
-        y = yaxis(tick)
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>'
-                   % (left, y, width - right, y))
-        out.append('<text x="%d" y="%.1f" text-anchor="end" class="tick">%s</text>'
-                   % (left - 6, y + 4, esc(format_tick(tick))))
-    out.append('<text x="%.1f" y="%d" text-anchor="middle" class="axis">%s</text>'
-               % ((left + width - right) / 2, height - 12, esc(figure.xlabel)))
-    out.append('<text x="16" y="%.1f" text-anchor="middle" class="axis" '
-               'transform="rotate(-90 16 %.1f)">%s</text>'
-               % ((top + height - bottom) / 2, (top + height - bottom) / 2, esc(figure.ylabel)))
-
-    legend_y = top + 8
-    for index, (label, value) in enumerate(figure.references):
-        y = yaxis(value)
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444" '
-                   'stroke-dasharray="6 4"><title>%s: %s</title></line>'
-                   % (left, y, width - right, y, esc(label), esc(format_value(value))))
-        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444" '
-                   'stroke-dasharray="6 4"/>'
-                   % (width - right + 10, legend_y, width - right + 30, legend_y))
-        out.append('<text x="%d" y="%d" class="legend">%s</text>'
-                   % (width - right + 34, legend_y + 4, esc(label)))
-        legend_y += 16
-    for index, series in enumerate(figure.series):
-        color = series.color or COLORS[index % len(COLORS)]
-        points = sorted(series.points)
-        path = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", xaxis(x), yaxis(y))
-                        for i, (x, y, _) in enumerate(points))
-        dash = ' stroke-dasharray="4 3"' if series.dashed else ""
-        out.append('<path d="%s" fill="none" stroke="%s" stroke-width="1.8"%s/>'
-                   % (path, color, dash))
-        for x, y, settled in points:
-            fill, stroke = (color, color) if settled else ("#fff", UNSETTLED)
-            out.append('<circle cx="%.1f" cy="%.1f" r="3.2" fill="%s" stroke="%s">'
-                       '<title>%s: %s, %s%s</title></circle>'
-                       % (xaxis(x), yaxis(y), fill, stroke, esc(series.label),
-                          esc(format_size(x) if xaxis.log else format_value(x)),
-                          esc(format_value(y)), "" if settled else " (unsettled)"))
-        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>'
-                   % (width - right + 10, legend_y, width - right + 30, legend_y, color, dash))
-        out.append('<text x="%d" y="%d" class="legend">%s</text>'
-                   % (width - right + 34, legend_y + 4, esc(series.label)))
-        legend_y += 16
+    out += [_svg_mark(mark) for mark in marks]
     out.append("</svg>")
     return "\n".join(out)
+
+
+# ---- PNG: the same marks, drawn with Pillow ------------------------------
+
+PNG_SCALE = 2  # pixels per SVG unit: a 1160 x 680 image
+
+
+def png_available() -> Optional[str]:
+    """None when PNG files can be written, else why not."""
+    try:
+        from PIL import Image, ImageDraw, ImageFont  # noqa: F401
+    except ImportError:
+        return "Pillow is not installed in the tools' venv (pip install pillow)"
+    return None
+
+
+def _dashes(points: Sequence[tuple], pattern: Optional[str], scale: float) -> list:
+    """The polyline @points cut into the drawn pieces of the SVG dash
+    @pattern (lengths in SVG units); the whole line without one."""
+    if not pattern:
+        return [list(points)]
+    lengths = [float(v) * scale for v in pattern.split()]
+    pieces, current, index, left, on = [], [points[0]], 0, lengths[0], True
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        span = math.hypot(x1 - x0, y1 - y0)
+        done = 0.0
+        while span - done > left:
+            done += left
+            t = done / span
+            point = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)
+            if on:
+                current.append(point)
+                pieces.append(current)
+            current = [point]
+            on = not on
+            index = (index + 1) % len(lengths)
+            left = lengths[index]
+        left -= span - done
+        current.append((x1, y1))
+    if on and len(current) > 1:
+        pieces.append(current)
+    return pieces
+
+
+def _png_font(px: float):
+    from PIL import ImageFont
+
+    try:
+        return ImageFont.load_default(size=px)
+    except TypeError:  # Pillow < 10.1: one bitmap size
+        return ImageFont.load_default()
+
+
+def png_plot(figure: Figure, path: Path, width: int = PLOT_SIZE[0],
+             height: int = PLOT_SIZE[1], scale: int = PNG_SCALE) -> bool:
+    """Write @figure as a PNG at @path (the same marks as its SVG); False
+    when there is nothing to draw."""
+    from PIL import Image, ImageDraw
+
+    marks = plot_marks(figure, width, height)
+    if not marks:
+        return False
+    image = Image.new("RGB", (width * scale, height * scale), "#ffffff")
+    draw = ImageDraw.Draw(image)
+    fonts = {}
+    anchors = {"start": "ls", "middle": "ms", "end": "rs"}
+    for mark in marks:
+        if mark.kind == "rect":
+            x, y, w, h = (v * scale for v in mark.at)
+            draw.rectangle((x, y, x + w, y + h), fill=mark.fill, outline=mark.stroke,
+                           width=scale)
+        elif mark.kind in ("line", "path"):
+            points = ([(mark.at[0] * scale, mark.at[1] * scale),
+                       (mark.at[2] * scale, mark.at[3] * scale)] if mark.kind == "line" else
+                      [(x * scale, y * scale) for x, y in mark.at])
+            if len(points) < 2:
+                continue
+            for piece in _dashes(points, mark.dash, scale):
+                draw.line(piece, fill=mark.stroke, width=max(1, round(mark.width * scale)),
+                          joint="curve")
+        elif mark.kind == "circle":
+            cx, cy, r = (v * scale for v in mark.at)
+            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=mark.fill, outline=mark.stroke,
+                         width=scale)
+        elif mark.kind == "text" and mark.text:
+            px = FONT_PX.get(mark.cls, 10) * scale
+            font = fonts.setdefault(px, _png_font(px))
+            x, y = (v * scale for v in mark.at)
+            color = mark.fill or "#222222"
+            if not mark.rotate:
+                try:
+                    draw.text((x, y), mark.text, fill=color, font=font,
+                              anchor=anchors[mark.anchor])
+                except ValueError:  # a bitmap font has no anchors
+                    draw.text((x, y - px), mark.text, fill=color, font=font)
+                continue
+            box = draw.textbbox((0, 0), mark.text, font=font)
+            label = Image.new("RGBA", (box[2] - box[0] + 4, box[3] - box[1] + 4), (0, 0, 0, 0))
+            ImageDraw.Draw(label).text((2 - box[0], 2 - box[1]), mark.text, fill=color,
+                                       font=font)
+            label = label.rotate(90, expand=True)
+            image.paste(label, (int(x - label.width / 2), int(y - label.height / 2)), label)
+    image.save(path, "PNG", optimize=True)
+    return True
 
 
 # ---- choosing what to plot ------------------------------------------------
@@ -376,6 +538,101 @@ def _is_p2p(record: dict) -> bool:
     return record.get("suite") == "p2p" and record.get("metric") != "ratio"
 
 
+# tests of bench/mpi_p2p.c with a job of their own shape
+P2P_MULTIPAIR = ("multipair_latency", "multipair_bandwidth")
+P2P_DISTANCE = "pingpong_distance"
+P2P_PATHS = OrderedDict((("on-node", "on-node"),
+                         ("network", "network path (forced through each library's TCP)")))
+# a library's network path counts as such when its smallest ping-pong is at
+# least this many times its on-node one (TCP on loopback against shared
+# memory: tens of times here)
+PATH_FACTOR = 3.0
+
+
+def p2p_path(record: dict) -> str:
+    """The path of a p2p record: on-node (also for records that predate the
+    key) or network."""
+    return str(record.get("path") or "on-node")
+
+
+@dataclass
+class PathCheck:
+    """Whether a library's network-path runs left shared memory, judged from
+    its pingpong_standard records on both paths at their smallest common
+    size."""
+
+    library: str
+    size: Optional[float] = None
+    on_node: Optional[float] = None  # us
+    network_us: Optional[float] = None  # us
+    how: str = ""
+    off_node: bool = False  # the network runs put the ranks on different (virtual) nodes
+
+    @property
+    def ratio(self) -> Optional[float]:
+        if self.on_node and self.network_us is not None:
+            return self.network_us / self.on_node
+        return None
+
+    @property
+    def network(self) -> Optional[bool]:
+        """True: network-like (or off-node by construction: ranks on
+        different virtual nodes cannot share memory); False: not forced off
+        shared memory; None: cannot tell (a path is missing)."""
+        if self.ratio is None:
+            return True if self.off_node else None
+        return self.ratio >= PATH_FACTOR or self.off_node
+
+    def text(self) -> str:
+        if self.ratio is None:
+            return ("off-node by construction (ranks on different nodes); no pingpong_standard "
+                    "on both paths to compare" if self.off_node else
+                    "not checked (no pingpong_standard on both paths)")
+        if self.ratio >= PATH_FACTOR:
+            verdict = "network-like"
+        elif self.off_node:
+            verdict = ("off-node by construction (ranks on different nodes), though not %gx "
+                       "its on-node time" % PATH_FACTOR)
+        else:
+            verdict = ("NOT forced off shared memory (below %gx): its network-path figures are "
+                       "marked so" % PATH_FACTOR)
+        return "%s: pingpong_standard at %s B %.3g us against %.3g us on-node (%.1fx)" % (
+            verdict, format_size(self.size), self.network_us, self.on_node, self.ratio)
+
+    def describe(self) -> dict:
+        return {"library": self.library, "size": self.size, "on_node_us": self.on_node,
+                "network_us": self.network_us, "ratio": self.ratio, "network": self.network,
+                "off_node": self.off_node, "how": self.how, "verdict": self.text()}
+
+
+def path_checks(records: Iterable[dict]) -> list:
+    """A PathCheck per library with network-path p2p records."""
+    by_library = OrderedDict()
+    for record in records:
+        if not _is_p2p(record) or record.get("test") != "pingpong_standard":
+            continue
+        size, median = _number(record.get("size")), _number(record.get("median"))
+        if size is None or median is None:
+            continue
+        by_library.setdefault(str(record.get("library")), {}).setdefault(
+            p2p_path(record), {})[size] = record
+    out = []
+    for library, paths in by_library.items():
+        if "network" not in paths:
+            continue
+        first = next(iter(paths["network"].values()))
+        check = PathCheck(library, how=str(first.get("path_how") or ""),
+                          off_node=first.get("placement") == "off-node")
+        common = sorted(set(paths["network"]) & set(paths.get("on-node", {})))
+        if common:
+            size = common[0]
+            check.size = size
+            check.on_node = float(paths["on-node"][size]["median"])
+            check.network_us = float(paths["network"][size]["median"])
+        out.append(check)
+    return out
+
+
 def _is_net(record: dict) -> bool:
     """A record of postbox-net-bench."""
     return record.get("suite") == "raw" and record.get("test") in NET_LATENCY + NET_BANDWIDTH \
@@ -433,14 +690,21 @@ def _source_programs(description: Optional[dict], names: Sequence[str]) -> list:
 
 
 def _source_p2p(records: Sequence[dict], description: Optional[dict], tests: Sequence[str],
-                libraries: Sequence[str]) -> list:
+                libraries: Sequence[str], path: str = "on-node") -> list:
+    """Provenance of a p2p figure: each library's version and the first
+    command that ran one of @tests on @path (machine.json's runs are named
+    label[/network]/test[/Npairs])."""
     runs, versions, out = _runs(description), _versions(records, description), []
     for library in libraries:
-        commands = [_command_text(runs.get("%s/%s" % (library, test))) for test in tests]
+        config = library if path == "on-node" else "%s/%s" % (library, path)
+        commands = [_command_text(run) for name, run in runs.items()
+                    if isinstance(name, str) and any(
+                        name == "%s/%s" % (config, test) or
+                        name.startswith("%s/%s/" % (config, test)) for test in tests)]
         commands = [c for c in commands if c]
         line = "%s: %s" % (library, versions.get(library) or "version unknown")
         if commands:
-            line += " - " + commands[0] + (" (and the other tests alike)" if len(commands) > 1
+            line += " - " + commands[0] + (" (and the other runs alike)" if len(commands) > 1
                                            else "")
         out.append(line)
     return out
@@ -467,43 +731,190 @@ def _library_series(records: Sequence[dict], colors: dict, suffix: str = "",
     return out
 
 
-def p2p_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
-    """Seed-style point-to-point figures: every library on the same axes."""
-    p2p = [r for r in records if _is_p2p(r)]
-    libraries = p2p_libraries(p2p)
-    colors = {lib: COLORS[i % len(COLORS)] for i, lib in enumerate(libraries)}
+def _path_suffix(path: str) -> tuple:
+    """(name suffix, title suffix) of a figure of @path."""
+    return ("", "") if path == "on-node" else ("-" + _name(path), " - %s" % P2P_PATHS.get(path, path))
+
+
+def _mark_unforced(series: list, checks: dict) -> None:
+    """Label the network-path lines of libraries whose path check failed."""
+    for line in series:
+        check = checks.get(line.label.split()[0])
+        if check is not None and check.network is False:
+            line.label += " (NOT off shared memory)"
+
+
+def _p2p_two_rank_figures(p2p: list, records: Sequence[dict], description: Optional[dict],
+                          path: str, colors: dict, checks: dict) -> list:
+    name_suffix, title_suffix = _path_suffix(path)
+    where = ("2 ranks on-node" if path == "on-node" else
+             "2 ranks, forced through each library's network path (see the path check)")
     out = []
-    tests = list(P2P_LATENCY) + sorted({str(r.get("test")) for r in p2p
-                                        if r.get("metric") == "latency"} - set(P2P_LATENCY)
-                                       - set(P2P_BANDWIDTH))
+    tests = list(P2P_LATENCY) + sorted(
+        {str(r.get("test")) for r in p2p if r.get("metric") == "latency"}
+        - set(P2P_LATENCY) - set(P2P_BANDWIDTH) - set(P2P_MULTIPAIR) - {P2P_DISTANCE})
     for test in tests:
         members = [r for r in p2p if r.get("test") == test and r.get("metric") == "latency"]
         series = _library_series(members, colors)
         if not series or max(len(s.points) for s in series) < 2:
             continue
+        if path != "on-node":
+            _mark_unforced(series, checks)
         unit = members[0].get("unit", "us")
         out.append(Figure(
-            "MPI %s: latency against size" % P2P_LATENCY.get(test, test),
-            "Time per message of %s (bench/mpi_p2p.c, 2 ranks on-node; the half round trip "
+            "MPI %s: latency against size%s" % (P2P_LATENCY.get(test, test), title_suffix),
+            "Time per message of %s (bench/mpi_p2p.c, %s; the half round trip "
             "for ping-pongs), log-log, one line per MPI library measured in the same run "
-            "(size 0 is in the tables only). %s" % (test, UNSETTLED_NOTE),
-            "message size (bytes)", "latency (%s)" % unit, series, name="p2p-%s" % test,
-            log=True, source=_source_p2p(records, description, [test],
-                                         [s.label.split()[0] for s in series])))
+            "(size 0 is in the tables only). %s" % (test, where, UNSETTLED_NOTE),
+            "message size (bytes)", "latency (%s)" % unit, series,
+            name="p2p%s-%s" % (name_suffix, test), log=True,
+            source=_source_p2p(records, description, [test],
+                               [s.label.split()[0] for s in series], path)))
     series = []
     for test, tag in P2P_BANDWIDTH.items():
         members = [r for r in p2p if r.get("test") == test]
         series += _library_series(members, colors, " " + tag, dashed=(tag == "bi"))
     if series and max(len(s.points) for s in series) >= 2:
+        if path != "on-node":
+            _mark_unforced(series, checks)
+        libraries = [lib for lib in p2p_libraries(p2p)
+                     if any(s.label.startswith(str(lib) + " ") for s in series)]
         out.append(Figure(
-            "MPI bandwidth against size, uni- and bidirectional",
+            "MPI bandwidth against size, uni- and bidirectional%s" % title_suffix,
             "OSU-style bandwidth (osu_bw solid, osu_bibw dashed: both directions count), "
-            "a window of non-blocking sends per sample, one colour per MPI library. MB = "
-            "10^6 bytes. %s" % UNSETTLED_NOTE,
-            "message size (bytes)", "bandwidth (MB/s)", series, name="p2p-bandwidth", log=True,
-            source=_source_p2p(records, description, list(P2P_BANDWIDTH),
-                               [lib for lib in libraries
-                                if any(s.label.startswith(lib + " ") for s in series)])))
+            "a window of non-blocking sends per sample, one colour per MPI library; %s. "
+            "MB = 10^6 bytes. %s" % (where, UNSETTLED_NOTE),
+            "message size (bytes)", "bandwidth (MB/s)", series,
+            name="p2p%s-bandwidth" % name_suffix, log=True,
+            source=_source_p2p(records, description, list(P2P_BANDWIDTH), libraries, path)))
+    return out
+
+
+DASHES = (None, "6 3", "2 3", "8 3 2 3")
+
+
+def _oversubscribed_text(members: Sequence[dict]) -> str:
+    """Which pair counts ran with more ranks than cores (from the records)."""
+    over = sorted({int(r.get("pairs") or 0) for r in members if r.get("oversubscribed")})
+    if not over:
+        return "No run was oversubscribed."
+    return ("N = %s ran with more ranks than the machine has cores (oversubscribed: ranks "
+            "share cores, so these points measure the scheduler as much as the library)."
+            % ", ".join(str(n) for n in over))
+
+
+def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Optional[dict],
+                           path: str, colors: dict) -> list:
+    """Latency under load against N, and aggregate bandwidth against size per
+    N (seed 000 Fig. 9 and 12, seed 001 Fig. 5 and 6)."""
+    name_suffix, title_suffix = _path_suffix(path)
+    out = []
+    latency = [r for r in p2p if r.get("test") == "multipair_latency"
+               and _number(r.get("median")) is not None and _number(r.get("pairs"))]
+    libraries = [str(lib) for lib in p2p_libraries(latency)]
+    sizes = sorted({float(r["size"]) for r in latency if _number(r.get("size"))})
+    # the seeds hold small sizes constant: the smallest and the largest <= 1 KB
+    small = [size for size in sizes if size <= 1024]
+    chosen = sorted({small[0], small[-1]}) if small else sizes[:1]
+    series = []
+    for library in libraries:
+        for index, size in enumerate(chosen):
+            members = [r for r in latency if str(r.get("library")) == library
+                       and float(r["size"]) == size]
+            if not members:
+                continue
+            line = Series("%s %s B" % (library, format_size(size)), color=colors.get(library),
+                          dasharray=DASHES[index % len(DASHES)])
+            line.points = [(float(r["pairs"]), float(r["median"]), results.is_settled(r))
+                           for r in members]
+            series.append(line)
+    if series and max(len(s.points) for s in series) >= 2:
+        out.append(Figure(
+            "MPI latency under load: pairs ping-ponging at once%s" % title_suffix,
+            "multipair (bench/mpi_p2p.c with 2N ranks): pairs (i, i+N) ping-pong "
+            "MPI_Send/MPI_Recv at the same time; the mean over the pairs of each pair's half "
+            "round trip against N, the size held constant per line (after seed 000 Fig. 9 and "
+            "seed 001 Fig. 6). %s %s" % (_oversubscribed_text(latency), UNSETTLED_NOTE),
+            "pairs at once (N)", "latency per pair (us)", series,
+            name="p2p%s-multipair-latency" % name_suffix,
+            xticks=sorted({x for line in series for x, _, _ in line.points}),
+            source=_source_p2p(records, description, ["multipair"], libraries, path)))
+    bandwidth = [r for r in p2p if r.get("test") == "multipair_bandwidth"
+                 and _number(r.get("pairs"))]
+    pairs = sorted({int(r["pairs"]) for r in bandwidth})
+    series = []
+    for library in [str(lib) for lib in p2p_libraries(bandwidth)]:
+        for index, n in enumerate(pairs):
+            members = [r for r in bandwidth if str(r.get("library")) == library
+                       and int(r["pairs"]) == n]
+            for line in build_series(members):
+                line.label = "%s N=%d%s" % (library, n, " (oversubscribed)"
+                                            if any(r.get("oversubscribed") for r in members)
+                                            else "")
+                line.color = colors.get(library)
+                line.dasharray = DASHES[index % len(DASHES)]
+                series.append(line)
+    if series and max(len(s.points) for s in series) >= 2:
+        out.append(Figure(
+            "MPI aggregate ping-pong bandwidth with N pairs%s" % title_suffix,
+            "multipair: the sum over the N pairs of 2 x size / round trip, against size, one "
+            "line per library and N (after seed 000 Fig. 12 and seed 001 Fig. 5). MB = 10^6 "
+            "bytes. %s %s" % (_oversubscribed_text(bandwidth), UNSETTLED_NOTE),
+            "message size (bytes)", "aggregate bandwidth (MB/s)", series,
+            name="p2p%s-multipair-bandwidth" % name_suffix, log=True,
+            source=_source_p2p(records, description, ["multipair"],
+                               [str(lib) for lib in p2p_libraries(bandwidth)], path)))
+    return out
+
+
+def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Optional[dict],
+                         path: str, colors: dict) -> list:
+    """Bandwidth against size for each rank distance d (seed 002 Fig. 2-3)."""
+    name_suffix, title_suffix = _path_suffix(path)
+    members = [r for r in p2p if r.get("test") == P2P_DISTANCE and _number(r.get("distance"))]
+    distances = sorted({int(r["distance"]) for r in members})
+    series = []
+    for library in [str(lib) for lib in p2p_libraries(members)]:
+        for index, d in enumerate(distances):
+            group = [r for r in members if str(r.get("library")) == library
+                     and int(r["distance"]) == d]
+            for line in build_series(group):
+                line.label = "%s d=%d%s" % (library, d, " (oversubscribed)" if any(
+                    r.get("oversubscribed") for r in group) else "")
+                line.color = colors.get(library)
+                line.dasharray = DASHES[index % len(DASHES)]
+                series.append(line)
+    if not series or max(len(s.points) for s in series) < 2:
+        return []
+    ranks = sorted({int(r.get("ranks") or 0) for r in members})
+    return [Figure(
+        "MPI distance sensitivity: rank 0 with rank d%s" % title_suffix,
+        "pingpong_distance: IMB PingPong bandwidth (size / half round trip) of rank 0 with "
+        "each rank d of a job of %s ranks (after seed 002 Fig. 2-3). On one host of few "
+        "cores d only changes which core the peer runs on; the quick profile has 2 ranks "
+        "(d = 1 only), the full one 4 (oversubscribed on 2 cores). MB = 10^6 bytes. %s"
+        % (" or ".join(str(n) for n in ranks), UNSETTLED_NOTE),
+        "message size (bytes)", "bandwidth (MB/s)", series,
+        name="p2p%s-distance" % name_suffix, log=True,
+        source=_source_p2p(records, description, [P2P_DISTANCE],
+                           [str(lib) for lib in p2p_libraries(members)], path))]
+
+
+def p2p_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
+    """Seed-style point-to-point figures, on-node then network path: every
+    library on the same axes."""
+    p2p = [r for r in records if _is_p2p(r)]
+    libraries = p2p_libraries(p2p)
+    colors = {lib: COLORS[i % len(COLORS)] for i, lib in enumerate(libraries)}
+    checks = {check.library: check for check in path_checks(p2p)}
+    out = []
+    for path in list(P2P_PATHS) + sorted({p2p_path(r) for r in p2p} - set(P2P_PATHS)):
+        members = [r for r in p2p if p2p_path(r) == path]
+        if not members:
+            continue
+        out += _p2p_two_rank_figures(members, records, description, path, colors, checks)
+        out += _p2p_distance_figure(members, records, description, path, colors)
+        out += _p2p_multipair_figures(members, records, description, path, colors)
     return out
 
 
@@ -681,6 +1092,7 @@ class LibraryRatio:
     test: str
     metric: str
     unit: str
+    shape: str = ""  # the path and job shape when not on-node with 2 ranks
     ratios: list = field(default_factory=list)  # (size, a/b)
     dropped: Counter = field(default_factory=Counter)  # reason -> sizes
 
@@ -710,24 +1122,40 @@ def _comparable(a: dict, b: dict) -> Optional[str]:
     return None
 
 
+def _shape(record: dict) -> str:
+    """The path and job shape of a p2p record, "" for on-node with 2 ranks:
+    records of different shapes are never compared."""
+    parts = [] if p2p_path(record) == "on-node" else [p2p_path(record)]
+    if _number(record.get("pairs")) and int(record["pairs"]) > 1:
+        parts.append("%d pairs" % int(record["pairs"]))
+    if _number(record.get("distance")) is not None:
+        parts.append("d=%d" % int(record["distance"]))
+    if record.get("off_cache"):
+        parts.append("off-cache")
+    return ", ".join(parts)
+
+
 def library_ratios(records: Iterable[dict]) -> list:
     """Library against library for each p2p test: the ratio at each size
     where both records are settled and in the same state; the rest counted
     as dropped, by reason."""
-    table = OrderedDict()  # (test, metric, unit) -> library -> size -> record
+    # (test, metric, unit, shape) -> library -> size -> record
+    table = OrderedDict()
     for record in records:
         if not _is_p2p(record):
             continue
         size, median = _number(record.get("size")), _number(record.get("median"))
         if size is None or median is None or median <= 0:
             continue
-        key = (str(record.get("test")), str(record.get("metric")), str(record.get("unit")))
+        key = (str(record.get("test")), str(record.get("metric")), str(record.get("unit")),
+               _shape(record))
         table.setdefault(key, OrderedDict()).setdefault(
             str(record.get("library")), {})[size] = record
-    order = {test: i for i, test in enumerate(list(P2P_LATENCY) + list(P2P_BANDWIDTH))}
+    order = {test: i for i, test in enumerate(list(P2P_LATENCY) + list(P2P_BANDWIDTH)
+                                              + [P2P_DISTANCE] + list(P2P_MULTIPAIR))}
     libraries = [str(lib) for lib in p2p_libraries(records)]
     out = []
-    for key in sorted(table, key=lambda k: (order.get(k[0], len(order)), k)):
+    for key in sorted(table, key=lambda k: (k[3] != "", k[3], order.get(k[0], len(order)), k)):
         by_library = table[key]
         for i, a in enumerate(libraries):
             for b in libraries[i + 1:]:
@@ -772,10 +1200,223 @@ def _library_ratio_section(records: Sequence[dict]) -> list:
         out.append('<tr class="library-ratio"><td class="text">%s</td><td class="text">%s</td>'
                    '<td class="text">%s</td><td class="text">%s</td><td>%s</td><td>%s</td>'
                    '<td>%d</td><td class="text">%s</td></tr>'
-                   % (esc(row.a), esc(row.b), esc(row.test), esc(row.metric),
+                   % (esc(row.a), esc(row.b),
+                      esc(row.test + (" [%s]" % row.shape if row.shape else "")), esc(row.metric),
                       "%.3f" % median if median is not None else "-",
                       "%.3f-%.3f" % spread if spread else "-", len(row.ratios), esc(dropped)))
     out.append("</table></div>")
+    return out
+
+
+def _path_check_section(records: Sequence[dict]) -> list:
+    """Whether each library's network path really left shared memory."""
+    esc = html.escape
+    checks = path_checks(records)
+    if not checks:
+        return []
+    out = ["<h2>Network path check</h2>",
+           "<p>Each MPI library also ran with its network path forced on this one host "
+           "(<code>path</code> = <code>network</code> in <code>p2p.jsonl</code>; how, per "
+           "library, in the last column). A path counts as network-like when the library's "
+           "pingpong_standard at the smallest size measured on both paths is at least "
+           "%gx its on-node time, or when its ranks were on different (virtual) nodes, "
+           "which cannot share memory (Postbox: <code>placement</code> "
+           "<code>off-node</code>); otherwise its network figures are labelled "
+           "<em>NOT off shared memory</em> and should not be read as network figures.</p>"
+           % PATH_FACTOR,
+           '<table><tr><th class="text">library</th><th>size</th><th>on-node (us)</th>'
+           '<th>network (us)</th><th>network / on-node</th><th class="text">verdict</th>'
+           '<th class="text">how</th></tr>']
+    for check in checks:
+        if check.network is None:
+            verdict = "not checked"
+        elif check.ratio is not None and check.ratio >= PATH_FACTOR:
+            verdict = '<span class="ok">network-like</span>'
+        elif check.network:
+            verdict = '<span class="ok">off-node</span> (different nodes)'
+        else:
+            verdict = '<span class="fail">NOT off shared memory</span>'
+        out.append('<tr class="path-check"><td class="text">%s</td><td>%s</td><td>%s</td>'
+                   '<td>%s</td><td>%s</td><td class="text">%s</td><td class="text">%s</td>'
+                   '</tr>' % (esc(check.library),
+                              esc(format_size(check.size)) if check.size is not None else "-",
+                              esc(format_value(check.on_node)),
+                              esc(format_value(check.network_us)),
+                              "%.1f" % check.ratio if check.ratio is not None else "-",
+                              verdict, esc(check.how)))
+    out.append("</table>")
+    return out
+
+
+# ---- the seeds' tables ----------------------------------------------------
+
+# The seeds' own values, typed from the seed texts (shared/seeds/), to print
+# beside this machine's: seed 000 is "MPI over the Sun Fire Link" (Sun Fire
+# Link, RSM), seed 001 the Sun MPI over RSM paper.
+SEED_TABLES = {
+    "000-IV": {
+        "title": "Half-way ping-pong latency for small message sizes (us)",
+        "cite": "seed 000, Table IV (Sun MPI over the Sun Fire Link; on-node: one SMP, "
+                "off-node: two)",
+        # size: (on-node, off-node)
+        "rows": {1: (2.8, 5.0), 2: (2.8, 4.9), 4: (2.8, 5.0), 8: (2.8, 5.0), 16: (2.9, 5.9),
+                 32: (3.1, 6.0)},
+    },
+    "000-V": {
+        "title": "Short message latency (us) against other interconnects",
+        "cite": "seed 000, Table V (best reported MPI short-message latencies; Sun Fire "
+                "Link* is the seed's own measurement)",
+        "rows": (("QsNet", 4.6), ("QsNet II", 3.0), ("Myrinet (D card)", 6.7),
+                 ("Myrinet (E card)", 3.5), ("InfiniBand", 6.8), ("Sun Fire Link (Sun)", 3.7),
+                 ("Sun Fire Link*", 5.0)),
+        "note": "QsNet II is given as ~3",
+    },
+    "000-VI": {
+        "title": "MPI bandwidth (MB/s) against other interconnects",
+        "cite": "seed 000, Table VI (reported MPI bandwidths; Sun Fire Link* is the seed's "
+                "own off-node unidirectional measurement)",
+        "rows": (("QsNet", 308.0), ("QsNet II", 900.0), ("Myrinet (D card)", 235.0),
+                 ("Myrinet (E card)", 495.0), ("InfiniBand", 841.0),
+                 ("Sun Fire Link (Sun)", 792.0), ("Sun Fire Link*", 695.0)),
+    },
+    "001-1": {
+        "title": "MPI ping-pong metrics, single pair",
+        "cite": "seed 001, Table 1 (Sun MPI over RSM on the Sun Fire Link: latency of a "
+                "zero-length ping-pong, half the round trip; ping-pong bandwidth)",
+        # metric: (on-node, off-node)
+        "rows": {"latency (us)": (1.5, 3.7), "bandwidth (MB/s)": (806.0, 867.0)},
+    },
+}
+
+
+@dataclass
+class Cell:
+    """One of this machine's values in a seed table, and where it came from."""
+
+    value: Optional[float]
+    record: Optional[dict] = None
+
+    def html(self) -> str:
+        if self.value is None or self.record is None:
+            return "<td>-</td>"
+        r = self.record
+        origin = "%s %s, %s B, %s path%s" % (
+            r.get("library"), r.get("test"), format_size(r.get("size") or 0), p2p_path(r),
+            "" if results.is_settled(r) else ", unsettled")
+        return '<td title="%s"%s>%s</td>' % (html.escape(origin), "" if results.is_settled(r)
+                                             else ' class="unsettled-cell"',
+                                             html.escape(format_value(self.value)))
+
+
+def _p2p_pick(records: Sequence[dict], library: str, test: str, path: str,
+              size: Optional[float] = None, pairs: Optional[int] = None,
+              best: bool = False) -> Cell:
+    """The record of @library's @test on @path at @size (or, @best, the one
+    with the highest median over sizes), settled ones first."""
+    members = [r for r in records if _is_p2p(r) and str(r.get("library")) == library
+               and r.get("test") == test and p2p_path(r) == path
+               and _number(r.get("median")) is not None
+               and (size is None or _number(r.get("size")) == size)
+               and (pairs is None or int(r.get("pairs") or 1) == pairs)]
+    settled = [r for r in members if results.is_settled(r)] or members
+    if not settled:
+        return Cell(None)
+    record = max(settled, key=lambda r: float(r["median"])) if best else settled[-1]
+    return Cell(float(record["median"]), record)
+
+
+def _smallest_latency(records: Sequence[dict], library: str, path: str) -> Cell:
+    """pingpong_standard at its smallest size (0 B when measured)."""
+    sizes = sorted({_number(r.get("size")) for r in records if _is_p2p(r)
+                    and str(r.get("library")) == library and r.get("test") == "pingpong_standard"
+                    and p2p_path(r) == path and _number(r.get("size")) is not None})
+    return _p2p_pick(records, library, "pingpong_standard", path, sizes[0]) if sizes \
+        else Cell(None)
+
+
+def _pingpong_bandwidth(records: Sequence[dict], library: str, path: str) -> Cell:
+    """Single-pair ping-pong bandwidth, the best over sizes: multipair with
+    N = 1 (2 x size / round trip), else pingpong_distance at d = 1 (the same
+    quantity)."""
+    cell = _p2p_pick(records, library, "multipair_bandwidth", path, pairs=1, best=True)
+    if cell.value is None:
+        members = [r for r in records if int(r.get("distance") or 0) == 1]
+        cell = _p2p_pick(members, library, P2P_DISTANCE, path, best=True)
+    return cell
+
+
+def _seed_table_html(key: str, head: list, rows: list, what: str) -> list:
+    seed = SEED_TABLES[key]
+    esc = html.escape
+    out = ['<h3 id="seed-%s">%s</h3>' % (esc(key), esc(seed["title"])),
+           '<p class="cite">Seed values: %s%s. This machine: %s Hover a value for the record '
+           'it comes from; grey italics: unsettled.</p>'
+           % (esc(seed["cite"]), "; " + esc(seed["note"]) if seed.get("note") else "", what),
+           '<div class="wide"><table class="seed-table"><tr>%s</tr>'
+           % "".join('<th%s>%s</th>' % (' class="text"' if i == 0 else "", esc(h))
+                     for i, h in enumerate(head))]
+    for row in rows:
+        out.append("<tr>%s</tr>" % "".join(
+            cell.html() if isinstance(cell, Cell) else
+            ('<td class="text">%s</td>' % esc(str(cell)) if isinstance(cell, str)
+             else "<td>%s</td>" % esc(format_value(cell)))
+            for cell in row))
+    out.append("</table></div>")
+    return out
+
+
+def seed_tables_section(records: Sequence[dict]) -> list:
+    """Seed 000 Tables IV-VI and seed 001 Table 1 with this machine's values
+    beside the seeds' own (on-node, and the network path for off-node)."""
+    p2p = [r for r in records if _is_p2p(r)]
+    libraries = [str(lib) for lib in p2p_libraries(p2p)]
+    if not libraries:
+        return []
+    out = ["<h2>The seeds' tables</h2>",
+           "<p>The seeds' own figures, for reference, beside the same quantities measured in "
+           "this run. The seeds' off-node column is set against each library's network path "
+           "on this one host (TCP on loopback, not a cluster interconnect).</p>"]
+    table = SEED_TABLES["000-IV"]
+    head = ["size (B)", "seed on-node", "seed off-node"]
+    for library in libraries:
+        head += ["%s on-node" % library, "%s network" % library]
+    rows = []
+    for size, (on, off) in table["rows"].items():
+        row = [format_size(size), on, off]
+        for library in libraries:
+            row += [_p2p_pick(p2p, library, "pingpong_standard", "on-node", size),
+                    _p2p_pick(p2p, library, "pingpong_standard", "network", size)]
+        rows.append(row)
+    out += _seed_table_html("000-IV", head, rows,
+                            "pingpong_standard (MPI_Send/MPI_Recv half round trip) of each "
+                            "library at the same sizes.")
+    for key, what, pick in (
+            ("000-V", "each library's pingpong_standard at its smallest size (0 B), on-node "
+             "and through its network path.", _smallest_latency),
+            ("000-VI", "each library's best bandwidth_uni (osu_bw) over sizes, on-node and "
+             "through its network path.",
+             lambda recs, lib, path: _p2p_pick(recs, lib, "bandwidth_uni", path, best=True))):
+        rows = [[name, value, "", ""] for name, value in SEED_TABLES[key]["rows"]]
+        for library in libraries:
+            rows.append(["%s (this machine)" % library, "", pick(p2p, library, "on-node"),
+                         pick(p2p, library, "network")])
+        out += _seed_table_html(key, ["interconnect / library", "seed", "on-node", "network"],
+                                rows, what)
+    table = SEED_TABLES["001-1"]
+    head = ["metric", "seed on-node", "seed off-node"]
+    for library in libraries:
+        head += ["%s on-node" % library, "%s network" % library]
+    rows = []
+    for metric, (on, off) in table["rows"].items():
+        pick = _smallest_latency if metric.startswith("latency") else _pingpong_bandwidth
+        row = [metric, on, off]
+        for library in libraries:
+            row += [pick(p2p, library, "on-node"), pick(p2p, library, "network")]
+        rows.append(row)
+    out += _seed_table_html("001-1", head, rows,
+                            "latency: pingpong_standard at its smallest size (0 B); "
+                            "bandwidth: the best over sizes of the single-pair ping-pong "
+                            "bandwidth (multipair with N = 1: 2 x size / round trip).")
     return out
 
 
@@ -792,7 +1433,8 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right;
          white-space: nowrap; }
 .wide { overflow-x: auto; }
 th { background: #f0f0f0; } td.text, th.text { text-align: left; }
-tr.unsettled td { color: #999; font-style: italic; }
+tr.unsettled td, td.unsettled-cell { color: #999; font-style: italic; }
+p.cite { max-width: 900px; font-size: 0.85em; color: #444; }
 .ok { color: #15803d; font-weight: bold; } .fail { color: #b91c1c; font-weight: bold; }
 .figures { display: flex; flex-wrap: wrap; gap: 1.5em; }
 figure { margin: 0; } figcaption { max-width: 560px; font-size: 0.85em; color: #555; }
@@ -839,6 +1481,24 @@ def _machine_section(description: Optional[dict]) -> list:
                 '<td class="text">%s</td>' % esc(format_value(entry.get(key)))
                 for key in ("label", "origin", "library_version", "mpicc", "built")))
         out.append("</table></div>")
+        limits = [(entry.get("label"), limit) for entry in libraries
+                  for limit in entry.get("thresholds") or [] if isinstance(limit, dict)]
+        if limits:
+            out.append('<p>Protocol thresholds (each library\'s own tool, read before the '
+                       'run; the two-rank tests also measured value - 1, value and value + 1 '
+                       'where the value is a size between 2 B and 4 MB):</p>'
+                       '<div class="wide"><table><tr><th class="text">library</th>'
+                       '<th class="text">path</th><th class="text">parameter</th>'
+                       '<th>value (B)</th><th class="text">meaning</th>'
+                       '<th class="text">from</th></tr>')
+            for label, limit in limits:
+                out.append('<tr class="threshold"><td class="text">%s</td><td class="text">%s'
+                           '</td><td class="text">%s</td><td>%s</td><td class="text">%s</td>'
+                           '<td class="text"><code>%s</code></td></tr>'
+                           % tuple(esc(format_value(value)) for value in (
+                               label, limit.get("path"), limit.get("name"), limit.get("value"),
+                               limit.get("meaning"), limit.get("source"))))
+            out.append("</table></div>")
     parts = [entry for entry in description.get("parts") or [] if isinstance(entry, dict)]
     if parts:
         out.append('<p>Parts of the run:</p><table><tr><th class="text">part</th>'
@@ -930,22 +1590,29 @@ def _tables(records: Sequence[dict]) -> list:
     return out
 
 
-def _figure_html(figure: Figure) -> str:
+def _figure_html(figure: Figure, png: bool = False) -> str:
     esc = html.escape
     source = ""
     if figure.source:
         source = '<p class="source">Produced by: %s</p>' % "<br>".join(
             "<code>%s</code>" % esc(line) for line in figure.source)
-    return ('<figure id="figure-%s"><h3>%s</h3>%s<figcaption>%s%s Also in <code>fig-%s.svg'
-            '</code>.</figcaption>%s</figure>'
+    files = '<a href="fig-%s.svg"><code>fig-%s.svg</code></a>' % (esc(figure.name),
+                                                                   esc(figure.name))
+    if png:
+        files += ' and <a href="fig-%s.png"><code>fig-%s.png</code></a>' % (
+            esc(figure.name), esc(figure.name))
+    return ('<figure id="figure-%s"><h3>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
+            '%s</figure>'
             % (esc(figure.name), esc(figure.title), svg_plot(figure), esc(figure.caption),
-               "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE,
-               esc(figure.name), source))
+               "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE, files,
+               source))
 
 
 def render(records: Sequence[dict], description: Optional[dict] = None,
-           title: str = "Postbox results", plots: Optional[list] = None) -> str:
-    """The whole page as a string."""
+           title: str = "Postbox results", plots: Optional[list] = None,
+           png: bool = False) -> str:
+    """The whole page as a string; @png: the figures' PNG files were
+    written beside their SVG files."""
     esc = html.escape
     unsettled = sum(1 for r in records if not results.is_settled(r))
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -959,14 +1626,19 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _machine_section(description)
     out.append("<h2>Acceptance ratios</h2>")
     out += _ratio_section(records)
+    out += _path_check_section(records)
     out += _library_ratio_section(records)
+    out += seed_tables_section(records)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")
         out.append('<div class="figures">')
         for figure in plots:
-            out.append(_figure_html(figure))
+            out.append(_figure_html(figure, png))
         out.append("</div>")
+        if not png:
+            out.append("<p>PNG copies of the figures were not written: %s.</p>"
+                       % esc(png_available() or "not asked for"))
     out.append("<h2>Measurements</h2>")
     out += _tables(records)
     out.append("</body></html>")
@@ -986,6 +1658,7 @@ def write(directory: Path, records: Optional[Sequence[dict]] = None) -> Path:
     title = "Postbox results: %s" % directory.resolve().name
     plots = figures(records, description)
     names = set()
+    no_png = png_available()
     for figure in plots:
         svg = svg_plot(figure)
         if not svg:
@@ -994,11 +1667,14 @@ def write(directory: Path, records: Optional[Sequence[dict]] = None) -> Path:
         names.add(path.name)
         path.write_text('<?xml version="1.0" encoding="utf-8"?>\n' + svg + "\n",
                         encoding="utf-8")
-    for stale in directory.glob("fig-*.svg"):
+        if no_png is None and png_plot(figure, path.with_suffix(".png")):
+            names.add(path.with_suffix(".png").name)
+    for stale in list(directory.glob("fig-*.svg")) + list(directory.glob("fig-*.png")):
         if stale.name not in names:
             stale.unlink()
     page = directory / "index.html"
     tmp = directory / "index.html.tmp"
-    tmp.write_text(render(records, description, title, plots), encoding="utf-8")
+    tmp.write_text(render(records, description, title, plots, png=no_png is None),
+                   encoding="utf-8")
     tmp.replace(page)
     return page

@@ -119,6 +119,7 @@ FAKE_MPIEXEC = '''\
 #!{python}
 import os, sys
 args = sys.argv[1:]
+os.environ["FAKE_MPI_RANKS"] = args[args.index("-n") + 1]
 args = args[args.index("-n") + 2:]
 os.execv(args[0], args)
 '''
@@ -133,13 +134,28 @@ from samples import p2p_records
 args = sys.argv[1:]
 library, test = args[args.index("--library") + 1], args[args.index("--tests") + 1]
 out = args[args.index("--json") + 1]
-if os.environ.get("FAKE_MPI_FAIL") == library + "/" + test:
+path = args[args.index("--path") + 1] if "--path" in args else "on-node"
+ranks = int(os.environ.get("FAKE_MPI_RANKS", "2"))
+if os.environ.get("FAKE_MPI_FAIL") in (library + "/" + test, library + "/" + path + "/" + test):
     print("fake mpi_p2p: MPI_Recv: truncated", file=sys.stderr)
     sys.exit(1)
+fields = dict(path=path, transport=args[args.index("--transport") + 1], ranks=ranks)
+if test == "multipair":
+    fields["pairs"] = ranks // 2
+    records = p2p_records(library, tests=["multipair_latency", "multipair_bandwidth"],
+                          sizes=(1, 64, 4096), **fields)
+elif test == "pingpong_distance":
+    records = [dict(r, distance=d) for d in range(1, ranks)
+               for r in p2p_records(library, tests=[test], sizes=(1, 64, 4096), **fields)]
+else:
+    records = p2p_records(library, tests=[test], **fields)
+if path == "network":
+    for rec in records:
+        rec["median"] = rec["median"] * 10 if rec["metric"] == "latency" else rec["median"] / 10
 with open(out, "a") as handle:
-    for rec in p2p_records(library, tests=[test]):
+    for rec in records:
         handle.write(json.dumps(rec) + "\\n")
-print("fake mpi_p2p %s %s" % (library, test))
+print("fake mpi_p2p %s %s %s" % (library, test, path))
 '''
 
 

@@ -56,7 +56,8 @@ def p2p_records(library: str, tests=P2P_TESTS, sizes=(0, 1, 64, 4096, 65536),
     bandwidth = 1000 / scale MB/s."""
     out = []
     for test in tests:
-        bandwidth = test.startswith("bandwidth")
+        bandwidth = test.startswith("bandwidth") or test in ("multipair_bandwidth",
+                                                             "pingpong_distance")
         for size in sizes:
             if bandwidth and size == 0:
                 continue

@@ -160,13 +160,16 @@ def test_all_unsettled_pair_has_no_ratio():
 def test_page_in_headless_chromium(results_dir, tmp_path):
     page = report.write(results_dir)
     profile = tmp_path / "chromium-profile"
+    # --no-sandbox: CI runs as root, where chromium refuses its sandbox;
+    # --enable-logging=stderr: the page's console messages come on stderr
     argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
             "--disable-background-networking", "--no-first-run", "--disable-dev-shm-usage",
+            "--enable-logging=stderr", "--v=0",
             "--user-data-dir=%s" % profile, "--dump-dom", page.resolve().as_uri()]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", start_new_session=True)
     try:
-        dom, _ = process.communicate(timeout=90)
+        dom, log = process.communicate(timeout=90)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
@@ -187,8 +190,177 @@ def test_page_in_headless_chromium(results_dir, tmp_path):
         assert "<path" in match.group(1)  # its lines were parsed as SVG
     assert dom.count("<svg") == len(figures)
     assert "Library against library" in dom
+    # no console message from the page (it has no scripts: any would be an error)
+    assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
 
 
 def test_sample_records_are_complete():
     for rec in _mixed() + net_records():
         assert set(record()) <= set(rec)
+
+
+# ---- network path, multipair, distance -------------------------------------
+
+def _paths() -> list:
+    """Two libraries on both paths: openmpi's network path is TCP-like (10x
+    slower), mpich's is not (1.5x: still shared memory)."""
+    out = []
+    for library, factor in (("mpich", 1.5), ("openmpi", 10.0)):
+        out += p2p_records(library, tests=["pingpong_standard", "bandwidth_uni"])
+        for rec in p2p_records(library, tests=["pingpong_standard", "bandwidth_uni"],
+                               path="network", transport="tcp", path_how="how " + library):
+            if rec["metric"] == "latency":
+                rec["median"] *= factor
+            out.append(rec)
+    return out
+
+
+def _shapes() -> list:
+    out = []
+    for library in ("mpich", "openmpi"):
+        for pairs in (1, 2):
+            out += p2p_records(library, tests=["multipair_latency", "multipair_bandwidth"],
+                               sizes=(1, 64, 4096, 65536), pairs=pairs, ranks=2 * pairs,
+                               oversubscribed=pairs > 1, path="on-node")
+        for d in (1, 2):
+            out += p2p_records(library, tests=["pingpong_distance"], sizes=(64, 4096, 65536),
+                               distance=d, ranks=3)
+    return out
+
+
+def test_path_checks_tell_network_like_from_shared_memory():
+    checks = {c.library: c for c in report.path_checks(_paths())}
+    assert checks["openmpi"].network is True and checks["openmpi"].size == 0
+    assert checks["openmpi"].ratio == pytest.approx(10.0)
+    assert checks["mpich"].network is False
+    assert "NOT forced off shared memory" in checks["mpich"].text()
+    assert checks["openmpi"].describe()["how"] == "how openmpi"
+    # a library measured on-node only has nothing to check
+    assert report.path_checks(p2p_records("mpich")) == []
+    # ranks on two virtual nodes are off-node by construction, even when the
+    # on-node path is slower still
+    slow = p2p_records("postbox", tests=["pingpong_standard"], scale=100.0)
+    slow += p2p_records("postbox", tests=["pingpong_standard"], path="network",
+                        placement="off-node", nodes=2, transport="tcp")
+    check = report.path_checks(slow)[0]
+    assert check.ratio < 1 and check.network is True and check.off_node
+    assert "off-node by construction" in check.text()
+
+
+def test_network_path_figures_apart_with_the_unforced_library_marked():
+    figures = {f.name: f for f in report.p2p_figures(_paths())}
+    assert "p2p-pingpong_standard" in figures and "p2p-network-pingpong_standard" in figures
+    assert "p2p-network-bandwidth" in figures
+    labels = [s.label for s in figures["p2p-network-pingpong_standard"].series]
+    assert labels == ["mpich (NOT off shared memory)", "openmpi"]
+    assert [s.label for s in figures["p2p-pingpong_standard"].series] == ["mpich", "openmpi"]
+    assert "network path" in figures["p2p-network-pingpong_standard"].title
+    page = report.render(_paths())
+    assert "Network path check" in page and page.count('<tr class="path-check">') == 2
+    # records of the two paths are never compared with each other
+    rows = report.library_ratios(_paths())
+    shapes = {(r.test, r.shape) for r in rows}
+    assert ("pingpong_standard", "") in shapes and ("pingpong_standard", "network") in shapes
+    standard = [r for r in rows if r.test == "pingpong_standard" and r.shape == "network"][0]
+    assert standard.median == pytest.approx(1.5 / 10.0)
+
+
+def test_multipair_and_distance_figures():
+    figures = {f.name: f for f in report.p2p_figures(_shapes())}
+    latency = figures["p2p-multipair-latency"]
+    # N on the x axis, one line per library and small size held constant
+    assert [s.label for s in latency.series] == ["mpich 1 B", "mpich 64 B", "openmpi 1 B",
+                                                  "openmpi 64 B"]
+    assert sorted(x for x, _, _ in latency.series[0].points) == [1.0, 2.0]
+    assert latency.xticks == [1.0, 2.0]  # whole pairs only on the axis
+    ticks = [m.text for m in report.plot_marks(latency) if m.cls == "tick"]
+    assert "1" in ticks and "2" in ticks and "1.5" not in ticks
+    assert "N = 2 ran with more ranks than the machine has cores" in latency.caption
+    bandwidth = figures["p2p-multipair-bandwidth"]
+    assert [s.label for s in bandwidth.series] == [
+        "mpich N=1", "mpich N=2 (oversubscribed)", "openmpi N=1", "openmpi N=2 (oversubscribed)"]
+    assert bandwidth.series[0].color == bandwidth.series[1].color
+    assert bandwidth.series[0].dasharray != bandwidth.series[1].dasharray
+    distance = figures["p2p-distance"]
+    assert [s.label for s in distance.series] == ["mpich d=1", "mpich d=2", "openmpi d=1",
+                                                   "openmpi d=2"]
+    assert 'stroke-dasharray="6 3"' in report.svg_plot(distance)
+    # no figure of their own for the multipair or distance tests besides these
+    assert set(figures) == {"p2p-multipair-latency", "p2p-multipair-bandwidth", "p2p-distance"}
+    shapes = {r.shape for r in report.library_ratios(_shapes())}
+    assert shapes == {"", "2 pairs", "d=1", "d=2"}
+
+
+def test_thresholds_are_listed_with_their_source():
+    description = {"mpi_libraries": [{"label": "openmpi", "thresholds": [
+        {"path": "on-node", "name": "btl_sm_eager_limit", "value": 4096,
+         "meaning": "sm BTL: largest eager (short) message",
+         "source": "ompi_info --parsable --param btl all --level 9"}]}]}
+    page = report.render(p2p_records("openmpi"), description)
+    row = re.search(r'<tr class="threshold">(.*?)</tr>', page).group(1)
+    assert "btl_sm_eager_limit" in row and ">4096<" in row and "ompi_info --parsable" in row
+
+
+def test_seed_tables_beside_this_machine():
+    records = _paths() + p2p_records("openmpi", tests=["multipair_bandwidth"],
+                                     sizes=(64, 4096), pairs=1)
+    records[-1]["median"] = 5000.0  # the best single-pair bandwidth, at 4 KB
+    page = "\n".join(report.seed_tables_section(records))
+    for key in ("000-IV", "000-V", "000-VI", "001-1"):
+        assert 'id="seed-%s"' % key in page
+    # the seed's own values, cited
+    assert "seed 000, Table IV" in page and "seed 001, Table 1" in page
+    table_iv = page[page.index('id="seed-000-IV"'):page.index('id="seed-000-V"')]
+    row = re.search(r'<tr><td class="text">1</td>(.*?)</tr>', table_iv).group(1)
+    assert "<td>2.8</td><td>5</td>" in row
+    # this machine's value with the record it came from: openmpi on-node 1 B
+    assert 'title="openmpi pingpong_standard, 1 B, on-node path">1</td>' in row
+    table_1 = page[page.index('id="seed-001-1"'):]
+    bandwidth = re.search(r"<tr><td class=\"text\">bandwidth \(MB/s\)</td>(.*?)</tr>",
+                          table_1).group(1)
+    assert "<td>806</td><td>867</td>" in bandwidth
+    assert 'title="openmpi multipair_bandwidth, 4K B, on-node path">5000</td>' in bandwidth
+    assert "QsNet II" in page and "<td>841</td>" in page  # Table VI, InfiniBand
+    assert report.seed_tables_section(sample_records()) == []  # no MPI records, no tables
+
+
+def test_png_beside_every_svg(results_dir):
+    if report.png_available() is not None:
+        pytest.skip(report.png_available())
+    page = report.write(results_dir).read_text()
+    svgs = sorted(p.stem for p in results_dir.glob("fig-*.svg"))
+    pngs = sorted(p.stem for p in results_dir.glob("fig-*.png"))
+    assert svgs == pngs and svgs
+    from PIL import Image
+    with Image.open(results_dir / "fig-p2p-pingpong_standard.png") as image:
+        assert image.format == "PNG"
+        assert image.size == (report.PLOT_SIZE[0] * report.PNG_SCALE,
+                              report.PLOT_SIZE[1] * report.PNG_SCALE)
+        # something was drawn in the series' colours, not just a white page
+        colours = {colour for _, colour in image.getcolors(1 << 20)}
+        assert (0x1f, 0x77, 0xb4) in colours
+    assert 'href="fig-p2p-pingpong_standard.png"' in page
+    # a stale PNG goes like a stale SVG
+    (results_dir / "fig-old.png").write_bytes(b"")
+    report.write(results_dir)
+    assert not (results_dir / "fig-old.png").exists()
+
+
+def test_png_and_svg_share_their_marks():
+    figure = report.p2p_figures(_mixed())[0]
+    marks = report.plot_marks(figure)
+    svg = report.svg_plot(figure)
+    assert svg.count("<circle") == sum(1 for m in marks if m.kind == "circle")
+    assert svg.count("<path") == sum(1 for m in marks if m.kind == "path")
+    # dashes: on, off, on ... along the polyline, lengths in SVG units x scale
+    pieces = report._dashes([(0.0, 0.0), (20.0, 0.0)], "4 3", 1)
+    assert [(a[0], b[0]) for a, *_, b in pieces] == [(0, 4), (7, 11), (14, 18)]
+    assert report._dashes([(0.0, 0.0), (5.0, 0.0)], None, 2) == [[(0.0, 0.0), (5.0, 0.0)]]
+
+
+def test_without_pillow_the_page_says_so(results_dir, monkeypatch):
+    monkeypatch.setattr(report, "png_available", lambda: "Pillow is not installed")
+    page = report.write(results_dir).read_text()
+    assert not list(results_dir.glob("fig-*.png"))
+    assert "PNG copies of the figures were not written: Pillow is not installed" in page
+    assert list(results_dir.glob("fig-*.svg"))
