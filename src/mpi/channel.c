@@ -5,7 +5,9 @@
  * Inbox layout (one per rank, page aligned):
  *
  *   header      sleeping word at 0; at 64 * (1 + p): the count of this
- *               rank's postboxes to p that p consumed (written by p)
+ *               rank's postboxes to p that p consumed, then its complement
+ *               (written by p; a reader takes the pair only when they
+ *               agree, so a put torn by the transport is never believed)
  *   channel s   for each sender s: a ring of pbx_params.postboxes postboxes,
  *               then a pool of pbx_params.blocks blocks
  *
@@ -48,6 +50,7 @@ typedef struct {
     rsm_memseg_import_handle_t im;
     char *base;        /* the destination's inbox, mapped (self, shm) */
     uint64_t written;  /* postboxes written */
+    uint64_t acked;    /* postboxes the destination said it consumed */
     uint64_t blk_head; /* pool blocks allocated, ever */
     uint64_t *blk_end; /* blk_head after postbox k, at k % postboxes */
     char *scratch;     /* packing room for puts of non-contiguous data */
@@ -87,6 +90,16 @@ static long param(const char *name, long min, long max)
         return fixed;
     }
     return value;
+}
+
+/* A channel broke where no call can report it (an acknowledgement owed to a
+ * peer): its sender would wait forever, so the job ends. */
+static _Noreturn void broken(const char *what)
+{
+    char message[160];
+
+    snprintf(message, sizeof(message), "postbox mpi: rank %d: %s", pbx.rank, what);
+    postbox_job_abort(MPI_ERR_OTHER, message);
 }
 
 static size_t round_up(size_t n, size_t to)
@@ -285,7 +298,9 @@ static int out_connect(int dest)
         if (rc == RSM_SUCCESS) {
             rc = rsm_memseg_import_set_mode(o->im, RSM_BARRIER_MODE_EXPLICIT);
             o->scratch = malloc(pbx_params.block_size * (size_t)pbx_params.blocks);
-            if (rc != RSM_SUCCESS || o->scratch == NULL)
+            if (rc == RSM_SUCCESS && o->scratch == NULL)
+                rc = RSMERR_INSUFFICIENT_MEM;
+            if (rc != RSM_SUCCESS)
                 rsm_memseg_import_disconnect(o->im);
         }
         o->kind = OUT_TCP;
@@ -307,10 +322,19 @@ fail:
     return MPI_ERR_OTHER;
 }
 
+/* How many of this rank's postboxes @dest consumed: the acknowledgement
+ * pair in this inbox when it is whole and moves forward, else the last
+ * value believed. */
 static uint64_t acked_by(int dest)
 {
-    return atomic_load_explicit((_Atomic uint64_t *)(pbx.inbox + ack_offset(dest)),
-                                memory_order_acquire);
+    pbx_out_t *o = &pbx.out[dest];
+    _Atomic uint64_t *pair = (_Atomic uint64_t *)(pbx.inbox + ack_offset(dest));
+    uint64_t check = atomic_load_explicit(&pair[1], memory_order_acquire);
+    uint64_t count = atomic_load_explicit(&pair[0], memory_order_relaxed);
+
+    if (count == ~check && count > o->acked && count <= o->written)
+        o->acked = count;
+    return o->acked;
 }
 
 int pbx_postbox_free(int dest)
@@ -341,6 +365,8 @@ size_t pbx_block_room(int dest, size_t want)
     if (pbx_params.blocks >= 2 && contiguous > (uint64_t)pbx_params.blocks / 2)
         contiguous = (uint64_t)pbx_params.blocks / 2;
     room = (size_t)contiguous * pbx_params.block_size;
+    if (room > (size_t)1 << 30) /* a postbox's length is 32 bits */
+        room = (size_t)1 << 30;
     return room < want ? room : want;
 }
 
@@ -474,12 +500,13 @@ static void send_ack(int source)
     uint64_t count = in->consumed;
 
     if (PB_UNLIKELY(o->kind == OUT_NONE) && out_connect(source) != MPI_SUCCESS)
-        return;
+        broken("cannot open the channel to acknowledge to a rank");
     if (o->kind == OUT_TCP) {
+        uint64_t pair[2] = {count, ~count};
         rsm_iovec_t iov = {.io_type = RSM_VA_TYPE,
-                           .local.vaddr = (char *)&count,
+                           .local.vaddr = (char *)pair,
                            .remote_offset = ack_offset(pbx.rank),
-                           .transfer_length = sizeof(count)};
+                           .transfer_length = sizeof(pair)};
         rsm_scat_gath_t sg = {.local_nodeid = pbx.node,
                               .io_request_count = 1,
                               .flags = RSM_IMPLICIT_SIGPOST,
@@ -487,10 +514,12 @@ static void send_ack(int source)
                               .iovec = &iov};
 
         if (rsm_memseg_import_putv(&sg) != RSM_SUCCESS)
-            return;
+            broken("cannot acknowledge to a rank over tcp");
     } else if (o->kind == OUT_SHM || o->kind == OUT_SELF) {
-        atomic_store_explicit((_Atomic uint64_t *)(o->base + ack_offset(pbx.rank)), count,
-                              memory_order_release);
+        _Atomic uint64_t *pair = (_Atomic uint64_t *)(o->base + ack_offset(pbx.rank));
+
+        atomic_store_explicit(&pair[0], count, memory_order_relaxed);
+        atomic_store_explicit(&pair[1], ~count, memory_order_release);
         if (o->kind == OUT_SHM)
             wake_if_asleep(o);
     } else {

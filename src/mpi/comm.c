@@ -21,6 +21,10 @@ struct MPI_ABI_Errhandler {
     MPI_Comm_errhandler_function *function;
 };
 
+/* the handlers MPI_Comm_create_errhandler made: a handle is looked up
+ * here before it is used, never dereferenced blindly */
+static pb_mpi_registry_t errhandlers = PB_MPI_REGISTRY_INIT;
+
 enum {
     LIFE_BEFORE = 0,
     LIFE_ACTIVE,
@@ -46,7 +50,7 @@ int pb_mpi_active(void)
 static int errhandler_valid(MPI_Errhandler eh)
 {
     return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN ||
-           ((uintptr_t)eh >= PB_MPI_HANDLE_INT_BASE);
+           pb_mpi_registry_has(&errhandlers, eh);
 }
 
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
@@ -94,7 +98,7 @@ PB_EXPORT int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
     if (rc != MPI_SUCCESS)
         return rc;
     if (errhandler == MPI_ERRHANDLER_NULL || !errhandler_valid(errhandler))
-        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_set_errhandler",
+        return pb_mpi_raise(comm, MPI_ERR_ERRHANDLER, "MPI_Comm_set_errhandler",
                             "%p is not an error handler", (void *)errhandler);
     c->errhandler = errhandler;
     return MPI_SUCCESS;
@@ -132,6 +136,11 @@ PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
                             "out of memory");
     eh->function = function;
+    if (pb_mpi_registry_add(&errhandlers, eh, &(int){0}) != MPI_SUCCESS) {
+        free(eh);
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
+                            "out of memory");
+    }
     *errhandler = eh;
     return MPI_SUCCESS;
 }
@@ -203,7 +212,7 @@ static void comm_release(pb_comm_t *c)
 
 int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
 {
-    uint32_t mine = mpi.next_context, best = mine, theirs;
+    uint32_t mine = mpi.next_context, best = mine, theirs = 0;
     MPI_Request req;
     int rc = MPI_SUCCESS;
 
@@ -249,6 +258,8 @@ static pb_comm_t *comm_new(void)
     return c;
 }
 
+/* Unlink @c (its handle names nothing from now on) and free it, or leave
+ * that to the last request still using it. */
 static void comm_delete(pb_comm_t *c)
 {
     for (pb_comm_t **p = &mpi.created; *p != NULL; p = &(*p)->next) {
@@ -257,8 +268,24 @@ static void comm_delete(pb_comm_t *c)
             break;
         }
     }
+    c->freed = 1;
+    if (c->refs > 0)
+        return;
     comm_release(c);
     free(c);
+}
+
+void pb_mpi_comm_retain(pb_comm_t *comm)
+{
+    comm->refs++;
+}
+
+void pb_mpi_comm_release(pb_comm_t *comm)
+{
+    if (--comm->refs == 0 && comm->freed && comm != &mpi.world && comm != &mpi.self) {
+        comm_release(comm);
+        free(comm);
+    }
 }
 
 pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context, MPI_Errhandler errhandler)

@@ -25,6 +25,8 @@ struct MPI_ABI_Comm {
     int *local; /* rank in the communicator of each world rank, or -1 */
     MPI_Errhandler errhandler;
     char name[MPI_MAX_OBJECT_NAME];
+    int refs;  /* requests still using it (a freed one lives until 0) */
+    int freed; /* MPI_Comm_free'd: its handle no longer names it */
 };
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed
@@ -34,6 +36,11 @@ pb_comm_t *pb_mpi_comm(MPI_Comm handle);
 /* Check @handle for use by @func: MPI_SUCCESS, or the error raised
  * (MPI_ERR_COMM; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize). */
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p);
+
+/* Keep @comm alive while a request uses it, though the program frees it
+ * meanwhile (the standard allows MPI_Comm_free with operations pending). */
+void pb_mpi_comm_retain(pb_comm_t *comm);
+void pb_mpi_comm_release(pb_comm_t *comm);
 
 /* Agree with the ranks of @comm on a context id none of them uses (the
  * largest of their next free ids; the new communicator uses it and the

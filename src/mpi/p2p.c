@@ -131,7 +131,10 @@ static struct {
     control_t **controls; /* per destination: control postboxes to write */
     stream_t *streams;    /* per source */
     int *expect;          /* per peer: answers or data still to come from it */
+    int probing;          /* a probe waits: probe_source is polled too */
+    int probe_source;     /* world rank, or -1 for any */
     int single_copy_off;  /* the kernel refused process_vm_readv once */
+    long sends_open;      /* sends started and not complete, freed ones too */
     char *bsend_buf;      /* MPI_Buffer_attach */
     size_t bsend_size, bsend_used;
 } p2p;
@@ -203,6 +206,7 @@ static MPI_Request request_new(int kind, pb_comm_t *comm, const void *buf, MPI_C
     r->magic = REQUEST_MAGIC;
     r->kind = kind;
     r->comm = comm;
+    pb_mpi_comm_retain(comm); /* MPI_Comm_free may come before completion */
     r->buf = (void *)buf;
     r->count = count;
     r->type = pb_mpi_datatype(type);
@@ -220,6 +224,7 @@ static void request_release(MPI_Request r)
         free(r->copy);
         p2p.bsend_used -= r->bytes + MPI_BSEND_OVERHEAD;
     }
+    pb_mpi_comm_release(r->comm);
     pb_mpi_type_release(r->type);
     if (r->handle_int != 0)
         pb_mpi_registry_remove(&request_ints, r, r->handle_int);
@@ -234,6 +239,8 @@ static int request_valid(MPI_Request r)
 
 static void complete(MPI_Request r)
 {
+    if (r->kind == REQ_SEND && r->peer >= 0)
+        p2p.sends_open--;
     r->complete = 1;
     if (r->freed)
         request_release(r);
@@ -343,11 +350,14 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
             recv_finish(r);
             return;
         }
-        /* the sender streams it (it offered both); no more offers taken */
-        p2p.single_copy_off = 1;
-        pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
-                "(two copies) from now on",
-                strerror(err));
+        /* the sender streams it (it offered both); a refusal of the kernel
+         * holds for every later message too */
+        if (err == EPERM || err == ENOSYS || err == EACCES) {
+            p2p.single_copy_off = 1;
+            pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
+                    "(two copies) from now on",
+                    strerror(err));
+        }
     }
     ask_for_data(source, sreq, r);
 }
@@ -488,7 +498,8 @@ static int push_sends(int dest)
         size_t room;
 
         if (c != NULL) {
-            pbx_post(dest, &c->pb, NULL);
+            if (pbx_post(dest, &c->pb, NULL) != MPI_SUCCESS)
+                fatal("the channel to a rank broke");
             p2p.controls[dest] = c->next;
             free(c);
             posted++;
@@ -510,7 +521,8 @@ static int push_sends(int dest)
                     (uint64_t)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
                 pb.u.ids.pid = (uint32_t)getpid();
             }
-            pbx_post(dest, &pb, &src);
+            if (pbx_post(dest, &pb, &src) != MPI_SUCCESS)
+                fatal("the channel to a rank broke");
             p2p.expect[dest]++; /* its CTS */
             queue_remove(&p2p.sends[dest], r);
             r->phase = SEND_WAIT_CTS;
@@ -568,6 +580,8 @@ static int wanted(int source)
     if (p2p.expect[source] > 0 || p2p.streams[source].recv != NULL ||
         p2p.streams[source].unexp != NULL)
         return 1;
+    if (p2p.probing && (p2p.probe_source < 0 || p2p.probe_source == source))
+        return 1;
     for (MPI_Request r = p2p.posted.head; r != NULL; r = r->next) {
         if (r->peer < 0 || r->peer == source)
             return 1;
@@ -596,6 +610,12 @@ static int progress(void)
             pbx_consume(s, pb);
             moved++;
         }
+    }
+    /* answers the reading queued (CTS, SYNC_ACK, RNDV_FIN) go out now, not
+     * at the next call: the caller may return to compute for a long time */
+    for (int d = 0; d < p2p.size; d++) {
+        if (p2p.controls[d] != NULL)
+            moved += push_sends(d);
     }
     return moved;
 }
@@ -679,6 +699,7 @@ static int start_send(const void *buf, MPI_Count count, MPI_Datatype type, int d
                 pbx_same_node(world) && pb_mpi_type_is_contiguous(r->type);
     r->rndv = mode != MODE_BUFFERED && (r->single || r->bytes >= pbx_params.rendezvous);
     r->phase = SEND_ENVELOPE;
+    p2p.sends_open++;
     queue_push(&p2p.sends[world], r);
     push_sends(world);
     *request = r;
@@ -783,10 +804,10 @@ void pb_mpi_p2p_finalize(void)
 {
     /* buffered sends and acknowledgements still owed go out first */
     for (;;) {
-        int busy = 0;
+        int busy = p2p.sends_open > 0; /* freed rendezvous sends too */
 
         for (int d = 0; d < p2p.size; d++)
-            busy |= p2p.controls[d] != NULL || p2p.sends[d].head != NULL;
+            busy |= p2p.controls[d] != NULL;
         if (!busy)
             break;
         if (progress() == 0)
@@ -962,6 +983,29 @@ static int send_nonblocking(const char *func, const void *buf, int count, MPI_Da
         return rc;
     if (request == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "request is NULL");
+    if (mode == MODE_BUFFERED) {
+        /* local: the data is copied now; the copy goes out through a
+         * request of the library's, and the program's is complete */
+        MPI_Request copy;
+
+        rc = start_send(buf, count, type, dest, tag, c, 0, mode, &copy);
+        if (rc == MPI_SUCCESS) {
+            if (copy->complete)
+                request_release(copy);
+            else
+                copy->freed = 1;
+            *request = request_new(REQ_SEND, c, buf, 0, MPI_BYTE, -1, tag, 0);
+            if (*request == NULL)
+                rc = MPI_ERR_NO_MEM;
+            else
+                complete(*request);
+        }
+        if (rc != MPI_SUCCESS)
+            return pb_mpi_raise(comm, rc, func,
+                                rc == MPI_ERR_BUFFER ? "the attached buffer has no room"
+                                                     : "cannot start the send");
+        return MPI_SUCCESS;
+    }
     rc = start_send(buf, count, type, dest, tag, c, 0, mode, request);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(comm, rc, func,
@@ -1090,6 +1134,7 @@ PB_EXPORT int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype,
                                     MPI_Status *status)
 {
     pb_comm_t *c;
+    MPI_Request rr, sr;
     size_t bytes;
     void *copy;
     int rc = check_send("MPI_Sendrecv_replace", comm, &c, buf, count, datatype, dest, sendtag);
@@ -1103,10 +1148,25 @@ PB_EXPORT int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype,
     if (copy == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace", "out of memory");
     pb_mpi_pack_range(buf, count, pb_mpi_datatype(datatype), 0, copy, bytes);
-    rc = PMPI_Sendrecv(copy, (int)bytes, MPI_BYTE, dest, sendtag, buf, count, datatype, source,
-                       recvtag, comm, status);
+    /* the copy goes as bytes, whose number may not fit an int */
+    rc = start_recv(buf, count, datatype, source, recvtag, c, 0, &rr);
+    if (rc == MPI_SUCCESS)
+        rc = start_send(copy, (MPI_Count)bytes, MPI_BYTE, dest, sendtag, c, 0, MODE_STANDARD, &sr);
+    if (rc != MPI_SUCCESS) {
+        free(copy);
+        return pb_mpi_raise(comm, rc, "MPI_Sendrecv_replace", "cannot start the transfers");
+    }
+    wait_until(request_done, sr);
+    request_release(sr);
+    wait_until(request_done, rr);
+    status_store(status, rr);
+    rc = rr->status.MPI_ERROR;
+    request_release(rr);
     free(copy);
-    return rc;
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, "MPI_Sendrecv_replace",
+                            "the message is longer than the buffer");
+    return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Sendrecv_replace, PMPI_Sendrecv_replace);
 
@@ -1154,7 +1214,10 @@ PB_EXPORT int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Sta
             status->MPI_SOURCE = MPI_PROC_NULL;
         return MPI_SUCCESS;
     }
+    p2p.probing = 1;
+    p2p.probe_source = source == MPI_ANY_SOURCE ? -1 : c->world[source];
     progress();
+    p2p.probing = 0;
     u = probe_match(c, source, tag);
     *flag = u != NULL;
     if (u != NULL)
@@ -1194,7 +1257,10 @@ PB_EXPORT int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
         return MPI_SUCCESS;
     }
     p = (probe_t){c, source, tag, NULL};
+    p2p.probing = 1;
+    p2p.probe_source = source == MPI_ANY_SOURCE ? -1 : c->world[source];
     wait_until(probe_done, &p);
+    p2p.probing = 0;
     probe_status(status, c, p.found);
     return MPI_SUCCESS;
 }
@@ -1321,9 +1387,10 @@ static int any_done(void *arg)
 }
 
 /* Finish every complete request of the set into @statuses (or @indices);
- * @return MPI_SUCCESS or MPI_ERR_IN_STATUS when one failed. */
+ * @return MPI_SUCCESS or MPI_ERR_IN_STATUS when one failed, and then in
+ * *@comm_p the communicator of the first that failed (its handler). */
 static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], int *outcount,
-                      int indices[])
+                      int indices[], MPI_Comm *comm_p)
 {
     int rc = MPI_SUCCESS, done = 0;
 
@@ -1335,6 +1402,9 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
                 status_empty(&statuses[i]);
             continue;
         }
+        if (rc == MPI_SUCCESS && requests[i]->kind == REQ_RECV &&
+            requests[i]->status.MPI_ERROR != MPI_SUCCESS)
+            *comm_p = requests[i]->comm->handle;
         if (finish(&requests[i], &one) != MPI_SUCCESS)
             rc = MPI_ERR_IN_STATUS;
         if (indices != NULL)
@@ -1353,16 +1423,17 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
  *         MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    MPI_Comm failed = MPI_COMM_NULL;
     set_t s = {count, requests};
     int rc = check_requests("MPI_Waitall", count, requests);
 
     if (rc != MPI_SUCCESS)
         return rc;
     wait_until(all_done, &s);
-    rc = finish_all(count, requests, statuses, NULL, NULL);
-    return rc == MPI_SUCCESS ? rc
-                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Waitall",
-                                            "a message was longer than its buffer");
+    rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Waitall", "a message was longer than its buffer");
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
 
@@ -1370,6 +1441,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
  * Errors as MPI_Waitall. */
 PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+    MPI_Comm failed = MPI_COMM_NULL;
     set_t s = {count, requests};
     int rc = check_requests("MPI_Testall", count, requests);
 
@@ -1382,10 +1454,10 @@ PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Sta
     *flag = all_done(&s);
     if (!*flag)
         return MPI_SUCCESS;
-    rc = finish_all(count, requests, statuses, NULL, NULL);
-    return rc == MPI_SUCCESS ? rc
-                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Testall",
-                                            "a message was longer than its buffer");
+    rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Testall", "a message was longer than its buffer");
 }
 PB_MPI_WEAK_ALIAS(MPI_Testall, PMPI_Testall);
 
@@ -1452,6 +1524,7 @@ PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
 PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
+    MPI_Comm failed = MPI_COMM_NULL;
     set_t s = {incount, requests};
     int rc = check_requests("MPI_Waitsome", incount, requests), active = 0;
 
@@ -1466,10 +1539,10 @@ PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, 
         return MPI_SUCCESS;
     }
     wait_until(any_done, &s);
-    rc = finish_all(incount, requests, statuses, outcount, indices);
-    return rc == MPI_SUCCESS ? rc
-                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Waitsome",
-                                            "a message was longer than its buffer");
+    rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Waitsome", "a message was longer than its buffer");
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 
@@ -1478,6 +1551,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
+    MPI_Comm failed = MPI_COMM_NULL;
     int rc = check_requests("MPI_Testsome", incount, requests), active = 0;
 
     if (rc != MPI_SUCCESS)
@@ -1491,10 +1565,10 @@ PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, 
         return MPI_SUCCESS;
     }
     progress();
-    rc = finish_all(incount, requests, statuses, outcount, indices);
-    return rc == MPI_SUCCESS ? rc
-                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Testsome",
-                                            "a message was longer than its buffer");
+    rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Testsome", "a message was longer than its buffer");
 }
 PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
 

@@ -2699,6 +2699,15 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
     pb_status_t status = tcp_import_heal(im);
     int striped = 0;
 
+    /* a put that goes over the first rail alone must not overtake the
+     * pieces of an earlier striped one on the other rails: the program may
+     * read its arrival as the earlier put's (a flag after data) */
+    if (status == PB_OK && ti->striped && !(tcp_live_rails(ti) > 1 && length >= tcp.stripe_min)) {
+        status = tcp_rails_barrier(im, 0);
+        if (status == PB_OK)
+            ti->striped = 0;
+    }
+
     while (status == PB_OK && length > 0) {
         int stripe = tcp_live_rails(ti) > 1 && length >= tcp.stripe_min;
         size_t max = stripe ? TCP_STRIPE_CHUNK : PB_TCP_MAX_PAYLOAD;

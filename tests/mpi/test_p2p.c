@@ -324,6 +324,67 @@ static void case_handles(void)
     CHECK(MPI_Request_fromint(i) == MPI_REQUEST_NULL, "a freed request's integer still maps");
 }
 
+/* a communicator freed while a receive on it is pending: the receive
+ * completes, with the sender's rank in it */
+static void separate(void);
+
+static void case_free_pending(void)
+{
+    MPI_Comm dup;
+    MPI_Request r;
+    MPI_Status st;
+    int v = -1;
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    if (rank == 1) {
+        MPI_Irecv(&v, 1, MPI_INT, 0, 6, dup, &r);
+        MPI_Comm_free(&dup);
+        MPI_Wait(&r, &st);
+        CHECK(v == 5 && st.MPI_SOURCE == 0, "got %d from %d", v, st.MPI_SOURCE);
+    } else {
+        if (rank == 0) {
+            v = 5;
+            MPI_Send(&v, 1, MPI_INT, 1, 6, dup);
+        }
+        MPI_Comm_free(&dup);
+    }
+}
+
+/* a buffered send is local: MPI_Ibsend's request completes before the
+ * receiver posts anything, even for a message larger than the pool; a
+ * freed rendezvous send still completes before MPI_Finalize */
+static void case_local_and_freed(void)
+{
+    size_t n = 1 << 20;
+    unsigned char *big = malloc(n), *attached = malloc(n + MPI_BSEND_OVERHEAD), *back;
+    int small = 0, got;
+    MPI_Request r;
+
+    if (rank == 0) {
+        fill(big, n, 9);
+        MPI_Buffer_attach(attached, (int)n + MPI_BSEND_OVERHEAD);
+        MPI_Ibsend(big, (int)n, MPI_BYTE, 1, 10, MPI_COMM_WORLD, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE); /* local: no receive is posted yet */
+        MPI_Send(&small, 1, MPI_INT, 1, 11, MPI_COMM_WORLD);
+        MPI_Buffer_detach(&back, &got);
+        /* a rendezvous send let go of at once */
+        MPI_Isend(big, (int)n, MPI_BYTE, 1, 12, MPI_COMM_WORLD, &r);
+        MPI_Request_free(&r);
+    } else if (rank == 1) {
+        MPI_Recv(&small, 1, MPI_INT, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        memset(big, 0, n);
+        MPI_Recv(big, (int)n, MPI_BYTE, 0, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(first_bad(big, n, 9) == n, "buffered message wrong at %zu", first_bad(big, n, 9));
+        memset(big, 0, n);
+        MPI_Recv(big, (int)n, MPI_BYTE, 0, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(first_bad(big, n, 9) == n, "freed send's message wrong");
+    }
+    /* rank 0 keeps big alive until the freed send is surely done */
+    separate();
+    free(big);
+    free(attached);
+}
+
 static void case_cancel(void)
 {
     MPI_Request r;
@@ -516,6 +577,8 @@ static const struct {
     {"contexts", case_contexts},
     {"crowd", case_crowd},
     {"handles", case_handles},
+    {"free_pending", case_free_pending},
+    {"local_and_freed", case_local_and_freed},
     {"no_single_copy", case_no_single_copy},
 };
 

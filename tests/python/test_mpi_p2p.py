@@ -19,6 +19,11 @@ LAYOUTS = [
     pytest.param(["-n", "2", "--nodes", "2"], id="2-ranks-2-nodes"),
     pytest.param(["-n", "4", "--nodes", "2"], id="4-ranks-2-nodes"),
     pytest.param(["-n", "3"], id="3-ranks-1-node"),
+    # directed polling; rings and pools so small that flow control works hard
+    pytest.param(["-n", "3", "-x", "POSTBOX_POLLALL=0"], id="3-ranks-directed-polling"),
+    pytest.param(["-n", "4", "--nodes", "2", "-x", "POSTBOX_NUMPOSTBOX=2", "-x",
+                  "POSTBOX_POOL_BLOCKS=3", "-x", "POSTBOX_BLOCK_SIZE=256"],
+                 id="4-ranks-2-nodes-tiny-rings"),
 ]
 
 
