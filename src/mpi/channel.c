@@ -549,6 +549,15 @@ void pbx_flush_acks(void)
 
 /* ---- sleeping ---------------------------------------------------------------- */
 
+void pbx_poll_network(void)
+{
+    /* a zero wait reads this process's tcp sockets now (applying peers'
+     * puts to the inbox) instead of leaving them to the RSM service
+     * thread, whose wake-up would be on the message's path */
+    if (pbx.tcp_ex != NULL)
+        rsm_intr_signal_wait(pbx.tcp_ex, 0);
+}
+
 void pbx_sleep_begin(void)
 {
     pbx_flush_acks();

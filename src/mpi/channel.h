@@ -127,6 +127,10 @@ void pbx_consume(int source, const pbx_postbox_t *pb);
  * acknowledgement (before sleeping, so no sender waits on us for room). */
 void pbx_flush_acks(void);
 
+/* Read what peers on other nodes sent (their puts into this inbox) now;
+ * nothing when the job has one node.  For a rank polling its inbox. */
+void pbx_poll_network(void);
+
 /* Sleeping until a peer writes: pbx_sleep_begin announces it (peers on
  * the node then signal); the caller checks its condition once more, then
  * calls pbx_sleep (at most @timeout_ms) or pbx_sleep_cancel. */

@@ -634,6 +634,7 @@ static void wait_until(done_func_t done, void *arg)
         }
         if (spins < pbx_params.spin) {
             spins++;
+            pbx_poll_network();
             pb_cpu_relax();
             continue;
         }
