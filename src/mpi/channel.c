@@ -159,6 +159,7 @@ int pbx_init(void)
     pbx_params.block_size = round_up(pbx_params.block_size, 64);
     pbx_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS", 1, 1L << 40);
     pbx_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY", 0, 1L << 40);
+    pbx_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY", 0, 1L << 40);
     pbx_params.pollall = (int)param("POSTBOX_POLLALL", 0, 1);
     pbx_params.spin = (int)param("POSTBOX_SPIN", 0, 1 << 30);
     pbx_params.yields = (int)param("POSTBOX_YIELDS", 0, 1 << 30);

@@ -34,7 +34,10 @@ enum {
     PBX_CTS,            /* receiver matched an RTS: ids.sreq, ids.rreq */
     PBX_RNDV_DATA,      /* a piece of a rendezvous message: ids.rreq */
     PBX_SYNC_ACK,       /* receiver matched a synchronous eager send: ids.sreq */
-    PBX_RNDV_FIN        /* receiver read an RTS's data itself (single copy): ids.sreq */
+    PBX_RNDV_FIN,       /* receiver read an RTS's data itself (single copy): ids.sreq */
+    PBX_CTS_WRITE,      /* receiver asks the sender to write bytes [total, total + len)
+                           of an RTS's data to ids.addr in process ids.pid: ids.sreq, rreq */
+    PBX_WRITE_DONE      /* sender wrote them (flags 0) or could not (1): ids.rreq */
 };
 
 /* postbox flags */
@@ -78,6 +81,8 @@ typedef struct {
     int blocks;         /* POSTBOX_POOL_BLOCKS: pool blocks per sender */
     size_t block_size;  /* POSTBOX_BLOCK_SIZE */
     size_t rendezvous;  /* POSTBOX_RENDEZVOUS: messages this long and longer */
+    size_t split_copy;  /* POSTBOX_SPLIT_COPY: single-copy messages this long are
+                           copied half by the receiver, half by the sender */
     size_t single_copy; /* POSTBOX_SINGLE_COPY: on-node messages this long and
                            longer are read by the receiver from the sender */
     int pollall;        /* POSTBOX_POLLALL */

@@ -19,6 +19,12 @@
  *              buffer and answers PBX_RNDV_FIN (if the kernel refuses, or
  *              the receive buffer is not contiguous, it answers CTS and the
  *              data streams through the pool instead)
+ *   split copy   from POSTBOX_SPLIT_COPY bytes the receiver first sends
+ *              PBX_CTS_WRITE asking the sender to write the second half into
+ *              the receive buffer (process_vm_writev), reads the first half
+ *              itself meanwhile, and answers RNDV_FIN once the sender's
+ *              PBX_WRITE_DONE came: two cores copy at once.  If either copy
+ *              fails the whole message streams through the pool (CTS).
  *
  * Matching follows the standard: a receive takes the earliest unexpected
  * message that matches, an arriving envelope the earliest posted receive
@@ -91,6 +97,10 @@ struct MPI_ABI_Request {
     /* receive */
     size_t total;  /* the matched message's bytes */
     int expecting; /* rendezvous data asked for (counted in p2p.expect) */
+    /* a split single copy: the receiver reads the first part, the sender
+     * writes the rest; FIN goes once both are done */
+    int split, split_read, split_written, split_stream;
+    uint64_t split_sreq;
     MPI_Status status;
 };
 
@@ -332,17 +342,91 @@ static int read_remote(pid_t pid, uint64_t addr, void *dst, size_t len)
     return 0;
 }
 
+/* Write @len bytes of @src to @addr of process @pid.  @return 0 or an
+ * errno value. */
+static int write_remote(pid_t pid, uint64_t addr, const void *src, size_t len)
+{
+    while (len > 0) {
+        struct iovec local = {(void *)(uintptr_t)src, len};
+        struct iovec remote = {(void *)(uintptr_t)addr, len};
+        ssize_t n = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        src = (const char *)src + n;
+        addr += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* A refusal of the kernel (not a bad address) holds for every later
+ * message too: stop offering single copy. */
+static void refuse_single_copy(int err)
+{
+    if (err == EPERM || err == ENOSYS || err == EACCES) {
+        p2p.single_copy_off = 1;
+        pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
+                "(two copies) from now on",
+                strerror(err));
+    }
+}
+
+static int push_sends(int dest);
+
+/* A split copy's two parts are in: answer FIN; the receive is complete. */
+static void split_check(int source, MPI_Request r)
+{
+    pbx_postbox_t fin = {.kind = PBX_RNDV_FIN};
+
+    if (!r->split_read || !r->split_written || r->split_stream)
+        return;
+    fin.u.ids.sreq = r->split_sreq;
+    control_push(source, &fin);
+    r->moved = r->total;
+    recv_finish(r);
+}
+
 /* Receive @r matched an RTS from @source: read the data at once when the
- * sender offered it (@pid != 0) and the receive buffer is contiguous, else
- * ask for it to be streamed. */
+ * sender offered it (@pid != 0) and the receive buffer is contiguous (from
+ * POSTBOX_SPLIT_COPY bytes only its first half, while the sender writes
+ * the second), else ask for it to be streamed. */
 static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t pid, MPI_Request r)
 {
     if (pid != 0 && !p2p.single_copy_off && pb_mpi_type_is_contiguous(r->type)) {
         size_t n = r->total < r->bytes ? r->total : r->bytes;
         void *dst = (char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
-        int err = read_remote((pid_t)pid, addr, dst, n);
+        size_t half = (n / 2) & ~(size_t)4095;
         pbx_postbox_t fin = {.kind = PBX_RNDV_FIN};
+        int err;
 
+        if (pbx_params.split_copy > 0 && n >= pbx_params.split_copy && half > 0 &&
+            n - half <= UINT32_MAX) {
+            pbx_postbox_t ask = {.kind = PBX_CTS_WRITE, .len = (uint32_t)(n - half), .total = half};
+
+            ask.u.ids.sreq = sreq;
+            ask.u.ids.rreq = (uint64_t)(uintptr_t)r;
+            ask.u.ids.addr = (uint64_t)(uintptr_t)dst;
+            ask.u.ids.pid = (uint32_t)getpid();
+            r->split = 1;
+            r->split_sreq = sreq;
+            p2p.expect[source]++; /* its WRITE_DONE */
+            control_push(source, &ask);
+            push_sends(source); /* the sender starts on its half now */
+            err = read_remote((pid_t)pid, addr, dst, half);
+            if (err == 0) {
+                r->split_read = 1;
+                split_check(source, r);
+                return;
+            }
+            /* the whole message streams instead (it rewrites whatever the
+             * sender's half put there with the same bytes) */
+            refuse_single_copy(err);
+            r->split_stream = 1;
+            ask_for_data(source, sreq, r);
+            return;
+        }
+        err = read_remote((pid_t)pid, addr, dst, n);
         if (err == 0) {
             fin.u.ids.sreq = sreq;
             control_push(source, &fin);
@@ -350,14 +434,8 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
             recv_finish(r);
             return;
         }
-        /* the sender streams it (it offered both); a refusal of the kernel
-         * holds for every later message too */
-        if (err == EPERM || err == ENOSYS || err == EACCES) {
-            p2p.single_copy_off = 1;
-            pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
-                    "(two copies) from now on",
-                    strerror(err));
-        }
+        /* the sender streams it (it offered both) */
+        refuse_single_copy(err);
     }
     ask_for_data(source, sreq, r);
 }
@@ -472,6 +550,30 @@ static void on_postbox(int source, const pbx_postbox_t *pb)
         r->sync_acked = 1;
         p2p.expect[source]--;
         send_check_done(r);
+        break;
+    case PBX_CTS_WRITE: { /* the receiver asks for part of a message, written */
+        const char *from;
+        pbx_postbox_t done = {.kind = PBX_WRITE_DONE};
+
+        r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
+        from =
+            (const char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type) + pb->total);
+        done.flags =
+            write_remote((pid_t)pb->u.ids.pid, pb->u.ids.addr + pb->total, from, pb->len) != 0;
+        done.u.ids.rreq = pb->u.ids.rreq;
+        control_push(source, &done);
+        break;
+    }
+    case PBX_WRITE_DONE: /* the sender wrote its part (or could not) */
+        r = (MPI_Request)(uintptr_t)pb->u.ids.rreq;
+        p2p.expect[source]--;
+        if (pb->flags != 0 && !r->split_stream) {
+            r->split_stream = 1;
+            ask_for_data(source, r->split_sreq, r);
+        } else if (pb->flags == 0) {
+            r->split_written = 1;
+            split_check(source, r);
+        }
         break;
     case PBX_RNDV_FIN: /* the receiver read the data itself */
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;

@@ -61,6 +61,10 @@ static const pb_config_entry_t config_table[] = {
      "MPI: contiguous messages between ranks of a node of this many bytes "
      "and more are read by the receiver straight from the sender's buffer "
      "(process_vm_readv: one copy); 0: never (two copies through the pool)."},
+    {"POSTBOX_SPLIT_COPY", PB_CONFIG_INT, "131072",
+     "MPI: single-copy messages of this many bytes and more are copied half "
+     "by the receiver (process_vm_readv) and half by the sender "
+     "(process_vm_writev) at once; 0: the receiver copies it all."},
     {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
      "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
      "MPI_POLLALL); 0 only those a receive or an answer is expected from."},

@@ -519,13 +519,14 @@ static void separate(void)
     }
 }
 
-/* Make the kernel refuse process_vm_readv to this process from now on, as
- * a container's seccomp profile does (Docker's default one).  @return 0. */
-static int refuse_process_vm_readv(void)
+/* Make the kernel refuse system call @nr to this process from now on, as
+ * a container's seccomp profile does (Docker's default one refuses
+ * process_vm_readv and _writev).  @return 0. */
+static int refuse_syscall(int nr)
 {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
@@ -534,6 +535,26 @@ static int refuse_process_vm_readv(void)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
         return -1;
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* rank 1 cannot write into other processes' memory (it stays so): a large
+ * on-node message it sends, split between rank 0's read and its own
+ * write, must still arrive (the write fails, the message streams) */
+static void case_no_split_write(void)
+{
+    size_t n = 1 << 20;
+    unsigned char *buf = malloc(n);
+
+    if (rank == 1) {
+        CHECK(refuse_syscall(__NR_process_vm_writev) == 0, "cannot install the seccomp filter");
+        fill(buf, n, 78);
+        MPI_Send(buf, (int)n, MPI_BYTE, 0, 13, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+        memset(buf, 0, n);
+        MPI_Recv(buf, (int)n, MPI_BYTE, 1, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(first_bad(buf, n, 78) == n, "message wrong at byte %zu", first_bad(buf, n, 78));
+    }
+    free(buf);
 }
 
 /* rank 0 cannot read other processes' memory (last case: it stays so):
@@ -548,7 +569,7 @@ static void case_no_single_copy(void)
         MPI_Send(buf, (int)n, MPI_BYTE, 0, 3, MPI_COMM_WORLD);
         MPI_Send(buf, (int)n, MPI_BYTE, 0, 4, MPI_COMM_WORLD);
     } else if (rank == 0) {
-        CHECK(refuse_process_vm_readv() == 0, "cannot install the seccomp filter");
+        CHECK(refuse_syscall(__NR_process_vm_readv) == 0, "cannot install the seccomp filter");
         for (int tag = 3; tag <= 4; tag++) {
             memset(buf, 0, n);
             MPI_Recv(buf, (int)n, MPI_BYTE, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -579,6 +600,7 @@ static const struct {
     {"handles", case_handles},
     {"free_pending", case_free_pending},
     {"local_and_freed", case_local_and_freed},
+    {"no_split_write", case_no_split_write},
     {"no_single_copy", case_no_single_copy},
 };
 
