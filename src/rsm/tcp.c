@@ -2232,6 +2232,22 @@ static int tcp_parse_endpoint(const char *text, uint32_t addrs[TCP_MAX_RAILS], u
     return tcp_parse_addrs(list, addrs);
 }
 
+/* The addresses (one per rail) and port rank @rank put in the job KVS, if
+ * it runs on @node.  @return how many addresses; 0 when it runs elsewhere
+ * or put none. */
+static int tcp_rank_endpoint(int rank, rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS],
+                             uint16_t *port_p)
+{
+    char kvs_key[32], value[128];
+
+    if (postbox_job_node(rank) != node)
+        return 0;
+    snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
+    if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
+        return 0;
+    return tcp_parse_endpoint(value, addrs, port_p);
+}
+
 /* The addresses of @node, one per rail, from the KVS entry of its first
  * rank that has one.  @return how many (0: none known; outside a launched
  * job, or a node without ranks). */
@@ -2240,16 +2256,9 @@ static int tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS])
     int size = postbox_job_size();
 
     for (int rank = 0; rank < size; rank++) {
-        char kvs_key[32], value[128];
         uint16_t port;
-        int count;
+        int count = tcp_rank_endpoint(rank, node, addrs, &port);
 
-        if (postbox_job_node(rank) != node)
-            continue;
-        snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
-        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
-            continue;
-        count = tcp_parse_endpoint(value, addrs, &port);
         if (count > 0)
             return count;
     }
@@ -2273,17 +2282,12 @@ static pb_status_t tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         tcp_request_t req = {.dst = (char *)&where, .dst_len = sizeof(where)};
         struct sockaddr_in relay = {.sin_family = AF_INET};
         uint32_t addrs[TCP_MAX_RAILS];
-        char kvs_key[32], value[128];
         tcp_conn_t *c = NULL;
         uint16_t port;
-        int count;
+        int count = tcp_rank_endpoint(rank, node, addrs, &port);
 
-        if (postbox_job_node(rank) != node)
+        if (count == 0)
             continue;
-        snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
-        if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
-            continue;
-        count = tcp_parse_endpoint(value, addrs, &port);
         relay.sin_port = htons(port);
         pthread_mutex_lock(&tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
