@@ -107,6 +107,13 @@ typedef struct __rsm_localmemory_handle *rsm_localmemory_handle_t;
 
 /* rsm_scat_gath_t flags */
 #define RSM_IMPLICIT_SIGPOST 0x01
+/* Postbox's extension: in a putv, each entry's first 4 bytes become visible
+ * in the segment after the rest of the entry (release order), so a reader
+ * polling that word sees the whole entry once it sees the word.  Entries
+ * of 4 to PB_RSM_WORD_LAST_MAX bytes at a remote offset that is a multiple
+ * of 4. */
+#define PB_RSM_PUT_FIRST_WORD_LAST 0x100
+#define PB_RSM_WORD_LAST_MAX 4096
 #define RSM_MAX_SGIOREQS 16
 
 /* rsm_iovec_t io_type */
@@ -429,9 +436,13 @@ int rsm_memseg_import_get64(rsm_memseg_import_handle_t im_memseg, off_t offset, 
  * Scatter/gather put or get: transfer each entry of @sg_io->iovec (at most
  * RSM_MAX_SGIOREQS) to or from the import @sg_io->remote_handle.  On return
  * io_residual_count holds the number of entries not transferred.  With
- * RSM_IMPLICIT_SIGPOST in flags a putv also posts a signal.
+ * RSM_IMPLICIT_SIGPOST in flags a putv also posts a signal; with
+ * PB_RSM_PUT_FIRST_WORD_LAST each entry's first word lands last.
  * @return RSM_SUCCESS; RSMERR_BAD_SGIO (NULL, bad count or io_type);
- *         RSMERR_BAD_LOCALMEM_HNDL; errors of put/get for the failing entry.
+ *         RSMERR_BAD_LOCALMEM_HNDL; RSMERR_BAD_LENGTH and RSMERR_BAD_OFFSET
+ *         (PB_RSM_PUT_FIRST_WORD_LAST: an entry outside 4 ..
+ *         PB_RSM_WORD_LAST_MAX bytes, or an offset not a multiple of 4);
+ *         errors of put/get for the failing entry.
  */
 int rsm_memseg_import_putv(rsm_scat_gath_t *sg_io);
 int rsm_memseg_import_getv(rsm_scat_gath_t *sg_io);

@@ -432,25 +432,22 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
     o->blk_end[k % (uint64_t)pbx_params.postboxes] = o->blk_head;
 
     if (o->kind == OUT_TCP) {
-        uint32_t seq = (uint32_t)(k + 1);
+        /* the data, then the postbox as one put whose first word (the
+         * sequence word) lands last, with the signal: the receiver reads
+         * the postbox once it sees the word */
         rsm_iovec_t iov = {.io_type = RSM_VA_TYPE,
-                           .local.vaddr = (char *)&seq,
+                           .local.vaddr = (char *)pb,
                            .remote_offset = slot_off,
-                           .transfer_length = sizeof(seq)};
+                           .transfer_length = PBX_POSTBOX_SIZE};
         rsm_scat_gath_t sg = {.local_nodeid = pbx.node,
                               .io_request_count = 1,
-                              .flags = RSM_IMPLICIT_SIGPOST,
+                              .flags = RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST,
                               .remote_handle = o->im,
                               .iovec = &iov};
 
+        atomic_store_explicit(&pb->seq, (uint32_t)(k + 1), memory_order_relaxed);
         if (data_off != 0)
             rc = put_piece(o, data_off, src, pb->len);
-        /* the body, then the sequence word: the receiver reads the body
-         * once it sees the word */
-        if (rc == RSM_SUCCESS)
-            rc = rsm_memseg_import_put(o->im, slot_off + sizeof(pb->seq),
-                                       (char *)pb + sizeof(pb->seq),
-                                       PBX_POSTBOX_SIZE - sizeof(pb->seq));
         if (rc == RSM_SUCCESS)
             rc = rsm_memseg_import_putv(&sg);
         if (rc != RSM_SUCCESS) {

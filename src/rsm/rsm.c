@@ -744,6 +744,23 @@ static int rsm_iovec_local(const rsm_iovec_t *io, char **addr_p)
     return RSM_SUCCESS;
 }
 
+/* A put whose first word lands after the rest, then (@signal) a signal:
+ * the transport's, or the rest, then the word, in two ordered puts. */
+static int rsm_put_word_last(rsm_memseg_import_handle_t im, size_t offset, char *src, size_t length,
+                             int signal)
+{
+    int ret;
+
+    if (im->transport->put_word_last != NULL)
+        return rsm_status_to_error(im->transport->put_word_last(im, offset, src, length, signal));
+    ret = rsm_memseg_import_put(im, (off_t)offset + 4, src + 4, length - 4);
+    if (ret == RSM_SUCCESS)
+        ret = rsm_memseg_import_put(im, (off_t)offset, src, 4);
+    if (ret == RSM_SUCCESS && signal)
+        ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
+    return ret;
+}
+
 static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
 {
     char *locals[RSM_MAX_SGIOREQS];
@@ -767,6 +784,12 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         if (ret == RSM_SUCCESS)
             ret = rsm_check_access(im, (off_t)io->remote_offset, locals[i], io->transfer_length,
                                    needed);
+        if (ret == RSM_SUCCESS && is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST)) {
+            if (io->transfer_length < 4 || io->transfer_length > PB_RSM_WORD_LAST_MAX)
+                ret = RSMERR_BAD_LENGTH;
+            else if (io->remote_offset % 4 != 0)
+                ret = RSMERR_BAD_OFFSET;
+        }
         if (ret != RSM_SUCCESS) {
             sg_io->io_residual_count = count;
             return ret;
@@ -776,8 +799,14 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
     for (i = 0; i < count; i++) {
         const rsm_iovec_t *io = &sg_io->iovec[i];
 
-        if (signal && i == count - 1 && im->transport->put_signal != NULL &&
-            io->transfer_length > 0) {
+        if (is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST)) {
+            int last = signal && i == count - 1;
+
+            ret = rsm_put_word_last(im, io->remote_offset, locals[i], io->transfer_length, last);
+            if (last)
+                signal = 0;
+        } else if (signal && i == count - 1 && im->transport->put_signal != NULL &&
+                   io->transfer_length > 0) {
             /* the last put carries the signal: one message where possible */
             ret = rsm_status_to_error(
                 im->transport->put_signal(im, io->remote_offset, locals[i], io->transfer_length));

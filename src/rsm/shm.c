@@ -852,6 +852,26 @@ static pb_status_t shm_put(pb_rsm_import_t *im, size_t offset, const void *src, 
     return PB_LIKELY(shm_import_alive(si)) ? PB_OK : PB_ERR_CONN_ABORTED;
 }
 
+static pb_status_t shm_import_signal_post(pb_rsm_import_t *im, int accumulate);
+
+/* A put whose first word is stored last, with release order: a reader that
+ * sees the word sees the rest. */
+static pb_status_t shm_put_word_last(pb_rsm_import_t *im, size_t offset, const void *src,
+                                     size_t length, int signal)
+{
+    shm_import_t *si = im->tl;
+    uint32_t word;
+
+    shm_copy(si->base + offset + 4, (const char *)src + 4, length - 4);
+    memcpy(&word, src, sizeof(word));
+    atomic_store_explicit((_Atomic uint32_t *)(si->base + offset), word, memory_order_release);
+    if (im->mode == RSM_BARRIER_MODE_IMPLICIT)
+        pb_memory_barrier();
+    if (PB_UNLIKELY(!shm_import_alive(si)))
+        return PB_ERR_CONN_ABORTED;
+    return signal ? shm_import_signal_post(im, 1) : PB_OK;
+}
+
 static pb_status_t shm_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
 {
     shm_import_t *si = im->tl;
@@ -1069,6 +1089,7 @@ const pb_rsm_transport_t pb_rsm_shm_transport = {
     .import_connect = shm_import_connect,
     .import_disconnect = shm_import_disconnect,
     .put = shm_put,
+    .put_word_last = shm_put_word_last,
     .get = shm_get,
     .map = shm_map,
     .unmap = shm_unmap,

@@ -153,6 +153,7 @@ struct tcp_conn {
     uint32_t slot_count;
     pb_tcp_attach_t attach; /* payload of the ATTACH being received */
     pb_tcp_lookup_t lookup; /* payload of the LOOKUP being received */
+    char *word_last;        /* payload of a word-last PUT (PB_TCP_WORD_LAST_MAX) */
 };
 
 struct tcp_export {
@@ -530,6 +531,7 @@ static void tcp_conn_free(tcp_conn_t *c)
     free(c->staging);
     free(c->slot_imports);
     free(c->slots);
+    free(c->word_last);
     free(c);
 }
 
@@ -937,8 +939,14 @@ static const char *tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame
     why = pb_tcp_frame_check_access(frame, &view);
     if (why != NULL)
         return why;
-    if (frame->type == PB_TCP_PUT)
+    if (frame->type == PB_TCP_PUT && (frame->flags & PB_TCP_FLAG_WORD_LAST)) {
+        /* received aside, stored in order once whole (tcp_exporter_on_frame) */
+        if (c->word_last == NULL && (c->word_last = malloc(PB_TCP_WORD_LAST_MAX)) == NULL)
+            return "no memory for a word-last put";
+        *dest_p = c->word_last;
+    } else if (frame->type == PB_TCP_PUT) {
         *dest_p = view.base + frame->offset;
+    }
     return NULL;
 }
 
@@ -970,6 +978,15 @@ static void tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
     case PB_TCP_LOOKUP: tcp_serve_lookup(c, frame); break;
     case PB_TCP_DETACH: slot->in_use = 0; break;
     case PB_TCP_PUT:
+        if ((frame->flags & PB_TCP_FLAG_WORD_LAST) && slot->exp != NULL) {
+            /* the rest, then the first word, with release order */
+            char *to = (char *)slot->exp->seg->vaddr + frame->offset;
+            uint32_t word;
+
+            memcpy(to + 4, c->word_last + 4, frame->length - 4);
+            memcpy(&word, c->word_last, sizeof(word));
+            atomic_store_explicit((_Atomic uint32_t *)to, word, memory_order_release);
+        }
         /* the payload is in place */
         if ((frame->flags & PB_TCP_FLAG_SIGNAL) && slot->exp != NULL)
             tcp_export_post(slot->exp, 1);
@@ -2693,27 +2710,28 @@ static inline pb_status_t tcp_import_state(const tcp_import_t *ti)
 static pb_status_t tcp_barrier_close(pb_rsm_import_t *im);
 
 /* Put, and with @signal post a signal to the exporter once the data is
- * applied.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes or
- * more goes over all of them in TCP_STRIPE_CHUNK pieces, round robin;
+ * applied; with @word_last as one frame whose first word the exporter
+ * stores last.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes
+ * or more goes over all of them in TCP_STRIPE_CHUNK pieces, round robin;
  * anything else goes over the first.  Caller holds ti->lock. */
 static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char *from,
-                                  size_t length, int signal)
+                                  size_t length, int signal, int word_last)
 {
     tcp_import_t *ti = im->tl;
     pb_status_t status = tcp_import_heal(im);
-    int striped = 0;
+    int striped = 0, may_stripe = !word_last && tcp_live_rails(ti) > 1;
 
     /* a put that goes over the first rail alone must not overtake the
      * pieces of an earlier striped one on the other rails: the program may
      * read its arrival as the earlier put's (a flag after data) */
-    if (status == PB_OK && ti->striped && !(tcp_live_rails(ti) > 1 && length >= tcp.stripe_min)) {
+    if (status == PB_OK && ti->striped && !(may_stripe && length >= tcp.stripe_min)) {
         status = tcp_rails_barrier(im, 0);
         if (status == PB_OK)
             ti->striped = 0;
     }
 
     while (status == PB_OK && length > 0) {
-        int stripe = tcp_live_rails(ti) > 1 && length >= tcp.stripe_min;
+        int stripe = may_stripe && tcp_live_rails(ti) > 1 && length >= tcp.stripe_min;
         size_t max = stripe ? TCP_STRIPE_CHUNK : PB_TCP_MAX_PAYLOAD;
         uint32_t chunk = (uint32_t)(length > max ? max : length);
         tcp_rail_t *rail = tcp_primary_rail(ti);
@@ -2727,6 +2745,8 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
         }
         if (signal && chunk == length && !striped)
             frame.flags = PB_TCP_FLAG_SIGNAL;
+        if (word_last)
+            frame.flags |= PB_TCP_FLAG_WORD_LAST; /* one frame: at most 4 KB */
         if (tcp_live_rails(ti) > 1 && rail->replay.len > 0 &&
             rail->replay.len + chunk > TCP_REPLAY_MAX) {
             /* the rail keeps enough for replay: free it */
@@ -2758,14 +2778,14 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
 }
 
 static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
-                                  size_t length, int signal)
+                                  size_t length, int signal, int word_last)
 {
     tcp_import_t *ti = im->tl;
     pb_status_t status = tcp_import_state(ti);
 
     if (status == PB_OK) {
         pthread_mutex_lock(&ti->lock);
-        status = tcp_put_locked(im, offset, src, length, signal);
+        status = tcp_put_locked(im, offset, src, length, signal, word_last);
         pthread_mutex_unlock(&ti->lock);
     }
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
@@ -2775,13 +2795,19 @@ static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void
 
 static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
 {
-    return tcp_put_frames(im, offset, src, length, 0);
+    return tcp_put_frames(im, offset, src, length, 0, 0);
 }
 
 static pb_status_t tcp_put_signal(pb_rsm_import_t *im, size_t offset, const void *src,
                                   size_t length)
 {
-    return tcp_put_frames(im, offset, src, length, 1);
+    return tcp_put_frames(im, offset, src, length, 1, 0);
+}
+
+static pb_status_t tcp_put_word_last(pb_rsm_import_t *im, size_t offset, const void *src,
+                                     size_t length, int signal)
+{
+    return tcp_put_frames(im, offset, src, length, signal, 1);
 }
 
 static pb_status_t tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
@@ -2995,6 +3021,7 @@ const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .import_disconnect = tcp_import_disconnect,
     .put = tcp_put,
     .put_signal = tcp_put_signal,
+    .put_word_last = tcp_put_word_last,
     .get = tcp_get,
     .map = tcp_map,
     .unmap = tcp_unmap,

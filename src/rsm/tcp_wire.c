@@ -101,7 +101,8 @@ static const struct {
 } frame_rules[PB_TCP_FRAME_TYPES] = {
     [PB_TCP_ATTACH] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_attach_t)},
     [PB_TCP_DETACH] = {AT_EXPORTER | USES_SLOT, 0},
-    [PB_TCP_PUT] = {AT_EXPORTER | USES_SLOT | USES_OFFSET | USES_PAYLOAD, 0, PB_TCP_FLAG_SIGNAL},
+    [PB_TCP_PUT] = {AT_EXPORTER | USES_SLOT | USES_OFFSET | USES_PAYLOAD, 0,
+                    PB_TCP_FLAG_SIGNAL | PB_TCP_FLAG_WORD_LAST},
     [PB_TCP_GET] = {AT_EXPORTER | USES_SLOT | USES_TAG | USES_OFFSET | USES_COUNT, 0},
     [PB_TCP_BARRIER] = {AT_EXPORTER | USES_SLOT | USES_TAG, 0},
     [PB_TCP_SIGNAL] = {AT_EXPORTER | USES_SLOT, 0, PB_TCP_FLAG_ACCUMULATE},
@@ -149,6 +150,9 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
         return "get of zero or too many bytes";
     if (frame->type == PB_TCP_PUT && frame->length == 0)
         return "empty put";
+    if ((frame->flags & PB_TCP_FLAG_WORD_LAST) &&
+        (frame->length < 4 || frame->length > PB_TCP_WORD_LAST_MAX || frame->offset % 4 != 0))
+        return "word-last put of a bad length or offset";
     return NULL;
 }
 

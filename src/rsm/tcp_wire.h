@@ -112,6 +112,11 @@ typedef enum {
 
 #define PB_TCP_FLAG_ACCUMULATE 1u /* SIGNAL: count every post */
 #define PB_TCP_FLAG_SIGNAL 2u     /* PUT: then signal the exporter, accumulating */
+/* PUT: the payload's first 4 bytes land after the rest, with release order
+ * (a word a reader polls); 4 to PB_TCP_WORD_LAST_MAX bytes at an offset
+ * that is a multiple of 4 */
+#define PB_TCP_FLAG_WORD_LAST 4u
+#define PB_TCP_WORD_LAST_MAX 4096
 
 typedef struct {
     uint16_t type;

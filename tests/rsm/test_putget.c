@@ -463,6 +463,55 @@ static void case_putv_implicit_sigpost_signals_exporter(void)
     fx_end(&f);
 }
 
+/* PB_RSM_PUT_FIRST_WORD_LAST: every byte arrives (the word last), in both
+ * barrier modes and with the implicit signal; entries outside its limits
+ * are refused before anything moves */
+static void case_putv_first_word_last(void)
+{
+    fixture_t f;
+    uint8_t buf[PB_RSM_WORD_LAST_MAX + 128];
+    rsm_iovec_t iov[2];
+    rsm_scat_gath_t sg;
+
+    fx_start(&f, RSM_PERM_RDWR, 4 * PG);
+    memset(iov, 0, sizeof(iov));
+    memset(&sg, 0, sizeof(sg));
+    sg.remote_handle = f.im;
+    sg.iovec = iov;
+    pbt_fill_pattern(buf, sizeof(buf), 0, 91);
+    for (int i = 0; i < 2; i++) {
+        iov[i].io_type = RSM_VA_TYPE;
+        iov[i].local.vaddr = (char *)buf + 64 * i;
+    }
+    iov[0].remote_offset = 128;
+    iov[0].transfer_length = 64;
+    iov[1].remote_offset = 4096;
+    iov[1].transfer_length = PB_RSM_WORD_LAST_MAX;
+    sg.io_request_count = 2;
+    sg.flags = PB_RSM_PUT_FIRST_WORD_LAST;
+    CHECK_OK(rsm_memseg_import_putv(&sg));
+    pbt_exporter_expect(&f.ex, 128, buf, 64, "word-last put of 64 bytes");
+    pbt_exporter_expect(&f.ex, 4096, buf + 64, PB_RSM_WORD_LAST_MAX, "word-last put of 4 KB");
+    CHECK_OK(rsm_memseg_import_set_mode(f.im, RSM_BARRIER_MODE_EXPLICIT));
+    pbt_fill_pattern(buf, sizeof(buf), 0, 92);
+    sg.io_request_count = 1;
+    sg.flags = PB_RSM_PUT_FIRST_WORD_LAST | RSM_IMPLICIT_SIGPOST;
+    CHECK_OK(rsm_memseg_import_putv(&sg));
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_WAIT, 5000, 0, NULL));
+    pbt_exporter_expect(&f.ex, 128, buf, 64, "word-last put with the signal");
+    /* out of its limits: nothing moves */
+    sg.flags = PB_RSM_PUT_FIRST_WORD_LAST;
+    iov[0].transfer_length = 3;
+    CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_LENGTH);
+    iov[0].transfer_length = PB_RSM_WORD_LAST_MAX + 4;
+    CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_LENGTH);
+    iov[0].transfer_length = 64;
+    iov[0].remote_offset = 130;
+    CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_OFFSET);
+    pbt_exporter_expect(&f.ex, 128, buf, 64, "refused word-last puts change nothing");
+    fx_end(&f);
+}
+
 static const pbt_case_t cases[] = {
     PBT_CASE(put_get_roundtrip_reaches_exporter),
     PBT_CASE(get_sees_exporter_writes),
@@ -483,6 +532,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(putv_out_of_bounds_entry_reported),
     PBT_CASE(putv_read_only_perm_denied),
     PBT_CASE(putv_implicit_sigpost_signals_exporter),
+    PBT_CASE(putv_first_word_last),
 };
 
 int main(int argc, char **argv)
