@@ -9,7 +9,9 @@
  *               (written by p; a reader takes the pair only when they
  *               agree, so a put torn by the transport is never believed)
  *   channel s   for each sender s: a ring of pbx_params.postboxes postboxes,
- *               then a pool of pbx_params.blocks blocks
+ *               then a pool of POSTBOX_POOL_BLOCKS blocks (a sender on
+ *               another node: POSTBOX_POOL_BLOCKS_NET; on the node large
+ *               messages go by single copy, over tcp through the pool)
  *
  * Sender s alone writes channel s (postbox k at ring slot k % postboxes,
  * its sequence word k + 1 last); the pool is a ring too, allocated in order
@@ -49,6 +51,8 @@ typedef struct {
     out_kind_t kind;
     rsm_memseg_import_handle_t im;
     char *base;        /* the destination's inbox, mapped (self, shm) */
+    size_t chan_off;   /* this rank's channel in the destination's inbox */
+    int blocks;        /* its pool's blocks */
     uint64_t written;  /* postboxes written */
     uint64_t acked;    /* postboxes the destination said it consumed */
     uint64_t blk_head; /* pool blocks allocated, ever */
@@ -58,6 +62,8 @@ typedef struct {
 
 /* this rank's side of the channel from one source */
 typedef struct {
+    size_t chan_off;   /* the source's channel in this inbox */
+    int blocks;        /* its pool's blocks */
     uint64_t consumed; /* postboxes handled */
     uint64_t ack_sent; /* consumed as last written to the source */
 } pbx_in_t;
@@ -68,7 +74,7 @@ static struct {
     int rank, size;
     rsm_node_id_t node;
     char *inbox;
-    size_t inbox_size, header_size, ring_size, chan_size;
+    size_t inbox_size, header_size, ring_size;
     rsmapi_controller_handle_t shm_ctl, tcp_ctl;
     rsm_memseg_export_handle_t shm_ex, tcp_ex;
     rsm_memseg_id_t shm_id, tcp_id;
@@ -127,9 +133,31 @@ static size_t ack_offset(int peer)
     return PBX_HEADER_LINE * (size_t)(1 + peer);
 }
 
-static size_t chan_offset(int sender)
+/* The pool blocks of the channel between ranks @a and @b (either way). */
+static int blocks_between(int a, int b)
 {
-    return pbx.header_size + (size_t)sender * pbx.chan_size;
+    return postbox_job_node(a) == postbox_job_node(b) ? pbx_params.blocks : pbx_params.blocks_net;
+}
+
+static size_t chan_size_of(int blocks)
+{
+    return round_up(pbx.ring_size + (size_t)blocks * pbx_params.block_size, PBX_HEADER_LINE);
+}
+
+/* Where sender @sender's channel starts in the inbox of rank @owner; with
+ * @sender = the job's size, the end of that inbox's channels. */
+static size_t chan_offset_in(int owner, int sender)
+{
+    size_t offset = pbx.header_size;
+
+    for (int s = 0; s < sender; s++)
+        offset += chan_size_of(blocks_between(owner, s));
+    return offset;
+}
+
+static size_t inbox_size_of(int owner)
+{
+    return round_up(chan_offset_in(owner, pbx.size), (size_t)sysconf(_SC_PAGESIZE));
 }
 
 static int export_on(rsmapi_controller_handle_t ctl, rsm_memseg_export_handle_t *ex,
@@ -155,6 +183,7 @@ int pbx_init(void)
 
     pbx_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX", 2, 4096);
     pbx_params.blocks = (int)param("POSTBOX_POOL_BLOCKS", 1, 65536);
+    pbx_params.blocks_net = (int)param("POSTBOX_POOL_BLOCKS_NET", 1, 65536);
     pbx_params.block_size = (size_t)param("POSTBOX_BLOCK_SIZE", 256, 1 << 20);
     pbx_params.block_size = round_up(pbx_params.block_size, 64);
     pbx_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS", 1, 1L << 40);
@@ -169,10 +198,7 @@ int pbx_init(void)
     pbx.node = postbox_job_node(pbx.rank);
     pbx.header_size = round_up(ack_offset(pbx.size), (size_t)sysconf(_SC_PAGESIZE));
     pbx.ring_size = (size_t)pbx_params.postboxes * PBX_POSTBOX_SIZE;
-    pbx.chan_size = round_up(pbx.ring_size + (size_t)pbx_params.blocks * pbx_params.block_size,
-                             PBX_HEADER_LINE);
-    pbx.inbox_size =
-        round_up(pbx.header_size + (size_t)pbx.size * pbx.chan_size, (size_t)sysconf(_SC_PAGESIZE));
+    pbx.inbox_size = inbox_size_of(pbx.rank);
     pbx.inbox =
         mmap(NULL, pbx.inbox_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     pbx.out = calloc((size_t)pbx.size, sizeof(*pbx.out));
@@ -180,6 +206,10 @@ int pbx_init(void)
     if (pbx.inbox == MAP_FAILED || pbx.out == NULL || pbx.in == NULL) {
         pb_error("MPI_Init: no memory for an inbox of %zu bytes", pbx.inbox_size);
         return MPI_ERR_NO_MEM;
+    }
+    for (int s = 0; s < pbx.size; s++) {
+        pbx.in[s].chan_off = chan_offset_in(pbx.rank, s);
+        pbx.in[s].blocks = blocks_between(pbx.rank, s);
     }
     /* the node's ranks map the inbox; the others put into it */
     if (rsm_get_controller("shm", &pbx.shm_ctl) != RSM_SUCCESS ||
@@ -270,6 +300,8 @@ static int out_connect(int dest)
     o->blk_end = calloc((size_t)pbx_params.postboxes, sizeof(*o->blk_end));
     if (o->blk_end == NULL)
         goto fail;
+    o->chan_off = chan_offset_in(dest, pbx.rank);
+    o->blocks = blocks_between(dest, pbx.rank);
     if (dest == pbx.rank) {
         o->base = pbx.inbox;
         o->kind = OUT_SELF;
@@ -286,8 +318,8 @@ static int out_connect(int dest)
 
         rc = rsm_memseg_import_connect(pbx.shm_ctl, pbx.node, shm_id, RSM_PERM_RDWR, &o->im);
         if (rc == RSM_SUCCESS) {
-            rc =
-                rsm_memseg_import_map(o->im, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, pbx.inbox_size);
+            rc = rsm_memseg_import_map(o->im, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0,
+                                       inbox_size_of(dest));
             if (rc != RSM_SUCCESS)
                 rsm_memseg_import_disconnect(o->im);
         }
@@ -298,7 +330,7 @@ static int out_connect(int dest)
                                        &o->im);
         if (rc == RSM_SUCCESS) {
             rc = rsm_memseg_import_set_mode(o->im, RSM_BARRIER_MODE_EXPLICIT);
-            o->scratch = malloc(pbx_params.block_size * (size_t)pbx_params.blocks);
+            o->scratch = malloc(pbx_params.block_size * (size_t)o->blocks);
             if (rc == RSM_SUCCESS && o->scratch == NULL)
                 rc = RSMERR_INSUFFICIENT_MEM;
             if (rc != RSM_SUCCESS)
@@ -314,7 +346,7 @@ static int out_connect(int dest)
         fprintf(stderr,
                 "postbox mpi: rank %d -> %d: %s, %d postboxes, %d blocks of %zu B, "
                 "rendezvous from %zu B, single copy %s\n",
-                pbx.rank, dest, pbx_transport_of(dest), pbx_params.postboxes, pbx_params.blocks,
+                pbx.rank, dest, pbx_transport_of(dest), pbx_params.postboxes, o->blocks,
                 pbx_params.block_size, pbx_params.rendezvous, single_copy_text(o->kind));
     return MPI_SUCCESS;
 
@@ -356,15 +388,15 @@ size_t pbx_block_room(int dest, size_t want)
     size_t room;
 
     freed = acked == 0 ? 0 : o->blk_end[(acked - 1) % (uint64_t)pbx_params.postboxes];
-    free_blocks = (uint64_t)pbx_params.blocks - (o->blk_head - freed);
-    start = o->blk_head % (uint64_t)pbx_params.blocks;
-    contiguous = (uint64_t)pbx_params.blocks - start;
+    free_blocks = (uint64_t)o->blocks - (o->blk_head - freed);
+    start = o->blk_head % (uint64_t)o->blocks;
+    contiguous = (uint64_t)o->blocks - start;
     if (contiguous > free_blocks)
         contiguous = free_blocks;
     /* at most half the pool per piece: the receiver empties one half while
      * the sender fills the other */
-    if (pbx_params.blocks >= 2 && contiguous > (uint64_t)pbx_params.blocks / 2)
-        contiguous = (uint64_t)pbx_params.blocks / 2;
+    if (o->blocks >= 2 && contiguous > (uint64_t)o->blocks / 2)
+        contiguous = (uint64_t)o->blocks / 2;
     room = (size_t)contiguous * pbx_params.block_size;
     if (room > (size_t)1 << 30) /* a postbox's length is 32 bits */
         room = (size_t)1 << 30;
@@ -410,7 +442,7 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
 {
     pbx_out_t *o = &pbx.out[dest];
     uint64_t k = o->written;
-    size_t chan = chan_offset(pbx.rank);
+    size_t chan = o->chan_off;
     size_t slot_off = chan + (size_t)(k % (uint64_t)pbx_params.postboxes) * PBX_POSTBOX_SIZE;
     int has_piece =
         pb->kind == PBX_ENV_EAGER || pb->kind == PBX_EAGER_MORE || pb->kind == PBX_RNDV_DATA;
@@ -420,7 +452,7 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
     pb->nblocks = 0;
     pb->first_block = 0;
     if (has_piece && pb->len > 0) {
-        uint64_t first = o->blk_head % (uint64_t)pbx_params.blocks;
+        uint64_t first = o->blk_head % (uint64_t)o->blocks;
 
         pb->first_block = (uint32_t)first;
         pb->nblocks = (uint16_t)((pb->len + pbx_params.block_size - 1) / pbx_params.block_size);
@@ -475,7 +507,7 @@ const pbx_postbox_t *pbx_peek(int source)
 {
     pbx_in_t *in = &pbx.in[source];
     const pbx_postbox_t *pb =
-        (const pbx_postbox_t *)(pbx.inbox + chan_offset(source) +
+        (const pbx_postbox_t *)(pbx.inbox + in->chan_off +
                                 (size_t)(in->consumed % (uint64_t)pbx_params.postboxes) *
                                     PBX_POSTBOX_SIZE);
 
@@ -486,7 +518,7 @@ const pbx_postbox_t *pbx_peek(int source)
 
 const void *pbx_piece_data(int source, const pbx_postbox_t *pb)
 {
-    return pbx.inbox + chan_offset(source) + pbx.ring_size +
+    return pbx.inbox + pbx.in[source].chan_off + pbx.ring_size +
            (size_t)pb->first_block * pbx_params.block_size;
 }
 

@@ -78,7 +78,8 @@ typedef struct {
 /* The tunables in force (POSTBOX_* variables, read at MPI_Init). */
 typedef struct {
     int postboxes;      /* POSTBOX_NUMPOSTBOX: ring length per sender */
-    int blocks;         /* POSTBOX_POOL_BLOCKS: pool blocks per sender */
+    int blocks;         /* POSTBOX_POOL_BLOCKS: pool blocks per sender on the node */
+    int blocks_net;     /* POSTBOX_POOL_BLOCKS_NET: ... per sender on another node */
     size_t block_size;  /* POSTBOX_BLOCK_SIZE */
     size_t rendezvous;  /* POSTBOX_RENDEZVOUS: messages this long and longer */
     size_t split_copy;  /* POSTBOX_SPLIT_COPY: single-copy messages this long are

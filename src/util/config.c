@@ -50,11 +50,14 @@ static const pb_config_entry_t config_table[] = {
      "MPI: postboxes (64 bytes each) in the ring each sender owns in each "
      "receiver's inbox (Sun MPI's MPI_SHM_NUMPOSTBOX)."},
     {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "64",
-     "MPI: blocks in the buffer pool each sender owns in each receiver's "
-     "inbox; eager and rendezvous data move through them."},
+     "MPI: blocks in the buffer pool each sender of the node owns in each "
+     "receiver's inbox; eager and rendezvous data move through them."},
+    {"POSTBOX_POOL_BLOCKS_NET", PB_CONFIG_INT, "256",
+     "MPI: blocks in the pool of a sender on another node (its large "
+     "messages move through the pool over tcp)."},
     {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
      "MPI: bytes of one pool block (rounded up to 64)."},
-    {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "262144",
+    {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "1048576",
      "MPI: messages of this many bytes and more wait for the receiver "
      "(RTS/CTS) before their data moves; shorter ones go eagerly."},
     {"POSTBOX_SINGLE_COPY", PB_CONFIG_INT, "65536",
