@@ -923,6 +923,14 @@ void pb_mpi_p2p_finalize(void)
         free(u->data);
         free(u);
     }
+    /* receives never matched (freed ones, or a program's left pending):
+     * nothing can complete them any more */
+    while (p2p.posted.head != NULL) {
+        MPI_Request r = p2p.posted.head;
+
+        queue_remove(&p2p.posted, r);
+        request_release(r);
+    }
     free(p2p.sends);
     free(p2p.controls);
     free(p2p.streams);
