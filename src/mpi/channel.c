@@ -98,9 +98,7 @@ static long param(const char *name, long min, long max)
     return value;
 }
 
-/* A channel broke where no call can report it (an acknowledgement owed to a
- * peer): its sender would wait forever, so the job ends. */
-static _Noreturn void broken(const char *what)
+_Noreturn void pbx_fatal(const char *what)
 {
     char message[160];
 
@@ -111,16 +109,6 @@ static _Noreturn void broken(const char *what)
 static size_t round_up(size_t n, size_t to)
 {
     return (n + to - 1) / to * to;
-}
-
-int pbx_world_size(void)
-{
-    return pbx.size;
-}
-
-int pbx_world_rank(void)
-{
-    return pbx.rank;
 }
 
 static _Atomic uint32_t *sleeping_word(char *inbox)
@@ -530,7 +518,7 @@ static void send_ack(int source)
     uint64_t count = in->consumed;
 
     if (PB_UNLIKELY(o->kind == OUT_NONE) && out_connect(source) != MPI_SUCCESS)
-        broken("cannot open the channel to acknowledge to a rank");
+        pbx_fatal("cannot open the channel to acknowledge to a rank");
     if (o->kind == OUT_TCP) {
         uint64_t pair[2] = {count, ~count};
         rsm_iovec_t iov = {.io_type = RSM_VA_TYPE,
@@ -544,7 +532,7 @@ static void send_ack(int source)
                               .iovec = &iov};
 
         if (rsm_memseg_import_putv(&sg) != RSM_SUCCESS)
-            broken("cannot acknowledge to a rank over tcp");
+            pbx_fatal("cannot acknowledge to a rank over tcp");
     } else if (o->kind == OUT_SHM || o->kind == OUT_SELF) {
         _Atomic uint64_t *pair = (_Atomic uint64_t *)(o->base + ack_offset(pbx.rank));
 

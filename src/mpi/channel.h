@@ -144,11 +144,10 @@ void pbx_sleep_begin(void);
 void pbx_sleep(int timeout_ms);
 void pbx_sleep_cancel(void);
 
-/* Whether @rank has a channel toward this rank that may carry postboxes
- * (for directed polling: a sender never heard from is skipped by general
- * polling only when POSTBOX_POLLALL=0). */
-int pbx_world_size(void);
-int pbx_world_rank(void);
+/* End the job with "postbox mpi: rank R: @what": for a failure the engine
+ * meets where no MPI call can report it (an acknowledgement a peer waits
+ * for cannot be written, a channel broke, no memory for a message). */
+_Noreturn void pbx_fatal(const char *what);
 
 /* Whether @rank runs on this rank's node. */
 int pbx_same_node(int rank);

@@ -152,15 +152,6 @@ static struct {
 static const pb_datatype_t *byte_type;
 static pb_mpi_registry_t request_ints = PB_MPI_REGISTRY_INIT;
 
-/* An error the progress engine cannot hand to any call: end the job. */
-static _Noreturn void fatal(const char *what)
-{
-    char message[160];
-
-    snprintf(message, sizeof(message), "postbox mpi: rank %d: %s", pbx_world_rank(), what);
-    postbox_job_abort(MPI_ERR_OTHER, message);
-}
-
 /* ---- queues -------------------------------------------------------------------- */
 
 static void queue_push(queue_t *q, MPI_Request r)
@@ -196,7 +187,7 @@ static void control_push(int dest, const pbx_postbox_t *pb)
     control_t *c = malloc(sizeof(*c)), **p;
 
     if (c == NULL)
-        fatal("out of memory for a control message");
+        pbx_fatal("out of memory for a control message");
     c->next = NULL;
     c->pb = *pb;
     for (p = &p2p.controls[dest]; *p != NULL; p = &(*p)->next)
@@ -479,7 +470,7 @@ static void on_envelope(int source, const pbx_postbox_t *pb)
     unexpected_t *u = calloc(1, sizeof(*u));
 
     if (u == NULL || (pb->kind != PBX_RTS && (u->data = malloc(pb->total ? pb->total : 1)) == NULL))
-        fatal("out of memory for an unexpected message");
+        pbx_fatal("out of memory for an unexpected message");
     u->source = source;
     u->tag = pb->tag;
     u->context = pb->context;
@@ -601,7 +592,7 @@ static int push_sends(int dest)
 
         if (c != NULL) {
             if (pbx_post(dest, &c->pb, NULL) != MPI_SUCCESS)
-                fatal("the channel to a rank broke");
+                pbx_fatal("the channel to a rank broke");
             p2p.controls[dest] = c->next;
             free(c);
             posted++;
@@ -624,7 +615,7 @@ static int push_sends(int dest)
                 pb.u.ids.pid = (uint32_t)getpid();
             }
             if (pbx_post(dest, &pb, &src) != MPI_SUCCESS)
-                fatal("the channel to a rank broke");
+                pbx_fatal("the channel to a rank broke");
             p2p.expect[dest]++; /* its CTS */
             queue_remove(&p2p.sends[dest], r);
             r->phase = SEND_WAIT_CTS;
@@ -654,7 +645,7 @@ static int push_sends(int dest)
             }
         }
         if (pbx_post(dest, &pb, &src) != MPI_SUCCESS)
-            fatal("the channel to a rank broke");
+            pbx_fatal("the channel to a rank broke");
         posted++;
         r->moved += room;
         if (r->phase == SEND_ENVELOPE)
@@ -666,7 +657,7 @@ static int push_sends(int dest)
         }
     }
     if (room_ok < 0)
-        fatal("cannot open a channel to a rank");
+        pbx_fatal("cannot open a channel to a rank");
     return posted;
 }
 
@@ -798,7 +789,7 @@ static int start_send(const void *buf, MPI_Count count, MPI_Datatype type, int d
     /* on the node, a contiguous message from POSTBOX_SINGLE_COPY bytes is
      * offered for the receiver to read in one copy */
     r->single = mode != MODE_BUFFERED && pbx_params.single_copy > 0 && !p2p.single_copy_off &&
-                r->bytes >= pbx_params.single_copy && world != pbx_world_rank() &&
+                r->bytes >= pbx_params.single_copy && world != postbox_job_rank() &&
                 pbx_same_node(world) && pb_mpi_type_is_contiguous(r->type);
     r->rndv = mode != MODE_BUFFERED && (r->single || r->bytes >= pbx_params.rendezvous);
     r->phase = SEND_ENVELOPE;
@@ -891,7 +882,7 @@ int pb_mpi_wait_requests(int count, MPI_Request requests[])
 
 int pb_mpi_p2p_init(void)
 {
-    p2p.size = pbx_world_size();
+    p2p.size = postbox_job_size();
     p2p.unexp_tail = &p2p.unexp;
     p2p.sends = calloc((size_t)p2p.size, sizeof(*p2p.sends));
     p2p.controls = calloc((size_t)p2p.size, sizeof(*p2p.controls));

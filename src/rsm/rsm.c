@@ -744,23 +744,6 @@ static int rsm_iovec_local(const rsm_iovec_t *io, char **addr_p)
     return RSM_SUCCESS;
 }
 
-/* A put whose first word lands after the rest, then (@signal) a signal:
- * the transport's, or the rest, then the word, in two ordered puts. */
-static int rsm_put_word_last(rsm_memseg_import_handle_t im, size_t offset, char *src, size_t length,
-                             int signal)
-{
-    int ret;
-
-    if (im->transport->put_word_last != NULL)
-        return rsm_status_to_error(im->transport->put_word_last(im, offset, src, length, signal));
-    ret = rsm_memseg_import_put(im, (off_t)offset + 4, src + 4, length - 4);
-    if (ret == RSM_SUCCESS)
-        ret = rsm_memseg_import_put(im, (off_t)offset, src, 4);
-    if (ret == RSM_SUCCESS && signal)
-        ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
-    return ret;
-}
-
 static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
 {
     char *locals[RSM_MAX_SGIOREQS];
@@ -802,7 +785,8 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         if (is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST)) {
             int last = signal && i == count - 1;
 
-            ret = rsm_put_word_last(im, io->remote_offset, locals[i], io->transfer_length, last);
+            ret = rsm_status_to_error(im->transport->put_word_last(im, io->remote_offset, locals[i],
+                                                                   io->transfer_length, last));
             if (last)
                 signal = 0;
         } else if (signal && i == count - 1 && im->transport->put_signal != NULL &&

@@ -46,7 +46,7 @@ typedef pb_status_t (*pb_rsm_put_signal_func_t)(pb_rsm_import_t *im, size_t offs
                                                 size_t length);
 /* put whose first 4 bytes land after the rest (release order), then, with
  * @signal, a signal; @length 4 .. PB_RSM_WORD_LAST_MAX, @offset a multiple
- * of 4 (checked by rsm.c).  Optional: NULL puts the rest, then the word. */
+ * of 4 (checked by rsm.c).  Every transport provides it. */
 typedef pb_status_t (*pb_rsm_put_word_last_func_t)(pb_rsm_import_t *im, size_t offset,
                                                    const void *src, size_t length, int signal);
 typedef pb_status_t (*pb_rsm_get_func_t)(pb_rsm_import_t *im, size_t offset, void *dst,
@@ -101,8 +101,8 @@ typedef struct {
     pb_rsm_import_connect_func_t import_connect;
     pb_rsm_import_disconnect_func_t import_disconnect;
     pb_rsm_put_func_t put;
-    pb_rsm_put_signal_func_t put_signal;       /* NULL: put, then import_signal_post */
-    pb_rsm_put_word_last_func_t put_word_last; /* NULL: the rest, then the word */
+    pb_rsm_put_signal_func_t put_signal; /* NULL: put, then import_signal_post */
+    pb_rsm_put_word_last_func_t put_word_last;
     pb_rsm_get_func_t get;
     pb_rsm_map_func_t map;
     pb_rsm_unmap_func_t unmap;
