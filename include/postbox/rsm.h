@@ -107,11 +107,11 @@ typedef struct __rsm_localmemory_handle *rsm_localmemory_handle_t;
 
 /* rsm_scat_gath_t flags */
 #define RSM_IMPLICIT_SIGPOST 0x01
-/* Postbox's extension: in a putv, each entry's first 4 bytes become visible
- * in the segment after the rest of the entry (release order), so a reader
- * polling that word sees the whole entry once it sees the word.  Entries
- * of 4 to PB_RSM_WORD_LAST_MAX bytes at a remote offset that is a multiple
- * of 4. */
+/* Postbox's extension: in a putv, the last entry's first 4 bytes become
+ * visible in the segment after everything else the putv writes (release
+ * order), so a reader polling that word sees all of it once it sees the
+ * word: data and its flag in one call.  The last entry is 4 to
+ * PB_RSM_WORD_LAST_MAX bytes at a remote offset that is a multiple of 4. */
 #define PB_RSM_PUT_FIRST_WORD_LAST 0x100
 #define PB_RSM_WORD_LAST_MAX 4096
 #define RSM_MAX_SGIOREQS 16
@@ -214,6 +214,26 @@ typedef struct {
     rsm_memseg_import_handle_t remote_handle;
     rsm_iovec_t *iovec;
 } rsm_scat_gath_t;
+
+/**
+ * Postbox's extension: the calling thread will poll @controller's traffic
+ * itself, by rsm_intr_signal_wait(segment, 0) on its segments, until it
+ * calls pb_rsm_progress_release.  Meanwhile the library's service thread is
+ * not woken by arriving data (each such wake-up competes with the poller
+ * for a core).  Claims nest: each needs its release.  The claim only
+ * changes who reads; data a claimant stops polling for waits until the
+ * release.  A transport without a service thread (shm) ignores it.
+ * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL if @controller is not held.
+ */
+int pb_rsm_progress_claim(rsmapi_controller_handle_t controller);
+
+/**
+ * End one pb_rsm_progress_claim on @controller; after the last, the
+ * service thread reads arriving data again.
+ * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL if @controller is not held;
+ *         RSMERR_BAD_MODE if @controller has no claim to end.
+ */
+int pb_rsm_progress_release(rsmapi_controller_handle_t controller);
 
 /* ---- topology ---------------------------------------------------------- */
 
@@ -434,14 +454,15 @@ int rsm_memseg_import_get64(rsm_memseg_import_handle_t im_memseg, off_t offset, 
 
 /**
  * Scatter/gather put or get: transfer each entry of @sg_io->iovec (at most
- * RSM_MAX_SGIOREQS) to or from the import @sg_io->remote_handle.  On return
- * io_residual_count holds the number of entries not transferred.  With
+ * RSM_MAX_SGIOREQS) to or from the import @sg_io->remote_handle, in order
+ * (over tcp a putv is one write).  On return io_residual_count holds the
+ * number of entries not known to be transferred.  With
  * RSM_IMPLICIT_SIGPOST in flags a putv also posts a signal; with
- * PB_RSM_PUT_FIRST_WORD_LAST each entry's first word lands last.
+ * PB_RSM_PUT_FIRST_WORD_LAST the last entry's first word lands last.
  * @return RSM_SUCCESS; RSMERR_BAD_SGIO (NULL, bad count or io_type);
  *         RSMERR_BAD_LOCALMEM_HNDL; RSMERR_BAD_LENGTH and RSMERR_BAD_OFFSET
- *         (PB_RSM_PUT_FIRST_WORD_LAST: an entry outside 4 ..
- *         PB_RSM_WORD_LAST_MAX bytes, or an offset not a multiple of 4);
+ *         (PB_RSM_PUT_FIRST_WORD_LAST: a last entry outside 4 ..
+ *         PB_RSM_WORD_LAST_MAX bytes, or at an offset not a multiple of 4);
  *         errors of put/get for the failing entry.
  */
 int rsm_memseg_import_putv(rsm_scat_gath_t *sg_io);

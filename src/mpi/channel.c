@@ -66,6 +66,8 @@ typedef struct {
     int blocks;        /* its pool's blocks */
     uint64_t consumed; /* postboxes handled */
     uint64_t ack_sent; /* consumed as last written to the source */
+    int remote;        /* the source is on another node: acknowledgements wait */
+    int blocks_owed;   /* pool blocks consumed since ack_sent */
 } pbx_in_t;
 
 pbx_params_t pbx_params;
@@ -83,7 +85,10 @@ static struct {
     int nfds;
     pbx_out_t *out;
     pbx_in_t *in;
+    int tcp_claimed; /* this rank polls its tcp traffic itself (network_claim) */
 } pbx;
+
+static void network_claim(int claim);
 
 static long param(const char *name, long min, long max)
 {
@@ -198,6 +203,7 @@ int pbx_init(void)
     for (int s = 0; s < pbx.size; s++) {
         pbx.in[s].chan_off = chan_offset_in(pbx.rank, s);
         pbx.in[s].blocks = blocks_between(pbx.rank, s);
+        pbx.in[s].remote = postbox_job_node(s) != pbx.node;
     }
     /* the node's ranks map the inbox; the others put into it */
     if (rsm_get_controller("shm", &pbx.shm_ctl) != RSM_SUCCESS ||
@@ -220,13 +226,19 @@ int pbx_init(void)
         pb_error("MPI_Init: cannot publish the inbox's ids in the job's key-value space");
         return MPI_ERR_OTHER;
     }
+    /* every MPI call polls the network (pbx_poll_network): the RSM service
+     * thread need not wake for each message meanwhile */
+    if (pbx.tcp_ctl != NULL)
+        network_claim(1);
     return MPI_SUCCESS;
 }
 
 void pbx_finalize(void)
 {
     pbx_flush_acks();
-    postbox_job_fence(); /* every peer is done writing postboxes and acks */
+    if (pbx.tcp_ctl != NULL)
+        network_claim(0); /* nobody polls from here: the service thread reads */
+    postbox_job_fence();  /* every peer is done writing postboxes and acks */
     for (int d = 0; d < pbx.size; d++) {
         pbx_out_t *o = &pbx.out[d];
 
@@ -403,19 +415,15 @@ static void copy_piece(void *dst, const pbx_src_t *src, size_t len)
         pb_mpi_pack_range(src->buf, src->count, src->type, src->offset, dst, len);
 }
 
-/* Put @len packed bytes of @src at @offset of the destination's inbox. */
-static int put_piece(pbx_out_t *o, size_t offset, const pbx_src_t *src, size_t len)
+/* Where @len packed bytes of @src can be put from: in place when its type
+ * is contiguous, else packed into @o's scratch room. */
+static const void *piece_source(pbx_out_t *o, const pbx_src_t *src, size_t len)
 {
-    const char *from;
-
-    if (pb_mpi_type_is_contiguous(src->type)) {
-        from = (const char *)((uintptr_t)src->buf + (uintptr_t)pb_mpi_type_true_lb(src->type) +
+    if (pb_mpi_type_is_contiguous(src->type))
+        return (const char *)((uintptr_t)src->buf + (uintptr_t)pb_mpi_type_true_lb(src->type) +
                               src->offset);
-    } else {
-        pb_mpi_pack_range(src->buf, src->count, src->type, src->offset, o->scratch, len);
-        from = o->scratch;
-    }
-    return rsm_memseg_import_put(o->im, offset, (void *)(uintptr_t)from, len);
+    pb_mpi_pack_range(src->buf, src->count, src->type, src->offset, o->scratch, len);
+    return o->scratch;
 }
 
 /* Wake @o's receiver if it sleeps (it announced so in its inbox header). */
@@ -452,28 +460,43 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
     o->blk_end[k % (uint64_t)pbx_params.postboxes] = o->blk_head;
 
     if (o->kind == OUT_TCP) {
-        /* the data, then the postbox as one put whose first word (the
-         * sequence word) lands last, with the signal: the receiver reads
-         * the postbox once it sees the word */
-        rsm_iovec_t iov = {.io_type = RSM_VA_TYPE,
-                           .local.vaddr = (char *)pb,
-                           .remote_offset = slot_off,
-                           .transfer_length = PBX_POSTBOX_SIZE};
+        /* one putv, one write: the data, the acknowledgement owed to
+         * @dest if any (it rides along instead of costing a frame of its
+         * own), and the postbox, whose first word (the sequence word)
+         * lands last, with the signal: the receiver reads it all once it
+         * sees the word */
+        pbx_in_t *in = &pbx.in[dest];
+        uint64_t ack[2] = {in->consumed, ~in->consumed};
+        rsm_iovec_t iov[3];
         rsm_scat_gath_t sg = {.local_nodeid = pbx.node,
-                              .io_request_count = 1,
                               .flags = RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST,
                               .remote_handle = o->im,
-                              .iovec = &iov};
+                              .iovec = iov};
+        int n = 0;
 
-        atomic_store_explicit(&pb->seq, (uint32_t)(k + 1), memory_order_relaxed);
         if (data_off != 0)
-            rc = put_piece(o, data_off, src, pb->len);
-        if (rc == RSM_SUCCESS)
-            rc = rsm_memseg_import_putv(&sg);
+            iov[n++] = (rsm_iovec_t){.io_type = RSM_VA_TYPE,
+                                     .local.vaddr = (char *)piece_source(o, src, pb->len),
+                                     .remote_offset = data_off,
+                                     .transfer_length = pb->len};
+        if (in->consumed != in->ack_sent)
+            iov[n++] = (rsm_iovec_t){.io_type = RSM_VA_TYPE,
+                                     .local.vaddr = (char *)ack,
+                                     .remote_offset = ack_offset(pbx.rank),
+                                     .transfer_length = sizeof(ack)};
+        iov[n++] = (rsm_iovec_t){.io_type = RSM_VA_TYPE,
+                                 .local.vaddr = (char *)pb,
+                                 .remote_offset = slot_off,
+                                 .transfer_length = PBX_POSTBOX_SIZE};
+        sg.io_request_count = (ulong_t)n;
+        atomic_store_explicit(&pb->seq, (uint32_t)(k + 1), memory_order_relaxed);
+        rc = rsm_memseg_import_putv(&sg);
         if (rc != RSM_SUCCESS) {
             pb_error("a put to rank %d failed: %s", dest, rsm_strerror(rc));
             return MPI_ERR_OTHER;
         }
+        in->ack_sent = ack[0];
+        in->blocks_owed = 0;
     } else {
         pbx_postbox_t *slot = (pbx_postbox_t *)(o->base + slot_off);
 
@@ -544,6 +567,7 @@ static void send_ack(int source)
         return;
     }
     in->ack_sent = count;
+    in->blocks_owed = 0;
 }
 
 void pbx_consume(int source, const pbx_postbox_t *pb)
@@ -552,8 +576,16 @@ void pbx_consume(int source, const pbx_postbox_t *pb)
     int had_blocks = pb->nblocks > 0;
 
     in->consumed++;
-    /* blocks are scarcer than postboxes: give them back at once */
-    if (had_blocks || in->consumed - in->ack_sent >= (uint64_t)(pbx_params.postboxes + 1) / 2)
+    in->blocks_owed += pb->nblocks;
+    /* On the node an acknowledgement is a store: blocks, scarcer than
+     * postboxes, go back at once.  Across nodes it is a frame: it waits to
+     * ride on the next postbox to the source (pbx_post), unless half the
+     * ring or half the pool is owed.  Then the sender always has room for
+     * a piece (at most half the pool) once this rank consumed its
+     * postboxes, and never waits on an acknowledgement left behind. */
+    if (in->remote ? in->blocks_owed * 2 >= in->blocks : had_blocks)
+        send_ack(source);
+    else if (in->consumed - in->ack_sent >= (uint64_t)(pbx_params.postboxes + 1) / 2)
         send_ack(source);
 }
 
@@ -576,6 +608,17 @@ void pbx_poll_network(void)
         rsm_intr_signal_wait(pbx.tcp_ex, 0);
 }
 
+/* Claim (1) or give back (0) the progress of this process's tcp traffic. */
+static void network_claim(int claim)
+{
+    if (pbx.tcp_claimed == claim)
+        return;
+    if (claim)
+        pbx.tcp_claimed = pb_rsm_progress_claim(pbx.tcp_ctl) == RSM_SUCCESS;
+    else if (pb_rsm_progress_release(pbx.tcp_ctl) == RSM_SUCCESS)
+        pbx.tcp_claimed = 0;
+}
+
 void pbx_sleep_begin(void)
 {
     pbx_flush_acks();
@@ -592,9 +635,14 @@ void pbx_sleep(int timeout_ms)
 {
     int ready;
 
-    if (pbx.nfds == 1)
+    if (pbx.nfds == 1) {
         rsm_intr_signal_wait(pbx.fd_segs[0], timeout_ms);
-    else
+    } else {
+        /* asleep on both inboxes' words, this thread reads no socket: the
+         * RSM service thread must, and wake it */
+        network_claim(0);
         rsm_intr_signal_wait_pollfd(pbx.fds, (nfds_t)pbx.nfds, timeout_ms, &ready);
+        network_claim(1);
+    }
     pbx_sleep_cancel();
 }

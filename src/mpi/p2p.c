@@ -692,6 +692,9 @@ static int progress(void)
         if (p2p.controls[d] != NULL || p2p.sends[d].head != NULL)
             moved += push_sends(d);
     }
+    /* this rank reads its own sockets: it holds the tcp transport's
+     * progress claim (pbx_init), so no service thread does it meanwhile */
+    pbx_poll_network();
     for (int s = 0; s < p2p.size; s++) {
         const pbx_postbox_t *pb;
         int budget = pbx_params.postboxes;
@@ -727,7 +730,6 @@ static void wait_until(done_func_t done, void *arg)
         }
         if (spins < pbx_params.spin) {
             spins++;
-            pbx_poll_network();
             pb_cpu_relax();
             continue;
         }

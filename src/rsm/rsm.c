@@ -216,6 +216,40 @@ PB_EXPORT int rsm_release_controller(rsmapi_controller_handle_t controller)
     return ret;
 }
 
+/* Claims count per controller handle, so that a release without its claim
+ * is refused rather than taking another thread's claim away. */
+static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int delta)
+{
+    const pb_rsm_transport_t *transport;
+
+    pthread_mutex_lock(&pb_rsm_lock);
+    if (!rsm_controller_is_held(controller)) {
+        pthread_mutex_unlock(&pb_rsm_lock);
+        return RSMERR_BAD_CTLR_HNDL;
+    }
+    if (delta < 0 && controller->progress_claims == 0) {
+        pthread_mutex_unlock(&pb_rsm_lock);
+        return RSMERR_BAD_MODE;
+    }
+    controller->progress_claims += delta;
+    transport = controller->transport;
+    pthread_mutex_unlock(&pb_rsm_lock);
+    /* (the transport takes pb_rsm_lock itself) */
+    if (transport->progress_claim != NULL)
+        transport->progress_claim(delta);
+    return RSM_SUCCESS;
+}
+
+PB_EXPORT int pb_rsm_progress_claim(rsmapi_controller_handle_t controller)
+{
+    return rsm_progress_claim_change(controller, +1);
+}
+
+PB_EXPORT int pb_rsm_progress_release(rsmapi_controller_handle_t controller)
+{
+    return rsm_progress_claim_change(controller, -1);
+}
+
 /* ---- topology ------------------------------------------------------------------ */
 
 PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
@@ -767,7 +801,8 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         if (ret == RSM_SUCCESS)
             ret = rsm_check_access(im, (off_t)io->remote_offset, locals[i], io->transfer_length,
                                    needed);
-        if (ret == RSM_SUCCESS && is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST)) {
+        if (ret == RSM_SUCCESS && is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) &&
+            i == count - 1) {
             if (io->transfer_length < 4 || io->transfer_length > PB_RSM_WORD_LAST_MAX)
                 ret = RSMERR_BAD_LENGTH;
             else if (io->remote_offset % 4 != 0)
@@ -779,16 +814,27 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         }
     }
     signal = is_put && (sg_io->flags & RSM_IMPLICIT_SIGPOST);
+    if (is_put && im->transport->put_vector != NULL) {
+        pb_rsm_put_entry_t entries[RSM_MAX_SGIOREQS];
+
+        for (i = 0; i < count; i++) {
+            entries[i].offset = sg_io->iovec[i].remote_offset;
+            entries[i].src = locals[i];
+            entries[i].length = sg_io->iovec[i].transfer_length;
+        }
+        ret = rsm_status_to_error(im->transport->put_vector(
+            im, entries, count, signal, (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) != 0));
+        /* (a failed transfer may have applied any of them: none counts) */
+        sg_io->io_residual_count = ret == RSM_SUCCESS ? 0 : count;
+        return ret;
+    }
     for (i = 0; i < count; i++) {
         const rsm_iovec_t *io = &sg_io->iovec[i];
 
-        if (is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST)) {
-            int last = signal && i == count - 1;
-
+        if (is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) && i == count - 1) {
             ret = rsm_status_to_error(im->transport->put_word_last(im, io->remote_offset, locals[i],
-                                                                   io->transfer_length, last));
-            if (last)
-                signal = 0;
+                                                                   io->transfer_length, signal));
+            signal = 0;
         } else if (signal && i == count - 1 && im->transport->put_signal != NULL &&
                    io->transfer_length > 0) {
             /* the last put carries the signal: one message where possible */

@@ -26,8 +26,9 @@ typedef enum {
 struct __rsmapi_controller_handle {
     uint32_t magic;
     const pb_rsm_transport_t *transport;
-    int refcount; /* gets minus releases, under pb_rsm_lock */
-    void *tl;     /* transport state */
+    int refcount;        /* gets minus releases, under pb_rsm_lock */
+    int progress_claims; /* pb_rsm_progress_claim minus releases, likewise */
+    void *tl;            /* transport state */
 };
 
 struct __rsm_memseg_export_handle {

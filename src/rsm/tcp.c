@@ -47,6 +47,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -88,6 +89,11 @@
 /* reads of one connection per progress pass, so that one busy peer does
  * not starve the others */
 #define TCP_READS_PER_PASS 64
+/* a progress claim lapses into the service thread's care while its
+ * claimant has not polled for this long (tcp_progress_claim) */
+#define TCP_CLAIM_LAPSE_MS 10
+/* frames one write may carry (a putv's entries) */
+#define TCP_GATHER_MAX RSM_MAX_SGIOREQS
 
 typedef struct tcp_conn tcp_conn_t;
 typedef struct tcp_export tcp_export_t;
@@ -230,6 +236,10 @@ static struct {
     pthread_mutex_t progress;     /* the token: its holder reads the sockets */
     pthread_mutex_t connect_lock; /* one connection set-up at a time */
     _Atomic int service_parked;   /* the service's watch waits for the token's holder */
+    int claims;                   /* pb_rsm_progress_claim minus releases, under pb_rsm_lock */
+    _Atomic uint64_t polls;       /* claimants' polls, ever */
+    uint64_t lapse_polls;         /* polls at the watchdog's last look */
+    int lapse_fd;                 /* the watchdog's timer (owned by the service) */
     int started;
     int ep;      /* epoll set of every tcp socket */
     int wake_fd; /* eventfd in it: ends a token holder's epoll_wait */
@@ -259,6 +269,7 @@ static struct {
     .connect_lock = PTHREAD_MUTEX_INITIALIZER,
     .ep = -1,
     .wake_fd = -1,
+    .lapse_fd = -1,
     .listen_fd = -1,
 };
 
@@ -713,15 +724,23 @@ static pb_status_t tcp_conn_write(tcp_conn_t *c, struct iovec *iov, int iov_coun
     return PB_OK;
 }
 
-/* Send @frame and @payload from an application thread, after anything the
+/* Send @count frames and their payloads from an application thread, in
+ * one write (the receiver reads them together), after anything the
  * progress engine queued on this connection. */
-static pb_status_t tcp_conn_send(tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+static pb_status_t tcp_conn_send_frames(tcp_conn_t *c, const pb_tcp_frame_t *frames,
+                                        const void *const *payloads, int count)
 {
-    uint8_t header[PB_TCP_FRAME_HEADER_SIZE];
-    struct iovec iov[2] = {{header, sizeof(header)}, {(void *)payload, frame->length}};
+    uint8_t headers[TCP_GATHER_MAX][PB_TCP_FRAME_HEADER_SIZE];
+    struct iovec iov[2 * TCP_GATHER_MAX];
+    int iov_count = 0;
     pb_status_t status;
 
-    pb_tcp_frame_encode(frame, header);
+    for (int i = 0; i < count; i++) {
+        pb_tcp_frame_encode(&frames[i], headers[i]);
+        iov[iov_count++] = (struct iovec){headers[i], PB_TCP_FRAME_HEADER_SIZE};
+        if (frames[i].length > 0)
+            iov[iov_count++] = (struct iovec){(void *)payloads[i], frames[i].length};
+    }
     pthread_mutex_lock(&c->send_lock);
     if (PB_UNLIKELY(c->outq.head != c->outq.tail)) {
         /* rare (a DETACH queued while this thread was sending): flush it
@@ -746,9 +765,14 @@ static pb_status_t tcp_conn_send(tcp_conn_t *c, const pb_tcp_frame_t *frame, con
             poll(&pfd, 1, TCP_WAIT_SLICE_MS);
         }
     }
-    status = tcp_conn_write(c, iov, frame->length > 0 ? 2 : 1);
+    status = tcp_conn_write(c, iov, iov_count);
     pthread_mutex_unlock(&c->send_lock);
     return status;
+}
+
+static pb_status_t tcp_conn_send(tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+{
+    return tcp_conn_send_frames(c, frame, &payload, 1);
 }
 
 /* ---- the exporter side: frames from importers -------------------------------- */
@@ -1353,15 +1377,91 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
     tcp_reap_failed();
 }
 
+/* Arm the service thread's watch of the sockets again, unless a thread
+ * claimed their progress (tcp_progress_claim): it polls them, and arms the
+ * watch when its claim ends.  Caller holds pb_rsm_lock. */
+static void tcp_service_arm_locked(void)
+{
+    if (tcp.claims == 0)
+        pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+}
+
 /* Arm (1) or disarm (0) the service thread's watch of the sockets.  Caller
  * holds neither pb_rsm_lock nor tcp.lock. */
 static void tcp_service_watch(int armed)
 {
     pthread_mutex_lock(&pb_rsm_lock);
-    if (armed)
+    if (armed) {
         atomic_store(&tcp.service_parked, 0);
-    pb_rsm_service_rearm(tcp.service_id, armed ? EPOLLIN | EPOLLONESHOT : EPOLLONESHOT);
+        tcp_service_arm_locked();
+    } else {
+        pb_rsm_service_rearm(tcp.service_id, EPOLLONESHOT);
+    }
     pthread_mutex_unlock(&pb_rsm_lock);
+}
+
+/* Start (1) or stop (0) the watchdog of a progress claim.  Caller holds
+ * pb_rsm_lock. */
+static void tcp_lapse_timer(int on)
+{
+    struct itimerspec period = {0};
+
+    if (on) {
+        period.it_interval.tv_nsec = TCP_CLAIM_LAPSE_MS * 1000000L;
+        period.it_value = period.it_interval;
+    }
+    if (tcp.lapse_fd >= 0)
+        timerfd_settime(tcp.lapse_fd, 0, &period, NULL);
+}
+
+/* pb_rsm_progress_claim (+1) and its release (-1).  While a claim lasts
+ * the claiming thread polls the sockets (rsm_intr_signal_wait with no
+ * wait) and the service thread is not woken by what arrives: that wake-up
+ * would take a core from the poller, or the poller's own, per message.  A
+ * claimant that stops polling (an MPI rank computing) is not trusted for
+ * long: a watchdog on the service thread reads the sockets when it saw no
+ * poll for TCP_CLAIM_LAPSE_MS, so connections and puts toward this process
+ * never wait longer than that.  Caller holds neither pb_rsm_lock nor
+ * tcp.lock. */
+static void tcp_progress_claim(int delta)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    tcp.claims += delta;
+    if (tcp.started && tcp.claims == (delta > 0 ? 1 : 0)) {
+        if (delta > 0) {
+            pb_rsm_service_rearm(tcp.service_id, EPOLLONESHOT);
+        } else {
+            atomic_store(&tcp.service_parked, 0);
+            tcp_service_arm_locked();
+        }
+        tcp_lapse_timer(delta > 0);
+    }
+    pthread_mutex_unlock(&pb_rsm_lock);
+}
+
+/* The watchdog (service thread, pb_rsm_lock held): every
+ * TCP_CLAIM_LAPSE_MS of a claim, one pass over the sockets if the
+ * claimant did not poll since the last look. */
+static void tcp_lapse_check(void *arg, uint32_t events)
+{
+    uint64_t expirations, polls = atomic_load(&tcp.polls);
+
+    (void)arg;
+    (void)events;
+    if (read(tcp.lapse_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+        return;
+    if (tcp.claims > 0 && polls == tcp.lapse_polls && pthread_mutex_trylock(&tcp.progress) == 0) {
+        struct epoll_event ready[TCP_MAX_EVENTS];
+        int count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
+
+        if (count > 0) {
+            pthread_mutex_lock(&tcp.lock);
+            tcp_handle_events(ready, count);
+            pthread_mutex_unlock(&tcp.lock);
+        }
+        pthread_mutex_unlock(&tcp.progress);
+    }
+    tcp.lapse_polls = polls;
 }
 
 /* One pass: wait up to @timeout_ms (-1: until something happens) for
@@ -1403,7 +1503,7 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
      * disarmed: arm it again, now that nobody reads the sockets */
     if (!watch_held && atomic_exchange(&tcp.service_parked, 0)) {
         pthread_mutex_lock(&pb_rsm_lock);
-        pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+        tcp_service_arm_locked();
         pthread_mutex_unlock(&pb_rsm_lock);
     }
     return interrupted ? -1 : 0;
@@ -1433,7 +1533,7 @@ static void tcp_service_ready(void *arg, uint32_t events)
         pthread_mutex_unlock(&tcp.lock);
     }
     pthread_mutex_unlock(&tcp.progress);
-    pb_rsm_service_rearm(tcp.service_id, EPOLLIN | EPOLLONESHOT);
+    tcp_service_arm_locked();
 }
 
 /* A condition a waiter waits for: PB_OK or an error when it is over,
@@ -1589,6 +1689,7 @@ static void tcp_atfork_child(void)
     tcp.relays = NULL;
     tcp.ep = -1;
     tcp.wake_fd = -1;
+    tcp.lapse_fd = -1;                    /* (the service's child handler closed it) */
     atomic_store(&tcp_epoll_sleepers, 0); /* (threads the parent had) */
     atomic_store(&tcp_sleepers, 0);
     tcp.started = 0;
@@ -1598,7 +1699,7 @@ static void tcp_atfork_child(void)
  * pb_rsm_lock and tcp.lock. */
 static pb_status_t tcp_start(void)
 {
-    uint64_t wake_id;
+    uint64_t wake_id, lapse_id;
     pb_status_t status;
     int ep;
 
@@ -1643,6 +1744,20 @@ static pb_status_t tcp_start(void)
         goto err;
     }
     tcp.started = 1;
+    /* the watchdog of progress claims (none: claims are not watched, and a
+     * claimant that stops polling leaves traffic waiting until it polls) */
+    tcp.lapse_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (tcp.lapse_fd >= 0 &&
+        pb_rsm_service_add(tcp.lapse_fd, EPOLLIN, tcp_lapse_check, NULL, &lapse_id) != PB_OK) {
+        close(tcp.lapse_fd);
+        tcp.lapse_fd = -1;
+    }
+    if (tcp.lapse_fd < 0)
+        pb_warn("tcp: no timer for the watchdog of progress claims: %m");
+    if (tcp.claims > 0) {
+        pb_rsm_service_rearm(tcp.service_id, EPOLLONESHOT);
+        tcp_lapse_timer(1);
+    }
     return PB_OK;
 
 err:
@@ -2777,20 +2892,83 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
     return status;
 }
 
-static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
-                                  size_t length, int signal, int word_last)
+/* Put @count entries over one rail as one write, when no entry stripes
+ * and no rail keeps copies for replay.  Caller holds ti->lock.
+ * @return PB_ERR_UNSUPPORTED when the entries must go one by one. */
+static pb_status_t tcp_put_gathered(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries,
+                                    size_t count, int signal, int word_last)
+{
+    tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frames[TCP_GATHER_MAX];
+    const void *payloads[TCP_GATHER_MAX];
+    tcp_rail_t *rail;
+    pb_status_t status;
+
+    if (count > TCP_GATHER_MAX || ti->striped || tcp_live_rails(ti) != 1)
+        return PB_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < count; i++) {
+        if (entries[i].length > PB_TCP_MAX_PAYLOAD)
+            return PB_ERR_UNSUPPORTED;
+    }
+    status = tcp_import_heal(im);
+    if (status != PB_OK)
+        return status;
+    rail = tcp_primary_rail(ti);
+    for (size_t i = 0; i < count; i++) {
+        frames[i] = (pb_tcp_frame_t){.type = PB_TCP_PUT,
+                                     .slot = rail->slot,
+                                     .offset = entries[i].offset,
+                                     .length = (uint32_t)entries[i].length};
+        payloads[i] = entries[i].src;
+    }
+    if (signal)
+        frames[count - 1].flags |= PB_TCP_FLAG_SIGNAL;
+    if (word_last)
+        frames[count - 1].flags |= PB_TCP_FLAG_WORD_LAST;
+    rail->dirty = 1;
+    status = tcp_conn_send_frames(rail->conn, frames, payloads, (int)count);
+    if (status != PB_OK) {
+        /* as tcp_rail_send: the caller's next operation sees the break */
+        pthread_mutex_lock(&tcp.lock);
+        tcp_conn_fail(rail->conn, PB_ERR_CONN_ABORTED, NULL);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+    return status;
+}
+
+static pb_status_t tcp_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries,
+                                  size_t count, int signal, int word_last)
 {
     tcp_import_t *ti = im->tl;
     pb_status_t status = tcp_import_state(ti);
 
     if (status == PB_OK) {
+        /* in order, in one write where possible: the exporter reads the
+         * frames in one pass and applies them in order */
         pthread_mutex_lock(&ti->lock);
-        status = tcp_put_locked(im, offset, src, length, signal, word_last);
+        status = tcp_put_gathered(im, entries, count, signal, word_last);
+        if (status == PB_ERR_UNSUPPORTED) {
+            status = PB_OK;
+            for (size_t i = 0; i < count && status == PB_OK; i++) {
+                int last = i == count - 1;
+
+                status = tcp_put_locked(im, entries[i].offset, entries[i].src, entries[i].length,
+                                        signal && last, word_last && last);
+            }
+        }
         pthread_mutex_unlock(&ti->lock);
     }
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
         status = tcp_barrier_close(im);
     return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
+                                  size_t length, int signal, int word_last)
+{
+    pb_rsm_put_entry_t entry = {.offset = offset, .src = src, .length = length};
+
+    return tcp_put_vector(im, &entry, 1, signal, word_last);
 }
 
 static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
@@ -2957,6 +3135,18 @@ static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 {
     tcp_export_t *te = seg->tl;
 
+    if (timeout_ms == 0) {
+        /* a poll (an MPI rank's, thousands a millisecond): one pass over
+         * the sockets unless another thread is reading them, no clock */
+        pb_status_t status;
+
+        if (tcp.ep >= 0 && pthread_mutex_trylock(&tcp.progress) == 0) {
+            atomic_fetch_add_explicit(&tcp.polls, 1, memory_order_relaxed);
+            tcp_progress_pass(0, 0, NULL, 0);
+        }
+        status = tcp_export_event_ready(te);
+        return status == TCP_NOT_YET ? PB_ERR_TIMEOUT : status;
+    }
     /* posts that reached this host count as made: a non-accumulating one
      * still unread must see the event pending, and be dropped, before the
      * wait consumes it */
@@ -3022,6 +3212,7 @@ const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .put = tcp_put,
     .put_signal = tcp_put_signal,
     .put_word_last = tcp_put_word_last,
+    .put_vector = tcp_put_vector,
     .get = tcp_get,
     .map = tcp_map,
     .unmap = tcp_unmap,
@@ -3034,4 +3225,5 @@ const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .import_signal_wait = tcp_import_signal_wait,
     .export_event_word = tcp_export_event_word,
     .import_event_word = tcp_import_event_word,
+    .progress_claim = tcp_progress_claim,
 };

@@ -49,6 +49,20 @@ typedef pb_status_t (*pb_rsm_put_signal_func_t)(pb_rsm_import_t *im, size_t offs
  * of 4 (checked by rsm.c).  Every transport provides it. */
 typedef pb_status_t (*pb_rsm_put_word_last_func_t)(pb_rsm_import_t *im, size_t offset,
                                                    const void *src, size_t length, int signal);
+/* one entry of a vector put */
+typedef struct {
+    size_t offset;   /* in the segment */
+    const void *src; /* local */
+    size_t length;
+} pb_rsm_put_entry_t;
+/* Put @count entries in order, as one transfer where the transport can
+ * (tcp: one write, so the receiver reads them together).  With @word_last
+ * the last entry's first 4 bytes land after everything else (its length
+ * and offset checked as for put_word_last); with @signal a signal follows.
+ * Optional: NULL puts entry by entry. */
+typedef pb_status_t (*pb_rsm_put_vector_func_t)(pb_rsm_import_t *im,
+                                                const pb_rsm_put_entry_t *entries, size_t count,
+                                                int signal, int word_last);
 typedef pb_status_t (*pb_rsm_get_func_t)(pb_rsm_import_t *im, size_t offset, void *dst,
                                          size_t length);
 /* map [offset, offset + length) at *address_p (fixed) or anywhere */
@@ -76,6 +90,10 @@ typedef const void *(*pb_rsm_import_event_word_func_t)(pb_rsm_import_t *im);
  * posts from other processes wake the word only when it has waiters.
  * Optional: NULL when every post wakes it. */
 typedef void (*pb_rsm_export_event_waiters_func_t)(pb_rsm_export_t *seg, int delta);
+/* A thread claims (@delta +1) or stops claiming (-1) the progress of the
+ * transport's traffic (pb_rsm_progress_claim).  Optional: NULL for a
+ * transport that has no thread of its own to keep quiet. */
+typedef void (*pb_rsm_progress_claim_func_t)(int delta);
 
 /* Controller instances ("rails": a transport with several address pairs
  * to each node) and their links, for rsm_get_interconnect_topology.
@@ -103,6 +121,7 @@ typedef struct {
     pb_rsm_put_func_t put;
     pb_rsm_put_signal_func_t put_signal; /* NULL: put, then import_signal_post */
     pb_rsm_put_word_last_func_t put_word_last;
+    pb_rsm_put_vector_func_t put_vector; /* NULL: entry by entry */
     pb_rsm_get_func_t get;
     pb_rsm_map_func_t map;
     pb_rsm_unmap_func_t unmap;
@@ -116,6 +135,7 @@ typedef struct {
     pb_rsm_export_event_word_func_t export_event_word;
     pb_rsm_import_event_word_func_t import_event_word;
     pb_rsm_export_event_waiters_func_t export_event_waiters; /* NULL: posts always wake */
+    pb_rsm_progress_claim_func_t progress_claim;             /* NULL: nothing to claim */
 } pb_rsm_transport_t;
 
 /* at most this many transports are registered */

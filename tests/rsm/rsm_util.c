@@ -158,6 +158,9 @@ void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *o)
             }
             break;
         }
+        case EX_CLAIM:
+            rep.rc = cmd.a ? pb_rsm_progress_claim(ctlr) : pb_rsm_progress_release(ctlr);
+            break;
         case EX_EXIT:
             if (published)
                 CHECK_OK(rsm_memseg_export_unpublish(h));

@@ -54,6 +54,7 @@ enum {
     EX_POST,   /* a=flags */
     EX_WAIT,   /* a=timeout ms */
     EX_REBIND, /* a=seed of the new memory; b=size (0: segment size) */
+    EX_CLAIM,  /* a=1: pb_rsm_progress_claim, a=0: pb_rsm_progress_release */
     EX_EXIT    /* clean up (unpublish, destroy, release) and exit 0 */
 };
 

@@ -469,7 +469,7 @@ static void case_putv_implicit_sigpost_signals_exporter(void)
 static void case_putv_first_word_last(void)
 {
     fixture_t f;
-    uint8_t buf[PB_RSM_WORD_LAST_MAX + 128];
+    uint8_t buf[3 * PB_RSM_WORD_LAST_MAX];
     rsm_iovec_t iov[2];
     rsm_scat_gath_t sg;
 
@@ -479,36 +479,80 @@ static void case_putv_first_word_last(void)
     sg.remote_handle = f.im;
     sg.iovec = iov;
     pbt_fill_pattern(buf, sizeof(buf), 0, 91);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++)
         iov[i].io_type = RSM_VA_TYPE;
-        iov[i].local.vaddr = (char *)buf + 64 * i;
-    }
-    iov[0].remote_offset = 128;
-    iov[0].transfer_length = 64;
-    iov[1].remote_offset = 4096;
+    /* the limits are the last entry's: the first may be any put */
+    iov[0].local.vaddr = (char *)buf;
+    iov[0].remote_offset = 130;
+    iov[0].transfer_length = 2 * PB_RSM_WORD_LAST_MAX;
+    iov[1].local.vaddr = (char *)buf + 2 * PB_RSM_WORD_LAST_MAX;
+    iov[1].remote_offset = 3 * PG;
     iov[1].transfer_length = PB_RSM_WORD_LAST_MAX;
     sg.io_request_count = 2;
     sg.flags = PB_RSM_PUT_FIRST_WORD_LAST;
     CHECK_OK(rsm_memseg_import_putv(&sg));
-    pbt_exporter_expect(&f.ex, 128, buf, 64, "word-last put of 64 bytes");
-    pbt_exporter_expect(&f.ex, 4096, buf + 64, PB_RSM_WORD_LAST_MAX, "word-last put of 4 KB");
+    CHECK(sg.io_residual_count == 0);
+    pbt_exporter_expect(&f.ex, 130, buf, 2 * PB_RSM_WORD_LAST_MAX, "the data before the word");
+    pbt_exporter_expect(&f.ex, 3 * PG, buf + 2 * PB_RSM_WORD_LAST_MAX, PB_RSM_WORD_LAST_MAX,
+                        "word-last entry of 4 KB");
     CHECK_OK(rsm_memseg_import_set_mode(f.im, RSM_BARRIER_MODE_EXPLICIT));
     pbt_fill_pattern(buf, sizeof(buf), 0, 92);
+    iov[0].local.vaddr = (char *)buf;
+    iov[0].remote_offset = 128;
+    iov[0].transfer_length = 64;
     sg.io_request_count = 1;
     sg.flags = PB_RSM_PUT_FIRST_WORD_LAST | RSM_IMPLICIT_SIGPOST;
     CHECK_OK(rsm_memseg_import_putv(&sg));
     CHECK_OK(pbt_exporter_cmd(&f.ex, EX_WAIT, 5000, 0, NULL));
     pbt_exporter_expect(&f.ex, 128, buf, 64, "word-last put with the signal");
-    /* out of its limits: nothing moves */
+    /* a last entry out of its limits: nothing moves, not even the first */
+    pbt_fill_pattern(buf, sizeof(buf), 0, 93);
     sg.flags = PB_RSM_PUT_FIRST_WORD_LAST;
-    iov[0].transfer_length = 3;
+    sg.io_request_count = 2;
+    iov[1].remote_offset = 3 * PG;
+    iov[1].transfer_length = 3;
     CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_LENGTH);
-    iov[0].transfer_length = PB_RSM_WORD_LAST_MAX + 4;
+    CHECK(sg.io_residual_count == 2);
+    iov[1].transfer_length = PB_RSM_WORD_LAST_MAX + 4;
     CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_LENGTH);
-    iov[0].transfer_length = 64;
-    iov[0].remote_offset = 130;
+    iov[1].transfer_length = 64;
+    iov[1].remote_offset = 3 * PG + 2;
     CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_OFFSET);
+    pbt_fill_pattern(buf, sizeof(buf), 0, 92);
     pbt_exporter_expect(&f.ex, 128, buf, 64, "refused word-last puts change nothing");
+    fx_end(&f);
+}
+
+/* ---- progress claims (Postbox's extension) ---------------------------------- */
+
+static void case_progress_claim_keeps_exporter_served(void)
+{
+    fixture_t f;
+    uint8_t src[256], dst[256];
+
+    fx_start(&f, RSM_PERM_RDWR, 4 * PG);
+    CHECK_RC(pb_rsm_progress_release(f.c), RSMERR_BAD_MODE);
+    CHECK_RC(pb_rsm_progress_claim(NULL), RSMERR_BAD_CTLR_HNDL);
+    CHECK_RC(pb_rsm_progress_release(NULL), RSMERR_BAD_CTLR_HNDL);
+    CHECK_OK(pb_rsm_progress_claim(f.c));
+    CHECK_OK(pb_rsm_progress_release(f.c));
+    /* the exporter claims its progress (twice: claims nest) and then does
+     * not poll: puts and gets, each of which waits for the exporter's
+     * answer over a network, are still served (its claim lapses) */
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_CLAIM, 1, 0, NULL));
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_CLAIM, 1, 0, NULL));
+    for (unsigned i = 0; i < 4; i++) {
+        size_t off = 1000 * i;
+
+        pbt_fill_pattern(src, sizeof(src), off, 70 + i);
+        CHECK_OK(rsm_memseg_import_put(f.im, off, src, sizeof(src)));
+        CHECK_OK(rsm_memseg_import_get(f.im, off, dst, sizeof(dst)));
+        CHECK(memcmp(src, dst, sizeof(src)) == 0);
+        pbt_exporter_expect(&f.ex, off, src, sizeof(src), "put while the exporter claims");
+    }
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_CLAIM, 0, 0, NULL));
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_CLAIM, 0, 0, NULL));
+    CHECK_RC(pbt_exporter_cmd(&f.ex, EX_CLAIM, 0, 0, NULL), RSMERR_BAD_MODE);
     fx_end(&f);
 }
 
@@ -533,6 +577,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(putv_read_only_perm_denied),
     PBT_CASE(putv_implicit_sigpost_signals_exporter),
     PBT_CASE(putv_first_word_last),
+    PBT_CASE(progress_claim_keeps_exporter_served),
 };
 
 int main(int argc, char **argv)
