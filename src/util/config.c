@@ -47,14 +47,17 @@ static const pb_config_entry_t config_table[] = {
      "Milliseconds after which a tcp connection whose peer stopped "
      "answering (dead host, cut link) is declared broken."},
     {"POSTBOX_NUMPOSTBOX", PB_CONFIG_INT, "16",
-     "MPI: postboxes (64 bytes each) in the ring each sender owns in each "
-     "receiver's inbox (Sun MPI's MPI_SHM_NUMPOSTBOX)."},
+     "MPI: postboxes (64 bytes each) in the ring each sender owns toward each "
+     "receiver, in the receiver's node's postbox area (Sun MPI's "
+     "MPI_SHM_NUMPOSTBOX)."},
     {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "64",
-     "MPI: blocks in the buffer pool each sender of the node owns in each "
-     "receiver's inbox; eager and rendezvous data move through them."},
+     "MPI: blocks (2 or more) in the buffer pool each sender owns on its own "
+     "node, shared by every receiver there (plus 2 reserved per receiver); "
+     "eager and rendezvous data move through them."},
     {"POSTBOX_POOL_BLOCKS_NET", PB_CONFIG_INT, "256",
-     "MPI: blocks in the pool of a sender on another node (its large "
-     "messages move through the pool over tcp)."},
+     "MPI: blocks (2 or more) in the pool each sender owns on each other "
+     "node, shared by the receivers there (its large messages move through "
+     "the pool over tcp)."},
     {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
      "MPI: bytes of one pool block (rounded up to 64)."},
     {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "1048576",

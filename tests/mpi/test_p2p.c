@@ -504,6 +504,51 @@ static void case_crowd(void)
     free(reqs);
 }
 
+/* Rank 0's pool on a node serves every rank there.  Its messages to A
+ * (the last rank but one) fill it while A does not read them (with
+ * directed polling A reads only B's ring until B's token comes); its
+ * message to B (the last rank) must still get through, or B never sends
+ * the token.  Then A receives everything, in order. */
+static void case_shared_pool(void)
+{
+    enum {
+        COUNT = 6,
+        BYTES = 2000
+    };
+    int a = size - 2, b = size - 1, token = 7;
+    unsigned char *buf = malloc((size_t)COUNT * BYTES);
+
+    if (size < 3 || a == 0) {
+        free(buf);
+        return;
+    }
+    if (rank == 0) {
+        MPI_Request reqs[COUNT];
+        unsigned char to_b[100];
+
+        for (int i = 0; i < COUNT; i++) {
+            fill(buf + (size_t)i * BYTES, BYTES, 60 + i);
+            MPI_Isend(buf + (size_t)i * BYTES, BYTES, MPI_BYTE, a, i, MPI_COMM_WORLD, &reqs[i]);
+        }
+        fill(to_b, sizeof(to_b), 70);
+        MPI_Send(to_b, sizeof(to_b), MPI_BYTE, b, 0, MPI_COMM_WORLD);
+        MPI_Waitall(COUNT, reqs, MPI_STATUSES_IGNORE);
+    } else if (rank == a) {
+        MPI_Recv(&token, 1, MPI_INT, b, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(token == 42, "the token from B: %d", token);
+        for (int i = 0; i < COUNT; i++) {
+            MPI_Recv(buf, BYTES, MPI_BYTE, 0, i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(first_bad(buf, BYTES, 60 + i) == BYTES, "message %d to A", i);
+        }
+    } else if (rank == b) {
+        MPI_Recv(buf, 100, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(first_bad(buf, 100, 70) == 100, "the message to B");
+        token = 42;
+        MPI_Send(&token, 1, MPI_INT, a, 0, MPI_COMM_WORLD);
+    }
+    free(buf);
+}
+
 /* a barrier made of point-to-point messages on a communicator of its own
  * (a case's MPI_ANY_TAG receive must not take them) */
 static void separate(void)
@@ -597,6 +642,7 @@ static const struct {
     {"proc_null", case_proc_null},
     {"contexts", case_contexts},
     {"crowd", case_crowd},
+    {"shared_pool", case_shared_pool},
     {"handles", case_handles},
     {"free_pending", case_free_pending},
     {"local_and_freed", case_local_and_freed},

@@ -24,6 +24,13 @@ LAYOUTS = [
     pytest.param(["-n", "4", "--nodes", "2", "-x", "POSTBOX_NUMPOSTBOX=2", "-x",
                   "POSTBOX_POOL_BLOCKS=3", "-x", "POSTBOX_BLOCK_SIZE=256"],
                  id="4-ranks-2-nodes-tiny-rings"),
+    # rank 0's pool on node 1 is shared by ranks 2 and 3 and holds 4 blocks:
+    # with directed polling, shared_pool fills it with messages to rank 2
+    # that rank 2 does not read before rank 3 got its own
+    pytest.param(["-n", "4", "--nodes", "2", "-x", "POSTBOX_POLLALL=0", "-x",
+                  "POSTBOX_POOL_BLOCKS=4", "-x", "POSTBOX_POOL_BLOCKS_NET=4", "-x",
+                  "POSTBOX_BLOCK_SIZE=256"],
+                 id="4-ranks-2-nodes-directed-tiny-pools"),
 ]
 
 
@@ -49,6 +56,37 @@ def test_more_ranks_than_cores_finish(p2p):
                  timeout=150)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "p2p: ok" in result.stdout
+
+
+def expected_area_bytes(ranks, ranks_per_node, postboxes=16, block=4096, pool=64,
+                        pool_net=256, reserve=2, page=4096):
+    """The size of a node's postbox area as docs/mpi.md lays it out: a line
+    per rank of the node, an acknowledgement pair per (rank of the node,
+    job rank), then for every sender of the job its rings toward the
+    node's ranks and one pool shared by them (plus a reserve per rank)."""
+    n = ranks_per_node
+    head = -(-(64 * n + 16 * n * ranks) // 64) * 64
+    senders = 0
+    for s in range(ranks):
+        blocks = (pool if s < n else pool_net) + reserve * n
+        senders += -(-(n * postboxes * 64 + blocks * block) // 64) * 64
+    return -(-(head + senders) // page) * page
+
+
+@pytest.mark.parametrize("ranks,nodes", [(4, 2), (6, 1)])
+def test_pools_are_per_node(p2p, ranks, nodes):
+    """Each sender owns one pool on each node, shared by the ranks there
+    (Sun MPI's buffer placement): a node's memory grows with the job's
+    size, not with its square."""
+    result = run("-n", ranks, "--nodes", nodes, "-x", "POSTBOX_SHOW_TRANSPORTS=1",
+                 "--timeout", 60, p2p, "pingpong", timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    areas = [int(line.split(" postbox area of ")[1].split()[0])
+             for line in result.stderr.splitlines() if " postbox area of " in line]
+    assert len(areas) == nodes, result.stderr
+    per_node = ranks // nodes
+    for size in areas:
+        assert size == expected_area_bytes(ranks, per_node), result.stderr
 
 
 def test_fatal_error_names_the_call_and_ends_the_job(p2p, tmp_path):
