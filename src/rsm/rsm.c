@@ -835,12 +835,6 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
             ret = rsm_status_to_error(im->transport->put_word_last(im, io->remote_offset, locals[i],
                                                                    io->transfer_length, signal));
             signal = 0;
-        } else if (signal && i == count - 1 && im->transport->put_signal != NULL &&
-                   io->transfer_length > 0) {
-            /* the last put carries the signal: one message where possible */
-            ret = rsm_status_to_error(
-                im->transport->put_signal(im, io->remote_offset, locals[i], io->transfer_length));
-            signal = 0;
         } else if (is_put) {
             ret =
                 rsm_memseg_import_put(im, (off_t)io->remote_offset, locals[i], io->transfer_length);

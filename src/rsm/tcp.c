@@ -2963,29 +2963,11 @@ static pb_status_t tcp_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t 
     return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
 }
 
-static pb_status_t tcp_put_frames(pb_rsm_import_t *im, size_t offset, const void *src,
-                                  size_t length, int signal, int word_last)
+static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
 {
     pb_rsm_put_entry_t entry = {.offset = offset, .src = src, .length = length};
 
-    return tcp_put_vector(im, &entry, 1, signal, word_last);
-}
-
-static pb_status_t tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
-{
-    return tcp_put_frames(im, offset, src, length, 0, 0);
-}
-
-static pb_status_t tcp_put_signal(pb_rsm_import_t *im, size_t offset, const void *src,
-                                  size_t length)
-{
-    return tcp_put_frames(im, offset, src, length, 1, 0);
-}
-
-static pb_status_t tcp_put_word_last(pb_rsm_import_t *im, size_t offset, const void *src,
-                                     size_t length, int signal)
-{
-    return tcp_put_frames(im, offset, src, length, signal, 1);
+    return tcp_put_vector(im, &entry, 1, 0, 0);
 }
 
 static pb_status_t tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
@@ -3210,8 +3192,6 @@ const pb_rsm_transport_t pb_rsm_tcp_transport = {
     .import_connect = tcp_import_connect,
     .import_disconnect = tcp_import_disconnect,
     .put = tcp_put,
-    .put_signal = tcp_put_signal,
-    .put_word_last = tcp_put_word_last,
     .put_vector = tcp_put_vector,
     .get = tcp_get,
     .map = tcp_map,

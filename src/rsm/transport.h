@@ -40,13 +40,9 @@ typedef pb_status_t (*pb_rsm_import_connect_func_t)(pb_rsm_import_t *im);
 typedef void (*pb_rsm_import_disconnect_func_t)(pb_rsm_import_t *im);
 typedef pb_status_t (*pb_rsm_put_func_t)(pb_rsm_import_t *im, size_t offset, const void *src,
                                          size_t length);
-/* put, then post a signal to the exporter (accumulating), as one message
- * where the transport can: putv with RSM_IMPLICIT_SIGPOST.  Optional. */
-typedef pb_status_t (*pb_rsm_put_signal_func_t)(pb_rsm_import_t *im, size_t offset, const void *src,
-                                                size_t length);
 /* put whose first 4 bytes land after the rest (release order), then, with
  * @signal, a signal; @length 4 .. PB_RSM_WORD_LAST_MAX, @offset a multiple
- * of 4 (checked by rsm.c).  Every transport provides it. */
+ * of 4 (checked by rsm.c).  Required of a transport without put_vector. */
 typedef pb_status_t (*pb_rsm_put_word_last_func_t)(pb_rsm_import_t *im, size_t offset,
                                                    const void *src, size_t length, int signal);
 /* one entry of a vector put */
@@ -55,11 +51,11 @@ typedef struct {
     const void *src; /* local */
     size_t length;
 } pb_rsm_put_entry_t;
-/* Put @count entries in order, as one transfer where the transport can
- * (tcp: one write, so the receiver reads them together).  With @word_last
- * the last entry's first 4 bytes land after everything else (its length
- * and offset checked as for put_word_last); with @signal a signal follows.
- * Optional: NULL puts entry by entry. */
+/* Put @count entries in order, as one transfer (tcp: one write, so the
+ * receiver reads them together).  With @word_last the last entry's first 4
+ * bytes land after everything else (its length and offset checked as for
+ * put_word_last); with @signal a signal (accumulating) follows.  Optional:
+ * NULL puts entry by entry, with put_word_last for the last entry. */
 typedef pb_status_t (*pb_rsm_put_vector_func_t)(pb_rsm_import_t *im,
                                                 const pb_rsm_put_entry_t *entries, size_t count,
                                                 int signal, int word_last);
@@ -119,9 +115,8 @@ typedef struct {
     pb_rsm_import_connect_func_t import_connect;
     pb_rsm_import_disconnect_func_t import_disconnect;
     pb_rsm_put_func_t put;
-    pb_rsm_put_signal_func_t put_signal; /* NULL: put, then import_signal_post */
-    pb_rsm_put_word_last_func_t put_word_last;
-    pb_rsm_put_vector_func_t put_vector; /* NULL: entry by entry */
+    pb_rsm_put_word_last_func_t put_word_last; /* unused with put_vector */
+    pb_rsm_put_vector_func_t put_vector;       /* NULL: entry by entry */
     pb_rsm_get_func_t get;
     pb_rsm_map_func_t map;
     pb_rsm_unmap_func_t unmap;
