@@ -147,7 +147,13 @@ static struct {
     long sends_open;      /* sends started and not complete, freed ones too */
     char *bsend_buf;      /* MPI_Buffer_attach */
     size_t bsend_size, bsend_used;
+    MPI_Request spare; /* released requests kept for reuse (list by next) */
+    int spares;
 } p2p;
+
+/* released requests kept for the next ones: a calloc and a free less per
+ * message */
+#define REQUEST_SPARES_MAX 64
 
 static const pb_datatype_t *byte_type;
 static pb_mpi_registry_t request_ints = PB_MPI_REGISTRY_INIT;
@@ -200,10 +206,17 @@ static void control_push(int dest, const pbx_postbox_t *pb)
 static MPI_Request request_new(int kind, pb_comm_t *comm, const void *buf, MPI_Count count,
                                MPI_Datatype type, int peer, int tag, int coll)
 {
-    MPI_Request r = calloc(1, sizeof(*r));
+    MPI_Request r = p2p.spare;
 
-    if (r == NULL)
-        return NULL;
+    if (r != NULL) {
+        p2p.spare = r->next;
+        p2p.spares--;
+        memset(r, 0, sizeof(*r));
+    } else {
+        r = calloc(1, sizeof(*r));
+        if (r == NULL)
+            return NULL;
+    }
     r->magic = REQUEST_MAGIC;
     r->kind = kind;
     r->comm = comm;
@@ -230,7 +243,13 @@ static void request_release(MPI_Request r)
     if (r->handle_int != 0)
         pb_mpi_registry_remove(&request_ints, r, r->handle_int);
     r->magic = 0;
-    free(r);
+    if (p2p.spares < REQUEST_SPARES_MAX) {
+        r->next = p2p.spare;
+        p2p.spare = r;
+        p2p.spares++;
+    } else {
+        free(r);
+    }
 }
 
 static int request_valid(MPI_Request r)
@@ -924,6 +943,12 @@ void pb_mpi_p2p_finalize(void)
         queue_remove(&p2p.posted, r);
         request_release(r);
     }
+    while (p2p.spare != NULL) {
+        MPI_Request r = p2p.spare;
+
+        p2p.spare = r->next;
+        free(r);
+    }
     free(p2p.sends);
     free(p2p.controls);
     free(p2p.streams);
@@ -1015,6 +1040,36 @@ static void status_empty(MPI_Status *status)
 
 /* ---- the MPI calls: sends and receives ------------------------------------------ */
 
+/* A blocking send of at most PBX_INLINE_MAX bytes, in standard or ready
+ * mode, with nothing queued before it toward its destination, goes
+ * straight into a free postbox: no request to make, queue, complete and
+ * free.  @return 1 if it went, 0 if it must take the general path. */
+static int send_inline_now(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                           pb_comm_t *comm, int mode)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    size_t bytes = (size_t)count * pb_mpi_type_size(t);
+    pbx_postbox_t pb = {0};
+    pbx_src_t src = {buf, count, t, 0};
+    int world;
+
+    if ((mode != MODE_STANDARD && mode != MODE_READY) || dest == MPI_PROC_NULL ||
+        bytes > PBX_INLINE_MAX)
+        return 0;
+    world = comm->world[dest];
+    if (p2p.sends[world].head != NULL || p2p.controls[world] != NULL ||
+        pbx_postbox_free(world) != 1)
+        return 0;
+    pb.kind = PBX_ENV_INLINE;
+    pb.len = (uint32_t)bytes;
+    pb.tag = tag;
+    pb.context = comm->context;
+    pb.total = bytes;
+    if (pbx_post(world, &pb, &src) != MPI_SUCCESS)
+        pbx_fatal("the channel to a rank broke");
+    return 1;
+}
+
 static int send_blocking(const char *func, const void *buf, int count, MPI_Datatype type, int dest,
                          int tag, MPI_Comm comm, int mode)
 {
@@ -1024,6 +1079,8 @@ static int send_blocking(const char *func, const void *buf, int count, MPI_Datat
 
     if (rc != MPI_SUCCESS)
         return rc;
+    if (send_inline_now(buf, count, type, dest, tag, c, mode))
+        return MPI_SUCCESS;
     rc = start_send(buf, count, type, dest, tag, c, 0, mode, &r);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(comm, rc, func,

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 static int rank, size, failures;
 static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
@@ -133,6 +134,14 @@ static void case_pingpong(void)
 
 /* messages between a pair on one tag arrive in the order sent, whatever
  * their protocol */
+/* Sleep @ms milliseconds (peers run meanwhile). */
+static void pause_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
 static void case_order(void)
 {
     enum {
@@ -163,7 +172,27 @@ static void case_order(void)
             CHECK(first_bad(buf, (size_t)count, i) == (size_t)count, "message %d overtaken", i);
         }
     }
-    (void)reqs;
+    /* a small blocking send while earlier sends to the same rank wait in
+     * the sender's queue (the ring was full when they started) although
+     * the receiver has freed postboxes since: it must not go first */
+    if (rank == 1) {
+        int values[N + 1];
+
+        for (int i = 0; i <= N; i++)
+            values[i] = 1000 + i;
+        for (int i = 0; i < N; i++)
+            MPI_Isend(&values[i], 1, MPI_INT, 0, 6, MPI_COMM_WORLD, &reqs[i]);
+        pause_ms(100); /* rank 0 empties the ring meanwhile */
+        MPI_Send(&values[N], 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
+        MPI_Waitall(N, reqs, MPI_STATUSES_IGNORE);
+    } else if (rank == 0) {
+        for (int i = 0; i <= N; i++) {
+            int value = -1;
+
+            MPI_Recv(&value, 1, MPI_INT, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(value == 1000 + i, "message %d of the queued run is %d", i, value);
+        }
+    }
     free(buf);
 }
 
