@@ -1,15 +1,18 @@
 /*
  * postbox-net-bench: the machine's raw network limits (suite "raw", library
  * "raw"), the references for Postbox's tcp transport: TCP ping-pong half
- * round trip, TCP stream bandwidth and UDP ping-pong half round trip,
- * between two processes through plain sockets.
+ * round trip on one connection (tcp_pingpong) and on two, one per direction
+ * as the RSM tcp transport connects (tcp_pingpong_split), each also with
+ * busy-polled receives (tcp_pingpong_poll, tcp_pingpong_split_poll), TCP
+ * stream bandwidth and UDP ping-pong half round trip, between two processes
+ * through plain sockets.
  *
  * Two roles:
  *   - the server (rank 1, or a forked peer when the program runs alone)
  *     listens on TCP and UDP, publishes "ip:port" of its TCP listener as the
  *     job key raw-net-addr, and answers commands;
- *   - the client (rank 0) connects, drives every test, times it with the
- *     bench engine and writes the records.
+ *   - the client (rank 0) connects (twice: see rawnet.h), drives every
+ *     test, times it with the bench engine and writes the records.
  *
  * The sockets, the wire protocol and the timed operations are rawnet.[ch]
  * (shared with postbox-rsm-net-bench, which measures the same references
@@ -92,7 +95,7 @@ typedef struct {
     const char *path;      /* "loopback" or "veth" */
     const char *placement; /* "on-node" or "off-node" */
     int nodes;
-    char note[160];
+    char note[256];
 } client_t;
 
 static client_t g;
@@ -225,7 +228,11 @@ int main(int argc, char **argv)
     ret = pb_bench_opts_parse(
         &g.opts, argc, argv,
         "Measure the machine's raw network limits between two processes: TCP\n"
-        "ping-pong half round trip (TCP_NODELAY), TCP stream bandwidth and UDP\n"
+        "ping-pong half round trip (TCP_NODELAY) on one connection (tcp_pingpong)\n"
+        "and on two, one per direction, the layout of Postbox's RSM tcp imports\n"
+        "(tcp_pingpong_split), each again with both sides receiving by busy-polled\n"
+        "recv instead of blocking recv (tcp_pingpong_poll, tcp_pingpong_split_poll:\n"
+        "no wake-up, as MPI libraries receive), TCP stream bandwidth and UDP\n"
         "ping-pong half round trip.  Alone it forks its peer over loopback; under\n"
         "`postbox run -n 2` rank 0 measures against rank 1 (--nodes 2: off-node,\n"
         "--netns: across the veth pair).",

@@ -127,6 +127,38 @@ void pb_rawnet_recv_all(int fd, void *buf, size_t len)
     }
 }
 
+/* pb_rawnet_recv_all by busy-polling: recv(MSG_DONTWAIT) again and again
+ * until the whole message is in, never sleeping in the kernel.  Gives up as
+ * the blocking one does: after PB_RAWNET_IO_TIMEOUT_S without a byte. */
+static void recv_all_poll(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    uint64_t since = 0; /* start of the wait for the next bytes, 0: none yet */
+    unsigned spins = 0;
+
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                pb_rawnet_fail("recv", errno);
+            if (since == 0)
+                since = pb_bench_time_now();
+            else if (++spins % 64 == 0 &&
+                     pb_bench_time_now() - since >= (uint64_t)PB_RAWNET_IO_TIMEOUT_S * 1000000000u)
+                pb_rawnet_fail("recv", EAGAIN);
+            continue;
+        }
+        if (n == 0)
+            pb_rawnet_fail_msg("the peer closed the connection");
+        p += n;
+        len -= (size_t)n;
+        since = 0;
+    }
+}
+
 /* @sa = @ip:@port; a bad address ends the program. */
 static void addr_make(struct sockaddr_in *sa, const char *ip, uint16_t port)
 {
@@ -198,20 +230,37 @@ void pb_rawnet_listen(pb_rawnet_listener_t *l, const char *ip)
     set_timeouts(l->ufd, PB_RAWNET_IO_TIMEOUT_S * 1000, PB_RAWNET_IO_TIMEOUT_S * 1000);
 }
 
-int pb_rawnet_accept(pb_rawnet_listener_t *l)
+/* Accept one connection on the listener, TCP_NODELAY, with the I/O
+ * timeouts; @call names the accept in messages. */
+static int accept_one(pb_rawnet_listener_t *l, const char *call)
 {
-    pb_rawnet_hello_t hello = {.magic = PB_RAWNET_MAGIC, .udp_port = l->udp_port};
     int fd;
 
     do
         fd = accept4(l->lfd, NULL, NULL, SOCK_CLOEXEC);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
-        pb_rawnet_fail("accept", errno);
-    close(l->lfd);
+        pb_rawnet_fail(call, errno);
     set_nodelay(fd);
     set_timeouts(fd, PB_RAWNET_IO_TIMEOUT_S * 1000, PB_RAWNET_IO_TIMEOUT_S * 1000);
+    return fd;
+}
+
+int pb_rawnet_accept(pb_rawnet_listener_t *l)
+{
+    pb_rawnet_hello_t hello = {.magic = PB_RAWNET_MAGIC, .udp_port = l->udp_port};
+    pb_rawnet_cmd_t c2;
+    int fd = accept_one(l, "accept");
+
     pb_rawnet_send_all(fd, &hello, sizeof(hello));
+    /* the client connects again as soon as the hello is in */
+    set_timeouts(l->lfd, PB_RAWNET_IO_TIMEOUT_S * 1000, PB_RAWNET_IO_TIMEOUT_S * 1000);
+    l->fd2 = accept_one(l, "accept (TCP connection 2)");
+    close(l->lfd);
+    l->lfd = -1;
+    pb_rawnet_recv_all(l->fd2, &c2, sizeof(c2));
+    if (c2.magic != PB_RAWNET_MAGIC || c2.cmd != PB_RAWNET_CMD_CONN2)
+        pb_rawnet_fail_msg("TCP connection 2 is not from our client");
     return fd;
 }
 
@@ -224,12 +273,16 @@ void pb_rawnet_cmd_recv(int fd, pb_rawnet_cmd_t *c)
         pb_rawnet_fail_msg("bad command from the client");
 }
 
-/* Echo whole messages until the STOP one. */
-static void serve_tcp_pingpong(int fd, char *buf, size_t size)
+/* Echo whole messages read on @fd (busy-polling if @poll), on @wfd, until
+ * the STOP one. */
+static void serve_tcp_pingpong(int fd, int wfd, char *buf, size_t size, bool poll)
 {
     do {
-        pb_rawnet_recv_all(fd, buf, size);
-        pb_rawnet_send_all(fd, buf, size);
+        if (poll)
+            recv_all_poll(fd, buf, size);
+        else
+            pb_rawnet_recv_all(fd, buf, size);
+        pb_rawnet_send_all(wfd, buf, size);
     } while (buf[0] != PB_RAWNET_FLAG_STOP);
 }
 
@@ -270,7 +323,19 @@ bool pb_rawnet_serve(pb_rawnet_listener_t *l, int fd, char *buf, const pb_rawnet
     switch (c->cmd) {
     case PB_RAWNET_CMD_TCP_PINGPONG:
         pb_rawnet_where("tcp_pingpong", c->size);
-        serve_tcp_pingpong(fd, buf, c->size);
+        serve_tcp_pingpong(fd, fd, buf, c->size, false);
+        break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_SPLIT:
+        pb_rawnet_where("tcp_pingpong_split", c->size);
+        serve_tcp_pingpong(fd, l->fd2, buf, c->size, false);
+        break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_POLL:
+        pb_rawnet_where("tcp_pingpong_poll", c->size);
+        serve_tcp_pingpong(fd, fd, buf, c->size, true);
+        break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_SPLIT_POLL:
+        pb_rawnet_where("tcp_pingpong_split_poll", c->size);
+        serve_tcp_pingpong(fd, l->fd2, buf, c->size, true);
         break;
     case PB_RAWNET_CMD_TCP_STREAM:
         pb_rawnet_where("tcp_stream", c->size);
@@ -293,24 +358,62 @@ void pb_rawnet_server_close(pb_rawnet_listener_t *l, int fd)
 
     pb_rawnet_send_all(fd, &done, 1);
     close(fd);
+    close(l->fd2);
     close(l->ufd);
 }
 
 /* ---- the client: the timed operations ----------------------------------- */
 
-/* One TCP round trip of a message of c->size bytes flagged @flag. */
-static void tcp_roundtrip(pb_rawnet_client_t *c, char flag)
+/* One TCP round trip of a message of c->size bytes flagged @flag, sent on
+ * connection 1, its answer read on @rfd (busy-polling if @poll). */
+static void tcp_roundtrip(pb_rawnet_client_t *c, int rfd, char flag, bool poll)
 {
     c->tx[0] = flag;
     pb_rawnet_send_all(c->fd, c->tx, c->size);
-    pb_rawnet_recv_all(c->fd, c->rx, c->size);
+    if (poll)
+        recv_all_poll(rfd, c->rx, c->size);
+    else
+        pb_rawnet_recv_all(rfd, c->rx, c->size);
 }
 
-/* pb_bench_op_func_t: @iters TCP round trips. */
+/* pb_bench_op_func_t: @iters TCP round trips on connection 1. */
 static int op_tcp_pingpong(void *arg, uint64_t iters)
 {
+    pb_rawnet_client_t *c = arg;
+
     for (uint64_t i = 0; i < iters; i++)
-        tcp_roundtrip(arg, PB_RAWNET_FLAG_MORE);
+        tcp_roundtrip(c, c->fd, PB_RAWNET_FLAG_MORE, false);
+    return 0;
+}
+
+/* pb_bench_op_func_t: @iters TCP round trips, out on connection 1, back on
+ * connection 2. */
+static int op_tcp_pingpong_split(void *arg, uint64_t iters)
+{
+    pb_rawnet_client_t *c = arg;
+
+    for (uint64_t i = 0; i < iters; i++)
+        tcp_roundtrip(c, c->fd2, PB_RAWNET_FLAG_MORE, false);
+    return 0;
+}
+
+/* pb_bench_op_func_t: op_tcp_pingpong, both sides busy-polling. */
+static int op_tcp_pingpong_poll(void *arg, uint64_t iters)
+{
+    pb_rawnet_client_t *c = arg;
+
+    for (uint64_t i = 0; i < iters; i++)
+        tcp_roundtrip(c, c->fd, PB_RAWNET_FLAG_MORE, true);
+    return 0;
+}
+
+/* pb_bench_op_func_t: op_tcp_pingpong_split, both sides busy-polling. */
+static int op_tcp_pingpong_split_poll(void *arg, uint64_t iters)
+{
+    pb_rawnet_client_t *c = arg;
+
+    for (uint64_t i = 0; i < iters; i++)
+        tcp_roundtrip(c, c->fd2, PB_RAWNET_FLAG_MORE, true);
     return 0;
 }
 
@@ -371,29 +474,42 @@ static int op_udp_pingpong(void *arg, uint64_t iters)
 
 /* ---- the client: connection and tests ----------------------------------- */
 
+/* A TCP connection to @sa, TCP_NODELAY, with the I/O timeouts; @call
+ * names the connect in messages. */
+static int connect_one(const struct sockaddr_in *sa, const char *call)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int ret;
+
+    if (fd < 0)
+        pb_rawnet_fail("socket", errno);
+    /* also bounds connect */
+    set_timeouts(fd, PB_RAWNET_IO_TIMEOUT_S * 1000, PB_RAWNET_IO_TIMEOUT_S * 1000);
+    do
+        ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+    while (ret != 0 && errno == EINTR);
+    if (ret != 0)
+        pb_rawnet_fail(call, errno);
+    set_nodelay(fd);
+    return fd;
+}
+
 void pb_rawnet_connect(pb_rawnet_client_t *c, const char *ip, uint16_t port, size_t rx_size)
 {
     struct sockaddr_in sa;
     pb_rawnet_hello_t hello;
-    int ret;
+    pb_rawnet_cmd_t c2 = {.magic = PB_RAWNET_MAGIC, .cmd = PB_RAWNET_CMD_CONN2, .size = 0};
 
     c->tx = pb_rawnet_buf_alloc(PB_RAWNET_BUF_SIZE);
     c->rx = pb_rawnet_buf_alloc(rx_size > PB_RAWNET_UDP_MAX + 1 ? rx_size : PB_RAWNET_UDP_MAX + 1);
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c->fd < 0)
-        pb_rawnet_fail("socket", errno);
-    /* also bounds connect */
-    set_timeouts(c->fd, PB_RAWNET_IO_TIMEOUT_S * 1000, PB_RAWNET_IO_TIMEOUT_S * 1000);
     addr_make(&sa, ip, port);
-    do
-        ret = connect(c->fd, (struct sockaddr *)&sa, sizeof(sa));
-    while (ret != 0 && errno == EINTR);
-    if (ret != 0)
-        pb_rawnet_fail("connect", errno);
-    set_nodelay(c->fd);
+    c->fd = connect_one(&sa, "connect");
     pb_rawnet_recv_all(c->fd, &hello, sizeof(hello));
     if (hello.magic != PB_RAWNET_MAGIC || hello.udp_port == 0 || hello.udp_port > 65535)
         pb_rawnet_fail_msg("the server's hello is not ours");
+    /* only now: the server accepts connection 1 first */
+    c->fd2 = connect_one(&sa, "connect (TCP connection 2)");
+    pb_rawnet_send_all(c->fd2, &c2, sizeof(c2));
 
     c->ufd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (c->ufd < 0)
@@ -418,6 +534,7 @@ void pb_rawnet_close(pb_rawnet_client_t *c)
     pb_rawnet_cmd_send(c, PB_RAWNET_CMD_QUIT, 1);
     pb_rawnet_recv_all(c->fd, &done, 1);
     close(c->fd);
+    close(c->fd2);
     close(c->ufd);
     free(c->tx);
     free(c->rx);
@@ -427,6 +544,24 @@ const pb_rawnet_test_t pb_rawnet_tests[PB_RAWNET_NTESTS] = {
     [PB_RAWNET_TCP_PINGPONG] = {"tcp_pingpong", "tcp", "latency", "us",
                                 "TCP_NODELAY, blocking send/recv, default buffers",
                                 PB_RAWNET_CMD_TCP_PINGPONG, op_tcp_pingpong, 1, (size_t)64 << 10},
+    [PB_RAWNET_TCP_PINGPONG_SPLIT] = {"tcp_pingpong_split", "tcp", "latency", "us",
+                                      "TCP_NODELAY, blocking send/recv, default buffers, one "
+                                      "connection per direction (the layout of Postbox's RSM "
+                                      "tcp imports)",
+                                      PB_RAWNET_CMD_TCP_PINGPONG_SPLIT, op_tcp_pingpong_split, 1,
+                                      (size_t)64 << 10},
+    [PB_RAWNET_TCP_PINGPONG_POLL] = {"tcp_pingpong_poll", "tcp", "latency", "us",
+                                     "TCP_NODELAY, blocking send, busy-polled recv (MSG_DONTWAIT) "
+                                     "on both sides, default buffers",
+                                     PB_RAWNET_CMD_TCP_PINGPONG_POLL, op_tcp_pingpong_poll, 1,
+                                     (size_t)64 << 10},
+    [PB_RAWNET_TCP_PINGPONG_SPLIT_POLL] = {"tcp_pingpong_split_poll", "tcp", "latency", "us",
+                                           "TCP_NODELAY, blocking send, busy-polled recv "
+                                           "(MSG_DONTWAIT) on both sides, default buffers, one "
+                                           "connection per direction (the layout of Postbox's "
+                                           "RSM tcp imports)",
+                                           PB_RAWNET_CMD_TCP_PINGPONG_SPLIT_POLL,
+                                           op_tcp_pingpong_split_poll, 1, (size_t)64 << 10},
     [PB_RAWNET_TCP_STREAM] = {"tcp_stream", "tcp", "bandwidth", "MB/s",
                               "TCP_NODELAY, blocking send/recv, default buffers, unidirectional, "
                               "1-byte ack ends each batch",
@@ -441,7 +576,14 @@ const pb_rawnet_test_t pb_rawnet_tests[PB_RAWNET_NTESTS] = {
 static void test_stop(pb_rawnet_client_t *c, const pb_rawnet_test_t *t)
 {
     switch (t->cmd) {
-    case PB_RAWNET_CMD_TCP_PINGPONG: tcp_roundtrip(c, PB_RAWNET_FLAG_STOP); break;
+    case PB_RAWNET_CMD_TCP_PINGPONG: tcp_roundtrip(c, c->fd, PB_RAWNET_FLAG_STOP, false); break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_SPLIT:
+        tcp_roundtrip(c, c->fd2, PB_RAWNET_FLAG_STOP, false);
+        break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_POLL: tcp_roundtrip(c, c->fd, PB_RAWNET_FLAG_STOP, true); break;
+    case PB_RAWNET_CMD_TCP_PINGPONG_SPLIT_POLL:
+        tcp_roundtrip(c, c->fd2, PB_RAWNET_FLAG_STOP, true);
+        break;
     case PB_RAWNET_CMD_TCP_STREAM: stream_batch(c, 1, PB_RAWNET_FLAG_STOP); break;
     default: udp_roundtrip(c, PB_RAWNET_FLAG_STOP); break;
     }

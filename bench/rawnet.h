@@ -4,6 +4,21 @@
  * postbox-rsm-net-bench beside the RSM tcp transport.  Knows nothing about
  * RSM or the job API.
  *
+ * Two TCP connections, both made by the client at the start: connection 1
+ * carries the commands and every TCP test but the split ones; connection 2
+ * carries only the answers of tcp_pingpong_split (and _split_poll), which
+ * sends each message on connection 1 and its echo on connection 2 (one
+ * connection per direction, as Postbox's RSM tcp transport opens one per
+ * import), so that TCP's acknowledgements cannot ride on the answers as in
+ * tcp_pingpong.
+ *
+ * Two receive styles for the TCP ping-pongs: tcp_pingpong and
+ * tcp_pingpong_split wait in a blocking recv (the reader sleeps and is
+ * woken); tcp_pingpong_poll and tcp_pingpong_split_poll are the same
+ * exchanges with both sides busy-polling (recv with MSG_DONTWAIT until the
+ * whole message is in, as MPI libraries receive), which leaves out the
+ * wake-up and shows what the layout itself costs.
+ *
  * Two roles:
  *   - the server listens on TCP and UDP (pb_rawnet_listen), accepts the one
  *     client (pb_rawnet_accept) and answers the raw tests' messages
@@ -12,19 +27,27 @@
  *     command and times the test with the bench engine
  *     (pb_rawnet_measure).
  *
- * Wire protocol, all on the one TCP connection (TCP_NODELAY, blocking, both
- * directions with SO_RCVTIMEO/SO_SNDTIMEO of PB_RAWNET_IO_TIMEOUT_S; the
- * server waits PB_RAWNET_CMD_TIMEOUT_S for a command):
+ * Wire protocol, on connection 1 unless said otherwise (both connections
+ * TCP_NODELAY, blocking, both directions with SO_RCVTIMEO/SO_SNDTIMEO of
+ * PB_RAWNET_IO_TIMEOUT_S; the server waits PB_RAWNET_CMD_TIMEOUT_S for a
+ * command):
  *
  *   server -> client  pb_rawnet_hello_t once: magic, UDP port
+ *   client -> server  on connection 2, made after the hello came: once a
+ *                     pb_rawnet_cmd_t of PB_RAWNET_CMD_CONN2 (size 0), which
+ *                     tells the server this connection is the client's
  *   client -> server  pb_rawnet_cmd_t: magic, command, message size; then
  *                     the test's messages until one carries
- *                     PB_RAWNET_FLAG_STOP
+ *                     PB_RAWNET_FLAG_STOP (the answers of
+ *                     PB_RAWNET_CMD_TCP_PINGPONG_SPLIT and _SPLIT_POLL on
+ *                     connection 2)
  *
  * The first byte of every test message is a flag (the payload is otherwise
  * arbitrary): PB_RAWNET_FLAG_MORE, _ACK (stream: answer one byte after this
  * one) or _STOP (answer, then read the next command).  Ping-pong messages
- * are echoed whole; the UDP ping-pong uses datagrams of the message size.
+ * are echoed whole (read by busy-polling on both sides for the _POLL
+ * commands, whose time limit is the same PB_RAWNET_IO_TIMEOUT_S without a
+ * byte); the UDP ping-pong uses datagrams of the message size.
  * A datagram that does not come back within PB_RAWNET_UDP_TIMEOUT_MS is
  * reported as lost, and the program exits 1.  Commands from
  * PB_RAWNET_CMD_USER up belong to the program (its own tests on the same
@@ -63,7 +86,11 @@ enum {
     PB_RAWNET_CMD_TCP_STREAM,
     PB_RAWNET_CMD_UDP_PINGPONG,
     PB_RAWNET_CMD_QUIT,
-    PB_RAWNET_CMD_USER = 16 /* first command number of the program's own */
+    PB_RAWNET_CMD_TCP_PINGPONG_SPLIT,      /* the pings on connection 1, the answers on 2 */
+    PB_RAWNET_CMD_CONN2,                   /* connection 2's first message, never a command */
+    PB_RAWNET_CMD_TCP_PINGPONG_POLL,       /* as _TCP_PINGPONG, both sides busy-polling */
+    PB_RAWNET_CMD_TCP_PINGPONG_SPLIT_POLL, /* as _TCP_PINGPONG_SPLIT, both busy-polling */
+    PB_RAWNET_CMD_USER = 16                /* first command number of the program's own */
 };
 
 typedef struct {
@@ -112,16 +139,17 @@ int pb_rawnet_addr_parse(const char *s, char *ip, size_t iplen, uint16_t *port_p
 /* ---- the server --------------------------------------------------------- */
 
 typedef struct {
-    int lfd; /* TCP listener */
+    int lfd; /* TCP listener, until pb_rawnet_accept */
     int ufd; /* UDP socket */
+    int fd2; /* TCP connection 2, from pb_rawnet_accept on */
     uint16_t tcp_port, udp_port;
 } pb_rawnet_listener_t;
 
 /* Bind a TCP listener and a UDP socket to @ip, any ports. */
 void pb_rawnet_listen(pb_rawnet_listener_t *l, const char *ip);
 
-/* Accept the client, close the listener, send the hello; returns the
- * connection. */
+/* Accept the client's connection 1, send the hello, accept its connection 2
+ * (into l->fd2) and close the listener; returns connection 1. */
 int pb_rawnet_accept(pb_rawnet_listener_t *l);
 
 /* Wait (up to PB_RAWNET_CMD_TIMEOUT_S) for the next command and check its
@@ -129,26 +157,29 @@ int pb_rawnet_accept(pb_rawnet_listener_t *l);
 void pb_rawnet_cmd_recv(int fd, pb_rawnet_cmd_t *c);
 
 /*
- * Answer command @c if it is a raw test (TCP ping-pong, TCP stream, UDP
- * ping-pong) until its STOP message, with @buf of PB_RAWNET_BUF_SIZE bytes.
- * @return true when served; false for any other command.
+ * Answer command @c if it is a raw test (TCP ping-pong on one connection or
+ * on two, blocking or busy-polling, TCP stream, UDP ping-pong) until its
+ * STOP message, with @buf of PB_RAWNET_BUF_SIZE bytes.  @return true when
+ * served; false for any other command.
  */
 bool pb_rawnet_serve(pb_rawnet_listener_t *l, int fd, char *buf, const pb_rawnet_cmd_t *c);
 
-/* Answer PB_RAWNET_CMD_QUIT (one byte) and close both sockets. */
+/* Answer PB_RAWNET_CMD_QUIT (one byte) and close every socket. */
 void pb_rawnet_server_close(pb_rawnet_listener_t *l, int fd);
 
 /* ---- the client --------------------------------------------------------- */
 
 typedef struct {
-    int fd;        /* TCP: commands and TCP tests */
+    int fd;        /* TCP connection 1: commands and TCP tests */
+    int fd2;       /* TCP connection 2: the answers of tcp_pingpong_split[_poll] */
     int ufd;       /* UDP, connected to the server's port */
     char *tx, *rx; /* message buffers */
     size_t size;   /* message size of the running test */
 } pb_rawnet_client_t;
 
-/* Connect to the server at @ip:@port and read its hello; messages up to
- * PB_RAWNET_BUF_SIZE are sent, TCP answers up to @rx_size received. */
+/* Connect to the server at @ip:@port, read its hello, make connection 2;
+ * messages up to PB_RAWNET_BUF_SIZE are sent, TCP answers up to @rx_size
+ * received. */
 void pb_rawnet_connect(pb_rawnet_client_t *c, const char *ip, uint16_t port, size_t rx_size);
 
 /* Send command @cmd for messages of @size bytes. */
@@ -167,6 +198,9 @@ typedef struct {
 
 enum {
     PB_RAWNET_TCP_PINGPONG,
+    PB_RAWNET_TCP_PINGPONG_SPLIT,
+    PB_RAWNET_TCP_PINGPONG_POLL,
+    PB_RAWNET_TCP_PINGPONG_SPLIT_POLL,
     PB_RAWNET_TCP_STREAM,
     PB_RAWNET_UDP_PINGPONG,
     PB_RAWNET_NTESTS

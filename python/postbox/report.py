@@ -523,7 +523,8 @@ P2P_LATENCY = OrderedDict((
     ("pingping", "ping-ping (both send at once)"),
 ))
 P2P_BANDWIDTH = OrderedDict((("bandwidth_uni", "uni"), ("bandwidth_bi", "bi")))
-NET_LATENCY = ("tcp_pingpong", "udp_pingpong")
+NET_LATENCY = ("tcp_pingpong", "tcp_pingpong_split", "tcp_pingpong_poll",
+               "tcp_pingpong_split_poll", "udp_pingpong")
 NET_BANDWIDTH = ("tcp_stream",)
 # postbox-rsm-net-bench: its records carry config "loopback" or "netns"
 RSM_NET_CONFIGS = ("loopback", "netns")
@@ -933,8 +934,10 @@ def net_figures(records: Sequence[dict], description: Optional[dict] = None) -> 
             out.append(Figure(
                 "Raw TCP and UDP half round trip beside the RSM ping-pong",
                 "postbox-net-bench run alone (its own peer over loopback, on-node): TCP "
-                "(TCP_NODELAY) and UDP half round trips by size, on the same axes as the "
-                "RSM ping-pongs of the same run and the raw cache-line ping-pong (dashed). "
+                "(TCP_NODELAY; on one connection, or on two, one per direction: _split; "
+                "blocking recv, or busy-polled: _poll) and UDP half round trips by size, on "
+                "the same axes as the RSM ping-pongs of the same run and the raw cache-line "
+                "ping-pong (dashed). "
                 + UNSETTLED_NOTE,
                 "message size (bytes)", "latency (%s)" % latency[0].get("unit"), series,
                 _cacheline_references(list(records))(str(latency[0].get("unit"))),

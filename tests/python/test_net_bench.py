@@ -19,6 +19,9 @@ pytestmark = pytest.mark.slow
 
 TESTS = {
     "tcp_pingpong": ("tcp", "latency", "us"),
+    "tcp_pingpong_split": ("tcp", "latency", "us"),
+    "tcp_pingpong_poll": ("tcp", "latency", "us"),
+    "tcp_pingpong_split_poll": ("tcp", "latency", "us"),
     "tcp_stream": ("tcp", "bandwidth", "MB/s"),
     "udp_pingpong": ("udp", "latency", "us"),
 }
@@ -55,10 +58,18 @@ def check_records(path, placement: str, nodes: int, address: str) -> list:
         assert rec["state"] in ("fast", "slow")
         assert isinstance(rec["settled"], bool)
         assert address in rec["note"]
-    assert "TCP_NODELAY" in next(r for r in records if r["test"] == "tcp_pingpong")["note"]
-    # --quick sizes: 1 B .. 64 KB, 1 KB .. 4 MB, 1 B .. 8 KB
+    notes = {name: next(r for r in records if r["test"] == name)["note"] for name in TESTS}
+    for name in ("tcp_pingpong", "tcp_pingpong_split", "tcp_pingpong_poll",
+                 "tcp_pingpong_split_poll"):
+        assert "TCP_NODELAY" in notes[name]
+        assert ("one connection per direction" in notes[name]) == ("_split" in name)
+        assert ("busy-polled recv" in notes[name]) == name.endswith("_poll")
+        assert ("blocking send/recv" in notes[name]) != name.endswith("_poll")
+    # --quick sizes: 1 B .. 64 KB (every TCP ping-pong), 1 KB .. 4 MB, 1 B .. 8 KB
     sizes = {name: sorted(r["size"] for r in records if r["test"] == name) for name in TESTS}
     assert sizes["tcp_pingpong"][0] == 1 and sizes["tcp_pingpong"][-1] == 64 << 10
+    for name in ("tcp_pingpong_split", "tcp_pingpong_poll", "tcp_pingpong_split_poll"):
+        assert sizes[name] == sizes["tcp_pingpong"], name
     assert sizes["tcp_stream"][0] == 1 << 10 and sizes["tcp_stream"][-1] == 4 << 20
     assert sizes["udp_pingpong"][0] == 1 and sizes["udp_pingpong"][-1] == 8 << 10
     return records
@@ -86,13 +97,18 @@ def test_sizes_and_help(net_bench, tmp_path):
                "--reps-cap-ms", "10", "--no-probe", "--json", out])
     records = results.load_jsonl(out)
     assert sorted((r["test"], r["size"]) for r in records) == [
-        ("tcp_pingpong", 64), ("tcp_pingpong", 4096), ("tcp_stream", 4096),
-        ("udp_pingpong", 64), ("udp_pingpong", 4096)]
+        ("tcp_pingpong", 64), ("tcp_pingpong", 4096), ("tcp_pingpong_poll", 64),
+        ("tcp_pingpong_poll", 4096), ("tcp_pingpong_split", 64), ("tcp_pingpong_split", 4096),
+        ("tcp_pingpong_split_poll", 64), ("tcp_pingpong_split_poll", 4096),
+        ("tcp_stream", 4096), ("udp_pingpong", 64), ("udp_pingpong", 4096)]
     for rec in records:
         assert rec["placement"] == "on-node" and rec["nodes"] == 1
         assert rec["probe_before"] is None and rec["state"] == "unknown"
     help_text = run_bench([net_bench, "--help"]).stdout
     assert "postbox run -n 2 --nodes 2" in help_text
+    assert "tcp_pingpong_split" in help_text and "one per direction" in help_text
+    assert "tcp_pingpong_poll" in help_text and "tcp_pingpong_split_poll" in help_text
+    assert "busy-polled" in help_text
 
 
 def test_three_ranks_are_refused(net_bench):
