@@ -777,12 +777,16 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
 
     if (o->kind == OUT_TCP) {
         /* one putv, one write: the data, the acknowledgement owed to
-         * @dest if any (it rides along instead of costing a frame of its
-         * own), and the postbox, whose first word (the sequence word)
+         * @dest (riding along instead of costing a frame of its own), and
+         * the postbox, whose first word (the sequence word)
          * lands last, with the signal: the receiver reads it all once it
          * sees the word */
         pbx_in_t *in = &pbx.in[dest];
         uint64_t ack[2] = {in->consumed, ~in->consumed};
+        /* it rides once a quarter of what makes it go alone is owed
+         * (pbx_consume): a frame less for most messages of a ping-pong */
+        int with_ack = in->blocks_owed * 4 >= in->ack_blocks ||
+                       in->consumed - in->ack_sent >= (uint64_t)(pbx_params.postboxes + 3) / 4;
         rsm_iovec_t iov[3];
         rsm_scat_gath_t sg = {.local_nodeid = pbx.node,
                               .flags = RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST,
@@ -795,7 +799,7 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
                                      .local.vaddr = (char *)piece_source(o, src, pb->len),
                                      .remote_offset = data_off,
                                      .transfer_length = pb->len};
-        if (in->consumed != in->ack_sent)
+        if (with_ack)
             iov[n++] = (rsm_iovec_t){
                 .io_type = RSM_VA_TYPE,
                 .local.vaddr = (char *)ack,
@@ -812,8 +816,10 @@ int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src)
             pb_error("a put to rank %d failed: %s", dest, rsm_strerror(rc));
             return MPI_ERR_OTHER;
         }
-        in->ack_sent = ack[0];
-        in->blocks_owed = 0;
+        if (with_ack) {
+            in->ack_sent = ack[0];
+            in->blocks_owed = 0;
+        }
     } else {
         pbx_postbox_t *box = (pbx_postbox_t *)(pbx.area + slot_off);
 
