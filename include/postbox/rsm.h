@@ -221,8 +221,9 @@ typedef struct {
  * calls pb_rsm_progress_release.  Meanwhile the library's service thread is
  * not woken by arriving data (each such wake-up competes with the poller
  * for a core).  Claims nest: each needs its release.  The claim only
- * changes who reads; data a claimant stops polling for waits until the
- * release.  A transport without a service thread (shm) ignores it.
+ * changes who reads: while the claimant does not poll, the tcp transport
+ * reads every 10 ms itself.  A transport without a service thread (shm)
+ * ignores it.
  * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL if @controller is not held.
  */
 int pb_rsm_progress_claim(rsmapi_controller_handle_t controller);

@@ -816,14 +816,22 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
     signal = is_put && (sg_io->flags & RSM_IMPLICIT_SIGPOST);
     if (is_put && im->transport->put_vector != NULL) {
         pb_rsm_put_entry_t entries[RSM_MAX_SGIOREQS];
+        size_t n = 0;
 
+        /* an empty entry moves nothing (a word-last one is never empty) */
         for (i = 0; i < count; i++) {
-            entries[i].offset = sg_io->iovec[i].remote_offset;
-            entries[i].src = locals[i];
-            entries[i].length = sg_io->iovec[i].transfer_length;
+            if (sg_io->iovec[i].transfer_length == 0)
+                continue;
+            entries[n].offset = sg_io->iovec[i].remote_offset;
+            entries[n].src = locals[i];
+            entries[n].length = sg_io->iovec[i].transfer_length;
+            n++;
         }
-        ret = rsm_status_to_error(im->transport->put_vector(
-            im, entries, count, signal, (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) != 0));
+        if (n > 0)
+            ret = rsm_status_to_error(im->transport->put_vector(
+                im, entries, n, signal, (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) != 0));
+        else if (signal)
+            ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
         /* (a failed transfer may have applied any of them: none counts) */
         sg_io->io_residual_count = ret == RSM_SUCCESS ? 0 : count;
         return ret;

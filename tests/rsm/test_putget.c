@@ -523,6 +523,42 @@ static void case_putv_first_word_last(void)
     fx_end(&f);
 }
 
+/* Empty entries of a putv move nothing; the others land, and the signal
+ * is posted even when every entry is empty. */
+static void case_putv_empty_entries(void)
+{
+    fixture_t f;
+    uint8_t buf[64];
+    rsm_iovec_t iov[3];
+    rsm_scat_gath_t sg;
+
+    fx_start(&f, RSM_PERM_RDWR, 4 * PG);
+    CHECK_OK(rsm_memseg_import_set_mode(f.im, RSM_BARRIER_MODE_EXPLICIT));
+    pbt_fill_pattern(buf, sizeof(buf), 0, 77);
+    memset(iov, 0, sizeof(iov));
+    memset(&sg, 0, sizeof(sg));
+    for (int i = 0; i < 3; i++) {
+        iov[i].io_type = RSM_VA_TYPE;
+        iov[i].local.vaddr = (char *)buf + 16 * i;
+        iov[i].remote_offset = 256 + 16 * (size_t)i;
+        iov[i].transfer_length = i == 1 ? 0 : 16;
+    }
+    sg.remote_handle = f.im;
+    sg.iovec = iov;
+    sg.io_request_count = 3;
+    sg.flags = RSM_IMPLICIT_SIGPOST;
+    CHECK_OK(rsm_memseg_import_putv(&sg));
+    CHECK(sg.io_residual_count == 0);
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_WAIT, 5000, 0, NULL));
+    pbt_exporter_expect(&f.ex, 256, buf, 16, "the entry before the empty one");
+    pbt_exporter_expect(&f.ex, 288, buf + 32, 16, "the entry after the empty one");
+    iov[0].transfer_length = 0;
+    sg.io_request_count = 1;
+    CHECK_OK(rsm_memseg_import_putv(&sg));
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_WAIT, 5000, 0, NULL));
+    fx_end(&f);
+}
+
 /* ---- progress claims (Postbox's extension) ---------------------------------- */
 
 static void case_progress_claim_keeps_exporter_served(void)
@@ -577,6 +613,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(putv_read_only_perm_denied),
     PBT_CASE(putv_implicit_sigpost_signals_exporter),
     PBT_CASE(putv_first_word_last),
+    PBT_CASE(putv_empty_entries),
     PBT_CASE(progress_claim_keeps_exporter_served),
 };
 
