@@ -2,16 +2,19 @@
  * Channels: how one rank's bytes reach another's memory (docs/mpi.md,
  * "The engine").
  *
- * Every rank exports one *inbox* segment, on the shm controller for the
- * ranks of its node and on the tcp controller (the same memory) for the
- * others.  The inbox holds, for every sender, a ring of 64-byte postboxes
- * and a pool of blocks that only that sender allocates from, and a word
- * per peer where that peer acknowledges the postboxes it consumed of this
- * rank's.  A sender writes a postbox (its data first, its sequence word
- * last with release order) straight into the mapped inbox on its node, or
- * puts it over tcp; the receiver polls its rings, and acknowledges into
- * the sender's inbox so that postboxes and blocks are reused.  Channels are
- * half duplex and made on first use.
+ * Every node has one *postbox area* (Sun MPI's remote buffer placement):
+ * exported on the shm controller by the node's first rank and mapped by
+ * every rank there, each of which also exports its mapping on the tcp
+ * controller for the other nodes.  In it every sender of the job owns a
+ * ring of 64-byte postboxes toward each rank of the node and one pool of
+ * blocks, shared by those ranks, that only the sender allocates from; and
+ * each rank of the node has a word per peer where that peer acknowledges
+ * the postboxes it consumed of this rank's.  A sender writes a postbox
+ * (its data first, its sequence word last with release order) through the
+ * mapping on its node, or puts it over tcp into the receiver's export; the
+ * receiver polls its rings, and acknowledges into the sender's node's area
+ * so that postboxes and blocks are reused.  Channels are half duplex and
+ * made on first use.
  */
 #ifndef PB_MPI_CHANNEL_H
 #define PB_MPI_CHANNEL_H
@@ -78,8 +81,8 @@ typedef struct {
 /* The tunables in force (POSTBOX_* variables, read at MPI_Init). */
 typedef struct {
     int postboxes;      /* POSTBOX_NUMPOSTBOX: ring length per sender */
-    int blocks;         /* POSTBOX_POOL_BLOCKS: pool blocks per sender on the node */
-    int blocks_net;     /* POSTBOX_POOL_BLOCKS_NET: ... per sender on another node */
+    int blocks;         /* POSTBOX_POOL_BLOCKS: shared pool blocks of a sender on its node */
+    int blocks_net;     /* POSTBOX_POOL_BLOCKS_NET: ... of a sender on each other node */
     size_t block_size;  /* POSTBOX_BLOCK_SIZE */
     size_t rendezvous;  /* POSTBOX_RENDEZVOUS: messages this long and longer */
     size_t split_copy;  /* POSTBOX_SPLIT_COPY: single-copy messages this long are
@@ -93,13 +96,14 @@ typedef struct {
 
 extern pbx_params_t pbx_params;
 
-/* Export and publish this rank's inbox and tell the job where it is
- * (ends with a fence: collective over the world).  @return MPI_SUCCESS or
- * an MPI error class (logged). */
+/* Make or map this node's postbox area, export this rank's doorbell (and
+ * its mapping of the area on tcp) and tell the job where they are (two
+ * fences: collective over the world).  @return MPI_SUCCESS or an MPI
+ * error class (logged). */
 int pbx_init(void);
 
 /* Disconnect, unpublish, free.  Collective (a fence first, so that no peer
- * still writes into this inbox). */
+ * still writes into this node's area). */
 void pbx_finalize(void);
 
 /* Whether a postbox toward @dest is free (connecting the channel on first
@@ -107,34 +111,37 @@ void pbx_finalize(void);
  * yet), or a negative MPI error class when the channel cannot be made. */
 int pbx_postbox_free(int dest);
 
-/* Bytes the next piece toward @dest may carry in blocks (contiguous pool
- * blocks now free, at most half the pool), at most @want; 0 when no block
- * is free. */
+/* Bytes the next piece toward @dest may carry in blocks (contiguous free
+ * blocks of this rank's pool on @dest's node, at most half its shared
+ * blocks, else @dest's reserved ones), at most @want; 0 when no block is
+ * free.  The blocks found are the next pbx_post's. */
 size_t pbx_block_room(int dest, size_t want);
 
-/* Write @pb to @dest's inbox with pb->len bytes of @src: inline for
+/* Write @pb to @dest's ring with pb->len bytes of @src: inline for
  * PBX_ENV_INLINE, in pool blocks for the kinds that carry pieces (the
  * caller sized it with pbx_block_room), none for the others.  Requires
  * pbx_postbox_free(dest) == 1.  @return MPI_SUCCESS or an MPI error class. */
 int pbx_post(int dest, pbx_postbox_t *pb, const pbx_src_t *src);
 
-/* The next postbox from @source in this rank's inbox, or NULL. */
+/* The next postbox from @source in its ring toward this rank, or NULL. */
 const pbx_postbox_t *pbx_peek(int source);
 
-/* The data of a piece postbox @pb from @source (in this rank's pool). */
+/* The data of a piece postbox @pb from @source (in @source's pool on this
+ * node). */
 const void *pbx_piece_data(int source, const pbx_postbox_t *pb);
 
-/* Done with the postbox @pb pbx_peek returned (and its blocks);
- * acknowledges to the sender at once when it freed blocks, else every
- * half ring. */
+/* Done with the postbox @pb pbx_peek returned (and its blocks); on the
+ * node acknowledges at once when it freed blocks, else every half ring;
+ * across nodes once half the ring or this rank's share of half the pool
+ * is owed (sooner, riding on a postbox back: pbx_post). */
 void pbx_consume(int source, const pbx_postbox_t *pb);
 
 /* Acknowledge to every sender what was consumed since the last
  * acknowledgement (before sleeping, so no sender waits on us for room). */
 void pbx_flush_acks(void);
 
-/* Read what peers on other nodes sent (their puts into this inbox) now;
- * nothing when the job has one node.  For a rank polling its inbox. */
+/* Read what peers on other nodes sent (their puts into this node's area)
+ * now; nothing when the job has one node.  For a rank polling its rings. */
 void pbx_poll_network(void);
 
 /* Sleeping until a peer writes: pbx_sleep_begin announces it (peers on

@@ -32,7 +32,7 @@
  * pair on one communicator and tag never overtake.
  *
  * Waiting (wait_until): poll, spinning POSTBOX_SPIN times, then yield the
- * CPU POSTBOX_YIELDS times, then sleep on the inbox's RSM signal until a
+ * CPU POSTBOX_YIELDS times, then sleep on the doorbell's RSM signal until a
  * peer writes (peers on the node signal only a rank that announced it
  * sleeps; tcp peers always signal), so an idle rank holds no core.
  */
