@@ -1687,6 +1687,7 @@ static void tcp_atfork_child(void)
         c->next = NULL;
     }
     tcp.conns = NULL;
+    tcp.hot = NULL;
     /* the child's own sources will reuse ids: forget the parent's */
     for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;
