@@ -240,6 +240,7 @@ static struct {
     pthread_mutex_t connect_lock; /* one connection set-up at a time */
     _Atomic int service_parked;   /* the service's watch waits for the token's holder */
     int claims;                   /* pb_rsm_progress_claim minus releases, under pb_rsm_lock */
+    _Atomic int claimed;          /* claims > 0, for polls that hold no lock */
     tcp_conn_t *hot;              /* the connection data came on last (tcp.lock) */
     _Atomic uint64_t polls;       /* claimants' polls, ever */
     uint64_t lapse_polls;         /* polls at the watchdog's last look */
@@ -1435,6 +1436,7 @@ static void tcp_progress_claim(int delta)
 {
     pthread_mutex_lock(&pb_rsm_lock);
     tcp.claims += delta;
+    atomic_store(&tcp.claimed, tcp.claims > 0);
     if (tcp.started && tcp.claims == (delta > 0 ? 1 : 0)) {
         if (delta > 0) {
             pb_rsm_service_rearm(tcp.service_id, EPOLLONESHOT);
@@ -3157,13 +3159,18 @@ static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 
     if (timeout_ms == 0) {
         /* a poll (an MPI rank's, thousands a millisecond): one pass over
-         * the sockets unless another thread is reading them, no clock */
+         * the sockets, no clock; what reached this host counts, so a pass
+         * another thread is making is waited for.  A claimant, which polls
+         * again soon, reads only the connection data came on last three
+         * times in four */
         pb_status_t status;
 
-        if (tcp.ep >= 0 && pthread_mutex_trylock(&tcp.progress) == 0) {
+        if (tcp.ep >= 0) {
             uint64_t polls = atomic_fetch_add_explicit(&tcp.polls, 1, memory_order_relaxed);
 
-            if (polls % TCP_HOT_POLLS != 0 && tcp_poll_hot())
+            pthread_mutex_lock(&tcp.progress);
+            if (polls % TCP_HOT_POLLS != 0 &&
+                atomic_load_explicit(&tcp.claimed, memory_order_relaxed) && tcp_poll_hot())
                 tcp_token_release();
             else
                 tcp_progress_pass(0, 0, NULL, 0);
