@@ -102,6 +102,8 @@ typedef struct {
     uint64_t consumed; /* postboxes handled */
     uint64_t ack_sent; /* consumed as last written to the source */
     int remote;        /* the source is on another node: acknowledgements wait */
+    int shared;        /* the source's pool blocks below this are shared, the
+                          rest reserved per receiver */
     int ack_blocks;    /* blocks owed that make an acknowledgement go at once */
     int blocks_owed;   /* pool blocks consumed since ack_sent */
 } pbx_in_t;
@@ -366,6 +368,7 @@ int pbx_init(void)
         in->ring = pbx.area + offset + (size_t)pbx.local * pbx.ring_size;
         in->pool = pbx.area + offset + (size_t)pbx.node_ranks[pbx.node] * pbx.ring_size;
         in->remote = pbx.node_of[s] != (int)pbx.node;
+        in->shared = shared;
         /* the receivers of the node share the pool: each gives back its
          * part of half of it at once */
         in->ack_blocks = shared / (2 * pbx.node_ranks[pbx.node]);
@@ -669,16 +672,17 @@ size_t pbx_block_room(int dest, size_t want)
     int node = pbx.node_of[dest];
     /* at most half the shared blocks per piece: the receiver empties one
      * half while the sender fills the other */
-    uint32_t cap = p->shared >= 2 ? (uint32_t)p->shared / 2 : 1;
-    uint32_t blocks = (uint32_t)((want + pbx_params.block_size - 1) / pbx_params.block_size);
-    uint32_t first = 0, len;
+    size_t cap = p->shared >= 2 ? (size_t)p->shared / 2 : 1;
+    size_t wanted = want / pbx_params.block_size + (want % pbx_params.block_size != 0);
+    uint32_t blocks, first = 0, len;
     int reserve = p->shared + PBX_RESERVE_BLOCKS * pbx.local_of[dest];
     size_t room;
 
-    if (blocks > cap)
-        blocks = cap;
-    if (blocks > (1u << 30) / pbx_params.block_size) /* a postbox's length is 32 bits */
-        blocks = (uint32_t)((1u << 30) / pbx_params.block_size);
+    if (wanted > cap)
+        wanted = cap;
+    if (wanted > ((size_t)1 << 30) / pbx_params.block_size) /* a postbox's length is 32 bits */
+        wanted = ((size_t)1 << 30) / pbx_params.block_size;
+    blocks = (uint32_t)wanted;
     reclaim(dest);
     len = free_run(p, 0, p->shared, p->cursor, blocks, &first);
     if (len == 0) {
@@ -902,8 +906,13 @@ void pbx_consume(int source, const pbx_postbox_t *pb)
     /* On the node an acknowledgement is a store: blocks, scarcer than
      * postboxes, go back at once.  Across nodes it is a frame: it waits to
      * ride on the next postbox to the source (pbx_post), unless half the
-     * ring or this rank's share of half the pool is owed. */
-    if (in->remote ? in->blocks_owed >= in->ack_blocks : had_blocks)
+     * ring or this rank's share of half the pool is owed, or the blocks
+     * were this rank's reserve: then the shared ones are all out (another
+     * rank of the node holds them), and the source can send this rank
+     * nothing more until they come back. */
+    if (in->remote ? in->blocks_owed >= in->ack_blocks ||
+                         (had_blocks && (int)pb->first_block >= in->shared)
+                   : had_blocks)
         send_ack(source);
     else if (in->consumed - in->ack_sent >= (uint64_t)(pbx_params.postboxes + 1) / 2)
         send_ack(source);

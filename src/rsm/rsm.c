@@ -131,6 +131,16 @@ PB_EXPORT rsm_node_id_t rsm_get_local_nodeid(void)
 
 static struct __rsmapi_controller_handle *controllers[8];
 
+/* A forked child holds no progress claim (the claiming thread is its
+ * parent's): it claims again if it polls. */
+static void rsm_atfork_child(void)
+{
+    for (size_t i = 0; i < PB_ARRAY_SIZE(controllers); i++) {
+        if (controllers[i] != NULL)
+            controllers[i]->progress_claims = 0;
+    }
+}
+
 static size_t rsm_page_size(void)
 {
     return (size_t)sysconf(_SC_PAGESIZE);
@@ -220,6 +230,7 @@ PB_EXPORT int rsm_release_controller(rsmapi_controller_handle_t controller)
  * is refused rather than taking another thread's claim away. */
 static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int delta)
 {
+    static int atfork_registered; /* (under pb_rsm_lock) */
     const pb_rsm_transport_t *transport;
 
     pthread_mutex_lock(&pb_rsm_lock);
@@ -230,6 +241,10 @@ static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int 
     if (delta < 0 && controller->progress_claims == 0) {
         pthread_mutex_unlock(&pb_rsm_lock);
         return RSMERR_BAD_MODE;
+    }
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, rsm_atfork_child);
+        atfork_registered = 1;
     }
     controller->progress_claims += delta;
     transport = controller->transport;

@@ -1690,6 +1690,9 @@ static void tcp_atfork_child(void)
     }
     tcp.conns = NULL;
     tcp.hot = NULL;
+    /* a claim is a thread's promise to poll: the child has no such thread */
+    tcp.claims = 0;
+    atomic_store(&tcp.claimed, 0);
     /* the child's own sources will reuse ids: forget the parent's */
     for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;

@@ -536,13 +536,16 @@ static void case_crowd(void)
 /* Rank 0's pool on a node serves every rank there.  Its messages to A
  * (the last rank but one) fill it while A does not read them (with
  * directed polling A reads only B's ring until B's token comes); its
- * message to B (the last rank) must still get through, or B never sends
- * the token.  Then A receives everything, in order. */
+ * message to B (the last rank) must still get through, through B's
+ * reserved blocks, while B polls with MPI_Test (never sleeping, so it must
+ * give those blocks back by itself), or B never sends the token.  Then A
+ * receives everything, in order. */
 static void case_shared_pool(void)
 {
     enum {
-        COUNT = 6,
-        BYTES = 2000
+        COUNT = 3,
+        BYTES = 900000, /* eager (below 1 MB): COUNT of them fill a 1 MB pool */
+        TO_B = 65536
     };
     int a = size - 2, b = size - 1, token = 7;
     unsigned char *buf = malloc((size_t)COUNT * BYTES);
@@ -553,15 +556,16 @@ static void case_shared_pool(void)
     }
     if (rank == 0) {
         MPI_Request reqs[COUNT];
-        unsigned char to_b[100];
+        unsigned char *to_b = malloc(TO_B);
 
         for (int i = 0; i < COUNT; i++) {
             fill(buf + (size_t)i * BYTES, BYTES, 60 + i);
             MPI_Isend(buf + (size_t)i * BYTES, BYTES, MPI_BYTE, a, i, MPI_COMM_WORLD, &reqs[i]);
         }
-        fill(to_b, sizeof(to_b), 70);
-        MPI_Send(to_b, sizeof(to_b), MPI_BYTE, b, 0, MPI_COMM_WORLD);
+        fill(to_b, TO_B, 70);
+        MPI_Send(to_b, TO_B, MPI_BYTE, b, 0, MPI_COMM_WORLD);
         MPI_Waitall(COUNT, reqs, MPI_STATUSES_IGNORE);
+        free(to_b);
     } else if (rank == a) {
         MPI_Recv(&token, 1, MPI_INT, b, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         CHECK(token == 42, "the token from B: %d", token);
@@ -570,8 +574,13 @@ static void case_shared_pool(void)
             CHECK(first_bad(buf, BYTES, 60 + i) == BYTES, "message %d to A", i);
         }
     } else if (rank == b) {
-        MPI_Recv(buf, 100, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        CHECK(first_bad(buf, 100, 70) == 100, "the message to B");
+        MPI_Request req;
+        int done = 0;
+
+        MPI_Irecv(buf, TO_B, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &req);
+        while (!done)
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        CHECK(first_bad(buf, TO_B, 70) == TO_B, "the message to B");
         token = 42;
         MPI_Send(&token, 1, MPI_INT, a, 0, MPI_COMM_WORLD);
     }

@@ -31,6 +31,10 @@ LAYOUTS = [
                   "POSTBOX_POOL_BLOCKS=4", "-x", "POSTBOX_POOL_BLOCKS_NET=4", "-x",
                   "POSTBOX_BLOCK_SIZE=256"],
                  id="4-ranks-2-nodes-directed-tiny-pools"),
+    # the same with the default pools: the messages to rank 3 go through its
+    # reserve, which rank 3, polling with MPI_Test, must give back at once
+    pytest.param(["-n", "4", "--nodes", "2", "-x", "POSTBOX_POLLALL=0"],
+                 id="4-ranks-2-nodes-directed"),
 ]
 
 

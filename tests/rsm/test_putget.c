@@ -1,6 +1,8 @@
 /* put, get, put8..64, get8..64, putv, getv and local memory handles. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rsm_util.h"
 
@@ -571,6 +573,17 @@ static void case_progress_claim_keeps_exporter_served(void)
     CHECK_RC(pb_rsm_progress_claim(NULL), RSMERR_BAD_CTLR_HNDL);
     CHECK_RC(pb_rsm_progress_release(NULL), RSMERR_BAD_CTLR_HNDL);
     CHECK_OK(pb_rsm_progress_claim(f.c));
+    /* a claim is a thread's promise to poll: a forked child holds none */
+    {
+        pid_t child = fork();
+        int status = 0;
+
+        if (child == 0)
+            _exit(pb_rsm_progress_release(f.c) == RSMERR_BAD_MODE ? 0 : 1);
+        CHECK(child > 0 && waitpid(child, &status, 0) == child);
+        CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the child could release its parent's claim (status 0x%x)", status);
+    }
     CHECK_OK(pb_rsm_progress_release(f.c));
     /* the exporter claims its progress (twice: claims nest) and then does
      * not poll: puts and gets, each of which waits for the exporter's
