@@ -213,6 +213,28 @@ static _Atomic uint32_t *sleeping_word(int local)
 
 /* ---- start and end ---------------------------------------------------------- */
 
+/* Whether this host runs more ranks of the job than this process may use
+ * CPUs (virtual nodes share their host's cores).  Then a waiting rank
+ * holds a core another rank needs to answer it. */
+static int host_oversubscribed(void)
+{
+    const char *mine = postbox_job_node_name(pbx.node);
+    size_t host_len =
+        mine != NULL && strrchr(mine, '/') != NULL ? (size_t)(strrchr(mine, '/') - mine) : 0;
+    int ranks = 0;
+    cpu_set_t cpus;
+
+    if (host_len == 0 || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+        return 0;
+    for (int r = 0; r < pbx.size; r++) {
+        const char *name = postbox_job_node_name((rsm_node_id_t)pbx.node_of[r]);
+
+        if (name != NULL && strncmp(name, mine, host_len + 1) == 0)
+            ranks++;
+    }
+    return ranks > CPU_COUNT(&cpus);
+}
+
 /* Learn where every rank runs.  @return 0, or -1 without memory. */
 static int job_map(void)
 {
@@ -313,7 +335,7 @@ int pbx_init(void)
     char key[32], value[64];
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t offset;
-    int rc;
+    int rc, oversubscribed;
 
     pbx_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX", 2, 4096);
     pbx_params.blocks = (int)param("POSTBOX_POOL_BLOCKS", 2, 65536);
@@ -337,6 +359,11 @@ int pbx_init(void)
         pb_error("MPI_Init: no memory for the channels of %d ranks", pbx.size);
         return MPI_ERR_NO_MEM;
     }
+    /* more ranks than cores: a waiting rank yields at once (it spins
+     * only when told to) */
+    oversubscribed = getenv("POSTBOX_SPIN") == NULL && host_oversubscribed();
+    if (oversubscribed)
+        pbx_params.spin = 0;
     pbx.area_size = round_up(area_offset((int)pbx.node, pbx.size), page);
     pbx.bell = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pbx.bell == MAP_FAILED) {
@@ -356,8 +383,9 @@ int pbx_init(void)
     if (pbx.local == 0 && pb_config_get_long("POSTBOX_SHOW_TRANSPORTS") > 0)
         fprintf(stderr,
                 "postbox mpi: node %u: postbox area of %zu bytes for its %d ranks: rings and "
-                "pools of %d senders\n",
-                (unsigned)pbx.node, pbx.area_size, pbx.node_ranks[pbx.node], pbx.size);
+                "pools of %d senders; a waiting rank polls %d times before it yields%s\n",
+                (unsigned)pbx.node, pbx.area_size, pbx.node_ranks[pbx.node], pbx.size,
+                pbx_params.spin, oversubscribed ? " (more ranks than cores on the host)" : "");
 
     /* where each source's ring toward this rank and its pool are */
     offset = area_offset((int)pbx.node, 0);

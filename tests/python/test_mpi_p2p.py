@@ -7,6 +7,8 @@ and with more ranks than cores (waiting ranks must give up the CPU).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from postbox import paths
@@ -91,6 +93,24 @@ def test_pools_are_per_node(p2p, ranks, nodes):
     per_node = ranks // nodes
     for size in areas:
         assert size == expected_area_bytes(ranks, per_node), result.stderr
+
+
+@pytest.mark.parametrize("ranks,nodes,env", [
+    (2, 1, []), (4, 1, []), (4, 2, []), (4, 1, ["-x", "POSTBOX_SPIN=500"])])
+def test_waiting_ranks_yield_at_once_when_the_host_is_oversubscribed(p2p, ranks, nodes, env):
+    """With more ranks on the host than cores (virtual nodes share the
+    host's), a waiting rank holds a core the rank it waits for needs: it
+    yields at once instead of spinning, unless POSTBOX_SPIN says."""
+    result = run("-n", ranks, "--nodes", nodes, "-x", "POSTBOX_SHOW_TRANSPORTS=1", *env,
+                 "--timeout", 60, p2p, "pingpong", timeout=90)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line for line in result.stderr.splitlines() if " postbox area of " in line]
+    assert len(lines) == nodes, result.stderr
+    oversubscribed = ranks > len(os.sched_getaffinity(0))
+    want = 500 if env else (0 if oversubscribed else 2000)
+    for line in lines:
+        assert "polls %d times before it yields" % want in line, line
+        assert ("more ranks than cores" in line) == (oversubscribed and not env), line
 
 
 def test_fatal_error_names_the_call_and_ends_the_job(p2p, tmp_path):
