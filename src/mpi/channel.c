@@ -219,18 +219,18 @@ static _Atomic uint32_t *sleeping_word(int local)
 static int host_oversubscribed(void)
 {
     const char *mine = postbox_job_node_name(pbx.node);
-    size_t host_len =
-        mine != NULL && strrchr(mine, '/') != NULL ? (size_t)(strrchr(mine, '/') - mine) : 0;
+    const char *slash = mine != NULL ? strrchr(mine, '/') : NULL;
     int ranks = 0;
     cpu_set_t cpus;
 
-    if (host_len == 0 || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+    if (slash == NULL || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
         return 0;
-    for (int r = 0; r < pbx.size; r++) {
-        const char *name = postbox_job_node_name((rsm_node_id_t)pbx.node_of[r]);
+    /* node names are "<host>/<virtual node>" */
+    for (int node = 0; node < pbx.nodes; node++) {
+        const char *name = postbox_job_node_name((rsm_node_id_t)node);
 
-        if (name != NULL && strncmp(name, mine, host_len + 1) == 0)
-            ranks++;
+        if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
+            ranks += pbx.node_ranks[node];
     }
     return ranks > CPU_COUNT(&cpus);
 }

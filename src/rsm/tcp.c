@@ -1386,6 +1386,20 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
     tcp_reap_failed();
 }
 
+/* Handle what the sockets have now, without waiting.  Caller holds the
+ * progress token and pb_rsm_lock (the service thread's callbacks). */
+static void tcp_read_ready_locked(void)
+{
+    struct epoll_event ready[TCP_MAX_EVENTS];
+    int count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
+
+    if (count > 0) {
+        pthread_mutex_lock(&tcp.lock);
+        tcp_handle_events(ready, count);
+        pthread_mutex_unlock(&tcp.lock);
+    }
+}
+
 /* Arm the service thread's watch of the sockets again, unless a thread
  * claimed their progress (tcp_progress_claim): it polls them, and arms the
  * watch when its claim ends.  Caller holds pb_rsm_lock. */
@@ -1461,14 +1475,7 @@ static void tcp_lapse_check(void *arg, uint32_t events)
     if (read(tcp.lapse_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
         return;
     if (tcp.claims > 0 && polls == tcp.lapse_polls && pthread_mutex_trylock(&tcp.progress) == 0) {
-        struct epoll_event ready[TCP_MAX_EVENTS];
-        int count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
-
-        if (count > 0) {
-            pthread_mutex_lock(&tcp.lock);
-            tcp_handle_events(ready, count);
-            pthread_mutex_unlock(&tcp.lock);
-        }
+        tcp_read_ready_locked();
         pthread_mutex_unlock(&tcp.progress);
     }
     tcp.lapse_polls = polls;
@@ -1532,9 +1539,6 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
  * something and maybe no application thread is reading it. */
 static void tcp_service_ready(void *arg, uint32_t events)
 {
-    struct epoll_event ready[TCP_MAX_EVENTS];
-    int count;
-
     (void)arg;
     (void)events;
     if (pthread_mutex_trylock(&tcp.progress) != 0) {
@@ -1545,12 +1549,7 @@ static void tcp_service_ready(void *arg, uint32_t events)
             return;
         atomic_store(&tcp.service_parked, 0);
     }
-    count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
-    if (count > 0) {
-        pthread_mutex_lock(&tcp.lock);
-        tcp_handle_events(ready, count);
-        pthread_mutex_unlock(&tcp.lock);
-    }
+    tcp_read_ready_locked();
     pthread_mutex_unlock(&tcp.progress);
     tcp_service_arm_locked();
 }
