@@ -676,8 +676,8 @@ def _elapsed(start: Optional[float]) -> str:
 ALL_TESTS = TESTS + (DISTANCE, MULTIPAIR)
 # the tests that also get the protocol-threshold sizes, {quick: ...}
 THRESHOLD_TESTS = {True: ("pingpong_standard", "bandwidth_uni"), False: TESTS}
-# sizes a test always measures, for the seeds' tables in the report (seed
-# 000 Table IV: the half round trip at 1 to 32 bytes)
+# sizes a test always measures, for the papers' tables in the report (Qian
+# et al. 2006, Table IV: the half round trip at 1 to 32 bytes)
 TABLE_SIZES = {"pingpong_standard": (1, 2, 4, 8, 16, 32)}
 
 

@@ -1,7 +1,7 @@
 """``postbox report DIR``: DIR/index.html from the results in DIR.
 
 One self-contained page (inline CSS and SVG, no scripts, nothing fetched):
-the machine, the acceptance ratios, plots in the manner of the seeds'
+the machine, the acceptance ratios, plots in the manner of the papers'
 figures, then one table per test.  Records marked unsettled (the machine
 changed core-to-core state during the measurement) are drawn hollow grey in
 the figures and left out of the library-against-library ratios.
@@ -19,8 +19,11 @@ written as ``fig-<name>.svg`` and, with Pillow (a dependency of the tools'
 venv), ``fig-<name>.png``: both drawn from the same list of marks
 (plot_marks), so they cannot disagree.  The p2p figures come on-node and
 for the network path, with multipair (N pairs) and distance figures, the
-network path check and the seeds' tables (seed 000 Tables IV-VI, seed 001
-Table 1) beside this run's values.
+network path check and the papers' tables (Tables IV-VI of Qian, Afsahi,
+Fredrickson and Zamani, 'Performance Evaluation of the Sun Fire Link SMP
+Clusters' (2006), Table 1 of Sistare and Jackson, 'Ultra-High Performance
+Communication with MPI and the Sun Fire Link Interconnect' (2002)) beside
+this run's values.
 """
 
 from __future__ import annotations
@@ -807,14 +810,14 @@ def _oversubscribed_text(members: Sequence[dict]) -> str:
 def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Optional[dict],
                            path: str, colors: dict) -> list:
     """Latency under load against N, and aggregate bandwidth against size per
-    N (seed 000 Fig. 9 and 12, seed 001 Fig. 5 and 6)."""
+    N (Qian et al. 2006 Fig. 9 and 12, Sistare and Jackson 2002 Fig. 5 and 6)."""
     name_suffix, title_suffix = _path_suffix(path)
     out = []
     latency = [r for r in p2p if r.get("test") == "multipair_latency"
                and _number(r.get("median")) is not None and _number(r.get("pairs"))]
     libraries = [str(lib) for lib in p2p_libraries(latency)]
     sizes = sorted({float(r["size"]) for r in latency if _number(r.get("size"))})
-    # the seeds hold small sizes constant: the smallest and the largest <= 1 KB
+    # the papers hold small sizes constant: the smallest and the largest <= 1 KB
     small = [size for size in sizes if size <= 1024]
     chosen = sorted({small[0], small[-1]}) if small else sizes[:1]
     series = []
@@ -834,8 +837,9 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
             "MPI latency under load: pairs ping-ponging at once%s" % title_suffix,
             "multipair (bench/mpi_p2p.c with 2N ranks): pairs (i, i+N) ping-pong "
             "MPI_Send/MPI_Recv at the same time; the mean over the pairs of each pair's half "
-            "round trip against N, the size held constant per line (after seed 000 Fig. 9 and "
-            "seed 001 Fig. 6). %s %s" % (_oversubscribed_text(latency), UNSETTLED_NOTE),
+            "round trip against N, the size held constant per line (after Qian et al. 2006 "
+            "Fig. 9 and Sistare and Jackson 2002 Fig. 6). %s %s"
+            % (_oversubscribed_text(latency), UNSETTLED_NOTE),
             "pairs at once (N)", "latency per pair (us)", series,
             name="p2p%s-multipair-latency" % name_suffix,
             xticks=sorted({x for line in series for x, _, _ in line.points}),
@@ -859,8 +863,9 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
         out.append(Figure(
             "MPI aggregate ping-pong bandwidth with N pairs%s" % title_suffix,
             "multipair: the sum over the N pairs of 2 x size / round trip, against size, one "
-            "line per library and N (after seed 000 Fig. 12 and seed 001 Fig. 5). MB = 10^6 "
-            "bytes. %s %s" % (_oversubscribed_text(bandwidth), UNSETTLED_NOTE),
+            "line per library and N (after Qian et al. 2006 Fig. 12 and Sistare and Jackson "
+            "2002 Fig. 5). MB = 10^6 bytes. %s %s"
+            % (_oversubscribed_text(bandwidth), UNSETTLED_NOTE),
             "message size (bytes)", "aggregate bandwidth (MB/s)", series,
             name="p2p%s-multipair-bandwidth" % name_suffix, log=True,
             source=_source_p2p(records, description, ["multipair"],
@@ -870,7 +875,8 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
 
 def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Optional[dict],
                          path: str, colors: dict) -> list:
-    """Bandwidth against size for each rank distance d (seed 002 Fig. 2-3)."""
+    """Bandwidth against size for each rank distance d (Fatoohi, Saini and
+    Ciotti 2006 Fig. 2-3)."""
     name_suffix, title_suffix = _path_suffix(path)
     members = [r for r in p2p if r.get("test") == P2P_DISTANCE and _number(r.get("distance"))]
     distances = sorted({int(r["distance"]) for r in members})
@@ -891,8 +897,8 @@ def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Option
     return [Figure(
         "MPI distance sensitivity: rank 0 with rank d%s" % title_suffix,
         "pingpong_distance: IMB PingPong bandwidth (size / half round trip) of rank 0 with "
-        "each rank d of a job of %s ranks (after seed 002 Fig. 2-3). On one host of few "
-        "cores d only changes which core the peer runs on; the quick profile has 2 ranks "
+        "each rank d of a job of %s ranks (after Fatoohi et al. 2006 Fig. 2-3). On one host "
+        "of few cores d only changes which core the peer runs on; the quick profile has 2 ranks "
         "(d = 1 only), the full one 4 (oversubscribed on 2 cores). MB = 10^6 bytes. %s"
         % (" or ".join(str(n) for n in ranks), UNSETTLED_NOTE),
         "message size (bytes)", "bandwidth (MB/s)", series,
@@ -902,8 +908,8 @@ def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Option
 
 
 def p2p_figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
-    """Seed-style point-to-point figures, on-node then network path: every
-    library on the same axes."""
+    """Point-to-point figures in the manner of the papers', on-node then
+    network path: every library on the same axes."""
     p2p = [r for r in records if _is_p2p(r)]
     libraries = p2p_libraries(p2p)
     colors = {lib: COLORS[i % len(COLORS)] for i, lib in enumerate(libraries)}
@@ -1025,7 +1031,7 @@ def rsm_net_figures(records: Sequence[dict], description: Optional[dict] = None)
 
 
 def figures(records: Sequence[dict], description: Optional[dict] = None) -> list:
-    """The plots of the page, in the order of the seeds' figures."""
+    """The plots of the page, in the order of the papers' figures."""
     none = lambda unit: []  # noqa: E731
     rsm_source = _source_programs(description, ["rsm"])
     out = []
@@ -1251,41 +1257,44 @@ def _path_check_section(records: Sequence[dict]) -> list:
     return out
 
 
-# ---- the seeds' tables ----------------------------------------------------
+# ---- the papers' tables ---------------------------------------------------
 
-# The seeds' own values, typed from the seed texts (shared/seeds/), to print
-# beside this machine's: seed 000 is "MPI over the Sun Fire Link" (Sun Fire
-# Link, RSM), seed 001 the Sun MPI over RSM paper.
-SEED_TABLES = {
-    "000-IV": {
+# The papers' own values, typed from the papers, to print beside this
+# machine's: "qian-*" from Qian, Afsahi, Fredrickson and Zamani, 'Performance
+# Evaluation of the Sun Fire Link SMP Clusters' (2006); "sistare-*" from
+# Sistare and Jackson, 'Ultra-High Performance Communication with MPI and the
+# Sun Fire Link Interconnect' (2002).
+PAPER_TABLES = {
+    "qian-IV": {
         "title": "Half-way ping-pong latency for small message sizes (us)",
-        "cite": "seed 000, Table IV (Sun MPI over the Sun Fire Link; on-node: one SMP, "
-                "off-node: two)",
+        "cite": "Qian et al. 2006, Table IV (Sun MPI over the Sun Fire Link; on-node: one "
+                "SMP, off-node: two)",
         # size: (on-node, off-node)
         "rows": {1: (2.8, 5.0), 2: (2.8, 4.9), 4: (2.8, 5.0), 8: (2.8, 5.0), 16: (2.9, 5.9),
                  32: (3.1, 6.0)},
     },
-    "000-V": {
+    "qian-V": {
         "title": "Short message latency (us) against other interconnects",
-        "cite": "seed 000, Table V (best reported MPI short-message latencies; Sun Fire "
-                "Link* is the seed's own measurement)",
+        "cite": "Qian et al. 2006, Table V (best reported MPI short-message latencies; Sun "
+                "Fire Link* is the paper's own measurement)",
         "rows": (("QsNet", 4.6), ("QsNet II", 3.0), ("Myrinet (D card)", 6.7),
                  ("Myrinet (E card)", 3.5), ("InfiniBand", 6.8), ("Sun Fire Link (Sun)", 3.7),
                  ("Sun Fire Link*", 5.0)),
         "note": "QsNet II is given as ~3",
     },
-    "000-VI": {
+    "qian-VI": {
         "title": "MPI bandwidth (MB/s) against other interconnects",
-        "cite": "seed 000, Table VI (reported MPI bandwidths; Sun Fire Link* is the seed's "
-                "own off-node unidirectional measurement)",
+        "cite": "Qian et al. 2006, Table VI (reported MPI bandwidths; Sun Fire Link* is the "
+                "paper's own off-node unidirectional measurement)",
         "rows": (("QsNet", 308.0), ("QsNet II", 900.0), ("Myrinet (D card)", 235.0),
                  ("Myrinet (E card)", 495.0), ("InfiniBand", 841.0),
                  ("Sun Fire Link (Sun)", 792.0), ("Sun Fire Link*", 695.0)),
     },
-    "001-1": {
+    "sistare-1": {
         "title": "MPI ping-pong metrics, single pair",
-        "cite": "seed 001, Table 1 (Sun MPI over RSM on the Sun Fire Link: latency of a "
-                "zero-length ping-pong, half the round trip; ping-pong bandwidth)",
+        "cite": "Sistare and Jackson 2002, Table 1 (Sun MPI over RSM on the Sun Fire Link: "
+                "latency of a zero-length ping-pong, half the round trip; ping-pong "
+                "bandwidth)",
         # metric: (on-node, off-node)
         "rows": {"latency (us)": (1.5, 3.7), "bandwidth (MB/s)": (806.0, 867.0)},
     },
@@ -1294,7 +1303,7 @@ SEED_TABLES = {
 
 @dataclass
 class Cell:
-    """One of this machine's values in a seed table, and where it came from."""
+    """One of this machine's values in a paper's table, and where it came from."""
 
     value: Optional[float]
     record: Optional[dict] = None
@@ -1348,14 +1357,14 @@ def _pingpong_bandwidth(records: Sequence[dict], library: str, path: str) -> Cel
     return cell
 
 
-def _seed_table_html(key: str, head: list, rows: list, what: str) -> list:
-    seed = SEED_TABLES[key]
+def _paper_table_html(key: str, head: list, rows: list, what: str) -> list:
+    paper = PAPER_TABLES[key]
     esc = html.escape
-    out = ['<h3 id="seed-%s">%s</h3>' % (esc(key), esc(seed["title"])),
-           '<p class="cite">Seed values: %s%s. This machine: %s Hover a value for the record '
-           'it comes from; grey italics: unsettled.</p>'
-           % (esc(seed["cite"]), "; " + esc(seed["note"]) if seed.get("note") else "", what),
-           '<div class="wide"><table class="seed-table"><tr>%s</tr>'
+    out = ['<h3 id="paper-%s">%s</h3>' % (esc(key), esc(paper["title"])),
+           '<p class="cite">From the paper: %s%s. This machine: %s Hover a value for the '
+           'record it comes from; grey italics: unsettled.</p>'
+           % (esc(paper["cite"]), "; " + esc(paper["note"]) if paper.get("note") else "", what),
+           '<div class="wide"><table class="paper-table"><tr>%s</tr>'
            % "".join('<th%s>%s</th>' % (' class="text"' if i == 0 else "", esc(h))
                      for i, h in enumerate(head))]
     for row in rows:
@@ -1368,19 +1377,20 @@ def _seed_table_html(key: str, head: list, rows: list, what: str) -> list:
     return out
 
 
-def seed_tables_section(records: Sequence[dict]) -> list:
-    """Seed 000 Tables IV-VI and seed 001 Table 1 with this machine's values
-    beside the seeds' own (on-node, and the network path for off-node)."""
+def paper_tables_section(records: Sequence[dict]) -> list:
+    """Tables IV-VI of Qian et al. (2006) and Table 1 of Sistare and Jackson
+    (2002) with this machine's values beside the papers' own (on-node, and
+    the network path for off-node)."""
     p2p = [r for r in records if _is_p2p(r)]
     libraries = [str(lib) for lib in p2p_libraries(p2p)]
     if not libraries:
         return []
-    out = ["<h2>The seeds' tables</h2>",
-           "<p>The seeds' own figures, for reference, beside the same quantities measured in "
-           "this run. The seeds' off-node column is set against each library's network path "
+    out = ["<h2>The papers' tables</h2>",
+           "<p>The papers' own figures, for reference, beside the same quantities measured in "
+           "this run. The papers' off-node column is set against each library's network path "
            "on this one host (TCP on loopback, not a cluster interconnect).</p>"]
-    table = SEED_TABLES["000-IV"]
-    head = ["size (B)", "seed on-node", "seed off-node"]
+    table = PAPER_TABLES["qian-IV"]
+    head = ["size (B)", "paper on-node", "paper off-node"]
     for library in libraries:
         head += ["%s on-node" % library, "%s network" % library]
     rows = []
@@ -1390,23 +1400,23 @@ def seed_tables_section(records: Sequence[dict]) -> list:
             row += [_p2p_pick(p2p, library, "pingpong_standard", "on-node", size),
                     _p2p_pick(p2p, library, "pingpong_standard", "network", size)]
         rows.append(row)
-    out += _seed_table_html("000-IV", head, rows,
-                            "pingpong_standard (MPI_Send/MPI_Recv half round trip) of each "
-                            "library at the same sizes.")
+    out += _paper_table_html("qian-IV", head, rows,
+                             "pingpong_standard (MPI_Send/MPI_Recv half round trip) of each "
+                             "library at the same sizes.")
     for key, what, pick in (
-            ("000-V", "each library's pingpong_standard at its smallest size (0 B), on-node "
+            ("qian-V", "each library's pingpong_standard at its smallest size (0 B), on-node "
              "and through its network path.", _smallest_latency),
-            ("000-VI", "each library's best bandwidth_uni (osu_bw) over sizes, on-node and "
+            ("qian-VI", "each library's best bandwidth_uni (osu_bw) over sizes, on-node and "
              "through its network path.",
              lambda recs, lib, path: _p2p_pick(recs, lib, "bandwidth_uni", path, best=True))):
-        rows = [[name, value, "", ""] for name, value in SEED_TABLES[key]["rows"]]
+        rows = [[name, value, "", ""] for name, value in PAPER_TABLES[key]["rows"]]
         for library in libraries:
             rows.append(["%s (this machine)" % library, "", pick(p2p, library, "on-node"),
                          pick(p2p, library, "network")])
-        out += _seed_table_html(key, ["interconnect / library", "seed", "on-node", "network"],
-                                rows, what)
-    table = SEED_TABLES["001-1"]
-    head = ["metric", "seed on-node", "seed off-node"]
+        out += _paper_table_html(key, ["interconnect / library", "paper", "on-node", "network"],
+                                 rows, what)
+    table = PAPER_TABLES["sistare-1"]
+    head = ["metric", "paper on-node", "paper off-node"]
     for library in libraries:
         head += ["%s on-node" % library, "%s network" % library]
     rows = []
@@ -1416,10 +1426,10 @@ def seed_tables_section(records: Sequence[dict]) -> list:
         for library in libraries:
             row += [pick(p2p, library, "on-node"), pick(p2p, library, "network")]
         rows.append(row)
-    out += _seed_table_html("001-1", head, rows,
-                            "latency: pingpong_standard at its smallest size (0 B); "
-                            "bandwidth: the best over sizes of the single-pair ping-pong "
-                            "bandwidth (multipair with N = 1: 2 x size / round trip).")
+    out += _paper_table_html("sistare-1", head, rows,
+                             "latency: pingpong_standard at its smallest size (0 B); "
+                             "bandwidth: the best over sizes of the single-pair ping-pong "
+                             "bandwidth (multipair with N = 1: 2 x size / round trip).")
     return out
 
 
@@ -1631,7 +1641,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _ratio_section(records)
     out += _path_check_section(records)
     out += _library_ratio_section(records)
-    out += seed_tables_section(records)
+    out += paper_tables_section(records)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")

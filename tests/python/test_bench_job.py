@@ -298,4 +298,4 @@ def test_mpi_part_runs_both_paths_and_every_job_shape(fake_mpi, tmp_path, capsys
                  "p2p-network-multipair-bandwidth", "p2p-distance"):
         assert (run / ("fig-%s.svg" % name)).exists(), name
     page = (run / "index.html").read_text()
-    assert "Network path check" in page and "The seeds' tables" in page
+    assert "Network path check" in page and "The papers' tables" in page

@@ -52,7 +52,7 @@ def test_call_timings_share_one_table(results_dir):
     assert ">call_export_publish</td>" in table
 
 
-def test_figures_follow_the_seeds(results_dir):
+def test_figures_follow_the_papers(results_dir):
     titles = [f.title for f in report.figures(sample_records())]
     assert "RSMAPI export-side calls against segment size" in titles
     assert "RSM put and get against message size" in titles

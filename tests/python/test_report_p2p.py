@@ -301,27 +301,27 @@ def test_thresholds_are_listed_with_their_source():
     assert "btl_sm_eager_limit" in row and ">4096<" in row and "ompi_info --parsable" in row
 
 
-def test_seed_tables_beside_this_machine():
+def test_paper_tables_beside_this_machine():
     records = _paths() + p2p_records("openmpi", tests=["multipair_bandwidth"],
                                      sizes=(64, 4096), pairs=1)
     records[-1]["median"] = 5000.0  # the best single-pair bandwidth, at 4 KB
-    page = "\n".join(report.seed_tables_section(records))
-    for key in ("000-IV", "000-V", "000-VI", "001-1"):
-        assert 'id="seed-%s"' % key in page
-    # the seed's own values, cited
-    assert "seed 000, Table IV" in page and "seed 001, Table 1" in page
-    table_iv = page[page.index('id="seed-000-IV"'):page.index('id="seed-000-V"')]
+    page = "\n".join(report.paper_tables_section(records))
+    for key in ("qian-IV", "qian-V", "qian-VI", "sistare-1"):
+        assert 'id="paper-%s"' % key in page
+    # the papers' own values, cited
+    assert "Qian et al. 2006, Table IV" in page and "Sistare and Jackson 2002, Table 1" in page
+    table_iv = page[page.index('id="paper-qian-IV"'):page.index('id="paper-qian-V"')]
     row = re.search(r'<tr><td class="text">1</td>(.*?)</tr>', table_iv).group(1)
     assert "<td>2.8</td><td>5</td>" in row
     # this machine's value with the record it came from: openmpi on-node 1 B
     assert 'title="openmpi pingpong_standard, 1 B, on-node path">1</td>' in row
-    table_1 = page[page.index('id="seed-001-1"'):]
+    table_1 = page[page.index('id="paper-sistare-1"'):]
     bandwidth = re.search(r"<tr><td class=\"text\">bandwidth \(MB/s\)</td>(.*?)</tr>",
                           table_1).group(1)
     assert "<td>806</td><td>867</td>" in bandwidth
     assert 'title="openmpi multipair_bandwidth, 4K B, on-node path">5000</td>' in bandwidth
     assert "QsNet II" in page and "<td>841</td>" in page  # Table VI, InfiniBand
-    assert report.seed_tables_section(sample_records()) == []  # no MPI records, no tables
+    assert report.paper_tables_section(sample_records()) == []  # no MPI records, no tables
 
 
 def test_png_beside_every_svg(results_dir):
