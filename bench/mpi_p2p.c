@@ -6,7 +6,9 @@
  * bench engine (engine.c).  Rank 0 times and writes the results; rank 1
  * answers; other ranks wait for the end.
  *
- * Tests (seed 000 section V-B/V-C, IMB PingPong/PingPing, OSU bw/bibw):
+ * Tests (Qian, Afsahi, Fredrickson and Zamani, 'Performance Evaluation of the
+ * Sun Fire Link SMP Clusters' (2006), sections V-B/V-C; IMB PingPong/PingPing;
+ * OSU bw/bibw):
  *   pingpong_standard, _synchronous, _ready, _buffered   half round trip in
  *       each send mode (MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Bsend)
  *   pingpong_diffbuf    MPI_Send from a different buffer every time
@@ -14,11 +16,14 @@
  *   pingping            both ranks MPI_Isend + MPI_Recv + MPI_Wait at once
  *   bandwidth_uni, bandwidth_bi   windows of MPI_Isend (and MPI_Irecv)
  *   pingpong_distance   IMB PingPong bandwidth of rank 0 with rank d, for
- *       every d of the job (seed 002 Fig. 2-3, distance sensitivity)
+ *       every d of the job (distance sensitivity: Fatoohi, Saini and Ciotti,
+ *       'Interconnect Performance Evaluation of SGI Altix 3700 BX2, Cray X1,
+ *       Cray Opteron Cluster, and Dell PowerEdge' (2006), Fig. 2-3)
  *   multipair           N = ranks/2 pairs (i, i+N) ping-pong at once: the
- *       latency of a pair under load and the aggregate bandwidth (seed 000
- *       Fig. 9 and 12, seed 001 Fig. 5-6); records multipair_latency and
- *       multipair_bandwidth
+ *       latency of a pair under load and the aggregate bandwidth (Qian et
+ *       al. Fig. 9 and 12; Sistare and Jackson, 'Ultra-High Performance
+ *       Communication with MPI and the Sun Fire Link Interconnect' (2002),
+ *       Fig. 5-6); records multipair_latency and multipair_bandwidth
  *
  * Protocol between rank 0 and its partner (tag CTRL; the partner is rank 1,
  * or rank d for pingpong_distance): FIGURE(test, size, partner) opens a

@@ -1,8 +1,9 @@
 /*
- * postbox-rsm-bench: the RSMAPI figures of the seed paper (Table III, Fig. 6,
- * Fig. 7), raw RSM ping-pong, and the machine's own limits (cache-line
- * ping-pong, memcpy) measured in the same run, ending with the two
- * acceptance ratios.
+ * postbox-rsm-bench: the RSMAPI figures of Qian, Afsahi, Fredrickson and
+ * Zamani, 'Performance Evaluation of the Sun Fire Link SMP Clusters' (2006)
+ * (Table III, Fig. 6, Fig. 7), raw RSM ping-pong, and the machine's own
+ * limits (cache-line ping-pong, memcpy) measured in the same run, ending with
+ * the two acceptance ratios.
  *
  * The program forks one peer.  The parent is the importer and the initiator
  * of every ping-pong; the peer exports two segments (16 KB for Table III,
@@ -950,9 +951,10 @@ int main(int argc, char **argv)
     int ret;
 
     ret = pb_bench_opts_parse(&g.opts, argc, argv,
-                              "Time the Postbox RSM API (seed paper Table III, Fig. 6, Fig. 7),\n"
-                              "RSM ping-pong and the machine's limits, between two processes\n"
-                              "over the shm controller, and print the acceptance ratios.",
+                              "Time the Postbox RSM API (Qian et al. 2006, Table III, Fig. 6,\n"
+                              "Fig. 7), RSM ping-pong and the machine's limits, between two\n"
+                              "processes over the shm controller, and print the acceptance\n"
+                              "ratios.",
                               "postbox-rsm-bench --quick --json results/rsm.jsonl");
     if (ret != 0)
         return ret > 0 ? 0 : 2;
