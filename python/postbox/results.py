@@ -1,7 +1,7 @@
 """Reading a results folder: the JSON lines the bench programs append.
 
-Each line is one measurement with at least the keys of DESIGN.md
-("Configuration and output").  Acceptance ratios are records whose
+Each line is one measurement with at least the keys listed in
+bench/README.md#json-keys.  Acceptance ratios are records whose
 ``metric`` is ``"ratio"``; their ``test`` names the ratio, followed by
 ``[config]`` when the record has a ``config`` (postbox-rsm-net-bench: the
 same ratios over loopback and across --netns).  A ratio record may carry

@@ -10,7 +10,8 @@ from postbox import results
 
 
 def record(**fields) -> dict:
-    """A measurement with every DESIGN.md key; @fields override."""
+    """A measurement with every key of bench/README.md#json-keys; @fields
+    override."""
     base = {
         "suite": "rsm", "test": "put", "library": "postbox", "transport": "shm",
         "placement": "on-node", "ranks": 2, "nodes": 1, "pairs": 1, "size": 64,
