@@ -32,7 +32,10 @@ src/mpi/check.h), and the communicator the comm check found, and is called once 
 passed.  A function without an _impl is declared in mpi.h but not in the library.
 
 CHECKS, a comma-separated list run in its order; each raises its error through
-pb_mpi_raise on the function's communicator (src/mpi/check.h has the messages):
+pb_mpi_raise on the function's communicator (the messages are in src/mpi/check.c).
+A check takes the parameters it covers, which gives each its kind (a buffer is its
+address, count and datatype together); the order is the library's, which decides the
+message when two arguments are wrong:
 
     comm                     the MPI_Comm parameter (MPI_ERR_COMM); must come first
     root(R)                  R is a rank of the communicator (MPI_ERR_ROOT)
