@@ -12,6 +12,8 @@
 #                      into results/<date-time>/, then its report;
 #                      `make bench BENCH_ARGS=` for the full profile (~10 min)
 #   make docs          regenerate docs/config.md from the library's tunable table
+#   make gen           regenerate the MPI prototypes of include/mpi.h and the bindings
+#                      src/mpi/bindings.[ch] from src/mpi/api/functions.txt
 #   make format        clang-format the C sources in place
 #   make format-check  fail when a C source is not formatted (CI runs it)
 #   make clean         remove build/, build-asan/, build-fuzz/ (results/ is kept)
@@ -34,7 +36,7 @@ VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
 
-.PHONY: all deps build venv test test-c test-python test-asan fuzz bench docs format \
+.PHONY: all deps build venv test test-c test-python test-asan fuzz bench docs gen format \
         format-check clean
 
 all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
@@ -133,6 +135,11 @@ bench: all
 docs: all
 	$(BUILD)/bin/postbox info --config --markdown > docs/config.md.tmp
 	mv docs/config.md.tmp docs/config.md
+
+# the generated files are committed; the test mpi_header_bindings_generated fails
+# when one is not what src/mpi/api/gen_bindings.py writes
+gen:
+	$(PYTHON) src/mpi/api/gen_bindings.py
 
 # ---- style ----------------------------------------------------------------
 

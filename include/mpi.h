@@ -602,6 +602,8 @@ typedef void MPI_T_event_dropped_cb_function(MPI_Count count,
  * the same prototype, in the second half of this section.
  */
 
+/* @GENERATED-BEGIN@ by src/mpi/api/gen_bindings.py from src/mpi/api/functions.txt: do not edit */
+
 /* ---- point-to-point communication ------------------------------------------------------- */
 
 /* blocking send and receive, in the four send modes */
@@ -1449,7 +1451,7 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
 int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 int MPI_Info_free(MPI_Info *info);
 
-/* ---- process creation and management, sessions ----------------------------------------- */
+/* ---- process creation and management, sessions ------------------------------------------ */
 
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
@@ -1824,7 +1826,7 @@ int MPI_T_category_get_events(int cat_index, int len, int indices[]);
 int MPI_T_category_get_categories(int cat_index, int len, int indices[]);
 int MPI_T_category_changed(int *update_number);
 
-/* ---- language interoperability: Fortran types --------------------------------------- */
+/* ---- language interoperability: Fortran types ------------------------------------------- */
 
 int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
 int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
@@ -1884,10 +1886,6 @@ MPI_Win MPI_Win_fromint(int win);
 
 /* ==== the profiling interface: every function again, as PMPI_ ============================ */
 
-/* Kept identical to the list above by tests/mpi/check_header.py (`check_header.py pmpi
- * --update` rewrites this part from the MPI_ prototypes). */
-
-/* @PMPI-BEGIN@ */
 int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                 MPI_Comm comm);
@@ -3054,7 +3052,7 @@ int PMPI_Type_toint(MPI_Datatype datatype);
 MPI_Datatype PMPI_Type_fromint(int datatype);
 int PMPI_Win_toint(MPI_Win win);
 MPI_Win PMPI_Win_fromint(int win);
-/* @PMPI-END@ */
+/* @GENERATED-END@ */
 
 #ifdef __cplusplus
 }

@@ -5,10 +5,13 @@
  * communicator's collective context (so no collective message ever matches
  * a receive of the program's).
  *
- * Every collective has three layers:
+ * Every collective has four layers:
  *
- *   PMPI_X          checks the arguments (errors through pb_mpi_raise) and
- *                   resolves MPI_IN_PLACE, then calls
+ *   PMPI_X          (src/mpi/bindings.c, generated from the checks of
+ *                   src/mpi/api/functions.txt) checks the arguments, errors
+ *                   through pb_mpi_raise, then calls
+ *   pb_mpi_x_impl   ("the MPI calls" below), which resolves MPI_IN_PLACE
+ *                   and calls
  *   coll_x          the one place that chooses the algorithm ("choosing an
  *                   algorithm" below: one per collective today; tuned,
  *                   size-dependent and node-aware ones plug in there), which
@@ -41,7 +44,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "mpi/comm.h"
+#include "mpi/bindings.h"
 #include "mpi/datatype.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
@@ -156,44 +159,36 @@ static void swap_ptr(void **a, void **b)
 
 /*
  * The counts and displacements of a v-collective, in elements of its
- * datatype: from the int arrays of MPI_X, the MPI_Count and MPI_Aint ones
- * of MPI_X_c, or, for the plain collective (MPI_Gather ...), one count for
- * every rank with rank i's block at i * count.
+ * datatype: from the arrays of MPI_X or MPI_X_c, or, for the plain
+ * collective (MPI_Gather ...), one count for every rank with rank i's
+ * block at i * count.
  */
 typedef struct {
-    int arrays;               /* 1: the counts come from an array (NULL: an error) */
-    const int *icounts;       /* MPI_X's counts, or NULL */
-    const MPI_Count *ccounts; /* MPI_X_c's counts, or NULL */
-    const int *idispls;       /* MPI_X's displacements, or NULL */
-    const MPI_Aint *cdispls;  /* MPI_X_c's (or computed) displacements, or NULL */
-    MPI_Count block;          /* without arrays: every count, and the stride */
+    int arrays;             /* 1: the counts come from an array */
+    pb_mpi_counts_t counts; /* the program's counts, or none */
+    pb_mpi_displs_t displs; /* the program's (or computed) displacements, or none */
+    MPI_Count block;        /* without arrays: every count, and the stride */
 } vec_t;
 
 static vec_t vec_block(MPI_Count block)
 {
-    return (vec_t){0, NULL, NULL, NULL, NULL, block};
+    return (vec_t){0, {NULL, NULL}, {NULL, NULL}, block};
 }
 
-static vec_t vec_int(const int *counts, const int *displs)
+static vec_t vec_arrays(pb_mpi_counts_t counts, pb_mpi_displs_t displs)
 {
-    return (vec_t){1, counts, NULL, displs, NULL, 0};
-}
-
-static vec_t vec_c(const MPI_Count *counts, const MPI_Aint *displs)
-{
-    return (vec_t){1, NULL, counts, NULL, displs, 0};
+    return (vec_t){1, counts, displs, 0};
 }
 
 static MPI_Count vec_count(const vec_t *v, int i)
 {
-    return v->icounts != NULL ? v->icounts[i] : v->ccounts != NULL ? v->ccounts[i] : v->block;
+    return v->arrays ? pb_mpi_counts_at(v->counts, i) : v->block;
 }
 
 static MPI_Aint vec_displ(const vec_t *v, int i)
 {
-    return v->idispls != NULL   ? v->idispls[i]
-           : v->cdispls != NULL ? v->cdispls[i]
-                                : (MPI_Aint)i * (MPI_Aint)v->block;
+    return v->displs.i != NULL || v->displs.a != NULL ? pb_mpi_displs_at(v->displs, i)
+                                                      : (MPI_Aint)i * (MPI_Aint)v->block;
 }
 
 /* The address of rank @i's block of the buffer @buf of @t described by @v. */
@@ -596,8 +591,7 @@ static int reduce_scatter_via_root(const void *sendbuf, void *recvbuf, const vec
         total += vec_count(counts, i);
     }
     blocks = *counts;
-    blocks.idispls = NULL;
-    blocks.cdispls = displs;
+    blocks.displs = (pb_mpi_displs_t){NULL, displs};
     if (total == 0)
         goto out;
     if (c->rank == 0 && (tmp = scratch_alloc(total, type, &tmp_mem)) == NULL)
@@ -768,124 +762,7 @@ static int coll_exscan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
     return exscan_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
-/* ---- argument checks ------------------------------------------------------------ */
-
-static int check_root(MPI_Comm comm, const char *func, int root, const pb_comm_t *c)
-{
-    if (root < 0 || root >= c->size)
-        return pb_mpi_raise(comm, MPI_ERR_ROOT, func, "root %d is not in 0..%d", root, c->size - 1);
-    return MPI_SUCCESS;
-}
-
-static int check_type(MPI_Comm comm, const char *func, const char *what, MPI_Datatype type)
-{
-    int rc = pb_mpi_datatype_check(type);
-
-    if (rc != MPI_SUCCESS)
-        return pb_mpi_raise(comm, rc, func, "the %s datatype is not a committed datatype", what);
-    return MPI_SUCCESS;
-}
-
-/* A NULL buffer holding data is an error unless the datatype's data lies
- * at absolute addresses (MPI_BOTTOM with a true lower bound), as in p2p.c. */
-static int buffer_missing(const void *buf, MPI_Count count, MPI_Datatype type)
-{
-    const pb_datatype_t *t = pb_mpi_datatype(type);
-
-    return buf == NULL && count > 0 && pb_mpi_type_size(t) > 0 && pb_mpi_type_true_lb(t) == 0;
-}
-
-/* @count elements of @type at @buf, the @what ("send", "receive") buffer
- * of @func, where MPI_IN_PLACE is not allowed: MPI_ERR_COUNT, MPI_ERR_TYPE,
- * MPI_ERR_BUFFER. */
-static int check_buf(MPI_Comm comm, const char *func, const char *what, const void *buf,
-                     MPI_Count count, MPI_Datatype type)
-{
-    int rc;
-
-    if (count < 0)
-        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "the %s count %lld is negative", what,
-                            (long long)count);
-    rc = check_type(comm, func, what, type);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (buf == MPI_IN_PLACE)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
-                            "MPI_IN_PLACE is not allowed as the %s buffer here", what);
-    if (buffer_missing(buf, count, type))
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "the %s buffer is NULL with count %lld",
-                            what, (long long)count);
-    return MPI_SUCCESS;
-}
-
-/* The @what buffer of a v-collective: @v's counts (and displacements) for
- * every rank of @c, @type, @buf: MPI_ERR_ARG (a NULL array), MPI_ERR_COUNT,
- * MPI_ERR_TYPE, MPI_ERR_BUFFER. */
-static int check_vec(MPI_Comm comm, const char *func, const char *what, const void *buf,
-                     const vec_t *v, int need_displs, MPI_Datatype type, const pb_comm_t *c)
-{
-    int rc, any = 0;
-
-    if (!v->arrays && v->block < 0)
-        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "the %s count %lld is negative", what,
-                            (long long)v->block);
-    if (!v->arrays) {
-        any = v->block > 0;
-    } else {
-        if (v->icounts == NULL && v->ccounts == NULL)
-            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "the %s counts are NULL", what);
-        if (need_displs && v->idispls == NULL && v->cdispls == NULL)
-            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "the %s displacements are NULL", what);
-        for (int i = 0; i < c->size; i++) {
-            MPI_Count n = vec_count(v, i);
-
-            if (n < 0)
-                return pb_mpi_raise(comm, MPI_ERR_COUNT, func,
-                                    "the %s count of rank %d, %lld, is negative", what, i,
-                                    (long long)n);
-            any |= n > 0;
-        }
-    }
-    rc = check_type(comm, func, what, type);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (buf == MPI_IN_PLACE)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
-                            "MPI_IN_PLACE is not allowed as the %s buffer here", what);
-    if (buffer_missing(buf, any, type))
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "the %s buffer is NULL", what);
-    return MPI_SUCCESS;
-}
-
-/* The arguments every reduction shares: @count, @type and @op. */
-static int check_reduction(MPI_Comm comm, const char *func, MPI_Count count, MPI_Datatype type,
-                           MPI_Op op)
-{
-    int rc;
-
-    if (count < 0)
-        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "count %lld is negative", (long long)count);
-    rc = check_type(comm, func, "", type);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = pb_mpi_op_check(op, type);
-    if (rc == MPI_ERR_TYPE)
-        return pb_mpi_raise(comm, rc, func, "the datatype is not one the op reduces");
-    if (rc != MPI_SUCCESS)
-        return pb_mpi_raise(comm, rc, func,
-                            "the op is no operation, or not one defined on the datatype");
-    return MPI_SUCCESS;
-}
-
-/* Send and receive buffers of a reduction that may not be the same memory. */
-static int check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, const void *recvbuf,
-                         MPI_Count count)
-{
-    if (count > 0 && sendbuf != NULL && sendbuf == recvbuf)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
-                            "the send and receive buffers are the same (use MPI_IN_PLACE)");
-    return MPI_SUCCESS;
-}
+/* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
 /* An error of the communication itself, through @comm's handler. */
 static int comm_failed(MPI_Comm comm, const char *func, int rc)
@@ -900,474 +777,139 @@ static int comm_failed(MPI_Comm comm, const char *func, int rc)
                                                : "the collective's messages failed");
 }
 
-/* ---- the MPI calls: synchronization and broadcast ---------------------------------- */
-
-/* Return once every rank of @comm has called MPI_Barrier.
- * @return MPI_SUCCESS; MPI_ERR_COMM (through the handler). */
-PB_EXPORT int PMPI_Barrier(MPI_Comm comm)
+int pb_mpi_barrier_impl(const char *func, MPI_Comm comm, pb_comm_t *c)
 {
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, "MPI_Barrier", &c);
-
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return comm_failed(comm, "MPI_Barrier", coll_barrier(c));
+    return comm_failed(comm, func, coll_barrier(c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Barrier, PMPI_Barrier);
 
-static int bcast_common(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
-                        int root, MPI_Comm comm)
+int pb_mpi_bcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
+                      int root, MPI_Comm comm, pb_comm_t *c)
 {
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc == MPI_SUCCESS)
-        rc = check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS)
-        rc = check_buf(comm, func, "", buffer, count, datatype);
-    if (rc != MPI_SUCCESS)
-        return rc;
     if ((size_t)count * pb_mpi_type_size(pb_mpi_datatype(datatype)) == 0)
         return MPI_SUCCESS;
     return comm_failed(comm, func, coll_bcast(buffer, count, datatype, root, c));
 }
 
-/* Copy @count elements of @datatype at @buffer on rank @root to @buffer on
- * every rank of @comm.  @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ROOT,
- * MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL or MPI_IN_PLACE),
- * MPI_ERR_TRUNCATE (the ranks' sizes disagree) (through the handler). */
-PB_EXPORT int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                       MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
-    return bcast_common("MPI_Bcast", buffer, count, datatype, root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Bcast, PMPI_Bcast);
+    vec_t recv = vec_block(recvcount);
 
-/* MPI_Bcast with an MPI_Count count.  Errors as MPI_Bcast. */
-PB_EXPORT int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
-                           MPI_Comm comm)
-{
-    return bcast_common("MPI_Bcast_c", buffer, count, datatype, root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Bcast_c, PMPI_Bcast_c);
-
-/* ---- the MPI calls: gathers and scatters ----------------------------------------- */
-
-static int gather_common(const char *func, const void *sendbuf, MPI_Count sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
-                         MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc == MPI_SUCCESS)
-        rc = check_root(comm, func, root, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (c->rank == root) {
-        if (sendbuf != MPI_IN_PLACE)
-            rc = check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-        if (rc == MPI_SUCCESS)
-            rc = check_vec(comm, func, "receive", recvbuf, recv, 1, recvtype, c);
-    } else {
-        rc = check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    }
-    if (rc != MPI_SUCCESS)
-        return rc;
     return comm_failed(
-        comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, recv, recvtype, root, c));
+        comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
 
-/* Collect @sendcount elements of @sendtype from every rank of @comm into
- * @recvbuf on @root, rank i's at element i * @recvcount of @recvtype;
- * @sendbuf MPI_IN_PLACE on the root: its block is already in @recvbuf.
- * @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ROOT, MPI_ERR_COUNT,
- * MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL, or MPI_IN_PLACE where not allowed),
- * MPI_ERR_TRUNCATE (through the handler). */
-PB_EXPORT int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                          int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+int pb_mpi_gatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                        pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                        pb_comm_t *c)
 {
-    vec_t recv = vec_block(recvcount);
+    vec_t recv = vec_arrays(recvcounts, displs);
 
-    return gather_common("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root,
-                         comm);
+    return comm_failed(
+        comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Gather, PMPI_Gather);
 
-/* MPI_Gather with MPI_Count counts.  Errors as MPI_Gather. */
-PB_EXPORT int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                            MPI_Comm comm)
+int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t recv = vec_block(recvcount);
+    vec_t send = vec_block(sendcount);
 
-    return gather_common("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype,
-                         root, comm);
+    return comm_failed(
+        comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Gather_c, PMPI_Gather_c);
 
-/* MPI_Gather with rank i's block of @recvcounts[i] elements at element
- * @displs[i] of @recvbuf (both significant on the root only).  Errors as
- * MPI_Gather, and MPI_ERR_ARG for a NULL array on the root. */
-PB_EXPORT int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                           const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                           int root, MPI_Comm comm)
+int pb_mpi_scatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                         pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
+                         MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                         pb_comm_t *c)
 {
-    vec_t recv = vec_int(recvcounts, displs);
-    return gather_common("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype,
-                         root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Gatherv, PMPI_Gatherv);
+    vec_t send = vec_arrays(sendcounts, displs);
 
-/* MPI_Gatherv with MPI_Count counts and MPI_Aint displacements.  Errors as
- * MPI_Gatherv. */
-PB_EXPORT int PMPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
-                             MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    vec_t recv = vec_c(recvcounts, displs);
-    return gather_common("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype,
-                         root, comm);
+    return comm_failed(
+        comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Gatherv_c, PMPI_Gatherv_c);
 
-static int scatter_common(const char *func, const void *sendbuf, const vec_t *send,
+int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                          MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc == MPI_SUCCESS)
-        rc = check_root(comm, func, root, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (c->rank == root) {
-        rc = check_vec(comm, func, "send", sendbuf, send, 1, sendtype, c);
-        if (rc == MPI_SUCCESS && recvbuf != MPI_IN_PLACE)
-            rc = check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
-    } else {
-        rc = check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
-    }
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return comm_failed(
-        comm, func, coll_scatterv(sendbuf, send, sendtype, recvbuf, recvcount, recvtype, root, c));
-}
-
-/* Send rank i of @comm the @sendcount elements of @sendtype at element
- * i * @sendcount of @sendbuf on @root, into its @recvbuf; @recvbuf
- * MPI_IN_PLACE on the root: its block stays in @sendbuf.  Errors as
- * MPI_Gather. */
-PB_EXPORT int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    vec_t send = vec_block(sendcount);
-
-    return scatter_common("MPI_Scatter", sendbuf, &send, sendtype, recvbuf, recvcount, recvtype,
-                          root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scatter, PMPI_Scatter);
-
-/* MPI_Scatter with MPI_Count counts.  Errors as MPI_Gather. */
-PB_EXPORT int PMPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm)
-{
-    vec_t send = vec_block(sendcount);
-
-    return scatter_common("MPI_Scatter_c", sendbuf, &send, sendtype, recvbuf, recvcount, recvtype,
-                          root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scatter_c, PMPI_Scatter_c);
-
-/* MPI_Scatter with rank i's block of @sendcounts[i] elements at element
- * @displs[i] of @sendbuf (significant on the root only).  Errors as
- * MPI_Gatherv. */
-PB_EXPORT int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    vec_t send = vec_int(sendcounts, displs);
-    return scatter_common("MPI_Scatterv", sendbuf, &send, sendtype, recvbuf, recvcount, recvtype,
-                          root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scatterv, PMPI_Scatterv);
-
-/* MPI_Scatterv with MPI_Count counts and MPI_Aint displacements.  Errors
- * as MPI_Gatherv. */
-PB_EXPORT int PMPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[],
-                              const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
-                              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    vec_t send = vec_c(sendcounts, displs);
-    return scatter_common("MPI_Scatterv_c", sendbuf, &send, sendtype, recvbuf, recvcount, recvtype,
-                          root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scatterv_c, PMPI_Scatterv_c);
-
-static int allgather_common(const char *func, const void *sendbuf, MPI_Count sendcount,
-                            MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
-                            MPI_Datatype recvtype, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (sendbuf != MPI_IN_PLACE)
-        rc = check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS)
-        rc = check_vec(comm, func, "receive", recvbuf, recv, 1, recvtype, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return comm_failed(comm, func,
-                       coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recv, recvtype, c));
-}
-
-/* MPI_Gather to every rank: each rank of @comm gets every rank's block in
- * its @recvbuf; @sendbuf MPI_IN_PLACE: each rank's block is already in its
- * place in @recvbuf.  Errors as MPI_Gather, without MPI_ERR_ROOT. */
-PB_EXPORT int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
 
-    return allgather_common("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype,
-                            comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allgather, PMPI_Allgather);
-
-/* MPI_Allgather with MPI_Count counts.  Errors as MPI_Allgather. */
-PB_EXPORT int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                               MPI_Comm comm)
-{
-    vec_t recv = vec_block(recvcount);
-
-    return allgather_common("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, &recv,
-                            recvtype, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allgather_c, PMPI_Allgather_c);
-
-/* MPI_Gatherv to every rank.  Errors as MPI_Allgather, and MPI_ERR_ARG for
- * a NULL array. */
-PB_EXPORT int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, const int recvcounts[], const int displs[],
-                              MPI_Datatype recvtype, MPI_Comm comm)
-{
-    vec_t recv = vec_int(recvcounts, displs);
-
-    return allgather_common("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, &recv,
-                            recvtype, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allgatherv, PMPI_Allgatherv);
-
-/* MPI_Allgatherv with MPI_Count counts and MPI_Aint displacements.  Errors
- * as MPI_Allgatherv. */
-PB_EXPORT int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                                void *recvbuf, const MPI_Count recvcounts[],
-                                const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    vec_t recv = vec_c(recvcounts, displs);
-
-    return allgather_common("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, &recv,
-                            recvtype, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allgatherv_c, PMPI_Allgatherv_c);
-
-static int alltoall_common(const char *func, const void *sendbuf, const vec_t *send,
-                           MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
-                           MPI_Datatype recvtype, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (sendbuf != MPI_IN_PLACE)
-        rc = check_vec(comm, func, "send", sendbuf, send, 1, sendtype, c);
-    if (rc == MPI_SUCCESS)
-        rc = check_vec(comm, func, "receive", recvbuf, recv, 1, recvtype, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
     return comm_failed(comm, func,
-                       coll_alltoallv(sendbuf, send, sendtype, recvbuf, recv, recvtype, c));
+                       coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
 
-/* Send block j of @sendbuf (@sendcount elements of @sendtype at element
- * j * @sendcount) to rank j of @comm, which stores it as block i (of
- * @recvcount elements of @recvtype) of its @recvbuf, for every pair of
- * ranks i, j; @sendbuf MPI_IN_PLACE: the blocks are sent from @recvbuf and
- * replaced there.  Errors as MPI_Allgather. */
-PB_EXPORT int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+int pb_mpi_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                           pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
+                           pb_comm_t *c)
+{
+    vec_t recv = vec_arrays(recvcounts, displs);
+
+    return comm_failed(comm, func,
+                       coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
+}
+
+int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
 
-    return alltoall_common("MPI_Alltoall", sendbuf, &send, sendtype, recvbuf, &recv, recvtype,
-                           comm);
+    return comm_failed(comm, func,
+                       coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Alltoall, PMPI_Alltoall);
 
-/* MPI_Alltoall with MPI_Count counts.  Errors as MPI_Allgather. */
-PB_EXPORT int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                              MPI_Comm comm)
+int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                          pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
+                          pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
+    vec_t send = vec_arrays(sendcounts, sdispls), recv = vec_arrays(recvcounts, rdispls);
 
-    return alltoall_common("MPI_Alltoall_c", sendbuf, &send, sendtype, recvbuf, &recv, recvtype,
-                           comm);
+    return comm_failed(comm, func,
+                       coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Alltoall_c, PMPI_Alltoall_c);
 
-/* MPI_Alltoall with per-rank counts and displacements (in elements) on
- * both sides.  Errors as MPI_Allgatherv. */
-PB_EXPORT int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                             MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                       MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t send = vec_int(sendcounts, sdispls), recv = vec_int(recvcounts, rdispls);
-
-    return alltoall_common("MPI_Alltoallv", sendbuf, &send, sendtype, recvbuf, &recv, recvtype,
-                           comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Alltoallv, PMPI_Alltoallv);
-
-/* MPI_Alltoallv with MPI_Count counts and MPI_Aint displacements.  Errors
- * as MPI_Allgatherv. */
-PB_EXPORT int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
-                               const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                               const MPI_Count recvcounts[], const MPI_Aint rdispls[],
-                               MPI_Datatype recvtype, MPI_Comm comm)
-{
-    vec_t send = vec_c(sendcounts, sdispls), recv = vec_c(recvcounts, rdispls);
-
-    return alltoall_common("MPI_Alltoallv_c", sendbuf, &send, sendtype, recvbuf, &recv, recvtype,
-                           comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Alltoallv_c, PMPI_Alltoallv_c);
-
-/* ---- the MPI calls: reductions ------------------------------------------------------ */
-
-static int reduce_common(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
-                         MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, func, &c);
-
-    if (rc == MPI_SUCCESS)
-        rc = check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS)
-        rc = check_reduction(comm, func, count, datatype, op);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (c->rank == root) {
-        rc = check_buf(comm, func, "receive", recvbuf, count, datatype);
-        if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-            rc = check_buf(comm, func, "send", sendbuf, count, datatype);
-        if (rc == MPI_SUCCESS)
-            rc = check_aliased(comm, func, sendbuf, recvbuf, count);
-        if (sendbuf == MPI_IN_PLACE)
-            sendbuf = recvbuf;
-    } else {
-        rc = check_buf(comm, func, "send", sendbuf, count, datatype);
-    }
-    if (rc != MPI_SUCCESS || count == 0)
-        return rc;
+    if (c->rank == root && sendbuf == MPI_IN_PLACE)
+        sendbuf = recvbuf;
+    if (count == 0)
+        return MPI_SUCCESS;
     return comm_failed(comm, func, coll_reduce(sendbuf, recvbuf, count, datatype, op, root, c));
 }
 
-/* Combine the @count elements of @datatype at @sendbuf of every rank of
- * @comm with @op, in rank order, into @recvbuf on @root; @sendbuf
- * MPI_IN_PLACE on the root: its input is in @recvbuf.  @return
- * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ROOT, MPI_ERR_COUNT, MPI_ERR_TYPE,
- * MPI_ERR_OP (no op, or not defined on the datatype), MPI_ERR_BUFFER
- * (NULL, MPI_IN_PLACE off the root, the same buffer twice) (through the
- * handler). */
-PB_EXPORT int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                          MPI_Op op, int root, MPI_Comm comm)
+int pb_mpi_allreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
-    return reduce_common("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Reduce, PMPI_Reduce);
-
-/* MPI_Reduce with an MPI_Count count.  Errors as MPI_Reduce. */
-PB_EXPORT int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                            MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
-{
-    return reduce_common("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Reduce_c, PMPI_Reduce_c);
-
-/* The checks of the reductions whose every rank has a send and a receive
- * buffer of @count elements (Allreduce, Scan, Exscan); resolves
- * MPI_IN_PLACE in *@sendbuf_p to @recvbuf. */
-static int check_all_reduction(const char *func, const void **sendbuf_p, void *recvbuf,
-                               MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                               pb_comm_t **c_p)
-{
-    int rc = pb_mpi_comm_check(comm, func, c_p);
-
-    if (rc == MPI_SUCCESS)
-        rc = check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS)
-        rc = check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && *sendbuf_p != MPI_IN_PLACE)
-        rc = check_buf(comm, func, "send", *sendbuf_p, count, datatype);
-    if (rc == MPI_SUCCESS)
-        rc = check_aliased(comm, func, *sendbuf_p, recvbuf, count);
-    if (*sendbuf_p == MPI_IN_PLACE)
-        *sendbuf_p = recvbuf;
-    return rc;
-}
-
-static int allreduce_common(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = check_all_reduction(func, &sendbuf, recvbuf, count, datatype, op, comm, &c);
-
-    if (rc != MPI_SUCCESS || count == 0)
-        return rc;
+    if (sendbuf == MPI_IN_PLACE)
+        sendbuf = recvbuf;
+    if (count == 0)
+        return MPI_SUCCESS;
     return comm_failed(comm, func, coll_allreduce(sendbuf, recvbuf, count, datatype, op, c));
 }
 
-/* MPI_Reduce whose result every rank gets in @recvbuf; @sendbuf
- * MPI_IN_PLACE: each rank's input is in @recvbuf.  Errors as MPI_Reduce,
- * without MPI_ERR_ROOT. */
-PB_EXPORT int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                             MPI_Op op, MPI_Comm comm)
-{
-    return allreduce_common("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allreduce, PMPI_Allreduce);
-
-/* MPI_Allreduce with an MPI_Count count.  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    return allreduce_common("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Allreduce_c, PMPI_Allreduce_c);
-
+/* Reduce_scatter(_block) check their counts here: the reduction is over
+ * their sum. */
 static int reduce_scatter_common(const char *func, const void *sendbuf, void *recvbuf,
                                  const vec_t *counts, MPI_Datatype datatype, MPI_Op op,
-                                 MPI_Comm comm)
+                                 MPI_Comm comm, pb_comm_t *c)
 {
-    pb_comm_t *c;
     MPI_Count total = 0;
-    int rc = pb_mpi_comm_check(comm, func, &c);
+    int rc;
 
-    if (rc != MPI_SUCCESS)
-        return rc;
     if (!counts->arrays) {
         if (counts->block < 0)
             return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcount %lld is negative",
                                 (long long)counts->block);
         total = counts->block * c->size;
     } else {
-        if (counts->icounts == NULL && counts->ccounts == NULL)
+        if (counts->counts.i == NULL && counts->counts.c == NULL)
             return pb_mpi_raise(comm, MPI_ERR_ARG, func, "recvcounts is NULL");
         for (int i = 0; i < c->size; i++) {
             if (vec_count(counts, i) < 0)
@@ -1376,13 +918,13 @@ static int reduce_scatter_common(const char *func, const void *sendbuf, void *re
             total += vec_count(counts, i);
         }
     }
-    rc = check_reduction(comm, func, total, datatype, op);
+    rc = pb_mpi_check_reduction(comm, func, total, datatype, op);
     if (rc == MPI_SUCCESS)
-        rc = check_buf(comm, func, "receive", recvbuf, vec_count(counts, c->rank), datatype);
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, vec_count(counts, c->rank), datatype);
     if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = check_buf(comm, func, "send", sendbuf, total, datatype);
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, total, datatype);
     if (rc == MPI_SUCCESS)
-        rc = check_aliased(comm, func, sendbuf, recvbuf, total);
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, total);
     if (rc != MPI_SUCCESS || total == 0)
         return rc;
     if (sendbuf == MPI_IN_PLACE)
@@ -1390,101 +932,40 @@ static int reduce_scatter_common(const char *func, const void *sendbuf, void *re
     return comm_failed(comm, func, coll_reduce_scatter(sendbuf, recvbuf, counts, datatype, op, c));
 }
 
-/* MPI_Reduce of P * @recvcount elements of @datatype (P the size of
- * @comm) whose block i (of @recvcount elements) goes to rank i's @recvbuf;
- * @sendbuf MPI_IN_PLACE: each rank's input is in @recvbuf, which must hold
- * all P blocks.  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int pb_mpi_reduce_scatter_block_impl(const char *func, const void *sendbuf, void *recvbuf,
+                                     MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                     MPI_Comm comm, pb_comm_t *c)
 {
     vec_t counts = vec_block(recvcount);
 
-    return reduce_scatter_common("MPI_Reduce_scatter_block", sendbuf, recvbuf, &counts, datatype,
-                                 op, comm);
+    return reduce_scatter_common(func, sendbuf, recvbuf, &counts, datatype, op, comm, c);
 }
-PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block);
 
-/* MPI_Reduce_scatter_block with an MPI_Count count.  Errors as
- * MPI_Allreduce. */
-PB_EXPORT int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
-                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int pb_mpi_reduce_scatter_impl(const char *func, const void *sendbuf, void *recvbuf,
+                               pb_mpi_counts_t recvcounts, MPI_Datatype datatype, MPI_Op op,
+                               MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t counts = vec_block(recvcount);
+    vec_t counts = vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL});
 
-    return reduce_scatter_common("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, &counts, datatype,
-                                 op, comm);
+    return reduce_scatter_common(func, sendbuf, recvbuf, &counts, datatype, op, comm, c);
 }
-PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_block_c, PMPI_Reduce_scatter_block_c);
 
-/* MPI_Reduce_scatter_block with rank i's block of @recvcounts[i] elements
- * (the blocks one after another).  Errors as MPI_Allreduce, and
- * MPI_ERR_ARG for a NULL @recvcounts. */
-PB_EXPORT int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t counts = vec_int(recvcounts, NULL);
-
-    return reduce_scatter_common("MPI_Reduce_scatter", sendbuf, recvbuf, &counts, datatype, op,
-                                 comm);
+    if (sendbuf == MPI_IN_PLACE)
+        sendbuf = recvbuf;
+    if (count == 0)
+        return MPI_SUCCESS;
+    return comm_failed(comm, func, coll_scan(sendbuf, recvbuf, count, datatype, op, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter, PMPI_Reduce_scatter);
 
-/* MPI_Reduce_scatter with MPI_Count counts.  Errors as MPI_Reduce_scatter. */
-PB_EXPORT int PMPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf,
-                                    const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                                    MPI_Comm comm)
+int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
-    vec_t counts = vec_c(recvcounts, NULL);
-
-    return reduce_scatter_common("MPI_Reduce_scatter_c", sendbuf, recvbuf, &counts, datatype, op,
-                                 comm);
+    if (sendbuf == MPI_IN_PLACE)
+        sendbuf = recvbuf;
+    if (count == 0)
+        return MPI_SUCCESS;
+    return comm_failed(comm, func, coll_exscan(sendbuf, recvbuf, count, datatype, op, c));
 }
-PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_c, PMPI_Reduce_scatter_c);
-
-static int scan_common(const char *func, int exclusive, const void *sendbuf, void *recvbuf,
-                       MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    pb_comm_t *c;
-    int rc = check_all_reduction(func, &sendbuf, recvbuf, count, datatype, op, comm, &c);
-
-    if (rc != MPI_SUCCESS || count == 0)
-        return rc;
-    rc = exclusive ? coll_exscan(sendbuf, recvbuf, count, datatype, op, c)
-                   : coll_scan(sendbuf, recvbuf, count, datatype, op, c);
-    return comm_failed(comm, func, rc);
-}
-
-/* Store in @recvbuf of rank i of @comm the reduction with @op of the
- * @sendbuf of ranks 0..i, in rank order; @sendbuf MPI_IN_PLACE: the input
- * is in @recvbuf.  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                        MPI_Op op, MPI_Comm comm)
-{
-    return scan_common("MPI_Scan", 0, sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scan, PMPI_Scan);
-
-/* MPI_Scan with an MPI_Count count.  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    return scan_common("MPI_Scan_c", 0, sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Scan_c, PMPI_Scan_c);
-
-/* MPI_Scan over ranks 0..i-1 only: rank 0's @recvbuf is left unchanged
- * (the standard leaves it undefined).  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                          MPI_Op op, MPI_Comm comm)
-{
-    return scan_common("MPI_Exscan", 1, sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Exscan, PMPI_Exscan);
-
-/* MPI_Exscan with an MPI_Count count.  Errors as MPI_Allreduce. */
-PB_EXPORT int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    return scan_common("MPI_Exscan_c", 1, sendbuf, recvbuf, count, datatype, op, comm);
-}
-PB_MPI_WEAK_ALIAS(MPI_Exscan_c, PMPI_Exscan_c);

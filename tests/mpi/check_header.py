@@ -1,10 +1,9 @@
 #!/usr/bin/env python3
 """Checks of include/mpi.h, the MPI-5.0 standard ABI header.
 
-    check_header.py pmpi      [--header H] [--update]
-        every MPI_ prototype has a PMPI_ twin with the same type (--update
-        rewrites the PMPI_ block from the MPI_ prototypes; run clang-format on
-        the header afterwards)
+    check_header.py pmpi      [--header H]
+        every MPI_ prototype has a PMPI_ twin with the same type (both are
+        written by src/mpi/api/gen_bindings.py)
     check_header.py compile   [--header H] --cc CC [--cxx CXX] --work DIR
         the header compiles as C99, C11 and C++ with -Wall -Wextra -pedantic
         -Werror, alone and in a file that uses every constant it defines
@@ -32,8 +31,6 @@ SKIP = 77
 HERE = Path(__file__).resolve().parent
 DEFAULT_HEADER = HERE.parent.parent / "include" / "mpi.h"
 
-PMPI_BEGIN = "/* @PMPI-BEGIN@ */"
-PMPI_END = "/* @PMPI-END@ */"
 
 # names an ABI header may carry that are not part of the standard
 IGNORED_PREFIXES = ("MPIX_", "MPICH_", "PMPIX_")
@@ -138,26 +135,8 @@ def constants(text: str) -> list[str]:
 
 # ---- pmpi --------------------------------------------------------------------
 
-def pmpi_block(text: str) -> str:
-    lines = []
-    for name, decl in prototypes(text).items():
-        if name.startswith("MPI_"):
-            match = PROTOTYPE.match(decl)
-            lines.append("%s P%s(%s);" % (match.group("ret"), name, match.group("args")))
-    return "\n".join(lines)
-
-
-def check_pmpi(header: Path, update: bool) -> int:
+def check_pmpi(header: Path) -> int:
     text = header.read_text()
-    if PMPI_BEGIN not in text or PMPI_END not in text:
-        print("FAIL: %s has no %s ... %s block" % (header, PMPI_BEGIN, PMPI_END))
-        return 1
-    if update:
-        head, rest = text.split(PMPI_BEGIN, 1)
-        _, tail = rest.split(PMPI_END, 1)
-        header.write_text(head + PMPI_BEGIN + "\n" + pmpi_block(text) + "\n" + PMPI_END + tail)
-        print("rewrote the PMPI_ block of %s (now run clang-format -i on it)" % header)
-        text = header.read_text()
     protos = prototypes(text)
     problems = []
     for name, decl in protos.items():
@@ -382,7 +361,6 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("what", choices=("pmpi", "compile", "mpich"))
     parser.add_argument("--header", type=Path, default=DEFAULT_HEADER)
-    parser.add_argument("--update", action="store_true", help="pmpi: rewrite the PMPI_ block")
     parser.add_argument("--cc", default=os.environ.get("CC", "cc"))
     parser.add_argument("--cxx", default=None)
     parser.add_argument("--work", type=Path, default=Path("check_header.d"))
@@ -390,7 +368,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     header = args.header.resolve()
     if args.what == "pmpi":
-        return check_pmpi(header, args.update)
+        return check_pmpi(header)
     if args.what == "compile":
         return check_compile(header, args.cc, args.cxx, args.work)
     return check_mpich(header, args.cc, args.work, args.mpich_header)

@@ -1,0 +1,68 @@
+/*
+ * The argument checks of the generated bindings (src/mpi/bindings.c, from
+ * src/mpi/api/functions.txt): each checks one argument or group of
+ * arguments of MPI function @func and raises what is wrong through
+ * pb_mpi_raise on @comm (MPI_COMM_NULL: a call on no communicator), whose
+ * return value it returns; MPI_SUCCESS when all is well.  @what names the
+ * buffer in the message ("send", "receive", "" for the only one).
+ */
+#ifndef PB_MPI_CHECK_H
+#define PB_MPI_CHECK_H
+
+#include <stddef.h>
+
+#include "mpi/comm.h"
+
+/* An array argument of MPI_X (int) or of MPI_X_c (MPI_Count or MPI_Aint),
+ * as a binding passes it on: one pointer set, or neither (a NULL array). */
+typedef struct {
+    const int *i;
+    const MPI_Count *c;
+} pb_mpi_counts_t;
+
+typedef struct {
+    const int *i;
+    const MPI_Aint *a;
+} pb_mpi_displs_t;
+
+static inline MPI_Count pb_mpi_counts_at(pb_mpi_counts_t v, int index)
+{
+    return v.i != NULL ? v.i[index] : v.c[index];
+}
+
+static inline MPI_Aint pb_mpi_displs_at(pb_mpi_displs_t v, int index)
+{
+    return v.i != NULL ? v.i[index] : v.a[index];
+}
+
+/* @root is a rank of @c: MPI_ERR_ROOT. */
+int pb_mpi_check_root(MPI_Comm comm, const char *func, int root, const pb_comm_t *c);
+
+/* @count elements of @type at @buf, where MPI_IN_PLACE is not allowed:
+ * MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL with data, or
+ * MPI_IN_PLACE). */
+int pb_mpi_check_buf(MPI_Comm comm, const char *func, const char *what, const void *buf,
+                     MPI_Count count, MPI_Datatype type);
+
+/* A buffer of @count elements of @type for every rank (Gather's receive
+ * buffer ...): errors as pb_mpi_check_buf. */
+int pb_mpi_check_block(MPI_Comm comm, const char *func, const char *what, const void *buf,
+                       MPI_Count count, MPI_Datatype type);
+
+/* A buffer of @counts[i] elements of @type at @displs[i] for each rank i
+ * of @c: MPI_ERR_ARG (a NULL array), then as pb_mpi_check_buf. */
+int pb_mpi_check_vec(MPI_Comm comm, const char *func, const char *what, const void *buf,
+                     pb_mpi_counts_t counts, pb_mpi_displs_t displs, MPI_Datatype type,
+                     const pb_comm_t *c);
+
+/* The arguments every reduction shares: @count, @type and @op (MPI_ERR_COUNT,
+ * MPI_ERR_TYPE, MPI_ERR_OP). */
+int pb_mpi_check_reduction(MPI_Comm comm, const char *func, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op);
+
+/* The send and receive buffers of a reduction are not the same memory
+ * (MPI_ERR_BUFFER: that is what MPI_IN_PLACE is for). */
+int pb_mpi_check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, const void *recvbuf,
+                         MPI_Count count);
+
+#endif
