@@ -49,7 +49,7 @@ int pb_mpi_datatype_check(MPI_Datatype handle)
 {
     pb_datatype_t *t = pb_mpi_datatype(handle);
 
-    if (t == NULL || !t->committed)
+    if (t == NULL || !pb_eng_type_is_committed(t))
         return MPI_ERR_TYPE;
     return MPI_SUCCESS;
 }
@@ -102,7 +102,7 @@ static int type_arg_committed(MPI_Datatype handle, const char *func, const char 
 
     if (ret != MPI_SUCCESS)
         return ret;
-    if (!(*t_p)->committed)
+    if (!pb_eng_type_is_committed(*t_p))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, func,
                             "%s is not committed (call MPI_Type_commit first)", what);
     return MPI_SUCCESS;

@@ -19,22 +19,8 @@
 #define MAX_CHUNKS 20u
 #define NO_ENTRY UINT32_MAX
 
-/* The states of an entry (the kind tag in the bits above the lowest two). */
-#define STATE_FREE 0u
-#define STATE_RETIRED 1u
-#define STATE_LIVE 2u
-#define STATE(kind, s) ((uint32_t)(kind) << 2 | (s))
-
-/* The header before each object.  16 bytes, so objects are as aligned as
- * malloc's memory. */
-typedef struct {
-    _Atomic uint32_t state; /* STATE(kind, ...); release stores, acquire loads */
-    uint32_t index;         /* the entry's index in its table */
-    uint32_t next_free;     /* free list, under the table's lock */
-    uint32_t pad;
-} entry_t;
-
-_Static_assert(sizeof(entry_t) == 16, "the entry header keeps objects 16-byte aligned");
+_Static_assert(sizeof(pb_mpi_handle_entry_t) == 16,
+               "the entry header keeps objects 16-byte aligned");
 
 typedef struct {
     pthread_mutex_t lock;     /* creation and freeing */
@@ -63,19 +49,19 @@ static unsigned chunk_of(uint32_t i)
 }
 
 /* The entry of index @i, in a chunk already published. */
-static entry_t *entry_at(const table_t *t, uint32_t i)
+static pb_mpi_handle_entry_t *entry_at(const table_t *t, uint32_t i)
 {
     unsigned c = chunk_of(i);
     /* relaxed: the acquire load of nchunks that found chunk c published
      * ordered its pointer */
     char *base = atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
 
-    return (entry_t *)(base + (size_t)(i - chunk_first(c)) * t->stride);
+    return (pb_mpi_handle_entry_t *)(base + (size_t)(i - chunk_first(c)) * t->stride);
 }
 
-static entry_t *entry_of(void *obj)
+static pb_mpi_handle_entry_t *entry_of(void *obj)
 {
-    return (entry_t *)obj - 1;
+    return (pb_mpi_handle_entry_t *)obj - 1;
 }
 
 /* Publish one more chunk of @t.  Called with the lock held.  @return 0, or
@@ -88,7 +74,7 @@ static int table_grow(table_t *t, size_t size)
     if (n == 0) {
         t->obj_size = size;
         t->stride = 32;
-        while (t->stride < sizeof(entry_t) + size)
+        while (t->stride < sizeof(pb_mpi_handle_entry_t) + size)
             t->stride *= 2;
     }
     if (n == MAX_CHUNKS)
@@ -106,7 +92,7 @@ static int table_grow(table_t *t, size_t size)
 void *pb_mpi_handle_new(pb_mpi_handle_kind_t kind, size_t size)
 {
     table_t *t = &tables[kind];
-    entry_t *e = NULL;
+    pb_mpi_handle_entry_t *e = NULL;
     uint32_t i;
 
     pthread_mutex_lock(&t->lock);
@@ -125,7 +111,8 @@ void *pb_mpi_handle_new(pb_mpi_handle_kind_t kind, size_t size)
     memset(e + 1, 0, t->obj_size);
     e->index = i;
     /* release: the zeroed object before the state that makes it valid */
-    atomic_store_explicit(&e->state, STATE(kind, STATE_LIVE), memory_order_release);
+    atomic_store_explicit(&e->state, PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE),
+                          memory_order_release);
 out:
     pthread_mutex_unlock(&t->lock);
     return e != NULL ? e + 1 : NULL;
@@ -133,50 +120,40 @@ out:
 
 /* The entry of @handle when it is the address of an object in a chunk of
  * @kind's table, or NULL; reads nothing but the table. */
-static entry_t *entry_find(pb_mpi_handle_kind_t kind, const void *handle)
+static pb_mpi_handle_entry_t *entry_find(pb_mpi_handle_kind_t kind, const void *handle)
 {
     const table_t *t = &tables[kind];
     /* acquire: pairs with table_grow's release (chunk pointers, stride) */
     unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
-    uintptr_t a = (uintptr_t)handle - sizeof(entry_t);
+    uintptr_t a = (uintptr_t)handle - sizeof(pb_mpi_handle_entry_t);
 
     for (unsigned c = 0; c < n; c++) {
         uintptr_t base = (uintptr_t)atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
         uintptr_t off = a - base; /* wraps to a large value below the chunk */
 
         if (off < ((size_t)CHUNK0 << c) * t->stride)
-            return (off & (t->stride - 1)) == 0 ? (entry_t *)a : NULL;
+            return (off & (t->stride - 1)) == 0 ? (pb_mpi_handle_entry_t *)a : NULL;
     }
     return NULL;
 }
 
 bool pb_mpi_handle_valid(pb_mpi_handle_kind_t kind, const void *handle)
 {
-    entry_t *e = entry_find(kind, handle);
+    pb_mpi_handle_entry_t *e = entry_find(kind, handle);
 
     /* acquire: pairs with the release that made the object live */
-    return e != NULL &&
-           atomic_load_explicit(&e->state, memory_order_acquire) == STATE(kind, STATE_LIVE);
-}
-
-void pb_mpi_handle_retire(pb_mpi_handle_kind_t kind, void *obj)
-{
-    atomic_store_explicit(&entry_of(obj)->state, STATE(kind, STATE_RETIRED), memory_order_release);
-}
-
-void pb_mpi_handle_revive(pb_mpi_handle_kind_t kind, void *obj)
-{
-    /* release: the reused object's new contents before its state */
-    atomic_store_explicit(&entry_of(obj)->state, STATE(kind, STATE_LIVE), memory_order_release);
+    return e != NULL && atomic_load_explicit(&e->state, memory_order_acquire) ==
+                            PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE);
 }
 
 void pb_mpi_handle_delete(pb_mpi_handle_kind_t kind, void *obj)
 {
     table_t *t = &tables[kind];
-    entry_t *e = entry_of(obj);
+    pb_mpi_handle_entry_t *e = entry_of(obj);
 
     pthread_mutex_lock(&t->lock);
-    atomic_store_explicit(&e->state, STATE(kind, STATE_FREE), memory_order_release);
+    atomic_store_explicit(&e->state, PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_FREE),
+                          memory_order_release);
     e->next_free = t->free_head;
     t->free_head = e->index;
     pthread_mutex_unlock(&t->lock);
@@ -194,7 +171,7 @@ void *pb_mpi_handle_fromint(pb_mpi_handle_kind_t kind, int value)
     const table_t *t = &tables[kind];
     unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
     uint32_t i;
-    entry_t *e;
+    pb_mpi_handle_entry_t *e;
 
     if (value < PB_MPI_HANDLE_INT_BASE)
         return NULL;
@@ -202,7 +179,8 @@ void *pb_mpi_handle_fromint(pb_mpi_handle_kind_t kind, int value)
     if (i >= chunk_first(n))
         return NULL;
     e = entry_at(t, i);
-    if (atomic_load_explicit(&e->state, memory_order_acquire) != STATE(kind, STATE_LIVE))
+    if (atomic_load_explicit(&e->state, memory_order_acquire) !=
+        PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE))
         return NULL;
     return e + 1;
 }
@@ -213,9 +191,10 @@ void *pb_mpi_handle_any(pb_mpi_handle_kind_t kind)
     unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
 
     for (uint32_t i = 0; i < chunk_first(n); i++) {
-        entry_t *e = entry_at(t, i);
+        pb_mpi_handle_entry_t *e = entry_at(t, i);
 
-        if (atomic_load_explicit(&e->state, memory_order_acquire) == STATE(kind, STATE_LIVE))
+        if (atomic_load_explicit(&e->state, memory_order_acquire) ==
+            PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE))
             return e + 1;
     }
     return NULL;

@@ -35,8 +35,10 @@
 #ifndef PB_MPI_HANDLE_H
 #define PB_MPI_HANDLE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mpi/mpi_impl.h"
 
@@ -65,12 +67,37 @@ void *pb_mpi_handle_new(pb_mpi_handle_kind_t kind, size_t size);
  * dereferences anything else, takes no lock. */
 bool pb_mpi_handle_valid(pb_mpi_handle_kind_t kind, const void *handle);
 
+/* The header of an entry, just before its object (handle.c owns the rest
+ * of it; it is here for the two inline state changes below). */
+typedef struct {
+    _Atomic uint32_t state; /* PB_MPI_HANDLE_STATE(kind, ...) */
+    uint32_t index;         /* the entry's index in its table */
+    uint32_t next_free;     /* free list, under the table's lock */
+    uint32_t pad;
+} pb_mpi_handle_entry_t;
+
+/* The states of an entry: the kind tag above the lowest two bits. */
+#define PB_MPI_HANDLE_FREE 0u
+#define PB_MPI_HANDLE_RETIRED 1u
+#define PB_MPI_HANDLE_LIVE 2u
+#define PB_MPI_HANDLE_STATE(kind, s) ((uint32_t)(kind) << 2 | (s))
+
 /* Make the live object @obj of @kind retired: its handle names nothing
- * from now on, the object stays allocated until pb_mpi_handle_delete. */
-void pb_mpi_handle_retire(pb_mpi_handle_kind_t kind, void *obj);
+ * from now on, the object stays allocated until pb_mpi_handle_delete.
+ * Inline and lock-free: a released request is retired so. */
+static inline void pb_mpi_handle_retire(pb_mpi_handle_kind_t kind, void *obj)
+{
+    atomic_store_explicit(&((pb_mpi_handle_entry_t *)obj - 1)->state,
+                          PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_RETIRED), memory_order_release);
+}
 
 /* Make the retired object @obj of @kind live again (a reused request). */
-void pb_mpi_handle_revive(pb_mpi_handle_kind_t kind, void *obj);
+static inline void pb_mpi_handle_revive(pb_mpi_handle_kind_t kind, void *obj)
+{
+    /* release: the reused object's new contents before its state */
+    atomic_store_explicit(&((pb_mpi_handle_entry_t *)obj - 1)->state,
+                          PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE), memory_order_release);
+}
 
 /* Give the entry of @obj (live or retired) of @kind back to its table. */
 void pb_mpi_handle_delete(pb_mpi_handle_kind_t kind, void *obj);
