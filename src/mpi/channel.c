@@ -734,23 +734,23 @@ size_t pbx_block_room(int dest, size_t want)
 /* Copy packed bytes of @src to @dst (local memory). */
 static void copy_piece(void *dst, const pbx_src_t *src, size_t len)
 {
-    if (pb_mpi_type_is_contiguous(src->type))
+    if (pb_eng_type_is_contiguous(src->type))
         memcpy(dst,
-               (const char *)((uintptr_t)src->buf + (uintptr_t)pb_mpi_type_true_lb(src->type) +
+               (const char *)((uintptr_t)src->buf + (uintptr_t)pb_eng_type_true_lb(src->type) +
                               src->offset),
                len);
     else
-        pb_mpi_pack_range(src->buf, src->count, src->type, src->offset, dst, len);
+        pb_eng_type_pack_range(src->buf, src->count, src->type, src->offset, dst, len);
 }
 
 /* Where @len packed bytes of @src can be put from: in place when its type
  * is contiguous, else packed into @o's scratch room. */
 static const void *piece_source(pbx_out_t *o, const pbx_src_t *src, size_t len)
 {
-    if (pb_mpi_type_is_contiguous(src->type))
-        return (const char *)((uintptr_t)src->buf + (uintptr_t)pb_mpi_type_true_lb(src->type) +
+    if (pb_eng_type_is_contiguous(src->type))
+        return (const char *)((uintptr_t)src->buf + (uintptr_t)pb_eng_type_true_lb(src->type) +
                               src->offset);
-    pb_mpi_pack_range(src->buf, src->count, src->type, src->offset, o->scratch, len);
+    pb_eng_type_pack_range(src->buf, src->count, src->type, src->offset, o->scratch, len);
     return o->scratch;
 }
 

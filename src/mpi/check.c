@@ -29,7 +29,7 @@ static int buffer_missing(const void *buf, MPI_Count count, MPI_Datatype type)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
 
-    return buf == NULL && count > 0 && pb_mpi_type_size(t) > 0 && pb_mpi_type_true_lb(t) == 0;
+    return buf == NULL && count > 0 && pb_eng_type_size(t) > 0 && pb_eng_type_true_lb(t) == 0;
 }
 
 /* The checks of a buffer between its counts and NULL: @type, and

@@ -76,7 +76,7 @@ enum {
  * MPI_BOTTOM, so the sum is taken as integers). */
 static void *elem_addr(const void *buf, MPI_Aint index, const pb_datatype_t *t)
 {
-    return (void *)((uintptr_t)buf + (uintptr_t)(index * pb_mpi_type_extent(t)));
+    return (void *)((uintptr_t)buf + (uintptr_t)(index * pb_eng_type_extent(t)));
 }
 
 /* Memory for @count elements of @type laid out as the type says (its
@@ -116,28 +116,28 @@ static int copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, voi
                       MPI_Count rcount, MPI_Datatype rtype)
 {
     const pb_datatype_t *st = pb_mpi_datatype(stype), *rt = pb_mpi_datatype(rtype);
-    size_t bytes = (size_t)scount * pb_mpi_type_size(st);
+    size_t bytes = (size_t)scount * pb_eng_type_size(st);
     char chunk[COPY_CHUNK];
 
-    if (bytes > (size_t)rcount * pb_mpi_type_size(rt))
+    if (bytes > (size_t)rcount * pb_eng_type_size(rt))
         return MPI_ERR_TRUNCATE;
     if (bytes == 0 || (src == dst && st == rt))
         return MPI_SUCCESS;
-    if (pb_mpi_type_is_contiguous(rt)) {
-        pb_mpi_pack_range(src, scount, st, 0,
-                          (void *)((uintptr_t)dst + (uintptr_t)pb_mpi_type_true_lb(rt)), bytes);
+    if (pb_eng_type_is_contiguous(rt)) {
+        pb_eng_type_pack_range(src, scount, st, 0,
+                          (void *)((uintptr_t)dst + (uintptr_t)pb_eng_type_true_lb(rt)), bytes);
         return MPI_SUCCESS;
     }
-    if (pb_mpi_type_is_contiguous(st)) {
-        pb_mpi_unpack_range((const void *)((uintptr_t)src + (uintptr_t)pb_mpi_type_true_lb(st)),
+    if (pb_eng_type_is_contiguous(st)) {
+        pb_eng_type_unpack_range((const void *)((uintptr_t)src + (uintptr_t)pb_eng_type_true_lb(st)),
                             bytes, dst, rcount, rt, 0);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
         size_t len = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
 
-        pb_mpi_pack_range(src, scount, st, off, chunk, len);
-        pb_mpi_unpack_range(chunk, len, dst, rcount, rt, off);
+        pb_eng_type_pack_range(src, scount, st, off, chunk, len);
+        pb_eng_type_unpack_range(chunk, len, dst, rcount, rt, off);
     }
     return MPI_SUCCESS;
 }
@@ -518,7 +518,7 @@ static int alltoallv_direct(const void *sendbuf, const vec_t *send, MPI_Datatype
 {
     const pb_datatype_t *st = pb_mpi_datatype(sendtype), *rt = pb_mpi_datatype(recvtype);
     int size = c->size, rank = c->rank, rc = MPI_SUCCESS;
-    size_t rsize = pb_mpi_type_size(rt), total = 0;
+    size_t rsize = pb_eng_type_size(rt), total = 0;
     size_t *offs = NULL;
     char *packed = NULL;
     batch_t b;
@@ -536,7 +536,7 @@ static int alltoallv_direct(const void *sendbuf, const vec_t *send, MPI_Datatype
         }
         for (int i = 0; i < size; i++) {
             if (i != rank)
-                pb_mpi_pack_range(vec_addr(recvbuf, recv, i, rt), vec_count(recv, i), rt, 0,
+                pb_eng_type_pack_range(vec_addr(recvbuf, recv, i, rt), vec_count(recv, i), rt, 0,
                                   packed + offs[i], (size_t)vec_count(recv, i) * rsize);
         }
     }
@@ -785,7 +785,7 @@ int pb_mpi_barrier_impl(const char *func, MPI_Comm comm, pb_comm_t *c)
 int pb_mpi_bcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                       int root, MPI_Comm comm, pb_comm_t *c)
 {
-    if ((size_t)count * pb_mpi_type_size(pb_mpi_datatype(datatype)) == 0)
+    if ((size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) == 0)
         return MPI_SUCCESS;
     return comm_failed(comm, func, coll_bcast(buffer, count, datatype, root, c));
 }

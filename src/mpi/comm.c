@@ -13,6 +13,7 @@
 
 #include "mpi/attr.h"
 #include "mpi/datatype.h"
+#include "mpi/handle.h"
 #include "mpi/channel.h"
 #include "mpi/p2p.h"
 
@@ -20,10 +21,6 @@
 struct MPI_ABI_Errhandler {
     MPI_Comm_errhandler_function *function;
 };
-
-/* the handlers MPI_Comm_create_errhandler made: a handle is looked up
- * here before it is used, never dereferenced blindly */
-static pb_mpi_registry_t errhandlers = PB_MPI_REGISTRY_INIT;
 
 enum {
     LIFE_BEFORE = 0,
@@ -37,7 +34,6 @@ static struct {
     pthread_t main_thread;
     uint32_t next_context; /* the lowest context id this rank has not used */
     pb_comm_t world, self;
-    pb_comm_t *created;
 } mpi;
 
 int pb_mpi_active(void)
@@ -50,7 +46,7 @@ int pb_mpi_active(void)
 static int errhandler_valid(MPI_Errhandler eh)
 {
     return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN ||
-           pb_mpi_registry_has(&errhandlers, eh);
+           pb_mpi_handle_valid(PB_MPI_HANDLE_ERRHANDLER, eh);
 }
 
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
@@ -131,16 +127,11 @@ PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function
     if (function == NULL || errhandler == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Comm_create_errhandler", "%s is NULL",
                             function == NULL ? "function" : "errhandler");
-    eh = malloc(sizeof(*eh));
+    eh = pb_mpi_handle_new(PB_MPI_HANDLE_ERRHANDLER, sizeof(*eh));
     if (eh == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
                             "out of memory");
     eh->function = function;
-    if (pb_mpi_registry_add(&errhandlers, eh, &(int){0}) != MPI_SUCCESS) {
-        free(eh);
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
-                            "out of memory");
-    }
     *errhandler = eh;
     return MPI_SUCCESS;
 }
@@ -167,11 +158,9 @@ pb_comm_t *pb_mpi_comm(MPI_Comm handle)
         return mpi.life == LIFE_ACTIVE ? &mpi.world : NULL;
     if (handle == MPI_COMM_SELF)
         return mpi.life == LIFE_ACTIVE ? &mpi.self : NULL;
-    for (pb_comm_t *c = mpi.created; c != NULL; c = c->next) {
-        if (c->handle == handle)
-            return c;
-    }
-    return NULL;
+    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_COMM, handle))
+        return NULL;
+    return (pb_comm_t *)handle;
 }
 
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p)
@@ -248,31 +237,23 @@ int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
 
 static pb_comm_t *comm_new(void)
 {
-    pb_comm_t *c = calloc(1, sizeof(*c));
+    pb_comm_t *c = pb_mpi_handle_new(PB_MPI_HANDLE_COMM, sizeof(*c));
 
-    if (c != NULL) {
+    if (c != NULL)
         c->handle = (MPI_Comm)c;
-        c->next = mpi.created;
-        mpi.created = c;
-    }
     return c;
 }
 
-/* Unlink @c (its handle names nothing from now on) and free it, or leave
+/* Retire @c (its handle names nothing from now on) and free it, or leave
  * that to the last request still using it. */
 static void comm_delete(pb_comm_t *c)
 {
-    for (pb_comm_t **p = &mpi.created; *p != NULL; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            break;
-        }
-    }
+    pb_mpi_handle_retire(PB_MPI_HANDLE_COMM, c);
     c->freed = 1;
     if (c->refs > 0)
         return;
     comm_release(c);
-    free(c);
+    pb_mpi_handle_delete(PB_MPI_HANDLE_COMM, c);
 }
 
 void pb_mpi_comm_retain(pb_comm_t *comm)
@@ -284,7 +265,7 @@ void pb_mpi_comm_release(pb_comm_t *comm)
 {
     if (--comm->refs == 0 && comm->freed && comm != &mpi.world && comm != &mpi.self) {
         comm_release(comm);
-        free(comm);
+        pb_mpi_handle_delete(PB_MPI_HANDLE_COMM, comm);
     }
 }
 
@@ -639,8 +620,8 @@ PB_EXPORT int PMPI_Finalize(void)
     pb_mpi_attr_finalize();
     pb_mpi_p2p_finalize();
     pbx_finalize();
-    while (mpi.created != NULL)
-        comm_delete(mpi.created);
+    for (pb_comm_t *c; (c = pb_mpi_handle_any(PB_MPI_HANDLE_COMM)) != NULL;)
+        comm_delete(c);
     comm_release(&mpi.world);
     comm_release(&mpi.self);
     mpi.life = LIFE_FINALIZED;
@@ -729,3 +710,71 @@ PB_EXPORT int PMPI_Get_processor_name(char *name, int *resultlen)
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Get_processor_name, PMPI_Get_processor_name);
+
+/* ---- handle conversions ---------------------------------------------------------- */
+
+/* The integer of @comm: MPI_COMM_NULL's, MPI_COMM_WORLD's or
+ * MPI_COMM_SELF's ABI value, or a created communicator's (from
+ * PB_MPI_HANDLE_INT_BASE up).  A handle that is no live communicator raises
+ * MPI_ERR_COMM and gives MPI_COMM_NULL's. */
+PB_EXPORT int PMPI_Comm_toint(MPI_Comm comm)
+{
+    if ((uintptr_t)comm < PB_MPI_HANDLE_INT_BASE)
+        return (int)(uintptr_t)comm;
+    if (pb_mpi_comm(comm) == NULL) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_toint",
+                     "comm (%p) is not a communicator (freed, or never created)", (void *)comm);
+        return (int)(uintptr_t)MPI_COMM_NULL;
+    }
+    return pb_mpi_handle_toint(PB_MPI_HANDLE_COMM, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_toint, PMPI_Comm_toint);
+
+/* The communicator of integer @comm (MPI_Comm_toint), or MPI_COMM_NULL
+ * when no live communicator has it. */
+PB_EXPORT MPI_Comm PMPI_Comm_fromint(int comm)
+{
+    MPI_Comm c;
+
+    if (comm == (int)(uintptr_t)MPI_COMM_WORLD || comm == (int)(uintptr_t)MPI_COMM_SELF)
+        return (MPI_Comm)(uintptr_t)comm;
+    c = pb_mpi_handle_fromint(PB_MPI_HANDLE_COMM, comm);
+    return c != NULL ? c : MPI_COMM_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_fromint, PMPI_Comm_fromint);
+
+/* The integer of @errhandler: a predefined handler's ABI value
+ * (MPI_ERRHANDLER_NULL, MPI_ERRORS_ARE_FATAL, _ABORT, _RETURN), or a
+ * created handler's.  A handle that is no error handler raises
+ * MPI_ERR_ERRHANDLER and gives MPI_ERRHANDLER_NULL's. */
+PB_EXPORT int PMPI_Errhandler_toint(MPI_Errhandler errhandler)
+{
+    int i;
+
+    if ((uintptr_t)errhandler < PB_MPI_HANDLE_INT_BASE)
+        return (int)(uintptr_t)errhandler;
+    i = pb_mpi_handle_toint(PB_MPI_HANDLE_ERRHANDLER, errhandler);
+    if (i < 0) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ERRHANDLER, "MPI_Errhandler_toint",
+                     "errhandler (%p) is not an error handler (freed, or never created)",
+                     (void *)errhandler);
+        return (int)(uintptr_t)MPI_ERRHANDLER_NULL;
+    }
+    return i;
+}
+PB_MPI_WEAK_ALIAS(MPI_Errhandler_toint, PMPI_Errhandler_toint);
+
+/* The error handler of integer @errhandler (MPI_Errhandler_toint), or
+ * MPI_ERRHANDLER_NULL for an integer no live handler has. */
+PB_EXPORT MPI_Errhandler PMPI_Errhandler_fromint(int errhandler)
+{
+    MPI_Errhandler e;
+
+    if (errhandler == (int)(uintptr_t)MPI_ERRORS_ARE_FATAL ||
+        errhandler == (int)(uintptr_t)MPI_ERRORS_ABORT ||
+        errhandler == (int)(uintptr_t)MPI_ERRORS_RETURN)
+        return (MPI_Errhandler)(uintptr_t)errhandler;
+    e = pb_mpi_handle_fromint(PB_MPI_HANDLE_ERRHANDLER, errhandler);
+    return e != NULL ? e : MPI_ERRHANDLER_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Errhandler_fromint, PMPI_Errhandler_fromint);

@@ -2,8 +2,9 @@
  * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize).
  *
  * MPI_COMM_WORLD and MPI_COMM_SELF are static objects behind the ABI's
- * predefined values; created communicators are heap objects in a list
- * (a handle not in it is MPI_ERR_COMM, never a crash).  Each
+ * predefined values; created communicators are objects of the handle
+ * registry (handle.h: a handle not live in it is MPI_ERR_COMM, never a
+ * crash).  Each
  * communicator has two context ids: even for point-to-point, odd (+1) for
  * the messages of its collectives, so neither matches the other.
  */
@@ -17,7 +18,6 @@
 typedef struct MPI_ABI_Comm pb_comm_t;
 
 struct MPI_ABI_Comm {
-    pb_comm_t *next;  /* in the list of created communicators */
     MPI_Comm handle;  /* what the program holds */
     uint32_t context; /* point-to-point context id; context + 1: collectives */
     int rank, size;
@@ -48,7 +48,7 @@ void pb_mpi_comm_release(pb_comm_t *comm);
 int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p);
 
 /* A new communicator of the @size world ranks @world (this process's among
- * them) with @context and @errhandler, in the list of created ones; NULL
+ * them) with @context and @errhandler, live in the handle registry; NULL
  * when out of memory or this process is not in @world. */
 pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context,
                             MPI_Errhandler errhandler);

@@ -3,9 +3,9 @@
  * them: MPI_Comm_create, MPI_Comm_create_group, MPI_Comm_split_type.
  *
  * A group is the list of its members' ranks in MPI_COMM_WORLD, in group
- * order.  MPI_GROUP_EMPTY is a static object; every other group is a heap
- * object registered in group_registry (datatype.h), so a freed or made-up
- * handle is MPI_ERR_GROUP, never read.  An operation whose result has no
+ * order.  MPI_GROUP_EMPTY is a static object; every other group is an
+ * object of the handle registry (handle.h), so a freed or made-up handle
+ * is MPI_ERR_GROUP, never read.  An operation whose result has no
  * member returns MPI_GROUP_EMPTY, as the standard says.  Group calls need a
  * running MPI (MPI_ERR_OTHER before MPI_Init or after MPI_Finalize); their
  * errors go to MPI_COMM_SELF's error handler.
@@ -16,20 +16,19 @@
 
 #include "mpi/comm.h"
 #include "mpi/datatype.h"
+#include "mpi/handle.h"
 #include "mpi/info.h"
 #include "mpi/p2p.h"
 
 typedef struct MPI_ABI_Group pb_group_t;
 
 struct MPI_ABI_Group {
-    int handle_int; /* MPI_Group_toint */
     int size;
     int rank;   /* this process's rank in the group, or MPI_UNDEFINED */
     int *world; /* the world rank of each member, in group order */
 };
 
-static pb_group_t group_empty = {(int)(uintptr_t)MPI_GROUP_EMPTY, 0, MPI_UNDEFINED, NULL};
-static pb_mpi_registry_t group_registry = PB_MPI_REGISTRY_INIT;
+static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL};
 
 /* MPI_COMM_WORLD (MPI is running: the callers checked). */
 static pb_comm_t *world_comm(void)
@@ -42,7 +41,7 @@ static pb_group_t *group_of(MPI_Group handle)
 {
     if (handle == MPI_GROUP_EMPTY)
         return &group_empty;
-    if ((uintptr_t)handle >= PB_MPI_HANDLE_INT_BASE && pb_mpi_registry_has(&group_registry, handle))
+    if (pb_mpi_handle_valid(PB_MPI_HANDLE_GROUP, handle))
         return (pb_group_t *)handle;
     return NULL;
 }
@@ -76,9 +75,8 @@ static int group_new(int n, int *world, const char *func, MPI_Group *out)
         *out = MPI_GROUP_EMPTY;
         return MPI_SUCCESS;
     }
-    g = malloc(sizeof(*g));
-    if (g == NULL || pb_mpi_registry_add(&group_registry, g, &g->handle_int) != MPI_SUCCESS) {
-        free(g);
+    g = pb_mpi_handle_new(PB_MPI_HANDLE_GROUP, sizeof(*g));
+    if (g == NULL) {
         free(world);
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
     }
@@ -511,9 +509,8 @@ PB_EXPORT int PMPI_Group_free(MPI_Group *group)
     if (rc != MPI_SUCCESS)
         return rc;
     if (g != &group_empty) {
-        pb_mpi_registry_remove(&group_registry, g, g->handle_int);
         free(g->world);
-        free(g);
+        pb_mpi_handle_delete(PB_MPI_HANDLE_GROUP, g);
     }
     *group = MPI_GROUP_NULL;
     return MPI_SUCCESS;
@@ -531,7 +528,7 @@ PB_EXPORT int PMPI_Group_toint(MPI_Group group)
         return (int)(uintptr_t)group;
     if (group_arg(group, "MPI_Group_toint", "group", &g) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_GROUP_NULL;
-    return g->handle_int;
+    return pb_mpi_handle_toint(PB_MPI_HANDLE_GROUP, g);
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_toint, PMPI_Group_toint);
 
@@ -545,7 +542,7 @@ PB_EXPORT MPI_Group PMPI_Group_fromint(int group)
         return MPI_GROUP_EMPTY;
     if (group < PB_MPI_HANDLE_INT_BASE)
         return MPI_GROUP_NULL;
-    g = pb_mpi_registry_at(&group_registry, group);
+    g = pb_mpi_handle_fromint(PB_MPI_HANDLE_GROUP, group);
     return g != NULL ? (MPI_Group)g : MPI_GROUP_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_fromint, PMPI_Group_fromint);

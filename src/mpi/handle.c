@@ -1,140 +1,209 @@
 /*
- * The ABI's handle conversions (MPI-5.0 section 20.3.4) for the objects
- * that carry no integer of their own: communicators and error handlers
- * (made by comm.c), and windows, files, sessions and messages, of which
- * Postbox has only the predefined handles.  (Groups, infos, datatypes and
- * ops convert in group.c, info.c, datatype.c and op.c.)
- *
- * A predefined handle converts to its ABI value and back.  A created
- * communicator or error handler gets, on its first MPI_X_toint, the next
- * integer of a table of its kind (PB_MPI_HANDLE_INT_BASE + index) and
- * keeps it: a table entry is only reused once the communicator it names is
- * no longer live (error handlers are never released by comm.c).
+ * The registry of the objects behind MPI handles (handle.h), and the
+ * ABI's handle conversions (MPI-5.0 section 20.3.4) of windows, files,
+ * sessions and messages, of which Postbox has only the predefined handles.
+ * (The other kinds convert in the files that make them: comm.c, group.c,
+ * info.c, datatype.c, op.c and p2p.c.)
  */
-#include <stdlib.h>
+#include "mpi/handle.h"
 
-#include "mpi/comm.h"
-#include "mpi/datatype.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Chunk c of a table holds CHUNK0 << c entries: MAX_CHUNKS of them hold
+ * 64 * (2^20 - 1) objects, whose integers stay below INT_MAX. */
+#define CHUNK0 64u
+#define MAX_CHUNKS 20u
+#define NO_ENTRY UINT32_MAX
+
+_Static_assert(sizeof(pb_mpi_handle_entry_t) == 16,
+               "the entry header keeps objects 16-byte aligned");
 
 typedef struct {
-    void **objs;
-    int n, cap;
-} handle_table_t;
+    pthread_mutex_t lock;     /* creation and freeing */
+    size_t stride;            /* bytes from entry to entry, a power of two */
+    size_t obj_size;          /* the size every object of the kind has */
+    _Atomic unsigned nchunks; /* published with a release store */
+    _Atomic(char *) chunks[MAX_CHUNKS];
+    uint32_t free_head; /* first free entry, or NO_ENTRY */
+    uint32_t used;      /* entries ever handed out (the rest are untouched) */
+} table_t;
 
-static handle_table_t comm_table, errhandler_table;
+static table_t tables[PB_MPI_HANDLE_KINDS] = {
+    [0 ... PB_MPI_HANDLE_KINDS - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER, .free_head = NO_ENTRY},
+};
 
-/* The index of @obj in @t, added if absent (reusing an entry @dead says is
- * free), or -1 when out of memory. */
-static int table_index(handle_table_t *t, void *obj, int (*dead)(void *))
+/* The first index of chunk @c. */
+static uint32_t chunk_first(unsigned c)
 {
-    int free_at = -1;
+    return CHUNK0 * ((1u << c) - 1);
+}
 
-    for (int i = 0; i < t->n; i++) {
-        if (t->objs[i] == obj)
-            return i;
-        if (free_at < 0 && dead != NULL && dead(t->objs[i]))
-            free_at = i;
+/* The chunk holding index @i. */
+static unsigned chunk_of(uint32_t i)
+{
+    return (unsigned)(31 - __builtin_clz(i / CHUNK0 + 1));
+}
+
+/* The entry of index @i, in a chunk already published. */
+static pb_mpi_handle_entry_t *entry_at(const table_t *t, uint32_t i)
+{
+    unsigned c = chunk_of(i);
+    /* relaxed: the acquire load of nchunks that found chunk c published
+     * ordered its pointer */
+    char *base = atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
+
+    return (pb_mpi_handle_entry_t *)(base + (size_t)(i - chunk_first(c)) * t->stride);
+}
+
+static pb_mpi_handle_entry_t *entry_of(void *obj)
+{
+    return (pb_mpi_handle_entry_t *)obj - 1;
+}
+
+/* Publish one more chunk of @t.  Called with the lock held.  @return 0, or
+ * -1 when out of memory or the table is full. */
+static int table_grow(table_t *t, size_t size)
+{
+    unsigned n = atomic_load_explicit(&t->nchunks, memory_order_relaxed);
+    char *chunk;
+
+    if (n == 0) {
+        t->obj_size = size;
+        t->stride = 32;
+        while (t->stride < sizeof(pb_mpi_handle_entry_t) + size)
+            t->stride *= 2;
     }
-    if (free_at >= 0) {
-        t->objs[free_at] = obj;
-        return free_at;
+    if (n == MAX_CHUNKS)
+        return -1;
+    chunk = calloc((size_t)CHUNK0 << n, t->stride);
+    if (chunk == NULL)
+        return -1;
+    atomic_store_explicit(&t->chunks[n], chunk, memory_order_relaxed);
+    /* release: the chunk's pointer, its zeroed entries and the stride are
+     * visible to whoever sees the new count */
+    atomic_store_explicit(&t->nchunks, n + 1, memory_order_release);
+    return 0;
+}
+
+void *pb_mpi_handle_new(pb_mpi_handle_kind_t kind, size_t size)
+{
+    table_t *t = &tables[kind];
+    pb_mpi_handle_entry_t *e = NULL;
+    uint32_t i;
+
+    pthread_mutex_lock(&t->lock);
+    if (t->free_head != NO_ENTRY) {
+        i = t->free_head;
+        e = entry_at(t, i);
+        t->free_head = e->next_free;
+    } else {
+        i = t->used;
+        if (i == chunk_first(atomic_load_explicit(&t->nchunks, memory_order_relaxed)) &&
+            table_grow(t, size) != 0)
+            goto out;
+        t->used++;
+        e = entry_at(t, i);
     }
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 16;
-        void **objs = realloc(t->objs, (size_t)cap * sizeof(*objs));
+    memset(e + 1, 0, t->obj_size);
+    e->index = i;
+    /* release: the zeroed object before the state that makes it valid */
+    atomic_store_explicit(&e->state, PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE),
+                          memory_order_release);
+out:
+    pthread_mutex_unlock(&t->lock);
+    return e != NULL ? e + 1 : NULL;
+}
 
-        if (objs == NULL)
-            return -1;
-        t->objs = objs;
-        t->cap = cap;
+/* The entry of @handle when it is the address of an object in a chunk of
+ * @kind's table, or NULL; reads nothing but the table. */
+static pb_mpi_handle_entry_t *entry_find(pb_mpi_handle_kind_t kind, const void *handle)
+{
+    const table_t *t = &tables[kind];
+    /* acquire: pairs with table_grow's release (chunk pointers, stride) */
+    unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
+    uintptr_t a = (uintptr_t)handle - sizeof(pb_mpi_handle_entry_t);
+
+    for (unsigned c = 0; c < n; c++) {
+        uintptr_t base = (uintptr_t)atomic_load_explicit(&t->chunks[c], memory_order_relaxed);
+        uintptr_t off = a - base; /* wraps to a large value below the chunk */
+
+        if (off < ((size_t)CHUNK0 << c) * t->stride)
+            return (off & (t->stride - 1)) == 0 ? (pb_mpi_handle_entry_t *)a : NULL;
     }
-    t->objs[t->n] = obj;
-    return t->n++;
+    return NULL;
 }
 
-/* The object of integer @value in @t, or NULL. */
-static void *table_at(const handle_table_t *t, int value)
+bool pb_mpi_handle_valid(pb_mpi_handle_kind_t kind, const void *handle)
 {
-    long i = (long)value - PB_MPI_HANDLE_INT_BASE;
+    pb_mpi_handle_entry_t *e = entry_find(kind, handle);
 
-    return i >= 0 && i < t->n ? t->objs[i] : NULL;
+    /* acquire: pairs with the release that made the object live */
+    return e != NULL && atomic_load_explicit(&e->state, memory_order_acquire) ==
+                            PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE);
 }
 
-static int comm_dead(void *obj)
+void pb_mpi_handle_delete(pb_mpi_handle_kind_t kind, void *obj)
 {
-    return pb_mpi_comm((MPI_Comm)obj) == NULL;
+    table_t *t = &tables[kind];
+    pb_mpi_handle_entry_t *e = entry_of(obj);
+
+    pthread_mutex_lock(&t->lock);
+    atomic_store_explicit(&e->state, PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_FREE),
+                          memory_order_release);
+    e->next_free = t->free_head;
+    t->free_head = e->index;
+    pthread_mutex_unlock(&t->lock);
 }
 
-/* The integer of @comm: MPI_COMM_NULL's, MPI_COMM_WORLD's or
- * MPI_COMM_SELF's ABI value, or the one a created communicator was given.
- * A handle that is no live communicator raises MPI_ERR_COMM and gives
- * MPI_COMM_NULL's. */
-PB_EXPORT int PMPI_Comm_toint(MPI_Comm comm)
+int pb_mpi_handle_toint(pb_mpi_handle_kind_t kind, const void *obj)
 {
-    int i;
+    if (!pb_mpi_handle_valid(kind, obj))
+        return -1;
+    return PB_MPI_HANDLE_INT_BASE + (int)entry_of((void *)obj)->index;
+}
 
-    if ((uintptr_t)comm < PB_MPI_HANDLE_INT_BASE)
-        return (int)(uintptr_t)comm;
-    if (pb_mpi_comm(comm) == NULL) {
-        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_toint",
-                     "comm (%p) is not a communicator (freed, or never created)", (void *)comm);
-        return (int)(uintptr_t)MPI_COMM_NULL;
+void *pb_mpi_handle_fromint(pb_mpi_handle_kind_t kind, int value)
+{
+    const table_t *t = &tables[kind];
+    unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
+    uint32_t i;
+    pb_mpi_handle_entry_t *e;
+
+    if (value < PB_MPI_HANDLE_INT_BASE)
+        return NULL;
+    i = (uint32_t)(value - PB_MPI_HANDLE_INT_BASE);
+    if (i >= chunk_first(n))
+        return NULL;
+    e = entry_at(t, i);
+    if (atomic_load_explicit(&e->state, memory_order_acquire) !=
+        PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE))
+        return NULL;
+    return e + 1;
+}
+
+void *pb_mpi_handle_any(pb_mpi_handle_kind_t kind)
+{
+    const table_t *t = &tables[kind];
+    unsigned n = atomic_load_explicit(&t->nchunks, memory_order_acquire);
+
+    for (uint32_t i = 0; i < chunk_first(n); i++) {
+        pb_mpi_handle_entry_t *e = entry_at(t, i);
+
+        if (atomic_load_explicit(&e->state, memory_order_acquire) ==
+            PB_MPI_HANDLE_STATE(kind, PB_MPI_HANDLE_LIVE))
+            return e + 1;
     }
-    i = table_index(&comm_table, comm, comm_dead);
-    if (i < 0) {
-        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_toint", "out of memory");
-        return (int)(uintptr_t)MPI_COMM_NULL;
-    }
-    return PB_MPI_HANDLE_INT_BASE + i;
+    return NULL;
 }
-PB_MPI_WEAK_ALIAS(MPI_Comm_toint, PMPI_Comm_toint);
 
-/* The communicator of integer @comm (MPI_Comm_toint), or MPI_COMM_NULL
- * when no live communicator has it. */
-PB_EXPORT MPI_Comm PMPI_Comm_fromint(int comm)
+int pb_mpi_handle_request_valid(MPI_Request request)
 {
-    MPI_Comm c;
-
-    if (comm == (int)(uintptr_t)MPI_COMM_WORLD || comm == (int)(uintptr_t)MPI_COMM_SELF)
-        return (MPI_Comm)(uintptr_t)comm;
-    c = (MPI_Comm)table_at(&comm_table, comm);
-    return c != NULL && pb_mpi_comm(c) != NULL ? c : MPI_COMM_NULL;
+    return pb_mpi_handle_valid(PB_MPI_HANDLE_REQUEST, request);
 }
-PB_MPI_WEAK_ALIAS(MPI_Comm_fromint, PMPI_Comm_fromint);
-
-/* The integer of @errhandler: a predefined handler's ABI value
- * (MPI_ERRHANDLER_NULL, MPI_ERRORS_ARE_FATAL, _ABORT, _RETURN), or the one
- * a handler of MPI_Comm_create_errhandler was given.  Out of memory raises
- * MPI_ERR_NO_MEM and gives MPI_ERRHANDLER_NULL's. */
-PB_EXPORT int PMPI_Errhandler_toint(MPI_Errhandler errhandler)
-{
-    int i;
-
-    if ((uintptr_t)errhandler < PB_MPI_HANDLE_INT_BASE)
-        return (int)(uintptr_t)errhandler;
-    i = table_index(&errhandler_table, errhandler, NULL);
-    if (i < 0) {
-        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Errhandler_toint", "out of memory");
-        return (int)(uintptr_t)MPI_ERRHANDLER_NULL;
-    }
-    return PB_MPI_HANDLE_INT_BASE + i;
-}
-PB_MPI_WEAK_ALIAS(MPI_Errhandler_toint, PMPI_Errhandler_toint);
-
-/* The error handler of integer @errhandler (MPI_Errhandler_toint), or
- * MPI_ERRHANDLER_NULL for an integer no handler was given. */
-PB_EXPORT MPI_Errhandler PMPI_Errhandler_fromint(int errhandler)
-{
-    void *e;
-
-    if (errhandler == (int)(uintptr_t)MPI_ERRORS_ARE_FATAL ||
-        errhandler == (int)(uintptr_t)MPI_ERRORS_ABORT ||
-        errhandler == (int)(uintptr_t)MPI_ERRORS_RETURN)
-        return (MPI_Errhandler)(uintptr_t)errhandler;
-    e = table_at(&errhandler_table, errhandler);
-    return e != NULL ? (MPI_Errhandler)e : MPI_ERRHANDLER_NULL;
-}
-PB_MPI_WEAK_ALIAS(MPI_Errhandler_fromint, PMPI_Errhandler_fromint);
 
 /* ---- objects Postbox does not make: only their predefined handles ------------------- */
 

@@ -2,8 +2,8 @@
  * Info objects: ordered lists of (key, value) strings (MPI-5.0 chapter 10),
  * and MPI_INFO_ENV, the read-only info of how the program was started.
  *
- * A created info is a heap object registered in info_registry (datatype.h),
- * so a freed or made-up handle is reported as MPI_ERR_INFO, never read; the
+ * A created info is an object of the handle registry (handle.h), so a
+ * freed or made-up handle is reported as MPI_ERR_INFO, never read; the
  * registry also gives its integer for MPI_Info_toint.  Keys keep the order
  * they were first set in (MPI_Info_get_nthkey).  Keys are 1 to
  * MPI_MAX_INFO_KEY - 1 characters, values at most MPI_MAX_INFO_VAL - 1 (the
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "mpi/comm.h"
-#include "mpi/datatype.h"
+#include "mpi/handle.h"
 
 typedef struct {
     char *key;
@@ -30,15 +30,12 @@ typedef struct {
 } info_entry_t;
 
 struct MPI_ABI_Info {
-    int handle_int;  /* MPI_Info_toint */
     int n;           /* entries in use */
     int cap;         /* entries allocated */
     info_entry_t *e; /* in the order the keys were first set */
 };
 
 typedef struct MPI_ABI_Info pb_info_t;
-
-static pb_mpi_registry_t info_registry = PB_MPI_REGISTRY_INIT;
 
 /* MPI_INFO_ENV, filled on first use (again once MPI_Init has run, to add
  * what only a running job knows) */
@@ -171,7 +168,7 @@ static pb_info_t *info_of(MPI_Info handle)
 {
     if (handle == MPI_INFO_ENV)
         return env_info();
-    if ((uintptr_t)handle < PB_MPI_HANDLE_INT_BASE || !pb_mpi_registry_has(&info_registry, handle))
+    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_INFO, handle))
         return NULL;
     return (pb_info_t *)handle;
 }
@@ -230,21 +227,18 @@ static int key_arg(const char *key, const char *func)
 
 static int new_info(const char *func, pb_info_t **info_p)
 {
-    pb_info_t *i = calloc(1, sizeof(*i));
+    pb_info_t *i = pb_mpi_handle_new(PB_MPI_HANDLE_INFO, sizeof(*i));
 
-    if (i == NULL || pb_mpi_registry_add(&info_registry, i, &i->handle_int) != MPI_SUCCESS) {
-        free(i);
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
-    }
     *info_p = i;
+    if (i == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
     return MPI_SUCCESS;
 }
 
 static void delete_info(pb_info_t *i)
 {
-    pb_mpi_registry_remove(&info_registry, i, i->handle_int);
     info_clear(i);
-    free(i);
+    pb_mpi_handle_delete(PB_MPI_HANDLE_INFO, i);
 }
 
 /* ---- the functions ----------------------------------------------------------------- */
@@ -541,7 +535,7 @@ PB_EXPORT int PMPI_Info_toint(MPI_Info info)
         return (int)(uintptr_t)info;
     if (info_arg(info, "MPI_Info_toint", 0, &i) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_INFO_NULL;
-    return i->handle_int;
+    return pb_mpi_handle_toint(PB_MPI_HANDLE_INFO, i);
 }
 PB_MPI_WEAK_ALIAS(MPI_Info_toint, PMPI_Info_toint);
 
@@ -555,7 +549,7 @@ PB_EXPORT MPI_Info PMPI_Info_fromint(int info)
         return MPI_INFO_ENV;
     if (info < PB_MPI_HANDLE_INT_BASE)
         return MPI_INFO_NULL;
-    i = pb_mpi_registry_at(&info_registry, info);
+    i = pb_mpi_handle_fromint(PB_MPI_HANDLE_INFO, info);
     return i != NULL ? (MPI_Info)i : MPI_INFO_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Info_fromint, PMPI_Info_fromint);

@@ -22,8 +22,9 @@
  * kind, and pb_mpi_op_apply implements them (inout = in; nothing).
  *
  * Handles: a predefined op is its ABI value (0x20-0x3f); a user op is the
- * address of its heap object, looked up in a registry before use so that a
- * freed or made-up handle is MPI_ERR_OP, not a crash.
+ * address of its object in the handle registry (handle.h), found live
+ * there before use so that a freed or made-up handle is MPI_ERR_OP, not a
+ * crash.
  */
 #include <limits.h>
 #include <stdalign.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/handle.h"
 #include "mpi/op.h"
 
 /* The predefined ops, in the order of the loop table. */
@@ -59,7 +61,7 @@ struct MPI_ABI_Op {
     int commute;               /* 1 when commutative */
     MPI_User_function *fn;     /* MPI_Op_create */
     MPI_User_function_c *fn_c; /* MPI_Op_create_c */
-    int handle_int;            /* MPI_Op_toint */
+    int value;                 /* a predefined op's ABI handle value */
 };
 
 /* ---- the type groups of MPI-5.0 section 6.9.2 ------------------------------------------------ */
@@ -323,7 +325,7 @@ static pb_op_loop_func_t *const op_loops[PB_OP_COUNT_OF][PB_BASIC_COUNT_OF] = {
 
 static struct MPI_ABI_Op predef_ops[PB_OP_COUNT_OF] = {
 #define PB_PREDEF_OP(k, handle)                                                                    \
-    [k] = {.predefined = 1, .kind = k, .commute = 1, .handle_int = (int)(uintptr_t)(handle)}
+    [k] = {.predefined = 1, .kind = k, .commute = 1, .value = (int)(uintptr_t)(handle)}
     PB_PREDEF_OP(PB_OP_SUM, MPI_SUM),         PB_PREDEF_OP(PB_OP_PROD, MPI_PROD),
     PB_PREDEF_OP(PB_OP_MIN, MPI_MIN),         PB_PREDEF_OP(PB_OP_MAX, MPI_MAX),
     PB_PREDEF_OP(PB_OP_LAND, MPI_LAND),       PB_PREDEF_OP(PB_OP_LOR, MPI_LOR),
@@ -333,8 +335,6 @@ static struct MPI_ABI_Op predef_ops[PB_OP_COUNT_OF] = {
     PB_PREDEF_OP(PB_OP_REPLACE, MPI_REPLACE), PB_PREDEF_OP(PB_OP_NO_OP, MPI_NO_OP),
 #undef PB_PREDEF_OP
 };
-
-static pb_mpi_registry_t op_registry = PB_MPI_REGISTRY_INIT;
 
 /* The op @handle stands for, or NULL (MPI_OP_NULL, freed, made up). */
 static struct MPI_ABI_Op *op_lookup(MPI_Op handle)
@@ -346,12 +346,12 @@ static struct MPI_ABI_Op *op_lookup(MPI_Op handle)
         if (value < OP_FIRST || value >= OP_FIRST + OP_SPAN)
             return NULL;
         for (k = 0; k < PB_OP_COUNT_OF; k++) {
-            if ((uintptr_t)predef_ops[k].handle_int == value)
+            if ((uintptr_t)predef_ops[k].value == value)
                 return &predef_ops[k];
         }
         return NULL;
     }
-    if (!pb_mpi_registry_has(&op_registry, handle))
+    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_OP, handle))
         return NULL;
     return (struct MPI_ABI_Op *)handle;
 }
@@ -379,7 +379,7 @@ static int op_check(MPI_Op op, MPI_Datatype type, int accumulate, struct MPI_ABI
     *t_p = t;
     if (!o->predefined)
         return MPI_SUCCESS;
-    kind = pb_mpi_type_basic(t);
+    kind = pb_eng_type_basic(t);
     if (kind == PB_BASIC_NONE)
         return MPI_ERR_OP;
     if (o->kind == PB_OP_REPLACE || o->kind == PB_OP_NO_OP)
@@ -439,26 +439,26 @@ static void op_apply_packed(pb_op_kind_t k, pb_basic_t kind, const void *in, voi
 {
     alignas(max_align_t) unsigned char pin[PB_OP_CHUNK], pio[PB_OP_CHUNK];
     alignas(max_align_t) unsigned char sin[PB_OP_CHUNK], sio[PB_OP_CHUNK];
-    const pb_datatype_t *unit = pb_mpi_type_of_basic(kind);
-    size_t usize = pb_mpi_type_size(unit), uext = (size_t)pb_mpi_type_extent(unit);
-    size_t total = (size_t)count * pb_mpi_type_size(t), off, per = PB_OP_CHUNK / uext;
+    const pb_datatype_t *unit = pb_eng_type_of_basic(kind);
+    size_t usize = pb_eng_type_size(unit), uext = (size_t)pb_eng_type_extent(unit);
+    size_t total = (size_t)count * pb_eng_type_size(t), off, per = PB_OP_CHUNK / uext;
 
     for (off = 0; off < total; off += per * usize) {
         size_t m = (total - off) / usize < per ? (total - off) / usize : per;
         size_t bytes = m * usize;
 
-        pb_mpi_pack_range(in, count, t, off, pin, bytes);
-        pb_mpi_pack_range(inout, count, t, off, pio, bytes);
-        if (pb_mpi_type_is_contiguous(unit)) {
+        pb_eng_type_pack_range(in, count, t, off, pin, bytes);
+        pb_eng_type_pack_range(inout, count, t, off, pio, bytes);
+        if (pb_eng_type_is_contiguous(unit)) {
             op_run(k, kind, pin, pio, m, uext);
         } else {
             /* a pair with padding (MPI_DOUBLE_INT): to the C layout and back */
-            pb_mpi_unpack_range(pin, bytes, sin, (MPI_Count)m, unit, 0);
-            pb_mpi_unpack_range(pio, bytes, sio, (MPI_Count)m, unit, 0);
+            pb_eng_type_unpack_range(pin, bytes, sin, (MPI_Count)m, unit, 0);
+            pb_eng_type_unpack_range(pio, bytes, sio, (MPI_Count)m, unit, 0);
             op_run(k, kind, sin, sio, m, uext);
-            pb_mpi_pack_range(sio, (MPI_Count)m, unit, 0, pio, bytes);
+            pb_eng_type_pack_range(sio, (MPI_Count)m, unit, 0, pio, bytes);
         }
-        pb_mpi_unpack_range(pio, bytes, inout, count, t, off);
+        pb_eng_type_unpack_range(pio, bytes, inout, count, t, off);
     }
 }
 
@@ -467,7 +467,7 @@ static void op_apply_packed(pb_op_kind_t k, pb_basic_t kind, const void *in, voi
 static void op_apply_user(const struct MPI_ABI_Op *o, const void *in, void *inout, MPI_Count count,
                           MPI_Datatype type, const pb_datatype_t *t)
 {
-    MPI_Aint extent = pb_mpi_type_extent(t);
+    MPI_Aint extent = pb_eng_type_extent(t);
     MPI_Datatype dtype = type;
 
     if (o->fn_c != NULL) {
@@ -500,17 +500,17 @@ void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MP
         op_apply_user(o, in, inout, count, type, t);
         return;
     }
-    kind = pb_mpi_type_basic(t);
-    unit = pb_mpi_type_of_basic(kind);
+    kind = pb_eng_type_basic(t);
+    unit = pb_eng_type_of_basic(kind);
     if (unit == NULL)
         return;
-    if (unit == t || (pb_mpi_type_is_contiguous(t) && pb_mpi_type_is_contiguous(unit))) {
+    if (unit == t || (pb_eng_type_is_contiguous(t) && pb_eng_type_is_contiguous(unit))) {
         /* the elements are an array of the kind's C type */
-        MPI_Aint lb = pb_mpi_type_true_lb(t);
+        MPI_Aint lb = pb_eng_type_true_lb(t);
 
-        n = (size_t)count * (pb_mpi_type_size(t) / pb_mpi_type_size(unit));
+        n = (size_t)count * (pb_eng_type_size(t) / pb_eng_type_size(unit));
         op_run(o->kind, kind, (const char *)((uintptr_t)in + (uintptr_t)lb),
-               (char *)((uintptr_t)inout + (uintptr_t)lb), n, (size_t)pb_mpi_type_extent(unit));
+               (char *)((uintptr_t)inout + (uintptr_t)lb), n, (size_t)pb_eng_type_extent(unit));
         return;
     }
     op_apply_packed(o->kind, kind, in, inout, count, t);
@@ -534,23 +534,17 @@ static int op_create(const char *func, MPI_User_function *fn, MPI_User_function_
                      int commute, MPI_Op *op)
 {
     struct MPI_ABI_Op *o;
-    int ret;
 
     if (fn == NULL && fn_c == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "user_fn is NULL");
     if (op == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "op is NULL");
-    o = calloc(1, sizeof(*o));
+    o = pb_mpi_handle_new(PB_MPI_HANDLE_OP, sizeof(*o));
     if (o == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory for the op");
     o->fn = fn;
     o->fn_c = fn_c;
     o->commute = commute != 0;
-    ret = pb_mpi_registry_add(&op_registry, o, &o->handle_int);
-    if (ret != MPI_SUCCESS) {
-        free(o);
-        return pb_mpi_raise(MPI_COMM_NULL, ret, func, "out of memory for the op");
-    }
     *op = (MPI_Op)o;
     return MPI_SUCCESS;
 }
@@ -585,8 +579,7 @@ PB_EXPORT int PMPI_Op_free(MPI_Op *op)
     if (o->predefined)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OP, "MPI_Op_free",
                             "*op is the predefined %s, which cannot be freed", op_names[o->kind]);
-    pb_mpi_registry_remove(&op_registry, o, o->handle_int);
-    free(o);
+    pb_mpi_handle_delete(PB_MPI_HANDLE_OP, o);
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
 }
@@ -660,7 +653,7 @@ PB_EXPORT int PMPI_Op_toint(MPI_Op op)
         return (int)(uintptr_t)op;
     if (op_arg(op, "MPI_Op_toint", "op", &o) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_OP_NULL;
-    return o->handle_int;
+    return pb_mpi_handle_toint(PB_MPI_HANDLE_OP, o);
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_toint, PMPI_Op_toint);
 
@@ -674,7 +667,7 @@ PB_EXPORT MPI_Op PMPI_Op_fromint(int op)
         return MPI_OP_NULL;
     if (op < PB_MPI_HANDLE_INT_BASE)
         return (MPI_Op)(uintptr_t)op;
-    o = pb_mpi_registry_at(&op_registry, op);
+    o = pb_mpi_handle_fromint(PB_MPI_HANDLE_OP, op);
     return o != NULL ? (MPI_Op)o : MPI_OP_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_fromint, PMPI_Op_fromint);

@@ -48,9 +48,9 @@
 #include <unistd.h>
 
 #include "mpi/channel.h"
+#include "mpi/handle.h"
 #include "util/log.h"
 
-#define REQUEST_MAGIC 0x50425251u /* "PBRQ" */
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
 #define SLEEP_CAP_MS 100
 
@@ -73,11 +73,9 @@ enum {
 };
 
 struct MPI_ABI_Request {
-    uint32_t magic;
     int kind, mode;
     MPI_Request next; /* in a queue: posted receives, a destination's sends */
     int complete;     /* status is final */
-    int handle_int;   /* MPI_Request_toint's integer, 0 before it was asked */
     int freed;        /* MPI_Request_free'd or library-owned: release when complete */
     int cancelled;
     pb_comm_t *comm;
@@ -156,7 +154,6 @@ static struct {
 #define REQUEST_SPARES_MAX 64
 
 static const pb_datatype_t *byte_type;
-static pb_mpi_registry_t request_ints = PB_MPI_REGISTRY_INIT;
 
 /* ---- queues -------------------------------------------------------------------- */
 
@@ -212,23 +209,23 @@ static MPI_Request request_new(int kind, pb_comm_t *comm, const void *buf, MPI_C
         p2p.spare = r->next;
         p2p.spares--;
         memset(r, 0, sizeof(*r));
+        pb_mpi_handle_revive(PB_MPI_HANDLE_REQUEST, r);
     } else {
-        r = calloc(1, sizeof(*r));
+        r = pb_mpi_handle_new(PB_MPI_HANDLE_REQUEST, sizeof(*r));
         if (r == NULL)
             return NULL;
     }
-    r->magic = REQUEST_MAGIC;
     r->kind = kind;
     r->comm = comm;
     pb_mpi_comm_retain(comm); /* MPI_Comm_free may come before completion */
     r->buf = (void *)buf;
     r->count = count;
     r->type = pb_mpi_datatype(type);
-    pb_mpi_type_retain(r->type); /* MPI_Type_free may come before completion */
+    pb_eng_type_retain(r->type); /* MPI_Type_free may come before completion */
     r->peer = peer;
     r->tag = tag;
     r->context = comm->context + (uint32_t)coll;
-    r->bytes = (size_t)count * pb_mpi_type_size(r->type);
+    r->bytes = (size_t)count * pb_eng_type_size(r->type);
     return r;
 }
 
@@ -239,22 +236,15 @@ static void request_release(MPI_Request r)
         p2p.bsend_used -= r->bytes + MPI_BSEND_OVERHEAD;
     }
     pb_mpi_comm_release(r->comm);
-    pb_mpi_type_release(r->type);
-    if (r->handle_int != 0)
-        pb_mpi_registry_remove(&request_ints, r, r->handle_int);
-    r->magic = 0;
+    pb_eng_type_release(r->type);
+    pb_mpi_handle_retire(PB_MPI_HANDLE_REQUEST, r);
     if (p2p.spares < REQUEST_SPARES_MAX) {
         r->next = p2p.spare;
         p2p.spare = r;
         p2p.spares++;
     } else {
-        free(r);
+        pb_mpi_handle_delete(PB_MPI_HANDLE_REQUEST, r);
     }
-}
-
-static int request_valid(MPI_Request r)
-{
-    return r != MPI_REQUEST_NULL && (uintptr_t)r >= 0x400 && r->magic == REQUEST_MAGIC;
 }
 
 static void complete(MPI_Request r)
@@ -302,11 +292,11 @@ static void recv_deliver(MPI_Request r, const void *data, size_t len)
     if (offset < r->bytes) {
         size_t n = len < r->bytes - offset ? len : r->bytes - offset;
 
-        if (pb_mpi_type_is_contiguous(r->type))
-            memcpy((char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type) + offset),
+        if (pb_eng_type_is_contiguous(r->type))
+            memcpy((char *)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type) + offset),
                    data, n);
         else
-            pb_mpi_unpack_range(data, n, r->buf, r->count, r->type, offset);
+            pb_eng_type_unpack_range(data, n, r->buf, r->count, r->type, offset);
     }
     if (r->moved == r->total)
         recv_finish(r);
@@ -403,9 +393,9 @@ static void split_check(int source, MPI_Request r)
  * the second), else ask for it to be streamed. */
 static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t pid, MPI_Request r)
 {
-    if (pid != 0 && !p2p.single_copy_off && pb_mpi_type_is_contiguous(r->type)) {
+    if (pid != 0 && !p2p.single_copy_off && pb_eng_type_is_contiguous(r->type)) {
         size_t n = r->total < r->bytes ? r->total : r->bytes;
-        void *dst = (char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
+        void *dst = (char *)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type));
         size_t half = (n / 2) & ~(size_t)4095;
         pbx_postbox_t fin = {.kind = PBX_RNDV_FIN};
         int err;
@@ -567,7 +557,7 @@ static void on_postbox(int source, const pbx_postbox_t *pb)
 
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
         from =
-            (const char *)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type) + pb->total);
+            (const char *)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type) + pb->total);
         done.flags =
             write_remote((pid_t)pb->u.ids.pid, pb->u.ids.addr + pb->total, from, pb->len) != 0;
         done.u.ids.rreq = pb->u.ids.rreq;
@@ -630,7 +620,7 @@ static int push_sends(int dest)
             pb.u.ids.sreq = (uint64_t)(uintptr_t)r;
             if (r->single) {
                 pb.u.ids.addr =
-                    (uint64_t)((uintptr_t)r->buf + (uintptr_t)pb_mpi_type_true_lb(r->type));
+                    (uint64_t)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type));
                 pb.u.ids.pid = (uint32_t)getpid();
             }
             if (pbx_post(dest, &pb, &src) != MPI_SUCCESS)
@@ -805,13 +795,13 @@ static int start_send(const void *buf, MPI_Count count, MPI_Datatype type, int d
             return MPI_ERR_NO_MEM;
         }
         p2p.bsend_used += r->bytes + MPI_BSEND_OVERHEAD;
-        pb_mpi_pack_range(buf, count, r->type, 0, r->copy, r->bytes);
+        pb_eng_type_pack_range(buf, count, r->type, 0, r->copy, r->bytes);
     }
     /* on the node, a contiguous message from POSTBOX_SINGLE_COPY bytes is
      * offered for the receiver to read in one copy */
     r->single = mode != MODE_BUFFERED && pbx_params.single_copy > 0 && !p2p.single_copy_off &&
                 r->bytes >= pbx_params.single_copy && world != postbox_job_rank() &&
-                pbx_same_node(world) && pb_mpi_type_is_contiguous(r->type);
+                pbx_same_node(world) && pb_eng_type_is_contiguous(r->type);
     r->rndv = mode != MODE_BUFFERED && (r->single || r->bytes >= pbx_params.rendezvous);
     r->phase = SEND_ENVELOPE;
     p2p.sends_open++;
@@ -947,7 +937,7 @@ void pb_mpi_p2p_finalize(void)
         MPI_Request r = p2p.spare;
 
         p2p.spare = r->next;
-        free(r);
+        pb_mpi_handle_delete(PB_MPI_HANDLE_REQUEST, r);
     }
     free(p2p.sends);
     free(p2p.controls);
@@ -968,8 +958,8 @@ static int check_buffer(const char *func, MPI_Comm comm, const void *buf, MPI_Co
     rc = pb_mpi_datatype_check(type);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(comm, rc, func, "the datatype is not a committed datatype");
-    if (buf == NULL && count > 0 && pb_mpi_type_size(pb_mpi_datatype(type)) > 0 &&
-        pb_mpi_type_true_lb(pb_mpi_datatype(type)) == 0)
+    if (buf == NULL && count > 0 && pb_eng_type_size(pb_mpi_datatype(type)) > 0 &&
+        pb_eng_type_true_lb(pb_mpi_datatype(type)) == 0)
         return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "buf is NULL with count %lld",
                             (long long)count);
     return MPI_SUCCESS;
@@ -1048,7 +1038,7 @@ static int send_inline_now(const void *buf, int count, MPI_Datatype type, int de
                            pb_comm_t *comm, int mode)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
-    size_t bytes = (size_t)count * pb_mpi_type_size(t);
+    size_t bytes = (size_t)count * pb_eng_type_size(t);
     pbx_postbox_t pb = {0};
     pbx_src_t src = {buf, count, t, 0};
     int world;
@@ -1304,11 +1294,11 @@ PB_EXPORT int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype,
         rc = check_recv("MPI_Sendrecv_replace", comm, &c, buf, count, datatype, source, recvtag);
     if (rc != MPI_SUCCESS)
         return rc;
-    bytes = (size_t)count * pb_mpi_type_size(pb_mpi_datatype(datatype));
+    bytes = (size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype));
     copy = malloc(bytes ? bytes : 1);
     if (copy == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace", "out of memory");
-    pb_mpi_pack_range(buf, count, pb_mpi_datatype(datatype), 0, copy, bytes);
+    pb_eng_type_pack_range(buf, count, pb_mpi_datatype(datatype), 0, copy, bytes);
     /* the copy goes as bytes, whose number may not fit an int */
     rc = start_recv(buf, count, datatype, source, recvtag, c, 0, &rr);
     if (rc == MPI_SUCCESS)
@@ -1433,7 +1423,7 @@ static int check_request_ptr(const char *func, MPI_Request *request)
 {
     if (request == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "request is NULL");
-    if (*request != MPI_REQUEST_NULL && !request_valid(*request))
+    if (*request != MPI_REQUEST_NULL && !pb_mpi_handle_request_valid(*request))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, func, "not a request");
     return MPI_SUCCESS;
 }
@@ -1509,7 +1499,7 @@ static int check_requests(const char *func, int count, MPI_Request requests[])
     if (count > 0 && requests == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "requests is NULL");
     for (int i = 0; i < count; i++) {
-        if (requests[i] != MPI_REQUEST_NULL && !request_valid(requests[i]))
+        if (requests[i] != MPI_REQUEST_NULL && !pb_mpi_handle_request_valid(requests[i]))
             return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, func,
                                 "requests[%d] is not a request", i);
     }
@@ -1764,7 +1754,7 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
         status_empty(status);
         return MPI_SUCCESS;
     }
-    if (!request_valid(request))
+    if (!pb_mpi_handle_request_valid(request))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_get_status",
                             "not a request");
     if (!request->complete)
@@ -1872,16 +1862,11 @@ PB_EXPORT int PMPI_Request_toint(MPI_Request request)
 {
     if (request == MPI_REQUEST_NULL)
         return (int)(uintptr_t)MPI_REQUEST_NULL;
-    if (!request_valid(request)) {
+    if (!pb_mpi_handle_request_valid(request)) {
         pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_toint", "not a request");
         return (int)(uintptr_t)MPI_REQUEST_NULL;
     }
-    if (request->handle_int == 0 &&
-        pb_mpi_registry_add(&request_ints, request, &request->handle_int) != MPI_SUCCESS) {
-        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Request_toint", "out of memory");
-        return (int)(uintptr_t)MPI_REQUEST_NULL;
-    }
-    return request->handle_int;
+    return pb_mpi_handle_toint(PB_MPI_HANDLE_REQUEST, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Request_toint, PMPI_Request_toint);
 
@@ -1893,7 +1878,7 @@ PB_EXPORT MPI_Request PMPI_Request_fromint(int request)
 
     if (request == (int)(uintptr_t)MPI_REQUEST_NULL || request < PB_MPI_HANDLE_INT_BASE)
         return MPI_REQUEST_NULL;
-    r = pb_mpi_registry_at(&request_ints, request);
-    return r != NULL && request_valid(r) ? r : MPI_REQUEST_NULL;
+    r = pb_mpi_handle_fromint(PB_MPI_HANDLE_REQUEST, request);
+    return r != NULL ? r : MPI_REQUEST_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Request_fromint, PMPI_Request_fromint);

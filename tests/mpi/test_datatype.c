@@ -112,7 +112,7 @@ static unsigned rnd(void)
 
 /* @count elements of @t at the origin of a buffer must pack to the bytes of
  * @blks, in order: whole (MPI_Pack), in random ranges
- * (pb_mpi_pack_range), piece by piece; and unpack (whole and in random
+ * (pb_eng_type_pack_range), piece by piece; and unpack (whole and in random
  * pieces) to exactly those bytes, leaving every other byte alone. */
 static void check_map(MPI_Datatype type, MPI_Count count, const blk_t *blks, size_t nblks)
 {
@@ -132,7 +132,7 @@ static void check_map(MPI_Datatype type, MPI_Count count, const blk_t *blks, siz
         memset(mask + ORIGIN + blks[i].off, 1, blks[i].len);
         total += blks[i].len;
     }
-    CHECK_EQ_U64(total, (size_t)count * pb_mpi_type_size(t));
+    CHECK_EQ_U64(total, (size_t)count * pb_eng_type_size(t));
 
     /* whole */
     memset(packed, 0, ARENA);
@@ -145,7 +145,7 @@ static void check_map(MPI_Datatype type, MPI_Count count, const blk_t *blks, siz
         size_t a = rnd() % total, len = rnd() % (total - a + 1);
 
         memset(packed, 0, ARENA);
-        pb_mpi_pack_range(src + ORIGIN, count, t, a, packed, len);
+        pb_eng_type_pack_range(src + ORIGIN, count, t, a, packed, len);
         CHECK_MSG(memcmp(packed, expect + a, len) == 0, "range [%zu, +%zu) differs", a, len);
     }
 
@@ -156,7 +156,7 @@ static void check_map(MPI_Datatype type, MPI_Count count, const blk_t *blks, siz
 
         if (len > total - off)
             len = total - off;
-        pb_mpi_pack_range(src + ORIGIN, count, t, off, packed + off, len);
+        pb_eng_type_pack_range(src + ORIGIN, count, t, off, packed + off, len);
         off += len;
     }
     CHECK(memcmp(packed, expect, total) == 0);
@@ -168,7 +168,7 @@ static void check_map(MPI_Datatype type, MPI_Count count, const blk_t *blks, siz
 
         if (len > total - off)
             len = total - off;
-        pb_mpi_unpack_range(expect + off, len, dst + ORIGIN, count, t, off);
+        pb_eng_type_unpack_range(expect + off, len, dst + ORIGIN, count, t, off);
         off += len;
     }
     for (i = 0; i < ARENA; i++)
@@ -279,16 +279,16 @@ static void case_predefined_sizes_extents_and_names(void)
 
 static void case_predefined_contiguity(void)
 {
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(MPI_INT)));
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(MPI_2INT)));
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(MPI_FLOAT_INT)));
-    CHECK(!pb_mpi_type_is_contiguous(pb_mpi_datatype(MPI_DOUBLE_INT)));
-    CHECK(!pb_mpi_type_is_contiguous(pb_mpi_datatype(MPI_SHORT_INT)));
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(MPI_DOUBLE_INT)) == PB_BASIC_DOUBLE_INT);
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(MPI_CXX_BOOL)) == PB_BASIC_C_BOOL);
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(MPI_PACKED)) == PB_BASIC_NONE);
-    CHECK(pb_mpi_type_of_basic(PB_BASIC_INT) == pb_mpi_datatype(MPI_INT));
-    CHECK(pb_mpi_type_of_basic(PB_BASIC_C_BOOL) == pb_mpi_datatype(MPI_C_BOOL));
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(MPI_INT)));
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(MPI_2INT)));
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(MPI_FLOAT_INT)));
+    CHECK(!pb_eng_type_is_contiguous(pb_mpi_datatype(MPI_DOUBLE_INT)));
+    CHECK(!pb_eng_type_is_contiguous(pb_mpi_datatype(MPI_SHORT_INT)));
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(MPI_DOUBLE_INT)) == PB_BASIC_DOUBLE_INT);
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(MPI_CXX_BOOL)) == PB_BASIC_C_BOOL);
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(MPI_PACKED)) == PB_BASIC_NONE);
+    CHECK(pb_eng_type_of_basic(PB_BASIC_INT) == pb_mpi_datatype(MPI_INT));
+    CHECK(pb_eng_type_of_basic(PB_BASIC_C_BOOL) == pb_mpi_datatype(MPI_C_BOOL));
 }
 
 static void case_predefined_pairs_pack_without_padding(void)
@@ -338,15 +338,15 @@ static void case_contiguous_is_one_block(void)
     CHECK(pb_mpi_datatype_check(t) == MPI_ERR_TYPE); /* not yet committed */
     commit(&t);
     CHECK(pb_mpi_datatype_check(t) == MPI_SUCCESS);
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(t)));
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(t)) == PB_BASIC_INT);
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(t)));
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(t)) == PB_BASIC_INT);
     check_map(t, 1, map, 1);
     type_free(&t);
 
     CHECK_OKAY(MPI_Type_contiguous(0, MPI_INT, &e));
     check_bounds(e, 0, 0, 0, 0, 0);
     commit(&e);
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(e)));
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(e)));
     type_free(&e);
 }
 
@@ -360,8 +360,8 @@ static void case_vector_bounds_and_map(void)
     CHECK_OKAY(MPI_Type_vector(3, 2, 4, MPI_DOUBLE, &t));
     check_bounds(t, 48, 0, 80, 0, 80);
     commit(&t);
-    CHECK(!pb_mpi_type_is_contiguous(pb_mpi_datatype(t)));
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(t)) == PB_BASIC_DOUBLE);
+    CHECK(!pb_eng_type_is_contiguous(pb_mpi_datatype(t)));
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(t)) == PB_BASIC_DOUBLE);
     /* two elements: the second starts one extent (80) after the first */
     for (k = 0; k < 6; k++)
         map[k] = (blk_t){(k / 3) * 80 + (k % 3) * 32, 16};
@@ -372,7 +372,7 @@ static void case_vector_bounds_and_map(void)
     CHECK_OKAY(MPI_Type_vector(4, 3, 3, MPI_INT, &t));
     commit(&t);
     check_bounds(t, 48, 0, 48, 0, 48);
-    CHECK(pb_mpi_type_is_contiguous(pb_mpi_datatype(t)));
+    CHECK(pb_eng_type_is_contiguous(pb_mpi_datatype(t)));
     type_free(&t);
 }
 
@@ -467,7 +467,7 @@ static void case_struct_is_padded_like_c(void)
     CHECK_OKAY(MPI_Type_create_struct(3, bl, disp, types, &t));
     /* data ends at 20; the extent is sizeof(struct cdi) = 24 */
     check_bounds(t, 13, 0, (MPI_Aint)sizeof(struct cdi), 0, 20);
-    CHECK(pb_mpi_type_basic(pb_mpi_datatype(t)) == PB_BASIC_NONE);
+    CHECK(pb_eng_type_basic(pb_mpi_datatype(t)) == PB_BASIC_NONE);
     commit(&t);
     check_map(t, 2, map, 4);
     type_free(&t);
@@ -563,13 +563,13 @@ static void case_retained_type_outlives_its_handle(void)
     commit(&t);
     check_map(t, 1, map, 2);
     pt = pb_mpi_datatype(t);
-    pb_mpi_type_retain(pt); /* as a pending send would */
+    pb_eng_type_retain(pt); /* as a pending send would */
     type_free(&t);
-    pb_mpi_pack_range(src, 1, pt, 0, out, 8);
+    pb_eng_type_pack_range(src, 1, pt, 0, out, 8);
     CHECK(out[0] == 1 && out[1] == 3);
-    pb_mpi_type_release(pt);
-    pb_mpi_type_retain(pb_mpi_datatype(MPI_INT)); /* no-ops on predefined types */
-    pb_mpi_type_release(pb_mpi_datatype(MPI_INT));
+    pb_eng_type_release(pt);
+    pb_eng_type_retain(pb_mpi_datatype(MPI_INT)); /* no-ops on predefined types */
+    pb_eng_type_release(pb_mpi_datatype(MPI_INT));
 }
 
 static void case_large_vector_stays_small(void)
@@ -585,7 +585,7 @@ static void case_large_vector_stays_small(void)
     commit(&t);
     pt = pb_mpi_datatype(t);
     /* packed bytes [2 MB - 8, 2 MB + 8) are the ints of elements 499998 to 500001 */
-    pb_mpi_pack_range(src, 1, pt, 2000000 - 8, out, 16);
+    pb_eng_type_pack_range(src, 1, pt, 2000000 - 8, out, 16);
     CHECK(out[0] == 2 * 499998 && out[1] == 2 * 499999 && out[2] == 2 * 500000 &&
           out[3] == 2 * 500001);
     type_free(&t);
