@@ -125,12 +125,14 @@ static int copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, voi
         return MPI_SUCCESS;
     if (pb_eng_type_is_contiguous(rt)) {
         pb_eng_type_pack_range(src, scount, st, 0,
-                          (void *)((uintptr_t)dst + (uintptr_t)pb_eng_type_true_lb(rt)), bytes);
+                               (void *)((uintptr_t)dst + (uintptr_t)pb_eng_type_true_lb(rt)),
+                               bytes);
         return MPI_SUCCESS;
     }
     if (pb_eng_type_is_contiguous(st)) {
-        pb_eng_type_unpack_range((const void *)((uintptr_t)src + (uintptr_t)pb_eng_type_true_lb(st)),
-                            bytes, dst, rcount, rt, 0);
+        pb_eng_type_unpack_range(
+            (const void *)((uintptr_t)src + (uintptr_t)pb_eng_type_true_lb(st)), bytes, dst, rcount,
+            rt, 0);
         return MPI_SUCCESS;
     }
     for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
@@ -537,7 +539,7 @@ static int alltoallv_direct(const void *sendbuf, const vec_t *send, MPI_Datatype
         for (int i = 0; i < size; i++) {
             if (i != rank)
                 pb_eng_type_pack_range(vec_addr(recvbuf, recv, i, rt), vec_count(recv, i), rt, 0,
-                                  packed + offs[i], (size_t)vec_count(recv, i) * rsize);
+                                       packed + offs[i], (size_t)vec_count(recv, i) * rsize);
         }
     }
     batch_init(&b, 2 * (size - 1));
