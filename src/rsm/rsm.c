@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +20,9 @@
 #include "util/compiler.h"
 #include "util/config.h"
 #include "util/job.h"
+#include "util/futex.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define RSM_ACL_MAX_ENTRIES 65536
 #define RSM_POLLFD_MAX 64
@@ -1241,7 +1242,6 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
     void *segs[RSM_POLLFD_MAX];
     struct futex_waitv waits[RSM_POLLFD_MAX];
     int64_t deadline_ns = -1;
-    struct timespec now;
     int ready;
 
     if (fds == NULL || nfds == 0 || nfds > RSM_POLLFD_MAX)
@@ -1262,9 +1262,8 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
     }
     pthread_mutex_unlock(&pb_rsm_lock);
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
     if (timeout >= 0)
-        deadline_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + (int64_t)timeout * 1000000;
+        deadline_ns = pb_time_now_ns() + (int64_t)timeout * 1000000;
     for (;;) {
         struct timespec until;
         int64_t now_ns, until_ns;
@@ -1298,8 +1297,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
                 ready++;
             }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        now_ns = pb_time_now_ns();
         if (ready > 0 || (deadline_ns >= 0 && now_ns >= deadline_ns)) {
             atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
             if (ready > 0)
@@ -1318,7 +1316,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
          * since the snapshot and futex_waitv returns at once */
         for (nfds_t i = 0; i < nfds; i++)
             rsm_event_waiters(segs[i], 1);
-        ret = syscall(SYS_futex_waitv, waits, (unsigned)nfds, 0, &until, CLOCK_MONOTONIC);
+        ret = pb_futex_waitv(waits, (unsigned)nfds, &until);
         for (nfds_t i = 0; i < nfds; i++)
             rsm_event_waiters(segs[i], -1);
         atomic_fetch_sub(&pb_rsm_event_sleepers, 1);

@@ -60,8 +60,11 @@
 #include "rsm/tcp_wire.h"
 #include "util/compiler.h"
 #include "util/config.h"
+#include "util/evset.h"
+#include "util/futex.h"
 #include "util/job.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define TCP_LISTEN_BACKLOG 128
 #define TCP_RENDEZVOUS_PREFIX "postbox-tcp"
@@ -208,14 +211,6 @@ typedef struct {
     _Atomic int withdrawn;
 } tcp_import_t;
 
-typedef enum {
-    TCP_SOURCE_LISTEN,
-    TCP_SOURCE_RENDEZVOUS,
-    TCP_SOURCE_CONN,
-    TCP_SOURCE_RELAY,
-    TCP_SOURCE_WAKE
-} tcp_source_kind_t;
-
 /* a LOOKUP this process relays to its node's rendezvous socket */
 typedef struct tcp_relay {
     struct tcp_relay *next;
@@ -225,14 +220,6 @@ typedef struct tcp_relay {
     int fd;
     uint64_t source_id;
 } tcp_relay_t;
-
-typedef struct {
-    int in_use;
-    uint32_t generation;
-    tcp_source_kind_t kind;
-    int fd;
-    void *ptr;
-} tcp_source_t;
 
 static struct {
     pthread_mutex_t lock;         /* everything in this struct and the conns */
@@ -246,8 +233,8 @@ static struct {
     uint64_t lapse_polls;         /* polls at the watchdog's last look */
     int lapse_fd;                 /* the watchdog's timer (owned by the service) */
     int started;
-    int ep;      /* epoll set of every tcp socket */
-    int wake_fd; /* eventfd in it: ends a token holder's epoll_wait */
+    pb_evset_t sources; /* every tcp socket, and wake_fd */
+    int wake_fd;        /* eventfd in it: ends a token holder's epoll_wait */
     uint64_t service_id;
     int listen_fd;
     uint64_t listen_id;
@@ -261,8 +248,6 @@ static struct {
     uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
     uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
-    tcp_source_t *sources;
-    uint32_t source_count, source_cap;
     tcp_conn_t *conns;
     tcp_export_t *published;
     tcp_relay_t *relays;
@@ -272,34 +257,13 @@ static struct {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .progress = PTHREAD_MUTEX_INITIALIZER,
     .connect_lock = PTHREAD_MUTEX_INITIALIZER,
-    .ep = -1,
+    .sources = PB_EVSET_INITIALIZER,
     .wake_fd = -1,
     .lapse_fd = -1,
     .listen_fd = -1,
 };
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static int64_t tcp_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ms left before @deadline (-1: none), capped at @cap */
-static int tcp_remaining_ms(int64_t deadline, int cap)
-{
-    int64_t left;
-
-    if (deadline < 0)
-        return cap;
-    left = deadline - tcp_now_ms();
-    if (left <= 0)
-        return 0;
-    return left < cap ? (int)left : cap;
-}
 
 /* Threads of this process asleep on a tcp futex word in tcp_wait. */
 static _Atomic int tcp_sleepers;
@@ -320,19 +284,18 @@ static void tcp_futex_wake(_Atomic uint32_t *word)
         return;
     /* shared (no FUTEX_PRIVATE_FLAG): rsm_intr_signal_wait_pollfd waits on
      * event words with futex_waitv in shared mode */
-    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    pb_futex_wake_all(word);
 }
 
 /* Sleep while @word holds @expected, at most @timeout_ms.
  * @return 0, or -1 if a signal handler ran during the wait */
 static int tcp_futex_wait(_Atomic uint32_t *word, uint32_t expected, int timeout_ms)
 {
-    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L};
     int interrupted = 0;
 
     atomic_fetch_add(&tcp_sleepers, 1);
-    if (atomic_load(word) == expected &&
-        syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, NULL, 0) != 0 && errno == EINTR)
+    if (atomic_load(word) == expected && pb_futex_wait(word, expected, timeout_ms) != 0 &&
+        errno == EINTR)
         interrupted = 1;
     atomic_fetch_sub(&tcp_sleepers, 1);
     return interrupted ? -1 : 0;
@@ -458,68 +421,6 @@ static int tcp_outq_append(tcp_outq_t *q, const void *a, size_t a_len, const voi
 
 /* ---- sources: what sits in the epoll set ----------------------------------- */
 
-static pb_status_t tcp_source_add(int fd, uint32_t events, tcp_source_kind_t kind, void *ptr,
-                                  uint64_t *id_p)
-{
-    struct epoll_event event = {.events = events};
-    uint32_t index;
-
-    for (index = 0; index < tcp.source_count && tcp.sources[index].in_use; index++)
-        ;
-    if (index == tcp.source_count) {
-        if (tcp.source_count == tcp.source_cap) {
-            uint32_t cap = tcp.source_cap ? 2 * tcp.source_cap : 16;
-            tcp_source_t *grown = realloc(tcp.sources, cap * sizeof(*grown));
-
-            if (grown == NULL)
-                return PB_ERR_NO_MEMORY;
-            tcp.sources = grown;
-            tcp.source_cap = cap;
-        }
-        tcp.sources[index].generation = 0;
-        tcp.source_count++;
-    }
-    tcp.sources[index].generation++;
-    event.data.u64 = (uint64_t)tcp.sources[index].generation << 32 | index;
-    if (epoll_ctl(tcp.ep, EPOLL_CTL_ADD, fd, &event) != 0) {
-        pb_error("epoll_ctl(ADD) of a tcp socket failed: %m");
-        return PB_ERR_IO;
-    }
-    tcp.sources[index] = (tcp_source_t){1, tcp.sources[index].generation, kind, fd, ptr};
-    *id_p = event.data.u64;
-    return PB_OK;
-}
-
-static tcp_source_t *tcp_source_get(uint64_t id)
-{
-    uint32_t index = (uint32_t)id;
-
-    if (index >= tcp.source_count || !tcp.sources[index].in_use ||
-        tcp.sources[index].generation != (uint32_t)(id >> 32))
-        return NULL;
-    return &tcp.sources[index];
-}
-
-static void tcp_source_modify(uint64_t id, uint32_t events)
-{
-    tcp_source_t *src = tcp_source_get(id);
-    struct epoll_event event = {.events = events, .data.u64 = id};
-
-    if (src != NULL)
-        epoll_ctl(tcp.ep, EPOLL_CTL_MOD, src->fd, &event);
-}
-
-/* Stop watching (the caller closes the descriptor). */
-static void tcp_source_remove(uint64_t id)
-{
-    tcp_source_t *src = tcp_source_get(id);
-
-    if (src == NULL)
-        return;
-    epoll_ctl(tcp.ep, EPOLL_CTL_DEL, src->fd, NULL);
-    src->in_use = 0;
-}
-
 /* ---- connections ------------------------------------------------------------- */
 
 static tcp_conn_t *tcp_conn_new(int fd, int at_exporter)
@@ -567,7 +468,7 @@ static void tcp_conn_watch(tcp_conn_t *c, uint32_t events)
 {
     if (c->events != events) {
         c->events = events;
-        tcp_source_modify(c->source_id, events);
+        (void)pb_evset_modify(&tcp.sources, c->source_id, events);
     }
 }
 
@@ -599,7 +500,7 @@ static void tcp_conn_fail(tcp_conn_t *c, pb_status_t status, const char *why)
             pb_info("tcp: the exporter at %s:%u closed its connection", addr,
                     ntohs(c->peer.sin_port));
     }
-    tcp_source_remove(c->source_id);
+    pb_evset_remove(&tcp.sources, c->source_id);
     shutdown(c->fd, SHUT_RDWR);
     if (!c->at_exporter)
         tcp_conn_unlink(c);
@@ -623,11 +524,13 @@ static void tcp_listen_resume(void)
 {
     if (tcp.listen_paused) {
         tcp.listen_paused = 0;
-        tcp_source_modify(tcp.listen_id, EPOLLIN);
+        (void)pb_evset_modify(&tcp.sources, tcp.listen_id, EPOLLIN);
     }
 }
 
 static void tcp_relay_end(tcp_relay_t *relay);
+static void tcp_conn_ready(void *arg, uint32_t events);
+static void tcp_relay_ready(void *arg, uint32_t events);
 
 /* Free the exporter-side connections that failed, and the LOOKUPs they
  * were waiting for.  Caller holds tcp.lock. */
@@ -888,8 +791,8 @@ static void tcp_serve_lookup(tcp_conn_t *c, const pb_tcp_frame_t *frame)
         return;
     }
     relay = calloc(1, sizeof(*relay));
-    if (relay == NULL ||
-        tcp_source_add(fd, EPOLLIN, TCP_SOURCE_RELAY, relay, &relay->source_id) != PB_OK) {
+    if (relay == NULL || pb_evset_add(&tcp.sources, fd, EPOLLIN, tcp_relay_ready, relay,
+                                      &relay->source_id) != PB_OK) {
         free(relay);
         close(fd);
         tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
@@ -913,15 +816,16 @@ static void tcp_relay_end(tcp_relay_t *relay)
             break;
         }
     }
-    tcp_source_remove(relay->source_id);
+    pb_evset_remove(&tcp.sources, relay->source_id);
     close(relay->fd);
     free(relay);
 }
 
 /* The node's rendezvous socket answered (or closed): answer the LOOKUP.
  * Caller holds tcp.lock. */
-static void tcp_relay_ready(tcp_relay_t *relay)
+static void tcp_relay_ready(void *arg, uint32_t events)
 {
+    tcp_relay_t *relay = arg;
     pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
     pb_tcp_directory_t dir;
     ssize_t got = recv(relay->fd, &dir, sizeof(dir), MSG_DONTWAIT);
@@ -1278,7 +1182,7 @@ static void tcp_handshakes_bound(void)
         tcp_conn_fail(oldest, PB_ERR_CONN_ABORTED, "too many connections in their handshake");
 }
 
-static void tcp_accept_ready(void)
+static void tcp_accept_ready(void *arg, uint32_t events)
 {
     for (;;) {
         pb_tcp_hello_t hello;
@@ -1293,7 +1197,7 @@ static void tcp_accept_ready(void)
                  * connection closes, or this would spin */
                 pb_warn("tcp: out of file descriptors; not accepting until a connection closes");
                 tcp.listen_paused = 1;
-                tcp_source_modify(tcp.listen_id, 0);
+                (void)pb_evset_modify(&tcp.sources, tcp.listen_id, 0);
             } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
                 pb_warn("tcp: accept failed: %m");
             }
@@ -1302,7 +1206,8 @@ static void tcp_accept_ready(void)
         tcp_socket_tune(fd);
         c = tcp_conn_new(fd, 1);
         if (c == NULL || pb_job_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
-            tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, TCP_SOURCE_CONN, c, &c->source_id) != PB_OK) {
+            pb_evset_add(&tcp.sources, fd, EPOLLIN | EPOLLRDHUP, tcp_conn_ready, c,
+                         &c->source_id) != PB_OK) {
             pb_warn("tcp: refusing an importer: out of resources");
             if (c != NULL)
                 tcp_conn_free(c);
@@ -1321,8 +1226,11 @@ static void tcp_accept_ready(void)
 }
 
 /* A process of this node asks where a segment's exporter listens. */
-static void tcp_rendezvous_ready(tcp_export_t *te, int listen_fd)
+static void tcp_rendezvous_ready(void *arg, uint32_t events)
 {
+    tcp_export_t *te = arg;
+    int listen_fd = pb_evset_get(&tcp.sources, te->rendezvous_id)->fd;
+
     for (;;) {
         pb_tcp_directory_t dir = {0};
         struct ucred cred;
@@ -1348,41 +1256,37 @@ static void tcp_rendezvous_ready(tcp_export_t *te, int listen_fd)
     }
 }
 
-/* Handle @count events from epoll_wait on tcp.ep.  Caller holds
- * pb_rsm_lock and tcp.lock. */
-static void tcp_handle_events(const struct epoll_event *events, int count)
+/* The wake-up eventfd rang: it did its job, ending the wait. */
+static void tcp_wake_ready(void *arg, uint32_t events)
 {
-    for (int i = 0; i < count; i++) {
-        tcp_source_t *src = tcp_source_get(events[i].data.u64);
-        tcp_conn_t *c;
+    eventfd_t drained;
 
-        if (src == NULL)
-            continue; /* removed since epoll_wait returned */
-        switch (src->kind) {
-        case TCP_SOURCE_LISTEN: tcp_accept_ready(); break;
-        case TCP_SOURCE_RENDEZVOUS: tcp_rendezvous_ready(src->ptr, src->fd); break;
-        case TCP_SOURCE_RELAY: tcp_relay_ready(src->ptr); break;
-        case TCP_SOURCE_WAKE: {
-            eventfd_t drained;
+    eventfd_read(tcp.wake_fd, &drained);
+}
 
-            eventfd_read(tcp.wake_fd, &drained); /* it did its job: ending the wait */
-            break;
-        }
-        case TCP_SOURCE_CONN:
-            c = src->ptr;
-            if (events[i].events & EPOLLOUT)
-                tcp_conn_flush(c);
-            if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-                if (c->at_exporter && !c->established) {
-                    tcp_conn_read_auth(c);
-                } else {
-                    tcp_conn_read(c);
-                    tcp.hot = c;
-                }
-            }
-            break;
+/* A connection's socket is ready (@arg: the connection). */
+static void tcp_conn_ready(void *arg, uint32_t events)
+{
+    tcp_conn_t *c = arg;
+
+    if (events & EPOLLOUT)
+        tcp_conn_flush(c);
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        if (c->at_exporter && !c->established) {
+            tcp_conn_read_auth(c);
+        } else {
+            tcp_conn_read(c);
+            tcp.hot = c;
         }
     }
+}
+
+/* Handle @count events from epoll_wait on the sources (an event for a
+ * source removed since is dropped).  Caller holds pb_rsm_lock and
+ * tcp.lock. */
+static void tcp_handle_events(const struct epoll_event *events, int count)
+{
+    pb_evset_dispatch(&tcp.sources, events, count);
     tcp_reap_failed();
 }
 
@@ -1391,7 +1295,7 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
 static void tcp_read_ready_locked(void)
 {
     struct epoll_event ready[TCP_MAX_EVENTS];
-    int count = epoll_wait(tcp.ep, ready, TCP_MAX_EVENTS, 0);
+    int count = epoll_wait(tcp.sources.epoll_fd, ready, TCP_MAX_EVENTS, 0);
 
     if (count > 0) {
         pthread_mutex_lock(&tcp.lock);
@@ -1514,10 +1418,10 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
         atomic_fetch_add(&tcp_epoll_sleepers, 1);
         if (word != NULL && atomic_load(word) != seen)
             timeout_ms = 0;
-        count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, timeout_ms);
+        count = epoll_wait(tcp.sources.epoll_fd, events, TCP_MAX_EVENTS, timeout_ms);
         atomic_fetch_sub(&tcp_epoll_sleepers, 1);
     } else {
-        count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, 0);
+        count = epoll_wait(tcp.sources.epoll_fd, events, TCP_MAX_EVENTS, 0);
     }
     interrupted = count < 0 && errno == EINTR;
 
@@ -1559,14 +1463,6 @@ static void tcp_service_ready(void *arg, uint32_t events)
 #define TCP_NOT_YET ((pb_status_t)1)
 typedef pb_status_t (*tcp_ready_func_t)(void *arg);
 
-static int64_t tcp_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Poll the sockets without sleeping until @ready says the wait is over or
  * POSTBOX_TCP_SPIN_US pass (or @deadline, in ms, if sooner).  Caller holds
  * the progress token and keeps it.  @return what @ready said last (it may
@@ -1574,14 +1470,14 @@ static int64_t tcp_now_ns(void)
  * when the time is up. */
 static pb_status_t tcp_spin(tcp_ready_func_t ready, void *arg, int64_t deadline)
 {
-    int64_t until = tcp_now_ns() + tcp.spin_ns;
+    int64_t until = pb_time_now_ns() + tcp.spin_ns;
     pb_status_t status;
 
     if (deadline >= 0 && deadline * 1000000 < until)
         until = deadline * 1000000;
-    while (tcp_now_ns() < until) {
+    while (pb_time_now_ns() < until) {
         struct epoll_event events[TCP_MAX_EVENTS];
-        int count = epoll_wait(tcp.ep, events, TCP_MAX_EVENTS, 0);
+        int count = epoll_wait(tcp.sources.epoll_fd, events, TCP_MAX_EVENTS, 0);
 
         if (count > 0) {
             pthread_mutex_lock(&pb_rsm_lock);
@@ -1606,7 +1502,7 @@ static pb_status_t tcp_spin(tcp_ready_func_t ready, void *arg, int64_t deadline)
 static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t *word,
                             int timeout_ms, int interruptible)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : tcp_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : pb_time_now_ms() + timeout_ms;
     int watch_held = 0, spun = 0;
     pb_status_t status;
 
@@ -1619,7 +1515,7 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
             break;
         /* no deadline: sleep until an event or a wake_fd ring, with no
          * timer (arming one costs a microsecond or two in a VM) */
-        slice = deadline < 0 ? -1 : tcp_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
+        slice = deadline < 0 ? -1 : pb_time_remaining_ms(deadline, TCP_WAIT_SLICE_MS);
         if (slice == 0) {
             /* what has reached this host counts: read it before giving up */
             pthread_mutex_lock(&tcp.progress);
@@ -1631,7 +1527,7 @@ static pb_status_t tcp_wait(tcp_ready_func_t ready, void *arg, _Atomic uint32_t 
         }
         /* (no epoll set: a forked child's inherited segment, which nothing
          * can reach any more; only the timeout ends its wait) */
-        if (tcp.ep >= 0 && pthread_mutex_trylock(&tcp.progress) == 0) {
+        if (tcp.sources.epoll_fd >= 0 && pthread_mutex_trylock(&tcp.progress) == 0) {
             /* this thread reads the sockets until it returns: the service
              * thread need not wake for them meanwhile */
             if (!watch_held) {
@@ -1695,21 +1591,20 @@ static void tcp_atfork_child(void)
     /* the child's own sources will reuse ids: forget the parent's */
     for (tcp_export_t *te = tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;
-    for (uint32_t i = 0; i < tcp.source_count; i++) {
-        if (tcp.sources[i].in_use &&
-            (tcp.sources[i].kind == TCP_SOURCE_RENDEZVOUS ||
-             tcp.sources[i].kind == TCP_SOURCE_RELAY || tcp.sources[i].kind == TCP_SOURCE_WAKE))
-            close(tcp.sources[i].fd);
+    /* (the connections' and the listener's descriptors are closed here
+     * apart; the epoll set by the service's child handler) */
+    for (uint32_t i = 0; i < tcp.sources.count; i++) {
+        pb_evset_entry_t *src = &tcp.sources.entries[i];
+
+        if (src->in_use && src->cb != tcp_conn_ready && src->cb != tcp_accept_ready)
+            close(src->fd);
     }
-    free(tcp.sources);
-    tcp.sources = NULL;
-    tcp.source_count = tcp.source_cap = 0;
+    pb_evset_forget(&tcp.sources);
     if (tcp.listen_fd >= 0)
         close(tcp.listen_fd);
     tcp.listen_fd = -1;
     tcp.published = NULL;
     tcp.relays = NULL;
-    tcp.ep = -1;
     tcp.wake_fd = -1;
     tcp.lapse_fd = -1;                    /* (the service's child handler closed it) */
     atomic_store(&tcp_epoll_sleepers, 0); /* (threads the parent had) */
@@ -1743,26 +1638,23 @@ static pb_status_t tcp_start(void)
                          : SIZE_MAX;
     if (pb_job_random_bytes(tcp.local_key, sizeof(tcp.local_key)) != 0)
         return PB_ERR_NO_RESOURCE;
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) {
-        pb_error("epoll_create1 failed: %m");
+    if (pb_evset_open(&tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
-    }
-    tcp.ep = ep;
+    ep = tcp.sources.epoll_fd;
     tcp.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (tcp.wake_fd < 0) {
         pb_error("tcp: eventfd failed: %m");
         status = PB_ERR_NO_RESOURCE;
         goto err;
     }
-    status = tcp_source_add(tcp.wake_fd, EPOLLIN, TCP_SOURCE_WAKE, NULL, &wake_id);
+    status = pb_evset_add(&tcp.sources, tcp.wake_fd, EPOLLIN, tcp_wake_ready, NULL, &wake_id);
     if (status != PB_OK)
         goto err;
     /* the service owns (and closes) the epoll set from here */
     status =
         pb_rsm_service_add(ep, EPOLLIN | EPOLLONESHOT, tcp_service_ready, NULL, &tcp.service_id);
     if (status != PB_OK) {
-        tcp_source_remove(wake_id);
+        pb_evset_remove(&tcp.sources, wake_id);
         goto err;
     }
     tcp.started = 1;
@@ -1787,7 +1679,7 @@ err:
         close(tcp.wake_fd);
     tcp.wake_fd = -1;
     close(ep);
-    tcp.ep = -1;
+    tcp.sources.epoll_fd = -1;
     return status;
 }
 
@@ -1813,7 +1705,7 @@ static pb_status_t tcp_listen(void)
         close(fd);
         return PB_ERR_NO_RESOURCE;
     }
-    status = tcp_source_add(fd, EPOLLIN, TCP_SOURCE_LISTEN, NULL, &tcp.listen_id);
+    status = pb_evset_add(&tcp.sources, fd, EPOLLIN, tcp_accept_ready, NULL, &tcp.listen_id);
     if (status != PB_OK) {
         close(fd);
         return status;
@@ -1998,7 +1890,7 @@ static pb_status_t tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *seg
     status = pb_rsm_rendezvous_listen(TCP_RENDEZVOUS_PREFIX, node, &segid, &fd);
     if (status != PB_OK)
         goto out;
-    status = tcp_source_add(fd, EPOLLIN, TCP_SOURCE_RENDEZVOUS, te, &te->rendezvous_id);
+    status = pb_evset_add(&tcp.sources, fd, EPOLLIN, tcp_rendezvous_ready, te, &te->rendezvous_id);
     if (status != PB_OK) {
         close(fd);
         goto out;
@@ -2015,14 +1907,14 @@ out:
 static pb_status_t tcp_export_unpublish(pb_rsm_export_t *seg)
 {
     tcp_export_t *te = seg->tl;
-    tcp_source_t *src;
+    pb_evset_entry_t *src;
 
     pthread_mutex_lock(&tcp.lock);
-    src = tcp_source_get(te->rendezvous_id);
+    src = pb_evset_get(&tcp.sources, te->rendezvous_id);
     if (src != NULL) {
         int fd = src->fd;
 
-        tcp_source_remove(te->rendezvous_id); /* the name disappears */
+        pb_evset_remove(&tcp.sources, te->rendezvous_id); /* the name disappears */
         close(fd);
     }
     for (tcp_export_t **p = &tcp.published; *p != NULL; p = &(*p)->next) {
@@ -2059,7 +1951,7 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
 
     while (done < len) {
         struct pollfd pfd = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
-        int wait = tcp_remaining_ms(deadline, TCP_CONNECT_TIMEOUT_MS);
+        int wait = pb_time_remaining_ms(deadline, TCP_CONNECT_TIMEOUT_MS);
         ssize_t n;
 
         if (wait == 0)
@@ -2158,7 +2050,7 @@ static pb_status_t tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_
 static pb_status_t tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
                             int timeout_ms, int *fd_p)
 {
-    int64_t deadline = tcp_now_ms() + timeout_ms;
+    int64_t deadline = pb_time_now_ms() + timeout_ms;
     const pb_job_t *job = pb_job_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
@@ -2279,7 +2171,8 @@ static pb_status_t tcp_conn_get(const struct sockaddr_in *peer, const uint8_t ke
     pthread_mutex_lock(&tcp.lock);
     status = tcp_start();
     if (status == PB_OK)
-        status = tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, TCP_SOURCE_CONN, c, &c->source_id);
+        status =
+            pb_evset_add(&tcp.sources, fd, EPOLLIN | EPOLLRDHUP, tcp_conn_ready, c, &c->source_id);
     if (status == PB_OK) {
         c->events = EPOLLIN | EPOLLRDHUP;
         c->next = tcp.conns;
@@ -2303,7 +2196,7 @@ static void tcp_conn_put(tcp_conn_t *c)
     if (--c->refs > 0)
         return;
     if (atomic_load(&c->failure) == PB_OK) {
-        tcp_source_remove(c->source_id);
+        pb_evset_remove(&tcp.sources, c->source_id);
         tcp_conn_unlink(c);
     }
     close(c->fd);
@@ -3167,7 +3060,7 @@ static pb_status_t tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
          * times in four */
         pb_status_t status;
 
-        if (tcp.ep >= 0) {
+        if (tcp.sources.epoll_fd >= 0) {
             uint64_t polls = atomic_fetch_add_explicit(&tcp.polls, 1, memory_order_relaxed);
 
             pthread_mutex_lock(&tcp.progress);
