@@ -167,6 +167,30 @@ typedef struct {
  * @return NULL if allowed, else the reason. */
 const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_slot_view_t *slot);
 
+/* ---- the exporter's handling of frames (pure) --------------------------------- */
+
+/* Where the exporter side receives the payloads that are not segment data. */
+typedef struct {
+    pb_tcp_attach_t attach; /* payload of the ATTACH being received */
+    pb_tcp_lookup_t lookup; /* payload of the LOOKUP being received */
+    char *word_last;        /* of a word-last PUT (PB_TCP_WORD_LAST_MAX); malloc'd on first use */
+} pb_tcp_export_rx_t;
+
+/* The exporter's header callback, but for its state: where the payload of
+ * @frame goes (*@dest_p; left NULL: dropped).  @slot is what the exporter
+ * knows of the slot @frame names: NULL when none is attached (ATTACH and
+ * LOOKUP name none); slot->base NULL once the segment is withdrawn (a
+ * put's data is dropped).  ATTACH and LOOKUP payloads go to @rx, a
+ * word-last put's to rx->word_last, any other put's into the segment.
+ * @return NULL, or why the connection must close. */
+const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame,
+                                 const pb_tcp_slot_view_t *slot, char **dest_p);
+
+/* Store the word-last PUT @frame, received whole in rx->word_last (as
+ * pb_tcp_export_header placed it), into the segment at @base: the rest
+ * first, then the first word with release order. */
+void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base);
+
 /* ---- receive state machine -------------------------------------------------- */
 
 /* Called when a header has arrived and passed pb_tcp_frame_check: set
