@@ -15,12 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "postbox/config.h"
+#include "boot/identity.h"
 #include "postbox/job.h"
 #include "rsm/rsm_impl.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/job.h"
 #include "util/futex.h"
 #include "util/log.h"
 #include "util/time.h"
@@ -126,7 +125,7 @@ PB_EXPORT const char *rsm_strerror(int code)
 
 PB_EXPORT rsm_node_id_t rsm_get_local_nodeid(void)
 {
-    return pb_job_get()->node_id;
+    return pb_boot_identity_get()->node_id;
 }
 
 /* ---- controllers ------------------------------------------------------------ */
@@ -272,7 +271,7 @@ PB_EXPORT int pb_rsm_progress_release(rsmapi_controller_handle_t controller)
 PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
 {
     const pb_rsm_transport_t *const *list;
-    rsm_node_id_t local = pb_job_get()->node_id;
+    rsm_node_id_t local = pb_boot_identity_get()->node_id;
     int job_nodes = postbox_job_node_count();
     size_t count, entries = 0, head, total, reached[PB_RSM_TRANSPORTS_MAX];
     int rails[PB_RSM_TRANSPORTS_MAX];

@@ -21,17 +21,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/rendezvous.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
 #include "rsm/shm_layout.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/job.h"
 #include "util/futex.h"
 #include "util/log.h"
-#include "util/time.h"
+#include "util/random.h"
 #include "util/siphash.h"
+#include "util/time.h"
 
 #define SHM_CONNECT_TIMEOUT_S 5
 #define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
@@ -147,20 +148,20 @@ static pb_status_t shm_make_private(void *vaddr, size_t size)
     return PB_OK;
 }
 
-static void shm_mac_key(uint8_t key[PB_JOB_SECRET_LEN])
+static void shm_mac_key(uint8_t key[PB_BOOT_SECRET_LEN])
 {
-    const pb_job_t *job = pb_job_get();
+    const pb_boot_identity_t *job = pb_boot_identity_get();
 
     if (job->has_secret)
-        memcpy(key, job->secret, PB_JOB_SECRET_LEN);
+        memcpy(key, job->secret, PB_BOOT_SECRET_LEN);
     else
-        memset(key, 0, PB_JOB_SECRET_LEN); /* solo job: peers are checked by uid */
+        memset(key, 0, PB_BOOT_SECRET_LEN); /* solo job: peers are checked by uid */
 }
 
 static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
                                 const pb_shm_msg_request_t *req)
 {
-    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t key[PB_BOOT_SECRET_LEN];
     uint8_t buf[16 + PB_SHM_NONCE_LEN + 12 + PB_SHM_NONCE_LEN];
     size_t off = 0;
 
@@ -177,7 +178,7 @@ static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
 static uint64_t shm_reply_mac(const uint8_t request_nonce[PB_SHM_NONCE_LEN],
                               const pb_shm_msg_reply_t *reply)
 {
-    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t key[PB_BOOT_SECRET_LEN];
     uint8_t buf[16 + PB_SHM_NONCE_LEN + 16];
     size_t off = 0;
 
@@ -208,7 +209,7 @@ static void shm_query(pb_rsm_caps_t *caps_p)
 
 static int shm_reaches(rsm_node_id_t node)
 {
-    return node == pb_job_get()->node_id;
+    return node == pb_boot_identity_get()->node_id;
 }
 
 /* ---- export side ---------------------------------------------------------- */
@@ -392,7 +393,7 @@ static void shm_conn_handle_request(shm_conn_t *conn)
         return;
     }
     if (req.mac != shm_request_mac(conn->nonce, &req) ||
-        (!pb_job_get()->has_secret && cred.uid != geteuid())) {
+        (!pb_boot_identity_get()->has_secret && cred.uid != geteuid())) {
         pb_info("refused import of segment %#x by pid %d: not of this job", req.segid,
                 (int)cred.pid);
         shm_conn_reply(conn, &req, PB_ERR_PERMISSION, 0);
@@ -466,7 +467,7 @@ static void shm_listen_ready(void *arg, uint32_t events)
         }
         conn->seg = seg;
         conn->fd = fd;
-        if (pb_job_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
+        if (pb_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
             pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
                 PB_OK) {
             pb_warn("refusing an importer of segment %#x: %m", seg->segid);
@@ -518,7 +519,7 @@ static void shm_ctl_release(shm_export_t *se)
 static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
     shm_export_t *se = seg->tl;
-    rsm_node_id_t node = pb_job_get()->node_id;
+    rsm_node_id_t node = pb_boot_identity_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
     int fd;
@@ -636,7 +637,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
     pb_shm_msg_hello_t hello;
     pb_shm_msg_request_t req = {
         .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REQUEST},
-        .node = pb_job_get()->node_id,
+        .node = pb_boot_identity_get()->node_id,
         .segid = im->segid,
         .perm = im->perm,
     };
@@ -659,7 +660,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         return PB_ERR_NOT_PUBLISHED;
     if (n != (ssize_t)sizeof(hello) || !shm_msg_hdr_ok(&hello.hdr, PB_SHM_MSG_HELLO))
         return PB_ERR_PROTOCOL;
-    if (pb_job_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
+    if (pb_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
         return PB_ERR_IO;
     req.mac = shm_request_mac(hello.nonce, &req);
     if (send(si->sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))

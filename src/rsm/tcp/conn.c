@@ -16,10 +16,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/config.h"
-#include "util/job.h"
 #include "util/log.h"
+#include "util/random.h"
 
 long pb_tcp_timeout_ms(void)
 {
@@ -44,7 +45,7 @@ void pb_tcp_socket_tune(int fd)
 
 void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
 {
-    const pb_job_t *job = pb_job_get();
+    const pb_boot_identity_t *job = pb_boot_identity_get();
 
     if (job->has_secret)
         memcpy(key, job->secret, PB_TCP_KEY_LEN);
@@ -365,7 +366,7 @@ pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, cons
 
 void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
 {
-    const pb_job_t *job = pb_job_get();
+    const pb_boot_identity_t *job = pb_boot_identity_get();
     pb_tcp_welcome_t welcome;
     uint8_t key[PB_TCP_KEY_LEN];
     pb_status_t status = PB_OK;
@@ -449,7 +450,7 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
         }
         pb_tcp_socket_tune(fd);
         c = tcp_conn_new(fd, 1);
-        if (c == NULL || pb_job_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
+        if (c == NULL || pb_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
             pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
                          &c->source_id) != PB_OK) {
             pb_warn("tcp: refusing an importer: out of resources");

@@ -18,10 +18,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/rendezvous.h"
 #include "rsm/tcp/tcp_impl.h"
-#include "util/job.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/time.h"
 
 /* Move @len bytes over the blocking handshake, giving up at @deadline. */
@@ -126,7 +127,7 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
                         int timeout_ms, int *fd_p)
 {
     int64_t deadline = pb_time_now_ms() + timeout_ms;
-    const pb_job_t *job = pb_job_get();
+    const pb_boot_identity_t *job = pb_boot_identity_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
     pb_tcp_welcome_t welcome;
@@ -171,7 +172,7 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
     auth.node = job->node_id;
     auth.pid = (uint32_t)getpid();
     snprintf(auth.job_id, sizeof(auth.job_id), "%s", job->id);
-    if (pb_job_random_bytes(auth.nonce, sizeof(auth.nonce)) != 0) {
+    if (pb_random_bytes(auth.nonce, sizeof(auth.nonce)) != 0) {
         status = PB_ERR_NO_RESOURCE;
         goto err;
     }
@@ -347,7 +348,7 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
     pb_status_t status;
     int fd;
 
-    if (c->export_rx.lookup.node != pb_job_get()->node_id) {
+    if (c->export_rx.lookup.node != pb_boot_identity_get()->node_id) {
         pb_tcp_reply(c, frame, PB_ERR_UNREACHABLE, 0, 0, 0, NULL, 0); /* ask that node */
         return;
     }
@@ -394,7 +395,7 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
         dir.port = pb_tcp.port;
         /* the solo job has no secret: this process's own key goes to
          * processes of the same user, which the kernel vouches for here */
-        if (!pb_job_get()->has_secret &&
+        if (!pb_boot_identity_get()->has_secret &&
             getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
             cred.uid == geteuid()) {
             dir.has_key = 1;

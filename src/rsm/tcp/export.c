@@ -9,9 +9,9 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/rendezvous.h"
 #include "rsm/tcp/tcp_impl.h"
-#include "util/job.h"
 #include "util/log.h"
 
 static pb_tcp_slot_t *tcp_slot_of(pb_tcp_conn_t *c, uint32_t slot)
@@ -248,7 +248,7 @@ pb_status_t pb_tcp_export_rebind(pb_rsm_export_t *seg, void *vaddr)
 pb_status_t pb_tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
     pb_tcp_export_t *te = seg->tl;
-    rsm_node_id_t node = pb_job_get()->node_id;
+    rsm_node_id_t node = pb_boot_identity_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
     int fd;

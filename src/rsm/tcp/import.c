@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "boot/identity.h"
 #include "rsm/tcp/tcp_impl.h"
-#include "util/job.h"
 #include "util/log.h"
 
 static pb_tcp_request_t *tcp_request_find(pb_tcp_conn_t *c, uint32_t tag)
@@ -177,7 +177,7 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     pthread_mutex_init(&ti->lock, NULL);
     status = pb_tcp_lookup(im->node, im->segid, &dir, TCP_CONNECT_TIMEOUT_MS);
     if (status == PB_OK) {
-        if (pb_job_get()->has_secret) {
+        if (pb_boot_identity_get()->has_secret) {
             pb_tcp_key_of_job(key);
         } else if (dir.has_key) {
             memcpy(key, dir.key, sizeof(key));
@@ -187,8 +187,8 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
         }
         peer.sin_addr.s_addr = dir.addr;
         peer.sin_port = htons(dir.port);
-    } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_job_get()->node_id &&
-               pb_job_get()->has_secret) {
+    } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id &&
+               pb_boot_identity_get()->has_secret) {
         /* a node of the job in another namespace or on another host */
         pb_tcp_key_of_job(key);
         status = pb_tcp_relay_lookup(im->node, im->segid, key, &peer);
@@ -198,7 +198,7 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     im->tl = ti;
     /* the rails: the node's addresses, when the one the exporter gave is
      * among them; that one (known to answer) is connected first */
-    count = pb_job_get()->has_secret ? pb_tcp_node_addrs(im->node, addrs) : 0;
+    count = pb_boot_identity_get()->has_secret ? pb_tcp_node_addrs(im->node, addrs) : 0;
     for (int i = 0; i < count; i++) {
         if (addrs[i] == peer.sin_addr.s_addr)
             first = i;

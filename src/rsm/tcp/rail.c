@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "boot/identity.h"
 #include "rsm/tcp/tcp_impl.h"
-#include "util/job.h"
 #include "util/log.h"
 
 int pb_tcp_rail_carries_events(const pb_tcp_import_t *ti, const pb_tcp_conn_t *c)
@@ -36,7 +36,7 @@ void pb_tcp_rail_link(int rail, rsm_node_id_t node, rsm_addr_t *hwaddr_p, uint_t
     uint32_t addrs[TCP_MAX_RAILS];
     int count = pb_tcp_node_addrs(node, addrs), down;
 
-    if (count == 0 && node == pb_job_get()->node_id)
+    if (count == 0 && node == pb_boot_identity_get()->node_id)
         count = pb_tcp_local_addrs(addrs);
     /* a rail the node does not have, or one whose connection broke last */
     pthread_mutex_lock(&pb_tcp.lock);

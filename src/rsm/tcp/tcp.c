@@ -15,12 +15,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/service.h"
 #include "rsm/tcp.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/config.h"
-#include "util/job.h"
 #include "util/log.h"
+#include "util/random.h"
 
 pb_tcp_state_t pb_tcp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -100,7 +101,7 @@ pb_status_t pb_tcp_start(void)
     pb_tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
                             ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
                             : SIZE_MAX;
-    if (pb_job_random_bytes(pb_tcp.local_key, sizeof(pb_tcp.local_key)) != 0)
+    if (pb_random_bytes(pb_tcp.local_key, sizeof(pb_tcp.local_key)) != 0)
         return PB_ERR_NO_RESOURCE;
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
@@ -180,7 +181,13 @@ pb_status_t pb_tcp_listen(void)
     return PB_OK;
 }
 
-pb_status_t pb_rsm_tcp_endpoint(char *buf, size_t len)
+/* Listen for other nodes' importers (starting the RSM service thread if
+ * needed) and write "a.b.c.d:port" into @buf, or "a.b.c.d,e.f.g.h:port"
+ * with one address per rail when the process has several.  Reads no job
+ * identity, so it may run before the job is complete.
+ * @return PB_OK; PB_ERR_NO_RESOURCE (no socket or thread),
+ * PB_ERR_INVALID_PARAM (POSTBOX_TCP_ADDR malformed, or @buf too short). */
+static pb_status_t tcp_endpoint(char *buf, size_t len)
 {
     pb_status_t status;
 
@@ -208,6 +215,20 @@ pb_status_t pb_rsm_tcp_endpoint(char *buf, size_t len)
     pthread_mutex_unlock(&pb_tcp.lock);
     pthread_mutex_unlock(&pb_rsm_lock);
     return status;
+}
+
+pb_status_t pb_tcp_kvs_contribute(int rank, pb_boot_kvs_put_func_t put, void *ctx)
+{
+    char key[32], endpoint[96];
+
+    if (tcp_endpoint(endpoint, sizeof(endpoint)) != PB_OK) {
+        pb_warn("rank %d cannot listen for tcp imports: other nodes reach its node through "
+                "its other ranks only",
+                rank);
+        return PB_OK;
+    }
+    snprintf(key, sizeof(key), TCP_KVS_KEY_FMT, rank);
+    return put(ctx, key, endpoint);
 }
 
 static void tcp_query(pb_rsm_caps_t *caps_p)
