@@ -6,8 +6,9 @@
  * fences, and reads every rank's value; the nodes are the distinct values,
  * numbered in order of their lowest rank.  Under Hydra or Slurm (no
  * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname, and rank 0
- * puts a fresh secret as pb-job-secret before the same fence, as do the
- * layers above that registered a contribution (boot/boot.h).
+ * puts a fresh secret as pb-job-secret before the same fence.  Before it
+ * too, every rank runs the contributions the layers above registered
+ * (boot/boot.h).
  */
 #include <pthread.h>
 #include <stdio.h>

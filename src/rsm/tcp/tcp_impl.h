@@ -260,11 +260,13 @@ typedef pb_status_t (*pb_tcp_ready_func_t)(void *arg);
 
 /* ---- rails: small inline helpers ------------------------------------------ */
 
+/* Whether @rail's connection broke (a dead rail's always has). */
 static inline int pb_tcp_rail_broken(const pb_tcp_rail_t *rail)
 {
     return atomic_load_explicit(&rail->conn->failure, memory_order_acquire) != PB_OK;
 }
 
+/* How many rails of @ti are in use (not failed over). */
 static inline int pb_tcp_live_rails(const pb_tcp_import_t *ti)
 {
     int live = 0;

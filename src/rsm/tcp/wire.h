@@ -3,9 +3,11 @@
  * docs/tcp.md.  This file holds what can be checked without a socket: the
  * message layouts, their encoding (little endian on the wire), the checks
  * every frame header passes, the receive state machine that turns a byte
- * stream into frames, and the exporter's bounds check of a frame against
- * the segment it names.  tcp.c drives it from sockets; the libFuzzer target
- * tests/fuzz/fuzz_tcp_wire.c drives it from arbitrary bytes.
+ * stream into frames, and what the exporter does with a frame given the
+ * slot it names (where the payload goes, the bounds check against the
+ * segment, the word-last store).  The other files of src/rsm/tcp/ drive it
+ * from sockets; the libFuzzer target tests/fuzz/fuzz_tcp_wire.c drives the
+ * same code from arbitrary bytes.
  *
  * A connection goes from an importing process to an exporting process.
  * After the handshake (hello, auth, welcome: a challenge-response on a
