@@ -288,7 +288,12 @@ void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void
     pb_tcp_conn_flush(c);
 }
 
-pb_status_t pb_tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count)
+/* Write @iov to @c, blocking until done (connection sockets are blocking;
+ * every other send and receive says MSG_DONTWAIT); the caller holds
+ * c->send_lock and nothing else, so this process keeps reading meanwhile.
+ * A dead peer or link ends the wait with an error (TCP_USER_TIMEOUT), as
+ * does pb_tcp_conn_fail's shutdown. */
+static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count)
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
 
@@ -354,7 +359,7 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
             poll(&pfd, 1, TCP_WAIT_SLICE_MS);
         }
     }
-    status = pb_tcp_conn_write(c, iov, iov_count);
+    status = tcp_conn_write(c, iov, iov_count);
     pthread_mutex_unlock(&c->send_lock);
     return status;
 }

@@ -308,8 +308,7 @@ pb_status_t pb_tcp_start(void);
 /* Listen for importers.  Caller holds pb_rsm_lock and pb_tcp.lock. */
 pb_status_t pb_tcp_listen(void);
 
-/* ---- connections (conn.c): objects, the outgoing queue, sending, the handshake's exporter side,
- * accepting --- */
+/* ---- connections (conn.c): objects, sending, the exporter's handshake --- */
 
 /* POSTBOX_TCP_TIMEOUT_MS: how long a silent peer or link is waited for, in ms. */
 long pb_tcp_timeout_ms(void);
@@ -350,13 +349,6 @@ void pb_tcp_conn_flush(pb_tcp_conn_t *c);
 /* Queue one frame (and its payload) for a non-blocking send.  Caller holds
  * pb_tcp.lock. */
 void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload);
-
-/* Write @iov to @c, blocking until done (connection sockets are blocking;
- * every other send and receive says MSG_DONTWAIT); the caller holds
- * c->send_lock and nothing else, so this process keeps reading meanwhile.
- * A dead peer or link ends the wait with an error (TCP_USER_TIMEOUT), as
- * does pb_tcp_conn_fail's shutdown. */
-pb_status_t pb_tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count);
 
 /* Send @count frames and their payloads from an application thread, in
  * one write (the receiver reads them together), after anything the
