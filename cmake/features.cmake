@@ -1,6 +1,8 @@
-# Platform feature detection, in one place.  Each result is a PB_HAVE_*
-# macro that is always defined to 0 or 1 (test it with #if, -Wundef catches
-# typos) in the generated header postbox/config.h.
+# Platform feature detection, in one place.  Postbox needs every feature
+# checked here: a missing one stops the configuration.  An optional feature
+# would become a PB_HAVE_* macro always defined to 0 or 1 (tested with #if,
+# -Wundef catches typos) in the generated header postbox/build.h, which
+# today holds the version only.
 include(CheckSymbolExists)
 include(CheckIncludeFile)
 
@@ -8,22 +10,14 @@ set(CMAKE_REQUIRED_DEFINITIONS -D_GNU_SOURCE)
 
 check_symbol_exists(memfd_create "sys/mman.h" PB_HAVE_MEMFD_CREATE)
 check_symbol_exists(SYS_futex_waitv "sys/syscall.h" PB_HAVE_FUTEX_WAITV)
-check_symbol_exists(process_vm_readv "sys/uio.h" PB_HAVE_PROCESS_VM_READV)
 check_include_file("linux/futex.h" PB_HAVE_LINUX_FUTEX_H)
 
-if(NOT PB_HAVE_MEMFD_CREATE OR NOT PB_HAVE_LINUX_FUTEX_H)
-  message(FATAL_ERROR "Postbox needs Linux with memfd_create and futex")
+# futex_waitv (Linux 5.16 headers): rsm_intr_signal_wait_pollfd waits on
+# several event words at once
+if(NOT PB_HAVE_MEMFD_CREATE OR NOT PB_HAVE_LINUX_FUTEX_H OR NOT PB_HAVE_FUTEX_WAITV)
+  message(FATAL_ERROR "Postbox needs Linux with memfd_create, futex and futex_waitv")
 endif()
 
-foreach(var PB_HAVE_MEMFD_CREATE PB_HAVE_FUTEX_WAITV PB_HAVE_PROCESS_VM_READV
-            PB_HAVE_LINUX_FUTEX_H)
-  if(${var})
-    set(${var} 1)
-  else()
-    set(${var} 0)
-  endif()
-endforeach()
-
 set(POSTBOX_CONFIG_DIR ${CMAKE_BINARY_DIR}/generated)
-configure_file(${CMAKE_SOURCE_DIR}/cmake/config.h.in
-               ${POSTBOX_CONFIG_DIR}/postbox/config.h)
+configure_file(${CMAKE_SOURCE_DIR}/cmake/build.h.in
+               ${POSTBOX_CONFIG_DIR}/postbox/build.h)

@@ -18,15 +18,17 @@
 #define POSTBOX_JOB_H
 
 #include <stddef.h>
-
-#include "postbox/rsm.h"
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Node ids are RSM node ids (rsm_node_id_t of postbox/rsm.h, the same
+ * type); this header stands alone. */
+
 /* postbox_job_node() of a rank outside the job */
-#define POSTBOX_JOB_NODE_NONE ((rsm_node_id_t)-1)
+#define POSTBOX_JOB_NODE_NONE ((uint32_t)-1)
 
 /* longest key and value of postbox_job_kvs_put, terminating NUL included */
 #define POSTBOX_JOB_KVS_KEY_MAX 64
@@ -65,14 +67,14 @@ int postbox_job_node_count(void);
  * @return the node id; POSTBOX_JOB_NODE_NONE if @rank is outside the job
  *         or before postbox_job_init.
  */
-rsm_node_id_t postbox_job_node(int rank);
+uint32_t postbox_job_node(int rank);
 
 /**
  * The name of @node: "<hostname>/<virtual node>", e.g. "host/0".  The
  * string lives until postbox_job_finalize.
  * @return the name; NULL if @node is not a node of the job.
  */
-const char *postbox_job_node_name(rsm_node_id_t node);
+const char *postbox_job_node_name(uint32_t node);
 
 /**
  * Store the ranks on this process's node, ascending, in @ranks (at most

@@ -6,7 +6,9 @@
  * fences, and reads every rank's value; the nodes are the distinct values,
  * numbered in order of their lowest rank.  Under Hydra or Slurm (no
  * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname, and rank 0
- * puts a fresh secret as pb-job-secret before the same fence.
+ * puts a fresh secret as pb-job-secret before the same fence.  Before it
+ * too, every rank runs the contributions the layers above registered
+ * (boot/boot.h).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -14,17 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot/boot.h"
+#include "boot/identity.h"
 #include "boot/pmi.h"
-#include "rsm/tcp.h"
 #include "postbox/job.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/job.h"
 #include "util/log.h"
+#include "util/random.h"
 
 #define JOB_NODE_KEY_FMT "pb-node-%d"
 #define JOB_SECRET_KEY "pb-job-secret"
-#define JOB_TCP_KEY_FMT "pb-tcp-%d"
 #define JOB_NODE_NAME_MAX 300
 
 typedef enum {
@@ -34,14 +36,17 @@ typedef enum {
 } job_state_t;
 
 static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+/* what the layers above put in the node exchange (boot/boot.h) */
+static pb_boot_kvs_contributor_func_t job_contributors[PB_BOOT_KVS_CONTRIBUTORS_MAX];
+static int job_contributor_count;
 static struct {
     job_state_t state;
     pb_boot_pmi_t *pmi;
     int rank;
     int size;
     int node_count;
-    rsm_node_id_t *rank_node; /* size entries */
-    char **node_names;        /* node_count entries */
+    uint32_t *rank_node; /* size entries */
+    char **node_names;   /* node_count entries */
 } boot;
 
 /* ---- init -------------------------------------------------------------------- */
@@ -83,14 +88,14 @@ static void pb_boot_job_id_from_kvsname(const char *kvsname, char *id, size_t le
 /* Rank 0 makes the secret and puts it; call before the fence. */
 static pb_status_t pb_boot_job_secret_put(pb_boot_pmi_t *pmi)
 {
-    uint8_t secret[PB_JOB_SECRET_LEN];
-    char hex[2 * PB_JOB_SECRET_LEN + 1];
+    uint8_t secret[PB_BOOT_SECRET_LEN];
+    char hex[2 * PB_BOOT_SECRET_LEN + 1];
 
-    if (pb_job_random_bytes(secret, sizeof(secret)) < 0) {
+    if (pb_random_bytes(secret, sizeof(secret)) < 0) {
         pb_error("cannot make a job secret: getrandom failed: %m");
         return PB_ERR_IO;
     }
-    for (int i = 0; i < PB_JOB_SECRET_LEN; i++)
+    for (int i = 0; i < PB_BOOT_SECRET_LEN; i++)
         snprintf(hex + 2 * i, 3, "%02x", secret[i]);
     return pb_boot_pmi_put(pmi, JOB_SECRET_KEY, hex);
 }
@@ -103,7 +108,7 @@ static pb_status_t pb_boot_job_identity_set(pb_boot_pmi_t *pmi, const char *id, 
     int found;
 
     if (!need_secret)
-        return pb_job_set_identity(id, NULL);
+        return pb_boot_identity_set(id, NULL);
     status = pb_boot_pmi_get(pmi, JOB_SECRET_KEY, hex, sizeof(hex), &found);
     if (status != PB_OK)
         return status;
@@ -111,7 +116,7 @@ static pb_status_t pb_boot_job_identity_set(pb_boot_pmi_t *pmi, const char *id, 
         pb_error("rank 0 put no %s in the key-value space", JOB_SECRET_KEY);
         return PB_ERR_PROTOCOL;
     }
-    return pb_job_set_identity(id, hex);
+    return pb_boot_identity_set(id, hex);
 }
 
 /* Fetch every rank's node name and number the nodes. */
@@ -151,7 +156,7 @@ static pb_status_t pb_boot_job_nodes_build(pb_boot_pmi_t *pmi, int size)
             }
             boot.node_count++;
         }
-        boot.rank_node[r] = (rsm_node_id_t)node;
+        boot.rank_node[r] = (uint32_t)node;
     }
     return PB_OK;
 }
@@ -170,7 +175,7 @@ static void pb_boot_job_nodes_free(void)
 }
 
 /* Make the computed node this process's RSM node id. */
-static pb_status_t pb_boot_job_node_set(rsm_node_id_t node)
+static pb_status_t pb_boot_job_node_set(uint32_t node)
 {
     const char *explicit_id = getenv("POSTBOX_NODE_ID");
 
@@ -182,14 +187,21 @@ static pb_status_t pb_boot_job_node_set(rsm_node_id_t node)
                     "%u",
                     explicit_id, (unsigned)node, boot.node_count, (unsigned)node);
     }
-    return pb_job_set_node(node);
+    return pb_boot_identity_set_node(node);
+}
+
+/* The put the contributors are handed: @ctx is the PMI client. */
+static pb_status_t pb_boot_job_kvs_put(void *ctx, const char *key, const char *value)
+{
+    return pb_boot_pmi_put(ctx, key, value);
 }
 
 static pb_status_t pb_boot_job_init(void)
 {
-    const pb_job_t *job = pb_job_peek(); /* reads the environment, not freezing */
+    const pb_boot_identity_t *job =
+        pb_boot_identity_peek(); /* reads the environment, not freezing */
     char key[PB_BOOT_PMI_KEY_MAX], name[JOB_NODE_NAME_MAX];
-    char foreign_id[PB_JOB_ID_MAX], endpoint[96];
+    char foreign_id[PB_BOOT_ID_MAX];
     int foreign, need_secret;
     pb_boot_pmi_t *pmi;
     pb_status_t status;
@@ -213,17 +225,10 @@ static pb_status_t pb_boot_job_init(void)
     status = pb_boot_pmi_put(pmi, key, name);
     if (status != PB_OK)
         goto err_finalize;
-    /* where this rank listens for the tcp transport: an importer on another
-     * node asks that node's ranks where a segment is exported */
-    if (pb_rsm_tcp_endpoint(endpoint, sizeof(endpoint)) == PB_OK) {
-        snprintf(key, sizeof(key), JOB_TCP_KEY_FMT, boot.rank);
-        status = pb_boot_pmi_put(pmi, key, endpoint);
+    for (int i = 0; i < job_contributor_count; i++) {
+        status = job_contributors[i](boot.rank, pb_boot_job_kvs_put, pmi);
         if (status != PB_OK)
             goto err_finalize;
-    } else {
-        pb_warn("rank %d cannot listen for tcp imports: other nodes reach its node through "
-                "its other ranks only",
-                boot.rank);
     }
     if (need_secret && boot.rank == 0) {
         status = pb_boot_job_secret_put(pmi);
@@ -245,8 +250,8 @@ static pb_status_t pb_boot_job_init(void)
     if (status != PB_OK)
         goto err_free_nodes;
     boot.pmi = pmi;
-    pb_debug("job %s: rank %d of %d on node %u (%s) of %d", pb_job_peek()->id, boot.rank, boot.size,
-             (unsigned)boot.rank_node[boot.rank], name, boot.node_count);
+    pb_debug("job %s: rank %d of %d on node %u (%s) of %d", pb_boot_identity_peek()->id, boot.rank,
+             boot.size, (unsigned)boot.rank_node[boot.rank], name, boot.node_count);
     return PB_OK;
 
 err_free_nodes:
@@ -254,6 +259,14 @@ err_free_nodes:
 err_finalize:
     pb_boot_pmi_finalize(pmi);
     return status;
+}
+
+pb_status_t pb_boot_kvs_contribute(pb_boot_kvs_contributor_func_t fn)
+{
+    if (job_contributor_count == PB_BOOT_KVS_CONTRIBUTORS_MAX)
+        return PB_ERR_NO_RESOURCE;
+    job_contributors[job_contributor_count++] = fn;
+    return PB_OK;
 }
 
 PB_EXPORT int postbox_job_init(void)
@@ -296,7 +309,7 @@ PB_EXPORT int postbox_job_size(void)
 
 PB_EXPORT const char *postbox_job_id(void)
 {
-    return boot.state == JOB_STATE_READY ? pb_job_peek()->id : NULL;
+    return boot.state == JOB_STATE_READY ? pb_boot_identity_peek()->id : NULL;
 }
 
 PB_EXPORT int postbox_job_node_count(void)
@@ -304,23 +317,23 @@ PB_EXPORT int postbox_job_node_count(void)
     return boot.state == JOB_STATE_READY ? boot.node_count : -1;
 }
 
-PB_EXPORT rsm_node_id_t postbox_job_node(int rank)
+PB_EXPORT uint32_t postbox_job_node(int rank)
 {
     if (boot.state != JOB_STATE_READY || rank < 0 || rank >= boot.size)
         return POSTBOX_JOB_NODE_NONE;
     return boot.rank_node[rank];
 }
 
-PB_EXPORT const char *postbox_job_node_name(rsm_node_id_t node)
+PB_EXPORT const char *postbox_job_node_name(uint32_t node)
 {
-    if (boot.state != JOB_STATE_READY || node >= (rsm_node_id_t)boot.node_count)
+    if (boot.state != JOB_STATE_READY || node >= (uint32_t)boot.node_count)
         return NULL;
     return boot.node_names[node];
 }
 
 PB_EXPORT int postbox_job_local_ranks(int *ranks, int max)
 {
-    rsm_node_id_t mine;
+    uint32_t mine;
     int count = 0;
 
     if (!pb_boot_job_ready("postbox_job_local_ranks"))

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "mpi/mpi_impl.h"
-#include "postbox/config.h"
+#include "postbox/build.h"
 
 /* Store the version of the MPI standard this library follows (MPI_VERSION,
  * MPI_SUBVERSION: 5.0) in @version and @subversion.

@@ -11,6 +11,7 @@
  * errors go to MPI_COMM_SELF's error handler.
  */
 #include <postbox/job.h>
+#include <postbox/rsm.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util/job.h"
+#include "boot/identity.h"
 #include "util/log.h"
+#include "util/random.h"
 
 #define RENDEZVOUS_BACKLOG 128
 /* random ids tried before giving up when the library picks one */
@@ -22,7 +23,7 @@ void pb_rsm_rendezvous_name(struct sockaddr_un *addr, socklen_t *len_p, const ch
     addr->sun_family = AF_UNIX;
     /* sun_path[0] == 0: the abstract namespace */
     n = snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "%s/%s/%u/%08x", prefix,
-                 pb_job_get()->id, (unsigned)node, (unsigned)segid);
+                 pb_boot_identity_get()->id, (unsigned)node, (unsigned)segid);
     *len_p = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
@@ -59,7 +60,7 @@ pb_status_t pb_rsm_rendezvous_listen(const char *prefix, rsm_node_id_t node,
         for (int i = 0; i < RENDEZVOUS_PICK_TRIES && fd < 0; i++) {
             uint32_t pick;
 
-            if (pb_job_random_bytes(&pick, sizeof(pick)) != 0)
+            if (pb_random_bytes(&pick, sizeof(pick)) != 0)
                 break;
             segid = pick | RSM_USER_APP_ID_BASE;
             fd = rendezvous_bind(prefix, node, segid);

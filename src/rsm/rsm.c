@@ -2,7 +2,8 @@
  * The public RSM API: argument checks, then a dispatch to the controller's
  * transport.  Every check that does not depend on the transport is made
  * here, once, and a failed check changes nothing.  pb_status_t becomes an
- * RSMERR_* code in one table, rsm_status_to_error().
+ * RSMERR_* code in one table, api_status_to_error().  The file's own
+ * helpers are named api_*, apart from the public rsm_* calls.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,17 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "postbox/config.h"
+#include "boot/identity.h"
 #include "postbox/job.h"
 #include "rsm/rsm_impl.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/job.h"
+#include "util/futex.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define RSM_ACL_MAX_ENTRIES 65536
 #define RSM_POLLFD_MAX 64
@@ -53,7 +54,7 @@ static const struct {
     {PB_ERR_BAD_ADDRESS, RSMERR_BAD_ADDR},
 };
 
-static int rsm_status_to_error(pb_status_t status)
+static int api_status_to_error(pb_status_t status)
 {
     if (PB_LIKELY(status == PB_OK))
         return RSM_SUCCESS;
@@ -124,7 +125,7 @@ PB_EXPORT const char *rsm_strerror(int code)
 
 PB_EXPORT rsm_node_id_t rsm_get_local_nodeid(void)
 {
-    return pb_job_get()->node_id;
+    return pb_boot_identity_get()->node_id;
 }
 
 /* ---- controllers ------------------------------------------------------------ */
@@ -133,7 +134,7 @@ static struct __rsmapi_controller_handle *controllers[8];
 
 /* A forked child holds no progress claim (the claiming thread is its
  * parent's): it claims again if it polls. */
-static void rsm_atfork_child(void)
+static void api_atfork_child(void)
 {
     for (size_t i = 0; i < PB_ARRAY_SIZE(controllers); i++) {
         if (controllers[i] != NULL)
@@ -141,12 +142,12 @@ static void rsm_atfork_child(void)
     }
 }
 
-static size_t rsm_page_size(void)
+static size_t api_page_size(void)
 {
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static int rsm_controller_is_held(rsmapi_controller_handle_t controller)
+static int api_controller_is_held(rsmapi_controller_handle_t controller)
 {
     return pb_rsm_handle_is_valid(PB_RSM_HANDLE_CONTROLLER, controller) && controller->refcount > 0;
 }
@@ -195,7 +196,7 @@ PB_EXPORT int rsm_get_controller_attr(rsmapi_controller_handle_t controller,
 {
     pb_rsm_caps_t caps;
 
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         return RSMERR_BAD_CTLR_HNDL;
     if (attr == NULL)
         return RSMERR_BAD_ADDR;
@@ -218,7 +219,7 @@ PB_EXPORT int rsm_release_controller(rsmapi_controller_handle_t controller)
     int ret = RSM_SUCCESS;
 
     pthread_mutex_lock(&pb_rsm_lock);
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         ret = RSMERR_BAD_CTLR_HNDL;
     else
         controller->refcount--;
@@ -228,13 +229,13 @@ PB_EXPORT int rsm_release_controller(rsmapi_controller_handle_t controller)
 
 /* Claims count per controller handle, so that a release without its claim
  * is refused rather than taking another thread's claim away. */
-static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int delta)
+static int api_progress_claim_change(rsmapi_controller_handle_t controller, int delta)
 {
     static int atfork_registered; /* (under pb_rsm_lock) */
     const pb_rsm_transport_t *transport;
 
     pthread_mutex_lock(&pb_rsm_lock);
-    if (!rsm_controller_is_held(controller)) {
+    if (!api_controller_is_held(controller)) {
         pthread_mutex_unlock(&pb_rsm_lock);
         return RSMERR_BAD_CTLR_HNDL;
     }
@@ -243,7 +244,7 @@ static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int 
         return RSMERR_BAD_MODE;
     }
     if (!atfork_registered) {
-        pthread_atfork(NULL, NULL, rsm_atfork_child);
+        pthread_atfork(NULL, NULL, api_atfork_child);
         atfork_registered = 1;
     }
     controller->progress_claims += delta;
@@ -257,12 +258,12 @@ static int rsm_progress_claim_change(rsmapi_controller_handle_t controller, int 
 
 PB_EXPORT int pb_rsm_progress_claim(rsmapi_controller_handle_t controller)
 {
-    return rsm_progress_claim_change(controller, +1);
+    return api_progress_claim_change(controller, +1);
 }
 
 PB_EXPORT int pb_rsm_progress_release(rsmapi_controller_handle_t controller)
 {
-    return rsm_progress_claim_change(controller, -1);
+    return api_progress_claim_change(controller, -1);
 }
 
 /* ---- topology ------------------------------------------------------------------ */
@@ -270,7 +271,7 @@ PB_EXPORT int pb_rsm_progress_release(rsmapi_controller_handle_t controller)
 PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
 {
     const pb_rsm_transport_t *const *list;
-    rsm_node_id_t local = pb_job_get()->node_id;
+    rsm_node_id_t local = pb_boot_identity_get()->node_id;
     int job_nodes = postbox_job_node_count();
     size_t count, entries = 0, head, total, reached[PB_RSM_TRANSPORTS_MAX];
     int rails[PB_RSM_TRANSPORTS_MAX];
@@ -351,9 +352,9 @@ PB_EXPORT void rsm_free_interconnect_topology(rsm_topology_t *topology_data)
 
 /* ---- export side ------------------------------------------------------------------ */
 
-static int rsm_check_export_memory(void *vaddr, size_t size)
+static int api_check_export_memory(void *vaddr, size_t size)
 {
-    size_t page = rsm_page_size();
+    size_t page = api_page_size();
 
     if (vaddr == NULL)
         return RSMERR_BAD_ADDR;
@@ -373,11 +374,11 @@ PB_EXPORT int rsm_memseg_export_create(rsmapi_controller_handle_t controller,
     pb_status_t status;
     int ret;
 
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         return RSMERR_BAD_CTLR_HNDL;
     if (memseg == NULL)
         return RSMERR_BAD_ADDR;
-    ret = rsm_check_export_memory(vaddr, size);
+    ret = api_check_export_memory(vaddr, size);
     if (ret != RSM_SUCCESS)
         return ret;
     controller->transport->query(&caps);
@@ -399,7 +400,7 @@ PB_EXPORT int rsm_memseg_export_create(rsmapi_controller_handle_t controller,
     status = controller->transport->export_create(seg);
     if (status != PB_OK) {
         pb_rsm_handle_free(PB_RSM_HANDLE_EXPORT, seg);
-        ret = rsm_status_to_error(status);
+        ret = api_status_to_error(status);
         goto out;
     }
     *memseg = seg;
@@ -442,7 +443,7 @@ PB_EXPORT int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void *
         ret = RSMERR_REBIND_NOT_ALLOWED;
         goto out;
     }
-    ret = rsm_check_export_memory(vaddr, size);
+    ret = api_check_export_memory(vaddr, size);
     if (ret != RSM_SUCCESS)
         goto out;
     if (size != memseg->size) {
@@ -450,14 +451,14 @@ PB_EXPORT int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void *
         goto out;
     }
     if (vaddr != memseg->vaddr)
-        ret = rsm_status_to_error(memseg->controller->transport->export_rebind(memseg, vaddr));
+        ret = api_status_to_error(memseg->controller->transport->export_rebind(memseg, vaddr));
 out:
     pthread_mutex_unlock(&pb_rsm_lock);
     return ret;
 }
 
 /* Check an access list and copy it into *@copy_p (NULL for "every node"). */
-static int rsm_acl_copy(rsmapi_access_entry_t *list, uint_t length, rsmapi_access_entry_t **copy_p)
+static int api_acl_copy(rsmapi_access_entry_t *list, uint_t length, rsmapi_access_entry_t **copy_p)
 {
     rsmapi_access_entry_t *copy;
 
@@ -508,7 +509,7 @@ PB_EXPORT int rsm_memseg_export_publish(rsm_memseg_export_handle_t memseg,
         ret = RSMERR_RESERVED_SEGID;
         goto out;
     }
-    ret = rsm_acl_copy(access_list, access_list_length, &acl);
+    ret = api_acl_copy(access_list, access_list_length, &acl);
     if (ret != RSM_SUCCESS)
         goto out;
     /* the service thread reads the list when an importer knocks */
@@ -519,7 +520,7 @@ PB_EXPORT int rsm_memseg_export_publish(rsm_memseg_export_handle_t memseg,
         memseg->acl = NULL;
         memseg->acl_length = 0;
         free(acl);
-        ret = rsm_status_to_error(status);
+        ret = api_status_to_error(status);
         goto out;
     }
     memseg->segid = segid;
@@ -546,7 +547,7 @@ PB_EXPORT int rsm_memseg_export_republish(rsm_memseg_export_handle_t memseg,
         ret = RSMERR_SEG_NOT_PUBLISHED;
         goto out;
     }
-    ret = rsm_acl_copy(access_list, access_list_length, &acl);
+    ret = api_acl_copy(access_list, access_list_length, &acl);
     if (ret != RSM_SUCCESS)
         goto out;
     free(memseg->acl);
@@ -569,7 +570,7 @@ PB_EXPORT int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg)
     } else if (memseg->pollfd_refs > 0) {
         ret = RSMERR_POLLFD_IN_USE;
     } else {
-        ret = rsm_status_to_error(memseg->controller->transport->export_unpublish(memseg));
+        ret = api_status_to_error(memseg->controller->transport->export_unpublish(memseg));
         if (ret == RSM_SUCCESS) {
             memseg->published = 0;
             free(memseg->acl);
@@ -608,7 +609,7 @@ int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, 
 
 /* ---- import side ------------------------------------------------------------------ */
 
-static int rsm_perm_is_valid(rsm_permission_t perm)
+static int api_perm_is_valid(rsm_permission_t perm)
 {
     return perm == RSM_PERM_READ || perm == RSM_PERM_WRITE || perm == RSM_PERM_RDWR;
 }
@@ -621,11 +622,11 @@ PB_EXPORT int rsm_memseg_import_connect(rsmapi_controller_handle_t controller,
     rsm_memseg_import_handle_t im;
     pb_status_t status;
 
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         return RSMERR_BAD_CTLR_HNDL;
     if (im_memseg == NULL)
         return RSMERR_BAD_ADDR;
-    if (!rsm_perm_is_valid(perm))
+    if (!api_perm_is_valid(perm))
         return RSMERR_BAD_PERMS;
     if (!controller->transport->reaches(node_id))
         return RSMERR_REMOTE_NODE_UNREACHABLE;
@@ -643,7 +644,7 @@ PB_EXPORT int rsm_memseg_import_connect(rsmapi_controller_handle_t controller,
     status = controller->transport->import_connect(im);
     if (status != PB_OK) {
         pb_rsm_handle_free(PB_RSM_HANDLE_IMPORT, im);
-        return rsm_status_to_error(status);
+        return api_status_to_error(status);
     }
     *im_memseg = im;
     return RSM_SUCCESS;
@@ -669,7 +670,7 @@ PB_EXPORT int rsm_memseg_import_disconnect(rsm_memseg_import_handle_t im_memseg)
 }
 
 /* The checks every put and get makes before it touches anything. */
-static inline int rsm_check_access(rsm_memseg_import_handle_t im, off_t offset, const void *buf,
+static inline int api_check_access(rsm_memseg_import_handle_t im, off_t offset, const void *buf,
                                    size_t length, rsm_permission_t needed)
 {
     if (PB_UNLIKELY(!pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, im)))
@@ -688,27 +689,27 @@ static inline int rsm_check_access(rsm_memseg_import_handle_t im, off_t offset, 
 PB_EXPORT int rsm_memseg_import_put(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                     void *src_addr, size_t length)
 {
-    int ret = rsm_check_access(im_memseg, offset, src_addr, length, RSM_PERM_WRITE);
+    int ret = api_check_access(im_memseg, offset, src_addr, length, RSM_PERM_WRITE);
 
     if (PB_UNLIKELY(ret != RSM_SUCCESS) || length == 0)
         return ret;
-    return rsm_status_to_error(
+    return api_status_to_error(
         im_memseg->transport->put(im_memseg, (size_t)offset, src_addr, length));
 }
 
 PB_EXPORT int rsm_memseg_import_get(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                     void *dst_addr, size_t length)
 {
-    int ret = rsm_check_access(im_memseg, offset, dst_addr, length, RSM_PERM_READ);
+    int ret = api_check_access(im_memseg, offset, dst_addr, length, RSM_PERM_READ);
 
     if (PB_UNLIKELY(ret != RSM_SUCCESS) || length == 0)
         return ret;
-    return rsm_status_to_error(
+    return api_status_to_error(
         im_memseg->transport->get(im_memseg, (size_t)offset, dst_addr, length));
 }
 
 /* put or get @rep_cnt items of @item bytes at an offset aligned to @item */
-static int rsm_transfer_items(rsm_memseg_import_handle_t im, off_t offset, void *datap,
+static int api_transfer_items(rsm_memseg_import_handle_t im, off_t offset, void *datap,
                               ulong_t rep_cnt, size_t item, int is_put)
 {
     size_t length;
@@ -728,53 +729,53 @@ static int rsm_transfer_items(rsm_memseg_import_handle_t im, off_t offset, void 
 PB_EXPORT int rsm_memseg_import_put8(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                      uint8_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 1, 1);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 1, 1);
 }
 
 PB_EXPORT int rsm_memseg_import_put16(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint16_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 2, 1);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 2, 1);
 }
 
 PB_EXPORT int rsm_memseg_import_put32(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint32_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 4, 1);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 4, 1);
 }
 
 PB_EXPORT int rsm_memseg_import_put64(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint64_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 8, 1);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 8, 1);
 }
 
 PB_EXPORT int rsm_memseg_import_get8(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                      uint8_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 1, 0);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 1, 0);
 }
 
 PB_EXPORT int rsm_memseg_import_get16(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint16_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 2, 0);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 2, 0);
 }
 
 PB_EXPORT int rsm_memseg_import_get32(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint32_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 4, 0);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 4, 0);
 }
 
 PB_EXPORT int rsm_memseg_import_get64(rsm_memseg_import_handle_t im_memseg, off_t offset,
                                       uint64_t *datap, ulong_t rep_cnt)
 {
-    return rsm_transfer_items(im_memseg, offset, datap, rep_cnt, 8, 0);
+    return api_transfer_items(im_memseg, offset, datap, rep_cnt, 8, 0);
 }
 
 /* Resolve iovec entry @io to a local address, checking its handle. */
-static int rsm_iovec_local(const rsm_iovec_t *io, char **addr_p)
+static int api_iovec_local(const rsm_iovec_t *io, char **addr_p)
 {
     if (io->io_type == RSM_VA_TYPE) {
         if (io->local.vaddr == NULL)
@@ -793,7 +794,7 @@ static int rsm_iovec_local(const rsm_iovec_t *io, char **addr_p)
     return RSM_SUCCESS;
 }
 
-static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
+static int api_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
 {
     char *locals[RSM_MAX_SGIOREQS];
     rsm_memseg_import_handle_t im;
@@ -810,11 +811,11 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
     for (i = 0; i < count; i++) {
         const rsm_iovec_t *io = &sg_io->iovec[i];
 
-        ret = rsm_iovec_local(io, &locals[i]);
+        ret = api_iovec_local(io, &locals[i]);
         if (ret == RSM_SUCCESS && io->remote_offset > (size_t)LLONG_MAX)
             ret = RSMERR_BAD_OFFSET;
         if (ret == RSM_SUCCESS)
-            ret = rsm_check_access(im, (off_t)io->remote_offset, locals[i], io->transfer_length,
+            ret = api_check_access(im, (off_t)io->remote_offset, locals[i], io->transfer_length,
                                    needed);
         if (ret == RSM_SUCCESS && is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) &&
             i == count - 1) {
@@ -843,10 +844,10 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
             n++;
         }
         if (n > 0)
-            ret = rsm_status_to_error(im->transport->put_vector(
+            ret = api_status_to_error(im->transport->put_vector(
                 im, entries, n, signal, (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) != 0));
         else if (signal)
-            ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
+            ret = api_status_to_error(im->transport->import_signal_post(im, 1));
         /* (a failed transfer may have applied any of them: none counts) */
         sg_io->io_residual_count = ret == RSM_SUCCESS ? 0 : count;
         return ret;
@@ -855,7 +856,7 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         const rsm_iovec_t *io = &sg_io->iovec[i];
 
         if (is_put && (sg_io->flags & PB_RSM_PUT_FIRST_WORD_LAST) && i == count - 1) {
-            ret = rsm_status_to_error(im->transport->put_word_last(im, io->remote_offset, locals[i],
+            ret = api_status_to_error(im->transport->put_word_last(im, io->remote_offset, locals[i],
                                                                    io->transfer_length, signal));
             signal = 0;
         } else if (is_put) {
@@ -870,25 +871,25 @@ static int rsm_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
     }
     sg_io->io_residual_count = count - i;
     if (ret == RSM_SUCCESS && signal)
-        ret = rsm_status_to_error(im->transport->import_signal_post(im, 1));
+        ret = api_status_to_error(im->transport->import_signal_post(im, 1));
     return ret;
 }
 
 PB_EXPORT int rsm_memseg_import_putv(rsm_scat_gath_t *sg_io)
 {
-    return rsm_transfer_vector(sg_io, 1);
+    return api_transfer_vector(sg_io, 1);
 }
 
 PB_EXPORT int rsm_memseg_import_getv(rsm_scat_gath_t *sg_io)
 {
-    return rsm_transfer_vector(sg_io, 0);
+    return api_transfer_vector(sg_io, 0);
 }
 
 PB_EXPORT int rsm_memseg_import_map(rsm_memseg_import_handle_t im_memseg, void **address,
                                     rsm_attribute_t attr, rsm_permission_t perm, off_t offset,
                                     size_t length)
 {
-    size_t page = rsm_page_size();
+    size_t page = api_page_size();
     pb_rsm_caps_t caps;
     void *addr;
     pb_status_t status;
@@ -903,7 +904,7 @@ PB_EXPORT int rsm_memseg_import_map(rsm_memseg_import_handle_t im_memseg, void *
         ret = RSMERR_SEG_ALREADY_MAPPED;
     } else if (attr != RSM_MAP_NONE && attr != RSM_MAP_FIXED) {
         ret = RSMERR_BAD_MODE;
-    } else if (!rsm_perm_is_valid(perm)) {
+    } else if (!api_perm_is_valid(perm)) {
         ret = RSMERR_BAD_PERMS;
     } else if (perm & ~im_memseg->perm) {
         ret = RSMERR_PERM_DENIED;
@@ -925,7 +926,7 @@ PB_EXPORT int rsm_memseg_import_map(rsm_memseg_import_handle_t im_memseg, void *
         addr = *address;
         status = im_memseg->transport->map(im_memseg, &addr, attr == RSM_MAP_FIXED,
                                            (perm & RSM_PERM_WRITE) != 0, (size_t)offset, length);
-        ret = status == PB_ERR_NO_MEMORY ? RSMERR_MAP_FAILED : rsm_status_to_error(status);
+        ret = status == PB_ERR_NO_MEMORY ? RSMERR_MAP_FAILED : api_status_to_error(status);
         if (ret == RSM_SUCCESS) {
             im_memseg->map_addr = addr;
             im_memseg->map_length = length;
@@ -958,13 +959,13 @@ PB_EXPORT int rsm_memseg_import_unmap(rsm_memseg_import_handle_t im_memseg)
 /* ---- barriers ------------------------------------------------------------------------ */
 
 /* privdata of an initialised barrier points here; gnum is 1 while open */
-static const char rsm_barrier_marker = 'B';
+static const char api_barrier_marker = 'B';
 
-static int rsm_barrier_check(const rsmapi_barrier_t *barrier)
+static int api_barrier_check(const rsmapi_barrier_t *barrier)
 {
     if (barrier == NULL)
         return RSMERR_BAD_BARRIER_PTR;
-    if (barrier->privdata != &rsm_barrier_marker)
+    if (barrier->privdata != &api_barrier_marker)
         return RSMERR_BARRIER_UNINITIALIZED;
     if (!pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, barrier->seg))
         return RSMERR_BAD_SEG_HNDL;
@@ -983,21 +984,21 @@ PB_EXPORT int rsm_memseg_import_init_barrier(rsm_memseg_import_handle_t im_memse
         return RSMERR_BAD_MODE;
     barrier->seg = im_memseg;
     barrier->gnum = 0;
-    barrier->privdata = (void *)&rsm_barrier_marker;
+    barrier->privdata = (void *)&api_barrier_marker;
     return RSM_SUCCESS;
 }
 
 PB_EXPORT int rsm_memseg_import_open_barrier(rsmapi_barrier_t *barrier)
 {
     rsm_memseg_import_handle_t im;
-    int ret = rsm_barrier_check(barrier);
+    int ret = api_barrier_check(barrier);
 
     if (ret != RSM_SUCCESS)
         return ret;
     if (barrier->gnum != 0)
         return RSMERR_BARRIER_OPEN_FAILED;
     im = barrier->seg;
-    ret = rsm_status_to_error(im->transport->barrier_open(im));
+    ret = api_status_to_error(im->transport->barrier_open(im));
     if (ret == RSM_SUCCESS)
         barrier->gnum = 1;
     return ret;
@@ -1006,20 +1007,20 @@ PB_EXPORT int rsm_memseg_import_open_barrier(rsmapi_barrier_t *barrier)
 PB_EXPORT int rsm_memseg_import_order_barrier(rsmapi_barrier_t *barrier)
 {
     rsm_memseg_import_handle_t im;
-    int ret = rsm_barrier_check(barrier);
+    int ret = api_barrier_check(barrier);
 
     if (ret != RSM_SUCCESS)
         return ret;
     if (barrier->gnum == 0)
         return RSMERR_BARRIER_NOT_OPENED;
     im = barrier->seg;
-    return rsm_status_to_error(im->transport->barrier_order(im));
+    return api_status_to_error(im->transport->barrier_order(im));
 }
 
 PB_EXPORT int rsm_memseg_import_close_barrier(rsmapi_barrier_t *barrier)
 {
     rsm_memseg_import_handle_t im;
-    int ret = rsm_barrier_check(barrier);
+    int ret = api_barrier_check(barrier);
 
     if (ret != RSM_SUCCESS)
         return ret;
@@ -1027,14 +1028,14 @@ PB_EXPORT int rsm_memseg_import_close_barrier(rsmapi_barrier_t *barrier)
         return RSMERR_BARRIER_NOT_OPENED;
     barrier->gnum = 0;
     im = barrier->seg;
-    return rsm_status_to_error(im->transport->barrier_close(im));
+    return api_status_to_error(im->transport->barrier_close(im));
 }
 
 PB_EXPORT int rsm_memseg_import_destroy_barrier(rsmapi_barrier_t *barrier)
 {
     if (barrier == NULL)
         return RSMERR_BAD_BARRIER_PTR;
-    if (barrier->privdata != &rsm_barrier_marker)
+    if (barrier->privdata != &api_barrier_marker)
         return RSMERR_BARRIER_UNINITIALIZED;
     barrier->privdata = NULL;
     barrier->seg = NULL;
@@ -1075,14 +1076,14 @@ PB_EXPORT int rsm_intr_signal_post(void *memseg, uint_t flags)
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, memseg)) {
         rsm_memseg_import_handle_t im = memseg;
 
-        return rsm_status_to_error(im->transport->import_signal_post(im, accumulate));
+        return api_status_to_error(im->transport->import_signal_post(im, accumulate));
     }
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
         rsm_memseg_export_handle_t seg = memseg;
 
         if (!seg->published)
             return RSMERR_SEG_NOT_PUBLISHED;
-        return rsm_status_to_error(seg->controller->transport->export_signal_post(seg, accumulate));
+        return api_status_to_error(seg->controller->transport->export_signal_post(seg, accumulate));
     }
     return RSMERR_BAD_SEG_HNDL;
 }
@@ -1092,14 +1093,14 @@ PB_EXPORT int rsm_intr_signal_wait(void *memseg, int timeout)
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, memseg)) {
         rsm_memseg_import_handle_t im = memseg;
 
-        return rsm_status_to_error(im->transport->import_signal_wait(im, timeout));
+        return api_status_to_error(im->transport->import_signal_wait(im, timeout));
     }
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
         rsm_memseg_export_handle_t seg = memseg;
 
         if (!seg->published)
             return RSMERR_SEG_NOT_PUBLISHED;
-        return rsm_status_to_error(seg->controller->transport->export_signal_wait(seg, timeout));
+        return api_status_to_error(seg->controller->transport->export_signal_wait(seg, timeout));
     }
     return RSMERR_BAD_SEG_HNDL;
 }
@@ -1111,20 +1112,20 @@ PB_EXPORT int rsm_intr_signal_wait(void *memseg, int timeout)
 static struct {
     int fd;
     void *memseg;
-} rsm_pollfds[RSM_POLLFD_MAX];
-static int rsm_pollfd_count;
+} api_pollfds[RSM_POLLFD_MAX];
+static int api_pollfd_count;
 
-static int rsm_pollfd_find(void *memseg)
+static int api_pollfd_find(void *memseg)
 {
-    for (int i = 0; i < rsm_pollfd_count; i++) {
-        if (rsm_pollfds[i].memseg == memseg)
+    for (int i = 0; i < api_pollfd_count; i++) {
+        if (api_pollfds[i].memseg == memseg)
             return i;
     }
     return -1;
 }
 
 /* The pollfd reference count of @memseg, or NULL if it is not a handle. */
-static int *rsm_pollfd_refs(void *memseg)
+static int *api_pollfd_refs(void *memseg)
 {
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, memseg))
         return &((rsm_memseg_import_handle_t)memseg)->pollfd_refs;
@@ -1139,7 +1140,7 @@ PB_EXPORT int rsm_memseg_get_pollfd(void *memseg, struct pollfd *poll_fd)
     int index, ret = RSM_SUCCESS;
 
     pthread_mutex_lock(&pb_rsm_lock);
-    refs = rsm_pollfd_refs(memseg);
+    refs = api_pollfd_refs(memseg);
     if (refs == NULL) {
         ret = RSMERR_BAD_SEG_HNDL;
         goto out;
@@ -1153,11 +1154,11 @@ PB_EXPORT int rsm_memseg_get_pollfd(void *memseg, struct pollfd *poll_fd)
         ret = RSMERR_SEG_NOT_PUBLISHED;
         goto out;
     }
-    index = rsm_pollfd_find(memseg);
+    index = api_pollfd_find(memseg);
     if (index < 0) {
         int fd;
 
-        if (rsm_pollfd_count == RSM_POLLFD_MAX) {
+        if (api_pollfd_count == RSM_POLLFD_MAX) {
             ret = RSMERR_INSUFFICIENT_RESOURCES;
             goto out;
         }
@@ -1167,12 +1168,12 @@ PB_EXPORT int rsm_memseg_get_pollfd(void *memseg, struct pollfd *poll_fd)
             ret = RSMERR_INSUFFICIENT_RESOURCES;
             goto out;
         }
-        index = rsm_pollfd_count++;
-        rsm_pollfds[index].fd = fd;
-        rsm_pollfds[index].memseg = memseg;
+        index = api_pollfd_count++;
+        api_pollfds[index].fd = fd;
+        api_pollfds[index].memseg = memseg;
     }
     (*refs)++;
-    poll_fd->fd = rsm_pollfds[index].fd;
+    poll_fd->fd = api_pollfds[index].fd;
     poll_fd->events = POLLRDNORM;
     poll_fd->revents = 0;
 out:
@@ -1186,15 +1187,15 @@ PB_EXPORT int rsm_memseg_release_pollfd(void *memseg)
     int index, ret = RSM_SUCCESS;
 
     pthread_mutex_lock(&pb_rsm_lock);
-    refs = rsm_pollfd_refs(memseg);
-    index = rsm_pollfd_find(memseg);
+    refs = api_pollfd_refs(memseg);
+    index = api_pollfd_find(memseg);
     if (refs == NULL) {
         ret = RSMERR_BAD_SEG_HNDL;
     } else if (*refs == 0 || index < 0) {
         ret = RSMERR_POLLFD_IN_USE;
     } else if (--(*refs) == 0) {
-        close(rsm_pollfds[index].fd);
-        rsm_pollfds[index] = rsm_pollfds[--rsm_pollfd_count];
+        close(api_pollfds[index].fd);
+        api_pollfds[index] = api_pollfds[--api_pollfd_count];
     }
     pthread_mutex_unlock(&pb_rsm_lock);
     return ret;
@@ -1202,12 +1203,12 @@ PB_EXPORT int rsm_memseg_release_pollfd(void *memseg)
 
 /* Consume a pending event of @memseg without waiting: RSM_SUCCESS, or
  * RSMERR_TIMEOUT when none is pending, or the segment's error. */
-static int rsm_pollfd_try_consume(void *memseg)
+static int api_pollfd_try_consume(void *memseg)
 {
     return rsm_intr_signal_wait(memseg, 0);
 }
 
-static const _Atomic uint32_t *rsm_event_word(void *memseg)
+static const _Atomic uint32_t *api_event_word(void *memseg)
 {
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, memseg)) {
         rsm_memseg_import_handle_t im = memseg;
@@ -1225,7 +1226,7 @@ static const _Atomic uint32_t *rsm_event_word(void *memseg)
 /* Count the calling thread among the sleepers on @memseg's event word
  * (@delta +1 or -1), for transports whose posts from other processes wake
  * only counted sleepers. */
-static void rsm_event_waiters(void *memseg, int delta)
+static void api_event_waiters(void *memseg, int delta)
 {
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
         rsm_memseg_export_handle_t seg = memseg;
@@ -1241,7 +1242,6 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
     void *segs[RSM_POLLFD_MAX];
     struct futex_waitv waits[RSM_POLLFD_MAX];
     int64_t deadline_ns = -1;
-    struct timespec now;
     int ready;
 
     if (fds == NULL || nfds == 0 || nfds > RSM_POLLFD_MAX)
@@ -1250,21 +1250,20 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
     for (nfds_t i = 0; i < nfds; i++) {
         int index = -1;
 
-        for (int j = 0; j < rsm_pollfd_count; j++) {
-            if (rsm_pollfds[j].fd == fds[i].fd)
+        for (int j = 0; j < api_pollfd_count; j++) {
+            if (api_pollfds[j].fd == fds[i].fd)
                 index = j;
         }
         if (index < 0) {
             pthread_mutex_unlock(&pb_rsm_lock);
             return RSMERR_BAD_ARGS_ERRORS;
         }
-        segs[i] = rsm_pollfds[index].memseg;
+        segs[i] = api_pollfds[index].memseg;
     }
     pthread_mutex_unlock(&pb_rsm_lock);
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
     if (timeout >= 0)
-        deadline_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + (int64_t)timeout * 1000000;
+        deadline_ns = pb_time_now_ns() + (int64_t)timeout * 1000000;
     for (;;) {
         struct timespec until;
         int64_t now_ns, until_ns;
@@ -1274,7 +1273,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
          * so that a post after the checks ends the wait */
         atomic_fetch_add(&pb_rsm_event_sleepers, 1);
         for (nfds_t i = 0; i < nfds; i++) {
-            const _Atomic uint32_t *word = rsm_event_word(segs[i]);
+            const _Atomic uint32_t *word = api_event_word(segs[i]);
 
             if (word == NULL) {
                 atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
@@ -1287,7 +1286,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
         }
         ready = 0;
         for (nfds_t i = 0; i < nfds; i++) {
-            int code = rsm_pollfd_try_consume(segs[i]);
+            int code = api_pollfd_try_consume(segs[i]);
 
             fds[i].revents = 0;
             if (code == RSM_SUCCESS) {
@@ -1298,8 +1297,7 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
                 ready++;
             }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+        now_ns = pb_time_now_ns();
         if (ready > 0 || (deadline_ns >= 0 && now_ns >= deadline_ns)) {
             atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
             if (ready > 0)
@@ -1317,10 +1315,10 @@ PB_EXPORT int rsm_intr_signal_wait_pollfd(struct pollfd fds[], nfds_t nfds, int 
          * after their post: before, they wake us; after, the words moved
          * since the snapshot and futex_waitv returns at once */
         for (nfds_t i = 0; i < nfds; i++)
-            rsm_event_waiters(segs[i], 1);
-        ret = syscall(SYS_futex_waitv, waits, (unsigned)nfds, 0, &until, CLOCK_MONOTONIC);
+            api_event_waiters(segs[i], 1);
+        ret = pb_futex_waitv(waits, (unsigned)nfds, &until);
         for (nfds_t i = 0; i < nfds; i++)
-            rsm_event_waiters(segs[i], -1);
+            api_event_waiters(segs[i], -1);
         atomic_fetch_sub(&pb_rsm_event_sleepers, 1);
         if (ret < 0 && errno == EINTR)
             return RSMERR_INTERRUPTED;
@@ -1338,7 +1336,7 @@ PB_EXPORT int rsm_create_localmemory_handle(rsmapi_controller_handle_t controlle
 {
     rsm_localmemory_handle_t handle;
 
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         return RSMERR_BAD_CTLR_HNDL;
     if (local_handle_p == NULL || local_vaddr == NULL)
         return RSMERR_BAD_ADDR;
@@ -1356,7 +1354,7 @@ PB_EXPORT int rsm_create_localmemory_handle(rsmapi_controller_handle_t controlle
 PB_EXPORT int rsm_free_localmemory_handle(rsmapi_controller_handle_t controller,
                                           rsm_localmemory_handle_t local_handle)
 {
-    if (!rsm_controller_is_held(controller))
+    if (!api_controller_is_held(controller))
         return RSMERR_BAD_CTLR_HNDL;
     if (!pb_rsm_handle_is_valid(PB_RSM_HANDLE_LOCALMEM, local_handle))
         return RSMERR_BAD_LOCALMEM_HNDL;

@@ -118,7 +118,10 @@ int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, 
 extern _Atomic int pb_rsm_event_sleepers;
 
 /* The lock of the RSM control path (create, publish, connect, ...) and of the
- * service thread; the data path (put, get, barriers, signals) never takes it. */
+ * service thread.  The shm data path never takes it; the tcp transport's
+ * waits and polls (a barrier, a get, a signal wait or poll, a put that must
+ * wait for a barrier) take it to handle what the sockets delivered
+ * (src/rsm/tcp/tcp_impl.h gives the lock order). */
 extern pthread_mutex_t pb_rsm_lock;
 
 /* The lock of the handle pools (taken inside pb_rsm_lock, never around it). */

@@ -14,18 +14,11 @@
 #include <unistd.h>
 
 #include "rsm/rsm_impl.h"
+#include "util/evset.h"
 #include "util/log.h"
 
 #define SERVICE_MAX_EVENTS 32
 #define LIVENESS_PAGE_SIZE 4096
-
-typedef struct {
-    int fd;
-    uint32_t generation;
-    int in_use;
-    pb_rsm_service_cb_t cb;
-    void *arg;
-} service_entry_t;
 
 /* the liveness page: a robust-list node, then the futex word */
 typedef struct {
@@ -39,14 +32,11 @@ _Static_assert(offsetof(liveness_page_t, word) == PB_RSM_LIVENESS_WORD_OFFSET,
 
 static struct {
     int started;
-    int epoll_fd;
+    pb_evset_t set; /* what the thread watches */
     int liveness_fd;
     liveness_page_t *liveness;
-    service_entry_t *entries;
-    uint32_t entry_count;
-    uint32_t entry_capacity;
     int atfork_registered;
-} service = {.epoll_fd = -1, .liveness_fd = -1};
+} service = {.set = PB_EVSET_INITIALIZER, .liveness_fd = -1};
 
 /* the service thread's robust list: just the liveness node */
 static struct robust_list_head liveness_head;
@@ -60,7 +50,7 @@ static void *service_thread_main(void *unused)
 {
     struct epoll_event events[SERVICE_MAX_EVENTS];
     liveness_page_t *liveness = service.liveness;
-    int epoll_fd = service.epoll_fd;
+    int epoll_fd = service.set.epoll_fd;
 
     /* hold the liveness word: our tid in it, our node on the robust list,
      * so the kernel marks it FUTEX_OWNER_DIED when this process dies */
@@ -83,19 +73,8 @@ static void *service_thread_main(void *unused)
             return NULL;
         }
         pthread_mutex_lock(&pb_rsm_lock);
-        for (int i = 0; i < count; i++) {
-            uint32_t slot = (uint32_t)events[i].data.u64;
-            uint32_t generation = (uint32_t)(events[i].data.u64 >> 32);
-            service_entry_t *entry;
-
-            /* the entry may have been removed since epoll_wait returned */
-            if (slot >= service.entry_count)
-                continue;
-            entry = &service.entries[slot];
-            if (!entry->in_use || entry->generation != generation)
-                continue;
-            entry->cb(entry->arg, events[i].events);
-        }
+        /* (an entry removed since epoll_wait returned is skipped) */
+        pb_evset_dispatch(&service.set, events, count);
         pthread_mutex_unlock(&pb_rsm_lock);
     }
 }
@@ -122,17 +101,15 @@ static void service_atfork_child(void)
     pthread_mutex_init(&pb_rsm_handle_lock, NULL);
     if (!service.started)
         return;
-    for (uint32_t i = 0; i < service.entry_count; i++) {
-        if (service.entries[i].in_use)
-            close(service.entries[i].fd);
+    for (uint32_t i = 0; i < service.set.count; i++) {
+        if (service.set.entries[i].in_use)
+            close(service.set.entries[i].fd);
     }
-    free(service.entries);
-    service.entries = NULL;
-    service.entry_count = service.entry_capacity = 0;
-    close(service.epoll_fd);
+    close(service.set.epoll_fd);
+    pb_evset_forget(&service.set);
     close(service.liveness_fd);
     munmap(service.liveness, LIVENESS_PAGE_SIZE);
-    service.epoll_fd = service.liveness_fd = -1;
+    service.liveness_fd = -1;
     service.liveness = NULL;
     service.started = 0;
 }
@@ -150,11 +127,8 @@ pb_status_t pb_rsm_service_start(void)
         pthread_atfork(service_atfork_prepare, service_atfork_parent, service_atfork_child);
         service.atfork_registered = 1;
     }
-    service.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-    if (service.epoll_fd < 0) {
-        pb_error("epoll_create1 failed: %m");
+    if (pb_evset_open(&service.set) != PB_OK)
         goto err;
-    }
     service.liveness_fd = memfd_create("postbox-liveness", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (service.liveness_fd < 0) {
         pb_error("memfd_create failed: %m");
@@ -203,8 +177,8 @@ err_close_liveness:
     close(service.liveness_fd);
     service.liveness_fd = -1;
 err_close_epoll:
-    close(service.epoll_fd);
-    service.epoll_fd = -1;
+    close(service.set.epoll_fd);
+    service.set.epoll_fd = -1;
 err:
     return PB_ERR_NO_RESOURCE;
 }
@@ -217,72 +191,30 @@ int pb_rsm_service_liveness_fd(void)
 pb_status_t pb_rsm_service_add(int fd, uint32_t events, pb_rsm_service_cb_t cb, void *arg,
                                uint64_t *id_p)
 {
-    struct epoll_event event = {.events = events};
-    service_entry_t *entry;
-    uint32_t slot;
-    pb_status_t status;
+    pb_status_t status = pb_rsm_service_start();
 
-    status = pb_rsm_service_start();
     if (status != PB_OK)
         return status;
-    for (slot = 0; slot < service.entry_count; slot++) {
-        if (!service.entries[slot].in_use)
-            break;
-    }
-    if (slot == service.entry_count) {
-        if (service.entry_count == service.entry_capacity) {
-            uint32_t capacity = service.entry_capacity ? 2 * service.entry_capacity : 16;
-            service_entry_t *grown = realloc(service.entries, capacity * sizeof(*grown));
-
-            if (grown == NULL)
-                return PB_ERR_NO_MEMORY;
-            service.entries = grown;
-            service.entry_capacity = capacity;
-        }
-        service.entries[slot].generation = 0;
-        service.entry_count++;
-    }
-    entry = &service.entries[slot];
-    entry->generation++;
-    event.data.u64 = (uint64_t)entry->generation << 32 | slot;
-    if (epoll_ctl(service.epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
-        pb_error("epoll_ctl(ADD, fd %d) failed: %m", fd);
-        return PB_ERR_IO;
-    }
-    entry->fd = fd;
-    entry->cb = cb;
-    entry->arg = arg;
-    entry->in_use = 1;
-    *id_p = event.data.u64;
-    return PB_OK;
+    return pb_evset_add(&service.set, fd, events, cb, arg, id_p);
 }
 
 pb_status_t pb_rsm_service_rearm(uint64_t id, uint32_t events)
 {
-    uint32_t slot = (uint32_t)id;
-    struct epoll_event event = {.events = events, .data.u64 = id};
+    pb_status_t status = pb_evset_modify(&service.set, id, events);
 
-    if (slot >= service.entry_count || !service.entries[slot].in_use ||
-        service.entries[slot].generation != (uint32_t)(id >> 32))
-        return PB_ERR_INVALID_PARAM;
-    if (epoll_ctl(service.epoll_fd, EPOLL_CTL_MOD, service.entries[slot].fd, &event) != 0) {
-        pb_error("epoll_ctl(MOD, fd %d) failed: %m", service.entries[slot].fd);
-        return PB_ERR_IO;
-    }
-    return PB_OK;
+    if (status == PB_ERR_IO)
+        pb_error("epoll_ctl(MOD, fd %d) failed: %m", pb_evset_get(&service.set, id)->fd);
+    return status;
 }
 
 void pb_rsm_service_remove(uint64_t id)
 {
-    uint32_t slot = (uint32_t)id;
-    service_entry_t *entry;
+    pb_evset_entry_t *entry = pb_evset_get(&service.set, id);
+    int fd;
 
-    if (slot >= service.entry_count)
+    if (entry == NULL)
         return;
-    entry = &service.entries[slot];
-    if (!entry->in_use || entry->generation != (uint32_t)(id >> 32))
-        return;
-    epoll_ctl(service.epoll_fd, EPOLL_CTL_DEL, entry->fd, NULL);
-    close(entry->fd);
-    entry->in_use = 0;
+    fd = entry->fd;
+    pb_evset_remove(&service.set, id);
+    close(fd);
 }

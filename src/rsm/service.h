@@ -16,10 +16,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "util/evset.h"
 #include "util/status.h"
 
 /* called with pb_rsm_lock held; @events are epoll events */
-typedef void (*pb_rsm_service_cb_t)(void *arg, uint32_t events);
+typedef pb_evset_func_t pb_rsm_service_cb_t;
 
 /* Watch @fd for @events (EPOLLIN, ...) and call @cb(@arg, events) from the
  * service thread.  Takes ownership of @fd (closed by remove).  Caller holds

@@ -11,28 +11,28 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "boot/identity.h"
 #include "rsm/rendezvous.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
 #include "rsm/shm_layout.h"
 #include "util/compiler.h"
 #include "util/config.h"
-#include "util/job.h"
+#include "util/futex.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/siphash.h"
+#include "util/time.h"
 
 #define SHM_CONNECT_TIMEOUT_S 5
 #define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
@@ -76,43 +76,6 @@ static size_t shm_page_size(void)
 }
 
 /* ---- small system helpers ------------------------------------------------ */
-
-static long shm_futex_wait(pb_shm_word_t *word, uint32_t expected, int timeout_ms)
-{
-    struct timespec rel, *relp = NULL;
-
-    if (timeout_ms >= 0) {
-        rel.tv_sec = timeout_ms / 1000;
-        rel.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-        relp = &rel;
-    }
-    /* shared futex (no FUTEX_PRIVATE_FLAG): the word is in a shared mapping */
-    return syscall(SYS_futex, &word->value, FUTEX_WAIT, expected, relp, NULL, 0);
-}
-
-static void shm_futex_wake_all(pb_shm_word_t *word)
-{
-    syscall(SYS_futex, &word->value, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-static int64_t shm_now_ms(void)
-{
-    struct timespec now;
-
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
-/* remaining ms until @deadline_ms (-1: no deadline), never negative */
-static int shm_remaining_ms(int64_t deadline_ms)
-{
-    int64_t left;
-
-    if (deadline_ms < 0)
-        return -1;
-    left = deadline_ms - shm_now_ms();
-    return left > 0 ? (int)(left > INT_MAX ? INT_MAX : left) : 0;
-}
 
 static int shm_memfd_create(const char *name, size_t size)
 {
@@ -185,20 +148,20 @@ static pb_status_t shm_make_private(void *vaddr, size_t size)
     return PB_OK;
 }
 
-static void shm_mac_key(uint8_t key[PB_JOB_SECRET_LEN])
+static void shm_mac_key(uint8_t key[PB_BOOT_SECRET_LEN])
 {
-    const pb_job_t *job = pb_job_get();
+    const pb_boot_identity_t *job = pb_boot_identity_get();
 
     if (job->has_secret)
-        memcpy(key, job->secret, PB_JOB_SECRET_LEN);
+        memcpy(key, job->secret, PB_BOOT_SECRET_LEN);
     else
-        memset(key, 0, PB_JOB_SECRET_LEN); /* solo job: peers are checked by uid */
+        memset(key, 0, PB_BOOT_SECRET_LEN); /* solo job: peers are checked by uid */
 }
 
 static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
                                 const pb_shm_msg_request_t *req)
 {
-    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t key[PB_BOOT_SECRET_LEN];
     uint8_t buf[16 + PB_SHM_NONCE_LEN + 12 + PB_SHM_NONCE_LEN];
     size_t off = 0;
 
@@ -215,7 +178,7 @@ static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
 static uint64_t shm_reply_mac(const uint8_t request_nonce[PB_SHM_NONCE_LEN],
                               const pb_shm_msg_reply_t *reply)
 {
-    uint8_t key[PB_JOB_SECRET_LEN];
+    uint8_t key[PB_BOOT_SECRET_LEN];
     uint8_t buf[16 + PB_SHM_NONCE_LEN + 16];
     size_t off = 0;
 
@@ -246,7 +209,7 @@ static void shm_query(pb_rsm_caps_t *caps_p)
 
 static int shm_reaches(rsm_node_id_t node)
 {
-    return node == pb_job_get()->node_id;
+    return node == pb_boot_identity_get()->node_id;
 }
 
 /* ---- export side ---------------------------------------------------------- */
@@ -430,7 +393,7 @@ static void shm_conn_handle_request(shm_conn_t *conn)
         return;
     }
     if (req.mac != shm_request_mac(conn->nonce, &req) ||
-        (!pb_job_get()->has_secret && cred.uid != geteuid())) {
+        (!pb_boot_identity_get()->has_secret && cred.uid != geteuid())) {
         pb_info("refused import of segment %#x by pid %d: not of this job", req.segid,
                 (int)cred.pid);
         shm_conn_reply(conn, &req, PB_ERR_PERMISSION, 0);
@@ -504,7 +467,7 @@ static void shm_listen_ready(void *arg, uint32_t events)
         }
         conn->seg = seg;
         conn->fd = fd;
-        if (pb_job_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
+        if (pb_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
             pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
                 PB_OK) {
             pb_warn("refusing an importer of segment %#x: %m", seg->segid);
@@ -556,7 +519,7 @@ static void shm_ctl_release(shm_export_t *se)
 static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
     shm_export_t *se = seg->tl;
-    rsm_node_id_t node = pb_job_get()->node_id;
+    rsm_node_id_t node = pb_boot_identity_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
     int fd;
@@ -594,7 +557,7 @@ static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
      * those asleep in a signal wait are woken to see it */
     atomic_store_explicit(&se->ctl->state.value, PB_SHM_STATE_WITHDRAWN, memory_order_seq_cst);
     atomic_fetch_add_explicit(&se->ctl->import_generation.value, 1, memory_order_seq_cst);
-    shm_futex_wake_all(&se->ctl->import_generation);
+    pb_futex_wake_all(&se->ctl->import_generation.value);
     shm_ctl_release(se);
 
     /* importers may still hold mappings of the data: move this process to
@@ -674,7 +637,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
     pb_shm_msg_hello_t hello;
     pb_shm_msg_request_t req = {
         .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REQUEST},
-        .node = pb_job_get()->node_id,
+        .node = pb_boot_identity_get()->node_id,
         .segid = im->segid,
         .perm = im->perm,
     };
@@ -697,7 +660,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         return PB_ERR_NOT_PUBLISHED;
     if (n != (ssize_t)sizeof(hello) || !shm_msg_hdr_ok(&hello.hdr, PB_SHM_MSG_HELLO))
         return PB_ERR_PROTOCOL;
-    if (pb_job_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
+    if (pb_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
         return PB_ERR_IO;
     req.mac = shm_request_mac(hello.nonce, &req);
     if (send(si->sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
@@ -965,7 +928,7 @@ static pb_status_t shm_export_signal_post(pb_rsm_export_t *seg, int accumulate)
     (void)accumulate;
     atomic_fetch_add_explicit(&ctl->import_generation.value, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&ctl->import_waiters.value, memory_order_seq_cst) != 0)
-        shm_futex_wake_all(&ctl->import_generation);
+        pb_futex_wake_all(&ctl->import_generation.value);
     return PB_OK;
 }
 
@@ -993,19 +956,19 @@ static pb_status_t shm_import_signal_post(pb_rsm_import_t *im, int accumulate)
     }
     /* pairs with the waiter's increment of export_waiters before it sleeps */
     if (atomic_load_explicit(&ctl->export_waiters.value, memory_order_seq_cst) != 0)
-        shm_futex_wake_all(&ctl->export_events);
+        pb_futex_wake_all(&ctl->export_events.value);
     return PB_OK;
 }
 
 static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 {
     pb_shm_ctl_t *ctl = ((shm_export_t *)seg->tl)->ctl;
-    int64_t deadline = timeout_ms < 0 ? -1 : shm_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : pb_time_now_ms() + timeout_ms;
 
     for (;;) {
         uint32_t pending = atomic_load_explicit(&ctl->export_events.value, memory_order_acquire);
         int remaining;
-        long ret;
+        int ret;
 
         while (pending > 0) {
             if (atomic_compare_exchange_weak_explicit(&ctl->export_events.value, &pending,
@@ -1013,13 +976,13 @@ static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
                                                       memory_order_acquire))
                 return PB_OK;
         }
-        remaining = shm_remaining_ms(deadline);
+        remaining = pb_time_remaining_ms(deadline, -1);
         if (remaining == 0)
             return PB_ERR_TIMEOUT;
         if (shm_spin_while_equal(&ctl->export_events, 0))
             continue;
         atomic_fetch_add_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
-        ret = shm_futex_wait(&ctl->export_events, 0, remaining);
+        ret = pb_futex_wait(&ctl->export_events.value, 0, remaining);
         atomic_fetch_sub_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
         if (ret != 0 && errno == EINTR)
             return PB_ERR_INTERRUPTED;
@@ -1030,13 +993,13 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
 {
     shm_import_t *si = im->tl;
     pb_shm_ctl_t *ctl = si->ctl;
-    int64_t deadline = timeout_ms < 0 ? -1 : shm_now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : pb_time_now_ms() + timeout_ms;
 
     for (;;) {
         uint32_t generation =
             atomic_load_explicit(&ctl->import_generation.value, memory_order_acquire);
         int remaining, slice;
-        long ret;
+        int ret;
 
         if (!shm_import_alive(si))
             return PB_ERR_CONN_ABORTED;
@@ -1044,7 +1007,7 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
             si->seen_generation = generation;
             return PB_OK;
         }
-        remaining = shm_remaining_ms(deadline);
+        remaining = pb_time_remaining_ms(deadline, -1);
         if (remaining == 0)
             return PB_ERR_TIMEOUT;
         if (shm_spin_while_equal(&ctl->import_generation, generation))
@@ -1053,7 +1016,7 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
         slice = remaining < 0 || remaining > SHM_IMPORT_WAIT_SLICE_MS ? SHM_IMPORT_WAIT_SLICE_MS
                                                                       : remaining;
         atomic_fetch_add_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
-        ret = shm_futex_wait(&ctl->import_generation, generation, slice);
+        ret = pb_futex_wait(&ctl->import_generation.value, generation, slice);
         atomic_fetch_sub_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
         if (ret != 0 && errno == EINTR)
             return PB_ERR_INTERRUPTED;

@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "boot/boot.h"
+#include "rsm/tcp.h"
 #include "util/compiler.h"
 
 static const pb_rsm_transport_t *const transports[] = {
@@ -12,6 +14,15 @@ static const pb_rsm_transport_t *const transports[] = {
 };
 
 _Static_assert(PB_ARRAY_SIZE(transports) <= PB_RSM_TRANSPORTS_MAX, "raise PB_RSM_TRANSPORTS_MAX");
+
+/* What the transports put in the job's key-value exchange, registered with
+ * Boot (which names no RSM code) when the library is loaded, so that every
+ * postbox_job_init runs them: the tcp transport's endpoint. */
+__attribute__((constructor)) static void transport_kvs_register(void)
+{
+    /* (one of PB_BOOT_KVS_CONTRIBUTORS_MAX: it cannot fail) */
+    (void)pb_boot_kvs_contribute(pb_tcp_kvs_contribute);
+}
 
 /* other names users know a transport by (RSMAPI's loopback controller) */
 static const struct {

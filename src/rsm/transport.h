@@ -1,6 +1,6 @@
 /*
- * The RSM transport interface: one ops table per transport (shm now, tcp
- * and ofi later), registered in transport.c.  The dispatcher in rsm.c has
+ * The RSM transport interface: one ops table per transport (shm and tcp),
+ * registered in transport.c.  The dispatcher in rsm.c has
  * checked every argument (handles, bounds, alignment, permissions of the
  * import) before an op runs, so ops check only what the transport alone
  * can know.  Ops return pb_status_t; rsm.c maps it to RSMERR_* in one table.

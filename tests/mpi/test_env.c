@@ -8,7 +8,7 @@
 
 #include "harness.h"
 
-#include "postbox/config.h"
+#include "postbox/build.h"
 
 static void case_abi_get_version_is_1_0(void)
 {

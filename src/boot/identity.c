@@ -1,22 +1,20 @@
-#include "util/job.h"
+#include "boot/identity.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "util/config.h"
 #include "util/log.h"
 
-static pb_job_t job;
+static pb_boot_identity_t job;
 static pthread_once_t job_once = PTHREAD_ONCE_INIT;
-/* set by the first pb_job_get(): from then on the RSM layer may have used
- * the id, secret or node, so they can no longer change */
+/* set by the first pb_boot_identity_get(): from then on the RSM layer may
+ * have used the id, secret or node, so they can no longer change */
 static atomic_int job_frozen;
 
 static int hex_value(int c)
@@ -29,11 +27,11 @@ static int hex_value(int c)
     return -1;
 }
 
-static int job_parse_secret(const char *text, uint8_t secret[PB_JOB_SECRET_LEN])
+static int job_parse_secret(const char *text, uint8_t secret[PB_BOOT_SECRET_LEN])
 {
-    if (strlen(text) != 2 * PB_JOB_SECRET_LEN)
+    if (strlen(text) != 2 * PB_BOOT_SECRET_LEN)
         return -1;
-    for (int i = 0; i < PB_JOB_SECRET_LEN; i++) {
+    for (int i = 0; i < PB_BOOT_SECRET_LEN; i++) {
         int hi = hex_value(text[2 * i]), lo = hex_value(text[2 * i + 1]);
 
         if (hi < 0 || lo < 0)
@@ -47,7 +45,7 @@ static int job_id_valid(const char *id)
 {
     size_t len = strlen(id);
 
-    if (len == 0 || len >= PB_JOB_ID_MAX)
+    if (len == 0 || len >= PB_BOOT_ID_MAX)
         return 0;
     for (size_t i = 0; i < len; i++) {
         if (!isalnum((unsigned char)id[i]) && id[i] != '_' && id[i] != '.' && id[i] != '-')
@@ -68,14 +66,14 @@ static void job_init(void)
     } else {
         if (id != NULL)
             pb_warn("ignoring POSTBOX_JOB_ID '%s': use 1 to %d of [A-Za-z0-9_.-]", id,
-                    PB_JOB_ID_MAX - 1);
+                    PB_BOOT_ID_MAX - 1);
         snprintf(job.id, sizeof(job.id), "solo-%u", (unsigned)getuid());
     }
     if (secret != NULL) {
         if (job_parse_secret(secret, job.secret) == 0)
             job.has_secret = 1;
         else
-            pb_warn("ignoring POSTBOX_JOB_SECRET: not %d hex digits", 2 * PB_JOB_SECRET_LEN);
+            pb_warn("ignoring POSTBOX_JOB_SECRET: not %d hex digits", 2 * PB_BOOT_SECRET_LEN);
         unsetenv("POSTBOX_JOB_SECRET");
     }
     if (node < 0 || node > (long)UINT32_MAX) {
@@ -85,36 +83,36 @@ static void job_init(void)
     job.node_id = (uint32_t)node;
 }
 
-const pb_job_t *pb_job_get(void)
+const pb_boot_identity_t *pb_boot_identity_get(void)
 {
     pthread_once(&job_once, job_init);
     atomic_store_explicit(&job_frozen, 1, memory_order_relaxed);
     return &job;
 }
 
-const pb_job_t *pb_job_peek(void)
+const pb_boot_identity_t *pb_boot_identity_peek(void)
 {
     pthread_once(&job_once, job_init);
     return &job;
 }
 
-pb_status_t pb_job_set_identity(const char *id, const char *secret_hex)
+pb_status_t pb_boot_identity_set(const char *id, const char *secret_hex)
 {
-    uint8_t secret[PB_JOB_SECRET_LEN];
+    uint8_t secret[PB_BOOT_SECRET_LEN];
     int same;
 
-    pb_job_peek();
+    pb_boot_identity_peek();
     if (id != NULL && !job_id_valid(id)) {
-        pb_error("job id '%s' is invalid: use 1 to %d of [A-Za-z0-9_.-]", id, PB_JOB_ID_MAX - 1);
+        pb_error("job id '%s' is invalid: use 1 to %d of [A-Za-z0-9_.-]", id, PB_BOOT_ID_MAX - 1);
         return PB_ERR_INVALID_PARAM;
     }
     if (secret_hex != NULL && job_parse_secret(secret_hex, secret) != 0) {
-        pb_error("job secret is not %d hex digits", 2 * PB_JOB_SECRET_LEN);
+        pb_error("job secret is not %d hex digits", 2 * PB_BOOT_SECRET_LEN);
         return PB_ERR_INVALID_PARAM;
     }
     same = (id == NULL || strcmp(id, job.id) == 0) &&
            (secret_hex == NULL ||
-            (job.has_secret && memcmp(secret, job.secret, PB_JOB_SECRET_LEN) == 0));
+            (job.has_secret && memcmp(secret, job.secret, PB_BOOT_SECRET_LEN) == 0));
     if (same)
         return PB_OK;
     if (atomic_load_explicit(&job_frozen, memory_order_relaxed)) {
@@ -126,15 +124,15 @@ pb_status_t pb_job_set_identity(const char *id, const char *secret_hex)
     if (id != NULL)
         snprintf(job.id, sizeof(job.id), "%s", id);
     if (secret_hex != NULL) {
-        memcpy(job.secret, secret, PB_JOB_SECRET_LEN);
+        memcpy(job.secret, secret, PB_BOOT_SECRET_LEN);
         job.has_secret = 1;
     }
     return PB_OK;
 }
 
-pb_status_t pb_job_set_node(uint32_t node)
+pb_status_t pb_boot_identity_set_node(uint32_t node)
 {
-    pb_job_peek();
+    pb_boot_identity_peek();
     if (node == job.node_id)
         return PB_OK;
     if (atomic_load_explicit(&job_frozen, memory_order_relaxed)) {
@@ -145,22 +143,4 @@ pb_status_t pb_job_set_node(uint32_t node)
     }
     job.node_id = node;
     return PB_OK;
-}
-
-int pb_job_random_bytes(void *nonce, size_t len)
-{
-    uint8_t *out = nonce;
-
-    while (len > 0) {
-        ssize_t got = getrandom(out, len, 0);
-
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        out += got;
-        len -= (size_t)got;
-    }
-    return 0;
 }

@@ -1,7 +1,9 @@
-#include "rsm/tcp_wire.h"
+#include "rsm/tcp/wire.h"
 
 #include <endian.h>
 #include <postbox/rsm.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/siphash.h"
@@ -168,6 +170,52 @@ const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_
     if (frame->offset > slot->size || bytes > slot->size - frame->offset)
         return "access outside the segment";
     return NULL;
+}
+
+/* ---- the exporter's handling of frames ------------------------------------------ */
+
+const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame,
+                                 const pb_tcp_slot_view_t *slot, char **dest_p)
+{
+    const char *why;
+
+    if (frame->type == PB_TCP_ATTACH) {
+        *dest_p = (char *)&rx->attach;
+        return NULL;
+    }
+    if (frame->type == PB_TCP_LOOKUP) {
+        *dest_p = (char *)&rx->lookup;
+        return NULL;
+    }
+    if (slot == NULL)
+        return "frame for a slot that is not attached";
+    if (frame->type != PB_TCP_PUT && frame->type != PB_TCP_GET)
+        return NULL;
+    if (slot->base == NULL)
+        return NULL; /* withdrawn: the data is dropped */
+    why = pb_tcp_frame_check_access(frame, slot);
+    if (why != NULL)
+        return why;
+    if (frame->type == PB_TCP_PUT && (frame->flags & PB_TCP_FLAG_WORD_LAST)) {
+        /* received aside, stored in order once whole (pb_tcp_export_word_last) */
+        if (rx->word_last == NULL && (rx->word_last = malloc(PB_TCP_WORD_LAST_MAX)) == NULL)
+            return "no memory for a word-last put";
+        *dest_p = rx->word_last;
+    } else if (frame->type == PB_TCP_PUT) {
+        *dest_p = slot->base + frame->offset;
+    }
+    return NULL;
+}
+
+void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base)
+{
+    char *to = base + frame->offset;
+    uint32_t word;
+
+    memcpy(to + 4, rx->word_last + 4, frame->length - 4);
+    memcpy(&word, rx->word_last, sizeof(word));
+    /* a reader that sees the first word sees the rest */
+    atomic_store_explicit((_Atomic uint32_t *)to, word, memory_order_release);
 }
 
 /* ---- receive state machine -------------------------------------------------- */

@@ -3,9 +3,11 @@
  * docs/tcp.md.  This file holds what can be checked without a socket: the
  * message layouts, their encoding (little endian on the wire), the checks
  * every frame header passes, the receive state machine that turns a byte
- * stream into frames, and the exporter's bounds check of a frame against
- * the segment it names.  tcp.c drives it from sockets; the libFuzzer target
- * tests/fuzz/fuzz_tcp_wire.c drives it from arbitrary bytes.
+ * stream into frames, and what the exporter does with a frame given the
+ * slot it names (where the payload goes, the bounds check against the
+ * segment, the word-last store).  The other files of src/rsm/tcp/ drive it
+ * from sockets; the libFuzzer target tests/fuzz/fuzz_tcp_wire.c drives the
+ * same code from arbitrary bytes.
  *
  * A connection goes from an importing process to an exporting process.
  * After the handshake (hello, auth, welcome: a challenge-response on a
@@ -166,6 +168,30 @@ typedef struct {
  * [offset, offset + bytes) inside the segment without overflow.
  * @return NULL if allowed, else the reason. */
 const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_slot_view_t *slot);
+
+/* ---- the exporter's handling of frames (pure) --------------------------------- */
+
+/* Where the exporter side receives the payloads that are not segment data. */
+typedef struct {
+    pb_tcp_attach_t attach; /* payload of the ATTACH being received */
+    pb_tcp_lookup_t lookup; /* payload of the LOOKUP being received */
+    char *word_last;        /* of a word-last PUT (PB_TCP_WORD_LAST_MAX); malloc'd on first use */
+} pb_tcp_export_rx_t;
+
+/* The exporter's header callback, but for its state: where the payload of
+ * @frame goes (*@dest_p; left NULL: dropped).  @slot is what the exporter
+ * knows of the slot @frame names: NULL when none is attached (ATTACH and
+ * LOOKUP name none); slot->base NULL once the segment is withdrawn (a
+ * put's data is dropped).  ATTACH and LOOKUP payloads go to @rx, a
+ * word-last put's to rx->word_last, any other put's into the segment.
+ * @return NULL, or why the connection must close. */
+const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame,
+                                 const pb_tcp_slot_view_t *slot, char **dest_p);
+
+/* Store the word-last PUT @frame, received whole in rx->word_last (as
+ * pb_tcp_export_header placed it), into the segment at @base: the rest
+ * first, then the first word with release order. */
+void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base);
 
 /* ---- receive state machine -------------------------------------------------- */
 

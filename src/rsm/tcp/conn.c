@@ -1,0 +1,544 @@
+/*
+ * The tcp transport's connections: the connection objects, the outgoing
+ * queue of the progress engine, blocking writes of application threads,
+ * the exporter side of the handshake (HELLO, AUTH, WELCOME), accepting
+ * importers, and the configuration every connection shares (addresses,
+ * socket options, the key).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "boot/identity.h"
+#include "rsm/tcp/tcp_impl.h"
+#include "util/config.h"
+#include "util/log.h"
+#include "util/random.h"
+
+long pb_tcp_timeout_ms(void)
+{
+    long ms = pb_config_get_long("POSTBOX_TCP_TIMEOUT_MS");
+
+    return ms > 0 ? ms : 2000;
+}
+
+void pb_tcp_socket_tune(int fd)
+{
+    int one = 1, idle = 1, count = 3;
+    unsigned timeout = (unsigned)pb_tcp_timeout_ms();
+    int interval = (int)(timeout / 3000) > 0 ? (int)(timeout / 3000) : 1;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof(timeout));
+}
+
+void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
+{
+    const pb_boot_identity_t *job = pb_boot_identity_get();
+
+    if (job->has_secret)
+        memcpy(key, job->secret, PB_TCP_KEY_LEN);
+    else
+        memcpy(key, pb_tcp.local_key, PB_TCP_KEY_LEN);
+}
+
+int pb_tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS])
+{
+    int count = 0;
+
+    while (*text != '\0') {
+        char one[INET_ADDRSTRLEN];
+        size_t len = strcspn(text, ",");
+        struct in_addr in;
+
+        if (count == TCP_MAX_RAILS || len == 0 || len >= sizeof(one))
+            return 0;
+        memcpy(one, text, len);
+        one[len] = '\0';
+        if (inet_pton(AF_INET, one, &in) != 1)
+            return 0;
+        addrs[count++] = in.s_addr;
+        text += len;
+        if (*text == ',')
+            text++;
+    }
+    return count;
+}
+
+int pb_tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS])
+{
+    const char *text = pb_config_get_string("POSTBOX_TCP_ADDR");
+    int count;
+
+    if (text == NULL || text[0] == '\0')
+        text = getenv("POSTBOX_NETNS_RAILS");
+    if (text == NULL || text[0] == '\0')
+        text = getenv("POSTBOX_NETNS_ADDR");
+    if (text == NULL || text[0] == '\0')
+        text = "127.0.0.1";
+    count = pb_tcp_parse_addrs(text, addrs);
+    if (count == 0)
+        pb_error("POSTBOX_TCP_ADDR: '%s' is not a list of at most %d IPv4 addresses", text,
+                 TCP_MAX_RAILS);
+    return count;
+}
+
+static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const void *b,
+                           size_t b_len)
+{
+    size_t need = a_len + b_len;
+
+    if (q->head == q->tail)
+        q->head = q->tail = 0;
+    if (q->cap - q->tail < need) {
+        size_t used = q->tail - q->head;
+        size_t cap = q->cap ? q->cap : 4096;
+        char *grown;
+
+        while (cap < used + need)
+            cap *= 2;
+        grown = malloc(cap);
+        if (grown == NULL)
+            return 0;
+        if (used > 0)
+            memcpy(grown, q->buf + q->head, used);
+        free(q->buf);
+        q->buf = grown;
+        q->cap = cap;
+        q->head = 0;
+        q->tail = used;
+    }
+    memcpy(q->buf + q->tail, a, a_len);
+    if (b_len > 0)
+        memcpy(q->buf + q->tail + a_len, b, b_len);
+    q->tail += need;
+    return 1;
+}
+
+static pb_tcp_conn_t *tcp_conn_new(int fd, int at_exporter)
+{
+    pb_tcp_conn_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->staging = malloc(TCP_STAGING_SIZE);
+    if (c->staging == NULL) {
+        free(c);
+        return NULL;
+    }
+    c->fd = fd;
+    c->at_exporter = at_exporter;
+    c->next_tag = 1;
+    pthread_mutex_init(&c->send_lock, NULL);
+    return c;
+}
+
+static void tcp_conn_free(pb_tcp_conn_t *c)
+{
+    if (pb_tcp.hot == c)
+        pb_tcp.hot = NULL;
+    pthread_mutex_destroy(&c->send_lock);
+    free(c->outq.buf);
+    free(c->staging);
+    free(c->slot_imports);
+    free(c->slots);
+    free(c->export_rx.word_last);
+    free(c);
+}
+
+static void tcp_conn_unlink(pb_tcp_conn_t *c)
+{
+    for (pb_tcp_conn_t **p = &pb_tcp.conns; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            return;
+        }
+    }
+}
+
+static void tcp_conn_watch(pb_tcp_conn_t *c, uint32_t events)
+{
+    if (c->events != events) {
+        c->events = events;
+        (void)pb_evset_modify(&pb_tcp.sources, c->source_id, events);
+    }
+}
+
+void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
+{
+    int32_t ok = PB_OK;
+
+    if (!atomic_compare_exchange_strong(&c->failure, &ok, (int32_t)status))
+        return;
+    if (c->at_exporter) {
+        if (why != NULL)
+            pb_warn("tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
+                    c->peer_node, why);
+        else
+            pb_info("tcp: importer pid %u closed its connection", c->peer_pid);
+    } else {
+        char addr[INET_ADDRSTRLEN] = "?";
+
+        inet_ntop(AF_INET, &c->peer.sin_addr, addr, sizeof(addr));
+        if (why != NULL)
+            pb_warn("tcp: closing the connection to %s:%u: %s", addr, ntohs(c->peer.sin_port), why);
+        else
+            pb_info("tcp: the exporter at %s:%u closed its connection", addr,
+                    ntohs(c->peer.sin_port));
+    }
+    pb_evset_remove(&pb_tcp.sources, c->source_id);
+    shutdown(c->fd, SHUT_RDWR);
+    if (!c->at_exporter)
+        tcp_conn_unlink(c);
+    while (c->requests != NULL) {
+        pb_tcp_request_t *req = c->requests;
+
+        c->requests = req->next;
+        req->status = status;
+        pb_tcp_word_bump(&req->done);
+    }
+    for (uint32_t i = 0; i < c->slot_import_cap; i++) {
+        pb_rsm_import_t *im = c->slot_imports[i];
+
+        if (im != NULL)
+            pb_tcp_word_bump(&((pb_tcp_import_t *)im->tl)->generation);
+    }
+}
+
+/* A descriptor was closed: accept again if running out had paused it. */
+static void tcp_listen_resume(void)
+{
+    if (pb_tcp.listen_paused) {
+        pb_tcp.listen_paused = 0;
+        (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_id, EPOLLIN);
+    }
+}
+
+void pb_tcp_reap_failed(void)
+{
+    for (pb_tcp_conn_t **p = &pb_tcp.conns; *p != NULL;) {
+        pb_tcp_conn_t *c = *p;
+
+        if (c->at_exporter && atomic_load(&c->failure) != PB_OK) {
+            *p = c->next;
+            for (pb_tcp_relay_t *relay = pb_tcp.relays, *next; relay != NULL; relay = next) {
+                next = relay->next;
+                if (relay->conn == c)
+                    pb_tcp_relay_end(relay);
+            }
+            close(c->fd);
+            tcp_conn_free(c);
+            tcp_listen_resume();
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+void pb_tcp_conn_flush(pb_tcp_conn_t *c)
+{
+    pb_tcp_outq_t *q = &c->outq;
+
+    if (atomic_load(&c->failure) != PB_OK)
+        return;
+    if (q->head != q->tail && pthread_mutex_trylock(&c->send_lock) == 0) {
+        while (q->head != q->tail) {
+            ssize_t n =
+                send(c->fd, q->buf + q->head, q->tail - q->head, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                if (errno == EPIPE || errno == ECONNRESET)
+                    pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer went away */
+                else if (errno != EAGAIN)
+                    pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
+                break;
+            }
+            q->head += (size_t)n;
+        }
+        pthread_mutex_unlock(&c->send_lock);
+    }
+    if (atomic_load(&c->failure) == PB_OK)
+        tcp_conn_watch(c, EPOLLIN | EPOLLRDHUP | (q->head != q->tail ? EPOLLOUT : 0));
+}
+
+void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+{
+    uint8_t header[PB_TCP_FRAME_HEADER_SIZE];
+
+    if (atomic_load(&c->failure) != PB_OK)
+        return;
+    pb_tcp_frame_encode(frame, header);
+    if (!tcp_outq_append(&c->outq, header, sizeof(header), payload, frame->length)) {
+        pb_tcp_conn_fail(c, PB_ERR_NO_MEMORY, "out of memory for the send queue");
+        return;
+    }
+    pb_tcp_conn_flush(c);
+}
+
+/* Write @iov to @c, blocking until done (connection sockets are blocking;
+ * every other send and receive says MSG_DONTWAIT); the caller holds
+ * c->send_lock and nothing else, so this process keeps reading meanwhile.
+ * A dead peer or link ends the wait with an error (TCP_USER_TIMEOUT), as
+ * does pb_tcp_conn_fail's shutdown. */
+static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
+
+    while (msg.msg_iovlen > 0) {
+        ssize_t n;
+
+        if (atomic_load_explicit(&c->failure, memory_order_relaxed) != PB_OK)
+            return PB_ERR_CONN_ABORTED;
+        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return PB_ERR_CONN_ABORTED; /* the reader will see why */
+        }
+        while (msg.msg_iovlen > 0 && (size_t)n >= msg.msg_iov->iov_len) {
+            n -= (ssize_t)msg.msg_iov->iov_len;
+            msg.msg_iov++;
+            msg.msg_iovlen--;
+        }
+        if (msg.msg_iovlen > 0) {
+            msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + n;
+            msg.msg_iov->iov_len -= (size_t)n;
+        }
+    }
+    return PB_OK;
+}
+
+pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *frames,
+                                    const void *const *payloads, int count)
+{
+    uint8_t headers[TCP_GATHER_MAX][PB_TCP_FRAME_HEADER_SIZE];
+    struct iovec iov[2 * TCP_GATHER_MAX];
+    int iov_count = 0;
+    pb_status_t status;
+
+    for (int i = 0; i < count; i++) {
+        pb_tcp_frame_encode(&frames[i], headers[i]);
+        iov[iov_count++] = (struct iovec){headers[i], PB_TCP_FRAME_HEADER_SIZE};
+        if (frames[i].length > 0)
+            iov[iov_count++] = (struct iovec){(void *)payloads[i], frames[i].length};
+    }
+    pthread_mutex_lock(&c->send_lock);
+    if (PB_UNLIKELY(c->outq.head != c->outq.tail)) {
+        /* rare (a DETACH queued while this thread was sending): flush it
+         * first, holding pb_tcp.lock only around non-blocking sends */
+        for (;;) {
+            struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+            int left;
+
+            pthread_mutex_lock(&pb_tcp.lock);
+            while (c->outq.head != c->outq.tail) {
+                ssize_t n = send(c->fd, c->outq.buf + c->outq.head, c->outq.tail - c->outq.head,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+                if (n <= 0)
+                    break;
+                c->outq.head += (size_t)n;
+            }
+            left = c->outq.head != c->outq.tail;
+            pthread_mutex_unlock(&pb_tcp.lock);
+            if (!left || atomic_load(&c->failure) != PB_OK)
+                break;
+            poll(&pfd, 1, TCP_WAIT_SLICE_MS);
+        }
+    }
+    status = tcp_conn_write(c, iov, iov_count);
+    pthread_mutex_unlock(&c->send_lock);
+    return status;
+}
+
+pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
+{
+    return pb_tcp_conn_send_frames(c, frame, &payload, 1);
+}
+
+void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
+{
+    const pb_boot_identity_t *job = pb_boot_identity_get();
+    pb_tcp_welcome_t welcome;
+    uint8_t key[PB_TCP_KEY_LEN];
+    pb_status_t status = PB_OK;
+    ssize_t n;
+
+    n = recv(c->fd, (char *)&c->auth + c->auth_got, sizeof(c->auth) - c->auth_got, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* gave up before it began */
+        return;
+    }
+    if (n < 0)
+        return;
+    c->auth_got += (size_t)n;
+    if (c->auth_got < sizeof(c->auth))
+        return;
+    if (!pb_tcp_msg_hdr_ok(&c->auth.hdr, PB_TCP_MSG_AUTH)) {
+        pb_tcp_conn_fail(c, PB_ERR_PROTOCOL, "malformed handshake");
+        return;
+    }
+    pb_tcp_key_of_job(key);
+    c->peer_node = c->auth.node;
+    c->peer_pid = c->auth.pid;
+    if (memchr(c->auth.job_id, '\0', sizeof(c->auth.job_id)) == NULL ||
+        strcmp(c->auth.job_id, job->id) != 0 ||
+        c->auth.mac != pb_tcp_auth_mac(key, c->nonce, &c->auth)) {
+        pb_info("tcp: refused a connection from pid %u: not of this job", c->peer_pid);
+        status = PB_ERR_PERMISSION;
+    }
+    pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
+    welcome.status = status;
+    welcome.reserved = 0;
+    welcome.mac = pb_tcp_welcome_mac(key, c->auth.nonce, status);
+    /* the first bytes on a fresh socket: they fit its buffer */
+    if (send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+            (ssize_t)sizeof(welcome) ||
+        status != PB_OK) {
+        pb_tcp_conn_fail(c, PB_ERR_PERMISSION, NULL);
+        return;
+    }
+    c->established = 1;
+}
+
+/* Drop the oldest connection still in its handshake if there are
+ * TCP_MAX_HANDSHAKES of them.  Caller holds pb_tcp.lock. */
+static void tcp_handshakes_bound(void)
+{
+    pb_tcp_conn_t *oldest = NULL;
+    unsigned pending = 0;
+
+    /* pb_tcp.conns is newest first */
+    for (pb_tcp_conn_t *c = pb_tcp.conns; c != NULL; c = c->next) {
+        if (c->at_exporter && !c->established && atomic_load(&c->failure) == PB_OK) {
+            pending++;
+            oldest = c;
+        }
+    }
+    if (pending >= TCP_MAX_HANDSHAKES)
+        pb_tcp_conn_fail(oldest, PB_ERR_CONN_ABORTED, "too many connections in their handshake");
+}
+
+void pb_tcp_accept_ready(void *arg, uint32_t events)
+{
+    for (;;) {
+        pb_tcp_hello_t hello;
+        pb_tcp_conn_t *c;
+        int fd;
+
+        tcp_handshakes_bound();
+        fd = accept4(pb_tcp.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /* the listener stays readable: stop watching it until a
+                 * connection closes, or this would spin */
+                pb_warn("tcp: out of file descriptors; not accepting until a connection closes");
+                pb_tcp.listen_paused = 1;
+                (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_id, 0);
+            } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+                pb_warn("tcp: accept failed: %m");
+            }
+            return;
+        }
+        pb_tcp_socket_tune(fd);
+        c = tcp_conn_new(fd, 1);
+        if (c == NULL || pb_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
+            pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
+                         &c->source_id) != PB_OK) {
+            pb_warn("tcp: refusing an importer: out of resources");
+            if (c != NULL)
+                tcp_conn_free(c);
+            close(fd);
+            continue;
+        }
+        c->events = EPOLLIN | EPOLLRDHUP;
+        pb_tcp_rx_init(&c->rx, 1, pb_tcp_exporter_on_header, pb_tcp_exporter_on_frame, c);
+        c->next = pb_tcp.conns;
+        pb_tcp.conns = c;
+        pb_tcp_msg_hdr_set(&hello.hdr, PB_TCP_MSG_HELLO);
+        memcpy(hello.nonce, c->nonce, sizeof(hello.nonce));
+        if (send(fd, &hello, sizeof(hello), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(hello))
+            pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
+    }
+}
+
+pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
+                            int timeout_ms, pb_tcp_conn_t **conn_p)
+{
+    pb_tcp_conn_t *c;
+    pb_status_t status;
+    int fd;
+
+    pthread_mutex_lock(&pb_tcp.lock);
+    for (c = pb_tcp.conns; c != NULL; c = c->next) {
+        if (!c->at_exporter && c->peer.sin_addr.s_addr == peer->sin_addr.s_addr &&
+            c->peer.sin_port == peer->sin_port && memcmp(c->key, key, PB_TCP_KEY_LEN) == 0 &&
+            atomic_load(&c->failure) == PB_OK) {
+            c->refs++;
+            *conn_p = c;
+            pthread_mutex_unlock(&pb_tcp.lock);
+            return PB_OK;
+        }
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+
+    /* no lock while dialling: the exporter may be this very process */
+    status = pb_tcp_dial(peer, key, timeout_ms, &fd);
+    if (status != PB_OK)
+        return status;
+    c = tcp_conn_new(fd, 0);
+    if (c == NULL) {
+        close(fd);
+        return PB_ERR_NO_MEMORY;
+    }
+    c->peer = *peer;
+    memcpy(c->key, key, PB_TCP_KEY_LEN);
+    c->refs = 1;
+    pb_tcp_rx_init(&c->rx, 0, pb_tcp_importer_on_header, pb_tcp_importer_on_frame, c);
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&pb_tcp.lock);
+    status = pb_tcp_start();
+    if (status == PB_OK)
+        status = pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
+                              &c->source_id);
+    if (status == PB_OK) {
+        c->events = EPOLLIN | EPOLLRDHUP;
+        c->next = pb_tcp.conns;
+        pb_tcp.conns = c;
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+    if (status != PB_OK) {
+        close(fd);
+        tcp_conn_free(c);
+        return status;
+    }
+    *conn_p = c;
+    return PB_OK;
+}
+
+void pb_tcp_conn_put(pb_tcp_conn_t *c)
+{
+    if (--c->refs > 0)
+        return;
+    if (atomic_load(&c->failure) == PB_OK) {
+        pb_evset_remove(&pb_tcp.sources, c->source_id);
+        tcp_conn_unlink(c);
+    }
+    close(c->fd);
+    tcp_conn_free(c);
+    tcp_listen_resume();
+}

@@ -1,0 +1,408 @@
+/*
+ * The tcp transport's way to an exporter: the node's rendezvous socket
+ * (an abstract Unix socket named after the segment), the importer's side
+ * of the handshake, and, for nodes whose rendezvous sockets this process
+ * cannot see, a LOOKUP asked over tcp of a process of that node, which
+ * relays it to its own node's rendezvous socket.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <postbox/job.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "boot/identity.h"
+#include "rsm/rendezvous.h"
+#include "rsm/tcp/tcp_impl.h"
+#include "util/log.h"
+#include "util/random.h"
+#include "util/time.h"
+
+/* Move @len bytes over the blocking handshake, giving up at @deadline. */
+static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, int64_t deadline)
+{
+    size_t done = 0;
+
+    while (done < len) {
+        struct pollfd pfd = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
+        int wait = pb_time_remaining_ms(deadline, TCP_CONNECT_TIMEOUT_MS);
+        ssize_t n;
+
+        if (wait == 0)
+            return PB_ERR_TIMEOUT;
+        if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+            return PB_ERR_IO;
+        n = sending ? send(fd, (char *)buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+                    : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+        if (n == 0)
+            return PB_ERR_CONN_ABORTED;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return PB_ERR_CONN_ABORTED;
+        }
+        done += (size_t)n;
+    }
+    return PB_OK;
+}
+
+/* Connect to the rendezvous socket of (@node, @segid), if it is on a node
+ * whose abstract sockets this process sees: *fd_p then waits for the
+ * directory message (non-blocking).  @return PB_OK, PB_ERR_NOT_PUBLISHED
+ * (no such name), PB_ERR_UNREACHABLE (not a node of the job),
+ * PB_ERR_TIMEOUT (its backlog is full), PB_ERR_NO_RESOURCE. */
+static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int *fd_p)
+{
+    struct sockaddr_un addr;
+    socklen_t len;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int ret;
+
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    pb_rsm_rendezvous_name(&addr, &len, TCP_RENDEZVOUS_PREFIX, node, segid);
+    do {
+        ret = connect(fd, (struct sockaddr *)&addr, len);
+    } while (ret != 0 && errno == EINTR);
+    if (ret != 0) {
+        int job_nodes = postbox_job_node_count();
+        int err = errno;
+
+        close(fd);
+        if (err == EAGAIN)
+            return PB_ERR_TIMEOUT;
+        if (err != ECONNREFUSED && err != ENOENT) {
+            pb_error("tcp: rendezvous with segment %#x failed: %s", segid, strerror(err));
+            return PB_ERR_NO_RESOURCE;
+        }
+        /* outside a launched job any node may exist; inside, only its own */
+        return job_nodes > 0 && (int64_t)node >= job_nodes ? PB_ERR_UNREACHABLE
+                                                           : PB_ERR_NOT_PUBLISHED;
+    }
+    *fd_p = fd;
+    return PB_OK;
+}
+
+/* Whether @got bytes read from a rendezvous socket into @dir are a
+ * directory message.  @return PB_OK, PB_ERR_NOT_PUBLISHED (closed without
+ * one: the exporter went away), PB_ERR_PROTOCOL (something else). */
+static pb_status_t tcp_directory_check(rsm_memseg_id_t segid, ssize_t got,
+                                       const pb_tcp_directory_t *dir)
+{
+    if (got != (ssize_t)sizeof(*dir))
+        return PB_ERR_NOT_PUBLISHED;
+    if (!pb_tcp_msg_hdr_ok(&dir->hdr, PB_TCP_MSG_DIRECTORY)) {
+        pb_warn("tcp: the rendezvous of segment %#x answered in a foreign format", segid);
+        return PB_ERR_PROTOCOL;
+    }
+    return PB_OK;
+}
+
+pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
+                          int timeout_ms)
+{
+    struct pollfd pfd = {.events = POLLIN};
+    pb_status_t status = tcp_rendezvous_connect(node, segid, &pfd.fd);
+    ssize_t got;
+
+    if (status != PB_OK)
+        return status;
+    if (poll(&pfd, 1, timeout_ms) != 1) {
+        close(pfd.fd);
+        return PB_ERR_TIMEOUT;
+    }
+    got = recv(pfd.fd, dir, sizeof(*dir), MSG_DONTWAIT);
+    close(pfd.fd);
+    return tcp_directory_check(segid, got, dir);
+}
+
+pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
+                        int timeout_ms, int *fd_p)
+{
+    int64_t deadline = pb_time_now_ms() + timeout_ms;
+    const pb_boot_identity_t *job = pb_boot_identity_get();
+    pb_tcp_hello_t hello;
+    pb_tcp_auth_t auth = {0};
+    pb_tcp_welcome_t welcome;
+    struct pollfd pfd;
+    pb_status_t status;
+    int fd, err = 0;
+    socklen_t err_len = sizeof(err);
+
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    pb_tcp_socket_tune(fd);
+    if (connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) != 0 && errno != EINPROGRESS) {
+        err = errno;
+    } else {
+        pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
+        if (poll(&pfd, 1, timeout_ms) != 1)
+            err = ETIMEDOUT;
+        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
+            err = errno;
+    }
+    if (err != 0) {
+        /* no route or no answer: the node is out of reach; otherwise the
+         * process is gone (refused, reset), and its segment with it */
+        pb_debug("tcp: connect to port %u: %s", ntohs(peer->sin_port), strerror(err));
+        status = err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ENETDOWN ||
+                         err == EHOSTDOWN
+                     ? PB_ERR_UNREACHABLE
+                     : PB_ERR_NOT_PUBLISHED;
+        goto err;
+    }
+    status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
+    if (status == PB_ERR_CONN_ABORTED)
+        status = PB_ERR_NOT_PUBLISHED;
+    if (status != PB_OK)
+        goto err;
+    if (!pb_tcp_msg_hdr_ok(&hello.hdr, PB_TCP_MSG_HELLO)) {
+        status = PB_ERR_PROTOCOL;
+        goto err;
+    }
+    pb_tcp_msg_hdr_set(&auth.hdr, PB_TCP_MSG_AUTH);
+    auth.node = job->node_id;
+    auth.pid = (uint32_t)getpid();
+    snprintf(auth.job_id, sizeof(auth.job_id), "%s", job->id);
+    if (pb_random_bytes(auth.nonce, sizeof(auth.nonce)) != 0) {
+        status = PB_ERR_NO_RESOURCE;
+        goto err;
+    }
+    auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
+    status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
+    if (status == PB_OK)
+        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
+    if (status == PB_ERR_CONN_ABORTED)
+        status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
+    if (status != PB_OK)
+        goto err;
+    if (!pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_WELCOME) ||
+        welcome.mac != pb_tcp_welcome_mac(key, auth.nonce, welcome.status)) {
+        /* not a process of this job: tell nothing, trust nothing */
+        status = PB_ERR_PERMISSION;
+        goto err;
+    }
+    if (welcome.status != PB_OK) {
+        status = welcome.status;
+        goto err;
+    }
+    /* blocking from now on: see conn.c, tcp_conn_write */
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        status = PB_ERR_IO;
+        goto err;
+    }
+    *fd_p = fd;
+    return PB_OK;
+
+err:
+    close(fd);
+    return status;
+}
+
+/* "a.b.c.d[,a.b.c.d...]:port" (a KVS entry) into @addrs and *@port_p.
+ * @return the number of addresses, 0 when @text is malformed. */
+static int tcp_parse_endpoint(const char *text, uint32_t addrs[TCP_MAX_RAILS], uint16_t *port_p)
+{
+    char list[TCP_MAX_RAILS * (INET_ADDRSTRLEN + 1)];
+    const char *colon = strrchr(text, ':');
+    char *end;
+    unsigned long port;
+
+    if (colon == NULL || (size_t)(colon - text) >= sizeof(list))
+        return 0;
+    memcpy(list, text, (size_t)(colon - text));
+    list[colon - text] = '\0';
+    port = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+        return 0;
+    *port_p = (uint16_t)port;
+    return pb_tcp_parse_addrs(list, addrs);
+}
+
+/* The addresses (one per rail) and port rank @rank put in the job KVS, if
+ * it runs on @node.  @return how many addresses; 0 when it runs elsewhere
+ * or put none. */
+static int tcp_rank_endpoint(int rank, rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS],
+                             uint16_t *port_p)
+{
+    char kvs_key[32], value[128];
+
+    if (postbox_job_node(rank) != node)
+        return 0;
+    snprintf(kvs_key, sizeof(kvs_key), TCP_KVS_KEY_FMT, rank);
+    if (postbox_job_kvs_get(kvs_key, value, sizeof(value)) != 0)
+        return 0;
+    return tcp_parse_endpoint(value, addrs, port_p);
+}
+
+int pb_tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS])
+{
+    int size = postbox_job_size();
+
+    for (int rank = 0; rank < size; rank++) {
+        uint16_t port;
+        int count = tcp_rank_endpoint(rank, node, addrs, &port);
+
+        if (count > 0)
+            return count;
+    }
+    return 0;
+}
+
+pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
+                                const uint8_t key[PB_TCP_KEY_LEN], struct sockaddr_in *peer_p)
+{
+    pb_status_t status = PB_ERR_UNREACHABLE;
+    int size = postbox_job_size();
+
+    for (int rank = 0; rank < size; rank++) {
+        pb_tcp_lookup_t question = {.node = node, .segid = segid};
+        pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .length = sizeof(question)};
+        pb_tcp_location_t where;
+        pb_tcp_request_t req = {.dst = (char *)&where, .dst_len = sizeof(where)};
+        struct sockaddr_in relay = {.sin_family = AF_INET};
+        uint32_t addrs[TCP_MAX_RAILS];
+        pb_tcp_conn_t *c = NULL;
+        uint16_t port;
+        int count = tcp_rank_endpoint(rank, node, addrs, &port);
+
+        if (count == 0)
+            continue;
+        relay.sin_port = htons(port);
+        pthread_mutex_lock(&pb_tcp.connect_lock);
+        for (int i = 0; i < count && c == NULL; i++) {
+            relay.sin_addr.s_addr = addrs[i];
+            status = pb_tcp_conn_get(&relay, key, TCP_CONNECT_TIMEOUT_MS, &c);
+            if (status != PB_OK)
+                c = NULL;
+        }
+        pthread_mutex_unlock(&pb_tcp.connect_lock);
+        if (c == NULL)
+            continue; /* try the node's next process */
+        status = pb_tcp_request(c, &frame, &question, &req);
+        pthread_mutex_lock(&pb_tcp.lock);
+        pb_tcp_conn_put(c);
+        pthread_mutex_unlock(&pb_tcp.lock);
+        if (status == PB_OK) {
+            *peer_p = (struct sockaddr_in){.sin_family = AF_INET,
+                                           .sin_addr.s_addr = where.addr,
+                                           .sin_port = htons(where.port)};
+            return PB_OK;
+        }
+        /* a definite answer ends the search; a rank that could not answer
+         * (gone, or its node's rendezvous too slow) passes it on */
+        if (status != PB_ERR_CONN_ABORTED && status != PB_ERR_TIMEOUT)
+            return status;
+    }
+    return status == PB_ERR_TIMEOUT ? PB_ERR_UNREACHABLE : status;
+}
+
+void pb_tcp_relay_end(pb_tcp_relay_t *relay)
+{
+    for (pb_tcp_relay_t **p = &pb_tcp.relays; *p != NULL; p = &(*p)->next) {
+        if (*p == relay) {
+            *p = relay->next;
+            break;
+        }
+    }
+    pb_evset_remove(&pb_tcp.sources, relay->source_id);
+    close(relay->fd);
+    free(relay);
+}
+
+/* The node's rendezvous socket answered (or closed): answer the LOOKUP.
+ * Caller holds pb_tcp.lock. */
+static void tcp_relay_ready(void *arg, uint32_t events)
+{
+    pb_tcp_relay_t *relay = arg;
+    pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
+    pb_tcp_directory_t dir;
+    ssize_t got = recv(relay->fd, &dir, sizeof(dir), MSG_DONTWAIT);
+    pb_status_t status;
+
+    if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    status = tcp_directory_check(relay->segid, got, &dir);
+    if (status == PB_OK) {
+        pb_tcp_location_t where = {.addr = dir.addr, .port = dir.port};
+
+        pb_tcp_reply(relay->conn, &request, PB_OK, 0, 0, 0, &where, sizeof(where));
+    } else {
+        pb_tcp_reply(relay->conn, &request, status, 0, 0, 0, NULL, 0);
+    }
+    pb_tcp_relay_end(relay);
+}
+
+void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
+{
+    pb_tcp_location_t where = {.addr = pb_tcp.addr, .port = pb_tcp.port};
+    pb_tcp_relay_t *relay;
+    pb_status_t status;
+    int fd;
+
+    if (c->export_rx.lookup.node != pb_boot_identity_get()->node_id) {
+        pb_tcp_reply(c, frame, PB_ERR_UNREACHABLE, 0, 0, 0, NULL, 0); /* ask that node */
+        return;
+    }
+    if (pb_tcp_published_find(c->export_rx.lookup.segid) != NULL) {
+        pb_tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
+        return;
+    }
+    status = tcp_rendezvous_connect(c->export_rx.lookup.node, c->export_rx.lookup.segid, &fd);
+    if (status != PB_OK) {
+        pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
+        return;
+    }
+    relay = calloc(1, sizeof(*relay));
+    if (relay == NULL || pb_evset_add(&pb_tcp.sources, fd, EPOLLIN, tcp_relay_ready, relay,
+                                      &relay->source_id) != PB_OK) {
+        free(relay);
+        close(fd);
+        pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
+        return;
+    }
+    relay->next = pb_tcp.relays;
+    relay->conn = c;
+    relay->tag = frame->tag;
+    relay->segid = c->export_rx.lookup.segid;
+    relay->fd = fd;
+    pb_tcp.relays = relay;
+}
+
+void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
+{
+    pb_tcp_export_t *te = arg;
+    int listen_fd = pb_evset_get(&pb_tcp.sources, te->rendezvous_id)->fd;
+
+    for (;;) {
+        pb_tcp_directory_t dir = {0};
+        struct ucred cred;
+        socklen_t cred_len = sizeof(cred);
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+        if (fd < 0)
+            return;
+        pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
+        dir.addr = pb_tcp.addr;
+        dir.port = pb_tcp.port;
+        /* the solo job has no secret: this process's own key goes to
+         * processes of the same user, which the kernel vouches for here */
+        if (!pb_boot_identity_get()->has_secret &&
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
+            cred.uid == geteuid()) {
+            dir.has_key = 1;
+            memcpy(dir.key, pb_tcp.local_key, sizeof(dir.key));
+        }
+        if (send(fd, &dir, sizeof(dir), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(dir))
+            pb_debug("tcp: rendezvous reply for segment %#x not sent: %m", te->segid);
+        close(fd);
+    }
+}

@@ -1,0 +1,508 @@
+/*
+ * The tcp transport's importer side: the frames exporters send (replies,
+ * events, withdrawals), requests awaiting a reply, and the import ops
+ * (connect, put, putv, get, barriers, signal post).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "boot/identity.h"
+#include "rsm/tcp/tcp_impl.h"
+#include "util/log.h"
+
+static pb_tcp_request_t *tcp_request_find(pb_tcp_conn_t *c, uint32_t tag)
+{
+    for (pb_tcp_request_t *req = c->requests; req != NULL; req = req->next) {
+        if (req->tag == tag)
+            return req;
+    }
+    return NULL;
+}
+
+static pb_rsm_import_t *tcp_import_of_slot(pb_tcp_conn_t *c, uint32_t slot)
+{
+    return slot < c->slot_import_cap ? c->slot_imports[slot] : NULL;
+}
+
+static int tcp_slot_import_set(pb_tcp_conn_t *c, uint32_t slot, pb_rsm_import_t *im)
+{
+    if (slot >= c->slot_import_cap) {
+        uint32_t cap = c->slot_import_cap ? c->slot_import_cap : 16;
+        pb_rsm_import_t **grown;
+
+        while (cap <= slot)
+            cap *= 2;
+        grown = realloc(c->slot_imports, cap * sizeof(*grown));
+        if (grown == NULL)
+            return 0;
+        memset(grown + c->slot_import_cap, 0, (cap - c->slot_import_cap) * sizeof(*grown));
+        c->slot_imports = grown;
+        c->slot_import_cap = cap;
+    }
+    c->slot_imports[slot] = im;
+    return 1;
+}
+
+const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
+{
+    pb_tcp_conn_t *c = ctx;
+    pb_tcp_request_t *req;
+
+    if (frame->type != PB_TCP_REPLY)
+        return NULL;
+    req = tcp_request_find(c, frame->tag);
+    if (req == NULL)
+        return "reply to no request";
+    if (frame->length > 0) {
+        if (req->dst == NULL || frame->status != PB_OK || frame->length != req->dst_len)
+            return "reply data that was not asked for";
+        *dest_p = req->dst;
+    }
+    return NULL;
+}
+
+void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
+{
+    pb_tcp_conn_t *c = ctx;
+    pb_rsm_import_t *im;
+    pb_tcp_request_t *req;
+
+    switch (frame->type) {
+    case PB_TCP_REPLY:
+        req = tcp_request_find(c, frame->tag);
+        for (pb_tcp_request_t **p = &c->requests; *p != NULL; p = &(*p)->next) {
+            if (*p == req) {
+                *p = req->next;
+                break;
+            }
+        }
+        req->status = frame->status;
+        req->slot = frame->slot;
+        req->value = frame->offset;
+        req->count = frame->count;
+        if (req->import != NULL && frame->status == PB_OK &&
+            !tcp_slot_import_set(c, frame->slot, req->import))
+            req->status = PB_ERR_NO_MEMORY;
+        pb_tcp_word_bump(&req->done);
+        break;
+    case PB_TCP_EVENT:
+    case PB_TCP_WITHDRAWN:
+        im = tcp_import_of_slot(c, frame->slot);
+        if (im == NULL)
+            break; /* disconnected meanwhile */
+        /* an event comes over every rail; a broken rail wakes the waiters
+         * when it breaks (pb_tcp_conn_fail), so events it lost are not waited for */
+        if (frame->type == PB_TCP_EVENT && !pb_tcp_rail_carries_events(im->tl, c))
+            break;
+        if (frame->type == PB_TCP_WITHDRAWN)
+            atomic_store(&((pb_tcp_import_t *)im->tl)->withdrawn, 1);
+        pb_tcp_word_bump(&((pb_tcp_import_t *)im->tl)->generation);
+        break;
+    default: break;
+    }
+}
+
+static pb_status_t tcp_request_ready(void *arg)
+{
+    pb_tcp_request_t *req = arg;
+
+    return atomic_load(&req->done) ? (pb_status_t)req->status : TCP_NOT_YET;
+}
+
+void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
+                          pb_tcp_request_t *req)
+{
+    pb_status_t status;
+
+    pthread_mutex_lock(&pb_tcp.lock);
+    status = atomic_load(&c->failure);
+    if (status == PB_OK) {
+        if (c->next_tag == 0) /* tags are never 0: see pb_tcp_frame_check */
+            c->next_tag = 1;
+        req->tag = frame->tag = c->next_tag++;
+        req->next = c->requests;
+        c->requests = req;
+    } else {
+        req->status = PB_ERR_CONN_ABORTED;
+        atomic_store(&req->done, 1);
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+    if (status != PB_OK)
+        return;
+    if (pb_tcp_conn_send(c, frame, payload) != PB_OK) {
+        /* the reader fails the request when it sees the connection break;
+         * make sure it does */
+        pthread_mutex_lock(&pb_tcp.lock);
+        pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
+        pthread_mutex_unlock(&pb_tcp.lock);
+    }
+}
+
+pb_status_t pb_tcp_request_end(pb_tcp_request_t *req)
+{
+    pb_status_t status = pb_tcp_wait(tcp_request_ready, req, &req->done, -1, 0);
+
+    return status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL ? PB_ERR_CONN_ABORTED
+                                                                      : status;
+}
+
+pb_status_t pb_tcp_request(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
+                           pb_tcp_request_t *req)
+{
+    pb_tcp_request_begin(c, frame, payload, req);
+    return pb_tcp_request_end(req);
+}
+
+static void tcp_import_free(pb_tcp_import_t *ti)
+{
+    for (int r = 0; r < ti->rail_count; r++)
+        free(ti->rails[r].replay.buf);
+    pthread_mutex_destroy(&ti->lock);
+    free(ti);
+}
+
+pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = calloc(1, sizeof(*ti));
+    pb_tcp_directory_t dir;
+    struct sockaddr_in peer = {.sin_family = AF_INET};
+    uint8_t key[PB_TCP_KEY_LEN];
+    uint32_t addrs[TCP_MAX_RAILS];
+    int count, first = 0;
+    pb_status_t status;
+
+    if (ti == NULL)
+        return PB_ERR_NO_MEMORY;
+    pthread_mutex_init(&ti->lock, NULL);
+    status = pb_tcp_lookup(im->node, im->segid, &dir, TCP_CONNECT_TIMEOUT_MS);
+    if (status == PB_OK) {
+        if (pb_boot_identity_get()->has_secret) {
+            pb_tcp_key_of_job(key);
+        } else if (dir.has_key) {
+            memcpy(key, dir.key, sizeof(key));
+        } else {
+            status = PB_ERR_PERMISSION; /* another user's process */
+            goto err_free;
+        }
+        peer.sin_addr.s_addr = dir.addr;
+        peer.sin_port = htons(dir.port);
+    } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id &&
+               pb_boot_identity_get()->has_secret) {
+        /* a node of the job in another namespace or on another host */
+        pb_tcp_key_of_job(key);
+        status = pb_tcp_relay_lookup(im->node, im->segid, key, &peer);
+    }
+    if (status != PB_OK)
+        goto err_free;
+    im->tl = ti;
+    /* the rails: the node's addresses, when the one the exporter gave is
+     * among them; that one (known to answer) is connected first */
+    count = pb_boot_identity_get()->has_secret ? pb_tcp_node_addrs(im->node, addrs) : 0;
+    for (int i = 0; i < count; i++) {
+        if (addrs[i] == peer.sin_addr.s_addr)
+            first = i;
+    }
+    if (count == 0 || addrs[first] != peer.sin_addr.s_addr) {
+        addrs[0] = peer.sin_addr.s_addr;
+        count = 1;
+    }
+    status = pb_tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key,
+                                 TCP_CONNECT_TIMEOUT_MS);
+    if (status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL)
+        status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
+    if (status != PB_OK)
+        goto err_free;
+    pb_tcp_link_state_set(im->node, first, 1);
+    for (int i = 0; i < count; i++) {
+        if (i == first)
+            continue;
+        /* a rail that cannot be reached now is left out: the import works
+         * over the others */
+        if (pb_tcp_rail_connect(im, i, addrs[i], ntohs(peer.sin_port), key,
+                                (int)pb_tcp_timeout_ms()) == PB_OK)
+            pb_tcp_link_state_set(im->node, i, 1);
+        else
+            pb_tcp_link_state_set(im->node, i, 0);
+    }
+    return PB_OK;
+
+err_free:
+    im->tl = NULL;
+    tcp_import_free(ti);
+    return status;
+}
+
+void pb_tcp_import_disconnect(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = im->tl;
+
+    pthread_mutex_lock(&pb_tcp.lock);
+    for (int r = 0; r < ti->rail_count; r++) {
+        pb_tcp_rail_t *rail = &ti->rails[r];
+        pb_tcp_conn_t *c = rail->conn;
+
+        if (rail->slot < c->slot_import_cap)
+            c->slot_imports[rail->slot] = NULL;
+        if (c->refs > 1) {
+            pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = rail->slot};
+
+            pb_tcp_conn_queue(c, &detach, NULL);
+        } /* else closing the connection detaches everything */
+        pb_tcp_conn_put(c);
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+    im->tl = NULL;
+    tcp_import_free(ti);
+}
+
+/* Put, and with @signal post a signal to the exporter once the data is
+ * applied; with @word_last as one frame whose first word the exporter
+ * stores last.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes
+ * or more goes over all of them in TCP_STRIPE_CHUNK pieces, round robin;
+ * anything else goes over the first.  Caller holds ti->lock. */
+static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char *from,
+                                  size_t length, int signal, int word_last)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_import_heal(im);
+    int striped = 0, may_stripe = !word_last && pb_tcp_live_rails(ti) > 1;
+
+    /* a put that goes over the first rail alone must not overtake the
+     * pieces of an earlier striped one on the other rails: the program may
+     * read its arrival as the earlier put's (a flag after data) */
+    if (status == PB_OK && ti->striped && !(may_stripe && length >= pb_tcp.stripe_min)) {
+        status = pb_tcp_rails_barrier(im, 0);
+        if (status == PB_OK)
+            ti->striped = 0;
+    }
+
+    while (status == PB_OK && length > 0) {
+        int stripe = may_stripe && pb_tcp_live_rails(ti) > 1 && length >= pb_tcp.stripe_min;
+        size_t max = stripe ? TCP_STRIPE_CHUNK : PB_TCP_MAX_PAYLOAD;
+        uint32_t chunk = (uint32_t)(length > max ? max : length);
+        pb_tcp_rail_t *rail = pb_tcp_primary_rail(ti);
+        pb_tcp_frame_t frame = {.type = PB_TCP_PUT, .offset = offset, .length = chunk};
+
+        if (stripe || striped) {
+            do
+                rail = &ti->rails[ti->next_stripe++ % (unsigned)ti->rail_count];
+            while (rail->dead);
+            striped = 1;
+        }
+        if (signal && chunk == length && !striped)
+            frame.flags = PB_TCP_FLAG_SIGNAL;
+        if (word_last)
+            frame.flags |= PB_TCP_FLAG_WORD_LAST; /* one frame: at most 4 KB */
+        if (pb_tcp_live_rails(ti) > 1 && rail->replay.len > 0 &&
+            rail->replay.len + chunk > TCP_REPLAY_MAX) {
+            /* the rail keeps enough for replay: free it */
+            status = pb_tcp_rails_barrier(im, 1u << (rail - ti->rails));
+            continue;
+        }
+        status = pb_tcp_rail_send(ti, rail, &frame, from);
+        if (status != PB_OK && pb_tcp_rail_broken(rail))
+            status = pb_tcp_import_heal(im); /* the chunk went again over another rail */
+        from += chunk;
+        offset += chunk;
+        length -= chunk;
+    }
+    if (striped)
+        ti->striped = 1;
+    if (status == PB_OK && signal && striped) {
+        /* the pieces went over several rails: the signal follows all of them */
+        pb_tcp_frame_t frame = {.type = PB_TCP_SIGNAL, .flags = PB_TCP_FLAG_ACCUMULATE};
+
+        status = pb_tcp_rails_barrier(im, 0);
+        if (status == PB_OK) {
+            ti->striped = 0;
+            status = pb_tcp_rail_send(ti, pb_tcp_primary_rail(ti), &frame, NULL);
+            if (status != PB_OK)
+                status = pb_tcp_import_heal(im);
+        }
+    }
+    return status;
+}
+
+/* Put @count entries over one rail as one write, when no entry stripes
+ * and no rail keeps copies for replay.  Caller holds ti->lock.
+ * @return PB_ERR_UNSUPPORTED when the entries must go one by one. */
+static pb_status_t tcp_put_gathered(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries,
+                                    size_t count, int signal, int word_last)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frames[TCP_GATHER_MAX];
+    const void *payloads[TCP_GATHER_MAX];
+    pb_tcp_rail_t *rail;
+    pb_status_t status;
+
+    if (count > TCP_GATHER_MAX || ti->striped || pb_tcp_live_rails(ti) != 1)
+        return PB_ERR_UNSUPPORTED;
+    for (size_t i = 0; i < count; i++) {
+        if (entries[i].length > PB_TCP_MAX_PAYLOAD)
+            return PB_ERR_UNSUPPORTED;
+    }
+    status = pb_tcp_import_heal(im);
+    if (status != PB_OK)
+        return status;
+    rail = pb_tcp_primary_rail(ti);
+    for (size_t i = 0; i < count; i++) {
+        frames[i] = (pb_tcp_frame_t){.type = PB_TCP_PUT,
+                                     .slot = rail->slot,
+                                     .offset = entries[i].offset,
+                                     .length = (uint32_t)entries[i].length};
+        payloads[i] = entries[i].src;
+    }
+    if (signal)
+        frames[count - 1].flags |= PB_TCP_FLAG_SIGNAL;
+    if (word_last)
+        frames[count - 1].flags |= PB_TCP_FLAG_WORD_LAST;
+    rail->dirty = 1;
+    status = pb_tcp_conn_send_frames(rail->conn, frames, payloads, (int)count);
+    if (status != PB_OK) {
+        /* as pb_tcp_rail_send: the caller's next operation sees the break */
+        pthread_mutex_lock(&pb_tcp.lock);
+        pb_tcp_conn_fail(rail->conn, PB_ERR_CONN_ABORTED, NULL);
+        pthread_mutex_unlock(&pb_tcp.lock);
+    }
+    return status;
+}
+
+pb_status_t pb_tcp_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries, size_t count,
+                              int signal, int word_last)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_import_state(ti);
+
+    if (status == PB_OK) {
+        /* in order, in one write where possible: the exporter reads the
+         * frames in one pass and applies them in order */
+        pthread_mutex_lock(&ti->lock);
+        status = tcp_put_gathered(im, entries, count, signal, word_last);
+        if (status == PB_ERR_UNSUPPORTED) {
+            status = PB_OK;
+            for (size_t i = 0; i < count && status == PB_OK; i++) {
+                int last = i == count - 1;
+
+                status = tcp_put_locked(im, entries[i].offset, entries[i].src, entries[i].length,
+                                        signal && last, word_last && last);
+            }
+        }
+        pthread_mutex_unlock(&ti->lock);
+    }
+    if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
+        status = pb_tcp_barrier_close(im);
+    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
+
+pb_status_t pb_tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
+{
+    pb_rsm_put_entry_t entry = {.offset = offset, .src = src, .length = length};
+
+    return pb_tcp_put_vector(im, &entry, 1, 0, 0);
+}
+
+pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
+{
+    pb_tcp_import_t *ti = im->tl;
+    char *to = dst;
+    pb_status_t status = pb_tcp_import_state(ti);
+
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    while (length > 0) {
+        uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
+        pb_tcp_frame_t frame = {.type = PB_TCP_GET, .offset = offset, .count = chunk};
+        pb_tcp_request_t req = {.dst = to, .dst_len = chunk};
+        pb_tcp_rail_t *rail;
+
+        status = pb_tcp_import_heal(im);
+        if (status != PB_OK)
+            break;
+        rail = pb_tcp_primary_rail(ti);
+        frame.slot = rail->slot;
+        status = pb_tcp_request(rail->conn, &frame, NULL, &req);
+        if (status != PB_OK && pb_tcp_rail_broken(rail))
+            continue; /* ask again over another rail */
+        if (status != PB_OK)
+            break;
+        to += chunk;
+        offset += chunk;
+        length -= chunk;
+    }
+    pthread_mutex_unlock(&ti->lock);
+    return status;
+}
+
+pb_status_t pb_tcp_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,
+                       size_t offset, size_t length)
+{
+    (void)im, (void)address_p, (void)fixed, (void)writable, (void)offset, (void)length;
+    return PB_ERR_UNSUPPORTED; /* never called: the caps say can_map = 0 */
+}
+
+void pb_tcp_unmap(pb_rsm_import_t *im)
+{
+    (void)im;
+}
+
+pb_status_t pb_tcp_barrier_open(pb_rsm_import_t *im)
+{
+    return pb_tcp_import_state(im->tl);
+}
+
+pb_status_t pb_tcp_barrier_order(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_import_state(ti);
+
+    /* one rail keeps TCP's order; puts striped over several are ordered
+     * with later ones only by waiting for them */
+    if (status == PB_OK && ti->striped)
+        status = pb_tcp_barrier_close(im);
+    return status;
+}
+
+pb_status_t pb_tcp_barrier_close(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_import_state(ti);
+
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    status = pb_tcp_rails_barrier(im, 0);
+    if (status == PB_OK)
+        ti->striped = 0;
+    pthread_mutex_unlock(&ti->lock);
+    return status == PB_OK ? pb_tcp_import_state(ti) : status;
+}
+
+pb_status_t pb_tcp_import_signal_post(pb_rsm_import_t *im, int accumulate)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frame = {.type = PB_TCP_SIGNAL,
+                            .flags = accumulate ? PB_TCP_FLAG_ACCUMULATE : 0};
+    pb_status_t status = pb_tcp_import_state(ti);
+
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    status = pb_tcp_import_heal(im);
+    /* over one rail a signal follows the puts before it; puts striped over
+     * several reach the exporter before the signal only by waiting */
+    if (status == PB_OK && ti->striped) {
+        status = pb_tcp_rails_barrier(im, 0);
+        ti->striped = status != PB_OK;
+    }
+    if (status == PB_OK) {
+        pb_tcp_rail_t *rail = pb_tcp_primary_rail(ti);
+
+        status = pb_tcp_rail_send(ti, rail, &frame, NULL);
+        if (status != PB_OK && pb_tcp_rail_broken(rail))
+            status = pb_tcp_import_heal(im); /* sent again over another rail */
+    }
+    pthread_mutex_unlock(&ti->lock);
+    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+}
