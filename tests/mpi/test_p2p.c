@@ -6,7 +6,6 @@
  *
  *   pbt-mpi-p2p [case ...]   run the named cases (default: all)
  */
-#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +18,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-static int rank, size, failures;
-static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("rank %d: %s:%d: ", rank, __func__, __LINE__);                                  \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+static int size;
+static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
 
 static unsigned char pattern(size_t i, int seed)
 {
@@ -690,7 +680,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    int total = 0;
+    int status;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -712,22 +702,8 @@ int main(int argc, char **argv)
         cases[i].run();
         separate();
     }
-    /* the failures of every rank, summed at rank 0 (no collective: this
-     * program tests point-to-point alone) */
-    if (rank == 0) {
-        total = failures;
-        for (int r = 1; r < size; r++) {
-            int theirs = 0;
-
-            MPI_Recv(&theirs, 1, MPI_INT, r, 1, quiet, MPI_STATUS_IGNORE);
-            total += theirs;
-        }
-    } else {
-        MPI_Send(&failures, 1, MPI_INT, 0, 1, quiet);
-    }
-    if (rank == 0)
-        printf(total == 0 ? "p2p: ok\n" : "p2p: %d failures\n", total);
+    status = check_summary("p2p", quiet, 1);
     MPI_Comm_free(&quiet);
     MPI_Finalize();
-    return failures != 0;
+    return status;
 }
