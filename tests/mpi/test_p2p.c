@@ -43,10 +43,12 @@ static size_t first_bad(const unsigned char *buf, size_t n, int seed)
     return n;
 }
 
-/* sizes around every protocol boundary: inline (32 B), one block, the
- * pool, the rendezvous threshold (256 KB) */
-static const size_t sizes[] = {0,    1,     8,     32,     33,     4095,    4096,
-                               4097, 65536, 65537, 262143, 262144, 1 << 20, 4 << 20};
+/* sizes around the protocol's boundaries at their defaults: inline (32 B),
+ * one block (4 KB), single copy (64 KB), split copy (128 KB), the
+ * rendezvous threshold (1 MB); test_thresholds.c moves each of them */
+static const size_t sizes[] = {0,      1,       8,       31,      32,     33,     4095,
+                               4096,   4097,    65535,   65536,   65537,  131071, 131072,
+                               131073, 1048575, 1048576, 1048577, 4 << 20};
 
 typedef int (*send_func_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
 
