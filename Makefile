@@ -3,7 +3,8 @@
 #   make               build everything into build/ (library, bench programs,
 #                      the `postbox` tool in build/venv, linked as build/bin/postbox,
 #                      and build/bin/mpirun, build/bin/mpiexec: `postbox run`)
-#   make test          every test: ctest, pytest, ctest of the sanitizer build, fuzz
+#   make test          every test: ctest, pytest (a missing build fails it), ctest
+#                      of the sanitizer build, fuzz
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
 #   make bench         the main bench job (quick profile, ~2.5 min): the RSM, raw
@@ -93,8 +94,10 @@ test: all
 test-c: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(TEST_JOBS)
 
+# POSTBOX_TEST_REQUIRE_BUILD=1: a test that needs a program of the build
+# fails when it is missing (run alone, pytest skips it)
 test-python: all
-	$(VENV)/bin/python -m pytest tests/python $(PYTEST_ARGS)
+	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/python $(PYTEST_ARGS)
 
 test-asan: | $(BUILD)/.deps-ok
 	cmake -S . -B $(ASAN_BUILD) $(if $(wildcard $(ASAN_BUILD)/CMakeCache.txt),,$(GENERATOR)) \

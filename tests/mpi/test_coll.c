@@ -13,28 +13,15 @@
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
-#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int rank, size, failures;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("coll FAIL rank %d: %s:%d: ", rank, __func__, __LINE__);                        \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* an MPI call that must succeed */
-#define OK(call) CHECK((call) == MPI_SUCCESS, "%s failed", #call)
+static int size;
 
 #define SENTINEL (-7)
 
@@ -1187,7 +1174,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    int total = 0;
+    int status;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -1201,21 +1188,8 @@ int main(int argc, char **argv)
             continue;
         cases[i].run();
     }
-    /* the failures of every rank, summed at rank 0 by point-to-point (not
-     * by the collectives under test) */
-    if (rank == 0) {
-        total = failures;
-        for (int r = 1; r < size; r++) {
-            int theirs = 0;
-
-            MPI_Recv(&theirs, 1, MPI_INT, r, 1 << 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            total += theirs;
-        }
-    } else {
-        MPI_Send(&failures, 1, MPI_INT, 0, 1 << 21, MPI_COMM_WORLD);
-    }
-    if (rank == 0)
-        printf(total == 0 ? "coll: ok\n" : "coll: %d failures\n", total);
+    /* summed by point-to-point, not by the collectives under test */
+    status = check_summary("coll", MPI_COMM_WORLD, 1 << 21);
     MPI_Finalize();
-    return failures != 0;
+    return status;
 }

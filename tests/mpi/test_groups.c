@@ -11,31 +11,14 @@
  *       all but attr_dup); shared=N: each node holds N ranks
  */
 #include <limits.h>
-#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, failures, expect_shared = -1;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("rank %d: %s:%d: ", rank, __func__, __LINE__);                                  \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* @call returns MPI_SUCCESS */
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        int rc_ = (call);                                                                          \
-        CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_);                                   \
-    } while (0)
+static int size, expect_shared = -1;
 
 /* @call returns error class @class (the handlers are MPI_ERRORS_RETURN) */
 #define FAILS(class, call)                                                                         \
@@ -758,7 +741,7 @@ static int selected(int argc, char **argv, size_t c)
 
 int main(int argc, char **argv)
 {
-    int total = 0;
+    int status;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -780,23 +763,7 @@ int main(int argc, char **argv)
         if (selected(argc, argv, c))
             cases[c].run();
     }
-    /* every rank's failures to rank 0 */
-    if (rank == 0) {
-        total = failures;
-        for (int p = 1; p < size; p++) {
-            int f = 0;
-
-            MPI_Recv(&f, 1, MPI_INT, p, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            total += f;
-        }
-        if (total == 0)
-            printf("groups: ok\n");
-        else
-            printf("groups: %d failures\n", total);
-        fflush(stdout);
-    } else {
-        MPI_Send(&failures, 1, MPI_INT, 0, 99, MPI_COMM_WORLD);
-    }
+    status = check_summary("groups", MPI_COMM_WORLD, 99);
     MPI_Finalize();
-    return failures != 0 || total != 0;
+    return status;
 }

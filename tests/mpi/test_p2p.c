@@ -6,7 +6,6 @@
  *
  *   pbt-mpi-p2p [case ...]   run the named cases (default: all)
  */
-#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +18,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-static int rank, size, failures;
-static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
+#include "check.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("rank %d: %s:%d: ", rank, __func__, __LINE__);                                  \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+static int size;
+static MPI_Comm quiet; /* a duplicate of MPI_COMM_WORLD for separate() alone */
 
 static unsigned char pattern(size_t i, int seed)
 {
@@ -53,10 +43,12 @@ static size_t first_bad(const unsigned char *buf, size_t n, int seed)
     return n;
 }
 
-/* sizes around every protocol boundary: inline (32 B), one block, the
- * pool, the rendezvous threshold (256 KB) */
-static const size_t sizes[] = {0,    1,     8,     32,     33,     4095,    4096,
-                               4097, 65536, 65537, 262143, 262144, 1 << 20, 4 << 20};
+/* sizes around the protocol's boundaries at their defaults: inline (32 B),
+ * one block (4 KB), single copy (64 KB), split copy (128 KB), the
+ * rendezvous threshold (1 MB); test_thresholds.c moves each of them */
+static const size_t sizes[] = {0,      1,       8,       31,      32,     33,     4095,
+                               4096,   4097,    65535,   65536,   65537,  131071, 131072,
+                               131073, 1048575, 1048576, 1048577, 4 << 20};
 
 typedef int (*send_func_t)(const void *, int, MPI_Datatype, int, int, MPI_Comm);
 
@@ -690,7 +682,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    int total = 0;
+    int status;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -712,22 +704,8 @@ int main(int argc, char **argv)
         cases[i].run();
         separate();
     }
-    /* the failures of every rank, summed at rank 0 (no collective: this
-     * program tests point-to-point alone) */
-    if (rank == 0) {
-        total = failures;
-        for (int r = 1; r < size; r++) {
-            int theirs = 0;
-
-            MPI_Recv(&theirs, 1, MPI_INT, r, 1, quiet, MPI_STATUS_IGNORE);
-            total += theirs;
-        }
-    } else {
-        MPI_Send(&failures, 1, MPI_INT, 0, 1, quiet);
-    }
-    if (rank == 0)
-        printf(total == 0 ? "p2p: ok\n" : "p2p: %d failures\n", total);
+    status = check_summary("p2p", quiet, 1);
     MPI_Comm_free(&quiet);
     MPI_Finalize();
-    return failures != 0;
+    return status;
 }

@@ -3,7 +3,12 @@
 Most tests need no C build: they run the CLI against a fake build tree
 (``POSTBOX_BUILD_DIR``) whose programs are small Python scripts.  Tests that
 need the real build use the ``real_build`` fixture, which skips when
-build/bin/postbox-rsm-bench is missing.
+build/bin/postbox-rsm-bench is missing, and ``built()`` for each program
+they run, which skips when that one is missing.  With
+POSTBOX_TEST_REQUIRE_BUILD=1 (``make test`` and CI set it) a missing build
+fails those tests instead: an unbuilt tree is not a green one.  Tests that
+need an optional package (mpich, chromium, clang, ...) skip without it
+either way.
 """
 
 from __future__ import annotations
@@ -219,13 +224,33 @@ def run_cli(*args, env=None, timeout=120) -> subprocess.CompletedProcess:
                           cwd=REPO)
 
 
+REQUIRE_BUILD = os.environ.get("POSTBOX_TEST_REQUIRE_BUILD") == "1"
+
+
+def missing_build(message: str) -> None:
+    """Skip the test for a part of the build that is missing (@message says
+    which), or fail it under POSTBOX_TEST_REQUIRE_BUILD=1."""
+    if REQUIRE_BUILD:
+        pytest.fail(message + " (POSTBOX_TEST_REQUIRE_BUILD=1: the build must be there)",
+                    pytrace=False)
+    pytest.skip(message)
+
+
+def built(path: Path, hint: str = "run `make` first", program: bool = True) -> Path:
+    """@path, a file the build makes (an executable one when @program);
+    when it is not there, skip the test, or fail it under
+    POSTBOX_TEST_REQUIRE_BUILD=1."""
+    if not (os.access(path, os.X_OK) if program else path.exists()):
+        missing_build("%s is missing: %s" % (path, hint))
+    return path
+
+
 @pytest.fixture
 def real_build() -> Path:
-    """The real build tree; skips the test when the C build has not run."""
+    """The real build tree; skips the test when the C build has not run
+    (fails it under POSTBOX_TEST_REQUIRE_BUILD=1)."""
     from postbox import paths
 
-    bench = paths.bin_dir() / "postbox-rsm-bench"
-    if not os.access(bench, os.X_OK):
-        pytest.skip("%s is missing: run `make` first" % bench)
+    built(paths.bin_dir() / "postbox-rsm-bench")
     return paths.build_dir()
 

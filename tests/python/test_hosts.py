@@ -12,13 +12,13 @@ POSTBOX_VNODE from the launcher (0, one node per host).
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import sys
 
 import pytest
 
+from conftest import built
 from postbox import launch, paths
 from test_run import HOST, assert_nothing_left, run, script
 
@@ -181,9 +181,7 @@ def test_connections_that_do_not_prove_a_rank_are_refused(tmp_path, rsh):
 @pytest.mark.slow
 @pytest.mark.parametrize("pmi_version", ["1", "2"])
 def test_job_view_over_hosts(rsh, pmi_version):
-    view = paths.bin_dir() / "postbox-job-view"
-    if not os.access(view, os.X_OK):
-        pytest.skip("%s is missing: run `make` first" % view)
+    view = built(paths.bin_dir() / "postbox-job-view")
     rsh_path, log = rsh
     result = hosts_run(rsh_path, "-n", 5, "--hosts", "a,b,c",
                        "-x", "POSTBOX_PMI_VERSION=" + pmi_version, view, timeout=60)

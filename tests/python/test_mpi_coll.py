@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 from postbox import mpibench, paths
 from test_run import run
 
@@ -36,10 +36,7 @@ LAYOUTS = [
 
 @pytest.fixture
 def coll(real_build):
-    path = paths.bin_dir() / "pbt-mpi-coll"
-    if not path.exists():
-        pytest.skip("%s is missing: run `make` first" % path)
-    return path
+    return built(paths.bin_dir() / "pbt-mpi-coll")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import built
 from postbox import paths
 from test_run import run
 
@@ -21,10 +22,7 @@ LAYOUTS = [
 
 @pytest.fixture
 def groups(real_build):
-    path = paths.bin_dir() / "pbt-mpi-groups"
-    if not path.exists():
-        pytest.skip("%s is missing: run `make` first" % path)
-    return path
+    return built(paths.bin_dir() / "pbt-mpi-groups")
 
 
 @pytest.mark.parametrize("layout, per_node", LAYOUTS)

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from conftest import built
 from postbox import paths
 from test_run import run
 
@@ -42,10 +43,7 @@ LAYOUTS = [
 
 @pytest.fixture
 def p2p(real_build):
-    path = paths.bin_dir() / "pbt-mpi-p2p"
-    if not path.exists():
-        pytest.skip("%s is missing: run `make` first" % path)
-    return path
+    return built(paths.bin_dir() / "pbt-mpi-p2p")
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import built
 from postbox import paths
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -76,9 +77,8 @@ def _check_postbox_probe(output: str) -> None:
 @pytest.fixture(scope="module")
 def build() -> Path:
     build = _build_dir()
-    for need in ("bin/postbox-cc", "lib/libmpi_abi.so.1"):
-        if not (build / need).exists():
-            pytest.skip("%s is missing: run `make` first" % (build / need))
+    built(build / "bin" / "postbox-cc")
+    built(build / "lib" / "libmpi_abi.so.1", program=False)
     return build
 
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 from postbox import netns, paths, results
 from test_run import _env, assert_nothing_left
 
@@ -29,10 +29,7 @@ TESTS = {
 
 @pytest.fixture
 def net_bench():
-    program = paths.bin_dir() / "postbox-net-bench"
-    if not program.exists():
-        pytest.skip("%s is missing: run `make` first" % program)
-    return program
+    return built(paths.bin_dir() / "postbox-net-bench")
 
 
 def run_bench(cmd: list, timeout: float = 60) -> subprocess.CompletedProcess:

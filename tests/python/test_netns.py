@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 from postbox import launch, netns, paths
 from test_run import _env, assert_nothing_left, launcher_cmd, run, script
 
@@ -179,9 +179,7 @@ def test_two_rails_give_each_node_two_links(tmp_path, host_links):
 
 @needs_netns
 def test_job_view_sees_two_nodes_in_namespaces(host_links):
-    view = paths.bin_dir() / "postbox-job-view"
-    if not os.access(view, os.X_OK):
-        pytest.skip("%s is missing: run `make` first" % view)
+    view = built(paths.bin_dir() / "postbox-job-view")
     result = run("-n", 4, "--nodes", 2, "--netns", view, timeout=60)
     assert result.returncode == 0, result.stderr
     nodes = re.findall(r"rank (\d) size 4 node (\d) nodes 2 name \S+/(\d) local ([\d,]+) "

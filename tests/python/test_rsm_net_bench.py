@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 from postbox import netns, paths, results
 from test_run import _env, assert_nothing_left
 
@@ -35,10 +35,7 @@ RATIOS = {"ratio_put_latency_8B": (8, "<=", 1.2), "ratio_put_stream_4MB": (4 << 
 
 @pytest.fixture
 def rsm_net_bench():
-    program = paths.bin_dir() / "postbox-rsm-net-bench"
-    if not program.exists():
-        pytest.skip("%s is missing: run `make` first" % program)
-    return program
+    return built(paths.bin_dir() / "postbox-rsm-net-bench")
 
 
 def launch(*args, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_DIR, REPO
+from conftest import PYTHON_DIR, REPO, built
 from postbox import launch, paths, pmi_server
 
 pytestmark = pytest.mark.short
@@ -503,9 +503,7 @@ def test_rank_leaving_a_barrier_unfinished_ends_the_job(tmp_path):
 
 def test_mpirun_and_mpiexec_are_postbox_run():
     for name in ("mpirun", "mpiexec"):
-        path = paths.bin_dir() / name
-        if not os.access(path, os.X_OK):
-            pytest.skip("%s is missing: run `make` first" % path)
+        path = built(paths.bin_dir() / name)
         result = subprocess.run([str(path), "-np", "2", "--tag-output", "echo", "hi"],
                                 capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, result.stderr
@@ -518,9 +516,7 @@ def test_mpirun_and_mpiexec_are_postbox_run():
 @pytest.mark.slow
 @pytest.mark.parametrize("pmi_version", ["1", "2"])
 def test_job_view_sees_two_nodes_of_two(pmi_version):
-    view = paths.bin_dir() / "postbox-job-view"
-    if not os.access(view, os.X_OK):
-        pytest.skip("%s is missing: run `make` after the C job API is built" % view)
+    view = built(paths.bin_dir() / "postbox-job-view")
     result = run("-n", 4, "--nodes", 2, "-x", "POSTBOX_PMI_VERSION=" + pmi_version, view,
                  timeout=60)
     assert result.returncode == 0, result.stderr

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 from postbox import netns, paths
 from test_run import _env, launcher_cmd, run
 
@@ -34,10 +34,7 @@ MODES = [pytest.param([], id="vnodes"), pytest.param(["--netns"], id="netns", ma
 
 @pytest.fixture
 def xnode(real_build):
-    path = paths.bin_dir() / "pbt-xnode"
-    if not path.exists():
-        pytest.skip("%s is missing: run `make` first" % path)
-    return path
+    return built(paths.bin_dir() / "pbt-xnode")
 
 
 @pytest.mark.parametrize("extra", MODES)
