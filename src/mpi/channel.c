@@ -337,6 +337,8 @@ int pbx_init(void)
     size_t offset;
     int rc, oversubscribed;
 
+    /* this library's copy of the log (src/util/log.c) reads its level */
+    pb_log_init();
     pbx_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX", 2, 4096);
     pbx_params.blocks = (int)param("POSTBOX_POOL_BLOCKS", 2, 65536);
     pbx_params.blocks_net = (int)param("POSTBOX_POOL_BLOCKS_NET", 2, 65536);

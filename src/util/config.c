@@ -86,14 +86,14 @@ static const pb_config_entry_t config_table[] = {
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 
-PB_EXPORT const pb_config_entry_t *pb_config_table(void)
+PB_UTIL_EXPORT const pb_config_entry_t *pb_config_table(void)
 {
     return config_table;
 }
 
-static const pb_config_entry_t *config_find(const char *name)
+static const pb_config_entry_t *config_find(const pb_config_entry_t *table, const char *name)
 {
-    for (const pb_config_entry_t *entry = config_table; entry->name != NULL; entry++) {
+    for (const pb_config_entry_t *entry = table; entry->name != NULL; entry++) {
         if (strcmp(entry->name, name) == 0)
             return entry;
     }
@@ -101,17 +101,18 @@ static const pb_config_entry_t *config_find(const char *name)
     abort();
 }
 
-PB_EXPORT const char *pb_config_get_string(const char *name)
+PB_UTIL_EXPORT const char *pb_config_table_get_string(const pb_config_entry_t *table,
+                                                      const char *name)
 {
-    const pb_config_entry_t *entry = config_find(name);
+    const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
 
     return value != NULL ? value : entry->default_value;
 }
 
-PB_EXPORT long pb_config_get_long(const char *name)
+PB_UTIL_EXPORT long pb_config_table_get_long(const pb_config_entry_t *table, const char *name)
 {
-    const pb_config_entry_t *entry = config_find(name);
+    const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
     char *end;
     long parsed;
@@ -125,4 +126,14 @@ PB_EXPORT long pb_config_get_long(const char *name)
         return entry->default_value ? strtol(entry->default_value, NULL, 0) : 0;
     }
     return parsed;
+}
+
+PB_UTIL_EXPORT const char *pb_config_get_string(const char *name)
+{
+    return pb_config_table_get_string(config_table, name);
+}
+
+PB_UTIL_EXPORT long pb_config_get_long(const char *name)
+{
+    return pb_config_table_get_long(config_table, name);
 }

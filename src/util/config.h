@@ -24,12 +24,16 @@ typedef struct {
 /* The table, terminated by an entry whose name is NULL. */
 const pb_config_entry_t *pb_config_table(void);
 
-/* The value of @name: the environment's, else the table's default.  @name
- * must be in the table (an unknown name aborts: it is a programming error). */
-const char *pb_config_get_string(const char *name);
+/* The value of @name: the environment's, else @table's default.  @name
+ * must be in @table (an unknown name aborts: it is a programming error). */
+const char *pb_config_table_get_string(const pb_config_entry_t *table, const char *name);
 
-/* As pb_config_get_string, parsed as a decimal or 0x integer; a malformed
- * value logs a warning and yields the default. */
+/* As pb_config_table_get_string, parsed as a decimal or 0x integer; a
+ * malformed value logs a warning and yields the default. */
+long pb_config_table_get_long(const pb_config_entry_t *table, const char *name);
+
+/* pb_config_table_get_string and _long on the library's table. */
+const char *pb_config_get_string(const char *name);
 long pb_config_get_long(const char *name);
 
 #endif
