@@ -13,7 +13,6 @@
 
 #include "mpi/attr.h"
 #include "mpi/datatype.h"
-#include "mpi/channel.h"
 #include "mpi/p2p.h"
 
 /* a user error handler (MPI_Comm_create_errhandler) */
@@ -592,9 +591,7 @@ static int init_common(const char *func, int required, int *provided)
     mpi.self.world[0] = mpi.world.rank;
     mpi.self.local[mpi.world.rank] = 0;
     mpi.next_context = 4;
-    rc = pbx_init();
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_p2p_init();
+    rc = pb_mpi_p2p_init();
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
     mpi.thread_level = required > MPI_THREAD_FUNNELED ? MPI_THREAD_FUNNELED : required;
@@ -638,7 +635,6 @@ PB_EXPORT int PMPI_Finalize(void)
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
     pb_mpi_attr_finalize();
     pb_mpi_p2p_finalize();
-    pbx_finalize();
     while (mpi.created != NULL)
         comm_delete(mpi.created);
     comm_release(&mpi.world);

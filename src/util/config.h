@@ -1,7 +1,9 @@
 /*
- * Tunables.  Every POSTBOX_* variable is declared once, in the table in
- * config.c, with its default and a one-line help; `postbox info --config`
- * prints the table, and docs/config.md is generated from it.
+ * Tunables.  Every POSTBOX_* variable is declared once, in the table of the
+ * layer that reads it, with its default and a one-line help: the library's
+ * in config.c, the MPI engine's in src/mpi/engine/tunables.c.
+ * `postbox info --config` prints both tables (tools/postbox_config_dump.c),
+ * and docs/config.md is generated from them.
  */
 #ifndef PB_UTIL_CONFIG_H
 #define PB_UTIL_CONFIG_H
