@@ -193,7 +193,8 @@ static inline int pb_eng_send_short(const void *data, size_t bytes, int world, i
     if (PB_UNLIKELY(o->freed < o->acked))
         pb_eng_channel_reclaim(world);
     o->slot_blocks[slot] = 0;
-    memcpy(pb.u.data, data, bytes);
+    if (bytes > 0) /* @data may be NULL then */
+        memcpy(pb.u.data, data, bytes);
     if (o->ops->post(o, world, &pb, (uint32_t)(k + 1), o->ring + slot * PB_ENG_POSTBOX_SIZE, NULL,
                      0) != MPI_SUCCESS)
         pb_eng_fatal("the channel to a rank broke");
