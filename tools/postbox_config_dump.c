@@ -5,12 +5,14 @@
  *   {"name": "...", "type": "string|int|bool", "default": "..."|null, "help": "..."}
  *
  * `postbox info --config` runs it, and docs/config.md is generated from its
- * output, so the table in src/util/config.c stays the only place a default
- * is written down.
+ * output, so the tables (the library's in src/util/config.c, then the MPI
+ * engine's in src/mpi/engine/tunables.c) stay the only places a default is
+ * written down.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi/engine/tunables.h"
 #include "util/config.h"
 
 static const char *type_name(pb_config_type_t type)
@@ -48,19 +50,10 @@ static void put_json_string(const char *text)
     putchar('"');
 }
 
-int main(int argc, char **argv)
+/* Print every entry of @table. */
+static void put_table(const pb_config_entry_t *table)
 {
-    const pb_config_entry_t *entry;
-
-    if (argc > 1) {
-        fprintf(stderr,
-                "usage: %s\n"
-                "Print every POSTBOX_* tunable as a JSON line "
-                "{name, type, default, help}.\n",
-                argv[0]);
-        return 2;
-    }
-    for (entry = pb_config_table(); entry->name != NULL; entry++) {
+    for (const pb_config_entry_t *entry = table; entry->name != NULL; entry++) {
         fputs("{\"name\": ", stdout);
         put_json_string(entry->name);
         fputs(", \"type\": ", stdout);
@@ -71,6 +64,20 @@ int main(int argc, char **argv)
         put_json_string(entry->help);
         fputs("}\n", stdout);
     }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        fprintf(stderr,
+                "usage: %s\n"
+                "Print every POSTBOX_* tunable as a JSON line "
+                "{name, type, default, help}.\n",
+                argv[0]);
+        return 2;
+    }
+    put_table(pb_config_table());
+    put_table(pb_eng_tunables_table());
     if (fflush(stdout) != 0 || ferror(stdout)) {
         perror("postbox-config-dump: stdout");
         return 1;

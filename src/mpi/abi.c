@@ -1,6 +1,10 @@
-/* The ABI chapter: which version of the standard ABI this library is. */
+/* The ABI chapter: which version of the standard ABI this library is, and
+ * the handle conversions (MPI-5.0 section 20.3.4) of windows, files,
+ * sessions and messages, of which Postbox has only the predefined handles
+ * (the other kinds convert in the files that make them). */
 #include <stddef.h>
 
+#include "mpi/engine/handle.h"
 #include "mpi/mpi_impl.h"
 
 /* Store the ABI version this library implements (MPI_ABI_VERSION,
@@ -16,3 +20,79 @@ PB_EXPORT int PMPI_Abi_get_version(int *abi_major, int *abi_minor)
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Abi_get_version, PMPI_Abi_get_version);
+
+/* ---- objects Postbox does not make: only their predefined handles ------------------- */
+
+/* The integer of a handle of a kind Postbox never creates: its ABI value
+ * when it is predefined; any other value is no handle (raises
+ * MPI_ERR_ARG) and gives @null's. */
+static int predefined_only_toint(uintptr_t handle, uintptr_t null, const char *func)
+{
+    if (handle < PB_ENG_HANDLE_INT_BASE)
+        return (int)handle;
+    pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                 "the handle (%p) is not one (Postbox makes no such objects yet)", (void *)handle);
+    return (int)null;
+}
+
+/* MPI_WIN_NULL converts to its ABI value (0x110) and back; no window
+ * exists yet, so any other integer gives MPI_WIN_NULL. */
+PB_EXPORT int PMPI_Win_toint(MPI_Win win)
+{
+    return predefined_only_toint((uintptr_t)win, (uintptr_t)MPI_WIN_NULL, "MPI_Win_toint");
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_toint, PMPI_Win_toint);
+
+PB_EXPORT MPI_Win PMPI_Win_fromint(int win)
+{
+    (void)win;
+    return MPI_WIN_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_fromint, PMPI_Win_fromint);
+
+/* MPI_FILE_NULL converts to its ABI value (0x118) and back; no file is
+ * ever open, so any other integer gives MPI_FILE_NULL. */
+PB_EXPORT int PMPI_File_toint(MPI_File file)
+{
+    return predefined_only_toint((uintptr_t)file, (uintptr_t)MPI_FILE_NULL, "MPI_File_toint");
+}
+PB_MPI_WEAK_ALIAS(MPI_File_toint, PMPI_File_toint);
+
+PB_EXPORT MPI_File PMPI_File_fromint(int file)
+{
+    (void)file;
+    return MPI_FILE_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_File_fromint, PMPI_File_fromint);
+
+/* MPI_SESSION_NULL converts to its ABI value (0x120) and back; no session
+ * exists yet, so any other integer gives MPI_SESSION_NULL. */
+PB_EXPORT int PMPI_Session_toint(MPI_Session session)
+{
+    return predefined_only_toint((uintptr_t)session, (uintptr_t)MPI_SESSION_NULL,
+                                 "MPI_Session_toint");
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_toint, PMPI_Session_toint);
+
+PB_EXPORT MPI_Session PMPI_Session_fromint(int session)
+{
+    (void)session;
+    return MPI_SESSION_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_fromint, PMPI_Session_fromint);
+
+/* MPI_MESSAGE_NULL and MPI_MESSAGE_NO_PROC convert to their ABI values
+ * (0x128, 0x129) and back; no matched message exists yet (MPI_Mprobe is
+ * not built), so any other integer gives MPI_MESSAGE_NULL. */
+PB_EXPORT int PMPI_Message_toint(MPI_Message message)
+{
+    return predefined_only_toint((uintptr_t)message, (uintptr_t)MPI_MESSAGE_NULL,
+                                 "MPI_Message_toint");
+}
+PB_MPI_WEAK_ALIAS(MPI_Message_toint, PMPI_Message_toint);
+
+PB_EXPORT MPI_Message PMPI_Message_fromint(int message)
+{
+    return message == (int)(uintptr_t)MPI_MESSAGE_NO_PROC ? MPI_MESSAGE_NO_PROC : MPI_MESSAGE_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Message_fromint, PMPI_Message_fromint);

@@ -13,8 +13,7 @@
 
 #include "mpi/attr.h"
 #include "mpi/datatype.h"
-#include "mpi/handle.h"
-#include "mpi/channel.h"
+#include "mpi/engine/handle.h"
 #include "mpi/p2p.h"
 
 /* a user error handler (MPI_Comm_create_errhandler) */
@@ -46,7 +45,7 @@ int pb_mpi_active(void)
 static int errhandler_valid(MPI_Errhandler eh)
 {
     return eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN ||
-           pb_mpi_handle_valid(PB_MPI_HANDLE_ERRHANDLER, eh);
+           pb_eng_handle_valid(PB_ENG_HANDLE_ERRHANDLER, eh);
 }
 
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
@@ -127,7 +126,7 @@ PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function
     if (function == NULL || errhandler == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Comm_create_errhandler", "%s is NULL",
                             function == NULL ? "function" : "errhandler");
-    eh = pb_mpi_handle_new(PB_MPI_HANDLE_ERRHANDLER, sizeof(*eh));
+    eh = pb_eng_handle_new(PB_ENG_HANDLE_ERRHANDLER, sizeof(*eh));
     if (eh == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Comm_create_errhandler",
                             "out of memory");
@@ -158,7 +157,7 @@ pb_comm_t *pb_mpi_comm(MPI_Comm handle)
         return mpi.life == LIFE_ACTIVE ? &mpi.world : NULL;
     if (handle == MPI_COMM_SELF)
         return mpi.life == LIFE_ACTIVE ? &mpi.self : NULL;
-    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_COMM, handle))
+    if (!pb_eng_handle_valid(PB_ENG_HANDLE_COMM, handle))
         return NULL;
     return (pb_comm_t *)handle;
 }
@@ -237,7 +236,7 @@ int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
 
 static pb_comm_t *comm_new(void)
 {
-    pb_comm_t *c = pb_mpi_handle_new(PB_MPI_HANDLE_COMM, sizeof(*c));
+    pb_comm_t *c = pb_eng_handle_new(PB_ENG_HANDLE_COMM, sizeof(*c));
 
     if (c != NULL)
         c->handle = (MPI_Comm)c;
@@ -248,12 +247,12 @@ static pb_comm_t *comm_new(void)
  * that to the last request still using it. */
 static void comm_delete(pb_comm_t *c)
 {
-    pb_mpi_handle_retire(PB_MPI_HANDLE_COMM, c);
+    pb_eng_handle_retire(PB_ENG_HANDLE_COMM, c);
     c->freed = 1;
     if (c->refs > 0)
         return;
     comm_release(c);
-    pb_mpi_handle_delete(PB_MPI_HANDLE_COMM, c);
+    pb_eng_handle_delete(PB_ENG_HANDLE_COMM, c);
 }
 
 void pb_mpi_comm_retain(pb_comm_t *comm)
@@ -265,7 +264,7 @@ void pb_mpi_comm_release(pb_comm_t *comm)
 {
     if (--comm->refs == 0 && comm->freed && comm != &mpi.world && comm != &mpi.self) {
         comm_release(comm);
-        pb_mpi_handle_delete(PB_MPI_HANDLE_COMM, comm);
+        pb_eng_handle_delete(PB_ENG_HANDLE_COMM, comm);
     }
 }
 
@@ -573,9 +572,7 @@ static int init_common(const char *func, int required, int *provided)
     mpi.self.world[0] = mpi.world.rank;
     mpi.self.local[mpi.world.rank] = 0;
     mpi.next_context = 4;
-    rc = pbx_init();
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_p2p_init();
+    rc = pb_mpi_p2p_init();
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
     mpi.thread_level = required > MPI_THREAD_FUNNELED ? MPI_THREAD_FUNNELED : required;
@@ -619,8 +616,7 @@ PB_EXPORT int PMPI_Finalize(void)
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
     pb_mpi_attr_finalize();
     pb_mpi_p2p_finalize();
-    pbx_finalize();
-    for (pb_comm_t *c; (c = pb_mpi_handle_any(PB_MPI_HANDLE_COMM)) != NULL;)
+    for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
         comm_delete(c);
     comm_release(&mpi.world);
     comm_release(&mpi.self);
@@ -715,18 +711,18 @@ PB_MPI_WEAK_ALIAS(MPI_Get_processor_name, PMPI_Get_processor_name);
 
 /* The integer of @comm: MPI_COMM_NULL's, MPI_COMM_WORLD's or
  * MPI_COMM_SELF's ABI value, or a created communicator's (from
- * PB_MPI_HANDLE_INT_BASE up).  A handle that is no live communicator raises
+ * PB_ENG_HANDLE_INT_BASE up).  A handle that is no live communicator raises
  * MPI_ERR_COMM and gives MPI_COMM_NULL's. */
 PB_EXPORT int PMPI_Comm_toint(MPI_Comm comm)
 {
-    if ((uintptr_t)comm < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)comm < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)comm;
     if (pb_mpi_comm(comm) == NULL) {
         pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, "MPI_Comm_toint",
                      "comm (%p) is not a communicator (freed, or never created)", (void *)comm);
         return (int)(uintptr_t)MPI_COMM_NULL;
     }
-    return pb_mpi_handle_toint(PB_MPI_HANDLE_COMM, comm);
+    return pb_eng_handle_toint(PB_ENG_HANDLE_COMM, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_toint, PMPI_Comm_toint);
 
@@ -738,7 +734,7 @@ PB_EXPORT MPI_Comm PMPI_Comm_fromint(int comm)
 
     if (comm == (int)(uintptr_t)MPI_COMM_WORLD || comm == (int)(uintptr_t)MPI_COMM_SELF)
         return (MPI_Comm)(uintptr_t)comm;
-    c = pb_mpi_handle_fromint(PB_MPI_HANDLE_COMM, comm);
+    c = pb_eng_handle_fromint(PB_ENG_HANDLE_COMM, comm);
     return c != NULL ? c : MPI_COMM_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_fromint, PMPI_Comm_fromint);
@@ -751,9 +747,9 @@ PB_EXPORT int PMPI_Errhandler_toint(MPI_Errhandler errhandler)
 {
     int i;
 
-    if ((uintptr_t)errhandler < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)errhandler < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)errhandler;
-    i = pb_mpi_handle_toint(PB_MPI_HANDLE_ERRHANDLER, errhandler);
+    i = pb_eng_handle_toint(PB_ENG_HANDLE_ERRHANDLER, errhandler);
     if (i < 0) {
         pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ERRHANDLER, "MPI_Errhandler_toint",
                      "errhandler (%p) is not an error handler (freed, or never created)",
@@ -774,7 +770,7 @@ PB_EXPORT MPI_Errhandler PMPI_Errhandler_fromint(int errhandler)
         errhandler == (int)(uintptr_t)MPI_ERRORS_ABORT ||
         errhandler == (int)(uintptr_t)MPI_ERRORS_RETURN)
         return (MPI_Errhandler)(uintptr_t)errhandler;
-    e = pb_mpi_handle_fromint(PB_MPI_HANDLE_ERRHANDLER, errhandler);
+    e = pb_eng_handle_fromint(PB_ENG_HANDLE_ERRHANDLER, errhandler);
     return e != NULL ? e : MPI_ERRHANDLER_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Errhandler_fromint, PMPI_Errhandler_fromint);

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/handle.h"
+#include "mpi/engine/handle.h"
 
 /* The object behind a created handle. */
 struct MPI_ABI_Datatype {
@@ -38,9 +38,9 @@ struct MPI_ABI_Datatype {
 
 pb_datatype_t *pb_mpi_datatype(MPI_Datatype handle)
 {
-    if ((uintptr_t)handle < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)handle < PB_ENG_HANDLE_INT_BASE)
         return pb_eng_type_predefined((uintptr_t)handle);
-    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_DATATYPE, handle))
+    if (!pb_eng_handle_valid(PB_ENG_HANDLE_DATATYPE, handle))
         return NULL;
     return handle->type;
 }
@@ -65,7 +65,7 @@ static int type_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datat
 
     if (ret != MPI_SUCCESS)
         return ret;
-    h = pb_mpi_handle_new(PB_MPI_HANDLE_DATATYPE, sizeof(*h));
+    h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
     if (h == NULL) {
         pb_eng_type_release(t);
         return MPI_ERR_NO_MEM;
@@ -600,7 +600,7 @@ PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
     if (t->predefined)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free",
                             "*datatype is the predefined %s, which cannot be freed", t->name);
-    pb_mpi_handle_delete(PB_MPI_HANDLE_DATATYPE, *datatype);
+    pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, *datatype);
     pb_eng_type_release(t);
     *datatype = MPI_DATATYPE_NULL;
     return MPI_SUCCESS;
@@ -850,17 +850,17 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_name, PMPI_Type_get_name);
 
 /* The integer of @datatype for Fortran and other languages: a predefined
  * handle's ABI value, or for a created one an integer from
- * PB_MPI_HANDLE_INT_BASE up.  A bad handle raises MPI_ERR_TYPE and gives
+ * PB_ENG_HANDLE_INT_BASE up.  A bad handle raises MPI_ERR_TYPE and gives
  * MPI_DATATYPE_NULL's. */
 PB_EXPORT int PMPI_Type_toint(MPI_Datatype datatype)
 {
     pb_datatype_t *t;
 
-    if ((uintptr_t)datatype < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)datatype < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)datatype;
     if (type_arg(datatype, "MPI_Type_toint", "datatype", &t) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_DATATYPE_NULL;
-    return pb_mpi_handle_toint(PB_MPI_HANDLE_DATATYPE, datatype);
+    return pb_eng_handle_toint(PB_ENG_HANDLE_DATATYPE, datatype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_toint, PMPI_Type_toint);
 
@@ -872,9 +872,9 @@ PB_EXPORT MPI_Datatype PMPI_Type_fromint(int datatype)
 
     if (datatype < 0)
         return MPI_DATATYPE_NULL;
-    if (datatype < PB_MPI_HANDLE_INT_BASE)
+    if (datatype < PB_ENG_HANDLE_INT_BASE)
         return (MPI_Datatype)(uintptr_t)datatype;
-    t = pb_mpi_handle_fromint(PB_MPI_HANDLE_DATATYPE, datatype);
+    t = pb_eng_handle_fromint(PB_ENG_HANDLE_DATATYPE, datatype);
     return t != NULL ? (MPI_Datatype)t : MPI_DATATYPE_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_fromint, PMPI_Type_fromint);

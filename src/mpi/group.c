@@ -17,7 +17,7 @@
 
 #include "mpi/comm.h"
 #include "mpi/datatype.h"
-#include "mpi/handle.h"
+#include "mpi/engine/handle.h"
 #include "mpi/info.h"
 #include "mpi/p2p.h"
 
@@ -42,7 +42,7 @@ static pb_group_t *group_of(MPI_Group handle)
 {
     if (handle == MPI_GROUP_EMPTY)
         return &group_empty;
-    if (pb_mpi_handle_valid(PB_MPI_HANDLE_GROUP, handle))
+    if (pb_eng_handle_valid(PB_ENG_HANDLE_GROUP, handle))
         return (pb_group_t *)handle;
     return NULL;
 }
@@ -76,7 +76,7 @@ static int group_new(int n, int *world, const char *func, MPI_Group *out)
         *out = MPI_GROUP_EMPTY;
         return MPI_SUCCESS;
     }
-    g = pb_mpi_handle_new(PB_MPI_HANDLE_GROUP, sizeof(*g));
+    g = pb_eng_handle_new(PB_ENG_HANDLE_GROUP, sizeof(*g));
     if (g == NULL) {
         free(world);
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
@@ -511,7 +511,7 @@ PB_EXPORT int PMPI_Group_free(MPI_Group *group)
         return rc;
     if (g != &group_empty) {
         free(g->world);
-        pb_mpi_handle_delete(PB_MPI_HANDLE_GROUP, g);
+        pb_eng_handle_delete(PB_ENG_HANDLE_GROUP, g);
     }
     *group = MPI_GROUP_NULL;
     return MPI_SUCCESS;
@@ -525,11 +525,11 @@ PB_EXPORT int PMPI_Group_toint(MPI_Group group)
 {
     pb_group_t *g;
 
-    if ((uintptr_t)group < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)group < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)group;
     if (group_arg(group, "MPI_Group_toint", "group", &g) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_GROUP_NULL;
-    return pb_mpi_handle_toint(PB_MPI_HANDLE_GROUP, g);
+    return pb_eng_handle_toint(PB_ENG_HANDLE_GROUP, g);
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_toint, PMPI_Group_toint);
 
@@ -541,9 +541,9 @@ PB_EXPORT MPI_Group PMPI_Group_fromint(int group)
 
     if (group == (int)(uintptr_t)MPI_GROUP_EMPTY)
         return MPI_GROUP_EMPTY;
-    if (group < PB_MPI_HANDLE_INT_BASE)
+    if (group < PB_ENG_HANDLE_INT_BASE)
         return MPI_GROUP_NULL;
-    g = pb_mpi_handle_fromint(PB_MPI_HANDLE_GROUP, group);
+    g = pb_eng_handle_fromint(PB_ENG_HANDLE_GROUP, group);
     return g != NULL ? (MPI_Group)g : MPI_GROUP_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_fromint, PMPI_Group_fromint);

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "mpi/comm.h"
-#include "mpi/handle.h"
+#include "mpi/engine/handle.h"
 
 typedef struct {
     char *key;
@@ -168,7 +168,7 @@ static pb_info_t *info_of(MPI_Info handle)
 {
     if (handle == MPI_INFO_ENV)
         return env_info();
-    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_INFO, handle))
+    if (!pb_eng_handle_valid(PB_ENG_HANDLE_INFO, handle))
         return NULL;
     return (pb_info_t *)handle;
 }
@@ -227,7 +227,7 @@ static int key_arg(const char *key, const char *func)
 
 static int new_info(const char *func, pb_info_t **info_p)
 {
-    pb_info_t *i = pb_mpi_handle_new(PB_MPI_HANDLE_INFO, sizeof(*i));
+    pb_info_t *i = pb_eng_handle_new(PB_ENG_HANDLE_INFO, sizeof(*i));
 
     *info_p = i;
     if (i == NULL)
@@ -238,7 +238,7 @@ static int new_info(const char *func, pb_info_t **info_p)
 static void delete_info(pb_info_t *i)
 {
     info_clear(i);
-    pb_mpi_handle_delete(PB_MPI_HANDLE_INFO, i);
+    pb_eng_handle_delete(PB_ENG_HANDLE_INFO, i);
 }
 
 /* ---- the functions ----------------------------------------------------------------- */
@@ -525,17 +525,17 @@ PB_MPI_WEAK_ALIAS(MPI_Info_free, PMPI_Info_free);
 
 /* The integer of @info: a predefined handle's ABI value (MPI_INFO_NULL
  * 0x130, MPI_INFO_ENV 0x131), or the one a created info was given (from
- * PB_MPI_HANDLE_INT_BASE up).  A bad handle raises MPI_ERR_INFO and gives
+ * PB_ENG_HANDLE_INT_BASE up).  A bad handle raises MPI_ERR_INFO and gives
  * MPI_INFO_NULL's. */
 PB_EXPORT int PMPI_Info_toint(MPI_Info info)
 {
     pb_info_t *i;
 
-    if ((uintptr_t)info < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)info < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)info;
     if (info_arg(info, "MPI_Info_toint", 0, &i) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_INFO_NULL;
-    return pb_mpi_handle_toint(PB_MPI_HANDLE_INFO, i);
+    return pb_eng_handle_toint(PB_ENG_HANDLE_INFO, i);
 }
 PB_MPI_WEAK_ALIAS(MPI_Info_toint, PMPI_Info_toint);
 
@@ -547,9 +547,9 @@ PB_EXPORT MPI_Info PMPI_Info_fromint(int info)
 
     if (info == (int)(uintptr_t)MPI_INFO_ENV)
         return MPI_INFO_ENV;
-    if (info < PB_MPI_HANDLE_INT_BASE)
+    if (info < PB_ENG_HANDLE_INT_BASE)
         return MPI_INFO_NULL;
-    i = pb_mpi_handle_fromint(PB_MPI_HANDLE_INFO, info);
+    i = pb_eng_handle_fromint(PB_ENG_HANDLE_INFO, info);
     return i != NULL ? (MPI_Info)i : MPI_INFO_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Info_fromint, PMPI_Info_fromint);

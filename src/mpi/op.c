@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mpi/handle.h"
+#include "mpi/engine/handle.h"
 #include "mpi/op.h"
 
 /* The predefined ops, in the order of the loop table. */
@@ -342,7 +342,7 @@ static struct MPI_ABI_Op *op_lookup(MPI_Op handle)
     uintptr_t value = (uintptr_t)handle;
     size_t k;
 
-    if (value < PB_MPI_HANDLE_INT_BASE) {
+    if (value < PB_ENG_HANDLE_INT_BASE) {
         if (value < OP_FIRST || value >= OP_FIRST + OP_SPAN)
             return NULL;
         for (k = 0; k < PB_OP_COUNT_OF; k++) {
@@ -351,7 +351,7 @@ static struct MPI_ABI_Op *op_lookup(MPI_Op handle)
         }
         return NULL;
     }
-    if (!pb_mpi_handle_valid(PB_MPI_HANDLE_OP, handle))
+    if (!pb_eng_handle_valid(PB_ENG_HANDLE_OP, handle))
         return NULL;
     return (struct MPI_ABI_Op *)handle;
 }
@@ -539,7 +539,7 @@ static int op_create(const char *func, MPI_User_function *fn, MPI_User_function_
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "user_fn is NULL");
     if (op == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "op is NULL");
-    o = pb_mpi_handle_new(PB_MPI_HANDLE_OP, sizeof(*o));
+    o = pb_eng_handle_new(PB_ENG_HANDLE_OP, sizeof(*o));
     if (o == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory for the op");
     o->fn = fn;
@@ -579,7 +579,7 @@ PB_EXPORT int PMPI_Op_free(MPI_Op *op)
     if (o->predefined)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OP, "MPI_Op_free",
                             "*op is the predefined %s, which cannot be freed", op_names[o->kind]);
-    pb_mpi_handle_delete(PB_MPI_HANDLE_OP, o);
+    pb_eng_handle_delete(PB_ENG_HANDLE_OP, o);
     *op = MPI_OP_NULL;
     return MPI_SUCCESS;
 }
@@ -649,11 +649,11 @@ PB_EXPORT int PMPI_Op_toint(MPI_Op op)
 {
     struct MPI_ABI_Op *o;
 
-    if ((uintptr_t)op < PB_MPI_HANDLE_INT_BASE)
+    if ((uintptr_t)op < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)op;
     if (op_arg(op, "MPI_Op_toint", "op", &o) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_OP_NULL;
-    return pb_mpi_handle_toint(PB_MPI_HANDLE_OP, o);
+    return pb_eng_handle_toint(PB_ENG_HANDLE_OP, o);
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_toint, PMPI_Op_toint);
 
@@ -665,9 +665,9 @@ PB_EXPORT MPI_Op PMPI_Op_fromint(int op)
 
     if (op < 0)
         return MPI_OP_NULL;
-    if (op < PB_MPI_HANDLE_INT_BASE)
+    if (op < PB_ENG_HANDLE_INT_BASE)
         return (MPI_Op)(uintptr_t)op;
-    o = pb_mpi_handle_fromint(PB_MPI_HANDLE_OP, op);
+    o = pb_eng_handle_fromint(PB_ENG_HANDLE_OP, op);
     return o != NULL ? (MPI_Op)o : MPI_OP_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_fromint, PMPI_Op_fromint);

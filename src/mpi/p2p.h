@@ -1,8 +1,8 @@
 /*
- * Point-to-point messaging over the channels (docs/mpi.md, "The engine"):
- * requests, matching, the eager and rendezvous protocols, progress and
- * waiting.  The collectives and the communicator constructors use the
- * calls below, on a communicator's collective context.
+ * Point-to-point for the API files (p2p.c, request.c, bsend.c), over the
+ * engine (engine/engine.h).  The collectives and the communicator
+ * constructors use the calls below, on a communicator's collective
+ * context.
  */
 #ifndef PB_MPI_P2P_H
 #define PB_MPI_P2P_H
@@ -25,5 +25,33 @@ int pb_mpi_wait_requests(int count, MPI_Request requests[]);
 /* Set up and tear down the engine (MPI_Init, MPI_Finalize). */
 int pb_mpi_p2p_init(void);
 void pb_mpi_p2p_finalize(void);
+
+/* The checks of a send's arguments by @func (p2p.c): *@c_p and *@type_p
+ * get the communicator and the datatype.  @return MPI_SUCCESS or the error
+ * raised (MPI_ERR_COMM, _COUNT, _TYPE, _BUFFER, _RANK, _TAG). */
+int pb_mpi_check_send(const char *func, MPI_Comm comm, pb_comm_t **c_p, const void *buf,
+                      MPI_Count count, MPI_Datatype type, int dest, int tag,
+                      pb_datatype_t **type_p);
+
+/* Whether @r is a live request (request.c): the engine's magic word today,
+ * the handle registry's look-up later.  Never dereferences a predefined
+ * value. */
+int pb_mpi_request_valid(MPI_Request r);
+
+/* The program no longer names @r: drop its communicator and its integer
+ * (the engine may still complete it). */
+void pb_mpi_request_let_go(MPI_Request r);
+
+/* Let a request go for good: its communicator, its integer, the engine's
+ * part (request.c). */
+void pb_mpi_request_release(MPI_Request r);
+
+/* Store the status of complete request @r of communicator @c into
+ * @status (MPI_STATUS_IGNORE: nothing); the sender's world rank becomes
+ * its rank in @c. */
+void pb_mpi_status_store(MPI_Status *status, MPI_Request r, const pb_comm_t *c);
+
+/* Store the empty status (MPI_STATUS_IGNORE: nothing). */
+void pb_mpi_status_empty(MPI_Status *status);
 
 #endif

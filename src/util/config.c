@@ -46,54 +46,17 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_TCP_TIMEOUT_MS", PB_CONFIG_INT, "2000",
      "Milliseconds after which a tcp connection whose peer stopped "
      "answering (dead host, cut link) is declared broken."},
-    {"POSTBOX_NUMPOSTBOX", PB_CONFIG_INT, "16",
-     "MPI: postboxes (64 bytes each) in the ring each sender owns toward each "
-     "receiver, in the receiver's node's postbox area (Sun MPI's "
-     "MPI_SHM_NUMPOSTBOX)."},
-    {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "64",
-     "MPI: blocks (2 or more) in the buffer pool each sender owns on its own "
-     "node, shared by every receiver there (plus 2 reserved per receiver); "
-     "eager and rendezvous data move through them."},
-    {"POSTBOX_POOL_BLOCKS_NET", PB_CONFIG_INT, "256",
-     "MPI: blocks (2 or more) in the pool each sender owns on each other "
-     "node, shared by the receivers there (its large messages move through "
-     "the pool over tcp)."},
-    {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
-     "MPI: bytes of one pool block (rounded up to 64)."},
-    {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "1048576",
-     "MPI: messages of this many bytes and more wait for the receiver "
-     "(RTS/CTS) before their data moves; shorter ones go eagerly."},
-    {"POSTBOX_SINGLE_COPY", PB_CONFIG_INT, "65536",
-     "MPI: contiguous messages between ranks of a node of this many bytes "
-     "and more are read by the receiver straight from the sender's buffer "
-     "(process_vm_readv: one copy); 0: never (two copies through the pool)."},
-    {"POSTBOX_SPLIT_COPY", PB_CONFIG_INT, "131072",
-     "MPI: single-copy messages of this many bytes and more are copied half "
-     "by the receiver (process_vm_readv) and half by the sender "
-     "(process_vm_writev) at once; 0: the receiver copies it all."},
-    {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
-     "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
-     "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
-    {"POSTBOX_SPIN", PB_CONFIG_INT, "2000",
-     "MPI: polls of a waiting rank before it starts yielding the CPU (unset "
-     "on a host with more ranks than cores: 0)."},
-    {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
-     "MPI: sched_yield calls of a waiting rank before it sleeps until a "
-     "peer writes to it."},
-    {"POSTBOX_SHOW_TRANSPORTS", PB_CONFIG_INT, "0",
-     "MPI: 1 prints, for each channel a rank opens, the transport and the "
-     "protocol thresholds chosen."},
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 
-PB_EXPORT const pb_config_entry_t *pb_config_table(void)
+PB_UTIL_EXPORT const pb_config_entry_t *pb_config_table(void)
 {
     return config_table;
 }
 
-static const pb_config_entry_t *config_find(const char *name)
+static const pb_config_entry_t *config_find(const pb_config_entry_t *table, const char *name)
 {
-    for (const pb_config_entry_t *entry = config_table; entry->name != NULL; entry++) {
+    for (const pb_config_entry_t *entry = table; entry->name != NULL; entry++) {
         if (strcmp(entry->name, name) == 0)
             return entry;
     }
@@ -101,17 +64,18 @@ static const pb_config_entry_t *config_find(const char *name)
     abort();
 }
 
-PB_EXPORT const char *pb_config_get_string(const char *name)
+PB_UTIL_EXPORT const char *pb_config_table_get_string(const pb_config_entry_t *table,
+                                                      const char *name)
 {
-    const pb_config_entry_t *entry = config_find(name);
+    const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
 
     return value != NULL ? value : entry->default_value;
 }
 
-PB_EXPORT long pb_config_get_long(const char *name)
+PB_UTIL_EXPORT long pb_config_table_get_long(const pb_config_entry_t *table, const char *name)
 {
-    const pb_config_entry_t *entry = config_find(name);
+    const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
     char *end;
     long parsed;
@@ -125,4 +89,14 @@ PB_EXPORT long pb_config_get_long(const char *name)
         return entry->default_value ? strtol(entry->default_value, NULL, 0) : 0;
     }
     return parsed;
+}
+
+PB_UTIL_EXPORT const char *pb_config_get_string(const char *name)
+{
+    return pb_config_table_get_string(config_table, name);
+}
+
+PB_UTIL_EXPORT long pb_config_get_long(const char *name)
+{
+    return pb_config_table_get_long(config_table, name);
 }

@@ -1,7 +1,9 @@
 /*
- * Tunables.  Every POSTBOX_* variable is declared once, in the table in
- * config.c, with its default and a one-line help; `postbox info --config`
- * prints the table, and docs/config.md is generated from it.
+ * Tunables.  Every POSTBOX_* variable is declared once, in the table of the
+ * layer that reads it, with its default and a one-line help: the library's
+ * in config.c, the MPI engine's in src/mpi/engine/tunables.c.
+ * `postbox info --config` prints both tables (tools/postbox_config_dump.c),
+ * and docs/config.md is generated from them.
  */
 #ifndef PB_UTIL_CONFIG_H
 #define PB_UTIL_CONFIG_H
@@ -24,12 +26,16 @@ typedef struct {
 /* The table, terminated by an entry whose name is NULL. */
 const pb_config_entry_t *pb_config_table(void);
 
-/* The value of @name: the environment's, else the table's default.  @name
- * must be in the table (an unknown name aborts: it is a programming error). */
-const char *pb_config_get_string(const char *name);
+/* The value of @name: the environment's, else @table's default.  @name
+ * must be in @table (an unknown name aborts: it is a programming error). */
+const char *pb_config_table_get_string(const pb_config_entry_t *table, const char *name);
 
-/* As pb_config_get_string, parsed as a decimal or 0x integer; a malformed
- * value logs a warning and yields the default. */
+/* As pb_config_table_get_string, parsed as a decimal or 0x integer; a
+ * malformed value logs a warning and yields the default. */
+long pb_config_table_get_long(const pb_config_entry_t *table, const char *name);
+
+/* pb_config_table_get_string and _long on the library's table. */
+const char *pb_config_get_string(const char *name);
 long pb_config_get_long(const char *name);
 
 #endif

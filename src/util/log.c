@@ -8,7 +8,7 @@
 
 #include "util/config.h"
 
-PB_EXPORT int pb_log_current_level = PB_LOG_WARN;
+PB_UTIL_EXPORT int pb_log_current_level = PB_LOG_WARN;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
@@ -24,7 +24,8 @@ void pb_log_init(void)
     }
 }
 
-PB_EXPORT void pb_log_emit(pb_log_level_t level, const char *file, int line, const char *fmt, ...)
+PB_UTIL_EXPORT void pb_log_emit(pb_log_level_t level, const char *file, int line, const char *fmt,
+                                ...)
 {
     int saved_errno = errno; /* so callers may use %m after the message */
     char msg[512];

@@ -1,4 +1,4 @@
-/* The handle registry (src/mpi/handle.c), through the API of each kind of
+/* The handle registry (src/mpi/engine/handle.c), through the API of each kind of
  * handle: a garbage, misaligned or freed handle of every kind gets its
  * error class and never crashes the library, even when it points at
  * unmapped memory; toint/fromint round-trip for created and predefined

@@ -29,13 +29,16 @@ def test_config_dump_prints_json_lines(real_build):
         assert entry["name"].startswith("POSTBOX_")
         assert entry["type"] in ("string", "int", "bool")
         assert entry["help"] and "default" not in entry["help"].lower()
+    names = [entry["name"] for entry in lines]
+    assert len(names) == len(set(names)), "a variable is declared twice"
 
 
-def test_info_config_lists_log_level(real_build):
+def test_info_config_lists_both_tables(real_build):
     _dump_or_skip()
     result = run_cli("info", "--config")
     assert result.returncode == 0, result.stderr
-    assert "POSTBOX_LOG_LEVEL" in result.stdout
+    assert "POSTBOX_LOG_LEVEL" in result.stdout  # the library's (src/util/config.c)
+    assert "POSTBOX_RENDEZVOUS" in result.stdout  # the MPI engine's (src/mpi/engine/tunables.c)
 
 
 def test_docs_config_md_is_current(real_build):

@@ -1,0 +1,105 @@
+/*
+ * Progress and waiting (engine.h).
+ *
+ * Waiting (pb_eng_wait_until): poll, spinning POSTBOX_SPIN times, then
+ * yield the CPU POSTBOX_YIELDS times, then sleep on the doorbell's RSM
+ * signal until a peer writes (peers on the node signal only a rank that
+ * announced it sleeps; tcp peers always signal), so an idle rank holds no
+ * core.
+ */
+#include <sched.h>
+
+#include "mpi/engine/protocol.h"
+
+/* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
+#define SLEEP_CAP_MS 100
+
+/* Sources to poll under directed polling (POSTBOX_POLLALL=0): the peers of
+ * posted receives (all of them for MPI_ANY_SOURCE), of sends waiting for a
+ * CTS or a synchronous acknowledgement, of rendezvous data and eager
+ * streams under way.  Others' messages wait in their rings (and their
+ * senders, once the ring is full) until a receive names them. */
+static int wanted(int source)
+{
+    if (pb_eng.expect[source] > 0 || pb_eng.streams[source].recv != NULL ||
+        pb_eng.streams[source].unexp != NULL)
+        return 1;
+    if (pb_eng.probing && (pb_eng.probe_source < 0 || pb_eng.probe_source == source))
+        return 1;
+    for (MPI_Request r = pb_eng.posted.head; r != NULL; r = r->next) {
+        if (r->peer < 0 || r->peer == source)
+            return 1;
+    }
+    return 0;
+}
+
+int pb_eng_progress(void)
+{
+    int moved = 0;
+
+    for (int d = 0; d < pb_eng.size; d++) {
+        if (pb_eng.controls[d] != NULL || pb_eng.sends[d].head != NULL)
+            moved += pb_eng_send_push(d);
+    }
+    /* this rank reads its own sockets: it holds the tcp transport's
+     * progress claim (pb_eng_channel_init), so no service thread does it meanwhile */
+    pb_eng_channel_poll_network();
+    for (int s = 0; s < pb_eng.size; s++) {
+        const pb_eng_postbox_t *pb;
+        int budget = pb_eng_params.postboxes;
+
+        if (!pb_eng_params.pollall && !wanted(s))
+            continue;
+        while (budget-- > 0 && (pb = pb_eng_channel_peek(s)) != NULL) {
+            pb_eng_recv_postbox(s, pb);
+            pb_eng_channel_consume(s, pb);
+            moved++;
+        }
+    }
+    /* answers the reading queued (CTS, SYNC_ACK, RNDV_FIN) go out now, not
+     * at the next call: the caller may return to compute for a long time */
+    for (int d = 0; d < pb_eng.size; d++) {
+        if (pb_eng.controls[d] != NULL)
+            moved += pb_eng_send_push(d);
+    }
+    return moved;
+}
+
+void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
+{
+    int spins = 0, yields = 0;
+
+    while (!done(arg)) {
+        if (pb_eng_progress() > 0) {
+            spins = yields = 0;
+            continue;
+        }
+        if (spins < pb_eng_params.spin) {
+            spins++;
+            pb_cpu_relax();
+            continue;
+        }
+        if (yields < pb_eng_params.yields) {
+            yields++;
+            sched_yield();
+            continue;
+        }
+        pb_eng_channel_sleep_begin();
+        if (pb_eng_progress() > 0 || done(arg)) {
+            pb_eng_channel_sleep_cancel();
+            continue;
+        }
+        pb_eng_channel_sleep(SLEEP_CAP_MS);
+    }
+}
+
+static int request_done(void *arg)
+{
+    return ((MPI_Request)arg)->complete;
+}
+
+void pb_eng_wait(MPI_Request r)
+{
+    if (!r->complete)
+        pb_eng_wait_until(request_done, r);
+}

@@ -1,0 +1,86 @@
+/*
+ * The MPI engine's tunables (tunables.h): its table and their reading.
+ */
+#include "mpi/engine/tunables.h"
+
+#include <stdlib.h>
+
+#include "util/log.h"
+
+pb_eng_params_t pb_eng_params;
+
+static const pb_config_entry_t tunables_table[] = {
+    {"POSTBOX_NUMPOSTBOX", PB_CONFIG_INT, "16",
+     "MPI: postboxes (64 bytes each) in the ring each sender owns toward each "
+     "receiver, in the receiver's node's postbox area (Sun MPI's "
+     "MPI_SHM_NUMPOSTBOX)."},
+    {"POSTBOX_POOL_BLOCKS", PB_CONFIG_INT, "64",
+     "MPI: blocks (2 or more) in the buffer pool each sender owns on its own "
+     "node, shared by every receiver there (plus 2 reserved per receiver); "
+     "eager and rendezvous data move through them."},
+    {"POSTBOX_POOL_BLOCKS_NET", PB_CONFIG_INT, "256",
+     "MPI: blocks (2 or more) in the pool each sender owns on each other "
+     "node, shared by the receivers there (its large messages move through "
+     "the pool over tcp)."},
+    {"POSTBOX_BLOCK_SIZE", PB_CONFIG_INT, "4096",
+     "MPI: bytes of one pool block (rounded up to 64)."},
+    {"POSTBOX_RENDEZVOUS", PB_CONFIG_INT, "1048576",
+     "MPI: messages of this many bytes and more wait for the receiver "
+     "(RTS/CTS) before their data moves; shorter ones go eagerly."},
+    {"POSTBOX_SINGLE_COPY", PB_CONFIG_INT, "65536",
+     "MPI: contiguous messages between ranks of a node of this many bytes "
+     "and more are read by the receiver straight from the sender's buffer "
+     "(process_vm_readv: one copy); 0: never (two copies through the pool)."},
+    {"POSTBOX_SPLIT_COPY", PB_CONFIG_INT, "131072",
+     "MPI: single-copy messages of this many bytes and more are copied half "
+     "by the receiver (process_vm_readv) and half by the sender "
+     "(process_vm_writev) at once; 0: the receiver copies it all."},
+    {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
+     "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
+     "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
+    {"POSTBOX_SPIN", PB_CONFIG_INT, "2000",
+     "MPI: polls of a waiting rank before it starts yielding the CPU (unset "
+     "on a host with more ranks than cores: 0)."},
+    {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
+     "MPI: sched_yield calls of a waiting rank before it sleeps until a "
+     "peer writes to it."},
+    {"POSTBOX_SHOW_TRANSPORTS", PB_CONFIG_INT, "0",
+     "MPI: 1 prints, for each channel a rank opens, the transport and the "
+     "protocol thresholds chosen."},
+    {NULL, PB_CONFIG_STRING, NULL, NULL},
+};
+
+const pb_config_entry_t *pb_eng_tunables_table(void)
+{
+    return tunables_table;
+}
+
+static long param(const char *name, long min, long max)
+{
+    long value = pb_config_table_get_long(tunables_table, name);
+
+    if (value < min || value > max) {
+        long fixed = value < min ? min : max;
+
+        pb_warn("%s=%ld is outside %ld..%ld: using %ld", name, value, min, max, fixed);
+        return fixed;
+    }
+    return value;
+}
+
+void pb_eng_tunables_read(void)
+{
+    pb_eng_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX", 2, 4096);
+    pb_eng_params.blocks = (int)param("POSTBOX_POOL_BLOCKS", 2, 65536);
+    pb_eng_params.blocks_net = (int)param("POSTBOX_POOL_BLOCKS_NET", 2, 65536);
+    pb_eng_params.block_size = (size_t)param("POSTBOX_BLOCK_SIZE", 256, 1 << 20);
+    pb_eng_params.block_size = (pb_eng_params.block_size + 63) / 64 * 64;
+    pb_eng_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS", 1, 1L << 40);
+    pb_eng_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY", 0, 1L << 40);
+    pb_eng_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY", 0, 1L << 40);
+    pb_eng_params.pollall = (int)param("POSTBOX_POLLALL", 0, 1);
+    pb_eng_params.spin = (int)param("POSTBOX_SPIN", 0, 1 << 30);
+    pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;
+    pb_eng_params.yields = (int)param("POSTBOX_YIELDS", 0, 1 << 30);
+    pb_eng_params.show = pb_config_table_get_long(tunables_table, "POSTBOX_SHOW_TRANSPORTS") > 0;
+}

@@ -1,0 +1,472 @@
+/*
+ * Completion of requests (p2p.h): MPI_Wait, MPI_Test and their -all, -any
+ * and -some forms, MPI_Request_free, MPI_Request_get_status, MPI_Cancel,
+ * and the integer conversions.  The engine (engine.h) makes requests
+ * complete; this file checks the handles, hands out statuses and lets the
+ * requests go.
+ */
+#include "mpi/p2p.h"
+
+#include "mpi/engine/engine.h"
+#include "mpi/engine/handle.h"
+
+int pb_mpi_request_valid(MPI_Request r)
+{
+    return pb_eng_request_valid(r);
+}
+
+void pb_mpi_request_let_go(MPI_Request r)
+{
+    if (r->comm != NULL)
+        pb_mpi_comm_release(r->comm);
+    r->comm = NULL;
+}
+
+void pb_mpi_request_release(MPI_Request r)
+{
+    pb_mpi_request_let_go(r);
+    pb_eng_request_release(r);
+}
+
+/* The handle of the communicator of @r, for its error handler. */
+static MPI_Comm comm_handle(MPI_Request r)
+{
+    return r->comm != NULL ? ((pb_comm_t *)r->comm)->handle : MPI_COMM_NULL;
+}
+
+void pb_mpi_status_store(MPI_Status *status, MPI_Request r, const pb_comm_t *c)
+{
+    if (status == MPI_STATUS_IGNORE)
+        return;
+    if (r->kind == PB_ENG_REQ_RECV) {
+        *status = r->status;
+        /* the engine names the sender by its world rank */
+        if (status->MPI_SOURCE >= 0)
+            status->MPI_SOURCE = c->local[status->MPI_SOURCE];
+    } else {
+        status->MPI_SOURCE = MPI_ANY_SOURCE;
+        status->MPI_TAG = MPI_ANY_TAG;
+        status->MPI_ERROR = MPI_SUCCESS;
+        pb_mpi_status_set_bytes(status, 0);
+    }
+    pb_mpi_status_set_cancelled(status, r->cancelled);
+}
+
+void pb_mpi_status_empty(MPI_Status *status)
+{
+    if (status == MPI_STATUS_IGNORE)
+        return;
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = MPI_SUCCESS;
+    pb_mpi_status_set_bytes(status, 0);
+    pb_mpi_status_set_cancelled(status, 0);
+}
+
+/* ---- completion ------------------------------------------------------------------ */
+
+static int check_request_ptr(const char *func, MPI_Request *request)
+{
+    if (request == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "request is NULL");
+    if (*request != MPI_REQUEST_NULL && !pb_mpi_request_valid(*request))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, func, "not a request");
+    return MPI_SUCCESS;
+}
+
+/* Finish the complete request *@request: status out, freed, set to
+ * MPI_REQUEST_NULL.  @return the request's error (MPI_ERR_TRUNCATE). */
+static int finish(MPI_Request *request, MPI_Status *status)
+{
+    MPI_Request r = *request;
+    int rc = r->kind == PB_ENG_REQ_RECV ? r->status.MPI_ERROR : MPI_SUCCESS;
+
+    pb_mpi_status_store(status, r, r->comm);
+    pb_mpi_request_release(r);
+    *request = MPI_REQUEST_NULL;
+    return rc;
+}
+
+/* Wait for *@request to complete, store its status, free it.
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE. */
+PB_EXPORT int PMPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    MPI_Comm comm;
+    int rc = check_request_ptr("MPI_Wait", request);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (*request == MPI_REQUEST_NULL) {
+        pb_mpi_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    comm = comm_handle(*request);
+    pb_eng_wait(*request);
+    rc = finish(request, status);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(comm, rc, "MPI_Wait", "the message is longer than the buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Wait, PMPI_Wait);
+
+/* *@flag = whether *@request is complete; if so, as MPI_Wait.
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    MPI_Comm comm;
+    int rc = check_request_ptr("MPI_Test", request);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test", "flag is NULL");
+    if (*request == MPI_REQUEST_NULL) {
+        *flag = 1;
+        pb_mpi_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (!(*request)->complete)
+        pb_eng_progress();
+    *flag = (*request)->complete;
+    if (!*flag)
+        return MPI_SUCCESS;
+    comm = comm_handle(*request);
+    rc = finish(request, status);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(comm, rc, "MPI_Test", "the message is longer than the buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Test, PMPI_Test);
+
+static int check_requests(const char *func, int count, MPI_Request requests[])
+{
+    if (count < 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COUNT, func, "count %d is negative", count);
+    if (count > 0 && requests == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "requests is NULL");
+    for (int i = 0; i < count; i++) {
+        if (requests[i] != MPI_REQUEST_NULL && !pb_mpi_request_valid(requests[i]))
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, func,
+                                "requests[%d] is not a request", i);
+    }
+    return MPI_SUCCESS;
+}
+
+typedef struct {
+    int count;
+    MPI_Request *requests;
+} set_t;
+
+static int all_done(void *arg)
+{
+    set_t *s = arg;
+
+    for (int i = 0; i < s->count; i++) {
+        if (s->requests[i] != MPI_REQUEST_NULL && !s->requests[i]->complete)
+            return 0;
+    }
+    return 1;
+}
+
+static int any_done(void *arg)
+{
+    set_t *s = arg;
+    int active = 0;
+
+    for (int i = 0; i < s->count; i++) {
+        if (s->requests[i] == MPI_REQUEST_NULL)
+            continue;
+        active = 1;
+        if (s->requests[i]->complete)
+            return 1;
+    }
+    return !active;
+}
+
+/* Finish every complete request of the set into @statuses (or @indices);
+ * @return MPI_SUCCESS or MPI_ERR_IN_STATUS when one failed, and then in
+ * *@comm_p the communicator of the first that failed (its handler). */
+static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], int *outcount,
+                      int indices[], MPI_Comm *comm_p)
+{
+    int rc = MPI_SUCCESS, done = 0;
+
+    for (int i = 0; i < count; i++) {
+        MPI_Status one;
+
+        if (requests[i] == MPI_REQUEST_NULL || !requests[i]->complete) {
+            if (outcount == NULL && statuses != MPI_STATUSES_IGNORE)
+                pb_mpi_status_empty(&statuses[i]);
+            continue;
+        }
+        if (rc == MPI_SUCCESS && requests[i]->kind == PB_ENG_REQ_RECV &&
+            requests[i]->status.MPI_ERROR != MPI_SUCCESS)
+            *comm_p = comm_handle(requests[i]);
+        if (finish(&requests[i], &one) != MPI_SUCCESS)
+            rc = MPI_ERR_IN_STATUS;
+        if (indices != NULL)
+            indices[done] = i;
+        if (statuses != MPI_STATUSES_IGNORE)
+            statuses[outcount != NULL ? done : i] = one;
+        done++;
+    }
+    if (outcount != NULL)
+        *outcount = done;
+    return rc;
+}
+
+/* Wait for every request of @requests; statuses in @statuses.
+ * @return MPI_SUCCESS; MPI_ERR_IN_STATUS (see each status's MPI_ERROR);
+ *         MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    MPI_Comm failed = MPI_COMM_NULL;
+    set_t s = {count, requests};
+    int rc = check_requests("MPI_Waitall", count, requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    pb_eng_wait_until(all_done, &s);
+    rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Waitall", "a message was longer than its buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
+
+/* *@flag = whether every request is complete; if so, as MPI_Waitall.
+ * Errors as MPI_Waitall. */
+PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    MPI_Comm failed = MPI_COMM_NULL;
+    set_t s = {count, requests};
+    int rc = check_requests("MPI_Testall", count, requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Testall", "flag is NULL");
+    if (!all_done(&s))
+        pb_eng_progress();
+    *flag = all_done(&s);
+    if (!*flag)
+        return MPI_SUCCESS;
+    rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Testall", "a message was longer than its buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Testall, PMPI_Testall);
+
+static int first_complete(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    for (int i = 0; i < count; i++) {
+        if (requests[i] != MPI_REQUEST_NULL && requests[i]->complete) {
+            MPI_Comm comm = comm_handle(requests[i]);
+            int rc = finish(&requests[i], status);
+
+            *index = i;
+            return rc == MPI_SUCCESS ? rc
+                                     : pb_mpi_raise(comm, rc, "MPI_Waitany",
+                                                    "the message is longer than the buffer");
+        }
+    }
+    *index = MPI_UNDEFINED;
+    pb_mpi_status_empty(status);
+    return MPI_SUCCESS;
+}
+
+/* Wait for one request of @requests (the first complete); *@index is its
+ * index, or MPI_UNDEFINED when none is active.  Errors as MPI_Wait. */
+PB_EXPORT int PMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    set_t s = {count, requests};
+    int rc = check_requests("MPI_Waitany", count, requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (index == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Waitany", "index is NULL");
+    pb_eng_wait_until(any_done, &s);
+    return first_complete(count, requests, index, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Waitany, PMPI_Waitany);
+
+/* *@flag = whether one request of @requests is complete (or none is
+ * active); if so, as MPI_Waitany.  Errors as MPI_Waitany. */
+PB_EXPORT int PMPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+                           MPI_Status *status)
+{
+    set_t s = {count, requests};
+    int rc = check_requests("MPI_Testany", count, requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (index == NULL || flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Testany", "NULL argument");
+    if (!any_done(&s))
+        pb_eng_progress();
+    *flag = any_done(&s);
+    if (!*flag) {
+        *index = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    return first_complete(count, requests, index, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
+
+/* Wait until at least one request completes; finish every complete one:
+ * their number in *@outcount (MPI_UNDEFINED when none is active), their
+ * indices in @indices.  Errors as MPI_Waitall. */
+PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                            MPI_Status statuses[])
+{
+    MPI_Comm failed = MPI_COMM_NULL;
+    set_t s = {incount, requests};
+    int rc = check_requests("MPI_Waitsome", incount, requests), active = 0;
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (outcount == NULL || (incount > 0 && indices == NULL))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Waitsome", "NULL argument");
+    for (int i = 0; i < incount; i++)
+        active |= requests[i] != MPI_REQUEST_NULL;
+    if (!active) {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    pb_eng_wait_until(any_done, &s);
+    rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Waitsome", "a message was longer than its buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
+
+/* As MPI_Waitsome without waiting: *@outcount may be 0.  Errors as
+ * MPI_Waitsome. */
+PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                            MPI_Status statuses[])
+{
+    MPI_Comm failed = MPI_COMM_NULL;
+    int rc = check_requests("MPI_Testsome", incount, requests), active = 0;
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (outcount == NULL || (incount > 0 && indices == NULL))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Testsome", "NULL argument");
+    for (int i = 0; i < incount; i++)
+        active |= requests[i] != MPI_REQUEST_NULL;
+    if (!active) {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    pb_eng_progress();
+    rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
+    return rc == MPI_SUCCESS
+               ? rc
+               : pb_mpi_raise(failed, rc, "MPI_Testsome", "a message was longer than its buffer");
+}
+PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
+
+/* Let go of *@request: it completes in the background and is freed then.
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST. */
+PB_EXPORT int PMPI_Request_free(MPI_Request *request)
+{
+    int rc = check_request_ptr("MPI_Request_free", request);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (*request == MPI_REQUEST_NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_free",
+                            "the request is MPI_REQUEST_NULL");
+    pb_mpi_request_let_go(*request);
+    pb_eng_request_free(*request);
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_free, PMPI_Request_free);
+
+/* *@flag = whether @request is complete, with its status, without freeing
+ * it.  @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    if (flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status", "flag is NULL");
+    if (request == MPI_REQUEST_NULL) {
+        *flag = 1;
+        pb_mpi_status_empty(status);
+        return MPI_SUCCESS;
+    }
+    if (!pb_mpi_request_valid(request))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_get_status",
+                            "not a request");
+    if (!request->complete)
+        pb_eng_progress();
+    *flag = request->complete;
+    if (*flag)
+        pb_mpi_status_store(status, request, request->comm);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_get_status, PMPI_Request_get_status);
+
+/* Cancel a receive that has not matched yet (its status then says
+ * cancelled); a send, or a receive already matched, completes normally.
+ * Complete the request with MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST. */
+PB_EXPORT int PMPI_Cancel(MPI_Request *request)
+{
+    MPI_Request r;
+    int rc = check_request_ptr("MPI_Cancel", request);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    r = *request;
+    if (r == MPI_REQUEST_NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel",
+                            "the request is MPI_REQUEST_NULL");
+    pb_eng_recv_cancel(r);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Cancel, PMPI_Cancel);
+
+/* *@flag = whether the request @status belongs to was cancelled.
+ * @return MPI_SUCCESS; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Test_cancelled(const MPI_Status *status, int *flag)
+{
+    if (status == NULL || flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test_cancelled", "NULL argument");
+    *flag = pb_mpi_status_cancelled(status);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Test_cancelled, PMPI_Test_cancelled);
+
+/* ---- handle conversions ---------------------------------------------------------- */
+
+/* The integer of @request (the ABI's conversion for other languages):
+ * MPI_REQUEST_NULL's ABI value, or one from PB_ENG_HANDLE_INT_BASE up (its
+ * entry in the handle registry) while the request lives.  A bad handle raises MPI_ERR_REQUEST and
+ * gives MPI_REQUEST_NULL's. */
+PB_EXPORT int PMPI_Request_toint(MPI_Request request)
+{
+    if (request == MPI_REQUEST_NULL)
+        return (int)(uintptr_t)MPI_REQUEST_NULL;
+    if (!pb_mpi_request_valid(request)) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_toint", "not a request");
+        return (int)(uintptr_t)MPI_REQUEST_NULL;
+    }
+    return pb_eng_handle_toint(PB_ENG_HANDLE_REQUEST, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_toint, PMPI_Request_toint);
+
+/* The request of integer @request (MPI_Request_toint), or MPI_REQUEST_NULL
+ * when no live request has it. */
+PB_EXPORT MPI_Request PMPI_Request_fromint(int request)
+{
+    MPI_Request r;
+
+    if (request == (int)(uintptr_t)MPI_REQUEST_NULL || request < PB_ENG_HANDLE_INT_BASE)
+        return MPI_REQUEST_NULL;
+    r = pb_eng_handle_fromint(PB_ENG_HANDLE_REQUEST, request);
+    return r != NULL ? r : MPI_REQUEST_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_fromint, PMPI_Request_fromint);
