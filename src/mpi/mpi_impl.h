@@ -29,7 +29,8 @@
  * MPI_COMM_SELF's handler as the standard says.  Under MPI_ERRORS_ARE_FATAL
  * (the default) and MPI_ERRORS_ABORT it prints "postbox mpi: <func>: <class
  * message>: <message>" and ends the job; under MPI_ERRORS_RETURN it returns
- * @code.  MPI_SUCCESS is returned at once.  (errhandler.c) */
+ * @code.  MPI_SUCCESS is returned at once.  (comm.c, beside the
+ * communicators' error handlers) */
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...) PB_PRINTF(4, 5);
 
 /* 1 between MPI_Init and MPI_Finalize. */

@@ -55,8 +55,8 @@
 #include "mpi/engine/path.h"
 #include "util/log.h"
 
-#define CHANNEL_KVS_AREA "pbx-area-%u" /* node id -> the area's shm segment id */
-#define CHANNEL_KVS_RANK "pbx-rank-%d" /* rank -> "doorbell id:tcp id" */
+#define CHANNEL_KVS_AREA "pb-mpi-area-%u" /* node id -> the area's shm segment id */
+#define CHANNEL_KVS_RANK "pb-mpi-rank-%d" /* rank -> "doorbell id:tcp id" */
 
 pb_eng_channel_t pb_eng_channel;
 
