@@ -466,7 +466,7 @@ static const char *single_copy_text(const pb_eng_path_ops_t *ops)
 {
     static char text[48];
 
-    if (!ops->single_copy || pb_eng_params.single_copy == 0)
+    if (ops->read_peer == NULL || pb_eng_params.single_copy == 0)
         return "off";
     snprintf(text, sizeof(text), "from %zu B (process_vm_readv)", pb_eng_params.single_copy);
     return text;
@@ -532,13 +532,13 @@ fail:
     return MPI_ERR_OTHER;
 }
 
-int pb_eng_channel_single_copy(int dest)
+const pb_eng_path_ops_t *pb_eng_channel_path(int dest)
 {
     pb_eng_out_t *o = &pb_eng_channel.out[dest];
 
     if (o->ops == NULL && pb_eng_channel_connect(dest) != MPI_SUCCESS)
-        return 0;
-    return o->ops->single_copy;
+        return NULL;
+    return o->ops;
 }
 
 void pb_eng_channel_reclaim(int dest)

@@ -284,9 +284,9 @@ void pb_eng_channel_sleep_begin(void);
 void pb_eng_channel_sleep(int timeout_ms);
 void pb_eng_channel_sleep_cancel(void);
 
-/* Whether a channel toward @dest offers single copy (its path can: shm),
- * making the channel first if needed; 0 when it cannot be made. */
-int pb_eng_channel_single_copy(int dest);
+/* The path of the channel toward @dest (path.h), making the channel first
+ * if needed; NULL when it cannot be made. */
+const pb_eng_path_ops_t *pb_eng_channel_path(int dest);
 
 /* End the job with "postbox mpi: rank R: @what": for a failure the engine
  * meets where no MPI call can report it (an acknowledgement a peer waits

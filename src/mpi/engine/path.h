@@ -4,8 +4,9 @@
  *
  *   self  (path_self.c)  the rank itself: stores into this node's area
  *   shm   (path_shm.c)   a rank of this node: stores through the mapping,
- *                        then rings its doorbell if it sleeps; offers the
- *                        kernel single copy (cma.h)
+ *                        then rings its doorbell if it sleeps; copies
+ *                        between the two processes' buffers by the kernel
+ *                        single copy (cma.c)
  *   tcp   (path_tcp.c)   a rank of another node: puts into its export of
  *                        its node's area, over RSM's tcp controller
  *
@@ -39,13 +40,33 @@ typedef int (*pb_eng_path_post_func_t)(pb_eng_out_t *o, int dest, pb_eng_postbox
  * (the sender would wait for it forever). */
 typedef void (*pb_eng_path_ack_func_t)(pb_eng_out_t *o, int dest, uint64_t count);
 
+/* What a copy straight between two processes' buffers gave. */
+enum {
+    PB_ENG_PEER_COPY_OK = 0,
+    PB_ENG_PEER_COPY_FAILED,  /* this copy failed (a bad address): stream the message */
+    PB_ENG_PEER_COPY_REFUSED, /* the system refuses such copies to this process
+                                 altogether (logged): stop offering them */
+};
+
+/* Read @len bytes at address @addr of the peer process @pid into @dst.
+ * @return a PB_ENG_PEER_COPY_* value. */
+typedef int (*pb_eng_path_read_peer_func_t)(uint32_t pid, uint64_t addr, void *dst, size_t len);
+
+/* Write @len bytes of @src to address @addr of the peer process @pid.
+ * @return a PB_ENG_PEER_COPY_* value. */
+typedef int (*pb_eng_path_write_peer_func_t)(uint32_t pid, uint64_t addr, const void *src,
+                                             size_t len);
+
 struct pb_eng_path_ops {
     const char *name; /* for POSTBOX_SHOW_TRANSPORTS: "self", "shm", "tcp" */
-    int single_copy;  /* the receiver may read the sender's buffer (cma.h) */
     pb_eng_path_connect_func_t connect;
     pb_eng_path_disconnect_func_t disconnect;
     pb_eng_path_post_func_t post;
     pb_eng_path_ack_func_t ack;
+    /* single copy: NULL both, for a path whose peers' memory this process
+     * cannot reach (the rendezvous then streams through the pool) */
+    pb_eng_path_read_peer_func_t read_peer;
+    pb_eng_path_write_peer_func_t write_peer;
 };
 
 /* The three paths. */

@@ -33,9 +33,10 @@ static void self_ack(pb_eng_out_t *o, int dest, uint64_t count)
 
 const pb_eng_path_ops_t pb_eng_path_self_ops = {
     .name = "self",
-    .single_copy = 0,
     .connect = pb_eng_path_connect_none,
     .disconnect = pb_eng_path_disconnect_none,
     .post = self_post,
     .ack = self_ack,
+    .read_peer = NULL, /* (no single copy) */
+    .write_peer = NULL,
 };

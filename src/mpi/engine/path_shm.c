@@ -2,9 +2,11 @@
  * The shm path (path.h): toward a rank of this node a postbox and an
  * acknowledgement are stores through this rank's mapping of the node's
  * area; then the destination, if it said it sleeps, is woken through its
- * doorbell (an RSM signal).  The path offers the kernel single copy
- * (cma.h): the protocol may read from and write to the peer's buffers.
+ * doorbell (an RSM signal).  Its read_peer and write_peer are the kernel
+ * single copy (cma.c): the protocol may read from and write to the peer's
+ * buffers.
  */
+#include "mpi/engine/cma.h"
 #include "mpi/engine/path.h"
 
 /* Wake @dest if it sleeps (it said so in its line of the area): post its
@@ -55,9 +57,10 @@ static void shm_disconnect(pb_eng_out_t *o)
 
 const pb_eng_path_ops_t pb_eng_path_shm_ops = {
     .name = "shm",
-    .single_copy = 1,
     .connect = pb_eng_path_connect_none,
     .disconnect = shm_disconnect,
     .post = shm_post,
     .ack = shm_ack,
+    .read_peer = pb_eng_cma_read,
+    .write_peer = pb_eng_cma_write,
 };

@@ -125,9 +125,10 @@ static void tcp_ack(pb_eng_out_t *o, int dest, uint64_t count)
 
 const pb_eng_path_ops_t pb_eng_path_tcp_ops = {
     .name = "tcp",
-    .single_copy = 0,
     .connect = tcp_connect,
     .disconnect = tcp_disconnect,
     .post = tcp_post,
     .ack = tcp_ack,
+    .read_peer = NULL, /* (no single copy) */
+    .write_peer = NULL,
 };

@@ -17,7 +17,7 @@
  *   synchronous  an eager synchronous send asks for PB_ENG_SYNC_ACK on match
  *   single copy  on the node (the shm path), a contiguous message of
  *              POSTBOX_SINGLE_COPY bytes or more sends an RTS with its
- *              address; the receiver reads it (cma.h) straight into the
+ *              address; the receiver reads it (the path's read_peer) into the
  *              receive buffer and answers PB_ENG_RNDV_FIN (if the kernel
  *              refuses, or the receive buffer is not contiguous, it answers
  *              CTS and the data streams through the pool instead)

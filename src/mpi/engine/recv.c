@@ -4,14 +4,14 @@
  * the earliest posted receive that matches, and a channel is handled in
  * order, so messages between a pair on one context and tag never
  * overtake), the answers a postbox asks for, the single and split copies
- * (cma.h), probing and cancelling.
+ * (the path's read_peer and write_peer), probing and cancelling.
  */
 #include <postbox/job.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "mpi/engine/cma.h"
+#include "mpi/engine/path.h"
 #include "mpi/engine/protocol.h"
 #include "util/log.h"
 
@@ -74,16 +74,12 @@ static void ask_for_data(int source, uint64_t sreq, MPI_Request r)
     pb_eng_send_control(source, &cts);
 }
 
-/* A refusal of the kernel (not a bad address) holds for every later
+/* A refusal of the system (not a bad address) holds for every later
  * message too: stop offering single copy. */
-static void refuse_single_copy(int err)
+static void refuse_single_copy(int result)
 {
-    if (pb_eng_cma_refused(err)) {
+    if (result == PB_ENG_PEER_COPY_REFUSED)
         pb_eng.single_copy_off = 1;
-        pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
-                "(two copies) from now on",
-                strerror(err));
-    }
 }
 
 /* A split copy's two parts are in: answer FIN; the receive is complete. */
@@ -105,7 +101,10 @@ static void split_check(int source, MPI_Request r)
  * the second), else ask for it to be streamed. */
 static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t pid, MPI_Request r)
 {
-    if (pid != 0 && !pb_eng.single_copy_off && pb_eng_type_is_contiguous(r->type)) {
+    const pb_eng_path_ops_t *path = pid != 0 ? pb_eng_channel_path(source) : NULL;
+
+    if (path != NULL && path->read_peer != NULL && !pb_eng.single_copy_off &&
+        pb_eng_type_is_contiguous(r->type)) {
         size_t n = r->total < r->bytes ? r->total : r->bytes;
         void *dst = (char *)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type));
         size_t half = (n / 2) & ~(size_t)4095;
@@ -126,8 +125,8 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
             pb_eng.expect[source]++; /* its WRITE_DONE */
             pb_eng_send_control(source, &ask);
             pb_eng_send_push(source); /* the sender starts on its half now */
-            err = pb_eng_cma_read((pid_t)pid, addr, dst, half);
-            if (err == 0) {
+            err = path->read_peer(pid, addr, dst, half);
+            if (err == PB_ENG_PEER_COPY_OK) {
                 r->split_read = 1;
                 split_check(source, r);
                 return;
@@ -139,8 +138,8 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
             ask_for_data(source, sreq, r);
             return;
         }
-        err = pb_eng_cma_read((pid_t)pid, addr, dst, n);
-        if (err == 0) {
+        err = path->read_peer(pid, addr, dst, n);
+        if (err == PB_ENG_PEER_COPY_OK) {
             fin.u.ids.sreq = sreq;
             pb_eng_send_control(source, &fin);
             r->moved = r->total;
@@ -268,14 +267,17 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
         pb_eng_send_check_done(r);
         break;
     case PB_ENG_CTS_WRITE: { /* the receiver asks for part of a message, written */
+        const pb_eng_path_ops_t *path;
         const char *from;
         pb_eng_postbox_t done = {.kind = PB_ENG_WRITE_DONE};
 
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
         from =
             (const char *)((uintptr_t)r->buf + (uintptr_t)pb_eng_type_true_lb(r->type) + pb->total);
-        done.flags =
-            pb_eng_cma_write((pid_t)pb->u.ids.pid, pb->u.ids.addr + pb->total, from, pb->len) != 0;
+        path = pb_eng_channel_path(source);
+        done.flags = path == NULL || path->write_peer == NULL ||
+                     path->write_peer(pb->u.ids.pid, pb->u.ids.addr + pb->total, from, pb->len) !=
+                         PB_ENG_PEER_COPY_OK;
         done.u.ids.rreq = pb->u.ids.rreq;
         pb_eng_send_control(source, &done);
         break;

@@ -29,6 +29,15 @@ void pb_eng_send_check_done(MPI_Request r)
     }
 }
 
+/* Whether the path toward @dest copies straight between the two processes'
+ * buffers (path.h: read_peer), making the channel first if needed. */
+static int path_has_single_copy(int dest)
+{
+    const pb_eng_path_ops_t *path = pb_eng_channel_path(dest);
+
+    return path != NULL && path->read_peer != NULL;
+}
+
 /* Write the next postbox of send @r (the head of @dest's queue), if room
  * allows.  @return 1 if one was written, 0 when no block is free. */
 static int send_next(int dest, MPI_Request r)
@@ -145,7 +154,7 @@ int pb_eng_send_start(const void *buf, MPI_Count count, pb_datatype_t *type, int
      * offered for the receiver to read in one copy */
     r->single = mode != PB_ENG_MODE_BUFFERED && pb_eng_params.single_copy > 0 &&
                 !pb_eng.single_copy_off && r->bytes >= pb_eng_params.single_copy &&
-                pb_eng_type_is_contiguous(r->type) && pb_eng_channel_single_copy(world);
+                pb_eng_type_is_contiguous(r->type) && path_has_single_copy(world);
     r->rndv = mode != PB_ENG_MODE_BUFFERED && (r->single || r->bytes >= pb_eng_params.rendezvous);
     r->phase = SEND_ENVELOPE;
     pb_eng.sends_open++;
