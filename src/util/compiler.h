@@ -6,16 +6,6 @@
  * visibility, so everything else stays internal) */
 #define PB_EXPORT __attribute__((visibility("default")))
 
-/* marks a utility (log, config) libpostbox exports for its tools; a library
- * that carries its own copy of the utilities (libmpi_abi, built with
- * PB_UTIL_PRIVATE_COPY=1) keeps them hidden, so the two libraries share no
- * private interface */
-#if defined(PB_UTIL_PRIVATE_COPY) && PB_UTIL_PRIVATE_COPY
-#define PB_UTIL_EXPORT
-#else
-#define PB_UTIL_EXPORT PB_EXPORT
-#endif
-
 #define PB_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PB_NOINLINE __attribute__((noinline))

@@ -49,7 +49,7 @@ static const pb_config_entry_t config_table[] = {
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 
-PB_UTIL_EXPORT const pb_config_entry_t *pb_config_table(void)
+const pb_config_entry_t *pb_config_table(void)
 {
     return config_table;
 }
@@ -64,8 +64,7 @@ static const pb_config_entry_t *config_find(const pb_config_entry_t *table, cons
     abort();
 }
 
-PB_UTIL_EXPORT const char *pb_config_table_get_string(const pb_config_entry_t *table,
-                                                      const char *name)
+const char *pb_config_table_get_string(const pb_config_entry_t *table, const char *name)
 {
     const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
@@ -73,7 +72,7 @@ PB_UTIL_EXPORT const char *pb_config_table_get_string(const pb_config_entry_t *t
     return value != NULL ? value : entry->default_value;
 }
 
-PB_UTIL_EXPORT long pb_config_table_get_long(const pb_config_entry_t *table, const char *name)
+long pb_config_table_get_long(const pb_config_entry_t *table, const char *name)
 {
     const pb_config_entry_t *entry = config_find(table, name);
     const char *value = getenv(name);
@@ -91,12 +90,12 @@ PB_UTIL_EXPORT long pb_config_table_get_long(const pb_config_entry_t *table, con
     return parsed;
 }
 
-PB_UTIL_EXPORT const char *pb_config_get_string(const char *name)
+const char *pb_config_get_string(const char *name)
 {
     return pb_config_table_get_string(config_table, name);
 }
 
-PB_UTIL_EXPORT long pb_config_get_long(const char *name)
+long pb_config_get_long(const char *name)
 {
     return pb_config_table_get_long(config_table, name);
 }

@@ -8,7 +8,7 @@
 
 #include "util/config.h"
 
-PB_UTIL_EXPORT int pb_log_current_level = PB_LOG_WARN;
+int pb_log_current_level = PB_LOG_WARN;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
@@ -24,8 +24,7 @@ void pb_log_init(void)
     }
 }
 
-PB_UTIL_EXPORT void pb_log_emit(pb_log_level_t level, const char *file, int line, const char *fmt,
-                                ...)
+void pb_log_emit(pb_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
     int saved_errno = errno; /* so callers may use %m after the message */
     char msg[512];
