@@ -26,7 +26,7 @@ static int check_type(MPI_Comm comm, const char *func, const char *what, MPI_Dat
 }
 
 /* A NULL buffer holding data is an error unless the datatype's data lies
- * at absolute addresses (MPI_BOTTOM with a true lower bound), as in p2p.c. */
+ * at absolute addresses (MPI_BOTTOM with a true lower bound), the same for every call. */
 static int buffer_missing(const void *buf, MPI_Count count, MPI_Datatype type)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
