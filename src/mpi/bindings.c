@@ -5,6 +5,494 @@
  */
 #include "mpi/bindings.h"
 
+static PB_ALWAYS_INLINE int send_checked(const char *func, const void *buf, MPI_Count count,
+                                         MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_send_impl(func, buf, count, datatype, dest, tag, comm, c);
+}
+
+/* Send @count elements of @datatype at @buf to rank @dest of @comm with @tag (standard mode:
+ * returns once the buffer may be reused). @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_COUNT,
+ * MPI_ERR_TYPE, MPI_ERR_BUFFER, MPI_ERR_RANK, MPI_ERR_TAG (through the handler). */
+PB_EXPORT int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                        MPI_Comm comm)
+{
+    return send_checked("MPI_Send", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Send, PMPI_Send);
+
+/* MPI_Send with MPI_Count counts. Errors as MPI_Send. */
+PB_EXPORT int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                          int tag, MPI_Comm comm)
+{
+    return send_checked("MPI_Send_c", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Send_c, PMPI_Send_c);
+
+static int bsend_checked(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                         int dest, int tag, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_bsend_impl(func, buf, count, datatype, dest, tag, comm, c);
+}
+
+/* MPI_Send through the buffer of MPI_Buffer_attach: returns at once. Errors as MPI_Send, and
+ * MPI_ERR_BUFFER when the buffer has no room. */
+PB_EXPORT int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm)
+{
+    return bsend_checked("MPI_Bsend", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bsend, PMPI_Bsend);
+
+/* MPI_Bsend with MPI_Count counts. Errors as MPI_Bsend. */
+PB_EXPORT int PMPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                           int tag, MPI_Comm comm)
+{
+    return bsend_checked("MPI_Bsend_c", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bsend_c, PMPI_Bsend_c);
+
+static PB_ALWAYS_INLINE int ssend_checked(const char *func, const void *buf, MPI_Count count,
+                                          MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ssend_impl(func, buf, count, datatype, dest, tag, comm, c);
+}
+
+/* MPI_Send that returns only once the receive has matched. Errors as MPI_Send. */
+PB_EXPORT int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm)
+{
+    return ssend_checked("MPI_Ssend", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ssend, PMPI_Ssend);
+
+/* MPI_Ssend with MPI_Count counts. Errors as MPI_Ssend. */
+PB_EXPORT int PMPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                           int tag, MPI_Comm comm)
+{
+    return ssend_checked("MPI_Ssend_c", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ssend_c, PMPI_Ssend_c);
+
+static PB_ALWAYS_INLINE int rsend_checked(const char *func, const void *buf, MPI_Count count,
+                                          MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_rsend_impl(func, buf, count, datatype, dest, tag, comm, c);
+}
+
+/* MPI_Send for when the receive is known to be posted (sent as standard). Errors as MPI_Send. */
+PB_EXPORT int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm)
+{
+    return rsend_checked("MPI_Rsend", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rsend, PMPI_Rsend);
+
+/* MPI_Rsend with MPI_Count counts. Errors as MPI_Rsend. */
+PB_EXPORT int PMPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                           int tag, MPI_Comm comm)
+{
+    return rsend_checked("MPI_Rsend_c", buf, count, datatype, dest, tag, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rsend_c, PMPI_Rsend_c);
+
+static PB_ALWAYS_INLINE int recv_checked(const char *func, void *buf, MPI_Count count,
+                                         MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                                         MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_recv_impl(func, buf, count, datatype, source, tag, comm, status, c);
+}
+
+/* Receive into @count elements of @datatype at @buf a message from @source (or MPI_ANY_SOURCE)
+ * with @tag (or MPI_ANY_TAG) on @comm. @return MPI_SUCCESS; MPI_ERR_TRUNCATE (a longer message:
+ * the buffer holds its start); MPI_ERR_COMM, _COUNT, _TYPE, _BUFFER, _RANK, _TAG. */
+PB_EXPORT int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                        MPI_Comm comm, MPI_Status *status)
+{
+    return recv_checked("MPI_Recv", buf, count, datatype, source, tag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Recv, PMPI_Recv);
+
+/* MPI_Recv with MPI_Count counts. Errors as MPI_Recv. */
+PB_EXPORT int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                          MPI_Comm comm, MPI_Status *status)
+{
+    return recv_checked("MPI_Recv_c", buf, count, datatype, source, tag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Recv_c, PMPI_Recv_c);
+
+static int isend_checked(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                         int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_isend_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* Start a standard send; complete it with MPI_Wait/Test. Errors as MPI_Send, and MPI_ERR_ARG for
+ * a NULL request. */
+PB_EXPORT int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm, MPI_Request *request)
+{
+    return isend_checked("MPI_Isend", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isend, PMPI_Isend);
+
+/* MPI_Isend with MPI_Count counts. Errors as MPI_Isend. */
+PB_EXPORT int PMPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                           int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return isend_checked("MPI_Isend_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isend_c, PMPI_Isend_c);
+
+static int ibsend_checked(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                          int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ibsend_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* Start a buffered send: local, the data is copied now, and the program's request is complete at
+ * once. Errors as MPI_Bsend, and MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    return ibsend_checked("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ibsend, PMPI_Ibsend);
+
+/* MPI_Ibsend with MPI_Count counts. Errors as MPI_Ibsend. */
+PB_EXPORT int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return ibsend_checked("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ibsend_c, PMPI_Ibsend_c);
+
+static int issend_checked(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                          int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_issend_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* Start a synchronous send. Errors as MPI_Isend. */
+PB_EXPORT int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    return issend_checked("MPI_Issend", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Issend, PMPI_Issend);
+
+/* MPI_Issend with MPI_Count counts. Errors as MPI_Issend. */
+PB_EXPORT int PMPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return issend_checked("MPI_Issend_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Issend_c, PMPI_Issend_c);
+
+static int irsend_checked(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                          int dest, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_irsend_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* Start a ready send. Errors as MPI_Isend. */
+PB_EXPORT int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                          MPI_Comm comm, MPI_Request *request)
+{
+    return irsend_checked("MPI_Irsend", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Irsend, PMPI_Irsend);
+
+/* MPI_Irsend with MPI_Count counts. Errors as MPI_Irsend. */
+PB_EXPORT int PMPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                            int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return irsend_checked("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Irsend_c, PMPI_Irsend_c);
+
+static int irecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                         int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_irecv_impl(func, buf, count, datatype, source, tag, comm, request, c);
+}
+
+/* Start a receive; complete it with MPI_Wait/Test. Errors as MPI_Recv's argument checks, and
+ * MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                         MPI_Comm comm, MPI_Request *request)
+{
+    return irecv_checked("MPI_Irecv", buf, count, datatype, source, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Irecv, PMPI_Irecv);
+
+/* MPI_Irecv with MPI_Count counts. Errors as MPI_Irecv. */
+PB_EXPORT int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                           MPI_Comm comm, MPI_Request *request)
+{
+    return irecv_checked("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Irecv_c, PMPI_Irecv_c);
+
+static int probe_checked(const char *func, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_probe_impl(func, source, tag, comm, status, c);
+}
+
+/* Wait until a message from @source with @tag can be received; @status describes it. Errors as
+ * MPI_Recv's checks. */
+PB_EXPORT int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    return probe_checked("MPI_Probe", source, tag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Probe, PMPI_Probe);
+
+static int iprobe_checked(const char *func, int source, int tag, MPI_Comm comm, int *flag,
+                          MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, flag, "flag");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iprobe_impl(func, source, tag, comm, flag, status, c);
+}
+
+/* *@flag = whether a message from @source with @tag can be received now; if so, @status
+ * describes it. Errors as MPI_Recv's checks. */
+PB_EXPORT int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    return iprobe_checked("MPI_Iprobe", source, tag, comm, flag, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iprobe, PMPI_Iprobe);
+
+static int sendrecv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                            MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                            MPI_Comm comm, MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, sendtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, recvtag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_sendrecv_impl(func, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                recvcount, recvtype, source, recvtag, comm, status, c);
+}
+
+/* Send one message and receive another at once (no deadlock between two ranks exchanging).
+ * Errors as MPI_Send and MPI_Recv. */
+PB_EXPORT int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                            int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                            int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    return sendrecv_checked("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                            recvcount, recvtype, source, recvtag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Sendrecv, PMPI_Sendrecv);
+
+/* MPI_Sendrecv with MPI_Count counts. Errors as MPI_Sendrecv. */
+PB_EXPORT int PMPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                              int dest, int sendtag, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                              MPI_Status *status)
+{
+    return sendrecv_checked("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                            recvcount, recvtype, source, recvtag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Sendrecv_c, PMPI_Sendrecv_c);
+
+static int sendrecv_replace_checked(const char *func, void *buf, MPI_Count count,
+                                    MPI_Datatype datatype, int dest, int sendtag, int source,
+                                    int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, sendtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, recvtag);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_sendrecv_replace_impl(func, buf, count, datatype, dest, sendtag, source, recvtag,
+                                        comm, status, c);
+}
+
+/* MPI_Sendrecv with one buffer: what was in @buf is sent, what arrives replaces it. Errors as
+ * MPI_Sendrecv, and MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                    int sendtag, int source, int recvtag, MPI_Comm comm,
+                                    MPI_Status *status)
+{
+    return sendrecv_replace_checked("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag,
+                                    source, recvtag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Sendrecv_replace, PMPI_Sendrecv_replace);
+
+/* MPI_Sendrecv_replace with MPI_Count counts. Errors as MPI_Sendrecv_replace. */
+PB_EXPORT int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                      int sendtag, int source, int recvtag, MPI_Comm comm,
+                                      MPI_Status *status)
+{
+    return sendrecv_replace_checked("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag,
+                                    source, recvtag, comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c);
+
 static int barrier_checked(const char *func, MPI_Comm comm)
 {
     pb_comm_t *c;

@@ -7,6 +7,60 @@
 #define PB_MPI_BINDINGS_H
 
 #include "mpi/check.h"
+#include "mpi/p2p_fast.h"
+
+/* The work of MPI_Bsend and MPI_Bsend_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_bsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                      int dest, int tag, MPI_Comm comm, pb_comm_t *c);
+
+/* The work of MPI_Isend and MPI_Isend_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_isend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                      int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ibsend and MPI_Ibsend_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ibsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                       int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Issend and MPI_Issend_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_issend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                       int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Irsend and MPI_Irsend_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_irsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                       int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Irecv and MPI_Irecv_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_irecv_impl(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                      int source, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Probe once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_probe_impl(const char *func, int source, int tag, MPI_Comm comm, MPI_Status *status,
+                      pb_comm_t *c);
+
+/* The work of MPI_Iprobe once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iprobe_impl(const char *func, int source, int tag, MPI_Comm comm, int *flag,
+                       MPI_Status *status, pb_comm_t *c);
+
+/* The work of MPI_Sendrecv and MPI_Sendrecv_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_sendrecv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                         MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                         MPI_Comm comm, MPI_Status *status, pb_comm_t *c);
+
+/* The work of MPI_Sendrecv_replace and MPI_Sendrecv_replace_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_sendrecv_replace_impl(const char *func, void *buf, MPI_Count count,
+                                 MPI_Datatype datatype, int dest, int sendtag, int source,
+                                 int recvtag, MPI_Comm comm, MPI_Status *status, pb_comm_t *c);
 
 /* The work of MPI_Barrier once the checks of functions.txt passed, @func the name called:
  * MPI_SUCCESS, or the error raised (pb_mpi_raise). */

@@ -1,11 +1,13 @@
 /*
- * Buffered mode (p2p.h): MPI_Buffer_attach/detach, MPI_Bsend, MPI_Ibsend.
+ * Buffered mode (p2p.h): MPI_Buffer_attach/detach, and the work of MPI_Bsend
+ * and MPI_Ibsend once the generated bindings (bindings.c) checked them.
  * The engine sends a buffered message from a copy it makes at once
  * (PB_ENG_MODE_BUFFERED) and counts the bytes its copies hold; this file
  * owns the attached buffer and refuses a message it has no room for.
  */
 #include "mpi/p2p.h"
 
+#include "mpi/bindings.h"
 #include "mpi/engine/engine.h"
 
 static struct {
@@ -13,13 +15,14 @@ static struct {
     size_t size;
 } bsend;
 
-/* Start a buffered send of @count elements of @t (checked) at @buf to
+/* Start a buffered send of @count elements of @type (checked) at @buf to
  * @dest of @c: the copy goes out in the background, through a request the
  * engine lets go of when it completes.  @return MPI_SUCCESS, or the error
  * raised (MPI_ERR_BUFFER: the attached buffer has no room). */
-static int bsend_start(const char *func, const void *buf, int count, pb_datatype_t *t, int dest,
-                       int tag, pb_comm_t *c)
+static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
+                       int dest, int tag, pb_comm_t *c)
 {
+    pb_datatype_t *t = pb_mpi_datatype(type);
     size_t bytes = (size_t)count * pb_eng_type_size(t);
     MPI_Request r;
     int rc;
@@ -36,46 +39,27 @@ static int bsend_start(const char *func, const void *buf, int count, pb_datatype
     return MPI_SUCCESS;
 }
 
-/* MPI_Send through the buffer of MPI_Buffer_attach: returns at once.
- * Errors as MPI_Send, and MPI_ERR_BUFFER when the buffer has no room. */
-PB_EXPORT int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-                         MPI_Comm comm)
+int pb_mpi_bsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                      int dest, int tag, MPI_Comm comm, pb_comm_t *c)
 {
-    pb_comm_t *c;
-    pb_datatype_t *t;
-    int rc = pb_mpi_check_send("MPI_Bsend", comm, &c, buf, count, datatype, dest, tag, &t);
-
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return bsend_start("MPI_Bsend", buf, count, t, dest, tag, c);
+    (void)comm;
+    return bsend_start(func, buf, count, datatype, dest, tag, c);
 }
-PB_MPI_WEAK_ALIAS(MPI_Bsend, PMPI_Bsend);
 
-/* Start a buffered send: local, the data is copied now, and the
- * program's request is complete at once.  Errors as MPI_Bsend, and
- * MPI_ERR_ARG for a NULL request. */
-PB_EXPORT int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
-                          MPI_Comm comm, MPI_Request *request)
+int pb_mpi_ibsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                       int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    pb_comm_t *c;
-    pb_datatype_t *t;
-    int rc = pb_mpi_check_send("MPI_Ibsend", comm, &c, buf, count, datatype, dest, tag, &t);
+    int rc = bsend_start(func, buf, count, datatype, dest, tag, c);
 
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (request == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Ibsend", "request is NULL");
-    rc = bsend_start("MPI_Ibsend", buf, count, t, dest, tag, c);
     if (rc != MPI_SUCCESS)
         return rc;
     *request = pb_eng_request_done(tag);
     if (*request == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Ibsend", "cannot start the send");
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "cannot start the send");
     (*request)->comm = c;
     pb_mpi_comm_retain(c);
     return MPI_SUCCESS;
 }
-PB_MPI_WEAK_ALIAS(MPI_Ibsend, PMPI_Ibsend);
 
 /* Give MPI @size bytes at @buffer for buffered sends (one buffer at a
  * time; Postbox accounts for its use, MPI_BSEND_OVERHEAD per message, and

@@ -1,8 +1,10 @@
 /*
  * The argument checks of the generated bindings (check.h), with the
- * messages the collectives have always given.
+ * messages the collectives and point-to-point have always given.
  */
 #include "mpi/check.h"
+
+#include <stdint.h>
 
 #include "mpi/datatype.h"
 #include "mpi/op.h"
@@ -24,7 +26,7 @@ static int check_type(MPI_Comm comm, const char *func, const char *what, MPI_Dat
 }
 
 /* A NULL buffer holding data is an error unless the datatype's data lies
- * at absolute addresses (MPI_BOTTOM with a true lower bound), as in p2p.c. */
+ * at absolute addresses (MPI_BOTTOM with a true lower bound), the same for every call. */
 static int buffer_missing(const void *buf, MPI_Count count, MPI_Datatype type)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
@@ -134,4 +136,36 @@ int pb_mpi_check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, c
         return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
                             "the send and receive buffers are the same (use MPI_IN_PLACE)");
     return MPI_SUCCESS;
+}
+
+int pb_mpi_check_data_fail(MPI_Comm comm, const char *func, const void *buf, MPI_Count count,
+                           MPI_Datatype type)
+{
+    int rc;
+    MPI_Count bytes;
+
+    if (count < 0)
+        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "count %lld is negative", (long long)count);
+    rc = pb_mpi_datatype_check(type);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, func, "the datatype is not a committed datatype");
+    if (__builtin_mul_overflow(count, (MPI_Count)pb_eng_type_size(pb_mpi_datatype(type)), &bytes) ||
+        bytes > PTRDIFF_MAX)
+        return pb_mpi_raise(comm, MPI_ERR_COUNT, func,
+                            "count %lld of the datatype is more bytes than a process can address",
+                            (long long)count);
+    if (buffer_missing(buf, count, type))
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "buf is NULL with count %lld",
+                            (long long)count);
+    return MPI_SUCCESS;
+}
+
+int pb_mpi_check_rank_fail(MPI_Comm comm, const char *func, int rank, const pb_comm_t *c)
+{
+    return pb_mpi_raise(comm, MPI_ERR_RANK, func, "rank %d is not in 0..%d", rank, c->size - 1);
+}
+
+int pb_mpi_check_tag_fail(MPI_Comm comm, const char *func, int tag)
+{
+    return pb_mpi_raise(comm, MPI_ERR_TAG, func, "tag %d is negative", tag);
 }

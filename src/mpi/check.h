@@ -9,9 +9,11 @@
 #ifndef PB_MPI_CHECK_H
 #define PB_MPI_CHECK_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "mpi/comm.h"
+#include "mpi/datatype.h"
 
 /* An array argument of MPI_X (int) or of MPI_X_c (MPI_Count or MPI_Aint),
  * as a binding passes it on: one pointer set, or neither (a NULL array). */
@@ -64,5 +66,78 @@ int pb_mpi_check_reduction(MPI_Comm comm, const char *func, MPI_Count count, MPI
  * (MPI_ERR_BUFFER: that is what MPI_IN_PLACE is for). */
 int pb_mpi_check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, const void *recvbuf,
                          MPI_Count count);
+
+/*
+ * The checks of point-to-point, inline: the bindings of MPI_Send and
+ * MPI_Recv run them on every call, and only what is wrong goes out of line.
+ */
+
+/* The failure of pb_mpi_check_data: MPI_ERR_COUNT (negative, or more
+ * bytes than a process can address), MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL
+ * with data); MPI_SUCCESS when the buffer is fine after all (a NULL one
+ * whose datatype's data lies at absolute addresses). */
+int pb_mpi_check_data_fail(MPI_Comm comm, const char *func, const void *buf, MPI_Count count,
+                           MPI_Datatype type);
+
+/* The failure of pb_mpi_check_rank and _source: MPI_ERR_RANK. */
+int pb_mpi_check_rank_fail(MPI_Comm comm, const char *func, int rank, const pb_comm_t *c);
+
+/* The failure of pb_mpi_check_tag and _anytag: MPI_ERR_TAG. */
+int pb_mpi_check_tag_fail(MPI_Comm comm, const char *func, int tag);
+
+/* @count elements of @type at @buf, the buffer of a send or receive:
+ * errors as pb_mpi_check_data_fail.  A count above INT_MAX (an _c form)
+ * is checked out of line. */
+static inline int pb_mpi_check_data(MPI_Comm comm, const char *func, const void *buf,
+                                    MPI_Count count, MPI_Datatype type)
+{
+    if (PB_UNLIKELY((unsigned long long)count > INT_MAX ||
+                    pb_mpi_datatype_check(type) != MPI_SUCCESS || (buf == NULL && count > 0)))
+        return pb_mpi_check_data_fail(comm, func, buf, count, type);
+    return MPI_SUCCESS;
+}
+
+/* @rank is a rank of @c or MPI_PROC_NULL (a destination): MPI_ERR_RANK. */
+static inline int pb_mpi_check_rank(MPI_Comm comm, const char *func, int rank, const pb_comm_t *c)
+{
+    if (PB_UNLIKELY(rank != MPI_PROC_NULL && (rank < 0 || rank >= c->size)))
+        return pb_mpi_check_rank_fail(comm, func, rank, c);
+    return MPI_SUCCESS;
+}
+
+/* @rank is a rank of @c, MPI_PROC_NULL or MPI_ANY_SOURCE (a source):
+ * MPI_ERR_RANK. */
+static inline int pb_mpi_check_source(MPI_Comm comm, const char *func, int rank, const pb_comm_t *c)
+{
+    if (PB_UNLIKELY(rank != MPI_PROC_NULL && rank != MPI_ANY_SOURCE &&
+                    (rank < 0 || rank >= c->size)))
+        return pb_mpi_check_rank_fail(comm, func, rank, c);
+    return MPI_SUCCESS;
+}
+
+/* @tag is a tag a message can carry (not negative): MPI_ERR_TAG. */
+static inline int pb_mpi_check_tag(MPI_Comm comm, const char *func, int tag)
+{
+    if (PB_UNLIKELY(tag < 0))
+        return pb_mpi_check_tag_fail(comm, func, tag);
+    return MPI_SUCCESS;
+}
+
+/* @tag is a tag or MPI_ANY_TAG (a receive's): MPI_ERR_TAG. */
+static inline int pb_mpi_check_anytag(MPI_Comm comm, const char *func, int tag)
+{
+    if (PB_UNLIKELY(tag < 0 && tag != MPI_ANY_TAG))
+        return pb_mpi_check_tag_fail(comm, func, tag);
+    return MPI_SUCCESS;
+}
+
+/* The output argument @ptr, named @name, is not NULL: MPI_ERR_ARG. */
+static inline int pb_mpi_check_ptr(MPI_Comm comm, const char *func, const void *ptr,
+                                   const char *name)
+{
+    if (PB_UNLIKELY(ptr == NULL))
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "%s is NULL", name);
+    return MPI_SUCCESS;
+}
 
 #endif

@@ -26,12 +26,12 @@ int pb_mpi_wait_requests(int count, MPI_Request requests[]);
 int pb_mpi_p2p_init(void);
 void pb_mpi_p2p_finalize(void);
 
-/* The checks of a send's arguments by @func (p2p.c): *@c_p and *@type_p
- * get the communicator and the datatype.  @return MPI_SUCCESS or the error
- * raised (MPI_ERR_COMM, _COUNT, _TYPE, _BUFFER, _RANK, _TAG). */
-int pb_mpi_check_send(const char *func, MPI_Comm comm, pb_comm_t **c_p, const void *buf,
-                      MPI_Count count, MPI_Datatype type, int dest, int tag,
-                      pb_datatype_t **type_p);
+/* The blocking send of @count elements of @t (checked) to @dest of @c in
+ * @mode that is not a short contiguous one (p2p_fast.h): packed into a
+ * postbox when short, else through a request it waits for.  @return
+ * MPI_SUCCESS, or the error raised by @func. */
+int pb_mpi_send_wait(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t, int dest,
+                     int tag, pb_comm_t *c, int mode);
 
 /* Whether @r is a live request (request.c): the engine's magic word today,
  * the handle registry's look-up later.  Never dereferences a predefined

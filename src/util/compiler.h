@@ -9,6 +9,7 @@
 #define PB_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PB_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define PB_NOINLINE __attribute__((noinline))
+#define PB_ALWAYS_INLINE inline __attribute__((always_inline))
 #define PB_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
 
 #define PB_CACHE_LINE 64

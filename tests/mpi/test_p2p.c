@@ -462,6 +462,44 @@ static void case_proc_null(void)
           "proc null: source %d tag %d count %d", st.MPI_SOURCE, st.MPI_TAG, count);
 }
 
+/* the large-count forms: MPI_Send_c and MPI_Isend_c to the next rank,
+ * MPI_Recv_c from the previous one, with a count above INT_MAX that the
+ * short message fills only in part; a count whose bytes no process can
+ * address is MPI_ERR_COUNT */
+static void case_large_count(void)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int64_t out[4], in[8] = {0};
+    MPI_Count big = (MPI_Count)INT32_MAX + 5, count = -1;
+    MPI_Request r;
+    MPI_Status st;
+    int rc, icount = 0;
+
+    for (int i = 0; i < 4; i++)
+        out[i] = rank * 100 + i;
+    MPI_Isend_c(out, 4, MPI_INT64_T, next, 31, MPI_COMM_WORLD, &r);
+    MPI_Recv_c(in, 4, MPI_INT64_T, prev, 31, MPI_COMM_WORLD, &st);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Get_count_c(&st, MPI_INT64_T, &count);
+    CHECK(in[0] == prev * 100 && in[3] == prev * 100 + 3 && count == 4 && st.MPI_SOURCE == prev &&
+              st.MPI_TAG == 31,
+          "Isend_c/Recv_c: in %lld..%lld count %lld source %d tag %d", (long long)in[0],
+          (long long)in[3], (long long)count, st.MPI_SOURCE, st.MPI_TAG);
+    /* the receive's count is an upper bound: above INT_MAX it may hold 3 */
+    MPI_Send_c(out, 3, MPI_BYTE, next, 32, MPI_COMM_WORLD);
+    MPI_Recv_c(in, big, MPI_BYTE, prev, 32, MPI_COMM_WORLD, &st);
+    MPI_Get_count_c(&st, MPI_BYTE, &count);
+    MPI_Get_count(&st, MPI_BYTE, &icount);
+    CHECK(count == 3 && icount == 3 && memcmp(in, (int64_t[]){prev * 100}, 3) == 0,
+          "Send_c/Recv_c, count %lld: got %lld (%d)", (long long)big, (long long)count, icount);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Send_c(out, (MPI_Count)1 << 61, MPI_INT64_T, next, 33, MPI_COMM_WORLD);
+    CHECK(rc == MPI_ERR_COUNT, "Send_c of 2^61 int64: %d", rc);
+    rc = MPI_Recv_c(in, -1, MPI_INT64_T, prev, 33, MPI_COMM_WORLD, &st);
+    CHECK(rc == MPI_ERR_COUNT, "Recv_c of count -1: %d", rc);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 /* a message on a duplicate never matches a receive on the original */
 static void case_contexts(void)
 {
@@ -670,6 +708,7 @@ static const struct {
     {"cancel", case_cancel},
     {"errors", case_errors},
     {"proc_null", case_proc_null},
+    {"large_count", case_large_count},
     {"contexts", case_contexts},
     {"crowd", case_crowd},
     {"shared_pool", case_shared_pool},

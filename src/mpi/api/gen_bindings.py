@@ -31,6 +31,10 @@ parameters of MPI_X_c (an array of two widths as a pb_mpi_counts_t or pb_mpi_dis
 src/mpi/check.h), and the communicator the comm check found, and is called once CHECKS
 passed.  A function without an _impl is declared in mpi.h but not in the library.
 
+A hot path (MPI_Send, MPI_Recv) defines its _impl `static inline int pb_mpi_<name>_impl(`
+in a header src/mpi/*.h instead: bindings.h includes that header, and the binding, its
+checks (inline in check.h) and the _impl compile into the one function PMPI_X.
+
 CHECKS, a comma-separated list run in its order; each raises its error through
 pb_mpi_raise on the function's communicator (the messages are in src/mpi/check.c).
 A check takes the parameters it covers, which gives each its kind (a buffer is its
@@ -44,6 +48,12 @@ message when two arguments are wrong:
     vec(B, NS, DS, T, "what")  the counts NS and displacements DS of each rank (+ MPI_ERR_ARG)
     reduce(N, T, OP)         N, T and OP of a reduction (MPI_ERR_COUNT, _TYPE, _OP)
     alias(S, R, N)           send buffer S and receive buffer R are not the same memory
+    data(B, N, T)            the buffer of a send or receive (MPI_ERR_COUNT, _TYPE, _BUFFER)
+    rank(R)                  R is a rank or MPI_PROC_NULL (MPI_ERR_RANK)
+    source(R)                R is a rank, MPI_PROC_NULL or MPI_ANY_SOURCE (MPI_ERR_RANK)
+    tag(T)                   T is not negative (MPI_ERR_TAG)
+    anytag(T)                T is not negative, or MPI_ANY_TAG (MPI_ERR_TAG)
+    ptr(P)                   the output argument P is not NULL (MPI_ERR_ARG)
 
 and after a check's name: @root (only on the root), ? (not when the buffer is
 MPI_IN_PLACE), ?root (not when the buffer is MPI_IN_PLACE on the root).
@@ -76,9 +86,13 @@ COLUMNS = 100
 # the struct that carries an array of two widths to an _impl (src/mpi/check.h)
 ARRAY_STRUCTS = {("int", "MPI_Count"): "pb_mpi_counts_t", ("int", "MPI_Aint"): "pb_mpi_displs_t"}
 
-CHECK = re.compile(r"^(?P<kind>comm|root|buf|block|vec|reduce|alias)"
+CHECK = re.compile(r"^(?P<kind>comm|root|buf|block|vec|reduce|alias|data|rank|source|tag|"
+                   r"anytag|ptr)"
                    r"(?P<mod>@root|\?root|\?)?(?:\((?P<args>.*)\))?$")
-ARITY = {"comm": 0, "root": 1, "buf": 4, "block": 4, "vec": 5, "reduce": 3, "alias": 3}
+ARITY = {"comm": 0, "root": 1, "buf": 4, "block": 4, "vec": 5, "reduce": 3, "alias": 3, "data": 3,
+         "rank": 1, "source": 1, "tag": 1, "anytag": 1, "ptr": 1}
+# the checks that need the communicator the comm check found
+NEED_COMM = ("root", "vec", "rank", "source")
 
 
 class Error(Exception):
@@ -285,15 +299,21 @@ def write_header(items: list, text: str) -> str:
 # ---- the bindings ---------------------------------------------------------------------
 
 IMPL = re.compile(r"^int pb_mpi_(\w+)_impl\(", re.M)
+INLINE_IMPL = re.compile(r"^static inline int pb_mpi_(\w+)_impl\(", re.M)
 
 
-def implemented(src: Path) -> set[str]:
-    """The <name> of every pb_mpi_<name>_impl defined in src/mpi/*.c."""
-    found = set()
+def implemented(src: Path) -> tuple[set[str], dict[str, str]]:
+    """The <name> of every pb_mpi_<name>_impl defined in src/mpi/*.c, and of every inline
+    one of a header src/mpi/*.h, with the header ("mpi/x.h")."""
+    found, inline = set(), {}
     for path in sorted(src.glob("*.c")):
         if path != BINDINGS_C:
             found.update(IMPL.findall(path.read_text()))
-    return found
+    for path in sorted(src.glob("*.h")):
+        if path != BINDINGS_H:
+            for name in INLINE_IMPL.findall(path.read_text()):
+                inline[name] = "mpi/" + path.name
+    return found | set(inline), inline
 
 
 def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
@@ -306,8 +326,10 @@ def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
         a = [a[3], a[0], a[1], a[2]]
     elif kind == "vec":  # (B, NS, DS, T, what) -> (what, B, NS, DS, T, c)
         a = [a[4], a[0], a[1], a[2], a[3], "c"]
-    elif kind == "root":
+    elif kind in ("root", "rank", "source"):
         a = [a[0], "c"]
+    elif kind == "ptr":
+        a = [a[0], '"%s"' % a[0]]
     helper = {"reduce": "reduction", "alias": "aliased"}.get(kind, kind)
     call = ("pb_mpi_check_" + helper, [comm, "func"] + a)
     cond = ["rc == MPI_SUCCESS"]
@@ -332,13 +354,13 @@ def impl_params(fn: Function) -> list[str]:
     return ["const char *func"] + [p.impl_decl() for p in fn.params] + extra
 
 
-def binding(fn: Function) -> str:
+def binding(fn: Function, inline: bool) -> str:
     if fn.ret != "int":
         raise Error("%s: only functions returning int are bound" % fn.name)
     if any(c[0] == "comm" for c in fn.checks[1:]):
         raise Error("%s: comm must be the first check" % fn.name)
-    if fn.checks[0][0] != "comm" and any(c[0] in ("root", "vec") for c in fn.checks):
-        raise Error("%s: root and vec need the comm check first" % fn.name)
+    if fn.checks[0][0] != "comm" and any(c[0] in NEED_COMM for c in fn.checks):
+        raise Error("%s: %s need the comm check first" % (fn.name, ", ".join(NEED_COMM)))
     lower = fn.lower()
     body = []
     for kind, mod, args in fn.checks:
@@ -350,7 +372,9 @@ def binding(fn: Function) -> str:
         impl_args.append("c")
     body += ["    if (rc != MPI_SUCCESS)", "        return rc;",
              wrap("return pb_mpi_%s_impl" % lower, impl_args, ";", " " * 4)]
-    out = [wrap("static int %s_checked" % lower, impl_params(fn)[:-1] if impl_args[-1] == "c"
+    # an inline _impl is a hot path: its checks and work go into each PMPI_X whole
+    static = "static PB_ALWAYS_INLINE int" if inline else "static int"
+    out = [wrap("%s %s_checked" % (static, lower), impl_params(fn)[:-1] if impl_args[-1] == "c"
                 else impl_params(fn), ""), "{"]
     out += body
     out += ["}", ""]
@@ -375,7 +399,7 @@ def impl_decl(fn: Function) -> str:
     return "\n".join(lines + [wrap("int pb_mpi_%s_impl" % fn.lower(), impl_params(fn), ";")])
 
 
-def write_bindings(items: list, impls: set[str]) -> tuple[str, str]:
+def write_bindings(items: list, impls: set[str], inline: dict[str, str]) -> tuple[str, str]:
     functions = [i for i in items if isinstance(i, Function) and i.lower() in impls]
     known = {i.lower() for i in items if isinstance(i, Function)}
     for name in sorted(impls - known):
@@ -388,13 +412,14 @@ def write_bindings(items: list, impls: set[str]) -> tuple[str, str]:
          " * Every PMPI_X here checks its arguments as src/mpi/api/functions.txt says, then",
          " * calls pb_mpi_<x>_impl (src/mpi/bindings.h); MPI_X is its weak alias.", " */",
          '#include "mpi/bindings.h"', ""]
-    c += [binding(fn) for fn in functions]
+    c += [binding(fn, fn.lower() in inline) for fn in functions]
     h = [BANNER, "/*",
          " * The functions behind the bindings of src/mpi/bindings.c, one per MPI function",
          " * and its large-count form, each written by hand in src/mpi/.", " */",
          "#ifndef PB_MPI_BINDINGS_H", "#define PB_MPI_BINDINGS_H", "",
-         '#include "mpi/check.h"', ""]
-    h += [impl_decl(fn) + "\n" for fn in functions]
+         '#include "mpi/check.h"']
+    h += ['#include "%s"' % name for name in sorted(set(inline.values()))] + [""]
+    h += [impl_decl(fn) + "\n" for fn in functions if fn.lower() not in inline]
     h += ["#endif"]
     return "\n".join(c).rstrip("\n") + "\n", "\n".join(h) + "\n"
 
@@ -408,7 +433,7 @@ def main() -> int:
     opts = parser.parse_args()
     try:
         items = read_functions(FUNCTIONS)
-        c_text, h_text = write_bindings(items, implemented(ROOT / "src/mpi"))
+        c_text, h_text = write_bindings(items, *implemented(ROOT / "src/mpi"))
         outputs = {HEADER: write_header(items, HEADER.read_text()), BINDINGS_C: c_text,
                    BINDINGS_H: h_text}
     except Error as e:
