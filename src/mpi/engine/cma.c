@@ -19,17 +19,13 @@
 #include "mpi/engine/path.h"
 #include "util/log.h"
 
-/* What errno @err of the cross-memory copy @call means for the protocol: a
+/* What errno @err of a cross-memory copy means for the protocol: a
  * refusal of the kernel (not a bad address) holds for every later message
  * too. */
-static int copy_result(const char *call, int err)
+static int copy_result(int err)
 {
-    if (err == EPERM || err == ENOSYS || err == EACCES) {
-        pb_warn("%s refused (%s): on-node messages move through the pool (two copies) from "
-                "now on",
-                call, strerror(err));
+    if (err == EPERM || err == ENOSYS || err == EACCES)
         return PB_ENG_PEER_COPY_REFUSED;
-    }
     return PB_ENG_PEER_COPY_FAILED;
 }
 
@@ -38,12 +34,20 @@ int pb_eng_cma_read(uint32_t pid, uint64_t addr, void *dst, size_t len)
     while (len > 0) {
         struct iovec local = {dst, len}, remote = {(void *)(uintptr_t)addr, len};
         ssize_t n = process_vm_readv((pid_t)pid, &local, 1, &remote, 1, 0);
+        int err = n < 0 ? errno : EIO;
 
-        if (n <= 0)
-            return copy_result("process_vm_readv", n < 0 ? errno : EIO);
-        dst = (char *)dst + n;
-        addr += (uint64_t)n;
-        len -= (size_t)n;
+        if (n > 0) {
+            dst = (char *)dst + n;
+            addr += (uint64_t)n;
+            len -= (size_t)n;
+            continue;
+        }
+        /* a refused read turns single copy off for good: said here, once */
+        if (copy_result(err) == PB_ENG_PEER_COPY_REFUSED)
+            pb_warn("process_vm_readv refused (%s): on-node messages move through the pool "
+                    "(two copies) from now on",
+                    strerror(err));
+        return copy_result(err);
     }
     return PB_ENG_PEER_COPY_OK;
 }
@@ -56,7 +60,7 @@ int pb_eng_cma_write(uint32_t pid, uint64_t addr, const void *src, size_t len)
         ssize_t n = process_vm_writev((pid_t)pid, &local, 1, &remote, 1, 0);
 
         if (n <= 0)
-            return copy_result("process_vm_writev", n < 0 ? errno : EIO);
+            return copy_result(n < 0 ? errno : EIO); /* not logged (cma.h) */
         src = (const char *)src + n;
         addr += (uint64_t)n;
         len -= (size_t)n;

@@ -14,7 +14,9 @@
 int pb_eng_cma_read(uint32_t pid, uint64_t addr, void *dst, size_t len);
 
 /* Write @len bytes of @src to @addr of process @pid (process_vm_writev).
- * @return as pb_eng_cma_read. */
+ * @return as pb_eng_cma_read, but a refusal is not logged: the reader that
+ * asked for the write streams that message and keeps asking (its own
+ * reads may work), so nothing changes "from now on". */
 int pb_eng_cma_write(uint32_t pid, uint64_t addr, const void *src, size_t len);
 
 #endif

@@ -45,7 +45,8 @@ enum {
     PB_ENG_PEER_COPY_OK = 0,
     PB_ENG_PEER_COPY_FAILED,  /* this copy failed (a bad address): stream the message */
     PB_ENG_PEER_COPY_REFUSED, /* the system refuses such copies to this process
-                                 altogether (logged): stop offering them */
+                                 altogether (a refused read is logged): stop
+                                 offering them */
 };
 
 /* Read @len bytes at address @addr of the peer process @pid into @dst.
