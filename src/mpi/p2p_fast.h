@@ -34,8 +34,10 @@ static PB_ALWAYS_INLINE int pb_mpi_send_blocking(const char *func, const void *b
 
     if (mode != PB_ENG_MODE_SYNC && dest != MPI_PROC_NULL && bytes <= PB_ENG_INLINE_MAX &&
         pb_eng_type_is_contiguous(t) &&
-        pb_eng_send_short((const char *)buf + pb_eng_type_true_lb(t), bytes, c->world[dest], tag,
-                          c->context))
+        /* in integers: @buf may be MPI_BOTTOM (NULL), the datatype's data
+         * at absolute addresses */
+        pb_eng_send_short((const char *)((uintptr_t)buf + (uintptr_t)pb_eng_type_true_lb(t)), bytes,
+                          c->world[dest], tag, c->context))
         return MPI_SUCCESS;
     return pb_mpi_send_wait(func, buf, count, t, dest, tag, c, mode);
 }

@@ -271,6 +271,44 @@ static void case_self(void)
     CHECK(memcmp(in, out, sizeof(in)) == 0 && st.MPI_SOURCE == rank, "a send to self");
 }
 
+/* A contiguous datatype whose data lies at @addr (absolute), for buffers
+ * of MPI_BOTTOM. */
+static MPI_Datatype absolute_ints(void *addr, int n)
+{
+    int len = n;
+    MPI_Aint disp;
+    MPI_Datatype type, t = MPI_INT;
+
+    MPI_Get_address(addr, &disp);
+    MPI_Type_create_struct(1, &len, &disp, &t, &type);
+    MPI_Type_commit(&type);
+    return type;
+}
+
+/* a short blocking send and receive of data at absolute addresses
+ * (MPI_BOTTOM, a NULL pointer): the short path adds the datatype's lower
+ * bound to the buffer without pointer arithmetic on NULL */
+static void case_bottom(void)
+{
+    static int out[8], in[8];
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Datatype tout = absolute_ints(out, 8), tin = absolute_ints(in, 8);
+
+    for (int i = 0; i < 8; i++)
+        out[i] = rank * 100 + i;
+    if (rank % 2 == 0) {
+        MPI_Send(MPI_BOTTOM, 1, tout, right, 21, MPI_COMM_WORLD);
+        MPI_Recv(MPI_BOTTOM, 1, tin, left, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(MPI_BOTTOM, 1, tin, left, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(MPI_BOTTOM, 1, tout, right, 21, MPI_COMM_WORLD);
+    }
+    CHECK(in[0] == left * 100 && in[7] == left * 100 + 7, "from MPI_BOTTOM: got %d .. %d", in[0],
+          in[7]);
+    MPI_Type_free(&tout);
+    MPI_Type_free(&tin);
+}
+
 static void case_sendrecv(void)
 {
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -708,6 +746,7 @@ static const struct {
     {"any_source", case_any_source},
     {"probe", case_probe},
     {"self", case_self},
+    {"bottom", case_bottom},
     {"sendrecv", case_sendrecv},
     {"completion", case_completion},
     {"cancel", case_cancel},
