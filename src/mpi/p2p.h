@@ -33,17 +33,16 @@ void pb_mpi_p2p_finalize(void);
 int pb_mpi_send_wait(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t, int dest,
                      int tag, pb_comm_t *c, int mode);
 
-/* Whether @r is a live request (request.c): the engine's magic word today,
- * the handle registry's look-up later.  Never dereferences a predefined
- * value. */
+/* Whether @r is a live request (request.c): the handle registry's
+ * look-up (engine/handle.h).  Never dereferences a predefined value. */
 int pb_mpi_request_valid(MPI_Request r);
 
-/* The program no longer names @r: drop its communicator and its integer
- * (the engine may still complete it). */
+/* The program no longer names @r: drop its communicator (the engine may
+ * still complete it). */
 void pb_mpi_request_let_go(MPI_Request r);
 
-/* Let a request go for good: its communicator, its integer, the engine's
- * part (request.c). */
+/* Let a request go for good: its communicator, then the engine's part,
+ * which retires its handle and integer (request.c). */
 void pb_mpi_request_release(MPI_Request r);
 
 /* Store the status of complete request @r of communicator @c into
