@@ -9,8 +9,8 @@
 #include "util/compiler.h"
 
 static const pb_rsm_transport_t *const transports[] = {
-    &pb_rsm_shm_transport,
-    &pb_rsm_tcp_transport,
+    &pb_shm_transport,
+    &pb_tcp_transport,
 };
 
 _Static_assert(PB_ARRAY_SIZE(transports) <= PB_RSM_TRANSPORTS_MAX, "raise PB_RSM_TRANSPORTS_MAX");

@@ -142,7 +142,7 @@ const pb_rsm_transport_t *pb_rsm_transport_find(const char *name);
 /* The registered transports, in order; *count_p gets their number. */
 const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p);
 
-extern const pb_rsm_transport_t pb_rsm_shm_transport;
-extern const pb_rsm_transport_t pb_rsm_tcp_transport;
+extern const pb_rsm_transport_t pb_shm_transport;
+extern const pb_rsm_transport_t pb_tcp_transport;
 
 #endif

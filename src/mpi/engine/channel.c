@@ -67,6 +67,14 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
+_Noreturn void pb_eng_fatal(const char *what)
+{
+    char message[160];
+
+    snprintf(message, sizeof(message), "postbox mpi: rank %d: %s", pb_eng_channel.rank, what);
+    postbox_job_abort(MPI_ERR_OTHER, message);
+}
+
 /* ---- layout of a node's area ---------------------------------------------- */
 
 static size_t acks_offset(int node)

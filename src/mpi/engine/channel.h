@@ -290,8 +290,7 @@ const pb_eng_path_ops_t *pb_eng_channel_path(int dest);
 
 /* End the job with "postbox mpi: rank R: @what": for a failure the engine
  * meets where no MPI call can report it (an acknowledgement a peer waits
- * for cannot be written, a channel broke, no memory for a message).
- * (engine.c) */
+ * for cannot be written, a channel broke, no memory for a message). */
 _Noreturn void pb_eng_fatal(const char *what);
 
 #endif

@@ -3,7 +3,6 @@
  */
 #include <postbox/job.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,14 +11,6 @@
 #include "util/log.h"
 
 pb_eng_t pb_eng;
-
-_Noreturn void pb_eng_fatal(const char *what)
-{
-    char message[160];
-
-    snprintf(message, sizeof(message), "postbox mpi: rank %d: %s", pb_eng_channel.rank, what);
-    postbox_job_abort(MPI_ERR_OTHER, message);
-}
 
 int pb_eng_init(void)
 {
