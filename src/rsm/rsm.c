@@ -154,8 +154,8 @@ static int api_controller_is_held(rsmapi_controller_handle_t controller)
 
 PB_EXPORT int rsm_get_controller(char *name, rsmapi_controller_handle_t *controller)
 {
-    const pb_rsm_transport_t *const *list;
-    const pb_rsm_transport_t *transport;
+    const pb_rsm_transport_ops_t *const *list;
+    const pb_rsm_transport_ops_t *transport;
     size_t count, index;
     int ret = RSM_SUCCESS;
 
@@ -232,7 +232,7 @@ PB_EXPORT int rsm_release_controller(rsmapi_controller_handle_t controller)
 static int api_progress_claim_change(rsmapi_controller_handle_t controller, int delta)
 {
     static int atfork_registered; /* (under pb_rsm_lock) */
-    const pb_rsm_transport_t *transport;
+    const pb_rsm_transport_ops_t *transport;
 
     pthread_mutex_lock(&pb_rsm_lock);
     if (!api_controller_is_held(controller)) {
@@ -270,7 +270,7 @@ PB_EXPORT int pb_rsm_progress_release(rsmapi_controller_handle_t controller)
 
 PB_EXPORT int rsm_get_interconnect_topology(rsm_topology_t **topology_data)
 {
-    const pb_rsm_transport_t *const *list;
+    const pb_rsm_transport_ops_t *const *list;
     rsm_node_id_t local = pb_boot_identity_get()->node_id;
     int job_nodes = postbox_job_node_count();
     size_t count, entries = 0, head, total, reached[PB_RSM_TRANSPORTS_MAX];

@@ -25,7 +25,7 @@ typedef enum {
 
 struct __rsmapi_controller_handle {
     uint32_t magic;
-    const pb_rsm_transport_t *transport;
+    const pb_rsm_transport_ops_t *transport;
     int refcount;        /* gets minus releases, under pb_rsm_lock */
     int progress_claims; /* pb_rsm_progress_claim minus releases, likewise */
     void *tl;            /* transport state */
@@ -47,7 +47,7 @@ struct __rsm_memseg_export_handle {
 
 struct __rsm_memseg_import_handle {
     uint32_t magic;
-    const pb_rsm_transport_t *transport; /* the controller's, read on every put */
+    const pb_rsm_transport_ops_t *transport; /* the controller's, read on every put */
     rsmapi_controller_handle_t controller;
     rsm_node_id_t node;
     rsm_memseg_id_t segid;

@@ -1040,7 +1040,7 @@ static const void *shm_import_event_word(pb_rsm_import_t *im)
     return &((shm_import_t *)im->tl)->ctl->import_generation.value;
 }
 
-const pb_rsm_transport_t pb_shm_transport = {
+const pb_rsm_transport_ops_t pb_shm_transport = {
     .name = "shm",
     .query = shm_query,
     .reaches = shm_reaches,

@@ -8,7 +8,7 @@
 #include "rsm/tcp.h"
 #include "util/compiler.h"
 
-static const pb_rsm_transport_t *const transports[] = {
+static const pb_rsm_transport_ops_t *const transports[] = {
     &pb_shm_transport,
     &pb_tcp_transport,
 };
@@ -32,13 +32,13 @@ static const struct {
     {"loopback", "shm"},
 };
 
-const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p)
+const pb_rsm_transport_ops_t *const *pb_rsm_transport_list(size_t *count_p)
 {
     *count_p = PB_ARRAY_SIZE(transports);
     return transports;
 }
 
-const pb_rsm_transport_t *pb_rsm_transport_find(const char *name)
+const pb_rsm_transport_ops_t *pb_rsm_transport_find(const char *name)
 {
     size_t len = strlen(name);
 

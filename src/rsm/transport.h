@@ -131,18 +131,18 @@ typedef struct {
     pb_rsm_import_event_word_func_t import_event_word;
     pb_rsm_export_event_waiters_func_t export_event_waiters; /* NULL: posts always wake */
     pb_rsm_progress_claim_func_t progress_claim;             /* NULL: nothing to claim */
-} pb_rsm_transport_t;
+} pb_rsm_transport_ops_t;
 
 /* at most this many transports are registered */
 #define PB_RSM_TRANSPORTS_MAX 8
 
 /* The transport called @name ("shm", "shm0", "loopback", ...), or NULL. */
-const pb_rsm_transport_t *pb_rsm_transport_find(const char *name);
+const pb_rsm_transport_ops_t *pb_rsm_transport_find(const char *name);
 
 /* The registered transports, in order; *count_p gets their number. */
-const pb_rsm_transport_t *const *pb_rsm_transport_list(size_t *count_p);
+const pb_rsm_transport_ops_t *const *pb_rsm_transport_list(size_t *count_p);
 
-extern const pb_rsm_transport_t pb_shm_transport;
-extern const pb_rsm_transport_t pb_tcp_transport;
+extern const pb_rsm_transport_ops_t pb_shm_transport;
+extern const pb_rsm_transport_ops_t pb_tcp_transport;
 
 #endif

@@ -246,7 +246,7 @@ static int tcp_reaches(rsm_node_id_t node)
     return 1;
 }
 
-const pb_rsm_transport_t pb_tcp_transport = {
+const pb_rsm_transport_ops_t pb_tcp_transport = {
     .name = "tcp",
     .query = tcp_query,
     .rail_count = pb_tcp_rail_count,
