@@ -461,6 +461,7 @@ int rsm_memseg_import_get64(rsm_memseg_import_handle_t im_memseg, off_t offset, 
  * RSM_IMPLICIT_SIGPOST in flags a putv also posts a signal; with
  * PB_RSM_PUT_FIRST_WORD_LAST the last entry's first word lands last.
  * @return RSM_SUCCESS; RSMERR_BAD_SGIO (NULL, bad count or io_type);
+ *         RSMERR_BAD_MODE (a flag other than these two, for putv and getv);
  *         RSMERR_BAD_LOCALMEM_HNDL; RSMERR_BAD_LENGTH and RSMERR_BAD_OFFSET
  *         (PB_RSM_PUT_FIRST_WORD_LAST: a last entry outside 4 ..
  *         PB_RSM_WORD_LAST_MAX bytes, or at an offset not a multiple of 4);

@@ -807,6 +807,10 @@ static int api_transfer_vector(rsm_scat_gath_t *sg_io, int is_put)
         return RSMERR_BAD_SGIO;
     im = sg_io->remote_handle;
     count = sg_io->io_request_count;
+    if (sg_io->flags & ~(uint_t)(RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST)) {
+        sg_io->io_residual_count = count;
+        return RSMERR_BAD_MODE;
+    }
     /* check every entry before the first transfer, so a bad list changes nothing */
     for (i = 0; i < count; i++) {
         const rsm_iovec_t *io = &sg_io->iovec[i];

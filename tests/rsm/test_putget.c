@@ -465,6 +465,52 @@ static void case_putv_implicit_sigpost_signals_exporter(void)
     fx_end(&f);
 }
 
+/* flags outside RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST are
+ * refused by putv and getv with RSMERR_BAD_MODE before anything moves */
+static void case_putv_getv_unknown_flags_rejected(void)
+{
+    static const uint_t bad[] = {0x02, 0x80, 0x200, 0x80000000u,
+                                 RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST | 0x04};
+    fixture_t f;
+    rsm_iovec_t iov;
+    rsm_scat_gath_t sg;
+    char buf[8] = "abcdefg", r[8];
+
+    fx_start(&f, RSM_PERM_RDWR, PG);
+    iov.io_type = RSM_VA_TYPE;
+    iov.local.vaddr = buf;
+    iov.local_offset = 0;
+    iov.remote_offset = 8;
+    iov.transfer_length = 8;
+    memset(&sg, 0, sizeof(sg));
+    sg.io_request_count = 1;
+    sg.remote_handle = f.im;
+    sg.iovec = &iov;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sg.flags = bad[i];
+        sg.io_residual_count = 0;
+        CHECK_RC(rsm_memseg_import_putv(&sg), RSMERR_BAD_MODE);
+        CHECK_EQ_U64(sg.io_residual_count, 1);
+        iov.local.vaddr = r;
+        memset(r, 0x5a, sizeof(r));
+        CHECK_RC(rsm_memseg_import_getv(&sg), RSMERR_BAD_MODE);
+        CHECK_MSG(r[0] == 0x5a && r[7] == 0x5a, "getv with flags %#x wrote the buffer", bad[i]);
+        iov.local.vaddr = buf;
+    }
+    pbt_exporter_expect_pristine(&f.ex, "putv with an unknown flag");
+    CHECK_RC(pbt_exporter_cmd(&f.ex, EX_WAIT, 0, 0, NULL), RSMERR_TIMEOUT);
+    /* the documented flags still work */
+    sg.flags = RSM_IMPLICIT_SIGPOST | PB_RSM_PUT_FIRST_WORD_LAST;
+    CHECK_OK(rsm_memseg_import_putv(&sg));
+    CHECK_OK(pbt_exporter_cmd(&f.ex, EX_WAIT, 5000, 0, NULL));
+    pbt_exporter_expect(&f.ex, 8, buf, 8, "putv with the documented flags");
+    sg.flags = RSM_IMPLICIT_SIGPOST;
+    iov.local.vaddr = r;
+    CHECK_OK(rsm_memseg_import_getv(&sg));
+    CHECK(memcmp(r, buf, sizeof(r)) == 0);
+    fx_end(&f);
+}
+
 /* PB_RSM_PUT_FIRST_WORD_LAST: every byte arrives (the word last), in both
  * barrier modes and with the implicit signal; entries outside its limits
  * are refused before anything moves */
@@ -625,6 +671,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(putv_out_of_bounds_entry_reported),
     PBT_CASE(putv_read_only_perm_denied),
     PBT_CASE(putv_implicit_sigpost_signals_exporter),
+    PBT_CASE(putv_getv_unknown_flags_rejected),
     PBT_CASE(putv_first_word_last),
     PBT_CASE(putv_empty_entries),
     PBT_CASE(progress_claim_keeps_exporter_served),
