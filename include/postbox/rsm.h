@@ -397,7 +397,9 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         permission than granted, or not of this job);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
- *         5 s); RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
+ *         5 s); RSMERR_CONN_ABORTED (the exporter announced a segment
+ *         size of 0 or above the largest it can export, 2^40 bytes: logged);
+ *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */
 int rsm_memseg_import_connect(rsmapi_controller_handle_t controller, rsm_node_id_t node_id,
                               rsm_memseg_id_t segment_id, rsm_permission_t perm,

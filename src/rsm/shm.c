@@ -35,6 +35,8 @@
 #include "util/time.h"
 
 #define SHM_CONNECT_TIMEOUT_S 5
+/* the largest segment export_create takes, so the largest an importer maps */
+#define SHM_MAX_SEGMENT_SIZE ((uint64_t)1 << 40)
 #define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
 /* an importer asleep in a signal wait re-checks its exporter this often */
 #define SHM_IMPORT_WAIT_SLICE_MS 50
@@ -204,7 +206,7 @@ static void shm_query(pb_rsm_caps_t *caps_p)
     caps_p->can_map = 1;
     caps_p->reaches_job_nodes = 0;
     caps_p->page_size = shm_page_size();
-    caps_p->max_segment_size = (size_t)1 << 40;
+    caps_p->max_segment_size = (size_t)SHM_MAX_SEGMENT_SIZE;
 }
 
 static int shm_reaches(rsm_node_id_t node)
@@ -678,7 +680,9 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
                                                                  : (pb_status_t)reply.status;
         goto out_close;
     }
-    if (reply.size == 0 || reply.size > SIZE_MAX) {
+    if (reply.size == 0 || reply.size > SHM_MAX_SEGMENT_SIZE) {
+        pb_error("import of segment %#x: the exporter announces %llu bytes: refused", im->segid,
+                 (unsigned long long)reply.size);
         status = PB_ERR_PROTOCOL;
         goto out_close;
     }

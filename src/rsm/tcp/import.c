@@ -209,8 +209,6 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     }
     status = pb_tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key,
                                  TCP_CONNECT_TIMEOUT_MS);
-    if (status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL)
-        status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
     if (status != PB_OK)
         goto err_free;
     pb_tcp_link_state_set(im->node, first, 1);

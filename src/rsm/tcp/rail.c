@@ -218,6 +218,15 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
     }
 }
 
+/* A first rail that breaks or hears garbage while attaching: the exporter
+ * died meanwhile (later rails' failures are only told from success). */
+static pb_status_t tcp_rail_first_status(const pb_tcp_import_t *ti, pb_status_t status)
+{
+    if (ti->rail_count == 0 && (status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL))
+        return PB_ERR_NOT_PUBLISHED;
+    return status;
+}
+
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
                                 const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms)
 {
@@ -230,15 +239,22 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
     pb_tcp_rail_t *rail = &ti->rails[ti->rail_count];
     pb_tcp_conn_t *c;
     pb_status_t status;
+    const char *why;
 
     pthread_mutex_lock(&pb_tcp.connect_lock);
     status = pb_tcp_conn_get(&peer, key, timeout_ms, &c);
     pthread_mutex_unlock(&pb_tcp.connect_lock);
     if (status != PB_OK)
-        return status;
-    status = pb_tcp_request(c, &frame, &attach, &req);
+        return tcp_rail_first_status(ti, status);
+    status = tcp_rail_first_status(ti, pb_tcp_request(c, &frame, &attach, &req));
     if (status == PB_OK && ti->rail_count > 0 && req.value != im->size)
         status = PB_ERR_PROTOCOL; /* another process answers at that address */
+    if (status == PB_OK && ti->rail_count == 0 &&
+        (why = pb_tcp_attach_size_check(req.value)) != NULL) {
+        pb_error("import of segment %#x: the exporter announces %s (%llu bytes): refused",
+                 im->segid, why, (unsigned long long)req.value);
+        status = PB_ERR_CONN_ABORTED;
+    }
     pthread_mutex_lock(&pb_tcp.lock);
     if (status == PB_OK) {
         *rail = (pb_tcp_rail_t){.conn = c, .slot = req.slot, .index = index};

@@ -236,7 +236,7 @@ static void tcp_query(pb_rsm_caps_t *caps_p)
     caps_p->can_map = 0;
     caps_p->reaches_job_nodes = 1;
     caps_p->page_size = (size_t)sysconf(_SC_PAGESIZE);
-    caps_p->max_segment_size = (size_t)1 << 40;
+    caps_p->max_segment_size = (size_t)PB_TCP_MAX_SEGMENT_SIZE;
 }
 
 static int tcp_reaches(rsm_node_id_t node)

@@ -545,7 +545,10 @@ pb_status_t pb_tcp_import_heal(pb_rsm_import_t *im);
 pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only);
 
 /* Connect rail @index of @im to the exporter's port at @addr and attach
- * the segment there.  @timeout_ms bounds the dial. */
+ * the segment there.  @timeout_ms bounds the dial.  The first rail fails
+ * with PB_ERR_NOT_PUBLISHED when the connection breaks or is malformed,
+ * and with PB_ERR_CONN_ABORTED (logged) when the exporter announces a size
+ * pb_tcp_attach_size_check refuses. */
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
                                 const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms);
 

@@ -172,6 +172,15 @@ const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_
     return NULL;
 }
 
+const char *pb_tcp_attach_size_check(uint64_t size)
+{
+    if (size == 0)
+        return "an empty segment";
+    if (size > PB_TCP_MAX_SEGMENT_SIZE)
+        return "a segment larger than an exporter can export";
+    return NULL;
+}
+
 /* ---- the exporter's handling of frames ------------------------------------------ */
 
 const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame,

@@ -157,6 +157,15 @@ void pb_tcp_frame_decode(const uint8_t in[PB_TCP_FRAME_HEADER_SIZE], pb_tcp_fram
  * a type allows.  @return NULL, or the reason the frame is malformed. */
 const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter);
 
+/* The largest segment a tcp exporter exports (rsm_memseg_export_create
+ * refuses larger ones), so the largest size an importer accepts. */
+#define PB_TCP_MAX_SEGMENT_SIZE ((uint64_t)1 << 40)
+
+/* The importer's check of the segment size an ATTACH reply announces: not
+ * 0, not above PB_TCP_MAX_SEGMENT_SIZE.  @return NULL if acceptable, else
+ * the reason. */
+const char *pb_tcp_attach_size_check(uint64_t size);
+
 /* What the exporter knows of one slot when a frame names it. */
 typedef struct {
     char *base; /* segment memory */
