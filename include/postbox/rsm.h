@@ -323,8 +323,8 @@ void rsm_free_interconnect_topology(rsm_topology_t *topology_data);
  * stays usable by this process; it becomes shareable (its pages are
  * replaced by shared pages holding the same data).  @flags: RSM_ALLOW_REBIND,
  * RSM_CREATE_SEG_DONTWAIT.
- * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (NULL or
- *         unmapped memory); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
+ * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (NULL,
+ *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
  *         RSMERR_BAD_MODE (unknown flag); RSMERR_INSUFFICIENT_MEM;
  *         RSMERR_INSUFFICIENT_RESOURCES.
  */
@@ -346,8 +346,9 @@ int rsm_memseg_export_destroy(rsm_memseg_export_handle_t memseg);
  * page aligned) without importers noticing; the new memory's contents become
  * the segment's, the old memory becomes private again.  @off is unused.
  * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL; RSMERR_REBIND_NOT_ALLOWED if
- *         created without RSM_ALLOW_REBIND; RSMERR_BAD_ADDR;
- *         RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH; RSMERR_INSUFFICIENT_MEM.
+ *         created without RSM_ALLOW_REBIND; RSMERR_BAD_ADDR (NULL,
+ *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT;
+ *         RSMERR_BAD_LENGTH; RSMERR_INSUFFICIENT_MEM.
  */
 int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void *vaddr, offset_t off,
                              size_t size);

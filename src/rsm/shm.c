@@ -223,6 +223,10 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
 
     if (se == NULL)
         return PB_ERR_NO_MEMORY;
+    /* mapping the memfd over read-only memory would make it writable */
+    status = pb_rsm_check_writable(seg->vaddr, seg->size);
+    if (status != PB_OK)
+        goto err_free;
     se->ctl_fd = -1;
     se->data_fd = shm_memfd_create("postbox-segment", seg->size);
     if (se->data_fd < 0) {
@@ -265,6 +269,9 @@ static pb_status_t shm_export_rebind(pb_rsm_export_t *seg, void *vaddr)
     void *staging;
     pb_status_t status;
 
+    status = pb_rsm_check_writable(vaddr, seg->size);
+    if (status != PB_OK)
+        return status;
     /* snapshot the new memory first: if it is unreadable nothing changes */
     staging_fd = shm_memfd_create("postbox-rebind", seg->size);
     if (staging_fd < 0)

@@ -2,11 +2,14 @@
 #include "rsm/transport.h"
 
 #include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "boot/boot.h"
 #include "rsm/tcp.h"
 #include "util/compiler.h"
+#include "util/log.h"
 
 static const pb_rsm_transport_ops_t *const transports[] = {
     &pb_shm_transport,
@@ -58,4 +61,31 @@ const pb_rsm_transport_ops_t *pb_rsm_transport_find(const char *name)
             return transports[i];
     }
     return NULL;
+}
+
+pb_status_t pb_rsm_check_writable(const void *vaddr, size_t size)
+{
+    uintptr_t want = (uintptr_t)vaddr, end = want + size;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    char line[512];
+
+    if (maps == NULL) {
+        pb_error("cannot read /proc/self/maps: %m");
+        return PB_ERR_IO;
+    }
+    /* the lines are sorted by address: walk them while they cover @want */
+    while (want < end && fgets(line, sizeof(line), maps) != NULL) {
+        unsigned long start, stop;
+        char perms[5];
+
+        if (sscanf(line, "%lx-%lx %4s", &start, &stop, perms) != 3)
+            continue;
+        if (stop <= want)
+            continue;
+        if (start > want || perms[0] != 'r' || perms[1] != 'w')
+            break;
+        want = stop;
+    }
+    fclose(maps);
+    return want >= end ? PB_OK : PB_ERR_BAD_ADDRESS;
 }

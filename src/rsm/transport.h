@@ -136,6 +136,12 @@ typedef struct {
 /* at most this many transports are registered */
 #define PB_RSM_TRANSPORTS_MAX 8
 
+/* Whether [@vaddr, @vaddr + @size) is mapped readable and writable in this
+ * process (from /proc/self/maps), as an export segment's memory must be:
+ * importers write it.  @return PB_OK, PB_ERR_BAD_ADDRESS (a page unmapped
+ * or not writable), or PB_ERR_IO (maps unreadable: logged). */
+pb_status_t pb_rsm_check_writable(const void *vaddr, size_t size);
+
 /* The transport called @name ("shm", "shm0", "loopback", ...), or NULL. */
 const pb_rsm_transport_ops_t *pb_rsm_transport_find(const char *name);
 

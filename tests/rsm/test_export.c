@@ -35,9 +35,8 @@ static void case_export_create_read_only_memory_bad_addr(void)
     rsm_memseg_export_handle_t h;
     void *mem;
 
-    if (pbt_is_shm())
-        pbt_skip("shm puts its own writable pages under the region");
-    /* importers would write it from the exporter's progress engine */
+    /* importers would write it (tcp: from the exporter's progress engine;
+     * shm: through shared pages that would replace the read-only ones) */
     c = pbt_ctlr_get();
     mem = pbt_alloc_pages(2 * PG);
     CHECK_SYS(mprotect((char *)mem + PG, PG, PROT_READ));
@@ -581,6 +580,21 @@ static void case_rebind_bad_memory_rejected(void)
     pbt_free_pages(other, 4 * PG);
 }
 
+/* rebind to memory of which a page is read-only is refused, the segment
+ * keeps its memory */
+static void case_rebind_read_only_memory_bad_addr(void)
+{
+    pbt_local_export_t le;
+    char *other = pbt_alloc_pages(2 * PG);
+
+    pbt_local_export(&le, 2 * PG, RSM_ALLOW_REBIND, 0);
+    CHECK_SYS(mprotect(other + PG, PG, PROT_READ));
+    CHECK_RC(rsm_memseg_export_rebind(le.h, other, 0, 2 * PG), RSMERR_BAD_ADDR);
+    CHECK_SYS(mprotect(other + PG, PG, PROT_READ | PROT_WRITE));
+    pbt_local_export_end(&le);
+    pbt_free_pages(other, 2 * PG);
+}
+
 static void case_rebind_importers_see_new_memory(void)
 {
     size_t size = 2 * PG;
@@ -676,6 +690,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(destroy_keeps_data_private),
     PBT_CASE(rebind_without_flag_not_allowed),
     PBT_CASE(rebind_bad_memory_rejected),
+    PBT_CASE(rebind_read_only_memory_bad_addr),
     PBT_CASE(rebind_importers_see_new_memory),
     PBT_CASE(export_calls_destroyed_handle_bad_seg_hndl),
 };

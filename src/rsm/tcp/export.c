@@ -164,40 +164,9 @@ void pb_tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
     }
 }
 
-/* Whether [vaddr, vaddr + size) is mapped readable and writable, from
- * /proc/self/maps: remote puts and gets copy into and out of it from the
- * progress engine, where a fault would kill the exporter.
- * @return PB_OK, PB_ERR_BAD_ADDRESS, or PB_ERR_IO (maps unreadable). */
-static pb_status_t tcp_check_mapped(void *vaddr, size_t size)
-{
-    uintptr_t want = (uintptr_t)vaddr, end = want + size;
-    FILE *maps = fopen("/proc/self/maps", "re");
-    char line[512];
-
-    if (maps == NULL) {
-        pb_error("tcp: cannot read /proc/self/maps: %m");
-        return PB_ERR_IO;
-    }
-    /* the lines are sorted by address: walk them while they cover @want */
-    while (want < end && fgets(line, sizeof(line), maps) != NULL) {
-        unsigned long start, stop;
-        char perms[5];
-
-        if (sscanf(line, "%lx-%lx %4s", &start, &stop, perms) != 3)
-            continue;
-        if (stop <= want)
-            continue;
-        if (start > want || perms[0] != 'r' || perms[1] != 'w')
-            break;
-        want = stop;
-    }
-    fclose(maps);
-    return want >= end ? PB_OK : PB_ERR_BAD_ADDRESS;
-}
-
 pb_status_t pb_tcp_export_create(pb_rsm_export_t *seg)
 {
-    pb_status_t status = tcp_check_mapped(seg->vaddr, seg->size);
+    pb_status_t status = pb_rsm_check_writable(seg->vaddr, seg->size);
     pb_tcp_export_t *te;
 
     if (status != PB_OK)
@@ -234,7 +203,7 @@ static void tcp_export_redirect(pb_tcp_export_t *te, char *base)
 
 pb_status_t pb_tcp_export_rebind(pb_rsm_export_t *seg, void *vaddr)
 {
-    pb_status_t status = tcp_check_mapped(vaddr, seg->size);
+    pb_status_t status = pb_rsm_check_writable(vaddr, seg->size);
 
     if (status != PB_OK)
         return status;
