@@ -110,7 +110,8 @@ non-zero while others still run, or calls PMI abort, the whole job is ended
 (SIGTERM, then SIGKILL after 1 s) with one message naming the rank and its node.
 
 exit status: the first non-zero exit status of a rank (128+signal for a rank
-killed by a signal), the code given to PMI abort, 124 after --timeout, 128+signal
+killed by a signal), the code given to PMI abort (1 when it is 0 or does not
+fit 1..255), 124 after --timeout, 128+signal
 when the launcher itself got SIGINT/SIGTERM/SIGHUP, 127 (126) when PROGRAM cannot
 be found (executed), 2 for a usage error (or --netns without root or `ip`), 1 when
 the --netns namespaces cannot be set up.
@@ -986,6 +987,10 @@ class Launcher:
             rank_no, self.node(rank_no), code)
         if message:
             text += " (%s)" % message
+        if not 0 < code < 256:
+            # 0 would report success, the rest does not fit an exit status
+            text += "; exit status 1"
+            code = 1
         self._end(text + "; ending the job", code)
 
     def _handle_signals(self) -> None:
