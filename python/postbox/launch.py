@@ -53,6 +53,10 @@ DRAIN_TIME = 1.0          # output still read after the last rank was reaped
 HANDSHAKE_TIME = 30.0     # a PMI_PORT connection must name its rank within this
 MAX_REFUSED_LOGGED = 20   # messages about refused PMI_PORT connections
 MAX_PARTIAL_LINE = 65536  # an unterminated line longer than this is written as is
+# A rank's PMI answers not yet written: at this much the launcher stops reading
+# the rank's requests until it has read its answers (back-pressure).  One read
+# (64 KiB of requests) may still add its answers past the limit.
+PMI_OUT_MAX = 1 << 20
 
 PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -364,7 +368,7 @@ class Rank:
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
-        self.pmi_out = b""
+        self.pmi_out = bytearray()   # PMI answers not yet written (see PMI_OUT_MAX)
         self.returncode: Optional[int] = None
         self.streams: List[Stream] = []
 
@@ -959,14 +963,16 @@ class Launcher:
         try:
             while rank.pmi_out:
                 sent = rank.sock.send(rank.pmi_out)
-                rank.pmi_out = rank.pmi_out[sent:]
+                del rank.pmi_out[:sent]   # cheap at the front of a bytearray
         except BlockingIOError:
             pass
         except OSError:
-            rank.pmi_out = b""
+            rank.pmi_out = bytearray()
             self.server.eof(rank.rank)
             return
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if rank.pmi_out else 0)
+        # back-pressure: a rank that does not read its answers is not read either
+        events = ((selectors.EVENT_READ if len(rank.pmi_out) < PMI_OUT_MAX else 0)
+                  | (selectors.EVENT_WRITE if rank.pmi_out else 0))
         if self.sel.get_key(rank.sock).events != events:
             self.sel.modify(rank.sock, events, ("pmi", rank))
 
@@ -980,7 +986,7 @@ class Launcher:
             self.sel.unregister(rank.sock)
             rank.sock.close()
             rank.sock = None
-            rank.pmi_out = b""
+            rank.pmi_out = bytearray()
 
     def _pmi_abort(self, rank_no: int, code: int, message: str) -> None:
         text = "rank %d (node %s) called PMI abort with exit code %d" % (

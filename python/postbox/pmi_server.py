@@ -160,6 +160,7 @@ class Connection:
         self.server = server
         self.rank = rank
         self.buffer = b""
+        self.start = 0   # where the next message begins in buffer
         self.v2 = False
         self.initialized = False
         self.finalized = False
@@ -174,7 +175,9 @@ class Connection:
         """Bytes the rank wrote; answers every complete message in them."""
         if self.closed:
             return
-        self.buffer += data
+        # messages are taken from buffer at start: one copy per feed, not per message
+        self.buffer = self.buffer[self.start:] + data
+        self.start = 0
         while not self.closed:
             message = self._next_message()
             if message is None:
@@ -188,14 +191,16 @@ class Connection:
             self.server._dispatch(self, cmd, fields, v2)
 
     def _next_message(self) -> Optional[Tuple[bytes, bool]]:
-        buf = self.buffer
-        if not buf:
+        buf, pos = self.buffer, self.start
+        avail = len(buf) - pos
+        if not avail:
             return None
         # a PMI-2 client may skip the v1 init and start with a length field
-        if self.v2 or (len(buf) >= 10 and _V2_HEADER.match(buf[:6]) and buf[6:10] == b"cmd="):
-            if len(buf) < 6:
+        if self.v2 or (avail >= 10 and _V2_HEADER.match(buf[pos:pos + 6])
+                       and buf[pos + 6:pos + 10] == b"cmd="):
+            if avail < 6:
                 return None
-            header = buf[:6]
+            header = buf[pos:pos + 6]
             if not _V2_HEADER.match(header):
                 self.close("a PMI-2 message does not start with a 6-digit length")
                 return None
@@ -204,21 +209,21 @@ class Connection:
                 self.close("a PMI-2 message of %d bytes (more than %d)"
                            % (length, MAX_V2_MESSAGE))
                 return None
-            if len(buf) < 6 + length:
+            if avail < 6 + length:
                 return None
-            self.buffer = buf[6 + length:]
+            self.start = pos + 6 + length
             self.v2 = True
-            return buf[6:6 + length], True
-        end = buf.find(b"\n")
+            return buf[pos + 6:pos + 6 + length], True
+        end = buf.find(b"\n", pos)
         if end < 0:
-            if len(buf) > MAX_LINE:
+            if avail > MAX_LINE:
                 self.close("a PMI line longer than %d bytes" % MAX_LINE)
             return None
-        if end + 1 > MAX_LINE:
+        if end + 1 - pos > MAX_LINE:
             self.close("a PMI line longer than %d bytes" % MAX_LINE)
             return None
-        self.buffer = buf[end + 1:]
-        return buf[:end], False
+        self.start = end + 1
+        return buf[pos:end], False
 
     # -- bytes out
 
@@ -240,6 +245,7 @@ class Connection:
             return
         self.closed = True
         self.buffer = b""
+        self.start = 0
         self.server._closed(self, reason)
 
 
