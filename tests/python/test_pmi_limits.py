@@ -124,3 +124,71 @@ def test_pipelined_requests_get_back_pressure_and_others_stay_served(tmp_path):
     # 60,000 answers are about 3.6 MB: the launcher must stop reading well before
     assert written and written[0] < count, lines
     assert elapsed < 10, elapsed
+
+
+# ---- the key-value space: per-rank caps, keys that name a rank -----------------------
+
+def _server(size=2):
+    from postbox import pmi_server
+    sent = []
+    server = pmi_server.PmiServer("job-1", size, 1, send=lambda r, d: sent.append((r, d)),
+                                  abort=lambda *a: None, close=lambda r, why: None)
+    return pmi_server, server, sent
+
+
+def _put(server, sent, rank, key, value):
+    sent.clear()
+    server.feed(rank, b"cmd=put kvsname=job-1 key=%s value=%s\n" % (key.encode(), value.encode()))
+    assert len(sent) == 1 and sent[0][0] == rank
+    return sent[0][1].decode()
+
+
+def _get(server, sent, rank, key):
+    sent.clear()
+    server.feed(rank, b"cmd=get kvsname=job-1 key=%s\n" % key.encode())
+    return sent[0][1].decode()
+
+
+def test_a_rank_cannot_put_another_ranks_keys():
+    _, server, sent = _server(2)
+    for name in ("pb-node-%d", "pb-tcp-%d", "pb-mpi-rank-%d"):
+        assert "rc=0" in _put(server, sent, 0, name % 0, "mine")
+        answer = _put(server, sent, 1, name % 0, "stolen")
+        assert "rc=-1" in answer and "belongs_to_another_rank" in answer
+        assert "value=mine" in _get(server, sent, 1, name % 0)
+        assert "rc=0" in _put(server, sent, 1, name % 1, "own")
+    # PMI-2 too
+    body = b"cmd=kvs-put;key=pb-tcp-0;value=stolen;"
+    sent.clear()
+    server.feed(1, b"cmd=init pmi_version=2 pmi_subversion=0\n")
+    server.feed(1, b"%6d" % len(body) + body)
+    assert b"rc=-1" in sent[-1][1] and b"belongs_to_another_rank" in sent[-1][1]
+    assert "value=mine" in _get(server, sent, 0, "pb-tcp-0")
+    # other pb- keys (a node's area, the secret) are not a rank's
+    assert "rc=0" in _put(server, sent, 0, "pb-mpi-area-1", "7")
+
+
+def test_a_rank_holds_a_bounded_number_of_keys():
+    pmi, server, sent = _server(2)
+    for i in range(getattr(pmi, "KVS_KEYS_PER_RANK", 4096)):
+        assert "rc=0" in _put(server, sent, 0, "k%d" % i, "v")
+    answer = _put(server, sent, 0, "one-more", "v")
+    assert "rc=-1" in answer and "keys_put_by_this_rank" in answer
+    assert "rc=0" in _put(server, sent, 0, "k0", "again")      # replacing is no new key
+    assert "rc=0" in _put(server, sent, 1, "other", "v")       # the other rank is not held
+    assert "key_one-more_not_found" in _get(server, sent, 1, "one-more")
+
+
+def test_a_rank_holds_a_bounded_number_of_bytes():
+    pmi, server, sent = _server(2)
+    value = "x" * 900   # a PMI-1 line holds less than VALLEN_MAX
+    i = 0
+    while True:
+        answer = _put(server, sent, 1, "big%d" % i, value)
+        if "rc=-1" in answer:
+            break
+        i += 1
+        assert i * 900 <= getattr(pmi, "KVS_BYTES_PER_RANK", 1 << 20)
+    assert "bytes_put_by_this_rank" in answer
+    assert i * 906 > getattr(pmi, "KVS_BYTES_PER_RANK", 1 << 20) - 2 * 906
+    assert "rc=0" in _put(server, sent, 0, "big0", value)
