@@ -53,6 +53,10 @@ DRAIN_TIME = 1.0          # output still read after the last rank was reaped
 HANDSHAKE_TIME = 30.0     # a PMI_PORT connection must name its rank within this
 MAX_REFUSED_LOGGED = 20   # messages about refused PMI_PORT connections
 MAX_PARTIAL_LINE = 65536  # an unterminated line longer than this is written as is
+# A rank's PMI answers not yet written: at this much the launcher stops reading
+# the rank's requests until it has read its answers (back-pressure).  One read
+# (64 KiB of requests) may still add its answers past the limit.
+PMI_OUT_MAX = 1 << 20
 
 PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -110,7 +114,8 @@ non-zero while others still run, or calls PMI abort, the whole job is ended
 (SIGTERM, then SIGKILL after 1 s) with one message naming the rank and its node.
 
 exit status: the first non-zero exit status of a rank (128+signal for a rank
-killed by a signal), the code given to PMI abort, 124 after --timeout, 128+signal
+killed by a signal), the code given to PMI abort (1 when it is 0 or does not
+fit 1..255), 124 after --timeout, 128+signal
 when the launcher itself got SIGINT/SIGTERM/SIGHUP, 127 (126) when PROGRAM cannot
 be found (executed), 2 for a usage error (or --netns without root or `ip`), 1 when
 the --netns namespaces cannot be set up.
@@ -363,7 +368,7 @@ class Rank:
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
-        self.pmi_out = b""
+        self.pmi_out = bytearray()   # PMI answers not yet written (see PMI_OUT_MAX)
         self.returncode: Optional[int] = None
         self.streams: List[Stream] = []
 
@@ -958,14 +963,16 @@ class Launcher:
         try:
             while rank.pmi_out:
                 sent = rank.sock.send(rank.pmi_out)
-                rank.pmi_out = rank.pmi_out[sent:]
+                del rank.pmi_out[:sent]   # cheap at the front of a bytearray
         except BlockingIOError:
             pass
         except OSError:
-            rank.pmi_out = b""
+            rank.pmi_out = bytearray()
             self.server.eof(rank.rank)
             return
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if rank.pmi_out else 0)
+        # back-pressure: a rank that does not read its answers is not read either
+        events = ((selectors.EVENT_READ if len(rank.pmi_out) < PMI_OUT_MAX else 0)
+                  | (selectors.EVENT_WRITE if rank.pmi_out else 0))
         if self.sel.get_key(rank.sock).events != events:
             self.sel.modify(rank.sock, events, ("pmi", rank))
 
@@ -979,13 +986,17 @@ class Launcher:
             self.sel.unregister(rank.sock)
             rank.sock.close()
             rank.sock = None
-            rank.pmi_out = b""
+            rank.pmi_out = bytearray()
 
     def _pmi_abort(self, rank_no: int, code: int, message: str) -> None:
         text = "rank %d (node %s) called PMI abort with exit code %d" % (
             rank_no, self.node(rank_no), code)
         if message:
             text += " (%s)" % message
+        if not 0 < code < 256:
+            # 0 would report success, the rest does not fit an exit status
+            text += "; exit status 1"
+            code = 1
         self._end(text + "; ending the job", code)
 
     def _handle_signals(self) -> None:

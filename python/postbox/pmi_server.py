@@ -21,6 +21,11 @@ from the layout of the virtual nodes.  The launcher may fix keys
 (:meth:`PmiServer.fix`, e.g. ``pb-job-secret``): a rank's put of such a key
 is answered rc=0 and leaves the launcher's value.
 
+A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
+:data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
+refused), and only rank r may put ``pb-node-<r>``, ``pb-tcp-<r>`` and
+``pb-mpi-rank-<r>``.
+
 A connection over TCP (``PMI_PORT``) first goes through
 :class:`PortHandshake`, which learns which rank it is (``initack pmiid=``,
 or PMI-2 ``fullinit`` with ``pmiid``/``pmirank``) and asks the launcher
@@ -38,6 +43,10 @@ KVSNAME_MAX = 64
 KEYLEN_MAX = 64
 VALLEN_MAX = 1024
 PMI_SUBVERSION_1 = 1
+KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
+KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
+# Postbox's own keys that name the rank that puts them: only that rank may
+_RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)$")
 
 _V2_HEADER = re.compile(rb"^ *[0-9]{1,6}$")
 
@@ -160,6 +169,7 @@ class Connection:
         self.server = server
         self.rank = rank
         self.buffer = b""
+        self.start = 0   # where the next message begins in buffer
         self.v2 = False
         self.initialized = False
         self.finalized = False
@@ -174,7 +184,9 @@ class Connection:
         """Bytes the rank wrote; answers every complete message in them."""
         if self.closed:
             return
-        self.buffer += data
+        # messages are taken from buffer at start: one copy per feed, not per message
+        self.buffer = self.buffer[self.start:] + data
+        self.start = 0
         while not self.closed:
             message = self._next_message()
             if message is None:
@@ -188,14 +200,16 @@ class Connection:
             self.server._dispatch(self, cmd, fields, v2)
 
     def _next_message(self) -> Optional[Tuple[bytes, bool]]:
-        buf = self.buffer
-        if not buf:
+        buf, pos = self.buffer, self.start
+        avail = len(buf) - pos
+        if not avail:
             return None
         # a PMI-2 client may skip the v1 init and start with a length field
-        if self.v2 or (len(buf) >= 10 and _V2_HEADER.match(buf[:6]) and buf[6:10] == b"cmd="):
-            if len(buf) < 6:
+        if self.v2 or (avail >= 10 and _V2_HEADER.match(buf[pos:pos + 6])
+                       and buf[pos + 6:pos + 10] == b"cmd="):
+            if avail < 6:
                 return None
-            header = buf[:6]
+            header = buf[pos:pos + 6]
             if not _V2_HEADER.match(header):
                 self.close("a PMI-2 message does not start with a 6-digit length")
                 return None
@@ -204,21 +218,21 @@ class Connection:
                 self.close("a PMI-2 message of %d bytes (more than %d)"
                            % (length, MAX_V2_MESSAGE))
                 return None
-            if len(buf) < 6 + length:
+            if avail < 6 + length:
                 return None
-            self.buffer = buf[6 + length:]
+            self.start = pos + 6 + length
             self.v2 = True
-            return buf[6:6 + length], True
-        end = buf.find(b"\n")
+            return buf[pos + 6:pos + 6 + length], True
+        end = buf.find(b"\n", pos)
         if end < 0:
-            if len(buf) > MAX_LINE:
+            if avail > MAX_LINE:
                 self.close("a PMI line longer than %d bytes" % MAX_LINE)
             return None
-        if end + 1 > MAX_LINE:
+        if end + 1 - pos > MAX_LINE:
             self.close("a PMI line longer than %d bytes" % MAX_LINE)
             return None
-        self.buffer = buf[end + 1:]
-        return buf[:end], False
+        self.start = end + 1
+        return buf[pos:end], False
 
     # -- bytes out
 
@@ -240,6 +254,7 @@ class Connection:
             return
         self.closed = True
         self.buffer = b""
+        self.start = 0
         self.server._closed(self, reason)
 
 
@@ -276,6 +291,11 @@ class PmiServer:
         self.connections = [Connection(self, rank) for rank in range(size)]
         self.barriers_done = 0
         self.fixed: Dict[str, str] = {}
+        # (space, key) -> (the rank that put it, its bytes); space -1 is the
+        # job's key-value space, n >= 0 node n's attributes
+        self.owner: Dict[Tuple[int, str], Tuple[int, int]] = {}
+        self.held_keys = [0] * size
+        self.held_bytes = [0] * size
 
     def fix(self, key: str, value: str) -> None:
         """Put @key = @value for the launcher; the ranks cannot change it."""
@@ -323,6 +343,29 @@ class PmiServer:
             return "missing_key"
         if len(key) > KEYLEN_MAX:
             return "key_longer_than_%d" % KEYLEN_MAX
+        return None
+
+    def _charge(self, conn: Connection, space: int, key: str, value: str) -> Optional[str]:
+        """Account @conn's put of @key = @value in @space; the refusal, or None."""
+        match = _RANK_KEY.match(key)
+        if match and int(match.group(1)) != conn.rank:
+            return "key_%s_belongs_to_another_rank" % key
+        size = len(key.encode("utf-8")) + len(value.encode("utf-8"))
+        rank = conn.rank
+        old = self.owner.get((space, key))
+        keys, held = self.held_keys[rank] + 1, self.held_bytes[rank] + size
+        if old is not None and old[0] == rank:
+            keys, held = keys - 1, held - old[1]
+        if keys > KVS_KEYS_PER_RANK:
+            return "more_than_%d_keys_put_by_this_rank" % KVS_KEYS_PER_RANK
+        if held > KVS_BYTES_PER_RANK:
+            return "more_than_%d_bytes_put_by_this_rank" % KVS_BYTES_PER_RANK
+        if old is not None:
+            self.held_keys[old[0]] -= 1
+            self.held_bytes[old[0]] -= old[1]
+        self.held_keys[rank] += 1
+        self.held_bytes[rank] += size
+        self.owner[(space, key)] = (rank, size)
         return None
 
     def _check_kvsname(self, fields: Dict[str, str]) -> Optional[str]:
@@ -398,6 +441,10 @@ class PmiServer:
         if fields["key"] in self.fixed:
             conn.reply(False, "put_result", [("rc", 0)])
             return
+        error = self._charge(conn, -1, fields["key"], value)  # type: ignore[arg-type]
+        if error:
+            conn._reply_error(False, "put_result", error)
+            return
         self.kvs[fields["key"]] = value  # type: ignore[assignment]
         conn.reply(False, "put_result", [("rc", 0)])
 
@@ -459,6 +506,10 @@ class PmiServer:
         if key in self.fixed:
             conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
             return
+        error = self._charge(conn, -1, key, value)  # type: ignore[arg-type]
+        if error:
+            conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
+            return
         self.kvs[key] = value  # type: ignore[index,assignment]
         conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
 
@@ -495,10 +546,12 @@ class PmiServer:
         error = self._check_key(key)
         if error is None and (value is None or len(value.encode("utf-8")) > VALLEN_MAX):
             error = "missing_value" if value is None else "value_longer_than_%d" % VALLEN_MAX
+        node = self.vnode[conn.rank]
+        if error is None:
+            error = self._charge(conn, node, key, value)  # type: ignore[arg-type]
         if error:
             conn._reply_error(True, "info-putnodeattr-response", error, self._thrid(fields))
             return
-        node = self.vnode[conn.rank]
         self.node_kvs[node][key] = value  # type: ignore[index,assignment]
         conn.reply(True, "info-putnodeattr-response", [("rc", 0)] + self._thrid(fields))
         waiting = []
