@@ -17,7 +17,7 @@ with the two tcp ratios and their targets.  Each figure names the commands
 and library versions that produced it (from ``machine.json``) and is also
 written as ``fig-<name>.svg`` and, with Pillow (a dependency of the tools'
 venv), ``fig-<name>.png``: both drawn from the same list of marks
-(plot_marks), so they cannot disagree.  The p2p figures come on-node and
+(postbox.plot), so they cannot disagree.  The p2p figures come on-node and
 for the network path, with multipair (N pairs) and distance figures, the
 network path check and the papers' tables (Tables IV-VI of Qian, Afsahi,
 Fredrickson and Zamani, 'Performance Evaluation of the Sun Fire Link SMP
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -38,10 +37,9 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from postbox import __version__, results
+from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
+                          png_available, png_plot, svg_plot)
 
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-          "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
-UNSETTLED = "#b0b0b0"
 TIME_UNITS = ("ns", "us", "ms", "s")
 
 # the columns of every table, in order (the rest go into "other")
@@ -51,351 +49,6 @@ TABLE_COLUMNS = ("library", "transport", "placement", "ranks", "nodes", "pairs",
 # keys that identify a series (one line in a plot) besides size
 SERIES_KEYS = ("suite", "test", "library", "transport", "placement", "ranks", "nodes",
                "pairs", "metric", "unit")
-
-
-# ---- values ---------------------------------------------------------------
-
-def _number(value) -> Optional[float]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None
-
-
-def format_size(size: float) -> str:
-    size = int(size)
-    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return "%d%s" % (size // scale, unit)
-    return str(size)
-
-
-def format_value(value) -> str:
-    number = _number(value)
-    if number is None:
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "yes" if value else "no"
-        return str(value)
-    if number == int(number) and abs(number) < 1e15:
-        return str(int(number))
-    if abs(number) >= 100:
-        return "%.1f" % number
-    if abs(number) >= 1:
-        return "%.3g" % number if abs(number) < 10 else "%.2f" % number
-    return "%.3g" % number
-
-
-def format_tick(value: float) -> str:
-    """A short axis label: 1k, 100k, 1M for large values."""
-    for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale * 10 or (abs(value) >= scale and value % scale == 0):
-            return "%g%s" % (value / scale, suffix)
-    return format_value(value)
-
-
-# ---- plots ----------------------------------------------------------------
-
-@dataclass
-class Series:
-    label: str
-    points: list = field(default_factory=list)  # (x, y, settled)
-    dashed: bool = False
-    color: Optional[str] = None  # default: by position
-    dasharray: Optional[str] = None  # a dash pattern of its own (overrides dashed)
-
-
-@dataclass
-class Figure:
-    title: str
-    caption: str
-    xlabel: str
-    ylabel: str
-    series: list
-    references: list = field(default_factory=list)  # (label, y)
-    name: str = ""  # file name fig-<name>.svg
-    log: bool = False  # log-log whatever the range
-    source: list = field(default_factory=list)  # lines: command and library version
-    xticks: list = field(default_factory=list)  # the x ticks, when not the axis' own
-
-
-class _Axis:
-    """Maps data values to pixels, on a log scale when the range is wide."""
-
-    def __init__(self, values: Sequence[float], lo_px: float, hi_px: float, base: int,
-                 force_zero: bool, force_log: bool = False):
-        positive = [v for v in values if v > 0]
-        lo, hi = min(values), max(values)
-        self.log = bool(positive) and len(positive) == len(values) and (
-            force_log or hi / min(positive) >= 20)
-        self.base = base
-        if self.log:
-            self.lo = math.floor(math.log(min(positive), base))
-            self.hi = math.ceil(math.log(hi, base))
-            if self.hi == self.lo:
-                self.hi += 1
-        else:
-            if force_zero and lo > 0:
-                lo = 0.0
-            if hi == lo:
-                hi = lo + (abs(lo) or 1.0)
-            self.lo, self.hi = lo, hi + (hi - lo) * 0.05
-        self.lo_px, self.hi_px = lo_px, hi_px
-
-    def __call__(self, value: float) -> float:
-        if self.log:
-            value = math.log(max(value, self.base ** self.lo), self.base)
-        return self.lo_px + (value - self.lo) / (self.hi - self.lo) * (self.hi_px - self.lo_px)
-
-    def ticks(self) -> list:
-        if self.log:
-            exponents = list(range(int(self.lo), int(self.hi) + 1))
-            step = max(1, math.ceil(len(exponents) / 8))
-            return [float(self.base ** e) for e in exponents[::step]]
-        span = self.hi - self.lo
-        raw = span / 5
-        magnitude = 10 ** math.floor(math.log10(raw))
-        step = min((m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw),
-                   default=magnitude * 10)
-        start = math.ceil(self.lo / step) * step
-        ticks = []
-        value = start
-        while value <= self.hi + 1e-12 and len(ticks) < 12:
-            ticks.append(value)
-            value += step
-        return ticks
-
-
-@dataclass
-class Mark:
-    """One drawing element of a plot, in pixels: the SVG and the PNG of a
-    figure are drawn from the same list."""
-
-    kind: str  # "rect" (x, y, w, h), "line" (x1, y1, x2, y2), "path" (points),
-    #            "circle" (cx, cy, r), "text" (x, y)
-    at: tuple
-    stroke: Optional[str] = None
-    fill: Optional[str] = None
-    width: float = 1.0
-    dash: Optional[str] = None  # SVG stroke-dasharray
-    text: str = ""
-    anchor: str = "start"  # text: start, middle, end
-    cls: str = ""  # text: tick, axis, legend
-    rotate: bool = False  # text: turned 90 degrees counter-clockwise about its point
-    title: Optional[str] = None  # tooltip (SVG only)
-
-
-PLOT_SIZE = (580, 340)
-FONT_PX = {"tick": 10, "axis": 11, "legend": 10}
-
-
-def plot_marks(figure: Figure, width: int = PLOT_SIZE[0], height: int = PLOT_SIZE[1]) -> list:
-    """The elements of @figure's plot, back to front; [] without points."""
-    left, right, top, bottom = 70, 190, 30, 50
-    xs = [p[0] for s in figure.series for p in s.points]
-    ys = [p[1] for s in figure.series for p in s.points] + [r[1] for r in figure.references]
-    if not xs:
-        return []
-    xaxis = _Axis(xs, left, width - right, 2, False, figure.log)
-    yaxis = _Axis(ys, height - bottom, top, 10, True, figure.log)
-    out = [Mark("rect", (left, top, width - left - right, height - top - bottom),
-                stroke="#999", fill="#fff")]
-    for tick in figure.xticks or xaxis.ticks():
-        x = xaxis(tick)
-        label = format_size(tick) if xaxis.log else format_value(tick)
-        out.append(Mark("line", (x, top, x, height - bottom), stroke="#eee"))
-        out.append(Mark("text", (x, height - bottom + 16), text=label, anchor="middle",
-                        cls="tick", fill="#555"))
-    for tick in yaxis.ticks():
-        y = yaxis(tick)
-        out.append(Mark("line", (left, y, width - right, y), stroke="#eee"))
-        out.append(Mark("text", (left - 6, y + 4), text=format_tick(tick), anchor="end",
-                        cls="tick", fill="#555"))
-    out.append(Mark("text", ((left + width - right) / 2, height - 12), text=figure.xlabel,
-                    anchor="middle", cls="axis"))
-    out.append(Mark("text", (16, (top + height - bottom) / 2), text=figure.ylabel,
-                    anchor="middle", cls="axis", rotate=True))
-
-    legend_y = top + 8
-    for label, value in figure.references:
-        y = yaxis(value)
-        out.append(Mark("line", (left, y, width - right, y), stroke="#444", dash="6 4",
-                        title="%s: %s" % (label, format_value(value))))
-        out.append(Mark("line", (width - right + 10, legend_y, width - right + 30, legend_y),
-                        stroke="#444", dash="6 4"))
-        out.append(Mark("text", (width - right + 34, legend_y + 4), text=label, cls="legend"))
-        legend_y += 16
-    for index, series in enumerate(figure.series):
-        color = series.color or COLORS[index % len(COLORS)]
-        points = sorted(series.points)
-        dash = series.dasharray or ("4 3" if series.dashed else None)
-        out.append(Mark("path", tuple((xaxis(x), yaxis(y)) for x, y, _ in points),
-                        stroke=color, width=1.8, dash=dash))
-        for x, y, settled in points:
-            fill, stroke = (color, color) if settled else ("#fff", UNSETTLED)
-            out.append(Mark("circle", (xaxis(x), yaxis(y), 3.2), stroke=stroke, fill=fill,
-                            title="%s: %s, %s%s" % (
-                                series.label, format_size(x) if xaxis.log else format_value(x),
-                                format_value(y), "" if settled else " (unsettled)")))
-        out.append(Mark("line", (width - right + 10, legend_y, width - right + 30, legend_y),
-                        stroke=color, width=2, dash=dash))
-        out.append(Mark("text", (width - right + 34, legend_y + 4), text=series.label,
-                        cls="legend"))
-        legend_y += 16
-    return out
-
-
-def _svg_mark(mark: Mark) -> str:
-    esc = html.escape
-    dash = ' stroke-dasharray="%s"' % mark.dash if mark.dash else ""
-    title = "<title>%s</title>" % esc(mark.title) if mark.title else ""
-    if mark.kind == "rect":
-        x, y, w, h = mark.at
-        return '<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="%s"/>' % (
-            x, y, w, h, mark.fill, mark.stroke)
-    if mark.kind == "line":
-        width = ' stroke-width="%g"' % mark.width if mark.width != 1.0 else ""
-        body = '<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"%s%s' % (
-            *mark.at, mark.stroke, width, dash)
-        return body + (">%s</line>" % title if title else "/>")
-    if mark.kind == "path":
-        path = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", x, y)
-                        for i, (x, y) in enumerate(mark.at))
-        return '<path d="%s" fill="none" stroke="%s" stroke-width="%g"%s/>' % (
-            path, mark.stroke, mark.width, dash)
-    if mark.kind == "circle":
-        return '<circle cx="%.1f" cy="%.1f" r="%g" fill="%s" stroke="%s">%s</circle>' % (
-            *mark.at, mark.fill, mark.stroke, title)
-    x, y = mark.at
-    anchor = ' text-anchor="%s"' % mark.anchor if mark.anchor != "start" else ""
-    turn = ' transform="rotate(-90 %.1f %.1f)"' % (x, y) if mark.rotate else ""
-    return '<text x="%.1f" y="%.1f"%s class="%s"%s>%s</text>' % (
-        x, y, anchor, mark.cls, turn, esc(mark.text))
-
-
-def svg_plot(figure: Figure, width: int = PLOT_SIZE[0], height: int = PLOT_SIZE[1]) -> str:
-    """An inline SVG line plot of @figure."""
-    marks = plot_marks(figure, width, height)
-    if not marks:
-        return ""
-    esc = html.escape
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
-           'viewBox="0 0 %d %d" role="img" aria-label="%s"%s>'
-           % (width, height, width, height, esc(figure.title),
-              ' id="fig-%s"' % esc(figure.name) if figure.name else "")]
-    out.append("<title>%s</title>" % esc(figure.title))
-    if figure.source:
-        out.append("<desc>%s</desc>" % esc("Produced by: " + "; ".join(figure.source)))
-    out.append("<style>%s</style>" % SVG_STYLE)
-    out += [_svg_mark(mark) for mark in marks]
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-# ---- PNG: the same marks, drawn with Pillow ------------------------------
-
-PNG_SCALE = 2  # pixels per SVG unit: a 1160 x 680 image
-
-
-def png_available() -> Optional[str]:
-    """None when PNG files can be written, else why not."""
-    try:
-        from PIL import Image, ImageDraw, ImageFont  # noqa: F401
-    except ImportError:
-        return "Pillow is not installed in the tools' venv (pip install pillow)"
-    return None
-
-
-def _dashes(points: Sequence[tuple], pattern: Optional[str], scale: float) -> list:
-    """The polyline @points cut into the drawn pieces of the SVG dash
-    @pattern (lengths in SVG units); the whole line without one."""
-    if not pattern:
-        return [list(points)]
-    lengths = [float(v) * scale for v in pattern.split()]
-    pieces, current, index, left, on = [], [points[0]], 0, lengths[0], True
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        span = math.hypot(x1 - x0, y1 - y0)
-        done = 0.0
-        while span - done > left:
-            done += left
-            t = done / span
-            point = (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)
-            if on:
-                current.append(point)
-                pieces.append(current)
-            current = [point]
-            on = not on
-            index = (index + 1) % len(lengths)
-            left = lengths[index]
-        left -= span - done
-        current.append((x1, y1))
-    if on and len(current) > 1:
-        pieces.append(current)
-    return pieces
-
-
-def _png_font(px: float):
-    from PIL import ImageFont
-
-    try:
-        return ImageFont.load_default(size=px)
-    except TypeError:  # Pillow < 10.1: one bitmap size
-        return ImageFont.load_default()
-
-
-def png_plot(figure: Figure, path: Path, width: int = PLOT_SIZE[0],
-             height: int = PLOT_SIZE[1], scale: int = PNG_SCALE) -> bool:
-    """Write @figure as a PNG at @path (the same marks as its SVG); False
-    when there is nothing to draw."""
-    from PIL import Image, ImageDraw
-
-    marks = plot_marks(figure, width, height)
-    if not marks:
-        return False
-    image = Image.new("RGB", (width * scale, height * scale), "#ffffff")
-    draw = ImageDraw.Draw(image)
-    fonts = {}
-    anchors = {"start": "ls", "middle": "ms", "end": "rs"}
-    for mark in marks:
-        if mark.kind == "rect":
-            x, y, w, h = (v * scale for v in mark.at)
-            draw.rectangle((x, y, x + w, y + h), fill=mark.fill, outline=mark.stroke,
-                           width=scale)
-        elif mark.kind in ("line", "path"):
-            points = ([(mark.at[0] * scale, mark.at[1] * scale),
-                       (mark.at[2] * scale, mark.at[3] * scale)] if mark.kind == "line" else
-                      [(x * scale, y * scale) for x, y in mark.at])
-            if len(points) < 2:
-                continue
-            for piece in _dashes(points, mark.dash, scale):
-                draw.line(piece, fill=mark.stroke, width=max(1, round(mark.width * scale)),
-                          joint="curve")
-        elif mark.kind == "circle":
-            cx, cy, r = (v * scale for v in mark.at)
-            draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=mark.fill, outline=mark.stroke,
-                         width=scale)
-        elif mark.kind == "text" and mark.text:
-            px = FONT_PX.get(mark.cls, 10) * scale
-            font = fonts.setdefault(px, _png_font(px))
-            x, y = (v * scale for v in mark.at)
-            color = mark.fill or "#222222"
-            if not mark.rotate:
-                try:
-                    draw.text((x, y), mark.text, fill=color, font=font,
-                              anchor=anchors[mark.anchor])
-                except ValueError:  # a bitmap font has no anchors
-                    draw.text((x, y - px), mark.text, fill=color, font=font)
-                continue
-            box = draw.textbbox((0, 0), mark.text, font=font)
-            label = Image.new("RGBA", (box[2] - box[0] + 4, box[3] - box[1] + 4), (0, 0, 0, 0))
-            ImageDraw.Draw(label).text((2 - box[0], 2 - box[1]), mark.text, fill=color,
-                                       font=font)
-            label = label.rotate(90, expand=True)
-            image.paste(label, (int(x - label.width / 2), int(y - label.height / 2)), label)
-    image.save(path, "PNG", optimize=True)
-    return True
 
 
 # ---- choosing what to plot ------------------------------------------------
@@ -431,7 +84,7 @@ def build_series(records: Iterable[dict]) -> list:
     """Group @records into series (same key but size); only sized records."""
     grouped = OrderedDict()
     for record in records:
-        x, y = _number(record.get("size")), _number(record.get("median"))
+        x, y = number(record.get("size")), number(record.get("median"))
         if x is None or y is None or x <= 0:
             continue
         grouped.setdefault(_series_key(record), []).append(record)
@@ -501,7 +154,7 @@ def _is_pingpong(record: dict) -> bool:
 
 def _cacheline_references(records: list) -> Callable[[str], list]:
     raw = [r for r in records if r.get("suite") == "raw" and "cacheline" in str(r.get("test"))
-           and _number(r.get("median")) is not None]
+           and number(r.get("median")) is not None]
 
     def references(unit: str) -> list:
         refs = []
@@ -615,7 +268,7 @@ def path_checks(records: Iterable[dict]) -> list:
     for record in records:
         if not _is_p2p(record) or record.get("test") != "pingpong_standard":
             continue
-        size, median = _number(record.get("size")), _number(record.get("median"))
+        size, median = number(record.get("size")), number(record.get("median"))
         if size is None or median is None:
             continue
         by_library.setdefault(str(record.get("library")), {}).setdefault(
@@ -719,7 +372,7 @@ def _library_series(records: Sequence[dict], colors: dict, suffix: str = "",
     """One series per library (and transport/placement/nodes where they differ)."""
     grouped = OrderedDict()
     for record in records:
-        x, y = _number(record.get("size")), _number(record.get("median"))
+        x, y = number(record.get("size")), number(record.get("median"))
         if x is None or y is None or x <= 0:
             continue
         key = tuple(str(record.get(k)) for k in ("library", "transport", "placement", "nodes"))
@@ -814,9 +467,9 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
     name_suffix, title_suffix = _path_suffix(path)
     out = []
     latency = [r for r in p2p if r.get("test") == "multipair_latency"
-               and _number(r.get("median")) is not None and _number(r.get("pairs"))]
+               and number(r.get("median")) is not None and number(r.get("pairs"))]
     libraries = [str(lib) for lib in p2p_libraries(latency)]
-    sizes = sorted({float(r["size"]) for r in latency if _number(r.get("size"))})
+    sizes = sorted({float(r["size"]) for r in latency if number(r.get("size"))})
     # the papers hold small sizes constant: the smallest and the largest <= 1 KB
     small = [size for size in sizes if size <= 1024]
     chosen = sorted({small[0], small[-1]}) if small else sizes[:1]
@@ -845,7 +498,7 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
             xticks=sorted({x for line in series for x, _, _ in line.points}),
             source=_source_p2p(records, description, ["multipair"], libraries, path)))
     bandwidth = [r for r in p2p if r.get("test") == "multipair_bandwidth"
-                 and _number(r.get("pairs"))]
+                 and number(r.get("pairs"))]
     pairs = sorted({int(r["pairs"]) for r in bandwidth})
     series = []
     for library in [str(lib) for lib in p2p_libraries(bandwidth)]:
@@ -878,7 +531,7 @@ def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Option
     """Bandwidth against size for each rank distance d (Fatoohi, Saini and
     Ciotti 2006 Fig. 2-3)."""
     name_suffix, title_suffix = _path_suffix(path)
-    members = [r for r in p2p if r.get("test") == P2P_DISTANCE and _number(r.get("distance"))]
+    members = [r for r in p2p if r.get("test") == P2P_DISTANCE and number(r.get("distance"))]
     distances = sorted({int(r["distance"]) for r in members})
     series = []
     for library in [str(lib) for lib in p2p_libraries(members)]:
@@ -1003,7 +656,7 @@ def rsm_net_figures(records: Sequence[dict], description: Optional[dict] = None)
         latency = [r for r in members if r.get("metric") == "latency"]
         series = _rsm_net_series(latency, RSM_NET_LATENCY)
         signal = [r for r in members if r.get("test") == RSM_NET_SIGNAL
-                  and _number(r.get("median")) is not None]
+                  and number(r.get("median")) is not None]
         if series and max(len(s.points) for s in series) >= 2:
             out.append(Figure(
                 "RSM over tcp against raw TCP/UDP: one-way latency (%s)" % config,
@@ -1135,9 +788,9 @@ def _shape(record: dict) -> str:
     """The path and job shape of a p2p record, "" for on-node with 2 ranks:
     records of different shapes are never compared."""
     parts = [] if p2p_path(record) == "on-node" else [p2p_path(record)]
-    if _number(record.get("pairs")) and int(record["pairs"]) > 1:
+    if number(record.get("pairs")) and int(record["pairs"]) > 1:
         parts.append("%d pairs" % int(record["pairs"]))
-    if _number(record.get("distance")) is not None:
+    if number(record.get("distance")) is not None:
         parts.append("d=%d" % int(record["distance"]))
     if record.get("off_cache"):
         parts.append("off-cache")
@@ -1153,7 +806,7 @@ def library_ratios(records: Iterable[dict]) -> list:
     for record in records:
         if not _is_p2p(record):
             continue
-        size, median = _number(record.get("size")), _number(record.get("median"))
+        size, median = number(record.get("size")), number(record.get("median"))
         if size is None or median is None or median <= 0:
             continue
         key = (str(record.get("test")), str(record.get("metric")), str(record.get("unit")),
@@ -1327,8 +980,8 @@ def _p2p_pick(records: Sequence[dict], library: str, test: str, path: str,
     with the highest median over sizes), settled ones first."""
     members = [r for r in records if _is_p2p(r) and str(r.get("library")) == library
                and r.get("test") == test and p2p_path(r) == path
-               and _number(r.get("median")) is not None
-               and (size is None or _number(r.get("size")) == size)
+               and number(r.get("median")) is not None
+               and (size is None or number(r.get("size")) == size)
                and (pairs is None or int(r.get("pairs") or 1) == pairs)]
     settled = [r for r in members if results.is_settled(r)] or members
     if not settled:
@@ -1339,9 +992,9 @@ def _p2p_pick(records: Sequence[dict], library: str, test: str, path: str,
 
 def _smallest_latency(records: Sequence[dict], library: str, path: str) -> Cell:
     """pingpong_standard at its smallest size (0 B when measured)."""
-    sizes = sorted({_number(r.get("size")) for r in records if _is_p2p(r)
+    sizes = sorted({number(r.get("size")) for r in records if _is_p2p(r)
                     and str(r.get("library")) == library and r.get("test") == "pingpong_standard"
-                    and p2p_path(r) == path and _number(r.get("size")) is not None})
+                    and p2p_path(r) == path and number(r.get("size")) is not None})
     return _p2p_pick(records, library, "pingpong_standard", path, sizes[0]) if sizes \
         else Cell(None)
 
@@ -1434,9 +1087,6 @@ def paper_tables_section(records: Sequence[dict]) -> list:
 
 
 # ---- the page -------------------------------------------------------------
-
-SVG_STYLE = ("text.tick { font-size: 10px; fill: #555; } text.axis { font-size: 11px; } "
-             "text.legend { font-size: 10px; } text { font-family: system-ui, sans-serif; }")
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
@@ -1549,7 +1199,7 @@ def _ratio_section(records: Sequence[dict]) -> list:
            '<th class="text">verdict</th><th>probe before</th><th>probe after</th></tr>']
     for name, record in found.items():
         limit = limits.get(name) or results.record_limit(record)
-        value = _number(record.get("median"))
+        value = number(record.get("median"))
         if limit is None:
             verdict, limit_text = "", ""
         elif value is None:
@@ -1593,7 +1243,7 @@ def _tables(records: Sequence[dict]) -> list:
             cells = []
             for column in columns:
                 value = record.get(column)
-                text = format_size(value) if column == "size" and _number(value) else (
+                text = format_size(value) if column == "size" and number(value) else (
                     json.dumps(value) if isinstance(value, (dict, list)) else format_value(value))
                 cls = ' class="text"' if isinstance(value, str) else ""
                 cells.append("<td%s>%s</td>" % (cls, esc(text)))

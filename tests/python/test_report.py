@@ -5,7 +5,7 @@ import re
 import pytest
 
 from conftest import run_cli
-from postbox import report, results
+from postbox import plot, report, results
 from samples import net_records, record, rsm_net_records, sample_records, write_jsonl
 
 pytestmark = pytest.mark.short
@@ -81,7 +81,7 @@ def test_unsettled_records_are_grey(results_dir):
     unsettled = [r for r in sample_records() if not r["settled"]]
     assert text.count('<tr class="unsettled">') == len(unsettled)
     assert "(unsettled)</title>" in text
-    assert report.UNSETTLED in text
+    assert plot.UNSETTLED in text
 
 
 def test_ratio_verdicts_on_page(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from postbox import report
+from postbox import plot, report
 from samples import net_records, p2p_records, record, sample_records, write_jsonl
 
 pytestmark = pytest.mark.short
@@ -273,7 +273,7 @@ def test_multipair_and_distance_figures():
                                                   "openmpi 64 B"]
     assert sorted(x for x, _, _ in latency.series[0].points) == [1.0, 2.0]
     assert latency.xticks == [1.0, 2.0]  # whole pairs only on the axis
-    ticks = [m.text for m in report.plot_marks(latency) if m.cls == "tick"]
+    ticks = [m.text for m in plot.plot_marks(latency) if m.cls == "tick"]
     assert "1" in ticks and "2" in ticks and "1.5" not in ticks
     assert "N = 2 ran with more ranks than the machine has cores" in latency.caption
     bandwidth = figures["p2p-multipair-bandwidth"]
@@ -334,8 +334,8 @@ def test_png_beside_every_svg(results_dir):
     from PIL import Image
     with Image.open(results_dir / "fig-p2p-pingpong_standard.png") as image:
         assert image.format == "PNG"
-        assert image.size == (report.PLOT_SIZE[0] * report.PNG_SCALE,
-                              report.PLOT_SIZE[1] * report.PNG_SCALE)
+        assert image.size == (plot.PLOT_SIZE[0] * plot.PNG_SCALE,
+                              plot.PLOT_SIZE[1] * plot.PNG_SCALE)
         # something was drawn in the series' colours, not just a white page
         colours = {colour for _, colour in image.getcolors(1 << 20)}
         assert (0x1f, 0x77, 0xb4) in colours
@@ -348,14 +348,14 @@ def test_png_beside_every_svg(results_dir):
 
 def test_png_and_svg_share_their_marks():
     figure = report.p2p_figures(_mixed())[0]
-    marks = report.plot_marks(figure)
+    marks = plot.plot_marks(figure)
     svg = report.svg_plot(figure)
     assert svg.count("<circle") == sum(1 for m in marks if m.kind == "circle")
     assert svg.count("<path") == sum(1 for m in marks if m.kind == "path")
     # dashes: on, off, on ... along the polyline, lengths in SVG units x scale
-    pieces = report._dashes([(0.0, 0.0), (20.0, 0.0)], "4 3", 1)
+    pieces = plot._dashes([(0.0, 0.0), (20.0, 0.0)], "4 3", 1)
     assert [(a[0], b[0]) for a, *_, b in pieces] == [(0, 4), (7, 11), (14, 18)]
-    assert report._dashes([(0.0, 0.0), (5.0, 0.0)], None, 2) == [[(0.0, 0.0), (5.0, 0.0)]]
+    assert plot._dashes([(0.0, 0.0), (5.0, 0.0)], None, 2) == [[(0.0, 0.0), (5.0, 0.0)]]
 
 
 def test_without_pillow_the_page_says_so(results_dir, monkeypatch):
