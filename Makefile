@@ -4,7 +4,9 @@
 #                      the `postbox` tool in build/venv, linked as build/bin/postbox,
 #                      and build/bin/mpirun, build/bin/mpiexec: `postbox run`)
 #   make test          every test: ctest, pytest (a missing build fails it), ctest
-#                      of the sanitizer build, fuzz
+#                      of the sanitizer build and of the ThreadSanitizer build, fuzz
+#   make test-tsan     build build-tsan/ with ThreadSanitizer and run its RSM and
+#                      MPI tests (TSAN_LABELS); a TSan report fails the test
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
 #   make bench         the main bench job (quick profile, ~2.5 min): the RSM, raw
@@ -17,15 +19,21 @@
 #                      src/mpi/bindings.[ch] from src/mpi/api/functions.txt
 #   make format        clang-format the C sources in place
 #   make format-check  fail when a C source is not formatted (CI runs it)
-#   make clean         remove build/, build-asan/, build-fuzz/ (results/ is kept)
+#   make clean         remove build/, build-asan/, build-tsan/, build-fuzz/ (results/
+#                      is kept)
 
 BUILD           ?= build
 ASAN_BUILD      ?= build-asan
+TSAN_BUILD      ?= build-tsan
 FUZZ_BUILD      ?= build-fuzz
 FUZZ_SECONDS    ?= 20
 FUZZ_TARGETS    := pmi_wire tcp_wire
 BUILD_TYPE      ?= RelWithDebInfo
 ASAN_BUILD_TYPE ?= Debug
+TSAN_BUILD_TYPE ?= Debug
+# the tests test-tsan runs (a ctest label regex): the RSM tests on both
+# transports and the MPI tests
+TSAN_LABELS     ?= ^(rsm|mpi)$$
 PYTHON          ?= python3
 CLANG_FORMAT    ?= clang-format
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
@@ -37,8 +45,8 @@ VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
 
-.PHONY: all deps build venv test test-c test-python test-asan fuzz bench docs gen format \
-        format-check clean
+.PHONY: all deps build venv test test-c test-python test-asan test-tsan fuzz bench docs \
+        gen format format-check clean
 
 all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
 
@@ -87,6 +95,7 @@ test: all
 	$(MAKE) --no-print-directory test-c || status=1; \
 	$(MAKE) --no-print-directory test-python || status=1; \
 	$(MAKE) --no-print-directory test-asan || status=1; \
+	$(MAKE) --no-print-directory test-tsan || status=1; \
 	$(MAKE) --no-print-directory fuzz || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)"; else echo "make test: all passed"; fi; \
 	exit $$status
@@ -104,6 +113,14 @@ test-asan: | $(BUILD)/.deps-ok
 	    -DCMAKE_BUILD_TYPE=$(ASAN_BUILD_TYPE) -DPOSTBOX_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) --parallel $(JOBS)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(TEST_JOBS)
+
+# ThreadSanitizer (its own tree: it cannot share a process with ASan), on
+# the tests of TSAN_LABELS; tests/tsan.supp says what it is told to ignore
+test-tsan: | $(BUILD)/.deps-ok
+	cmake -S . -B $(TSAN_BUILD) $(if $(wildcard $(TSAN_BUILD)/CMakeCache.txt),,$(GENERATOR)) \
+	    -DCMAKE_BUILD_TYPE=$(TSAN_BUILD_TYPE) -DPOSTBOX_TSAN=ON
+	cmake --build $(TSAN_BUILD) --parallel $(JOBS)
+	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(TEST_JOBS) -L '$(TSAN_LABELS)'
 
 # The libFuzzer targets of tests/fuzz, each run for FUZZ_SECONDS from its
 # seed corpus (new inputs go to $(FUZZ_BUILD)/corpus, crashes fail the run).
@@ -160,4 +177,4 @@ format-check:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) python/postbox.egg-info
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) python/postbox.egg-info
