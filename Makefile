@@ -7,6 +7,8 @@
 #                      of the sanitizer build and of the ThreadSanitizer build, fuzz
 #   make test-tsan     build build-tsan/ with ThreadSanitizer and run its RSM and
 #                      MPI tests (TSAN_LABELS); a TSan report fails the test
+#   make soak          the randomized MPI soak, SOAK_SECONDS (300) on each of one
+#                      node (shm), four nodes (tcp) and 8 ranks on 2 cores
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
 #   make bench         the main bench job (quick profile, ~2.5 min): the RSM, raw
@@ -32,8 +34,10 @@ BUILD_TYPE      ?= RelWithDebInfo
 ASAN_BUILD_TYPE ?= Debug
 TSAN_BUILD_TYPE ?= Debug
 # the tests test-tsan runs (a ctest label regex): the RSM tests on both
-# transports and the MPI tests
+# transports and the MPI tests, the soak included
 TSAN_LABELS     ?= ^(rsm|mpi)$$
+SOAK_SECONDS    ?= 300
+SOAK_SEED       ?=
 PYTHON          ?= python3
 CLANG_FORMAT    ?= clang-format
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
@@ -45,7 +49,7 @@ VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
 
-.PHONY: all deps build venv test test-c test-python test-asan test-tsan fuzz bench docs \
+.PHONY: all deps build venv test test-c test-python test-asan test-tsan soak fuzz bench docs \
         gen format format-check clean
 
 all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
@@ -121,6 +125,20 @@ test-tsan: | $(BUILD)/.deps-ok
 	    -DCMAKE_BUILD_TYPE=$(TSAN_BUILD_TYPE) -DPOSTBOX_TSAN=ON
 	cmake --build $(TSAN_BUILD) --parallel $(JOBS)
 	ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(TEST_JOBS) -L '$(TSAN_LABELS)'
+
+# The randomized MPI soak (tests/mpi/test_soak.c) for SOAK_SECONDS on each
+# layout; each run prints its seed (SOAK_SEED=N runs that one again).  CTest
+# runs the same layouts for a few seconds each.
+soak: all
+	@status=0; \
+	for layout in "shm:-n 4 --nodes 1:" "tcp:-n 4 --nodes 4:" "8 ranks on 2 cores:-n 8 --nodes 2:--cpus 2"; do \
+	    name=$${layout%%:*}; rest=$${layout#*:}; run=$${rest%%:*}; soak=$${rest#*:}; \
+	    echo "make soak: $$name, $(SOAK_SECONDS) s"; \
+	    $(BUILD)/bin/postbox run $$run --timeout $$(($(SOAK_SECONDS) + 120)) \
+	        $(BUILD)/bin/pbt-mpi-soak --seconds $(SOAK_SECONDS) $$soak \
+	        $(if $(SOAK_SEED),--seed $(SOAK_SEED)) || { echo "make soak: $$name FAILED"; status=1; }; \
+	done; \
+	exit $$status
 
 # The libFuzzer targets of tests/fuzz, each run for FUZZ_SECONDS from its
 # seed corpus (new inputs go to $(FUZZ_BUILD)/corpus, crashes fail the run).
