@@ -150,14 +150,10 @@ static pb_status_t shm_make_private(void *vaddr, size_t size)
     return PB_OK;
 }
 
+/* The job secret; the solo job's is the user's solo key (boot/solo_key.h) */
 static void shm_mac_key(uint8_t key[PB_BOOT_SECRET_LEN])
 {
-    const pb_boot_identity_t *job = pb_boot_identity_get();
-
-    if (job->has_secret)
-        memcpy(key, job->secret, PB_BOOT_SECRET_LEN);
-    else
-        memset(key, 0, PB_BOOT_SECRET_LEN); /* solo job: peers are checked by uid */
+    memcpy(key, pb_boot_identity_get()->secret, PB_BOOT_SECRET_LEN);
 }
 
 static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
