@@ -17,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -635,6 +636,29 @@ static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p
     return PB_OK;
 }
 
+/* Whether descriptor @fd, the exporter's @what, may be mapped for @need
+ * bytes: a memfd sealed against shrinking that holds them, so no access
+ * within them can ever fault (SIGBUS), whatever its sender does later. */
+static pb_status_t shm_import_check_fd(const pb_rsm_import_t *im, int fd, uint64_t need,
+                                       const char *what)
+{
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        pb_warn("import of segment %#x refused: the exporter's %s is not a memfd sealed against "
+                "shrinking",
+                im->segid, what);
+        return PB_ERR_PROTOCOL;
+    }
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < need) {
+        pb_warn("import of segment %#x refused: the exporter's %s holds %lld bytes, not %llu",
+                im->segid, what, (long long)st.st_size, (unsigned long long)need);
+        return PB_ERR_PROTOCOL;
+    }
+    return PB_OK;
+}
+
 /* Run the handshake on connected @sock; on success map what the exporter
  * handed over into @si. */
 static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
@@ -689,6 +713,13 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         status = PB_ERR_PROTOCOL;
         goto out_close;
     }
+    status = shm_import_check_fd(im, fds[0], reply.size, "segment memory");
+    if (status == PB_OK)
+        status = shm_import_check_fd(im, fds[1], PB_SHM_CTL_SIZE, "control page");
+    if (status == PB_OK)
+        status = shm_import_check_fd(im, fds[2], shm_page_size(), "liveness page");
+    if (status != PB_OK)
+        goto out_close;
     si->base = mmap(NULL, reply.size, prot, MAP_SHARED, fds[0], 0);
     si->ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
     si->liveness = mmap(NULL, (size_t)shm_page_size(), PROT_READ, MAP_SHARED, fds[2], 0);
