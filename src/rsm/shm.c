@@ -88,9 +88,12 @@ static int shm_memfd_create(const char *name, size_t size)
         pb_error("memfd_create(%s) failed: %m", name);
         return -1;
     }
-    /* fixed size: nobody can shrink it under a mapping and cause SIGBUS */
+    /* fixed size: nobody can shrink it under a mapping and cause SIGBUS;
+     * mode 0400: a read-only importer's descriptor cannot be reopened for
+     * writing through /proc (descriptors open now keep their access) */
     if (ftruncate(fd, (off_t)size) != 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+        fchmod(fd, 0400) != 0) {
         pb_error("sizing memfd %s to %zu bytes failed: %m", name, size);
         close(fd);
         return -1;
