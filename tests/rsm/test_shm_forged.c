@@ -28,7 +28,8 @@ static const char job_secret[] = "00112233445566778899aabbccddeeff";
 enum {
     SLOT_DATA = 0,
     SLOT_CTL = 1,
-    SLOT_LIVENESS = 2
+    SLOT_INBOX = 2,
+    SLOT_LIVENESS = 3
 };
 
 typedef enum {
@@ -57,6 +58,7 @@ static forge_t forge_genuine(void)
 
     f.fds[SLOT_DATA] = (forge_fd_t){FORGE_MEMFD, PG, SEALED};
     f.fds[SLOT_CTL] = (forge_fd_t){FORGE_MEMFD, PB_SHM_CTL_SIZE, SEALED};
+    f.fds[SLOT_INBOX] = (forge_fd_t){FORGE_MEMFD, PB_SHM_CTL_SIZE, SEALED};
     f.fds[SLOT_LIVENESS] = (forge_fd_t){FORGE_MEMFD, PG, SEALED};
     return f;
 }
@@ -270,6 +272,14 @@ static void case_control_page_unsealed_refused(void)
     import_forged(&f, RSMERR_CONN_ABORTED);
 }
 
+static void case_importers_page_smaller_than_page_refused(void)
+{
+    forge_t f = forge_genuine();
+
+    f.fds[SLOT_INBOX].size = 64;
+    import_forged(&f, RSMERR_CONN_ABORTED);
+}
+
 static void case_liveness_page_empty_refused(void)
 {
     forge_t f = forge_genuine();
@@ -288,6 +298,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(data_not_memfd_refused),
     PBT_CASE(control_page_empty_refused),
     PBT_CASE(control_page_unsealed_refused),
+    PBT_CASE(importers_page_smaller_than_page_refused),
     PBT_CASE(liveness_page_empty_refused),
 };
 

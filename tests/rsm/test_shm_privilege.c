@@ -2,8 +2,11 @@
  * process of the job that speaks the import handshake itself (so it holds
  * every descriptor the exporter hands over, as a hostile member of the job
  * would), tries to write what it must not: the segment it imported
- * read-only.  Run as an unprivileged user (as root the cases drop to
- * nobody first: root ignores file modes). */
+ * read-only, the exporter's control page (to mark the publication
+ * withdrawn) and the exporter's liveness page (to mark it dead).  The
+ * cases run as an unprivileged user (as root they drop to nobody first:
+ * root ignores file modes), but one, which checks that the control and
+ * liveness pages resist root too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -26,7 +29,8 @@ static const char job_secret[] = "00112233445566778899aabbccddeeff";
 enum {
     SLOT_DATA = 0,
     SLOT_CTL = 1,
-    SLOT_LIVENESS = 2
+    SLOT_INBOX = 2,
+    SLOT_LIVENESS = 3
 };
 
 typedef struct {
@@ -34,12 +38,15 @@ typedef struct {
     int fds[PB_SHM_REPLY_FDS];
 } raw_import_t;
 
-/* Become an unprivileged user of a job both sides know the secret of. */
-static void become_job_member(void)
+/* Become a member of a job both sides know the secret of; unless @as_root,
+ * an unprivileged one. */
+static void become_job_member(int as_root)
 {
     if (!pbt_is_shm())
         pbt_skip("the raw importer speaks the shm handshake");
-    if (geteuid() == 0) {
+    if (as_root && geteuid() != 0)
+        pbt_skip("needs root");
+    if (!as_root && geteuid() == 0) {
         CHECK_SYS(setgroups(0, NULL));
         CHECK_SYS(setgid(65534));
         CHECK_SYS(setuid(65534));
@@ -106,13 +113,11 @@ static void raw_import(const pbt_exporter_t *ex, uint32_t perm, raw_import_t *ou
      * for the life of the case */
 }
 
-/* Every way this process could write through @fd fails: a writable shared
- * mapping, a write, a reopen for writing through /proc/self/fd. */
-static void check_not_writable(int fd, size_t size, const char *what)
+/* No write through @fd: a writable shared mapping, a read-only one made
+ * writable, a write(2). */
+static void check_fd_not_writable(int fd, size_t size, const char *what)
 {
-    char path[64];
     void *addr = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int rw;
 
     CHECK_MSG(addr == MAP_FAILED, "%s: a writable mapping succeeded", what);
     addr = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -121,9 +126,56 @@ static void check_not_writable(int fd, size_t size, const char *what)
               "%s: a read-only mapping became writable", what);
     munmap(addr, size);
     CHECK_MSG(pwrite(fd, "x", 1, 0) < 0, "%s: pwrite succeeded", what);
+}
+
+/* Every way this process could write through @fd fails: the above, and a
+ * reopen for writing through /proc/self/fd (refused, or, for root, which
+ * the file mode does not stop, as unwritable as @fd). */
+static void check_not_writable(int fd, size_t size, const char *what)
+{
+    char path[64];
+    int rw;
+
+    check_fd_not_writable(fd, size, what);
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     rw = open(path, O_RDWR | O_CLOEXEC);
-    CHECK_MSG(rw < 0 && errno == EACCES, "%s: reopened for writing through %s (%m)", what, path);
+    if (geteuid() != 0) {
+        CHECK_MSG(rw < 0 && errno == EACCES, "%s: reopened for writing through %s (%m)", what,
+                  path);
+        return;
+    }
+    CHECK_MSG(rw >= 0, "%s: root cannot reopen %s: %m", what, path);
+    check_fd_not_writable(rw, size, what);
+    close(rw);
+}
+
+/* The exporter still sees itself live and published: @ex's segment can be
+ * imported and read by the library. */
+static void check_exporter_live(const pbt_exporter_t *ex)
+{
+    rsmapi_controller_handle_t c = pbt_ctlr_get();
+    rsm_memseg_import_handle_t im;
+    uint8_t buf[64];
+
+    CHECK_OK(pbt_connect(c, ex, RSM_PERM_READ, &im));
+    CHECK_OK(rsm_memseg_import_get(im, 0, buf, sizeof(buf)));
+    CHECK(pbt_check_pattern(buf, sizeof(buf), 0, ex->seed) == (size_t)-1);
+    CHECK_OK(rsm_memseg_import_disconnect(im));
+    CHECK_OK(rsm_release_controller(c));
+}
+
+/* Any importer, read-write ones too, gets the exporter's control and
+ * liveness pages unwritable; the importers' page is theirs to write. */
+static void check_control_pages(const raw_import_t *raw)
+{
+    char *inbox;
+
+    check_not_writable(raw->fds[SLOT_CTL], PB_SHM_CTL_SIZE, "exporter's control page");
+    check_not_writable(raw->fds[SLOT_LIVENESS], PG, "liveness page");
+    inbox =
+        mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, raw->fds[SLOT_INBOX], 0);
+    CHECK_MSG(inbox != MAP_FAILED, "importers' page: not writable: %m");
+    munmap(inbox, PB_SHM_CTL_SIZE);
 }
 
 /* a read-only importer can write the segment by no means */
@@ -133,11 +185,41 @@ static void case_read_only_importer_cannot_write_segment(void)
     raw_import_t raw;
     pbt_exporter_t ex;
 
-    become_job_member();
+    become_job_member(0);
     pbt_exporter_start(&ex, &o);
     raw_import(&ex, RSM_PERM_READ, &raw);
     check_not_writable(raw.fds[SLOT_DATA], PG, "segment memory");
     pbt_exporter_expect_pristine(&ex, "after the read-only importer's attempts");
+    pbt_exporter_stop(&ex);
+}
+
+/* no importer can mark the publication withdrawn or the exporter dead */
+static void case_importer_cannot_write_exporter_pages(void)
+{
+    pbt_export_opts_t o = {.size = PG, .seed = 5};
+    raw_import_t raw;
+    pbt_exporter_t ex;
+
+    become_job_member(0);
+    pbt_exporter_start(&ex, &o);
+    raw_import(&ex, RSM_PERM_RDWR, &raw);
+    check_control_pages(&raw);
+    check_exporter_live(&ex);
+    pbt_exporter_stop(&ex);
+}
+
+/* nor can a root importer: the seals bind root as well */
+static void case_root_importer_cannot_write_exporter_pages(void)
+{
+    pbt_export_opts_t o = {.size = PG, .seed = 5};
+    raw_import_t raw;
+    pbt_exporter_t ex;
+
+    become_job_member(1);
+    pbt_exporter_start(&ex, &o);
+    raw_import(&ex, RSM_PERM_RDWR, &raw);
+    check_control_pages(&raw);
+    check_exporter_live(&ex);
     pbt_exporter_stop(&ex);
 }
 
@@ -149,7 +231,7 @@ static void case_read_write_importer_writes_segment(void)
     pbt_exporter_t ex;
     char *addr;
 
-    become_job_member();
+    become_job_member(0);
     pbt_exporter_start(&ex, &o);
     raw_import(&ex, RSM_PERM_RDWR, &raw);
     addr = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, raw.fds[SLOT_DATA], 0);
@@ -163,6 +245,8 @@ static void case_read_write_importer_writes_segment(void)
 static const pbt_case_t cases[] = {
     PBT_CASE(read_only_importer_cannot_write_segment),
     PBT_CASE(read_write_importer_writes_segment),
+    PBT_CASE(importer_cannot_write_exporter_pages),
+    PBT_CASE(root_importer_cannot_write_exporter_pages),
 };
 
 int main(int argc, char **argv)
