@@ -324,7 +324,9 @@ void rsm_free_interconnect_topology(rsm_topology_t *topology_data);
  * replaced by shared pages holding the same data).  @flags: RSM_ALLOW_REBIND,
  * RSM_CREATE_SEG_DONTWAIT.
  * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (NULL,
- *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
+ *         unmapped or not writable memory; over shm also memory overlapping
+ *         another shm segment of this process, whose shared pages it would
+ *         take away: logged); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
  *         RSMERR_BAD_MODE (unknown flag); RSMERR_INSUFFICIENT_MEM;
  *         RSMERR_INSUFFICIENT_RESOURCES.
  */
@@ -347,7 +349,8 @@ int rsm_memseg_export_destroy(rsm_memseg_export_handle_t memseg);
  * the segment's, the old memory becomes private again.  @off is unused.
  * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL; RSMERR_REBIND_NOT_ALLOWED if
  *         created without RSM_ALLOW_REBIND; RSMERR_BAD_ADDR (NULL,
- *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT;
+ *         unmapped or not writable memory; over shm also memory overlapping
+ *         another shm segment of this process: logged); RSMERR_BAD_MEM_ALIGNMENT;
  *         RSMERR_BAD_LENGTH; RSMERR_INSUFFICIENT_MEM.
  */
 int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void *vaddr, offset_t off,

@@ -44,7 +44,11 @@
 
 typedef struct shm_conn shm_conn_t;
 
-typedef struct {
+typedef struct shm_export shm_export_t;
+
+struct shm_export {
+    pb_rsm_export_t *seg;
+    shm_export_t *next; /* in shm_exports */
     int data_fd;
     int ctl_fd; /* the exporter's page of the current publication */
     pb_shm_ctl_t *ctl;
@@ -56,7 +60,10 @@ typedef struct {
     unsigned conn_count;
     unsigned conn_capacity;
     int imported; /* an importer connected during this publication */
-} shm_export_t;
+};
+
+/* every shm export of this process that exists (under pb_rsm_lock) */
+static shm_export_t *shm_exports;
 
 struct shm_conn {
     pb_rsm_export_t *seg;
@@ -242,6 +249,27 @@ static int shm_reaches(rsm_node_id_t node)
 
 /* ---- export side ---------------------------------------------------------- */
 
+/* Refuse [@vaddr, @vaddr + @size) if it overlaps the memory of an shm
+ * export other than @self: mapping a new memfd over it would silently take
+ * that memory away from the other segment and its importers. */
+static pb_status_t shm_check_not_exported(const pb_rsm_export_t *self, const void *vaddr,
+                                          size_t size)
+{
+    uintptr_t start = (uintptr_t)vaddr, end = start + size;
+
+    for (const shm_export_t *e = shm_exports; e != NULL; e = e->next) {
+        uintptr_t other = (uintptr_t)e->seg->vaddr;
+
+        if (e->seg != self && start < other + e->seg->size && other < end) {
+            pb_error("memory %p + %zu overlaps the memory of another shm segment (%p + %zu): "
+                     "refused",
+                     vaddr, size, e->seg->vaddr, e->seg->size);
+            return PB_ERR_BAD_ADDRESS;
+        }
+    }
+    return PB_OK;
+}
+
 static pb_status_t shm_export_create(pb_rsm_export_t *seg)
 {
     shm_export_t *se = calloc(1, sizeof(*se));
@@ -251,6 +279,8 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
         return PB_ERR_NO_MEMORY;
     /* mapping the memfd over read-only memory would make it writable */
     status = pb_rsm_check_writable(seg->vaddr, seg->size);
+    if (status == PB_OK)
+        status = shm_check_not_exported(seg, seg->vaddr, seg->size);
     if (status != PB_OK)
         goto err_free;
     se->ctl_fd = -1;
@@ -266,6 +296,9 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
     status = shm_map_over(seg->vaddr, seg->size, se->data_fd);
     if (status != PB_OK)
         goto err_close;
+    se->seg = seg;
+    se->next = shm_exports;
+    shm_exports = se;
     seg->tl = se;
     return PB_OK;
 
@@ -279,7 +312,11 @@ err_free:
 static void shm_export_destroy(pb_rsm_export_t *seg)
 {
     shm_export_t *se = seg->tl;
+    shm_export_t **link = &shm_exports;
 
+    while (*link != se)
+        link = &(*link)->next;
+    *link = se->next;
     /* the exporter keeps its data, in private pages */
     if (shm_make_private(seg->vaddr, seg->size) != PB_OK)
         pb_warn("segment memory at %p stays shared after destroy", seg->vaddr);
@@ -297,6 +334,8 @@ static pb_status_t shm_export_rebind(pb_rsm_export_t *seg, void *vaddr)
     pb_status_t status;
 
     status = pb_rsm_check_writable(vaddr, seg->size);
+    if (status == PB_OK)
+        status = shm_check_not_exported(seg, vaddr, seg->size);
     if (status != PB_OK)
         return status;
     /* snapshot the new memory first: if it is unreadable nothing changes */
