@@ -405,8 +405,8 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
  *         5 s); RSMERR_CONN_ABORTED (the exporter announced a segment
  *         size of 0 or above the largest it can export, 2^40 bytes; over
- *         shm also when a descriptor it handed over is not a memfd sealed
- *         against shrinking, or holds fewer bytes than its mapping needs,
+ *         shm also when a descriptor it handed over is not a memfd of
+ *         shared memory (not hugetlbfs) sealed against shrinking, or holds fewer bytes than its mapping needs,
  *         so that no later access to the segment can fault: logged);
  *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */

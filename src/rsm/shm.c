@@ -17,7 +17,9 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -718,16 +720,21 @@ static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p
 }
 
 /* Whether descriptor @fd, the exporter's @what, may be mapped for @need
- * bytes: a memfd sealed against shrinking that holds them, so no access
- * within them can ever fault (SIGBUS), whatever its sender does later. */
+ * bytes: a memfd of ordinary shared memory (not hugetlbfs, whose pages can
+ * run out under a mapping) sealed against shrinking that holds them, so no
+ * access within them can ever fault (SIGBUS), whatever its sender does
+ * later. */
 static pb_status_t shm_import_check_fd(const pb_rsm_import_t *im, int fd, uint64_t need,
                                        const char *what)
 {
+    struct statfs fs;
     struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
 
-    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-        pb_warn("import of segment %#x refused: the exporter's %s is not a memfd sealed against "
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstatfs(fd, &fs) != 0 ||
+        fs.f_type != TMPFS_MAGIC) {
+        pb_warn("import of segment %#x refused: the exporter's %s is not a shared-memory memfd "
+                "sealed against "
                 "shrinking",
                 im->segid, what);
         return PB_ERR_PROTOCOL;

@@ -34,7 +34,8 @@ enum {
 
 typedef enum {
     FORGE_MEMFD, /* a memfd of .size bytes with .seals */
-    FORGE_PIPE   /* the read end of a pipe */
+    FORGE_PIPE,  /* the read end of a pipe */
+    FORGE_HUGE   /* a hugetlbfs memfd of .size bytes with .seals */
 } forge_kind_t;
 
 typedef struct {
@@ -75,7 +76,8 @@ static void secret_bytes(uint8_t key[16])
 
 static int forge_memfd(const forge_fd_t *spec, uint64_t announced, int is_ctl)
 {
-    int fd = memfd_create("pbt-forged", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = memfd_create("pbt-forged", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+                                            (spec->kind == FORGE_HUGE ? MFD_HUGETLB : 0));
 
     CHECK_SYS(fd);
     CHECK_SYS(ftruncate(fd, (off_t)spec->size));
@@ -256,6 +258,20 @@ static void case_data_not_memfd_refused(void)
     import_forged(&f, RSMERR_CONN_ABORTED);
 }
 
+/* hugetlbfs pages can run out under a mapping (a hole punched in it) */
+static void case_data_hugetlb_refused(void)
+{
+    int probe = memfd_create("pbt-probe", MFD_CLOEXEC | MFD_HUGETLB);
+    forge_t f = forge_genuine();
+
+    if (probe < 0)
+        pbt_skip("no hugetlbfs memfds here: %m");
+    close(probe);
+    f.announced = 2 << 20;
+    f.fds[SLOT_DATA] = (forge_fd_t){FORGE_HUGE, 2 << 20, SEALED};
+    import_forged(&f, RSMERR_CONN_ABORTED);
+}
+
 static void case_control_page_empty_refused(void)
 {
     forge_t f = forge_genuine();
@@ -296,6 +312,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(data_unsealed_refused),
     PBT_CASE(data_sealed_but_not_against_shrinking_refused),
     PBT_CASE(data_not_memfd_refused),
+    PBT_CASE(data_hugetlb_refused),
     PBT_CASE(control_page_empty_refused),
     PBT_CASE(control_page_unsealed_refused),
     PBT_CASE(importers_page_smaller_than_page_refused),
