@@ -347,6 +347,10 @@ int rsm_memseg_export_destroy(rsm_memseg_export_handle_t memseg);
  * Back the segment with new memory [@vaddr, @vaddr + @size) (the same size,
  * page aligned) without importers noticing; the new memory's contents become
  * the segment's, the old memory becomes private again.  @off is unused.
+ * Over shm the new contents are copied into the pages importers share, so
+ * a put that runs during the rebind may be lost in whole or in part (a
+ * PB_RSM_PUT_FIRST_WORD_LAST put may show its word over bytes of the new
+ * memory): rebind while importers are quiet.
  * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL; RSMERR_REBIND_NOT_ALLOWED if
  *         created without RSM_ALLOW_REBIND; RSMERR_BAD_ADDR (NULL,
  *         unmapped or not writable memory; over shm also memory overlapping
