@@ -734,8 +734,7 @@ static pb_status_t shm_import_check_fd(const pb_rsm_import_t *im, int fd, uint64
     if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstatfs(fd, &fs) != 0 ||
         fs.f_type != TMPFS_MAGIC) {
         pb_warn("import of segment %#x refused: the exporter's %s is not a shared-memory memfd "
-                "sealed against "
-                "shrinking",
+                "sealed against shrinking",
                 im->segid, what);
         return PB_ERR_PROTOCOL;
     }
