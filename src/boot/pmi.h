@@ -6,6 +6,10 @@
  *                                default, Slurm --mpi=pmi2, `postbox run`)
  *   PMI_PORT=<host>:<port>       a TCP address to connect to, with
  *   PMI_ID=<id>                  the id the PMI-1 `initack` handshake sends
+ *   POSTBOX_PMI_TOKEN=<32 hex>   (postbox run --hosts) the rank's one-time
+ *                                token: taken out of the environment (and
+ *                                wiped) at init, and used to answer the
+ *                                server's auth-challenge, never sent
  *
  * Without either the process is a singleton: rank 0 of 1, with a KVS of its
  * own.  The protocol version is POSTBOX_PMI_VERSION (1 or 2); when unset,
@@ -24,8 +28,10 @@
 
 #include "util/status.h"
 
-/* longest wire message (a v1 line with its newline, or a v2 body) */
-#define PB_BOOT_PMI_MSG_MAX 1024
+/* longest wire message (a v1 line with its newline, or a v2 body): the
+ * launcher's get_maxes advertises keys of 64 and values of 1024 bytes, and
+ * a put or get answer of such a pair, every byte escaped, fits */
+#define PB_BOOT_PMI_MSG_MAX 4096
 /* most key=value pairs in one message, "cmd" included */
 #define PB_BOOT_PMI_MAX_PAIRS 32
 /* longest kvsname, key and value we keep (PMI2_MAX_KEYLEN, _VALLEN) */
