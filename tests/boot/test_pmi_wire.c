@@ -106,6 +106,39 @@ static void case_v1_malformed_rejected(void)
     CHECK_STATUS(parse1(many), PB_ERR_PROTOCOL);
 }
 
+/* The launcher's get_maxes advertises keys of 64 and values of 1024 bytes:
+ * the answer to a get of such a value, every byte escaped, must parse, and a
+ * put of the longest key and value the client itself takes must format. */
+static void case_v1_advertised_maximum_fits(void)
+{
+    static char line[PB_BOOT_PMI_MSG_MAX + 1], value[PB_BOOT_PMI_VALUE_MAX];
+    char key[PB_BOOT_PMI_KEY_MAX], kvs[65];
+    static char out[PB_BOOT_PMI_MSG_MAX + 1];
+    pb_boot_pmi_msg_t put;
+    size_t pos, len;
+
+    pos = (size_t)snprintf(line, sizeof(line), "cmd=get_result rc=0 value=");
+    for (int i = 0; i < 1024; i++) {
+        line[pos++] = '\\';
+        line[pos++] = ' ';
+    }
+    line[pos++] = '\n';
+    CHECK_STATUS(pb_boot_pmi_parse_v1(line, pos, &msg), PB_OK);
+    CHECK(strlen(pb_boot_pmi_msg_get(&msg, "value")) == 1024);
+    memset(value, ' ', sizeof(value) - 1);
+    value[sizeof(value) - 1] = '\0';
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    memset(kvs, 'j', sizeof(kvs) - 1);
+    kvs[sizeof(kvs) - 1] = '\0';
+    pb_boot_pmi_msg_init(&put, "put");
+    pb_boot_pmi_msg_add(&put, "kvsname", kvs);
+    pb_boot_pmi_msg_add(&put, "key", key);
+    pb_boot_pmi_msg_add(&put, "value", value);
+    CHECK_STATUS(pb_boot_pmi_format_v1(&put, out, sizeof(out), &len), PB_OK);
+    CHECK(len > 2 * (PB_BOOT_PMI_VALUE_MAX - 1));
+}
+
 static void case_v1_format_limits(void)
 {
     static char big[PB_BOOT_PMI_MSG_MAX];
@@ -662,6 +695,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(v2_parse_reply),
     PBT_CASE(v2_format_round_trip),
     PBT_CASE(v2_malformed_rejected),
+    PBT_CASE(v1_advertised_maximum_fits),
     PBT_CASE(session_v1_fd),
     PBT_CASE(session_v2_fd),
     PBT_CASE(session_v1_port_initack),
