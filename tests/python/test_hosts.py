@@ -109,6 +109,22 @@ def proof(challenge, rank, key=token):
     cnonce = secrets.token_hex(16)
     return cnonce, token_proof(key, job, rank, challenge["nonce"], cnonce)
 
+if os.environ.get("FLOOD") and pmiid == "0":
+    import time
+    # from an address that is not one of the job's hosts: closed at once
+    stranger = socket.socket()
+    stranger.bind(("127.0.0.9", 0))
+    stranger.connect((host, int(port)))
+    stranger.settimeout(5)
+    flood = {"stranger_closed": stranger.recv(100) == b""}
+    # idle connections, more than one address may hold: the oldest make room
+    idle = [socket.create_connection((host, int(port))) for _ in range(40)]
+    start = time.monotonic()
+    idle[-1].settimeout(10)
+    flood["idle_closed"] = idle[-1].recv(100) == b""
+    flood["idle_seconds"] = time.monotonic() - start
+    flood["idle_left"] = len(idle)
+
 out = {"argv": sys.argv[1:], "secret": os.environ.get("POSTBOX_JOB_SECRET"),
        "token_env": os.environ.get("POSTBOX_PMI_TOKEN"), "fd_env": os.environ.get("PMI_FD")}
 c = Conn()
@@ -142,6 +158,8 @@ else:
             refused.append([reply.get("rc"), s.eof()])
         out["strangers"] = refused
     c.line("cmd=finalize")
+if os.environ.get("FLOOD") and pmiid == "0":
+    out["flood"] = flood
 print(json.dumps(out), flush=True)
 """
 
@@ -201,6 +219,27 @@ def test_connections_that_do_not_prove_a_rank_are_refused(tmp_path, rsh):
     # interval, the rest counted at the end
     assert refusals == ["the token of rank 0 was used already"]
     assert "refused 2 more PMI connections (no-rank) without a message" in result.stderr
+
+
+def test_strangers_and_idle_connections_do_not_keep_the_ranks_out(tmp_path, rsh,
+                                                                   monkeypatch):
+    rsh_path, _ = rsh
+    monkeypatch.setenv("POSTBOX_PMI_HANDSHAKE_TIME", "1")
+    prog = script(tmp_path, "port_client.py", PORT_CLIENT)
+    result = hosts_run(rsh_path, "-n", 3, "--hosts", "%s,%s" % (A, B), "-x", "FLOOD=1",
+                       sys.executable, prog, timeout=30)
+    assert result.returncode == 0, result.stderr
+    ranks = records(result.stdout)
+    assert sorted(ranks) == [0, 1, 2]
+    flood = ranks[0]["flood"]
+    assert flood["stranger_closed"] and flood["idle_closed"]
+    assert 0.5 < flood["idle_seconds"] < 5
+    assert "refused a PMI connection from 127.0.0.9: not an address of the job's hosts" \
+        in result.stderr
+    assert "closed an unproven PMI connection from 127.0.0.1 to make room (16 from that " \
+        "address at most, 1024 in all)" in result.stderr
+    assert "refused a PMI connection from 127.0.0.1: it did not prove a rank within 1 s" \
+        in result.stderr
 
 
 @pytest.mark.slow
