@@ -17,9 +17,8 @@ after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
 
 The job has one key-value space, named after the job id; ``barrier_in`` and
 ``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
-from the layout of the virtual nodes.  The launcher may fix keys
-(:meth:`PmiServer.fix`, e.g. ``pb-job-secret``): a rank's put of such a key
-is answered rc=0 and leaves the launcher's value.
+from the layout of the virtual nodes.  The launcher puts nothing in the
+key-value space (the job secret never travels over PMI).
 
 A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
 :data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
@@ -296,17 +295,11 @@ class PmiServer:
         }
         self.connections = [Connection(self, rank) for rank in range(size)]
         self.barriers_done = 0
-        self.fixed: Dict[str, str] = {}
         # (space, key) -> (the rank that put it, its bytes); space -1 is the
         # job's key-value space, n >= 0 node n's attributes
         self.owner: Dict[Tuple[int, str], Tuple[int, int]] = {}
         self.held_keys = [0] * size
         self.held_bytes = [0] * size
-
-    def fix(self, key: str, value: str) -> None:
-        """Put @key = @value for the launcher; the ranks cannot change it."""
-        self.kvs[key] = value
-        self.fixed[key] = value
 
     def attach(self, rank: int, v2: bool) -> None:
         """A PMI_PORT connection identified as @rank (after :class:`PortHandshake`)."""
@@ -444,9 +437,6 @@ class PmiServer:
         if error:
             conn._reply_error(False, "put_result", error)
             return
-        if fields["key"] in self.fixed:
-            conn.reply(False, "put_result", [("rc", 0)])
-            return
         error = self._charge(conn, -1, fields["key"], value)  # type: ignore[arg-type]
         if error:
             conn._reply_error(False, "put_result", error)
@@ -508,9 +498,6 @@ class PmiServer:
             error = "key_%s_is_reserved" % key
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
-            return
-        if key in self.fixed:
-            conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
             return
         error = self._charge(conn, -1, key, value)  # type: ignore[arg-type]
         if error:
