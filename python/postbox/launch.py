@@ -70,10 +70,11 @@ PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # variables the launcher sets itself; -x may not set them
 RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
-            "POSTBOX_JOB_SECRET", "POSTBOX_VNODE", "POSTBOX_NODE_ID", "POSTBOX_NETNS_ADDR",
-            "POSTBOX_NETNS_RAILS")
+            "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
+            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS")
 # inherited variables that would mislead a PMI client
-SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME")
+SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
+            "POSTBOX_PMI_TOKEN")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
 # The remote command's wrapper: its first line of stdin is "<token> <secret>"
