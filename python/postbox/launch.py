@@ -124,11 +124,10 @@ options:
 
 Every rank gets PMI_FD, PMI_RANK, PMI_SIZE, POSTBOX_JOB_ID, POSTBOX_JOB_SECRET,
 POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR and
-POSTBOX_NETNS_RAILS; ranks
-on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID on the command line and
-their one-time PMI token and the secret on stdin (see docs/launch.md).  Each rank's stdout and
-stderr are forwarded line by line; stdin goes to rank 0.  SIGINT, SIGTERM and
-SIGHUP are forwarded to every rank.  When a rank is killed by a signal or exits
+POSTBOX_NETNS_RAILS; ranks on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID
+on the command line and their one-time PMI token and the secret on stdin (see
+docs/launch.md).  Each rank's stdout and stderr are forwarded line by line;
+stdin goes to rank 0.  SIGINT, SIGTERM and SIGHUP are forwarded to every rank.  When a rank is killed by a signal or exits
 non-zero while others still run, or calls PMI abort, the whole job is ended
 (SIGTERM, then SIGKILL after 1 s) with one message naming the rank and its node.
 
