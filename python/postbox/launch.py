@@ -127,9 +127,10 @@ POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR and
 POSTBOX_NETNS_RAILS; ranks on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID
 on the command line and their one-time PMI token and the secret on stdin (see
 docs/launch.md).  Each rank's stdout and stderr are forwarded line by line;
-stdin goes to rank 0.  SIGINT, SIGTERM and SIGHUP are forwarded to every rank.  When a rank is killed by a signal or exits
-non-zero while others still run, or calls PMI abort, the whole job is ended
-(SIGTERM, then SIGKILL after 1 s) with one message naming the rank and its node.
+stdin goes to rank 0.  SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
+When a rank is killed by a signal or exits non-zero while others still run, or
+calls PMI abort, the whole job is ended (SIGTERM, then SIGKILL after 1 s) with
+one message naming the rank and its node.
 
 exit status: the first non-zero exit status of a rank (128+signal for a rank
 killed by a signal), the code given to PMI abort (1 when it is 0 or does not
