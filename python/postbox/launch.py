@@ -869,7 +869,10 @@ class Launcher:
             # everyone's) oldest makes room, and each lives HANDSHAKE_TIME at most
             mine = [p for p in self.pending if p.peer == address]
             if len(mine) >= self.pending_per_peer or len(self.pending) >= PENDING_MAX:
-                oldest = mine[0] if len(mine) >= self.pending_per_peer else self.pending[0]
+                crowd = mine if len(mine) >= self.pending_per_peer else self.pending
+                # a connection that named a rank and was challenged is nearer to
+                # being a rank than one that said nothing yet: it goes last
+                oldest = next((p for p in crowd if p.handshake.named is None), crowd[0])
                 self._drop_pending(oldest, None)
                 self.refusals.refused("crowded", "closed an unproven PMI connection from %s "
                                       "to make room (%d from that address at most, %d in all)"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot/env.h"
@@ -23,6 +24,7 @@
 #include "util/log.h"
 #include "util/random.h"
 #include "util/siphash.h"
+#include "util/time.h"
 
 /* the v2 length field: "%6u" */
 #define PMI_V2_HEADER 6
@@ -30,6 +32,9 @@
  * nonces of its proof (bytes; each travels as twice as many hex digits) */
 #define PMI_TOKEN_LEN 16
 #define PMI_NONCE_LEN 16
+/* how long a PMI_PORT client keeps trying when its connection is closed
+ * before the server accepted it */
+#define PMI_PORT_RETRY_MS 15000
 
 typedef struct pmi_kv {
     struct pmi_kv *next;
@@ -44,8 +49,9 @@ struct pb_boot_pmi {
     int size;
     int appnum;
     char kvsname[PB_BOOT_PMI_NAME_MAX];
-    uint8_t token[PMI_TOKEN_LEN]; /* POSTBOX_PMI_TOKEN, wiped once used */
+    uint8_t token[PMI_TOKEN_LEN]; /* POSTBOX_PMI_TOKEN, wiped after init */
     int has_token;
+    int proven;          /* PMI_PORT: the server accepted this rank's initack/fullinit */
     pmi_kv_t *local_kvs; /* a singleton's key-value space */
     size_t rstart, rend; /* unread bytes are rbuf[rstart, rend) */
     char rbuf[2 * PB_BOOT_PMI_MSG_MAX + PMI_V2_HEADER];
@@ -521,7 +527,7 @@ static void pmi_hex_format(const uint8_t *in, size_t len, char *out)
  * The server's "auth-challenge nonce=<hex>" after this rank named itself
  * @id: answer "auth-response cnonce=<hex> mac=<16 hex>", the mac being
  * SipHash-2-4 under the rank's token of "pmi-auth <job id> <id> <nonce>
- * <cnonce>" (the token itself is never sent).  The token is wiped after.
+ * <cnonce>" (the token itself is never sent).
  */
 static pb_status_t pmi_answer_challenge(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *challenge,
                                         int version, const char *id)
@@ -556,8 +562,6 @@ static pb_status_t pmi_answer_challenge(pb_boot_pmi_t *pmi, const pb_boot_pmi_ms
     }
     snprintf(mac, sizeof(mac), "%016llx",
              (unsigned long long)pb_siphash24(pmi->token, text, (size_t)len));
-    explicit_bzero(pmi->token, sizeof(pmi->token));
-    pmi->has_token = 0;
     pb_boot_pmi_msg_init(&query, "auth-response");
     pb_boot_pmi_msg_add(&query, "cnonce", cnonce);
     pb_boot_pmi_msg_add(&query, "mac", mac);
@@ -580,7 +584,9 @@ static pb_status_t pmi_call_proven(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *
     }
     if (status != PB_OK)
         return status;
-    return pmi_check_reply(query, reply, expect, 1);
+    status = pmi_check_reply(query, reply, expect, 1);
+    pmi->proven = status == PB_OK;
+    return status;
 }
 
 /* Parse the integer @key of @reply into *@value_p. */
@@ -865,6 +871,42 @@ static pb_status_t pmi_v2_init(pb_boot_pmi_t *pmi)
     return pmi_reply_string(&reply, "jobid", pmi->kvsname, sizeof(pmi->kvsname));
 }
 
+/*
+ * Connect to PMI_PORT and run the init handshake.  The launcher may close a
+ * connection that has not proven its rank yet (to make room when others
+ * crowd its port): then try again with a growing pause, for
+ * PMI_PORT_RETRY_MS at most (a refused connect is no such case: nothing
+ * listens there).  The token is good until
+ * a proof is accepted, so a retry can prove it again.
+ */
+static pb_status_t pmi_port_init(pb_boot_pmi_t *pmi, const char *port)
+{
+    int64_t give_up = pb_time_now_ms() + PMI_PORT_RETRY_MS;
+    long pause_ms = 10;
+    pb_status_t status;
+
+    for (;;) {
+        pmi->rank = -1;
+        pmi->size = -1;
+        pmi->rstart = pmi->rend = 0;
+        status = pmi_connect_port(port, &pmi->fd);
+        if (status == PB_OK) {
+            status = pmi->version == 2 ? pmi_v2_init(pmi) : pmi_v1_init(pmi);
+            if (status == PB_OK)
+                return PB_OK;
+            close(pmi->fd);
+            pmi->fd = -1;
+        }
+        if (status != PB_ERR_IO || pmi->proven || pb_time_now_ms() + pause_ms >= give_up)
+            return status;
+        pb_warn("PMI: the connection to PMI_PORT='%s' ended before this rank was accepted; "
+                "trying again in %ld ms",
+                port, pause_ms);
+        nanosleep(&(struct timespec){pause_ms / 1000, (pause_ms % 1000) * 1000000L}, NULL);
+        pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+    }
+}
+
 pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
 {
     const char *fd_text = getenv("PMI_FD"), *port = getenv("PMI_PORT");
@@ -897,9 +939,11 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
             goto err_free;
         }
     } else if (port != NULL) {
-        status = pmi_connect_port(port, &pmi->fd);
+        pmi->version = version;
+        status = pmi_port_init(pmi, port);
         if (status != PB_OK)
             goto err_free;
+        goto check;
     } else {
         /* a singleton: rank 0 of 1, with its own key-value space */
         pmi->rank = 0;
@@ -912,6 +956,9 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
     status = version == 2 ? pmi_v2_init(pmi) : pmi_v1_init(pmi);
     if (status != PB_OK)
         goto err_close;
+check:
+    explicit_bzero(pmi->token, sizeof(pmi->token));
+    pmi->has_token = 0;
     if (pmi->size < 1 || pmi->rank < 0 || pmi->rank >= pmi->size) {
         pb_error("PMI: the process manager gave rank %d of size %d", pmi->rank, pmi->size);
         status = PB_ERR_PROTOCOL;

@@ -225,8 +225,9 @@ typedef enum {
 
 typedef struct {
     fake_mode_t mode;
-    int fd;       /* the server's end */
-    int other_fd; /* the client's end, closed in the server */
+    int fd;         /* the server's end */
+    int other_fd;   /* the client's end, closed in the server */
+    int drop_first; /* FAKE_PROOF: close the first connection after its initack */
 } fake_arg_t;
 
 static void fake_send(int fd, const char *text)
@@ -329,6 +330,13 @@ static void fake_server(pbt_peer_t *self, void *varg)
         int listener = fd;
         char cnonce[64], mac[32], text[256], want[32];
 
+        if (arg->drop_first) {
+            /* as the launcher does to make room on a crowded port */
+            fd = accept(listener, NULL, NULL);
+            CHECK_SYS(fd);
+            CHECK(fake_recv_v1(fd, line, sizeof(line)));
+            close(fd);
+        }
         fd = accept(listener, NULL, NULL);
         CHECK_SYS(fd);
         close(listener);
@@ -461,7 +469,7 @@ static void fake_server(pbt_peer_t *self, void *varg)
 /* Start a fake server in @mode on a socketpair; set PMI_FD for the client. */
 static pbt_peer_t fake_start(fake_mode_t mode, int *client_fd_p)
 {
-    fake_arg_t arg = {mode, -1, -1};
+    fake_arg_t arg = {mode, -1, -1, 0};
     int sv[2];
     char text[16];
     pbt_peer_t peer;
@@ -535,7 +543,7 @@ static void case_session_v1_port_initack(void)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET};
     socklen_t addr_len = sizeof(addr);
-    fake_arg_t arg = {FAKE_INITACK, -1, -1};
+    fake_arg_t arg = {FAKE_INITACK, -1, -1, 0};
     pb_boot_pmi_t *pmi;
     pbt_peer_t peer;
     char text[64];
@@ -561,11 +569,11 @@ static void case_session_v1_port_initack(void)
 /* The server asks for the token proof: the client answers it from
  * POSTBOX_PMI_TOKEN, which is gone from the environment afterwards; with
  * no token the client refuses cleanly. */
-static void proof_session(int with_token)
+static void proof_session(int with_token, int drop_first)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET};
     socklen_t addr_len = sizeof(addr);
-    fake_arg_t arg = {FAKE_PROOF, -1, -1};
+    fake_arg_t arg = {FAKE_PROOF, -1, -1, drop_first};
     pb_boot_pmi_t *pmi = NULL;
     pbt_peer_t peer;
     char text[64];
@@ -598,12 +606,18 @@ static void proof_session(int with_token)
 
 static void case_session_v1_port_token_proof(void)
 {
-    proof_session(1);
+    proof_session(1, 0);
+}
+
+/* A connection closed before the proof was accepted is tried again. */
+static void case_session_v1_port_proof_after_a_closed_connection(void)
+{
+    proof_session(1, 1);
 }
 
 static void case_session_v1_port_challenge_without_token(void)
 {
-    proof_session(0);
+    proof_session(0, 0);
 }
 
 static void case_singleton_local_kvs(void)
@@ -700,6 +714,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(session_v2_fd),
     PBT_CASE(session_v1_port_initack),
     PBT_CASE(session_v1_port_token_proof),
+    PBT_CASE(session_v1_port_proof_after_a_closed_connection),
     PBT_CASE(session_v1_port_challenge_without_token),
     PBT_CASE(singleton_local_kvs),
     PBT_CASE(init_long_line_rejected),
