@@ -98,8 +98,11 @@ pb_status_t pb_boot_pmi_format_v2(const pb_boot_pmi_msg_t *msg, char *buf, size_
 typedef struct pb_boot_pmi pb_boot_pmi_t;
 
 /* Connect to the process manager named by the environment (or become a
- * singleton) and run the init handshake of the chosen version.  On
- * success *@pmi_p is a new connection; free it with pb_boot_pmi_finalize.
+ * singleton) and run the init handshake of the chosen version (over
+ * PMI_PORT: with the token proof when the server asks, and connecting
+ * again, for 15 s at most, when the server closes the connection before it
+ * accepted the rank).  On success *@pmi_p is a new connection; free it
+ * with pb_boot_pmi_finalize.
  * @return PB_OK; PB_ERR_INVALID_PARAM if PMI_FD/PMI_PORT/PMI_RANK or
  * POSTBOX_PMI_VERSION is malformed; PB_ERR_IO if a connect, read or write
  * fails (the peer closed); PB_ERR_PROTOCOL if the server's reply is
