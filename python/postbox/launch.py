@@ -752,7 +752,7 @@ class Launcher:
         """Every address the --hosts resolve to (UsageError when one does not)."""
         found = set()
         for host in self.opts.hosts:
-            name = host.rsplit("@", 1)[-1]
+            name = host.rsplit("@", 1)[-1].strip("[]")
             try:
                 infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
             except socket.gaierror as exc:
