@@ -421,3 +421,26 @@ def test_token_proof_pmi2():
     out = hs.feed(b"%6d" % len(answer) + answer)
     # the saved fullinit goes to the rank's connection, which answers it
     assert out.rank == 1 and out.v2 and out.rest == b"%6d" % len(body) + body
+
+
+def test_refusals_are_logged_once_per_kind_per_interval():
+    said = []
+    log = launch.RefusalLog(said.append, interval=10.0)
+    for i in range(5):
+        log.refused("stranger", "stranger %d" % i, now=100.0 + i)
+    log.refused("slow", "slow 0", now=101.0)
+    log.refused("stranger", "stranger late", now=111.0)
+    log.refused("stranger", "stranger later", now=112.0)
+    log.flush()
+    assert said == ["stranger 0", "slow 0",
+                    "stranger late (and 4 more like it in the last 10 s)",
+                    "refused 1 more PMI connection (stranger) without a message"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "inf", "nan"])
+def test_bad_pmi_tunables_are_usage_errors(tmp_path, rsh, monkeypatch, value):
+    rsh_path, _ = rsh
+    monkeypatch.setenv("POSTBOX_PMI_HANDSHAKE_TIME", value)
+    result = hosts_run(rsh_path, "-n", 1, "--hosts", A, "true", timeout=30)
+    assert result.returncode == 2
+    assert "POSTBOX_PMI_HANDSHAKE_TIME wants a number > 0, not %r" % value in result.stderr
