@@ -444,3 +444,14 @@ def test_bad_pmi_tunables_are_usage_errors(tmp_path, rsh, monkeypatch, value):
     result = hosts_run(rsh_path, "-n", 1, "--hosts", A, "true", timeout=30)
     assert result.returncode == 2
     assert "POSTBOX_PMI_HANDSHAKE_TIME wants a number > 0, not %r" % value in result.stderr
+
+
+def test_an_rsh_that_does_not_pass_stdin_is_reported(tmp_path):
+    # like ssh -n: the remote command's stdin is /dev/null, so no job line
+    rsh_path = script(tmp_path, "rsh-no-stdin",
+                      '#!/bin/sh\nshift\nexec sh -c "$*" </dev/null\n')
+    result = run("-n", 1, "--hosts", A, "--rsh", rsh_path, "--pmi-address", "127.0.0.1",
+                 "echo", "never", timeout=30)
+    assert result.returncode == 126
+    assert result.stdout == ""
+    assert "postbox run: no job line on the standard input of echo" in result.stderr
