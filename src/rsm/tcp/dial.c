@@ -356,6 +356,10 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         pb_tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
         return;
     }
+    if (!pb_tcp_relay_admit()) {
+        pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
+        return;
+    }
     status = tcp_rendezvous_connect(c->export_rx.lookup.node, c->export_rx.lookup.segid, &fd);
     if (status != PB_OK) {
         pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
@@ -382,14 +386,19 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
     pb_tcp_export_t *te = arg;
     int listen_fd = pb_evset_get(&pb_tcp.sources, te->rendezvous_id)->fd;
 
-    for (;;) {
+    (void)events;
+    /* each is answered and closed at once: none is held; a bounded number
+     * per pass, so that a flood of them does not starve the other sockets */
+    for (int served = 0; served < TCP_ACCEPTS_PER_PASS; served++) {
         pb_tcp_directory_t dir = {0};
         struct ucred cred;
         socklen_t cred_len = sizeof(cred);
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-        if (fd < 0)
+        if (fd < 0) {
+            pb_tcp_accept_failed(errno, "answering a rendezvous");
             return;
+        }
         pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
         dir.addr = pb_tcp.addr;
         dir.port = pb_tcp.port;

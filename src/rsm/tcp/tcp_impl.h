@@ -8,6 +8,8 @@
  *   import.c    the importer side: requests, put, get, barriers, signals
  *   rail.c      rails: striping, replay, fail-over, topology
  *   progress.c  who reads the sockets, and waiting
+ *   limits.c    what a peer can make a process hold: handshakes, accepting,
+ *               reply queues, relays, log lines
  *   wire.c      the frame format and its pure handling (wire.h)
  *
  * An importing process holds one connection to each exporting process it
@@ -62,9 +64,35 @@
 /* the job KVS key where each rank puts the address it listens on */
 #define TCP_KVS_KEY_FMT "pb-tcp-%d"
 #define TCP_MAX_EVENTS 32
-/* connections accepted but not yet authenticated; beyond this the oldest
- * is dropped, so peers that never finish cannot use up descriptors */
+/* connections accepted but not yet authenticated, per process and per
+ * peer address; beyond either the oldest is dropped for the newcomer
+ * (pb_tcp_handshake_admit), so peers that never finish cannot use up
+ * descriptors nor keep importers out */
 #define TCP_MAX_HANDSHAKES 64
+#define TCP_MAX_HANDSHAKES_PER_ADDR 16
+/* a connection still in its handshake after this long is closed */
+#define TCP_HANDSHAKE_MS 1000
+/* ... and one younger than this is not dropped for a newcomer (the
+ * newcomer is refused instead), so that a flood of new connections cannot
+ * push out an importer before it had time to answer */
+#define TCP_HANDSHAKE_GRACE_MS 200
+/* accepts per readiness of an accepting socket, so that the handshakes
+ * in progress are read between a flood's connections */
+#define TCP_ACCEPTS_PER_PASS 8
+/* out of descriptors: the accepting sockets rest this long (or until a
+ * connection closes) rather than report readable again at once */
+#define TCP_ACCEPT_REST_MS 100
+/* period of the timer that enforces the two limits above while needed */
+#define TCP_LIMIT_TICK_MS 50
+/* an exporter stops reading a connection's requests while this many bytes
+ * of replies are queued for it, and reads again once they fell to
+ * TCP_OUTQ_RESUME: a queue holds at most TCP_OUTQ_PAUSE plus one reply */
+#define TCP_OUTQ_PAUSE ((size_t)4 << 20)
+#define TCP_OUTQ_RESUME ((size_t)1 << 20)
+/* LOOKUPs this process relays to its node's rendezvous sockets at once */
+#define TCP_MAX_RELAYS 64
+/* a line a peer can cause again and again is logged at most this often */
+#define TCP_LOG_INTERVAL_MS 1000
 /* a waiter holding the token re-checks its condition at least this often */
 #define TCP_WAIT_SLICE_MS 100
 /* a waiter without the token sleeps at most this long on its word */
@@ -100,6 +128,13 @@ typedef struct {
     size_t head, tail, cap;
 } pb_tcp_outq_t;
 
+/* the last time a kind of line a peer can cause was logged, and how many
+ * were left out since */
+typedef struct {
+    int64_t last_ms;
+    unsigned long suppressed;
+} pb_tcp_log_limit_t;
+
 /* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
 typedef struct pb_tcp_request {
     struct pb_tcp_request *next;
@@ -134,6 +169,8 @@ struct pb_tcp_conn {
     char *staging;
     size_t staging_head, staging_tail;
     pb_tcp_outq_t outq;
+    int read_paused;           /* exporter side: replies pile up, requests are not read */
+    int read_kick;             /* staged frames to read once writable (pb_tcp_conn_watch_events) */
     pthread_mutex_t send_lock; /* an application thread writing frames */
 
     /* importer side */
@@ -146,6 +183,7 @@ struct pb_tcp_conn {
     uint32_t slot_import_cap;
 
     /* exporter side */
+    int64_t accepted_ms; /* when accepted (pb_time_now_ms): the handshake's deadline */
     uint8_t nonce[PB_TCP_NONCE_LEN];
     pb_tcp_auth_t auth;
     size_t auth_got;
@@ -227,8 +265,12 @@ typedef struct {
     uint64_t service_id;
     int listen_fd;
     uint64_t listen_id;
-    int listen_paused; /* out of descriptors: accept again once one closes */
-    uint32_t addr;     /* advertised IPv4, network order: addrs[0] */
+    int64_t accept_rest_until; /* out of descriptors: not accepting until then (0: accepting) */
+    int limit_fd;              /* the limit tick (limits.c), in the sources */
+    uint64_t limit_id;
+    int limit_ticking;
+    pb_tcp_log_limit_t log_accept, log_handshake, log_relay, log_peer;
+    uint32_t addr; /* advertised IPv4, network order: addrs[0] */
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
     uint16_t port;
@@ -551,6 +593,54 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only);
  * pb_tcp_attach_size_check refuses. */
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
                                 const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms);
+
+/* ---- limits (limits.c): what a peer can make this process hold ---------- */
+
+/* Log the line @fmt as a warning unless one of @limit's kind was logged
+ * less than TCP_LOG_INTERVAL_MS ago (then count it; the next line logged
+ * says how many were left out).  @return 1 if logged. */
+int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...) PB_PRINTF(2, 3);
+
+/* Create the limit tick and put it in the epoll set.  Caller holds
+ * pb_tcp.lock.  @return PB_OK or PB_ERR_NO_RESOURCE. */
+pb_status_t pb_tcp_limits_start(void);
+
+/* The limit tick fired: close the connections whose handshake took longer
+ * than TCP_HANDSHAKE_MS, end a rest of the accepting sockets that is over.
+ * Caller holds pb_tcp.lock. */
+void pb_tcp_limits_ready(void *arg, uint32_t events);
+
+/* A connection from @from was just accepted: make room for its handshake
+ * (drop the oldest one pending from that address, or in all, when at
+ * TCP_MAX_HANDSHAKES_PER_ADDR or TCP_MAX_HANDSHAKES).  Caller holds
+ * pb_tcp.lock.  @return 1 to go on with it, 0 to close it (every one
+ * pending is younger than TCP_HANDSHAKE_GRACE_MS). */
+int pb_tcp_handshake_admit(const struct sockaddr_in *from);
+
+/* An accept on an accepting socket (@what, for the log) failed with @err:
+ * out of descriptors or memory rests every accepting socket for
+ * TCP_ACCEPT_REST_MS (they would be reported readable again at once); any
+ * other unexpected error is logged.  Rate-limited.  Caller holds pb_tcp.lock. */
+void pb_tcp_accept_failed(int err, const char *what);
+
+/* A descriptor was closed: accept again if running out had rested the
+ * accepting sockets.  Caller holds pb_tcp.lock. */
+void pb_tcp_accept_resume(void);
+
+/* Whether reading @c's requests must wait for its queued replies to drain
+ * (exporter side: TCP_OUTQ_PAUSE bytes queued); latches until
+ * pb_tcp_conn_watch_events sees them fall to TCP_OUTQ_RESUME.  Caller
+ * holds pb_tcp.lock. */
+int pb_tcp_conn_backlogged(pb_tcp_conn_t *c);
+
+/* The epoll events @c is to be watched for now: writability while replies
+ * are queued, readability unless its reading is paused.  Caller holds
+ * pb_tcp.lock. */
+uint32_t pb_tcp_conn_watch_events(pb_tcp_conn_t *c);
+
+/* Whether one more LOOKUP may be relayed (fewer than TCP_MAX_RELAYS are);
+ * logs the refusal, rate-limited.  Caller holds pb_tcp.lock. */
+int pb_tcp_relay_admit(void);
 
 /* ---- progress (progress.c): reading the sockets, the progress token, waiting --- */
 
