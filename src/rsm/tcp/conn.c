@@ -30,6 +30,18 @@ long pb_tcp_timeout_ms(void)
     return ms > 0 ? ms : 2000;
 }
 
+int pb_tcp_request_timeout_ms(void)
+{
+    long ms = pb_config_get_long("POSTBOX_TCP_REQUEST_TIMEOUT_MS");
+
+    return ms > 0 && ms < INT32_MAX ? (int)ms : 5000;
+}
+
+int64_t pb_tcp_reply_deadline(void)
+{
+    return pb_tcp.reply_timeout_ms > 0 ? pb_time_now_ms() + pb_tcp.reply_timeout_ms : -1;
+}
+
 void pb_tcp_socket_tune(int fd)
 {
     int one = 1, idle = 1, count = 3;
@@ -153,6 +165,7 @@ static void tcp_conn_free(pb_tcp_conn_t *c)
     free(c->outq.buf);
     free(c->staging);
     free(c->slot_imports);
+    free(c->abandoned);
     free(c->slots);
     free(c->export_rx.word_last);
     free(c);
@@ -481,8 +494,19 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
     }
     pthread_mutex_unlock(&pb_tcp.lock);
 
-    /* no lock while dialling: the exporter may be this very process */
-    status = pb_tcp_dial(peer, key, timeout_ms, &fd);
+    /* no lock while dialling: the exporter may be this very process.  An
+     * exporter that closes before its HELLO is at its limit of handshakes
+     * (or died: then the next dial is refused): dial again while time is left */
+    for (int64_t deadline = pb_time_now_ms() + timeout_ms;;) {
+        status = pb_tcp_dial(peer, key, pb_time_remaining_ms(deadline, -1), &fd);
+        if (status != PB_ERR_CONN_ABORTED)
+            break;
+        if (pb_time_remaining_ms(deadline, -1) <= TCP_REDIAL_MS) {
+            status = PB_ERR_NOT_PUBLISHED;
+            break;
+        }
+        poll(NULL, 0, TCP_REDIAL_MS);
+    }
     if (status != PB_OK)
         return status;
     c = tcp_conn_new(fd, 0);

@@ -159,9 +159,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
                      : PB_ERR_NOT_PUBLISHED;
         goto err;
     }
+    /* (closed before its HELLO: PB_ERR_CONN_ABORTED, see tcp_impl.h) */
     status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
-    if (status == PB_ERR_CONN_ABORTED)
-        status = PB_ERR_NOT_PUBLISHED;
     if (status != PB_OK)
         goto err;
     if (!pb_tcp_msg_hdr_ok(&hello.hdr, PB_TCP_MSG_HELLO)) {
@@ -280,14 +279,15 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pthread_mutex_lock(&pb_tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
             relay.sin_addr.s_addr = addrs[i];
-            status = pb_tcp_conn_get(&relay, key, TCP_CONNECT_TIMEOUT_MS, &c);
+            status = pb_tcp_conn_get(&relay, key, pb_tcp_request_timeout_ms(), &c);
             if (status != PB_OK)
                 c = NULL;
         }
         pthread_mutex_unlock(&pb_tcp.connect_lock);
         if (c == NULL)
             continue; /* try the node's next process */
-        status = pb_tcp_request(c, &frame, &question, &req);
+        status = pb_tcp_request(c, &frame, &question, &req,
+                                pb_time_now_ms() + pb_tcp_request_timeout_ms());
         pthread_mutex_lock(&pb_tcp.lock);
         pb_tcp_conn_put(c);
         pthread_mutex_unlock(&pb_tcp.lock);
@@ -378,6 +378,7 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
     relay->tag = frame->tag;
     relay->segid = c->export_rx.lookup.segid;
     relay->fd = fd;
+    relay->started_ms = pb_time_now_ms();
     pb_tcp.relays = relay;
 }
 

@@ -191,9 +191,18 @@ void pb_tcp_limits_ready(void *arg, uint32_t events)
                            "tcp: closed %u connections that did not finish their handshake "
                            "within %d ms",
                            expired, TCP_HANDSHAKE_MS);
+    for (pb_tcp_relay_t *relay = pb_tcp.relays, *next; relay != NULL; relay = next) {
+        next = relay->next;
+        if (now - relay->started_ms >= pb_tcp_request_timeout_ms()) {
+            pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
+
+            pb_tcp_reply(relay->conn, &request, PB_ERR_TIMEOUT, 0, 0, 0, NULL, 0);
+            pb_tcp_relay_end(relay);
+        }
+    }
     if (pb_tcp.accept_rest_until != 0 && now >= pb_tcp.accept_rest_until)
         pb_tcp_accept_resume();
-    if (pending == 0 && pb_tcp.accept_rest_until == 0)
+    if (pending == 0 && pb_tcp.accept_rest_until == 0 && pb_tcp.relays == NULL)
         tcp_limit_tick(0);
     pb_tcp_reap_failed();
 }
@@ -236,8 +245,10 @@ int pb_tcp_relay_admit(void)
 
     for (pb_tcp_relay_t *relay = pb_tcp.relays; relay != NULL; relay = relay->next)
         relays++;
-    if (relays < TCP_MAX_RELAYS)
+    if (relays < TCP_MAX_RELAYS) {
+        tcp_limit_tick(1); /* (their deadline) */
         return 1;
+    }
     pb_tcp_log_limited(&pb_tcp.log_relay, "tcp: refused a LOOKUP: %u already being relayed",
                        relays);
     return 0;

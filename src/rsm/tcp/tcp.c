@@ -105,6 +105,10 @@ pb_status_t pb_tcp_start(void)
     pb_tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
                             ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
                             : SIZE_MAX;
+    pb_tcp.reply_timeout_ms = pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS") > 0 &&
+                                      pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS") < INT32_MAX
+                                  ? (int)pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS")
+                                  : 0;
     if (pb_random_bytes(pb_tcp.local_key, sizeof(pb_tcp.local_key)) != 0)
         return PB_ERR_NO_RESOURCE;
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)

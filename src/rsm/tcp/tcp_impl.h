@@ -70,6 +70,9 @@
  * descriptors nor keep importers out */
 #define TCP_MAX_HANDSHAKES 64
 #define TCP_MAX_HANDSHAKES_PER_ADDR 16
+/* an importer whose connection was closed before its handshake began
+ * (refused for load) dials again after this long, until its deadline */
+#define TCP_REDIAL_MS 20
 /* a connection still in its handshake after this long is closed */
 #define TCP_HANDSHAKE_MS 1000
 /* ... and one younger than this is not dropped for a newcomer (the
@@ -97,6 +100,9 @@
 #define TCP_WAIT_SLICE_MS 100
 /* a waiter without the token sleeps at most this long on its word */
 #define TCP_FUTEX_SLICE_MS 5
+/* requests one connection may have abandoned and still await the reply
+ * of; past this the connection is closed (its peer does not answer) */
+#define TCP_MAX_ABANDONED 1024
 /* bytes read at once into a connection's staging buffer; payloads at
  * least this long are received straight into their destination */
 #define TCP_STAGING_SIZE 16384
@@ -128,6 +134,13 @@ typedef struct {
     size_t head, tail, cap;
 } pb_tcp_outq_t;
 
+/* a request whose waiter gave up (timed out): its REPLY, if it comes, is
+ * read and dropped (a late ATTACH's slot is given back) */
+typedef struct {
+    uint32_t tag;
+    uint16_t type;
+} pb_tcp_abandoned_t;
+
 /* the last time a kind of line a peer can cause was logged, and how many
  * were left out since */
 typedef struct {
@@ -138,6 +151,8 @@ typedef struct {
 /* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
 typedef struct pb_tcp_request {
     struct pb_tcp_request *next;
+    pb_tcp_conn_t *conn; /* set by pb_tcp_request_begin */
+    uint16_t type;       /* the request's frame type */
     uint32_t tag;
     _Atomic uint32_t done; /* futex word: 1 when answered or failed */
     int32_t status;
@@ -179,6 +194,8 @@ struct pb_tcp_conn {
     int refs; /* imports using the connection */
     uint32_t next_tag;
     pb_tcp_request_t *requests;
+    pb_tcp_abandoned_t *abandoned; /* requests that timed out: their late replies are dropped */
+    uint32_t abandoned_count, abandoned_cap;
     pb_rsm_import_t **slot_imports; /* by the exporter's slot number */
     uint32_t slot_import_cap;
 
@@ -245,6 +262,7 @@ typedef struct pb_tcp_relay {
     rsm_memseg_id_t segid;
     int fd;
     uint64_t source_id;
+    int64_t started_ms; /* answered PB_ERR_TIMEOUT after POSTBOX_TCP_REQUEST_TIMEOUT_MS */
 } pb_tcp_relay_t;
 
 /* the transport's state (tcp.c) */
@@ -274,9 +292,10 @@ typedef struct {
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
     uint16_t port;
-    size_t stripe_min;  /* puts this long and longer are striped */
-    int64_t spin_ns;    /* a waiter polls this long before sleeping */
-    uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
+    size_t stripe_min;    /* puts this long and longer are striped */
+    int64_t spin_ns;      /* a waiter polls this long before sleeping */
+    int reply_timeout_ms; /* POSTBOX_TCP_REPLY_TIMEOUT_MS; 0: none */
+    uint8_t *link_down;   /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
     uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
     pb_tcp_conn_t *conns;
@@ -355,6 +374,14 @@ pb_status_t pb_tcp_listen(void);
 /* POSTBOX_TCP_TIMEOUT_MS: how long a silent peer or link is waited for, in ms. */
 long pb_tcp_timeout_ms(void);
 
+/* POSTBOX_TCP_REQUEST_TIMEOUT_MS: how long an import connect (lookup,
+ * handshake and attach together) or a relayed lookup waits, in ms. */
+int pb_tcp_request_timeout_ms(void);
+
+/* The deadline (pb_time_now_ms) of a get or barrier started now:
+ * POSTBOX_TCP_REPLY_TIMEOUT_MS from now, or -1 (none) when it is 0. */
+int64_t pb_tcp_reply_deadline(void);
+
 /* Socket options of every connection: no Nagle delay, and a broken peer
  * or link noticed within POSTBOX_TCP_TIMEOUT_MS rather than minutes. */
 void pb_tcp_socket_tune(int fd);
@@ -428,7 +455,12 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
                           int timeout_ms);
 
 /* Connect to the exporter at @peer and authenticate with @key: the
- * handshake of docs/tcp.md.  On success *fd_p is connected (a blocking socket). */
+ * handshake of docs/tcp.md.  On success *fd_p is connected (a blocking socket).
+ * @return PB_OK; PB_ERR_CONN_ABORTED when the exporter closed the
+ * connection before its HELLO (refused for load, pb_tcp_handshake_admit,
+ * or died: pb_tcp_conn_get dials again); PB_ERR_NOT_PUBLISHED (refused:
+ * nobody listens); PB_ERR_UNREACHABLE; PB_ERR_TIMEOUT; PB_ERR_PERMISSION;
+ * PB_ERR_PROTOCOL; PB_ERR_NO_RESOURCE. */
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
                         int timeout_ms, int *fd_p);
 
@@ -508,12 +540,17 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame);
 void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
                           pb_tcp_request_t *req);
 
-/* Wait for the REPLY to a request begun with pb_tcp_request_begin. */
-pb_status_t pb_tcp_request_end(pb_tcp_request_t *req);
+/* Wait for the REPLY to a request begun with pb_tcp_request_begin, until
+ * @deadline_ms (pb_time_now_ms; -1: as long as the connection lives).
+ * When the deadline passes the request is abandoned: from then on nothing
+ * is written to @req or its buffer (a reply being received into it goes
+ * on into scratch), and its late reply is dropped.
+ * @return the reply's status, PB_ERR_CONN_ABORTED, or PB_ERR_TIMEOUT. */
+pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms);
 
-/* Send @frame and wait for the REPLY. */
+/* Send @frame and wait for the REPLY until @deadline_ms (as above). */
 pb_status_t pb_tcp_request(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                           pb_tcp_request_t *req);
+                           pb_tcp_request_t *req, int64_t deadline_ms);
 
 /* The ops table's import_connect (transport.h says what it does and returns). */
 pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im);
@@ -606,7 +643,9 @@ int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...) PB_PRINT
 pb_status_t pb_tcp_limits_start(void);
 
 /* The limit tick fired: close the connections whose handshake took longer
- * than TCP_HANDSHAKE_MS, end a rest of the accepting sockets that is over.
+ * than TCP_HANDSHAKE_MS, answer the relayed LOOKUPs older than
+ * POSTBOX_TCP_REQUEST_TIMEOUT_MS with PB_ERR_TIMEOUT, end a rest of the
+ * accepting sockets that is over.
  * Caller holds pb_tcp.lock. */
 void pb_tcp_limits_ready(void *arg, uint32_t events);
 
