@@ -443,7 +443,8 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
 
         fd = accept4(pb_tcp.listen_fd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
         if (fd < 0) {
-            pb_tcp_accept_failed(errno, "accepting an importer");
+            if (pb_tcp_accept_failed(errno, "accepting an importer"))
+                continue;
             return;
         }
         if (!pb_tcp_handshake_admit(&from)) {

@@ -91,8 +91,39 @@ static void tcp_accepting_watch(int on)
     }
 }
 
-void pb_tcp_accept_failed(int err, const char *what)
+/* Whether @c is an accepted connection still in its handshake. */
+static int tcp_conn_pending(const pb_tcp_conn_t *c)
 {
+    return c->at_exporter && !c->established && atomic_load(&c->failure) == PB_OK;
+}
+
+/* Out of descriptors: close the oldest connection in its handshake if it
+ * had its TCP_HANDSHAKE_GRACE_MS, so that the connection waiting to be
+ * accepted (maybe an importer) gets its descriptor.  @return 1 if one was
+ * closed. */
+static int tcp_handshake_evict_for_descriptor(void)
+{
+    pb_tcp_conn_t *oldest = NULL;
+
+    for (pb_tcp_conn_t *c = pb_tcp.conns; c != NULL; c = c->next) {
+        if (tcp_conn_pending(c))
+            oldest = c;
+    }
+    if (oldest == NULL || pb_time_now_ms() - oldest->accepted_ms < TCP_HANDSHAKE_GRACE_MS)
+        return 0;
+    pb_tcp_conn_fail(oldest, PB_ERR_CONN_ABORTED, NULL);
+    pb_tcp_reap_failed();
+    return 1;
+}
+
+int pb_tcp_accept_failed(int err, const char *what)
+{
+    if ((err == EMFILE || err == ENFILE) && tcp_handshake_evict_for_descriptor()) {
+        pb_tcp_log_limited(&pb_tcp.log_accept,
+                           "tcp: %s: %s; closed the oldest connection in its handshake", what,
+                           strerror(err));
+        return 1;
+    }
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
         /* the socket stays readable: watching it would spin.  Rest every
          * accepting socket a while; a closed connection ends the rest early */
@@ -106,6 +137,7 @@ void pb_tcp_accept_failed(int err, const char *what)
     } else if (err != EAGAIN && err != EINTR && err != ECONNABORTED) {
         pb_tcp_log_limited(&pb_tcp.log_accept, "tcp: %s: %s", what, strerror(err));
     }
+    return 0;
 }
 
 void pb_tcp_accept_resume(void)
@@ -114,12 +146,6 @@ void pb_tcp_accept_resume(void)
         pb_tcp.accept_rest_until = 0;
         tcp_accepting_watch(1);
     }
-}
-
-/* Whether @c is an accepted connection still in its handshake. */
-static int tcp_conn_pending(const pb_tcp_conn_t *c)
-{
-    return c->at_exporter && !c->established && atomic_load(&c->failure) == PB_OK;
 }
 
 int pb_tcp_handshake_admit(const struct sockaddr_in *from)

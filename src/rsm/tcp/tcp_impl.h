@@ -656,11 +656,14 @@ void pb_tcp_limits_ready(void *arg, uint32_t events);
  * pending is younger than TCP_HANDSHAKE_GRACE_MS). */
 int pb_tcp_handshake_admit(const struct sockaddr_in *from);
 
-/* An accept on an accepting socket (@what, for the log) failed with @err:
- * out of descriptors or memory rests every accepting socket for
- * TCP_ACCEPT_REST_MS (they would be reported readable again at once); any
- * other unexpected error is logged.  Rate-limited.  Caller holds pb_tcp.lock. */
-void pb_tcp_accept_failed(int err, const char *what);
+/* An accept on an accepting socket (@what, for the log) failed with @err.
+ * Out of descriptors, the oldest connection in its handshake is closed if
+ * it had TCP_HANDSHAKE_GRACE_MS (its descriptor goes to the next accept);
+ * else, or out of memory, every accepting socket rests for
+ * TCP_ACCEPT_REST_MS (they would be reported readable again at once).  Any
+ * other unexpected error is logged.  Rate-limited.  Caller holds
+ * pb_tcp.lock.  @return 1 when the accept may be tried again at once. */
+int pb_tcp_accept_failed(int err, const char *what);
 
 /* A descriptor was closed: accept again if running out had rested the
  * accepting sockets.  Caller holds pb_tcp.lock. */
