@@ -399,8 +399,9 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
  *         5 s; over tcp the lookup, handshake and attach together, a
- *         time POSTBOX_TCP_REQUEST_TIMEOUT_MS changes); RSMERR_CONN_ABORTED (the exporter announced a segment
- *         size of 0 or above the largest it can export, 2^40 bytes: logged);
+ *         time POSTBOX_TCP_REQUEST_TIMEOUT_MS changes);
+ *         RSMERR_CONN_ABORTED (the exporter announced a segment size of 0
+ *         or above the largest it can export, 2^40 bytes: logged);
  *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */
 int rsm_memseg_import_connect(rsmapi_controller_handle_t controller, rsm_node_id_t node_id,
