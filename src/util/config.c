@@ -40,6 +40,15 @@ static const pb_config_entry_t config_table[] = {
      "(it listens on every address), or a comma-separated list of up to 4, "
      "one per rail (controller); unset: the --netns addresses, else "
      "127.0.0.1."},
+    {"POSTBOX_TCP_REPLY_TIMEOUT_MS", PB_CONFIG_INT, "0",
+     "Milliseconds a tcp get or barrier waits for the exporter's reply "
+     "before it returns RSMERR_TIMEOUT (a peer that is alive but stopped "
+     "keeps its connection); 0: wait as long as the connection lives."},
+    {"POSTBOX_TCP_REQUEST_TIMEOUT_MS", PB_CONFIG_INT, "5000",
+     "Milliseconds a tcp import connect (rendezvous, handshake and attach "
+     "together) or a lookup relayed to another node waits for its answer "
+     "before it fails (RSMERR_TIMEOUT, or RSMERR_REMOTE_NODE_UNREACHABLE "
+     "for a node that does not answer)."},
     {"POSTBOX_TCP_SPIN_US", PB_CONFIG_INT, "200",
      "Microseconds a thread waiting inside the tcp transport (barrier, get, "
      "signal) polls its sockets before it sleeps in the kernel; 0: sleep at "
