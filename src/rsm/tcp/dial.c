@@ -55,13 +55,16 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
 
 /* Connect to the rendezvous socket of (@node, @segid), if it is on a node
  * whose abstract sockets this process sees: *fd_p then waits for the
- * directory message (non-blocking).  @return PB_OK, PB_ERR_NOT_PUBLISHED
- * (no such name), PB_ERR_UNREACHABLE (not a node of the job),
- * PB_ERR_TIMEOUT (its backlog is full), PB_ERR_NO_RESOURCE. */
+ * directory message (non-blocking).  Any local user can bind an abstract
+ * name, so the process that bound it must be of this user (SO_PEERCRED).
+ * @return PB_OK, PB_ERR_NOT_PUBLISHED (no such name), PB_ERR_UNREACHABLE
+ * (not a node of the job), PB_ERR_PERMISSION (another user bound the
+ * name; logged), PB_ERR_TIMEOUT (its backlog is full), PB_ERR_NO_RESOURCE. */
 static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int *fd_p)
 {
     struct sockaddr_un addr;
-    socklen_t len;
+    struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
+    socklen_t len, cred_len = sizeof(cred);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int ret;
 
@@ -85,6 +88,13 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
         /* outside a launched job any node may exist; inside, only its own */
         return job_nodes > 0 && (int64_t)node >= job_nodes ? PB_ERR_UNREACHABLE
                                                            : PB_ERR_NOT_PUBLISHED;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != geteuid()) {
+        pb_tcp_refusal_log("tcp: the rendezvous name of segment %#x on node %u is held by "
+                           "another user's process (uid %d, pid %d): refused",
+                           segid, node, (int)cred.uid, (int)cred.pid);
+        close(fd);
+        return PB_ERR_PERMISSION;
     }
     *fd_p = fd;
     return PB_OK;
@@ -124,15 +134,19 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
 }
 
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                        int timeout_ms, int *fd_p)
+                        uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
+                        pb_tcp_seal_t *to_importer)
 {
     int64_t deadline = pb_time_now_ms() + timeout_ms;
     const pb_boot_identity_t *job = pb_boot_identity_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
     pb_tcp_welcome_t welcome;
+    struct sockaddr_in source;
+    socklen_t source_len = sizeof(source);
     struct pollfd pfd;
     pb_status_t status;
+    const char *why;
     int fd, err = 0;
     socklen_t err_len = sizeof(err);
 
@@ -149,6 +163,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
             err = errno;
     }
+    if (err == 0 && getsockname(fd, (struct sockaddr *)&source, &source_len) != 0)
+        err = errno;
     if (err != 0) {
         /* no route or no answer: the node is out of reach; otherwise the
          * process is gone (refused, reset), and its segment with it */
@@ -176,17 +192,35 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_NO_RESOURCE;
         goto err;
     }
+    /* what this process means to reach, and from where: a relay between
+     * it and the exporter changes one or the other */
+    auth.dial_addr = peer->sin_addr.s_addr;
+    auth.dial_port = peer->sin_port;
+    auth.source_addr = source.sin_addr.s_addr;
+    auth.source_port = source.sin_port;
+    auth.flags = pb_tcp_payload_mac_wanted(peer->sin_addr.s_addr) ? PB_TCP_HS_PAYLOAD_MAC : 0;
     auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
     status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
-    if (status == PB_OK)
-        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
     if (status == PB_ERR_CONN_ABORTED)
         status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
+    if (status == PB_OK) {
+        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
+        /* an exporter answers a peer it does not admit with nothing: it
+         * closes (one that died at this very moment looks the same) */
+        if (status == PB_ERR_CONN_ABORTED) {
+            pb_warn("tcp: the process at port %u closed the connection after our AUTH: not a "
+                    "process of this job, or it refused the connection",
+                    ntohs(peer->sin_port));
+            status = PB_ERR_PERMISSION;
+        }
+    }
     if (status != PB_OK)
         goto err;
-    if (!pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_WELCOME) ||
-        welcome.mac != pb_tcp_welcome_mac(key, auth.nonce, welcome.status)) {
-        /* not a process of this job: tell nothing, trust nothing */
+    why = pb_tcp_welcome_check(&welcome, key, hello.nonce, &auth, node);
+    if (why != NULL) {
+        /* not a process of this job: trust nothing it says */
+        pb_warn("tcp: the process at port %u does not authenticate: %s", ntohs(peer->sin_port),
+                why);
         status = PB_ERR_PERMISSION;
         goto err;
     }
@@ -199,6 +233,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_IO;
         goto err;
     }
+    pb_tcp_session_derive(key, hello.nonce, &auth, welcome.flags & PB_TCP_HS_PAYLOAD_MAC,
+                          to_exporter, to_importer);
     *fd_p = fd;
     return PB_OK;
 
@@ -280,7 +316,7 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pthread_mutex_lock(&pb_tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
             relay.sin_addr.s_addr = addrs[i];
-            status = pb_tcp_conn_get(&relay, key, TCP_CONNECT_TIMEOUT_MS, &c);
+            status = pb_tcp_conn_get(&relay, key, node, TCP_CONNECT_TIMEOUT_MS, &c);
             if (status != PB_OK)
                 c = NULL;
         }
@@ -384,20 +420,27 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
 
     for (;;) {
         pb_tcp_directory_t dir = {0};
-        struct ucred cred;
+        struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
         socklen_t cred_len = sizeof(cred);
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
         if (fd < 0)
             return;
+        /* only this user's processes learn where the exporter listens */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+            cred.uid != geteuid()) {
+            pb_tcp_refusal_log("tcp: refused a rendezvous for segment %#x from another user's "
+                               "process (uid %d, pid %d)",
+                               te->segid, (int)cred.uid, (int)cred.pid);
+            close(fd);
+            continue;
+        }
         pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
         dir.addr = pb_tcp.addr;
         dir.port = pb_tcp.port;
         /* the solo job has no secret: this process's own key goes to
-         * processes of the same user, which the kernel vouches for here */
-        if (!pb_boot_identity_get()->has_secret &&
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
-            cred.uid == geteuid()) {
+         * processes of the same user, which the kernel vouched for above */
+        if (!pb_boot_identity_get()->has_secret) {
             dir.has_key = 1;
             memcpy(dir.key, pb_tcp.local_key, sizeof(dir.key));
         }
