@@ -194,8 +194,8 @@ static void tcp_outq_seal(pb_tcp_conn_t *c)
         length = le32toh(length);
         q->sealed += PB_TCP_FRAME_HEADER_SIZE + length;
         if (c->tx.payload_mac && length > 0) {
-            uint64_t mac = htole64(pb_tcp_payload_mac(&c->tx, seq, header + PB_TCP_FRAME_HEADER_SIZE,
-                                                      length));
+            uint64_t mac =
+                htole64(pb_tcp_payload_mac(&c->tx, seq, header + PB_TCP_FRAME_HEADER_SIZE, length));
 
             memcpy(q->buf + q->sealed, &mac, sizeof(mac));
             q->sealed += sizeof(mac);
@@ -518,8 +518,8 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
         return;
     }
     pb_tcp_key_of_job(key);
-    why = pb_tcp_auth_check(&c->auth, key, c->nonce, job->id, local.sin_addr.s_addr,
-                            local.sin_port, remote.sin_addr.s_addr, remote.sin_port);
+    why = pb_tcp_auth_check(&c->auth, key, c->nonce, job->id, local.sin_addr.s_addr, local.sin_port,
+                            remote.sin_addr.s_addr, remote.sin_port);
     if (why != NULL) {
         /* no answer at all, so no MAC made for a peer that is not of the
          * job: it closes as the exporter would if it had died */
@@ -537,7 +537,8 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
     pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
     welcome.status = PB_OK;
     /* payload MACs when either side wants them */
-    if ((c->auth.flags & PB_TCP_HS_PAYLOAD_MAC) || pb_tcp_payload_mac_wanted(remote.sin_addr.s_addr))
+    if ((c->auth.flags & PB_TCP_HS_PAYLOAD_MAC) ||
+        pb_tcp_payload_mac_wanted(remote.sin_addr.s_addr))
         welcome.flags = PB_TCP_HS_PAYLOAD_MAC;
     welcome.node = job->node_id;
     welcome.pid = (uint32_t)getpid();
@@ -551,8 +552,7 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
         return;
     }
     c->tx = to_importer;
-    pb_tcp_rx_init(&c->rx, 1, &to_exporter, pb_tcp_exporter_on_header, pb_tcp_exporter_on_frame,
-                   c);
+    pb_tcp_rx_init(&c->rx, 1, &to_exporter, pb_tcp_exporter_on_header, pb_tcp_exporter_on_frame, c);
     c->established = 1;
 }
 
@@ -653,8 +653,7 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
     memcpy(c->key, key, PB_TCP_KEY_LEN);
     c->refs = 1;
     c->tx = to_exporter;
-    pb_tcp_rx_init(&c->rx, 0, &to_importer, pb_tcp_importer_on_header, pb_tcp_importer_on_frame,
-                   c);
+    pb_tcp_rx_init(&c->rx, 0, &to_importer, pb_tcp_importer_on_header, pb_tcp_importer_on_frame, c);
     pthread_mutex_lock(&pb_rsm_lock);
     pthread_mutex_lock(&pb_tcp.lock);
     status = pb_tcp_start();

@@ -307,11 +307,11 @@ typedef struct {
     size_t payload_got;
     int in_payload;
     int at_exporter;
-    pb_tcp_seal_t seal;           /* what authenticates the frames arriving */
-    uint64_t frame_seq;           /* the sequence number of the frame arriving */
-    pb_siphash_t payload_mac;     /* of its payload so far (seal.payload_mac) */
+    pb_tcp_seal_t seal;       /* what authenticates the frames arriving */
+    uint64_t frame_seq;       /* the sequence number of the frame arriving */
+    pb_siphash_t payload_mac; /* of its payload so far (seal.payload_mac) */
     uint8_t trailer[PB_TCP_PAYLOAD_MAC_SIZE];
-    size_t trailer_got;           /* payload MAC bytes in; in_payload stays 1 */
+    size_t trailer_got; /* payload MAC bytes in; in_payload stays 1 */
     pb_tcp_rx_header_cb_t on_header;
     pb_tcp_rx_frame_cb_t on_frame;
     void *ctx;
