@@ -95,9 +95,11 @@ test-c: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(TEST_JOBS)
 
 # POSTBOX_TEST_REQUIRE_BUILD=1: a test that needs a program of the build
-# fails when it is missing (run alone, pytest skips it)
+# fails when it is missing (run alone, pytest skips it).  tests/security: the
+# attack tests, run as two unprivileged users (they skip without root or
+# without the users; tests/security/conftest.py says how to make them)
 test-python: all
-	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/python $(PYTEST_ARGS)
+	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/python tests/security $(PYTEST_ARGS)
 
 test-asan: | $(BUILD)/.deps-ok
 	cmake -S . -B $(ASAN_BUILD) $(if $(wildcard $(ASAN_BUILD)/CMakeCache.txt),,$(GENERATOR)) \
