@@ -395,7 +395,9 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (@im_memseg
  *         NULL); RSMERR_BAD_PERMS; RSMERR_SEG_NOT_PUBLISHED;
  *         RSMERR_SEG_NOT_PUBLISHED_TO_NODE; RSMERR_PERM_DENIED (more
- *         permission than granted, or not of this job);
+ *         permission than granted, or not of this job; over shm also when
+ *         the process answering the segment's rendezvous is of another
+ *         user: logged);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
  *         5 s); RSMERR_CONN_ABORTED (the exporter announced a segment

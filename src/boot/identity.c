@@ -8,11 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot/solo_key.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/random.h"
 
 static pb_boot_identity_t job;
 static pthread_once_t job_once = PTHREAD_ONCE_INIT;
+static pthread_once_t solo_key_once = PTHREAD_ONCE_INIT;
 /* set by the first pb_boot_identity_get(): from then on the RSM layer may
  * have used the id, secret or node, so they can no longer change */
 static atomic_int job_frozen;
@@ -83,10 +86,28 @@ static void job_init(void)
     job.node_id = (uint32_t)node;
 }
 
+/* The solo job's secret is the user's solo key (boot/solo_key.h), read
+ * when the RSM layer first needs the identity of a process that no
+ * launcher gave a secret.  Without the key the process gets a key of its
+ * own, so that it reaches no other process rather than trusting anyone. */
+static void job_solo_key_init(void)
+{
+    if (job.has_secret)
+        return;
+    if (pb_boot_solo_key_load(job.secret) == PB_OK)
+        return;
+    pb_warn("the solo job has no per-user key: this process reaches no other solo process");
+    if (pb_random_bytes(job.secret, PB_BOOT_SECRET_LEN) != 0) {
+        pb_error("getrandom for a private solo key failed: %m");
+        abort();
+    }
+}
+
 const pb_boot_identity_t *pb_boot_identity_get(void)
 {
     pthread_once(&job_once, job_init);
     atomic_store_explicit(&job_frozen, 1, memory_order_relaxed);
+    pthread_once(&solo_key_once, job_solo_key_init);
     return &job;
 }
 

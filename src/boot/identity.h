@@ -8,8 +8,10 @@
  * the process: postbox_job_init must come before the first RSM call.
  *
  * A process started outside a job belongs to the solo job of its user
- * ("solo-<uid>"), which has no secret; the transports then admit only
- * peers of the same user that are also outside a job.
+ * ("solo-<uid>"), which no launcher gives a secret: its secret is the
+ * user's solo key, a 0600 file in the user's runtime directory
+ * (boot/solo_key.h), and the transports also admit only peers of the
+ * same user.
  */
 #ifndef PB_BOOT_IDENTITY_H
 #define PB_BOOT_IDENTITY_H
@@ -23,16 +25,18 @@
 #define PB_BOOT_SECRET_LEN 16
 
 typedef struct {
-    char id[PB_BOOT_ID_MAX]; /* [A-Za-z0-9_.-], never empty */
-    uint8_t secret[PB_BOOT_SECRET_LEN];
-    int has_secret; /* 0 for the solo job */
+    char id[PB_BOOT_ID_MAX];            /* [A-Za-z0-9_.-], never empty */
+    uint8_t secret[PB_BOOT_SECRET_LEN]; /* the solo job's: the user's solo key */
+    int has_secret;                     /* 0 for the solo job (its secret is then the solo key) */
     uint32_t node_id;
 } pb_boot_identity_t;
 
 /* The identity, read from the environment on first use (the secret is
  * then removed from the environment).  Never NULL.  The RSM layer's
  * accessor: it freezes the identity, so the setters below can no longer
- * change it. */
+ * change it, and it fills the solo job's secret with the solo key (a
+ * process that cannot read or create that key gets a random key of its
+ * own, with one warning). */
 const pb_boot_identity_t *pb_boot_identity_get(void);
 
 /* As pb_boot_identity_get, but without freezing it: for Boot, which looks

@@ -150,14 +150,10 @@ static pb_status_t shm_make_private(void *vaddr, size_t size)
     return PB_OK;
 }
 
+/* The job secret; the solo job's is the user's solo key (boot/solo_key.h) */
 static void shm_mac_key(uint8_t key[PB_BOOT_SECRET_LEN])
 {
-    const pb_boot_identity_t *job = pb_boot_identity_get();
-
-    if (job->has_secret)
-        memcpy(key, job->secret, PB_BOOT_SECRET_LEN);
-    else
-        memset(key, 0, PB_BOOT_SECRET_LEN); /* solo job: peers are checked by uid */
+    memcpy(key, pb_boot_identity_get()->secret, PB_BOOT_SECRET_LEN);
 }
 
 static uint64_t shm_request_mac(const uint8_t hello_nonce[PB_SHM_NONCE_LEN],
@@ -730,6 +726,27 @@ out_close:
     return status;
 }
 
+/* The process answering the rendezvous must be of this user: abstract
+ * socket names are anyone's to bind, and the exporter hands over memory
+ * this process is about to trust. */
+static pb_status_t shm_import_check_exporter(const pb_rsm_import_t *im, int sock)
+{
+    struct ucred cred;
+    socklen_t cred_len = sizeof(cred);
+
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
+        pb_error("SO_PEERCRED on the rendezvous of segment %#x failed: %m", im->segid);
+        return PB_ERR_IO;
+    }
+    if (cred.uid != geteuid()) {
+        pb_warn("import of segment %#x refused: its rendezvous is answered by pid %d of uid %u, "
+                "not of this user (%u)",
+                im->segid, (int)cred.pid, (unsigned)cred.uid, (unsigned)geteuid());
+        return PB_ERR_PERMISSION;
+    }
+    return PB_OK;
+}
+
 static pb_status_t shm_import_connect(pb_rsm_import_t *im)
 {
     struct timeval timeout = {.tv_sec = SHM_CONNECT_TIMEOUT_S};
@@ -763,7 +780,9 @@ static pb_status_t shm_import_connect(pb_rsm_import_t *im)
         }
         goto err_close;
     }
-    status = shm_import_handshake(im, si);
+    status = shm_import_check_exporter(im, si->sock);
+    if (status == PB_OK)
+        status = shm_import_handshake(im, si);
     if (status != PB_OK)
         goto err_close;
     im->tl = si;

@@ -16,9 +16,10 @@ static const char secret1[] = "00112233445566778899aabbccddeeff";
 static const char secret2[] = "ffeeddccbbaa99887766554433221100";
 
 typedef struct {
-    const char *job;    /* NULL: leave unset (solo job) */
-    const char *secret; /* NULL: leave unset */
-    const char *node;   /* NULL: leave unset */
+    const char *job;         /* NULL: leave unset (solo job) */
+    const char *secret;      /* NULL: leave unset */
+    const char *node;        /* NULL: leave unset */
+    const char *runtime_dir; /* XDG_RUNTIME_DIR (where the solo key is); NULL: inherited */
     int drop_to_nobody;
     int expect1, expect2;        /* accepted results of connect */
     rsm_node_id_t node_override; /* connect to this node if non-zero */
@@ -49,6 +50,8 @@ static void importer(pbt_peer_t *self, void *arg)
     int rc;
 
     set_env(e->job, e->secret, e->node);
+    if (e->runtime_dir != NULL)
+        setenv("XDG_RUNTIME_DIR", e->runtime_dir, 1);
     if (e->drop_to_nobody) {
         CHECK_SYS(setgroups(0, NULL));
         CHECK_SYS(setgid(65534));
@@ -218,6 +221,78 @@ static void case_connect_from_other_uid_claiming_solo_job_denied(void)
     run(&e, NULL, NULL, NULL);
 }
 
+/* the solo job's key is the user's solo key: a process of the same user
+ * whose runtime directory holds another key (or a process that assumes the
+ * old all-zero key) is not of the job */
+static void case_solo_importer_with_other_solo_key_denied(void)
+{
+    static imp_env_t e;
+    static char dir[64];
+    char path[128];
+
+    if (!pbt_is_shm())
+        pbt_skip("the tcp transport's solo job is tested in tests/security");
+    snprintf(dir, sizeof(dir), "/tmp/pbt-runtime-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    e = (imp_env_t){
+        .runtime_dir = dir, .expect1 = RSMERR_PERM_DENIED, .expect2 = RSMERR_PERM_DENIED};
+    run(&e, NULL, NULL, NULL);
+    snprintf(path, sizeof(path), "%s/postbox/solo-key", dir);
+    CHECK_SYS(unlink(path));
+    snprintf(path, sizeof(path), "%s/postbox", dir);
+    CHECK_SYS(rmdir(path));
+    CHECK_SYS(rmdir(dir));
+}
+
+/* an exporter of another user is refused by the importer, even when it
+ * knows the job secret and grants everyone access: the kernel says who
+ * answers the rendezvous */
+static void exporter_as_nobody(pbt_peer_t *self, void *arg)
+{
+    pbt_local_export_t le;
+    pbt_seginfo_t si;
+    rsmapi_access_entry_t everyone;
+
+    (void)arg;
+    set_env(job_a, secret1, NULL);
+    CHECK_SYS(setgroups(0, NULL));
+    CHECK_SYS(setgid(65534));
+    CHECK_SYS(setuid(65534));
+    pbt_local_export(&le, PG, 0, 1);
+    everyone = (rsmapi_access_entry_t){.ae_node = le.node, .ae_permission = 0666};
+    CHECK_OK(rsm_memseg_export_publish(le.h, &le.segid, &everyone, 1));
+    le.published = 1;
+    si.node = le.node;
+    si.segid = le.segid;
+    si.size = le.size;
+    pbt_send(self->wr, &si, sizeof(si));
+    pbt_recv_u32(self->rd);
+    pbt_local_export_end(&le);
+}
+
+static void case_connect_to_exporter_of_other_uid_denied(void)
+{
+    rsmapi_controller_handle_t c;
+    rsm_memseg_import_handle_t im;
+    pbt_seginfo_t si;
+    pbt_peer_t p;
+
+    if (!pbt_is_shm())
+        pbt_skip("the tcp transport's rendezvous is tested in tests/security");
+    if (geteuid() != 0)
+        pbt_skip("needs root to run an exporter as another user");
+    name_jobs();
+    p = pbt_peer_start(exporter_as_nobody, NULL);
+    set_env(job_a, secret1, NULL);
+    pbt_recv(p.rd, &si, sizeof(si));
+    c = pbt_ctlr_get();
+    CHECK_RC(rsm_memseg_import_connect(c, si.node, si.segid, RSM_PERM_READ, &im),
+             RSMERR_PERM_DENIED);
+    CHECK_OK(rsm_release_controller(c));
+    pbt_send_u32(p.wr, 1);
+    pbt_peer_join(&p, 10000, 0);
+}
+
 /* segment ids are per job: two jobs may publish the same id */
 static void publisher_in_job_b(pbt_peer_t *self, void *arg)
 {
@@ -271,6 +346,8 @@ static const pbt_case_t cases[] = {
     PBT_CASE(connect_from_other_node_unreachable),
     PBT_CASE(connect_from_other_uid_denied),
     PBT_CASE(connect_from_other_uid_claiming_solo_job_denied),
+    PBT_CASE(solo_importer_with_other_solo_key_denied),
+    PBT_CASE(connect_to_exporter_of_other_uid_denied),
     PBT_CASE(publish_same_id_in_two_jobs),
     PBT_CASE(job_secret_removed_from_environment),
 };
