@@ -49,12 +49,8 @@ void pb_tcp_socket_tune(int fd)
 
 void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
 {
-    const pb_boot_identity_t *job = pb_boot_identity_get();
-
-    if (job->has_secret)
-        memcpy(key, job->secret, PB_TCP_KEY_LEN);
-    else
-        memcpy(key, pb_tcp.local_key, PB_TCP_KEY_LEN);
+    /* a launched job's secret, or the solo job's per-user key (boot.md) */
+    memcpy(key, pb_boot_identity_get()->secret, PB_TCP_KEY_LEN);
 }
 
 int pb_tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS])
@@ -529,6 +525,9 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
         pb_tcp_refusal_log("tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
                            ntohs(remote.sin_port), c->auth.pid, why);
         c->peer_pid = c->auth.pid;
+        /* no MAC: nothing the peer could not learn from the close */
+        pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_REFUSED);
+        (void)send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL);
         pb_tcp_conn_fail(c, PB_ERR_PERMISSION, NULL);
         return;
     }

@@ -201,21 +201,21 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
     auth.flags = pb_tcp_payload_mac_wanted(peer->sin_addr.s_addr) ? PB_TCP_HS_PAYLOAD_MAC : 0;
     auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
     status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
+    if (status == PB_OK)
+        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
     if (status == PB_ERR_CONN_ABORTED)
         status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
-    if (status == PB_OK) {
-        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
-        /* an exporter answers a peer it does not admit with nothing: it
-         * closes (one that died at this very moment looks the same) */
-        if (status == PB_ERR_CONN_ABORTED) {
-            pb_warn("tcp: the process at port %u closed the connection after our AUTH: not a "
-                    "process of this job, or it refused the connection",
-                    ntohs(peer->sin_port));
-            status = PB_ERR_PERMISSION;
-        }
-    }
     if (status != PB_OK)
         goto err;
+    if (pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_REFUSED)) {
+        /* unauthenticated (an exporter MACs nothing for a peer it does not
+         * admit), but believing it costs nothing a close would not */
+        pb_warn("tcp: the process at port %u refused our connection: not of this job, or "
+                "it did not see the address we dialed (a relay, or address translation)",
+                ntohs(peer->sin_port));
+        status = PB_ERR_PERMISSION;
+        goto err;
+    }
     why = pb_tcp_welcome_check(&welcome, key, hello.nonce, &auth, node);
     if (why != NULL) {
         /* not a process of this job: trust nothing it says */
@@ -438,12 +438,6 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
         pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
         dir.addr = pb_tcp.addr;
         dir.port = pb_tcp.port;
-        /* the solo job has no secret: this process's own key goes to
-         * processes of the same user, which the kernel vouched for above */
-        if (!pb_boot_identity_get()->has_secret) {
-            dir.has_key = 1;
-            memcpy(dir.key, pb_tcp.local_key, sizeof(dir.key));
-        }
         if (send(fd, &dir, sizeof(dir), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(dir))
             pb_debug("tcp: rendezvous reply for segment %#x not sent: %m", te->segid);
         close(fd);

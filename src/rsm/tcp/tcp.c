@@ -22,7 +22,6 @@
 #include "rsm/tcp/tcp_impl.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "util/random.h"
 
 pb_tcp_state_t pb_tcp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -107,8 +106,6 @@ pb_status_t pb_tcp_start(void)
     pb_tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
                             ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
                             : SIZE_MAX;
-    if (pb_random_bytes(pb_tcp.local_key, sizeof(pb_tcp.local_key)) != 0)
-        return PB_ERR_NO_RESOURCE;
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
     ep = pb_tcp.sources.epoll_fd;

@@ -241,7 +241,6 @@ typedef struct {
     int64_t spin_ns;    /* a waiter polls this long before sleeping */
     uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
-    uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
     pb_tcp_conn_t *conns;
     pb_tcp_export_t *published;
     pb_tcp_relay_t *relays;
@@ -323,8 +322,8 @@ long pb_tcp_timeout_ms(void);
  * or link noticed within POSTBOX_TCP_TIMEOUT_MS rather than minutes. */
 void pb_tcp_socket_tune(int fd);
 
-/* The key that authenticates this job's peers: the job's secret, or for the
- * solo job this process's own key (given to same-user processes at rendezvous). */
+/* The key that authenticates this job's peers: the job's secret (for the
+ * solo job, its user's solo key: boot/solo_key.h). */
 void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN]);
 
 /* "a.b.c.d[,a.b.c.d...]" into @addrs (network order).  @return how many,

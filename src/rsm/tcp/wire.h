@@ -48,10 +48,15 @@
 /* ---- handshake -------------------------------------------------------------- */
 
 enum {
-    PB_TCP_MSG_HELLO = 1,    /* exporter -> importer, first */
-    PB_TCP_MSG_AUTH = 2,     /* importer -> exporter */
-    PB_TCP_MSG_WELCOME = 3,  /* exporter -> importer; frames follow */
-    PB_TCP_MSG_DIRECTORY = 4 /* rendezvous reply on the local unix socket */
+    PB_TCP_MSG_HELLO = 1,     /* exporter -> importer, first */
+    PB_TCP_MSG_AUTH = 2,      /* importer -> exporter */
+    PB_TCP_MSG_WELCOME = 3,   /* exporter -> importer; frames follow */
+    PB_TCP_MSG_DIRECTORY = 4, /* rendezvous reply on the local unix socket */
+    /* exporter -> importer instead of WELCOME, to an AUTH it does not
+     * admit: the size of a WELCOME, all zero after the header, no MAC (so
+     * it tells an impostor nothing it could not see from the close that
+     * follows; an importer tells it from an exporter that died) */
+    PB_TCP_MSG_REFUSED = 5
 };
 
 typedef struct {
@@ -100,8 +105,7 @@ typedef struct {
     pb_tcp_msg_hdr_t hdr;
     uint32_t addr; /* IPv4, network order: the exporter's address for other nodes */
     uint16_t port; /* host order */
-    uint16_t has_key;
-    uint8_t key[PB_TCP_KEY_LEN]; /* the exporter's own key, for the solo job only */
+    uint16_t reserved;
 } pb_tcp_directory_t;
 
 /* The MACs of the handshake: SipHash-2-4 under the job key @key of a label
