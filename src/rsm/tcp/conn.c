@@ -124,7 +124,9 @@ int pb_tcp_payload_mac_wanted(uint32_t addr)
     if (strcmp(mode, "off") == 0)
         return 0;
     if (strcmp(mode, "auto") != 0) {
-        if (strcmp(mode, "on") != 0)
+        static atomic_flag warned = ATOMIC_FLAG_INIT;
+
+        if (strcmp(mode, "on") != 0 && !atomic_flag_test_and_set(&warned))
             pb_warn("POSTBOX_TCP_PAYLOAD_MAC: '%s' is not auto, on or off: taken as on", mode);
         return 1;
     }
