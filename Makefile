@@ -97,9 +97,13 @@ test-c: build
 # POSTBOX_TEST_REQUIRE_BUILD=1: a test that needs a program of the build
 # fails when it is missing (run alone, pytest skips it).  tests/security: the
 # attack tests, run as two unprivileged users (they skip without root or
-# without the users; tests/security/conftest.py says how to make them)
+# without the users; tests/security/conftest.py says how to make
+# them); two pytest runs, as both directories have a conftest.py
 test-python: all
-	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/python tests/security $(PYTEST_ARGS)
+	@status=0; \
+	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/python $(PYTEST_ARGS) || status=1; \
+	POSTBOX_TEST_REQUIRE_BUILD=1 $(VENV)/bin/python -m pytest tests/security $(PYTEST_ARGS) || status=1; \
+	exit $$status
 
 test-asan: | $(BUILD)/.deps-ok
 	cmake -S . -B $(ASAN_BUILD) $(if $(wildcard $(ASAN_BUILD)/CMakeCache.txt),,$(GENERATOR)) \

@@ -324,7 +324,9 @@ void rsm_free_interconnect_topology(rsm_topology_t *topology_data);
  * replaced by shared pages holding the same data).  @flags: RSM_ALLOW_REBIND,
  * RSM_CREATE_SEG_DONTWAIT.
  * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (NULL,
- *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
+ *         unmapped or not writable memory; over shm also memory overlapping
+ *         another shm segment of this process, whose shared pages it would
+ *         take away: logged); RSMERR_BAD_MEM_ALIGNMENT; RSMERR_BAD_LENGTH;
  *         RSMERR_BAD_MODE (unknown flag); RSMERR_INSUFFICIENT_MEM;
  *         RSMERR_INSUFFICIENT_RESOURCES.
  */
@@ -345,9 +347,14 @@ int rsm_memseg_export_destroy(rsm_memseg_export_handle_t memseg);
  * Back the segment with new memory [@vaddr, @vaddr + @size) (the same size,
  * page aligned) without importers noticing; the new memory's contents become
  * the segment's, the old memory becomes private again.  @off is unused.
+ * Over shm the new contents are copied into the pages importers share, so
+ * a put that runs during the rebind may be lost in whole or in part (a
+ * PB_RSM_PUT_FIRST_WORD_LAST put may show its word over bytes of the new
+ * memory): rebind while importers are quiet.
  * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL; RSMERR_REBIND_NOT_ALLOWED if
  *         created without RSM_ALLOW_REBIND; RSMERR_BAD_ADDR (NULL,
- *         unmapped or not writable memory); RSMERR_BAD_MEM_ALIGNMENT;
+ *         unmapped or not writable memory; over shm also memory overlapping
+ *         another shm segment of this process: logged); RSMERR_BAD_MEM_ALIGNMENT;
  *         RSMERR_BAD_LENGTH; RSMERR_INSUFFICIENT_MEM.
  */
 int rsm_memseg_export_rebind(rsm_memseg_export_handle_t memseg, void *vaddr, offset_t off,
@@ -401,7 +408,11 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
  *         5 s); RSMERR_CONN_ABORTED (the exporter announced a segment
- *         size of 0 or above the largest it can export, 2^40 bytes: logged);
+ *         size of 0 or above the largest it can export, 2^40 bytes; over
+ *         shm also when a descriptor it handed over is not a memfd of
+ *         shared memory (not hugetlbfs) sealed against shrinking, or
+ *         holds fewer bytes than its mapping needs, so that no later
+ *         access to the segment can fault: logged);
  *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */
 int rsm_memseg_import_connect(rsmapi_controller_handle_t controller, rsm_node_id_t node_id,

@@ -16,8 +16,11 @@ process group with SIGKILL and reaps the ranks; ranks also get
 
 ``--netns`` runs each virtual node in a network namespace of its own
 (:mod:`postbox.netns`, which also removes them, even after a crash).
-``--hosts`` starts each rank as ``<rsh> <host> env VAR=... PROGRAM ARGS``; those
-ranks reach the PMI server over TCP (``PMI_PORT`` + ``PMI_ID``).
+``--hosts`` starts each rank as ``<rsh> <host> env VAR=... sh -c WRAPPER PROGRAM
+ARGS`` and writes one line on the rsh process's stdin, the rank's one-time
+PMI token and the job secret, which the wrapper reads and hands to the
+program; those ranks reach the PMI server over TCP (``PMI_PORT`` + ``PMI_ID``),
+accepted only from the hosts' addresses and only once they prove the token.
 """
 
 from __future__ import annotations
@@ -50,8 +53,13 @@ EXIT_NOT_FOUND = 127
 TERM_GRACE = 1.0          # SIGTERM -> SIGKILL when the job is ended
 USER_SIGNAL_GRACE = 2.0   # a forwarded SIGINT/SIGHUP -> SIGTERM
 DRAIN_TIME = 1.0          # output still read after the last rank was reaped
-HANDSHAKE_TIME = 30.0     # a PMI_PORT connection must name its rank within this
-MAX_REFUSED_LOGGED = 20   # messages about refused PMI_PORT connections
+# PMI_PORT connections that have not proven their rank yet: each must do so
+# within the handshake time, and one peer address holds at most so many (a new
+# one closes that peer's oldest); both may be changed in the environment
+HANDSHAKE_TIME = 5.0
+PENDING_PER_PEER = 16
+PENDING_MAX = 1024        # all peers together (the oldest is closed)
+REFUSAL_LOG_INTERVAL = 10.0   # one message per kind of refusal per this many seconds
 MAX_PARTIAL_LINE = 65536  # an unterminated line longer than this is written as is
 # A rank's PMI answers not yet written: at this much the launcher stops reading
 # the rank's requests until it has read its answers (back-pressure).  One read
@@ -62,13 +70,22 @@ PR_SET_PDEATHSIG = 1
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # variables the launcher sets itself; -x may not set them
 RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
-            "POSTBOX_JOB_SECRET", "POSTBOX_VNODE", "POSTBOX_NODE_ID", "POSTBOX_NETNS_ADDR",
-            "POSTBOX_NETNS_RAILS")
+            "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
+            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS")
 # inherited variables that would mislead a PMI client
-SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME")
+SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
+            "POSTBOX_PMI_TOKEN")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
-SECRET_KEY = "pb-job-secret"
+# The remote command's wrapper: its first line of stdin is "<token> <secret>"
+# (the shell's read takes exactly that line from a pipe, byte by byte), the
+# program inherits the rest of stdin and gets both in its environment, from
+# which the library takes them (and wipes them) in postbox_job_init.
+RSH_WRAPPER = ('IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
+               '[ -n "$POSTBOX_JOB_SECRET" ] || '
+               '{ echo "postbox run: no job line on the standard input of $0 (an rsh that '
+               'does not pass stdin, like ssh -n?)" >&2; exit 126; }; '
+               'export POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET; exec "$0" "$@"')
 
 HELP = """\
 usage: {prog} [-n N] [--nodes K [--netns [--rails R]]] [--tag-output] [--timeout S]
@@ -97,7 +114,9 @@ options:
                     them in rail order); the tcp transport stripes over them and
                     fails over when one is cut (default 1)
   --hosts H1,H2     run the ranks on these hosts, in blocks like --nodes (one
-                    node per host), each as: RSH HOST env VAR=... PROGRAM ARGS
+                    node per host), each as: RSH HOST env VAR=... sh -c ...
+                    PROGRAM ARGS, with the rank's token and the job secret on
+                    the first line of its stdin (see docs/launch.md)
   --rsh CMD         the remote shell for --hosts (default $POSTBOX_RSH or ssh)
   --pmi-address A   with --hosts: the address of this machine the hosts reach,
                     where the PMI port listens (default: found by routing)
@@ -105,13 +124,13 @@ options:
 
 Every rank gets PMI_FD, PMI_RANK, PMI_SIZE, POSTBOX_JOB_ID, POSTBOX_JOB_SECRET,
 POSTBOX_VNODE and POSTBOX_NODE_ID, with --netns also POSTBOX_NETNS_ADDR and
-POSTBOX_NETNS_RAILS; ranks
-on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID only, and read the secret
-from the PMI key-value space (see docs/launch.md).  Each rank's stdout and
-stderr are forwarded line by line; stdin goes to rank 0.  SIGINT, SIGTERM and
-SIGHUP are forwarded to every rank.  When a rank is killed by a signal or exits
-non-zero while others still run, or calls PMI abort, the whole job is ended
-(SIGTERM, then SIGKILL after 1 s) with one message naming the rank and its node.
+POSTBOX_NETNS_RAILS; ranks on --hosts get PMI_PORT, PMI_ID and POSTBOX_JOB_ID
+on the command line and their one-time PMI token and the secret on stdin (see
+docs/launch.md).  Each rank's stdout and stderr are forwarded line by line;
+stdin goes to rank 0.  SIGINT, SIGTERM and SIGHUP are forwarded to every rank.
+When a rank is killed by a signal or exits non-zero while others still run, or
+calls PMI abort, the whole job is ended (SIGTERM, then SIGKILL after 1 s) with
+one message naming the rank and its node.
 
 exit status: the first non-zero exit status of a rank (128+signal for a rank
 killed by a signal), the code given to PMI abort (1 when it is 0 or does not
@@ -364,7 +383,8 @@ class Rank:
         self.rank = rank
         self.vnode = vnode
         self.host = host          # --hosts: started over rsh on this host
-        self.claimed = False      # --hosts: its PMI_ID was used by a connection
+        self.claimed = False      # --hosts: a connection proved its token
+        self.token = b""          # --hosts: its one-time PMI token
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
@@ -380,11 +400,63 @@ class Rank:
 class Pending:
     """A PMI_PORT connection that has not yet said which rank it is."""
 
-    def __init__(self, sock: socket.socket, peer: str, handshake: pmi_server.PortHandshake):
+    def __init__(self, sock: socket.socket, peer: str, handshake: pmi_server.PortHandshake,
+                 deadline: float):
         self.sock = sock
         self.peer = peer
         self.handshake = handshake
-        self.deadline = time.monotonic() + HANDSHAKE_TIME
+        self.deadline = deadline
+
+
+def _env_number(name: str, default: float, integer: bool) -> float:
+    """The launcher tunable @name from the environment (> 0), else @default."""
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < float("inf"):
+        raise UsageError("%s wants a number > 0, not %r" % (name, text))
+    return value
+
+
+def _plain_address(address: str) -> str:
+    """@address without an IPv6 scope, and an IPv4-mapped IPv6 address as IPv4."""
+    address = address.split("%", 1)[0]
+    if address.lower().startswith("::ffff:") and "." in address:
+        return address[7:]
+    return address
+
+
+class RefusalLog:
+    """Messages about refused PMI_PORT connections: one per kind per interval,
+    with the number of refusals of that kind left unsaid since."""
+
+    def __init__(self, log, interval: float = REFUSAL_LOG_INTERVAL):
+        self.log = log
+        self.interval = interval
+        self.last: Dict[str, float] = {}
+        self.unsaid: Dict[str, int] = {}
+
+    def refused(self, kind: str, message: str, now: Optional[float] = None) -> None:
+        now = time.monotonic() if now is None else now
+        last = self.last.get(kind)
+        if last is not None and now - last < self.interval:
+            self.unsaid[kind] = self.unsaid.get(kind, 0) + 1
+            return
+        more = self.unsaid.pop(kind, 0)
+        self.last[kind] = now
+        self.log(message + (" (and %d more like it in the last %g s)" % (more, self.interval)
+                            if more else ""))
+
+    def flush(self) -> None:
+        """Say how many refusals went without a message (at the end of the job)."""
+        for kind, count in sorted(self.unsaid.items()):
+            self.log("refused %d more PMI connection%s (%s) without a message"
+                     % (count, "" if count == 1 else "s", kind))
+        self.unsaid.clear()
 
 
 class Launcher:
@@ -410,7 +482,10 @@ class Launcher:
         self.listener: Optional[socket.socket] = None
         self.pmi_port = ""
         self.pending: List[Pending] = []
-        self.refused = 0
+        self.allowed_peers: set = set()
+        self.refusals = RefusalLog(self.log)
+        self.handshake_time = HANDSHAKE_TIME
+        self.pending_per_peer = PENDING_PER_PEER
         self.sel: Optional[selectors.BaseSelector] = None
         self.code: Optional[int] = None
         self.ending = False
@@ -513,10 +588,11 @@ class Launcher:
         return env
 
     def _rsh_argv(self, rank: Rank) -> List[str]:
-        """``RSH HOST env VAR=... PROGRAM ARGS``, the remote part quoted for a shell.
+        """``RSH HOST env VAR=... sh -c WRAPPER PROGRAM ARGS``, the remote part
+        quoted for a shell.
 
-        The secret is not among the variables: the ranks read pb-job-secret
-        from the key-value space.
+        Neither the token nor the secret is among the words: they come on the
+        first line of the rsh process's stdin (:meth:`_job_line`, RSH_WRAPPER).
         """
         assert self.opts.rsh is not None and rank.host is not None
         variables = list(self.opts.env) + [
@@ -525,8 +601,12 @@ class Launcher:
             ("POSTBOX_JOB_ID", self.job_id),
         ]
         words = ["env"] + ["%s=%s" % pair for pair in variables] + \
-            [self.opts.program] + self.opts.args
+            ["sh", "-c", RSH_WRAPPER, self.opts.program] + self.opts.args
         return shlex.split(self.opts.rsh) + [rank.host] + [shlex.quote(w) for w in words]
+
+    def _job_line(self, rank: Rank) -> bytes:
+        """What a remote rank's wrapper reads first on its stdin."""
+        return ("%s %s\n" % (rank.token.hex(), self.secret)).encode()
 
     def _can_forward_stdin(self) -> bool:
         try:
@@ -577,22 +657,30 @@ class Launcher:
             code = self._start_pmi_port()
             if code is not None:
                 return code
-            # before any rank starts: remote ranks learn the secret only from here
-            self.server.fix(SECRET_KEY, self.secret)
         forward_stdin = self._can_forward_stdin()
         assert self.sel is not None
         for rank in self.ranks:
             stdin = subprocess.PIPE if rank.rank == 0 and forward_stdin else subprocess.DEVNULL
             if rank.host is not None:
+                rank.token = secrets.token_bytes(pmi_server.TOKEN_LEN)
                 try:
                     rank.proc = subprocess.Popen(
-                        self._rsh_argv(rank), stdin=stdin, stdout=subprocess.PIPE,
+                        self._rsh_argv(rank), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE, env=self._rsh_env(),
                         preexec_fn=self._child_setup)
                 except OSError as exc:
                     self.log("cannot start %s: %s" % (program, exc.strerror or exc))
                     return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
                 rank.pgid = rank.proc.pid
+                assert rank.proc.stdin is not None
+                try:
+                    # a new pipe takes the ~70 bytes at once
+                    os.write(rank.proc.stdin.fileno(), self._job_line(rank))
+                except OSError:
+                    pass   # the rsh process is gone already: reaped as usual
+                if stdin is not subprocess.PIPE:
+                    rank.proc.stdin.close()
+                    rank.proc.stdin = None
                 self._watch_output(rank)
                 continue
             parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -660,6 +748,19 @@ class Launcher:
 
     # -- --hosts: PMI over TCP
 
+    def _host_addresses(self) -> set:
+        """Every address the --hosts resolve to (UsageError when one does not)."""
+        found = set()
+        for host in self.opts.hosts:
+            name = host.rsplit("@", 1)[-1].strip("[]")
+            try:
+                infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+            except socket.gaierror as exc:
+                raise UsageError("cannot resolve host %s (%s): the PMI port accepts only the "
+                                 "hosts' addresses" % (name, exc.strerror)) from None
+            found.update(_plain_address(str(info[4][0])) for info in infos)
+        return found
+
     def _find_pmi_address(self) -> str:
         """This machine's address towards the hosts (UsageError when unclear)."""
         found: Dict[str, str] = {}
@@ -689,6 +790,11 @@ class Launcher:
     def _start_pmi_port(self) -> Optional[int]:
         try:
             address = self.opts.pmi_address or self._find_pmi_address()
+            self.allowed_peers = self._host_addresses()
+            self.handshake_time = _env_number("POSTBOX_PMI_HANDSHAKE_TIME", HANDSHAKE_TIME,
+                                              False)
+            self.pending_per_peer = int(_env_number("POSTBOX_PMI_PENDING_PER_PEER",
+                                                    PENDING_PER_PEER, True))
         except UsageError as exc:
             self.log(str(exc))
             return EXIT_USAGE
@@ -710,23 +816,35 @@ class Launcher:
         listener.setblocking(False)
         self.listener = listener
         self.pmi_port = "%s:%d" % listener.getsockname()[:2]
+        # a host that is this machine connects from the listening address
+        self.allowed_peers.add(_plain_address(str(listener.getsockname()[0])))
         assert self.sel is not None
         self.sel.register(listener, selectors.EVENT_READ, ("listen", None))
         return None
 
-    def _claim(self, pmiid: str) -> object:
-        """The rank a PMI_PORT connection claims with @pmiid, or why not."""
-        if not (pmiid.isascii() and pmiid.isdigit()) or int(pmiid) >= self.opts.size:
-            return "unknown pmiid %s" % pmiid[:20]
-        rank = self.ranks[int(pmiid)]
+    def _unclaimable(self, rank: Rank) -> Optional[str]:
         if rank.host is None:
             return "rank %d was not started over rsh" % rank.rank
         if rank.claimed:
-            return "pmiid %d was used already" % rank.rank
+            return "the token of rank %d was used already" % rank.rank
         if rank.proc is None or rank.returncode is not None or self.ending:
             return "rank %d is not running" % rank.rank
-        rank.claimed = True
-        return rank.rank
+        return None
+
+    def _lookup(self, pmiid: str) -> object:
+        """(rank, token) of the rank a PMI_PORT connection names with @pmiid, or why not."""
+        if not (pmiid.isascii() and pmiid.isdigit()) or int(pmiid) >= self.opts.size:
+            return "unknown pmiid %s" % pmiid[:20]
+        rank = self.ranks[int(pmiid)]
+        return self._unclaimable(rank) or (rank.rank, rank.token)
+
+    def _claim(self, rank_no: int) -> Optional[str]:
+        """Mark the token of @rank_no used (its connection proved it), or why not."""
+        rank = self.ranks[rank_no]
+        why = self._unclaimable(rank)
+        if why is None:
+            rank.claimed = True
+        return why
 
     def _accept(self) -> None:
         assert self.listener is not None and self.sel is not None
@@ -739,25 +857,42 @@ class Launcher:
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                     return
                 continue
-            sock.setblocking(False)
-            if len(self.pending) >= 2 * self.opts.size + 16:
+            address = _plain_address(str(peer[0]))
+            if address not in self.allowed_peers or self.ending:
                 sock.close()
+                if not self.ending:
+                    self.refusals.refused("stranger", "refused a PMI connection from %s: not "
+                                          "an address of the job's hosts" % address)
                 continue
+            sock.setblocking(False)
+            # an unproven connection must not keep a rank out: the peer's (or
+            # everyone's) oldest makes room, and each lives HANDSHAKE_TIME at most
+            mine = [p for p in self.pending if p.peer == address]
+            if len(mine) >= self.pending_per_peer or len(self.pending) >= PENDING_MAX:
+                crowd = mine if len(mine) >= self.pending_per_peer else self.pending
+                # a connection that named a rank and was challenged is nearer to
+                # being a rank than one that said nothing yet: it goes last
+                oldest = next((p for p in crowd if p.handshake.named is None), crowd[0])
+                self._drop_pending(oldest, None)
+                self.refusals.refused("crowded", "closed an unproven PMI connection from %s "
+                                      "to make room (%d from that address at most, %d in all)"
+                                      % (oldest.peer, self.pending_per_peer, PENDING_MAX))
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-            pending = Pending(sock, str(peer[0]),
-                              pmi_server.PortHandshake(self.opts.size, self._claim))
+            handshake = pmi_server.PortHandshake(self.opts.size, self.job_id, self._lookup,
+                                                 self._claim,
+                                                 lambda: secrets.token_hex(pmi_server.NONCE_LEN))
+            pending = Pending(sock, address, handshake, time.monotonic() + self.handshake_time)
             self.pending.append(pending)
             self.sel.register(sock, selectors.EVENT_READ, ("pending", pending))
 
-    def _drop_pending(self, pending: Pending, reason: Optional[str]) -> None:
+    def _drop_pending(self, pending: Pending, reason: Optional[str], kind: str = "") -> None:
         assert self.sel is not None
         if reason is not None and not self.ending:
-            self.refused += 1
-            if self.refused <= MAX_REFUSED_LOGGED:
-                self.log("refused a PMI connection from %s: %s" % (pending.peer, reason))
+            self.refusals.refused(kind or reason, "refused a PMI connection from %s: %s"
+                                  % (pending.peer, reason))
         try:
             self.sel.unregister(pending.sock)
         except KeyError:
@@ -782,7 +917,7 @@ class Launcher:
                 pending.sock.send(result.reply)
             except OSError:
                 pass
-            self._drop_pending(pending, result.error)
+            self._drop_pending(pending, result.error, result.kind)
             return
         if result.rank is None:
             if result.reply:
@@ -807,8 +942,8 @@ class Launcher:
     def _expire_pending(self, now: float) -> None:
         for pending in list(self.pending):
             if now >= pending.deadline:
-                self._drop_pending(pending, "it did not name its rank within %g s"
-                                   % HANDSHAKE_TIME)
+                self._drop_pending(pending, "it did not prove a rank within %g s"
+                                   % self.handshake_time, "slow")
 
     def _loop(self, wake_r: int) -> int:
         assert self.sel is not None
@@ -1090,6 +1225,7 @@ class Launcher:
     def _cleanup_network(self) -> None:
         for pending in list(self.pending):
             self._drop_pending(pending, None)
+        self.refusals.flush()
         if self.listener is not None:
             self.listener.close()
             self.listener = None

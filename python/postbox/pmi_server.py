@@ -6,7 +6,7 @@ This module knows nothing about processes or sockets.  The launcher makes one
 the launcher must act on (an ``abort``, a connection to close) through the
 ``abort`` and ``close`` callbacks.
 
-PMI-1 (one line, ``cmd=NAME key=value ...\\n``, at most 1024 bytes):
+PMI-1 (one line, ``cmd=NAME key=value ...\\n``, at most :data:`MAX_LINE` bytes):
 ``init``, ``get_maxes``, ``get_universe_size``, ``get_appnum``,
 ``get_my_kvsname``, ``put``, ``get``, ``barrier_in``, ``finalize``, ``abort``.
 
@@ -17,9 +17,8 @@ after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
 
 The job has one key-value space, named after the job id; ``barrier_in`` and
 ``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
-from the layout of the virtual nodes.  The launcher may fix keys
-(:meth:`PmiServer.fix`, e.g. ``pb-job-secret``): a rank's put of such a key
-is answered rc=0 and leaves the launcher's value.
+from the layout of the virtual nodes.  The launcher puts nothing in the
+key-value space (the job secret never travels over PMI).
 
 A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
 :data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
@@ -27,21 +26,27 @@ refused), and only rank r may put ``pb-node-<r>``, ``pb-tcp-<r>`` and
 ``pb-mpi-rank-<r>``.
 
 A connection over TCP (``PMI_PORT``) first goes through
-:class:`PortHandshake`, which learns which rank it is (``initack pmiid=``,
-or PMI-2 ``fullinit`` with ``pmiid``/``pmirank``) and asks the launcher
-whether that rank may still be claimed; only then is it served.
+:class:`PortHandshake`, which learns which rank it claims to be (``initack
+pmiid=``, or PMI-2 ``fullinit`` with ``pmiid``/``pmirank``) and makes it prove
+that with the rank's one-time token (a challenge answered with a keyed MAC);
+only then is it served, and the token cannot be used again.
 """
 
 from __future__ import annotations
 
+import hmac
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-MAX_LINE = 1024          # PMI-1: the longest line a client may send (PMIU_MAXLINE)
-MAX_V2_MESSAGE = 2048    # PMI-2: the longest message body accepted
 KVSNAME_MAX = 64
 KEYLEN_MAX = 64
 VALLEN_MAX = 1024
+# The longest PMI-1 line (newline included) and PMI-2 body accepted: a put of
+# the longest kvsname, key and value get_maxes advertises, every byte of them
+# escaped (2 bytes each), plus the command's own words, fits with room to spare
+# (64 + 64 + 1024 = 1152 bytes, 2304 escaped, about 40 of words).
+MAX_LINE = 4096
+MAX_V2_MESSAGE = 4096
 PMI_SUBVERSION_1 = 1
 KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
 KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
@@ -290,17 +295,11 @@ class PmiServer:
         }
         self.connections = [Connection(self, rank) for rank in range(size)]
         self.barriers_done = 0
-        self.fixed: Dict[str, str] = {}
         # (space, key) -> (the rank that put it, its bytes); space -1 is the
         # job's key-value space, n >= 0 node n's attributes
         self.owner: Dict[Tuple[int, str], Tuple[int, int]] = {}
         self.held_keys = [0] * size
         self.held_bytes = [0] * size
-
-    def fix(self, key: str, value: str) -> None:
-        """Put @key = @value for the launcher; the ranks cannot change it."""
-        self.kvs[key] = value
-        self.fixed[key] = value
 
     def attach(self, rank: int, v2: bool) -> None:
         """A PMI_PORT connection identified as @rank (after :class:`PortHandshake`)."""
@@ -438,9 +437,6 @@ class PmiServer:
         if error:
             conn._reply_error(False, "put_result", error)
             return
-        if fields["key"] in self.fixed:
-            conn.reply(False, "put_result", [("rc", 0)])
-            return
         error = self._charge(conn, -1, fields["key"], value)  # type: ignore[arg-type]
         if error:
             conn._reply_error(False, "put_result", error)
@@ -502,9 +498,6 @@ class PmiServer:
             error = "key_%s_is_reserved" % key
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
-            return
-        if key in self.fixed:
-            conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
             return
         error = self._charge(conn, -1, key, value)  # type: ignore[arg-type]
         if error:
@@ -591,11 +584,68 @@ class PmiServer:
 
 # ---- PMI_PORT connections -------------------------------------------------------
 
+TOKEN_LEN = 16   # bytes of a rank's one-time token (32 hex digits)
+NONCE_LEN = 16   # bytes of each side's nonce in the token proof
+
+_MASK64 = (1 << 64) - 1
+
+
+def _rotl(x: int, b: int) -> int:
+    return ((x << b) | (x >> (64 - b))) & _MASK64
+
+
+def siphash24(key: bytes, data: bytes) -> int:
+    """SipHash-2-4 of @data under the 16-byte @key (the C library's pb_siphash24)."""
+    k0 = int.from_bytes(key[:8], "little")
+    k1 = int.from_bytes(key[8:16], "little")
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D,
+         k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & _MASK64
+            v[1] = _rotl(v[1], 13) ^ v[0]
+            v[0] = _rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & _MASK64
+            v[3] = _rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & _MASK64
+            v[3] = _rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & _MASK64
+            v[1] = _rotl(v[1], 17) ^ v[2]
+            v[2] = _rotl(v[2], 32)
+
+    full = len(data) & ~7
+    blocks = [int.from_bytes(data[i:i + 8], "little") for i in range(0, full, 8)]
+    blocks.append(int.from_bytes(data[full:] + bytes(8 - (len(data) - full)), "little")
+                  | ((len(data) & 0xFF) << 56))
+    for m in blocks:
+        v[3] ^= m
+        rounds(2)
+        v[0] ^= m
+    v[2] ^= 0xFF
+    rounds(4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def token_proof(token: bytes, job_id: str, rank: int, server_nonce: str,
+                client_nonce: str) -> str:
+    """The 16 hex digits a rank answers the server's challenge with.
+
+    SipHash-2-4 under the rank's token of
+    ``pmi-auth <job id> <rank> <server nonce> <client nonce>`` (nonces in hex),
+    so the answer is bound to this job, this rank and this connection's
+    challenge, and the token itself never crosses the wire.
+    """
+    text = "pmi-auth %s %d %s %s" % (job_id, rank, server_nonce, client_nonce)
+    return "%016x" % siphash24(token, text.encode("utf-8"))
+
+
 class Handshake:
     """What :meth:`PortHandshake.feed` found.
 
     reply   bytes to send to the connection (maybe empty)
     error   a one-line reason to close the connection after sending reply
+    kind    a short name of the refusal (for rate-limited logging)
     rank    the rank the connection proved to be (then serve it)
     v2      the connection speaks PMI-2 from now on
     rest    bytes that follow the handshake, for the rank's Connection
@@ -604,32 +654,46 @@ class Handshake:
     def __init__(self) -> None:
         self.reply = b""
         self.error: Optional[str] = None
+        self.kind = ""
         self.rank: Optional[int] = None
         self.v2 = False
         self.rest = b""
 
 
 class PortHandshake:
-    """The first messages of a ``PMI_PORT`` connection, until it names its rank.
+    """The first messages of a ``PMI_PORT`` connection, until it proves its rank.
 
-    Accepted, as the C client and MPICH's Hydra send them:
+    Naming a rank (as the C client and MPICH's Hydra do):
 
-    - PMI-1 ``cmd=initack pmiid=<id>``: answered ``cmd=initack rc=0``, then
-      ``cmd=set size=N``, ``cmd=set rank=R``, ``cmd=set debug=0``;
+    - PMI-1 ``cmd=initack pmiid=<id>``;
     - the v1 line ``cmd=init pmi_version=2 ...`` (answered as usual), then a
-      PMI-2 ``fullinit`` naming ``pmiid`` (else ``pmirank``); the fullinit
-      itself is answered by the rank's :class:`Connection`.
+      PMI-2 ``fullinit`` naming ``pmiid`` (else ``pmirank``).
 
-    claim(id) returns the rank for that id, or a reason (str) why the id is
-    refused: unknown, not a rank started over rsh, or claimed already.
-    Anything else before the rank is known closes the connection.
+    Then proving it: the server answers ``cmd=auth-challenge nonce=<32 hex>``
+    (PMI-2: ``cmd=auth-challenge;nonce=...;``) and the client must send
+    ``cmd=auth-response cnonce=<32 hex> mac=<16 hex>`` in the same wire form,
+    mac being :func:`token_proof` under the rank's one-time token.  Only then
+    is the rank claimed: PMI-1 gets ``cmd=initack rc=0``, ``cmd=set size=N``,
+    ``cmd=set rank=R``, ``cmd=set debug=0``; PMI-2's saved ``fullinit`` is
+    handed to the rank's :class:`Connection`, which answers it.
+
+    lookup(id) returns (rank, token) for an id that may still be claimed, or a
+    reason (str) why not; claim(rank) marks the rank's token used and returns
+    None, or a reason (str) why it cannot be (used meanwhile).  Anything else
+    before the rank is proven closes the connection; a wrong proof too.
     """
 
-    def __init__(self, size: int, claim: Callable[[str], object]):
+    def __init__(self, size: int, job_id: str, lookup: Callable[[str], object],
+                 claim: Callable[[int], Optional[str]], nonce: Callable[[], str]):
         self.size = size
+        self.job_id = job_id
+        self.lookup = lookup
         self.claim = claim
+        self.nonce = nonce
         self.buffer = b""
         self.v2 = False
+        # set once a rank is named: (rank, token, server nonce, saved fullinit)
+        self.named: Optional[Tuple[int, bytes, str, bytes]] = None
 
     def feed(self, data: bytes) -> Handshake:
         out = Handshake()
@@ -648,11 +712,12 @@ class PortHandshake:
             if len(buf) < 6:
                 return None
             if not _V2_HEADER.match(buf[:6]):
-                out.error = "a PMI-2 message does not start with a 6-digit length"
+                out.error, out.kind = "a PMI-2 message does not start with a 6-digit length", \
+                    "malformed"
                 return None
             length = int(buf[:6])
             if length > MAX_V2_MESSAGE:
-                out.error = "a PMI-2 message of %d bytes" % length
+                out.error, out.kind = "a PMI-2 message of %d bytes" % length, "malformed"
                 return None
             if len(buf) < 6 + length:
                 return None
@@ -661,63 +726,97 @@ class PortHandshake:
         end = buf.find(b"\n")
         if end < 0:
             if len(buf) > MAX_LINE:
-                out.error = "a PMI line longer than %d bytes" % MAX_LINE
+                out.error, out.kind = "a PMI line longer than %d bytes" % MAX_LINE, "malformed"
             return None
         if end + 1 > MAX_LINE:
-            out.error = "a PMI line longer than %d bytes" % MAX_LINE
+            out.error, out.kind = "a PMI line longer than %d bytes" % MAX_LINE, "malformed"
             return None
         self.buffer = buf[end + 1:]
         return buf[:end + 1], buf[:end], False
 
-    def _refuse(self, out: Handshake, v2: bool, cmd: str, reason: str) -> None:
+    def _refuse(self, out: Handshake, v2: bool, cmd: str, reason: str, kind: str) -> None:
         text = reason.replace(" ", "_")
         if v2:
             out.reply += format_v2(cmd, [("rc", -1), ("errmsg", text)])
         else:
             out.reply += format_v1(cmd, [("rc", -1), ("msg", text)])
         out.error = reason
+        out.kind = kind
 
-    def _claim(self, out: Handshake, v2: bool, cmd: str, pmiid: Optional[str]) -> bool:
+    def _name(self, out: Handshake, v2: bool, cmd: str, pmiid: Optional[str],
+              saved: bytes) -> None:
         if pmiid is None or pmiid == "":
-            self._refuse(out, v2, cmd, "no pmiid given")
-            return False
-        got = self.claim(pmiid)
+            self._refuse(out, v2, cmd, "no pmiid given", "no-rank")
+            return
+        got = self.lookup(pmiid)
         if isinstance(got, str):
-            self._refuse(out, v2, cmd, got)
-            return False
-        out.rank = int(got)  # type: ignore[arg-type]
-        return True
+            self._refuse(out, v2, cmd, got, "no-rank")
+            return
+        rank, token = got  # type: ignore[misc]
+        nonce = self.nonce()
+        self.named = (rank, token, nonce, saved)
+        challenge = [("nonce", nonce)]
+        out.reply += format_v2("auth-challenge", challenge) if v2 else \
+            format_v1("auth-challenge", challenge)
+
+    def _prove(self, out: Handshake, v2: bool, fields: Dict[str, str]) -> None:
+        assert self.named is not None
+        rank, token, nonce, saved = self.named
+        cmd = "fullinit-response" if v2 else "initack"
+        cnonce, mac = fields.get("cnonce", ""), fields.get("mac", "")
+        if not re.fullmatch(r"[0-9a-f]{%d}" % (2 * NONCE_LEN), cnonce) or cnonce == nonce:
+            self._refuse(out, v2, cmd, "a bad client nonce for rank %d" % rank, "bad-proof")
+            return
+        expected = token_proof(token, self.job_id, rank, nonce, cnonce)
+        if not hmac.compare_digest(expected.encode(), mac.encode("utf-8", "replace")):
+            self._refuse(out, v2, cmd, "a wrong token proof for rank %d" % rank, "bad-proof")
+            return
+        why = self.claim(rank)
+        if why is not None:
+            self._refuse(out, v2, cmd, why, "no-rank")
+            return
+        out.rank = rank
+        if v2:
+            out.v2 = True
+            out.rest = saved + self.buffer
+        else:
+            out.reply += format_v1("initack", [("rc", 0)])
+            out.reply += format_v1("set", [("size", self.size)])
+            out.reply += format_v1("set", [("rank", rank)])
+            out.reply += format_v1("set", [("debug", 0)])
+            out.rest = self.buffer
+        self.buffer = b""
 
     def _handle(self, message: Tuple[bytes, bytes, bool], out: Handshake) -> None:
         raw, body, v2 = message
         try:
             cmd, fields = parse_v2(body) if v2 else parse_v1(body)
         except ProtocolError as exc:
-            self._refuse(out, v2, "error", "malformed message (%s) before initack" % exc)
+            self._refuse(out, v2, "error", "malformed message (%s) before the rank was "
+                         "proven" % exc, "malformed")
             return
-        if not v2 and cmd == "init" and fields.get("pmi_version") == "2":
+        if self.named is not None:
+            if cmd == "auth-response":
+                self._prove(out, v2, fields)
+            else:
+                self._refuse(out, v2, "fullinit-response" if v2 else "initack",
+                             "%s instead of auth-response" % cmd, "bad-proof")
+            return
+        if not v2 and cmd == "init" and fields.get("pmi_version") == "2" and not self.v2:
             out.reply += format_v1("response_to_init",
                                    [("pmi_version", 2), ("pmi_subversion", 0), ("rc", 0)])
             self.v2 = True
             return
         if not v2 and cmd == "initack":
-            if self._claim(out, False, "initack", fields.get("pmiid")):
-                out.reply += format_v1("initack", [("rc", 0)])
-                out.reply += format_v1("set", [("size", self.size)])
-                out.reply += format_v1("set", [("rank", out.rank)])
-                out.reply += format_v1("set", [("debug", 0)])
-                out.rest = self.buffer
-                self.buffer = b""
+            self._name(out, False, "initack", fields.get("pmiid"), b"")
             return
         if v2 and cmd == "fullinit":
-            pmiid = fields.get("pmiid", fields.get("pmirank"))
-            if self._claim(out, True, "fullinit-response", pmiid):
-                out.v2 = True
-                out.rest = raw + self.buffer
-                self.buffer = b""
+            self._name(out, True, "fullinit-response",
+                       fields.get("pmiid", fields.get("pmirank")), raw)
             return
         if v2:
             self._refuse(out, True, cmd + "-response",
-                         "%s before fullinit named the rank" % cmd)
+                         "%s before fullinit named the rank" % cmd, "no-rank")
         else:
-            self._refuse(out, False, "error", "%s before initack named the rank" % cmd)
+            self._refuse(out, False, "error", "%s before initack named the rank" % cmd,
+                         "no-rank")

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot/env.h"
 #include "boot/solo_key.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -60,7 +61,8 @@ static int job_id_valid(const char *id)
 static void job_init(void)
 {
     const char *id = pb_config_get_string("POSTBOX_JOB_ID");
-    const char *secret = pb_config_get_string("POSTBOX_JOB_SECRET");
+    char secret_text[2 * PB_BOOT_SECRET_LEN + 1];
+    int secret = pb_boot_env_take("POSTBOX_JOB_SECRET", secret_text, sizeof(secret_text));
     long node = pb_config_get_long("POSTBOX_NODE_ID");
 
     pb_log_init();
@@ -72,12 +74,12 @@ static void job_init(void)
                     PB_BOOT_ID_MAX - 1);
         snprintf(job.id, sizeof(job.id), "solo-%u", (unsigned)getuid());
     }
-    if (secret != NULL) {
-        if (job_parse_secret(secret, job.secret) == 0)
+    if (secret != 0) {
+        if (secret > 0 && job_parse_secret(secret_text, job.secret) == 0)
             job.has_secret = 1;
         else
             pb_warn("ignoring POSTBOX_JOB_SECRET: not %d hex digits", 2 * PB_BOOT_SECRET_LEN);
-        unsetenv("POSTBOX_JOB_SECRET");
+        explicit_bzero(secret_text, sizeof(secret_text));
     }
     if (node < 0 || node > (long)UINT32_MAX) {
         pb_warn("ignoring POSTBOX_NODE_ID %ld: out of range", node);

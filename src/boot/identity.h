@@ -32,7 +32,8 @@ typedef struct {
 } pb_boot_identity_t;
 
 /* The identity, read from the environment on first use (the secret is
- * then removed from the environment).  Never NULL.  The RSM layer's
+ * then removed from the environment and its bytes wiped, see
+ * pb_boot_env_take).  Never NULL.  The RSM layer's
  * accessor: it freezes the identity, so the setters below can no longer
  * change it, and it fills the solo job's secret with the solo key (a
  * process that cannot read or create that key gets a random key of its

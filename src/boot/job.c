@@ -6,7 +6,8 @@
  * fences, and reads every rank's value; the nodes are the distinct values,
  * numbered in order of their lowest rank.  Under Hydra or Slurm (no
  * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname, and rank 0
- * puts a fresh secret as pb-job-secret before the same fence.  Before it
+ * puts a fresh secret as pb-job-secret before the same fence (always: a
+ * POSTBOX_JOB_SECRET inherited from the user's environment is not used).  Before it
  * too, every rank runs the contributions the layers above registered
  * (boot/boot.h).
  */
@@ -90,6 +91,7 @@ static pb_status_t pb_boot_job_secret_put(pb_boot_pmi_t *pmi)
 {
     uint8_t secret[PB_BOOT_SECRET_LEN];
     char hex[2 * PB_BOOT_SECRET_LEN + 1];
+    pb_status_t status;
 
     if (pb_random_bytes(secret, sizeof(secret)) < 0) {
         pb_error("cannot make a job secret: getrandom failed: %m");
@@ -97,7 +99,10 @@ static pb_status_t pb_boot_job_secret_put(pb_boot_pmi_t *pmi)
     }
     for (int i = 0; i < PB_BOOT_SECRET_LEN; i++)
         snprintf(hex + 2 * i, 3, "%02x", secret[i]);
-    return pb_boot_pmi_put(pmi, JOB_SECRET_KEY, hex);
+    status = pb_boot_pmi_put(pmi, JOB_SECRET_KEY, hex);
+    explicit_bzero(secret, sizeof(secret));
+    explicit_bzero(hex, sizeof(hex));
+    return status;
 }
 
 /* Everyone reads the secret after the fence and adopts it with @id. */
@@ -116,7 +121,9 @@ static pb_status_t pb_boot_job_identity_set(pb_boot_pmi_t *pmi, const char *id, 
         pb_error("rank 0 put no %s in the key-value space", JOB_SECRET_KEY);
         return PB_ERR_PROTOCOL;
     }
-    return pb_boot_identity_set(id, hex);
+    status = pb_boot_identity_set(id, hex);
+    explicit_bzero(hex, sizeof(hex));
+    return status;
 }
 
 /* Fetch every rank's node name and number the nodes. */
@@ -214,7 +221,12 @@ static pb_status_t pb_boot_job_init(void)
     /* a foreign launcher (Hydra, Slurm) did not set POSTBOX_JOB_ID; a
      * singleton keeps the solo job */
     foreign = pb_boot_pmi_version(pmi) != 0 && getenv("POSTBOX_JOB_ID") == NULL;
-    need_secret = pb_boot_pmi_version(pmi) != 0 && !job->has_secret;
+    /* a foreign job always gets a fresh secret: one inherited from the
+     * user's environment would be the same in every job */
+    need_secret = pb_boot_pmi_version(pmi) != 0 && (foreign || !job->has_secret);
+    if (foreign && job->has_secret && boot.rank == 0)
+        pb_warn("ignoring POSTBOX_JOB_SECRET from the environment: under a foreign launcher rank 0 "
+                "makes a fresh secret for each job");
     if (foreign)
         pb_boot_job_id_from_kvsname(pb_boot_pmi_kvsname(pmi), foreign_id, sizeof(foreign_id));
 

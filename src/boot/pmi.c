@@ -15,13 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "boot/env.h"
+#include "boot/identity.h"
 #include "util/config.h"
 #include "util/log.h"
+#include "util/random.h"
+#include "util/siphash.h"
+#include "util/time.h"
 
 /* the v2 length field: "%6u" */
 #define PMI_V2_HEADER 6
+/* the one-time token of a rank started by `postbox run --hosts`, and the
+ * nonces of its proof (bytes; each travels as twice as many hex digits) */
+#define PMI_TOKEN_LEN 16
+#define PMI_NONCE_LEN 16
+/* how long a PMI_PORT client keeps trying when its connection is closed
+ * before the server accepted it */
+#define PMI_PORT_RETRY_MS 15000
 
 typedef struct pmi_kv {
     struct pmi_kv *next;
@@ -36,6 +49,9 @@ struct pb_boot_pmi {
     int size;
     int appnum;
     char kvsname[PB_BOOT_PMI_NAME_MAX];
+    uint8_t token[PMI_TOKEN_LEN]; /* POSTBOX_PMI_TOKEN, wiped after init */
+    int has_token;
+    int proven;          /* PMI_PORT: the server accepted this rank's initack/fullinit */
     pmi_kv_t *local_kvs; /* a singleton's key-value space */
     size_t rstart, rend; /* unread bytes are rbuf[rstart, rend) */
     char rbuf[2 * PB_BOOT_PMI_MSG_MAX + PMI_V2_HEADER];
@@ -443,18 +459,11 @@ static int pmi_reply_ok(const pb_boot_pmi_msg_t *reply)
     return rc == NULL || strcmp(rc, "0") == 0;
 }
 
-/* Send @query in wire form @version, receive the reply and check that it
- * is @expect; with @check_rc, also that its rc is 0. */
-static pb_status_t pmi_call(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *query, int version,
-                            const char *expect, int check_rc, pb_boot_pmi_msg_t *reply)
+/* Check that @reply to @query is @expect; with @check_rc, also that its
+ * rc is 0. */
+static pb_status_t pmi_check_reply(const pb_boot_pmi_msg_t *query, const pb_boot_pmi_msg_t *reply,
+                                   const char *expect, int check_rc)
 {
-    pb_status_t status = pmi_send(pmi, query, version);
-
-    if (status != PB_OK)
-        return status;
-    status = pmi_recv(pmi, reply, version);
-    if (status != PB_OK)
-        return status;
     if (strcmp(pb_boot_pmi_msg_cmd(reply), expect) != 0) {
         pb_error("PMI: the process manager answered '%s' with '%s', expected '%s'",
                  pb_boot_pmi_msg_cmd(query), pb_boot_pmi_msg_cmd(reply), expect);
@@ -470,6 +479,114 @@ static pb_status_t pmi_call(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *query, 
         return PB_ERR_PROTOCOL;
     }
     return PB_OK;
+}
+
+/* Send @query in wire form @version, receive the reply and check it
+ * (pmi_check_reply). */
+static pb_status_t pmi_call(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *query, int version,
+                            const char *expect, int check_rc, pb_boot_pmi_msg_t *reply)
+{
+    pb_status_t status = pmi_send(pmi, query, version);
+
+    if (status != PB_OK)
+        return status;
+    status = pmi_recv(pmi, reply, version);
+    if (status != PB_OK)
+        return status;
+    return pmi_check_reply(query, reply, expect, check_rc);
+}
+
+static int pmi_hex_parse(const char *text, uint8_t *out, size_t len)
+{
+    if (strlen(text) != 2 * len)
+        return -1;
+    for (size_t i = 0; i < 2 * len; i++) {
+        int c = text[i], v;
+
+        if (c >= '0' && c <= '9')
+            v = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v = c - 'a' + 10;
+        else
+            return -1;
+        if (i % 2 == 0)
+            out[i / 2] = (uint8_t)(v << 4);
+        else
+            out[i / 2] |= (uint8_t)v;
+    }
+    return 0;
+}
+
+static void pmi_hex_format(const uint8_t *in, size_t len, char *out)
+{
+    for (size_t i = 0; i < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", in[i]);
+}
+
+/*
+ * The server's "auth-challenge nonce=<hex>" after this rank named itself
+ * @id: answer "auth-response cnonce=<hex> mac=<16 hex>", the mac being
+ * SipHash-2-4 under the rank's token of "pmi-auth <job id> <id> <nonce>
+ * <cnonce>" (the token itself is never sent).
+ */
+static pb_status_t pmi_answer_challenge(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *challenge,
+                                        int version, const char *id)
+{
+    const char *nonce = pb_boot_pmi_msg_get(challenge, "nonce");
+    const char *job = getenv("POSTBOX_JOB_ID");
+    uint8_t raw[PMI_NONCE_LEN];
+    char cnonce[2 * PMI_NONCE_LEN + 1], mac[17], text[PB_BOOT_ID_MAX + 160];
+    pb_boot_pmi_msg_t query;
+    int len;
+
+    if (!pmi->has_token) {
+        pb_error("PMI: the process manager wants this rank to prove its one-time token, and "
+                 "none was given (POSTBOX_PMI_TOKEN: start the rank with postbox run --hosts)");
+        return PB_ERR_PROTOCOL;
+    }
+    if (nonce == NULL || pmi_hex_parse(nonce, raw, sizeof(raw)) != 0) {
+        pb_error("PMI: the process manager's auth-challenge has no nonce of %d hex digits",
+                 2 * PMI_NONCE_LEN);
+        return PB_ERR_PROTOCOL;
+    }
+    if (pb_random_bytes(raw, sizeof(raw)) < 0) {
+        pb_error("PMI: cannot make a nonce: getrandom failed: %m");
+        return PB_ERR_IO;
+    }
+    pmi_hex_format(raw, sizeof(raw), cnonce);
+    len = snprintf(text, sizeof(text), "pmi-auth %s %s %s %s", job != NULL ? job : "", id, nonce,
+                   cnonce);
+    if (len < 0 || (size_t)len >= sizeof(text)) {
+        pb_error("PMI: POSTBOX_JOB_ID or PMI_ID is too long for the token proof");
+        return PB_ERR_INVALID_PARAM;
+    }
+    snprintf(mac, sizeof(mac), "%016llx",
+             (unsigned long long)pb_siphash24(pmi->token, text, (size_t)len));
+    pb_boot_pmi_msg_init(&query, "auth-response");
+    pb_boot_pmi_msg_add(&query, "cnonce", cnonce);
+    pb_boot_pmi_msg_add(&query, "mac", mac);
+    return pmi_send(pmi, &query, version);
+}
+
+/* pmi_call for the message that names this rank (@id) to a PMI_PORT
+ * server: a server that asks for the token proof first gets it. */
+static pb_status_t pmi_call_proven(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *query, int version,
+                                   const char *expect, const char *id, pb_boot_pmi_msg_t *reply)
+{
+    pb_status_t status = pmi_send(pmi, query, version);
+
+    if (status == PB_OK)
+        status = pmi_recv(pmi, reply, version);
+    if (status == PB_OK && strcmp(pb_boot_pmi_msg_cmd(reply), "auth-challenge") == 0) {
+        status = pmi_answer_challenge(pmi, reply, version, id);
+        if (status == PB_OK)
+            status = pmi_recv(pmi, reply, version);
+    }
+    if (status != PB_OK)
+        return status;
+    status = pmi_check_reply(query, reply, expect, 1);
+    pmi->proven = status == PB_OK;
+    return status;
 }
 
 /* Parse the integer @key of @reply into *@value_p. */
@@ -544,6 +661,25 @@ static pb_status_t pmi_choose_version(int *version_p)
     return PB_ERR_INVALID_PARAM;
 }
 
+/* Take POSTBOX_PMI_TOKEN (32 hex digits) out of the environment (wiping
+ * it there) into @pmi; its absence is no error (PMI_FD, Hydra). */
+static pb_status_t pmi_take_token(pb_boot_pmi_t *pmi)
+{
+    char text[2 * PMI_TOKEN_LEN + 1];
+    int got = pb_boot_env_take("POSTBOX_PMI_TOKEN", text, sizeof(text));
+
+    if (got == 0)
+        return PB_OK;
+    if (got < 0 || pmi_hex_parse(text, pmi->token, sizeof(pmi->token)) != 0) {
+        explicit_bzero(text, sizeof(text));
+        pb_error("PMI: POSTBOX_PMI_TOKEN is not %d lowercase hex digits", 2 * PMI_TOKEN_LEN);
+        return PB_ERR_INVALID_PARAM;
+    }
+    explicit_bzero(text, sizeof(text));
+    pmi->has_token = 1;
+    return PB_OK;
+}
+
 static pb_status_t pmi_connect_port(const char *address, int *fd_p)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -597,7 +733,7 @@ static pb_status_t pmi_v1_initack(pb_boot_pmi_t *pmi, const char *id)
 
     pb_boot_pmi_msg_init(&query, "initack");
     pb_boot_pmi_msg_add(&query, "pmiid", id);
-    status = pmi_call(pmi, &query, 1, "initack", 1, &reply);
+    status = pmi_call_proven(pmi, &query, 1, "initack", id, &reply);
     if (status != PB_OK)
         return status;
     if (pb_boot_pmi_msg_get(&reply, "rank") != NULL && pb_boot_pmi_msg_get(&reply, "size"))
@@ -713,7 +849,10 @@ static pb_status_t pmi_v2_init(pb_boot_pmi_t *pmi)
     if (id != NULL)
         pb_boot_pmi_msg_add(&query, "pmiid", id);
     pb_boot_pmi_msg_add(&query, "threaded", "FALSE");
-    status = pmi_call(pmi, &query, 2, "fullinit-response", 1, &reply);
+    if (getenv("PMI_FD") == NULL && id != NULL)
+        status = pmi_call_proven(pmi, &query, 2, "fullinit-response", id, &reply);
+    else
+        status = pmi_call(pmi, &query, 2, "fullinit-response", 1, &reply);
     if (status == PB_OK)
         status = pmi_reply_int(&reply, "rank", &pmi->rank);
     if (status == PB_OK)
@@ -730,6 +869,42 @@ static pb_status_t pmi_v2_init(pb_boot_pmi_t *pmi)
     if (status != PB_OK)
         return status;
     return pmi_reply_string(&reply, "jobid", pmi->kvsname, sizeof(pmi->kvsname));
+}
+
+/*
+ * Connect to PMI_PORT and run the init handshake.  The launcher may close a
+ * connection that has not proven its rank yet (to make room when others
+ * crowd its port): then try again with a growing pause, for
+ * PMI_PORT_RETRY_MS at most (a refused connect is no such case: nothing
+ * listens there).  The token is good until
+ * a proof is accepted, so a retry can prove it again.
+ */
+static pb_status_t pmi_port_init(pb_boot_pmi_t *pmi, const char *port)
+{
+    int64_t give_up = pb_time_now_ms() + PMI_PORT_RETRY_MS;
+    long pause_ms = 10;
+    pb_status_t status;
+
+    for (;;) {
+        pmi->rank = -1;
+        pmi->size = -1;
+        pmi->rstart = pmi->rend = 0;
+        status = pmi_connect_port(port, &pmi->fd);
+        if (status == PB_OK) {
+            status = pmi->version == 2 ? pmi_v2_init(pmi) : pmi_v1_init(pmi);
+            if (status == PB_OK)
+                return PB_OK;
+            close(pmi->fd);
+            pmi->fd = -1;
+        }
+        if (status != PB_ERR_IO || pmi->proven || pb_time_now_ms() + pause_ms >= give_up)
+            return status;
+        pb_warn("PMI: the connection to PMI_PORT='%s' ended before this rank was accepted; "
+                "trying again in %ld ms",
+                port, pause_ms);
+        nanosleep(&(struct timespec){pause_ms / 1000, (pause_ms % 1000) * 1000000L}, NULL);
+        pause_ms = pause_ms * 2 > 1000 ? 1000 : pause_ms * 2;
+    }
 }
 
 pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
@@ -750,6 +925,9 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
     pmi->fd = -1;
     pmi->rank = -1;
     pmi->size = -1;
+    status = pmi_take_token(pmi);
+    if (status != PB_OK)
+        goto err_free;
     if (fd_text != NULL) {
         status = pmi_env_int("PMI_FD", 0, &pmi->fd);
         if (status != PB_OK)
@@ -761,9 +939,11 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
             goto err_free;
         }
     } else if (port != NULL) {
-        status = pmi_connect_port(port, &pmi->fd);
+        pmi->version = version;
+        status = pmi_port_init(pmi, port);
         if (status != PB_OK)
             goto err_free;
+        goto check;
     } else {
         /* a singleton: rank 0 of 1, with its own key-value space */
         pmi->rank = 0;
@@ -776,6 +956,9 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
     status = version == 2 ? pmi_v2_init(pmi) : pmi_v1_init(pmi);
     if (status != PB_OK)
         goto err_close;
+check:
+    explicit_bzero(pmi->token, sizeof(pmi->token));
+    pmi->has_token = 0;
     if (pmi->size < 1 || pmi->rank < 0 || pmi->rank >= pmi->size) {
         pb_error("PMI: the process manager gave rank %d of size %d", pmi->rank, pmi->size);
         status = PB_ERR_PROTOCOL;
@@ -788,6 +971,7 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
 err_close:
     close(pmi->fd);
 err_free:
+    explicit_bzero(pmi->token, sizeof(pmi->token));
     free(pmi);
     return status;
 }
@@ -1010,6 +1194,7 @@ pb_status_t pb_boot_pmi_finalize(pb_boot_pmi_t *pmi)
     }
     if (pmi->fd >= 0)
         close(pmi->fd);
+    explicit_bzero(pmi->token, sizeof(pmi->token));
     while (pmi->local_kvs != NULL) {
         pmi_kv_t *kv = pmi->local_kvs;
 

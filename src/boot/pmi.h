@@ -6,6 +6,10 @@
  *                                default, Slurm --mpi=pmi2, `postbox run`)
  *   PMI_PORT=<host>:<port>       a TCP address to connect to, with
  *   PMI_ID=<id>                  the id the PMI-1 `initack` handshake sends
+ *   POSTBOX_PMI_TOKEN=<32 hex>   (postbox run --hosts) the rank's one-time
+ *                                token: taken out of the environment (and
+ *                                wiped) at init, and used to answer the
+ *                                server's auth-challenge, never sent
  *
  * Without either the process is a singleton: rank 0 of 1, with a KVS of its
  * own.  The protocol version is POSTBOX_PMI_VERSION (1 or 2); when unset,
@@ -24,8 +28,10 @@
 
 #include "util/status.h"
 
-/* longest wire message (a v1 line with its newline, or a v2 body) */
-#define PB_BOOT_PMI_MSG_MAX 1024
+/* longest wire message (a v1 line with its newline, or a v2 body): the
+ * launcher's get_maxes advertises keys of 64 and values of 1024 bytes, and
+ * a put or get answer of such a pair, every byte escaped, fits */
+#define PB_BOOT_PMI_MSG_MAX 4096
 /* most key=value pairs in one message, "cmd" included */
 #define PB_BOOT_PMI_MAX_PAIRS 32
 /* longest kvsname, key and value we keep (PMI2_MAX_KEYLEN, _VALLEN) */
@@ -92,8 +98,11 @@ pb_status_t pb_boot_pmi_format_v2(const pb_boot_pmi_msg_t *msg, char *buf, size_
 typedef struct pb_boot_pmi pb_boot_pmi_t;
 
 /* Connect to the process manager named by the environment (or become a
- * singleton) and run the init handshake of the chosen version.  On
- * success *@pmi_p is a new connection; free it with pb_boot_pmi_finalize.
+ * singleton) and run the init handshake of the chosen version (over
+ * PMI_PORT: with the token proof when the server asks, and connecting
+ * again, for 15 s at most, when the server closes the connection before it
+ * accepted the rank).  On success *@pmi_p is a new connection; free it
+ * with pb_boot_pmi_finalize.
  * @return PB_OK; PB_ERR_INVALID_PARAM if PMI_FD/PMI_PORT/PMI_RANK or
  * POSTBOX_PMI_VERSION is malformed; PB_ERR_IO if a connect, read or write
  * fails (the peer closed); PB_ERR_PROTOCOL if the server's reply is

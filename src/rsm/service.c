@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -134,8 +135,10 @@ pb_status_t pb_rsm_service_start(void)
         pb_error("memfd_create failed: %m");
         goto err_close_epoll;
     }
+    /* 0400: importers cannot reopen it for writing through /proc */
     if (ftruncate(service.liveness_fd, LIVENESS_PAGE_SIZE) != 0 ||
-        fcntl(service.liveness_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        fcntl(service.liveness_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0 ||
+        fchmod(service.liveness_fd, 0400) != 0) {
         pb_error("sizing the liveness page failed: %m");
         goto err_close_liveness;
     }
@@ -145,6 +148,12 @@ pb_status_t pb_rsm_service_start(void)
         pb_error("mmap of the liveness page failed: %m");
         service.liveness = NULL;
         goto err_close_liveness;
+    }
+    /* only this mapping may write it: no other process, root included, can
+     * map it writable or write it, so none can mark this process dead */
+    if (fcntl(service.liveness_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0) {
+        pb_error("sealing the liveness page failed: %m");
+        goto err_unmap;
     }
 
     /* the thread takes no signals: they belong to the application */

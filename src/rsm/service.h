@@ -41,8 +41,9 @@ void pb_rsm_service_remove(uint64_t id);
  * @return PB_OK or PB_ERR_NO_RESOURCE. */
 pb_status_t pb_rsm_service_start(void);
 
-/* A read-only-mappable memfd of one page holding this process's liveness
- * word at offset PB_RSM_LIVENESS_WORD_OFFSET (the service must be started). */
+/* A memfd of one page holding this process's liveness word at offset
+ * PB_RSM_LIVENESS_WORD_OFFSET (the service must be started).  Sealed
+ * (F_SEAL_FUTURE_WRITE): others can only map it read-only. */
 int pb_rsm_service_liveness_fd(void);
 
 #define PB_RSM_LIVENESS_WORD_OFFSET 64

@@ -17,6 +17,9 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,17 +46,26 @@
 
 typedef struct shm_conn shm_conn_t;
 
-typedef struct {
+typedef struct shm_export shm_export_t;
+
+struct shm_export {
+    pb_rsm_export_t *seg;
+    shm_export_t *next; /* in shm_exports */
     int data_fd;
-    int ctl_fd;
-    pb_shm_ctl_t *ctl;  /* control page of the current publication */
+    int ctl_fd; /* the exporter's page of the current publication */
+    pb_shm_ctl_t *ctl;
+    int inbox_fd; /* the importers' page of the current publication */
+    pb_shm_inbox_t *inbox;
     int listen_fd;      /* rendezvous socket, owned by the service entry */
     uint64_t listen_id; /* service entry of the listening socket */
     shm_conn_t **conns; /* connections of the current publication */
     unsigned conn_count;
     unsigned conn_capacity;
     int imported; /* an importer connected during this publication */
-} shm_export_t;
+};
+
+/* every shm export of this process that exists (under pb_rsm_lock) */
+static shm_export_t *shm_exports;
 
 struct shm_conn {
     pb_rsm_export_t *seg;
@@ -66,8 +78,9 @@ struct shm_conn {
 typedef struct {
     int sock;
     int data_fd;
-    char *base; /* the whole segment, for put and get */
-    pb_shm_ctl_t *ctl;
+    char *base;        /* the whole segment, for put and get */
+    pb_shm_ctl_t *ctl; /* the exporter's page, mapped read-only */
+    pb_shm_inbox_t *inbox;
     const void *liveness;
     uint32_t seen_generation;
 } shm_import_t;
@@ -79,22 +92,48 @@ static size_t shm_page_size(void)
 
 /* ---- small system helpers ------------------------------------------------ */
 
-static int shm_memfd_create(const char *name, size_t size)
+/* A memfd of @size bytes for others to map.  With @map_p, it is mapped
+ * read-write into *@map_p first; @seals (F_SEAL_FUTURE_WRITE or 0) then
+ * applies to every later mapping and write, whoever makes it.  @return the
+ * descriptor, or -1 (logged). */
+static int shm_memfd_create(const char *name, size_t size, int seals, void **map_p)
 {
     int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    void *map = NULL;
 
     if (fd < 0) {
         pb_error("memfd_create(%s) failed: %m", name);
         return -1;
     }
-    /* fixed size: nobody can shrink it under a mapping and cause SIGBUS */
+    /* fixed size: nobody can shrink it under a mapping and cause SIGBUS;
+     * mode 0400: a read-only importer's descriptor cannot be reopened for
+     * writing through /proc (descriptors open now keep their access) */
     if (ftruncate(fd, (off_t)size) != 0 ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0 || fchmod(fd, 0400) != 0) {
         pb_error("sizing memfd %s to %zu bytes failed: %m", name, size);
-        close(fd);
-        return -1;
+        goto err_close;
     }
+    if (map_p != NULL) {
+        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+            pb_error("mmap of memfd %s failed: %m", name);
+            goto err_close;
+        }
+    }
+    /* and no seal changes after these */
+    if (fcntl(fd, F_ADD_SEALS, seals | F_SEAL_SEAL) != 0) {
+        pb_error("sealing memfd %s failed: %m", name);
+        if (map != NULL)
+            munmap(map, size);
+        goto err_close;
+    }
+    if (map_p != NULL)
+        *map_p = map;
     return fd;
+
+err_close:
+    close(fd);
+    return -1;
 }
 
 /* Copy [vaddr, vaddr + size) of this process into @fd; PB_ERR_BAD_ADDRESS
@@ -212,6 +251,27 @@ static int shm_reaches(rsm_node_id_t node)
 
 /* ---- export side ---------------------------------------------------------- */
 
+/* Refuse [@vaddr, @vaddr + @size) if it overlaps the memory of an shm
+ * export other than @self: mapping a new memfd over it would silently take
+ * that memory away from the other segment and its importers. */
+static pb_status_t shm_check_not_exported(const pb_rsm_export_t *self, const void *vaddr,
+                                          size_t size)
+{
+    uintptr_t start = (uintptr_t)vaddr, end = start + size;
+
+    for (const shm_export_t *e = shm_exports; e != NULL; e = e->next) {
+        uintptr_t other = (uintptr_t)e->seg->vaddr;
+
+        if (e->seg != self && start < other + e->seg->size && other < end) {
+            pb_error("memory %p + %zu overlaps the memory of another shm segment (%p + %zu): "
+                     "refused",
+                     vaddr, size, e->seg->vaddr, e->seg->size);
+            return PB_ERR_BAD_ADDRESS;
+        }
+    }
+    return PB_OK;
+}
+
 static pb_status_t shm_export_create(pb_rsm_export_t *seg)
 {
     shm_export_t *se = calloc(1, sizeof(*se));
@@ -221,10 +281,13 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
         return PB_ERR_NO_MEMORY;
     /* mapping the memfd over read-only memory would make it writable */
     status = pb_rsm_check_writable(seg->vaddr, seg->size);
+    if (status == PB_OK)
+        status = shm_check_not_exported(seg, seg->vaddr, seg->size);
     if (status != PB_OK)
         goto err_free;
     se->ctl_fd = -1;
-    se->data_fd = shm_memfd_create("postbox-segment", seg->size);
+    se->inbox_fd = -1;
+    se->data_fd = shm_memfd_create("postbox-segment", seg->size, 0, NULL);
     if (se->data_fd < 0) {
         status = PB_ERR_NO_RESOURCE;
         goto err_free;
@@ -235,6 +298,9 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
     status = shm_map_over(seg->vaddr, seg->size, se->data_fd);
     if (status != PB_OK)
         goto err_close;
+    se->seg = seg;
+    se->next = shm_exports;
+    shm_exports = se;
     seg->tl = se;
     return PB_OK;
 
@@ -248,7 +314,11 @@ err_free:
 static void shm_export_destroy(pb_rsm_export_t *seg)
 {
     shm_export_t *se = seg->tl;
+    shm_export_t **link = &shm_exports;
 
+    while (*link != se)
+        link = &(*link)->next;
+    *link = se->next;
     /* the exporter keeps its data, in private pages */
     if (shm_make_private(seg->vaddr, seg->size) != PB_OK)
         pb_warn("segment memory at %p stays shared after destroy", seg->vaddr);
@@ -266,10 +336,12 @@ static pb_status_t shm_export_rebind(pb_rsm_export_t *seg, void *vaddr)
     pb_status_t status;
 
     status = pb_rsm_check_writable(vaddr, seg->size);
+    if (status == PB_OK)
+        status = shm_check_not_exported(seg, vaddr, seg->size);
     if (status != PB_OK)
         return status;
     /* snapshot the new memory first: if it is unreadable nothing changes */
-    staging_fd = shm_memfd_create("postbox-rebind", seg->size);
+    staging_fd = shm_memfd_create("postbox-rebind", seg->size, 0, NULL);
     if (staging_fd < 0)
         return PB_ERR_NO_RESOURCE;
     status = shm_fill_from_memory(staging_fd, vaddr, seg->size);
@@ -325,7 +397,7 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
         .perm = granted,
         .size = status == PB_OK ? seg->size : 0,
     };
-    int fds[PB_SHM_REPLY_FDS] = {-1, -1, -1};
+    int fds[PB_SHM_REPLY_FDS] = {-1, -1, -1, -1};
     char cbuf[CMSG_SPACE(sizeof(fds))];
     struct iovec iov = {&reply, sizeof(reply)};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -353,7 +425,8 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
 
         fds[0] = data_fd;
         fds[1] = se->ctl_fd;
-        fds[2] = pb_rsm_service_liveness_fd();
+        fds[2] = se->inbox_fd;
+        fds[3] = pb_rsm_service_liveness_fd();
         msg.msg_control = cbuf;
         msg.msg_controllen = sizeof(cbuf);
         cmsg = CMSG_FIRSTHDR(&msg);
@@ -488,20 +561,27 @@ static void shm_listen_ready(void *arg, uint32_t events)
     (void)events;
 }
 
+/* The publication's two control pages: the exporter's, which only this
+ * process can write (sealed against writes through any new mapping), and
+ * the importers'. */
 static pb_status_t shm_ctl_create(pb_rsm_export_t *seg, rsm_memseg_id_t segid)
 {
     shm_export_t *se = seg->tl;
+    void *ctl_map, *inbox_map;
     pb_shm_ctl_t *ctl;
-    int fd = shm_memfd_create("postbox-segment-ctl", PB_SHM_CTL_SIZE);
 
-    if (fd < 0)
+    se->ctl_fd =
+        shm_memfd_create("postbox-segment-ctl", PB_SHM_CTL_SIZE, F_SEAL_FUTURE_WRITE, &ctl_map);
+    if (se->ctl_fd < 0)
         return PB_ERR_NO_RESOURCE;
-    ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (ctl == MAP_FAILED) {
-        pb_error("mmap of the control page failed: %m");
-        close(fd);
-        return PB_ERR_NO_MEMORY;
+    se->inbox_fd = shm_memfd_create("postbox-segment-inbox", PB_SHM_CTL_SIZE, 0, &inbox_map);
+    if (se->inbox_fd < 0) {
+        munmap(ctl_map, PB_SHM_CTL_SIZE);
+        close(se->ctl_fd);
+        se->ctl_fd = -1;
+        return PB_ERR_NO_RESOURCE;
     }
+    ctl = ctl_map;
     ctl->magic = PB_SHM_CTL_MAGIC;
     ctl->layout_version = PB_SHM_LAYOUT_VERSION;
     ctl->segid = segid;
@@ -509,16 +589,20 @@ static pb_status_t shm_ctl_create(pb_rsm_export_t *seg, rsm_memseg_id_t segid)
     ctl->size = seg->size;
     atomic_store_explicit(&ctl->state.value, PB_SHM_STATE_LIVE, memory_order_release);
     se->ctl = ctl;
-    se->ctl_fd = fd;
+    se->inbox = inbox_map;
     return PB_OK;
 }
 
 static void shm_ctl_release(shm_export_t *se)
 {
     munmap(se->ctl, PB_SHM_CTL_SIZE);
+    munmap(se->inbox, PB_SHM_CTL_SIZE);
     close(se->ctl_fd);
+    close(se->inbox_fd);
     se->ctl = NULL;
+    se->inbox = NULL;
     se->ctl_fd = -1;
+    se->inbox_fd = -1;
 }
 
 static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
@@ -568,7 +652,7 @@ static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
     /* importers may still hold mappings of the data: move this process to
      * fresh pages so that those mappings no longer reach its memory */
     if (se->imported) {
-        fresh_fd = shm_memfd_create("postbox-segment", seg->size);
+        fresh_fd = shm_memfd_create("postbox-segment", seg->size, 0, NULL);
         if (fresh_fd < 0 || shm_fill_from_memory(fresh_fd, seg->vaddr, seg->size) != PB_OK ||
             shm_map_over(seg->vaddr, seg->size, fresh_fd) != PB_OK) {
             pb_warn("segment %#x: old importers' mappings still reach this memory", seg->segid);
@@ -635,6 +719,46 @@ static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p
     return PB_OK;
 }
 
+/* Whether descriptor @fd, the exporter's @what, may be mapped for @need
+ * bytes: a memfd of ordinary shared memory (not hugetlbfs, whose pages can
+ * run out under a mapping) sealed against shrinking that holds them, so no
+ * access within them can ever fault (SIGBUS), whatever its sender does
+ * later. */
+static pb_status_t shm_import_check_fd(const pb_rsm_import_t *im, int fd, uint64_t need,
+                                       const char *what)
+{
+    struct statfs fs;
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstatfs(fd, &fs) != 0 ||
+        fs.f_type != TMPFS_MAGIC) {
+        pb_warn("import of segment %#x refused: the exporter's %s is not a shared-memory memfd "
+                "sealed against shrinking",
+                im->segid, what);
+        return PB_ERR_PROTOCOL;
+    }
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < need) {
+        pb_warn("import of segment %#x refused: the exporter's %s holds %lld bytes, not %llu",
+                im->segid, what, (long long)st.st_size, (unsigned long long)need);
+        return PB_ERR_PROTOCOL;
+    }
+    return PB_OK;
+}
+
+/* Undo the mappings of @si (of a @size-byte segment) that were made. */
+static void shm_import_unmap(shm_import_t *si, size_t size)
+{
+    if (si->base != MAP_FAILED)
+        munmap(si->base, size);
+    if (si->ctl != MAP_FAILED)
+        munmap(si->ctl, PB_SHM_CTL_SIZE);
+    if (si->inbox != MAP_FAILED)
+        munmap(si->inbox, PB_SHM_CTL_SIZE);
+    if (si->liveness != MAP_FAILED)
+        munmap((void *)si->liveness, shm_page_size());
+}
+
 /* Run the handshake on connected @sock; on success map what the exporter
  * handed over into @si. */
 static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
@@ -689,26 +813,30 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         status = PB_ERR_PROTOCOL;
         goto out_close;
     }
+    status = shm_import_check_fd(im, fds[0], reply.size, "segment memory");
+    if (status == PB_OK)
+        status = shm_import_check_fd(im, fds[1], PB_SHM_CTL_SIZE, "control page");
+    if (status == PB_OK)
+        status = shm_import_check_fd(im, fds[2], PB_SHM_CTL_SIZE, "importers' control page");
+    if (status == PB_OK)
+        status = shm_import_check_fd(im, fds[3], shm_page_size(), "liveness page");
+    if (status != PB_OK)
+        goto out_close;
     si->base = mmap(NULL, reply.size, prot, MAP_SHARED, fds[0], 0);
-    si->ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
-    si->liveness = mmap(NULL, (size_t)shm_page_size(), PROT_READ, MAP_SHARED, fds[2], 0);
-    if (si->base == MAP_FAILED || si->ctl == MAP_FAILED || si->liveness == MAP_FAILED) {
+    si->ctl = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ, MAP_SHARED, fds[1], 0);
+    si->inbox = mmap(NULL, PB_SHM_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+    si->liveness = mmap(NULL, (size_t)shm_page_size(), PROT_READ, MAP_SHARED, fds[3], 0);
+    if (si->base == MAP_FAILED || si->ctl == MAP_FAILED || si->inbox == MAP_FAILED ||
+        si->liveness == MAP_FAILED) {
         pb_error("mapping imported segment %#x failed: %m", im->segid);
-        if (si->base != MAP_FAILED)
-            munmap(si->base, reply.size);
-        if (si->ctl != MAP_FAILED)
-            munmap(si->ctl, PB_SHM_CTL_SIZE);
-        if (si->liveness != MAP_FAILED)
-            munmap((void *)si->liveness, shm_page_size());
+        shm_import_unmap(si, reply.size);
         status = PB_ERR_NO_MEMORY;
         goto out_close;
     }
     if (si->ctl->magic != PB_SHM_CTL_MAGIC || si->ctl->layout_version != PB_SHM_LAYOUT_VERSION) {
         pb_error("segment %#x has control layout %u, this library speaks %u", im->segid,
                  si->ctl->layout_version, PB_SHM_LAYOUT_VERSION);
-        munmap(si->base, reply.size);
-        munmap(si->ctl, PB_SHM_CTL_SIZE);
-        munmap((void *)si->liveness, shm_page_size());
+        shm_import_unmap(si, reply.size);
         status = PB_ERR_PROTOCOL;
         goto out_close;
     }
@@ -799,9 +927,7 @@ static void shm_import_disconnect(pb_rsm_import_t *im)
 {
     shm_import_t *si = im->tl;
 
-    munmap(si->base, im->size);
-    munmap(si->ctl, PB_SHM_CTL_SIZE);
-    munmap((void *)si->liveness, shm_page_size());
+    shm_import_unmap(si, im->size);
     close(si->data_fd);
     close(si->sock); /* tells the exporter we are gone */
     free(si);
@@ -951,13 +1077,14 @@ static int shm_spin_while_equal(pb_shm_word_t *word, uint32_t value)
 
 static pb_status_t shm_export_signal_post(pb_rsm_export_t *seg, int accumulate)
 {
-    pb_shm_ctl_t *ctl = ((shm_export_t *)seg->tl)->ctl;
+    shm_export_t *se = seg->tl;
+    pb_shm_ctl_t *ctl = se->ctl;
 
     /* importers consume all pending exporter events at once, so an
      * accumulating and a non-accumulating post look the same to them */
     (void)accumulate;
     atomic_fetch_add_explicit(&ctl->import_generation.value, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&ctl->import_waiters.value, memory_order_seq_cst) != 0)
+    if (atomic_load_explicit(&se->inbox->import_waiters.value, memory_order_seq_cst) != 0)
         pb_futex_wake_all(&ctl->import_generation.value);
     return PB_OK;
 }
@@ -965,43 +1092,44 @@ static pb_status_t shm_export_signal_post(pb_rsm_export_t *seg, int accumulate)
 static pb_status_t shm_import_signal_post(pb_rsm_import_t *im, int accumulate)
 {
     shm_import_t *si = im->tl;
-    pb_shm_ctl_t *ctl = si->ctl;
+    pb_shm_inbox_t *inbox = si->inbox;
 
     if (!shm_import_alive(si))
         return PB_ERR_CONN_ABORTED;
     if (accumulate) {
-        uint32_t pending = atomic_load_explicit(&ctl->export_events.value, memory_order_relaxed);
+        uint32_t pending = atomic_load_explicit(&inbox->export_events.value, memory_order_relaxed);
 
         /* saturate rather than wrap to zero after 2^32 unconsumed posts */
         while (pending != UINT32_MAX && !atomic_compare_exchange_weak_explicit(
-                                            &ctl->export_events.value, &pending, pending + 1,
+                                            &inbox->export_events.value, &pending, pending + 1,
                                             memory_order_seq_cst, memory_order_relaxed))
             ;
     } else {
         uint32_t none = 0;
 
         /* dropped when an event is already pending */
-        atomic_compare_exchange_strong_explicit(&ctl->export_events.value, &none, 1,
+        atomic_compare_exchange_strong_explicit(&inbox->export_events.value, &none, 1,
                                                 memory_order_seq_cst, memory_order_seq_cst);
     }
     /* pairs with the waiter's increment of export_waiters before it sleeps */
-    if (atomic_load_explicit(&ctl->export_waiters.value, memory_order_seq_cst) != 0)
-        pb_futex_wake_all(&ctl->export_events.value);
+    if (atomic_load_explicit(&si->ctl->export_waiters.value, memory_order_seq_cst) != 0)
+        pb_futex_wake_all(&inbox->export_events.value);
     return PB_OK;
 }
 
 static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 {
-    pb_shm_ctl_t *ctl = ((shm_export_t *)seg->tl)->ctl;
+    shm_export_t *se = seg->tl;
+    pb_shm_inbox_t *inbox = se->inbox;
     int64_t deadline = timeout_ms < 0 ? -1 : pb_time_now_ms() + timeout_ms;
 
     for (;;) {
-        uint32_t pending = atomic_load_explicit(&ctl->export_events.value, memory_order_acquire);
+        uint32_t pending = atomic_load_explicit(&inbox->export_events.value, memory_order_acquire);
         int remaining;
         int ret;
 
         while (pending > 0) {
-            if (atomic_compare_exchange_weak_explicit(&ctl->export_events.value, &pending,
+            if (atomic_compare_exchange_weak_explicit(&inbox->export_events.value, &pending,
                                                       pending - 1, memory_order_acq_rel,
                                                       memory_order_acquire))
                 return PB_OK;
@@ -1009,11 +1137,11 @@ static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
         remaining = pb_time_remaining_ms(deadline, -1);
         if (remaining == 0)
             return PB_ERR_TIMEOUT;
-        if (shm_spin_while_equal(&ctl->export_events, 0))
+        if (shm_spin_while_equal(&inbox->export_events, 0))
             continue;
-        atomic_fetch_add_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
-        ret = pb_futex_wait(&ctl->export_events.value, 0, remaining);
-        atomic_fetch_sub_explicit(&ctl->export_waiters.value, 1, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&se->ctl->export_waiters.value, 1, memory_order_seq_cst);
+        ret = pb_futex_wait(&inbox->export_events.value, 0, remaining);
+        atomic_fetch_sub_explicit(&se->ctl->export_waiters.value, 1, memory_order_seq_cst);
         if (ret != 0 && errno == EINTR)
             return PB_ERR_INTERRUPTED;
     }
@@ -1045,9 +1173,9 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
         /* a dead exporter cannot wake us: look at its liveness word now and then */
         slice = remaining < 0 || remaining > SHM_IMPORT_WAIT_SLICE_MS ? SHM_IMPORT_WAIT_SLICE_MS
                                                                       : remaining;
-        atomic_fetch_add_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&si->inbox->import_waiters.value, 1, memory_order_seq_cst);
         ret = pb_futex_wait(&ctl->import_generation.value, generation, slice);
-        atomic_fetch_sub_explicit(&ctl->import_waiters.value, 1, memory_order_seq_cst);
+        atomic_fetch_sub_explicit(&si->inbox->import_waiters.value, 1, memory_order_seq_cst);
         if (ret != 0 && errno == EINTR)
             return PB_ERR_INTERRUPTED;
     }
@@ -1055,7 +1183,7 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
 
 static const void *shm_export_event_word(pb_rsm_export_t *seg)
 {
-    return &((shm_export_t *)seg->tl)->ctl->export_events.value;
+    return &((shm_export_t *)seg->tl)->inbox->export_events.value;
 }
 
 static void shm_export_event_waiters(pb_rsm_export_t *seg, int delta)

@@ -2,24 +2,42 @@
  * Everything the shm transport keeps in shared memory or sends over its
  * rendezvous socket, declared once.
  *
- * Each publication of a segment has a control page (its own memfd, mapped
- * read-write by the exporter and every importer):
+ * Each publication of a segment has two control pages, each its own memfd:
+ * what the exporter writes and what importers write.
+ *
+ * The exporter's page (pb_shm_ctl_t).  The exporter maps it read-write and
+ * then seals it with F_SEAL_FUTURE_WRITE: no one else, root included, can
+ * map it writable or write(2) it, so importers map it read-only and none
+ * can mark the publication withdrawn or forge the exporter's posts:
  *
  *   offset 0    +--------------------------------------------------+
  *               | magic | version | segid | exporter pid | size     |  written once
  *   offset 64   +--------------------------------------------------+
  *               | state (LIVE / WITHDRAWN)                         |  exporter writes
  *   offset 128  +--------------------------------------------------+
- *               | export_events | export_waiters                   |  importers post,
- *               |                                                  |  exporter consumes
- *   offset 192  +--------------------------------------------------+
- *               | import_generation | import_waiters               |  exporter posts,
+ *               | import_generation                                |  exporter posts,
  *               |                                                  |  importers observe
+ *   offset 192  +--------------------------------------------------+
+ *               | export_waiters                                   |  exporter threads asleep
+ *               |                                                  |  on export_events
  *   offset 256  +--------------------------------------------------+
  *
+ * The importers' page (pb_shm_inbox_t), mapped read-write by the exporter
+ * and every importer:
+ *
+ *   offset 0    +--------------------------------------------------+
+ *               | export_events                                    |  importers post,
+ *               |                                                  |  exporter consumes
+ *   offset 64   +--------------------------------------------------+
+ *               | import_waiters                                   |  importer threads asleep
+ *               |                                                  |  on import_generation
+ *   offset 128  +--------------------------------------------------+
+ *
  * Writers of different words sit on different cache lines.  The data
- * itself lives in a separate memfd, so a read-only importer can be given a
- * read-only descriptor while the control page stays writable for signals.
+ * itself lives in a third memfd, so a read-only importer can be given a
+ * read-only descriptor of it.  The exporter's liveness (its service
+ * thread's robust futex, rsm/service.h) is a fourth, sealed like the
+ * exporter's page.
  */
 #ifndef PB_RSM_SHM_LAYOUT_H
 #define PB_RSM_SHM_LAYOUT_H
@@ -29,7 +47,7 @@
 #include <stdint.h>
 
 #define PB_SHM_CTL_MAGIC 0x50425348u /* "PBSH" */
-#define PB_SHM_LAYOUT_VERSION 1
+#define PB_SHM_LAYOUT_VERSION 2
 #define PB_SHM_CTL_SIZE 4096
 
 enum {
@@ -54,19 +72,27 @@ typedef struct {
     pb_shm_word_t state;
     uint8_t pad1[60];
 
-    pb_shm_word_t export_events;  /* pending importer-to-exporter events */
-    pb_shm_word_t export_waiters; /* exporter threads asleep on export_events */
-    uint8_t pad2[56];
-
     pb_shm_word_t import_generation; /* bumped by each exporter-to-importer post */
-    pb_shm_word_t import_waiters;
-    uint8_t pad3[56];
+    uint8_t pad2[60];
+
+    pb_shm_word_t export_waiters; /* exporter threads asleep on export_events */
+    uint8_t pad3[60];
 } pb_shm_ctl_t;
 
-_Static_assert(sizeof(pb_shm_ctl_t) == 256, "control page header size");
+typedef struct {
+    pb_shm_word_t export_events; /* pending importer-to-exporter events */
+    uint8_t pad0[60];
+
+    pb_shm_word_t import_waiters; /* importer threads asleep on import_generation */
+    uint8_t pad1[60];
+} pb_shm_inbox_t;
+
+_Static_assert(sizeof(pb_shm_ctl_t) == 256, "exporter's page header size");
 _Static_assert(offsetof(pb_shm_ctl_t, state) == 64, "state on its own line");
-_Static_assert(offsetof(pb_shm_ctl_t, export_events) == 128, "export events line");
-_Static_assert(offsetof(pb_shm_ctl_t, import_generation) == 192, "import events line");
+_Static_assert(offsetof(pb_shm_ctl_t, import_generation) == 128, "import events line");
+_Static_assert(offsetof(pb_shm_ctl_t, export_waiters) == 192, "exporter waiters line");
+_Static_assert(sizeof(pb_shm_inbox_t) == 128, "importers' page header size");
+_Static_assert(offsetof(pb_shm_inbox_t, import_waiters) == 64, "importer waiters line");
 
 /*
  * The rendezvous: an exporter listens on the abstract unix socket
@@ -76,7 +102,8 @@ _Static_assert(offsetof(pb_shm_ctl_t, import_generation) == 192, "import events 
  *   exporter -> importer   HELLO   (exporter nonce)
  *   importer -> exporter   REQUEST (node, segid, perm, importer nonce, MAC)
  *   exporter -> importer   REPLY   (status, size, MAC) + descriptors
- *                                   [data memfd, control memfd, liveness page]
+ *                                   [data memfd, exporter's page,
+ *                                    importers' page, liveness page]
  *
  * The MACs are SipHash-2-4 keyed with the job secret, over both nonces and
  * the request, so the secret never crosses the socket and each side proves
@@ -84,7 +111,7 @@ _Static_assert(offsetof(pb_shm_ctl_t, import_generation) == 192, "import events 
  * exporter that the importer has gone.
  */
 #define PB_SHM_MSG_MAGIC 0x50424d53u /* "PBMS" */
-#define PB_SHM_PROTOCOL_VERSION 1
+#define PB_SHM_PROTOCOL_VERSION 2
 #define PB_SHM_NONCE_LEN 16
 
 enum {
@@ -122,7 +149,7 @@ typedef struct {
     uint64_t mac;
 } pb_shm_msg_reply_t;
 
-#define PB_SHM_REPLY_FDS 3
+#define PB_SHM_REPLY_FDS 4
 
 _Static_assert(sizeof(pb_shm_msg_hello_t) == 24, "hello size");
 _Static_assert(sizeof(pb_shm_msg_request_t) == 48, "request size");

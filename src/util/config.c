@@ -16,7 +16,7 @@ static const pb_config_entry_t config_table[] = {
      "reach each other's segments.  Unset outside a job."},
     {"POSTBOX_JOB_SECRET", PB_CONFIG_STRING, NULL,
      "Job secret (32 hex digits), set by the launcher and removed from the "
-     "environment when read; never set it by hand."},
+     "environment (its bytes wiped) when read; never set it by hand."},
     {"POSTBOX_NODE_ID", PB_CONFIG_INT, "0",
      "RSM node id of this process, set by the launcher (virtual nodes get "
      "distinct ids); postbox_job_init derives it and warns if they differ."},
@@ -26,6 +26,10 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_PMI_VERSION", PB_CONFIG_STRING, "1",
      "PMI wire protocol spoken to a foreign launcher: 1 (Hydra) or 2 (Slurm "
      "srun --mpi=pmi2); when unset, 2 if PMI_JOBID is set."},
+    {"POSTBOX_PMI_TOKEN", PB_CONFIG_STRING, NULL,
+     "One-time PMI token of a rank started by postbox run --hosts (32 hex "
+     "digits), handed over on stdin and removed from the environment (its "
+     "bytes wiped) at PMI init; never set it by hand."},
     {"POSTBOX_RSM_SEGMENTID_FILE", PB_CONFIG_STRING, "/etc/rsm/rsm.segmentid",
      "Segment-id reservation file read by rsm_get_segmentid_range."},
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Run postbox-job-view under MPICH's Hydra in every PMI mode Postbox speaks:
 # PMI-1 and PMI-2, each over PMI_FD (the default) and PMI_PORT+PMI_ID
-# (-pmi-port), then two virtual nodes (POSTBOX_VNODE per rank group).
+# (-pmi-port), then two virtual nodes (POSTBOX_VNODE per rank group), then
+# a POSTBOX_JOB_SECRET left in the environment (not used: a fresh one is made).
 # Exits 77 (CTest: skipped) when mpiexec.hydra is not installed (Debian
 # package: mpich).
 set -u
@@ -41,6 +42,14 @@ out=$(timeout 30 "$HYDRA" -n 2 -env POSTBOX_VNODE 0 "$VIEW" : -n 2 -env POSTBOX_
 check "$out" 4 2 "two virtual nodes"
 if ! printf '%s\n' "$out" | grep -q "^rank 3 size 4 node 1 nodes 2 name [^ ]*/1 local 2,3 "; then
     echo "FAIL two virtual nodes: rank 3 is not on node 1 with ranks 2,3"
+    failed=1
+fi
+# a secret in the user's environment is not the job's: each job makes its own
+out=$(POSTBOX_JOB_SECRET=00112233445566778899aabbccddeeff timeout 30 "$HYDRA" -n 2 "$VIEW" 2>&1)
+check "$out" 2 1 "an inherited POSTBOX_JOB_SECRET"
+if [ "$(printf '%s\n' "$out" | grep -c "ignoring POSTBOX_JOB_SECRET from the environment")" -ne 1 ]; then
+    echo "FAIL an inherited POSTBOX_JOB_SECRET: rank 0 did not say it makes a fresh secret"
+    printf '%s\n' "$out"
     failed=1
 fi
 exit $failed

@@ -13,6 +13,7 @@
 
 #include "boot/pmi.h"
 #include "harness.h"
+#include "util/siphash.h"
 
 #define CHECK_STATUS(call, want)                                                                   \
     do {                                                                                           \
@@ -105,6 +106,39 @@ static void case_v1_malformed_rejected(void)
     CHECK_STATUS(parse1(many), PB_ERR_PROTOCOL);
 }
 
+/* The launcher's get_maxes advertises keys of 64 and values of 1024 bytes:
+ * the answer to a get of such a value, every byte escaped, must parse, and a
+ * put of the longest key and value the client itself takes must format. */
+static void case_v1_advertised_maximum_fits(void)
+{
+    static char line[PB_BOOT_PMI_MSG_MAX + 1], value[PB_BOOT_PMI_VALUE_MAX];
+    char key[PB_BOOT_PMI_KEY_MAX], kvs[65];
+    static char out[PB_BOOT_PMI_MSG_MAX + 1];
+    pb_boot_pmi_msg_t put;
+    size_t pos, len;
+
+    pos = (size_t)snprintf(line, sizeof(line), "cmd=get_result rc=0 value=");
+    for (int i = 0; i < 1024; i++) {
+        line[pos++] = '\\';
+        line[pos++] = ' ';
+    }
+    line[pos++] = '\n';
+    CHECK_STATUS(pb_boot_pmi_parse_v1(line, pos, &msg), PB_OK);
+    CHECK(strlen(pb_boot_pmi_msg_get(&msg, "value")) == 1024);
+    memset(value, ' ', sizeof(value) - 1);
+    value[sizeof(value) - 1] = '\0';
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = '\0';
+    memset(kvs, 'j', sizeof(kvs) - 1);
+    kvs[sizeof(kvs) - 1] = '\0';
+    pb_boot_pmi_msg_init(&put, "put");
+    pb_boot_pmi_msg_add(&put, "kvsname", kvs);
+    pb_boot_pmi_msg_add(&put, "key", key);
+    pb_boot_pmi_msg_add(&put, "value", value);
+    CHECK_STATUS(pb_boot_pmi_format_v1(&put, out, sizeof(out), &len), PB_OK);
+    CHECK(len > 2 * (PB_BOOT_PMI_VALUE_MAX - 1));
+}
+
 static void case_v1_format_limits(void)
 {
     static char big[PB_BOOT_PMI_MSG_MAX];
@@ -180,7 +214,8 @@ typedef enum {
     FAKE_V1,          /* a well-behaved PMI-1 server */
     FAKE_V2,          /* a well-behaved PMI-2 server */
     FAKE_INITACK,     /* PMI-1 port mode, rank and size on "cmd=set" lines */
-    FAKE_LONG_LINE,   /* answers init with a line of 2000 bytes */
+    FAKE_PROOF,       /* FAKE_INITACK after a token proof (TEST_TOKEN) */
+    FAKE_LONG_LINE,   /* answers init with a line 1000 bytes over the limit */
     FAKE_BAD_LENGTH,  /* answers fullinit with a bad v2 length field */
     FAKE_HUGE_LENGTH, /* answers fullinit with a length over the limit */
     FAKE_WRONG_CMD,   /* answers init with another command */
@@ -190,8 +225,9 @@ typedef enum {
 
 typedef struct {
     fake_mode_t mode;
-    int fd;       /* the server's end */
-    int other_fd; /* the client's end, closed in the server */
+    int fd;         /* the server's end */
+    int other_fd;   /* the client's end, closed in the server */
+    int drop_first; /* FAKE_PROOF: close the first connection after its initack */
 } fake_arg_t;
 
 static void fake_send(int fd, const char *text)
@@ -207,6 +243,11 @@ static void fake_send_v2(int fd, const char *body)
     pbt_send(fd, head, 6);
     fake_send(fd, body);
 }
+
+/* the token of FAKE_PROOF: bytes 1..16, and a server nonce */
+static const uint8_t test_token[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+#define TEST_TOKEN "0102030405060708090a0b0c0d0e0f10"
+#define TEST_NONCE "00112233445566778899aabbccddeeff"
 
 /* Read one v1 line (without its newline); 0 at EOF. */
 static int fake_recv_v1(int fd, char *line, size_t cap)
@@ -269,7 +310,7 @@ static void fake_field(const char *line, const char *key, char sep, char *out, s
 static void fake_server(pbt_peer_t *self, void *varg)
 {
     fake_arg_t *arg = varg;
-    char line[2048], key[64], value[1024], reply[2048];
+    char line[PB_BOOT_PMI_MSG_MAX + 1024], key[64], value[1024], reply[2048];
     char kvs_key[8][64], kvs_value[8][1024];
     int nkvs = 0, fd = arg->fd;
 
@@ -285,6 +326,35 @@ static void fake_server(pbt_peer_t *self, void *varg)
         CHECK_STR(line, "cmd=initack pmiid=7");
         fake_send(fd, "cmd=initack\ncmd=set size=3\ncmd=set rank=2\ncmd=set debug=0\n");
     }
+    if (arg->mode == FAKE_PROOF) {
+        int listener = fd;
+        char cnonce[64], mac[32], text[256], want[32];
+
+        if (arg->drop_first) {
+            /* as the launcher does to make room on a crowded port */
+            fd = accept(listener, NULL, NULL);
+            CHECK_SYS(fd);
+            CHECK(fake_recv_v1(fd, line, sizeof(line)));
+            close(fd);
+        }
+        fd = accept(listener, NULL, NULL);
+        CHECK_SYS(fd);
+        close(listener);
+        CHECK(fake_recv_v1(fd, line, sizeof(line)));
+        CHECK_STR(line, "cmd=initack pmiid=7");
+        fake_send(fd, "cmd=auth-challenge nonce=" TEST_NONCE "\n");
+        if (!fake_recv_v1(fd, line, sizeof(line)))
+            return; /* a client without the token hangs up */
+        fake_field(line, "cnonce", ' ', cnonce, sizeof(cnonce));
+        fake_field(line, "mac", ' ', mac, sizeof(mac));
+        CHECK(strlen(cnonce) == 32 && strcmp(cnonce, TEST_NONCE) != 0);
+        snprintf(text, sizeof(text), "pmi-auth job-t 7 %s %s", TEST_NONCE, cnonce);
+        snprintf(want, sizeof(want), "%016llx",
+                 (unsigned long long)pb_siphash24(test_token, text, strlen(text)));
+        CHECK_STR(mac, want);
+        fake_send(fd, "cmd=initack rc=0\ncmd=set size=3\ncmd=set rank=2\ncmd=set debug=0\n");
+        arg->mode = FAKE_INITACK;
+    }
     if (arg->mode == FAKE_CLOSE) {
         close(fd);
         return;
@@ -292,10 +362,10 @@ static void fake_server(pbt_peer_t *self, void *varg)
     CHECK(fake_recv_v1(fd, line, sizeof(line)));
     switch (arg->mode) {
     case FAKE_LONG_LINE:
-        memset(line, 'x', 2000);
+        memset(line, 'x', PB_BOOT_PMI_MSG_MAX + 1000);
         memcpy(line, "cmd=response_to_init value=", 27);
-        line[2000] = '\n';
-        pbt_send(fd, line, 2001);
+        line[PB_BOOT_PMI_MSG_MAX + 1000] = '\n';
+        pbt_send(fd, line, PB_BOOT_PMI_MSG_MAX + 1001);
         pbt_recv_timed(fd, line, 1, 10000); /* until the client hangs up */
         return;
     case FAKE_WRONG_CMD: fake_send(fd, "cmd=put_result rc=0\n"); return;
@@ -399,7 +469,7 @@ static void fake_server(pbt_peer_t *self, void *varg)
 /* Start a fake server in @mode on a socketpair; set PMI_FD for the client. */
 static pbt_peer_t fake_start(fake_mode_t mode, int *client_fd_p)
 {
-    fake_arg_t arg = {mode, -1, -1};
+    fake_arg_t arg = {mode, -1, -1, 0};
     int sv[2];
     char text[16];
     pbt_peer_t peer;
@@ -473,7 +543,7 @@ static void case_session_v1_port_initack(void)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET};
     socklen_t addr_len = sizeof(addr);
-    fake_arg_t arg = {FAKE_INITACK, -1, -1};
+    fake_arg_t arg = {FAKE_INITACK, -1, -1, 0};
     pb_boot_pmi_t *pmi;
     pbt_peer_t peer;
     char text[64];
@@ -494,6 +564,60 @@ static void case_session_v1_port_initack(void)
     CHECK(pb_boot_pmi_size(pmi) == 3);
     session_check(pmi);
     pbt_peer_join(&peer, 10000, 0);
+}
+
+/* The server asks for the token proof: the client answers it from
+ * POSTBOX_PMI_TOKEN, which is gone from the environment afterwards; with
+ * no token the client refuses cleanly. */
+static void proof_session(int with_token, int drop_first)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    socklen_t addr_len = sizeof(addr);
+    fake_arg_t arg = {FAKE_PROOF, -1, -1, drop_first};
+    pb_boot_pmi_t *pmi = NULL;
+    pbt_peer_t peer;
+    char text[64];
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    arg.fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_SYS(arg.fd);
+    CHECK_SYS(bind(arg.fd, (struct sockaddr *)&addr, sizeof(addr)));
+    CHECK_SYS(listen(arg.fd, 1));
+    CHECK_SYS(getsockname(arg.fd, (struct sockaddr *)&addr, &addr_len));
+    peer = pbt_peer_start(fake_server, &arg);
+    close(arg.fd);
+    snprintf(text, sizeof(text), "127.0.0.1:%u", (unsigned)ntohs(addr.sin_port));
+    setenv("PMI_PORT", text, 1);
+    setenv("PMI_ID", "7", 1);
+    setenv("POSTBOX_JOB_ID", "job-t", 1);
+    if (with_token) {
+        setenv("POSTBOX_PMI_TOKEN", TEST_TOKEN, 1);
+        CHECK_STATUS(pb_boot_pmi_init(&pmi), PB_OK);
+        CHECK(getenv("POSTBOX_PMI_TOKEN") == NULL);
+        CHECK(pb_boot_pmi_rank(pmi) == 2);
+        session_check(pmi);
+    } else {
+        CHECK_STATUS(pb_boot_pmi_init(&pmi), PB_ERR_PROTOCOL);
+        CHECK(pmi == NULL);
+    }
+    unsetenv("POSTBOX_JOB_ID");
+    pbt_peer_join(&peer, 10000, 0);
+}
+
+static void case_session_v1_port_token_proof(void)
+{
+    proof_session(1, 0);
+}
+
+/* A connection closed before the proof was accepted is tried again. */
+static void case_session_v1_port_proof_after_a_closed_connection(void)
+{
+    proof_session(1, 1);
+}
+
+static void case_session_v1_port_challenge_without_token(void)
+{
+    proof_session(0, 0);
 }
 
 static void case_singleton_local_kvs(void)
@@ -585,9 +709,13 @@ static const pbt_case_t cases[] = {
     PBT_CASE(v2_parse_reply),
     PBT_CASE(v2_format_round_trip),
     PBT_CASE(v2_malformed_rejected),
+    PBT_CASE(v1_advertised_maximum_fits),
     PBT_CASE(session_v1_fd),
     PBT_CASE(session_v2_fd),
     PBT_CASE(session_v1_port_initack),
+    PBT_CASE(session_v1_port_token_proof),
+    PBT_CASE(session_v1_port_proof_after_a_closed_connection),
+    PBT_CASE(session_v1_port_challenge_without_token),
     PBT_CASE(singleton_local_kvs),
     PBT_CASE(init_long_line_rejected),
     PBT_CASE(init_bad_v2_length_rejected),

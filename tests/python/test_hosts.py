@@ -6,7 +6,10 @@ through ``sh -c``, as ssh hands it to the remote login shell.  Since every
 "host" is this machine (one hostname), the fake rsh also sets
 ``POSTBOX_VNODE=<index of the host in FAKE_RSH_HOSTS>`` on the command line,
 so that the node exchange still sees one node per host; real hosts get no
-POSTBOX_VNODE from the launcher (0, one node per host).
+POSTBOX_VNODE from the launcher (0, one node per host).  The hosts are
+loopback addresses (127.0.0.1, 127.0.0.2, ...), since the PMI port accepts
+only the hosts' addresses; every connection comes from 127.0.0.1, the
+address the PMI port listens on.
 """
 
 from __future__ import annotations
@@ -45,21 +48,29 @@ def rsh(tmp_path, monkeypatch):
     log = tmp_path / "rsh-argv.log"
     log.write_text("")
     monkeypatch.setenv("FAKE_RSH_LOG", str(log))
-    monkeypatch.setenv("FAKE_RSH_HOSTS", "a,b,c")
+    monkeypatch.setenv("FAKE_RSH_HOSTS", ",".join(HOSTS))
     path = script(tmp_path, "fake-rsh", FAKE_RSH)
     yield path, log
     log.unlink()
+
+
+HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3"]
+A, B, C = HOSTS
 
 
 def hosts_run(rsh_path, *args, **kwargs):
     return run("--rsh", rsh_path, "--pmi-address", "127.0.0.1", *args, **kwargs)
 
 
-# a PMI client over PMI_PORT (PMI-1 initack, or PMI-2 fullinit with pmirank)
-PORT_CLIENT = r'''
-import json, os, socket, sys
+# a PMI client over PMI_PORT (PMI-1 initack, or PMI-2 fullinit with pmirank),
+# proving its token (from the environment the rsh wrapper set) as the C client does
+PORT_CLIENT = r"""
+import json, os, secrets, socket, sys
+from postbox.pmi_server import token_proof
 host, port = os.environ["PMI_PORT"].rsplit(":", 1)
 pmiid = os.environ["PMI_ID"]
+token = bytes.fromhex(os.environ["POSTBOX_PMI_TOKEN"])
+job = os.environ["POSTBOX_JOB_ID"]
 
 class Conn:
     def __init__(self):
@@ -94,29 +105,52 @@ class Conn:
         except OSError:
             return True
 
-out = {"argv": sys.argv[1:], "secret_env": os.environ.get("POSTBOX_JOB_SECRET"),
-       "fd_env": os.environ.get("PMI_FD")}
+def proof(challenge, rank, key=token):
+    cnonce = secrets.token_hex(16)
+    return cnonce, token_proof(key, job, rank, challenge["nonce"], cnonce)
+
+if os.environ.get("FLOOD") and pmiid == "0":
+    import time
+    # from an address that is not one of the job's hosts: closed at once
+    stranger = socket.socket()
+    stranger.bind(("127.0.0.9", 0))
+    stranger.connect((host, int(port)))
+    stranger.settimeout(5)
+    flood = {"stranger_closed": stranger.recv(100) == b""}
+    # idle connections, more than one address may hold: the oldest make room
+    idle = [socket.create_connection((host, int(port))) for _ in range(40)]
+    start = time.monotonic()
+    idle[-1].settimeout(10)
+    flood["idle_closed"] = idle[-1].recv(100) == b""
+    flood["idle_seconds"] = time.monotonic() - start
+    flood["idle_left"] = len(idle)
+
+out = {"argv": sys.argv[1:], "secret": os.environ.get("POSTBOX_JOB_SECRET"),
+       "token_env": os.environ.get("POSTBOX_PMI_TOKEN"), "fd_env": os.environ.get("PMI_FD")}
 c = Conn()
 if os.environ.get("MODE") == "v2":
     out["init"] = c.line("cmd=init pmi_version=2 pmi_subversion=0")
-    full = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
+    challenge = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
+    out["challenge"] = challenge["cmd"]
+    full = c.v2("cmd=auth-response;cnonce=%s;mac=%s;" % proof(challenge, int(pmiid)))
     out["rank"], out["size"] = int(full["rank"]), int(full["size"])
-    c.v2("cmd=kvs-put;key=pb-job-secret;value=0123;")
     c.v2("cmd=kvs-fence;")
-    out["secret"] = c.v2("cmd=kvs-get;key=pb-job-secret;").get("value")
+    out["kvs_secret"] = c.v2("cmd=kvs-get;key=pb-job-secret;").get("found")
 else:
-    first = c.line("cmd=initack pmiid=%s" % pmiid)
+    challenge = c.line("cmd=initack pmiid=%s" % pmiid)
+    out["challenge"] = challenge["cmd"]
+    first = c.line("cmd=auth-response cnonce=%s mac=%s" % proof(challenge, int(pmiid)))
     sets = {}
     while "debug" not in sets:
         sets.update({k: v for k, v in c.line(None).items() if k != "cmd"})
     out["initack"], out["rank"], out["size"] = first, int(sets["rank"]), int(sets["size"])
     c.line("cmd=init pmi_version=1 pmi_subversion=1")
     kvs = c.line("cmd=get_my_kvsname")["kvsname"]
-    c.line("cmd=put kvsname=%s key=pb-job-secret value=0123" % kvs)
     c.line("cmd=barrier_in")
-    out["secret"] = c.line("cmd=get kvsname=%s key=pb-job-secret" % kvs).get("value")
+    out["kvs_secret"] = c.line("cmd=get kvsname=%s key=pb-job-secret" % kvs).get("rc")
     if out["rank"] == 0 and os.environ.get("STRANGERS"):
         refused = []
+        # rank 0's own token again, an unknown id, no id
         for hello in ("cmd=initack pmiid=0", "cmd=initack pmiid=99",
                       "cmd=get kvsname=%s key=pb-job-secret" % kvs):
             s = Conn()
@@ -124,8 +158,10 @@ else:
             refused.append([reply.get("rc"), s.eof()])
         out["strangers"] = refused
     c.line("cmd=finalize")
+if os.environ.get("FLOOD") and pmiid == "0":
+    out["flood"] = flood
 print(json.dumps(out), flush=True)
-'''
+"""
 
 
 def records(stdout: str) -> dict:
@@ -137,10 +173,10 @@ def records(stdout: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["v1", "v2"])
-def test_ranks_get_rank_size_and_the_secret_from_the_kvs(tmp_path, rsh, mode):
+def test_ranks_prove_their_token_and_get_the_secret_on_stdin(tmp_path, rsh, mode):
     rsh_path, log = rsh
     prog = script(tmp_path, "port_client.py", PORT_CLIENT)
-    result = hosts_run(rsh_path, "-n", 4, "--hosts", "a,b", "-x", "MODE=" + mode,
+    result = hosts_run(rsh_path, "-n", 4, "--hosts", "%s,%s" % (A, B), "-x", "MODE=" + mode,
                        sys.executable, prog, "two words", "$HOME", "'q'", timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -149,16 +185,21 @@ def test_ranks_get_rank_size_and_the_secret_from_the_kvs(tmp_path, rsh, mode):
     secrets = {r["secret"] for r in ranks.values()}
     assert len(secrets) == 1
     secret = secrets.pop()
-    # the launcher's secret, not the value a rank tried to put
     assert re.fullmatch(r"[0-9a-f]{32}", secret)
+    tokens = {r["token_env"] for r in ranks.values()}
+    assert len(tokens) == 4 and all(re.fullmatch(r"[0-9a-f]{32}", t) for t in tokens)
     for r in ranks.values():
-        assert r["size"] == 4 and r["secret_env"] is None and r["fd_env"] is None
+        assert r["size"] == 4 and r["fd_env"] is None
+        assert r["challenge"] == "auth-challenge"
         assert r["argv"] == ["two words", "$HOME", "'q'"]
+        # the secret is not in the key-value space (it never crosses the PMI wire)
+        assert r["kvs_secret"] in ("-1", "FALSE")
     argv = log.read_text()
-    assert secret not in argv and "POSTBOX_JOB_SECRET" not in argv
+    assert secret not in argv and "POSTBOX_JOB_SECRET=" not in argv
+    assert not any(token in argv for token in tokens)
     lines = argv.splitlines()
-    assert [line.split()[0] for line in lines].count("a") == 2
-    assert [line.split()[0] for line in lines].count("b") == 2
+    assert [line.split()[0] for line in lines].count(A) == 2
+    assert [line.split()[0] for line in lines].count(B) == 2
     assert all("PMI_PORT=127.0.0.1:" in line and "POSTBOX_JOB_ID=job-" in line
                for line in lines)
     assert sorted(re.search(r"PMI_ID=(\d+)", line).group(1) for line in lines) == \
@@ -168,14 +209,37 @@ def test_ranks_get_rank_size_and_the_secret_from_the_kvs(tmp_path, rsh, mode):
 def test_connections_that_do_not_prove_a_rank_are_refused(tmp_path, rsh):
     rsh_path, _ = rsh
     prog = script(tmp_path, "port_client.py", PORT_CLIENT)
-    result = hosts_run(rsh_path, "-n", 2, "--hosts", "a,b", "-x", "STRANGERS=1",
+    result = hosts_run(rsh_path, "-n", 2, "--hosts", "%s,%s" % (A, B), "-x", "STRANGERS=1",
                        sys.executable, prog, timeout=30)
     assert result.returncode == 0, result.stderr
     ranks = records(result.stdout)
     assert ranks[0]["strangers"] == [["-1", True]] * 3
     refusals = re.findall(r"refused a PMI connection from 127\.0\.0\.1: (.*)", result.stderr)
-    assert refusals == ["pmiid 0 was used already", "unknown pmiid 99",
-                        "get before initack named the rank"]
+    # one message per kind of refusal (here: no rank that can be claimed) and
+    # interval, the rest counted at the end
+    assert refusals == ["the token of rank 0 was used already"]
+    assert "refused 2 more PMI connections (no-rank) without a message" in result.stderr
+
+
+def test_strangers_and_idle_connections_do_not_keep_the_ranks_out(tmp_path, rsh,
+                                                                   monkeypatch):
+    rsh_path, _ = rsh
+    monkeypatch.setenv("POSTBOX_PMI_HANDSHAKE_TIME", "1")
+    prog = script(tmp_path, "port_client.py", PORT_CLIENT)
+    result = hosts_run(rsh_path, "-n", 3, "--hosts", "%s,%s" % (A, B), "-x", "FLOOD=1",
+                       sys.executable, prog, timeout=30)
+    assert result.returncode == 0, result.stderr
+    ranks = records(result.stdout)
+    assert sorted(ranks) == [0, 1, 2]
+    flood = ranks[0]["flood"]
+    assert flood["stranger_closed"] and flood["idle_closed"]
+    assert 0.5 < flood["idle_seconds"] < 5
+    assert "refused a PMI connection from 127.0.0.9: not an address of the job's hosts" \
+        in result.stderr
+    assert "closed an unproven PMI connection from 127.0.0.1 to make room (16 from that " \
+        "address at most, 1024 in all)" in result.stderr
+    assert "refused a PMI connection from 127.0.0.1: it did not prove a rank within 1 s" \
+        in result.stderr
 
 
 @pytest.mark.slow
@@ -183,7 +247,7 @@ def test_connections_that_do_not_prove_a_rank_are_refused(tmp_path, rsh):
 def test_job_view_over_hosts(rsh, pmi_version):
     view = built(paths.bin_dir() / "postbox-job-view")
     rsh_path, log = rsh
-    result = hosts_run(rsh_path, "-n", 5, "--hosts", "a,b,c",
+    result = hosts_run(rsh_path, "-n", 5, "--hosts", ",".join(HOSTS),
                        "-x", "POSTBOX_PMI_VERSION=" + pmi_version, view, timeout=60)
     assert result.returncode == 0, result.stderr
     seen = {}
@@ -204,15 +268,15 @@ def test_a_failing_remote_rank_ends_the_job(tmp_path, rsh):
     rsh_path, _ = rsh
     prog = script(tmp_path, "fail.sh",
                   '#!/bin/sh\nif [ "$PMI_ID" = 2 ]; then exit 3; fi\nexec sleep 30\n')
-    result = hosts_run(rsh_path, "-n", 3, "--hosts", "a,b", prog, timeout=30)
+    result = hosts_run(rsh_path, "-n", 3, "--hosts", "%s,%s" % (A, B), prog, timeout=30)
     assert result.returncode == 3
-    assert "rank 2 (node b) exited with status 3; ending the job" in result.stderr
+    assert "rank 2 (node %s) exited with status 3; ending the job" % B in result.stderr
     assert_nothing_left(str(prog))
 
 
 def test_stdin_and_tagged_output_through_rsh(tmp_path, rsh):
     rsh_path, _ = rsh
-    result = hosts_run(rsh_path, "-n", 2, "--hosts", "a,b", "--tag-output", "cat",
+    result = hosts_run(rsh_path, "-n", 2, "--hosts", "%s,%s" % (A, B), "--tag-output", "cat",
                        input="through rsh\n", timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[0] through rsh\n"
@@ -242,3 +306,152 @@ def test_postbox_rsh_is_the_default_remote_shell(tmp_path, rsh, monkeypatch):
     assert result.returncode == 0, result.stderr
     assert result.stdout == "hi\n"
     assert log.read_text().startswith("localhost env ")
+
+
+# ---- the secret and the token leave no trace in /proc/<pid>/environ -----------------
+
+ENVIRON_CHECK = r"""
+import ctypes, json, os, sys
+secret = os.environ.get("POSTBOX_JOB_SECRET", "")
+token = os.environ.get("POSTBOX_PMI_TOKEN", "")
+def raw():
+    with open("/proc/self/environ", "rb") as f:
+        return f.read()
+before = raw()
+lib = ctypes.CDLL(sys.argv[1])
+assert lib.postbox_job_init() == 0
+after = raw()
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+print(json.dumps({
+    "rank": lib.postbox_job_rank(),
+    "had": [bool(secret) and secret.encode() in before, bool(token) and token.encode() in before],
+    "left": [bool(secret) and secret.encode() in after, bool(token) and token.encode() in after,
+             b"POSTBOX_JOB_SECRET=" in after, b"POSTBOX_PMI_TOKEN=" in after],
+    "getenv": [libc.getenv(b"POSTBOX_JOB_SECRET") is not None,
+               libc.getenv(b"POSTBOX_PMI_TOKEN") is not None],
+}), flush=True)
+lib.postbox_job_finalize()
+"""
+
+
+@pytest.mark.parametrize("where", ["local", "hosts"])
+def test_no_secret_or_token_in_proc_environ_after_job_init(tmp_path, rsh, where):
+    lib = built(paths.build_dir() / "lib" / "libpostbox.so.0")
+    prog = script(tmp_path, "environ_check.py", ENVIRON_CHECK)
+    rsh_path, _ = rsh
+    if where == "hosts":
+        result = hosts_run(rsh_path, "-n", 2, "--hosts", "%s,%s" % (A, B),
+                           sys.executable, prog, lib, timeout=30)
+    else:
+        result = run("-n", 2, sys.executable, prog, lib, timeout=30)
+    assert result.returncode == 0, result.stderr
+    ranks = records(result.stdout)
+    assert sorted(ranks) == [0, 1]
+    for r in ranks.values():
+        # the rank was handed the secret (and over --hosts its token) in its environment
+        assert r["had"] == [True, where == "hosts"]
+        assert r["left"] == [False, False, False, False]
+        assert r["getenv"] == [False, False]
+
+
+# ---- the token proof, in-process -----------------------------------------------------
+
+def _handshake(claimed):
+    from postbox import pmi_server
+    token = bytes(range(16))
+
+    def lookup(pmiid):
+        if pmiid != "1":
+            return "unknown pmiid %s" % pmiid
+        return "the token of rank 1 was used already" if claimed else (1, token)
+
+    def claim(rank):
+        if claimed:
+            return "the token of rank 1 was used already"
+        claimed.append(rank)
+        return None
+
+    return pmi_server, token, pmi_server.PortHandshake(2, "job-x", lookup, claim,
+                                                       lambda: "ab" * 16)
+
+
+def test_token_proof_accepts_the_right_mac_once():
+    claimed = []
+    pmi, token, hs = _handshake(claimed)
+    out = hs.feed(b"cmd=initack pmiid=1\n")
+    assert out.reply == b"cmd=auth-challenge nonce=" + b"ab" * 16 + b"\n" and out.rank is None
+    mac = pmi.token_proof(token, "job-x", 1, "ab" * 16, "cd" * 16)
+    out = hs.feed(b"cmd=auth-response cnonce=%s mac=%s\ncmd=get_maxes\n"
+                  % (b"cd" * 16, mac.encode()))
+    assert out.rank == 1 and out.error is None and claimed == [1]
+    assert out.reply.startswith(b"cmd=initack rc=0\n") and out.rest == b"cmd=get_maxes\n"
+    # the same token (even with a right proof) is refused from now on
+    pmi2, token2, again = _handshake(claimed)
+    out = again.feed(b"cmd=initack pmiid=1\n")
+    assert out.error == "the token of rank 1 was used already" and b"rc=-1" in out.reply
+
+
+@pytest.mark.parametrize("response", [
+    b"cmd=auth-response cnonce=%s mac=0000000000000000\n" % (b"cd" * 16),
+    b"cmd=auth-response cnonce=%s mac=\n" % (b"cd" * 16),
+    b"cmd=auth-response cnonce=xyz mac=0000000000000000\n",
+    b"cmd=auth-response cnonce=%s mac=0000000000000000\n" % (b"ab" * 16),   # its own nonce
+    b"cmd=get kvsname=job-x key=pb-tcp-0\n",
+    b"cmd=initack pmiid=1\n",
+])
+def test_token_proof_refuses_a_wrong_answer(response):
+    claimed = []
+    pmi, token, hs = _handshake(claimed)
+    hs.feed(b"cmd=initack pmiid=1\n")
+    out = hs.feed(response)
+    assert out.rank is None and out.error and b"rc=-1" in out.reply and claimed == []
+
+
+def test_token_proof_pmi2():
+    claimed = []
+    pmi, token, hs = _handshake(claimed)
+    out = hs.feed(b"cmd=init pmi_version=2 pmi_subversion=0\n")
+    assert b"rc=0" in out.reply
+    body = b"cmd=fullinit;pmirank=1;threaded=FALSE;"
+    out = hs.feed(b"%6d" % len(body) + body)
+    assert out.reply == pmi.format_v2("auth-challenge", [("nonce", "ab" * 16)])
+    mac = pmi.token_proof(token, "job-x", 1, "ab" * 16, "ef" * 16)
+    answer = b"cmd=auth-response;cnonce=%s;mac=%s;" % (b"ef" * 16, mac.encode())
+    out = hs.feed(b"%6d" % len(answer) + answer)
+    # the saved fullinit goes to the rank's connection, which answers it
+    assert out.rank == 1 and out.v2 and out.rest == b"%6d" % len(body) + body
+
+
+def test_refusals_are_logged_once_per_kind_per_interval():
+    said = []
+    log = launch.RefusalLog(said.append, interval=10.0)
+    for i in range(5):
+        log.refused("stranger", "stranger %d" % i, now=100.0 + i)
+    log.refused("slow", "slow 0", now=101.0)
+    log.refused("stranger", "stranger late", now=111.0)
+    log.refused("stranger", "stranger later", now=112.0)
+    log.flush()
+    assert said == ["stranger 0", "slow 0",
+                    "stranger late (and 4 more like it in the last 10 s)",
+                    "refused 1 more PMI connection (stranger) without a message"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", "inf", "nan"])
+def test_bad_pmi_tunables_are_usage_errors(tmp_path, rsh, monkeypatch, value):
+    rsh_path, _ = rsh
+    monkeypatch.setenv("POSTBOX_PMI_HANDSHAKE_TIME", value)
+    result = hosts_run(rsh_path, "-n", 1, "--hosts", A, "true", timeout=30)
+    assert result.returncode == 2
+    assert "POSTBOX_PMI_HANDSHAKE_TIME wants a number > 0, not %r" % value in result.stderr
+
+
+def test_an_rsh_that_does_not_pass_stdin_is_reported(tmp_path):
+    # like ssh -n: the remote command's stdin is /dev/null, so no job line
+    rsh_path = script(tmp_path, "rsh-no-stdin",
+                      '#!/bin/sh\nshift\nexec sh -c "$*" </dev/null\n')
+    result = run("-n", 1, "--hosts", A, "--rsh", rsh_path, "--pmi-address", "127.0.0.1",
+                 "echo", "never", timeout=30)
+    assert result.returncode == 126
+    assert result.stdout == ""
+    assert "postbox run: no job line on the standard input of echo" in result.stderr

@@ -192,3 +192,51 @@ def test_a_rank_holds_a_bounded_number_of_bytes():
     assert "bytes_put_by_this_rank" in answer
     assert i * 906 > getattr(pmi, "KVS_BYTES_PER_RANK", 1 << 20) - 2 * 906
     assert "rc=0" in _put(server, sent, 0, "big0", value)
+
+
+# ---- PMI-1 lines fit the largest key and value get_maxes advertises --------------------
+
+LONGEST = r'''
+import os, socket
+sock = socket.socket(fileno=int(os.environ["PMI_FD"]))
+buf = b""
+def call(line):
+    global buf
+    sock.sendall(line + b"\n")
+    while b"\n" not in buf:
+        data = sock.recv(65536)
+        if not data:
+            return "EOF"
+        buf += data
+    reply, buf = buf.split(b"\n", 1)
+    return reply.decode()
+maxes = dict(f.split("=", 1) for f in call(b"cmd=get_maxes").split()[1:])
+kvs = call(b"cmd=get_my_kvsname").split("kvsname=")[1].encode()
+key = b"k" * int(maxes["keylen_max"])
+rank = os.environ["PMI_RANK"].encode()
+# every byte of the value escaped: the longest line a put can be
+value = b"\\ " * int(maxes["vallen_max"])
+print("put-max", call(b"cmd=put kvsname=" + kvs + b" key=" + key[:-len(rank)] + rank
+                      + b" value=" + value), flush=True)
+got = call(b"cmd=get kvsname=" + kvs + b" key=" + key[:-len(rank)] + rank)
+print("get-max", got.startswith("cmd=get_result rc=0 value=")
+      and got.split("value=", 1)[1] == value.decode(), flush=True)
+print("put-over", call(b"cmd=put kvsname=" + kvs + b" key=" + key + b" value=" + value
+                       + b"\\ "), flush=True)
+print("key-over", call(b"cmd=put kvsname=" + kvs + b" key=" + key + b"k value=v"), flush=True)
+print("after", call(b"cmd=get_universe_size"), flush=True)
+'''
+
+
+def test_a_put_of_the_advertised_maximum_fits_and_one_more_byte_is_refused(tmp_path):
+    prog = script(tmp_path, "longest.py", LONGEST)
+    result = run("-n", 2, "--timeout", 20, sys.executable, prog, timeout=30)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines.count("put-max cmd=put_result rc=0") == 2, lines
+    assert lines.count("get-max True") == 2, lines
+    assert lines.count("put-over cmd=put_result rc=-1 msg=value_longer_than_1024") == 2
+    assert lines.count("key-over cmd=put_result rc=-1 msg=key_longer_than_64") == 2
+    # a refused put leaves the connection open
+    assert lines.count("after cmd=universe_size rc=0 size=2") == 2
+    assert "closing its PMI connection" not in result.stderr

@@ -111,7 +111,7 @@ def test_server_survives_garbage():
         server.feed(0, junk)
     assert all(b"rc=-1" in data for _, data in sent) and len(sent) == 8
     assert server.waiting_in_barrier() == [0]
-    server.feed(1, b"x" * 2000)
+    server.feed(1, b"x" * (pmi_server.MAX_LINE + 1))
     assert closed == [1]
 
 
@@ -475,12 +475,12 @@ def test_pmi_abort_ends_the_job(tmp_path):
 def test_pmi_overlong_line_closes_that_connection(tmp_path):
     prog = script(tmp_path, "long.py",
                   "import os\nfd = int(os.environ['PMI_FD'])\n"
-                  "os.write(fd, b'cmd=put ' + b'x' * 3000 + b'\\n')\n"
+                  "os.write(fd, b'cmd=put ' + b'x' * 5000 + b'\\n')\n"
                   "print('eof' if os.read(fd, 100) == b'' else 'reply')\n")
     result = run("-n", 2, "--timeout", 10, sys.executable, prog)
     assert result.returncode == 0
     assert result.stdout.split() == ["eof", "eof"]
-    assert result.stderr.count("longer than 1024 bytes; closing its PMI connection") == 2
+    assert result.stderr.count("longer than 4096 bytes; closing its PMI connection") == 2
 
 
 def test_rank_leaving_a_barrier_unfinished_ends_the_job(tmp_path):

@@ -629,6 +629,57 @@ static void case_rebind_importers_see_new_memory(void)
 
 /* ---- stale handles on every export call -------------------------------------- */
 
+/* shm backs an export with a memfd mapped over its memory: a second export
+ * of any of that memory would take it from the first segment (whose
+ * importers would no longer see the exporter), so it is refused */
+static void case_export_overlapping_memory_bad_addr(void)
+{
+    char *mem = pbt_alloc_pages(4 * PG);
+    rsmapi_controller_handle_t c = pbt_ctlr_get();
+    rsm_memseg_export_handle_t first, second;
+    rsm_memseg_import_handle_t im;
+    rsm_memseg_id_t segid = 0;
+    char byte = 0;
+
+    if (!pbt_is_shm())
+        pbt_skip("only shm maps its own pages over exported memory");
+    CHECK_OK(rsm_memseg_export_create(c, &first, mem + PG, 2 * PG, 0));
+    CHECK_RC(rsm_memseg_export_create(c, &second, mem + PG, 2 * PG, 0), RSMERR_BAD_ADDR);
+    CHECK_RC(rsm_memseg_export_create(c, &second, mem, 2 * PG, 0), RSMERR_BAD_ADDR);
+    CHECK_RC(rsm_memseg_export_create(c, &second, mem + 2 * PG, 2 * PG, 0), RSMERR_BAD_ADDR);
+    CHECK_RC(rsm_memseg_export_create(c, &second, mem, 4 * PG, 0), RSMERR_BAD_ADDR);
+    /* the first segment still reaches the memory */
+    CHECK_OK(rsm_memseg_export_publish(first, &segid, NULL, 0));
+    CHECK_OK(rsm_memseg_import_connect(c, rsm_get_local_nodeid(), segid, RSM_PERM_READ, &im));
+    mem[PG + 5] = 0x5c;
+    CHECK_OK(rsm_memseg_import_get(im, 5, &byte, 1));
+    CHECK_EQ_U64(byte, 0x5c);
+    CHECK_OK(rsm_memseg_import_disconnect(im));
+    CHECK_OK(rsm_memseg_export_unpublish(first));
+    /* memory next to it is free to export, and so is its own once destroyed */
+    CHECK_OK(rsm_memseg_export_create(c, &second, mem, PG, 0));
+    CHECK_OK(rsm_memseg_export_destroy(second));
+    CHECK_OK(rsm_memseg_export_destroy(first));
+    CHECK_OK(rsm_memseg_export_create(c, &second, mem + PG, 2 * PG, 0));
+    CHECK_OK(rsm_memseg_export_destroy(second));
+    CHECK_OK(rsm_release_controller(c));
+    pbt_free_pages(mem, 4 * PG);
+}
+
+/* ... nor may a rebind move a segment onto another segment's memory */
+static void case_rebind_onto_other_segment_bad_addr(void)
+{
+    pbt_local_export_t a, b;
+
+    if (!pbt_is_shm())
+        pbt_skip("only shm maps its own pages over exported memory");
+    pbt_local_export(&a, 2 * PG, RSM_ALLOW_REBIND, 1);
+    pbt_local_export(&b, 2 * PG, 0, 1);
+    CHECK_RC(rsm_memseg_export_rebind(a.h, b.mem, 0, 2 * PG), RSMERR_BAD_ADDR);
+    pbt_local_export_end(&b);
+    pbt_local_export_end(&a);
+}
+
 static void case_export_calls_destroyed_handle_bad_seg_hndl(void)
 {
     pbt_local_export_t le;
@@ -692,6 +743,8 @@ static const pbt_case_t cases[] = {
     PBT_CASE(rebind_bad_memory_rejected),
     PBT_CASE(rebind_read_only_memory_bad_addr),
     PBT_CASE(rebind_importers_see_new_memory),
+    PBT_CASE(export_overlapping_memory_bad_addr),
+    PBT_CASE(rebind_onto_other_segment_bad_addr),
     PBT_CASE(export_calls_destroyed_handle_bad_seg_hndl),
 };
 
