@@ -407,12 +407,14 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         user: logged);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
- *         5 s); RSMERR_CONN_ABORTED (the exporter announced a segment
- *         size of 0 or above the largest it can export, 2^40 bytes; over
- *         shm also when a descriptor it handed over is not a memfd of
- *         shared memory (not hugetlbfs) sealed against shrinking, or
- *         holds fewer bytes than its mapping needs, so that no later
- *         access to the segment can fault: logged);
+ *         5 s; over tcp the lookup, handshake and attach together, a
+ *         time POSTBOX_TCP_REQUEST_TIMEOUT_MS changes);
+ *         RSMERR_CONN_ABORTED (the exporter announced a segment size of 0
+ *         or above the largest it can export, 2^40 bytes; over shm also
+ *         when a descriptor it handed over is not a memfd of shared memory
+ *         (not hugetlbfs) sealed against shrinking, or holds fewer bytes
+ *         than its mapping needs, so that no later access to the segment
+ *         can fault: logged);
  *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */
 int rsm_memseg_import_connect(rsmapi_controller_handle_t controller, rsm_node_id_t node_id,
@@ -434,7 +436,9 @@ int rsm_memseg_import_disconnect(rsm_memseg_import_handle_t im_memseg);
  *         import); RSMERR_BAD_ADDR (@src_addr NULL); RSMERR_BAD_OFFSET,
  *         RSMERR_BAD_LENGTH (out of the segment); RSMERR_CONN_ABORTED (the
  *         exporter died, unpublished or destroyed the segment);
- *         RSMERR_BARRIER_FAILURE.
+ *         RSMERR_BARRIER_FAILURE; RSMERR_TIMEOUT (tcp, implicit barrier
+ *         mode, with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the exporter did not
+ *         confirm the put in time; it may still apply it).
  */
 int rsm_memseg_import_put(rsm_memseg_import_handle_t im_memseg, off_t offset, void *src_addr,
                           size_t length);
@@ -442,7 +446,10 @@ int rsm_memseg_import_put(rsm_memseg_import_handle_t im_memseg, off_t offset, vo
 /**
  * Copy @length bytes from offset @offset of the segment to @dst_addr.
  * @return as rsm_memseg_import_put, with RSMERR_PERM_DENIED for a
- *         write-only import.
+ *         write-only import; RSMERR_TIMEOUT (tcp, with
+ *         POSTBOX_TCP_REPLY_TIMEOUT_MS set: the exporter did not answer in
+ *         time): @dst_addr then holds what had arrived and nothing more is
+ *         written to it, whenever the answer comes.
  */
 int rsm_memseg_import_get(rsm_memseg_import_handle_t im_memseg, off_t offset, void *dst_addr,
                           size_t length);
@@ -540,7 +547,9 @@ int rsm_memseg_import_order_barrier(rsmapi_barrier_t *barrier);
  * exporter's memory, or reports that one was lost.
  * @return RSM_SUCCESS; RSMERR_BAD_BARRIER_PTR; RSMERR_BARRIER_UNINITIALIZED;
  *         RSMERR_BARRIER_NOT_OPENED; RSMERR_BARRIER_FAILURE;
- *         RSMERR_CONN_ABORTED (the exporter went away during the span).
+ *         RSMERR_CONN_ABORTED (the exporter went away during the span);
+ *         RSMERR_TIMEOUT (tcp, with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the
+ *         exporter did not answer in time; the puts may still be applied).
  */
 int rsm_memseg_import_close_barrier(rsmapi_barrier_t *barrier);
 

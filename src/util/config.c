@@ -45,6 +45,15 @@ static const pb_config_entry_t config_table[] = {
      "header: on, off, or auto (on between hosts; off when the peer is on "
      "this host: loopback, one of this process's addresses, or a node of "
      "the same --netns job).  On when either end says on."},
+    {"POSTBOX_TCP_REPLY_TIMEOUT_MS", PB_CONFIG_INT, "0",
+     "Milliseconds a tcp get or barrier waits for the exporter's reply "
+     "before it returns RSMERR_TIMEOUT (a peer that is alive but stopped "
+     "keeps its connection); 0: wait as long as the connection lives."},
+    {"POSTBOX_TCP_REQUEST_TIMEOUT_MS", PB_CONFIG_INT, "5000",
+     "Milliseconds a tcp import connect (rendezvous, handshake and attach "
+     "together) or a lookup relayed to another node waits for its answer "
+     "before it fails (RSMERR_TIMEOUT, or RSMERR_REMOTE_NODE_UNREACHABLE "
+     "for a node that does not answer)."},
     {"POSTBOX_TCP_SPIN_US", PB_CONFIG_INT, "200",
      "Microseconds a thread waiting inside the tcp transport (barrier, get, "
      "signal) polls its sockets before it sleeps in the kernel; 0: sleep at "

@@ -12,6 +12,12 @@
  *   pbt-xnode link-cut     rank 0 streams puts and prints "streaming"; the
  *                          test cuts node 1's link; rank 0 must get an error
  *                          within POSTBOX_TCP_TIMEOUT_MS plus a margin
+ *   pbt-xnode stopped-peer  rank 1 stops itself (SIGSTOP); rank 0, connected
+ *                          to it, must see a lookup relayed to it fail with
+ *                          RSMERR_REMOTE_NODE_UNREACHABLE after
+ *                          POSTBOX_TCP_REQUEST_TIMEOUT_MS and a get fail
+ *                          with RSMERR_TIMEOUT after
+ *                          POSTBOX_TCP_REPLY_TIMEOUT_MS, then wakes it
  *   pbt-xnode failover     (two rails) rank 0 streams striped puts and prints
  *                          "streaming"; the test cuts node 1's rail 0; the
  *                          stream must go on without an error, the topology
@@ -483,13 +489,108 @@ static void failover(rsmapi_controller_handle_t c)
     fence();
 }
 
+/* Whether process @pid is stopped ('T' in /proc/PID/stat). */
+static int process_stopped(pid_t pid)
+{
+    char path[64], line[512], *paren;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        fail("cannot read %s", path);
+    n = fread(line, 1, sizeof(line) - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    paren = strrchr(line, ')');
+    return paren != NULL && paren[1] == ' ' && paren[2] == 'T';
+}
+
+/* The milliseconds in environment variable @name. */
+static double env_seconds(const char *name)
+{
+    const char *value = getenv(name);
+
+    if (value == NULL)
+        fail("%s is not set", name);
+    return atof(value) / 1000.0;
+}
+
+static void stopped_peer(rsmapi_controller_handle_t c)
+{
+    if (rank == 1) {
+        rsm_memseg_export_handle_t h;
+        rsm_memseg_id_t segid;
+        char *mem;
+
+        h = export_segment(c, &mem, NULL, 0, &segid);
+        kvs_put_u32("xnode-segid", segid);
+        kvs_put_u32("xnode-pid", (unsigned)getpid());
+        fence();
+        fence();                 /* rank 0 imported */
+        kill(getpid(), SIGSTOP); /* until rank 0 sends SIGCONT */
+        fence();
+        expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+        expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    } else {
+        double request_s = env_seconds("POSTBOX_TCP_REQUEST_TIMEOUT_MS");
+        double reply_s = env_seconds("POSTBOX_TCP_REPLY_TIMEOUT_MS");
+        rsm_memseg_import_handle_t im, other;
+        rsm_memseg_id_t segid;
+        pid_t peer;
+        char buf[4096];
+        double start, took;
+
+        fence();
+        segid = kvs_get_u32("xnode-segid");
+        peer = (pid_t)kvs_get_u32("xnode-pid");
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), segid, RSM_PERM_RDWR, &im),
+               RSM_SUCCESS, "connect");
+        expect(rsm_memseg_import_get(im, 0, buf, sizeof(buf)), RSM_SUCCESS, "get");
+        fence();
+        for (int i = 0; !process_stopped(peer); i++) {
+            if (i == 10000)
+                fail("rank 1 did not stop");
+            usleep(1000);
+        }
+        /* a segment rank 1 never published: its node's rendezvous says so,
+         * and the LOOKUP asked of rank 1 is not answered */
+        start = now_s();
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), segid ^ 0x5a5a, RSM_PERM_RDWR,
+                                         &other),
+               RSMERR_REMOTE_NODE_UNREACHABLE, "connect while node 1's rank is stopped");
+        took = now_s() - start;
+        if (took < request_s * 0.95 || took > request_s + 2.0)
+            fail("the lookup ended after %.2f s, not about %.2f", took, request_s);
+        printf("lookup unanswered after %.2f s\n", took);
+        start = now_s();
+        expect(rsm_memseg_import_get(im, 0, buf, sizeof(buf)), RSMERR_TIMEOUT,
+               "get from a stopped exporter");
+        took = now_s() - start;
+        if (took < reply_s * 0.95 || took > reply_s + 2.0)
+            fail("the get timed out after %.2f s, not about %.2f", took, reply_s);
+        printf("get unanswered after %.2f s\n", took);
+        kill(peer, SIGCONT);
+        /* the late replies are dropped; the import works on */
+        for (int rc = RSMERR_TIMEOUT, i = 0; rc != RSM_SUCCESS; i++) {
+            rc = rsm_memseg_import_get(im, 0, buf, sizeof(buf));
+            if (rc != RSMERR_TIMEOUT || i == 20)
+                expect(rc, RSM_SUCCESS, "get once rank 1 runs again");
+        }
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+        fence();
+    }
+}
+
 int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t c;
 
     if (argc != 2) {
         fprintf(stderr,
-                "usage: pbt-xnode basic|exporter-dies|link-cut|failover (2 ranks, 2 nodes)\n");
+                "usage: pbt-xnode basic|exporter-dies|link-cut|failover|stopped-peer (2 ranks, 2 "
+                "nodes)\n");
         return 2;
     }
     if (postbox_job_init() != 0)
@@ -506,6 +607,8 @@ int main(int argc, char **argv)
         link_cut(c);
     else if (strcmp(argv[1], "failover") == 0)
         failover(c);
+    else if (strcmp(argv[1], "stopped-peer") == 0)
+        stopped_peer(c);
     else
         fail("unknown test %s", argv[1]);
     expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");

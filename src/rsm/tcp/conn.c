@@ -33,6 +33,18 @@ long pb_tcp_timeout_ms(void)
     return ms > 0 ? ms : 2000;
 }
 
+int pb_tcp_request_timeout_ms(void)
+{
+    long ms = pb_config_get_long("POSTBOX_TCP_REQUEST_TIMEOUT_MS");
+
+    return ms > 0 && ms < INT32_MAX ? (int)ms : 5000;
+}
+
+int64_t pb_tcp_reply_deadline(void)
+{
+    return pb_tcp.reply_timeout_ms > 0 ? pb_time_now_ms() + pb_tcp.reply_timeout_ms : -1;
+}
+
 void pb_tcp_socket_tune(int fd)
 {
     int one = 1, idle = 1, count = 3;
@@ -227,6 +239,7 @@ static void tcp_conn_free(pb_tcp_conn_t *c)
     free(c->outq.buf);
     free(c->staging);
     free(c->slot_imports);
+    free(c->abandoned);
     free(c->slots);
     free(c->export_rx.word_last);
     free(c);
@@ -257,9 +270,15 @@ void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
     if (!atomic_compare_exchange_strong(&c->failure, &ok, (int32_t)status))
         return;
     if (c->at_exporter) {
-        if (why != NULL)
+        if (why != NULL && !c->established)
+            /* anyone can connect and send garbage, again and again */
+            pb_tcp_log_limited(&pb_tcp.log_peer, "tcp: closing a connection in its handshake: %s",
+                               why);
+        else if (why != NULL)
             pb_warn("tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
                     c->peer_node, why);
+        else if (!c->established)
+            pb_debug("tcp: a connection in its handshake closed");
         else
             pb_info("tcp: importer pid %u closed its connection", c->peer_pid);
     } else {
@@ -291,16 +310,6 @@ void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
     }
 }
 
-/* A descriptor was closed: accept again if running out had paused it. */
-static void tcp_listen_resume(void)
-{
-    if (pb_tcp.listen_paused) {
-        pb_tcp.listen_paused = 0;
-        for (int i = 0; i < pb_tcp.listen_count; i++)
-            (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_ids[i], EPOLLIN);
-    }
-}
-
 void pb_tcp_reap_failed(void)
 {
     for (pb_tcp_conn_t **p = &pb_tcp.conns; *p != NULL;) {
@@ -315,7 +324,7 @@ void pb_tcp_reap_failed(void)
             }
             close(c->fd);
             tcp_conn_free(c);
-            tcp_listen_resume();
+            pb_tcp_accept_resume();
         } else {
             p = &c->next;
         }
@@ -347,8 +356,13 @@ void pb_tcp_conn_flush(pb_tcp_conn_t *c)
         }
         pthread_mutex_unlock(&c->send_lock);
     }
+    if (q->head == q->tail && q->cap > TCP_OUTQ_PAUSE) {
+        /* a long reply grew it: give the memory back */
+        free(q->buf);
+        *q = (pb_tcp_outq_t){0};
+    }
     if (atomic_load(&c->failure) == PB_OK)
-        tcp_conn_watch(c, EPOLLIN | EPOLLRDHUP | (q->head != q->tail ? EPOLLOUT : 0));
+        tcp_conn_watch(c, pb_tcp_conn_watch_events(c));
 }
 
 void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)
@@ -557,60 +571,42 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
     c->established = 1;
 }
 
-/* Drop the oldest connection still in its handshake if there are
- * TCP_MAX_HANDSHAKES of them.  Caller holds pb_tcp.lock. */
-static void tcp_handshakes_bound(void)
-{
-    pb_tcp_conn_t *oldest = NULL;
-    unsigned pending = 0;
-
-    /* pb_tcp.conns is newest first */
-    for (pb_tcp_conn_t *c = pb_tcp.conns; c != NULL; c = c->next) {
-        if (c->at_exporter && !c->established && atomic_load(&c->failure) == PB_OK) {
-            pending++;
-            oldest = c;
-        }
-    }
-    if (pending >= TCP_MAX_HANDSHAKES)
-        pb_tcp_conn_fail(oldest, PB_ERR_CONN_ABORTED, "too many connections in their handshake");
-}
-
 void pb_tcp_accept_ready(void *arg, uint32_t events)
 {
     int listen_fd = (int)(intptr_t)arg;
 
-    for (;;) {
+    (void)events;
+    for (int accepted = 0; accepted < TCP_ACCEPTS_PER_PASS; accepted++) {
         pb_tcp_hello_t hello;
+        struct sockaddr_in from = {0};
+        socklen_t from_len = sizeof(from);
         pb_tcp_conn_t *c;
         int fd;
 
-        tcp_handshakes_bound();
-        fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        fd = accept4(listen_fd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE) {
-                /* the listener stays readable: stop watching it until a
-                 * connection closes, or this would spin */
-                pb_warn("tcp: out of file descriptors; not accepting until a connection closes");
-                pb_tcp.listen_paused = 1;
-                for (int i = 0; i < pb_tcp.listen_count; i++)
-                    (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_ids[i], 0);
-            } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
-                pb_warn("tcp: accept failed: %m");
-            }
+            if (pb_tcp_accept_failed(errno, "accepting an importer"))
+                continue;
             return;
+        }
+        if (!pb_tcp_handshake_admit(&from)) {
+            close(fd);
+            continue;
         }
         pb_tcp_socket_tune(fd);
         c = tcp_conn_new(fd, 1);
         if (c == NULL || pb_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
             pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
                          &c->source_id) != PB_OK) {
-            pb_warn("tcp: refusing an importer: out of resources");
+            pb_tcp_log_limited(&pb_tcp.log_accept, "tcp: refusing an importer: out of resources");
             if (c != NULL)
                 tcp_conn_free(c);
             close(fd);
             continue;
         }
         c->events = EPOLLIN | EPOLLRDHUP;
+        c->peer = from;
+        c->accepted_ms = pb_time_now_ms();
         c->next = pb_tcp.conns;
         pb_tcp.conns = c;
         pb_tcp_msg_hdr_set(&hello.hdr, PB_TCP_MSG_HELLO);
@@ -641,8 +637,20 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
     }
     pthread_mutex_unlock(&pb_tcp.lock);
 
-    /* no lock while dialling: the exporter may be this very process */
-    status = pb_tcp_dial(peer, key, node, timeout_ms, &fd, &to_exporter, &to_importer);
+    /* no lock while dialling: the exporter may be this very process.  An
+     * exporter that closes before its HELLO is at its limit of handshakes
+     * (or died: then the next dial is refused): dial again while time is left */
+    for (int64_t deadline = pb_time_now_ms() + timeout_ms;;) {
+        status = pb_tcp_dial(peer, key, node, pb_time_remaining_ms(deadline, -1), &fd, &to_exporter,
+                             &to_importer);
+        if (status != PB_ERR_CONN_ABORTED)
+            break;
+        if (pb_time_remaining_ms(deadline, -1) <= TCP_REDIAL_MS) {
+            status = PB_ERR_NOT_PUBLISHED;
+            break;
+        }
+        poll(NULL, 0, TCP_REDIAL_MS);
+    }
     if (status != PB_OK)
         return status;
     c = tcp_conn_new(fd, 0);
@@ -687,5 +695,5 @@ void pb_tcp_conn_put(pb_tcp_conn_t *c)
     }
     close(c->fd);
     tcp_conn_free(c);
-    tcp_listen_resume();
+    pb_tcp_accept_resume();
 }

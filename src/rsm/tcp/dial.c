@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -55,31 +56,43 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
 
 /* Connect to the rendezvous socket of (@node, @segid), if it is on a node
  * whose abstract sockets this process sees: *fd_p then waits for the
- * directory message (non-blocking).  Any local user can bind an abstract
- * name, so the process that bound it must be of this user (SO_PEERCRED).
+ * directory message (non-blocking).  While its backlog is full the
+ * connect waits up to @timeout_ms for room (0: not at all; only an
+ * importer's own lookup, which holds no lock, waits: the kernel wakes it
+ * when room is made, ahead of a flood of non-blocking connects).  Any
+ * local user can bind an abstract name, so the process that bound it must
+ * be of this user (SO_PEERCRED).
  * @return PB_OK, PB_ERR_NOT_PUBLISHED (no such name), PB_ERR_UNREACHABLE
  * (not a node of the job), PB_ERR_PERMISSION (another user bound the
- * name; logged), PB_ERR_TIMEOUT (its backlog is full), PB_ERR_NO_RESOURCE. */
-static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int *fd_p)
+ * name; logged), PB_ERR_TIMEOUT (its backlog stayed full),
+ * PB_ERR_NO_RESOURCE. */
+static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int timeout_ms,
+                                          int *fd_p)
 {
     struct sockaddr_un addr;
+    struct timeval wait = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
     struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
     socklen_t len, cred_len = sizeof(cred);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd =
+        socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (timeout_ms > 0 ? 0 : SOCK_NONBLOCK), 0);
     int ret;
 
     if (fd < 0)
         return PB_ERR_NO_RESOURCE;
+    if (timeout_ms > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
     pb_rsm_rendezvous_name(&addr, &len, TCP_RENDEZVOUS_PREFIX, node, segid);
     do {
         ret = connect(fd, (struct sockaddr *)&addr, len);
     } while (ret != 0 && errno == EINTR);
+    if (ret == 0 && timeout_ms > 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+        ret = -1;
     if (ret != 0) {
         int job_nodes = postbox_job_node_count();
         int err = errno;
 
         close(fd);
-        if (err == EAGAIN)
+        if (err == EAGAIN || err == EINPROGRESS)
             return PB_ERR_TIMEOUT;
         if (err != ECONNREFUSED && err != ENOENT) {
             pb_error("tcp: rendezvous with segment %#x failed: %s", segid, strerror(err));
@@ -118,13 +131,14 @@ static pb_status_t tcp_directory_check(rsm_memseg_id_t segid, ssize_t got,
 pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_directory_t *dir,
                           int timeout_ms)
 {
+    int64_t deadline = pb_time_now_ms() + timeout_ms;
     struct pollfd pfd = {.events = POLLIN};
-    pb_status_t status = tcp_rendezvous_connect(node, segid, &pfd.fd);
+    pb_status_t status = tcp_rendezvous_connect(node, segid, timeout_ms, &pfd.fd);
     ssize_t got;
 
     if (status != PB_OK)
         return status;
-    if (poll(&pfd, 1, timeout_ms) != 1) {
+    if (poll(&pfd, 1, pb_time_remaining_ms(deadline, -1)) != 1) {
         close(pfd.fd);
         return PB_ERR_TIMEOUT;
     }
@@ -175,9 +189,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
                      : PB_ERR_NOT_PUBLISHED;
         goto err;
     }
+    /* (closed before its HELLO: PB_ERR_CONN_ABORTED, see tcp_impl.h) */
     status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
-    if (status == PB_ERR_CONN_ABORTED)
-        status = PB_ERR_NOT_PUBLISHED;
     if (status != PB_OK)
         goto err;
     if (!pb_tcp_msg_hdr_ok(&hello.hdr, PB_TCP_MSG_HELLO)) {
@@ -316,14 +329,15 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pthread_mutex_lock(&pb_tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
             relay.sin_addr.s_addr = addrs[i];
-            status = pb_tcp_conn_get(&relay, key, node, TCP_CONNECT_TIMEOUT_MS, &c);
+            status = pb_tcp_conn_get(&relay, key, node, pb_tcp_request_timeout_ms(), &c);
             if (status != PB_OK)
                 c = NULL;
         }
         pthread_mutex_unlock(&pb_tcp.connect_lock);
         if (c == NULL)
             continue; /* try the node's next process */
-        status = pb_tcp_request(c, &frame, &question, &req);
+        status = pb_tcp_request(c, &frame, &question, &req,
+                                pb_time_now_ms() + pb_tcp_request_timeout_ms());
         pthread_mutex_lock(&pb_tcp.lock);
         pb_tcp_conn_put(c);
         pthread_mutex_unlock(&pb_tcp.lock);
@@ -392,7 +406,11 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         pb_tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
         return;
     }
-    status = tcp_rendezvous_connect(c->export_rx.lookup.node, c->export_rx.lookup.segid, &fd);
+    if (!pb_tcp_relay_admit()) {
+        pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
+        return;
+    }
+    status = tcp_rendezvous_connect(c->export_rx.lookup.node, c->export_rx.lookup.segid, 0, &fd);
     if (status != PB_OK) {
         pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
         return;
@@ -410,6 +428,7 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
     relay->tag = frame->tag;
     relay->segid = c->export_rx.lookup.segid;
     relay->fd = fd;
+    relay->started_ms = pb_time_now_ms();
     pb_tcp.relays = relay;
 }
 
@@ -418,14 +437,20 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
     pb_tcp_export_t *te = arg;
     int listen_fd = pb_evset_get(&pb_tcp.sources, te->rendezvous_id)->fd;
 
-    for (;;) {
+    (void)events;
+    /* each is answered and closed at once: none is held; a bounded number
+     * per pass, so that a flood of them does not starve the other sockets */
+    for (int served = 0; served < TCP_ACCEPTS_PER_PASS; served++) {
         pb_tcp_directory_t dir = {0};
         struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
         socklen_t cred_len = sizeof(cred);
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-        if (fd < 0)
+        if (fd < 0) {
+            if (pb_tcp_accept_failed(errno, "answering a rendezvous"))
+                continue;
             return;
+        }
         /* only this user's processes learn where the exporter listens */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
             cred.uid != geteuid()) {

@@ -186,8 +186,8 @@ void pb_tcp_export_destroy(pb_rsm_export_t *seg)
     seg->tl = NULL;
 }
 
-/* Point payloads being received into @te's memory at @base (NULL: drop
- * them).  Caller holds pb_tcp.lock. */
+/* Point puts being received into @te's memory at @base (NULL: drop
+ * them): pb_tcp_export_redirect.  Caller holds pb_tcp.lock. */
 static void tcp_export_redirect(pb_tcp_export_t *te, char *base)
 {
     for (pb_tcp_conn_t *c = pb_tcp.conns; c != NULL; c = c->next) {
@@ -196,8 +196,8 @@ static void tcp_export_redirect(pb_tcp_export_t *te, char *base)
         if (!c->at_exporter || !c->rx.in_payload || c->rx.frame.type != PB_TCP_PUT)
             continue;
         slot = tcp_slot_of(c, c->rx.frame.slot);
-        if (slot != NULL && slot->exp == te && c->rx.dest != NULL)
-            c->rx.dest = base == NULL ? NULL : base + c->rx.frame.offset;
+        if (slot != NULL && slot->exp == te)
+            pb_tcp_export_redirect(&c->rx, base);
     }
 }
 

@@ -10,6 +10,7 @@
 #include "boot/identity.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/log.h"
+#include "util/time.h"
 
 static pb_tcp_request_t *tcp_request_find(pb_tcp_conn_t *c, uint32_t tag)
 {
@@ -44,6 +45,51 @@ static int tcp_slot_import_set(pb_tcp_conn_t *c, uint32_t slot, pb_rsm_import_t 
     return 1;
 }
 
+/* The abandoned request of @tag on @c, or NULL. */
+static pb_tcp_abandoned_t *tcp_abandoned_find(pb_tcp_conn_t *c, uint32_t tag)
+{
+    for (uint32_t i = 0; i < c->abandoned_count; i++) {
+        if (c->abandoned[i].tag == tag)
+            return &c->abandoned[i];
+    }
+    return NULL;
+}
+
+/* Remember that @req's waiter gave up.  Caller holds pb_tcp.lock.
+ * @return 0 when the connection holds too many already (or no memory). */
+static int tcp_abandoned_add(pb_tcp_conn_t *c, const pb_tcp_request_t *req)
+{
+    if (c->abandoned_count == c->abandoned_cap) {
+        uint32_t cap = c->abandoned_cap ? 2 * c->abandoned_cap : 8;
+        pb_tcp_abandoned_t *grown;
+
+        if (c->abandoned_cap >= TCP_MAX_ABANDONED)
+            return 0;
+        grown = realloc(c->abandoned, cap * sizeof(*grown));
+        if (grown == NULL)
+            return 0;
+        c->abandoned = grown;
+        c->abandoned_cap = cap;
+    }
+    c->abandoned[c->abandoned_count++] = (pb_tcp_abandoned_t){req->tag, req->type};
+    return 1;
+}
+
+/* The late REPLY @frame to an abandoned request arrived: forget the
+ * request; an attach that succeeded after all gives its slot back. */
+static void tcp_abandoned_answered(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
+{
+    pb_tcp_abandoned_t *late = tcp_abandoned_find(c, frame->tag);
+    uint16_t type = late->type;
+
+    *late = c->abandoned[--c->abandoned_count];
+    if (type == PB_TCP_ATTACH && frame->status == PB_OK && frame->slot != 0) {
+        pb_tcp_frame_t detach = {.type = PB_TCP_DETACH, .slot = frame->slot};
+
+        pb_tcp_conn_queue(c, &detach, NULL);
+    }
+}
+
 const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
 {
     pb_tcp_conn_t *c = ctx;
@@ -52,6 +98,8 @@ const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, ch
     if (frame->type != PB_TCP_REPLY)
         return NULL;
     req = tcp_request_find(c, frame->tag);
+    if (req == NULL && tcp_abandoned_find(c, frame->tag) != NULL)
+        return NULL; /* its data, if any, is dropped */
     if (req == NULL)
         return "reply to no request";
     if (frame->length > 0) {
@@ -71,6 +119,10 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
     switch (frame->type) {
     case PB_TCP_REPLY:
         req = tcp_request_find(c, frame->tag);
+        if (req == NULL) {
+            tcp_abandoned_answered(c, frame); /* (on_header let no other through) */
+            break;
+        }
         for (pb_tcp_request_t **p = &c->requests; *p != NULL; p = &(*p)->next) {
             if (*p == req) {
                 *p = req->next;
@@ -121,6 +173,8 @@ void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *p
         if (c->next_tag == 0) /* tags are never 0: see pb_tcp_frame_check */
             c->next_tag = 1;
         req->tag = frame->tag = c->next_tag++;
+        req->conn = c;
+        req->type = frame->type;
         req->next = c->requests;
         c->requests = req;
     } else {
@@ -139,19 +193,51 @@ void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *p
     }
 }
 
-pb_status_t pb_tcp_request_end(pb_tcp_request_t *req)
+/* @req's deadline passed: unless its reply came meanwhile, take it off its
+ * connection, so that nothing writes to it or its buffer any more (the
+ * reader holds pb_tcp.lock while it receives into a request's buffer: a
+ * reply arriving now goes on into scratch) and its reply is dropped when it
+ * comes.  @return the reply's status, or PB_ERR_TIMEOUT. */
+static pb_status_t tcp_request_abandon(pb_tcp_request_t *req)
 {
-    pb_status_t status = pb_tcp_wait(tcp_request_ready, req, &req->done, -1, 0);
+    pb_tcp_conn_t *c = req->conn;
+    pb_status_t status = PB_ERR_TIMEOUT;
 
+    pthread_mutex_lock(&pb_tcp.lock);
+    if (atomic_load(&req->done)) {
+        status = req->status;
+    } else {
+        for (pb_tcp_request_t **p = &c->requests; *p != NULL; p = &(*p)->next) {
+            if (*p == req) {
+                *p = req->next;
+                break;
+            }
+        }
+        if (c->rx.in_payload && c->rx.frame.type == PB_TCP_REPLY && c->rx.frame.tag == req->tag)
+            c->rx.dest = NULL; /* the rest of its data is read and dropped */
+        if (!tcp_abandoned_add(c, req))
+            pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, "too many requests left unanswered");
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+    return status;
+}
+
+pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms)
+{
+    pb_status_t status =
+        pb_tcp_wait(tcp_request_ready, req, &req->done, pb_time_remaining_ms(deadline_ms, -1), 0);
+
+    if (status == PB_ERR_TIMEOUT)
+        status = tcp_request_abandon(req);
     return status == PB_ERR_CONN_ABORTED || status == PB_ERR_PROTOCOL ? PB_ERR_CONN_ABORTED
                                                                       : status;
 }
 
 pb_status_t pb_tcp_request(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                           pb_tcp_request_t *req)
+                           pb_tcp_request_t *req, int64_t deadline_ms)
 {
     pb_tcp_request_begin(c, frame, payload, req);
-    return pb_tcp_request_end(req);
+    return pb_tcp_request_end(req, deadline_ms);
 }
 
 static void tcp_import_free(pb_tcp_import_t *ti)
@@ -175,7 +261,11 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     if (ti == NULL)
         return PB_ERR_NO_MEMORY;
     pthread_mutex_init(&ti->lock, NULL);
-    status = pb_tcp_lookup(im->node, im->segid, &dir, TCP_CONNECT_TIMEOUT_MS);
+    /* the whole connect of the first rail (lookup, handshake, attach) has
+     * POSTBOX_TCP_REQUEST_TIMEOUT_MS */
+    int64_t deadline = pb_time_now_ms() + pb_tcp_request_timeout_ms();
+
+    status = pb_tcp_lookup(im->node, im->segid, &dir, pb_tcp_request_timeout_ms());
     pb_tcp_key_of_job(key);
     if (status == PB_OK) {
         peer.sin_addr.s_addr = dir.addr;
@@ -200,7 +290,7 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
         count = 1;
     }
     status = pb_tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key,
-                                 TCP_CONNECT_TIMEOUT_MS);
+                                 pb_time_remaining_ms(deadline, -1));
     if (status != PB_OK)
         goto err_free;
     pb_tcp_link_state_set(im->node, first, 1);
@@ -382,7 +472,7 @@ pb_status_t pb_tcp_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *ent
     }
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
         status = pb_tcp_barrier_close(im);
-    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+    return status == PB_OK || status == PB_ERR_TIMEOUT ? status : PB_ERR_CONN_ABORTED;
 }
 
 pb_status_t pb_tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)
@@ -398,6 +488,8 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
     char *to = dst;
     pb_status_t status = pb_tcp_import_state(ti);
 
+    int64_t deadline = pb_tcp_reply_deadline();
+
     if (status != PB_OK)
         return status;
     pthread_mutex_lock(&ti->lock);
@@ -412,7 +504,7 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
             break;
         rail = pb_tcp_primary_rail(ti);
         frame.slot = rail->slot;
-        status = pb_tcp_request(rail->conn, &frame, NULL, &req);
+        status = pb_tcp_request(rail->conn, &frame, NULL, &req, deadline);
         if (status != PB_OK && pb_tcp_rail_broken(rail))
             continue; /* ask again over another rail */
         if (status != PB_OK)
@@ -494,5 +586,5 @@ pb_status_t pb_tcp_import_signal_post(pb_rsm_import_t *im, int accumulate)
             status = pb_tcp_import_heal(im); /* sent again over another rail */
     }
     pthread_mutex_unlock(&ti->lock);
-    return status == PB_OK ? PB_OK : PB_ERR_CONN_ABORTED;
+    return status == PB_OK || status == PB_ERR_TIMEOUT ? status : PB_ERR_CONN_ABORTED;
 }

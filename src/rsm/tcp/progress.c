@@ -74,6 +74,12 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
          * EAGAIN; whatever arrives next is reported again by epoll */
         if (avail == 0 && (drained || reads == TCP_READS_PER_PASS))
             return;
+        /* its replies pile up (a peer that does not read them): its next
+         * requests wait in the socket until they drain */
+        if (c->rx.header_got == 0 && !c->rx.in_payload && pb_tcp_conn_backlogged(c)) {
+            pb_tcp_conn_flush(c);
+            return;
+        }
         pb_tcp_rx_next(&c->rx, pb_tcp.scratch, sizeof(pb_tcp.scratch), &buf, &len);
         if (avail > 0) {
             /* from the staging buffer */
@@ -133,15 +139,18 @@ void pb_tcp_conn_ready(void *arg, uint32_t events)
 {
     pb_tcp_conn_t *c = arg;
 
+    int kick = c->read_kick;
+
     if (events & EPOLLOUT)
         pb_tcp_conn_flush(c);
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        if (c->at_exporter && !c->established) {
+    if (c->at_exporter && !c->established) {
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             pb_tcp_conn_read_auth(c);
-        } else {
-            tcp_conn_read(c);
-            pb_tcp.hot = c;
-        }
+    } else if (kick || (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        /* (kick: reading resumed with frames staged, which no readiness reports) */
+        c->read_kick = 0;
+        tcp_conn_read(c);
+        pb_tcp.hot = c;
     }
 }
 

@@ -13,6 +13,7 @@
 #include "boot/identity.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/log.h"
+#include "util/time.h"
 
 int pb_tcp_rail_carries_events(const pb_tcp_import_t *ti, const pb_tcp_conn_t *c)
 {
@@ -173,6 +174,7 @@ pb_status_t pb_tcp_import_heal(pb_rsm_import_t *im)
 pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
 {
     pb_tcp_import_t *ti = im->tl;
+    int64_t deadline = pb_tcp_reply_deadline();
 
     for (;;) {
         pb_tcp_request_t reqs[TCP_MAX_RAILS];
@@ -202,7 +204,7 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
 
             if (!asked[r])
                 continue;
-            status = pb_tcp_request_end(&reqs[r]);
+            status = pb_tcp_request_end(&reqs[r], deadline);
             if (status == PB_OK) {
                 ti->rails[r].dirty = 0;
                 tcp_replay_clear(&ti->rails[r].replay);
@@ -241,12 +243,14 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
     pb_status_t status;
     const char *why;
 
+    int64_t deadline = pb_time_now_ms() + timeout_ms; /* the dial's and the attach's */
+
     pthread_mutex_lock(&pb_tcp.connect_lock);
     status = pb_tcp_conn_get(&peer, key, im->node, timeout_ms, &c);
     pthread_mutex_unlock(&pb_tcp.connect_lock);
     if (status != PB_OK)
         return tcp_rail_first_status(ti, status);
-    status = tcp_rail_first_status(ti, pb_tcp_request(c, &frame, &attach, &req));
+    status = tcp_rail_first_status(ti, pb_tcp_request(c, &frame, &attach, &req, deadline));
     if (status == PB_OK && ti->rail_count > 0 && req.value != im->size)
         status = PB_ERR_PROTOCOL; /* another process answers at that address */
     if (status == PB_OK && ti->rail_count == 0 &&

@@ -30,6 +30,7 @@ pb_tcp_state_t pb_tcp = {
     .sources = PB_EVSET_INITIALIZER,
     .wake_fd = -1,
     .lapse_fd = -1,
+    .limit_fd = -1,
 };
 
 /* Close the listening sockets of @fds[0..@count). */
@@ -78,6 +79,9 @@ static void tcp_atfork_child(void)
     pb_tcp.published = NULL;
     pb_tcp.relays = NULL;
     pb_tcp.wake_fd = -1;
+    pb_tcp.limit_fd = -1; /* (closed with the other sources above) */
+    pb_tcp.limit_ticking = 0;
+    pb_tcp.accept_rest_until = 0;
     pb_tcp.lapse_fd = -1;                    /* (the service's child handler closed it) */
     atomic_store(&pb_tcp_epoll_sleepers, 0); /* (threads the parent had) */
     atomic_store(&pb_tcp_sleepers, 0);
@@ -106,6 +110,10 @@ pb_status_t pb_tcp_start(void)
     pb_tcp.stripe_min = pb_config_get_long("POSTBOX_TCP_STRIPE_MIN") > 0
                             ? (size_t)pb_config_get_long("POSTBOX_TCP_STRIPE_MIN")
                             : SIZE_MAX;
+    pb_tcp.reply_timeout_ms = pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS") > 0 &&
+                                      pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS") < INT32_MAX
+                                  ? (int)pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS")
+                                  : 0;
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
     ep = pb_tcp.sources.epoll_fd;
@@ -119,11 +127,19 @@ pb_status_t pb_tcp_start(void)
         pb_evset_add(&pb_tcp.sources, pb_tcp.wake_fd, EPOLLIN, pb_tcp_wake_ready, NULL, &wake_id);
     if (status != PB_OK)
         goto err;
+    status = pb_tcp_limits_start();
+    if (status != PB_OK) {
+        pb_evset_remove(&pb_tcp.sources, wake_id);
+        goto err;
+    }
     /* the service owns (and closes) the epoll set from here */
     status = pb_rsm_service_add(ep, EPOLLIN | EPOLLONESHOT, pb_tcp_service_ready, NULL,
                                 &pb_tcp.service_id);
     if (status != PB_OK) {
         pb_evset_remove(&pb_tcp.sources, wake_id);
+        pb_evset_remove(&pb_tcp.sources, pb_tcp.limit_id);
+        close(pb_tcp.limit_fd);
+        pb_tcp.limit_fd = -1;
         goto err;
     }
     pb_tcp.started = 1;

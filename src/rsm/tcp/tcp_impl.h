@@ -8,6 +8,8 @@
  *   import.c    the importer side: requests, put, get, barriers, signals
  *   rail.c      rails: striping, replay, fail-over, topology
  *   progress.c  who reads the sockets, and waiting
+ *   limits.c    what a peer can make a process hold: handshakes, accepting,
+ *               reply queues, relays, log lines
  *   wire.c      the frame format and its pure handling (wire.h)
  *
  * An importing process holds one connection to each exporting process it
@@ -62,13 +64,45 @@
 /* the job KVS key where each rank puts the address it listens on */
 #define TCP_KVS_KEY_FMT "pb-tcp-%d"
 #define TCP_MAX_EVENTS 32
-/* connections accepted but not yet authenticated; beyond this the oldest
- * is dropped, so peers that never finish cannot use up descriptors */
+/* connections accepted but not yet authenticated, per process and per
+ * peer address; beyond either the oldest is dropped for the newcomer
+ * (pb_tcp_handshake_admit), so peers that never finish cannot use up
+ * descriptors nor keep importers out */
 #define TCP_MAX_HANDSHAKES 64
+#define TCP_MAX_HANDSHAKES_PER_ADDR 16
+/* an importer whose connection was closed before its handshake began
+ * (refused for load) dials again after this long, until its deadline */
+#define TCP_REDIAL_MS 20
+/* a connection still in its handshake after this long is closed */
+#define TCP_HANDSHAKE_MS 1000
+/* ... and one younger than this is not dropped for a newcomer (the
+ * newcomer is refused instead), so that a flood of new connections cannot
+ * push out an importer before it had time to answer */
+#define TCP_HANDSHAKE_GRACE_MS 200
+/* accepts per readiness of an accepting socket, so that the handshakes
+ * in progress are read between a flood's connections */
+#define TCP_ACCEPTS_PER_PASS 8
+/* out of descriptors: the accepting sockets rest this long (or until a
+ * connection closes) rather than report readable again at once */
+#define TCP_ACCEPT_REST_MS 100
+/* period of the timer that enforces the two limits above while needed */
+#define TCP_LIMIT_TICK_MS 50
+/* an exporter stops reading a connection's requests while this many bytes
+ * of replies are queued for it, and reads again once they fell to
+ * TCP_OUTQ_RESUME: a queue holds at most TCP_OUTQ_PAUSE plus one reply */
+#define TCP_OUTQ_PAUSE ((size_t)4 << 20)
+#define TCP_OUTQ_RESUME ((size_t)1 << 20)
+/* LOOKUPs this process relays to its node's rendezvous sockets at once */
+#define TCP_MAX_RELAYS 64
+/* a line a peer can cause again and again is logged at most this often */
+#define TCP_LOG_INTERVAL_MS 1000
 /* a waiter holding the token re-checks its condition at least this often */
 #define TCP_WAIT_SLICE_MS 100
 /* a waiter without the token sleeps at most this long on its word */
 #define TCP_FUTEX_SLICE_MS 5
+/* requests one connection may have abandoned and still await the reply
+ * of; past this the connection is closed (its peer does not answer) */
+#define TCP_MAX_ABANDONED 1024
 /* bytes read at once into a connection's staging buffer; payloads at
  * least this long are received straight into their destination */
 #define TCP_STAGING_SIZE 16384
@@ -103,9 +137,25 @@ typedef struct {
     size_t head, sealed, tail, cap;
 } pb_tcp_outq_t;
 
+/* a request whose waiter gave up (timed out): its REPLY, if it comes, is
+ * read and dropped (a late ATTACH's slot is given back) */
+typedef struct {
+    uint32_t tag;
+    uint16_t type;
+} pb_tcp_abandoned_t;
+
+/* the last time a kind of line a peer can cause was logged, and how many
+ * were left out since */
+typedef struct {
+    int64_t last_ms;
+    unsigned long suppressed;
+} pb_tcp_log_limit_t;
+
 /* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
 typedef struct pb_tcp_request {
     struct pb_tcp_request *next;
+    pb_tcp_conn_t *conn; /* set by pb_tcp_request_begin */
+    uint16_t type;       /* the request's frame type */
     uint32_t tag;
     _Atomic uint32_t done; /* futex word: 1 when answered or failed */
     int32_t status;
@@ -137,6 +187,8 @@ struct pb_tcp_conn {
     char *staging;
     size_t staging_head, staging_tail;
     pb_tcp_outq_t outq;
+    int read_paused;           /* exporter side: replies pile up, requests are not read */
+    int read_kick;             /* staged frames to read once writable (pb_tcp_conn_watch_events) */
     pthread_mutex_t send_lock; /* an application thread writing frames */
     pb_tcp_seal_t tx;          /* the frames we send (send_lock) */
 
@@ -146,10 +198,13 @@ struct pb_tcp_conn {
     int refs; /* imports using the connection */
     uint32_t next_tag;
     pb_tcp_request_t *requests;
+    pb_tcp_abandoned_t *abandoned; /* requests that timed out: their late replies are dropped */
+    uint32_t abandoned_count, abandoned_cap;
     pb_rsm_import_t **slot_imports; /* by the exporter's slot number */
     uint32_t slot_import_cap;
 
     /* exporter side */
+    int64_t accepted_ms;             /* when accepted (pb_time_now_ms): the handshake's deadline */
     uint8_t nonce[PB_TCP_NONCE_LEN]; /* of our HELLO */
     pb_tcp_auth_t auth;
     size_t auth_got;
@@ -211,6 +266,7 @@ typedef struct pb_tcp_relay {
     rsm_memseg_id_t segid;
     int fd;
     uint64_t source_id;
+    int64_t started_ms; /* answered PB_ERR_TIMEOUT after POSTBOX_TCP_REQUEST_TIMEOUT_MS */
 } pb_tcp_relay_t;
 
 /* the transport's state (tcp.c) */
@@ -232,14 +288,19 @@ typedef struct {
     int listen_fds[TCP_MAX_RAILS]; /* one per address given out, one port */
     uint64_t listen_ids[TCP_MAX_RAILS];
     int listen_count;
-    int listen_paused; /* out of descriptors: accept again once one closes */
-    uint32_t addr;     /* advertised IPv4, network order: addrs[0] */
+    int64_t accept_rest_until; /* out of descriptors: not accepting until then (0: accepting) */
+    int limit_fd;              /* the limit tick (limits.c), in the sources */
+    uint64_t limit_id;
+    int limit_ticking;
+    pb_tcp_log_limit_t log_accept, log_handshake, log_relay, log_peer;
+    uint32_t addr; /* advertised IPv4, network order: addrs[0] */
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
     uint16_t port;
-    size_t stripe_min;  /* puts this long and longer are striped */
-    int64_t spin_ns;    /* a waiter polls this long before sleeping */
-    uint8_t *link_down; /* [node * TCP_MAX_RAILS + rail]: a connection broke */
+    size_t stripe_min;    /* puts this long and longer are striped */
+    int64_t spin_ns;      /* a waiter polls this long before sleeping */
+    int reply_timeout_ms; /* POSTBOX_TCP_REPLY_TIMEOUT_MS; 0: none */
+    uint8_t *link_down;   /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
     pb_tcp_conn_t *conns;
     pb_tcp_export_t *published;
@@ -317,6 +378,14 @@ pb_status_t pb_tcp_listen(void);
 
 /* POSTBOX_TCP_TIMEOUT_MS: how long a silent peer or link is waited for, in ms. */
 long pb_tcp_timeout_ms(void);
+
+/* POSTBOX_TCP_REQUEST_TIMEOUT_MS: how long an import connect (lookup,
+ * handshake and attach together) or a relayed lookup waits, in ms. */
+int pb_tcp_request_timeout_ms(void);
+
+/* The deadline (pb_time_now_ms) of a get or barrier started now:
+ * POSTBOX_TCP_REPLY_TIMEOUT_MS from now, or -1 (none) when it is 0. */
+int64_t pb_tcp_reply_deadline(void);
 
 /* Socket options of every connection: no Nagle delay, and a broken peer
  * or link noticed within POSTBOX_TCP_TIMEOUT_MS rather than minutes. */
@@ -400,9 +469,12 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
  * handshake of docs/tcp.md; the process that answers must be on @node
  * (UINT32_MAX: any).  On success *fd_p is connected (a blocking socket)
  * and *@to_exporter, *@to_importer authenticate its frames.
- * @return PB_OK; PB_ERR_PERMISSION when the exporter refuses (it closes
- * after the AUTH) or does not prove it is of this job; PB_ERR_NOT_PUBLISHED,
- * PB_ERR_UNREACHABLE, PB_ERR_TIMEOUT, PB_ERR_PROTOCOL, PB_ERR_NO_RESOURCE. */
+ * @return PB_OK; PB_ERR_CONN_ABORTED when the exporter closed the
+ * connection before its HELLO (refused for load, pb_tcp_handshake_admit,
+ * or died: pb_tcp_conn_get dials again); PB_ERR_NOT_PUBLISHED (refused:
+ * nobody listens; or it died after our AUTH); PB_ERR_PERMISSION (it
+ * answered REFUSED, or does not prove it is of this job); PB_ERR_UNREACHABLE;
+ * PB_ERR_TIMEOUT; PB_ERR_PROTOCOL; PB_ERR_NO_RESOURCE. */
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
                         uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
                         pb_tcp_seal_t *to_importer);
@@ -489,12 +561,17 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame);
 void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
                           pb_tcp_request_t *req);
 
-/* Wait for the REPLY to a request begun with pb_tcp_request_begin. */
-pb_status_t pb_tcp_request_end(pb_tcp_request_t *req);
+/* Wait for the REPLY to a request begun with pb_tcp_request_begin, until
+ * @deadline_ms (pb_time_now_ms; -1: as long as the connection lives).
+ * When the deadline passes the request is abandoned: from then on nothing
+ * is written to @req or its buffer (a reply being received into it goes
+ * on into scratch), and its late reply is dropped.
+ * @return the reply's status, PB_ERR_CONN_ABORTED, or PB_ERR_TIMEOUT. */
+pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms);
 
-/* Send @frame and wait for the REPLY. */
+/* Send @frame and wait for the REPLY until @deadline_ms (as above). */
 pb_status_t pb_tcp_request(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                           pb_tcp_request_t *req);
+                           pb_tcp_request_t *req, int64_t deadline_ms);
 
 /* The ops table's import_connect (transport.h says what it does and returns). */
 pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im);
@@ -574,6 +651,59 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only);
  * pb_tcp_attach_size_check refuses. */
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
                                 const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms);
+
+/* ---- limits (limits.c): what a peer can make this process hold ---------- */
+
+/* Log the line @fmt as a warning unless one of @limit's kind was logged
+ * less than TCP_LOG_INTERVAL_MS ago (then count it; the next line logged
+ * says how many were left out).  @return 1 if logged. */
+int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...) PB_PRINTF(2, 3);
+
+/* Create the limit tick and put it in the epoll set.  Caller holds
+ * pb_tcp.lock.  @return PB_OK or PB_ERR_NO_RESOURCE. */
+pb_status_t pb_tcp_limits_start(void);
+
+/* The limit tick fired: close the connections whose handshake took longer
+ * than TCP_HANDSHAKE_MS, answer the relayed LOOKUPs older than
+ * POSTBOX_TCP_REQUEST_TIMEOUT_MS with PB_ERR_TIMEOUT, end a rest of the
+ * accepting sockets that is over.
+ * Caller holds pb_tcp.lock. */
+void pb_tcp_limits_ready(void *arg, uint32_t events);
+
+/* A connection from @from was just accepted: make room for its handshake
+ * (drop the oldest one pending from that address, or in all, when at
+ * TCP_MAX_HANDSHAKES_PER_ADDR or TCP_MAX_HANDSHAKES).  Caller holds
+ * pb_tcp.lock.  @return 1 to go on with it, 0 to close it (every one
+ * pending is younger than TCP_HANDSHAKE_GRACE_MS). */
+int pb_tcp_handshake_admit(const struct sockaddr_in *from);
+
+/* An accept on an accepting socket (@what, for the log) failed with @err.
+ * Out of descriptors, the oldest connection in its handshake is closed if
+ * it had TCP_HANDSHAKE_GRACE_MS (its descriptor goes to the next accept);
+ * else, or out of memory, every accepting socket rests for
+ * TCP_ACCEPT_REST_MS (they would be reported readable again at once).  Any
+ * other unexpected error is logged.  Rate-limited.  Caller holds
+ * pb_tcp.lock.  @return 1 when the accept may be tried again at once. */
+int pb_tcp_accept_failed(int err, const char *what);
+
+/* A descriptor was closed: accept again if running out had rested the
+ * accepting sockets.  Caller holds pb_tcp.lock. */
+void pb_tcp_accept_resume(void);
+
+/* Whether reading @c's requests must wait for its queued replies to drain
+ * (exporter side: TCP_OUTQ_PAUSE bytes queued); latches until
+ * pb_tcp_conn_watch_events sees them fall to TCP_OUTQ_RESUME.  Caller
+ * holds pb_tcp.lock. */
+int pb_tcp_conn_backlogged(pb_tcp_conn_t *c);
+
+/* The epoll events @c is to be watched for now: writability while replies
+ * are queued, readability unless its reading is paused.  Caller holds
+ * pb_tcp.lock. */
+uint32_t pb_tcp_conn_watch_events(pb_tcp_conn_t *c);
+
+/* Whether one more LOOKUP may be relayed (fewer than TCP_MAX_RELAYS are);
+ * logs the refusal, rate-limited.  Caller holds pb_tcp.lock. */
+int pb_tcp_relay_admit(void);
 
 /* ---- progress (progress.c): reading the sockets, the progress token, waiting --- */
 

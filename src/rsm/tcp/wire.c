@@ -377,6 +377,17 @@ void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t 
     atomic_store_explicit((_Atomic uint32_t *)to, word, memory_order_release);
 }
 
+void pb_tcp_export_redirect(pb_tcp_rx_t *rx, char *base)
+{
+    if (!rx->in_payload || rx->frame.type != PB_TCP_PUT || rx->dest == NULL)
+        return;
+    if (rx->frame.flags & PB_TCP_FLAG_WORD_LAST)
+        return; /* its payload is in rx->word_last, not in the segment */
+    if (base != NULL && rx->payload_got > 0)
+        memcpy(base + rx->frame.offset, rx->dest, rx->payload_got);
+    rx->dest = base == NULL ? NULL : base + rx->frame.offset;
+}
+
 /* ---- receive state machine -------------------------------------------------- */
 
 void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, const pb_tcp_seal_t *seal,

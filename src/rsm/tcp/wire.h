@@ -349,4 +349,14 @@ static inline int pb_tcp_rx_idle(const pb_tcp_rx_t *rx)
     return !rx->in_payload && rx->header_got == 0;
 }
 
+/* The segment memory of the put @rx (the exporter's) is receiving was
+ * moved to @base (a rebind) or withdrawn (NULL): a put received into the
+ * segment goes on into the new memory, and the part already received is
+ * copied there too, so that it lands there whole (into the old memory as
+ * well, which the caller may still read); a withdrawn segment's rest is
+ * dropped.  A word-last put is received aside whole and stored when it is
+ * (pb_tcp_export_word_last, into the memory of that time): it is left as
+ * it is.  Nothing happens unless @rx is in the payload of a PUT. */
+void pb_tcp_export_redirect(pb_tcp_rx_t *rx, char *base);
+
 #endif

@@ -1,0 +1,167 @@
+"""Denial of service against a tcp exporter: floods and a slow reader.
+
+docs/security.md, Resource limits.  The victim's processes are
+``pbt-tcp-peer`` (an exporter, and importers of its segment, all of one solo
+job of ``postbox-victim``).
+
+- The flood: ``postbox-attacker``, who cannot authenticate, opens hundreds
+  of connections to the exporter's TCP port (found in /proc/net/tcp) and to
+  its segment's rendezvous socket (found in /proc/net/unix), leaves many
+  idle and keeps opening more, against an exporter whose descriptor limit
+  is low (24), so that it runs out.  Meanwhile the victim imports and puts:
+  it must succeed within its connect timeout, the exporter must not spin
+  (its CPU time over the flood well under a core) and its log must stay
+  short.
+- The slow reader: a faulty member of the job (the victim's own importer)
+  asks for 16 MiB gets in 16 threads and stops reading the replies; the
+  exporter's memory must stay bounded (its queue of replies is capped) and
+  another importer must be served meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+SEGID = 0x80005150
+PAGE = 4096
+
+# Run as the attacker: flood the exporter's port and rendezvous socket for
+# argv[3] seconds.  Prints what it did.
+FLOOD = r"""
+import errno, os, resource, socket, sys, time
+
+victim_uid, segid, duration = int(sys.argv[1]), int(sys.argv[2], 0), float(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+
+ports = []
+with open("/proc/net/tcp") as f:
+    for line in list(f)[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[7]) == victim_uid:
+            ports.append(int(fields[1].split(":")[1], 16))
+name = None
+with open("/proc/net/unix") as f:
+    for line in f:
+        path = line.split()[-1]
+        if path.startswith("@postbox-tcp/") and path.endswith("/%08x" % segid):
+            name = "\0" + path[1:]
+assert ports and name, (ports, name)
+
+tcp, unix, opened, refused = [], [], 0, 0
+end = time.monotonic() + duration
+while time.monotonic() < end:
+    for _ in range(20):
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", ports[0]))
+            tcp.append(s)
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            u.setblocking(False)
+            u.connect(name)
+            unix.append(u)
+            opened += 1
+        except OSError:
+            refused += 1
+    # many stay open and idle; the oldest go, so new ones keep coming
+    while len(tcp) > 1500:
+        tcp.pop(0).close()
+    while len(unix) > 1500:
+        unix.pop(0).close()
+    time.sleep(0.002)
+print("opened %d pairs, %d refused" % (opened, refused))
+"""
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_bytes(pid: int) -> int:
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def _start_exporter(victim, stage, size, nofile=None):
+    program = str(stage.program("pbt-tcp-peer"))
+    argv = [program, "export", hex(SEGID), str(size)]
+    if nofile is not None:
+        argv = ["prlimit", "--nofile=%d:%d" % (nofile, nofile), "--"] + argv
+    exporter = victim.popen(argv, stdin=subprocess.PIPE)
+    line = exporter.stdout.readline()
+    assert line == "exporting\n", (line, exporter.stderr.read() if exporter.poll() else "")
+    return exporter
+
+
+def _stop_exporter(victim, exporter):
+    out, err = exporter.communicate(input="", timeout=20)
+    assert exporter.returncode == 0, err
+    return err
+
+
+def test_flood_of_connections_leaves_the_exporter_serving(victim, attacker, stage):
+    exporter = _start_exporter(victim, stage, 16 * PAGE, nofile=24)
+    program = str(stage.program("pbt-tcp-peer"))
+    cpu_before, wall_before = _cpu_seconds(exporter.pid), time.monotonic()
+
+    flood = attacker.popen(["python3", "-c", FLOOD, str(victim.uid), hex(SEGID), "5"],
+                           stdin=subprocess.DEVNULL)
+    time.sleep(1.5)  # the exporter is out of descriptors by now
+    legit = victim.run([program, "import", hex(SEGID), "20"], timeout=30)
+    out, err = flood.communicate(timeout=30)
+    assert flood.returncode == 0, err
+    cpu = _cpu_seconds(exporter.pid) - cpu_before
+    wall = time.monotonic() - wall_before
+
+    assert legit.returncode == 0, legit.stderr
+    took = float(legit.stdout.split()[2])
+    assert took < 5000, "the import took %.0f ms under the flood (%s)" % (took, out)
+    assert cpu < 0.25 * wall, \
+        "the exporter used %.1f s of CPU in %.1f s of flood (%s)" % (cpu, wall, out)
+    # and it serves as before once the flood is over
+    after = victim.run([program, "import", hex(SEGID), "5"], timeout=30)
+    assert after.returncode == 0, after.stderr
+    log = _stop_exporter(victim, exporter)
+    lines = log.splitlines()
+    print("flood: %s; import %.0f ms; exporter CPU %.2f s in %.1f s; %d lines of log"
+          % (out.strip(), took, cpu, wall, len(lines)))
+    assert len(lines) < 40, "%d lines of log in %.0f s:\n%s" % (len(lines), wall,
+                                                                 "\n".join(lines[:20]))
+
+
+def test_slow_reader_does_not_grow_the_exporters_memory(victim, stage):
+    size = 16 << 20
+    exporter = _start_exporter(victim, stage, size)
+    program = str(stage.program("pbt-tcp-peer"))
+    rss_before = _rss_bytes(exporter.pid)
+
+    reader = victim.popen([program, "slow-get", hex(SEGID), "16", str(size)],
+                          stdin=subprocess.DEVNULL)
+    assert reader.stdout.readline() == "getting\n"
+    os.kill(reader.pid, signal.SIGSTOP)  # it reads no more replies
+    try:
+        time.sleep(1.5)
+        rss = _rss_bytes(exporter.pid)
+        legit = victim.run([program, "import", hex(SEGID), "5"], timeout=30)
+        assert legit.returncode == 0, legit.stderr
+        time.sleep(0.5)
+        rss = max(rss, _rss_bytes(exporter.pid))
+    finally:
+        os.kill(reader.pid, signal.SIGKILL)
+        os.kill(reader.pid, signal.SIGCONT)
+        reader.wait(timeout=10)
+    grown = rss - rss_before
+    # 16 gets of 16 MiB waiting: a queue without a cap holds them all (256
+    # MiB); with it, 4 MiB and one reply, and the socket buffers
+    print("slow reader: the exporter grew by %d MiB" % (grown >> 20))
+    assert grown < 80 << 20, "the exporter grew by %d MiB" % (grown >> 20)
+    _stop_exporter(victim, exporter)
