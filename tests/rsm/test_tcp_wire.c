@@ -217,7 +217,8 @@ static void stream_put(stream_t *st, pb_tcp_seal_t *seal, const pb_tcp_frame_t *
     pb_tcp_frame_encode(frame, header);
     seq = pb_tcp_header_seal(seal, header);
     st->len += PB_TCP_FRAME_HEADER_SIZE;
-    memcpy(st->bytes + st->len, payload, frame->length);
+    if (frame->length > 0)
+        memcpy(st->bytes + st->len, payload, frame->length);
     st->len += frame->length;
     if (seal->payload_mac && frame->length > 0) {
         uint64_t mac = htole64(pb_tcp_payload_mac(seal, seq, payload, frame->length));
