@@ -12,6 +12,7 @@ job of ``postbox-victim``).
   it must succeed within its connect timeout, the exporter must not spin
   (its CPU time over the flood well under a core) and its log must stay
   short.
+- An idle connection that never starts its handshake is closed (after 1 s).
 - The slow reader: a faulty member of the job (the victim's own importer)
   asks for 16 MiB gets in 16 threads and stops reading the replies; the
   exporter's memory must stay bounded (its queue of replies is capped) and
@@ -77,6 +78,30 @@ print("opened %d pairs, %d refused" % (opened, refused))
 """
 
 
+# Run as the attacker: connect to the exporter's port and say nothing; print
+# how long the exporter kept the connection open (or "open" after 5 s).
+IDLE = r"""
+import socket, sys, time
+
+victim_uid = int(sys.argv[1])
+port = None
+with open("/proc/net/tcp") as f:
+    for line in list(f)[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[7]) == victim_uid:
+            port = int(fields[1].split(":")[1], 16)
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(5)
+start = time.monotonic()
+try:
+    while s.recv(4096):
+        pass
+    print("closed after %.2f s" % (time.monotonic() - start))
+except socket.timeout:
+    print("open")
+"""
+
+
 def _cpu_seconds(pid: int) -> float:
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -136,6 +161,15 @@ def test_flood_of_connections_leaves_the_exporter_serving(victim, attacker, stag
           % (out.strip(), took, cpu, wall, len(lines)))
     assert len(lines) < 40, "%d lines of log in %.0f s:\n%s" % (len(lines), wall,
                                                                  "\n".join(lines[:20]))
+
+
+def test_idle_connection_is_closed_after_the_handshake_time(victim, attacker, stage):
+    exporter = _start_exporter(victim, stage, 16 * PAGE)
+    idle = attacker.run(["python3", "-c", IDLE, str(victim.uid)], timeout=30)
+    assert idle.returncode == 0, idle.stderr
+    assert idle.stdout.startswith("closed after"), idle.stdout
+    assert float(idle.stdout.split()[2]) < 2.5, idle.stdout
+    _stop_exporter(victim, exporter)
 
 
 def test_slow_reader_does_not_grow_the_exporters_memory(victim, stage):

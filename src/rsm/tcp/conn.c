@@ -270,13 +270,15 @@ void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
     if (!atomic_compare_exchange_strong(&c->failure, &ok, (int32_t)status))
         return;
     if (c->at_exporter) {
+        /* (rate-limited: anyone can connect and send garbage, and a job
+         * member malformed frames, again and again) */
         if (why != NULL && !c->established)
-            /* anyone can connect and send garbage, again and again */
             pb_tcp_log_limited(&pb_tcp.log_peer, "tcp: closing a connection in its handshake: %s",
                                why);
         else if (why != NULL)
-            pb_warn("tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
-                    c->peer_node, why);
+            pb_tcp_log_limited(&pb_tcp.log_peer,
+                               "tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
+                               c->peer_node, why);
         else if (!c->established)
             pb_debug("tcp: a connection in its handshake closed");
         else
