@@ -470,7 +470,7 @@ static void exporter_feed(exporter_t *ex, const uint8_t *stream, size_t len)
 
 /* A PUT of @len bytes of pattern @seed at @offset, header (sealed by
  * @seal) and payload, into @out. */
-static size_t put_frame(pb_tcp_seal_t *seal, uint8_t *out, uint64_t offset, uint32_t len,
+static size_t put_bytes(pb_tcp_seal_t *seal, uint8_t *out, uint64_t offset, uint32_t len,
                         uint16_t flags, unsigned seed)
 {
     pb_tcp_frame_t frame = {
@@ -498,12 +498,12 @@ static void rebind_during_put(uint16_t flags, uint32_t len, size_t before)
     exporter_init(&ex, old_mem);
     /* an earlier put of the same kind and place leaves its bytes wherever
      * the exporter receives such puts (for word-last ones: aside) */
-    n = put_frame(&ex.tx, stream, offset, len, flags, 1);
+    n = put_bytes(&ex.tx, stream, offset, len, flags, 1);
     exporter_feed(&ex, stream, n);
     CHECK(ex.frames == 1);
     memcpy(old_copy, old_mem, SEG);
 
-    n = put_frame(&ex.tx, stream, offset, len, flags, 2);
+    n = put_bytes(&ex.tx, stream, offset, len, flags, 2);
     exporter_feed(&ex, stream, PB_TCP_FRAME_HEADER_SIZE + before);
     /* the rebind, as pb_tcp_export_rebind does it */
     pb_tcp_export_redirect(&ex.rx, new_mem);
@@ -556,7 +556,7 @@ static void case_put_straddling_unpublish_is_dropped(void)
     for (int word_last = 0; word_last < 2; word_last++) {
         memset(mem, 0xaa, SEG);
         exporter_init(&ex, mem);
-        n = put_frame(&ex.tx, stream, 512, 4096, word_last ? PB_TCP_FLAG_WORD_LAST : 0, 3);
+        n = put_bytes(&ex.tx, stream, 512, 4096, word_last ? PB_TCP_FLAG_WORD_LAST : 0, 3);
         exporter_feed(&ex, stream, PB_TCP_FRAME_HEADER_SIZE + 100);
         memcpy(copy, mem, SEG);
         /* withdrawn: what comes next of it is not written */
