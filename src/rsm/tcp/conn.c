@@ -478,24 +478,19 @@ pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, cons
 
 void pb_tcp_refusal_log(const char *fmt, ...)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static int64_t last_ms = -1;
-    static unsigned suppressed;
-    int64_t now = pb_time_now_ms();
+    /* lock-free, so that no thread can leave it held across a fork */
+    static _Atomic int64_t last_ms = -1;
+    static _Atomic unsigned suppressed;
+    int64_t now = pb_time_now_ms(), last = atomic_load(&last_ms);
     char line[256];
     unsigned more;
     va_list ap;
 
-    pthread_mutex_lock(&lock);
-    if (last_ms >= 0 && now - last_ms < 1000) {
-        suppressed++;
-        pthread_mutex_unlock(&lock);
+    if ((last >= 0 && now - last < 1000) || !atomic_compare_exchange_strong(&last_ms, &last, now)) {
+        atomic_fetch_add(&suppressed, 1);
         return;
     }
-    more = suppressed;
-    suppressed = 0;
-    last_ms = now;
-    pthread_mutex_unlock(&lock);
+    more = atomic_exchange(&suppressed, 0);
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
