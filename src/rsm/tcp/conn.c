@@ -495,7 +495,7 @@ void pb_tcp_refusal_log(const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     if (more > 0)
-        pb_warn("%s (and %u more refused in the second before)", line, more);
+        pb_warn("%s (and %u more refused since the last such line)", line, more);
     else
         pb_warn("%s", line);
 }
