@@ -409,12 +409,12 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
  *         5 s; over tcp the lookup, handshake and attach together, a
  *         time POSTBOX_TCP_REQUEST_TIMEOUT_MS changes);
- *         RSMERR_CONN_ABORTED (the exporter announced a segment size of 0
- *         or above the largest it can export, 2^40 bytes; over shm also
- *         when a descriptor it handed over is not a memfd of shared memory
- *         (not hugetlbfs) sealed against shrinking, or holds fewer bytes
- *         than its mapping needs, so that no later access to the segment
- *         can fault: logged);
+ *         RSMERR_CONN_ABORTED (the exporter announced a segment
+ *         size of 0 or above the largest it can export, 2^40 bytes; over
+ *         shm also when a descriptor it handed over is not a memfd of
+ *         shared memory (not hugetlbfs) sealed against shrinking, or
+ *         holds fewer bytes than its mapping needs, so that no later
+ *         access to the segment can fault: logged);
  *         RSMERR_INSUFFICIENT_MEM; RSMERR_INSUFFICIENT_RESOURCES.
  */
 int rsm_memseg_import_connect(rsmapi_controller_handle_t controller, rsm_node_id_t node_id,
