@@ -37,9 +37,14 @@ static const pb_config_entry_t config_table[] = {
      "kernel (0: sleep at once)."},
     {"POSTBOX_TCP_ADDR", PB_CONFIG_STRING, NULL,
      "IPv4 address the tcp transport gives other nodes for this process "
-     "(it listens on every address), or a comma-separated list of up to 4, "
+     "(it listens on that address only), or a comma-separated list of up to 4, "
      "one per rail (controller); unset: the --netns addresses, else "
      "127.0.0.1."},
+    {"POSTBOX_TCP_PAYLOAD_MAC", PB_CONFIG_STRING, "auto",
+     "Whether tcp frames carry a MAC of their payload as well as of their "
+     "header: on, off, or auto (on between hosts; off when the peer is on "
+     "this host: loopback, one of this process's addresses, or a node of "
+     "the same --netns job).  On when either end says on."},
     {"POSTBOX_TCP_REPLY_TIMEOUT_MS", PB_CONFIG_INT, "0",
      "Milliseconds a tcp get or barrier waits for the exporter's reply "
      "before it returns RSMERR_TIMEOUT (a peer that is alive but stopped "

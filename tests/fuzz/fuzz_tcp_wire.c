@@ -1,17 +1,34 @@
 /*
- * libFuzzer target for the tcp transport's frame handling (src/rsm/tcp/wire.c).
+ * libFuzzer target for the tcp transport's wire handling (src/rsm/tcp/wire.c).
  *
- * The input is a byte stream as a peer would send it after the handshake.
+ * The input drives, in turn:
+ *
+ * 1. The handshake's checks: an AUTH built from the input (fields either
+ *    right or taken from it, its MAC right or not, then any bytes
+ *    overwritten) goes through pb_tcp_auth_check, the exporter's check of
+ *    pb_tcp_conn_read_auth; a WELCOME likewise through
+ *    pb_tcp_welcome_check, the importer's of pb_tcp_dial.  Whatever a check
+ *    admits must be what a real peer would have sent, which is asserted.
+ * 2. The frames of the session that handshake derives (pb_tcp_session_derive,
+ *    payload MACs on or off as the input says): frames whose fields come
+ *    from the input, sealed with valid MACs so that they reach the real
+ *    frame handlers, some spoiled on purpose (a header bit, the payload's
+ *    MAC, a skipped sequence number, a short payload).  Or, one input in
+ *    eight, the raw bytes as they are (nearly all refused at the first MAC).
+ *
  * The first byte picks how the stream is cut into reads (so frames arrive
- * in pieces, as from a socket); the rest is fed to an exporter-side and an
- * importer-side receive machine.  The exporter side runs the transport's
- * own frame handling, pb_tcp_export_header and pb_tcp_export_word_last
- * (the pure part of src/rsm/tcp/export.c's callbacks): only the slot
- * table is the fuzzer's.  Slots 1 to 3 are heap blocks of their exact
- * size, so AddressSanitizer reports any byte written or read outside them;
- * slot 4 is withdrawn.  A frame the checks accept must also be inside by
- * construction, which is asserted.
+ * in pieces, as from a socket).  Each stream is fed to an exporter-side and
+ * an importer-side receive machine (sealed for each direction).  The
+ * exporter side runs the transport's own frame handling,
+ * pb_tcp_export_header and pb_tcp_export_word_last (the pure part of
+ * src/rsm/tcp/export.c's callbacks): only the slot table is the fuzzer's.
+ * Slots 1 to 3 are heap blocks of their exact size, so AddressSanitizer
+ * reports any byte written or read outside them; slot 4 is withdrawn.  A
+ * frame the checks accept must also be inside by construction, which is
+ * asserted.
  */
+#include <arpa/inet.h>
+#include <endian.h>
 #include <postbox/rsm.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -119,10 +136,197 @@ static void feed(pb_tcp_rx_t *rx, const uint8_t *data, size_t size, size_t cut)
         if (len > cut)
             len = cut;
         memcpy(buf, data, len);
-        if (pb_tcp_rx_advance(rx, len) != NULL)
+        if (pb_tcp_rx_advance(rx, buf, len) != NULL)
             return; /* the connection would close here */
         data += len;
         size -= len;
+    }
+}
+
+/* ---- the input, read as fields ----------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} input_t;
+
+/* The next @len bytes of the input into @out (zeros past its end). */
+static void take(input_t *in, void *out, size_t len)
+{
+    size_t have = len < in->n ? len : in->n;
+
+    memcpy(out, in->p, have);
+    memset((uint8_t *)out + have, 0, len - have);
+    in->p += have;
+    in->n -= have;
+}
+
+static uint8_t take8(input_t *in)
+{
+    uint8_t v;
+
+    take(in, &v, 1);
+    return v;
+}
+
+static uint16_t take16(input_t *in)
+{
+    uint16_t v;
+
+    take(in, &v, 2);
+    return v;
+}
+
+static uint32_t take32(input_t *in)
+{
+    uint32_t v;
+
+    take(in, &v, 4);
+    return v;
+}
+
+/* ---- 1. the handshake ------------------------------------------------------------- */
+
+static const uint8_t job_key[PB_TCP_KEY_LEN] = "fuzz-the-job-key";
+static const char job_id[] = "fuzz-job";
+#define EXP_ADDR htonl(0x7f000001)
+#define EXP_PORT htons(5000)
+#define IMP_ADDR htonl(0x7f000002)
+#define IMP_PORT htons(40000)
+#define EXP_NODE 1
+
+/* Overwrite up to 3 bytes of @bytes[0..@len) where the input says. */
+static void spoil(input_t *in, void *bytes, size_t len)
+{
+    unsigned count = take8(in) % 4;
+
+    for (unsigned i = 0; i < count; i++) {
+        size_t at = take8(in) % len;
+
+        ((uint8_t *)bytes)[at] = take8(in);
+    }
+}
+
+/* Drive both checks with a handshake of the input; derive its session. */
+static void fuzz_handshake(input_t *in, pb_tcp_seal_t *to_exporter, pb_tcp_seal_t *to_importer)
+{
+    uint8_t hello_nonce[PB_TCP_NONCE_LEN];
+    pb_tcp_auth_t auth = {0}, genuine;
+    pb_tcp_welcome_t welcome = {0};
+    uint8_t shape = take8(in);
+    const char *why;
+
+    take(in, hello_nonce, sizeof(hello_nonce));
+    pb_tcp_msg_hdr_set(&auth.hdr, PB_TCP_MSG_AUTH);
+    auth.node = take32(in);
+    auth.pid = take32(in);
+    if (shape & 1)
+        take(in, auth.job_id, sizeof(auth.job_id));
+    else
+        strcpy(auth.job_id, job_id);
+    take(in, auth.nonce, sizeof(auth.nonce));
+    auth.dial_addr = shape & 2 ? take32(in) : EXP_ADDR;
+    auth.dial_port = shape & 2 ? take16(in) : EXP_PORT;
+    auth.source_addr = shape & 4 ? take32(in) : IMP_ADDR;
+    auth.source_port = shape & 4 ? take16(in) : IMP_PORT;
+    auth.flags = take8(in) % 4;
+    auth.mac = pb_tcp_auth_mac(job_key, hello_nonce, &auth);
+    genuine = auth;
+    if (shape & 8)
+        spoil(in, &auth, sizeof(auth));
+    why = pb_tcp_auth_check(&auth, job_key, hello_nonce, job_id, EXP_ADDR, EXP_PORT, IMP_ADDR,
+                            IMP_PORT);
+    if (why == NULL &&
+        (memcmp(&auth, &genuine, sizeof(auth)) != 0 || strcmp(auth.job_id, job_id) != 0 ||
+         auth.dial_addr != EXP_ADDR || auth.dial_port != EXP_PORT || auth.source_addr != IMP_ADDR ||
+         auth.source_port != IMP_PORT))
+        abort(); /* admitted what the importer did not send, or a relay */
+
+    pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
+    welcome.status = (int8_t)take8(in);
+    welcome.flags = take8(in) % 4;
+    welcome.node = shape & 16 ? take32(in) : EXP_NODE;
+    welcome.pid = take32(in);
+    welcome.mac = pb_tcp_welcome_mac(job_key, hello_nonce, &auth, &welcome);
+    if (shape & 32)
+        spoil(in, &welcome, sizeof(welcome));
+    why = pb_tcp_welcome_check(&welcome, job_key, hello_nonce, &auth, EXP_NODE);
+    if (why == NULL &&
+        (welcome.mac != pb_tcp_welcome_mac(job_key, hello_nonce, &auth, &welcome) ||
+         welcome.node != EXP_NODE ||
+         ((auth.flags & PB_TCP_HS_PAYLOAD_MAC) && !(welcome.flags & PB_TCP_HS_PAYLOAD_MAC))))
+        abort();
+    pb_tcp_session_derive(job_key, hello_nonce, &auth, shape & 64 ? 1 : 0, to_exporter,
+                          to_importer);
+}
+
+/* ---- 2. the frames ---------------------------------------------------------------- */
+
+#define STREAM_MAX (256 * 1024)
+#define FRAMES_MAX 48
+
+typedef struct {
+    uint8_t *bytes;
+    size_t len;
+} stream_t;
+
+/* Append @frame and @payload sealed by @seal, spoiled as @how says:
+ * 1 a header bit, 2 the payload's MAC, 3 a sequence number skipped, 4 the
+ * payload cut short. */
+static void stream_put(stream_t *st, pb_tcp_seal_t *seal, const pb_tcp_frame_t *frame,
+                       const uint8_t *payload, unsigned how, uint8_t where)
+{
+    uint8_t *header = st->bytes + st->len;
+    size_t payload_len = frame->length;
+    uint64_t seq;
+
+    pb_tcp_frame_encode(frame, header);
+    if (how == 3)
+        seal->seq++;
+    seq = pb_tcp_header_seal(seal, header);
+    if (how == 1)
+        header[where % PB_TCP_FRAME_HEADER_SIZE] ^= (uint8_t)(1u << (where % 8));
+    st->len += PB_TCP_FRAME_HEADER_SIZE;
+    if (how == 4)
+        payload_len = payload_len > where ? payload_len - where : 0;
+    memcpy(st->bytes + st->len, payload, payload_len);
+    st->len += payload_len;
+    if (seal->payload_mac && frame->length > 0) {
+        uint64_t mac = htole64(pb_tcp_payload_mac(seal, seq, payload, frame->length));
+
+        if (how == 2)
+            mac ^= 1;
+        memcpy(st->bytes + st->len, &mac, sizeof(mac));
+        st->len += sizeof(mac);
+    }
+}
+
+/* Frames of the input, sealed for each direction into @to_exp and @to_imp. */
+static void build_streams(input_t *in, pb_tcp_seal_t to_exporter, pb_tcp_seal_t to_importer,
+                          stream_t *to_exp, stream_t *to_imp)
+{
+    static uint8_t payload[65536];
+
+    for (int i = 0; i < FRAMES_MAX && in->n > 0; i++) {
+        pb_tcp_frame_t frame = {0};
+        uint8_t spoilt = take8(in), where = take8(in);
+        unsigned how = spoilt >= 0xf0 ? 1 + spoilt % 4 : 0;
+
+        frame.type = take8(in) % (PB_TCP_FRAME_TYPES + 1);
+        frame.flags = take8(in);
+        if (frame.flags & 0x80)
+            frame.flags &= 7; /* mostly known flags */
+        frame.status = (int8_t)take8(in);
+        frame.slot = take8(in) % 6;
+        frame.tag = take8(in);
+        frame.offset = take8(in) & 1 ? take32(in) : take16(in);
+        frame.count = take16(in);
+        frame.length = take16(in) % 9000;
+        if (to_exp->len + 2 * PB_TCP_FRAME_HEADER_SIZE + 16 + frame.length > STREAM_MAX)
+            break;
+        take(in, payload, frame.length);
+        stream_put(to_exp, &to_exporter, &frame, payload, how, where);
+        stream_put(to_imp, &to_importer, &frame, payload, how, where);
     }
 }
 
@@ -130,21 +334,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const size_t cuts[] = {SIZE_MAX, 1, 3, 7, 32, 33, 100};
+    static const size_t cuts[] = {SIZE_MAX, 1, 3, 7, 32, 33, 40, 41, 100};
+    static uint8_t exp_bytes[STREAM_MAX], imp_bytes[STREAM_MAX];
+    stream_t to_exp = {exp_bytes, 0}, to_imp = {imp_bytes, 0};
+    pb_tcp_seal_t to_exporter, to_importer;
     fuzz_ctx_t ctx = {0};
+    input_t in;
     pb_tcp_rx_t rx;
     size_t cut;
 
     if (size < 1)
         return 0;
     cut = cuts[data[0] % (sizeof(cuts) / sizeof(cuts[0]))];
-    data++, size--;
+    in = (input_t){data + 1, size - 1};
+    fuzz_handshake(&in, &to_exporter, &to_importer);
+    if (data[0] >= 0xe0) {
+        /* the rest as it is, as a peer without the key would send it */
+        to_exp = (stream_t){(uint8_t *)in.p, in.n};
+        to_imp = to_exp;
+    } else {
+        build_streams(&in, to_exporter, to_importer, &to_exp, &to_imp);
+    }
     for (int i = 0; i < SLOTS; i++)
         ctx.segments[i] = calloc(1, slot_shapes[i].size);
-    pb_tcp_rx_init(&rx, 1, exporter_on_header, exporter_on_frame, &ctx);
-    feed(&rx, data, size, cut);
-    pb_tcp_rx_init(&rx, 0, importer_on_header, importer_on_frame, &ctx);
-    feed(&rx, data, size, cut);
+    pb_tcp_rx_init(&rx, 1, &to_exporter, exporter_on_header, exporter_on_frame, &ctx);
+    feed(&rx, to_exp.bytes, to_exp.len, cut);
+    pb_tcp_rx_init(&rx, 0, &to_importer, importer_on_header, importer_on_frame, &ctx);
+    feed(&rx, to_imp.bytes, to_imp.len, cut);
     for (int i = 0; i < SLOTS; i++)
         free(ctx.segments[i]);
     free(ctx.export_rx.word_last);

@@ -69,6 +69,31 @@ static void case_unaligned(void)
         CHECK_MSG(pb_siphash24(kbuf + 1, mbuf + 1, len) == expected[len], "length %zu", len);
 }
 
+/* the message given in pieces (every split into up to three pieces, and
+ * byte by byte) gives the reference answers */
+static void case_incremental_pieces(void)
+{
+    setup();
+    for (size_t len = 0; len < 64; len++) {
+        pb_siphash_t state;
+
+        for (size_t a = 0; a <= len; a++) {
+            for (size_t b = a; b <= len; b++) {
+                pb_siphash_init(&state, key);
+                pb_siphash_update(&state, message, a);
+                pb_siphash_update(&state, message + a, b - a);
+                pb_siphash_update(&state, message + b, len - b);
+                CHECK_MSG(pb_siphash_final(&state) == expected[len], "length %zu split %zu,%zu",
+                          len, a, b);
+            }
+        }
+        pb_siphash_init(&state, key);
+        for (size_t i = 0; i < len; i++)
+            pb_siphash_update(&state, message + i, 1);
+        CHECK_MSG(pb_siphash_final(&state) == expected[len], "length %zu byte by byte", len);
+    }
+}
+
 /* the key matters, byte by byte: a key differing in any one bit gives
  * another answer */
 static void case_key_bits(void)
@@ -86,6 +111,7 @@ static void case_key_bits(void)
 static const pbt_case_t cases[] = {
     PBT_CASE(reference_vectors),
     PBT_CASE(unaligned),
+    PBT_CASE(incremental_pieces),
     PBT_CASE(key_bits),
 };
 

@@ -1,14 +1,17 @@
 /*
  * The tcp transport's connections: the connection objects, the outgoing
  * queue of the progress engine, blocking writes of application threads,
- * the exporter side of the handshake (HELLO, AUTH, WELCOME), accepting
- * importers, and the configuration every connection shares (addresses,
- * socket options, the key).
+ * the frames' MACs as they go out, the exporter side of the handshake
+ * (HELLO, AUTH, WELCOME), accepting importers, and the configuration every
+ * connection shares (addresses, socket options, the key, payload MACs).
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -58,12 +61,8 @@ void pb_tcp_socket_tune(int fd)
 
 void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN])
 {
-    const pb_boot_identity_t *job = pb_boot_identity_get();
-
-    if (job->has_secret)
-        memcpy(key, job->secret, PB_TCP_KEY_LEN);
-    else
-        memcpy(key, pb_tcp.local_key, PB_TCP_KEY_LEN);
+    /* a launched job's secret, or the solo job's per-user key (boot.md) */
+    memcpy(key, pb_boot_identity_get()->secret, PB_TCP_KEY_LEN);
 }
 
 int pb_tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS])
@@ -107,13 +106,62 @@ int pb_tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS])
     return count;
 }
 
-static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const void *b,
-                           size_t b_len)
+/* Whether @addr (network order) is in the /16 of one of the --netns
+ * addresses the launcher gave this process: a node of the same job on
+ * this host (--netns runs every node on one host). */
+static int tcp_netns_neighbour(uint32_t addr)
 {
-    size_t need = a_len + b_len;
+    const char *text = getenv("POSTBOX_NETNS_RAILS");
+    uint32_t mine[TCP_MAX_RAILS];
+    int count;
+
+    if (text == NULL || text[0] == '\0')
+        text = getenv("POSTBOX_NETNS_ADDR");
+    if (text == NULL || text[0] == '\0')
+        return 0;
+    count = pb_tcp_parse_addrs(text, mine);
+    for (int i = 0; i < count; i++) {
+        if ((ntohl(mine[i]) & 0xffff0000u) == (ntohl(addr) & 0xffff0000u))
+            return 1;
+    }
+    return 0;
+}
+
+int pb_tcp_payload_mac_wanted(uint32_t addr)
+{
+    const char *mode = pb_config_get_string("POSTBOX_TCP_PAYLOAD_MAC");
+    uint32_t mine[TCP_MAX_RAILS];
+    int count;
+
+    if (strcmp(mode, "off") == 0)
+        return 0;
+    if (strcmp(mode, "auto") != 0) {
+        static atomic_flag warned = ATOMIC_FLAG_INIT;
+
+        if (strcmp(mode, "on") != 0 && !atomic_flag_test_and_set(&warned))
+            pb_warn("POSTBOX_TCP_PAYLOAD_MAC: '%s' is not auto, on or off: taken as on", mode);
+        return 1;
+    }
+    /* on this host nobody without privileges can write into an
+     * established TCP stream: the header MACs and their sequence numbers
+     * bind the frames to the session */
+    if ((ntohl(addr) >> 24) == 127 || tcp_netns_neighbour(addr))
+        return 0;
+    count = pb_tcp_local_addrs(mine);
+    for (int i = 0; i < count; i++) {
+        if (mine[i] == addr)
+            return 0;
+    }
+    return 1;
+}
+
+static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const void *b,
+                           size_t b_len, size_t room)
+{
+    size_t need = a_len + b_len + room;
 
     if (q->head == q->tail)
-        q->head = q->tail = 0;
+        q->head = q->sealed = q->tail = 0;
     if (q->cap - q->tail < need) {
         size_t used = q->tail - q->head;
         size_t cap = q->cap ? q->cap : 4096;
@@ -129,6 +177,7 @@ static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const 
         free(q->buf);
         q->buf = grown;
         q->cap = cap;
+        q->sealed -= q->head;
         q->head = 0;
         q->tail = used;
     }
@@ -137,6 +186,31 @@ static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const 
         memcpy(q->buf + q->tail + a_len, b, b_len);
     q->tail += need;
     return 1;
+}
+
+/* Write the MACs of the frames queued on @c since the last seal, taking
+ * their sequence numbers: right before they go out, after everything the
+ * connection sent before them.  Caller holds pb_tcp.lock and c->send_lock. */
+static void tcp_outq_seal(pb_tcp_conn_t *c)
+{
+    pb_tcp_outq_t *q = &c->outq;
+
+    while (q->sealed < q->tail) {
+        uint8_t *header = (uint8_t *)q->buf + q->sealed;
+        uint64_t seq = pb_tcp_header_seal(&c->tx, header);
+        uint32_t length;
+
+        memcpy(&length, header + 24, 4);
+        length = le32toh(length);
+        q->sealed += PB_TCP_FRAME_HEADER_SIZE + length;
+        if (c->tx.payload_mac && length > 0) {
+            uint64_t mac =
+                htole64(pb_tcp_payload_mac(&c->tx, seq, header + PB_TCP_FRAME_HEADER_SIZE, length));
+
+            memcpy(q->buf + q->sealed, &mac, sizeof(mac));
+            q->sealed += sizeof(mac);
+        }
+    }
 }
 
 static pb_tcp_conn_t *tcp_conn_new(int fd, int at_exporter)
@@ -266,6 +340,7 @@ void pb_tcp_conn_flush(pb_tcp_conn_t *c)
     if (atomic_load(&c->failure) != PB_OK)
         return;
     if (q->head != q->tail && pthread_mutex_trylock(&c->send_lock) == 0) {
+        tcp_outq_seal(c);
         while (q->head != q->tail) {
             ssize_t n =
                 send(c->fd, q->buf + q->head, q->tail - q->head, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -298,8 +373,9 @@ void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void
 
     if (atomic_load(&c->failure) != PB_OK)
         return;
-    pb_tcp_frame_encode(frame, header);
-    if (!tcp_outq_append(&c->outq, header, sizeof(header), payload, frame->length)) {
+    pb_tcp_frame_encode(frame, header); /* sealed when it goes out */
+    if (!tcp_outq_append(&c->outq, header, sizeof(header), payload, frame->length,
+                         c->tx.payload_mac && frame->length > 0 ? PB_TCP_PAYLOAD_MAC_SIZE : 0)) {
         pb_tcp_conn_fail(c, PB_ERR_NO_MEMORY, "out of memory for the send queue");
         return;
     }
@@ -343,16 +419,13 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
                                     const void *const *payloads, int count)
 {
     uint8_t headers[TCP_GATHER_MAX][PB_TCP_FRAME_HEADER_SIZE];
-    struct iovec iov[2 * TCP_GATHER_MAX];
+    uint64_t trailers[TCP_GATHER_MAX];
+    struct iovec iov[3 * TCP_GATHER_MAX];
     int iov_count = 0;
     pb_status_t status;
 
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < count; i++)
         pb_tcp_frame_encode(&frames[i], headers[i]);
-        iov[iov_count++] = (struct iovec){headers[i], PB_TCP_FRAME_HEADER_SIZE};
-        if (frames[i].length > 0)
-            iov[iov_count++] = (struct iovec){(void *)payloads[i], frames[i].length};
-    }
     pthread_mutex_lock(&c->send_lock);
     if (PB_UNLIKELY(c->outq.head != c->outq.tail)) {
         /* rare (a DETACH queued while this thread was sending): flush it
@@ -362,6 +435,7 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
             int left;
 
             pthread_mutex_lock(&pb_tcp.lock);
+            tcp_outq_seal(c);
             while (c->outq.head != c->outq.tail) {
                 ssize_t n = send(c->fd, c->outq.buf + c->outq.head, c->outq.tail - c->outq.head,
                                  MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -377,6 +451,21 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
             poll(&pfd, 1, TCP_WAIT_SLICE_MS);
         }
     }
+    /* sequence numbers in the order the frames go out: under send_lock,
+     * after what was queued before (frames queued from now on are sealed
+     * when flushed, after these) */
+    for (int i = 0; i < count; i++) {
+        uint64_t seq = pb_tcp_header_seal(&c->tx, headers[i]);
+
+        iov[iov_count++] = (struct iovec){headers[i], PB_TCP_FRAME_HEADER_SIZE};
+        if (frames[i].length == 0)
+            continue;
+        iov[iov_count++] = (struct iovec){(void *)payloads[i], frames[i].length};
+        if (c->tx.payload_mac) {
+            trailers[i] = htole64(pb_tcp_payload_mac(&c->tx, seq, payloads[i], frames[i].length));
+            iov[iov_count++] = (struct iovec){&trailers[i], PB_TCP_PAYLOAD_MAC_SIZE};
+        }
+    }
     status = tcp_conn_write(c, iov, iov_count);
     pthread_mutex_unlock(&c->send_lock);
     return status;
@@ -387,12 +476,39 @@ pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, cons
     return pb_tcp_conn_send_frames(c, frame, &payload, 1);
 }
 
+void pb_tcp_refusal_log(const char *fmt, ...)
+{
+    /* lock-free, so that no thread can leave it held across a fork */
+    static _Atomic int64_t last_ms = -1;
+    static _Atomic unsigned suppressed;
+    int64_t now = pb_time_now_ms(), last = atomic_load(&last_ms);
+    char line[256];
+    unsigned more;
+    va_list ap;
+
+    if ((last >= 0 && now - last < 1000) || !atomic_compare_exchange_strong(&last_ms, &last, now)) {
+        atomic_fetch_add(&suppressed, 1);
+        return;
+    }
+    more = atomic_exchange(&suppressed, 0);
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (more > 0)
+        pb_warn("%s (and %u more refused since the last such line)", line, more);
+    else
+        pb_warn("%s", line);
+}
+
 void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
 {
     const pb_boot_identity_t *job = pb_boot_identity_get();
-    pb_tcp_welcome_t welcome;
+    struct sockaddr_in local, remote;
+    socklen_t local_len = sizeof(local), remote_len = sizeof(remote);
+    pb_tcp_welcome_t welcome = {0};
+    pb_tcp_seal_t to_exporter, to_importer;
     uint8_t key[PB_TCP_KEY_LEN];
-    pb_status_t status = PB_OK;
+    const char *why;
     ssize_t n;
 
     n = recv(c->fd, (char *)&c->auth + c->auth_got, sizeof(c->auth) - c->auth_got, MSG_DONTWAIT);
@@ -405,36 +521,57 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
     c->auth_got += (size_t)n;
     if (c->auth_got < sizeof(c->auth))
         return;
-    if (!pb_tcp_msg_hdr_ok(&c->auth.hdr, PB_TCP_MSG_AUTH)) {
-        pb_tcp_conn_fail(c, PB_ERR_PROTOCOL, "malformed handshake");
+    if (getsockname(c->fd, (struct sockaddr *)&local, &local_len) != 0 ||
+        getpeername(c->fd, (struct sockaddr *)&remote, &remote_len) != 0) {
+        pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the importer went away */
         return;
     }
     pb_tcp_key_of_job(key);
-    c->peer_node = c->auth.node;
-    c->peer_pid = c->auth.pid;
-    if (memchr(c->auth.job_id, '\0', sizeof(c->auth.job_id)) == NULL ||
-        strcmp(c->auth.job_id, job->id) != 0 ||
-        c->auth.mac != pb_tcp_auth_mac(key, c->nonce, &c->auth)) {
-        pb_info("tcp: refused a connection from pid %u: not of this job", c->peer_pid);
-        status = PB_ERR_PERMISSION;
-    }
-    pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
-    welcome.status = status;
-    welcome.reserved = 0;
-    welcome.mac = pb_tcp_welcome_mac(key, c->auth.nonce, status);
-    /* the first bytes on a fresh socket: they fit its buffer */
-    if (send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL) !=
-            (ssize_t)sizeof(welcome) ||
-        status != PB_OK) {
+    why = pb_tcp_auth_check(&c->auth, key, c->nonce, job->id, local.sin_addr.s_addr, local.sin_port,
+                            remote.sin_addr.s_addr, remote.sin_port);
+    if (why != NULL) {
+        /* no answer at all, so no MAC made for a peer that is not of the
+         * job: it closes as the exporter would if it had died */
+        char addr[INET_ADDRSTRLEN] = "?";
+
+        inet_ntop(AF_INET, &remote.sin_addr, addr, sizeof(addr));
+        pb_tcp_refusal_log("tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
+                           ntohs(remote.sin_port), c->auth.pid, why);
+        c->peer_pid = c->auth.pid;
+        /* no MAC: nothing the peer could not learn from the close */
+        pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_REFUSED);
+        (void)send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL);
         pb_tcp_conn_fail(c, PB_ERR_PERMISSION, NULL);
         return;
     }
+    c->peer_node = c->auth.node;
+    c->peer_pid = c->auth.pid;
+    pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
+    welcome.status = PB_OK;
+    /* payload MACs when either side wants them */
+    if ((c->auth.flags & PB_TCP_HS_PAYLOAD_MAC) ||
+        pb_tcp_payload_mac_wanted(remote.sin_addr.s_addr))
+        welcome.flags = PB_TCP_HS_PAYLOAD_MAC;
+    welcome.node = job->node_id;
+    welcome.pid = (uint32_t)getpid();
+    welcome.mac = pb_tcp_welcome_mac(key, c->nonce, &c->auth, &welcome);
+    pb_tcp_session_derive(key, c->nonce, &c->auth, welcome.flags & PB_TCP_HS_PAYLOAD_MAC,
+                          &to_exporter, &to_importer);
+    /* the first bytes on a fresh socket: they fit its buffer */
+    if (send(c->fd, &welcome, sizeof(welcome), MSG_DONTWAIT | MSG_NOSIGNAL) !=
+        (ssize_t)sizeof(welcome)) {
+        pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL);
+        return;
+    }
+    c->tx = to_importer;
+    pb_tcp_rx_init(&c->rx, 1, &to_exporter, pb_tcp_exporter_on_header, pb_tcp_exporter_on_frame, c);
     c->established = 1;
 }
 
 void pb_tcp_accept_ready(void *arg, uint32_t events)
 {
-    (void)arg;
+    int listen_fd = (int)(intptr_t)arg;
+
     (void)events;
     for (int accepted = 0; accepted < TCP_ACCEPTS_PER_PASS; accepted++) {
         pb_tcp_hello_t hello;
@@ -443,7 +580,7 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
         pb_tcp_conn_t *c;
         int fd;
 
-        fd = accept4(pb_tcp.listen_fd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
+        fd = accept4(listen_fd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
         if (fd < 0) {
             if (pb_tcp_accept_failed(errno, "accepting an importer"))
                 continue;
@@ -467,7 +604,6 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
         c->events = EPOLLIN | EPOLLRDHUP;
         c->peer = from;
         c->accepted_ms = pb_time_now_ms();
-        pb_tcp_rx_init(&c->rx, 1, pb_tcp_exporter_on_header, pb_tcp_exporter_on_frame, c);
         c->next = pb_tcp.conns;
         pb_tcp.conns = c;
         pb_tcp_msg_hdr_set(&hello.hdr, PB_TCP_MSG_HELLO);
@@ -478,8 +614,9 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
 }
 
 pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                            int timeout_ms, pb_tcp_conn_t **conn_p)
+                            uint32_t node, int timeout_ms, pb_tcp_conn_t **conn_p)
 {
+    pb_tcp_seal_t to_exporter, to_importer;
     pb_tcp_conn_t *c;
     pb_status_t status;
     int fd;
@@ -501,7 +638,8 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
      * exporter that closes before its HELLO is at its limit of handshakes
      * (or died: then the next dial is refused): dial again while time is left */
     for (int64_t deadline = pb_time_now_ms() + timeout_ms;;) {
-        status = pb_tcp_dial(peer, key, pb_time_remaining_ms(deadline, -1), &fd);
+        status = pb_tcp_dial(peer, key, node, pb_time_remaining_ms(deadline, -1), &fd, &to_exporter,
+                             &to_importer);
         if (status != PB_ERR_CONN_ABORTED)
             break;
         if (pb_time_remaining_ms(deadline, -1) <= TCP_REDIAL_MS) {
@@ -520,7 +658,8 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
     c->peer = *peer;
     memcpy(c->key, key, PB_TCP_KEY_LEN);
     c->refs = 1;
-    pb_tcp_rx_init(&c->rx, 0, pb_tcp_importer_on_header, pb_tcp_importer_on_frame, c);
+    c->tx = to_exporter;
+    pb_tcp_rx_init(&c->rx, 0, &to_importer, pb_tcp_importer_on_header, pb_tcp_importer_on_frame, c);
     pthread_mutex_lock(&pb_rsm_lock);
     pthread_mutex_lock(&pb_tcp.lock);
     status = pb_tcp_start();

@@ -59,16 +59,20 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
  * directory message (non-blocking).  While its backlog is full the
  * connect waits up to @timeout_ms for room (0: not at all; only an
  * importer's own lookup, which holds no lock, waits: the kernel wakes it
- * when room is made, ahead of a flood of non-blocking connects).
+ * when room is made, ahead of a flood of non-blocking connects).  Any
+ * local user can bind an abstract name, so the process that bound it must
+ * be of this user (SO_PEERCRED).
  * @return PB_OK, PB_ERR_NOT_PUBLISHED (no such name), PB_ERR_UNREACHABLE
- * (not a node of the job), PB_ERR_TIMEOUT (its backlog stayed full),
+ * (not a node of the job), PB_ERR_PERMISSION (another user bound the
+ * name; logged), PB_ERR_TIMEOUT (its backlog stayed full),
  * PB_ERR_NO_RESOURCE. */
 static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int timeout_ms,
                                           int *fd_p)
 {
     struct sockaddr_un addr;
     struct timeval wait = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    socklen_t len;
+    struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
+    socklen_t len, cred_len = sizeof(cred);
     int fd =
         socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (timeout_ms > 0 ? 0 : SOCK_NONBLOCK), 0);
     int ret;
@@ -97,6 +101,13 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
         /* outside a launched job any node may exist; inside, only its own */
         return job_nodes > 0 && (int64_t)node >= job_nodes ? PB_ERR_UNREACHABLE
                                                            : PB_ERR_NOT_PUBLISHED;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != geteuid()) {
+        pb_tcp_refusal_log("tcp: the rendezvous name of segment %#x on node %u is held by "
+                           "another user's process (uid %d, pid %d): refused",
+                           segid, node, (int)cred.uid, (int)cred.pid);
+        close(fd);
+        return PB_ERR_PERMISSION;
     }
     *fd_p = fd;
     return PB_OK;
@@ -137,15 +148,19 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
 }
 
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                        int timeout_ms, int *fd_p)
+                        uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
+                        pb_tcp_seal_t *to_importer)
 {
     int64_t deadline = pb_time_now_ms() + timeout_ms;
     const pb_boot_identity_t *job = pb_boot_identity_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
     pb_tcp_welcome_t welcome;
+    struct sockaddr_in source;
+    socklen_t source_len = sizeof(source);
     struct pollfd pfd;
     pb_status_t status;
+    const char *why;
     int fd, err = 0;
     socklen_t err_len = sizeof(err);
 
@@ -162,6 +177,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
             err = errno;
     }
+    if (err == 0 && getsockname(fd, (struct sockaddr *)&source, &source_len) != 0)
+        err = errno;
     if (err != 0) {
         /* no route or no answer: the node is out of reach; otherwise the
          * process is gone (refused, reset), and its segment with it */
@@ -188,6 +205,13 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_NO_RESOURCE;
         goto err;
     }
+    /* what this process means to reach, and from where: a relay between
+     * it and the exporter changes one or the other */
+    auth.dial_addr = peer->sin_addr.s_addr;
+    auth.dial_port = peer->sin_port;
+    auth.source_addr = source.sin_addr.s_addr;
+    auth.source_port = source.sin_port;
+    auth.flags = pb_tcp_payload_mac_wanted(peer->sin_addr.s_addr) ? PB_TCP_HS_PAYLOAD_MAC : 0;
     auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
     status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
     if (status == PB_OK)
@@ -196,9 +220,20 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
     if (status != PB_OK)
         goto err;
-    if (!pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_WELCOME) ||
-        welcome.mac != pb_tcp_welcome_mac(key, auth.nonce, welcome.status)) {
-        /* not a process of this job: tell nothing, trust nothing */
+    if (pb_tcp_msg_hdr_ok(&welcome.hdr, PB_TCP_MSG_REFUSED)) {
+        /* unauthenticated (an exporter MACs nothing for a peer it does not
+         * admit), but believing it costs nothing a close would not */
+        pb_warn("tcp: the process at port %u refused our connection: not of this job, or "
+                "it did not see the address we dialed (a relay, or address translation)",
+                ntohs(peer->sin_port));
+        status = PB_ERR_PERMISSION;
+        goto err;
+    }
+    why = pb_tcp_welcome_check(&welcome, key, hello.nonce, &auth, node);
+    if (why != NULL) {
+        /* not a process of this job: trust nothing it says */
+        pb_warn("tcp: the process at port %u does not authenticate: %s", ntohs(peer->sin_port),
+                why);
         status = PB_ERR_PERMISSION;
         goto err;
     }
@@ -211,6 +246,8 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_IO;
         goto err;
     }
+    pb_tcp_session_derive(key, hello.nonce, &auth, welcome.flags & PB_TCP_HS_PAYLOAD_MAC,
+                          to_exporter, to_importer);
     *fd_p = fd;
     return PB_OK;
 
@@ -292,7 +329,7 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pthread_mutex_lock(&pb_tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
             relay.sin_addr.s_addr = addrs[i];
-            status = pb_tcp_conn_get(&relay, key, pb_tcp_request_timeout_ms(), &c);
+            status = pb_tcp_conn_get(&relay, key, node, pb_tcp_request_timeout_ms(), &c);
             if (status != PB_OK)
                 c = NULL;
         }
@@ -405,7 +442,7 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
      * per pass, so that a flood of them does not starve the other sockets */
     for (int served = 0; served < TCP_ACCEPTS_PER_PASS; served++) {
         pb_tcp_directory_t dir = {0};
-        struct ucred cred;
+        struct ucred cred = {.pid = -1, .uid = (uid_t)-1};
         socklen_t cred_len = sizeof(cred);
         int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -414,17 +451,18 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
                 continue;
             return;
         }
+        /* only this user's processes learn where the exporter listens */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+            cred.uid != geteuid()) {
+            pb_tcp_refusal_log("tcp: refused a rendezvous for segment %#x from another user's "
+                               "process (uid %d, pid %d)",
+                               te->segid, (int)cred.uid, (int)cred.pid);
+            close(fd);
+            continue;
+        }
         pb_tcp_msg_hdr_set(&dir.hdr, PB_TCP_MSG_DIRECTORY);
         dir.addr = pb_tcp.addr;
         dir.port = pb_tcp.port;
-        /* the solo job has no secret: this process's own key goes to
-         * processes of the same user, which the kernel vouches for here */
-        if (!pb_boot_identity_get()->has_secret &&
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
-            cred.uid == geteuid()) {
-            dir.has_key = 1;
-            memcpy(dir.key, pb_tcp.local_key, sizeof(dir.key));
-        }
         if (send(fd, &dir, sizeof(dir), MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(dir))
             pb_debug("tcp: rendezvous reply for segment %#x not sent: %m", te->segid);
         close(fd);

@@ -266,21 +266,13 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     int64_t deadline = pb_time_now_ms() + pb_tcp_request_timeout_ms();
 
     status = pb_tcp_lookup(im->node, im->segid, &dir, pb_tcp_request_timeout_ms());
+    pb_tcp_key_of_job(key);
     if (status == PB_OK) {
-        if (pb_boot_identity_get()->has_secret) {
-            pb_tcp_key_of_job(key);
-        } else if (dir.has_key) {
-            memcpy(key, dir.key, sizeof(key));
-        } else {
-            status = PB_ERR_PERMISSION; /* another user's process */
-            goto err_free;
-        }
         peer.sin_addr.s_addr = dir.addr;
         peer.sin_port = htons(dir.port);
     } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id &&
                pb_boot_identity_get()->has_secret) {
         /* a node of the job in another namespace or on another host */
-        pb_tcp_key_of_job(key);
         status = pb_tcp_relay_lookup(im->node, im->segid, key, &peer);
     }
     if (status != PB_OK)

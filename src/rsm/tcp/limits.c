@@ -83,8 +83,8 @@ static void tcp_accepting_watch(int on)
 {
     uint32_t events = on ? EPOLLIN : 0;
 
-    if (pb_tcp.listen_fd >= 0)
-        (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_id, events);
+    for (int i = 0; i < pb_tcp.listen_count; i++)
+        (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_ids[i], events);
     for (pb_tcp_export_t *te = pb_tcp.published; te != NULL; te = te->next) {
         if (pb_evset_get(&pb_tcp.sources, te->rendezvous_id) != NULL)
             (void)pb_evset_modify(&pb_tcp.sources, te->rendezvous_id, events);

@@ -65,6 +65,7 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
 
     while (atomic_load(&c->failure) == PB_OK) {
         char *buf;
+        const char *data; /* where the bytes read are (a dropped payload's stay staged) */
         size_t len, avail = c->staging_tail - c->staging_head;
         const char *why;
         ssize_t n;
@@ -83,8 +84,11 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
         if (avail > 0) {
             /* from the staging buffer */
             n = (ssize_t)(avail < len ? avail : len);
-            if (buf != pb_tcp.scratch)
-                memcpy(buf, c->staging + c->staging_head, (size_t)n);
+            data = c->staging + c->staging_head;
+            if (buf != pb_tcp.scratch) {
+                memcpy(buf, data, (size_t)n);
+                data = buf;
+            }
             c->staging_head += (size_t)n;
         } else {
             int direct = len >= TCP_STAGING_SIZE;
@@ -114,8 +118,9 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
                 c->staging_tail = (size_t)n;
                 continue;
             }
+            data = buf;
         }
-        why = pb_tcp_rx_advance(&c->rx, (size_t)n);
+        why = pb_tcp_rx_advance(&c->rx, data, (size_t)n);
         if (why != NULL) {
             pb_tcp_conn_fail(c, PB_ERR_PROTOCOL, why);
             return;

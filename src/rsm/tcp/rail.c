@@ -246,7 +246,7 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
     int64_t deadline = pb_time_now_ms() + timeout_ms; /* the dial's and the attach's */
 
     pthread_mutex_lock(&pb_tcp.connect_lock);
-    status = pb_tcp_conn_get(&peer, key, timeout_ms, &c);
+    status = pb_tcp_conn_get(&peer, key, im->node, timeout_ms, &c);
     pthread_mutex_unlock(&pb_tcp.connect_lock);
     if (status != PB_OK)
         return tcp_rail_first_status(ti, status);

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -21,7 +22,6 @@
 #include "rsm/tcp/tcp_impl.h"
 #include "util/config.h"
 #include "util/log.h"
-#include "util/random.h"
 
 pb_tcp_state_t pb_tcp = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -30,9 +30,15 @@ pb_tcp_state_t pb_tcp = {
     .sources = PB_EVSET_INITIALIZER,
     .wake_fd = -1,
     .lapse_fd = -1,
-    .listen_fd = -1,
     .limit_fd = -1,
 };
+
+/* Close the listening sockets of @fds[0..@count). */
+static void tcp_listeners_close(const int *fds, int count)
+{
+    for (int i = 0; i < count; i++)
+        close(fds[i]);
+}
 
 static void tcp_atfork_child(void)
 {
@@ -68,9 +74,8 @@ static void tcp_atfork_child(void)
             close(src->fd);
     }
     pb_evset_forget(&pb_tcp.sources);
-    if (pb_tcp.listen_fd >= 0)
-        close(pb_tcp.listen_fd);
-    pb_tcp.listen_fd = -1;
+    tcp_listeners_close(pb_tcp.listen_fds, pb_tcp.listen_count);
+    pb_tcp.listen_count = 0;
     pb_tcp.published = NULL;
     pb_tcp.relays = NULL;
     pb_tcp.wake_fd = -1;
@@ -109,8 +114,6 @@ pb_status_t pb_tcp_start(void)
                                       pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS") < INT32_MAX
                                   ? (int)pb_config_get_long("POSTBOX_TCP_REPLY_TIMEOUT_MS")
                                   : 0;
-    if (pb_random_bytes(pb_tcp.local_key, sizeof(pb_tcp.local_key)) != 0)
-        return PB_ERR_NO_RESOURCE;
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
     ep = pb_tcp.sources.epoll_fd;
@@ -165,35 +168,69 @@ err:
     return status;
 }
 
+/* Bind a listening socket to each address this process gives out, all
+ * with one port (the kernel's pick for the first).  @return 1, or 0 with
+ * errno set. */
+static int tcp_listeners_open(int fds[TCP_MAX_RAILS], uint16_t *port_p)
+{
+    uint16_t port = 0;
+
+    for (int i = 0; i < pb_tcp.addr_count; i++) {
+        struct sockaddr_in addr = {
+            .sin_family = AF_INET, .sin_addr.s_addr = pb_tcp.addrs[i], .sin_port = htons(port)};
+        socklen_t len = sizeof(addr);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), err;
+
+        if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+            listen(fd, TCP_LISTEN_BACKLOG) != 0 ||
+            getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+            err = errno;
+            if (fd >= 0)
+                close(fd);
+            tcp_listeners_close(fds, i);
+            errno = err;
+            return 0;
+        }
+        fds[i] = fd;
+        port = ntohs(addr.sin_port);
+    }
+    *port_p = port;
+    return 1;
+}
+
 pb_status_t pb_tcp_listen(void)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    socklen_t len = sizeof(addr);
-    int fd;
-    pb_status_t status;
+    int fds[TCP_MAX_RAILS], opened = 0;
+    uint16_t port = 0;
+    pb_status_t status = PB_OK;
 
-    if (pb_tcp.listen_fd >= 0)
+    if (pb_tcp.listen_count > 0)
         return PB_OK;
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        pb_error("tcp: socket failed: %m");
+    /* only the addresses given out, not every interface; the port the
+     * first got may be taken on another address: then another port */
+    for (int attempt = 0; attempt < 8 && !opened; attempt++) {
+        opened = tcp_listeners_open(fds, &port);
+        if (!opened && errno != EADDRINUSE)
+            break;
+    }
+    if (!opened) {
+        pb_error("tcp: cannot listen on the addresses this process gives out "
+                 "(POSTBOX_TCP_ADDR must name addresses of this host): %m");
         return PB_ERR_NO_RESOURCE;
     }
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-        listen(fd, TCP_LISTEN_BACKLOG) != 0 ||
-        getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
-        pb_error("tcp: cannot listen: %m");
-        close(fd);
-        return PB_ERR_NO_RESOURCE;
+    for (int i = 0; i < pb_tcp.addr_count && status == PB_OK; i++) {
+        status = pb_evset_add(&pb_tcp.sources, fds[i], EPOLLIN, pb_tcp_accept_ready,
+                              (void *)(intptr_t)fds[i], &pb_tcp.listen_ids[i]);
+        if (status != PB_OK) {
+            for (int j = 0; j < i; j++)
+                pb_evset_remove(&pb_tcp.sources, pb_tcp.listen_ids[j]);
+            tcp_listeners_close(fds, pb_tcp.addr_count);
+            return status;
+        }
     }
-    status =
-        pb_evset_add(&pb_tcp.sources, fd, EPOLLIN, pb_tcp_accept_ready, NULL, &pb_tcp.listen_id);
-    if (status != PB_OK) {
-        close(fd);
-        return status;
-    }
-    pb_tcp.listen_fd = fd;
-    pb_tcp.port = ntohs(addr.sin_port);
+    memcpy(pb_tcp.listen_fds, fds, sizeof(fds[0]) * (size_t)pb_tcp.addr_count);
+    pb_tcp.listen_count = pb_tcp.addr_count;
+    pb_tcp.port = port;
     return PB_OK;
 }
 

@@ -128,10 +128,13 @@
 typedef struct pb_tcp_conn pb_tcp_conn_t;
 typedef struct pb_tcp_export pb_tcp_export_t;
 
-/* bytes queued for a non-blocking writer */
+/* frames queued for a non-blocking writer: [head, tail) waits to be sent,
+ * [sealed, tail) still without its MACs (they are written, and sequence
+ * numbers taken, under the send lock just before the bytes go out, so
+ * that sequence numbers follow the order on the wire) */
 typedef struct {
     char *buf;
-    size_t head, tail, cap;
+    size_t head, sealed, tail, cap;
 } pb_tcp_outq_t;
 
 /* a request whose waiter gave up (timed out): its REPLY, if it comes, is
@@ -187,6 +190,7 @@ struct pb_tcp_conn {
     int read_paused;           /* exporter side: replies pile up, requests are not read */
     int read_kick;             /* staged frames to read once writable (pb_tcp_conn_watch_events) */
     pthread_mutex_t send_lock; /* an application thread writing frames */
+    pb_tcp_seal_t tx;          /* the frames we send (send_lock) */
 
     /* importer side */
     struct sockaddr_in peer;
@@ -200,8 +204,8 @@ struct pb_tcp_conn {
     uint32_t slot_import_cap;
 
     /* exporter side */
-    int64_t accepted_ms; /* when accepted (pb_time_now_ms): the handshake's deadline */
-    uint8_t nonce[PB_TCP_NONCE_LEN];
+    int64_t accepted_ms;             /* when accepted (pb_time_now_ms): the handshake's deadline */
+    uint8_t nonce[PB_TCP_NONCE_LEN]; /* of our HELLO */
     pb_tcp_auth_t auth;
     size_t auth_got;
     uint32_t peer_node;
@@ -281,8 +285,9 @@ typedef struct {
     pb_evset_t sources; /* every tcp socket, and wake_fd */
     int wake_fd;        /* eventfd in it: ends a token holder's epoll_wait */
     uint64_t service_id;
-    int listen_fd;
-    uint64_t listen_id;
+    int listen_fds[TCP_MAX_RAILS]; /* one per address given out, one port */
+    uint64_t listen_ids[TCP_MAX_RAILS];
+    int listen_count;
     int64_t accept_rest_until; /* out of descriptors: not accepting until then (0: accepting) */
     int limit_fd;              /* the limit tick (limits.c), in the sources */
     uint64_t limit_id;
@@ -297,7 +302,6 @@ typedef struct {
     int reply_timeout_ms; /* POSTBOX_TCP_REPLY_TIMEOUT_MS; 0: none */
     uint8_t *link_down;   /* [node * TCP_MAX_RAILS + rail]: a connection broke */
     size_t link_nodes;
-    uint8_t local_key[PB_TCP_KEY_LEN]; /* authenticates the solo job's peers */
     pb_tcp_conn_t *conns;
     pb_tcp_export_t *published;
     pb_tcp_relay_t *relays;
@@ -366,7 +370,8 @@ static inline pb_status_t pb_tcp_import_state(const pb_tcp_import_t *ti)
  * pb_rsm_lock and pb_tcp.lock. */
 pb_status_t pb_tcp_start(void);
 
-/* Listen for importers.  Caller holds pb_rsm_lock and pb_tcp.lock. */
+/* Listen for importers on each address given out (pb_tcp.addrs), with one
+ * port.  Caller holds pb_rsm_lock and pb_tcp.lock. */
 pb_status_t pb_tcp_listen(void);
 
 /* ---- connections (conn.c): objects, sending, the exporter's handshake --- */
@@ -386,8 +391,8 @@ int64_t pb_tcp_reply_deadline(void);
  * or link noticed within POSTBOX_TCP_TIMEOUT_MS rather than minutes. */
 void pb_tcp_socket_tune(int fd);
 
-/* The key that authenticates this job's peers: the job's secret, or for the
- * solo job this process's own key (given to same-user processes at rendezvous). */
+/* The key that authenticates this job's peers: the job's secret (for the
+ * solo job, its user's solo key: boot/solo_key.h). */
 void pb_tcp_key_of_job(uint8_t key[PB_TCP_KEY_LEN]);
 
 /* "a.b.c.d[,a.b.c.d...]" into @addrs (network order).  @return how many,
@@ -428,19 +433,25 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
 /* pb_tcp_conn_send_frames of one frame. */
 pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload);
 
-/* The exporter side's handshake: read the importer's AUTH, check it,
- * answer WELCOME. */
+/* Log a refused peer (printf-like): at most one line a second, with how
+ * many more were refused meanwhile, since an unauthenticated peer can
+ * cause refusals as fast as it connects. */
+void pb_tcp_refusal_log(const char *fmt, ...) PB_PRINTF(1, 2);
+
+/* The exporter side's handshake: read the importer's AUTH, check it
+ * (pb_tcp_auth_check), and answer WELCOME, or close without a word (and a
+ * rate-limited log line) when it does not authenticate. */
 void pb_tcp_conn_read_auth(pb_tcp_conn_t *c);
 
-/* The listener is readable (service or token holder, pb_tcp.lock held):
- * accept importers, send each its HELLO. */
+/* A listener (@arg: its descriptor) is readable (service or token
+ * holder, pb_tcp.lock held): accept importers, send each its HELLO. */
 void pb_tcp_accept_ready(void *arg, uint32_t events);
 
-/* A connection to the exporter at @peer: the one this process has, or a
- * new one (dialled for at most @timeout_ms).  Caller holds
- * pb_tcp.connect_lock (not pb_tcp.lock). */
+/* A connection to the exporter at @peer, a process of node @node
+ * (UINT32_MAX: any): the one this process has, or a new one (dialled for
+ * at most @timeout_ms).  Caller holds pb_tcp.connect_lock (not pb_tcp.lock). */
 pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                            int timeout_ms, pb_tcp_conn_t **conn_p);
+                            uint32_t node, int timeout_ms, pb_tcp_conn_t **conn_p);
 
 /* Drop one import's use of @c; the last one closes it.  Caller holds
  * pb_tcp.lock. */
@@ -455,14 +466,24 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
                           int timeout_ms);
 
 /* Connect to the exporter at @peer and authenticate with @key: the
- * handshake of docs/tcp.md.  On success *fd_p is connected (a blocking socket).
+ * handshake of docs/tcp.md; the process that answers must be on @node
+ * (UINT32_MAX: any).  On success *fd_p is connected (a blocking socket)
+ * and *@to_exporter, *@to_importer authenticate its frames.
  * @return PB_OK; PB_ERR_CONN_ABORTED when the exporter closed the
  * connection before its HELLO (refused for load, pb_tcp_handshake_admit,
  * or died: pb_tcp_conn_get dials again); PB_ERR_NOT_PUBLISHED (refused:
- * nobody listens); PB_ERR_UNREACHABLE; PB_ERR_TIMEOUT; PB_ERR_PERMISSION;
- * PB_ERR_PROTOCOL; PB_ERR_NO_RESOURCE. */
+ * nobody listens; or it died after our AUTH); PB_ERR_PERMISSION (it
+ * answered REFUSED, or does not prove it is of this job); PB_ERR_UNREACHABLE;
+ * PB_ERR_TIMEOUT; PB_ERR_PROTOCOL; PB_ERR_NO_RESOURCE. */
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                        int timeout_ms, int *fd_p);
+                        uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
+                        pb_tcp_seal_t *to_importer);
+
+/* Whether the connections to or from @addr (network order) MAC their
+ * payloads by this process's choice (POSTBOX_TCP_PAYLOAD_MAC: on, off, or
+ * auto: when @addr is not on this host, neither loopback, one of this
+ * process's addresses, nor under --netns in one of its nodes' networks). */
+int pb_tcp_payload_mac_wanted(uint32_t addr);
 
 /* The addresses of @node, one per rail, from the KVS entry of its first
  * rank that has one.  @return how many (0: none known; outside a launched

@@ -10,32 +10,181 @@
 
 /* ---- handshake -------------------------------------------------------------- */
 
+/* The labels that keep the MACs and keys apart (16 bytes each). */
+#define LABEL_LEN 16
+static const char label_auth[] = "postbox-tcp2-AUT";
+static const char label_welcome[] = "postbox-tcp2-WEL";
+/* key labels: "postbox-tcp2-" then direction (I: to the exporter, E: to the
+ * importer), kind (H: header, P: payload), half (0, 1) */
+static const char label_key_prefix[] = "postbox-tcp2-";
+
+static size_t put_le32(uint8_t *at, uint32_t value)
+{
+    value = htole32(value);
+    memcpy(at, &value, 4);
+    return 4;
+}
+
+static size_t put_le64(uint8_t *at, uint64_t value)
+{
+    value = htole64(value);
+    memcpy(at, &value, 8);
+    return 8;
+}
+
 uint64_t pb_tcp_auth_mac(const uint8_t key[PB_TCP_KEY_LEN],
                          const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth)
 {
-    uint8_t buf[16 + PB_TCP_NONCE_LEN + 4 + PB_TCP_JOB_ID_MAX + PB_TCP_NONCE_LEN];
-    uint32_t node = htole32(auth->node);
+    uint8_t buf[LABEL_LEN + PB_TCP_NONCE_LEN + 4 + 4 + PB_TCP_JOB_ID_MAX + PB_TCP_NONCE_LEN + 4 +
+                4 + 2 + 2 + 4];
     size_t off = 0;
 
-    memcpy(buf + off, "postbox-tcp-auth", 16), off += 16;
+    memcpy(buf + off, label_auth, LABEL_LEN), off += LABEL_LEN;
     memcpy(buf + off, hello_nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
-    memcpy(buf + off, &node, 4), off += 4;
+    off += put_le32(buf + off, auth->node);
+    off += put_le32(buf + off, auth->pid);
     memcpy(buf + off, auth->job_id, PB_TCP_JOB_ID_MAX), off += PB_TCP_JOB_ID_MAX;
     memcpy(buf + off, auth->nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
+    /* (addresses and ports as they are on the wire: network order) */
+    memcpy(buf + off, &auth->dial_addr, 4), off += 4;
+    memcpy(buf + off, &auth->source_addr, 4), off += 4;
+    memcpy(buf + off, &auth->dial_port, 2), off += 2;
+    memcpy(buf + off, &auth->source_port, 2), off += 2;
+    off += put_le32(buf + off, auth->flags);
     return pb_siphash24(key, buf, off);
 }
 
 uint64_t pb_tcp_welcome_mac(const uint8_t key[PB_TCP_KEY_LEN],
-                            const uint8_t auth_nonce[PB_TCP_NONCE_LEN], int32_t status)
+                            const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth,
+                            const pb_tcp_welcome_t *welcome)
 {
-    uint8_t buf[16 + PB_TCP_NONCE_LEN + 4];
-    uint32_t wire_status = htole32((uint32_t)status);
+    uint8_t buf[LABEL_LEN + 2 * PB_TCP_NONCE_LEN + 8 + 4 * 4];
     size_t off = 0;
 
-    memcpy(buf + off, "postbox-tcp-welc", 16), off += 16;
-    memcpy(buf + off, auth_nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
-    memcpy(buf + off, &wire_status, 4), off += 4;
+    memcpy(buf + off, label_welcome, LABEL_LEN), off += LABEL_LEN;
+    memcpy(buf + off, hello_nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
+    memcpy(buf + off, auth->nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
+    off += put_le64(buf + off, auth->mac);
+    off += put_le32(buf + off, (uint32_t)welcome->status);
+    off += put_le32(buf + off, welcome->flags);
+    off += put_le32(buf + off, welcome->node);
+    off += put_le32(buf + off, welcome->pid);
     return pb_siphash24(key, buf, off);
+}
+
+const char *pb_tcp_auth_check(const pb_tcp_auth_t *auth, const uint8_t key[PB_TCP_KEY_LEN],
+                              const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const char *job_id,
+                              uint32_t local_addr, uint16_t local_port, uint32_t remote_addr,
+                              uint16_t remote_port)
+{
+    if (!pb_tcp_msg_hdr_ok(&auth->hdr, PB_TCP_MSG_AUTH))
+        return "malformed handshake";
+    if (memchr(auth->job_id, '\0', sizeof(auth->job_id)) == NULL ||
+        strcmp(auth->job_id, job_id) != 0)
+        return "not of this job (another job id)";
+    if (auth->flags & ~PB_TCP_HS_PAYLOAD_MAC)
+        return "malformed handshake (unknown flags)";
+    if (auth->mac != pb_tcp_auth_mac(key, hello_nonce, auth))
+        return "not of this job (wrong MAC)";
+    /* the MAC is right: what the importer dialed is what it says */
+    if (auth->dial_addr != local_addr || auth->dial_port != local_port)
+        return "the importer dialed another address or port (relayed)";
+    if (auth->source_addr != remote_addr || auth->source_port != remote_port)
+        return "the importer's address is not the connection's (relayed)";
+    return NULL;
+}
+
+const char *pb_tcp_welcome_check(const pb_tcp_welcome_t *welcome, const uint8_t key[PB_TCP_KEY_LEN],
+                                 const uint8_t hello_nonce[PB_TCP_NONCE_LEN],
+                                 const pb_tcp_auth_t *auth, uint32_t expected_node)
+{
+    if (!pb_tcp_msg_hdr_ok(&welcome->hdr, PB_TCP_MSG_WELCOME))
+        return "malformed welcome";
+    if (welcome->mac != pb_tcp_welcome_mac(key, hello_nonce, auth, welcome))
+        return "not of this job (wrong MAC)";
+    if (welcome->flags & ~PB_TCP_HS_PAYLOAD_MAC)
+        return "malformed welcome (unknown flags)";
+    if ((auth->flags & PB_TCP_HS_PAYLOAD_MAC) && !(welcome->flags & PB_TCP_HS_PAYLOAD_MAC))
+        return "payload MACs refused";
+    if (expected_node != UINT32_MAX && welcome->node != expected_node)
+        return "the process that answered is on another node";
+    return NULL;
+}
+
+/* ---- session keys and frame MACs ------------------------------------------------ */
+
+/* One 16-byte key: two outputs of the PRF under @key, labelled @dir @kind. */
+static void session_key(const uint8_t key[PB_TCP_KEY_LEN], char dir, char kind,
+                        const uint8_t *transcript, size_t transcript_len,
+                        uint8_t out[PB_TCP_KEY_LEN])
+{
+    uint8_t buf[LABEL_LEN + 2 * PB_TCP_NONCE_LEN + 8];
+    size_t prefix = sizeof(label_key_prefix) - 1;
+
+    memcpy(buf, label_key_prefix, prefix);
+    buf[prefix] = (uint8_t)dir;
+    buf[prefix + 1] = (uint8_t)kind;
+    memcpy(buf + LABEL_LEN, transcript, transcript_len);
+    for (int half = 0; half < 2; half++) {
+        uint64_t word;
+
+        buf[prefix + 2] = (uint8_t)('0' + half);
+        word = htole64(pb_siphash24(key, buf, LABEL_LEN + transcript_len));
+        memcpy(out + 8 * half, &word, 8);
+    }
+}
+
+void pb_tcp_session_derive(const uint8_t key[PB_TCP_KEY_LEN],
+                           const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth,
+                           int payload_mac, pb_tcp_seal_t *to_exporter, pb_tcp_seal_t *to_importer)
+{
+    uint8_t transcript[2 * PB_TCP_NONCE_LEN + 8];
+
+    memcpy(transcript, hello_nonce, PB_TCP_NONCE_LEN);
+    memcpy(transcript + PB_TCP_NONCE_LEN, auth->nonce, PB_TCP_NONCE_LEN);
+    put_le64(transcript + 2 * PB_TCP_NONCE_LEN, auth->mac);
+    *to_exporter = (pb_tcp_seal_t){.payload_mac = payload_mac};
+    *to_importer = (pb_tcp_seal_t){.payload_mac = payload_mac};
+    session_key(key, 'I', 'H', transcript, sizeof(transcript), to_exporter->header_key);
+    session_key(key, 'I', 'P', transcript, sizeof(transcript), to_exporter->payload_key);
+    session_key(key, 'E', 'H', transcript, sizeof(transcript), to_importer->header_key);
+    session_key(key, 'E', 'P', transcript, sizeof(transcript), to_importer->payload_key);
+}
+
+uint64_t pb_tcp_header_mac(const uint8_t key[PB_TCP_KEY_LEN], uint64_t seq,
+                           const uint8_t header[PB_TCP_FRAME_HEADER_SIZE])
+{
+    uint8_t buf[8 + PB_TCP_FRAME_MAC_OFFSET];
+
+    put_le64(buf, seq);
+    memcpy(buf + 8, header, PB_TCP_FRAME_MAC_OFFSET);
+    return pb_siphash24(key, buf, sizeof(buf));
+}
+
+uint64_t pb_tcp_header_seal(pb_tcp_seal_t *seal, uint8_t header[PB_TCP_FRAME_HEADER_SIZE])
+{
+    uint64_t seq = seal->seq++;
+
+    put_le64(header + PB_TCP_FRAME_MAC_OFFSET, pb_tcp_header_mac(seal->header_key, seq, header));
+    return seq;
+}
+
+void pb_tcp_payload_mac_init(pb_siphash_t *state, const pb_tcp_seal_t *seal, uint64_t seq)
+{
+    uint8_t seq_le[8];
+
+    put_le64(seq_le, seq);
+    pb_siphash_init(state, seal->payload_key);
+    pb_siphash_update(state, seq_le, sizeof(seq_le));
+}
+
+uint64_t pb_tcp_payload_mac(const pb_tcp_seal_t *seal, uint64_t seq, const void *data, size_t len)
+{
+    pb_siphash_t state;
+
+    pb_tcp_payload_mac_init(&state, seal, seq);
+    pb_siphash_update(&state, data, len);
+    return pb_siphash_final(&state);
 }
 
 int pb_tcp_msg_hdr_ok(const pb_tcp_msg_hdr_t *hdr, uint16_t type)
@@ -67,6 +216,7 @@ void pb_tcp_frame_encode(const pb_tcp_frame_t *frame, uint8_t out[PB_TCP_FRAME_H
     u64 = htole64(frame->offset), memcpy(out + 16, &u64, 8);
     u32 = htole32(frame->length), memcpy(out + 24, &u32, 4);
     u32 = htole32(frame->count), memcpy(out + 28, &u32, 4);
+    memset(out + PB_TCP_FRAME_MAC_OFFSET, 0, PB_TCP_FRAME_HEADER_SIZE - PB_TCP_FRAME_MAC_OFFSET);
 }
 
 void pb_tcp_frame_decode(const uint8_t in[PB_TCP_FRAME_HEADER_SIZE], pb_tcp_frame_t *frame)
@@ -240,14 +390,21 @@ void pb_tcp_export_redirect(pb_tcp_rx_t *rx, char *base)
 
 /* ---- receive state machine -------------------------------------------------- */
 
-void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, pb_tcp_rx_header_cb_t on_header,
-                    pb_tcp_rx_frame_cb_t on_frame, void *ctx)
+void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, const pb_tcp_seal_t *seal,
+                    pb_tcp_rx_header_cb_t on_header, pb_tcp_rx_frame_cb_t on_frame, void *ctx)
 {
     memset(rx, 0, sizeof(*rx));
     rx->at_exporter = at_exporter;
+    rx->seal = *seal;
     rx->on_header = on_header;
     rx->on_frame = on_frame;
     rx->ctx = ctx;
+}
+
+/* Whether the frame arriving is followed by its payload's MAC. */
+static inline int rx_has_trailer(const pb_tcp_rx_t *rx)
+{
+    return rx->seal.payload_mac && rx->frame.length > 0;
 }
 
 void pb_tcp_rx_next(const pb_tcp_rx_t *rx, char *scratch, size_t scratch_len, char **buf_p,
@@ -261,7 +418,11 @@ void pb_tcp_rx_next(const pb_tcp_rx_t *rx, char *scratch, size_t scratch_len, ch
         return;
     }
     left = rx->frame.length - rx->payload_got;
-    if (rx->dest != NULL) {
+    if (left == 0) {
+        /* the payload is in: its MAC follows */
+        *buf_p = (char *)rx->trailer + rx->trailer_got;
+        *len_p = PB_TCP_PAYLOAD_MAC_SIZE - rx->trailer_got;
+    } else if (rx->dest != NULL) {
         *buf_p = rx->dest + rx->payload_got;
         *len_p = left;
     } else {
@@ -270,15 +431,22 @@ void pb_tcp_rx_next(const pb_tcp_rx_t *rx, char *scratch, size_t scratch_len, ch
     }
 }
 
-const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, size_t len)
+const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, const void *data, size_t len)
 {
     const char *why;
+    uint64_t mac;
 
     if (!rx->in_payload) {
         rx->header_got += len;
         if (rx->header_got < PB_TCP_FRAME_HEADER_SIZE)
             return NULL;
         rx->header_got = 0;
+        /* nothing of a header is believed before its MAC */
+        memcpy(&mac, rx->header + PB_TCP_FRAME_MAC_OFFSET, sizeof(mac));
+        if (le64toh(mac) != pb_tcp_header_mac(rx->seal.header_key, rx->seal.seq, rx->header))
+            return "a frame whose MAC is wrong (forged, replayed, out of order or of "
+                   "another connection)";
+        rx->frame_seq = rx->seal.seq++;
         pb_tcp_frame_decode(rx->header, &rx->frame);
         why = pb_tcp_frame_check(&rx->frame, rx->at_exporter);
         if (why != NULL)
@@ -288,12 +456,26 @@ const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, size_t len)
         if (why != NULL)
             return why;
         rx->payload_got = 0;
+        rx->trailer_got = 0;
         rx->in_payload = 1;
+        if (rx_has_trailer(rx))
+            pb_tcp_payload_mac_init(&rx->payload_mac, &rx->seal, rx->frame_seq);
         len = 0;
     }
-    rx->payload_got += len;
-    if (rx->payload_got < rx->frame.length)
-        return NULL;
+    if (rx->payload_got < rx->frame.length) {
+        if (len > 0 && rx_has_trailer(rx))
+            pb_siphash_update(&rx->payload_mac, data, len);
+        rx->payload_got += len;
+        if (rx->payload_got < rx->frame.length || rx_has_trailer(rx))
+            return NULL;
+    } else if (rx_has_trailer(rx)) {
+        rx->trailer_got += len;
+        if (rx->trailer_got < PB_TCP_PAYLOAD_MAC_SIZE)
+            return NULL;
+        memcpy(&mac, rx->trailer, sizeof(mac));
+        if (le64toh(mac) != pb_siphash_final(&rx->payload_mac))
+            return "a payload whose MAC is wrong (changed on the way)";
+    }
     rx->in_payload = 0;
     rx->on_frame(rx->ctx, &rx->frame);
     return NULL;

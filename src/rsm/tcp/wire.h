@@ -1,18 +1,24 @@
 /*
- * The tcp transport's wire format (version 1), described for users in
+ * The tcp transport's wire format (version 2), described for users in
  * docs/tcp.md.  This file holds what can be checked without a socket: the
- * message layouts, their encoding (little endian on the wire), the checks
- * every frame header passes, the receive state machine that turns a byte
- * stream into frames, and what the exporter does with a frame given the
- * slot it names (where the payload goes, the bounds check against the
- * segment, the word-last store).  The other files of src/rsm/tcp/ drive it
- * from sockets; the libFuzzer target tests/fuzz/fuzz_tcp_wire.c drives the
- * same code from arbitrary bytes.
+ * message layouts, their encoding (little endian on the wire), the
+ * handshake's MACs and the session keys derived from it, the frame MACs,
+ * the checks every frame header passes, the receive state machine that
+ * turns a byte stream into authenticated frames, and what the exporter
+ * does with a frame given the slot it names (where the payload goes, the
+ * bounds check against the segment, the word-last store).  The other
+ * files of src/rsm/tcp/ drive it from sockets; the libFuzzer target
+ * tests/fuzz/fuzz_tcp_wire.c drives the same code from arbitrary bytes.
  *
  * A connection goes from an importing process to an exporting process.
- * After the handshake (hello, auth, welcome: a challenge-response on a
- * 16-byte key that never crosses the wire) both sides send frames: a
- * 32-byte header, then `length` payload bytes.
+ * The handshake (hello, auth, welcome) is a challenge-response under the
+ * job's 16-byte key, which never crosses the wire, bound to both sides'
+ * nonces and to the addresses and ports the importer dialed from and to.
+ * Each direction then has its own session key, derived from the job key
+ * and that transcript, and a 64-bit frame counter: every frame is a
+ * 40-byte header whose last 8 bytes MAC the counter and the rest of the
+ * header, then `length` payload bytes, then (when the connection MACs
+ * payloads: between hosts) an 8-byte MAC of the payload.
  */
 #ifndef PB_RSM_TCP_WIRE_H
 #define PB_RSM_TCP_WIRE_H
@@ -20,14 +26,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/siphash.h"
 #include "util/status.h"
 
 #define PB_TCP_MAGIC 0x57544250u /* "PBTW" read as little endian */
-#define PB_TCP_VERSION 1
+#define PB_TCP_VERSION 2
 #define PB_TCP_NONCE_LEN 16
 #define PB_TCP_KEY_LEN 16
 #define PB_TCP_JOB_ID_MAX 48
-#define PB_TCP_FRAME_HEADER_SIZE 32
+#define PB_TCP_FRAME_HEADER_SIZE 40
+/* where the header's MAC starts: it covers the sequence number and the
+ * PB_TCP_FRAME_MAC_OFFSET bytes before it */
+#define PB_TCP_FRAME_MAC_OFFSET 32
+/* the payload MAC after a frame's payload, when the connection has them */
+#define PB_TCP_PAYLOAD_MAC_SIZE 8
 /* the largest payload of one frame; longer puts are cut into frames */
 #define PB_TCP_MAX_PAYLOAD (1u << 30)
 /* the most imports one connection may attach */
@@ -36,10 +48,15 @@
 /* ---- handshake -------------------------------------------------------------- */
 
 enum {
-    PB_TCP_MSG_HELLO = 1,    /* exporter -> importer, first */
-    PB_TCP_MSG_AUTH = 2,     /* importer -> exporter */
-    PB_TCP_MSG_WELCOME = 3,  /* exporter -> importer; frames follow */
-    PB_TCP_MSG_DIRECTORY = 4 /* rendezvous reply on the local unix socket */
+    PB_TCP_MSG_HELLO = 1,     /* exporter -> importer, first */
+    PB_TCP_MSG_AUTH = 2,      /* importer -> exporter */
+    PB_TCP_MSG_WELCOME = 3,   /* exporter -> importer; frames follow */
+    PB_TCP_MSG_DIRECTORY = 4, /* rendezvous reply on the local unix socket */
+    /* exporter -> importer instead of WELCOME, to an AUTH it does not
+     * admit: the size of a WELCOME, all zero after the header, no MAC (so
+     * it tells an impostor nothing it could not see from the close that
+     * follows; an importer tells it from an exporter that died) */
+    PB_TCP_MSG_REFUSED = 5
 };
 
 typedef struct {
@@ -53,20 +70,33 @@ typedef struct {
     uint8_t nonce[PB_TCP_NONCE_LEN]; /* the exporter's challenge */
 } pb_tcp_hello_t;
 
+/* AUTH and WELCOME flags */
+#define PB_TCP_HS_PAYLOAD_MAC 1u /* AUTH: the importer wants payload MACs; WELCOME: they are on */
+
 typedef struct {
     pb_tcp_msg_hdr_t hdr;
     uint32_t node; /* the importer's RSM node id: access lists are per node */
     uint32_t pid;  /* for log messages only */
     char job_id[PB_TCP_JOB_ID_MAX];
     uint8_t nonce[PB_TCP_NONCE_LEN]; /* the importer's challenge */
-    uint64_t mac;                    /* pb_tcp_auth_mac(key, hello nonce, this) */
+    /* the connection as the importer sees it, network order: the address
+     * and port it dialed, and its own (the exporter compares them with
+     * its getsockname and getpeername) */
+    uint32_t dial_addr;
+    uint32_t source_addr;
+    uint16_t dial_port;
+    uint16_t source_port;
+    uint32_t flags; /* PB_TCP_HS_PAYLOAD_MAC or 0 */
+    uint64_t mac;   /* pb_tcp_auth_mac(key, hello nonce, this) */
 } pb_tcp_auth_t;
 
 typedef struct {
     pb_tcp_msg_hdr_t hdr;
-    int32_t status; /* PB_OK, or why the connection is refused */
-    uint32_t reserved;
-    uint64_t mac; /* pb_tcp_welcome_mac(key, auth nonce, status) */
+    int32_t status; /* PB_OK, or why an authenticated importer is refused */
+    uint32_t flags; /* PB_TCP_HS_PAYLOAD_MAC: the connection MACs payloads */
+    uint32_t node;  /* the exporter's RSM node id */
+    uint32_t pid;   /* the exporter's pid, for log messages */
+    uint64_t mac;   /* pb_tcp_welcome_mac(key, hello nonce, auth, this) */
 } pb_tcp_welcome_t;
 
 /* The rendezvous reply: where the exporter of a segment listens, read from
@@ -75,16 +105,63 @@ typedef struct {
     pb_tcp_msg_hdr_t hdr;
     uint32_t addr; /* IPv4, network order: the exporter's address for other nodes */
     uint16_t port; /* host order */
-    uint16_t has_key;
-    uint8_t key[PB_TCP_KEY_LEN]; /* the exporter's own key, for the solo job only */
+    uint16_t reserved;
 } pb_tcp_directory_t;
 
-/* The MACs of the handshake: SipHash-2-4 under @key of a label and the
- * fields named. */
+/* The MACs of the handshake: SipHash-2-4 under the job key @key of a label
+ * and every field of the AUTH but its MAC (with the exporter's @hello_nonce);
+ * and of a label, both nonces, the AUTH's MAC (so everything it covers)
+ * and every field of the WELCOME but its MAC. */
 uint64_t pb_tcp_auth_mac(const uint8_t key[PB_TCP_KEY_LEN],
                          const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth);
 uint64_t pb_tcp_welcome_mac(const uint8_t key[PB_TCP_KEY_LEN],
-                            const uint8_t auth_nonce[PB_TCP_NONCE_LEN], int32_t status);
+                            const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth,
+                            const pb_tcp_welcome_t *welcome);
+
+/* The exporter's check of an AUTH that arrived whole on a connection whose
+ * local end is @local and remote end @remote (getsockname, getpeername),
+ * against its job id @job_id and key: the header, the job id, the
+ * addresses and ports the importer saw, and the MAC.
+ * @return NULL if it authenticates, else the reason (for the exporter's
+ * log only: the importer is told nothing). */
+const char *pb_tcp_auth_check(const pb_tcp_auth_t *auth, const uint8_t key[PB_TCP_KEY_LEN],
+                              const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const char *job_id,
+                              uint32_t local_addr, uint16_t local_port, uint32_t remote_addr,
+                              uint16_t remote_port);
+
+/* The importer's check of a WELCOME answering @auth: the header and the
+ * MAC, the exporter's node when @expected_node is not UINT32_MAX, and the
+ * payload MACs on if @auth asked for them.  @return NULL if it
+ * authenticates (welcome->status then says whether the exporter admits
+ * the importer), else the reason. */
+const char *pb_tcp_welcome_check(const pb_tcp_welcome_t *welcome, const uint8_t key[PB_TCP_KEY_LEN],
+                                 const uint8_t hello_nonce[PB_TCP_NONCE_LEN],
+                                 const pb_tcp_auth_t *auth, uint32_t expected_node);
+
+/* ---- session keys and frame MACs ------------------------------------------------ */
+
+/* What authenticates the frames of one direction of a connection. */
+typedef struct {
+    uint8_t header_key[PB_TCP_KEY_LEN];  /* the header MACs' key */
+    uint8_t payload_key[PB_TCP_KEY_LEN]; /* the payload MACs' key */
+    uint64_t seq;                        /* the next frame's sequence number */
+    int payload_mac;                     /* payloads are followed by their MAC */
+} pb_tcp_seal_t;
+
+/* The session keys of a connection whose handshake was @auth, answering
+ * @hello_nonce, under the job key @key: SipHash-2-4 as a pseudo-random
+ * function of a label (one per key and half) and the transcript (both
+ * nonces and the AUTH's MAC, which covers the addresses, the node and the
+ * job).  @to_exporter and @to_importer start at sequence number 0; each
+ * MACs payloads when @payload_mac. */
+void pb_tcp_session_derive(const uint8_t key[PB_TCP_KEY_LEN],
+                           const uint8_t hello_nonce[PB_TCP_NONCE_LEN], const pb_tcp_auth_t *auth,
+                           int payload_mac, pb_tcp_seal_t *to_exporter, pb_tcp_seal_t *to_importer);
+
+/* The MAC of header bytes @header[0 .. PB_TCP_FRAME_MAC_OFFSET) as frame
+ * number @seq under @key. */
+uint64_t pb_tcp_header_mac(const uint8_t key[PB_TCP_KEY_LEN], uint64_t seq,
+                           const uint8_t header[PB_TCP_FRAME_HEADER_SIZE]);
 
 /* Whether @hdr is ours, of this version and of @type. */
 int pb_tcp_msg_hdr_ok(const pb_tcp_msg_hdr_t *hdr, uint16_t type);
@@ -147,9 +224,23 @@ typedef struct {
     uint16_t reserved;
 } pb_tcp_location_t;
 
-/* Encode @frame into @out (PB_TCP_FRAME_HEADER_SIZE bytes), and back. */
+/* Encode @frame into @out (PB_TCP_FRAME_HEADER_SIZE bytes, the MAC left
+ * zero), and back (the MAC is not looked at). */
 void pb_tcp_frame_encode(const pb_tcp_frame_t *frame, uint8_t out[PB_TCP_FRAME_HEADER_SIZE]);
 void pb_tcp_frame_decode(const uint8_t in[PB_TCP_FRAME_HEADER_SIZE], pb_tcp_frame_t *frame);
+
+/* Seal the encoded header @header as the next frame of @seal: write its
+ * MAC and take a sequence number.  @return the sequence number taken (the
+ * payload's MAC uses it). */
+uint64_t pb_tcp_header_seal(pb_tcp_seal_t *seal, uint8_t header[PB_TCP_FRAME_HEADER_SIZE]);
+
+/* Start the MAC of the payload of frame number @seq (pb_siphash_update
+ * with the payload's bytes, pb_siphash_final gives the MAC, sent little
+ * endian after the payload). */
+void pb_tcp_payload_mac_init(pb_siphash_t *state, const pb_tcp_seal_t *seal, uint64_t seq);
+
+/* The payload MAC of frame number @seq whose payload is @data[0..@len). */
+uint64_t pb_tcp_payload_mac(const pb_tcp_seal_t *seal, uint64_t seq, const void *data, size_t len);
 
 /* The checks that need no state, for a frame arriving at the exporter
  * (@at_exporter 1) or at the importer: known type for that direction, no
@@ -204,7 +295,7 @@ void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t 
 
 /* ---- receive state machine -------------------------------------------------- */
 
-/* Called when a header has arrived and passed pb_tcp_frame_check: set
+/* Called when a header has arrived, its MAC checked, and passed pb_tcp_frame_check: set
  * *dest_p to where its payload goes (NULL: read and drop it; the buffer
  * must hold frame->length bytes).  Return NULL, or a reason that closes the
  * connection. */
@@ -220,25 +311,37 @@ typedef struct {
     size_t payload_got;
     int in_payload;
     int at_exporter;
+    pb_tcp_seal_t seal;       /* what authenticates the frames arriving */
+    uint64_t frame_seq;       /* the sequence number of the frame arriving */
+    pb_siphash_t payload_mac; /* of its payload so far (seal.payload_mac) */
+    uint8_t trailer[PB_TCP_PAYLOAD_MAC_SIZE];
+    size_t trailer_got; /* payload MAC bytes in; in_payload stays 1 */
     pb_tcp_rx_header_cb_t on_header;
     pb_tcp_rx_frame_cb_t on_frame;
     void *ctx;
 } pb_tcp_rx_t;
 
-void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, pb_tcp_rx_header_cb_t on_header,
-                    pb_tcp_rx_frame_cb_t on_frame, void *ctx);
+/* Start a machine for frames authenticated by @seal (its sequence number
+ * is the next frame's). */
+void pb_tcp_rx_init(pb_tcp_rx_t *rx, int at_exporter, const pb_tcp_seal_t *seal,
+                    pb_tcp_rx_header_cb_t on_header, pb_tcp_rx_frame_cb_t on_frame, void *ctx);
 
 /* Where the next bytes of the stream should be read to, and how many at
- * most: into the header, into the payload's destination, or into @scratch
- * (of @scratch_len bytes) when the payload is dropped. */
+ * most: into the header, into the payload's destination, into @scratch
+ * (of @scratch_len bytes) when the payload is dropped, or into the
+ * payload's MAC. */
 void pb_tcp_rx_next(const pb_tcp_rx_t *rx, char *scratch, size_t scratch_len, char **buf_p,
                     size_t *len_p);
 
-/* Account for @len bytes just read to where pb_tcp_rx_next said, running
- * the callbacks as headers and frames complete.  @return NULL, or the
- * reason the connection must close (malformed frame, refused by a
- * callback); the machine is then unusable. */
-const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, size_t len);
+/* Account for @len bytes just read (for where pb_tcp_rx_next said; @data
+ * is where they are: the same place, or where they were left when a
+ * dropped payload is not copied), running the callbacks as headers and
+ * frames complete.  A header is acted on only once its MAC is right; a
+ * frame is complete only once its payload's MAC is (when the connection
+ * has them: the payload is in place before).  @return NULL, or the reason
+ * the connection must close (a MAC that is wrong, a malformed frame, one
+ * refused by a callback); the machine is then unusable. */
+const char *pb_tcp_rx_advance(pb_tcp_rx_t *rx, const void *data, size_t len);
 
 /* Whether the machine is between frames (used when redirecting a payload). */
 static inline int pb_tcp_rx_idle(const pb_tcp_rx_t *rx)
