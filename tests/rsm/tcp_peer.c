@@ -21,6 +21,7 @@
  */
 #include <postbox/rsm.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,45 @@ static int run_export(rsm_memseg_id_t segid, size_t size)
     fflush(stdout);
     while (read(0, &byte, 1) > 0)
         ;
+    expect_ok(rsm_memseg_export_unpublish(h), "rsm_memseg_export_unpublish");
+    expect_ok(rsm_memseg_export_destroy(h), "rsm_memseg_export_destroy");
+    expect_ok(rsm_release_controller(c), "rsm_release_controller");
+    return 0;
+}
+
+static atomic_int input_closed;
+
+static void *wait_for_input_end(void *arg)
+{
+    char byte;
+
+    (void)arg;
+    while (read(0, &byte, 1) > 0)
+        ;
+    atomic_store(&input_closed, 1);
+    return NULL;
+}
+
+static int run_export_posting(rsm_memseg_id_t segid, size_t size)
+{
+    rsmapi_controller_handle_t c = controller();
+    rsm_memseg_export_handle_t h;
+    char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned long posts = 0;
+    pthread_t reader;
+
+    if (mem == MAP_FAILED)
+        fail("mmap of %zu bytes failed", size);
+    expect_ok(rsm_memseg_export_create(c, &h, mem, size, 0), "rsm_memseg_export_create");
+    expect_ok(rsm_memseg_export_publish(h, &segid, NULL, 0), "rsm_memseg_export_publish");
+    if (pthread_create(&reader, NULL, wait_for_input_end, NULL) != 0)
+        fail("pthread_create failed");
+    printf("exporting\n");
+    fflush(stdout);
+    for (; !atomic_load(&input_closed); posts++)
+        expect_ok(rsm_intr_signal_post(h, 0), "rsm_intr_signal_post");
+    pthread_join(reader, NULL);
+    printf("posted %lu\n", posts);
     expect_ok(rsm_memseg_export_unpublish(h), "rsm_memseg_export_unpublish");
     expect_ok(rsm_memseg_export_destroy(h), "rsm_memseg_export_destroy");
     expect_ok(rsm_release_controller(c), "rsm_release_controller");
@@ -164,6 +204,28 @@ static int run_slow_get(rsm_memseg_id_t segid, int threads, size_t bytes)
         pause();
 }
 
+static int run_hold(rsm_memseg_id_t segid, int imports)
+{
+    rsmapi_controller_handle_t c = controller();
+    int held = 0;
+    char byte;
+
+    for (; held < imports; held++) {
+        rsm_memseg_import_handle_t im;
+        int rc = rsm_memseg_import_connect(c, 0, segid, RSM_PERM_RDWR, &im);
+
+        if (rc != RSM_SUCCESS) {
+            printf("refused after %d: %d\n", held, rc);
+            break;
+        }
+    }
+    printf("holding %d\n", held);
+    fflush(stdout);
+    while (read(0, &byte, 1) > 0)
+        ;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "export") == 0)
@@ -174,8 +236,14 @@ int main(int argc, char **argv)
     if (argc == 5 && strcmp(argv[1], "slow-get") == 0)
         return run_slow_get((rsm_memseg_id_t)strtoul(argv[2], NULL, 0), atoi(argv[3]),
                             (size_t)strtoull(argv[4], NULL, 0));
+    if (argc == 4 && strcmp(argv[1], "export-posting") == 0)
+        return run_export_posting((rsm_memseg_id_t)strtoul(argv[2], NULL, 0),
+                                  (size_t)strtoull(argv[3], NULL, 0));
+    if (argc == 4 && strcmp(argv[1], "hold") == 0)
+        return run_hold((rsm_memseg_id_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
     fprintf(stderr,
-            "usage: %s export SEGID SIZE | import SEGID ROUNDS | slow-get SEGID THREADS BYTES\n",
+            "usage: %s export SEGID SIZE | import SEGID ROUNDS | slow-get SEGID THREADS BYTES | "
+            "export-posting SEGID SIZE | hold SEGID IMPORTS\n",
             argv[0]);
     return 2;
 }

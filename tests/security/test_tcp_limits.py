@@ -17,6 +17,13 @@ job of ``postbox-victim``).
   asks for 16 MiB gets in 16 threads and stops reading the replies; the
   exporter's memory must stay bounded (its queue of replies is capped) and
   another importer must be served meanwhile.
+- The slow importer: a member of the job imports the segment 64 times
+  over its connection and reads 3 ms every 300 ms while the exporter posts
+  signals as fast as it can: the exporter's memory must stay bounded (at
+  most one unsent EVENT per import), and another importer must be served
+  meanwhile.
+- Too many imports: one connection may attach at most 4096 imports; the
+  next attach fails with RSMERR_INSUFFICIENT_RESOURCES.
 """
 
 from __future__ import annotations
@@ -116,9 +123,9 @@ def _rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def _start_exporter(victim, stage, size, nofile=None):
+def _start_exporter(victim, stage, size, nofile=None, mode="export"):
     program = str(stage.program("pbt-tcp-peer"))
-    argv = [program, "export", hex(SEGID), str(size)]
+    argv = [program, mode, hex(SEGID), str(size)]
     if nofile is not None:
         argv = ["prlimit", "--nofile=%d:%d" % (nofile, nofile), "--"] + argv
     exporter = victim.popen(argv, stdin=subprocess.PIPE)
@@ -198,4 +205,60 @@ def test_slow_reader_does_not_grow_the_exporters_memory(victim, stage):
     # MiB); with it, 4 MiB and one reply, and the socket buffers
     print("slow reader: the exporter grew by %d MiB" % (grown >> 20))
     assert grown < 80 << 20, "the exporter grew by %d MiB" % (grown >> 20)
+    _stop_exporter(victim, exporter)
+
+
+def _read_slowly(pid: int, seconds: float) -> None:
+    """Let process @pid run 3 ms every 300 ms for @seconds: it reads a
+    little now and then (a reader stopped for good would have its
+    connection closed for the silence, POSTBOX_TCP_TIMEOUT_MS)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.003)
+
+
+def test_slow_importer_does_not_grow_a_posting_exporter(victim, stage):
+    exporter = _start_exporter(victim, stage, 16 * PAGE, mode="export-posting")
+    program = str(stage.program("pbt-tcp-peer"))
+
+    holder = victim.popen([program, "hold", hex(SEGID), "64"], stdin=subprocess.PIPE)
+    line = holder.stdout.readline()
+    assert line == "holding 64\n", (line, holder.stderr.read() if holder.poll() else "")
+    try:
+        _read_slowly(holder.pid, 0.6)  # its socket buffers are full by now
+        rss_before = _rss_bytes(exporter.pid)
+        _read_slowly(holder.pid, 1.5)
+        legit = victim.run([program, "import", hex(SEGID), "5"], timeout=30)
+        assert legit.returncode == 0, legit.stderr
+        _read_slowly(holder.pid, 1.5)
+        rss = _rss_bytes(exporter.pid)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.wait(timeout=10)
+    out, err = exporter.communicate(input="", timeout=20)
+    assert exporter.returncode == 0, err
+    grown = rss - rss_before
+    # an EVENT per import per post would be 64 * 40 bytes a post, queued
+    # faster than the importer reads; one unsent EVENT per import is 2.5 KiB
+    print("slow importer: %s; the exporter grew by %.1f MiB in 3 s"
+          % (out.strip(), grown / (1 << 20)))
+    assert out.startswith("posted "), out
+    assert grown < 8 << 20, "the exporter grew by %.1f MiB (%s)" % (grown / (1 << 20), out)
+
+
+def test_imports_per_connection_are_capped(victim, stage):
+    exporter = _start_exporter(victim, stage, 16 * PAGE)
+    program = str(stage.program("pbt-tcp-peer"))
+
+    holder = victim.popen([program, "hold", hex(SEGID), "4100"], stdin=subprocess.PIPE)
+    out, err = holder.communicate(input="", timeout=120)
+    assert holder.returncode == 0, err
+    # 31: RSMERR_INSUFFICIENT_RESOURCES
+    assert out == "refused after 4096: 31\nholding 4096\n", out
+    legit = victim.run([program, "import", hex(SEGID), "5"], timeout=30)
+    assert legit.returncode == 0, legit.stderr
     _stop_exporter(victim, exporter)

@@ -355,13 +355,14 @@ void pb_tcp_conn_flush(pb_tcp_conn_t *c)
                 break;
             }
             q->head += (size_t)n;
+            q->sent += (uint64_t)n;
         }
         pthread_mutex_unlock(&c->send_lock);
     }
     if (q->head == q->tail && q->cap > TCP_OUTQ_PAUSE) {
         /* a long reply grew it: give the memory back */
         free(q->buf);
-        *q = (pb_tcp_outq_t){0};
+        *q = (pb_tcp_outq_t){.sent = q->sent};
     }
     if (atomic_load(&c->failure) == PB_OK)
         tcp_conn_watch(c, pb_tcp_conn_watch_events(c));
@@ -443,6 +444,7 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
                 if (n <= 0)
                     break;
                 c->outq.head += (size_t)n;
+                c->outq.sent += (uint64_t)n;
             }
             left = c->outq.head != c->outq.tail;
             pthread_mutex_unlock(&pb_tcp.lock);

@@ -44,12 +44,45 @@ void pb_tcp_reply(pb_tcp_conn_t *c, const pb_tcp_frame_t *request, pb_status_t s
     pb_tcp_conn_queue(c, &reply, data);
 }
 
+/* A slot for a new import on @c: a free one, else one more (the array
+ * grows by doubling).  @return its number, or 0 when @c has
+ * PB_TCP_MAX_SLOTS already (PB_ERR_NO_RESOURCE) or no memory is left
+ * (PB_ERR_NO_MEMORY), in *@status_p. */
+static uint32_t tcp_slot_take(pb_tcp_conn_t *c, pb_status_t *status_p)
+{
+    uint32_t number = c->slot_free;
+
+    if (number != 0) {
+        c->slot_free = c->slots[number - 1].next_free;
+        return number;
+    }
+    if (c->slot_count == PB_TCP_MAX_SLOTS) {
+        *status_p = PB_ERR_NO_RESOURCE;
+        return 0;
+    }
+    if (c->slot_count == c->slot_cap) {
+        uint32_t cap = c->slot_cap ? 2 * c->slot_cap : 8;
+        pb_tcp_slot_t *grown;
+
+        if (cap > PB_TCP_MAX_SLOTS)
+            cap = PB_TCP_MAX_SLOTS;
+        grown = realloc(c->slots, cap * sizeof(*grown));
+        if (grown == NULL) {
+            *status_p = PB_ERR_NO_MEMORY;
+            return 0;
+        }
+        c->slots = grown;
+        c->slot_cap = cap;
+    }
+    return ++c->slot_count;
+}
+
 static void tcp_serve_attach(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
 {
     pb_tcp_export_t *te = pb_tcp_published_find(c->export_rx.attach.segid);
     uint32_t perm = c->export_rx.attach.perm;
-    pb_tcp_slot_t *slot = NULL;
-    uint32_t index;
+    pb_status_t status = PB_OK;
+    uint32_t number;
     int grant;
 
     if (te == NULL) {
@@ -66,26 +99,18 @@ static void tcp_serve_attach(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         pb_tcp_reply(c, frame, PB_ERR_PERMISSION, 0, 0, 0, NULL, 0);
         return;
     }
-    for (index = 0; index < c->slot_count && c->slots[index].in_use; index++)
-        ;
-    if (index == c->slot_count) {
-        pb_tcp_slot_t *grown;
-
-        if (c->slot_count >= PB_TCP_MAX_SLOTS) {
-            pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
-            return;
-        }
-        grown = realloc(c->slots, (c->slot_count + 1) * sizeof(*grown));
-        if (grown == NULL) {
-            pb_tcp_reply(c, frame, PB_ERR_NO_MEMORY, 0, 0, 0, NULL, 0);
-            return;
-        }
-        c->slots = grown;
-        c->slot_count++;
+    number = tcp_slot_take(c, &status);
+    if (number == 0) {
+        if (status == PB_ERR_NO_RESOURCE)
+            pb_tcp_log_limited(&pb_tcp.log_peer,
+                               "tcp: pid %u (node %u) has %u imports on one connection, the "
+                               "most there may be: another is refused",
+                               c->peer_pid, c->peer_node, PB_TCP_MAX_SLOTS);
+        pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
+        return;
     }
-    slot = &c->slots[index];
-    *slot = (pb_tcp_slot_t){.in_use = 1, .exp = te, .perm = perm};
-    pb_tcp_reply(c, frame, PB_OK, index + 1, te->seg->size, perm, NULL, 0);
+    c->slots[number - 1] = (pb_tcp_slot_t){.in_use = 1, .exp = te, .perm = perm};
+    pb_tcp_reply(c, frame, PB_OK, number, te->seg->size, perm, NULL, 0);
 }
 
 const char *pb_tcp_exporter_on_header(void *ctx, const pb_tcp_frame_t *frame, char **dest_p)
@@ -135,7 +160,11 @@ void pb_tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
     switch (frame->type) {
     case PB_TCP_ATTACH: tcp_serve_attach(c, frame); break;
     case PB_TCP_LOOKUP: pb_tcp_serve_lookup(c, frame); break;
-    case PB_TCP_DETACH: slot->in_use = 0; break;
+    case PB_TCP_DETACH:
+        slot->in_use = 0;
+        slot->next_free = c->slot_free;
+        c->slot_free = frame->slot;
+        break;
     case PB_TCP_PUT:
         if ((frame->flags & PB_TCP_FLAG_WORD_LAST) && slot->exp != NULL)
             pb_tcp_export_word_last(&c->export_rx, frame, slot->exp->seg->vaddr);
@@ -289,17 +318,22 @@ pb_status_t pb_tcp_export_signal_post(pb_rsm_export_t *seg, int accumulate)
     pb_tcp_export_t *te = seg->tl;
 
     /* importers consume all pending exporter events at once, so an
-     * accumulating and a non-accumulating post look the same to them */
+     * accumulating and a non-accumulating post look the same to them, and
+     * an EVENT not yet sent stands for this post too: a slow reader gets
+     * at most one queued per import, however fast the posts come */
     (void)accumulate;
     pthread_mutex_lock(&pb_tcp.lock);
     for (pb_tcp_conn_t *c = pb_tcp.conns; c != NULL; c = c->next) {
         if (!c->at_exporter)
             continue;
         for (uint32_t i = 0; i < c->slot_count; i++) {
-            if (c->slots[i].in_use && c->slots[i].exp == te) {
+            pb_tcp_slot_t *slot = &c->slots[i];
+
+            if (slot->in_use && slot->exp == te && slot->event_end <= c->outq.sent) {
                 pb_tcp_frame_t event = {.type = PB_TCP_EVENT, .slot = i + 1};
 
                 pb_tcp_conn_queue(c, &event, NULL);
+                slot->event_end = pb_tcp_outq_end(&c->outq);
             }
         }
     }

@@ -135,7 +135,16 @@ typedef struct pb_tcp_export pb_tcp_export_t;
 typedef struct {
     char *buf;
     size_t head, sealed, tail, cap;
+    uint64_t sent; /* bytes of the queue sent, ever: buf[head] is byte number sent */
 } pb_tcp_outq_t;
+
+/* Where what is queued on @q now ends, counted as pb_tcp_outq_t.sent
+ * counts: a frame just queued is not all sent while q->sent is below the
+ * value this had right after. */
+static inline uint64_t pb_tcp_outq_end(const pb_tcp_outq_t *q)
+{
+    return q->sent + (q->tail - q->head);
+}
 
 /* a request whose waiter gave up (timed out): its REPLY, if it comes, is
  * read and dropped (a late ATTACH's slot is given back) */
@@ -172,7 +181,13 @@ typedef struct {
     int in_use;
     pb_tcp_export_t *exp; /* NULL once the segment is withdrawn */
     uint32_t perm;
-    int32_t error; /* latched, reported by the next barrier */
+    int32_t error;      /* latched, reported by the next barrier */
+    uint32_t next_free; /* not in use: the next free slot's number (0: none) */
+    /* pb_tcp_outq_end after its last EVENT was queued: while the queue has
+     * not sent that far, a post queues no other (the importer's wait
+     * consumes every event that reached it, so one unsent EVENT stands for
+     * any number of posts) */
+    uint64_t event_end;
 } pb_tcp_slot_t;
 
 struct pb_tcp_conn {
@@ -210,8 +225,10 @@ struct pb_tcp_conn {
     size_t auth_got;
     uint32_t peer_node;
     uint32_t peer_pid;
-    pb_tcp_slot_t *slots; /* slot n at index n - 1 */
-    uint32_t slot_count;
+    pb_tcp_slot_t *slots;         /* slot n at index n - 1 */
+    uint32_t slot_count;          /* slots 1 .. slot_count were given out (in use or free) */
+    uint32_t slot_cap;            /* allocated */
+    uint32_t slot_free;           /* the first free slot's number (0: none) */
     pb_tcp_export_rx_t export_rx; /* where payloads that are not segment data go */
 };
 

@@ -42,8 +42,10 @@
 #define PB_TCP_PAYLOAD_MAC_SIZE 8
 /* the largest payload of one frame; longer puts are cut into frames */
 #define PB_TCP_MAX_PAYLOAD (1u << 30)
-/* the most imports one connection may attach */
-#define PB_TCP_MAX_SLOTS (1u << 20)
+/* the most imports one connection may have attached at once (slot
+ * numbers are 1 .. this); an ATTACH beyond is answered PB_ERR_NO_RESOURCE.
+ * What a post at the exporter queues, and its cost, grows with it. */
+#define PB_TCP_MAX_SLOTS 4096u
 
 /* ---- handshake -------------------------------------------------------------- */
 
