@@ -4,7 +4,9 @@
  * answer (stopped with SIGSTOP) end with RSMERR_TIMEOUT after their
  * documented time, and the late reply, when the exporter runs again, is
  * dropped: it lands neither in the caller's buffer (which may be gone) nor
- * closes the connection.
+ * closes the connection.  An import connect toward an exporter that keeps
+ * closing connections before its HELLO (shedding load) ends with
+ * RSMERR_TIMEOUT at its deadline too.
  *
  *   POSTBOX_TCP_REQUEST_TIMEOUT_MS  import connect (rendezvous, handshake,
  *                                   attach) and lookups
@@ -12,6 +14,7 @@
  *
  * Run on the tcp controller only, with the exporter server on node 1.
  */
+#include <arpa/inet.h>
 #include <postbox/rsm.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +24,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "rsm/tcp/wire.h"
 #include "rsm_util.h"
 
 #define SEED 5
@@ -218,6 +222,63 @@ static void rendezvous_addr(rsm_node_id_t node, rsm_memseg_id_t segid, struct so
     *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name));
 }
 
+/* The directory the rendezvous socket of @ex's segment answers, into
+ * @directory (@size bytes).  @return its length. */
+static ssize_t directory_of(const pbt_exporter_t *ex, char *directory, size_t size)
+{
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    ssize_t len;
+    int fd;
+
+    rendezvous_addr(ex->node, ex->segid, &addr, &addr_len);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    CHECK_SYS(fd);
+    CHECK_SYS(connect(fd, (struct sockaddr *)&addr, addr_len));
+    len = recv(fd, directory, size, 0);
+    CHECK(len > 0);
+    close(fd);
+    return len;
+}
+
+/* Answer the rendezvous of (@ex's node, @segid), once, with @directory
+ * (@len bytes), from a child process.  @return the child. */
+static pid_t rendezvous_answer_once(const pbt_exporter_t *ex, rsm_memseg_id_t segid,
+                                    const char *directory, ssize_t len)
+{
+    struct sockaddr_un addr;
+    socklen_t addr_len;
+    char name[108];
+    pid_t server;
+    int fd;
+
+    rendezvous_addr(ex->node, ex->segid, &addr, &addr_len);
+    memcpy(name, addr.sun_path, sizeof(name));
+    snprintf(strrchr(name + 1, '/') + 1, 9, "%08x", (unsigned)segid);
+    memcpy(addr.sun_path, name, sizeof(name));
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    CHECK_SYS(fd);
+    CHECK_SYS(bind(fd, (struct sockaddr *)&addr, addr_len));
+    CHECK_SYS(listen(fd, 4));
+    server = fork();
+    CHECK(server >= 0);
+    if (server == 0) {
+        int one = accept(fd, NULL, NULL);
+
+        _exit(one >= 0 && send(one, directory, (size_t)len, 0) == len ? 0 : 1);
+    }
+    close(fd);
+    return server;
+}
+
+static void expect_exit_0(pid_t pid)
+{
+    int status;
+
+    CHECK(pbt_waitpid_timed(pid, 5000, &status) == 1);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void case_connect_toward_silent_exporter_times_out(void)
 {
     /* an exporter that finished the handshake and never answers the
@@ -227,13 +288,10 @@ static void case_connect_toward_silent_exporter_times_out(void)
     rsmapi_controller_handle_t c;
     rsm_memseg_import_handle_t im, im2;
     pbt_exporter_t ex;
-    struct sockaddr_un addr;
-    socklen_t addr_len;
-    char directory[256], fake_name[108];
+    char directory[256];
     rsm_memseg_id_t fake_segid;
     ssize_t dir_len;
     double start, took;
-    int fd, fake_fd;
     pid_t server;
 
     setenv("POSTBOX_TCP_REQUEST_TIMEOUT_MS", "1000", 1);
@@ -241,30 +299,9 @@ static void case_connect_toward_silent_exporter_times_out(void)
     pbt_exporter_start(&ex, &o);
     CHECK_OK(pbt_connect(c, &ex, RSM_PERM_RDWR, &im));
 
-    rendezvous_addr(ex.node, ex.segid, &addr, &addr_len);
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    CHECK_SYS(fd);
-    CHECK_SYS(connect(fd, (struct sockaddr *)&addr, addr_len));
-    dir_len = recv(fd, directory, sizeof(directory), 0);
-    CHECK(dir_len > 0);
-    close(fd);
-
+    dir_len = directory_of(&ex, directory, sizeof(directory));
     fake_segid = ex.segid ^ 0x5a5a;
-    memcpy(fake_name, addr.sun_path, sizeof(fake_name));
-    snprintf(strrchr(fake_name + 1, '/') + 1, 9, "%08x", (unsigned)fake_segid);
-    memcpy(addr.sun_path, fake_name, sizeof(fake_name));
-    fake_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    CHECK_SYS(fake_fd);
-    CHECK_SYS(bind(fake_fd, (struct sockaddr *)&addr, addr_len));
-    CHECK_SYS(listen(fake_fd, 4));
-    server = fork();
-    CHECK(server >= 0);
-    if (server == 0) {
-        int one = accept(fake_fd, NULL, NULL);
-
-        _exit(one >= 0 && send(one, directory, (size_t)dir_len, 0) == dir_len ? 0 : 1);
-    }
-    close(fake_fd);
+    server = rendezvous_answer_once(&ex, fake_segid, directory, dir_len);
 
     stop_exporter(&ex, SIGSTOP);
     /* the attach goes over the connection already made, and is not answered */
@@ -274,12 +311,7 @@ static void case_connect_toward_silent_exporter_times_out(void)
     took = now_ms() - start;
     CHECK_MSG(took >= 950 && took < 3000, "the attach timed out after %.0f ms, not about 1000",
               took);
-    {
-        int status;
-
-        CHECK(pbt_waitpid_timed(server, 5000, &status) == 1);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    expect_exit_0(server);
     /* the segment's own rendezvous: the stopped exporter does not answer it */
     start = now_ms();
     CHECK_RC(rsm_memseg_import_connect(c, ex.node, ex.segid, RSM_PERM_RDWR, &im2), RSMERR_TIMEOUT);
@@ -296,10 +328,68 @@ static void case_connect_toward_silent_exporter_times_out(void)
     CHECK_OK(rsm_release_controller(c));
 }
 
+static void case_connect_toward_exporter_shedding_load_times_out(void)
+{
+    /* an exporter at its limit of handshakes closes new connections before
+     * its HELLO, and the importer dials again until its deadline: what ran
+     * out then is the time (RSMERR_TIMEOUT), not the segment (a local
+     * flood must not make importers believe it gone).  The "exporter" is a
+     * listener that closes every connection at once, named by a copy of a
+     * real directory under another segment id */
+    pbt_export_opts_t o = {.seed = SEED};
+    struct sockaddr_in shed = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t shed_len = sizeof(shed);
+    rsmapi_controller_handle_t c;
+    rsm_memseg_import_handle_t im;
+    pbt_exporter_t ex;
+    pb_tcp_directory_t dir;
+    rsm_memseg_id_t fake_segid;
+    double start, took;
+    pid_t server, shedder;
+    int listen_fd, status;
+
+    setenv("POSTBOX_TCP_REQUEST_TIMEOUT_MS", "1000", 1);
+    c = pbt_ctlr_get();
+    pbt_exporter_start(&ex, &o);
+    CHECK(directory_of(&ex, (char *)&dir, sizeof(dir)) == (ssize_t)sizeof(dir));
+
+    listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CHECK_SYS(listen_fd);
+    CHECK_SYS(bind(listen_fd, (struct sockaddr *)&shed, sizeof(shed)));
+    CHECK_SYS(listen(listen_fd, 64));
+    CHECK_SYS(getsockname(listen_fd, (struct sockaddr *)&shed, &shed_len));
+    shedder = fork();
+    CHECK(shedder >= 0);
+    if (shedder == 0) {
+        for (;;) {
+            int one = accept(listen_fd, NULL, NULL);
+
+            if (one >= 0)
+                close(one);
+        }
+    }
+    close(listen_fd);
+    dir.addr = shed.sin_addr.s_addr;
+    dir.port = ntohs(shed.sin_port);
+    fake_segid = ex.segid ^ 0x5a5a;
+    server = rendezvous_answer_once(&ex, fake_segid, (const char *)&dir, sizeof(dir));
+
+    start = now_ms();
+    CHECK_RC(rsm_memseg_import_connect(c, ex.node, fake_segid, RSM_PERM_RDWR, &im), RSMERR_TIMEOUT);
+    took = now_ms() - start;
+    CHECK_MSG(took >= 950 && took < 2000, "the connect ended after %.0f ms, not about 1000", took);
+    expect_exit_0(server);
+    CHECK_SYS(kill(shedder, SIGKILL));
+    CHECK(pbt_waitpid_timed(shedder, 5000, &status) == 1);
+    pbt_exporter_stop(&ex);
+    CHECK_OK(rsm_release_controller(c));
+}
+
 static const pbt_case_t cases[] = {
     PBT_CASE(get_and_barrier_toward_stopped_exporter_time_out),
     PBT_CASE(get_timing_out_during_its_data_drops_the_rest),
     PBT_CASE(connect_toward_silent_exporter_times_out),
+    PBT_CASE(connect_toward_exporter_shedding_load_times_out),
 };
 
 int main(int argc, char **argv)

@@ -616,7 +616,7 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
 }
 
 pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                            uint32_t node, int timeout_ms, pb_tcp_conn_t **conn_p)
+                            uint32_t node, int64_t deadline, pb_tcp_conn_t **conn_p)
 {
     pb_tcp_seal_t to_exporter, to_importer;
     pb_tcp_conn_t *c;
@@ -638,14 +638,14 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
 
     /* no lock while dialling: the exporter may be this very process.  An
      * exporter that closes before its HELLO is at its limit of handshakes
-     * (or died: then the next dial is refused): dial again while time is left */
-    for (int64_t deadline = pb_time_now_ms() + timeout_ms;;) {
-        status = pb_tcp_dial(peer, key, node, pb_time_remaining_ms(deadline, -1), &fd, &to_exporter,
-                             &to_importer);
+     * (or died: then the next dial is refused): dial again while time is
+     * left; when none is, it is the deadline that ran out, not the segment */
+    for (;;) {
+        status = pb_tcp_dial(peer, key, node, deadline, &fd, &to_exporter, &to_importer);
         if (status != PB_ERR_CONN_ABORTED)
             break;
         if (pb_time_remaining_ms(deadline, -1) <= TCP_REDIAL_MS) {
-            status = PB_ERR_NOT_PUBLISHED;
+            status = PB_ERR_TIMEOUT;
             break;
         }
         poll(NULL, 0, TCP_REDIAL_MS);

@@ -148,10 +148,9 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
 }
 
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                        uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
+                        uint32_t node, int64_t deadline, int *fd_p, pb_tcp_seal_t *to_exporter,
                         pb_tcp_seal_t *to_importer)
 {
-    int64_t deadline = pb_time_now_ms() + timeout_ms;
     const pb_boot_identity_t *job = pb_boot_identity_get();
     pb_tcp_hello_t hello;
     pb_tcp_auth_t auth = {0};
@@ -161,7 +160,7 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
     struct pollfd pfd;
     pb_status_t status;
     const char *why;
-    int fd, err = 0;
+    int fd, ready, err = 0;
     socklen_t err_len = sizeof(err);
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -172,8 +171,17 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         err = errno;
     } else {
         pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
-        if (poll(&pfd, 1, timeout_ms) != 1)
-            err = ETIMEDOUT;
+        do
+            ready = poll(&pfd, 1, pb_time_remaining_ms(deadline, -1));
+        while (ready < 0 && errno == EINTR);
+        if (ready == 0) {
+            pb_debug("tcp: connect to port %u: no answer before the deadline",
+                     ntohs(peer->sin_port));
+            status = PB_ERR_TIMEOUT;
+            goto err;
+        }
+        if (ready < 0)
+            err = errno;
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
             err = errno;
     }
@@ -307,12 +315,13 @@ int pb_tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS])
 }
 
 pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
-                                const uint8_t key[PB_TCP_KEY_LEN], struct sockaddr_in *peer_p)
+                                const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline,
+                                struct sockaddr_in *peer_p)
 {
     pb_status_t status = PB_ERR_UNREACHABLE;
     int size = postbox_job_size();
 
-    for (int rank = 0; rank < size; rank++) {
+    for (int rank = 0; rank < size && status != PB_ERR_TIMEOUT; rank++) {
         pb_tcp_lookup_t question = {.node = node, .segid = segid};
         pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .length = sizeof(question)};
         pb_tcp_location_t where;
@@ -329,15 +338,14 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
         pthread_mutex_lock(&pb_tcp.connect_lock);
         for (int i = 0; i < count && c == NULL; i++) {
             relay.sin_addr.s_addr = addrs[i];
-            status = pb_tcp_conn_get(&relay, key, node, pb_tcp_request_timeout_ms(), &c);
+            status = pb_tcp_conn_get(&relay, key, node, deadline, &c);
             if (status != PB_OK)
                 c = NULL;
         }
         pthread_mutex_unlock(&pb_tcp.connect_lock);
         if (c == NULL)
             continue; /* try the node's next process */
-        status = pb_tcp_request(c, &frame, &question, &req,
-                                pb_time_now_ms() + pb_tcp_request_timeout_ms());
+        status = pb_tcp_request(c, &frame, &question, &req, deadline);
         pthread_mutex_lock(&pb_tcp.lock);
         pb_tcp_conn_put(c);
         pthread_mutex_unlock(&pb_tcp.lock);
@@ -348,11 +356,13 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
             return PB_OK;
         }
         /* a definite answer ends the search; a rank that could not answer
-         * (gone, or its node's rendezvous too slow) passes it on */
+         * (gone) passes it on, while time is left */
         if (status != PB_ERR_CONN_ABORTED && status != PB_ERR_TIMEOUT)
             return status;
+        if (pb_time_remaining_ms(deadline, -1) == 0)
+            status = PB_ERR_TIMEOUT;
     }
-    return status == PB_ERR_TIMEOUT ? PB_ERR_UNREACHABLE : status;
+    return status;
 }
 
 void pb_tcp_relay_end(pb_tcp_relay_t *relay)

@@ -256,16 +256,16 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     uint8_t key[PB_TCP_KEY_LEN];
     uint32_t addrs[TCP_MAX_RAILS];
     int count, first = 0;
+    int64_t deadline;
     pb_status_t status;
 
     if (ti == NULL)
         return PB_ERR_NO_MEMORY;
     pthread_mutex_init(&ti->lock, NULL);
-    /* the whole connect of the first rail (lookup, handshake, attach) has
-     * POSTBOX_TCP_REQUEST_TIMEOUT_MS */
-    int64_t deadline = pb_time_now_ms() + pb_tcp_request_timeout_ms();
-
-    status = pb_tcp_lookup(im->node, im->segid, &dir, pb_tcp_request_timeout_ms());
+    /* the whole connect (lookup, relayed or not, handshakes and attaches of
+     * every rail) has POSTBOX_TCP_REQUEST_TIMEOUT_MS */
+    deadline = pb_time_now_ms() + pb_tcp_request_timeout_ms();
+    status = pb_tcp_lookup(im->node, im->segid, &dir, pb_time_remaining_ms(deadline, -1));
     pb_tcp_key_of_job(key);
     if (status == PB_OK) {
         peer.sin_addr.s_addr = dir.addr;
@@ -273,7 +273,7 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id &&
                pb_boot_identity_get()->has_secret) {
         /* a node of the job in another namespace or on another host */
-        status = pb_tcp_relay_lookup(im->node, im->segid, key, &peer);
+        status = pb_tcp_relay_lookup(im->node, im->segid, key, deadline, &peer);
     }
     if (status != PB_OK)
         goto err_free;
@@ -289,18 +289,21 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
         addrs[0] = peer.sin_addr.s_addr;
         count = 1;
     }
-    status = pb_tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key,
-                                 pb_time_remaining_ms(deadline, -1));
+    status = pb_tcp_rail_connect(im, first, addrs[first], ntohs(peer.sin_port), key, deadline);
     if (status != PB_OK)
         goto err_free;
     pb_tcp_link_state_set(im->node, first, 1);
     for (int i = 0; i < count; i++) {
+        /* a rail that cannot be reached now is left out: the import works
+         * over the others; one that does not answer costs at most
+         * POSTBOX_TCP_TIMEOUT_MS, within the connect's deadline */
+        int64_t rail_deadline = pb_time_now_ms() + pb_tcp_timeout_ms();
+
         if (i == first)
             continue;
-        /* a rail that cannot be reached now is left out: the import works
-         * over the others */
-        if (pb_tcp_rail_connect(im, i, addrs[i], ntohs(peer.sin_port), key,
-                                (int)pb_tcp_timeout_ms()) == PB_OK)
+        if (rail_deadline > deadline)
+            rail_deadline = deadline;
+        if (pb_tcp_rail_connect(im, i, addrs[i], ntohs(peer.sin_port), key, rail_deadline) == PB_OK)
             pb_tcp_link_state_set(im->node, i, 1);
         else
             pb_tcp_link_state_set(im->node, i, 0);

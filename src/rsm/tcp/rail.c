@@ -230,7 +230,7 @@ static pb_status_t tcp_rail_first_status(const pb_tcp_import_t *ti, pb_status_t 
 }
 
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
-                                const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms)
+                                const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline)
 {
     pb_tcp_import_t *ti = im->tl;
     struct sockaddr_in peer = {
@@ -243,10 +243,8 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
     pb_status_t status;
     const char *why;
 
-    int64_t deadline = pb_time_now_ms() + timeout_ms; /* the dial's and the attach's */
-
     pthread_mutex_lock(&pb_tcp.connect_lock);
-    status = pb_tcp_conn_get(&peer, key, im->node, timeout_ms, &c);
+    status = pb_tcp_conn_get(&peer, key, im->node, deadline, &c);
     pthread_mutex_unlock(&pb_tcp.connect_lock);
     if (status != PB_OK)
         return tcp_rail_first_status(ti, status);

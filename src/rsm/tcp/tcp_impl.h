@@ -465,10 +465,14 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c);
 void pb_tcp_accept_ready(void *arg, uint32_t events);
 
 /* A connection to the exporter at @peer, a process of node @node
- * (UINT32_MAX: any): the one this process has, or a new one (dialled for
- * at most @timeout_ms).  Caller holds pb_tcp.connect_lock (not pb_tcp.lock). */
+ * (UINT32_MAX: any): the one this process has, or a new one, dialled
+ * until @deadline (pb_time_now_ms), again every TCP_REDIAL_MS while the
+ * exporter closes before its HELLO (refusing for load).  Caller holds
+ * pb_tcp.connect_lock (not pb_tcp.lock).  @return PB_OK, or
+ * pb_tcp_dial's error; PB_ERR_TIMEOUT also when the exporter was still
+ * refusing for load at the deadline. */
 pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                            uint32_t node, int timeout_ms, pb_tcp_conn_t **conn_p);
+                            uint32_t node, int64_t deadline, pb_tcp_conn_t **conn_p);
 
 /* Drop one import's use of @c; the last one closes it.  Caller holds
  * pb_tcp.lock. */
@@ -483,17 +487,20 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
                           int timeout_ms);
 
 /* Connect to the exporter at @peer and authenticate with @key: the
- * handshake of docs/tcp.md; the process that answers must be on @node
- * (UINT32_MAX: any).  On success *fd_p is connected (a blocking socket)
- * and *@to_exporter, *@to_importer authenticate its frames.
+ * handshake of docs/tcp.md, all of it before @deadline (pb_time_now_ms);
+ * the process that answers must be on @node (UINT32_MAX: any).  On
+ * success *fd_p is connected (a blocking socket) and *@to_exporter,
+ * *@to_importer authenticate its frames.
  * @return PB_OK; PB_ERR_CONN_ABORTED when the exporter closed the
  * connection before its HELLO (refused for load, pb_tcp_handshake_admit,
  * or died: pb_tcp_conn_get dials again); PB_ERR_NOT_PUBLISHED (refused:
  * nobody listens; or it died after our AUTH); PB_ERR_PERMISSION (it
- * answered REFUSED, or does not prove it is of this job); PB_ERR_UNREACHABLE;
- * PB_ERR_TIMEOUT; PB_ERR_PROTOCOL; PB_ERR_NO_RESOURCE. */
+ * answered REFUSED, or does not prove it is of this job);
+ * PB_ERR_UNREACHABLE (no route, or the kernel gave up the connect);
+ * PB_ERR_TIMEOUT (the deadline passed first); PB_ERR_PROTOCOL;
+ * PB_ERR_NO_RESOURCE. */
 pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP_KEY_LEN],
-                        uint32_t node, int timeout_ms, int *fd_p, pb_tcp_seal_t *to_exporter,
+                        uint32_t node, int64_t deadline, int *fd_p, pb_tcp_seal_t *to_exporter,
                         pb_tcp_seal_t *to_importer);
 
 /* Whether the connections to or from @addr (network order) MAC their
@@ -509,10 +516,14 @@ int pb_tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS]);
 
 /* Where the exporter of (@node, @segid) listens, asked over TCP of the
  * job's processes on @node in rank order (their addresses are in the job
- * KVS; each is tried at each of its addresses until one answers): for
- * nodes whose rendezvous sockets this process cannot see. */
+ * KVS; each is tried at each of its addresses until one answers), all
+ * before @deadline (pb_time_now_ms): for nodes whose rendezvous sockets
+ * this process cannot see.  @return PB_OK, the answer's error,
+ * PB_ERR_TIMEOUT when the deadline passed first, PB_ERR_UNREACHABLE when
+ * no process of @node could be reached. */
 pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
-                                const uint8_t key[PB_TCP_KEY_LEN], struct sockaddr_in *peer_p);
+                                const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline,
+                                struct sockaddr_in *peer_p);
 
 /* Forget relay @relay (answered, or its importer's connection is gone).
  * Caller holds pb_tcp.lock. */
@@ -662,12 +673,12 @@ pb_status_t pb_tcp_import_heal(pb_rsm_import_t *im);
 pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only);
 
 /* Connect rail @index of @im to the exporter's port at @addr and attach
- * the segment there.  @timeout_ms bounds the dial.  The first rail fails
+ * the segment there, before @deadline (pb_time_now_ms).  The first rail fails
  * with PB_ERR_NOT_PUBLISHED when the connection breaks or is malformed,
  * and with PB_ERR_CONN_ABORTED (logged) when the exporter announces a size
  * pb_tcp_attach_size_check refuses. */
 pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, uint16_t port,
-                                const uint8_t key[PB_TCP_KEY_LEN], int timeout_ms);
+                                const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline);
 
 /* ---- limits (limits.c): what a peer can make this process hold ---------- */
 
