@@ -243,7 +243,7 @@ static void fuzz_handshake(input_t *in, pb_tcp_seal_t *to_exporter, pb_tcp_seal_
         abort(); /* admitted what the importer did not send, or a relay */
 
     pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
-    welcome.status = (int8_t)take8(in);
+    welcome.reserved = take8(in) & 1;
     welcome.flags = take8(in) % 4;
     welcome.node = shape & 16 ? take32(in) : EXP_NODE;
     welcome.pid = take32(in);
@@ -253,7 +253,7 @@ static void fuzz_handshake(input_t *in, pb_tcp_seal_t *to_exporter, pb_tcp_seal_
     why = pb_tcp_welcome_check(&welcome, job_key, hello_nonce, &auth, EXP_NODE);
     if (why == NULL &&
         (welcome.mac != pb_tcp_welcome_mac(job_key, hello_nonce, &auth, &welcome) ||
-         welcome.node != EXP_NODE ||
+         welcome.node != EXP_NODE || welcome.reserved != 0 ||
          ((auth.flags & PB_TCP_HS_PAYLOAD_MAC) && !(welcome.flags & PB_TCP_HS_PAYLOAD_MAC))))
         abort();
     pb_tcp_session_derive(job_key, hello_nonce, &auth, shape & 64 ? 1 : 0, to_exporter,

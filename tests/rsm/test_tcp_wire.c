@@ -133,8 +133,9 @@ static void case_auth_relayed_refused(void)
                             htonl(0x0a000002), IMP_PORT) != NULL);
 }
 
-/* a WELCOME under another key, for another AUTH, from another node, or
- * turning off the payload MACs the importer asked for: refused */
+/* a WELCOME under another key, for another AUTH, from another node,
+ * turning off the payload MACs the importer asked for, or with its
+ * reserved field set (even under a right MAC): refused */
 static void case_welcome_forged_refused(void)
 {
     handshake_t hs, other;
@@ -150,7 +151,9 @@ static void case_welcome_forged_refused(void)
     make_welcome(&hs, job_key, PB_TCP_HS_PAYLOAD_MAC, &welcome);
     CHECK(pb_tcp_welcome_check(&welcome, job_key, hs.hello_nonce, &hs.auth, 1) == NULL);
     CHECK(pb_tcp_welcome_check(&welcome, job_key, hs.hello_nonce, &hs.auth, 4) != NULL);
-    welcome.status = -1; /* changed in flight */
+    welcome.reserved = 1; /* changed in flight */
+    CHECK(pb_tcp_welcome_check(&welcome, job_key, hs.hello_nonce, &hs.auth, 1) != NULL);
+    welcome.mac = pb_tcp_welcome_mac(job_key, hs.hello_nonce, &hs.auth, &welcome);
     CHECK(pb_tcp_welcome_check(&welcome, job_key, hs.hello_nonce, &hs.auth, 1) != NULL);
     make_welcome(&hs, job_key, 0, &welcome);
     CHECK(pb_tcp_welcome_check(&welcome, job_key, hs.hello_nonce, &hs.auth, 1) != NULL);

@@ -549,7 +549,6 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
     c->peer_node = c->auth.node;
     c->peer_pid = c->auth.pid;
     pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_WELCOME);
-    welcome.status = PB_OK;
     /* payload MACs when either side wants them */
     if ((c->auth.flags & PB_TCP_HS_PAYLOAD_MAC) ||
         pb_tcp_payload_mac_wanted(remote.sin_addr.s_addr))

@@ -245,10 +245,6 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         status = PB_ERR_PERMISSION;
         goto err;
     }
-    if (welcome.status != PB_OK) {
-        status = welcome.status;
-        goto err;
-    }
     /* blocking from now on: see conn.c, tcp_conn_write */
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
         status = PB_ERR_IO;

@@ -65,7 +65,7 @@ uint64_t pb_tcp_welcome_mac(const uint8_t key[PB_TCP_KEY_LEN],
     memcpy(buf + off, hello_nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
     memcpy(buf + off, auth->nonce, PB_TCP_NONCE_LEN), off += PB_TCP_NONCE_LEN;
     off += put_le64(buf + off, auth->mac);
-    off += put_le32(buf + off, (uint32_t)welcome->status);
+    off += put_le32(buf + off, welcome->reserved);
     off += put_le32(buf + off, welcome->flags);
     off += put_le32(buf + off, welcome->node);
     off += put_le32(buf + off, welcome->pid);
@@ -104,6 +104,8 @@ const char *pb_tcp_welcome_check(const pb_tcp_welcome_t *welcome, const uint8_t 
         return "not of this job (wrong MAC)";
     if (welcome->flags & ~PB_TCP_HS_PAYLOAD_MAC)
         return "malformed welcome (unknown flags)";
+    if (welcome->reserved != 0)
+        return "malformed welcome (reserved field not 0)";
     if ((auth->flags & PB_TCP_HS_PAYLOAD_MAC) && !(welcome->flags & PB_TCP_HS_PAYLOAD_MAC))
         return "payload MACs refused";
     if (expected_node != UINT32_MAX && welcome->node != expected_node)

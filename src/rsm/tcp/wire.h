@@ -92,13 +92,15 @@ typedef struct {
     uint64_t mac;   /* pb_tcp_auth_mac(key, hello nonce, this) */
 } pb_tcp_auth_t;
 
+/* sent only to an importer the exporter admits (one it does not gets
+ * REFUSED, or the connection closed) */
 typedef struct {
     pb_tcp_msg_hdr_t hdr;
-    int32_t status; /* PB_OK, or why an authenticated importer is refused */
-    uint32_t flags; /* PB_TCP_HS_PAYLOAD_MAC: the connection MACs payloads */
-    uint32_t node;  /* the exporter's RSM node id */
-    uint32_t pid;   /* the exporter's pid, for log messages */
-    uint64_t mac;   /* pb_tcp_welcome_mac(key, hello nonce, auth, this) */
+    uint32_t reserved; /* 0 */
+    uint32_t flags;    /* PB_TCP_HS_PAYLOAD_MAC: the connection MACs payloads */
+    uint32_t node;     /* the exporter's RSM node id */
+    uint32_t pid;      /* the exporter's pid, for log messages */
+    uint64_t mac;      /* pb_tcp_welcome_mac(key, hello nonce, auth, this) */
 } pb_tcp_welcome_t;
 
 /* The rendezvous reply: where the exporter of a segment listens, read from
@@ -132,10 +134,10 @@ const char *pb_tcp_auth_check(const pb_tcp_auth_t *auth, const uint8_t key[PB_TC
                               uint16_t remote_port);
 
 /* The importer's check of a WELCOME answering @auth: the header and the
- * MAC, the exporter's node when @expected_node is not UINT32_MAX, and the
- * payload MACs on if @auth asked for them.  @return NULL if it
- * authenticates (welcome->status then says whether the exporter admits
- * the importer), else the reason. */
+ * MAC, no unknown flag and the reserved field 0, the exporter's node when
+ * @expected_node is not UINT32_MAX, and the payload MACs on if @auth
+ * asked for them.  @return NULL if it authenticates (the importer is
+ * admitted), else the reason. */
 const char *pb_tcp_welcome_check(const pb_tcp_welcome_t *welcome, const uint8_t key[PB_TCP_KEY_LEN],
                                  const uint8_t hello_nonce[PB_TCP_NONCE_LEN],
                                  const pb_tcp_auth_t *auth, uint32_t expected_node);
@@ -167,6 +169,9 @@ uint64_t pb_tcp_header_mac(const uint8_t key[PB_TCP_KEY_LEN], uint64_t seq,
 
 /* Whether @hdr is ours, of this version and of @type. */
 int pb_tcp_msg_hdr_ok(const pb_tcp_msg_hdr_t *hdr, uint16_t type);
+
+/* Fill @hdr as a message of @type: the magic and this version (little
+ * endian, as pb_tcp_msg_hdr_ok reads them). */
 void pb_tcp_msg_hdr_set(pb_tcp_msg_hdr_t *hdr, uint16_t type);
 
 /* ---- frames ----------------------------------------------------------------- */
