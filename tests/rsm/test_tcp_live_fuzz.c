@@ -6,8 +6,9 @@
  * and secret the test chooses: it exports and publishes four segments of
  * different sizes and permissions (a writable one, a read-only one, one
  * between inaccessible guard pages, a write-only one between canary pages)
- * and then only serves.  The test, as node 0 of the same job, finds the
- * exporter's port through the segments' rendezvous socket and opens
+ * and then serves, rebinding the writable one to other memory and
+ * withdrawing and publishing again the guarded one every few milliseconds.  The test, as node 0 of
+ * the same job, finds the exporter's port through the segments' rendezvous socket and opens
  * thousands of connections to it.  On each it speaks the real handshake
  * with the job key (the library's wire.c and siphash.c are compiled in),
  * now and then a spoiled one, then sends a stream of frames generated from
@@ -41,6 +42,8 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,13 +99,15 @@ typedef struct {
 } ready_msg_t;
 
 enum {
-    CMD_CHECK = 1,
+    CMD_CHURN = 1, /* start the rebinds and withdrawals */
+    CMD_CHECK,     /* stop them, and check the exporter's memory */
     CMD_EXIT
 };
 
 typedef struct {
-    int32_t rc;     /* 0, or 1 when the check found damage */
-    char what[200]; /* what was damaged */
+    int32_t rc;      /* 0, or 1 when the check found damage */
+    uint32_t rounds; /* of rebinds and withdrawals */
+    char what[200];  /* what was damaged */
 } check_msg_t;
 
 /* ---- randomness ------------------------------------------------------------- */
@@ -148,7 +153,49 @@ typedef struct {
     size_t alloc_len;
     int mapped; /* alloc is an mmap (SEG_GUARDED), else aligned_alloc */
     rsm_memseg_export_handle_t h;
+    rsm_memseg_id_t segid;
 } exported_t;
+
+/* What the exporter changes under the streams (SEG_RW and SEG_GUARDED):
+ * their frames then meet rebinds (a put being received is redirected) and
+ * withdrawals (WITHDRAWN, puts dropped, attaches refused). */
+typedef struct {
+    exported_t *segs;
+    char *spare; /* SEG_RW's other memory, exactly its size */
+    atomic_int stop;
+    pthread_t thread;
+    uint32_t rounds;
+} churn_t;
+
+#define CHURN_PERIOD_MS 15
+
+/* The segments stay as they are from now on. */
+static void churn_stop(churn_t *ch)
+{
+    if (!atomic_exchange(&ch->stop, 1))
+        CHECK(pthread_join(ch->thread, NULL) == 0);
+}
+
+static void *churn_main(void *arg)
+{
+    churn_t *ch = arg;
+    exported_t *rw = &ch->segs[SEG_RW], *guarded = &ch->segs[SEG_GUARDED];
+
+    for (uint32_t round = 0; !atomic_load(&ch->stop); round++) {
+        char *old = rw->mem;
+
+        pbt_sleep_ms(CHURN_PERIOD_MS);
+        CHECK_OK(rsm_memseg_export_rebind(rw->h, ch->spare, 0, seg_specs[SEG_RW].size));
+        rw->mem = rw->alloc = ch->spare;
+        ch->spare = old;
+        if (round % 2 == 0) {
+            CHECK_OK(rsm_memseg_export_unpublish(guarded->h));
+            CHECK_OK(rsm_memseg_export_publish(guarded->h, &guarded->segid, NULL, 0));
+        }
+        ch->rounds = round + 1;
+    }
+    return NULL;
+}
 
 static int exporter_check(const exported_t *segs, check_msg_t *msg)
 {
@@ -178,6 +225,7 @@ static int exporter_main(int rd, int wr)
     rsmapi_controller_handle_t ctlr;
     exported_t segs[SEG_COUNT] = {{0}};
     ready_msg_t ready = {0};
+    churn_t churn = {.segs = segs};
     uint32_t cmd;
 
     CHECK_OK(rsm_get_controller("tcp", &ctlr));
@@ -186,7 +234,6 @@ static int exporter_main(int rd, int wr)
         size_t size = seg_specs[i].size;
         rsmapi_access_entry_t acl[1] = {{IMPORTER_NODE, seg_specs[i].grant}};
         int with_acl = i == SEG_RO || i == SEG_WO;
-        rsm_memseg_id_t segid = 0;
 
         if (i == SEG_GUARDED) {
             /* the segment between two pages no access may touch */
@@ -212,15 +259,29 @@ static int exporter_main(int rd, int wr)
             s->mem = s->alloc;
         }
         pbt_fill_pattern(s->mem, size, 0, SEED_OF_SEG(i));
-        CHECK_OK(rsm_memseg_export_create(ctlr, &s->h, s->mem, size, 0));
-        CHECK_OK(rsm_memseg_export_publish(s->h, &segid, with_acl ? acl : NULL, with_acl ? 1 : 0));
-        ready.segid[i] = segid;
+        CHECK_OK(rsm_memseg_export_create(ctlr, &s->h, s->mem, size,
+                                          i == SEG_RW ? RSM_ALLOW_REBIND : 0));
+        CHECK_OK(
+            rsm_memseg_export_publish(s->h, &s->segid, with_acl ? acl : NULL, with_acl ? 1 : 0));
+        ready.segid[i] = s->segid;
     }
+    churn.spare = aligned_alloc(PAGE, seg_specs[SEG_RW].size);
+    CHECK(churn.spare != NULL);
+    memcpy(churn.spare, segs[SEG_RW].mem, seg_specs[SEG_RW].size);
+    atomic_store(&churn.stop, 1); /* until CMD_CHURN */
     pbt_send(wr, &ready, sizeof(ready));
     for (;;) {
         cmd = pbt_recv_u32(rd);
+        if (cmd == CMD_CHURN) {
+            atomic_store(&churn.stop, 0);
+            CHECK(pthread_create(&churn.thread, NULL, churn_main, &churn) == 0);
+            continue;
+        }
         if (cmd == CMD_CHECK) {
             check_msg_t msg = {0};
+
+            churn_stop(&churn);
+            msg.rounds = churn.rounds;
 
             msg.rc = exporter_check(segs, &msg);
             pbt_send(wr, &msg, sizeof(msg));
@@ -229,6 +290,7 @@ static int exporter_main(int rd, int wr)
         CHECK(cmd == CMD_EXIT);
         break;
     }
+    churn_stop(&churn);
     for (int i = 0; i < SEG_COUNT; i++) {
         CHECK_OK(rsm_memseg_export_unpublish(segs[i].h));
         CHECK_OK(rsm_memseg_export_destroy(segs[i].h));
@@ -237,6 +299,7 @@ static int exporter_main(int rd, int wr)
         else
             free(segs[i].alloc);
     }
+    free(churn.spare);
     CHECK_OK(rsm_release_controller(ctlr));
     pbt_send_u32(wr, 0);
     return 0;
@@ -1092,12 +1155,19 @@ static void case_live_frame_streams(void)
     memcpy(fz.segid, ready.segid, sizeof(fz.segid));
     fuzz_find_exporter(&fz, fz.segid[SEG_RW]);
     fds_before = proc_fd_count(exporter.pid);
+    pbt_send_u32(exporter.wr, CMD_CHURN);
 
     fuzz_streams(&fz, 0, streams / 4);
     expect_alive(&exporter, 0, "during the first quarter of the streams");
     rss_quarter = proc_status_kb(exporter.pid, "VmRSS");
     fuzz_streams(&fz, streams / 4, streams - streams / 4);
     expect_alive(&exporter, 0, "during the streams");
+
+    /* (this also ends the rebinds and withdrawals) */
+    pbt_send_u32(exporter.wr, CMD_CHECK);
+    pbt_recv(exporter.rd, &check, sizeof(check));
+    CHECK_MSG(check.rc == 0, "the exporter's memory was damaged: %s", check.what);
+    CHECK_MSG(check.rounds > 0, "the exporter made no rebind during the streams");
 
     /* every connection is closed on this side: the exporter closes its
      * ends (a connection in its handshake within a second) */
@@ -1111,22 +1181,19 @@ static void case_live_frame_streams(void)
               "the exporter holds %d descriptors after the streams, %d before", fds_after,
               fds_before);
     rss_end = proc_status_kb(exporter.pid, "VmRSS");
-    printf("live fuzz: %lu frames (%lu with a spoiled seal), %lu replies to %lu requests; %lu "
-           "handshakes spoiled "
-           "(%lu answered REFUSED); %lu streams closed by the exporter, %lu cut, %lu reset; "
-           "%lu redials; exporter resident %ld kB after a quarter, %ld kB at the end; %.1f s\n",
+    printf("live fuzz: %lu frames (%lu with a spoiled seal), %lu replies to %lu requests; "
+           "%lu handshakes spoiled (%lu answered REFUSED); %lu streams closed by the exporter, "
+           "%lu cut, %lu reset; %lu redials; %u rebinds; exporter resident %ld kB after a "
+           "quarter, %ld kB at the end; %.1f s\n",
            fz.frames, fz.frames_spoiled, fz.replies, fz.requests, fz.handshakes_spoiled,
-           fz.handshakes_refused, fz.closed_by_exporter, fz.cut, fz.reset, fz.redials, rss_quarter,
-           rss_end, (double)(now_ms() - t0) / 1e3);
+           fz.handshakes_refused, fz.closed_by_exporter, fz.cut, fz.reset, fz.redials, check.rounds,
+           rss_quarter, rss_end, (double)(now_ms() - t0) / 1e3);
     fflush(stdout);
     CHECK_MSG(rss_end - rss_quarter <= RSS_GROWTH_MAX_KB,
               "the exporter's resident memory grew by %ld kB over the last three quarters of the "
               "streams",
               rss_end - rss_quarter);
 
-    pbt_send_u32(exporter.wr, CMD_CHECK);
-    pbt_recv(exporter.rd, &check, sizeof(check));
-    CHECK_MSG(check.rc == 0, "the exporter's memory was damaged: %s", check.what);
     legitimate_import(&fz);
     expect_alive(&exporter, 0, "after the legitimate import");
 
