@@ -11,7 +11,7 @@
  *
  * What a process of another user, or a faulty process of this one, can make
  * an exporter hold through its rendezvous sockets is bounded (docs/
- * security.md, Resource limits): connections of another user are closed at
+ * security.md, shm segments): connections of another user are closed at
  * accept, connections in their handshake are capped per process and closed
  * after SHM_HANDSHAKE_MS, and running out of descriptors rests the
  * rendezvous sockets instead of spinning.  A timer (the limit tick) runs

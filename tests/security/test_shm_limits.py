@@ -1,6 +1,6 @@
 """Denial of service against an shm exporter's rendezvous socket.
 
-docs/security.md, Resource limits.  The victim's processes are
+docs/security.md, "shm segments" (Limits).  The victim's processes are
 ``pbt-shm-attack export`` (an exporter of one page, a solo process of
 ``postbox-victim``) and ``pbt-shm-attack import`` (its importer).
 
