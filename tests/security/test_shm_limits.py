@@ -20,10 +20,11 @@ docs/security.md, "shm segments" (Limits).  The victim's processes are
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import time
 
-SEGID = 0x80005151
+SEGID = 0x80000000 | random.randrange(1 << 16, 1 << 24)
 
 # Run as the attacker: flood the rendezvous socket of the victim's segment
 # argv[1] for argv[2] seconds.  Prints what it did.
