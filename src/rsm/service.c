@@ -156,8 +156,14 @@ pb_status_t pb_rsm_service_start(void)
         goto err_unmap;
     }
 
-    /* the thread takes no signals: they belong to the application */
+    /* the thread takes no signals: they belong to the application.  But for
+     * the ones its own faults raise: blocked, they would kill the process
+     * past any handler (a crash reporter's, a sanitizer's) */
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

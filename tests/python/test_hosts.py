@@ -127,17 +127,31 @@ if os.environ.get("FLOOD") and pmiid == "0":
 
 out = {"argv": sys.argv[1:], "secret": os.environ.get("POSTBOX_JOB_SECRET"),
        "token_env": os.environ.get("POSTBOX_PMI_TOKEN"), "fd_env": os.environ.get("PMI_FD")}
-c = Conn()
+def connect_and_challenge():
+    # as the library's client does: a connection closed before the proof
+    # (the launcher making room under a flood, a handshake time run out
+    # on a loaded machine) is made again, for up to 15 s
+    import time
+    deadline = time.monotonic() + 15
+    while True:
+        c = Conn()
+        if os.environ.get("MODE") == "v2":
+            out["init"] = c.line("cmd=init pmi_version=2 pmi_subversion=0")
+            challenge = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
+        else:
+            challenge = c.line("cmd=initack pmiid=%s" % pmiid)
+        if challenge is not None or time.monotonic() > deadline:
+            return c, challenge
+        time.sleep(0.05)
+
+c, challenge = connect_and_challenge()
 if os.environ.get("MODE") == "v2":
-    out["init"] = c.line("cmd=init pmi_version=2 pmi_subversion=0")
-    challenge = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
     out["challenge"] = challenge["cmd"]
     full = c.v2("cmd=auth-response;cnonce=%s;mac=%s;" % proof(challenge, int(pmiid)))
     out["rank"], out["size"] = int(full["rank"]), int(full["size"])
     c.v2("cmd=kvs-fence;")
     out["kvs_secret"] = c.v2("cmd=kvs-get;key=pb-job-secret;").get("found")
 else:
-    challenge = c.line("cmd=initack pmiid=%s" % pmiid)
     out["challenge"] = challenge["cmd"]
     first = c.line("cmd=auth-response cnonce=%s mac=%s" % proof(challenge, int(pmiid)))
     sets = {}

@@ -15,13 +15,14 @@ The programs are ``pbt-shm-attack`` (tests/security/shm_attack.c).
 from __future__ import annotations
 
 import os
+import random
 import stat
 import subprocess
 
 RSMERR_PERM_DENIED = 27
 
-IMPERSONATED_SEGID = 0x80000A11
-GENUINE_SEGID = 0x80000A12
+IMPERSONATED_SEGID = 0x80000000 | random.randrange(1 << 16, 1 << 24)
+GENUINE_SEGID = 0x80000000 | random.randrange(1 << 16, 1 << 24)
 
 
 def _first_line(proc: subprocess.Popen) -> str:

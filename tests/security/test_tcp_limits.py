@@ -29,11 +29,12 @@ job of ``postbox-victim``).
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import time
 
-SEGID = 0x80005150
+SEGID = 0x80000000 | random.randrange(1 << 16, 1 << 24)
 PAGE = 4096
 
 # Run as the attacker: flood the exporter's port and rendezvous socket for
