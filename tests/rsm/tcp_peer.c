@@ -207,22 +207,28 @@ static int run_slow_get(rsm_memseg_id_t segid, int threads, size_t bytes)
 static int run_hold(rsm_memseg_id_t segid, int imports)
 {
     rsmapi_controller_handle_t c = controller();
-    int held = 0;
+    rsm_memseg_import_handle_t *held = calloc((size_t)imports, sizeof(*held));
+    int count = 0;
     char byte;
 
-    for (; held < imports; held++) {
-        rsm_memseg_import_handle_t im;
-        int rc = rsm_memseg_import_connect(c, 0, segid, RSM_PERM_RDWR, &im);
+    if (held == NULL)
+        fail("calloc of %d handles failed", imports);
+    for (; count < imports; count++) {
+        int rc = rsm_memseg_import_connect(c, 0, segid, RSM_PERM_RDWR, &held[count]);
 
         if (rc != RSM_SUCCESS) {
-            printf("refused after %d: %d\n", held, rc);
+            printf("refused after %d: %d\n", count, rc);
             break;
         }
     }
-    printf("holding %d\n", held);
+    printf("holding %d\n", count);
     fflush(stdout);
     while (read(0, &byte, 1) > 0)
         ;
+    for (int i = 0; i < count; i++)
+        expect_ok(rsm_memseg_import_disconnect(held[i]), "rsm_memseg_import_disconnect");
+    free(held);
+    expect_ok(rsm_release_controller(c), "rsm_release_controller");
     return 0;
 }
 
