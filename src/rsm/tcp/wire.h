@@ -42,6 +42,10 @@
 #define PB_TCP_PAYLOAD_MAC_SIZE 8
 /* the largest payload of one frame; longer puts are cut into frames */
 #define PB_TCP_MAX_PAYLOAD (1u << 30)
+/* the most bytes one GET may ask for (so the longest REPLY): the exporter
+ * copies a reply whole into its queue, so this bounds what one request
+ * makes it hold; longer gets are cut into several GETs */
+#define PB_TCP_MAX_GET (1u << 20)
 /* the most imports one connection may attach */
 #define PB_TCP_MAX_SLOTS (1u << 20)
 
@@ -174,7 +178,7 @@ typedef enum {
     PB_TCP_ATTACH = 1,  /* tag; payload pb_tcp_attach_t; answered by REPLY */
     PB_TCP_DETACH = 2,  /* slot */
     PB_TCP_PUT = 3,     /* slot, offset, flags (SIGNAL); payload = the data */
-    PB_TCP_GET = 4,     /* tag, slot, offset, count; answered by REPLY with the data */
+    PB_TCP_GET = 4,     /* tag, slot, offset, count (at most PB_TCP_MAX_GET); answered by REPLY */
     PB_TCP_BARRIER = 5, /* tag, slot; answered once every earlier frame is applied */
     PB_TCP_SIGNAL = 6,  /* slot, flags (PB_TCP_FLAG_ACCUMULATE) */
     /* exporter -> importer */
@@ -245,7 +249,8 @@ uint64_t pb_tcp_payload_mac(const pb_tcp_seal_t *seal, uint64_t seq, const void 
 /* The checks that need no state, for a frame arriving at the exporter
  * (@at_exporter 1) or at the importer: known type for that direction, no
  * unknown flag, the fields a type does not use zero, the payload length
- * a type allows.  @return NULL, or the reason the frame is malformed. */
+ * a type allows (a GET's count and a REPLY's length at most
+ * PB_TCP_MAX_GET).  @return NULL, or the reason the frame is malformed. */
 const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter);
 
 /* The largest segment a tcp exporter exports (rsm_memseg_export_create
