@@ -402,13 +402,15 @@ int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg);
  * @return RSM_SUCCESS; RSMERR_BAD_CTLR_HNDL; RSMERR_BAD_ADDR (@im_memseg
  *         NULL); RSMERR_BAD_PERMS; RSMERR_SEG_NOT_PUBLISHED;
  *         RSMERR_SEG_NOT_PUBLISHED_TO_NODE; RSMERR_PERM_DENIED (more
- *         permission than granted, or not of this job; over shm also when
- *         the process answering the segment's rendezvous is of another
+ *         permission than granted; not of this job, either side; or the
+ *         process answering the segment's rendezvous socket is of another
  *         user: logged);
  *         RSMERR_REMOTE_NODE_UNREACHABLE (the controller does not reach
  *         @node_id); RSMERR_TIMEOUT (the exporter did not answer within
- *         5 s; over tcp the lookup, handshake and attach together, a
- *         time POSTBOX_TCP_REQUEST_TIMEOUT_MS changes);
+ *         5 s, or over shm kept turning the connection away that long,
+ *         busy with too many handshakes; over tcp the lookup, handshake
+ *         and attach together, a time POSTBOX_TCP_REQUEST_TIMEOUT_MS
+ *         changes);
  *         RSMERR_CONN_ABORTED (the exporter announced a segment
  *         size of 0 or above the largest it can export, 2^40 bytes; over
  *         shm also when a descriptor it handed over is not a memfd of

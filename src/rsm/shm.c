@@ -8,9 +8,18 @@
  * shm_layout.h, served by the RSM service thread.  Nothing is named in a
  * filesystem: memfds and abstract sockets disappear with their last user,
  * so no exit, kill -9 included, leaves anything behind.
+ *
+ * What a process of another user, or a faulty process of this one, can make
+ * an exporter hold through its rendezvous sockets is bounded (docs/
+ * security.md, shm segments): connections of another user are closed at
+ * accept, connections in their handshake are capped per process and closed
+ * after SHM_HANDSHAKE_MS, and running out of descriptors rests the
+ * rendezvous sockets instead of spinning.  A timer (the limit tick) runs
+ * while a handshake is pending or the sockets rest.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +29,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +43,7 @@
 #include "util/config.h"
 #include "util/futex.h"
 #include "util/log.h"
+#include "util/log_limit.h"
 #include "util/random.h"
 #include "util/siphash.h"
 #include "util/time.h"
@@ -43,6 +54,30 @@
 #define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
 /* an importer asleep in a signal wait re-checks its exporter this often */
 #define SHM_IMPORT_WAIT_SLICE_MS 50
+/* connections to this process's rendezvous sockets that have not finished
+ * their handshake; beyond this the oldest is closed for a newcomer */
+#define SHM_MAX_HANDSHAKES 64
+/* a connection still in its handshake after this long is closed */
+#define SHM_HANDSHAKE_MS 1000
+/* ... and one younger than this is not closed for a newcomer (the
+ * newcomer is, and its importer dials again), so that a flood of new
+ * connections cannot push out an importer before it had time to answer */
+#define SHM_HANDSHAKE_GRACE_MS 200
+/* an importer whose connection was closed before the exporter greeted it
+ * (turned away for load) dials again after this long, until its deadline */
+#define SHM_REDIAL_MS 20
+/* accepts per readiness of a rendezvous socket, so that handshakes in
+ * progress and other sockets are served between a flood's connections */
+#define SHM_ACCEPTS_PER_PASS 8
+/* out of descriptors: the rendezvous sockets rest this long (or until a
+ * connection closes) rather than report readable again at once */
+#define SHM_ACCEPT_REST_MS 100
+/* period of the limit tick, which enforces the two times above */
+#define SHM_LIMIT_TICK_MS 50
+/* a line a peer can cause again and again is logged at most this often */
+#define SHM_LOG_INTERVAL_MS 1000
+
+_Static_assert(PB_SHM_REPLY_FDS == 4, "the descriptor arrays below are initialised with four -1");
 
 typedef struct shm_conn shm_conn_t;
 
@@ -58,6 +93,7 @@ struct shm_export {
     pb_shm_inbox_t *inbox;
     int listen_fd;      /* rendezvous socket, owned by the service entry */
     uint64_t listen_id; /* service entry of the listening socket */
+    int listening;      /* listen_id names a live service entry */
     shm_conn_t **conns; /* connections of the current publication */
     unsigned conn_count;
     unsigned conn_capacity;
@@ -72,8 +108,25 @@ struct shm_conn {
     uint64_t service_id;
     int fd;
     int connected;
+    struct ucred peer; /* (SO_PEERCRED at accept) */
     uint8_t nonce[PB_SHM_NONCE_LEN];
+    /* in its handshake: on shm_limits' list, since accepted_ms */
+    int pending;
+    int64_t accepted_ms;
+    shm_conn_t *older, *newer;
 };
+
+/* What peers can make this process hold (under pb_rsm_lock). */
+static struct {
+    shm_conn_t *oldest, *newest; /* connections in their handshake */
+    unsigned pending;            /* how many */
+    int tick_fd;                 /* the limit tick: a timerfd in the service */
+    uint64_t tick_id;
+    int ticking;
+    int64_t rest_until; /* not 0: the rendezvous sockets rest until then */
+    int atfork_registered;
+    pb_log_limit_t log_peer, log_accept, log_handshake;
+} shm_limits = {.tick_fd = -1};
 
 typedef struct {
     int sock;
@@ -372,10 +425,76 @@ out_close:
     return status;
 }
 
+/* ---- limits on what peers can make this process hold --------------------- */
+
+static void shm_pending_append(shm_conn_t *conn)
+{
+    conn->pending = 1;
+    conn->older = shm_limits.newest;
+    conn->newer = NULL;
+    if (shm_limits.newest != NULL)
+        shm_limits.newest->newer = conn;
+    else
+        shm_limits.oldest = conn;
+    shm_limits.newest = conn;
+    shm_limits.pending++;
+}
+
+static void shm_pending_remove(shm_conn_t *conn)
+{
+    if (!conn->pending)
+        return;
+    if (conn->older != NULL)
+        conn->older->newer = conn->newer;
+    else
+        shm_limits.oldest = conn->newer;
+    if (conn->newer != NULL)
+        conn->newer->older = conn->older;
+    else
+        shm_limits.newest = conn->older;
+    conn->older = conn->newer = NULL;
+    conn->pending = 0;
+    shm_limits.pending--;
+}
+
+/* Start (1) or stop (0) the limit tick. */
+static void shm_limit_tick(int on)
+{
+    struct itimerspec period = {0};
+
+    if (shm_limits.tick_fd < 0 || shm_limits.ticking == on)
+        return;
+    if (on) {
+        period.it_interval.tv_nsec = SHM_LIMIT_TICK_MS * 1000000L;
+        period.it_value = period.it_interval;
+    }
+    if (timerfd_settime(shm_limits.tick_fd, 0, &period, NULL) == 0)
+        shm_limits.ticking = on;
+}
+
+/* Watch (1) or stop watching (0) every rendezvous socket of this process. */
+static void shm_accepting_watch(int on)
+{
+    for (shm_export_t *e = shm_exports; e != NULL; e = e->next) {
+        if (e->listening)
+            (void)pb_rsm_service_rearm(e->listen_id, on ? EPOLLIN : 0);
+    }
+}
+
+/* End a rest of the rendezvous sockets, if they rest. */
+static void shm_accept_resume(void)
+{
+    if (shm_limits.rest_until != 0) {
+        shm_limits.rest_until = 0;
+        shm_accepting_watch(1);
+    }
+}
+
 static void shm_conn_close(shm_conn_t *conn)
 {
     shm_export_t *se = conn->seg->tl;
 
+    shm_pending_remove(conn);
     for (unsigned i = 0; i < se->conn_count; i++) {
         if (se->conns[i] == conn) {
             se->conns[i] = se->conns[--se->conn_count];
@@ -384,7 +503,130 @@ static void shm_conn_close(shm_conn_t *conn)
     }
     pb_rsm_service_remove(conn->service_id); /* closes conn->fd */
     free(conn);
+    shm_accept_resume(); /* a descriptor came free */
 }
+
+/* The limit tick fired: close the connections whose handshake took longer
+ * than SHM_HANDSHAKE_MS, end a rest that is over, and stop the tick when
+ * there is nothing left to watch. */
+static void shm_limits_ready(void *arg, uint32_t events)
+{
+    int64_t now = pb_time_now_ms();
+    uint64_t expirations;
+    unsigned expired = 0;
+
+    (void)arg;
+    (void)events;
+    (void)!read(shm_limits.tick_fd, &expirations, sizeof(expirations));
+    while (shm_limits.oldest != NULL && now - shm_limits.oldest->accepted_ms >= SHM_HANDSHAKE_MS) {
+        shm_conn_close(shm_limits.oldest);
+        expired++;
+    }
+    if (expired > 0)
+        pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
+                       "shm: closed %u rendezvous connections that did not finish their "
+                       "handshake within %d ms",
+                       expired, SHM_HANDSHAKE_MS);
+    if (shm_limits.rest_until != 0 && now >= shm_limits.rest_until)
+        shm_accept_resume();
+    if (shm_limits.pending == 0 && shm_limits.rest_until == 0)
+        shm_limit_tick(0);
+}
+
+/* A forked child has no service thread, and the parent's descriptors are
+ * closed in it (rsm/service.c): forget the tick and the handshakes. */
+static void shm_limits_atfork_child(void)
+{
+    while (shm_limits.oldest != NULL)
+        shm_pending_remove(shm_limits.oldest);
+    shm_limits.tick_fd = -1;
+    shm_limits.tick_id = 0;
+    shm_limits.ticking = 0;
+    shm_limits.rest_until = 0;
+}
+
+/* Create the limit tick, once per process.  @return PB_OK or
+ * PB_ERR_NO_RESOURCE (logged). */
+static pb_status_t shm_limits_start(void)
+{
+    int fd;
+
+    if (shm_limits.tick_fd >= 0)
+        return PB_OK;
+    if (!shm_limits.atfork_registered) {
+        pthread_atfork(NULL, NULL, shm_limits_atfork_child);
+        shm_limits.atfork_registered = 1;
+    }
+    fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0) {
+        pb_error("shm: timerfd_create failed: %m");
+        return PB_ERR_NO_RESOURCE;
+    }
+    if (pb_rsm_service_add(fd, EPOLLIN, shm_limits_ready, NULL, &shm_limits.tick_id) != PB_OK) {
+        close(fd);
+        return PB_ERR_NO_RESOURCE;
+    }
+    shm_limits.tick_fd = fd;
+    shm_limits.ticking = 0;
+    return PB_OK;
+}
+
+/* accept4 on the rendezvous socket of @seg failed with @err.  Out of
+ * descriptors, close the oldest connection in its handshake if it had its
+ * SHM_HANDSHAKE_GRACE_MS, so that the connection waiting to be accepted
+ * (maybe an importer) gets its descriptor, and @return 1 (accept again).
+ * Otherwise rest every rendezvous socket SHM_ACCEPT_REST_MS: the socket
+ * stays readable, so watching it would spin.  Logged, rate-limited. */
+static int shm_accept_failed(const pb_rsm_export_t *seg, int err)
+{
+    const shm_conn_t *oldest = shm_limits.oldest;
+
+    if (err == EAGAIN || err == EINTR || err == ECONNABORTED)
+        return 0;
+    if ((err == EMFILE || err == ENFILE) && oldest != NULL &&
+        pb_time_now_ms() - oldest->accepted_ms >= SHM_HANDSHAKE_GRACE_MS) {
+        shm_conn_close(shm_limits.oldest);
+        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+                       "shm: accept on the rendezvous of segment %#x: %s; closed the oldest "
+                       "connection in its handshake",
+                       seg->segid, strerror(err));
+        return 1;
+    }
+    if (shm_limits.rest_until == 0) {
+        shm_accepting_watch(0);
+        shm_limit_tick(1);
+    }
+    shm_limits.rest_until = pb_time_now_ms() + SHM_ACCEPT_REST_MS;
+    pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+                   "shm: accept on the rendezvous of segment %#x: %s; not accepting for %d ms",
+                   seg->segid, strerror(err), SHM_ACCEPT_REST_MS);
+    return 0;
+}
+
+/* Whether a new connection to the rendezvous of @seg may start its
+ * handshake: below SHM_MAX_HANDSHAKES yes; at the cap the oldest goes for
+ * it, unless even the oldest is younger than SHM_HANDSHAKE_GRACE_MS (then
+ * the newcomer goes, and its importer dials again).  Logged, rate-limited. */
+static int shm_handshake_admit(const pb_rsm_export_t *seg)
+{
+    if (shm_limits.pending < SHM_MAX_HANDSHAKES)
+        return 1;
+    if (pb_time_now_ms() - shm_limits.oldest->accepted_ms < SHM_HANDSHAKE_GRACE_MS) {
+        pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
+                       "shm: turned away a connection to the rendezvous of segment %#x: %u "
+                       "connections in their handshake",
+                       seg->segid, shm_limits.pending);
+        return 0;
+    }
+    pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
+                   "shm: closed the oldest of %u connections in their handshake for a new "
+                   "one (to segment %#x)",
+                   shm_limits.pending, seg->segid);
+    shm_conn_close(shm_limits.oldest);
+    return 1;
+}
+
+/* ---- serving importers ----------------------------------------------------- */
 
 static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb_status_t status,
                            rsm_permission_t granted)
@@ -419,6 +661,7 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
             }
         }
     }
+    /* (the request's MAC was right: this peer is of the job) */
     reply.mac = shm_reply_mac(req->nonce, &reply);
     if (status == PB_OK) {
         struct cmsghdr *cmsg;
@@ -442,6 +685,7 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
     if (data_fd >= 0 && data_fd != se->data_fd)
         close(data_fd);
     if (status == PB_OK) {
+        shm_pending_remove(conn);
         conn->connected = 1;
         se->imported = 1;
     } else {
@@ -449,39 +693,46 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
     }
 }
 
+/* Answer a request that does not prove it is of the job with REFUSED,
+ * which carries no MAC, and close the connection. */
+static void shm_conn_refuse(shm_conn_t *conn, const pb_shm_msg_request_t *req)
+{
+    pb_shm_msg_reply_t refused = {
+        .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REFUSED}};
+
+    pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+                   "shm: refused import of segment %#x by pid %d: not of this job", req->segid,
+                   (int)conn->peer.pid);
+    (void)send(conn->fd, &refused, sizeof(refused), MSG_NOSIGNAL | MSG_DONTWAIT);
+    shm_conn_close(conn);
+}
+
 static void shm_conn_handle_request(shm_conn_t *conn)
 {
     pb_shm_msg_request_t req;
-    struct ucred cred;
-    socklen_t cred_len = sizeof(cred);
     ssize_t n = recv(conn->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
     int grant;
 
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n != (ssize_t)sizeof(req) || !shm_msg_hdr_ok(&req.hdr, PB_SHM_MSG_REQUEST)) {
-        if (n != 0)
-            pb_warn("closing rendezvous connection: malformed import request (%zd bytes)", n);
+        if (n > 0)
+            pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+                           "shm: closing a rendezvous connection of pid %d: malformed import "
+                           "request (%zd bytes)",
+                           (int)conn->peer.pid, n);
         shm_conn_close(conn);
         return;
     }
-    if (getsockopt(conn->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
-        pb_error("SO_PEERCRED failed: %m");
-        shm_conn_close(conn);
-        return;
-    }
-    if (req.mac != shm_request_mac(conn->nonce, &req) ||
-        (!pb_boot_identity_get()->has_secret && cred.uid != geteuid())) {
-        pb_info("refused import of segment %#x by pid %d: not of this job", req.segid,
-                (int)cred.pid);
-        shm_conn_reply(conn, &req, PB_ERR_PERMISSION, 0);
+    if (req.mac != shm_request_mac(conn->nonce, &req)) {
+        shm_conn_refuse(conn, &req);
         return;
     }
     if (!conn->seg->published || req.segid != conn->seg->segid) {
         shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED, 0);
         return;
     }
-    grant = pb_rsm_acl_grant(conn->seg, req.node, cred.uid, cred.gid);
+    grant = pb_rsm_acl_grant(conn->seg, req.node, conn->peer.uid, conn->peer.gid);
     if (grant < 0) {
         shm_conn_reply(conn, &req, PB_ERR_NOT_PUBLISHED_TO_NODE, 0);
         return;
@@ -520,45 +771,83 @@ static int shm_conns_grow(shm_export_t *se)
     return 1;
 }
 
+/* Serve accepted connection @fd of @peer to the rendezvous of @seg: greet
+ * it with a fresh nonce and wait for its request (closed on failure). */
+static void shm_conn_open(pb_rsm_export_t *seg, int fd, const struct ucred *peer)
+{
+    shm_export_t *se = seg->tl;
+    pb_shm_msg_hello_t hello = {
+        .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_HELLO}};
+    shm_conn_t *conn = calloc(1, sizeof(*conn));
+
+    if (conn == NULL || (se->conn_count == se->conn_capacity && !shm_conns_grow(se))) {
+        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+                       "shm: turned away an importer of segment %#x: out of memory", seg->segid);
+        free(conn);
+        close(fd);
+        return;
+    }
+    conn->seg = seg;
+    conn->fd = fd;
+    conn->peer = *peer;
+    conn->accepted_ms = pb_time_now_ms();
+    if (pb_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
+        pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
+            PB_OK) {
+        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+                       "shm: turned away an importer of segment %#x: %s", seg->segid,
+                       strerror(errno));
+        free(conn);
+        close(fd);
+        return;
+    }
+    se->conns[se->conn_count++] = conn;
+    shm_pending_append(conn);
+    shm_limit_tick(1);
+    memcpy(hello.nonce, conn->nonce, sizeof(hello.nonce));
+    if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello))
+        shm_conn_close(conn);
+}
+
 static void shm_listen_ready(void *arg, uint32_t events)
 {
     pb_rsm_export_t *seg = arg;
-    shm_export_t *se = seg->tl;
 
-    for (;;) {
-        pb_shm_msg_hello_t hello = {
-            .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_HELLO}};
-        shm_conn_t *conn;
+    (void)events;
+    for (int i = 0; i < SHM_ACCEPTS_PER_PASS && shm_limits.rest_until == 0; i++) {
+        shm_export_t *se = seg->tl;
+        struct ucred peer;
+        socklen_t peer_len = sizeof(peer);
         int fd = accept4(se->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
         if (fd < 0) {
-            if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                pb_warn("accept on the rendezvous socket of segment %#x failed: %m", seg->segid);
+            if (shm_accept_failed(seg, errno))
+                continue;
             return;
         }
-        conn = calloc(1, sizeof(*conn));
-        if (conn == NULL || (se->conn_count == se->conn_capacity && !shm_conns_grow(se))) {
-            pb_warn("refusing an importer of segment %#x: out of memory", seg->segid);
-            free(conn);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0) {
+            pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+                           "shm: SO_PEERCRED on a rendezvous connection failed: %s",
+                           strerror(errno));
             close(fd);
             continue;
         }
-        conn->seg = seg;
-        conn->fd = fd;
-        if (pb_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
-            pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
-                PB_OK) {
-            pb_warn("refusing an importer of segment %#x: %m", seg->segid);
-            free(conn);
+        /* a job is one user's (and an importer refuses an exporter of
+         * another user): nothing to serve, not even a greeting */
+        if (peer.uid != geteuid()) {
+            pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+                           "shm: closed a connection to the rendezvous of segment %#x from pid "
+                           "%d of uid %u: not of this user",
+                           seg->segid, (int)peer.pid, (unsigned)peer.uid);
             close(fd);
             continue;
         }
-        se->conns[se->conn_count++] = conn;
-        memcpy(hello.nonce, conn->nonce, sizeof(hello.nonce));
-        if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello))
-            shm_conn_close(conn);
+        if (!shm_handshake_admit(seg)) {
+            close(fd);
+            continue;
+        }
+        shm_conn_open(seg, fd, &peer);
     }
-    (void)events;
 }
 
 /* The publication's two control pages: the exporter's, which only this
@@ -613,6 +902,9 @@ static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *seg
     pb_status_t status;
     int fd;
 
+    status = shm_limits_start();
+    if (status != PB_OK)
+        return status;
     status = pb_rsm_rendezvous_listen(SHM_RENDEZVOUS_PREFIX, node, &segid, &fd);
     if (status != PB_OK)
         return status;
@@ -620,9 +912,12 @@ static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *seg
     if (status != PB_OK)
         goto err_close;
     se->listen_fd = fd;
-    status = pb_rsm_service_add(fd, EPOLLIN, shm_listen_ready, seg, &se->listen_id);
+    /* (while the rendezvous sockets rest, this one rests with them) */
+    status = pb_rsm_service_add(fd, shm_limits.rest_until != 0 ? 0 : EPOLLIN, shm_listen_ready, seg,
+                                &se->listen_id);
     if (status != PB_OK)
         goto err_release_ctl;
+    se->listening = 1;
     se->imported = 0;
     *segid_p = segid;
     return PB_OK;
@@ -640,6 +935,7 @@ static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
     int fresh_fd;
 
     pb_rsm_service_remove(se->listen_id); /* the name disappears */
+    se->listening = 0;
     while (se->conn_count > 0)
         shm_conn_close(se->conns[se->conn_count - 1]);
     /* cut importers off: they check the state before each access, and
@@ -675,21 +971,34 @@ static inline int shm_import_alive(const shm_import_t *si)
            !pb_rsm_liveness_dead(si->liveness);
 }
 
-/* Receive the reply and its descriptors; fds_p gets PB_SHM_REPLY_FDS of them. */
-static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p[PB_SHM_REPLY_FDS])
+/* Receive the exporter's answer to the request of @im, with its
+ * descriptors in @fds: those received, then -1 in every slot left, so that
+ * the caller may close each slot that is not -1 whatever happened.
+ * @return PB_OK for a REPLY (holding all PB_SHM_REPLY_FDS descriptors if
+ * its status is PB_OK), PB_ERR_PERMISSION for REFUSED (one warning),
+ * PB_ERR_TIMEOUT (logged), PB_ERR_NOT_PUBLISHED if the exporter hung up,
+ * PB_ERR_PROTOCOL for anything else; on error @fds holds only -1. */
+static pb_status_t shm_recv_reply(const pb_rsm_import_t *im, int sock, pb_shm_msg_reply_t *reply,
+                                  int fds[PB_SHM_REPLY_FDS])
 {
     char cbuf[CMSG_SPACE(sizeof(int) * PB_SHM_REPLY_FDS)];
     struct iovec iov = {reply, sizeof(*reply)};
     struct msghdr msg = {
         .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-    struct cmsghdr *cmsg;
+    pb_status_t status = PB_OK;
     ssize_t n;
     int nfds = 0;
+    int err;
 
+    for (int i = 0; i < PB_SHM_REPLY_FDS; i++)
+        fds[i] = -1;
     do {
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
-    for (cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    err = errno;
+    /* (the control buffer holds something only when a message came) */
+    for (struct cmsghdr *cmsg = n >= 0 ? CMSG_FIRSTHDR(&msg) : NULL; cmsg != NULL;
+         cmsg = CMSG_NXTHDR(&msg, cmsg)) {
         if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
             int count = (int)((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 
@@ -698,25 +1007,38 @@ static pb_status_t shm_recv_reply(int sock, pb_shm_msg_reply_t *reply, int fds_p
 
                 memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
                 if (nfds < PB_SHM_REPLY_FDS)
-                    fds_p[nfds++] = fd;
+                    fds[nfds++] = fd;
                 else
                     close(fd);
             }
         }
     }
-    if (n != (ssize_t)sizeof(*reply) || !shm_msg_hdr_ok(&reply->hdr, PB_SHM_MSG_REPLY) ||
-        (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-        (reply->status == PB_OK && nfds != PB_SHM_REPLY_FDS)) {
-        for (int i = 0; i < nfds; i++)
-            close(fds_p[i]);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            pb_error("exporter did not answer the import request in %d s", SHM_CONNECT_TIMEOUT_S);
-            return PB_ERR_TIMEOUT;
-        }
+    if (n == (ssize_t)sizeof(*reply) && shm_msg_hdr_ok(&reply->hdr, PB_SHM_MSG_REFUSED)) {
+        /* unauthenticated, like a close: the exporter MACs nothing for a
+         * peer that did not prove it is of the job */
+        pb_warn("import of segment %#x refused by its exporter: this process is not of its job",
+                im->segid);
+        status = PB_ERR_PERMISSION;
+    } else if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
+        pb_error("the exporter of segment %#x did not answer the import request within the "
+                 "connect timeout (%d s)",
+                 im->segid, SHM_CONNECT_TIMEOUT_S);
+        status = PB_ERR_TIMEOUT;
+    } else if (n <= 0) {
         /* an exporter that vanishes mid-handshake took its segment along */
-        return n <= 0 ? PB_ERR_NOT_PUBLISHED : PB_ERR_PROTOCOL;
+        status = PB_ERR_NOT_PUBLISHED;
+    } else if (n != (ssize_t)sizeof(*reply) || !shm_msg_hdr_ok(&reply->hdr, PB_SHM_MSG_REPLY) ||
+               (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+               (reply->status == PB_OK && nfds != PB_SHM_REPLY_FDS)) {
+        status = PB_ERR_PROTOCOL;
     }
-    return PB_OK;
+    if (status != PB_OK) {
+        for (int i = 0; i < nfds; i++) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+    return status;
 }
 
 /* Whether descriptor @fd, the exporter's @what, may be mapped for @need
@@ -759,9 +1081,11 @@ static void shm_import_unmap(shm_import_t *si, size_t size)
         munmap((void *)si->liveness, shm_page_size());
 }
 
-/* Run the handshake on connected @sock; on success map what the exporter
- * handed over into @si. */
-static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
+/* Run the handshake on connected si->sock; on success map what the
+ * exporter handed over into @si.  *@turned_away_p is set if the exporter
+ * closed the connection before greeting it: turned away for load, or
+ * withdrawing the segment (a new connection tells which). */
+static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si, int *turned_away_p)
 {
     pb_shm_msg_hello_t hello;
     pb_shm_msg_request_t req = {
@@ -771,7 +1095,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         .perm = im->perm,
     };
     pb_shm_msg_reply_t reply;
-    int fds[PB_SHM_REPLY_FDS];
+    int fds[PB_SHM_REPLY_FDS] = {-1, -1, -1, -1};
     int prot = PROT_READ | ((im->perm & RSM_PERM_WRITE) ? PROT_WRITE : 0);
     pb_status_t status;
     ssize_t n;
@@ -780,12 +1104,15 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
         n = recv(si->sock, &hello, sizeof(hello), MSG_TRUNC);
     } while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        pb_error("exporter of segment %#x did not answer in %d s", im->segid,
-                 SHM_CONNECT_TIMEOUT_S);
+        pb_error("the exporter of segment %#x did not greet us within the connect timeout (%d s)",
+                 im->segid, SHM_CONNECT_TIMEOUT_S);
         return PB_ERR_TIMEOUT;
     }
-    /* a rendezvous that closes before greeting us was being withdrawn */
-    if (n <= 0)
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+        *turned_away_p = 1;
+        return PB_ERR_NOT_PUBLISHED;
+    }
+    if (n < 0)
         return PB_ERR_NOT_PUBLISHED;
     if (n != (ssize_t)sizeof(hello) || !shm_msg_hdr_ok(&hello.hdr, PB_SHM_MSG_HELLO))
         return PB_ERR_PROTOCOL;
@@ -794,7 +1121,7 @@ static pb_status_t shm_import_handshake(pb_rsm_import_t *im, shm_import_t *si)
     req.mac = shm_request_mac(hello.nonce, &req);
     if (send(si->sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
         return PB_ERR_NOT_PUBLISHED;
-    status = shm_recv_reply(si->sock, &reply, fds);
+    status = shm_recv_reply(im, si->sock, &reply, fds);
     if (status != PB_OK)
         return status;
     if (reply.mac != shm_reply_mac(req.nonce, &reply)) {
@@ -875,23 +1202,24 @@ static pb_status_t shm_import_check_exporter(const pb_rsm_import_t *im, int sock
     return PB_OK;
 }
 
-static pb_status_t shm_import_connect(pb_rsm_import_t *im)
+/* One connection to the rendezvous of @im and its handshake, before
+ * @deadline (pb_time_now_ms); on success si->sock is the connection.
+ * *@turned_away_p as for shm_import_handshake. */
+static pb_status_t shm_import_dial(pb_rsm_import_t *im, shm_import_t *si, int64_t deadline,
+                                   int *turned_away_p)
 {
-    struct timeval timeout = {.tv_sec = SHM_CONNECT_TIMEOUT_S};
+    int remaining = pb_time_remaining_ms(deadline, -1);
+    struct timeval timeout = {.tv_sec = remaining / 1000, .tv_usec = (remaining % 1000) * 1000};
     struct sockaddr_un addr;
     socklen_t len;
-    shm_import_t *si = calloc(1, sizeof(*si));
     pb_status_t status;
     int ret;
 
-    if (si == NULL)
-        return PB_ERR_NO_MEMORY;
-    si->data_fd = -1;
+    *turned_away_p = 0;
     si->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (si->sock < 0) {
         pb_error("socket(AF_UNIX) failed: %m");
-        status = PB_ERR_NO_RESOURCE;
-        goto err_free;
+        return PB_ERR_NO_RESOURCE;
     }
     setsockopt(si->sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     setsockopt(si->sock, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
@@ -902,25 +1230,59 @@ static pb_status_t shm_import_connect(pb_rsm_import_t *im)
     if (ret != 0) {
         if (errno == ECONNREFUSED || errno == ENOENT) {
             status = PB_ERR_NOT_PUBLISHED;
+        } else if (errno == EAGAIN) {
+            /* its backlog stayed full until the deadline */
+            pb_error("the rendezvous of segment %#x did not take our connection within the "
+                     "connect timeout (%d s)",
+                     im->segid, SHM_CONNECT_TIMEOUT_S);
+            status = PB_ERR_TIMEOUT;
         } else {
             pb_error("connecting to segment %#x failed: %m", im->segid);
             status = PB_ERR_NO_RESOURCE;
         }
-        goto err_close;
+    } else {
+        status = shm_import_check_exporter(im, si->sock);
+        if (status == PB_OK)
+            status = shm_import_handshake(im, si, turned_away_p);
     }
-    status = shm_import_check_exporter(im, si->sock);
-    if (status == PB_OK)
-        status = shm_import_handshake(im, si);
-    if (status != PB_OK)
-        goto err_close;
+    if (status != PB_OK) {
+        close(si->sock);
+        si->sock = -1;
+    }
+    return status;
+}
+
+static pb_status_t shm_import_connect(pb_rsm_import_t *im)
+{
+    int64_t deadline = pb_time_now_ms() + SHM_CONNECT_TIMEOUT_S * 1000;
+    shm_import_t *si = calloc(1, sizeof(*si));
+    pb_status_t status;
+    int turned_away;
+
+    if (si == NULL)
+        return PB_ERR_NO_MEMORY;
+    si->data_fd = -1;
+    for (;;) {
+        struct timespec pause = {.tv_nsec = SHM_REDIAL_MS * 1000000L};
+
+        status = shm_import_dial(im, si, deadline, &turned_away);
+        if (!turned_away)
+            break;
+        if (pb_time_remaining_ms(deadline, -1) <= SHM_REDIAL_MS) {
+            pb_error("import of segment %#x: its exporter kept turning our connection away for "
+                     "%d s",
+                     im->segid, SHM_CONNECT_TIMEOUT_S);
+            status = PB_ERR_TIMEOUT;
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    if (status != PB_OK) {
+        free(si);
+        return status;
+    }
     im->tl = si;
     return PB_OK;
-
-err_close:
-    close(si->sock);
-err_free:
-    free(si);
-    return status;
 }
 
 static void shm_import_disconnect(pb_rsm_import_t *im)

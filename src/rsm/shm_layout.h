@@ -109,15 +109,22 @@ _Static_assert(offsetof(pb_shm_inbox_t, import_waiters) == 64, "importer waiters
  * the request, so the secret never crosses the socket and each side proves
  * it belongs to the job.  The connection then stays open: its end tells the
  * exporter that the importer has gone.
+ *
+ * A REQUEST whose MAC is wrong is answered with REFUSED instead of REPLY
+ * (a reply without MAC, status and descriptors): the exporter MACs nothing
+ * for a peer that has not proven it is of the job, so it cannot be used
+ * to MAC values of a stranger's choosing.  REFUSED carries no proof, but
+ * believing it costs the importer nothing a close would not.
  */
 #define PB_SHM_MSG_MAGIC 0x50424d53u /* "PBMS" */
-#define PB_SHM_PROTOCOL_VERSION 2
+#define PB_SHM_PROTOCOL_VERSION 3
 #define PB_SHM_NONCE_LEN 16
 
 enum {
     PB_SHM_MSG_HELLO = 1,
     PB_SHM_MSG_REQUEST = 2,
-    PB_SHM_MSG_REPLY = 3
+    PB_SHM_MSG_REPLY = 3,
+    PB_SHM_MSG_REFUSED = 4 /* a pb_shm_msg_reply_t, all zero but its header */
 };
 
 typedef struct {

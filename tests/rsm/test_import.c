@@ -1,5 +1,8 @@
 /* Import side: connect and disconnect, access lists and permissions. */
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rsm_util.h"
 
@@ -255,6 +258,99 @@ static void case_connect_two_segments_of_one_exporter_distinct(void)
     CHECK_OK(rsm_release_controller(c));
 }
 
+/* descriptors the caller holds before a connect, and what each refers to */
+#define CANARY_FDS 12
+
+typedef struct {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+} held_fd_t;
+
+static void held_fd_record(held_fd_t *held, int fd)
+{
+    struct stat st;
+
+    CHECK_MSG(fstat(fd, &st) == 0, "fstat(%d) failed", fd);
+    held->fd = fd;
+    held->dev = st.st_dev;
+    held->ino = st.st_ino;
+}
+
+static void held_fd_check(const held_fd_t *held, const char *when)
+{
+    struct stat st;
+
+    CHECK_MSG(fcntl(held->fd, F_GETFD) >= 0, "%s: descriptor %d was closed", when, held->fd);
+    CHECK_MSG(fstat(held->fd, &st) == 0 && st.st_dev == held->dev && st.st_ino == held->ino,
+              "%s: descriptor %d now refers to another file", when, held->fd);
+}
+
+/* Fill the stack the connect is about to use with the numbers of @fds, so
+ * that any slot it leaves uninitialised holds one of them, as it would if
+ * earlier calls had left them there. */
+static __attribute__((noinline)) void stack_fill_with_fds(const held_fd_t *fds, int count)
+{
+    volatile int area[16384];
+
+    for (size_t i = 0; i < sizeof(area) / sizeof(area[0]); i++)
+        area[i] = fds[i % (size_t)count].fd;
+    __asm__ volatile("" : : "r"(area) : "memory");
+}
+
+/* A refused connect (permission denied, not published to this node)
+ * closes no descriptor of the caller: its own published segment and its
+ * other descriptors keep working. */
+static void case_connect_refused_leaves_descriptors_alone(void)
+{
+    pbt_export_opts_t read_only = {.size = PG, .acl_len = 1, .acl = {{PBT_NODE_LOCAL, 0400}}};
+    pbt_export_opts_t elsewhere = {.size = PG, .acl_len = 1, .acl = {{PBT_NODE_OTHER, 0600}}};
+    rsmapi_controller_handle_t c = pbt_ctlr_get();
+    rsm_memseg_import_handle_t im;
+    held_fd_t held[CANARY_FDS + 3];
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pbt_local_export_t own;
+    pbt_exporter_t ex_ro, ex_elsewhere;
+    uint8_t v = 0x5a, back = 0;
+    int count = 0;
+
+    CHECK(null_fd >= 0);
+    pbt_exporter_start(&ex_ro, &read_only);
+    pbt_exporter_start(&ex_elsewhere, &elsewhere);
+    pbt_local_export(&own, PG, 0, 0);
+    /* low numbers first: stack garbage is mostly small integers */
+    held_fd_record(&held[count++], 0);
+    held_fd_record(&held[count++], ex_ro.peer.wr);
+    held_fd_record(&held[count++], ex_elsewhere.peer.rd);
+    for (int i = 0; i < CANARY_FDS; i++)
+        held_fd_record(&held[count++], fcntl(null_fd, F_DUPFD_CLOEXEC, 3));
+    for (int round = 0; round < 4; round++) {
+        stack_fill_with_fds(held, count);
+        CHECK_RC(pbt_connect(c, &ex_ro, RSM_PERM_RDWR, &im), RSMERR_PERM_DENIED);
+        stack_fill_with_fds(held, count);
+        CHECK_RC(pbt_connect(c, &ex_elsewhere, RSM_PERM_READ, &im),
+                 RSMERR_SEG_NOT_PUBLISHED_TO_NODE);
+        for (int i = 0; i < count; i++)
+            held_fd_check(&held[i], "after refused connects");
+    }
+    /* the caller's own segment is still served, its exporters still obey */
+    CHECK_OK(rsm_memseg_import_connect(c, own.node, own.segid, RSM_PERM_RDWR, &im));
+    CHECK_OK(rsm_memseg_import_put(im, 7, &v, 1));
+    CHECK_OK(rsm_memseg_import_get(im, 7, &back, 1));
+    CHECK_EQ_U64(back, v);
+    CHECK_EQ_U64(((volatile uint8_t *)own.mem)[7], v);
+    CHECK_OK(rsm_memseg_import_disconnect(im));
+    CHECK_OK(pbt_connect(c, &ex_ro, RSM_PERM_READ, &im));
+    CHECK_OK(rsm_memseg_import_disconnect(im));
+    pbt_local_export_end(&own);
+    pbt_exporter_stop(&ex_ro);
+    pbt_exporter_stop(&ex_elsewhere);
+    for (int i = 3; i < count; i++)
+        close(held[i].fd);
+    close(null_fd);
+    CHECK_OK(rsm_release_controller(c));
+}
+
 static const pbt_case_t cases[] = {
     PBT_CASE(connect_bad_perm_bad_perms),
     PBT_CASE(connect_other_node_unreachable),
@@ -271,6 +367,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(disconnect_twice_bad_seg_hndl),
     PBT_CASE(connect_many_imports_of_one_segment),
     PBT_CASE(connect_two_segments_of_one_exporter_distinct),
+    PBT_CASE(connect_refused_leaves_descriptors_alone),
 };
 
 int main(int argc, char **argv)
