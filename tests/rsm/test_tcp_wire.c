@@ -2,7 +2,8 @@
  * The pure part of the tcp transport (src/rsm/tcp/wire.c: the test compiles
  * its source in): the handshake's checks on both sides, the session keys,
  * the frame MACs and sequence numbers as the receive machine checks them,
- * and the importer's check of what an exporter announces.  A real peer
+ * the importer's check of what an exporter announces, and the most a GET
+ * may ask for (so what one request makes an exporter hold).  A real peer
  * never sends a forged, replayed or reordered frame, nor a relayed
  * handshake, so these are tested here on the functions the transport
  * calls (pb_tcp_conn_read_auth, pb_tcp_dial, tcp_conn_read).  And the
@@ -414,6 +415,34 @@ static void case_attach_size_impossible_refused(void)
     CHECK(pb_tcp_attach_size_check(UINT64_MAX) != NULL);
 }
 
+/* a GET asks for 1 to PB_TCP_MAX_GET bytes, a REPLY carries at most that
+ * many: the exporter holds at most one such reply per request */
+static void case_get_of_at_most_max_get_bytes(void)
+{
+    pb_tcp_frame_t get = {.type = PB_TCP_GET, .slot = 1, .tag = 9, .offset = 4096};
+    pb_tcp_frame_t reply = {.type = PB_TCP_REPLY, .slot = 1, .tag = 9};
+
+    get.count = 1;
+    CHECK(pb_tcp_frame_check(&get, 1) == NULL);
+    get.count = PB_TCP_MAX_GET;
+    CHECK(pb_tcp_frame_check(&get, 1) == NULL);
+    get.count = 0;
+    CHECK(pb_tcp_frame_check(&get, 1) != NULL);
+    get.count = PB_TCP_MAX_GET + 1;
+    CHECK(pb_tcp_frame_check(&get, 1) != NULL);
+    get.count = PB_TCP_MAX_PAYLOAD;
+    CHECK(pb_tcp_frame_check(&get, 1) != NULL);
+    get.count = UINT32_MAX;
+    CHECK(pb_tcp_frame_check(&get, 1) != NULL);
+
+    reply.length = PB_TCP_MAX_GET;
+    CHECK(pb_tcp_frame_check(&reply, 0) == NULL);
+    reply.length = PB_TCP_MAX_GET + 1;
+    CHECK(pb_tcp_frame_check(&reply, 0) != NULL);
+    reply.length = PB_TCP_MAX_PAYLOAD;
+    CHECK(pb_tcp_frame_check(&reply, 0) != NULL);
+}
+
 /* ---- a rebind while a put is being received ------------------------------ */
 
 #define SEG 16384
@@ -588,6 +617,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(dropped_payload_checked),
     PBT_CASE(attach_size_exportable_accepted),
     PBT_CASE(attach_size_impossible_refused),
+    PBT_CASE(get_of_at_most_max_get_bytes),
     PBT_CASE(word_last_put_straddling_rebind_lands_whole_in_new_memory),
     PBT_CASE(put_straddling_rebind_lands_whole_in_new_memory),
     PBT_CASE(put_straddling_unpublish_is_dropped),

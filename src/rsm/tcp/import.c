@@ -485,36 +485,54 @@ pb_status_t pb_tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size
     return pb_tcp_put_vector(im, &entry, 1, 0, 0);
 }
 
+/* A get is cut into pieces of at most PB_TCP_MAX_GET bytes, each a GET
+ * frame whose reply is received straight into its place in @dst; up to
+ * TCP_GET_WINDOW of them are outstanding at once on the primary rail, so
+ * that the exporter has the next piece to send while the importer
+ * receives one.  Replies come in the order the GETs went (one connection),
+ * so the pieces are finished in order.  When a piece fails, every other
+ * one outstanding is taken off its connection before returning (their
+ * requests live in this frame; a late reply is dropped); when the rail
+ * broke, the pieces from the first unfinished one are asked for again over
+ * the next rail. */
 pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length)
 {
     pb_tcp_import_t *ti = im->tl;
-    char *to = dst;
+    pb_tcp_request_t reqs[TCP_GET_WINDOW];
+    size_t pieces = length / PB_TCP_MAX_GET + (length % PB_TCP_MAX_GET != 0);
+    size_t sent = 0, finished = 0; /* pieces asked for, pieces received */
     pb_status_t status = pb_tcp_import_state(ti);
-
     int64_t deadline = pb_tcp_reply_deadline();
+    pb_tcp_rail_t *rail;
 
     if (status != PB_OK)
         return status;
     pthread_mutex_lock(&ti->lock);
-    while (length > 0) {
-        uint32_t chunk = length > PB_TCP_MAX_PAYLOAD ? PB_TCP_MAX_PAYLOAD : (uint32_t)length;
-        pb_tcp_frame_t frame = {.type = PB_TCP_GET, .offset = offset, .count = chunk};
-        pb_tcp_request_t req = {.dst = to, .dst_len = chunk};
-        pb_tcp_rail_t *rail;
-
-        status = pb_tcp_import_heal(im);
-        if (status != PB_OK)
-            break;
+    status = pb_tcp_import_heal(im);
+    while (status == PB_OK && finished < pieces) {
         rail = pb_tcp_primary_rail(ti);
-        frame.slot = rail->slot;
-        status = pb_tcp_request(rail->conn, &frame, NULL, &req, deadline);
-        if (status != PB_OK && pb_tcp_rail_broken(rail))
-            continue; /* ask again over another rail */
-        if (status != PB_OK)
-            break;
-        to += chunk;
-        offset += chunk;
-        length -= chunk;
+        for (; sent < pieces && sent - finished < TCP_GET_WINDOW; sent++) {
+            size_t at = sent * PB_TCP_MAX_GET;
+            uint32_t chunk =
+                (uint32_t)(length - at > PB_TCP_MAX_GET ? PB_TCP_MAX_GET : length - at);
+            pb_tcp_frame_t frame = {
+                .type = PB_TCP_GET, .slot = rail->slot, .offset = offset + at, .count = chunk};
+            pb_tcp_request_t *req = &reqs[sent % TCP_GET_WINDOW];
+
+            *req = (pb_tcp_request_t){.dst = (char *)dst + at, .dst_len = chunk};
+            pb_tcp_request_begin(rail->conn, &frame, NULL, req);
+        }
+        status = pb_tcp_request_end(&reqs[finished % TCP_GET_WINDOW], deadline);
+        if (status == PB_OK) {
+            finished++;
+            continue;
+        }
+        /* the pieces after it: off the connection (a broken one failed them all) */
+        for (size_t i = finished + 1; i < sent; i++)
+            (void)tcp_request_abandon(&reqs[i % TCP_GET_WINDOW]);
+        sent = finished;
+        if (pb_tcp_rail_broken(rail))
+            status = pb_tcp_import_heal(im); /* ask again over another rail */
     }
     pthread_mutex_unlock(&ti->lock);
     return status;

@@ -89,7 +89,8 @@
 #define TCP_LIMIT_TICK_MS 50
 /* an exporter stops reading a connection's requests while this many bytes
  * of replies are queued for it, and reads again once they fell to
- * TCP_OUTQ_RESUME: a queue holds at most TCP_OUTQ_PAUSE plus one reply */
+ * TCP_OUTQ_RESUME: a queue holds at most TCP_OUTQ_PAUSE plus one reply
+ * (at most PB_TCP_MAX_GET bytes of data) */
 #define TCP_OUTQ_PAUSE ((size_t)4 << 20)
 #define TCP_OUTQ_RESUME ((size_t)1 << 20)
 /* LOOKUPs this process relays to its node's rendezvous sockets at once */
@@ -122,6 +123,10 @@
 /* a claimant's poll reads the connection data came on last directly, and
  * the whole epoll set every this many polls */
 #define TCP_HOT_POLLS 4
+/* GET frames of one get outstanding at once (pieces of PB_TCP_MAX_GET
+ * bytes): enough that the exporter has the next piece to send while the
+ * importer receives one */
+#define TCP_GET_WINDOW 4
 /* frames one write may carry (a putv's entries) */
 #define TCP_GATHER_MAX RSM_MAX_SGIOREQS
 

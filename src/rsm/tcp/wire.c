@@ -300,8 +300,10 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
     } else if (frame->length != frame_rules[frame->type].fixed_length) {
         return "payload length wrong for the frame type";
     }
-    if (frame->type == PB_TCP_GET && (frame->count == 0 || frame->count > PB_TCP_MAX_PAYLOAD))
+    if (frame->type == PB_TCP_GET && (frame->count == 0 || frame->count > PB_TCP_MAX_GET))
         return "get of zero or too many bytes";
+    if (frame->type == PB_TCP_REPLY && frame->length > PB_TCP_MAX_GET)
+        return "reply longer than a get may ask for";
     if (frame->type == PB_TCP_PUT && frame->length == 0)
         return "empty put";
     if ((frame->flags & PB_TCP_FLAG_WORD_LAST) &&

@@ -46,6 +46,10 @@
  * numbers are 1 .. this); an ATTACH beyond is answered PB_ERR_NO_RESOURCE.
  * What a post at the exporter queues, and its cost, grows with it. */
 #define PB_TCP_MAX_SLOTS 4096u
+/* the most bytes one GET may ask for (so the longest REPLY): the exporter
+ * copies a reply whole into its queue, so this bounds what one request
+ * makes it hold; longer gets are cut into several GETs */
+#define PB_TCP_MAX_GET (1u << 20)
 
 /* ---- handshake -------------------------------------------------------------- */
 
@@ -181,7 +185,7 @@ typedef enum {
     PB_TCP_ATTACH = 1,  /* tag; payload pb_tcp_attach_t; answered by REPLY */
     PB_TCP_DETACH = 2,  /* slot */
     PB_TCP_PUT = 3,     /* slot, offset, flags (SIGNAL); payload = the data */
-    PB_TCP_GET = 4,     /* tag, slot, offset, count; answered by REPLY with the data */
+    PB_TCP_GET = 4,     /* tag, slot, offset, count (at most PB_TCP_MAX_GET); answered by REPLY */
     PB_TCP_BARRIER = 5, /* tag, slot; answered once every earlier frame is applied */
     PB_TCP_SIGNAL = 6,  /* slot, flags (PB_TCP_FLAG_ACCUMULATE) */
     /* exporter -> importer */
@@ -252,7 +256,8 @@ uint64_t pb_tcp_payload_mac(const pb_tcp_seal_t *seal, uint64_t seq, const void 
 /* The checks that need no state, for a frame arriving at the exporter
  * (@at_exporter 1) or at the importer: known type for that direction, no
  * unknown flag, the fields a type does not use zero, the payload length
- * a type allows.  @return NULL, or the reason the frame is malformed. */
+ * a type allows (a GET's count and a REPLY's length at most
+ * PB_TCP_MAX_GET).  @return NULL, or the reason the frame is malformed. */
 const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter);
 
 /* The largest segment a tcp exporter exports (rsm_memseg_export_create
