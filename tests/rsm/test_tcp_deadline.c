@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -147,6 +148,34 @@ static void *stop_when_data_arrives(void *arg)
     return NULL;
 }
 
+typedef struct {
+    pbt_exporter_t *ex;
+    size_t len;
+} long_get_t;
+
+/* In a peer: get the first len bytes of ex's segment with no deadline, and
+ * send the time it took (a double, ms). */
+static void time_long_get_peer(pbt_peer_t *self, void *arg)
+{
+    const long_get_t *g = arg;
+    rsmapi_controller_handle_t c;
+    rsm_memseg_import_handle_t im;
+    uint8_t *buf = malloc(g->len);
+    double start, took;
+
+    CHECK(buf != NULL);
+    unsetenv("POSTBOX_TCP_REPLY_TIMEOUT_MS");
+    c = pbt_ctlr_get();
+    CHECK_OK(pbt_connect(c, g->ex, RSM_PERM_READ, &im));
+    start = now_ms();
+    CHECK_OK(rsm_memseg_import_get(im, 0, buf, g->len));
+    took = now_ms() - start;
+    CHECK_OK(rsm_memseg_import_disconnect(im));
+    CHECK_OK(rsm_release_controller(c));
+    free(buf);
+    pbt_send(self->wr, &took, sizeof(took));
+}
+
 static void case_get_timing_out_during_its_data_drops_the_rest(void)
 {
     /* a long reply is on its way when the deadline passes (the exporter
@@ -155,22 +184,50 @@ static void case_get_timing_out_during_its_data_drops_the_rest(void)
      * got back */
     const size_t len = (size_t)64 << 20;
     pbt_export_opts_t o = {.size = len, .seed = SEED};
+    long_get_t timed = {.len = len};
     rsmapi_controller_handle_t c;
     rsm_memseg_import_handle_t im;
     pbt_exporter_t ex;
-    uint8_t *buf = calloc(1, len), *copy = malloc(len);
+    pbt_peer_t peer;
+    uint8_t *buf, *watched, *copy = malloc(len);
     stopper_t stopper = {.ex = &ex};
     pthread_t thread;
+    char deadline[32];
+    double whole_ms;
     size_t got;
+    int fd;
 
-    CHECK(buf != NULL && copy != NULL);
-    setenv("POSTBOX_TCP_REPLY_TIMEOUT_MS", "500", 1);
-    c = pbt_ctlr_get();
+    CHECK(copy != NULL);
     pbt_exporter_start(&ex, &o);
+    /* The deadline must pass after the reply's first bytes arrived, which
+     * takes as long as the exporter needs to start sending 64 MB: a few ms
+     * in an optimised build, far longer under a sanitizer or on a loaded
+     * machine.  Measured first, as a whole get (which is longer), in a
+     * peer: the deadline is read when the transport starts, once a process. */
+    timed.ex = &ex;
+    peer = pbt_peer_start(time_long_get_peer, &timed);
+    pbt_recv(peer.rd, &whole_ms, sizeof(whole_ms));
+    pbt_peer_join(&peer, 10000, 0);
+    snprintf(deadline, sizeof(deadline), "%d", 500 + 2 * (int)whole_ms);
+    setenv("POSTBOX_TCP_REPLY_TIMEOUT_MS", deadline, 1);
+    printf("(a whole get of 64 MB took %.0f ms: a deadline of %s ms)\n", whole_ms, deadline);
+
+    /* the get's buffer, mapped twice: the watcher reads the bytes arriving
+     * through the second mapping, as another process would, so its racy
+     * look (by design) is not a data race of this process's memory */
+    fd = memfd_create("get-buffer", MFD_CLOEXEC);
+    CHECK_SYS(fd);
+    CHECK_SYS(ftruncate(fd, (off_t)len));
+    buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    watched = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(buf != MAP_FAILED && watched != MAP_FAILED);
+    close(fd);
+
+    c = pbt_ctlr_get();
     CHECK_OK(pbt_connect(c, &ex, RSM_PERM_READ, &im));
     for (size_t i = 0; stopper.first == NULL; i++) {
         if (pbt_pattern(i, SEED) != 0) {
-            stopper.first = buf + i;
+            stopper.first = watched + i;
             stopper.expect = pbt_pattern(i, SEED);
         }
     }
@@ -178,7 +235,8 @@ static void case_get_timing_out_during_its_data_drops_the_rest(void)
     CHECK_RC(rsm_memseg_import_get(im, 0, buf, len), RSMERR_TIMEOUT);
     CHECK(pthread_join(thread, NULL) == 0);
     got = pbt_check_pattern(buf, len, 0, SEED);
-    CHECK_MSG(got > 0 && got != (size_t)-1, "the get did not time out in the middle of its data");
+    CHECK_MSG(got > 0 && got != (size_t)-1,
+              "the get did not time out in the middle of its data (deadline %s ms)", deadline);
     memcpy(copy, buf, len);
 
     stop_exporter(&ex, SIGCONT);
@@ -189,7 +247,8 @@ static void case_get_timing_out_during_its_data_drops_the_rest(void)
     CHECK_OK(rsm_memseg_import_disconnect(im));
     pbt_exporter_stop(&ex);
     CHECK_OK(rsm_release_controller(c));
-    free(buf);
+    munmap(buf, len);
+    munmap(watched, len);
     free(copy);
 }
 

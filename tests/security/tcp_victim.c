@@ -17,6 +17,10 @@
  *       if that works, puts a secret there ("solo-import: rc"); then
  *       exports a page of its own, imports it and moves data through it
  *       ("carried-on: yes").
+ *   pbt-sec-tcp-victim serve SEGID
+ *       outside any launcher: exports a page, publishes it as SEGID
+ *       ("published: SEGID") and keeps it published until its standard
+ *       input closes.
  */
 #include <postbox/job.h>
 #include <postbox/rsm.h>
@@ -183,15 +187,32 @@ static void solo(rsmapi_controller_handle_t c, rsm_memseg_id_t target)
     say("carried-on", "yes");
 }
 
+static void serve(rsmapi_controller_handle_t c, rsm_memseg_id_t segid)
+{
+    rsm_memseg_export_handle_t h;
+    char *mem = page(), rest[64];
+
+    memcpy(mem, secret, sizeof(secret));
+    expect(rsm_memseg_export_create(c, &h, mem, PAGE, 0), RSM_SUCCESS, "export_create");
+    expect(rsm_memseg_export_publish(h, &segid, NULL, 0), RSM_SUCCESS, "publish");
+    say("published", "%#x", (unsigned)segid);
+    while (fread(rest, 1, sizeof(rest), stdin) > 0)
+        ;
+    expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+    expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+}
+
 int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t c;
     rsm_memseg_id_t segid;
     int is_job;
 
-    if (argc < 3 || (strcmp(argv[1], "job") != 0 && strcmp(argv[1], "solo") != 0) ||
+    if (argc < 3 ||
+        (strcmp(argv[1], "job") != 0 && strcmp(argv[1], "solo") != 0 &&
+         strcmp(argv[1], "serve") != 0) ||
         (strcmp(argv[1], "job") == 0 && argc != 4)) {
-        fprintf(stderr, "usage: pbt-sec-tcp-victim job SEGID GO | solo SEGID\n");
+        fprintf(stderr, "usage: pbt-sec-tcp-victim job SEGID GO | solo SEGID | serve SEGID\n");
         return 2;
     }
     is_job = strcmp(argv[1], "job") == 0;
@@ -205,6 +226,8 @@ int main(int argc, char **argv)
     expect(rsm_get_controller("tcp", &c), RSM_SUCCESS, "get_controller(tcp)");
     if (is_job)
         job(c, segid, argv[3]);
+    else if (strcmp(argv[1], "serve") == 0)
+        serve(c, segid);
     else
         solo(c, segid);
     expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");

@@ -9,10 +9,16 @@
   (before wire version 2 the DIRECTORY handed the importer a key, which the
   importer took from whoever answered).
 
-Both must fail: the victim's import gets RSMERR_PERM_DENIED (the name is
-held by another user's process: SO_PEERCRED), the attacker gets no
+- The exporter's rendezvous: the attacker connects to the rendezvous socket
+  of a segment a victim's process publishes, to learn where it listens.
+
+The first two must fail: the victim's import gets RSMERR_PERM_DENIED (the
+name is held by another user's process: SO_PEERCRED), the attacker gets no
 connection and reads and writes nothing, and the victim goes on (its
-segment is published under another id, imported and used).  docs/tcp.md
+segment is published under another id, imported and used).  The third
+gets nothing: the exporter checks the connecting uid (SO_PEERCRED) and
+closes without a DIRECTORY, and logs the refusal; the victim's own
+processes are still answered.  docs/tcp.md
 (Authentication) and docs/security.md (tcp connections) say why; the
 handshake's binding to the dialed address, which stops a relay that gets
 past the rendezvous, is tested in tests/rsm/test_tcp_wire.c.
@@ -91,6 +97,34 @@ class Lines:
         return pairs
 
 
+# Run as a user: connect to the rendezvous socket whose name ends in
+# argv[1] (listed in /proc/net/unix, which anyone can read) and say what it
+# answered.
+RENDEZVOUS_PROBE = r"""
+import socket, struct, sys
+names = []
+with open("/proc/net/unix") as table:
+    for line in table:
+        fields = line.split()
+        if len(fields) >= 8 and fields[7].startswith("@postbox-tcp/") \
+                and fields[7].endswith(sys.argv[1]):
+            names.append(fields[7][1:])
+print("found: %s" % (names[0] if names else "none"))
+if names:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    probe.settimeout(10)
+    try:
+        probe.connect("\0" + names[0])
+        answer = probe.recv(256)
+        print("received: %d" % len(answer))
+        if len(answer) >= 8:
+            print("message-type: %d" % struct.unpack_from("<IHH", answer)[2])
+    except OSError as err:
+        print("error: %s" % err)
+"""
+DIRECTORY = 4
+
+
 def user_segid() -> int:
     return 0x80000000 | random.randrange(1, 1 << 24)
 
@@ -147,3 +181,28 @@ def test_solo_job_impersonation_fails(victim, attacker, stage):
     assert "solo-import: %d" % RSMERR_PERM_DENIED in got.stdout, report
     assert "carried-on: yes" in got.stdout, report
     assert "importer" not in stolen and "stolen" not in stolen, report
+
+
+def test_rendezvous_tells_another_user_nothing(victim, attacker, stage):
+    segid = user_segid()
+    server = victim.popen([stage.program("pbt-sec-tcp-victim"), "serve", hex(segid)],
+                          stdin=subprocess.PIPE)
+    server_lines = Lines(server)
+    server_lines.wait_for("published")
+    suffix = "/%08x" % segid
+    stranger = attacker.run(["python3", "-c", RENDEZVOUS_PROBE, suffix], timeout=30)
+    owner = victim.run(["python3", "-c", RENDEZVOUS_PROBE, suffix], timeout=30)
+    server.stdin.close()
+    server.wait(timeout=30)
+    log = server.stderr.read()
+    report = "attacker: %s %s\nvictim's own probe: %s %s\nexporter: %s %s" % (
+        stranger.stdout, stranger.stderr, owner.stdout, owner.stderr, server_lines.seen, log)
+    assert server.returncode == 0, report
+    # the victim's own process is told where the exporter listens ...
+    assert "message-type: %d" % DIRECTORY in owner.stdout, report
+    # ... another user finds the name (anyone can list it) and gets nothing
+    assert "found: none" not in stranger.stdout, report
+    assert "received: 0" in stranger.stdout, report
+    assert "message-type" not in stranger.stdout, report
+    assert "refused a rendezvous for segment %#x from another user's process (uid %d" % (
+        segid, attacker.uid) in log, report

@@ -10,8 +10,6 @@
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -155,6 +153,14 @@ int pb_tcp_payload_mac_wanted(uint32_t addr)
     return 1;
 }
 
+/* Copy a queued frame's payload (a GET's reply: bytes of an exported
+ * segment) into the send queue; a function of its own that calls nothing
+ * else, never inlined, which tests/tsan.supp names. */
+PB_NOINLINE static void tcp_outq_copy_payload(char *to, const void *from, size_t len)
+{
+    memcpy(to, from, len);
+}
+
 static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const void *b,
                            size_t b_len, size_t room)
 {
@@ -183,7 +189,7 @@ static int tcp_outq_append(pb_tcp_outq_t *q, const void *a, size_t a_len, const 
     }
     memcpy(q->buf + q->tail, a, a_len);
     if (b_len > 0)
-        memcpy(q->buf + q->tail + a_len, b, b_len);
+        tcp_outq_copy_payload(q->buf + q->tail + a_len, b, b_len);
     q->tail += need;
     return 1;
 }
@@ -478,30 +484,6 @@ pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, cons
     return pb_tcp_conn_send_frames(c, frame, &payload, 1);
 }
 
-void pb_tcp_refusal_log(const char *fmt, ...)
-{
-    /* lock-free, so that no thread can leave it held across a fork */
-    static _Atomic int64_t last_ms = -1;
-    static _Atomic unsigned suppressed;
-    int64_t now = pb_time_now_ms(), last = atomic_load(&last_ms);
-    char line[256];
-    unsigned more;
-    va_list ap;
-
-    if ((last >= 0 && now - last < 1000) || !atomic_compare_exchange_strong(&last_ms, &last, now)) {
-        atomic_fetch_add(&suppressed, 1);
-        return;
-    }
-    more = atomic_exchange(&suppressed, 0);
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (more > 0)
-        pb_warn("%s (and %u more refused since the last such line)", line, more);
-    else
-        pb_warn("%s", line);
-}
-
 void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
 {
     const pb_boot_identity_t *job = pb_boot_identity_get();
@@ -537,7 +519,8 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
         char addr[INET_ADDRSTRLEN] = "?";
 
         inet_ntop(AF_INET, &remote.sin_addr, addr, sizeof(addr));
-        pb_tcp_refusal_log("tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
+        pb_tcp_log_limited(&pb_tcp.log_refusal,
+                           "tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
                            ntohs(remote.sin_port), c->auth.pid, why);
         c->peer_pid = c->auth.pid;
         /* no MAC: nothing the peer could not learn from the close */

@@ -103,7 +103,8 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
                                                            : PB_ERR_NOT_PUBLISHED;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != geteuid()) {
-        pb_tcp_refusal_log("tcp: the rendezvous name of segment %#x on node %u is held by "
+        pb_tcp_log_limited(&pb_tcp.log_refusal,
+                           "tcp: the rendezvous name of segment %#x on node %u is held by "
                            "another user's process (uid %d, pid %d): refused",
                            segid, node, (int)cred.uid, (int)cred.pid);
         close(fd);
@@ -460,7 +461,8 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
         /* only this user's processes learn where the exporter listens */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
             cred.uid != geteuid()) {
-            pb_tcp_refusal_log("tcp: refused a rendezvous for segment %#x from another user's "
+            pb_tcp_log_limited(&pb_tcp.log_refusal,
+                               "tcp: refused a rendezvous for segment %#x from another user's "
                                "process (uid %d, pid %d)",
                                te->segid, (int)cred.uid, (int)cred.pid);
             close(fd);

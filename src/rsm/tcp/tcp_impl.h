@@ -158,11 +158,11 @@ typedef struct {
     uint16_t type;
 } pb_tcp_abandoned_t;
 
-/* the last time a kind of line a peer can cause was logged, and how many
- * were left out since */
+/* the last time a kind of line a peer can cause was logged (0: never),
+ * and how many were left out since (pb_tcp_log_limited) */
 typedef struct {
-    int64_t last_ms;
-    unsigned long suppressed;
+    _Atomic int64_t last_ms;
+    _Atomic unsigned long suppressed;
 } pb_tcp_log_limit_t;
 
 /* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
@@ -314,7 +314,9 @@ typedef struct {
     int limit_fd;              /* the limit tick (limits.c), in the sources */
     uint64_t limit_id;
     int limit_ticking;
-    pb_tcp_log_limit_t log_accept, log_handshake, log_relay, log_peer;
+    /* log lines a peer can cause, by kind (log_refusal: a peer refused
+     * for who it is, over tcp or at a rendezvous socket) */
+    pb_tcp_log_limit_t log_accept, log_handshake, log_relay, log_peer, log_refusal;
     uint32_t addr; /* advertised IPv4, network order: addrs[0] */
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
@@ -454,11 +456,6 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
 
 /* pb_tcp_conn_send_frames of one frame. */
 pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload);
-
-/* Log a refused peer (printf-like): at most one line a second, with how
- * many more were refused meanwhile, since an unauthenticated peer can
- * cause refusals as fast as it connects. */
-void pb_tcp_refusal_log(const char *fmt, ...) PB_PRINTF(1, 2);
 
 /* The exporter side's handshake: read the importer's AUTH, check it
  * (pb_tcp_auth_check), and answer WELCOME, or close without a word (and a
@@ -689,7 +686,8 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
 
 /* Log the line @fmt as a warning unless one of @limit's kind was logged
  * less than TCP_LOG_INTERVAL_MS ago (then count it; the next line logged
- * says how many were left out).  @return 1 if logged. */
+ * says how many were left out).  Lock-free: callable with or without
+ * pb_tcp.lock.  @return 1 if logged. */
 int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...) PB_PRINTF(2, 3);
 
 /* Create the limit tick and put it in the epoll set.  Caller holds
