@@ -135,11 +135,14 @@ def connect_and_challenge():
     deadline = time.monotonic() + 15
     while True:
         c = Conn()
-        if os.environ.get("MODE") == "v2":
-            out["init"] = c.line("cmd=init pmi_version=2 pmi_subversion=0")
-            challenge = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
-        else:
-            challenge = c.line("cmd=initack pmiid=%s" % pmiid)
+        try:
+            if os.environ.get("MODE") == "v2":
+                out["init"] = c.line("cmd=init pmi_version=2 pmi_subversion=0")
+                challenge = c.v2("cmd=fullinit;pmirank=%s;threaded=FALSE;" % pmiid)
+            else:
+                challenge = c.line("cmd=initack pmiid=%s" % pmiid)
+        except (ConnectionResetError, BrokenPipeError):
+            challenge = None
         if challenge is not None or time.monotonic() > deadline:
             return c, challenge
         time.sleep(0.05)
