@@ -99,6 +99,14 @@ static void *wait_for_input_end(void *arg)
     return NULL;
 }
 
+static long long monotonic_ns(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
 static int run_export_posting(rsm_memseg_id_t segid, size_t size)
 {
     rsmapi_controller_handle_t c = controller();
@@ -115,8 +123,18 @@ static int run_export_posting(rsm_memseg_id_t segid, size_t size)
         fail("pthread_create failed");
     printf("exporting\n");
     fflush(stdout);
-    for (; !atomic_load(&input_closed); posts++)
+    /* a post at most every 20 us: far more than a slow importer reads, and
+     * paced (without leaving the core), since a loop of posts without a
+     * pause takes the RSM lock so often that the service thread seldom gets
+     * it to admit new imports */
+    for (; !atomic_load(&input_closed); posts++) {
+        long long posted;
+
         expect_ok(rsm_intr_signal_post(h, 0), "rsm_intr_signal_post");
+        posted = monotonic_ns();
+        while (monotonic_ns() - posted < 20 * 1000)
+            ;
+    }
     pthread_join(reader, NULL);
     printf("posted %lu\n", posts);
     expect_ok(rsm_memseg_export_unpublish(h), "rsm_memseg_export_unpublish");
