@@ -14,8 +14,7 @@
  * security.md, shm segments): connections of another user are closed at
  * accept, connections in their handshake are capped per process and closed
  * after SHM_HANDSHAKE_MS, and running out of descriptors rests the
- * rendezvous sockets instead of spinning.  A timer (the limit tick) runs
- * while a handshake is pending or the sockets rest.
+ * rendezvous sockets instead of spinning: shm_limits.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +28,6 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +36,7 @@
 #include "rsm/rendezvous.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/service.h"
+#include "rsm/shm_impl.h"
 #include "rsm/shm_layout.h"
 #include "util/compiler.h"
 #include "util/config.h"
@@ -47,87 +46,6 @@
 #include "util/random.h"
 #include "util/siphash.h"
 #include "util/time.h"
-
-#define SHM_CONNECT_TIMEOUT_S 5
-/* the largest segment export_create takes, so the largest an importer maps */
-#define SHM_MAX_SEGMENT_SIZE ((uint64_t)1 << 40)
-#define SHM_RENDEZVOUS_PREFIX "postbox-rsm"
-/* an importer asleep in a signal wait re-checks its exporter this often */
-#define SHM_IMPORT_WAIT_SLICE_MS 50
-/* connections to this process's rendezvous sockets that have not finished
- * their handshake; beyond this the oldest is closed for a newcomer */
-#define SHM_MAX_HANDSHAKES 64
-/* a connection still in its handshake after this long is closed */
-#define SHM_HANDSHAKE_MS 1000
-/* ... and one younger than this is not closed for a newcomer (the
- * newcomer is, and its importer dials again), so that a flood of new
- * connections cannot push out an importer before it had time to answer */
-#define SHM_HANDSHAKE_GRACE_MS 200
-/* an importer whose connection was closed before the exporter greeted it
- * (turned away for load) dials again after this long, until its deadline */
-#define SHM_REDIAL_MS 20
-/* accepts per readiness of a rendezvous socket, so that handshakes in
- * progress and other sockets are served between a flood's connections */
-#define SHM_ACCEPTS_PER_PASS 8
-/* out of descriptors: the rendezvous sockets rest this long (or until a
- * connection closes) rather than report readable again at once */
-#define SHM_ACCEPT_REST_MS 100
-/* period of the limit tick, which enforces the two times above */
-#define SHM_LIMIT_TICK_MS 50
-/* a line a peer can cause again and again is logged at most this often */
-#define SHM_LOG_INTERVAL_MS 1000
-
-_Static_assert(PB_SHM_REPLY_FDS == 4, "the descriptor arrays below are initialised with four -1");
-
-typedef struct shm_conn shm_conn_t;
-
-typedef struct shm_export shm_export_t;
-
-struct shm_export {
-    pb_rsm_export_t *seg;
-    shm_export_t *next; /* in shm_exports */
-    int data_fd;
-    int ctl_fd; /* the exporter's page of the current publication */
-    pb_shm_ctl_t *ctl;
-    int inbox_fd; /* the importers' page of the current publication */
-    pb_shm_inbox_t *inbox;
-    int listen_fd;      /* rendezvous socket, owned by the service entry */
-    uint64_t listen_id; /* service entry of the listening socket */
-    int listening;      /* listen_id names a live service entry */
-    shm_conn_t **conns; /* connections of the current publication */
-    unsigned conn_count;
-    unsigned conn_capacity;
-    int imported; /* an importer connected during this publication */
-};
-
-/* every shm export of this process that exists (under pb_rsm_lock) */
-static shm_export_t *shm_exports;
-
-struct shm_conn {
-    pb_rsm_export_t *seg;
-    uint64_t service_id;
-    int fd;
-    int connected;
-    struct ucred peer; /* (SO_PEERCRED at accept) */
-    uint8_t nonce[PB_SHM_NONCE_LEN];
-    /* in its handshake: on shm_limits' list, since accepted_ms */
-    int pending;
-    int64_t accepted_ms;
-    shm_conn_t *older, *newer;
-};
-
-/* What peers can make this process hold (under pb_rsm_lock). */
-static struct {
-    shm_conn_t *oldest, *newest; /* connections in their handshake */
-    unsigned pending;            /* how many */
-    int tick_fd;                 /* the limit tick: a timerfd in the service */
-    uint64_t tick_id;
-    int ticking;
-    int64_t rest_until; /* not 0: the rendezvous sockets rest until then */
-    int atfork_registered;
-    pb_log_limit_t log_peer, log_accept, log_handshake;
-} shm_limits = {.tick_fd = -1};
-
 typedef struct {
     int sock;
     int data_fd;
@@ -312,7 +230,7 @@ static pb_status_t shm_check_not_exported(const pb_rsm_export_t *self, const voi
 {
     uintptr_t start = (uintptr_t)vaddr, end = start + size;
 
-    for (const shm_export_t *e = shm_exports; e != NULL; e = e->next) {
+    for (const pb_shm_export_t *e = pb_shm_exports; e != NULL; e = e->next) {
         uintptr_t other = (uintptr_t)e->seg->vaddr;
 
         if (e->seg != self && start < other + e->seg->size && other < end) {
@@ -327,7 +245,7 @@ static pb_status_t shm_check_not_exported(const pb_rsm_export_t *self, const voi
 
 static pb_status_t shm_export_create(pb_rsm_export_t *seg)
 {
-    shm_export_t *se = calloc(1, sizeof(*se));
+    pb_shm_export_t *se = calloc(1, sizeof(*se));
     pb_status_t status;
 
     if (se == NULL)
@@ -352,8 +270,8 @@ static pb_status_t shm_export_create(pb_rsm_export_t *seg)
     if (status != PB_OK)
         goto err_close;
     se->seg = seg;
-    se->next = shm_exports;
-    shm_exports = se;
+    se->next = pb_shm_exports;
+    pb_shm_exports = se;
     seg->tl = se;
     return PB_OK;
 
@@ -366,8 +284,8 @@ err_free:
 
 static void shm_export_destroy(pb_rsm_export_t *seg)
 {
-    shm_export_t *se = seg->tl;
-    shm_export_t **link = &shm_exports;
+    pb_shm_export_t *se = seg->tl;
+    pb_shm_export_t **link = &pb_shm_exports;
 
     while (*link != se)
         link = &(*link)->next;
@@ -383,7 +301,7 @@ static void shm_export_destroy(pb_rsm_export_t *seg)
 
 static pb_status_t shm_export_rebind(pb_rsm_export_t *seg, void *vaddr)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     int staging_fd;
     void *staging;
     pb_status_t status;
@@ -425,76 +343,16 @@ out_close:
     return status;
 }
 
-/* ---- limits on what peers can make this process hold --------------------- */
+/* every shm export of this process that exists (under pb_rsm_lock) */
+pb_shm_export_t *pb_shm_exports;
 
-static void shm_pending_append(shm_conn_t *conn)
+/* ---- connections ---------------------------------------------------------- */
+
+void pb_shm_conn_close(pb_shm_conn_t *conn)
 {
-    conn->pending = 1;
-    conn->older = shm_limits.newest;
-    conn->newer = NULL;
-    if (shm_limits.newest != NULL)
-        shm_limits.newest->newer = conn;
-    else
-        shm_limits.oldest = conn;
-    shm_limits.newest = conn;
-    shm_limits.pending++;
-}
+    pb_shm_export_t *se = conn->seg->tl;
 
-static void shm_pending_remove(shm_conn_t *conn)
-{
-    if (!conn->pending)
-        return;
-    if (conn->older != NULL)
-        conn->older->newer = conn->newer;
-    else
-        shm_limits.oldest = conn->newer;
-    if (conn->newer != NULL)
-        conn->newer->older = conn->older;
-    else
-        shm_limits.newest = conn->older;
-    conn->older = conn->newer = NULL;
-    conn->pending = 0;
-    shm_limits.pending--;
-}
-
-/* Start (1) or stop (0) the limit tick. */
-static void shm_limit_tick(int on)
-{
-    struct itimerspec period = {0};
-
-    if (shm_limits.tick_fd < 0 || shm_limits.ticking == on)
-        return;
-    if (on) {
-        period.it_interval.tv_nsec = SHM_LIMIT_TICK_MS * 1000000L;
-        period.it_value = period.it_interval;
-    }
-    if (timerfd_settime(shm_limits.tick_fd, 0, &period, NULL) == 0)
-        shm_limits.ticking = on;
-}
-
-/* Watch (1) or stop watching (0) every rendezvous socket of this process. */
-static void shm_accepting_watch(int on)
-{
-    for (shm_export_t *e = shm_exports; e != NULL; e = e->next) {
-        if (e->listening)
-            (void)pb_rsm_service_rearm(e->listen_id, on ? EPOLLIN : 0);
-    }
-}
-
-/* End a rest of the rendezvous sockets, if they rest. */
-static void shm_accept_resume(void)
-{
-    if (shm_limits.rest_until != 0) {
-        shm_limits.rest_until = 0;
-        shm_accepting_watch(1);
-    }
-}
-
-static void shm_conn_close(shm_conn_t *conn)
-{
-    shm_export_t *se = conn->seg->tl;
-
-    shm_pending_remove(conn);
+    pb_shm_pending_remove(conn);
     for (unsigned i = 0; i < se->conn_count; i++) {
         if (se->conns[i] == conn) {
             se->conns[i] = se->conns[--se->conn_count];
@@ -503,136 +361,16 @@ static void shm_conn_close(shm_conn_t *conn)
     }
     pb_rsm_service_remove(conn->service_id); /* closes conn->fd */
     free(conn);
-    shm_accept_resume(); /* a descriptor came free */
-}
-
-/* The limit tick fired: close the connections whose handshake took longer
- * than SHM_HANDSHAKE_MS, end a rest that is over, and stop the tick when
- * there is nothing left to watch. */
-static void shm_limits_ready(void *arg, uint32_t events)
-{
-    int64_t now = pb_time_now_ms();
-    uint64_t expirations;
-    unsigned expired = 0;
-
-    (void)arg;
-    (void)events;
-    (void)!read(shm_limits.tick_fd, &expirations, sizeof(expirations));
-    while (shm_limits.oldest != NULL && now - shm_limits.oldest->accepted_ms >= SHM_HANDSHAKE_MS) {
-        shm_conn_close(shm_limits.oldest);
-        expired++;
-    }
-    if (expired > 0)
-        pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
-                       "shm: closed %u rendezvous connections that did not finish their "
-                       "handshake within %d ms",
-                       expired, SHM_HANDSHAKE_MS);
-    if (shm_limits.rest_until != 0 && now >= shm_limits.rest_until)
-        shm_accept_resume();
-    if (shm_limits.pending == 0 && shm_limits.rest_until == 0)
-        shm_limit_tick(0);
-}
-
-/* A forked child has no service thread, and the parent's descriptors are
- * closed in it (rsm/service.c): forget the tick and the handshakes. */
-static void shm_limits_atfork_child(void)
-{
-    while (shm_limits.oldest != NULL)
-        shm_pending_remove(shm_limits.oldest);
-    shm_limits.tick_fd = -1;
-    shm_limits.tick_id = 0;
-    shm_limits.ticking = 0;
-    shm_limits.rest_until = 0;
-}
-
-/* Create the limit tick, once per process.  @return PB_OK or
- * PB_ERR_NO_RESOURCE (logged). */
-static pb_status_t shm_limits_start(void)
-{
-    int fd;
-
-    if (shm_limits.tick_fd >= 0)
-        return PB_OK;
-    if (!shm_limits.atfork_registered) {
-        pthread_atfork(NULL, NULL, shm_limits_atfork_child);
-        shm_limits.atfork_registered = 1;
-    }
-    fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (fd < 0) {
-        pb_error("shm: timerfd_create failed: %m");
-        return PB_ERR_NO_RESOURCE;
-    }
-    if (pb_rsm_service_add(fd, EPOLLIN, shm_limits_ready, NULL, &shm_limits.tick_id) != PB_OK) {
-        close(fd);
-        return PB_ERR_NO_RESOURCE;
-    }
-    shm_limits.tick_fd = fd;
-    shm_limits.ticking = 0;
-    return PB_OK;
-}
-
-/* accept4 on the rendezvous socket of @seg failed with @err.  Out of
- * descriptors, close the oldest connection in its handshake if it had its
- * SHM_HANDSHAKE_GRACE_MS, so that the connection waiting to be accepted
- * (maybe an importer) gets its descriptor, and @return 1 (accept again).
- * Otherwise rest every rendezvous socket SHM_ACCEPT_REST_MS: the socket
- * stays readable, so watching it would spin.  Logged, rate-limited. */
-static int shm_accept_failed(const pb_rsm_export_t *seg, int err)
-{
-    const shm_conn_t *oldest = shm_limits.oldest;
-
-    if (err == EAGAIN || err == EINTR || err == ECONNABORTED)
-        return 0;
-    if ((err == EMFILE || err == ENFILE) && oldest != NULL &&
-        pb_time_now_ms() - oldest->accepted_ms >= SHM_HANDSHAKE_GRACE_MS) {
-        shm_conn_close(shm_limits.oldest);
-        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
-                       "shm: accept on the rendezvous of segment %#x: %s; closed the oldest "
-                       "connection in its handshake",
-                       seg->segid, strerror(err));
-        return 1;
-    }
-    if (shm_limits.rest_until == 0) {
-        shm_accepting_watch(0);
-        shm_limit_tick(1);
-    }
-    shm_limits.rest_until = pb_time_now_ms() + SHM_ACCEPT_REST_MS;
-    pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
-                   "shm: accept on the rendezvous of segment %#x: %s; not accepting for %d ms",
-                   seg->segid, strerror(err), SHM_ACCEPT_REST_MS);
-    return 0;
-}
-
-/* Whether a new connection to the rendezvous of @seg may start its
- * handshake: below SHM_MAX_HANDSHAKES yes; at the cap the oldest goes for
- * it, unless even the oldest is younger than SHM_HANDSHAKE_GRACE_MS (then
- * the newcomer goes, and its importer dials again).  Logged, rate-limited. */
-static int shm_handshake_admit(const pb_rsm_export_t *seg)
-{
-    if (shm_limits.pending < SHM_MAX_HANDSHAKES)
-        return 1;
-    if (pb_time_now_ms() - shm_limits.oldest->accepted_ms < SHM_HANDSHAKE_GRACE_MS) {
-        pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
-                       "shm: turned away a connection to the rendezvous of segment %#x: %u "
-                       "connections in their handshake",
-                       seg->segid, shm_limits.pending);
-        return 0;
-    }
-    pb_log_limited(&shm_limits.log_handshake, SHM_LOG_INTERVAL_MS,
-                   "shm: closed the oldest of %u connections in their handshake for a new "
-                   "one (to segment %#x)",
-                   shm_limits.pending, seg->segid);
-    shm_conn_close(shm_limits.oldest);
-    return 1;
+    pb_shm_accept_resume(); /* a descriptor came free */
 }
 
 /* ---- serving importers ----------------------------------------------------- */
 
-static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb_status_t status,
+static void shm_conn_reply(pb_shm_conn_t *conn, const pb_shm_msg_request_t *req, pb_status_t status,
                            rsm_permission_t granted)
 {
     pb_rsm_export_t *seg = conn->seg;
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     pb_shm_msg_reply_t reply = {
         .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REPLY},
         .status = status,
@@ -685,29 +423,29 @@ static void shm_conn_reply(shm_conn_t *conn, const pb_shm_msg_request_t *req, pb
     if (data_fd >= 0 && data_fd != se->data_fd)
         close(data_fd);
     if (status == PB_OK) {
-        shm_pending_remove(conn);
+        pb_shm_pending_remove(conn);
         conn->connected = 1;
         se->imported = 1;
     } else {
-        shm_conn_close(conn);
+        pb_shm_conn_close(conn);
     }
 }
 
 /* Answer a request that does not prove it is of the job with REFUSED,
  * which carries no MAC, and close the connection. */
-static void shm_conn_refuse(shm_conn_t *conn, const pb_shm_msg_request_t *req)
+static void shm_conn_refuse(pb_shm_conn_t *conn, const pb_shm_msg_request_t *req)
 {
     pb_shm_msg_reply_t refused = {
         .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_REFUSED}};
 
-    pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+    pb_log_limited(&pb_shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
                    "shm: refused import of segment %#x by pid %d: not of this job", req->segid,
                    (int)conn->peer.pid);
     (void)send(conn->fd, &refused, sizeof(refused), MSG_NOSIGNAL | MSG_DONTWAIT);
-    shm_conn_close(conn);
+    pb_shm_conn_close(conn);
 }
 
-static void shm_conn_handle_request(shm_conn_t *conn)
+static void shm_conn_handle_request(pb_shm_conn_t *conn)
 {
     pb_shm_msg_request_t req;
     ssize_t n = recv(conn->fd, &req, sizeof(req), MSG_DONTWAIT | MSG_TRUNC);
@@ -717,11 +455,11 @@ static void shm_conn_handle_request(shm_conn_t *conn)
         return;
     if (n != (ssize_t)sizeof(req) || !shm_msg_hdr_ok(&req.hdr, PB_SHM_MSG_REQUEST)) {
         if (n > 0)
-            pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+            pb_log_limited(&pb_shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
                            "shm: closing a rendezvous connection of pid %d: malformed import "
                            "request (%zd bytes)",
                            (int)conn->peer.pid, n);
-        shm_conn_close(conn);
+        pb_shm_conn_close(conn);
         return;
     }
     if (req.mac != shm_request_mac(conn->nonce, &req)) {
@@ -746,7 +484,7 @@ static void shm_conn_handle_request(shm_conn_t *conn)
 
 static void shm_conn_ready(void *arg, uint32_t events)
 {
-    shm_conn_t *conn = arg;
+    pb_shm_conn_t *conn = arg;
     char byte;
 
     if (!conn->connected) {
@@ -756,13 +494,13 @@ static void shm_conn_ready(void *arg, uint32_t events)
     /* a connected importer sends nothing: this is its disconnect or death */
     if (recv(conn->fd, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN && !(events & EPOLLHUP))
         return;
-    shm_conn_close(conn);
+    pb_shm_conn_close(conn);
 }
 
-static int shm_conns_grow(shm_export_t *se)
+static int shm_conns_grow(pb_shm_export_t *se)
 {
     unsigned capacity = se->conn_capacity ? 2 * se->conn_capacity : 8;
-    shm_conn_t **grown = realloc(se->conns, capacity * sizeof(*grown));
+    pb_shm_conn_t **grown = realloc(se->conns, capacity * sizeof(*grown));
 
     if (grown == NULL)
         return 0;
@@ -775,13 +513,13 @@ static int shm_conns_grow(shm_export_t *se)
  * it with a fresh nonce and wait for its request (closed on failure). */
 static void shm_conn_open(pb_rsm_export_t *seg, int fd, const struct ucred *peer)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     pb_shm_msg_hello_t hello = {
         .hdr = {PB_SHM_MSG_MAGIC, PB_SHM_PROTOCOL_VERSION, PB_SHM_MSG_HELLO}};
-    shm_conn_t *conn = calloc(1, sizeof(*conn));
+    pb_shm_conn_t *conn = calloc(1, sizeof(*conn));
 
     if (conn == NULL || (se->conn_count == se->conn_capacity && !shm_conns_grow(se))) {
-        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+        pb_log_limited(&pb_shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
                        "shm: turned away an importer of segment %#x: out of memory", seg->segid);
         free(conn);
         close(fd);
@@ -794,7 +532,7 @@ static void shm_conn_open(pb_rsm_export_t *seg, int fd, const struct ucred *peer
     if (pb_random_bytes(conn->nonce, sizeof(conn->nonce)) != 0 ||
         pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, shm_conn_ready, conn, &conn->service_id) !=
             PB_OK) {
-        pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+        pb_log_limited(&pb_shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
                        "shm: turned away an importer of segment %#x: %s", seg->segid,
                        strerror(errno));
         free(conn);
@@ -802,11 +540,11 @@ static void shm_conn_open(pb_rsm_export_t *seg, int fd, const struct ucred *peer
         return;
     }
     se->conns[se->conn_count++] = conn;
-    shm_pending_append(conn);
-    shm_limit_tick(1);
+    pb_shm_pending_append(conn);
+    pb_shm_limit_tick(1);
     memcpy(hello.nonce, conn->nonce, sizeof(hello.nonce));
     if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(hello))
-        shm_conn_close(conn);
+        pb_shm_conn_close(conn);
 }
 
 static void shm_listen_ready(void *arg, uint32_t events)
@@ -814,19 +552,19 @@ static void shm_listen_ready(void *arg, uint32_t events)
     pb_rsm_export_t *seg = arg;
 
     (void)events;
-    for (int i = 0; i < SHM_ACCEPTS_PER_PASS && shm_limits.rest_until == 0; i++) {
-        shm_export_t *se = seg->tl;
+    for (int i = 0; i < SHM_ACCEPTS_PER_PASS && pb_shm_limits.rest_until == 0; i++) {
+        pb_shm_export_t *se = seg->tl;
         struct ucred peer;
         socklen_t peer_len = sizeof(peer);
         int fd = accept4(se->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
         if (fd < 0) {
-            if (shm_accept_failed(seg, errno))
+            if (pb_shm_accept_failed(seg, errno))
                 continue;
             return;
         }
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0) {
-            pb_log_limited(&shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
+            pb_log_limited(&pb_shm_limits.log_accept, SHM_LOG_INTERVAL_MS,
                            "shm: SO_PEERCRED on a rendezvous connection failed: %s",
                            strerror(errno));
             close(fd);
@@ -835,14 +573,14 @@ static void shm_listen_ready(void *arg, uint32_t events)
         /* a job is one user's (and an importer refuses an exporter of
          * another user): nothing to serve, not even a greeting */
         if (peer.uid != geteuid()) {
-            pb_log_limited(&shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
+            pb_log_limited(&pb_shm_limits.log_peer, SHM_LOG_INTERVAL_MS,
                            "shm: closed a connection to the rendezvous of segment %#x from pid "
                            "%d of uid %u: not of this user",
                            seg->segid, (int)peer.pid, (unsigned)peer.uid);
             close(fd);
             continue;
         }
-        if (!shm_handshake_admit(seg)) {
+        if (!pb_shm_handshake_admit(seg)) {
             close(fd);
             continue;
         }
@@ -855,7 +593,7 @@ static void shm_listen_ready(void *arg, uint32_t events)
  * the importers'. */
 static pb_status_t shm_ctl_create(pb_rsm_export_t *seg, rsm_memseg_id_t segid)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     void *ctl_map, *inbox_map;
     pb_shm_ctl_t *ctl;
 
@@ -882,7 +620,7 @@ static pb_status_t shm_ctl_create(pb_rsm_export_t *seg, rsm_memseg_id_t segid)
     return PB_OK;
 }
 
-static void shm_ctl_release(shm_export_t *se)
+static void shm_ctl_release(pb_shm_export_t *se)
 {
     munmap(se->ctl, PB_SHM_CTL_SIZE);
     munmap(se->inbox, PB_SHM_CTL_SIZE);
@@ -896,13 +634,13 @@ static void shm_ctl_release(shm_export_t *se)
 
 static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     rsm_node_id_t node = pb_boot_identity_get()->node_id;
     rsm_memseg_id_t segid = *segid_p;
     pb_status_t status;
     int fd;
 
-    status = shm_limits_start();
+    status = pb_shm_limits_start();
     if (status != PB_OK)
         return status;
     status = pb_rsm_rendezvous_listen(SHM_RENDEZVOUS_PREFIX, node, &segid, &fd);
@@ -913,8 +651,8 @@ static pb_status_t shm_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *seg
         goto err_close;
     se->listen_fd = fd;
     /* (while the rendezvous sockets rest, this one rests with them) */
-    status = pb_rsm_service_add(fd, shm_limits.rest_until != 0 ? 0 : EPOLLIN, shm_listen_ready, seg,
-                                &se->listen_id);
+    status = pb_rsm_service_add(fd, pb_shm_limits.rest_until != 0 ? 0 : EPOLLIN, shm_listen_ready,
+                                seg, &se->listen_id);
     if (status != PB_OK)
         goto err_release_ctl;
     se->listening = 1;
@@ -931,13 +669,13 @@ err_close:
 
 static pb_status_t shm_export_unpublish(pb_rsm_export_t *seg)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     int fresh_fd;
 
     pb_rsm_service_remove(se->listen_id); /* the name disappears */
     se->listening = 0;
     while (se->conn_count > 0)
-        shm_conn_close(se->conns[se->conn_count - 1]);
+        pb_shm_conn_close(se->conns[se->conn_count - 1]);
     /* cut importers off: they check the state before each access, and
      * those asleep in a signal wait are woken to see it */
     atomic_store_explicit(&se->ctl->state.value, PB_SHM_STATE_WITHDRAWN, memory_order_seq_cst);
@@ -1439,7 +1177,7 @@ static int shm_spin_while_equal(pb_shm_word_t *word, uint32_t value)
 
 static pb_status_t shm_export_signal_post(pb_rsm_export_t *seg, int accumulate)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     pb_shm_ctl_t *ctl = se->ctl;
 
     /* importers consume all pending exporter events at once, so an
@@ -1481,7 +1219,7 @@ static pb_status_t shm_import_signal_post(pb_rsm_import_t *im, int accumulate)
 
 static pb_status_t shm_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 {
-    shm_export_t *se = seg->tl;
+    pb_shm_export_t *se = seg->tl;
     pb_shm_inbox_t *inbox = se->inbox;
     int64_t deadline = timeout_ms < 0 ? -1 : pb_time_now_ms() + timeout_ms;
 
@@ -1545,13 +1283,13 @@ static pb_status_t shm_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)
 
 static const void *shm_export_event_word(pb_rsm_export_t *seg)
 {
-    return &((shm_export_t *)seg->tl)->inbox->export_events.value;
+    return &((pb_shm_export_t *)seg->tl)->inbox->export_events.value;
 }
 
 static void shm_export_event_waiters(pb_rsm_export_t *seg, int delta)
 {
     /* importers' posts wake the word only when this count is not zero */
-    atomic_fetch_add_explicit(&((shm_export_t *)seg->tl)->ctl->export_waiters.value,
+    atomic_fetch_add_explicit(&((pb_shm_export_t *)seg->tl)->ctl->export_waiters.value,
                               (uint32_t)delta, memory_order_seq_cst);
 }
 
