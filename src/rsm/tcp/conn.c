@@ -279,12 +279,12 @@ void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
         /* (rate-limited: anyone can connect and send garbage, and a job
          * member malformed frames, again and again) */
         if (why != NULL && !c->established)
-            pb_tcp_log_limited(&pb_tcp.log_peer, "tcp: closing a connection in its handshake: %s",
-                               why);
+            pb_log_limited(&pb_tcp.log_peer, TCP_LOG_INTERVAL_MS,
+                           "tcp: closing a connection in its handshake: %s", why);
         else if (why != NULL)
-            pb_tcp_log_limited(&pb_tcp.log_peer,
-                               "tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
-                               c->peer_node, why);
+            pb_log_limited(&pb_tcp.log_peer, TCP_LOG_INTERVAL_MS,
+                           "tcp: closing the connection from pid %u (node %u): %s", c->peer_pid,
+                           c->peer_node, why);
         else if (!c->established)
             pb_debug("tcp: a connection in its handshake closed");
         else
@@ -519,9 +519,9 @@ void pb_tcp_conn_read_auth(pb_tcp_conn_t *c)
         char addr[INET_ADDRSTRLEN] = "?";
 
         inet_ntop(AF_INET, &remote.sin_addr, addr, sizeof(addr));
-        pb_tcp_log_limited(&pb_tcp.log_refusal,
-                           "tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
-                           ntohs(remote.sin_port), c->auth.pid, why);
+        pb_log_limited(&pb_tcp.log_refusal, TCP_LOG_INTERVAL_MS,
+                       "tcp: refused a connection from %s:%u (claiming pid %u): %s", addr,
+                       ntohs(remote.sin_port), c->auth.pid, why);
         c->peer_pid = c->auth.pid;
         /* no MAC: nothing the peer could not learn from the close */
         pb_tcp_msg_hdr_set(&welcome.hdr, PB_TCP_MSG_REFUSED);
@@ -579,7 +579,8 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
         if (c == NULL || pb_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
             pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
                          &c->source_id) != PB_OK) {
-            pb_tcp_log_limited(&pb_tcp.log_accept, "tcp: refusing an importer: out of resources");
+            pb_log_limited(&pb_tcp.log_accept, TCP_LOG_INTERVAL_MS,
+                           "tcp: refusing an importer: out of resources");
             if (c != NULL)
                 tcp_conn_free(c);
             close(fd);

@@ -103,10 +103,10 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
                                                            : PB_ERR_NOT_PUBLISHED;
     }
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 || cred.uid != geteuid()) {
-        pb_tcp_log_limited(&pb_tcp.log_refusal,
-                           "tcp: the rendezvous name of segment %#x on node %u is held by "
-                           "another user's process (uid %d, pid %d): refused",
-                           segid, node, (int)cred.uid, (int)cred.pid);
+        pb_log_limited(&pb_tcp.log_refusal, TCP_LOG_INTERVAL_MS,
+                       "tcp: the rendezvous name of segment %#x on node %u is held by "
+                       "another user's process (uid %d, pid %d): refused",
+                       segid, node, (int)cred.uid, (int)cred.pid);
         close(fd);
         return PB_ERR_PERMISSION;
     }
@@ -461,10 +461,10 @@ void pb_tcp_rendezvous_ready(void *arg, uint32_t events)
         /* only this user's processes learn where the exporter listens */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
             cred.uid != geteuid()) {
-            pb_tcp_log_limited(&pb_tcp.log_refusal,
-                               "tcp: refused a rendezvous for segment %#x from another user's "
-                               "process (uid %d, pid %d)",
-                               te->segid, (int)cred.uid, (int)cred.pid);
+            pb_log_limited(&pb_tcp.log_refusal, TCP_LOG_INTERVAL_MS,
+                           "tcp: refused a rendezvous for segment %#x from another user's "
+                           "process (uid %d, pid %d)",
+                           te->segid, (int)cred.uid, (int)cred.pid);
             close(fd);
             continue;
         }

@@ -102,10 +102,10 @@ static void tcp_serve_attach(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
     number = tcp_slot_take(c, &status);
     if (number == 0) {
         if (status == PB_ERR_NO_RESOURCE)
-            pb_tcp_log_limited(&pb_tcp.log_peer,
-                               "tcp: pid %u (node %u) has %u imports on one connection, the "
-                               "most there may be: another is refused",
-                               c->peer_pid, c->peer_node, PB_TCP_MAX_SLOTS);
+            pb_log_limited(&pb_tcp.log_peer, TCP_LOG_INTERVAL_MS,
+                           "tcp: pid %u (node %u) has %u imports on one connection, the "
+                           "most there may be: another is refused",
+                           c->peer_pid, c->peer_node, PB_TCP_MAX_SLOTS);
         pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
         return;
     }

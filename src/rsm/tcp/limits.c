@@ -22,32 +22,6 @@
 #include "util/log.h"
 #include "util/time.h"
 
-int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...)
-{
-    /* lock-free: callers hold no lock in common (a dialing application
-     * thread holds none), and no thread can leave it held across a fork */
-    int64_t now = pb_time_now_ms(), last = atomic_load(&limit->last_ms);
-    unsigned long more;
-    char line[256];
-    va_list ap;
-
-    if ((last != 0 && now - last < TCP_LOG_INTERVAL_MS) ||
-        !atomic_compare_exchange_strong(&limit->last_ms, &last, now)) {
-        atomic_fetch_add(&limit->suppressed, 1);
-        return 0;
-    }
-    more = atomic_exchange(&limit->suppressed, 0);
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (more > 0)
-        pb_warn("%s (and %lu more like it in the last %lld ms)", line, more,
-                (long long)(now - last));
-    else
-        pb_warn("%s", line);
-    return 1;
-}
-
 /* Start (1) or stop (0) the limit tick.  Caller holds pb_tcp.lock. */
 static void tcp_limit_tick(int on)
 {
@@ -122,9 +96,9 @@ static int tcp_handshake_evict_for_descriptor(void)
 int pb_tcp_accept_failed(int err, const char *what)
 {
     if ((err == EMFILE || err == ENFILE) && tcp_handshake_evict_for_descriptor()) {
-        pb_tcp_log_limited(&pb_tcp.log_accept,
-                           "tcp: %s: %s; closed the oldest connection in its handshake", what,
-                           strerror(err));
+        pb_log_limited(&pb_tcp.log_accept, TCP_LOG_INTERVAL_MS,
+                       "tcp: %s: %s; closed the oldest connection in its handshake", what,
+                       strerror(err));
         return 1;
     }
     if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
@@ -135,10 +109,11 @@ int pb_tcp_accept_failed(int err, const char *what)
             tcp_limit_tick(1);
         }
         pb_tcp.accept_rest_until = pb_time_now_ms() + TCP_ACCEPT_REST_MS;
-        pb_tcp_log_limited(&pb_tcp.log_accept, "tcp: %s: %s; not accepting for %d ms", what,
-                           strerror(err), TCP_ACCEPT_REST_MS);
+        pb_log_limited(&pb_tcp.log_accept, TCP_LOG_INTERVAL_MS,
+                       "tcp: %s: %s; not accepting for %d ms", what, strerror(err),
+                       TCP_ACCEPT_REST_MS);
     } else if (err != EAGAIN && err != EINTR && err != ECONNABORTED) {
-        pb_tcp_log_limited(&pb_tcp.log_accept, "tcp: %s: %s", what, strerror(err));
+        pb_log_limited(&pb_tcp.log_accept, TCP_LOG_INTERVAL_MS, "tcp: %s: %s", what, strerror(err));
     }
     return 0;
 }
@@ -178,17 +153,17 @@ int pb_tcp_handshake_admit(const struct sockaddr_in *from)
     if (victim != NULL && now - victim->accepted_ms < TCP_HANDSHAKE_GRACE_MS) {
         /* every one of them had too little time to finish: the newcomer
          * goes (its importer dials again) */
-        pb_tcp_log_limited(&pb_tcp.log_handshake,
-                           "tcp: refused a connection from %s: %u connections in their handshake "
-                           "(%u from that address)",
-                           addr, pending, same);
+        pb_log_limited(&pb_tcp.log_handshake, TCP_LOG_INTERVAL_MS,
+                       "tcp: refused a connection from %s: %u connections in their handshake "
+                       "(%u from that address)",
+                       addr, pending, same);
         return 0;
     }
     if (victim != NULL) {
-        pb_tcp_log_limited(&pb_tcp.log_handshake,
-                           "tcp: dropped the oldest of %u connections in their handshake (%u from "
-                           "%s) for a new one",
-                           pending, same, addr);
+        pb_log_limited(&pb_tcp.log_handshake, TCP_LOG_INTERVAL_MS,
+                       "tcp: dropped the oldest of %u connections in their handshake (%u from "
+                       "%s) for a new one",
+                       pending, same, addr);
         pb_tcp_conn_fail(victim, PB_ERR_CONN_ABORTED, NULL);
     }
     tcp_limit_tick(1);
@@ -216,10 +191,10 @@ void pb_tcp_limits_ready(void *arg, uint32_t events)
         }
     }
     if (expired > 0)
-        pb_tcp_log_limited(&pb_tcp.log_handshake,
-                           "tcp: closed %u connections that did not finish their handshake "
-                           "within %d ms",
-                           expired, TCP_HANDSHAKE_MS);
+        pb_log_limited(&pb_tcp.log_handshake, TCP_LOG_INTERVAL_MS,
+                       "tcp: closed %u connections that did not finish their handshake "
+                       "within %d ms",
+                       expired, TCP_HANDSHAKE_MS);
     for (pb_tcp_relay_t *relay = pb_tcp.relays, *next; relay != NULL; relay = next) {
         next = relay->next;
         if (now - relay->started_ms >= pb_tcp_request_timeout_ms()) {
@@ -278,7 +253,7 @@ int pb_tcp_relay_admit(void)
         tcp_limit_tick(1); /* (their deadline) */
         return 1;
     }
-    pb_tcp_log_limited(&pb_tcp.log_relay, "tcp: refused a LOOKUP: %u already being relayed",
-                       relays);
+    pb_log_limited(&pb_tcp.log_relay, TCP_LOG_INTERVAL_MS,
+                   "tcp: refused a LOOKUP: %u already being relayed", relays);
     return 0;
 }

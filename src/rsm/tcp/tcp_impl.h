@@ -56,6 +56,7 @@
 #include "rsm/tcp/wire.h"
 #include "util/compiler.h"
 #include "util/evset.h"
+#include "util/log_limit.h"
 #include "util/status.h"
 
 #define TCP_LISTEN_BACKLOG 128
@@ -157,13 +158,6 @@ typedef struct {
     uint32_t tag;
     uint16_t type;
 } pb_tcp_abandoned_t;
-
-/* the last time a kind of line a peer can cause was logged (0: never),
- * and how many were left out since (pb_tcp_log_limited) */
-typedef struct {
-    _Atomic int64_t last_ms;
-    _Atomic unsigned long suppressed;
-} pb_tcp_log_limit_t;
 
 /* a request of this process awaiting a REPLY (it lives on the waiter's stack) */
 typedef struct pb_tcp_request {
@@ -316,7 +310,7 @@ typedef struct {
     int limit_ticking;
     /* log lines a peer can cause, by kind (log_refusal: a peer refused
      * for who it is, over tcp or at a rendezvous socket) */
-    pb_tcp_log_limit_t log_accept, log_handshake, log_relay, log_peer, log_refusal;
+    pb_log_limit_t log_accept, log_handshake, log_relay, log_peer, log_refusal;
     uint32_t addr; /* advertised IPv4, network order: addrs[0] */
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
@@ -683,12 +677,6 @@ pb_status_t pb_tcp_rail_connect(pb_rsm_import_t *im, int index, uint32_t addr, u
                                 const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline);
 
 /* ---- limits (limits.c): what a peer can make this process hold ---------- */
-
-/* Log the line @fmt as a warning unless one of @limit's kind was logged
- * less than TCP_LOG_INTERVAL_MS ago (then count it; the next line logged
- * says how many were left out).  Lock-free: callable with or without
- * pb_tcp.lock.  @return 1 if logged. */
-int pb_tcp_log_limited(pb_tcp_log_limit_t *limit, const char *fmt, ...) PB_PRINTF(2, 3);
 
 /* Create the limit tick and put it in the epoll set.  Caller holds
  * pb_tcp.lock.  @return PB_OK or PB_ERR_NO_RESOURCE. */
