@@ -45,6 +45,7 @@
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
+#include "mpi/coll_node.h"
 #include "mpi/datatype.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
@@ -698,26 +699,64 @@ out:
  * algorithm's comment says; every call returns MPI_SUCCESS or an error class.
  */
 
-static int coll_barrier(pb_comm_t *c)
+/* The point-to-point choices (coll_node.h: the leaders run them between
+ * nodes). */
+int pb_coll_p2p_barrier(pb_comm_t *c)
 {
     return barrier_dissemination(c);
 }
 
-static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+int pb_coll_p2p_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
     return bcast_binomial(buf, count, type, root, c);
 }
 
-static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+int pb_coll_p2p_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c)
 {
     return reduce_binomial(sendbuf, recvbuf, count, type, op, root, c);
 }
 
-static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c)
 {
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
+}
+
+/* The node path when it takes the collective (coll_node.h), else
+ * point-to-point. */
+static int coll_barrier(pb_comm_t *c)
+{
+    int rc = pb_coll_node_barrier(c);
+
+    return rc != PB_COLL_NODE_DECLINED ? rc : pb_coll_p2p_barrier(c);
+}
+
+static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+{
+    int rc = pb_coll_node_bcast(buf, count, type, root, c);
+
+    return rc != PB_COLL_NODE_DECLINED ? rc : pb_coll_p2p_bcast(buf, count, type, root, c);
+}
+
+static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                       MPI_Op op, int root, pb_comm_t *c)
+{
+    int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c);
+
+    return rc != PB_COLL_NODE_DECLINED
+               ? rc
+               : pb_coll_p2p_reduce(sendbuf, recvbuf, count, type, op, root, c);
+}
+
+static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                          MPI_Op op, pb_comm_t *c)
+{
+    int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c);
+
+    return rc != PB_COLL_NODE_DECLINED
+               ? rc
+               : pb_coll_p2p_allreduce(sendbuf, recvbuf, count, type, op, c);
 }
 
 static int coll_gatherv(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -797,6 +836,11 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
+    int rc =
+        pb_coll_node_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c);
+
+    if (rc != PB_COLL_NODE_DECLINED)
+        return comm_failed(comm, func, rc);
 
     return comm_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
@@ -818,6 +862,11 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount);
+    int rc =
+        pb_coll_node_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c);
+
+    if (rc != PB_COLL_NODE_DECLINED)
+        return comm_failed(comm, func, rc);
 
     return comm_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
@@ -839,6 +888,10 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
+    int rc = pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c);
+
+    if (rc != PB_COLL_NODE_DECLINED)
+        return comm_failed(comm, func, rc);
 
     return comm_failed(comm, func,
                        coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
@@ -860,6 +913,10 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
+    int rc = pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c);
+
+    if (rc != PB_COLL_NODE_DECLINED)
+        return comm_failed(comm, func, rc);
 
     return comm_failed(comm, func,
                        coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));

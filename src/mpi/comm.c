@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mpi/attr.h"
+#include "mpi/coll_node.h"
 #include "mpi/datatype.h"
 #include "mpi/engine/handle.h"
 #include "mpi/p2p.h"
@@ -471,6 +472,7 @@ PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
     rc = pb_mpi_attr_delete_all(c);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(*comm, rc, "MPI_Comm_free", "an attribute delete callback failed");
+    pb_coll_node_release(c);
     comm_delete(c);
     *comm = MPI_COMM_NULL;
     return MPI_SUCCESS;
@@ -615,6 +617,7 @@ PB_EXPORT int PMPI_Finalize(void)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
     pb_mpi_attr_finalize();
+    pb_coll_node_finalize();
     pb_mpi_p2p_finalize();
     for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
         comm_delete(c);

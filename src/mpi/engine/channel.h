@@ -281,6 +281,9 @@ void pb_eng_channel_poll_network(void);
  * more, then calls pb_eng_channel_sleep (at most @timeout_ms) or
  * pb_eng_channel_sleep_cancel. */
 void pb_eng_channel_sleep_begin(void);
+/* Wake world rank @dest, a rank of this node, if it sleeps: after a store
+ * into memory it waits on (a collective area's flag; docs/mpi.md). */
+void pb_eng_channel_wake(int dest);
 void pb_eng_channel_sleep(int timeout_ms);
 void pb_eng_channel_sleep_cancel(void);
 

@@ -34,6 +34,11 @@ static void wake_if_asleep(pb_eng_out_t *o, int dest)
     rsm_intr_signal_post(o->bell, RSM_SIGPOST_NO_ACCUMULATE);
 }
 
+void pb_eng_channel_wake(int dest)
+{
+    wake_if_asleep(&pb_eng_channel.out[dest], dest);
+}
+
 static int shm_post(pb_eng_out_t *o, int dest, pb_eng_postbox_t *pb, uint32_t seq, size_t slot_off,
                     const pb_eng_src_t *src, size_t data_off)
 {

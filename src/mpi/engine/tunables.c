@@ -44,6 +44,18 @@ static const pb_config_entry_t tunables_table[] = {
     {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
      "MPI: sched_yield calls of a waiting rank before it sleeps until a "
      "peer writes to it."},
+    {"POSTBOX_COLL_NODE", PB_CONFIG_INT, "1",
+     "MPI: 1 lets collectives exchange through a shared-memory area per "
+     "communicator on each node (made at its first collective); 0 keeps them "
+     "on point-to-point."},
+    {"POSTBOX_COLL_CELL", PB_CONFIG_INT, "262144",
+     "MPI: bytes of each rank's cell in a communicator's collective area on "
+     "its node (rounded up to 4096); larger collectives move through it in "
+     "pieces, or over point-to-point."},
+    {"POSTBOX_COLL_AREA_MAX", PB_CONFIG_INT, "67108864",
+     "MPI: bytes of collective areas one process may make (as the first rank "
+     "of a communicator on its node); past it a new communicator's "
+     "collectives stay on point-to-point."},
     {"POSTBOX_SHOW_TRANSPORTS", PB_CONFIG_INT, "0",
      "MPI: 1 prints, for each channel a rank opens, the transport and the "
      "protocol thresholds chosen."},
@@ -82,5 +94,9 @@ void pb_eng_tunables_read(void)
     pb_eng_params.spin = (int)param("POSTBOX_SPIN", 0, 1 << 30);
     pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;
     pb_eng_params.yields = (int)param("POSTBOX_YIELDS", 0, 1 << 30);
+    pb_eng_params.coll_node = (int)param("POSTBOX_COLL_NODE", 0, 1);
+    pb_eng_params.coll_cell = (size_t)param("POSTBOX_COLL_CELL", 4096, 1L << 30);
+    pb_eng_params.coll_cell = (pb_eng_params.coll_cell + 4095) / 4096 * 4096;
+    pb_eng_params.coll_area_max = (size_t)param("POSTBOX_COLL_AREA_MAX", 0, 1L << 40);
     pb_eng_params.show = pb_config_table_get_long(tunables_table, "POSTBOX_SHOW_TRANSPORTS") > 0;
 }

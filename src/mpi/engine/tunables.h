@@ -13,20 +13,23 @@
 
 /* The values in force, read at MPI_Init (pb_eng_tunables_read). */
 typedef struct {
-    int postboxes;      /* POSTBOX_NUMPOSTBOX: ring length per sender */
-    int blocks;         /* POSTBOX_POOL_BLOCKS: shared pool blocks of a sender on its node */
-    int blocks_net;     /* POSTBOX_POOL_BLOCKS_NET: ... of a sender on each other node */
-    size_t block_size;  /* POSTBOX_BLOCK_SIZE */
-    size_t rendezvous;  /* POSTBOX_RENDEZVOUS: messages this long and longer */
-    size_t split_copy;  /* POSTBOX_SPLIT_COPY: single-copy messages this long are
-                           copied half by the receiver, half by the sender */
-    size_t single_copy; /* POSTBOX_SINGLE_COPY: on-node messages this long and
-                           longer are read by the receiver from the sender */
-    int pollall;        /* POSTBOX_POLLALL */
-    int spin;           /* POSTBOX_SPIN: polls before yielding */
-    int spin_set;       /* POSTBOX_SPIN is set in the environment */
-    int yields;         /* POSTBOX_YIELDS: yields before sleeping */
-    int show;           /* POSTBOX_SHOW_TRANSPORTS */
+    int postboxes;        /* POSTBOX_NUMPOSTBOX: ring length per sender */
+    int blocks;           /* POSTBOX_POOL_BLOCKS: shared pool blocks of a sender on its node */
+    int blocks_net;       /* POSTBOX_POOL_BLOCKS_NET: ... of a sender on each other node */
+    size_t block_size;    /* POSTBOX_BLOCK_SIZE */
+    size_t rendezvous;    /* POSTBOX_RENDEZVOUS: messages this long and longer */
+    size_t split_copy;    /* POSTBOX_SPLIT_COPY: single-copy messages this long are
+                             copied half by the receiver, half by the sender */
+    size_t single_copy;   /* POSTBOX_SINGLE_COPY: on-node messages this long and
+                             longer are read by the receiver from the sender */
+    int pollall;          /* POSTBOX_POLLALL */
+    int spin;             /* POSTBOX_SPIN: polls before yielding */
+    int spin_set;         /* POSTBOX_SPIN is set in the environment */
+    int yields;           /* POSTBOX_YIELDS: yields before sleeping */
+    int show;             /* POSTBOX_SHOW_TRANSPORTS */
+    int coll_node;        /* POSTBOX_COLL_NODE: collectives may use node areas */
+    size_t coll_cell;     /* POSTBOX_COLL_CELL: bytes of a rank's cell there */
+    size_t coll_area_max; /* POSTBOX_COLL_AREA_MAX: bytes of areas this process makes */
 } pb_eng_params_t;
 
 extern pb_eng_params_t pb_eng_params;

@@ -1,0 +1,877 @@
+/*
+ * Collectives through a shared-memory area per communicator and node
+ * (coll_node.h; seed 001 section 3.5: Sun MPI's local exchange and node
+ * leaders).
+ *
+ * The area.  At a communicator's first collective that may use it, the
+ * communicator's first rank on each node (the node's *leader*) maps an
+ * area and exports it over RSM (shm); the communicator's other ranks on
+ * that node import and map it; every rank then agrees, through a
+ * point-to-point allreduce, that all nodes have theirs, or none is used.
+ * For the n ranks of the node (local index 0 .. n-1 in rank order):
+ *
+ *   0            64 * n (rounded up to a page)
+ *   +---------+--+---------+----------+----------+
+ *   | line 0  |..| line n-1| cell 0   | .. n-1   |
+ *   +---------+--+---------+----------+----------+
+ *   line i: | step (8 bytes) | inline data (56 bytes) |
+ *
+ * Line i and cell i are written by local rank i only.  step is rank i's
+ * count of phases done; it only grows (no reset, no race between one
+ * collective's flags and the next's).  Every local rank takes part in
+ * every phase of a collective, so after each collective all of them have
+ * the same count: phase k of a collective that starts at count b is
+ * b + k on every rank, and "rank j is past phase k" is step_j >= b + k
+ * (acquire load; the writer stores with release after its data).
+ * Payloads of at most 56 bytes travel in the writer's own line (one cache
+ * line carries flag and data); larger ones in its cell, in pieces of
+ * the cell (or half of it, to pipeline a broadcast).  A rank writes its
+ * line or cell only once every local rank is past the last phase that
+ * reads it (the previous piece's or collective's), which each collective
+ * ends with.
+ *
+ * Waiting is the engine's (spin, yield, sleep on the doorbell); a rank
+ * that stores a step wakes the local ranks that sleep.
+ *
+ * Between nodes, the leaders run the point-to-point algorithm of coll.c
+ * on a communicator of their own (same context ids as the parent: a
+ * collective is all node path or all point-to-point on every rank, so
+ * their messages cannot meet another collective's out of order).
+ */
+#include "mpi/coll_node.h"
+
+#include <postbox/rsm.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "mpi/datatype.h"
+#include "mpi/engine/engine.h"
+#include "mpi/op.h"
+#include "mpi/p2p.h"
+#include "util/log.h"
+
+#define LINE 64
+#define INLINE_MAX (LINE - 8)
+#define PAGE 4096
+/* reductions of at most this many bytes are done whole by each rank that
+ * needs the result (two phases); longer ones by slices, each rank one
+ * slice (three phases per piece) */
+#define REDUCE_WHOLE_MAX 4096
+
+/* tags on the collective context (coll.c's are 16-25) */
+enum {
+    TAG_NODE_SETUP = 30,
+    TAG_NODE_MOVE
+};
+
+typedef struct pb_coll_node {
+    int usable;         /* the area is up on every node */
+    int n, me;          /* the communicator's ranks on this node; this rank's index */
+    int *local_comm;    /* [n]: their ranks in the communicator */
+    int nodes;          /* nodes the communicator spans */
+    int node;           /* this node's index among them (by its leader's rank) */
+    int *rank_node;     /* [size]: each rank's node index */
+    int *node_first;    /* [nodes]: each node's leader (its first rank) */
+    int blocked;        /* each node's ranks are consecutive, nodes in rank order */
+    pb_comm_t *leaders; /* a leader of a communicator across nodes: the leaders */
+    char *area;
+    size_t size, cell, cells_at;
+    rsm_memseg_export_handle_t ex;
+    rsm_memseg_import_handle_t im;
+    uint64_t step; /* this rank's phases done (= every local rank's, between collectives) */
+    pb_comm_t *comm;
+    struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
+} pb_coll_node_t;
+
+static pb_coll_node_t *states;
+static size_t area_bytes_made;
+
+/* ---- steps ------------------------------------------------------------------------ */
+
+static _Atomic uint64_t *step_of(const pb_coll_node_t *cn, int i)
+{
+    return (_Atomic uint64_t *)(cn->area + (size_t)i * LINE);
+}
+
+static char *line_data(const pb_coll_node_t *cn, int i)
+{
+    return cn->area + (size_t)i * LINE + 8;
+}
+
+static char *cell(const pb_coll_node_t *cn, int i)
+{
+    return cn->area + cn->cells_at + (size_t)i * cn->cell;
+}
+
+/* Where rank i's payload of @bytes goes: its line or its cell. */
+static char *slot(const pb_coll_node_t *cn, int i, size_t bytes)
+{
+    return bytes <= INLINE_MAX ? line_data(cn, i) : cell(cn, i);
+}
+
+/* This rank is past one more phase: its data before, with release order;
+ * then the local ranks that sleep are woken. */
+static void post(pb_coll_node_t *cn)
+{
+    if (cn->n == 1) { /* alone on its node: no area, nobody to tell */
+        cn->step++;
+        return;
+    }
+    atomic_store_explicit(step_of(cn, cn->me), ++cn->step, memory_order_release);
+    for (int j = 0; j < cn->n; j++) {
+        if (j != cn->me)
+            pb_eng_channel_wake(cn->comm->world[cn->local_comm[j]]);
+    }
+}
+
+typedef struct {
+    const pb_coll_node_t *cn;
+    int first, last; /* local ranks first .. last - 1 */
+    int skip;        /* but this one (-1: none) */
+    uint64_t step;
+} wait_arg_t;
+
+static int past(void *arg)
+{
+    const wait_arg_t *w = arg;
+
+    for (int j = w->first; j < w->last; j++) {
+        if (j != w->skip && atomic_load_explicit(step_of(w->cn, j), memory_order_acquire) < w->step)
+            return 0;
+    }
+    return 1;
+}
+
+static void wait_for(wait_arg_t w)
+{
+    if (w.cn->n > 1 && !past(&w))
+        pb_eng_wait_until(past, &w);
+}
+
+/* Wait until local rank @j is past @step; every local rank (wait_all);
+ * every other local rank (wait_others). */
+static void wait_one(const pb_coll_node_t *cn, int j, uint64_t step)
+{
+    wait_for((wait_arg_t){cn, j, j + 1, -1, step});
+}
+
+static void wait_all(const pb_coll_node_t *cn, uint64_t step)
+{
+    wait_for((wait_arg_t){cn, 0, cn->n, -1, step});
+}
+
+static void wait_others(const pb_coll_node_t *cn, uint64_t step)
+{
+    wait_for((wait_arg_t){cn, 0, cn->n, cn->me, step});
+}
+
+/* ---- the area ---------------------------------------------------------------------- */
+
+static int node_index_of(const pb_coll_node_t *cn, int node_id)
+{
+    for (int k = 0; k < cn->nodes; k++) {
+        if (pb_eng_channel.node_of[cn->comm->world[cn->node_first[k]]] == node_id)
+            return k;
+    }
+    return -1;
+}
+
+/* Who is where: the nodes the communicator spans, in the order of their
+ * first ranks, and this node's ranks.  @return 0, or -1 out of memory. */
+static int layout(pb_coll_node_t *cn, pb_comm_t *c)
+{
+    int my_node = pb_eng_channel.node_of[c->world[c->rank]];
+
+    cn->rank_node = malloc((size_t)c->size * sizeof(int));
+    cn->node_first = malloc((size_t)c->size * sizeof(int));
+    cn->local_comm = malloc((size_t)c->size * sizeof(int));
+    if (cn->rank_node == NULL || cn->node_first == NULL || cn->local_comm == NULL)
+        return -1;
+    cn->blocked = 1;
+    for (int r = 0; r < c->size; r++) {
+        int node = pb_eng_channel.node_of[c->world[r]];
+        int k = node_index_of(cn, node);
+
+        if (k < 0) {
+            k = cn->nodes++;
+            cn->node_first[k] = r;
+        }
+        /* nodes are numbered as they first appear: a node's ranks are
+         * consecutive exactly when the numbers never go down */
+        if (r > 0 && k < cn->rank_node[r - 1])
+            cn->blocked = 0;
+        cn->rank_node[r] = k;
+        if (node == my_node) {
+            if (r == c->rank)
+                cn->me = cn->n;
+            cn->local_comm[cn->n++] = r;
+        }
+    }
+    cn->node = cn->rank_node[c->rank];
+    return 0;
+}
+
+static int make_leaders(pb_coll_node_t *cn, pb_comm_t *c)
+{
+    pb_comm_t *l;
+
+    if (cn->nodes < 2 || cn->me != 0)
+        return 0;
+    l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return -1;
+    l->handle = c->handle;
+    l->context = c->context;
+    l->size = cn->nodes;
+    l->rank = cn->node;
+    l->errhandler = c->errhandler;
+    l->world = malloc((size_t)cn->nodes * sizeof(int));
+    l->local = malloc((size_t)pb_eng.size * sizeof(int));
+    if (l->world == NULL || l->local == NULL) {
+        free(l->world);
+        free(l->local);
+        free(l);
+        return -1;
+    }
+    for (int i = 0; i < pb_eng.size; i++)
+        l->local[i] = -1;
+    for (int k = 0; k < cn->nodes; k++) {
+        l->world[k] = c->world[cn->node_first[k]];
+        l->local[l->world[k]] = k;
+    }
+    cn->leaders = l;
+    return 0;
+}
+
+static void free_leaders(pb_coll_node_t *cn)
+{
+    if (cn->leaders == NULL)
+        return;
+    free(cn->leaders->world);
+    free(cn->leaders->local);
+    free(cn->leaders);
+    cn->leaders = NULL;
+}
+
+/* The leader: map and export the area.  @return its id, or 0 (logged). */
+static rsm_memseg_id_t area_export(pb_coll_node_t *cn)
+{
+    rsm_memseg_id_t id = 0;
+    void *mem;
+
+    if (area_bytes_made + cn->size > pb_eng_params.coll_area_max)
+        return 0;
+    mem = mmap(NULL, cn->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return 0;
+    if (rsm_memseg_export_create(pb_eng_channel.shm_ctl, &cn->ex, mem, cn->size, 0) !=
+        RSM_SUCCESS) {
+        munmap(mem, cn->size);
+        cn->ex = NULL;
+        return 0;
+    }
+    if (rsm_memseg_export_publish(cn->ex, &id, NULL, 0) != RSM_SUCCESS) {
+        rsm_memseg_export_destroy(cn->ex);
+        munmap(mem, cn->size);
+        cn->ex = NULL;
+        return 0;
+    }
+    cn->area = mem;
+    area_bytes_made += cn->size;
+    return id;
+}
+
+static int area_import(pb_coll_node_t *cn, rsm_memseg_id_t id)
+{
+    void *addr = NULL;
+
+    if (rsm_memseg_import_connect(pb_eng_channel.shm_ctl, pb_eng_channel.node, id, RSM_PERM_RDWR,
+                                  &cn->im) != RSM_SUCCESS) {
+        cn->im = NULL;
+        return -1;
+    }
+    if (rsm_memseg_import_map(cn->im, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, cn->size) !=
+        RSM_SUCCESS) {
+        rsm_memseg_import_disconnect(cn->im);
+        cn->im = NULL;
+        return -1;
+    }
+    cn->area = addr;
+    return 0;
+}
+
+/* Unmap this rank's view of the area; the leader first waits until every
+ * local rank is past its last phase (nobody reads the area any more). */
+static void area_drop(pb_coll_node_t *cn)
+{
+    if (cn->ex != NULL) {
+        wait_all(cn, cn->step);
+        rsm_memseg_export_unpublish(cn->ex);
+        rsm_memseg_export_destroy(cn->ex);
+        munmap(cn->area, cn->size);
+        area_bytes_made -= cn->size;
+        cn->ex = NULL;
+    } else if (cn->im != NULL) {
+        rsm_memseg_import_unmap(cn->im);
+        rsm_memseg_import_disconnect(cn->im);
+        cn->im = NULL;
+    }
+    cn->area = NULL;
+}
+
+/* Make the area on every node (collective over @c).  @return MPI_SUCCESS
+ * with cn->usable 0 or 1, or an error class of the point-to-point
+ * exchange. */
+static int area_setup(pb_coll_node_t *cn, pb_comm_t *c)
+{
+    uint32_t id = 0;
+    int ok, all_ok = 0, rc = MPI_SUCCESS;
+    MPI_Request req;
+
+    cn->cell = pb_eng_params.coll_cell;
+    cn->cells_at = ((size_t)cn->n * LINE + PAGE - 1) / PAGE * PAGE;
+    cn->size = cn->cells_at + (size_t)cn->n * cn->cell;
+    if (cn->n > 1 && cn->me == 0) {
+        id = (uint32_t)area_export(cn);
+        for (int j = 1; j < cn->n && rc == MPI_SUCCESS; j++) {
+            rc = pb_mpi_isend_on(&id, 1, MPI_UINT32_T, cn->local_comm[j], TAG_NODE_SETUP, c, 1,
+                                 &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+        ok = id != 0;
+    } else if (cn->n > 1) {
+        rc = pb_mpi_irecv_on(&id, 1, MPI_UINT32_T, cn->local_comm[0], TAG_NODE_SETUP, c, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+        ok = rc == MPI_SUCCESS && id != 0 && area_import(cn, id) == 0;
+    } else {
+        ok = 1; /* alone on its node: needs no area */
+    }
+    if (rc == MPI_SUCCESS && make_leaders(cn, c) != 0)
+        ok = 0;
+    if (rc == MPI_SUCCESS)
+        rc = pb_coll_p2p_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c);
+    cn->usable = rc == MPI_SUCCESS && all_ok;
+    if (!cn->usable) {
+        if (cn->area != NULL)
+            area_drop(cn);
+        free_leaders(cn);
+    }
+    return rc;
+}
+
+/* @c's node state, made at its first call (collective over @c); NULL when
+ * the node path does not apply or out of memory. */
+static pb_coll_node_t *node_state(pb_comm_t *c)
+{
+    pb_coll_node_t *cn = c->coll_node;
+    int multi = 0;
+
+    if (cn != NULL)
+        return cn->usable ? cn : NULL;
+    if (!pb_eng_params.coll_node || c->size < 2)
+        return NULL;
+    /* worth an area only when some node holds two ranks of @c: known from
+     * the job's layout alone, so every rank decides alike */
+    for (int r = 1; r < c->size && !multi; r++) {
+        for (int q = 0; q < r && !multi; q++)
+            multi = pb_eng_channel.node_of[c->world[r]] == pb_eng_channel.node_of[c->world[q]];
+    }
+    if (!multi)
+        return NULL;
+    cn = calloc(1, sizeof(*cn));
+    if (cn == NULL)
+        return NULL;
+    cn->comm = c;
+    c->coll_node = cn;
+    cn->next = states;
+    states = cn;
+    if (layout(cn, c) != 0 || area_setup(cn, c) != MPI_SUCCESS)
+        cn->usable = 0;
+    return cn->usable ? cn : NULL;
+}
+
+static void state_free(pb_coll_node_t *cn)
+{
+    free_leaders(cn);
+    free(cn->rank_node);
+    free(cn->node_first);
+    free(cn->local_comm);
+    free(cn);
+}
+
+void pb_coll_node_release(pb_comm_t *c)
+{
+    pb_coll_node_t *cn = c->coll_node;
+
+    if (cn == NULL)
+        return;
+    for (pb_coll_node_t **p = &states; *p != NULL; p = &(*p)->next) {
+        if (*p == cn) {
+            *p = cn->next;
+            break;
+        }
+    }
+    if (cn->area != NULL)
+        area_drop(cn);
+    state_free(cn);
+    c->coll_node = NULL;
+}
+
+void pb_coll_node_finalize(void)
+{
+    while (states != NULL)
+        pb_coll_node_release(states->comm);
+}
+
+/* ---- typed data in and out of the area -------------------------------------------- */
+
+static size_t type_bytes(MPI_Count count, MPI_Datatype type)
+{
+    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+}
+
+/* The address of block @i of @count elements of @type at @buf. */
+static void *block_addr(const void *buf, int i, MPI_Count count, MPI_Datatype type)
+{
+    return (char *)buf + (MPI_Aint)i * count * pb_eng_type_extent(pb_mpi_datatype(type));
+}
+
+static void pack(const void *buf, MPI_Count count, MPI_Datatype type, size_t offset, void *dst,
+                 size_t len)
+{
+    pb_eng_type_pack_range(buf, count, pb_mpi_datatype(type), offset, dst, len);
+}
+
+static void unpack(const void *src, size_t len, void *buf, MPI_Count count, MPI_Datatype type,
+                   size_t offset)
+{
+    pb_eng_type_unpack_range(src, len, buf, count, pb_mpi_datatype(type), offset);
+}
+
+/* Copy @scount elements of @stype at @src into @dst as @rtype (the type
+ * signatures match, as the standard requires), through a buffer on the
+ * stack. */
+static void copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
+                       MPI_Count rcount, MPI_Datatype rtype)
+{
+    size_t bytes = type_bytes(scount, stype);
+    char chunk[8192];
+
+    if (type_bytes(rcount, rtype) < bytes)
+        bytes = type_bytes(rcount, rtype);
+    for (size_t off = 0; off < bytes; off += sizeof(chunk)) {
+        size_t len = bytes - off < sizeof(chunk) ? bytes - off : sizeof(chunk);
+
+        pack(src, scount, stype, off, chunk, len);
+        unpack(chunk, len, dst, rcount, rtype, off);
+    }
+}
+
+/* ---- on the node ------------------------------------------------------------------ */
+
+static void node_barrier(pb_coll_node_t *cn)
+{
+    post(cn);
+    wait_all(cn, cn->step);
+}
+
+/* Local rank @root's @count elements of @type at @buf to every local rank:
+ * inline, or through the root's cell in halves, so the root writes one
+ * half while the others read the other. */
+static void node_bcast(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type, int root)
+{
+    size_t bytes = type_bytes(count, type), half = cn->cell / 2;
+    uint64_t base = cn->step;
+
+    if (bytes <= INLINE_MAX) {
+        if (cn->me == root) {
+            wait_all(cn, base);
+            pack(buf, count, type, 0, line_data(cn, root), bytes);
+        } else {
+            wait_one(cn, root, base + 1);
+            unpack(line_data(cn, root), bytes, buf, count, type, 0);
+        }
+        post(cn);
+        return;
+    }
+    for (size_t k = 0, off = 0; off < bytes; k++, off += half) {
+        size_t len = bytes - off < half ? bytes - off : half;
+        char *piece = cell(cn, root) + (k % 2) * half;
+
+        if (cn->me == root) {
+            /* piece k - 2, in the same half, read by all */
+            wait_all(cn, k >= 2 ? base + k - 1 : base);
+            pack(buf, count, type, off, piece, len);
+        } else {
+            wait_one(cn, root, base + k + 1);
+            unpack(piece, len, buf, count, type, off);
+        }
+        post(cn);
+    }
+}
+
+/* A reduction the slices can split: elements one contiguous block of
+ * bytes, element i at byte i * size. */
+static int sliceable(MPI_Datatype type)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+
+    return pb_eng_type_is_contiguous(t) && pb_eng_type_true_lb(t) == 0 &&
+           pb_eng_type_extent(t) == (MPI_Aint)pb_eng_type_size(t) && pb_eng_type_size(t) > 0;
+}
+
+/* *@acc = x_0 op x_1 op ... op x_{n-1} over @count elements at byte @off
+ * of every local rank's data (in its line when @in_line, else its cell),
+ * in rank order (so non-commutative ops are right): acc starts as x_{n-1}
+ * and takes x_j op acc for j = n-2 .. 0. */
+static void combine(const pb_coll_node_t *cn, int in_line, size_t off, void *acc, MPI_Count count,
+                    MPI_Datatype type, MPI_Op op)
+{
+    size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+    int last = cn->n - 1;
+
+    memcpy(acc, (in_line ? line_data(cn, last) : cell(cn, last)) + off, len);
+    for (int j = cn->n - 2; j >= 0; j--)
+        pb_mpi_op_apply(op, (in_line ? line_data(cn, j) : cell(cn, j)) + off, acc, count, type);
+}
+
+/*
+ * Reduce the local ranks' @count elements at @sendbuf into @result of local
+ * rank @root (-1: of every local rank).  Short: every rank copies its input
+ * to its slot, and each that needs the result combines all of them (two
+ * phases).  Long, in pieces of a cell: every rank copies its piece to its
+ * cell; rank i combines slice i of all cells into slice i of its own
+ * cell; those that need the result copy the slices out (three phases per
+ * piece).  @return MPI_SUCCESS or MPI_ERR_NO_MEM.
+ */
+static int node_reduce(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
+                       MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t esize = pb_eng_type_size(pb_mpi_datatype(type)), bytes = (size_t)count * esize;
+    int wants = root < 0 || root == cn->me, commute = pb_mpi_op_is_commutative(op);
+    MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
+    void *tmp = NULL;
+
+    if (bytes <= REDUCE_WHOLE_MAX) {
+        uint64_t base = cn->step;
+
+        wait_all(cn, base);
+        memcpy(slot(cn, cn->me, bytes), sendbuf, bytes);
+        post(cn);
+        if (wants) {
+            wait_all(cn, base + 1);
+            combine(cn, bytes <= INLINE_MAX, 0, result, count, type, op);
+        }
+        post(cn);
+        return MPI_SUCCESS;
+    }
+    if (!commute) {
+        tmp = malloc(cn->cell / cn->n + esize);
+        if (tmp == NULL)
+            return MPI_ERR_NO_MEM;
+    }
+    for (MPI_Count first = 0; first < count; first += per_piece) {
+        MPI_Count elems = count - first < per_piece ? count - first : per_piece;
+        MPI_Count lo = elems * cn->me / cn->n, hi = elems * (cn->me + 1) / cn->n;
+        size_t len = (size_t)elems * esize, at = (size_t)first * esize;
+        uint64_t base = cn->step;
+
+        wait_all(cn, base);
+        memcpy(cell(cn, cn->me), (const char *)sendbuf + at, len);
+        post(cn);
+        wait_all(cn, base + 1);
+        if (hi > lo) {
+            char *mine = cell(cn, cn->me) + (size_t)lo * esize;
+
+            if (commute) {
+                for (int j = 0; j < cn->n; j++) {
+                    if (j != cn->me)
+                        pb_mpi_op_apply(op, cell(cn, j) + (size_t)lo * esize, mine, hi - lo, type);
+                }
+            } else {
+                combine(cn, 0, (size_t)lo * esize, tmp, hi - lo, type, op);
+                memcpy(mine, tmp, (size_t)(hi - lo) * esize);
+            }
+        }
+        post(cn);
+        if (wants) {
+            wait_all(cn, base + 2);
+            for (int j = 0; j < cn->n; j++) {
+                MPI_Count jlo = elems * j / cn->n, jhi = elems * (j + 1) / cn->n;
+
+                memcpy((char *)result + at + (size_t)jlo * esize, cell(cn, j) + (size_t)jlo * esize,
+                       (size_t)(jhi - jlo) * esize);
+            }
+        }
+        post(cn);
+    }
+    free(tmp);
+    return MPI_SUCCESS;
+}
+
+/* ---- the collectives ---------------------------------------------------------------- */
+
+int pb_coll_node_barrier(pb_comm_t *c)
+{
+    pb_coll_node_t *cn = node_state(c);
+    int rc = MPI_SUCCESS;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    if (cn->nodes == 1) {
+        node_barrier(cn);
+        return MPI_SUCCESS;
+    }
+    /* every local rank arrives; the leader meets the other leaders, then
+     * lets its ranks go */
+    post(cn);
+    if (cn->me == 0) {
+        wait_all(cn, cn->step);
+        rc = pb_coll_p2p_barrier(cn->leaders);
+    } else {
+        wait_one(cn, 0, cn->step + 1);
+    }
+    post(cn);
+    return rc;
+}
+
+int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+{
+    pb_coll_node_t *cn = node_state(c);
+    int rc = MPI_SUCCESS, root_node;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    root_node = cn->rank_node[root];
+    if (cn->node == root_node && cn->n > 1) {
+        int local_root = 0;
+
+        while (cn->local_comm[local_root] != root)
+            local_root++;
+        node_bcast(cn, buf, count, type, local_root);
+    }
+    if (cn->nodes > 1) {
+        if (cn->me == 0)
+            rc = pb_coll_p2p_bcast(buf, count, type, root_node, cn->leaders);
+        if (cn->node != root_node && cn->n > 1)
+            node_bcast(cn, buf, count, type, 0);
+    }
+    return rc;
+}
+
+/* Whether the node path can reduce with @op across the nodes: the leaders
+ * combine node results in node order, which is rank order only when each
+ * node's ranks are consecutive. */
+static int reducible(const pb_coll_node_t *cn, MPI_Datatype type, MPI_Op op)
+{
+    return sliceable(type) && (cn->nodes == 1 || cn->blocked || pb_mpi_op_is_commutative(op));
+}
+
+int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op, pb_comm_t *c)
+{
+    pb_coll_node_t *cn = node_state(c);
+    int rc;
+
+    if (cn == NULL || !reducible(cn, type, op))
+        return PB_COLL_NODE_DECLINED;
+    if (cn->nodes == 1)
+        return node_reduce(cn, sendbuf, recvbuf, count, type, op, -1);
+    rc = cn->n > 1 ? node_reduce(cn, sendbuf, recvbuf, count, type, op, 0) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && cn->n == 1 && sendbuf != recvbuf)
+        memcpy(recvbuf, sendbuf, type_bytes(count, type));
+    if (rc == MPI_SUCCESS && cn->me == 0)
+        rc = pb_coll_p2p_allreduce(recvbuf, recvbuf, count, type, op, cn->leaders);
+    if (cn->n > 1)
+        node_bcast(cn, recvbuf, count, type, 0);
+    return rc;
+}
+
+int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                        MPI_Op op, int root, pb_comm_t *c)
+{
+    pb_coll_node_t *cn = node_state(c);
+    size_t bytes;
+    void *partial;
+    int rc = MPI_SUCCESS, root_node;
+    MPI_Request req;
+
+    if (cn == NULL || !reducible(cn, type, op))
+        return PB_COLL_NODE_DECLINED;
+    if (cn->nodes == 1) {
+        int local_root = 0;
+
+        while (cn->local_comm[local_root] != root)
+            local_root++;
+        return node_reduce(cn, sendbuf, recvbuf, count, type, op, local_root);
+    }
+    /* each node reduces to its leader, the leaders to the root's leader,
+     * which hands the result to the root */
+    bytes = type_bytes(count, type);
+    root_node = cn->rank_node[root];
+    partial = recvbuf;
+    if (cn->me == 0 && c->rank != root) {
+        partial = malloc(bytes);
+        if (partial == NULL)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (cn->n > 1) {
+        int node_rc = node_reduce(cn, sendbuf, cn->me == 0 ? partial : NULL, count, type, op, 0);
+
+        rc = rc == MPI_SUCCESS ? node_rc : rc;
+    } else if (rc == MPI_SUCCESS && partial != sendbuf) {
+        memcpy(partial, sendbuf, bytes);
+    }
+    if (cn->me == 0) {
+        if (rc == MPI_SUCCESS)
+            rc = pb_coll_p2p_reduce(partial, partial, count, type, op, root_node, cn->leaders);
+        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root) {
+            rc = pb_mpi_isend_on(partial, count, type, root, TAG_NODE_MOVE, c, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+        if (partial != recvbuf)
+            free(partial);
+    } else if (c->rank == root) {
+        rc = pb_mpi_irecv_on(recvbuf, count, type, cn->local_comm[0], TAG_NODE_MOVE, c, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+    }
+    return rc;
+}
+
+/* The node path of the data movers: one node, blocks that fit a cell. */
+static pb_coll_node_t *mover_state(pb_comm_t *c, size_t cell_bytes)
+{
+    pb_coll_node_t *cn = node_state(c);
+
+    if (cn == NULL || cn->nodes != 1 || cell_bytes > cn->cell)
+        return NULL;
+    return cn;
+}
+
+int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                        pb_comm_t *c)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = mover_state(c, bytes);
+    uint64_t base;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    base = cn->step;
+    if (c->rank != root) {
+        wait_all(cn, base);
+        pack(sendbuf, sendcount, sendtype, 0, cell(cn, cn->me), bytes);
+        post(cn);
+        return MPI_SUCCESS;
+    }
+    /* the root's own block goes straight across; the others' from their cells */
+    if (!in_place)
+        copy_typed(sendbuf, sendcount, sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype),
+                   recvcount, recvtype);
+    wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if (j != cn->me)
+            unpack(cell(cn, j), bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
+                   recvtype, 0);
+    }
+    post(cn);
+    return MPI_SUCCESS;
+}
+
+int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                         pb_comm_t *c)
+{
+    int in_place = recvbuf == MPI_IN_PLACE;
+    size_t bytes =
+        c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
+    pb_coll_node_t *cn = mover_state(c, bytes * (size_t)c->size);
+    uint64_t base;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    base = cn->step;
+    if (c->rank == root) {
+        wait_all(cn, base);
+        for (int j = 0; j < cn->n; j++) {
+            if (j != cn->me)
+                pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
+                     cell(cn, cn->me) + (size_t)j * bytes, bytes);
+        }
+        post(cn);
+        if (!in_place)
+            copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount, sendtype,
+                       recvbuf, recvcount, recvtype);
+        return MPI_SUCCESS;
+    }
+    wait_one(cn, root, base + 1);
+    unpack(cell(cn, root) + (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype, 0);
+    post(cn);
+    return MPI_SUCCESS;
+}
+
+int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = mover_state(c, bytes);
+    uint64_t base;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    base = cn->step;
+    wait_all(cn, base);
+    if (in_place)
+        pack(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, 0,
+             slot(cn, cn->me, bytes), bytes);
+    else
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+    post(cn);
+    wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if (j != cn->me || !in_place)
+            unpack(slot(cn, j, bytes), bytes, block_addr(recvbuf, j, recvcount, recvtype),
+                   recvcount, recvtype, 0);
+    }
+    post(cn);
+    return MPI_SUCCESS;
+}
+
+int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = mover_state(c, bytes * (size_t)c->size);
+    uint64_t base;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    if (in_place) {
+        sendbuf = recvbuf;
+        sendcount = recvcount;
+        sendtype = recvtype;
+    }
+    base = cn->step;
+    wait_all(cn, base);
+    for (int j = 0; j < cn->n; j++)
+        pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
+             cell(cn, cn->me) + (size_t)j * bytes, bytes);
+    post(cn);
+    wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++)
+        unpack(cell(cn, j) + (size_t)cn->me * bytes, bytes,
+               block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype, 0);
+    post(cn);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,60 @@
+/*
+ * Collectives that know the node (coll_node.c; docs/mpi.md, "Collectives
+ * on a node"): Sun MPI's design, where the ranks of a communicator on one
+ * node exchange through one shared-memory area, and one leader per node
+ * does the step between nodes over point-to-point.
+ *
+ * Each pb_coll_node_<x> either runs the collective and returns MPI_SUCCESS
+ * or an MPI error class, or returns PB_COLL_NODE_DECLINED, having done
+ * nothing, when the node path does not apply (one rank per node, the area
+ * could not be made, a layout or size it does not take); the caller then
+ * runs a point-to-point algorithm.  Every rank of the communicator declines
+ * or not alike: the decision reads only what the standard requires to be
+ * the same on all of them (the communicator, the counts and datatypes'
+ * sizes of the collective, the root, the op).
+ */
+#ifndef PB_MPI_COLL_NODE_H
+#define PB_MPI_COLL_NODE_H
+
+#include "mpi/comm.h"
+
+#define PB_COLL_NODE_DECLINED (-1)
+
+int pb_coll_node_barrier(pb_comm_t *c);
+int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c);
+int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                        MPI_Op op, int root, pb_comm_t *c);
+int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op, pb_comm_t *c);
+/* The rooted and all-to-all data movers, for equal blocks (the plain
+ * MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall; MPI_IN_PLACE as
+ * the standard places it), on a communicator within one node. */
+int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                        pb_comm_t *c);
+int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                         pb_comm_t *c);
+int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c);
+int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c);
+
+/* Give back @c's area (MPI_Comm_free: collective; waits until every rank
+ * of the node is done reading it).  Nothing when it has none. */
+void pb_coll_node_release(pb_comm_t *c);
+
+/* Give back every area and node state still held (MPI_Finalize, before
+ * the engine stops). */
+void pb_coll_node_finalize(void);
+
+/* The point-to-point algorithms of coll.c, which the leaders run among
+ * themselves between nodes.  @return MPI_SUCCESS or an error class. */
+int pb_coll_p2p_barrier(pb_comm_t *c);
+int pb_coll_p2p_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c);
+int pb_coll_p2p_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                       MPI_Op op, int root, pb_comm_t *c);
+int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                          MPI_Op op, pb_comm_t *c);
+
+#endif
