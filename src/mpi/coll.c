@@ -46,6 +46,7 @@
 
 #include "mpi/bindings.h"
 #include "mpi/coll_node.h"
+#include "mpi/coll_table.h"
 #include "mpi/datatype.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
@@ -723,40 +724,88 @@ int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, M
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
-/* The node path when it takes the collective (coll_node.h), else
- * point-to-point. */
+/* The algorithm the table chooses (coll_table.h); the node path may
+ * decline (coll_node.h), and then the collective's point-to-point one runs. */
 static int coll_barrier(pb_comm_t *c)
 {
-    int rc = pb_coll_node_barrier(c);
+    if (pb_coll_choose(PB_COLL_BARRIER, c, 0) == PB_ALG_NODE) {
+        int rc = pb_coll_node_barrier(c);
 
-    return rc != PB_COLL_NODE_DECLINED ? rc : pb_coll_p2p_barrier(c);
+        if (rc != PB_COLL_NODE_DECLINED) {
+            pb_coll_ran(PB_COLL_BARRIER, PB_ALG_NODE);
+            return rc;
+        }
+    }
+    pb_coll_ran(PB_COLL_BARRIER, PB_ALG_DISSEMINATION);
+    return barrier_dissemination(c);
+}
+
+static size_t bytes_of(MPI_Count count, MPI_Datatype type)
+{
+    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
 }
 
 static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
-    int rc = pb_coll_node_bcast(buf, count, type, root, c);
+    if (pb_coll_choose(PB_COLL_BCAST, c, bytes_of(count, type)) == PB_ALG_NODE) {
+        int rc = pb_coll_node_bcast(buf, count, type, root, c);
 
-    return rc != PB_COLL_NODE_DECLINED ? rc : pb_coll_p2p_bcast(buf, count, type, root, c);
+        if (rc != PB_COLL_NODE_DECLINED) {
+            pb_coll_ran(PB_COLL_BCAST, PB_ALG_NODE);
+            return rc;
+        }
+    }
+    pb_coll_ran(PB_COLL_BCAST, PB_ALG_BINOMIAL);
+    return bcast_binomial(buf, count, type, root, c);
 }
 
 static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c)
 {
-    int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c);
+    if (pb_coll_choose(PB_COLL_REDUCE, c, bytes_of(count, type)) == PB_ALG_NODE) {
+        int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c);
 
-    return rc != PB_COLL_NODE_DECLINED
-               ? rc
-               : pb_coll_p2p_reduce(sendbuf, recvbuf, count, type, op, root, c);
+        if (rc != PB_COLL_NODE_DECLINED) {
+            pb_coll_ran(PB_COLL_REDUCE, PB_ALG_NODE);
+            return rc;
+        }
+    }
+    pb_coll_ran(PB_COLL_REDUCE, PB_ALG_BINOMIAL);
+    return reduce_binomial(sendbuf, recvbuf, count, type, op, root, c);
 }
 
 static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c)
 {
-    int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c);
+    if (pb_coll_choose(PB_COLL_ALLREDUCE, c, bytes_of(count, type)) == PB_ALG_NODE) {
+        int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c);
 
-    return rc != PB_COLL_NODE_DECLINED
-               ? rc
-               : pb_coll_p2p_allreduce(sendbuf, recvbuf, count, type, op, c);
+        if (rc != PB_COLL_NODE_DECLINED) {
+            pb_coll_ran(PB_COLL_ALLREDUCE, PB_ALG_NODE);
+            return rc;
+        }
+    }
+    pb_coll_ran(PB_COLL_ALLREDUCE, PB_ALG_RECURSIVE_DOUBLING);
+    return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
+}
+
+/* Whether the table gives a plain Gather, Scatter, Allgather or Alltoall
+ * of @bytes per rank to the node path; when not, the point-to-point
+ * algorithm that runs instead is counted. */
+static int node_mover_chosen(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
+{
+    if (pb_coll_choose(kind, c, bytes) == PB_ALG_NODE)
+        return 1;
+    pb_coll_ran(kind, pb_coll_fallback(kind));
+    return 0;
+}
+
+/* The node path's result when it ran (counted), else
+ * PB_COLL_NODE_DECLINED (the point-to-point algorithm, counted, runs). */
+static int node_mover_ran(pb_coll_kind_t kind, int rc)
+{
+    pb_coll_ran(kind, rc != PB_COLL_NODE_DECLINED ? PB_ALG_NODE : pb_coll_fallback(kind));
+    return rc;
 }
 
 static int coll_gatherv(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -836,12 +885,16 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    int rc =
-        pb_coll_node_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c);
+    int rc = node_mover_chosen(PB_COLL_GATHER, c,
+                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                       : bytes_of(sendcount, sendtype))
+                 ? node_mover_ran(PB_COLL_GATHER,
+                                  pb_coll_node_gather(sendbuf, sendcount, sendtype, recvbuf,
+                                                      recvcount, recvtype, root, c))
+                 : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
-
     return comm_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
@@ -862,12 +915,16 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount);
-    int rc =
-        pb_coll_node_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c);
+    int rc = node_mover_chosen(PB_COLL_SCATTER, c,
+                               c->rank == root ? bytes_of(sendcount, sendtype)
+                                               : bytes_of(recvcount, recvtype))
+                 ? node_mover_ran(PB_COLL_SCATTER,
+                                  pb_coll_node_scatter(sendbuf, sendcount, sendtype, recvbuf,
+                                                       recvcount, recvtype, root, c))
+                 : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
-
     return comm_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
@@ -888,11 +945,16 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    int rc = pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c);
+    int rc = node_mover_chosen(PB_COLL_ALLGATHER, c,
+                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                       : bytes_of(sendcount, sendtype))
+                 ? node_mover_ran(PB_COLL_ALLGATHER,
+                                  pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                                         recvcount, recvtype, c))
+                 : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
-
     return comm_failed(comm, func,
                        coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
@@ -913,11 +975,16 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
-    int rc = pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c);
+    int rc = node_mover_chosen(PB_COLL_ALLTOALL, c,
+                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                       : bytes_of(sendcount, sendtype))
+                 ? node_mover_ran(PB_COLL_ALLTOALL,
+                                  pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                                        recvcount, recvtype, c))
+                 : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
-
     return comm_failed(comm, func,
                        coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }

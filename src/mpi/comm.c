@@ -13,6 +13,7 @@
 
 #include "mpi/attr.h"
 #include "mpi/coll_node.h"
+#include "mpi/coll_table.h"
 #include "mpi/datatype.h"
 #include "mpi/engine/handle.h"
 #include "mpi/p2p.h"
@@ -618,6 +619,7 @@ PB_EXPORT int PMPI_Finalize(void)
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
     pb_mpi_attr_finalize();
     pb_coll_node_finalize();
+    pb_coll_table_finalize();
     pb_mpi_p2p_finalize();
     for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
         comm_delete(c);

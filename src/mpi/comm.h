@@ -28,6 +28,7 @@ struct MPI_ABI_Comm {
     int refs;                       /* requests still using it (a freed one lives until 0) */
     int freed;                      /* MPI_Comm_free'd: its handle no longer names it */
     struct pb_coll_node *coll_node; /* its collective area on this node (coll_node.c) */
+    int coll_nodes, coll_ppn;       /* nodes it spans, most ranks on one (0: not yet known) */
 };
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed

@@ -56,6 +56,15 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: bytes of collective areas one process may make (as the first rank "
      "of a communicator on its node); past it a new communicator's "
      "collectives stay on point-to-point."},
+    {"POSTBOX_COLL_TABLE", PB_CONFIG_STRING, "",
+     "MPI: a file of rules choosing each collective's algorithm, in place of "
+     "the built-in table (src/mpi/coll_table.txt; docs/mpi.md)."},
+    {"POSTBOX_COLL_ALGORITHM", PB_CONFIG_STRING, "",
+     "MPI: collective:algorithm,... forces those algorithms whatever the "
+     "table says (e.g. allreduce:recursive_doubling,bcast:node)."},
+    {"POSTBOX_COLL_STATS", PB_CONFIG_INT, "0",
+     "MPI: 1 makes MPI_Finalize print, on each rank, how many times each "
+     "collective algorithm ran."},
     {"POSTBOX_SHOW_TRANSPORTS", PB_CONFIG_INT, "0",
      "MPI: 1 prints, for each channel a rank opens, the transport and the "
      "protocol thresholds chosen."},

@@ -1,0 +1,67 @@
+/*
+ * Choosing a collective's algorithm (coll_table.c; docs/mpi.md, "Choosing
+ * algorithms"): one declarative table from (collective, communicator
+ * size, ranks per node, nodes, bytes) to an algorithm, read from
+ * src/mpi/coll_table.txt (built into the library) or from the file
+ * POSTBOX_COLL_TABLE names; POSTBOX_COLL_ALGORITHM forces one algorithm
+ * per collective; POSTBOX_COLL_STATS=1 makes MPI_Finalize print how many
+ * times each algorithm ran.
+ */
+#ifndef PB_MPI_COLL_TABLE_H
+#define PB_MPI_COLL_TABLE_H
+
+#include <stddef.h>
+
+#include "mpi/comm.h"
+
+/* The collectives the table chooses for. */
+typedef enum {
+    PB_COLL_BARRIER,
+    PB_COLL_BCAST,
+    PB_COLL_REDUCE,
+    PB_COLL_ALLREDUCE,
+    PB_COLL_GATHER,
+    PB_COLL_SCATTER,
+    PB_COLL_ALLGATHER,
+    PB_COLL_ALLTOALL,
+    PB_COLL_KINDS
+} pb_coll_kind_t;
+
+/* The algorithms, by the names the table uses (coll_table.c lists which
+ * collective has which). */
+typedef enum {
+    PB_ALG_NODE,               /* the node's shared area, leaders between nodes */
+    PB_ALG_DISSEMINATION,      /* Barrier */
+    PB_ALG_BINOMIAL,           /* Bcast, Reduce */
+    PB_ALG_RECURSIVE_DOUBLING, /* Allreduce */
+    PB_ALG_DIRECT,             /* Gather, Scatter, Alltoall */
+    PB_ALG_RING,               /* Allgather */
+    PB_ALG_COUNT
+} pb_coll_alg_t;
+
+/* The algorithm for collective @kind on @c moving @bytes (the message of
+ * Bcast, Reduce and Allreduce; one rank's block of the others; 0 for
+ * Barrier): POSTBOX_COLL_ALGORITHM's for @kind if set, else the first
+ * rule of the table that matches, else the collective's first
+ * point-to-point algorithm.  The same on every rank of @c for the same
+ * arguments.  Reads the table at its first call (a bad table is warned
+ * about once, and the built-in one used). */
+pb_coll_alg_t pb_coll_choose(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes);
+
+/* The point-to-point algorithm @kind falls back to when the node path
+ * declines. */
+pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind);
+
+/* Count a run of @alg for @kind (POSTBOX_COLL_STATS). */
+void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg);
+
+/* MPI_Finalize: print the counts when POSTBOX_COLL_STATS=1 (one line per
+ * rank on stderr). */
+void pb_coll_table_finalize(void);
+
+/* Check the table text @text (a file's contents) as the library would
+ * read it.  @return the number of the first bad line, or 0 when good;
+ * *@why_p says what is wrong. */
+int pb_coll_table_check(const char *text, const char **why_p);
+
+#endif
