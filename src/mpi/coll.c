@@ -747,11 +747,13 @@ static size_t bytes_of(MPI_Count count, MPI_Datatype type)
 
 static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
-    if (pb_coll_choose(PB_COLL_BCAST, c, bytes_of(count, type)) == PB_ALG_NODE) {
-        int rc = pb_coll_node_bcast(buf, count, type, root, c);
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_BCAST, c, bytes_of(count, type));
+
+    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+        int rc = pb_coll_node_bcast(buf, count, type, root, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
-            pb_coll_ran(PB_COLL_BCAST, PB_ALG_NODE);
+            pb_coll_ran(PB_COLL_BCAST, alg);
             return rc;
         }
     }
@@ -789,22 +791,24 @@ static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, M
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
-/* Whether the table gives a plain Gather, Scatter, Allgather or Alltoall
- * of @bytes per rank to the node path; when not, the point-to-point
- * algorithm that runs instead is counted. */
-static int node_mover_chosen(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
+/* The node algorithm the table gives a plain Gather, Scatter, Allgather or
+ * Alltoall of @bytes per rank, or PB_ALG_COUNT when it gives none (the
+ * point-to-point algorithm that runs instead is counted). */
+static pb_coll_alg_t node_mover(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
 {
-    if (pb_coll_choose(kind, c, bytes) == PB_ALG_NODE)
-        return 1;
+    pb_coll_alg_t alg = pb_coll_choose(kind, c, bytes);
+
+    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA)
+        return alg;
     pb_coll_ran(kind, pb_coll_fallback(kind));
-    return 0;
+    return PB_ALG_COUNT;
 }
 
-/* The node path's result when it ran (counted), else
+/* The node path's result @rc when it ran @alg (counted), else
  * PB_COLL_NODE_DECLINED (the point-to-point algorithm, counted, runs). */
-static int node_mover_ran(pb_coll_kind_t kind, int rc)
+static int node_mover_ran(pb_coll_kind_t kind, pb_coll_alg_t alg, int rc)
 {
-    pb_coll_ran(kind, rc != PB_COLL_NODE_DECLINED ? PB_ALG_NODE : pb_coll_fallback(kind));
+    pb_coll_ran(kind, rc != PB_COLL_NODE_DECLINED ? alg : pb_coll_fallback(kind));
     return rc;
 }
 
@@ -885,12 +889,13 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    int rc = node_mover_chosen(PB_COLL_GATHER, c,
-                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                       : bytes_of(sendcount, sendtype))
-                 ? node_mover_ran(PB_COLL_GATHER,
+    pb_coll_alg_t alg = node_mover(PB_COLL_GATHER, c,
+                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                           : bytes_of(sendcount, sendtype));
+    int rc = alg != PB_ALG_COUNT
+                 ? node_mover_ran(PB_COLL_GATHER, alg,
                                   pb_coll_node_gather(sendbuf, sendcount, sendtype, recvbuf,
-                                                      recvcount, recvtype, root, c))
+                                                      recvcount, recvtype, root, c, alg))
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
@@ -915,12 +920,13 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount);
-    int rc = node_mover_chosen(PB_COLL_SCATTER, c,
-                               c->rank == root ? bytes_of(sendcount, sendtype)
-                                               : bytes_of(recvcount, recvtype))
-                 ? node_mover_ran(PB_COLL_SCATTER,
+    pb_coll_alg_t alg =
+        node_mover(PB_COLL_SCATTER, c,
+                   c->rank == root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype));
+    int rc = alg != PB_ALG_COUNT
+                 ? node_mover_ran(PB_COLL_SCATTER, alg,
                                   pb_coll_node_scatter(sendbuf, sendcount, sendtype, recvbuf,
-                                                       recvcount, recvtype, root, c))
+                                                       recvcount, recvtype, root, c, alg))
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
@@ -945,12 +951,13 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    int rc = node_mover_chosen(PB_COLL_ALLGATHER, c,
-                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                       : bytes_of(sendcount, sendtype))
-                 ? node_mover_ran(PB_COLL_ALLGATHER,
+    pb_coll_alg_t alg = node_mover(PB_COLL_ALLGATHER, c,
+                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                           : bytes_of(sendcount, sendtype));
+    int rc = alg != PB_ALG_COUNT
+                 ? node_mover_ran(PB_COLL_ALLGATHER, alg,
                                   pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf,
-                                                         recvcount, recvtype, c))
+                                                         recvcount, recvtype, c, alg))
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
@@ -975,12 +982,13 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
-    int rc = node_mover_chosen(PB_COLL_ALLTOALL, c,
-                               sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                       : bytes_of(sendcount, sendtype))
-                 ? node_mover_ran(PB_COLL_ALLTOALL,
+    pb_coll_alg_t alg = node_mover(PB_COLL_ALLTOALL, c,
+                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
+                                                           : bytes_of(sendcount, sendtype));
+    int rc = alg != PB_ALG_COUNT
+                 ? node_mover_ran(PB_COLL_ALLTOALL, alg,
                                   pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf,
-                                                        recvcount, recvtype, c))
+                                                        recvcount, recvtype, c, alg))
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)

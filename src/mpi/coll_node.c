@@ -46,8 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "mpi/datatype.h"
+#include "mpi/engine/cma.h"
 #include "mpi/engine/engine.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
@@ -82,6 +84,7 @@ typedef struct pb_coll_node {
     rsm_memseg_export_handle_t ex;
     rsm_memseg_import_handle_t im;
     uint64_t step; /* this rank's phases done (= every local rank's, between collectives) */
+    int cma;       /* the ranks of every node can read each other's memory (process_vm_readv) */
     pb_comm_t *comm;
     struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
 } pb_coll_node_t;
@@ -166,6 +169,29 @@ static void wait_all(const pb_coll_node_t *cn, uint64_t step)
 static void wait_others(const pb_coll_node_t *cn, uint64_t step)
 {
     wait_for((wait_arg_t){cn, 0, cn->n, cn->me, step});
+}
+
+/* What a rank publishes in its line for the others to read with one
+ * kernel copy (process_vm_readv): its pid and the address of its data. */
+typedef struct {
+    uint32_t pid;
+    uint32_t unused;
+    uint64_t addr;
+} published_t;
+
+static void publish(pb_coll_node_t *cn, const void *addr)
+{
+    published_t p = {(uint32_t)getpid(), 0, (uint64_t)(uintptr_t)addr};
+
+    memcpy(line_data(cn, cn->me), &p, sizeof(p));
+}
+
+static published_t published(const pb_coll_node_t *cn, int j)
+{
+    published_t p;
+
+    memcpy(&p, line_data(cn, j), sizeof(p));
+    return p;
 }
 
 /* ---- the area ---------------------------------------------------------------------- */
@@ -328,7 +354,9 @@ static void area_drop(pb_coll_node_t *cn)
 static int area_setup(pb_coll_node_t *cn, pb_comm_t *c)
 {
     uint32_t id = 0;
-    int ok, all_ok = 0, rc = MPI_SUCCESS;
+    /* single copy: only where the engine may use it, and where it works */
+    int ok, cma = pb_eng_params.single_copy > 0 && !pb_eng.single_copy_off, rc = MPI_SUCCESS;
+    int mine[2], all[2] = {0, 0};
     MPI_Request req;
 
     cn->cell = pb_eng_params.coll_cell;
@@ -336,6 +364,8 @@ static int area_setup(pb_coll_node_t *cn, pb_comm_t *c)
     cn->size = cn->cells_at + (size_t)cn->n * cn->cell;
     if (cn->n > 1 && cn->me == 0) {
         id = (uint32_t)area_export(cn);
+        if (id != 0)
+            publish(cn, &cn->size); /* what the others try to read */
         for (int j = 1; j < cn->n && rc == MPI_SUCCESS; j++) {
             rc = pb_mpi_isend_on(&id, 1, MPI_UINT32_T, cn->local_comm[j], TAG_NODE_SETUP, c, 1,
                                  &req);
@@ -348,14 +378,24 @@ static int area_setup(pb_coll_node_t *cn, pb_comm_t *c)
         if (rc == MPI_SUCCESS)
             rc = pb_mpi_wait_requests(1, &req);
         ok = rc == MPI_SUCCESS && id != 0 && area_import(cn, id) == 0;
+        if (ok) {
+            published_t p = published(cn, 0);
+            size_t theirs = 0;
+
+            cma = pb_eng_cma_read(p.pid, p.addr, &theirs, sizeof(theirs)) == PB_ENG_PEER_COPY_OK &&
+                  theirs == cn->size;
+        }
     } else {
         ok = 1; /* alone on its node: needs no area */
     }
     if (rc == MPI_SUCCESS && make_leaders(cn, c) != 0)
         ok = 0;
+    mine[0] = ok;
+    mine[1] = cma;
     if (rc == MPI_SUCCESS)
-        rc = pb_coll_p2p_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c);
-    cn->usable = rc == MPI_SUCCESS && all_ok;
+        rc = pb_coll_p2p_allreduce(mine, all, 2, MPI_INT, MPI_MIN, c);
+    cn->usable = rc == MPI_SUCCESS && all[0];
+    cn->cma = all[1];
     if (!cn->usable) {
         if (cn->area != NULL)
             area_drop(cn);
@@ -614,6 +654,182 @@ static int node_reduce(pb_coll_node_t *cn, const void *sendbuf, void *result, MP
     return MPI_SUCCESS;
 }
 
+/* ---- single copy: ranks read each other's buffers --------------------------------- */
+
+/* Data of @count elements of @type at @buf as one run of bytes others can
+ * read: the buffer itself when contiguous, else a packed copy in *@mem_p
+ * (to free).  NULL when out of memory. */
+static const void *readable(const void *buf, MPI_Count count, MPI_Datatype type, void **mem_p)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    size_t bytes = type_bytes(count, type);
+
+    *mem_p = NULL;
+    if (pb_eng_type_is_contiguous(t))
+        return (const char *)buf + pb_eng_type_true_lb(t);
+    *mem_p = malloc(bytes ? bytes : 1);
+    if (*mem_p != NULL)
+        pack(buf, count, type, 0, *mem_p, bytes);
+    return *mem_p;
+}
+
+/* Read @bytes at byte @off of what local rank @j published into the
+ * @count elements of @type at @buf.  @return MPI_SUCCESS or MPI_ERR_OTHER
+ * (logged). */
+static int read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
+                     MPI_Count count, MPI_Datatype type)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    published_t p = published(cn, j);
+    char chunk[16384];
+
+    if (pb_eng_type_is_contiguous(t)) {
+        if (pb_eng_cma_read(p.pid, p.addr + off, (char *)buf + pb_eng_type_true_lb(t), bytes) ==
+            PB_ENG_PEER_COPY_OK)
+            return MPI_SUCCESS;
+        goto failed;
+    }
+    for (size_t done = 0; done < bytes; done += sizeof(chunk)) {
+        size_t len = bytes - done < sizeof(chunk) ? bytes - done : sizeof(chunk);
+
+        if (pb_eng_cma_read(p.pid, p.addr + off + done, chunk, len) != PB_ENG_PEER_COPY_OK)
+            goto failed;
+        unpack(chunk, len, buf, count, type, done);
+    }
+    return MPI_SUCCESS;
+failed:
+    pb_error("a collective could not read a rank's buffer on its node (process_vm_readv)");
+    return MPI_ERR_OTHER;
+}
+
+/* Bcast on one node: the root publishes its buffer, every other rank
+ * reads it at once, the root returns once all have. */
+static int bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type, int root)
+{
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (cn->me == root) {
+        void *mem;
+        const void *data = readable(buf, count, type, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM; /* every other rank waits: erroneous from here */
+        wait_all(cn, base);
+        publish(cn, data);
+        post(cn);
+        wait_others(cn, base + 1);
+        free(mem);
+        return MPI_SUCCESS;
+    }
+    wait_one(cn, root, base + 1);
+    rc = read_from(cn, root, 0, type_bytes(count, type), buf, count, type);
+    post(cn);
+    return rc;
+}
+
+/* Gather: every other rank publishes its block, the root reads them all,
+ * then lets them go. */
+static int gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                      MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                      MPI_Datatype recvtype, int root, size_t bytes)
+{
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (cn->me != root) {
+        void *mem;
+        const void *data = readable(sendbuf, sendcount, sendtype, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM;
+        wait_all(cn, base);
+        publish(cn, data);
+        post(cn);
+        wait_one(cn, root, base + 1);
+        free(mem);
+        return MPI_SUCCESS;
+    }
+    if (sendbuf != MPI_IN_PLACE)
+        copy_typed(sendbuf, sendcount, sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype),
+                   recvcount, recvtype);
+    wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
+        if (j != cn->me)
+            rc = read_from(cn, j, 0, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
+                           recvtype);
+    }
+    post(cn);
+    return rc;
+}
+
+/* Scatter: the root publishes its blocks, each rank reads its own. */
+static int scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                       MPI_Datatype recvtype, int root, size_t bytes)
+{
+    uint64_t base = cn->step;
+    int rc;
+
+    if (cn->me == root) {
+        void *mem;
+        const void *data = readable(sendbuf, sendcount * cn->n, sendtype, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM;
+        wait_all(cn, base);
+        publish(cn, data);
+        post(cn);
+        if (recvbuf != MPI_IN_PLACE)
+            copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount, sendtype,
+                       recvbuf, recvcount, recvtype);
+        wait_others(cn, base + 1);
+        free(mem);
+        return MPI_SUCCESS;
+    }
+    wait_one(cn, root, base + 1);
+    rc = read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype);
+    post(cn);
+    return rc;
+}
+
+/* Allgather and Alltoall: every rank publishes its send data and reads
+ * its blocks from every other (Allgather: their whole block; Alltoall:
+ * block me of theirs), then waits until all have read its own. */
+static int exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, size_t bytes, int alltoall)
+{
+    uint64_t base = cn->step;
+    void *mem;
+    const void *data;
+    int rc = MPI_SUCCESS;
+
+    if (sendbuf == MPI_IN_PLACE) /* Allgather only: its block is in place */
+        data =
+            readable(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, &mem);
+    else
+        data = readable(sendbuf, alltoall ? sendcount * cn->n : sendcount, sendtype, &mem);
+    if (data == NULL)
+        return MPI_ERR_NO_MEM;
+    wait_all(cn, base);
+    publish(cn, data);
+    post(cn);
+    if (sendbuf != MPI_IN_PLACE)
+        copy_typed(alltoall ? block_addr(sendbuf, cn->me, sendcount, sendtype) : sendbuf, sendcount,
+                   sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype);
+    wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
+        if (j != cn->me)
+            rc = read_from(cn, j, alltoall ? (size_t)cn->me * bytes : 0, bytes,
+                           block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype);
+    }
+    post(cn);
+    wait_others(cn, base + 2);
+    free(mem);
+    return rc;
+}
+
 /* ---- the collectives ---------------------------------------------------------------- */
 
 int pb_coll_node_barrier(pb_comm_t *c)
@@ -640,13 +856,17 @@ int pb_coll_node_barrier(pb_comm_t *c)
     return rc;
 }
 
-int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
+                       pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = node_state(c);
     int rc = MPI_SUCCESS, root_node;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg == PB_ALG_NODE_CMA)
+        return cn->nodes == 1 && cn->cma ? bcast_cma(cn, buf, count, type, root)
+                                         : PB_COLL_NODE_DECLINED;
     root_node = cn->rank_node[root];
     if (cn->node == root_node && cn->n > 1) {
         int local_root = 0;
@@ -745,27 +965,34 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     return rc;
 }
 
-/* The node path of the data movers: one node, blocks that fit a cell. */
-static pb_coll_node_t *mover_state(pb_comm_t *c, size_t cell_bytes)
+/* The node path of the data movers: one node; through the cells (@alg
+ * PB_ALG_NODE) when @cell_bytes fit one, or by single copy
+ * (PB_ALG_NODE_CMA) when the node's ranks can read each other. */
+static pb_coll_node_t *mover_state(pb_comm_t *c, pb_coll_alg_t alg, size_t cell_bytes)
 {
     pb_coll_node_t *cn = node_state(c);
 
-    if (cn == NULL || cn->nodes != 1 || cell_bytes > cn->cell)
+    if (cn == NULL || cn->nodes != 1)
+        return NULL;
+    if (alg == PB_ALG_NODE_CMA ? !cn->cma : cell_bytes > cn->cell)
         return NULL;
     return cn;
 }
 
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                        pb_comm_t *c)
+                        pb_comm_t *c, pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, bytes);
+    pb_coll_node_t *cn = mover_state(c, alg, bytes);
     uint64_t base;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg == PB_ALG_NODE_CMA)
+        return gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                          bytes);
     base = cn->step;
     if (c->rank != root) {
         wait_all(cn, base);
@@ -789,16 +1016,19 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
 
 int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                         pb_comm_t *c)
+                         pb_comm_t *c, pb_coll_alg_t alg)
 {
     int in_place = recvbuf == MPI_IN_PLACE;
     size_t bytes =
         c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
-    pb_coll_node_t *cn = mover_state(c, bytes * (size_t)c->size);
+    pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
     uint64_t base;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg == PB_ALG_NODE_CMA)
+        return scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                           bytes);
     base = cn->step;
     if (c->rank == root) {
         wait_all(cn, base);
@@ -820,15 +1050,19 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
 }
 
 int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c)
+                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                           pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, bytes);
+    pb_coll_node_t *cn = mover_state(c, alg, bytes);
     uint64_t base;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg == PB_ALG_NODE_CMA)
+        return exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, bytes,
+                            0);
     base = cn->step;
     wait_all(cn, base);
     if (in_place)
@@ -848,15 +1082,20 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
 }
 
 int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c)
+                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                          pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, bytes * (size_t)c->size);
+    pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
     uint64_t base;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg == PB_ALG_NODE_CMA) /* in place, the blocks others read are being replaced */
+        return in_place ? PB_COLL_NODE_DECLINED
+                        : exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, bytes, 1);
     if (in_place) {
         sendbuf = recvbuf;
         sendcount = recvcount;

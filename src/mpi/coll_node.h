@@ -16,29 +16,38 @@
 #ifndef PB_MPI_COLL_NODE_H
 #define PB_MPI_COLL_NODE_H
 
+#include "mpi/coll_table.h"
 #include "mpi/comm.h"
 
 #define PB_COLL_NODE_DECLINED (-1)
 
 int pb_coll_node_barrier(pb_comm_t *c);
-int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c);
+/* @alg: PB_ALG_NODE (through the area's cells, on any layout) or
+ * PB_ALG_NODE_CMA (one node: the others read the root's buffer). */
+int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
+                       pb_coll_alg_t alg);
 int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                         MPI_Op op, int root, pb_comm_t *c);
 int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                            MPI_Op op, pb_comm_t *c);
 /* The rooted and all-to-all data movers, for equal blocks (the plain
  * MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall; MPI_IN_PLACE as
- * the standard places it), on a communicator within one node. */
+ * the standard places it), on a communicator within one node; @alg
+ * PB_ALG_NODE moves blocks that fit a cell through the cells,
+ * PB_ALG_NODE_CMA lets each rank read its blocks from the others' buffers
+ * (one kernel copy; not Alltoall in place). */
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                        pb_comm_t *c);
+                        pb_comm_t *c, pb_coll_alg_t alg);
 int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                         pb_comm_t *c);
+                         pb_comm_t *c, pb_coll_alg_t alg);
 int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c);
+                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                           pb_coll_alg_t alg);
 int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c);
+                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                          pb_coll_alg_t alg);
 
 /* Give back @c's area (MPI_Comm_free: collective; waits until every rank
  * of the node is done reading it).  Nothing when it has none. */

@@ -31,6 +31,7 @@ typedef enum {
  * collective has which). */
 typedef enum {
     PB_ALG_NODE,               /* the node's shared area, leaders between nodes */
+    PB_ALG_NODE_CMA,           /* one node: ranks read each other's buffers */
     PB_ALG_DISSEMINATION,      /* Barrier */
     PB_ALG_BINOMIAL,           /* Bcast, Reduce */
     PB_ALG_RECURSIVE_DOUBLING, /* Allreduce */
