@@ -1049,15 +1049,95 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     return MPI_SUCCESS;
 }
 
+/* Allgather across nodes (each node's ranks consecutive, blocks of
+ * @bytes that fit a cell): each node gathers its blocks at its leader,
+ * the leaders swap their nodes' parts, and each leader broadcasts the
+ * whole on its node; everything moves packed, in rank order. */
+static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    size_t total = bytes * (size_t)c->size;
+    char *all = malloc(total ? total : 1);
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (all == NULL)
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    if (cn->n > 1) {
+        wait_all(cn, base);
+        if (sendbuf == MPI_IN_PLACE)
+            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+                 slot(cn, cn->me, bytes), bytes);
+        else
+            pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+        post(cn);
+    }
+    if (cn->me == 0) {
+        int first = cn->local_comm[0], nreqs = 0;
+        MPI_Request *reqs = malloc((size_t)(2 * cn->nodes) * sizeof(MPI_Request));
+
+        if (cn->n > 1) {
+            wait_all(cn, base + 1);
+            for (int j = 0; j < cn->n; j++)
+                memcpy(all + (size_t)cn->local_comm[j] * bytes, slot(cn, j, bytes), bytes);
+        } else if (sendbuf == MPI_IN_PLACE) {
+            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+                 all + (size_t)c->rank * bytes, bytes);
+        } else {
+            pack(sendbuf, sendcount, sendtype, 0, all + (size_t)c->rank * bytes, bytes);
+        }
+        for (int k = 0; k < cn->nodes && reqs != NULL && rc == MPI_SUCCESS; k++) {
+            int kfirst = cn->node_first[k], kn = 0;
+
+            if (k == cn->node)
+                continue;
+            for (int r = kfirst; r < c->size && cn->rank_node[r] == k; r++)
+                kn++;
+            rc = pb_mpi_irecv_on(all + (size_t)kfirst * bytes, (MPI_Count)((size_t)kn * bytes),
+                                 MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+            if (rc == MPI_SUCCESS)
+                rc =
+                    pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)cn->n * bytes),
+                                    MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+        if (reqs == NULL) {
+            rc = MPI_ERR_NO_MEM;
+        } else {
+            int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+            rc = rc == MPI_SUCCESS ? wait_rc : rc;
+            free(reqs);
+        }
+    }
+    if (cn->n > 1)
+        node_bcast(cn, all, (MPI_Count)total, MPI_BYTE, 0);
+    for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
+        if (r != c->rank || sendbuf != MPI_IN_PLACE)
+            unpack(all + (size_t)r * bytes, bytes, block_addr(recvbuf, r, recvcount, recvtype),
+                   recvcount, recvtype, 0);
+    }
+    free(all);
+    return rc;
+}
+
 int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
                            pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, alg, bytes);
+    pb_coll_node_t *cn = node_state(c);
     uint64_t base;
 
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE && bytes <= cn->cell)
+        return allgather_nodes(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               bytes);
+    cn = mover_state(c, alg, bytes);
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
     if (alg == PB_ALG_NODE_CMA)
