@@ -764,11 +764,13 @@ static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, p
 static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c)
 {
-    if (pb_coll_choose(PB_COLL_REDUCE, c, bytes_of(count, type)) == PB_ALG_NODE) {
-        int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c);
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_REDUCE, c, bytes_of(count, type));
+
+    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+        int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
-            pb_coll_ran(PB_COLL_REDUCE, PB_ALG_NODE);
+            pb_coll_ran(PB_COLL_REDUCE, alg);
             return rc;
         }
     }
@@ -779,11 +781,13 @@ static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
 static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c)
 {
-    if (pb_coll_choose(PB_COLL_ALLREDUCE, c, bytes_of(count, type)) == PB_ALG_NODE) {
-        int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c);
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_ALLREDUCE, c, bytes_of(count, type));
+
+    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+        int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
-            pb_coll_ran(PB_COLL_ALLREDUCE, PB_ALG_NODE);
+            pb_coll_ran(PB_COLL_ALLREDUCE, alg);
             return rc;
         }
     }

@@ -177,13 +177,19 @@ typedef struct {
     uint32_t pid;
     uint32_t unused;
     uint64_t addr;
+    uint64_t addr2; /* a reduction's result */
 } published_t;
+
+static void publish2(pb_coll_node_t *cn, const void *addr, uint64_t addr2)
+{
+    published_t p = {(uint32_t)getpid(), 0, (uint64_t)(uintptr_t)addr, addr2};
+
+    memcpy(line_data(cn, cn->me), &p, sizeof(p));
+}
 
 static void publish(pb_coll_node_t *cn, const void *addr)
 {
-    published_t p = {(uint32_t)getpid(), 0, (uint64_t)(uintptr_t)addr};
-
-    memcpy(line_data(cn, cn->me), &p, sizeof(p));
+    publish2(cn, addr, 0);
 }
 
 static published_t published(const pb_coll_node_t *cn, int j)
@@ -702,6 +708,100 @@ failed:
     return MPI_ERR_OTHER;
 }
 
+/* bytes of the pieces a rank combines its slice in (they stay in cache) */
+#define REDUCE_PIECE 65536
+
+/* Piece @first .. @first + @elems of local rank @j's input: this rank's
+ * own in place, another's read into @buf.  NULL when the read failed. */
+static const void *input_piece(const pb_coll_node_t *cn, int j, const void *sendbuf,
+                               MPI_Count first, MPI_Count elems, size_t esize, void *buf)
+{
+    published_t p;
+
+    if (j == cn->me)
+        return (const char *)sendbuf + (size_t)first * esize;
+    p = published(cn, j);
+    if (pb_eng_cma_read(p.pid, p.addr + (uint64_t)first * esize, buf, (size_t)elems * esize) !=
+        PB_ENG_PEER_COPY_OK)
+        return NULL;
+    return buf;
+}
+
+/*
+ * Reduce by slices with single copies (@root: local rank, or -1 for every
+ * rank): every rank publishes its input and where its slice of the result
+ * goes; rank i combines slice i of all inputs, reading the others' with
+ * process_vm_readv in pieces of REDUCE_PIECE bytes, in rank order (acc
+ * starts as x_{n-1} and takes x_j op acc); the ranks that need the result
+ * read the others' slices of it; each returns once nobody reads its
+ * buffers.  Three phases whatever the size.  @return MPI_SUCCESS,
+ * MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER (a read failed).
+ */
+static int reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
+                      MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t esize = pb_eng_type_size(pb_mpi_datatype(type));
+    MPI_Count lo = count * cn->me / cn->n, hi = count * (cn->me + 1) / cn->n;
+    MPI_Count per_piece = REDUCE_PIECE / esize > 0 ? (MPI_Count)(REDUCE_PIECE / esize) : 1;
+    int wants = root < 0 || root == cn->me, rc = MPI_SUCCESS;
+    char *acc = malloc((size_t)per_piece * esize), *tmp = malloc((size_t)per_piece * esize);
+    char *slice =
+        wants ? (char *)result + (size_t)lo * esize : malloc((size_t)(hi - lo) * esize + 1);
+    uint64_t base = cn->step;
+
+    if (acc == NULL || tmp == NULL || slice == NULL) {
+        free(acc);
+        free(tmp);
+        if (!wants)
+            free(slice);
+        return MPI_ERR_NO_MEM;
+    }
+    wait_all(cn, base);
+    /* the result's slice j of every rank j is at addr2 + lo_j * esize */
+    publish2(cn, sendbuf, (uint64_t)(uintptr_t)slice - (uint64_t)lo * esize);
+    post(cn);
+    wait_others(cn, base + 1);
+    for (MPI_Count first = lo; first < hi && rc == MPI_SUCCESS; first += per_piece) {
+        MPI_Count elems = hi - first < per_piece ? hi - first : per_piece;
+        const void *in = input_piece(cn, cn->n - 1, sendbuf, first, elems, esize, acc);
+
+        if (in != acc && in != NULL)
+            memcpy(acc, in, (size_t)elems * esize);
+        for (int j = cn->n - 2; j >= 0 && in != NULL; j--) {
+            in = input_piece(cn, j, sendbuf, first, elems, esize, tmp);
+            if (in != NULL)
+                pb_mpi_op_apply(op, in, acc, elems, type);
+        }
+        if (in == NULL)
+            rc = MPI_ERR_OTHER;
+        else
+            memcpy(slice + (size_t)(first - lo) * esize, acc, (size_t)elems * esize);
+    }
+    post(cn);
+    if (wants) {
+        wait_others(cn, base + 2);
+        for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
+            MPI_Count jlo = count * j / cn->n, jhi = count * (j + 1) / cn->n;
+            published_t p = published(cn, j);
+
+            if (j != cn->me && jhi > jlo &&
+                pb_eng_cma_read(p.pid, p.addr2 + (uint64_t)jlo * esize,
+                                (char *)result + (size_t)jlo * esize,
+                                (size_t)(jhi - jlo) * esize) != PB_ENG_PEER_COPY_OK)
+                rc = MPI_ERR_OTHER;
+        }
+    }
+    post(cn);
+    wait_others(cn, base + 3);
+    if (rc != MPI_SUCCESS)
+        pb_error("a reduction could not read a rank's buffer on its node (process_vm_readv)");
+    free(acc);
+    free(tmp);
+    if (!wants)
+        free(slice);
+    return rc;
+}
+
 /* Bcast on one node: the root publishes its buffer, every other rank
  * reads it at once, the root returns once all have. */
 static int bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type, int root)
@@ -892,28 +992,49 @@ static int reducible(const pb_coll_node_t *cn, MPI_Datatype type, MPI_Op op)
     return sliceable(type) && (cn->nodes == 1 || cn->blocked || pb_mpi_op_is_commutative(op));
 }
 
+/* The reduction of the node path @alg: single copies (node_cma) or
+ * through the cells. */
+static int local_reduce(pb_coll_node_t *cn, pb_coll_alg_t alg, const void *sendbuf, void *result,
+                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    if (alg == PB_ALG_NODE_CMA)
+        return reduce_cma(cn, sendbuf, result, count, type, op, root);
+    return node_reduce(cn, sendbuf, result, count, type, op, root);
+}
+
+static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Count count,
+                       MPI_Datatype type, int root)
+{
+    if (alg == PB_ALG_NODE_CMA)
+        return bcast_cma(cn, buf, count, type, root);
+    node_bcast(cn, buf, count, type, root);
+    return MPI_SUCCESS;
+}
+
 int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                           MPI_Op op, pb_comm_t *c)
+                           MPI_Op op, pb_comm_t *c, pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = node_state(c);
-    int rc;
+    int rc, bcast_rc;
 
-    if (cn == NULL || !reducible(cn, type, op))
+    if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
     if (cn->nodes == 1)
-        return node_reduce(cn, sendbuf, recvbuf, count, type, op, -1);
-    rc = cn->n > 1 ? node_reduce(cn, sendbuf, recvbuf, count, type, op, 0) : MPI_SUCCESS;
+        return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, -1);
+    rc = cn->n > 1 ? local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, 0) : MPI_SUCCESS;
     if (rc == MPI_SUCCESS && cn->n == 1 && sendbuf != recvbuf)
         memcpy(recvbuf, sendbuf, type_bytes(count, type));
     if (rc == MPI_SUCCESS && cn->me == 0)
         rc = pb_coll_p2p_allreduce(recvbuf, recvbuf, count, type, op, cn->leaders);
-    if (cn->n > 1)
-        node_bcast(cn, recvbuf, count, type, 0);
+    if (cn->n > 1) {
+        bcast_rc = local_bcast(cn, alg, recvbuf, count, type, 0);
+        rc = rc == MPI_SUCCESS ? bcast_rc : rc;
+    }
     return rc;
 }
 
 int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                        MPI_Op op, int root, pb_comm_t *c)
+                        MPI_Op op, int root, pb_comm_t *c, pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = node_state(c);
     size_t bytes;
@@ -921,14 +1042,14 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     int rc = MPI_SUCCESS, root_node;
     MPI_Request req;
 
-    if (cn == NULL || !reducible(cn, type, op))
+    if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
     if (cn->nodes == 1) {
         int local_root = 0;
 
         while (cn->local_comm[local_root] != root)
             local_root++;
-        return node_reduce(cn, sendbuf, recvbuf, count, type, op, local_root);
+        return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, local_root);
     }
     /* each node reduces to its leader, the leaders to the root's leader,
      * which hands the result to the root */
@@ -941,7 +1062,8 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
             rc = MPI_ERR_NO_MEM;
     }
     if (cn->n > 1) {
-        int node_rc = node_reduce(cn, sendbuf, cn->me == 0 ? partial : NULL, count, type, op, 0);
+        int node_rc =
+            local_reduce(cn, alg, sendbuf, cn->me == 0 ? partial : NULL, count, type, op, 0);
 
         rc = rc == MPI_SUCCESS ? node_rc : rc;
     } else if (rc == MPI_SUCCESS && partial != sendbuf) {

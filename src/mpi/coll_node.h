@@ -26,10 +26,13 @@ int pb_coll_node_barrier(pb_comm_t *c);
  * PB_ALG_NODE_CMA (one node: the others read the root's buffer). */
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg);
+/* @alg: PB_ALG_NODE (each node's ranks combine through the cells) or
+ * PB_ALG_NODE_CMA (they read each other's buffers); the leaders combine
+ * the nodes' results over point-to-point. */
 int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                        MPI_Op op, int root, pb_comm_t *c);
+                        MPI_Op op, int root, pb_comm_t *c, pb_coll_alg_t alg);
 int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                           MPI_Op op, pb_comm_t *c);
+                           MPI_Op op, pb_comm_t *c, pb_coll_alg_t alg);
 /* The rooted and all-to-all data movers, for equal blocks (the plain
  * MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall; MPI_IN_PLACE as
  * the standard places it), on a communicator within one node; @alg
