@@ -5,15 +5,18 @@
  * MPI_Comm_dup copies it with one memcpy.  A Cartesian rank is the
  * row-major index of its coordinates (the last dimension varies fastest).
  * The communicator of a new topology takes its ranks in the old
- * communicator's order (reorder is accepted and ignored); the ranks of the
- * old communicator agree on its context first, as MPI_Comm_split does, so
- * the ranks left out (MPI_COMM_NULL) take part in the call too.
+ * communicator's order, except a Cartesian one made with reorder, whose
+ * ranks are sorted by node so that a node's ranks make consecutive rows
+ * of the grid (ranks_by_node); the ranks of the old communicator agree on
+ * its context first, as MPI_Comm_split does, so the ranks left out
+ * (MPI_COMM_NULL) take part in the call too.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi/bindings.h"
+#include "mpi/engine/channel.h"
 #include "mpi/p2p.h"
 #include "mpi/topo.h"
 
@@ -198,16 +201,7 @@ static int check_grid(MPI_Comm comm, const char *func, int ndims, const int dims
     return MPI_SUCCESS;
 }
 
-/* The Cartesian rank of @coords in @t (each within its dimension). */
-static int cart_rank_of(const pb_topo_t *t, const int *coords)
-{
-    int rank = 0;
-
-    for (int i = 0; i < t->ndims; i++)
-        rank = rank * t->dims[i] + coords[i];
-    return rank;
-}
-
+/* The coordinates of Cartesian rank @rank of @t (row-major). */
 static void cart_coords_of(const pb_topo_t *t, int rank, int *coords)
 {
     for (int i = t->ndims - 1; i >= 0; i--) {
@@ -220,16 +214,16 @@ static void cart_coords_of(const pb_topo_t *t, int rank, int *coords)
  * non-periodic edge. */
 static int cart_step(const pb_topo_t *t, int dir, long long disp)
 {
-    int coords[t->ndims > 0 ? t->ndims : 1];
     long long at = t->coords[dir] + disp, n = t->dims[dir];
+    int rank = 0;
 
     if (t->periods[dir])
         at = ((at % n) + n) % n;
     else if (at < 0 || at >= n)
         return MPI_PROC_NULL;
-    memcpy(coords, t->coords, (size_t)t->ndims * sizeof(int));
-    coords[dir] = (int)at;
-    return cart_rank_of(t, coords);
+    for (int i = 0; i < t->ndims; i++)
+        rank = rank * t->dims[i] + (i == dir ? (int)at : t->coords[i]);
+    return rank;
 }
 
 /* A Cartesian topology of @ndims @dims and @periods for Cartesian rank
@@ -257,19 +251,61 @@ static pb_topo_t *cart_new(int ndims, const int dims[], const int periods[], int
     return t;
 }
 
+typedef struct {
+    int node, rank;
+} node_rank_t;
+
+static int node_rank_order(const void *a, const void *b)
+{
+    const node_rank_t *x = a, *y = b;
+
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The world ranks of @c in the order of a reordered grid, which keeps the
+ * ranks of a node consecutive: sorted by node, then by rank (every rank
+ * computes the same from the job's map), the first ones making the grid;
+ * this rank's place in *@me_p.  NULL when out of memory. */
+static int *ranks_by_node(const pb_comm_t *c, int *me_p)
+{
+    node_rank_t *all = malloc((size_t)c->size * sizeof(*all));
+    int *world = malloc((size_t)c->size * sizeof(int));
+
+    if (all == NULL || world == NULL) {
+        free(all);
+        free(world);
+        return NULL;
+    }
+    for (int r = 0; r < c->size; r++) {
+        int w = c->world[r];
+
+        all[r] = (node_rank_t){pb_eng_channel.node_of != NULL ? pb_eng_channel.node_of[w] : 0, r};
+    }
+    qsort(all, (size_t)c->size, sizeof(*all), node_rank_order);
+    for (int i = 0; i < c->size; i++) {
+        world[i] = c->world[all[i].rank];
+        if (all[i].rank == c->rank)
+            *me_p = i;
+    }
+    free(all);
+    return world;
+}
+
 int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
                             const int periods[], int reorder, MPI_Comm *comm_cart, pb_comm_t *c)
 {
     pb_topo_t *t = NULL;
-    int cells, *world, rc = check_grid(comm_old, func, ndims, dims, periods, c->size, &cells);
+    int cells, me = c->rank, *world;
+    int rc = check_grid(comm_old, func, ndims, dims, periods, c->size, &cells);
 
-    (void)reorder;
     if (rc != MPI_SUCCESS)
         return rc;
-    world = first_ranks(c, cells);
-    if (world != NULL && c->rank < cells)
-        t = cart_new(ndims, dims, periods, c->rank);
-    if (world == NULL || (c->rank < cells && t == NULL)) {
+    world = reorder ? ranks_by_node(c, &me) : first_ranks(c, cells);
+    if (world != NULL && me < cells)
+        t = cart_new(ndims, dims, periods, me);
+    if (world == NULL || (me < cells && t == NULL)) {
         free(world);
         pb_mpi_topo_free(t);
         return pb_mpi_raise(comm_old, MPI_ERR_NO_MEM, func, "out of memory");
@@ -282,11 +318,18 @@ int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, cons
 int pb_mpi_cart_map_impl(const char *func, MPI_Comm comm, int ndims, const int dims[],
                          const int periods[], int *newrank, pb_comm_t *c)
 {
-    int cells, rc = check_grid(comm, func, ndims, dims, periods, c->size, &cells);
+    int cells, me = c->rank, *world;
+    int rc = check_grid(comm, func, ndims, dims, periods, c->size, &cells);
 
-    if (rc == MPI_SUCCESS)
-        *newrank = c->rank < cells ? c->rank : MPI_UNDEFINED;
-    return rc;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* where MPI_Cart_create with reorder puts this rank */
+    world = ranks_by_node(c, &me);
+    if (world == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
+    free(world);
+    *newrank = me < cells ? me : MPI_UNDEFINED;
+    return MPI_SUCCESS;
 }
 
 int pb_mpi_cartdim_get_impl(const char *func, MPI_Comm comm, int *ndims, pb_comm_t *c)
@@ -338,23 +381,22 @@ int pb_mpi_cart_rank_impl(const char *func, MPI_Comm comm, const int coords[], i
                           pb_comm_t *c)
 {
     pb_topo_t *t;
-    int rc = topo_of(c, MPI_CART, comm, func, &t);
-    int fixed[t != NULL && t->ndims > 0 ? t->ndims : 1];
+    int rc = topo_of(c, MPI_CART, comm, func, &t), at = 0;
 
     if (rc == MPI_SUCCESS)
         rc = check_room(comm, func, "coords", coords, t->ndims, t->ndims);
     if (rc != MPI_SUCCESS)
         return rc;
     for (int i = 0; i < t->ndims; i++) {
-        int n = t->dims[i];
+        int n = t->dims[i], x = t->periods[i] ? ((coords[i] % n) + n) % n : coords[i];
 
-        fixed[i] = t->periods[i] ? ((coords[i] % n) + n) % n : coords[i];
-        if (fixed[i] < 0 || fixed[i] >= n)
+        if (x < 0 || x >= n)
             return pb_mpi_raise(comm, MPI_ERR_ARG, func,
                                 "coords[%d], %d, is off the grid (0..%d, not periodic)", i,
                                 coords[i], n - 1);
+        at = at * n + x;
     }
-    *rank = cart_rank_of(t, fixed);
+    *rank = at;
     return MPI_SUCCESS;
 }
 

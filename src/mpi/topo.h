@@ -3,8 +3,9 @@
  * topologies"): the Cartesian, graph and distributed graph structure a
  * communicator may carry, made by MPI_Cart_create, MPI_Cart_sub,
  * MPI_Graph_create, MPI_Dist_graph_create(_adjacent), and copied by
- * MPI_Comm_dup.  Ranks are never reordered: the rank of a process in the
- * new communicator is its rank in the old one.
+ * MPI_Comm_dup.  The rank of a process in the new communicator is its
+ * rank in the old one, except in a Cartesian one made with reorder, where
+ * the ranks of a node are consecutive.
  *
  * Every topology also keeps its neighbours in the standard's order, which
  * the neighborhood collectives (coll_neighbor.c) use: a Cartesian rank's

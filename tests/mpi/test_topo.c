@@ -636,13 +636,16 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
     MPI_Count ccount[64], crcount[64];
     MPI_Aint cdispl[64], crdispl[64];
     MPI_Datatype stypes[64], rtypes[64], pair;
+    int me;
+
+    MPI_Comm_rank(comm, &me);
 
     MPI_Type_contiguous(2, MPI_INT, &pair);
     MPI_Type_commit(&pair);
 
     /* allgather: the one block, K elements, to every out-neighbour */
     for (int k = 0; k < K; k++)
-        sbuf[k] = nval(rank, -1, k);
+        sbuf[k] = nval(me, -1, k);
     for (int i = 0; i < nb->in * K; i++)
         rbuf[i] = SENTINEL;
     OK(MPI_Neighbor_allgather(sbuf, K, MPI_INT, rbuf, K, MPI_INT, comm));
@@ -672,7 +675,7 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
     for (int form = 0; form < 2; form++) {
         for (int j = 0; j < nb->out; j++)
             for (int k = 0; k < K; k++)
-                sbuf[j * K + k] = nval(rank, j, k);
+                sbuf[j * K + k] = nval(me, j, k);
         for (int i = 0; i < nb->in * K; i++)
             rbuf[i] = SENTINEL;
         if (form == 0)
@@ -698,7 +701,7 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
             counts[j] = j % 3 + 1, displs[j] = at;
             ccount[j] = counts[j], cdispl[j] = at;
             for (int k = 0; k < counts[j]; k++)
-                sbuf[at + k] = nval(rank, j, k);
+                sbuf[at + k] = nval(me, j, k);
             at += counts[j];
         }
         at = 0;
@@ -729,7 +732,7 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
      * or two ints alternately, at byte displacements */
     for (int j = 0; j < nb->out; j++) {
         counts[j] = 2, stypes[j] = MPI_INT, sbytes[j] = (MPI_Aint)(j * 2 * sizeof(int));
-        sbuf[2 * j] = nval(rank, j, 0), sbuf[2 * j + 1] = nval(rank, j, 1);
+        sbuf[2 * j] = nval(me, j, 0), sbuf[2 * j + 1] = nval(me, j, 1);
     }
     for (int j = 0; j < nb->in; j++) {
         rcounts[j] = j % 2 ? 1 : 2, rtypes[j] = j % 2 ? pair : MPI_INT;
@@ -836,6 +839,60 @@ static void case_neighbor(void)
     }
 }
 
+/* The lowest world rank on this rank's node: the same on a node's ranks. */
+static int node_id(void)
+{
+    MPI_Comm shared;
+    int id = rank;
+
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+    OK(MPI_Allreduce(&rank, &id, 1, MPI_INT, MPI_MIN, shared));
+    OK(MPI_Comm_free(&shared));
+    return id;
+}
+
+/* MPI_Cart_create with reorder on a communicator whose rank order
+ * alternates between nodes (the even world ranks, then the odd ones):
+ * the grid's ranks come node by node, so a ring crosses between nodes as
+ * few times as it can; without reorder it keeps the alternating order. */
+static void case_cart_reorder(void)
+{
+    int me = node_id(), *ids = xmalloc((size_t)size * sizeof(int)), d[1] = {size}, p[1] = {0};
+    int nodes = 0, crossings, crank, mapped = -1;
+    MPI_Comm mixed, cart;
+    nbrs_t nb;
+
+    OK(MPI_Comm_split(MPI_COMM_WORLD, 0, (rank % 2) * size + rank, &mixed));
+    OK(MPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < size; r++)
+        nodes += ids[r] == r;
+    for (int reorder = 0; reorder < 2; reorder++) {
+        OK(MPI_Cart_create(mixed, 1, d, p, reorder, &cart));
+        OK(MPI_Comm_rank(cart, &crank));
+        OK(MPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, cart));
+        crossings = 0;
+        for (int r = 1; r < size; r++)
+            crossings += ids[r] != ids[r - 1];
+        if (reorder) {
+            CHECK(crossings == nodes - 1, "reordered ring of %d nodes crosses %d times", nodes,
+                  crossings);
+            OK(MPI_Cart_map(mixed, 1, d, p, &mapped));
+            CHECK(mapped == crank, "Cart_map %d, Cart_create's rank %d", mapped, crank);
+        } else {
+            int mrank;
+
+            OK(MPI_Comm_rank(mixed, &mrank));
+            CHECK(crank == mrank, "without reorder: rank %d, expected %d", crank, mrank);
+        }
+        /* the reordered communicator works as any other */
+        cart_neighbours(cart, &nb);
+        check_neighbor_colls(cart, &nb, reorder ? "reordered ring" : "ring of mixed");
+        OK(MPI_Comm_free(&cart));
+    }
+    OK(MPI_Comm_free(&mixed));
+    free(ids);
+}
+
 /* ---- MPI_Alltoallw -------------------------------------------------------------------------- */
 
 static void case_alltoallw(void)
@@ -923,6 +980,7 @@ static const struct {
     {"dist_graph_adjacent", case_dist_graph_adjacent},
     {"dist_graph", case_dist_graph},
     {"neighbor", case_neighbor},
+    {"cart_reorder", case_cart_reorder},
     {"alltoallw", case_alltoallw},
 };
 
