@@ -47,6 +47,13 @@ struct pb_topo {
     int *sources, *destinations, *in_tag, *out_tag;
 };
 
+/* Copy @n ints from @src to @dst (either may be NULL when @n is 0). */
+static void copy_ints(int *dst, const int *src, int n)
+{
+    if (n > 0)
+        memcpy(dst, src, (size_t)n * sizeof(int));
+}
+
 /* A topology of @kind with room for its arrays (zeroed), or NULL. */
 static pb_topo_t *topo_alloc(int kind, int ndims, int nnodes, int nedges, int indegree,
                              int outdegree)
@@ -170,7 +177,7 @@ static int *first_ranks(const pb_comm_t *c, int members)
     int *world = malloc((size_t)(members > 0 ? members : 1) * sizeof(int));
 
     if (world != NULL)
-        memcpy(world, c->world, (size_t)members * sizeof(int));
+        copy_ints(world, c->world, members);
     return world;
 }
 
@@ -505,7 +512,7 @@ static void dims_search(dims_search_t *s, int depth, int n, int max)
 
         if (n == 1 && (s->best_spread < 0 || spread < s->best_spread)) {
             s->best_spread = spread;
-            memcpy(s->best, s->cur, (size_t)s->k * sizeof(int));
+            copy_ints(s->best, s->cur, s->k);
         }
         return;
     }
@@ -641,10 +648,10 @@ int pb_mpi_graph_create_impl(const char *func, MPI_Comm comm_old, int nnodes, co
 
         t = topo_alloc(MPI_GRAPH, 0, nnodes, nedges, degree, degree);
         if (t != NULL) {
-            memcpy(t->index, index, (size_t)nnodes * sizeof(int));
-            memcpy(t->edges, edges, (size_t)nedges * sizeof(int));
-            memcpy(t->sources, edges + first, (size_t)degree * sizeof(int));
-            memcpy(t->destinations, edges + first, (size_t)degree * sizeof(int));
+            copy_ints(t->index, index, nnodes);
+            copy_ints(t->edges, edges, nedges);
+            copy_ints(t->sources, t->edges + first, degree);
+            copy_ints(t->destinations, t->edges + first, degree);
         }
     }
     if (world == NULL || (c->rank < nnodes && t == NULL)) {
@@ -695,8 +702,8 @@ int pb_mpi_graph_get_impl(const char *func, MPI_Comm comm, int maxindex, int max
     if (rc != MPI_SUCCESS)
         return rc;
     /* as much of each array as fits, as the standard allows */
-    memcpy(index, t->index, (size_t)(maxindex < t->nnodes ? maxindex : t->nnodes) * sizeof(int));
-    memcpy(edges, t->edges, (size_t)(maxedges < t->nedges ? maxedges : t->nedges) * sizeof(int));
+    copy_ints(index, t->index, maxindex < t->nnodes ? maxindex : t->nnodes);
+    copy_ints(edges, t->edges, maxedges < t->nedges ? maxedges : t->nedges);
     return MPI_SUCCESS;
 }
 
@@ -735,8 +742,7 @@ int pb_mpi_graph_neighbors_impl(const char *func, MPI_Comm comm, int rank, int m
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "maxneighbors %d is negative", maxneighbors);
     if (maxneighbors > 0 && degree > 0 && neighbors == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "neighbors is NULL");
-    memcpy(neighbors, t->edges + first,
-           (size_t)(maxneighbors < degree ? maxneighbors : degree) * sizeof(int));
+    copy_ints(neighbors, t->edges + first, maxneighbors < degree ? maxneighbors : degree);
     return MPI_SUCCESS;
 }
 
@@ -803,11 +809,11 @@ int pb_mpi_dist_graph_create_adjacent_impl(const char *func, MPI_Comm comm_old, 
         free(world);
         return pb_mpi_raise(comm_old, MPI_ERR_NO_MEM, func, "out of memory");
     }
-    memcpy(t->sources, sources, (size_t)indegree * sizeof(int));
-    memcpy(t->destinations, destinations, (size_t)outdegree * sizeof(int));
+    copy_ints(t->sources, sources, indegree);
+    copy_ints(t->destinations, destinations, outdegree);
     if (weighted) {
-        memcpy(t->sourceweights, sourceweights, (size_t)indegree * sizeof(int));
-        memcpy(t->destweights, destweights, (size_t)outdegree * sizeof(int));
+        copy_ints(t->sourceweights, sourceweights, indegree);
+        copy_ints(t->destweights, destweights, outdegree);
     }
     rc = comm_with_topo(c, comm_old, func, c->size, world, t, comm_dist_graph);
     free(world);
@@ -998,13 +1004,13 @@ int pb_mpi_dist_graph_neighbors_impl(const char *func, MPI_Comm comm, int maxind
     if (rc != MPI_SUCCESS)
         return rc;
     in = t->indegree, out = t->outdegree;
-    memcpy(sources, t->sources, (size_t)in * sizeof(int));
-    memcpy(destinations, t->destinations, (size_t)out * sizeof(int));
+    copy_ints(sources, t->sources, in);
+    copy_ints(destinations, t->destinations, out);
     /* the weights of a weighted graph, where the program asks for them */
     if (t->weighted && in > 0 && sourceweights != NULL && sourceweights != MPI_UNWEIGHTED)
-        memcpy(sourceweights, t->sourceweights, (size_t)in * sizeof(int));
+        copy_ints(sourceweights, t->sourceweights, in);
     if (t->weighted && out > 0 && destweights != NULL && destweights != MPI_UNWEIGHTED)
-        memcpy(destweights, t->destweights, (size_t)out * sizeof(int));
+        copy_ints(destweights, t->destweights, out);
     return MPI_SUCCESS;
 }
 
