@@ -1694,11 +1694,10 @@ PB_EXPORT int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[
                                       const int recvcounts[], const int rdispls[],
                                       MPI_Datatype recvtype, MPI_Comm comm)
 {
-    return neighbor_alltoallv_checked("MPI_Neighbor_alltoallv", sendbuf,
-                                      (pb_mpi_counts_t){sendcounts, NULL},
-                                      (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf,
-                                      (pb_mpi_counts_t){recvcounts, NULL},
-                                      (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm);
+    return neighbor_alltoallv_checked(
+        "MPI_Neighbor_alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv);
 
@@ -1710,11 +1709,10 @@ PB_EXPORT int PMPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sen
                                         const MPI_Aint rdispls[], MPI_Datatype recvtype,
                                         MPI_Comm comm)
 {
-    return neighbor_alltoallv_checked("MPI_Neighbor_alltoallv_c", sendbuf,
-                                      (pb_mpi_counts_t){NULL, sendcounts},
-                                      (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf,
-                                      (pb_mpi_counts_t){NULL, recvcounts},
-                                      (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm);
+    return neighbor_alltoallv_checked(
+        "MPI_Neighbor_alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c);
 
@@ -1741,10 +1739,9 @@ PB_EXPORT int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[
                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                       MPI_Comm comm)
 {
-    return neighbor_alltoallw_checked("MPI_Neighbor_alltoallw", sendbuf,
-                                      (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
-                                      recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls,
-                                      recvtypes, comm);
+    return neighbor_alltoallw_checked(
+        "MPI_Neighbor_alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
+        recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls, recvtypes, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw);
 
@@ -1755,9 +1752,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sen
                                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                         MPI_Comm comm)
 {
-    return neighbor_alltoallw_checked("MPI_Neighbor_alltoallw_c", sendbuf,
-                                      (pb_mpi_counts_t){NULL, sendcounts}, sdispls, sendtypes,
-                                      recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls,
-                                      recvtypes, comm);
+    return neighbor_alltoallw_checked(
+        "MPI_Neighbor_alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts}, sdispls,
+        sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c);
