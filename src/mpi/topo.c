@@ -110,11 +110,6 @@ void pb_mpi_topo_free(pb_topo_t *topo)
     free(topo);
 }
 
-int pb_mpi_topo_tag_span(const pb_topo_t *topo)
-{
-    return topo->kind == MPI_CART ? 2 * topo->ndims : 1;
-}
-
 int pb_mpi_topo_neighbors(const pb_comm_t *c, pb_topo_neighbors_t *neighbors_p)
 {
     const pb_topo_t *t = c->topo;

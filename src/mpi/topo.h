@@ -36,9 +36,6 @@ typedef struct {
     const int *in_tag, *out_tag;
 } pb_topo_neighbors_t;
 
-/* The largest tag offset a topology's neighbours use, plus one. */
-int pb_mpi_topo_tag_span(const pb_topo_t *topo);
-
 /* The neighbours of this rank of @c (borrowed from @c's topology, valid
  * while @c lives).  @return MPI_SUCCESS; MPI_ERR_TOPOLOGY when @c has no
  * topology. */
