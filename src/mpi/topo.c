@@ -121,16 +121,14 @@ int pb_mpi_topo_neighbors(const pb_comm_t *c, pb_topo_neighbors_t *neighbors_p)
     return MPI_SUCCESS;
 }
 
-/* The topology of @c if it is of @kind (0: any), in *@topo_p; else
+/* The topology of @c if it is of @kind, in *@topo_p; else
  * MPI_ERR_TOPOLOGY raised for @func. */
 static int topo_of(pb_comm_t *c, int kind, MPI_Comm comm, const char *func, pb_topo_t **topo_p)
 {
     static const char *names[] = {"a Cartesian", "a graph", "a distributed graph"};
 
     *topo_p = c->topo;
-    if (c->topo == NULL && kind == 0)
-        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
-    if (c->topo == NULL || (kind != 0 && c->topo->kind != kind))
+    if (c->topo == NULL || c->topo->kind != kind)
         return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no %s topology",
                             names[kind - MPI_CART]);
     return MPI_SUCCESS;
@@ -138,9 +136,10 @@ static int topo_of(pb_comm_t *c, int kind, MPI_Comm comm, const char *func, pb_t
 
 /* ---- making the communicator ------------------------------------------------------- */
 
-/* The new communicator of a topology over the first @members ranks of @c
- * (@topo built for this rank, taken over; NULL on the ranks left out),
- * in *@newcomm_p: MPI_COMM_NULL on those.  Collective over @c. */
+/* The new communicator of a topology, of the @members world ranks @world
+ * in its rank order (some or all of @c's), with @topo (built for this
+ * rank, taken over; NULL on the ranks left out), in *@newcomm_p:
+ * MPI_COMM_NULL on those.  Collective over @c. */
 static int comm_with_topo(pb_comm_t *c, MPI_Comm comm, const char *func, int members,
                           const int *world, pb_topo_t *topo, MPI_Comm *newcomm_p)
 {
@@ -178,8 +177,8 @@ static int *first_ranks(const pb_comm_t *c, int members)
 
 /* ---- Cartesian ------------------------------------------------------------------------ */
 
-/* Check a grid of @ndims dimensions @dims (@periods, when not NULL) for a
- * communicator of @size ranks; its number of ranks in *@cells_p. */
+/* Check a grid of @ndims dimensions @dims and @periods for a communicator
+ * of @size ranks; its number of ranks in *@cells_p. */
 static int check_grid(MPI_Comm comm, const char *func, int ndims, const int dims[],
                       const int periods[], int size, int *cells_p)
 {
