@@ -646,15 +646,20 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
     /* allgather: the one block, K elements, to every out-neighbour */
     for (int k = 0; k < K; k++)
         sbuf[k] = nval(me, -1, k);
-    for (int i = 0; i < nb->in * K; i++)
-        rbuf[i] = SENTINEL;
-    OK(MPI_Neighbor_allgather(sbuf, K, MPI_INT, rbuf, K, MPI_INT, comm));
-    for (int j = 0; j < nb->in; j++) {
-        for (int k = 0; k < K; k++) {
-            int want = nb->src[j] == MPI_PROC_NULL ? SENTINEL : nval(nb->src[j], -1, k);
+    for (int form = 0; form < 2; form++) {
+        for (int i = 0; i < nb->in * K; i++)
+            rbuf[i] = SENTINEL;
+        if (form == 0)
+            OK(MPI_Neighbor_allgather(sbuf, K, MPI_INT, rbuf, K, MPI_INT, comm));
+        else
+            OK(MPI_Neighbor_allgather_c(sbuf, K, MPI_INT, rbuf, K, MPI_INT, comm));
+        for (int j = 0; j < nb->in; j++) {
+            for (int k = 0; k < K; k++) {
+                int want = nb->src[j] == MPI_PROC_NULL ? SENTINEL : nval(nb->src[j], -1, k);
 
-            CHECK(rbuf[j * K + k] == want, "%s allgather block %d [%d] = %d, expected %d", what, j,
-                  k, rbuf[j * K + k], want);
+                CHECK(rbuf[j * K + k] == want, "%s allgather%s block %d [%d] = %d, expected %d",
+                      what, form ? "_c" : "", j, k, rbuf[j * K + k], want);
+            }
         }
     }
     /* allgatherv: in-neighbour j's block of K ints at element (in - 1 - j) * K */
@@ -731,22 +736,32 @@ static void check_neighbor_colls(MPI_Comm comm, const nbrs_t *nb, const char *wh
     /* alltoallw: 2 ints to each, sent as MPI_INT x 2, received as one pair
      * or two ints alternately, at byte displacements */
     for (int j = 0; j < nb->out; j++) {
-        counts[j] = 2, stypes[j] = MPI_INT, sbytes[j] = (MPI_Aint)(j * 2 * sizeof(int));
+        counts[j] = 2, ccount[j] = 2, stypes[j] = MPI_INT;
+        sbytes[j] = (MPI_Aint)(j * 2 * sizeof(int));
         sbuf[2 * j] = nval(me, j, 0), sbuf[2 * j + 1] = nval(me, j, 1);
     }
     for (int j = 0; j < nb->in; j++) {
-        rcounts[j] = j % 2 ? 1 : 2, rtypes[j] = j % 2 ? pair : MPI_INT;
+        rcounts[j] = j % 2 ? 1 : 2, crcount[j] = rcounts[j], rtypes[j] = j % 2 ? pair : MPI_INT;
         rbytes[j] = (MPI_Aint)((nb->in - 1 - j) * 2 * sizeof(int));
-        rbuf[2 * j] = rbuf[2 * j + 1] = SENTINEL;
     }
-    OK(MPI_Neighbor_alltoallw(sbuf, counts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes, comm));
-    for (int j = 0; j < nb->in; j++) {
-        int *got = rbuf + (nb->in - 1 - j) * 2;
+    for (int form = 0; form < 2; form++) {
+        for (int i = 0; i < 2 * nb->in; i++)
+            rbuf[i] = SENTINEL;
+        if (form == 0)
+            OK(MPI_Neighbor_alltoallw(sbuf, counts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes,
+                                      comm));
+        else
+            OK(MPI_Neighbor_alltoallw_c(sbuf, ccount, sbytes, stypes, rbuf, crcount, rbytes, rtypes,
+                                        comm));
+        for (int j = 0; j < nb->in; j++) {
+            int *got = rbuf + (nb->in - 1 - j) * 2;
 
-        for (int k = 0; k < 2; k++) {
-            int want = nb->src[j] == MPI_PROC_NULL ? SENTINEL : nval(nb->src[j], nb->via[j], k);
+            for (int k = 0; k < 2; k++) {
+                int want = nb->src[j] == MPI_PROC_NULL ? SENTINEL : nval(nb->src[j], nb->via[j], k);
 
-            CHECK(got[k] == want, "%s alltoallw block %d [%d] = %d", what, j, k, got[k]);
+                CHECK(got[k] == want, "%s alltoallw%s block %d [%d] = %d", what, form ? "_c" : "",
+                      j, k, got[k]);
+            }
         }
     }
     MPI_Type_free(&pair);
