@@ -6,8 +6,8 @@
  * row-major index of its coordinates (the last dimension varies fastest).
  * The communicator of a new topology takes its ranks in the old
  * communicator's order, except a Cartesian one made with reorder, whose
- * ranks are sorted by node so that a node's ranks make consecutive rows
- * of the grid (ranks_by_node); the ranks of the old communicator agree on
+ * ranks are placed by node, each node's ranks in one box of the grid
+ * where they can be (ranks_by_node); the ranks of the old communicator agree on
  * its context first, as MPI_Comm_split does, so the ranks left out
  * (MPI_COMM_NULL) take part in the call too.
  */
@@ -265,18 +265,99 @@ static int node_rank_order(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* The world ranks of @c in the order of a reordered grid, which keeps the
- * ranks of a node consecutive: sorted by node, then by rank (every rank
- * computes the same from the job's map), the first ones making the grid;
- * this rank's place in *@me_p.  NULL when out of memory. */
-static int *ranks_by_node(const pb_comm_t *c, int *me_p)
+/* The search for the box a node's @per ranks fill in the grid @dims:
+ * each side divides its dimension, and the box whose faces cut the fewest
+ * grid edges (per box, @per / side for each dimension it does not span)
+ * wins. */
+typedef struct {
+    int ndims, per;
+    const int *dims;
+    int *cur, *best;
+    long long best_cut; /* -1: none found yet */
+} box_search_t;
+
+/* Fill cur[depth ..] with sides whose product is @left. */
+static void box_search(box_search_t *s, int depth, int left)
+{
+    if (depth == s->ndims) {
+        long long cut = 0;
+
+        if (left != 1)
+            return;
+        for (int i = 0; i < s->ndims; i++)
+            cut += s->cur[i] < s->dims[i] ? s->per / s->cur[i] : 0;
+        if (s->best_cut < 0 || cut < s->best_cut) {
+            s->best_cut = cut;
+            copy_ints(s->best, s->cur, s->ndims);
+        }
+        return;
+    }
+    for (int side = 1; side <= s->dims[depth] && side <= left; side++) {
+        if (s->dims[depth] % side == 0 && left % side == 0) {
+            s->cur[depth] = side;
+            box_search(s, depth + 1, left / side);
+        }
+    }
+}
+
+/* Where grid cell @q of @dims goes when boxes of sides @box fill the grid
+ * in row-major order, each box's cells in row-major order: its index in
+ * that filling. */
+static int box_place(int ndims, const int *dims, const int *box, int q)
+{
+    int boxes = 0, inner = 0, volume = 1, below = 1;
+
+    for (int i = 0; i < ndims; i++) {
+        volume *= box[i];
+        below *= dims[i];
+    }
+    for (int i = 0; i < ndims; i++) {
+        int x;
+
+        below /= dims[i]; /* the cells of one step in dimension i */
+        x = q / below;
+        q %= below;
+        boxes = boxes * (dims[i] / box[i]) + x / box[i];
+        inner = inner * box[i] + x % box[i];
+    }
+    return boxes * volume + inner;
+}
+
+/* The number of ranks of each node in @all (@n, sorted by node) when
+ * every node has as many; else 0. */
+static int ranks_per_node(const node_rank_t *all, int n)
+{
+    int per = 0;
+
+    while (per < n && all[per].node == all[0].node)
+        per++;
+    if (per == 0 || n % per != 0)
+        return 0;
+    for (int i = 0; i < n; i += per) {
+        if (all[i + per - 1].node != all[i].node ||
+            (i + per < n && all[i + per].node == all[i].node))
+            return 0;
+    }
+    return per;
+}
+
+/* The world ranks of @c in the order of a grid @dims reordered so that a
+ * node's ranks are near each other: sorted by node, then by rank (every
+ * rank computes the same from the job's map), the first ones making the
+ * grid; and when the grid takes every rank and each node has the same
+ * number, each node's ranks fill one box of the grid (the one that cuts
+ * the fewest edges between nodes).  This rank's place in *@me_p.  NULL
+ * when out of memory. */
+static int *ranks_by_node(const pb_comm_t *c, int ndims, const int *dims, int cells, int *me_p)
 {
     node_rank_t *all = malloc((size_t)c->size * sizeof(*all));
     int *world = malloc((size_t)c->size * sizeof(int));
+    int *box = malloc((size_t)(2 * ndims + 1) * sizeof(int)), per;
 
-    if (all == NULL || world == NULL) {
+    if (all == NULL || world == NULL || box == NULL) {
         free(all);
         free(world);
+        free(box);
         return NULL;
     }
     for (int r = 0; r < c->size; r++) {
@@ -285,12 +366,33 @@ static int *ranks_by_node(const pb_comm_t *c, int *me_p)
         all[r] = (node_rank_t){pb_eng_channel.node_of != NULL ? pb_eng_channel.node_of[w] : 0, r};
     }
     qsort(all, (size_t)c->size, sizeof(*all), node_rank_order);
+    per = ranks_per_node(all, c->size);
+    if (cells == c->size && per > 1 && per < c->size) {
+        box_search_t s = {ndims, per, dims, box, box + ndims, -1};
+
+        box_search(&s, 0, per);
+        if (s.best_cut >= 0) {
+            node_rank_t *placed = malloc((size_t)c->size * sizeof(*placed));
+
+            if (placed == NULL) {
+                free(all);
+                free(world);
+                free(box);
+                return NULL;
+            }
+            for (int q = 0; q < cells; q++)
+                placed[q] = all[box_place(ndims, dims, s.best, q)];
+            free(all);
+            all = placed;
+        }
+    }
     for (int i = 0; i < c->size; i++) {
         world[i] = c->world[all[i].rank];
         if (all[i].rank == c->rank)
             *me_p = i;
     }
     free(all);
+    free(box);
     return world;
 }
 
@@ -303,7 +405,7 @@ int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, cons
 
     if (rc != MPI_SUCCESS)
         return rc;
-    world = reorder ? ranks_by_node(c, &me) : first_ranks(c, cells);
+    world = reorder ? ranks_by_node(c, ndims, dims, cells, &me) : first_ranks(c, cells);
     if (world != NULL && me < cells)
         t = cart_new(ndims, dims, periods, me);
     if (world == NULL || (me < cells && t == NULL)) {
@@ -325,7 +427,7 @@ int pb_mpi_cart_map_impl(const char *func, MPI_Comm comm, int ndims, const int d
     if (rc != MPI_SUCCESS)
         return rc;
     /* where MPI_Cart_create with reorder puts this rank */
-    world = ranks_by_node(c, &me);
+    world = ranks_by_node(c, ndims, dims, cells, &me);
     if (world == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
     free(world);

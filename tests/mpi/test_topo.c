@@ -904,6 +904,42 @@ static void case_cart_reorder(void)
         check_neighbor_colls(cart, &nb, reorder ? "reordered ring" : "ring of mixed");
         OK(MPI_Comm_free(&cart));
     }
+    /* a 2 x size/2 grid: each node's ranks fill a box of it where the
+     * nodes have as many ranks, and never cross more than rows would */
+    if (size % 2 == 0) {
+        int d2[2] = {2, size / 2}, p2[2] = {0, 0}, slab = 0, sorted[32];
+
+        for (int r = 0; r < size; r++) /* rows: the node ids in order */
+            sorted[r] = ids[r];
+        for (int i = 1; i < size; i++)
+            for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
+                int t = sorted[k];
+
+                sorted[k] = sorted[k - 1], sorted[k - 1] = t;
+            }
+        OK(MPI_Cart_create(mixed, 2, d2, p2, 1, &cart));
+        OK(MPI_Comm_rank(cart, &crank));
+        OK(MPI_Allgather(&me, 1, MPI_INT, ids, 1, MPI_INT, cart));
+        crossings = 0;
+        for (int r = 0; r < size; r++) {
+            int right = r % d2[1] + 1 < d2[1] ? r + 1 : -1,
+                down = r + d2[1] < size ? r + d2[1] : -1;
+
+            crossings += (right >= 0 && ids[right] != ids[r]) + (down >= 0 && ids[down] != ids[r]);
+            slab += (right >= 0 && sorted[right] != sorted[r]) +
+                    (down >= 0 && sorted[down] != sorted[r]);
+        }
+        CHECK(crossings <= slab, "2-D reordered grid crosses nodes %d times, rows %d", crossings,
+              slab);
+        if (nodes == 2 && size % 4 == 0 && ids[0] != ids[size - 1])
+            CHECK(crossings == 2, "2 x %d grid on 2 nodes crosses %d times, 2 expected", size / 2,
+                  crossings);
+        OK(MPI_Cart_map(mixed, 2, d2, p2, &mapped));
+        CHECK(mapped == crank, "2-D Cart_map %d, Cart_create's rank %d", mapped, crank);
+        cart_neighbours(cart, &nb);
+        check_neighbor_colls(cart, &nb, "reordered 2-D grid");
+        OK(MPI_Comm_free(&cart));
+    }
     OK(MPI_Comm_free(&mixed));
     free(ids);
 }
