@@ -140,7 +140,7 @@ static int exchange(pb_comm_t *c, const side_t *send, const peers_t *to, const s
                     const peers_t *from, const char *packed, const size_t *offs)
 {
     MPI_Request local[32], *reqs = local;
-    int n = 0, rc = MPI_SUCCESS, max = to->n + from->n;
+    int n = 0, rc = MPI_SUCCESS, wait_rc, max = to->n + from->n;
 
     if (max > (int)PB_ARRAY_SIZE(local)) {
         reqs = malloc((size_t)max * sizeof(MPI_Request));
@@ -166,11 +166,9 @@ static int exchange(pb_comm_t *c, const side_t *send, const peers_t *to, const s
         n += rc == MPI_SUCCESS;
     }
     /* wait even after a failed start: the started ones use the buffers */
-    {
-        int wait_rc = pb_mpi_wait_requests(n, reqs);
-
-        rc = rc != MPI_SUCCESS ? rc : wait_rc;
-    }
+    wait_rc = pb_mpi_wait_requests(n, reqs);
+    if (rc == MPI_SUCCESS)
+        rc = wait_rc;
     if (reqs != local)
         free(reqs);
     return rc;
