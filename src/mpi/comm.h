@@ -25,9 +25,10 @@ struct MPI_ABI_Comm {
     int *local; /* rank in the communicator of each world rank, or -1 */
     MPI_Errhandler errhandler;
     char name[MPI_MAX_OBJECT_NAME];
-    struct pb_topo *topo; /* its process topology (topo.h), or NULL */
-    int refs;             /* requests still using it (a freed one lives until 0) */
-    int freed;            /* MPI_Comm_free'd: its handle no longer names it */
+    /* its process topology (topo.h), or NULL */
+    struct pb_topo *topo;
+    int refs;  /* requests still using it (a freed one lives until 0) */
+    int freed; /* MPI_Comm_free'd: its handle no longer names it */
 };
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed
