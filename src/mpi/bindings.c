@@ -870,6 +870,47 @@ PB_EXPORT int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[]
 }
 PB_MPI_WEAK_ALIAS(MPI_Alltoallv_c, PMPI_Alltoallv_c);
 
+static int alltoallw_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                             pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
+                             pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                             const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_alltoallw_impl(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                 rdispls, recvtypes, comm, c);
+}
+
+/* MPI_Alltoallv with a datatype per rank on each side and displacements in bytes; @sendbuf
+ * MPI_IN_PLACE: the blocks are sent from @recvbuf and replaced there. Errors as MPI_Alltoallv. */
+PB_EXPORT int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                             const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                             const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return alltoallw_checked("MPI_Alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+                             (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf,
+                             (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
+                             recvtypes, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallw, PMPI_Alltoallw);
+
+/* MPI_Alltoallw with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Alltoallw. */
+PB_EXPORT int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                               const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                               void *recvbuf, const MPI_Count recvcounts[],
+                               const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                               MPI_Comm comm)
+{
+    return alltoallw_checked("MPI_Alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+                             (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf,
+                             (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
+                             recvtypes, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallw_c, PMPI_Alltoallw_c);
+
 static int reduce_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
@@ -1084,3 +1125,635 @@ PB_EXPORT int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
     return exscan_checked("MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Exscan_c, PMPI_Exscan_c);
+
+static int cart_create_checked(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
+                               const int periods[], int reorder, MPI_Comm *comm_cart)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm_old, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm_old, func, comm_cart, "comm_cart");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_create_impl(func, comm_old, ndims, dims, periods, reorder, comm_cart, c);
+}
+
+/* Make *@comm_cart, a communicator of the first dims[0] * ... ranks of @comm_old (their ranks
+ * kept: @reorder is ignored) with a Cartesian topology of @ndims dimensions @dims, periodic
+ * where @periods says; MPI_COMM_NULL on the other ranks. Collective. @return MPI_SUCCESS;
+ * MPI_ERR_COMM, MPI_ERR_DIMS (ndims or a dimension not positive), MPI_ERR_TOPOLOGY (more cells
+ * than ranks), MPI_ERR_ARG (a NULL array), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                               int reorder, MPI_Comm *comm_cart)
+{
+    return cart_create_checked("MPI_Cart_create", comm_old, ndims, dims, periods, reorder,
+                               comm_cart);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_create, PMPI_Cart_create);
+
+static int graph_create_checked(const char *func, MPI_Comm comm_old, int nnodes, const int indx[],
+                                const int edges[], int reorder, MPI_Comm *comm_graph)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm_old, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm_old, func, comm_graph, "comm_graph");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graph_create_impl(func, comm_old, nnodes, indx, edges, reorder, comm_graph, c);
+}
+
+/* Make *@comm_graph, a communicator of the first @nnodes ranks of @comm_old (their ranks kept)
+ * with the graph whose node i has the edges @edges[@indx[i-1] .. @indx[i]-1]; MPI_COMM_NULL on
+ * the other ranks. Collective. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ARG (nnodes negative,
+ * a NULL array, indx decreasing), MPI_ERR_TOPOLOGY (more nodes than ranks, an edge to no node),
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[],
+                                int reorder, MPI_Comm *comm_graph)
+{
+    return graph_create_checked("MPI_Graph_create", comm_old, nnodes, indx, edges, reorder,
+                                comm_graph);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graph_create, PMPI_Graph_create);
+
+static int dist_graph_create_adjacent_checked(const char *func, MPI_Comm comm_old, int indegree,
+                                              const int sources[], const int sourceweights[],
+                                              int outdegree, const int destinations[],
+                                              const int destweights[], MPI_Info info, int reorder,
+                                              MPI_Comm *comm_dist_graph)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm_old, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm_old, func, comm_dist_graph, "comm_dist_graph");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_dist_graph_create_adjacent_impl(func, comm_old, indegree, sources, sourceweights,
+                                                  outdegree, destinations, destweights, info,
+                                                  reorder, comm_dist_graph, c);
+}
+
+/* Make *@comm_dist_graph, a communicator of the ranks of @comm_old (ranks kept) where this rank
+ * has the in-neighbours @sources and the out-neighbours @destinations, with their weights (or
+ * MPI_UNWEIGHTED); @info is ignored. Collective. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ARG
+ * (a negative degree or weight, a NULL array, one side MPI_UNWEIGHTED only), MPI_ERR_RANK (a
+ * neighbour not a rank), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+                                              const int sourceweights[], int outdegree,
+                                              const int destinations[], const int destweights[],
+                                              MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
+{
+    return dist_graph_create_adjacent_checked("MPI_Dist_graph_create_adjacent", comm_old, indegree,
+                                              sources, sourceweights, outdegree, destinations,
+                                              destweights, info, reorder, comm_dist_graph);
+}
+PB_MPI_WEAK_ALIAS(MPI_Dist_graph_create_adjacent, PMPI_Dist_graph_create_adjacent);
+
+static int dist_graph_create_checked(const char *func, MPI_Comm comm_old, int n,
+                                     const int sources[], const int degrees[],
+                                     const int destinations[], const int weights[], MPI_Info info,
+                                     int reorder, MPI_Comm *comm_dist_graph)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm_old, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm_old, func, comm_dist_graph, "comm_dist_graph");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_dist_graph_create_impl(func, comm_old, n, sources, degrees, destinations, weights,
+                                         info, reorder, comm_dist_graph, c);
+}
+
+/* MPI_Dist_graph_create_adjacent from edges any rank may give: @degrees[i] edges from
+ * @sources[i] to the next destinations (with their @weights); the ranks exchange them, and each
+ * rank's neighbours are in the order of the ranks that gave the edges, then of their arguments.
+ * Collective. Errors as MPI_Dist_graph_create_adjacent. */
+PB_EXPORT int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
+                                     const int degrees[], const int destinations[],
+                                     const int weights[], MPI_Info info, int reorder,
+                                     MPI_Comm *comm_dist_graph)
+{
+    return dist_graph_create_checked("MPI_Dist_graph_create", comm_old, n, sources, degrees,
+                                     destinations, weights, info, reorder, comm_dist_graph);
+}
+PB_MPI_WEAK_ALIAS(MPI_Dist_graph_create, PMPI_Dist_graph_create);
+
+static int topo_test_checked(const char *func, MPI_Comm comm, int *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, status, "status");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_topo_test_impl(func, comm, status, c);
+}
+
+/* Store the kind of @comm's topology in *@status: MPI_CART, MPI_GRAPH, MPI_DIST_GRAPH, or
+ * MPI_UNDEFINED. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Topo_test(MPI_Comm comm, int *status)
+{
+    return topo_test_checked("MPI_Topo_test", comm, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Topo_test, PMPI_Topo_test);
+
+static int graphdims_get_checked(const char *func, MPI_Comm comm, int *nnodes, int *nedges)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, nnodes, "nnodes");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, nedges, "nedges");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graphdims_get_impl(func, comm, nnodes, nedges, c);
+}
+
+/* Store the number of nodes and of edges of @comm's graph. @return MPI_SUCCESS; MPI_ERR_COMM,
+ * MPI_ERR_TOPOLOGY (no graph topology), MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
+{
+    return graphdims_get_checked("MPI_Graphdims_get", comm, nnodes, nedges);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graphdims_get, PMPI_Graphdims_get);
+
+static int graph_get_checked(const char *func, MPI_Comm comm, int maxindex, int maxedges,
+                             int indx[], int edges[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graph_get_impl(func, comm, maxindex, maxedges, indx, edges, c);
+}
+
+/* Store at most @maxindex entries of the graph's index and @maxedges of its edges. @return
+ * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (negative room, NULL array). */
+PB_EXPORT int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[])
+{
+    return graph_get_checked("MPI_Graph_get", comm, maxindex, maxedges, indx, edges);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graph_get, PMPI_Graph_get);
+
+static int cartdim_get_checked(const char *func, MPI_Comm comm, int *ndims)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, ndims, "ndims");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cartdim_get_impl(func, comm, ndims, c);
+}
+
+/* Store the number of dimensions of @comm's Cartesian topology. @return MPI_SUCCESS;
+ * MPI_ERR_COMM, MPI_ERR_TOPOLOGY (no Cartesian topology), MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Cartdim_get(MPI_Comm comm, int *ndims)
+{
+    return cartdim_get_checked("MPI_Cartdim_get", comm, ndims);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cartdim_get, PMPI_Cartdim_get);
+
+static int cart_get_checked(const char *func, MPI_Comm comm, int maxdims, int dims[], int periods[],
+                            int coords[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_get_impl(func, comm, maxdims, dims, periods, coords, c);
+}
+
+/* Store the dimensions, periods and this rank's coordinates of @comm's grid. @return
+ * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (maxdims below the dimensions, a NULL
+ * array). */
+PB_EXPORT int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
+{
+    return cart_get_checked("MPI_Cart_get", comm, maxdims, dims, periods, coords);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_get, PMPI_Cart_get);
+
+static int cart_rank_checked(const char *func, MPI_Comm comm, const int coords[], int *rank)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, rank, "rank");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_rank_impl(func, comm, coords, rank, c);
+}
+
+/* Store the rank at @coords (taken modulo the periodic dimensions). @return MPI_SUCCESS;
+ * MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (a coordinate off a non-periodic dimension). */
+PB_EXPORT int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
+{
+    return cart_rank_checked("MPI_Cart_rank", comm, coords, rank);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_rank, PMPI_Cart_rank);
+
+static int cart_coords_checked(const char *func, MPI_Comm comm, int rank, int maxdims, int coords[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_coords_impl(func, comm, rank, maxdims, coords, c);
+}
+
+/* Store the coordinates of @rank. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY,
+ * MPI_ERR_RANK, MPI_ERR_ARG (maxdims below the dimensions, NULL coords). */
+PB_EXPORT int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
+{
+    return cart_coords_checked("MPI_Cart_coords", comm, rank, maxdims, coords);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_coords, PMPI_Cart_coords);
+
+static int graph_neighbors_count_checked(const char *func, MPI_Comm comm, int rank, int *nneighbors)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, nneighbors, "nneighbors");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graph_neighbors_count_impl(func, comm, rank, nneighbors, c);
+}
+
+/* Store the number of edges of node @rank. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY,
+ * MPI_ERR_RANK (not a node), MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
+{
+    return graph_neighbors_count_checked("MPI_Graph_neighbors_count", comm, rank, nneighbors);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count);
+
+static int graph_neighbors_checked(const char *func, MPI_Comm comm, int rank, int maxneighbors,
+                                   int neighbors[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graph_neighbors_impl(func, comm, rank, maxneighbors, neighbors, c);
+}
+
+/* Store at most @maxneighbors of the edges of node @rank, in order. Errors as
+ * MPI_Graph_neighbors_count. */
+PB_EXPORT int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
+{
+    return graph_neighbors_checked("MPI_Graph_neighbors", comm, rank, maxneighbors, neighbors);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graph_neighbors, PMPI_Graph_neighbors);
+
+static int dist_graph_neighbors_count_checked(const char *func, MPI_Comm comm, int *indegree,
+                                              int *outdegree, int *weighted)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, indegree, "indegree");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, outdegree, "outdegree");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, weighted, "weighted");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_dist_graph_neighbors_count_impl(func, comm, indegree, outdegree, weighted, c);
+}
+
+/* Store this rank's numbers of in- and out-neighbours in @comm's distributed graph, and whether
+ * it is weighted. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
+                                              int *weighted)
+{
+    return dist_graph_neighbors_count_checked("MPI_Dist_graph_neighbors_count", comm, indegree,
+                                              outdegree, weighted);
+}
+PB_MPI_WEAK_ALIAS(MPI_Dist_graph_neighbors_count, PMPI_Dist_graph_neighbors_count);
+
+static int dist_graph_neighbors_checked(const char *func, MPI_Comm comm, int maxindegree,
+                                        int sources[], int sourceweights[], int maxoutdegree,
+                                        int destinations[], int destweights[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_dist_graph_neighbors_impl(func, comm, maxindegree, sources, sourceweights,
+                                            maxoutdegree, destinations, destweights, c);
+}
+
+/* Store this rank's in- and out-neighbours, and their weights (weighted graph, arrays not
+ * MPI_UNWEIGHTED). @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (room below
+ * the degree, a NULL array). */
+PB_EXPORT int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
+                                        int sourceweights[], int maxoutdegree, int destinations[],
+                                        int destweights[])
+{
+    return dist_graph_neighbors_checked("MPI_Dist_graph_neighbors", comm, maxindegree, sources,
+                                        sourceweights, maxoutdegree, destinations, destweights);
+}
+PB_MPI_WEAK_ALIAS(MPI_Dist_graph_neighbors, PMPI_Dist_graph_neighbors);
+
+static int cart_shift_checked(const char *func, MPI_Comm comm, int direction, int disp,
+                              int *rank_source, int *rank_dest)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, rank_source, "rank_source");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, rank_dest, "rank_dest");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_shift_impl(func, comm, direction, disp, rank_source, rank_dest, c);
+}
+
+/* Store the ranks @disp steps before and after this one along dimension @direction
+ * (MPI_PROC_NULL off a non-periodic edge). @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY,
+ * MPI_ERR_DIMS (not a dimension), MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
+                              int *rank_dest)
+{
+    return cart_shift_checked("MPI_Cart_shift", comm, direction, disp, rank_source, rank_dest);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_shift, PMPI_Cart_shift);
+
+static int cart_sub_checked(const char *func, MPI_Comm comm, const int remain_dims[],
+                            MPI_Comm *newcomm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, newcomm, "newcomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_sub_impl(func, comm, remain_dims, newcomm, c);
+}
+
+/* Split @comm's grid into the subgrids of the dimensions @remain_dims keeps: *@newcomm is this
+ * rank's, with their Cartesian topology. Collective. @return MPI_SUCCESS; MPI_ERR_COMM,
+ * MPI_ERR_TOPOLOGY, MPI_ERR_ARG, MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+    return cart_sub_checked("MPI_Cart_sub", comm, remain_dims, newcomm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_sub, PMPI_Cart_sub);
+
+static int cart_map_checked(const char *func, MPI_Comm comm, int ndims, const int dims[],
+                            const int periods[], int *newrank)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, newrank, "newrank");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_cart_map_impl(func, comm, ndims, dims, periods, newrank, c);
+}
+
+/* Store this rank's rank in the grid @dims (its own rank; MPI_UNDEFINED beyond the grid). Errors
+ * as MPI_Cart_create. */
+PB_EXPORT int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                            int *newrank)
+{
+    return cart_map_checked("MPI_Cart_map", comm, ndims, dims, periods, newrank);
+}
+PB_MPI_WEAK_ALIAS(MPI_Cart_map, PMPI_Cart_map);
+
+static int graph_map_checked(const char *func, MPI_Comm comm, int nnodes, const int indx[],
+                             const int edges[], int *newrank)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, newrank, "newrank");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_graph_map_impl(func, comm, nnodes, indx, edges, newrank, c);
+}
+
+/* Store this rank's rank in the graph (its own rank; MPI_UNDEFINED beyond the nodes). Errors as
+ * MPI_Graph_create. */
+PB_EXPORT int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[],
+                             int *newrank)
+{
+    return graph_map_checked("MPI_Graph_map", comm, nnodes, indx, edges, newrank);
+}
+PB_MPI_WEAK_ALIAS(MPI_Graph_map, PMPI_Graph_map);
+
+static int neighbor_allgather_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                      MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                      MPI_Datatype recvtype, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_allgather_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, c);
+}
+
+/* Send the @sendcount elements at @sendbuf to every out-neighbour of @comm's topology and store
+ * the block of in-neighbour j at block j of @recvbuf (a block stays as it was where the
+ * neighbour is MPI_PROC_NULL). Errors: MPI_ERR_COMM, MPI_ERR_TOPOLOGY (no topology),
+ * MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_BUFFER, MPI_ERR_ARG (a NULL array), MPI_ERR_TRUNCATE. */
+PB_EXPORT int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm)
+{
+    return neighbor_allgather_checked("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype,
+                                      recvbuf, recvcount, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgather, PMPI_Neighbor_allgather);
+
+/* MPI_Neighbor_allgather with MPI_Count counts. Errors as MPI_Neighbor_allgather. */
+PB_EXPORT int PMPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor_allgather_checked("MPI_Neighbor_allgather_c", sendbuf, sendcount, sendtype,
+                                      recvbuf, recvcount, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgather_c, PMPI_Neighbor_allgather_c);
+
+static int neighbor_allgatherv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf,
+                                       pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                       MPI_Datatype recvtype, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_allgatherv_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                           displs, recvtype, comm, c);
+}
+
+/* MPI_Neighbor_allgather with in-neighbour j's block of @recvcounts[j] elements at element
+ * @displs[j] of @recvbuf. Errors as MPI_Neighbor_allgather. */
+PB_EXPORT int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void *recvbuf, const int recvcounts[], const int displs[],
+                                       MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor_allgatherv_checked("MPI_Neighbor_allgatherv", sendbuf, sendcount, sendtype,
+                                       recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+                                       (pb_mpi_displs_t){displs, NULL}, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgatherv, PMPI_Neighbor_allgatherv);
+
+/* MPI_Neighbor_allgatherv with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Neighbor_allgatherv. */
+PB_EXPORT int PMPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf,
+                                         const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                         MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor_allgatherv_checked("MPI_Neighbor_allgatherv_c", sendbuf, sendcount, sendtype,
+                                       recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+                                       (pb_mpi_displs_t){NULL, displs}, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgatherv_c, PMPI_Neighbor_allgatherv_c);
+
+static int neighbor_alltoall_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                     MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                     MPI_Datatype recvtype, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoall_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, comm, c);
+}
+
+/* Send block j of @sendbuf to out-neighbour j, and store the block of in-neighbour j at block j
+ * of @recvbuf. Errors as MPI_Neighbor_allgather. */
+PB_EXPORT int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                     MPI_Comm comm)
+{
+    return neighbor_alltoall_checked("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf,
+                                     recvcount, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoall, PMPI_Neighbor_alltoall);
+
+/* MPI_Neighbor_alltoall with MPI_Count counts. Errors as MPI_Neighbor_alltoall. */
+PB_EXPORT int PMPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                       MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor_alltoall_checked("MPI_Neighbor_alltoall_c", sendbuf, sendcount, sendtype,
+                                     recvbuf, recvcount, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoall_c, PMPI_Neighbor_alltoall_c);
+
+static int neighbor_alltoallv_checked(const char *func, const void *sendbuf,
+                                      pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                      MPI_Datatype sendtype, void *recvbuf,
+                                      pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                      MPI_Datatype recvtype, MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoallv_impl(func, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                          recvcounts, rdispls, recvtype, comm, c);
+}
+
+/* MPI_Neighbor_alltoall with per-neighbour counts and displacements (in elements). Errors as
+ * MPI_Neighbor_allgather. */
+PB_EXPORT int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                                      const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                      const int recvcounts[], const int rdispls[],
+                                      MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return neighbor_alltoallv_checked(
+        "MPI_Neighbor_alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv, PMPI_Neighbor_alltoallv);
+
+/* MPI_Neighbor_alltoallv with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Neighbor_alltoallv. */
+PB_EXPORT int PMPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                        const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                                        void *recvbuf, const MPI_Count recvcounts[],
+                                        const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                                        MPI_Comm comm)
+{
+    return neighbor_alltoallv_checked(
+        "MPI_Neighbor_alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv_c, PMPI_Neighbor_alltoallv_c);
+
+static int neighbor_alltoallw_checked(const char *func, const void *sendbuf,
+                                      pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                      const MPI_Datatype sendtypes[], void *recvbuf,
+                                      pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                      const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoallw_impl(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                          recvcounts, rdispls, recvtypes, comm, c);
+}
+
+/* MPI_Neighbor_alltoall with per-neighbour counts, datatypes and displacements in bytes. Errors
+ * as MPI_Neighbor_allgather. */
+PB_EXPORT int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                                      const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                      void *recvbuf, const int recvcounts[],
+                                      const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                      MPI_Comm comm)
+{
+    return neighbor_alltoallw_checked(
+        "MPI_Neighbor_alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
+        recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls, recvtypes, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw, PMPI_Neighbor_alltoallw);
+
+/* MPI_Neighbor_alltoallw with MPI_Count counts. Errors as MPI_Neighbor_alltoallw. */
+PB_EXPORT int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                        const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                        void *recvbuf, const MPI_Count recvcounts[],
+                                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                        MPI_Comm comm)
+{
+    return neighbor_alltoallw_checked(
+        "MPI_Neighbor_alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts}, sdispls,
+        sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c);

@@ -123,6 +123,13 @@ int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c);
 
+/* The work of MPI_Alltoallw and MPI_Alltoallw_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_alltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                          pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
+                          pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                          const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c);
+
 /* The work of MPI_Reduce and MPI_Reduce_c once the checks of functions.txt passed, @func the
  * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
@@ -154,5 +161,139 @@ int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_C
  * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c);
+
+/* The work of MPI_Cart_create once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
+                            const int periods[], int reorder, MPI_Comm *comm_cart, pb_comm_t *c);
+
+/* The work of MPI_Graph_create once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graph_create_impl(const char *func, MPI_Comm comm_old, int nnodes, const int indx[],
+                             const int edges[], int reorder, MPI_Comm *comm_graph, pb_comm_t *c);
+
+/* The work of MPI_Dist_graph_create_adjacent once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_dist_graph_create_adjacent_impl(const char *func, MPI_Comm comm_old, int indegree,
+                                           const int sources[], const int sourceweights[],
+                                           int outdegree, const int destinations[],
+                                           const int destweights[], MPI_Info info, int reorder,
+                                           MPI_Comm *comm_dist_graph, pb_comm_t *c);
+
+/* The work of MPI_Dist_graph_create once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_dist_graph_create_impl(const char *func, MPI_Comm comm_old, int n, const int sources[],
+                                  const int degrees[], const int destinations[],
+                                  const int weights[], MPI_Info info, int reorder,
+                                  MPI_Comm *comm_dist_graph, pb_comm_t *c);
+
+/* The work of MPI_Topo_test once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_topo_test_impl(const char *func, MPI_Comm comm, int *status, pb_comm_t *c);
+
+/* The work of MPI_Graphdims_get once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graphdims_get_impl(const char *func, MPI_Comm comm, int *nnodes, int *nedges,
+                              pb_comm_t *c);
+
+/* The work of MPI_Graph_get once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graph_get_impl(const char *func, MPI_Comm comm, int maxindex, int maxedges, int indx[],
+                          int edges[], pb_comm_t *c);
+
+/* The work of MPI_Cartdim_get once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cartdim_get_impl(const char *func, MPI_Comm comm, int *ndims, pb_comm_t *c);
+
+/* The work of MPI_Cart_get once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_get_impl(const char *func, MPI_Comm comm, int maxdims, int dims[], int periods[],
+                         int coords[], pb_comm_t *c);
+
+/* The work of MPI_Cart_rank once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_rank_impl(const char *func, MPI_Comm comm, const int coords[], int *rank,
+                          pb_comm_t *c);
+
+/* The work of MPI_Cart_coords once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_coords_impl(const char *func, MPI_Comm comm, int rank, int maxdims, int coords[],
+                            pb_comm_t *c);
+
+/* The work of MPI_Graph_neighbors_count once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graph_neighbors_count_impl(const char *func, MPI_Comm comm, int rank, int *nneighbors,
+                                      pb_comm_t *c);
+
+/* The work of MPI_Graph_neighbors once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graph_neighbors_impl(const char *func, MPI_Comm comm, int rank, int maxneighbors,
+                                int neighbors[], pb_comm_t *c);
+
+/* The work of MPI_Dist_graph_neighbors_count once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_dist_graph_neighbors_count_impl(const char *func, MPI_Comm comm, int *indegree,
+                                           int *outdegree, int *weighted, pb_comm_t *c);
+
+/* The work of MPI_Dist_graph_neighbors once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_dist_graph_neighbors_impl(const char *func, MPI_Comm comm, int maxindegree,
+                                     int sources[], int sourceweights[], int maxoutdegree,
+                                     int destinations[], int destweights[], pb_comm_t *c);
+
+/* The work of MPI_Cart_shift once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_shift_impl(const char *func, MPI_Comm comm, int direction, int disp,
+                           int *rank_source, int *rank_dest, pb_comm_t *c);
+
+/* The work of MPI_Cart_sub once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_sub_impl(const char *func, MPI_Comm comm, const int remain_dims[],
+                         MPI_Comm *newcomm, pb_comm_t *c);
+
+/* The work of MPI_Cart_map once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_cart_map_impl(const char *func, MPI_Comm comm, int ndims, const int dims[],
+                         const int periods[], int *newrank, pb_comm_t *c);
+
+/* The work of MPI_Graph_map once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_graph_map_impl(const char *func, MPI_Comm comm, int nnodes, const int indx[],
+                          const int edges[], int *newrank, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_allgather and MPI_Neighbor_allgather_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                   MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_allgatherv and MPI_Neighbor_allgatherv_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                    MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoall and MPI_Neighbor_alltoall_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                  MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                  MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoallv and MPI_Neighbor_alltoallv_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoallv_impl(const char *func, const void *sendbuf,
+                                   pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                   MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                                   pb_mpi_displs_t rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+                                   pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoallw and MPI_Neighbor_alltoallw_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoallw_impl(const char *func, const void *sendbuf,
+                                   pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                   const MPI_Datatype sendtypes[], void *recvbuf,
+                                   pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                   const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c);
 
 #endif

@@ -17,6 +17,7 @@
 #include "mpi/datatype.h"
 #include "mpi/engine/handle.h"
 #include "mpi/p2p.h"
+#include "mpi/topo.h"
 
 /* a user error handler (MPI_Comm_create_errhandler) */
 struct MPI_ABI_Errhandler {
@@ -198,6 +199,8 @@ static void comm_release(pb_comm_t *c)
     free(c->world);
     free(c->local);
     c->world = c->local = NULL;
+    pb_mpi_topo_free(c->topo);
+    c->topo = NULL;
 }
 
 int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
@@ -325,7 +328,7 @@ PB_EXPORT int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 PB_MPI_WEAK_ALIAS(MPI_Comm_rank, PMPI_Comm_rank);
 
 /* Make *@newcomm, a communicator of the same ranks as @comm with its own
- * contexts and @comm's error handler.  Collective.
+ * contexts and @comm's error handler and topology.  Collective.
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
@@ -350,6 +353,11 @@ PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
     for (int r = 0; r < c->size; r++)
         n->local[c->world[r]] = r;
     n->errhandler = c->errhandler;
+    rc = pb_mpi_topo_dup(c->topo, &n->topo);
+    if (rc != MPI_SUCCESS) {
+        comm_delete(n);
+        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "out of memory");
+    }
     rc = pb_mpi_attr_copy(c, n);
     if (rc != MPI_SUCCESS) {
         comm_delete(n);

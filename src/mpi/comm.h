@@ -25,6 +25,8 @@ struct MPI_ABI_Comm {
     int *local; /* rank in the communicator of each world rank, or -1 */
     MPI_Errhandler errhandler;
     char name[MPI_MAX_OBJECT_NAME];
+    /* its process topology (topo.h), or NULL */
+    struct pb_topo *topo;
     int refs;                       /* requests still using it (a freed one lives until 0) */
     int freed;                      /* MPI_Comm_free'd: its handle no longer names it */
     struct pb_coll_node *coll_node; /* its collective area on this node (coll_node.c) */

@@ -225,19 +225,30 @@ def read_functions(path: Path) -> list:
 
 def wrap(head: str, args: list[str], tail: str, indent: str = "") -> str:
     """@head(args...)@tail in lines of COLUMNS, the arguments packed and aligned after
-    the parenthesis, as clang-format writes them."""
-    col = len(indent) + len(head) + 1
-    lines, cur = [], indent + head + "("
+    the parenthesis, as clang-format writes them; or, as clang-format does when that
+    takes fewer lines, packed on the lines after the parenthesis, indented 4 more."""
+    aligned = pack(indent + head + "(", args, tail, " " * (len(indent) + len(head) + 1))
+    if head.startswith("return ") and len(aligned) > 2:
+        broken = pack("", args, tail, indent + " " * 4)
+        if len(broken) + 1 < len(aligned):
+            return "\n".join([indent + head + "("] + broken)
+    return "\n".join(aligned)
+
+
+def pack(first: str, args: list[str], tail: str, prefix: str) -> list[str]:
+    """The arguments @args packed into lines of COLUMNS, the first starting with @first
+    (or @prefix when it is empty), the others with @prefix."""
+    lines, cur = [], first or prefix
     for i, arg in enumerate(args):
         piece = arg + (", " if i + 1 < len(args) else ")" + tail)
-        if cur.endswith("(") or len(cur + piece.rstrip()) <= COLUMNS:
+        if cur.endswith("(") or cur == prefix or len(cur + piece.rstrip()) <= COLUMNS:
             cur += piece
         else:
             lines.append(cur.rstrip())
-            cur = " " * col + piece
+            cur = prefix + piece
     if not args:
         cur += ")" + tail
-    return "\n".join(lines + [cur.rstrip()])
+    return lines + [cur.rstrip()]
 
 
 def comment(text: list[str], indent: str = "") -> list[str]:

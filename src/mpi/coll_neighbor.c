@@ -1,0 +1,335 @@
+/*
+ * The blocking neighborhood collectives (MPI_Neighbor_allgather(v),
+ * MPI_Neighbor_alltoall(v,w)) and MPI_Alltoallw, each with its _c form
+ * (docs/mpi.md, "Collectives" and "Process topologies").
+ *
+ * All are one exchange of blocks: a receive from each peer posted, then a
+ * send to each, then a wait for all, over the point-to-point of p2p.h on
+ * the communicator's collective context.  The peers of a neighborhood
+ * collective are the neighbours of topo.h in the standard's order, its
+ * messages tagged TAG_NEIGHBOR plus the neighbour's tag offset (so the
+ * two blocks a periodic Cartesian dimension of 1 or 2 ranks exchanges
+ * with one rank land in the right places); those of MPI_Alltoallw are
+ * all ranks.  A peer MPI_PROC_NULL is skipped: its receive block stays as
+ * it was.  Messages of successive collectives stay apart as coll.c's do
+ * (same order on every rank, no overtaking on one source, tag, context).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "mpi/bindings.h"
+#include "mpi/datatype.h"
+#include "mpi/p2p.h"
+#include "mpi/topo.h"
+
+/* the collective context of pb_mpi_isend_on/pb_mpi_irecv_on */
+#define COLL 1
+
+/* Tags on the collective context (coll.c uses 16-25, topo.c 42-43):
+ * MPI_Alltoallw's, and the first of the neighborhood collectives' (plus
+ * the neighbour's offset, 0 .. 2 ndims - 1). */
+enum {
+    TAG_ALLTOALLW = 40,
+    TAG_NEIGHBOR = 64
+};
+
+/*
+ * One side (send or receive) of an exchange: where block j lies, how many
+ * elements of which datatype.  Blocks come one after another (one count
+ * and type), or at per-block displacements in elements (v forms) or in
+ * bytes (w forms, per-block types); or every block is the buffer itself
+ * (the send side of an allgather).
+ */
+typedef struct {
+    const void *buf;
+    MPI_Count count;           /* every block's, without counts */
+    pb_mpi_counts_t counts;    /* per-block counts, or none */
+    pb_mpi_displs_t displs;    /* per-block displacements, or none */
+    int byte_displs;           /* 1: displs are in bytes */
+    MPI_Datatype type;         /* every block's, without types */
+    const MPI_Datatype *types; /* per-block datatypes, or NULL */
+    int same;                  /* 1: every block is @buf itself */
+    int arrays;                /* 1: per-block counts (and displacements) */
+} side_t;
+
+static side_t side_blocks(const void *buf, MPI_Count count, MPI_Datatype type, int same)
+{
+    return (side_t){buf, count, {NULL, NULL}, {NULL, NULL}, 0, type, NULL, same, 0};
+}
+
+static side_t side_v(const void *buf, pb_mpi_counts_t counts, pb_mpi_displs_t displs,
+                     MPI_Datatype type)
+{
+    return (side_t){buf, 0, counts, displs, 0, type, NULL, 0, 1};
+}
+
+static side_t side_w(const void *buf, pb_mpi_counts_t counts, pb_mpi_displs_t displs,
+                     const MPI_Datatype *types)
+{
+    return (side_t){buf, 0, counts, displs, 1, MPI_DATATYPE_NULL, types, 0, 1};
+}
+
+static MPI_Count side_count(const side_t *s, int j)
+{
+    return s->arrays ? pb_mpi_counts_at(s->counts, j) : s->count;
+}
+
+static MPI_Datatype side_type(const side_t *s, int j)
+{
+    return s->types != NULL ? s->types[j] : s->type;
+}
+
+/* The address of block @j (@buf may be MPI_BOTTOM: sums as integers). */
+static void *side_addr(const side_t *s, int j)
+{
+    MPI_Aint extent = pb_eng_type_extent(pb_mpi_datatype(side_type(s, j))), offset;
+
+    if (s->same)
+        offset = 0;
+    else if (s->arrays)
+        offset = pb_mpi_displs_at(s->displs, j) * (s->byte_displs ? 1 : extent);
+    else
+        offset = (MPI_Aint)j * (MPI_Aint)s->count * extent;
+    return (void *)((uintptr_t)s->buf + (uintptr_t)offset);
+}
+
+/* Check the @n blocks of @s for @func: MPI_ERR_ARG (a NULL array), then
+ * each as pb_mpi_check_buf. */
+static int side_check(const side_t *s, int n, MPI_Comm comm, const char *func, const char *what)
+{
+    int rc = MPI_SUCCESS;
+
+    if (n == 0)
+        return MPI_SUCCESS;
+    if (s->arrays && s->counts.i == NULL && s->counts.c == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "the %s counts are NULL", what);
+    if (s->arrays && s->displs.i == NULL && s->displs.a == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "the %s displacements are NULL", what);
+    if (s->arrays && s->byte_displs && s->types == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "the %s datatypes are NULL", what);
+    if (!s->arrays || s->same)
+        return pb_mpi_check_buf(comm, func, what, s->buf, s->count, s->type);
+    for (int j = 0; j < n && rc == MPI_SUCCESS; j++)
+        rc = pb_mpi_check_buf(comm, func, what, s->buf, side_count(s, j), side_type(s, j));
+    return rc;
+}
+
+/* The peers of an exchange: @n ranks (MPI_PROC_NULL: none), each with its
+ * tag, or all ranks 0 .. @n - 1 with one tag. */
+typedef struct {
+    int n;
+    const int *ranks, *tag_offsets; /* NULL: rank j, tag @tag */
+    int tag;
+} peers_t;
+
+static int peer_rank(const peers_t *p, int j)
+{
+    return p->ranks != NULL ? p->ranks[j] : j;
+}
+
+static int peer_tag(const peers_t *p, int j)
+{
+    return p->tag + (p->tag_offsets != NULL ? p->tag_offsets[j] : 0);
+}
+
+/* Receive block j of @recv from peer j of @from, and send block j of
+ * @send to peer j of @to, all at once; wait for all.  @packed (not NULL):
+ * the send blocks are packed bytes, block j at @packed + @offs[j].
+ * @return MPI_SUCCESS or an error class (MPI_ERR_TRUNCATE, MPI_ERR_NO_MEM). */
+static int exchange(pb_comm_t *c, const side_t *send, const peers_t *to, const side_t *recv,
+                    const peers_t *from, const char *packed, const size_t *offs)
+{
+    MPI_Request local[32], *reqs = local;
+    int n = 0, rc = MPI_SUCCESS, wait_rc, max = to->n + from->n;
+
+    if (max > (int)PB_ARRAY_SIZE(local)) {
+        reqs = malloc((size_t)max * sizeof(MPI_Request));
+        if (reqs == NULL)
+            return MPI_ERR_NO_MEM;
+    }
+    for (int j = 0; j < from->n && rc == MPI_SUCCESS; j++) {
+        if (peer_rank(from, j) == MPI_PROC_NULL)
+            continue;
+        rc = pb_mpi_irecv_on(side_addr(recv, j), side_count(recv, j), side_type(recv, j),
+                             peer_rank(from, j), peer_tag(from, j), c, COLL, &reqs[n]);
+        n += rc == MPI_SUCCESS;
+    }
+    for (int j = 0; j < to->n && rc == MPI_SUCCESS; j++) {
+        if (peer_rank(to, j) == MPI_PROC_NULL)
+            continue;
+        if (packed != NULL)
+            rc = pb_mpi_isend_on(packed + offs[j], (MPI_Count)(offs[j + 1] - offs[j]), MPI_BYTE,
+                                 peer_rank(to, j), peer_tag(to, j), c, COLL, &reqs[n]);
+        else
+            rc = pb_mpi_isend_on(side_addr(send, j), side_count(send, j), side_type(send, j),
+                                 peer_rank(to, j), peer_tag(to, j), c, COLL, &reqs[n]);
+        n += rc == MPI_SUCCESS;
+    }
+    /* wait even after a failed start: the started ones use the buffers */
+    wait_rc = pb_mpi_wait_requests(n, reqs);
+    if (rc == MPI_SUCCESS)
+        rc = wait_rc;
+    if (reqs != local)
+        free(reqs);
+    return rc;
+}
+
+/* An error of the communication itself, through @comm's handler. */
+static int comm_failed(MPI_Comm comm, const char *func, int rc)
+{
+    if (rc == MPI_SUCCESS)
+        return rc;
+    return pb_mpi_raise(comm, rc, func, "%s",
+                        rc == MPI_ERR_TRUNCATE
+                            ? "a block is longer than its receive buffer (the ranks' counts "
+                              "or datatypes disagree)"
+                        : rc == MPI_ERR_NO_MEM ? "out of memory for a temporary buffer"
+                                               : "the collective's messages failed");
+}
+
+/* ---- the neighborhood collectives -------------------------------------------------- */
+
+/* Check @send and @recv against @c's neighbours and exchange them. */
+static int neighbor_exchange(const char *func, const side_t *send, const side_t *recv,
+                             MPI_Comm comm, pb_comm_t *c)
+{
+    pb_topo_neighbors_t nb;
+    peers_t to, from;
+    int rc;
+
+    if (pb_mpi_topo_neighbors(c, &nb) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
+    rc = side_check(send, nb.outdegree, comm, func, "send");
+    if (rc == MPI_SUCCESS)
+        rc = side_check(recv, nb.indegree, comm, func, "receive");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    to = (peers_t){nb.outdegree, nb.destinations, nb.out_tag, TAG_NEIGHBOR};
+    from = (peers_t){nb.indegree, nb.sources, nb.in_tag, TAG_NEIGHBOR};
+    return comm_failed(comm, func, exchange(c, send, &to, recv, &from, NULL, NULL));
+}
+
+int pb_mpi_neighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                   MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+int pb_mpi_neighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                    MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_v(recvbuf, recvcounts, displs, recvtype);
+
+    return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+int pb_mpi_neighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                  MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                  MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 0);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+int pb_mpi_neighbor_alltoallv_impl(const char *func, const void *sendbuf,
+                                   pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                   MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                                   pb_mpi_displs_t rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+                                   pb_comm_t *c)
+{
+    side_t send = side_v(sendbuf, sendcounts, sdispls, sendtype);
+    side_t recv = side_v(recvbuf, recvcounts, rdispls, recvtype);
+
+    return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+int pb_mpi_neighbor_alltoallw_impl(const char *func, const void *sendbuf,
+                                   pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                   const MPI_Datatype sendtypes[], void *recvbuf,
+                                   pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                   const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c)
+{
+    side_t send = side_w(sendbuf, sendcounts, (pb_mpi_displs_t){NULL, sdispls}, sendtypes);
+    side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
+
+    return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+/* ---- MPI_Alltoallw ------------------------------------------------------------------------ */
+
+/* The blocks @recv (in place) sends to the other ranks, packed into
+ * *@packed_p, block j from (*@offs_p)[j] to (*@offs_p)[j + 1] (empty for
+ * this rank's own).
+ * @return MPI_SUCCESS; MPI_ERR_NO_MEM. */
+static int pack_in_place(const side_t *recv, pb_comm_t *c, char **packed_p, size_t **offs_p)
+{
+    size_t total = 0, *offs = malloc(((size_t)c->size + 1) * sizeof(size_t));
+    char *packed;
+
+    if (offs == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int j = 0; j < c->size; j++) {
+        offs[j] = total;
+        if (j != c->rank)
+            total +=
+                (size_t)side_count(recv, j) * pb_eng_type_size(pb_mpi_datatype(side_type(recv, j)));
+    }
+    offs[c->size] = total;
+    packed = malloc(total ? total : 1);
+    if (packed == NULL) {
+        free(offs);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int j = 0; j < c->size; j++) {
+        if (j != c->rank)
+            pb_eng_type_pack_range(side_addr(recv, j), side_count(recv, j),
+                                   pb_mpi_datatype(side_type(recv, j)), 0, packed + offs[j],
+                                   offs[j + 1] - offs[j]);
+    }
+    *packed_p = packed;
+    *offs_p = offs;
+    return MPI_SUCCESS;
+}
+
+int pb_mpi_alltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                          pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
+                          pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                          const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c)
+{
+    side_t send = side_w(sendbuf, sendcounts, sdispls, sendtypes);
+    side_t recv = side_w(recvbuf, recvcounts, rdispls, recvtypes);
+    peers_t all = {c->size, NULL, NULL, TAG_ALLTOALLW};
+    char *packed = NULL;
+    size_t *offs = NULL;
+    int rc = MPI_SUCCESS, *others = NULL;
+
+    if (sendbuf != MPI_IN_PLACE)
+        rc = side_check(&send, c->size, comm, func, "send");
+    if (rc == MPI_SUCCESS)
+        rc = side_check(&recv, c->size, comm, func, "receive");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (sendbuf == MPI_IN_PLACE) {
+        /* this rank's own block stays: no message to itself */
+        others = malloc((size_t)c->size * sizeof(int));
+        rc = others != NULL ? pack_in_place(&recv, c, &packed, &offs) : MPI_ERR_NO_MEM;
+        for (int j = 0; rc == MPI_SUCCESS && j < c->size; j++)
+            others[j] = j == c->rank ? MPI_PROC_NULL : j;
+        all.ranks = others;
+    }
+    if (rc == MPI_SUCCESS)
+        rc = exchange(c, &send, &all, &recv, &all, packed, offs);
+    free(others);
+    free(packed);
+    free(offs);
+    return comm_failed(comm, func, rc);
+}
