@@ -956,30 +956,42 @@ int pb_coll_node_barrier(pb_comm_t *c)
     return rc;
 }
 
+static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Count count,
+                       MPI_Datatype type, int root)
+{
+    if (alg == PB_ALG_NODE_CMA)
+        return bcast_cma(cn, buf, count, type, root);
+    node_bcast(cn, buf, count, type, root);
+    return MPI_SUCCESS;
+}
+
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = node_state(c);
     int rc = MPI_SUCCESS, root_node;
 
-    if (cn == NULL)
+    if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
-    if (alg == PB_ALG_NODE_CMA)
-        return cn->nodes == 1 && cn->cma ? bcast_cma(cn, buf, count, type, root)
-                                         : PB_COLL_NODE_DECLINED;
     root_node = cn->rank_node[root];
     if (cn->node == root_node && cn->n > 1) {
         int local_root = 0;
 
         while (cn->local_comm[local_root] != root)
             local_root++;
-        node_bcast(cn, buf, count, type, local_root);
+        rc = local_bcast(cn, alg, buf, count, type, local_root);
     }
     if (cn->nodes > 1) {
-        if (cn->me == 0)
-            rc = pb_coll_p2p_bcast(buf, count, type, root_node, cn->leaders);
-        if (cn->node != root_node && cn->n > 1)
-            node_bcast(cn, buf, count, type, 0);
+        if (cn->me == 0) {
+            int leaders_rc = pb_coll_p2p_bcast(buf, count, type, root_node, cn->leaders);
+
+            rc = rc == MPI_SUCCESS ? leaders_rc : rc;
+        }
+        if (cn->node != root_node && cn->n > 1) {
+            int node_rc = local_bcast(cn, alg, buf, count, type, 0);
+
+            rc = rc == MPI_SUCCESS ? node_rc : rc;
+        }
     }
     return rc;
 }
@@ -1000,15 +1012,6 @@ static int local_reduce(pb_coll_node_t *cn, pb_coll_alg_t alg, const void *sendb
     if (alg == PB_ALG_NODE_CMA)
         return reduce_cma(cn, sendbuf, result, count, type, op, root);
     return node_reduce(cn, sendbuf, result, count, type, op, root);
-}
-
-static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Count count,
-                       MPI_Datatype type, int root)
-{
-    if (alg == PB_ALG_NODE_CMA)
-        return bcast_cma(cn, buf, count, type, root);
-    node_bcast(cn, buf, count, type, root);
-    return MPI_SUCCESS;
 }
 
 int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
