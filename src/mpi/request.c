@@ -428,7 +428,7 @@ PB_EXPORT int PMPI_Request_free(MPI_Request *request)
         return pb_mpi_raise(comm_handle(*request), MPI_ERR_REQUEST, "MPI_Request_free",
                             "the request is an active collective one: complete it first "
                             "(MPI_Wait, MPI_Test ...)");
-    if ((*request)->persistent) {
+    if ((*request)->persistent && !active(*request)) {
         pb_mpi_request_release(*request);
         *request = MPI_REQUEST_NULL;
         return MPI_SUCCESS;
