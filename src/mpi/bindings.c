@@ -2199,11 +2199,10 @@ PB_EXPORT int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], c
                                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                   MPI_Info info, MPI_Request *request)
 {
-    return alltoallv_init_checked("MPI_Alltoallv_init", sendbuf,
-                                  (pb_mpi_counts_t){sendcounts, NULL},
-                                  (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf,
-                                  (pb_mpi_counts_t){recvcounts, NULL},
-                                  (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm, info, request);
+    return alltoallv_init_checked(
+        "MPI_Alltoallv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Alltoallv_init, PMPI_Alltoallv_init);
 
@@ -2215,11 +2214,10 @@ PB_EXPORT int PMPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcou
                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                     MPI_Request *request)
 {
-    return alltoallv_init_checked("MPI_Alltoallv_init_c", sendbuf,
-                                  (pb_mpi_counts_t){NULL, sendcounts},
-                                  (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf,
-                                  (pb_mpi_counts_t){NULL, recvcounts},
-                                  (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm, info, request);
+    return alltoallv_init_checked(
+        "MPI_Alltoallv_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c);
 
@@ -2250,11 +2248,10 @@ PB_EXPORT int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], c
                                   const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request)
 {
-    return alltoallw_init_checked("MPI_Alltoallw_init", sendbuf,
-                                  (pb_mpi_counts_t){sendcounts, NULL},
-                                  (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf,
-                                  (pb_mpi_counts_t){recvcounts, NULL},
-                                  (pb_mpi_displs_t){rdispls, NULL}, recvtypes, comm, info, request);
+    return alltoallw_init_checked(
+        "MPI_Alltoallw_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtypes, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Alltoallw_init, PMPI_Alltoallw_init);
 
@@ -2266,11 +2263,10 @@ PB_EXPORT int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcou
                                     const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                     MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    return alltoallw_init_checked("MPI_Alltoallw_init_c", sendbuf,
-                                  (pb_mpi_counts_t){NULL, sendcounts},
-                                  (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf,
-                                  (pb_mpi_counts_t){NULL, recvcounts},
-                                  (pb_mpi_displs_t){NULL, rdispls}, recvtypes, comm, info, request);
+    return alltoallw_init_checked(
+        "MPI_Alltoallw_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtypes, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c);
 

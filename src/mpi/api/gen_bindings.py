@@ -223,11 +223,9 @@ def read_functions(path: Path) -> list:
 
 # ---- writing C ----------------------------------------------------------------------
 
-def wrap(head: str, args: list[str], tail: str, indent: str = "") -> str:
-    """@head(args...)@tail in lines of COLUMNS, the arguments packed and aligned after
-    the parenthesis, as clang-format writes them."""
-    col = len(indent) + len(head) + 1
-    lines, cur = [], indent + head + "("
+def pack(first: str, args: list[str], tail: str, col: int) -> list[str]:
+    """The lines of @first followed by @args packed, continuation lines at column @col."""
+    lines, cur = [], first
     for i, arg in enumerate(args):
         piece = arg + (", " if i + 1 < len(args) else ")" + tail)
         if cur.endswith("(") or len(cur + piece.rstrip()) <= COLUMNS:
@@ -237,7 +235,19 @@ def wrap(head: str, args: list[str], tail: str, indent: str = "") -> str:
             cur = " " * col + piece
     if not args:
         cur += ")" + tail
-    return "\n".join(lines + [cur.rstrip()])
+    return lines + [cur.rstrip()]
+
+
+def wrap(head: str, args: list[str], tail: str, indent: str = "") -> str:
+    """@head(args...)@tail in lines of COLUMNS as clang-format writes them: the arguments
+    packed and aligned after the parenthesis; in a statement (@indent not empty), when
+    that takes more lines, packed on lines of their own indented by 4 more."""
+    aligned = pack(indent + head + "(", args, tail, len(indent) + len(head) + 1)
+    if len(aligned) <= 2 or not indent:
+        return "\n".join(aligned)
+    col = len(indent) + 4
+    broken = [indent + head + "("] + pack(" " * col, args, tail, col)
+    return "\n".join(broken if len(broken) < len(aligned) else aligned)
 
 
 def comment(text: list[str], indent: str = "") -> list[str]:
