@@ -867,18 +867,34 @@ static void case_each(void)
     run_each(np > 4 ? 1000 : counts[NCOUNTS - 1]);
 }
 
-/* the same on a communicator whose ranks are those of world in reverse */
+/* Run every collective with counts up to @max_count on @c. */
+static void run_each_on(MPI_Comm c, int max_count)
+{
+    MPI_Comm world = comm;
+    int world_np = np;
+
+    comm = c;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &np);
+    run_each(max_count);
+    comm = world;
+    np = world_np;
+    MPI_Comm_rank(comm, &me);
+}
+
+/* The same on a communicator whose ranks are those of world in reverse,
+ * and on the halves of a split (even and odd world ranks: sizes P/2 rounded
+ * both ways, each half's collectives in flight beside the other's). */
 static void case_split(void)
 {
-    MPI_Comm world = comm, reversed;
+    MPI_Comm reversed, half;
 
-    OK(MPI_Comm_split(world, 0, np - me, &reversed));
-    comm = reversed;
-    MPI_Comm_rank(comm, &me);
-    run_each(1000);
+    OK(MPI_Comm_split(comm, 0, np - me, &reversed));
+    run_each_on(reversed, 1000);
     OK(MPI_Comm_free(&reversed));
-    comm = world;
-    MPI_Comm_rank(comm, &me);
+    OK(MPI_Comm_split(comm, me % 2, me, &half));
+    run_each_on(half, 1);
+    OK(MPI_Comm_free(&half));
 }
 
 /* Several collectives in flight on one communicator and on a duplicate of
