@@ -88,13 +88,12 @@ static void *byte_addr(const void *buf, MPI_Aint displ)
     return (void *)((uintptr_t)buf + (uintptr_t)displ);
 }
 
-static void *swap_ptr(void **a, void **b)
+static void swap_ptr(void **a, void **b)
 {
     void *t = *a;
 
     *a = *b;
     *b = t;
-    return *a;
 }
 
 /* ---- the algorithms, as schedules -------------------------------------------------- */
