@@ -227,9 +227,15 @@ static int any_done(void *arg)
 
 /* Finish every complete request of the set into @statuses (or @indices);
  * @return MPI_SUCCESS or MPI_ERR_IN_STATUS when one failed, and then in
- * *@comm_p the communicator of the first that failed (its handler). */
+ * *@failed_p the communicator of the first that failed (its handler) and
+ * what went wrong with it. */
+typedef struct {
+    MPI_Comm comm;
+    const char *what;
+} failed_t;
+
 static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], int *outcount,
-                      int indices[], MPI_Comm *comm_p)
+                      int indices[], failed_t *failed_p)
 {
     int rc = MPI_SUCCESS, done = 0;
 
@@ -243,7 +249,7 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
         }
         if (rc == MPI_SUCCESS && requests[i]->kind != PB_ENG_REQ_SEND &&
             requests[i]->status.MPI_ERROR != MPI_SUCCESS)
-            *comm_p = comm_handle(requests[i]);
+            *failed_p = (failed_t){comm_handle(requests[i]), failure(requests[i])};
         if (finish(&requests[i], &one) != MPI_SUCCESS)
             rc = MPI_ERR_IN_STATUS;
         if (indices != NULL)
@@ -262,7 +268,7 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
  *         MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Waitall", count, requests);
 
@@ -270,9 +276,7 @@ PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuse
         return rc;
     pb_eng_wait_until(all_done, &s);
     rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Waitall", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(failed.comm, rc, "MPI_Waitall", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
 
@@ -280,7 +284,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
  * Errors as MPI_Waitall. */
 PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Testall", count, requests);
 
@@ -294,9 +298,7 @@ PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Sta
     if (!*flag)
         return MPI_SUCCESS;
     rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Testall", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(failed.comm, rc, "MPI_Testall", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Testall, PMPI_Testall);
 
@@ -363,7 +365,7 @@ PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
 PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {incount, requests};
     int rc = check_requests("MPI_Waitsome", incount, requests), any = 0;
 
@@ -379,9 +381,8 @@ PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, 
     }
     pb_eng_wait_until(any_done, &s);
     rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Waitsome", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(failed.comm, rc, "MPI_Waitsome", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 
@@ -390,7 +391,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     int rc = check_requests("MPI_Testsome", incount, requests), any = 0;
 
     if (rc != MPI_SUCCESS)
@@ -405,9 +406,8 @@ PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, 
     }
     pb_eng_progress();
     rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Testsome", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(failed.comm, rc, "MPI_Testsome", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
 
