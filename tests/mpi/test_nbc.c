@@ -1167,6 +1167,26 @@ static void case_errors(void)
     CHECK(rc == MPI_ERR_INFO, "MPI_Barrier_init with a freed info: %d", rc);
     rc = MPI_Allreduce_init(buf, buf + 1, 1, MPI_DATATYPE_NULL, MPI_SUM, c, MPI_INFO_NULL, &req);
     CHECK(rc == MPI_ERR_TYPE, "MPI_Allreduce_init MPI_DATATYPE_NULL: %d", rc);
+    /* the ranks' counts disagree: every rank sends 2 ints, the root takes 1
+     * of each; the root's request fails (MPI_Wait, and MPI_Waitall with the
+     * error in the status), the others' complete */
+    {
+        int two[2] = {1, 2}, *all = ints((size_t)np, SENTINEL);
+        MPI_Status st;
+
+        OK(MPI_Igather(two, 2, MPI_INT, all, 1, MPI_INT, 0, c, &req));
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        CHECK(rc == (me == 0 ? MPI_ERR_TRUNCATE : MPI_SUCCESS), "truncated Igather: MPI_Wait %d",
+              rc);
+        CHECK(req == MPI_REQUEST_NULL, "truncated Igather: request not freed");
+        OK(MPI_Igather(two, 2, MPI_INT, all, 1, MPI_INT, 0, c, &req));
+        rc = MPI_Waitall(1, &req, &st);
+        CHECK(rc == (me == 0 ? MPI_ERR_IN_STATUS : MPI_SUCCESS),
+              "truncated Igather: MPI_Waitall %d", rc);
+        CHECK(me != 0 || st.MPI_ERROR == MPI_ERR_TRUNCATE, "truncated Igather: status error %d",
+              st.MPI_ERROR);
+        free(all);
+    }
     /* the communicator still works: the failed calls took no tag on some
      * ranks only */
     OK(MPI_Ibarrier(c, &req));
