@@ -63,7 +63,7 @@ struct pb_sched {
     int ntypes, types_max;
     /* running */
     MPI_Request owner;
-    MPI_Request *reqs; /* the open round's transfers */
+    MPI_Request *reqs; /* the running round's transfers */
     int nreqs;
     int round;  /* the round running */
     int posted; /* its transfers are started */
