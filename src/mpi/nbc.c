@@ -26,6 +26,9 @@
  * is made, so every rank agrees on it.  The argument checks are those of
  * the blocking collective (src/mpi/api/functions.txt; Reduce_scatter's
  * and Alltoallw's here), and MPI_IN_PLACE means what it means there.
+ * The datatypes may be freed by the program while a collective runs (the
+ * schedule holds its own duplicates); a user op may not (op.c frees it at
+ * once): free it after the request completed.
  */
 #include <stdint.h>
 #include <stdlib.h>
