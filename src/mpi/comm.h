@@ -25,10 +25,11 @@ struct MPI_ABI_Comm {
     int *local; /* rank in the communicator of each world rank, or -1 */
     MPI_Errhandler errhandler;
     char name[MPI_MAX_OBJECT_NAME];
-    int refs;           /* requests still using it (a freed one lives until 0) */
-    int freed;          /* MPI_Comm_free'd: its handle no longer names it */
-    uint32_t sched_seq; /* nonblocking and persistent collectives started so
-                           far: their tags (src/mpi/sched.h) */
+    int refs;  /* requests still using it (a freed one lives until 0) */
+    int freed; /* MPI_Comm_free'd: its handle no longer names it */
+    /* the nonblocking and persistent collectives started so far: their
+     * tags (src/mpi/sched.h) */
+    uint32_t sched_seq;
 };
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed
