@@ -1126,6 +1126,1455 @@ PB_EXPORT int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
 }
 PB_MPI_WEAK_ALIAS(MPI_Exscan_c, PMPI_Exscan_c);
 
+static int ibarrier_checked(const char *func, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ibarrier_impl(func, comm, request, c);
+}
+
+/* Start MPI_Barrier as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Barrier, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    return ibarrier_checked("MPI_Ibarrier", comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ibarrier, PMPI_Ibarrier);
+
+static int ibcast_checked(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
+                          int root, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "", buffer, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ibcast_impl(func, buffer, count, datatype, root, comm, request, c);
+}
+
+/* Start MPI_Bcast as a nonblocking collective, whose request in *@request completes it (MPI_Wait
+ * ...); the buffers are the collective's until then. Errors as MPI_Bcast, and MPI_ERR_ARG for a
+ * NULL @request. */
+PB_EXPORT int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                          MPI_Request *request)
+{
+    return ibcast_checked("MPI_Ibcast", buffer, count, datatype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ibcast, PMPI_Ibcast);
+
+/* MPI_Ibcast with MPI_Count counts. Errors as MPI_Ibcast. */
+PB_EXPORT int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    return ibcast_checked("MPI_Ibcast_c", buffer, count, datatype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ibcast_c, PMPI_Ibcast_c);
+
+static int igather_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_igather_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               root, comm, request, c);
+}
+
+/* Start MPI_Gather as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Gather, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    return igather_checked("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Igather, PMPI_Igather);
+
+/* MPI_Igather with MPI_Count counts. Errors as MPI_Igather. */
+PB_EXPORT int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    return igather_checked("MPI_Igather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Igather_c, PMPI_Igather_c);
+
+static int igatherv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                            pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_igatherv_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                recvtype, root, comm, request, c);
+}
+
+/* Start MPI_Gatherv as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Gatherv, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, const int recvcounts[], const int displs[],
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return igatherv_checked("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf,
+                            (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
+                            recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Igatherv, PMPI_Igatherv);
+
+/* MPI_Igatherv with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Igatherv. */
+PB_EXPORT int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return igatherv_checked("MPI_Igatherv_c", sendbuf, sendcount, sendtype, recvbuf,
+                            (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
+                            recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Igatherv_c, PMPI_Igatherv_c);
+
+static int iscatter_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iscatter_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                root, comm, request, c);
+}
+
+/* Start MPI_Scatter as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Scatter, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                            MPI_Comm comm, MPI_Request *request)
+{
+    return iscatter_checked("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscatter, PMPI_Iscatter);
+
+/* MPI_Iscatter with MPI_Count counts. Errors as MPI_Iscatter. */
+PB_EXPORT int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                              MPI_Comm comm, MPI_Request *request)
+{
+    return iscatter_checked("MPI_Iscatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscatter_c, PMPI_Iscatter_c);
+
+static int iscatterv_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                             pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
+                             MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iscatterv_impl(func, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                                 recvtype, root, comm, request, c);
+}
+
+/* Start MPI_Scatterv as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Scatterv, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return iscatterv_checked("MPI_Iscatterv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+                             (pb_mpi_displs_t){displs, NULL}, sendtype, recvbuf, recvcount,
+                             recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscatterv, PMPI_Iscatterv);
+
+/* MPI_Iscatterv with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Iscatterv. */
+PB_EXPORT int PMPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                               const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
+                               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    return iscatterv_checked("MPI_Iscatterv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+                             (pb_mpi_displs_t){NULL, displs}, sendtype, recvbuf, recvcount,
+                             recvtype, root, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscatterv_c, PMPI_Iscatterv_c);
+
+static int iallgather_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iallgather_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm, request, c);
+}
+
+/* Start MPI_Allgather as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Allgather, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    return iallgather_checked("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallgather, PMPI_Iallgather);
+
+/* MPI_Iallgather with MPI_Count counts. Errors as MPI_Iallgather. */
+PB_EXPORT int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                MPI_Comm comm, MPI_Request *request)
+{
+    return iallgather_checked("MPI_Iallgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallgather_c, PMPI_Iallgather_c);
+
+static int iallgatherv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                               pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iallgatherv_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                   recvtype, comm, request, c);
+}
+
+/* Start MPI_Allgatherv as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Allgatherv, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, const int recvcounts[], const int displs[],
+                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return iallgatherv_checked("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
+                               (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
+                               recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallgatherv, PMPI_Iallgatherv);
+
+/* MPI_Iallgatherv with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Iallgatherv. */
+PB_EXPORT int PMPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, const MPI_Count recvcounts[],
+                                 const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                                 MPI_Request *request)
+{
+    return iallgatherv_checked("MPI_Iallgatherv_c", sendbuf, sendcount, sendtype, recvbuf,
+                               (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
+                               recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallgatherv_c, PMPI_Iallgatherv_c);
+
+static int ialltoall_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ialltoall_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm, request, c);
+}
+
+/* Start MPI_Alltoall as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Alltoall, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    return ialltoall_checked("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoall, PMPI_Ialltoall);
+
+/* MPI_Ialltoall with MPI_Count counts. Errors as MPI_Ialltoall. */
+PB_EXPORT int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm, MPI_Request *request)
+{
+    return ialltoall_checked("MPI_Ialltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoall_c, PMPI_Ialltoall_c);
+
+static int ialltoallv_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                              pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
+                              pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, sdispls, sendtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, rdispls, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ialltoallv_impl(func, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                  rdispls, recvtype, comm, request, c);
+}
+
+/* Start MPI_Alltoallv as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Alltoallv, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                              MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                              const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    return ialltoallv_checked("MPI_Ialltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+                              (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf,
+                              (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
+                              recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoallv, PMPI_Ialltoallv);
+
+/* MPI_Ialltoallv with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Ialltoallv. */
+PB_EXPORT int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ialltoallv_checked("MPI_Ialltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+                              (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf,
+                              (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
+                              recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoallv_c, PMPI_Ialltoallv_c);
+
+static int ialltoallw_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                              pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[],
+                              void *recvbuf, pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                              const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ialltoallw_impl(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                  recvcounts, rdispls, recvtypes, comm, request, c);
+}
+
+/* Start MPI_Alltoallw as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Alltoallw, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                              MPI_Request *request)
+{
+    return ialltoallw_checked("MPI_Ialltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+                              (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf,
+                              (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
+                              recvtypes, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoallw, PMPI_Ialltoallw);
+
+/* MPI_Ialltoallw with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Ialltoallw. */
+PB_EXPORT int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                void *recvbuf, const MPI_Count recvcounts[],
+                                const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                MPI_Comm comm, MPI_Request *request)
+{
+    return ialltoallw_checked("MPI_Ialltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+                              (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf,
+                              (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
+                              recvtypes, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ialltoallw_c, PMPI_Ialltoallw_c);
+
+static int ireduce_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                           MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ireduce_impl(func, sendbuf, recvbuf, count, datatype, op, root, comm, request, c);
+}
+
+/* Start MPI_Reduce as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Reduce, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                           MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    return ireduce_checked("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm,
+                           request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce, PMPI_Ireduce);
+
+/* MPI_Ireduce with MPI_Count counts. Errors as MPI_Ireduce. */
+PB_EXPORT int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    return ireduce_checked("MPI_Ireduce_c", sendbuf, recvbuf, count, datatype, op, root, comm,
+                           request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce_c, PMPI_Ireduce_c);
+
+static int iallreduce_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iallreduce_impl(func, sendbuf, recvbuf, count, datatype, op, comm, request, c);
+}
+
+/* Start MPI_Allreduce as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Allreduce, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return iallreduce_checked("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm,
+                              request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallreduce, PMPI_Iallreduce);
+
+/* MPI_Iallreduce with MPI_Count counts. Errors as MPI_Iallreduce. */
+PB_EXPORT int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                MPI_Request *request)
+{
+    return iallreduce_checked("MPI_Iallreduce_c", sendbuf, recvbuf, count, datatype, op, comm,
+                              request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iallreduce_c, PMPI_Iallreduce_c);
+
+static int ireduce_scatter_block_checked(const char *func, const void *sendbuf, void *recvbuf,
+                                         MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                         MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ireduce_scatter_block_impl(func, sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                             request, c);
+}
+
+/* Start MPI_Reduce_scatter_block as a nonblocking collective, whose request in *@request
+ * completes it (MPI_Wait ...); the buffers are the collective's until then. Errors as
+ * MPI_Reduce_scatter_block, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                         MPI_Request *request)
+{
+    return ireduce_scatter_block_checked("MPI_Ireduce_scatter_block", sendbuf, recvbuf, recvcount,
+                                         datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce_scatter_block, PMPI_Ireduce_scatter_block);
+
+/* MPI_Ireduce_scatter_block with MPI_Count counts. Errors as MPI_Ireduce_scatter_block. */
+PB_EXPORT int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                           MPI_Request *request)
+{
+    return ireduce_scatter_block_checked("MPI_Ireduce_scatter_block_c", sendbuf, recvbuf, recvcount,
+                                         datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce_scatter_block_c, PMPI_Ireduce_scatter_block_c);
+
+static int ireduce_scatter_checked(const char *func, const void *sendbuf, void *recvbuf,
+                                   pb_mpi_counts_t recvcounts, MPI_Datatype datatype, MPI_Op op,
+                                   MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ireduce_scatter_impl(func, sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                                       request, c);
+}
+
+/* Start MPI_Reduce_scatter as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Reduce_scatter, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                   MPI_Request *request)
+{
+    return ireduce_scatter_checked("MPI_Ireduce_scatter", sendbuf, recvbuf,
+                                   (pb_mpi_counts_t){recvcounts, NULL}, datatype, op, comm,
+                                   request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce_scatter, PMPI_Ireduce_scatter);
+
+/* MPI_Ireduce_scatter with MPI_Count counts. Errors as MPI_Ireduce_scatter. */
+PB_EXPORT int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf,
+                                     const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                                     MPI_Comm comm, MPI_Request *request)
+{
+    return ireduce_scatter_checked("MPI_Ireduce_scatter_c", sendbuf, recvbuf,
+                                   (pb_mpi_counts_t){NULL, recvcounts}, datatype, op, comm,
+                                   request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ireduce_scatter_c, PMPI_Ireduce_scatter_c);
+
+static int iscan_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iscan_impl(func, sendbuf, recvbuf, count, datatype, op, comm, request, c);
+}
+
+/* Start MPI_Scan as a nonblocking collective, whose request in *@request completes it (MPI_Wait
+ * ...); the buffers are the collective's until then. Errors as MPI_Scan, and MPI_ERR_ARG for a
+ * NULL @request. */
+PB_EXPORT int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return iscan_checked("MPI_Iscan", sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscan, PMPI_Iscan);
+
+/* MPI_Iscan with MPI_Count counts. Errors as MPI_Iscan. */
+PB_EXPORT int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return iscan_checked("MPI_Iscan_c", sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iscan_c, PMPI_Iscan_c);
+
+static int iexscan_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_iexscan_impl(func, sendbuf, recvbuf, count, datatype, op, comm, request, c);
+}
+
+/* Start MPI_Exscan as a nonblocking collective, whose request in *@request completes it
+ * (MPI_Wait ...); the buffers are the collective's until then. Errors as MPI_Exscan, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                           MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return iexscan_checked("MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iexscan, PMPI_Iexscan);
+
+/* MPI_Iexscan with MPI_Count counts. Errors as MPI_Iexscan. */
+PB_EXPORT int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    return iexscan_checked("MPI_Iexscan_c", sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Iexscan_c, PMPI_Iexscan_c);
+
+static int barrier_init_checked(const char *func, MPI_Comm comm, MPI_Info info,
+                                MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_barrier_init_impl(func, comm, info, request, c);
+}
+
+/* A persistent MPI_Barrier: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Barrier,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return barrier_init_checked("MPI_Barrier_init", comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Barrier_init, PMPI_Barrier_init);
+
+static int bcast_init_checked(const char *func, void *buffer, MPI_Count count,
+                              MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                              MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "", buffer, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_bcast_init_impl(func, buffer, count, datatype, root, comm, info, request, c);
+}
+
+/* A persistent MPI_Bcast: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Bcast,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
+                              MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return bcast_init_checked("MPI_Bcast_init", buffer, count, datatype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bcast_init, PMPI_Bcast_init);
+
+/* MPI_Bcast_init with MPI_Count counts. Errors as MPI_Bcast_init. */
+PB_EXPORT int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
+                                MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return bcast_init_checked("MPI_Bcast_init_c", buffer, count, datatype, root, comm, info,
+                              request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bcast_init_c, PMPI_Bcast_init_c);
+
+static int gather_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_gather_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   root, comm, info, request, c);
+}
+
+/* A persistent MPI_Gather: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Gather,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                               MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return gather_init_checked("MPI_Gather_init", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                               recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Gather_init, PMPI_Gather_init);
+
+/* MPI_Gather_init with MPI_Count counts. Errors as MPI_Gather_init. */
+PB_EXPORT int PMPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                 int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return gather_init_checked("MPI_Gather_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Gather_init_c, PMPI_Gather_init_c);
+
+static int gatherv_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                                pb_mpi_displs_t displs, MPI_Datatype recvtype, int root,
+                                MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_gatherv_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                    recvtype, root, comm, info, request, c);
+}
+
+/* A persistent MPI_Gatherv: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Gatherv,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, const int recvcounts[], const int displs[],
+                                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                                MPI_Request *request)
+{
+    return gatherv_init_checked("MPI_Gatherv_init", sendbuf, sendcount, sendtype, recvbuf,
+                                (pb_mpi_counts_t){recvcounts, NULL},
+                                (pb_mpi_displs_t){displs, NULL}, recvtype, root, comm, info,
+                                request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Gatherv_init, PMPI_Gatherv_init);
+
+/* MPI_Gatherv_init with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Gatherv_init. */
+PB_EXPORT int PMPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, const MPI_Count recvcounts[],
+                                  const MPI_Aint displs[], MPI_Datatype recvtype, int root,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return gatherv_init_checked("MPI_Gatherv_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                                (pb_mpi_counts_t){NULL, recvcounts},
+                                (pb_mpi_displs_t){NULL, displs}, recvtype, root, comm, info,
+                                request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Gatherv_init_c, PMPI_Gatherv_init_c);
+
+static int scatter_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                                MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_scatter_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                    recvtype, root, comm, info, request, c);
+}
+
+/* A persistent MPI_Scatter: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Scatter,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return scatter_init_checked("MPI_Scatter_init", sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scatter_init, PMPI_Scatter_init);
+
+/* MPI_Scatter_init with MPI_Count counts. Errors as MPI_Scatter_init. */
+PB_EXPORT int PMPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                  int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return scatter_init_checked("MPI_Scatter_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scatter_init_c, PMPI_Scatter_init_c);
+
+static int scatterv_init_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                                 pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
+                                 MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                                 MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
+    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_scatterv_init_impl(func, sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                     recvcount, recvtype, root, comm, info, request, c);
+}
+
+/* A persistent MPI_Scatterv: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Scatterv,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[],
+                                 MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *request)
+{
+    return scatterv_init_checked("MPI_Scatterv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+                                 (pb_mpi_displs_t){displs, NULL}, sendtype, recvbuf, recvcount,
+                                 recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scatterv_init, PMPI_Scatterv_init);
+
+/* MPI_Scatterv_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Scatterv_init. */
+PB_EXPORT int PMPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                   const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
+                                   MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return scatterv_init_checked("MPI_Scatterv_init_c", sendbuf,
+                                 (pb_mpi_counts_t){NULL, sendcounts},
+                                 (pb_mpi_displs_t){NULL, displs}, sendtype, recvbuf, recvcount,
+                                 recvtype, root, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scatterv_init_c, PMPI_Scatterv_init_c);
+
+static int allgather_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                  MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_allgather_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                      recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Allgather: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Allgather,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return allgather_init_checked("MPI_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allgather_init, PMPI_Allgather_init);
+
+/* MPI_Allgather_init with MPI_Count counts. Errors as MPI_Allgather_init. */
+PB_EXPORT int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                    void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return allgather_init_checked("MPI_Allgather_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allgather_init_c, PMPI_Allgather_init_c);
+
+static int allgatherv_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                                   pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
+                                   MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_allgatherv_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                       displs, recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Allgatherv: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Allgatherv,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void *recvbuf, const int recvcounts[], const int displs[],
+                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                   MPI_Request *request)
+{
+    return allgatherv_init_checked("MPI_Allgatherv_init", sendbuf, sendcount, sendtype, recvbuf,
+                                   (pb_mpi_counts_t){recvcounts, NULL},
+                                   (pb_mpi_displs_t){displs, NULL}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allgatherv_init, PMPI_Allgatherv_init);
+
+/* MPI_Allgatherv_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Allgatherv_init. */
+PB_EXPORT int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount,
+                                     MPI_Datatype sendtype, void *recvbuf,
+                                     const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                     MPI_Request *request)
+{
+    return allgatherv_init_checked("MPI_Allgatherv_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                                   (pb_mpi_counts_t){NULL, recvcounts},
+                                   (pb_mpi_displs_t){NULL, displs}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allgatherv_init_c, PMPI_Allgatherv_init_c);
+
+static int alltoall_init_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_alltoall_init_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                     recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Alltoall: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Alltoall,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                 MPI_Info info, MPI_Request *request)
+{
+    return alltoall_init_checked("MPI_Alltoall_init", sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoall_init, PMPI_Alltoall_init);
+
+/* MPI_Alltoall_init with MPI_Count counts. Errors as MPI_Alltoall_init. */
+PB_EXPORT int PMPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                                   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return alltoall_init_checked("MPI_Alltoall_init_c", sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoall_init_c, PMPI_Alltoall_init_c);
+
+static int alltoallv_init_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                                  pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
+                                  pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, sdispls, sendtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, rdispls, recvtype, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_alltoallv_init_impl(func, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                      recvcounts, rdispls, recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Alltoallv: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Alltoallv,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *request)
+{
+    return alltoallv_init_checked(
+        "MPI_Alltoallv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallv_init, PMPI_Alltoallv_init);
+
+/* MPI_Alltoallv_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Alltoallv_init. */
+PB_EXPORT int PMPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                    const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                    const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                    MPI_Request *request)
+{
+    return alltoallv_init_checked(
+        "MPI_Alltoallv_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallv_init_c, PMPI_Alltoallv_init_c);
+
+static int alltoallw_init_checked(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                                  pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[],
+                                  void *recvbuf, pb_mpi_counts_t recvcounts,
+                                  pb_mpi_displs_t rdispls, const MPI_Datatype recvtypes[],
+                                  MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_alltoallw_init_impl(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                      recvcounts, rdispls, recvtypes, comm, info, request, c);
+}
+
+/* A persistent MPI_Alltoallw: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Alltoallw,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                                  const MPI_Datatype sendtypes[], void *recvbuf,
+                                  const int recvcounts[], const int rdispls[],
+                                  const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    return alltoallw_init_checked(
+        "MPI_Alltoallw_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtypes, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallw_init, PMPI_Alltoallw_init);
+
+/* MPI_Alltoallw_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Alltoallw_init. */
+PB_EXPORT int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                    const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                    void *recvbuf, const MPI_Count recvcounts[],
+                                    const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return alltoallw_init_checked(
+        "MPI_Alltoallw_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtypes, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Alltoallw_init_c, PMPI_Alltoallw_init_c);
+
+static int reduce_init_checked(const char *func, const void *sendbuf, void *recvbuf,
+                               MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root,
+                               MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS && c->rank == root)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_reduce_init_impl(func, sendbuf, recvbuf, count, datatype, op, root, comm, info,
+                                   request, c);
+}
+
+/* A persistent MPI_Reduce: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Reduce,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                               MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request)
+{
+    return reduce_init_checked("MPI_Reduce_init", sendbuf, recvbuf, count, datatype, op, root, comm,
+                               info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_init, PMPI_Reduce_init);
+
+/* MPI_Reduce_init with MPI_Count counts. Errors as MPI_Reduce_init. */
+PB_EXPORT int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                 MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                                 MPI_Info info, MPI_Request *request)
+{
+    return reduce_init_checked("MPI_Reduce_init_c", sendbuf, recvbuf, count, datatype, op, root,
+                               comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_init_c, PMPI_Reduce_init_c);
+
+static int allreduce_init_checked(const char *func, const void *sendbuf, void *recvbuf,
+                                  MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_allreduce_init_impl(func, sendbuf, recvbuf, count, datatype, op, comm, info,
+                                      request, c);
+}
+
+/* A persistent MPI_Allreduce: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Allreduce,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    return allreduce_init_checked("MPI_Allreduce_init", sendbuf, recvbuf, count, datatype, op, comm,
+                                  info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allreduce_init, PMPI_Allreduce_init);
+
+/* MPI_Allreduce_init with MPI_Count counts. Errors as MPI_Allreduce_init. */
+PB_EXPORT int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                    MPI_Request *request)
+{
+    return allreduce_init_checked("MPI_Allreduce_init_c", sendbuf, recvbuf, count, datatype, op,
+                                  comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Allreduce_init_c, PMPI_Allreduce_init_c);
+
+static int reduce_scatter_block_init_checked(const char *func, const void *sendbuf, void *recvbuf,
+                                             MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                             MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_reduce_scatter_block_init_impl(func, sendbuf, recvbuf, recvcount, datatype, op,
+                                                 comm, info, request, c);
+}
+
+/* A persistent MPI_Reduce_scatter_block: the request in *@request, inactive, runs it at each
+ * MPI_Start (with the buffers' contents then) and is freed by MPI_Request_free once inactive;
+ * every rank initialises the persistent collectives of @comm in the same order. Errors as
+ * MPI_Reduce_scatter_block, MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                             MPI_Info info, MPI_Request *request)
+{
+    return reduce_scatter_block_init_checked("MPI_Reduce_scatter_block_init", sendbuf, recvbuf,
+                                             recvcount, datatype, op, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_block_init, PMPI_Reduce_scatter_block_init);
+
+/* MPI_Reduce_scatter_block_init with MPI_Count counts. Errors as MPI_Reduce_scatter_block_init. */
+PB_EXPORT int PMPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf,
+                                               MPI_Count recvcount, MPI_Datatype datatype,
+                                               MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                               MPI_Request *request)
+{
+    return reduce_scatter_block_init_checked("MPI_Reduce_scatter_block_init_c", sendbuf, recvbuf,
+                                             recvcount, datatype, op, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_block_init_c, PMPI_Reduce_scatter_block_init_c);
+
+static int reduce_scatter_init_checked(const char *func, const void *sendbuf, void *recvbuf,
+                                       pb_mpi_counts_t recvcounts, MPI_Datatype datatype, MPI_Op op,
+                                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_reduce_scatter_init_impl(func, sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                                           info, request, c);
+}
+
+/* A persistent MPI_Reduce_scatter: the request in *@request, inactive, runs it at each MPI_Start
+ * (with the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as
+ * MPI_Reduce_scatter, MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                       MPI_Info info, MPI_Request *request)
+{
+    return reduce_scatter_init_checked("MPI_Reduce_scatter_init", sendbuf, recvbuf,
+                                       (pb_mpi_counts_t){recvcounts, NULL}, datatype, op, comm,
+                                       info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_init, PMPI_Reduce_scatter_init);
+
+/* MPI_Reduce_scatter_init with MPI_Count counts. Errors as MPI_Reduce_scatter_init. */
+PB_EXPORT int PMPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf,
+                                         const MPI_Count recvcounts[], MPI_Datatype datatype,
+                                         MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                         MPI_Request *request)
+{
+    return reduce_scatter_init_checked("MPI_Reduce_scatter_init_c", sendbuf, recvbuf,
+                                       (pb_mpi_counts_t){NULL, recvcounts}, datatype, op, comm,
+                                       info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_init_c, PMPI_Reduce_scatter_init_c);
+
+static int scan_init_checked(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                             MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_scan_init_impl(func, sendbuf, recvbuf, count, datatype, op, comm, info, request,
+                                 c);
+}
+
+/* A persistent MPI_Scan: the request in *@request, inactive, runs it at each MPI_Start (with the
+ * buffers' contents then) and is freed by MPI_Request_free once inactive; every rank initialises
+ * the persistent collectives of @comm in the same order. Errors as MPI_Scan, MPI_ERR_INFO, and
+ * MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return scan_init_checked("MPI_Scan_init", sendbuf, recvbuf, count, datatype, op, comm, info,
+                             request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scan_init, PMPI_Scan_init);
+
+/* MPI_Scan_init with MPI_Count counts. Errors as MPI_Scan_init. */
+PB_EXPORT int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request)
+{
+    return scan_init_checked("MPI_Scan_init_c", sendbuf, recvbuf, count, datatype, op, comm, info,
+                             request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Scan_init_c, PMPI_Scan_init_c);
+
+static int exscan_init_checked(const char *func, const void *sendbuf, void *recvbuf,
+                               MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                               MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_exscan_init_impl(func, sendbuf, recvbuf, count, datatype, op, comm, info, request,
+                                   c);
+}
+
+/* A persistent MPI_Exscan: the request in *@request, inactive, runs it at each MPI_Start (with
+ * the buffers' contents then) and is freed by MPI_Request_free once inactive; every rank
+ * initialises the persistent collectives of @comm in the same order. Errors as MPI_Exscan,
+ * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
+PB_EXPORT int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                               MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return exscan_init_checked("MPI_Exscan_init", sendbuf, recvbuf, count, datatype, op, comm, info,
+                               request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Exscan_init, PMPI_Exscan_init);
+
+/* MPI_Exscan_init with MPI_Count counts. Errors as MPI_Exscan_init. */
+PB_EXPORT int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                 MPI_Request *request)
+{
+    return exscan_init_checked("MPI_Exscan_init_c", sendbuf, recvbuf, count, datatype, op, comm,
+                               info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Exscan_init_c, PMPI_Exscan_init_c);
+
 static int cart_create_checked(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
                                const int periods[], int reorder, MPI_Comm *comm_cart)
 {

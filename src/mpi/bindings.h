@@ -162,6 +162,230 @@ int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_C
 int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c);
 
+/* The work of MPI_Ibarrier once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ibarrier_impl(const char *func, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ibcast and MPI_Ibcast_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ibcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
+                       int root, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Igather and MPI_Igather_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                        pb_comm_t *c);
+
+/* The work of MPI_Igatherv and MPI_Igatherv_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                         pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                         MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Iscatter and MPI_Iscatter_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
+                         pb_comm_t *c);
+
+/* The work of MPI_Iscatterv and MPI_Iscatterv_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                          pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                          MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Iallgather and MPI_Iallgather_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iallgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                           pb_comm_t *c);
+
+/* The work of MPI_Iallgatherv and MPI_Iallgatherv_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                            pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
+                            MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ialltoall and MPI_Ialltoall_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ialltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ialltoallv and MPI_Ialltoallv_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                           pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
+                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                           pb_comm_t *c);
+
+/* The work of MPI_Ialltoallw and MPI_Ialltoallw_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ialltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                           pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
+                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                           const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request,
+                           pb_comm_t *c);
+
+/* The work of MPI_Ireduce and MPI_Ireduce_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ireduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                        MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Iallreduce and MPI_Iallreduce_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iallreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                           pb_comm_t *c);
+
+/* The work of MPI_Ireduce_scatter_block and MPI_Ireduce_scatter_block_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ireduce_scatter_block_impl(const char *func, const void *sendbuf, void *recvbuf,
+                                      MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                      MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ireduce_scatter and MPI_Ireduce_scatter_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *recvbuf,
+                                pb_mpi_counts_t recvcounts, MPI_Datatype datatype, MPI_Op op,
+                                MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Iscan and MPI_Iscan_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                      pb_comm_t *c);
+
+/* The work of MPI_Iexscan and MPI_Iexscan_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_iexscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                        pb_comm_t *c);
+
+/* The work of MPI_Barrier_init once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_barrier_init_impl(const char *func, MPI_Comm comm, MPI_Info info, MPI_Request *request,
+                             pb_comm_t *c);
+
+/* The work of MPI_Bcast_init and MPI_Bcast_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_bcast_init_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
+                           int root, MPI_Comm comm, MPI_Info info, MPI_Request *request,
+                           pb_comm_t *c);
+
+/* The work of MPI_Gather_init and MPI_Gather_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                            MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Gatherv_init and MPI_Gatherv_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                             pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                             MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Scatter_init and MPI_Scatter_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                             MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Scatterv_init and MPI_Scatterv_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                              pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
+                              MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                              MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Allgather_init and MPI_Allgather_init_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Allgatherv_init and MPI_Allgatherv_init_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
+                                pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
+                                MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Alltoall_init and MPI_Alltoall_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                              MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Alltoallv_init and MPI_Alltoallv_init_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                               pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
+                               pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Alltoallw_init and MPI_Alltoallw_init_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_alltoallw_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
+                               pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[],
+                               void *recvbuf, pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
+                               MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Reduce_init and MPI_Reduce_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_reduce_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                            MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                            MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Allreduce_init and MPI_Allreduce_init_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_allreduce_init_impl(const char *func, const void *sendbuf, void *recvbuf,
+                               MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                               MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Reduce_scatter_block_init and MPI_Reduce_scatter_block_init_c once the checks
+ * of functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised
+ * (pb_mpi_raise). */
+int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf, void *recvbuf,
+                                          MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
+                                          MPI_Comm comm, MPI_Info info, MPI_Request *request,
+                                          pb_comm_t *c);
+
+/* The work of MPI_Reduce_scatter_init and MPI_Reduce_scatter_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, MPI_Datatype datatype, MPI_Op op,
+                                    MPI_Comm comm, MPI_Info info, MPI_Request *request,
+                                    pb_comm_t *c);
+
+/* The work of MPI_Scan_init and MPI_Scan_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_scan_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                          MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Exscan_init and MPI_Exscan_init_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_exscan_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                            MPI_Request *request, pb_comm_t *c);
+
 /* The work of MPI_Cart_create once the checks of functions.txt passed, @func the name called:
  * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, const int dims[],

@@ -23,7 +23,8 @@
 
 int pb_coll_node_barrier(pb_comm_t *c);
 /* @alg: PB_ALG_NODE (through the area's cells, on any layout) or
- * PB_ALG_NODE_CMA (each node's ranks read the root's, or their leader's, buffer). *
+ * PB_ALG_NODE_CMA (each node's ranks read the root's, or their leader's,
+ * buffer). */
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg);
 /* @alg: PB_ALG_NODE (each node's ranks combine through the cells) or

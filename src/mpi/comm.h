@@ -31,6 +31,9 @@ struct MPI_ABI_Comm {
     int freed;                      /* MPI_Comm_free'd: its handle no longer names it */
     struct pb_coll_node *coll_node; /* its collective area on this node (coll_node.c) */
     int coll_nodes, coll_ppn;       /* nodes it spans, most ranks on one (0: not yet known) */
+    /* the nonblocking and persistent collectives started so far: their
+     * tags (src/mpi/sched.h) */
+    uint32_t sched_seq;
 };
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed

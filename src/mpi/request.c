@@ -1,14 +1,24 @@
 /*
  * Completion of requests (p2p.h): MPI_Wait, MPI_Test and their -all, -any
  * and -some forms, MPI_Request_free, MPI_Request_get_status, MPI_Cancel,
- * and the integer conversions.  The engine (engine.h) makes requests
- * complete; this file checks the handles, hands out statuses and lets the
- * requests go.
+ * MPI_Start and MPI_Startall, and the integer conversions.  The engine
+ * (engine.h) makes requests complete, and the schedules of sched.h the
+ * collective ones; this file checks the handles, hands out statuses and
+ * lets the requests go.
+ *
+ * A persistent request (a persistent collective's, MPI_X_init) is
+ * inactive until MPI_Start, and again once a wait or test completed it:
+ * it is then kept, not freed, and the calls treat it as they treat
+ * MPI_REQUEST_NULL (an empty status at once; not active for the -any and
+ * -some forms), as the standard says.
  */
 #include "mpi/p2p.h"
 
+#include <stdio.h>
+
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
+#include "mpi/sched.h"
 
 int pb_mpi_request_valid(MPI_Request r)
 {
@@ -25,7 +35,28 @@ void pb_mpi_request_let_go(MPI_Request r)
 void pb_mpi_request_release(MPI_Request r)
 {
     pb_mpi_request_let_go(r);
+    if (r->kind == PB_ENG_REQ_COLL)
+        pb_sched_free(r->sched);
     pb_eng_request_release(r);
+}
+
+/* Whether @r is a request that a wait or test would complete: not
+ * MPI_REQUEST_NULL, not an inactive persistent request. */
+static int active(MPI_Request r)
+{
+    return r != MPI_REQUEST_NULL && (!r->persistent || r->active);
+}
+
+/* What went wrong with the complete request @r whose error is not
+ * MPI_SUCCESS, for the error's message. */
+static const char *failure(MPI_Request r)
+{
+    if (r->kind != PB_ENG_REQ_COLL)
+        return "the message is longer than the buffer";
+    return r->status.MPI_ERROR == MPI_ERR_TRUNCATE
+               ? "the collective's data is longer than a receive buffer (the ranks' counts or "
+                 "datatypes disagree)"
+               : "the collective's messages failed";
 }
 
 /* The handle of the communicator of @r, for its error handler. */
@@ -46,7 +77,7 @@ void pb_mpi_status_store(MPI_Status *status, MPI_Request r, const pb_comm_t *c)
     } else {
         status->MPI_SOURCE = MPI_ANY_SOURCE;
         status->MPI_TAG = MPI_ANY_TAG;
-        status->MPI_ERROR = MPI_SUCCESS;
+        status->MPI_ERROR = r->kind == PB_ENG_REQ_COLL ? r->status.MPI_ERROR : MPI_SUCCESS;
         pb_mpi_status_set_bytes(status, 0);
     }
     pb_mpi_status_set_cancelled(status, r->cancelled);
@@ -75,12 +106,23 @@ static int check_request_ptr(const char *func, MPI_Request *request)
 }
 
 /* Finish the complete request *@request: status out, freed, set to
- * MPI_REQUEST_NULL.  @return the request's error (MPI_ERR_TRUNCATE). */
+ * MPI_REQUEST_NULL; a persistent one made inactive instead (an inactive
+ * one gives the empty status).  @return the request's error
+ * (MPI_ERR_TRUNCATE). */
 static int finish(MPI_Request *request, MPI_Status *status)
 {
     MPI_Request r = *request;
-    int rc = r->kind == PB_ENG_REQ_RECV ? r->status.MPI_ERROR : MPI_SUCCESS;
+    int rc = r->kind != PB_ENG_REQ_SEND ? r->status.MPI_ERROR : MPI_SUCCESS;
 
+    if (r->persistent) {
+        if (!r->active) {
+            pb_mpi_status_empty(status);
+            return MPI_SUCCESS;
+        }
+        r->active = 0;
+        pb_mpi_status_store(status, r, r->comm);
+        return rc;
+    }
     pb_mpi_status_store(status, r, r->comm);
     pb_mpi_request_release(r);
     *request = MPI_REQUEST_NULL;
@@ -91,6 +133,7 @@ static int finish(MPI_Request *request, MPI_Status *status)
  * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE. */
 PB_EXPORT int PMPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    const char *what;
     MPI_Comm comm;
     int rc = check_request_ptr("MPI_Wait", request);
 
@@ -102,10 +145,9 @@ PB_EXPORT int PMPI_Wait(MPI_Request *request, MPI_Status *status)
     }
     comm = comm_handle(*request);
     pb_eng_wait(*request);
+    what = failure(*request);
     rc = finish(request, status);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(comm, rc, "MPI_Wait", "the message is longer than the buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(comm, rc, "MPI_Wait", "%s", what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Wait, PMPI_Wait);
 
@@ -113,6 +155,7 @@ PB_MPI_WEAK_ALIAS(MPI_Wait, PMPI_Wait);
  * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    const char *what;
     MPI_Comm comm;
     int rc = check_request_ptr("MPI_Test", request);
 
@@ -131,10 +174,9 @@ PB_EXPORT int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     if (!*flag)
         return MPI_SUCCESS;
     comm = comm_handle(*request);
+    what = failure(*request);
     rc = finish(request, status);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(comm, rc, "MPI_Test", "the message is longer than the buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(comm, rc, "MPI_Test", "%s", what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Test, PMPI_Test);
 
@@ -171,37 +213,43 @@ static int all_done(void *arg)
 static int any_done(void *arg)
 {
     set_t *s = arg;
-    int active = 0;
+    int any = 0;
 
     for (int i = 0; i < s->count; i++) {
-        if (s->requests[i] == MPI_REQUEST_NULL)
+        if (!active(s->requests[i]))
             continue;
-        active = 1;
+        any = 1;
         if (s->requests[i]->complete)
             return 1;
     }
-    return !active;
+    return !any;
 }
 
 /* Finish every complete request of the set into @statuses (or @indices);
  * @return MPI_SUCCESS or MPI_ERR_IN_STATUS when one failed, and then in
- * *@comm_p the communicator of the first that failed (its handler). */
+ * *@failed_p the communicator of the first that failed (its handler) and
+ * what went wrong with it. */
+typedef struct {
+    MPI_Comm comm;
+    const char *what;
+} failed_t;
+
 static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], int *outcount,
-                      int indices[], MPI_Comm *comm_p)
+                      int indices[], failed_t *failed_p)
 {
     int rc = MPI_SUCCESS, done = 0;
 
     for (int i = 0; i < count; i++) {
         MPI_Status one;
 
-        if (requests[i] == MPI_REQUEST_NULL || !requests[i]->complete) {
+        if (!active(requests[i]) || !requests[i]->complete) {
             if (outcount == NULL && statuses != MPI_STATUSES_IGNORE)
                 pb_mpi_status_empty(&statuses[i]);
             continue;
         }
-        if (rc == MPI_SUCCESS && requests[i]->kind == PB_ENG_REQ_RECV &&
+        if (rc == MPI_SUCCESS && requests[i]->kind != PB_ENG_REQ_SEND &&
             requests[i]->status.MPI_ERROR != MPI_SUCCESS)
-            *comm_p = comm_handle(requests[i]);
+            *failed_p = (failed_t){comm_handle(requests[i]), failure(requests[i])};
         if (finish(&requests[i], &one) != MPI_SUCCESS)
             rc = MPI_ERR_IN_STATUS;
         if (indices != NULL)
@@ -220,7 +268,7 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
  *         MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Waitall", count, requests);
 
@@ -228,9 +276,7 @@ PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuse
         return rc;
     pb_eng_wait_until(all_done, &s);
     rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Waitall", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(failed.comm, rc, "MPI_Waitall", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
 
@@ -238,7 +284,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
  * Errors as MPI_Waitall. */
 PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Testall", count, requests);
 
@@ -252,23 +298,21 @@ PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Sta
     if (!*flag)
         return MPI_SUCCESS;
     rc = finish_all(count, requests, statuses, NULL, NULL, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Testall", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc : pb_mpi_raise(failed.comm, rc, "MPI_Testall", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Testall, PMPI_Testall);
 
-static int first_complete(int count, MPI_Request requests[], int *index, MPI_Status *status)
+static int first_complete(const char *func, int count, MPI_Request requests[], int *index,
+                          MPI_Status *status)
 {
     for (int i = 0; i < count; i++) {
-        if (requests[i] != MPI_REQUEST_NULL && requests[i]->complete) {
+        if (active(requests[i]) && requests[i]->complete) {
             MPI_Comm comm = comm_handle(requests[i]);
+            const char *what = failure(requests[i]);
             int rc = finish(&requests[i], status);
 
             *index = i;
-            return rc == MPI_SUCCESS ? rc
-                                     : pb_mpi_raise(comm, rc, "MPI_Waitany",
-                                                    "the message is longer than the buffer");
+            return rc == MPI_SUCCESS ? rc : pb_mpi_raise(comm, rc, func, "%s", what);
         }
     }
     *index = MPI_UNDEFINED;
@@ -288,7 +332,7 @@ PB_EXPORT int PMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_St
     if (index == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Waitany", "index is NULL");
     pb_eng_wait_until(any_done, &s);
-    return first_complete(count, requests, index, status);
+    return first_complete("MPI_Waitany", count, requests, index, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitany, PMPI_Waitany);
 
@@ -311,7 +355,7 @@ PB_EXPORT int PMPI_Testany(int count, MPI_Request requests[], int *index, int *f
         *index = MPI_UNDEFINED;
         return MPI_SUCCESS;
     }
-    return first_complete(count, requests, index, status);
+    return first_complete("MPI_Testany", count, requests, index, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
 
@@ -321,25 +365,24 @@ PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
 PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
+    failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {incount, requests};
-    int rc = check_requests("MPI_Waitsome", incount, requests), active = 0;
+    int rc = check_requests("MPI_Waitsome", incount, requests), any = 0;
 
     if (rc != MPI_SUCCESS)
         return rc;
     if (outcount == NULL || (incount > 0 && indices == NULL))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Waitsome", "NULL argument");
     for (int i = 0; i < incount; i++)
-        active |= requests[i] != MPI_REQUEST_NULL;
-    if (!active) {
+        any |= active(requests[i]);
+    if (!any) {
         *outcount = MPI_UNDEFINED;
         return MPI_SUCCESS;
     }
     pb_eng_wait_until(any_done, &s);
     rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Waitsome", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(failed.comm, rc, "MPI_Waitsome", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 
@@ -348,29 +391,30 @@ PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
-    MPI_Comm failed = MPI_COMM_NULL;
-    int rc = check_requests("MPI_Testsome", incount, requests), active = 0;
+    failed_t failed = {MPI_COMM_NULL, NULL};
+    int rc = check_requests("MPI_Testsome", incount, requests), any = 0;
 
     if (rc != MPI_SUCCESS)
         return rc;
     if (outcount == NULL || (incount > 0 && indices == NULL))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Testsome", "NULL argument");
     for (int i = 0; i < incount; i++)
-        active |= requests[i] != MPI_REQUEST_NULL;
-    if (!active) {
+        any |= active(requests[i]);
+    if (!any) {
         *outcount = MPI_UNDEFINED;
         return MPI_SUCCESS;
     }
     pb_eng_progress();
     rc = finish_all(incount, requests, statuses, outcount, indices, &failed);
-    return rc == MPI_SUCCESS
-               ? rc
-               : pb_mpi_raise(failed, rc, "MPI_Testsome", "a message was longer than its buffer");
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(failed.comm, rc, "MPI_Testsome", "%s", failed.what);
 }
 PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
 
-/* Let go of *@request: it completes in the background and is freed then.
- * @return MPI_SUCCESS; MPI_ERR_REQUEST. */
+/* Let go of *@request: it completes in the background and is freed then;
+ * an inactive persistent request is freed now.  @return MPI_SUCCESS;
+ * MPI_ERR_REQUEST (also for an active collective request, which the
+ * standard does not let the program free). */
 PB_EXPORT int PMPI_Request_free(MPI_Request *request)
 {
     int rc = check_request_ptr("MPI_Request_free", request);
@@ -380,6 +424,15 @@ PB_EXPORT int PMPI_Request_free(MPI_Request *request)
     if (*request == MPI_REQUEST_NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_free",
                             "the request is MPI_REQUEST_NULL");
+    if ((*request)->kind == PB_ENG_REQ_COLL && active(*request))
+        return pb_mpi_raise(comm_handle(*request), MPI_ERR_REQUEST, "MPI_Request_free",
+                            "the request is an active collective one: complete it first "
+                            "(MPI_Wait, MPI_Test ...)");
+    if ((*request)->persistent && !active(*request)) {
+        pb_mpi_request_release(*request);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
     pb_mpi_request_let_go(*request);
     pb_eng_request_free(*request);
     *request = MPI_REQUEST_NULL;
@@ -401,6 +454,11 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
     if (!pb_mpi_request_valid(request))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Request_get_status",
                             "not a request");
+    if (!active(request)) {
+        *flag = 1;
+        pb_mpi_status_empty(status);
+        return MPI_SUCCESS;
+    }
     if (!request->complete)
         pb_eng_progress();
     *flag = request->complete;
@@ -412,7 +470,9 @@ PB_MPI_WEAK_ALIAS(MPI_Request_get_status, PMPI_Request_get_status);
 
 /* Cancel a receive that has not matched yet (its status then says
  * cancelled); a send, or a receive already matched, completes normally.
- * Complete the request with MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST. */
+ * Complete the request with MPI_Wait.  @return MPI_SUCCESS;
+ * MPI_ERR_REQUEST (also for a collective request: the standard makes
+ * cancelling one erroneous). */
 PB_EXPORT int PMPI_Cancel(MPI_Request *request)
 {
     MPI_Request r;
@@ -424,10 +484,79 @@ PB_EXPORT int PMPI_Cancel(MPI_Request *request)
     if (r == MPI_REQUEST_NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, "MPI_Cancel",
                             "the request is MPI_REQUEST_NULL");
+    if (r->kind == PB_ENG_REQ_COLL)
+        return pb_mpi_raise(comm_handle(r), MPI_ERR_REQUEST, "MPI_Cancel",
+                            "the request is a collective one, which cannot be cancelled");
     pb_eng_recv_cancel(r);
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Cancel, PMPI_Cancel);
+
+/* ---- persistent requests ----------------------------------------------------------- */
+
+/* Check that @r (valid) can be started by @func: MPI_ERR_REQUEST. */
+static int check_startable(const char *func, MPI_Request r, int index)
+{
+    char which[32] = "the request";
+
+    if (index >= 0)
+        snprintf(which, sizeof(which), "requests[%d]", index);
+    if (r == MPI_REQUEST_NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_REQUEST, func, "%s is MPI_REQUEST_NULL", which);
+    if (!r->persistent)
+        return pb_mpi_raise(comm_handle(r), MPI_ERR_REQUEST, func,
+                            "%s is not a persistent request (MPI_X_init makes those)", which);
+    if (r->active)
+        return pb_mpi_raise(comm_handle(r), MPI_ERR_REQUEST, func,
+                            "%s is already active: complete it (MPI_Wait ...) before starting it "
+                            "again",
+                            which);
+    return MPI_SUCCESS;
+}
+
+/* Start the inactive persistent request @r, by its kind. */
+static void start(MPI_Request r)
+{
+    if (r->kind == PB_ENG_REQ_COLL)
+        pb_sched_start(r);
+}
+
+/* Start the inactive persistent request *@request (a persistent
+ * collective's: every rank starts them in the same order).
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST (not a request, not persistent,
+ * already active). */
+PB_EXPORT int PMPI_Start(MPI_Request *request)
+{
+    int rc = check_request_ptr("MPI_Start", request);
+
+    if (rc == MPI_SUCCESS)
+        rc = check_startable("MPI_Start", *request, -1);
+    if (rc == MPI_SUCCESS)
+        start(*request);
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Start, PMPI_Start);
+
+/* MPI_Start of each of the @count requests, in their order; none starts
+ * when one cannot.  Errors as MPI_Start, and MPI_ERR_COUNT, MPI_ERR_ARG;
+ * a request named twice is already active the second time. */
+PB_EXPORT int PMPI_Startall(int count, MPI_Request requests[])
+{
+    int rc = check_requests("MPI_Startall", count, requests);
+
+    for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
+        rc = check_startable("MPI_Startall", requests[i], i);
+        for (int j = 0; j < i && rc == MPI_SUCCESS; j++) {
+            if (requests[j] == requests[i])
+                rc = pb_mpi_raise(comm_handle(requests[i]), MPI_ERR_REQUEST, "MPI_Startall",
+                                  "requests[%d] is requests[%d] again", i, j);
+        }
+    }
+    for (int i = 0; i < count && rc == MPI_SUCCESS; i++)
+        start(requests[i]);
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Startall, PMPI_Startall);
 
 /* *@flag = whether the request @status belongs to was cancelled.
  * @return MPI_SUCCESS; MPI_ERR_ARG. */

@@ -2,7 +2,7 @@
  * The MPI point-to-point engine (docs/mpi.md, "The engine"): requests,
  * matching, the eager and rendezvous protocols, progress and waiting.
  *
- * Layers: API file (src/mpi/p2p.c, request.c, bsend.c, coll.c) -> engine
+ * Layers: API file (src/mpi/p2p.c, request.c, bsend.c, coll.c, sched.c) -> engine
  * (this header: protocol; channel.h: rings and pools) -> path (path.h:
  * self, shm, tcp) -> RSM.  The engine takes resolved objects (context
  * ids, world ranks, datatype layouts) and never calls an API file.
@@ -22,7 +22,9 @@
 
 enum {
     PB_ENG_REQ_SEND = 1,
-    PB_ENG_REQ_RECV
+    PB_ENG_REQ_RECV,
+    PB_ENG_REQ_COLL /* a nonblocking or persistent collective: the API's
+                       schedule (src/mpi/sched.h) completes it */
 };
 
 /* send modes */
@@ -67,6 +69,11 @@ struct MPI_ABI_Request {
      * writes the rest; FIN goes once both are done */
     int split, split_read, split_written, split_stream;
     uint64_t split_sreq;
+    /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run and
+     * completed by the API through pb_eng_progress_hook */
+    void *sched;    /* its schedule (never read here) */
+    int persistent; /* kept when complete, started again (MPI_Start) */
+    int active;     /* persistent: started and not yet completed by a wait or test */
     /* MPI_SOURCE is the sender's world rank (the API translates it) */
     MPI_Status status;
 };
@@ -141,6 +148,17 @@ int pb_eng_recv_probe(uint32_t context, int world, int tag, int wait, pb_eng_pro
  * number of postboxes moved. */
 int pb_eng_progress(void);
 
+/*
+ * Work of the API that the engine's progress drives (the schedules of the
+ * nonblocking and persistent collectives, src/mpi/sched.c): when not NULL,
+ * pb_eng_progress calls it at the end of every round, so that the work
+ * advances whatever the program waits for.  It returns the number of steps
+ * it made (0: nothing to do now).  The API sets it while it has such work
+ * and clears it after; the engine knows nothing else of it.
+ */
+typedef int (*pb_eng_progress_hook_t)(void);
+extern pb_eng_progress_hook_t pb_eng_progress_hook;
+
 typedef int (*pb_eng_done_func_t)(void *arg);
 
 /* Make progress until @done(@arg): spin, then yield, then sleep. */
@@ -159,6 +177,10 @@ void pb_eng_request_release(MPI_Request r);
 /* Let go of @r: released now when complete, else by the engine when it
  * completes. */
 void pb_eng_request_free(MPI_Request r);
+
+/* A request of kind PB_ENG_REQ_COLL for schedule @sched, not complete
+ * (its owner sets complete and status.MPI_ERROR), or NULL without memory. */
+MPI_Request pb_eng_request_coll(void *sched);
 
 /* A request that is complete at once (MPI_PROC_NULL sends, a buffered
  * send's request for the program), or NULL without memory. */

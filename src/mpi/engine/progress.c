@@ -11,6 +11,8 @@
 
 #include "mpi/engine/protocol.h"
 
+pb_eng_progress_hook_t pb_eng_progress_hook = NULL;
+
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
 #define SLEEP_CAP_MS 100
 
@@ -62,6 +64,8 @@ int pb_eng_progress(void)
         if (pb_eng.controls[d] != NULL)
             moved += pb_eng_send_push(d);
     }
+    if (pb_eng_progress_hook != NULL)
+        moved += pb_eng_progress_hook();
     return moved;
 }
 

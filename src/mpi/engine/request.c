@@ -70,6 +70,16 @@ MPI_Request pb_eng_request_done(int tag)
     return r;
 }
 
+MPI_Request pb_eng_request_coll(void *sched)
+{
+    MPI_Request r = pb_eng_request_new(PB_ENG_REQ_COLL, NULL, 0, (pb_datatype_t *)pb_eng.byte_type,
+                                       PB_ENG_ANY_SOURCE, MPI_ANY_TAG, 0);
+
+    if (r != NULL)
+        r->sched = sched;
+    return r;
+}
+
 void pb_eng_request_release(MPI_Request r)
 {
     if (r->copy != NULL) {
