@@ -3206,3 +3206,428 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sen
         sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_c, PMPI_Neighbor_alltoallw_c);
+
+static int ineighbor_allgather_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ineighbor_allgather_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                           recvtype, comm, request, c);
+}
+
+/* Start MPI_Neighbor_allgather as a nonblocking collective, completed through *@request. Errors
+ * as MPI_Neighbor_allgather, and MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                       MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_allgather_checked("MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype,
+                                       recvbuf, recvcount, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_allgather, PMPI_Ineighbor_allgather);
+
+/* MPI_Ineighbor_allgather with MPI_Count counts. Errors as MPI_Ineighbor_allgather. */
+PB_EXPORT int PMPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_allgather_checked("MPI_Ineighbor_allgather_c", sendbuf, sendcount, sendtype,
+                                       recvbuf, recvcount, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_allgather_c, PMPI_Ineighbor_allgather_c);
+
+static int ineighbor_allgatherv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ineighbor_allgatherv_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                            displs, recvtype, comm, request, c);
+}
+
+/* Start MPI_Neighbor_allgatherv as a nonblocking collective. Errors as MPI_Ineighbor_allgather. */
+PB_EXPORT int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void *recvbuf, const int recvcounts[], const int displs[],
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_allgatherv_checked("MPI_Ineighbor_allgatherv", sendbuf, sendcount, sendtype,
+                                        recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+                                        (pb_mpi_displs_t){displs, NULL}, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_allgatherv, PMPI_Ineighbor_allgatherv);
+
+/* MPI_Ineighbor_allgatherv with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Ineighbor_allgatherv. */
+PB_EXPORT int PMPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcount,
+                                          MPI_Datatype sendtype, void *recvbuf,
+                                          const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                          MPI_Datatype recvtype, MPI_Comm comm,
+                                          MPI_Request *request)
+{
+    return ineighbor_allgatherv_checked("MPI_Ineighbor_allgatherv_c", sendbuf, sendcount, sendtype,
+                                        recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+                                        (pb_mpi_displs_t){NULL, displs}, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_allgatherv_c, PMPI_Ineighbor_allgatherv_c);
+
+static int ineighbor_alltoall_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                      MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ineighbor_alltoall_impl(func, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                          recvtype, comm, request, c);
+}
+
+/* Start MPI_Neighbor_alltoall as a nonblocking collective. Errors as MPI_Ineighbor_allgather. */
+PB_EXPORT int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoall_checked("MPI_Ineighbor_alltoall", sendbuf, sendcount, sendtype,
+                                      recvbuf, recvcount, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoall, PMPI_Ineighbor_alltoall);
+
+/* MPI_Ineighbor_alltoall with MPI_Count counts. Errors as MPI_Ineighbor_alltoall. */
+PB_EXPORT int PMPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoall_checked("MPI_Ineighbor_alltoall_c", sendbuf, sendcount, sendtype,
+                                      recvbuf, recvcount, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoall_c, PMPI_Ineighbor_alltoall_c);
+
+static int ineighbor_alltoallv_checked(const char *func, const void *sendbuf,
+                                       pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                       MPI_Datatype sendtype, void *recvbuf,
+                                       pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ineighbor_alltoallv_impl(func, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                           recvcounts, rdispls, recvtype, comm, request, c);
+}
+
+/* Start MPI_Neighbor_alltoallv as a nonblocking collective. Errors as MPI_Ineighbor_allgather. */
+PB_EXPORT int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
+                                       const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                                       const int recvcounts[], const int rdispls[],
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoallv_checked(
+        "MPI_Ineighbor_alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoallv, PMPI_Ineighbor_alltoallv);
+
+/* MPI_Ineighbor_alltoallv with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Ineighbor_alltoallv. */
+PB_EXPORT int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                         const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                                         void *recvbuf, const MPI_Count recvcounts[],
+                                         const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                                         MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoallv_checked(
+        "MPI_Ineighbor_alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoallv_c, PMPI_Ineighbor_alltoallv_c);
+
+static int ineighbor_alltoallw_checked(const char *func, const void *sendbuf,
+                                       pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                       const MPI_Datatype sendtypes[], void *recvbuf,
+                                       pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                       const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                       MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ineighbor_alltoallw_impl(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                           recvcounts, rdispls, recvtypes, comm, request, c);
+}
+
+/* Start MPI_Neighbor_alltoallw as a nonblocking collective. Errors as MPI_Ineighbor_allgather. */
+PB_EXPORT int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
+                                       const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                       void *recvbuf, const int recvcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                       MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoallw_checked(
+        "MPI_Ineighbor_alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
+        recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls, recvtypes, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoallw, PMPI_Ineighbor_alltoallw);
+
+/* MPI_Ineighbor_alltoallw with MPI_Count counts. Errors as MPI_Ineighbor_alltoallw. */
+PB_EXPORT int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                         const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                         void *recvbuf, const MPI_Count recvcounts[],
+                                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                         MPI_Comm comm, MPI_Request *request)
+{
+    return ineighbor_alltoallw_checked(
+        "MPI_Ineighbor_alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts}, sdispls,
+        sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ineighbor_alltoallw_c, PMPI_Ineighbor_alltoallw_c);
+
+static int neighbor_allgather_init_checked(const char *func, const void *sendbuf,
+                                           MPI_Count sendcount, MPI_Datatype sendtype,
+                                           void *recvbuf, MPI_Count recvcount,
+                                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_allgather_init_impl(func, sendbuf, sendcount, sendtype, recvbuf,
+                                               recvcount, recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Neighbor_allgather: the inactive request in *@request runs it at each
+ * MPI_Start. Errors as MPI_Ineighbor_allgather, and MPI_ERR_INFO for a bad @info. */
+PB_EXPORT int PMPI_Neighbor_allgather_init(const void *sendbuf, int sendcount,
+                                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request)
+{
+    return neighbor_allgather_init_checked("MPI_Neighbor_allgather_init", sendbuf, sendcount,
+                                           sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                           request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgather_init, PMPI_Neighbor_allgather_init);
+
+/* MPI_Neighbor_allgather_init with MPI_Count counts. Errors as MPI_Neighbor_allgather_init. */
+PB_EXPORT int PMPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count sendcount,
+                                             MPI_Datatype sendtype, void *recvbuf,
+                                             MPI_Count recvcount, MPI_Datatype recvtype,
+                                             MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_allgather_init_checked("MPI_Neighbor_allgather_init_c", sendbuf, sendcount,
+                                           sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                           request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgather_init_c, PMPI_Neighbor_allgather_init_c);
+
+static int neighbor_allgatherv_init_checked(const char *func, const void *sendbuf,
+                                            MPI_Count sendcount, MPI_Datatype sendtype,
+                                            void *recvbuf, pb_mpi_counts_t recvcounts,
+                                            pb_mpi_displs_t displs, MPI_Datatype recvtype,
+                                            MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_allgatherv_init_impl(func, sendbuf, sendcount, sendtype, recvbuf,
+                                                recvcounts, displs, recvtype, comm, info, request,
+                                                c);
+}
+
+/* A persistent MPI_Neighbor_allgatherv. Errors as MPI_Neighbor_allgather_init. */
+PB_EXPORT int PMPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount,
+                                            MPI_Datatype sendtype, void *recvbuf,
+                                            const int recvcounts[], const int displs[],
+                                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                            MPI_Request *request)
+{
+    return neighbor_allgatherv_init_checked("MPI_Neighbor_allgatherv_init", sendbuf, sendcount,
+                                            sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+                                            (pb_mpi_displs_t){displs, NULL}, recvtype, comm, info,
+                                            request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgatherv_init, PMPI_Neighbor_allgatherv_init);
+
+/* MPI_Neighbor_allgatherv_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Neighbor_allgatherv_init. */
+PB_EXPORT int PMPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sendcount,
+                                              MPI_Datatype sendtype, void *recvbuf,
+                                              const MPI_Count recvcounts[], const MPI_Aint displs[],
+                                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                              MPI_Request *request)
+{
+    return neighbor_allgatherv_init_checked("MPI_Neighbor_allgatherv_init_c", sendbuf, sendcount,
+                                            sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+                                            (pb_mpi_displs_t){NULL, displs}, recvtype, comm, info,
+                                            request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_allgatherv_init_c, PMPI_Neighbor_allgatherv_init_c);
+
+static int neighbor_alltoall_init_checked(const char *func, const void *sendbuf,
+                                          MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                                          MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                          MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoall_init_impl(func, sendbuf, sendcount, sendtype, recvbuf,
+                                              recvcount, recvtype, comm, info, request, c);
+}
+
+/* A persistent MPI_Neighbor_alltoall. Errors as MPI_Neighbor_allgather_init. */
+PB_EXPORT int PMPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                          void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                          MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoall_init_checked("MPI_Neighbor_alltoall_init", sendbuf, sendcount,
+                                          sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                          request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoall_init, PMPI_Neighbor_alltoall_init);
+
+/* MPI_Neighbor_alltoall_init with MPI_Count counts. Errors as MPI_Neighbor_alltoall_init. */
+PB_EXPORT int PMPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendcount,
+                                            MPI_Datatype sendtype, void *recvbuf,
+                                            MPI_Count recvcount, MPI_Datatype recvtype,
+                                            MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoall_init_checked("MPI_Neighbor_alltoall_init_c", sendbuf, sendcount,
+                                          sendtype, recvbuf, recvcount, recvtype, comm, info,
+                                          request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoall_init_c, PMPI_Neighbor_alltoall_init_c);
+
+static int neighbor_alltoallv_init_checked(const char *func, const void *sendbuf,
+                                           pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                           MPI_Datatype sendtype, void *recvbuf,
+                                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                           MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoallv_init_impl(func, sendbuf, sendcounts, sdispls, sendtype,
+                                               recvbuf, recvcounts, rdispls, recvtype, comm, info,
+                                               request, c);
+}
+
+/* A persistent MPI_Neighbor_alltoallv. Errors as MPI_Neighbor_allgather_init. */
+PB_EXPORT int PMPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[],
+                                           const int sdispls[], MPI_Datatype sendtype,
+                                           void *recvbuf, const int recvcounts[],
+                                           const int rdispls[], MPI_Datatype recvtype,
+                                           MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoallv_init_checked(
+        "MPI_Neighbor_alltoallv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
+        (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
+        (pb_mpi_displs_t){rdispls, NULL}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv_init, PMPI_Neighbor_alltoallv_init);
+
+/* MPI_Neighbor_alltoallv_init with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Neighbor_alltoallv_init. */
+PB_EXPORT int PMPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                             const MPI_Aint sdispls[], MPI_Datatype sendtype,
+                                             void *recvbuf, const MPI_Count recvcounts[],
+                                             const MPI_Aint rdispls[], MPI_Datatype recvtype,
+                                             MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoallv_init_checked(
+        "MPI_Neighbor_alltoallv_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
+        (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
+        (pb_mpi_displs_t){NULL, rdispls}, recvtype, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallv_init_c, PMPI_Neighbor_alltoallv_init_c);
+
+static int neighbor_alltoallw_init_checked(const char *func, const void *sendbuf,
+                                           pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                           const MPI_Datatype sendtypes[], void *recvbuf,
+                                           pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                           const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                           MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_neighbor_alltoallw_init_impl(func, sendbuf, sendcounts, sdispls, sendtypes,
+                                               recvbuf, recvcounts, rdispls, recvtypes, comm, info,
+                                               request, c);
+}
+
+/* A persistent MPI_Neighbor_alltoallw. Errors as MPI_Neighbor_allgather_init. */
+PB_EXPORT int PMPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
+                                           const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                           void *recvbuf, const int recvcounts[],
+                                           const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                           MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoallw_init_checked("MPI_Neighbor_alltoallw_init", sendbuf,
+                                           (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
+                                           recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls,
+                                           recvtypes, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_init, PMPI_Neighbor_alltoallw_init);
+
+/* MPI_Neighbor_alltoallw_init with MPI_Count counts. Errors as MPI_Neighbor_alltoallw_init. */
+PB_EXPORT int PMPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Count sendcounts[],
+                                             const MPI_Aint sdispls[],
+                                             const MPI_Datatype sendtypes[], void *recvbuf,
+                                             const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                                             const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                             MPI_Info info, MPI_Request *request)
+{
+    return neighbor_alltoallw_init_checked("MPI_Neighbor_alltoallw_init_c", sendbuf,
+                                           (pb_mpi_counts_t){NULL, sendcounts}, sdispls, sendtypes,
+                                           recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls,
+                                           recvtypes, comm, info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c);

@@ -520,4 +520,84 @@ int pb_mpi_neighbor_alltoallw_impl(const char *func, const void *sendbuf,
                                    pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
                                    const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c);
 
+/* The work of MPI_Ineighbor_allgather and MPI_Ineighbor_allgather_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ineighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                    pb_comm_t *c);
+
+/* The work of MPI_Ineighbor_allgatherv and MPI_Ineighbor_allgatherv_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ineighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                     MPI_Datatype sendtype, void *recvbuf,
+                                     pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                     pb_comm_t *c);
+
+/* The work of MPI_Ineighbor_alltoall and MPI_Ineighbor_alltoall_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ineighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                   pb_comm_t *c);
+
+/* The work of MPI_Ineighbor_alltoallv and MPI_Ineighbor_alltoallv_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ineighbor_alltoallv_impl(const char *func, const void *sendbuf,
+                                    pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                    pb_comm_t *c);
+
+/* The work of MPI_Ineighbor_alltoallw and MPI_Ineighbor_alltoallw_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ineighbor_alltoallw_impl(const char *func, const void *sendbuf,
+                                    pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                    const MPI_Datatype sendtypes[], void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                    const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                    MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_allgather_init and MPI_Neighbor_allgather_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                        MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_allgatherv_init and MPI_Neighbor_allgatherv_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf,
+                                         pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                         MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoall_init and MPI_Neighbor_alltoall_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                       MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoallv_init and MPI_Neighbor_alltoallv_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoallv_init_impl(const char *func, const void *sendbuf,
+                                        pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                        MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Neighbor_alltoallw_init and MPI_Neighbor_alltoallw_init_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_neighbor_alltoallw_init_impl(const char *func, const void *sendbuf,
+                                        pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                        const MPI_Datatype sendtypes[], void *recvbuf,
+                                        pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                        const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
 #endif

@@ -13,13 +13,25 @@
  * all ranks.  A peer MPI_PROC_NULL is skipped: its receive block stays as
  * it was.  Messages of successive collectives stay apart as coll.c's do
  * (same order on every rank, no overtaking on one source, tag, context).
+ *
+ * The nonblocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init)
+ * forms are the same exchange as one round of a schedule (sched.h), whose
+ * messages all carry the schedule's one tag.  There, on a Cartesian
+ * topology, the direction of a message is told by order instead of by
+ * tag: a rank sends, in each dimension, its block toward +1 before its
+ * block toward -1, and receives from its -1 neighbour before its +1
+ * neighbour; between two ranks messages match in the order they were
+ * posted, so the block sent toward +1 fills the receiver's block from -1
+ * even when one rank is both neighbours.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
 #include "mpi/datatype.h"
+#include "mpi/info.h"
 #include "mpi/p2p.h"
+#include "mpi/sched.h"
 #include "mpi/topo.h"
 
 /* the collective context of pb_mpi_isend_on/pb_mpi_irecv_on */
@@ -262,6 +274,178 @@ int pb_mpi_neighbor_alltoallw_impl(const char *func, const void *sendbuf,
     side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
 
     return neighbor_exchange(func, &send, &recv, comm, c);
+}
+
+/* ---- nonblocking and persistent ----------------------------------------------------- */
+
+/* Check @send and @recv against @c's neighbours, build the exchange as a
+ * schedule, and make its request in *@request: started, or inactive when
+ * @persistent.  @return MPI_SUCCESS or the error raised by @func. */
+static int neighbor_sched(const char *func, const side_t *send, const side_t *recv, MPI_Comm comm,
+                          pb_comm_t *c, int persistent, MPI_Request *request)
+{
+    pb_topo_neighbors_t nb;
+    pb_sched_t *s;
+    int rc, cartesian = 1;
+
+    if (pb_mpi_topo_neighbors(c, &nb) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
+    rc = side_check(send, nb.outdegree, comm, func, "send");
+    if (rc == MPI_SUCCESS)
+        rc = side_check(recv, nb.indegree, comm, func, "receive");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    s = pb_sched_new(c, pb_sched_tag(c));
+    if (s == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory for the schedule");
+    /* a Cartesian topology's offsets are the directions, 0 .. 2 ndims - 1 */
+    for (int j = 0; j < nb.outdegree; j++)
+        cartesian = cartesian && nb.out_tag != NULL && nb.out_tag[j] == j;
+    cartesian = cartesian && nb.outdegree % 2 == 0 && nb.outdegree > 0;
+    for (int j = 0; j < nb.indegree; j++) {
+        if (nb.sources[j] != MPI_PROC_NULL)
+            pb_sched_recv(s, side_addr(recv, j), side_count(recv, j), side_type(recv, j),
+                          nb.sources[j]);
+    }
+    for (int k = 0; k < nb.outdegree; k++) {
+        int j = cartesian ? k ^ 1 : k; /* toward +1 first (above) */
+
+        if (nb.destinations[j] != MPI_PROC_NULL)
+            pb_sched_send(s, side_addr(send, j), side_count(send, j), side_type(send, j),
+                          nb.destinations[j]);
+    }
+    if (pb_sched_request(s, persistent, request) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory for the schedule");
+    return MPI_SUCCESS;
+}
+
+/* neighbor_sched of a persistent collective, after its info is checked */
+static int neighbor_init(const char *func, const side_t *send, const side_t *recv, MPI_Comm comm,
+                         MPI_Info info, pb_comm_t *c, MPI_Request *request)
+{
+    int rc = pb_mpi_info_check(comm, info, 1, func);
+
+    return rc != MPI_SUCCESS ? rc : neighbor_sched(func, send, recv, comm, c, 1, request);
+}
+
+int pb_mpi_ineighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                    pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+}
+
+int pb_mpi_neighbor_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                        MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_init(func, &send, &recv, comm, info, c, request);
+}
+
+int pb_mpi_ineighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                     MPI_Datatype sendtype, void *recvbuf,
+                                     pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                     pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_v(recvbuf, recvcounts, displs, recvtype);
+
+    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+}
+
+int pb_mpi_neighbor_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                         MPI_Datatype sendtype, void *recvbuf,
+                                         pb_mpi_counts_t recvcounts, pb_mpi_displs_t displs,
+                                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                         MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
+    side_t recv = side_v(recvbuf, recvcounts, displs, recvtype);
+
+    return neighbor_init(func, &send, &recv, comm, info, c, request);
+}
+
+int pb_mpi_ineighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                   pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 0);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+}
+
+int pb_mpi_neighbor_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                       MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_blocks(sendbuf, sendcount, sendtype, 0);
+    side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
+
+    return neighbor_init(func, &send, &recv, comm, info, c, request);
+}
+
+int pb_mpi_ineighbor_alltoallv_impl(const char *func, const void *sendbuf,
+                                    pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                    MPI_Datatype sendtype, void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request,
+                                    pb_comm_t *c)
+{
+    side_t send = side_v(sendbuf, sendcounts, sdispls, sendtype);
+    side_t recv = side_v(recvbuf, recvcounts, rdispls, recvtype);
+
+    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+}
+
+int pb_mpi_neighbor_alltoallv_init_impl(const char *func, const void *sendbuf,
+                                        pb_mpi_counts_t sendcounts, pb_mpi_displs_t sdispls,
+                                        MPI_Datatype sendtype, void *recvbuf,
+                                        pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
+                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                                        MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_v(sendbuf, sendcounts, sdispls, sendtype);
+    side_t recv = side_v(recvbuf, recvcounts, rdispls, recvtype);
+
+    return neighbor_init(func, &send, &recv, comm, info, c, request);
+}
+
+int pb_mpi_ineighbor_alltoallw_impl(const char *func, const void *sendbuf,
+                                    pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                    const MPI_Datatype sendtypes[], void *recvbuf,
+                                    pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                    const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                    MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_w(sendbuf, sendcounts, (pb_mpi_displs_t){NULL, sdispls}, sendtypes);
+    side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
+
+    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+}
+
+int pb_mpi_neighbor_alltoallw_init_impl(const char *func, const void *sendbuf,
+                                        pb_mpi_counts_t sendcounts, const MPI_Aint sdispls[],
+                                        const MPI_Datatype sendtypes[], void *recvbuf,
+                                        pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
+                                        const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                        MPI_Info info, MPI_Request *request, pb_comm_t *c)
+{
+    side_t send = side_w(sendbuf, sendcounts, (pb_mpi_displs_t){NULL, sdispls}, sendtypes);
+    side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
+
+    return neighbor_init(func, &send, &recv, comm, info, c, request);
 }
 
 /* ---- MPI_Alltoallw ------------------------------------------------------------------------ */
