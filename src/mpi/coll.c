@@ -65,6 +65,7 @@ enum {
     TAG_ALLTOALL,
     TAG_SCAN,
     TAG_EXSCAN,
+    TAG_REDUCE_SCATTER,
 };
 
 /* bytes a local copy between two non-contiguous layouts packs at a time */
@@ -690,6 +691,376 @@ out:
     return rc;
 }
 
+/* ---- reductions split into segments (Rabenseifner) ----------------------------------- */
+
+/*
+ * The large-vector reductions of a commutative op split the vector so
+ * that every rank combines one part of it (the arithmetic is spread over
+ * the ranks, not done by one root), in three phases over 2^k = pof2 ranks:
+ *
+ *   fold      when P is not a power of two, with R = P - pof2, rank 2i
+ *             (i < R) sends its whole vector to 2i + 1, which combines it
+ *             and stands for both; the others are numbered i + R -> i.
+ *             A "new rank" n is so rank 2n + 1 (n < R) or n + R.
+ *   halving   (reduce-scatter) the vector is cut into pof2 segments; in
+ *             step mask = pof2/2, ..., 1, new rank n swaps half of the
+ *             segments it still combines with n ^ mask (it keeps the
+ *             lower half when its bit mask is 0) and combines the half it
+ *             keeps: afterwards new rank n holds segment n, fully reduced.
+ *   spread    allgather by recursive doubling (Allreduce), a binomial
+ *             gather to one new rank (Reduce), or each segment to the
+ *             ranks whose blocks it is (Reduce_scatter).
+ *
+ * Every element is combined by one rank only, so all ranks get the same
+ * bits.  The ops are commutative, so the order in which the fold and the
+ * halving combine contributions does not change the result beyond what
+ * floating-point reassociation does, as the standard allows.
+ */
+typedef struct {
+    int pof2, rem, newrank; /* newrank -1: folded away */
+    MPI_Aint *seg;          /* pof2 + 1 boundaries, in elements: segment n is [seg[n], seg[n+1]) */
+} split_t;
+
+/* The rank new rank @n stands for (and works as). */
+static int split_rank(const split_t *s, int n)
+{
+    return n < s->rem ? 2 * n + 1 : n + s->rem;
+}
+
+/* The first of the ranks new rank @n stands for (2n, or n + rem). */
+static int split_first_rank(const split_t *s, int n)
+{
+    return n < s->rem ? 2 * n : n + s->rem;
+}
+
+/* The layout of @c's ranks: pof2, the ranks folded away, this rank's new
+ * rank, and room for the boundaries (not yet set). @return MPI_SUCCESS or
+ * MPI_ERR_NO_MEM. */
+static int split_init(split_t *s, pb_comm_t *c)
+{
+    s->pof2 = 1;
+    while (s->pof2 * 2 <= c->size)
+        s->pof2 *= 2;
+    s->rem = c->size - s->pof2;
+    s->newrank = c->rank < 2 * s->rem ? (c->rank % 2 ? c->rank / 2 : -1) : c->rank - s->rem;
+    s->seg = malloc(((size_t)s->pof2 + 1) * sizeof(*s->seg));
+    return s->seg != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Equal segments of @count elements (the first count % pof2 one longer). */
+static void split_even(split_t *s, MPI_Count count)
+{
+    MPI_Aint q = (MPI_Aint)(count / s->pof2), r = (MPI_Aint)(count % s->pof2);
+
+    for (int n = 0; n <= s->pof2; n++)
+        s->seg[n] = (MPI_Aint)n * q + (n < r ? n : r);
+}
+
+/* The elements of segments [@first, @first + @n). */
+static MPI_Aint split_lo(const split_t *s, int first)
+{
+    return s->seg[first];
+}
+
+static MPI_Count split_len(const split_t *s, int first, int n)
+{
+    return (MPI_Count)(s->seg[first + n] - s->seg[first]);
+}
+
+/* The fold: rank 2i (i < rem) sends its @count elements at @mine to 2i+1,
+ * which receives them into @tmp and combines them into @acc. */
+static int split_fold(const split_t *s, const void *mine, void *acc, void *tmp, MPI_Count count,
+                      MPI_Datatype type, MPI_Op op, int tag, pb_comm_t *c)
+{
+    int rc;
+
+    if (c->rank >= 2 * s->rem)
+        return MPI_SUCCESS;
+    if (c->rank % 2 == 0)
+        return send_to(mine, count, type, c->rank + 1, tag, c);
+    rc = recv_from(tmp, count, type, c->rank - 1, tag, c);
+    if (rc == MPI_SUCCESS)
+        reduce_local(op, tmp, acc, count, type); /* acc = theirs op acc */
+    return rc;
+}
+
+/* The halving on a new rank: @acc holds the whole (folded) vector; @tmp
+ * has room for it, addressed like @acc.  Afterwards segment newrank of
+ * @acc is reduced over every rank. */
+static int split_halving(const split_t *s, void *acc, void *tmp, MPI_Datatype type, MPI_Op op,
+                         int tag, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int rc = MPI_SUCCESS;
+
+    for (int mask = s->pof2 / 2; mask > 0 && rc == MPI_SUCCESS; mask /= 2) {
+        int partner = s->newrank ^ mask, base = s->newrank & ~(2 * mask - 1);
+        int keep = s->newrank & mask ? base + mask : base,
+            give = s->newrank & mask ? base : base + mask;
+        MPI_Aint klo = split_lo(s, keep), glo = split_lo(s, give);
+        MPI_Count klen = split_len(s, keep, mask), glen = split_len(s, give, mask);
+
+        rc = send_recv(elem_addr(acc, glo, t), glen, type, split_rank(s, partner),
+                       elem_addr(tmp, klo, t), klen, type, split_rank(s, partner), tag, c);
+        if (rc == MPI_SUCCESS)
+            reduce_local(op, elem_addr(tmp, klo, t), elem_addr(acc, klo, t), klen, type);
+    }
+    return rc;
+}
+
+/* Recursive doubling allgather of the segments on a new rank: in step
+ * mask = 1, 2, ..., new rank n swaps the mask segments it holds with
+ * those of n ^ mask, all in @acc. */
+static int split_allgather(const split_t *s, void *acc, MPI_Datatype type, int tag, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int rc = MPI_SUCCESS;
+
+    for (int mask = 1; mask < s->pof2 && rc == MPI_SUCCESS; mask *= 2) {
+        int partner = s->newrank ^ mask;
+        int mine = s->newrank & ~(mask - 1), theirs = partner & ~(mask - 1);
+
+        rc = send_recv(elem_addr(acc, split_lo(s, mine), t), split_len(s, mine, mask), type,
+                       split_rank(s, partner), elem_addr(acc, split_lo(s, theirs), t),
+                       split_len(s, theirs, mask), type, split_rank(s, partner), tag, c);
+    }
+    return rc;
+}
+
+/* Binomial gather of the segments to new rank @newroot, in @acc: in step
+ * mask = 1, 2, ..., a new rank whose distance (XOR) from the root has bit
+ * mask set sends the mask segments it holds to n ^ mask and is done; the
+ * other receives that many. */
+static int split_gather(const split_t *s, void *acc, MPI_Datatype type, int newroot, int tag,
+                        pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+
+    for (int mask = 1; mask < s->pof2; mask *= 2) {
+        int partner = s->newrank ^ mask;
+        int mine = s->newrank & ~(mask - 1), theirs = partner & ~(mask - 1);
+        int rc;
+
+        if ((s->newrank ^ newroot) & mask)
+            return send_to(elem_addr(acc, split_lo(s, mine), t), split_len(s, mine, mask), type,
+                           split_rank(s, partner), tag, c);
+        rc = recv_from(elem_addr(acc, split_lo(s, theirs), t), split_len(s, theirs, mask), type,
+                       split_rank(s, partner), tag, c);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Allreduce of a commutative op by reduce-scatter and allgather
+ * (Rabenseifner): fold, halving, recursive doubling allgather, and the
+ * folded ranks get the whole result from their partner.  Works in
+ * @recvbuf (the caller resolved MPI_IN_PLACE to it). */
+static int allreduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                  MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    split_t s;
+    void *tmp_mem = NULL, *tmp = NULL;
+    int rc = split_init(&s, c);
+
+    if (rc == MPI_SUCCESS && (tmp = scratch_alloc(count, type, &tmp_mem)) == NULL)
+        rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+        rc = copy_typed(sendbuf, count, type, recvbuf, count, type);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    split_even(&s, count);
+    rc = split_fold(&s, recvbuf, recvbuf, tmp, count, type, op, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, recvbuf, tmp, type, op, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_allgather(&s, recvbuf, type, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && c->rank < 2 * s.rem) {
+        if (c->rank % 2)
+            rc = send_to(recvbuf, count, type, c->rank - 1, TAG_ALLREDUCE, c);
+        else
+            rc = recv_from(recvbuf, count, type, c->rank + 1, TAG_ALLREDUCE, c);
+    }
+out:
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* Reduce of a commutative op by reduce-scatter and gather: fold,
+ * halving, binomial gather of the segments to the root's new rank (to its
+ * partner 2i + 1 when the root 2i was folded away, which then sends the
+ * result on).  The root works in @recvbuf, the others in a scratch
+ * buffer. */
+static int reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, int root, pb_comm_t *c)
+{
+    split_t s;
+    void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
+    int rc = split_init(&s, c), folded_root = root < 2 * s.rem && root % 2 == 0;
+    int newroot = root < 2 * s.rem ? root / 2 : root - s.rem;
+
+    if (rc != MPI_SUCCESS)
+        goto out;
+    if (s.newrank >= 0) {
+        acc = c->rank == root ? recvbuf : scratch_alloc(count, type, &acc_mem);
+        tmp = scratch_alloc(count, type, &tmp_mem);
+        if (acc == NULL || tmp == NULL) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+        rc = copy_typed(sendbuf, count, type, acc, count, type);
+    }
+    split_even(&s, count);
+    if (rc == MPI_SUCCESS)
+        rc = split_fold(&s, sendbuf, acc, tmp, count, type, op, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, acc, tmp, type, op, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_gather(&s, acc, type, newroot, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && folded_root && c->rank == root)
+        rc = recv_from(recvbuf, count, type, root + 1, TAG_REDUCE, c);
+    else if (rc == MPI_SUCCESS && folded_root && c->rank == root + 1)
+        rc = send_to(acc, count, type, root, TAG_REDUCE, c);
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* Reduce_scatter of a commutative op by recursive halving: the segments
+ * are the ranks' blocks, new rank n's segment the blocks of the ranks it
+ * stands for (2n and 2n + 1, or n + rem); after fold and halving, 2n + 1
+ * sends 2n its block.  @sendbuf holds the whole vector. */
+static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_t *counts,
+                                  MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    split_t s;
+    void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
+    MPI_Count total = 0, mine = vec_count(counts, c->rank);
+    MPI_Aint first = 0; /* this rank's block */
+    int rc = split_init(&s, c);
+
+    if (rc != MPI_SUCCESS)
+        goto out;
+    for (int i = 0, n = 0; i < c->size; i++) {
+        if (i == c->rank)
+            first = (MPI_Aint)total;
+        if (n < s.pof2 && i == split_first_rank(&s, n))
+            s.seg[n++] = (MPI_Aint)total;
+        total += vec_count(counts, i);
+    }
+    s.seg[s.pof2] = (MPI_Aint)total;
+    if (s.newrank >= 0) {
+        acc = scratch_alloc(total, type, &acc_mem);
+        tmp = scratch_alloc(total, type, &tmp_mem);
+        if (acc == NULL || tmp == NULL) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+        rc = copy_typed(sendbuf, total, type, acc, total, type);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = split_fold(&s, sendbuf, acc, tmp, total, type, op, TAG_REDUCE_SCATTER, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, acc, tmp, type, op, TAG_REDUCE_SCATTER, c);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    if (s.newrank < 0) {
+        rc = recv_from(recvbuf, mine, type, c->rank + 1, TAG_REDUCE_SCATTER, c);
+    } else {
+        if (c->rank < 2 * s.rem)
+            rc = send_to(elem_addr(acc, first - (MPI_Aint)vec_count(counts, c->rank - 1), t),
+                         vec_count(counts, c->rank - 1), type, c->rank - 1, TAG_REDUCE_SCATTER, c);
+        if (rc == MPI_SUCCESS)
+            rc = copy_typed(elem_addr(acc, first, t), mine, type, recvbuf, mine, type);
+    }
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* ---- long broadcasts, short allgathers ------------------------------------------------- */
+
+/* Broadcast of a long message by scatter and allgather (van de Geijn):
+ * the @count elements are cut into P pieces, piece i for the rank i after
+ * the root (rel = rank - root mod P).  A binomial scatter gives every rank
+ * its piece (a rank receives from its parent the pieces of its whole
+ * subtree, rel up to rel + its lowest set bit, and hands each child its
+ * subtree's), then a ring allgather passes the pieces on: in step s,
+ * relative rank rel sends piece rel - s to rel + 1 and receives piece
+ * rel - s - 1 from rel - 1. */
+static int bcast_scatter_allgather(void *buf, MPI_Count count, MPI_Datatype type, int root,
+                                   pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int size = c->size, rel = (c->rank - root + size) % size, mask = 1, rc = MPI_SUCCESS;
+    MPI_Aint q = (MPI_Aint)(count / size), r = (MPI_Aint)(count % size);
+    batch_t b;
+
+#define PIECE(i) ((MPI_Aint)(i)*q + ((i) < r ? (MPI_Aint)(i) : r))
+#define PIECES(first, end) elem_addr(buf, PIECE(first), t), (MPI_Count)(PIECE(end) - PIECE(first))
+    for (; mask < size; mask <<= 1) {
+        if (rel & mask) {
+            int end = rel + mask < size ? rel + mask : size;
+
+            rc = recv_from(PIECES(rel, end), type, (c->rank - mask + size) % size, TAG_BCAST, c);
+            break;
+        }
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    batch_init(&b, 32);
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask < size) {
+            int end = rel + 2 * mask < size ? rel + 2 * mask : size;
+
+            batch_send(&b, PIECES(rel + mask, end), type, (c->rank + mask) % size, TAG_BCAST, c);
+        }
+    }
+    rc = batch_wait(&b);
+    for (int step = 0; step < size - 1 && rc == MPI_SUCCESS; step++) {
+        int out = (rel - step + size) % size, in = (rel - step - 1 + size) % size;
+
+        rc = send_recv(PIECES(out, out + 1), type, (c->rank + 1) % size, PIECES(in, in + 1), type,
+                       (c->rank - 1 + size) % size, TAG_BCAST, c);
+    }
+#undef PIECES
+#undef PIECE
+    return rc;
+}
+
+/* Recursive doubling allgather, for P a power of two and equal blocks: in
+ * step mask = 1, 2, ..., rank r swaps the mask blocks it has (those of
+ * the ranks r & ~(mask - 1) on) with r ^ mask; log2 P steps instead of the
+ * ring's P - 1.  @sendbuf MPI_IN_PLACE: the own block is in place. */
+static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, pb_comm_t *c)
+{
+    const pb_datatype_t *rt = pb_mpi_datatype(recvtype);
+    int rc = MPI_SUCCESS;
+
+    if (sendbuf != MPI_IN_PLACE)
+        rc = copy_typed(sendbuf, sendcount, sendtype,
+                        elem_addr(recvbuf, (MPI_Aint)(c->rank * recvcount), rt), recvcount,
+                        recvtype);
+    for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
+        int partner = c->rank ^ mask;
+        MPI_Aint mine = (MPI_Aint)((c->rank & ~(mask - 1)) * recvcount);
+        MPI_Aint theirs = (MPI_Aint)((partner & ~(mask - 1)) * recvcount);
+
+        rc = send_recv(elem_addr(recvbuf, mine, rt), mask * recvcount, recvtype, partner,
+                       elem_addr(recvbuf, theirs, rt), mask * recvcount, recvtype, partner,
+                       TAG_ALLGATHER, c);
+    }
+    return rc;
+}
+
 /* ---- choosing an algorithm -------------------------------------------------------- */
 
 /*
@@ -698,6 +1069,28 @@ out:
  * algorithm's comment says; every call returns MPI_SUCCESS or an error class.
  */
 
+/* Where the algorithms for long messages take over, in bytes of the whole
+ * vector (docs/notes/2026-11-26-collective-algorithms-measured.md). */
+#define ALLREDUCE_SPLIT_MIN 16384    /* Allreduce: Rabenseifner from here */
+#define REDUCE_SPLIT_MIN 16384       /* Reduce: reduce-scatter + gather from here */
+#define BCAST_SCATTER_MIN 131072     /* Bcast: scatter + ring allgather from here */
+#define ALLGATHER_DOUBLING_MAX 65536 /* Allgather: recursive doubling below this */
+
+static size_t coll_bytes(MPI_Count count, MPI_Datatype type)
+{
+    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+}
+
+/* 1 when a reduction of @count elements is better split over the ranks
+ * (reduce-scatter first): a commutative op, at least @min_bytes, and at
+ * least one element per rank. */
+static int coll_split_pays(MPI_Count count, MPI_Datatype type, MPI_Op op, size_t min_bytes,
+                           pb_comm_t *c)
+{
+    return c->size > 1 && count >= c->size && pb_mpi_op_is_commutative(op) &&
+           coll_bytes(count, type) >= min_bytes;
+}
+
 static int coll_barrier(pb_comm_t *c)
 {
     return barrier_dissemination(c);
@@ -705,18 +1098,24 @@ static int coll_barrier(pb_comm_t *c)
 
 static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
+    if (coll_bytes(count, type) >= BCAST_SCATTER_MIN && count >= c->size && c->size > 2)
+        return bcast_scatter_allgather(buf, count, type, root, c);
     return bcast_binomial(buf, count, type, root, c);
 }
 
 static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c)
 {
+    if (coll_split_pays(count, type, op, REDUCE_SPLIT_MIN, c))
+        return reduce_rabenseifner(sendbuf, recvbuf, count, type, op, root, c);
     return reduce_binomial(sendbuf, recvbuf, count, type, op, root, c);
 }
 
 static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c)
 {
+    if (coll_split_pays(count, type, op, ALLREDUCE_SPLIT_MIN, c))
+        return allreduce_rabenseifner(sendbuf, recvbuf, count, type, op, c);
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
@@ -737,6 +1136,10 @@ static int coll_scatterv(const void *sendbuf, const vec_t *send, MPI_Datatype se
 static int coll_allgatherv(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                            void *recvbuf, const vec_t *recv, MPI_Datatype recvtype, pb_comm_t *c)
 {
+    if (!recv->arrays && (c->size & (c->size - 1)) == 0 &&
+        coll_bytes(recv->block * c->size, recvtype) < ALLGATHER_DOUBLING_MAX)
+        return allgather_recursive_doubling(sendbuf, sendcount, sendtype, recvbuf, recv->block,
+                                            recvtype, c);
     return allgatherv_ring(sendbuf, sendcount, sendtype, recvbuf, recv, recvtype, c);
 }
 
@@ -749,6 +1152,8 @@ static int coll_alltoallv(const void *sendbuf, const vec_t *send, MPI_Datatype s
 static int coll_reduce_scatter(const void *sendbuf, void *recvbuf, const vec_t *counts,
                                MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
+    if (pb_mpi_op_is_commutative(op) && c->size > 1)
+        return reduce_scatter_halving(sendbuf, recvbuf, counts, type, op, c);
     return reduce_scatter_via_root(sendbuf, recvbuf, counts, type, op, c);
 }
 
