@@ -21,20 +21,35 @@
  * The algorithms, for P ranks:
  *
  *   Barrier          dissemination: ceil(log2 P) rounds of empty messages
- *   Bcast            binomial tree from the root
+ *   Bcast            binomial tree from the root; long messages (P > 2):
+ *                    binomial scatter of P pieces, then ring allgather
+ *                    (van de Geijn)
  *   Reduce           binomial tree toward the root; a non-commutative op goes
  *                    toward rank 0, combining in rank order, and rank 0 then
- *                    sends the result to the root
+ *                    sends the result to the root.  Long vectors of a
+ *                    commutative op: reduce-scatter by recursive halving,
+ *                    then a binomial gather of the pieces to the root
+ *                    (Rabenseifner), so every rank does 1/P of the arithmetic
  *   Allreduce        recursive doubling (the ranks beyond the largest power
  *                    of two first fold into a neighbour); partial results
  *                    always combine as (lower ranks) op (higher ranks), so
  *                    non-commutative ops are right and every rank ends with
- *                    the same bits
+ *                    the same bits.  Long vectors of a commutative op:
+ *                    reduce-scatter by recursive halving, then recursive
+ *                    doubling allgather (Rabenseifner); each element is
+ *                    combined on one rank only, so all get the same bits
  *   Gather(v), Scatter(v)   direct: the root posts one receive (send) per rank
- *   Allgather(v)     ring: P-1 steps, each passing one block to the right
+ *   Allgather(v)     ring: P-1 steps, each passing one block to the right;
+ *                    Allgather of short blocks on a power of two ranks:
+ *                    recursive doubling (log2 P steps)
  *   Alltoall(v)      direct: every receive and send posted at once
- *   Reduce_scatter(_block)  Reduce to rank 0, then Scatterv from it
+ *   Reduce_scatter(_block)  commutative op: recursive halving, each rank's
+ *                    block reduced where it ends; non-commutative: Reduce to
+ *                    rank 0, then Scatterv from it
  *   Scan, Exscan     recursive doubling (MPICH's scheme), in rank order
+ *
+ * The sizes where the long-message algorithms take over are measured
+ * (docs/notes/2026-11-26-collective-algorithms-measured.md).
  *
  * Each collective kind has its own tag on the collective context; messages
  * of successive collectives between two ranks stay apart because every
@@ -768,27 +783,35 @@ static MPI_Count split_len(const split_t *s, int first, int n)
 }
 
 /* The fold: rank 2i (i < rem) sends its @count elements at @mine to 2i+1,
- * which receives them into @tmp and combines them into @acc. */
-static int split_fold(const split_t *s, const void *mine, void *acc, void *tmp, MPI_Count count,
-                      MPI_Datatype type, MPI_Op op, int tag, pb_comm_t *c)
+ * which receives them into @tmp and combines its own into them.  *@src_p
+ * is where this rank's contribution to the halving now is: @tmp on 2i+1,
+ * @mine on the others. */
+static int split_fold(const split_t *s, const void *mine, void *tmp, const void **src_p,
+                      MPI_Count count, MPI_Datatype type, MPI_Op op, int tag, pb_comm_t *c)
 {
     int rc;
 
+    *src_p = mine;
     if (c->rank >= 2 * s->rem)
         return MPI_SUCCESS;
     if (c->rank % 2 == 0)
         return send_to(mine, count, type, c->rank + 1, tag, c);
     rc = recv_from(tmp, count, type, c->rank - 1, tag, c);
-    if (rc == MPI_SUCCESS)
-        reduce_local(op, tmp, acc, count, type); /* acc = theirs op acc */
+    if (rc == MPI_SUCCESS) {
+        reduce_local(op, mine, tmp, count, type); /* tmp = mine op theirs (commutative) */
+        *src_p = tmp;
+    }
     return rc;
 }
 
-/* The halving on a new rank: @acc holds the whole (folded) vector; @tmp
- * has room for it, addressed like @acc.  Afterwards segment newrank of
- * @acc is reduced over every rank. */
-static int split_halving(const split_t *s, void *acc, void *tmp, MPI_Datatype type, MPI_Op op,
-                         int tag, pb_comm_t *c)
+/* The halving on a new rank: @src holds the whole (folded) vector, @acc
+ * and @tmp have room for it, all addressed alike (@src may be @acc or
+ * @tmp).  The first step sends half of @src and copies the half it keeps
+ * to @acc, so that the vector is never copied whole; later steps work in
+ * @acc, receiving into @tmp.  Afterwards segment newrank of @acc is
+ * reduced over every rank. */
+static int split_halving(const split_t *s, const void *src, void *acc, void *tmp, MPI_Datatype type,
+                         MPI_Op op, int tag, pb_comm_t *c)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
     int rc = MPI_SUCCESS;
@@ -800,10 +823,14 @@ static int split_halving(const split_t *s, void *acc, void *tmp, MPI_Datatype ty
         MPI_Aint klo = split_lo(s, keep), glo = split_lo(s, give);
         MPI_Count klen = split_len(s, keep, mask), glen = split_len(s, give, mask);
 
-        rc = send_recv(elem_addr(acc, glo, t), glen, type, split_rank(s, partner),
-                       elem_addr(tmp, klo, t), klen, type, split_rank(s, partner), tag, c);
+        if (src != acc)
+            rc = copy_typed(elem_addr(src, klo, t), klen, type, elem_addr(acc, klo, t), klen, type);
+        if (rc == MPI_SUCCESS)
+            rc = send_recv(elem_addr(src, glo, t), glen, type, split_rank(s, partner),
+                           elem_addr(tmp, klo, t), klen, type, split_rank(s, partner), tag, c);
         if (rc == MPI_SUCCESS)
             reduce_local(op, elem_addr(tmp, klo, t), elem_addr(acc, klo, t), klen, type);
+        src = acc;
     }
     return rc;
 }
@@ -861,18 +888,17 @@ static int allreduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count 
 {
     split_t s;
     void *tmp_mem = NULL, *tmp = NULL;
+    const void *src;
     int rc = split_init(&s, c);
 
     if (rc == MPI_SUCCESS && (tmp = scratch_alloc(count, type, &tmp_mem)) == NULL)
         rc = MPI_ERR_NO_MEM;
-    if (rc == MPI_SUCCESS)
-        rc = copy_typed(sendbuf, count, type, recvbuf, count, type);
     if (rc != MPI_SUCCESS)
         goto out;
     split_even(&s, count);
-    rc = split_fold(&s, recvbuf, recvbuf, tmp, count, type, op, TAG_ALLREDUCE, c);
+    rc = split_fold(&s, sendbuf, tmp, &src, count, type, op, TAG_ALLREDUCE, c);
     if (rc == MPI_SUCCESS && s.newrank >= 0)
-        rc = split_halving(&s, recvbuf, tmp, type, op, TAG_ALLREDUCE, c);
+        rc = split_halving(&s, src, recvbuf, tmp, type, op, TAG_ALLREDUCE, c);
     if (rc == MPI_SUCCESS && s.newrank >= 0)
         rc = split_allgather(&s, recvbuf, type, TAG_ALLREDUCE, c);
     if (rc == MPI_SUCCESS && c->rank < 2 * s.rem) {
@@ -899,6 +925,7 @@ static int reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count cou
     void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
     int rc = split_init(&s, c), folded_root = root < 2 * s.rem && root % 2 == 0;
     int newroot = root < 2 * s.rem ? root / 2 : root - s.rem;
+    const void *src;
 
     if (rc != MPI_SUCCESS)
         goto out;
@@ -909,13 +936,11 @@ static int reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count cou
             rc = MPI_ERR_NO_MEM;
             goto out;
         }
-        rc = copy_typed(sendbuf, count, type, acc, count, type);
     }
     split_even(&s, count);
-    if (rc == MPI_SUCCESS)
-        rc = split_fold(&s, sendbuf, acc, tmp, count, type, op, TAG_REDUCE, c);
+    rc = split_fold(&s, sendbuf, tmp, &src, count, type, op, TAG_REDUCE, c);
     if (rc == MPI_SUCCESS && s.newrank >= 0)
-        rc = split_halving(&s, acc, tmp, type, op, TAG_REDUCE, c);
+        rc = split_halving(&s, src, acc, tmp, type, op, TAG_REDUCE, c);
     if (rc == MPI_SUCCESS && s.newrank >= 0)
         rc = split_gather(&s, acc, type, newroot, TAG_REDUCE, c);
     if (rc == MPI_SUCCESS && folded_root && c->rank == root)
@@ -941,6 +966,7 @@ static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_
     void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
     MPI_Count total = 0, mine = vec_count(counts, c->rank);
     MPI_Aint first = 0; /* this rank's block */
+    const void *src;
     int rc = split_init(&s, c);
 
     if (rc != MPI_SUCCESS)
@@ -960,12 +986,10 @@ static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_
             rc = MPI_ERR_NO_MEM;
             goto out;
         }
-        rc = copy_typed(sendbuf, total, type, acc, total, type);
     }
-    if (rc == MPI_SUCCESS)
-        rc = split_fold(&s, sendbuf, acc, tmp, total, type, op, TAG_REDUCE_SCATTER, c);
+    rc = split_fold(&s, sendbuf, tmp, &src, total, type, op, TAG_REDUCE_SCATTER, c);
     if (rc == MPI_SUCCESS && s.newrank >= 0)
-        rc = split_halving(&s, acc, tmp, type, op, TAG_REDUCE_SCATTER, c);
+        rc = split_halving(&s, src, acc, tmp, type, op, TAG_REDUCE_SCATTER, c);
     if (rc != MPI_SUCCESS)
         goto out;
     if (s.newrank < 0) {
@@ -1070,11 +1094,14 @@ static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount
  */
 
 /* Where the algorithms for long messages take over, in bytes of the whole
- * vector (docs/notes/2026-11-26-collective-algorithms-measured.md). */
-#define ALLREDUCE_SPLIT_MIN 16384    /* Allreduce: Rabenseifner from here */
-#define REDUCE_SPLIT_MIN 16384       /* Reduce: reduce-scatter + gather from here */
-#define BCAST_SCATTER_MIN 131072     /* Bcast: scatter + ring allgather from here */
-#define ALLGATHER_DOUBLING_MAX 65536 /* Allgather: recursive doubling below this */
+ * vector (docs/notes/2026-11-26-collective-algorithms-measured.md):
+ * Allreduce and Reduce split over the ranks (reduce-scatter first) from
+ * ..._SPLIT_MIN on, Bcast scatters and allgathers from BCAST_SCATTER_MIN
+ * on, Allgather doubles below ALLGATHER_DOUBLING_MAX. */
+#define ALLREDUCE_SPLIT_MIN 16384
+#define REDUCE_SPLIT_MIN 16384
+#define BCAST_SCATTER_MIN 131072
+#define ALLGATHER_DOUBLING_MAX 65536
 
 static size_t coll_bytes(MPI_Count count, MPI_Datatype type)
 {
