@@ -1094,14 +1094,18 @@ static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount
  */
 
 /* Where the algorithms for long messages take over, in bytes of the whole
- * vector (docs/notes/2026-11-26-collective-algorithms-measured.md):
- * Allreduce and Reduce split over the ranks (reduce-scatter first) from
- * ..._SPLIT_MIN on, Bcast scatters and allgathers from BCAST_SCATTER_MIN
- * on, Allgather doubles below ALLGATHER_DOUBLING_MAX. */
-#define ALLREDUCE_SPLIT_MIN 16384
-#define REDUCE_SPLIT_MIN 16384
-#define BCAST_SCATTER_MIN 131072
+ * vector, as measured at 2 and 4 ranks on one node and 4 across two
+ * (docs/notes/2026-11-26-collective-algorithms-measured.md): Allreduce
+ * splits over the ranks from 64 KB on, Reduce from 512 KB on (its gather
+ * costs a round more than the tree); Allgather doubles below 64 KB in all.
+ * Bcast by scatter and allgather copies more bytes in all than the tree
+ * and lost at every size up to 8 ranks on this 2-core machine, so it is
+ * used only on larger communicators, for long messages. */
+#define ALLREDUCE_SPLIT_MIN 65536
+#define REDUCE_SPLIT_MIN 524288
 #define ALLGATHER_DOUBLING_MAX 65536
+#define BCAST_SCATTER_MIN 524288
+#define BCAST_SCATTER_MIN_RANKS 9
 
 static size_t coll_bytes(MPI_Count count, MPI_Datatype type)
 {
@@ -1125,7 +1129,8 @@ static int coll_barrier(pb_comm_t *c)
 
 static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
-    if (coll_bytes(count, type) >= BCAST_SCATTER_MIN && count >= c->size && c->size > 2)
+    if (c->size >= BCAST_SCATTER_MIN_RANKS && count >= c->size &&
+        coll_bytes(count, type) >= BCAST_SCATTER_MIN)
         return bcast_scatter_allgather(buf, count, type, root, c);
     return bcast_binomial(buf, count, type, root, c);
 }
