@@ -1277,6 +1277,11 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
 {
     vec_t recv = vec_block(recvcount);
 
+    /* nothing to move (a collective need not synchronize) */
+    if (coll_bytes(recvcount, recvtype) == 0 &&
+        (sendbuf == MPI_IN_PLACE || coll_bytes(sendcount, sendtype) == 0))
+        return MPI_SUCCESS;
+
     return comm_failed(comm, func,
                        coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
