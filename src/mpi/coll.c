@@ -397,15 +397,17 @@ out:
  * and R = P - 2^k, ranks 2i and 2i+1 (i < R) first fold into 2i+1; then the
  * 2^k remaining ranks swap partial results with the partner whose number
  * differs in bit 0, 1, 2, ... and combine, lower ranks' result on the left;
- * last, each 2i+1 (i < R) hands the result to 2i. */
+ * last, each 2i+1 (i < R) hands the result to 2i.  The partial result
+ * starts in @recvbuf and moves between it and one scratch buffer (the
+ * combination "lower op higher" lands in the buffer received into). */
 static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Count count,
                                         MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
     int size = c->size, rank = c->rank, pof2 = 1, rem, newrank, rc;
-    void *acc_mem = NULL, *tmp_mem = NULL;
-    void *acc = scratch_alloc(count, type, &acc_mem), *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *tmp_mem = NULL;
+    void *acc = recvbuf, *tmp = scratch_alloc(count, type, &tmp_mem);
 
-    if (acc == NULL || tmp == NULL) {
+    if (tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -443,10 +445,9 @@ static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_
         else
             rc = recv_from(acc, count, type, rank + 1, TAG_ALLREDUCE, c);
     }
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && acc != recvbuf)
         rc = copy_typed(acc, count, type, recvbuf, count, type);
 out:
-    free(acc_mem);
     free(tmp_mem);
     return rc;
 }
