@@ -807,10 +807,11 @@ static int split_fold(const split_t *s, const void *mine, void *tmp, const void 
 
 /* The halving on a new rank: @src holds the whole (folded) vector, @acc
  * and @tmp have room for it, all addressed alike (@src may be @acc or
- * @tmp).  The first step sends half of @src and copies the half it keeps
- * to @acc, so that the vector is never copied whole; later steps work in
- * @acc, receiving into @tmp.  Afterwards segment newrank of @acc is
- * reduced over every rank. */
+ * @tmp).  The first step sends half of @src and, when @src is not @acc,
+ * receives the partner's half straight into @acc and combines @src's into
+ * it there (the op is commutative), so that nothing is copied; later
+ * steps work in @acc, receiving into @tmp.  Afterwards segment newrank of
+ * @acc is reduced over every rank. */
 static int split_halving(const split_t *s, const void *src, void *acc, void *tmp, MPI_Datatype type,
                          MPI_Op op, int tag, pb_comm_t *c)
 {
@@ -824,13 +825,13 @@ static int split_halving(const split_t *s, const void *src, void *acc, void *tmp
         MPI_Aint klo = split_lo(s, keep), glo = split_lo(s, give);
         MPI_Count klen = split_len(s, keep, mask), glen = split_len(s, give, mask);
 
-        if (src != acc)
-            rc = copy_typed(elem_addr(src, klo, t), klen, type, elem_addr(acc, klo, t), klen, type);
+        void *into = src != acc ? acc : tmp; /* where the partner's half goes */
+        const void *other = src != acc ? src : tmp;
+
+        rc = send_recv(elem_addr(src, glo, t), glen, type, split_rank(s, partner),
+                       elem_addr(into, klo, t), klen, type, split_rank(s, partner), tag, c);
         if (rc == MPI_SUCCESS)
-            rc = send_recv(elem_addr(src, glo, t), glen, type, split_rank(s, partner),
-                           elem_addr(tmp, klo, t), klen, type, split_rank(s, partner), tag, c);
-        if (rc == MPI_SUCCESS)
-            reduce_local(op, elem_addr(tmp, klo, t), elem_addr(acc, klo, t), klen, type);
+            reduce_local(op, elem_addr(other, klo, t), elem_addr(acc, klo, t), klen, type);
         src = acc;
     }
     return rc;
