@@ -21,9 +21,9 @@
  * The algorithms, for P ranks:
  *
  *   Barrier          dissemination: ceil(log2 P) rounds of empty messages
- *   Bcast            binomial tree from the root; long messages (P > 2):
- *                    binomial scatter of P pieces, then ring allgather
- *                    (van de Geijn)
+ *   Bcast            binomial tree from the root; long messages on 9 ranks
+ *                    or more: binomial scatter of P pieces, then ring
+ *                    allgather (van de Geijn)
  *   Reduce           binomial tree toward the root; a non-commutative op goes
  *                    toward rank 0, combining in rank order, and rank 0 then
  *                    sends the result to the root.  Long vectors of a
@@ -824,7 +824,6 @@ static int split_halving(const split_t *s, const void *src, void *acc, void *tmp
             give = s->newrank & mask ? base : base + mask;
         MPI_Aint klo = split_lo(s, keep), glo = split_lo(s, give);
         MPI_Count klen = split_len(s, keep, mask), glen = split_len(s, give, mask);
-
         void *into = src != acc ? acc : tmp; /* where the partner's half goes */
         const void *other = src != acc ? src : tmp;
 
