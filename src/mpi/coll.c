@@ -44,8 +44,9 @@
  *                    recursive doubling (log2 P steps)
  *   Alltoall(v)      direct: every receive and send posted at once
  *   Reduce_scatter(_block)  commutative op: recursive halving, each rank's
- *                    block reduced where it ends; non-commutative: Reduce to
- *                    rank 0, then Scatterv from it
+ *                    block reduced where it ends (long vectors on P not a
+ *                    power of two: pairwise exchange, P-1 steps, no fold);
+ *                    non-commutative: Reduce to rank 0, then Scatterv
  *   Scan, Exscan     recursive doubling (MPICH's scheme), in rank order
  *
  * The sizes where the long-message algorithms take over are measured
@@ -1009,6 +1010,50 @@ out:
     return rc;
 }
 
+/* Reduce_scatter of a commutative op by pairwise exchange: in step
+ * s = 1 .. P-1, rank r sends rank r + s its block of @sendbuf and receives
+ * from r - s that rank's contribution to its own block, which it combines
+ * into a scratch copy of its block (copied to @recvbuf at the end, so that
+ * in place the blocks still to send are left alone).  Every rank moves
+ * (P-1)/P of the vector, with no fold, whatever P. */
+static int reduce_scatter_pairwise(const void *sendbuf, void *recvbuf, const vec_t *counts,
+                                   MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int size = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    MPI_Count mine = vec_count(counts, rank);
+    MPI_Aint *first = malloc(((size_t)size + 1) * sizeof(*first));
+    void *acc_mem = NULL, *tmp_mem = NULL, *acc = NULL, *tmp = NULL;
+
+    if (first != NULL) {
+        first[0] = 0;
+        for (int i = 0; i < size; i++)
+            first[i + 1] = first[i] + (MPI_Aint)vec_count(counts, i);
+        acc = scratch_alloc(mine, type, &acc_mem);
+        tmp = scratch_alloc(mine, type, &tmp_mem);
+    }
+    if (acc == NULL || tmp == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    rc = copy_typed(elem_addr(sendbuf, first[rank], t), mine, type, acc, mine, type);
+    for (int step = 1; step < size && rc == MPI_SUCCESS; step++) {
+        int to = (rank + step) % size, from = (rank - step + size) % size;
+
+        rc = send_recv(elem_addr(sendbuf, first[to], t), vec_count(counts, to), type, to, tmp, mine,
+                       type, from, TAG_REDUCE_SCATTER, c);
+        if (rc == MPI_SUCCESS)
+            reduce_local(op, tmp, acc, mine, type);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = copy_typed(acc, mine, type, recvbuf, mine, type);
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(first);
+    return rc;
+}
+
 /* ---- long broadcasts, short allgathers ------------------------------------------------- */
 
 /* Broadcast of a long message by scatter and allgather (van de Geijn):
@@ -1098,13 +1143,16 @@ static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount
  * vector, as measured at 2 and 4 ranks on one node and 4 across two
  * (docs/notes/2026-11-26-collective-algorithms-measured.md): Allreduce
  * splits over the ranks from 64 KB on, Reduce from 512 KB on (its gather
- * costs a round more than the tree); Allgather doubles below 64 KB in all.
+ * costs a round more than the tree); Allgather doubles below 64 KB in all;
+ * Reduce_scatter of a commutative op halves, but on a number of ranks not
+ * a power of two exchanges pairwise from 64 KB on (no fold).
  * Bcast by scatter and allgather copies more bytes in all than the tree
  * and lost at every size up to 8 ranks on this 2-core machine, so it is
  * used only on larger communicators, for long messages. */
 #define ALLREDUCE_SPLIT_MIN 65536
 #define REDUCE_SPLIT_MIN 524288
 #define ALLGATHER_DOUBLING_MAX 65536
+#define REDUCE_SCATTER_PAIRWISE_MIN 65536
 #define BCAST_SCATTER_MIN 524288
 #define BCAST_SCATTER_MIN_RANKS 9
 
@@ -1185,9 +1233,15 @@ static int coll_alltoallv(const void *sendbuf, const vec_t *send, MPI_Datatype s
 static int coll_reduce_scatter(const void *sendbuf, void *recvbuf, const vec_t *counts,
                                MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
-    if (pb_mpi_op_is_commutative(op) && c->size > 1)
-        return reduce_scatter_halving(sendbuf, recvbuf, counts, type, op, c);
-    return reduce_scatter_via_root(sendbuf, recvbuf, counts, type, op, c);
+    MPI_Count total = 0;
+
+    if (!pb_mpi_op_is_commutative(op) || c->size == 1)
+        return reduce_scatter_via_root(sendbuf, recvbuf, counts, type, op, c);
+    for (int i = 0; i < c->size; i++)
+        total += vec_count(counts, i);
+    if ((c->size & (c->size - 1)) != 0 && coll_bytes(total, type) >= REDUCE_SCATTER_PAIRWISE_MIN)
+        return reduce_scatter_pairwise(sendbuf, recvbuf, counts, type, op, c);
+    return reduce_scatter_halving(sendbuf, recvbuf, counts, type, op, c);
 }
 
 static int coll_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,

@@ -241,7 +241,7 @@ static void case_reduce_scatter_block(void)
 /* blocks of unequal lengths, some empty */
 static void case_reduce_scatter(void)
 {
-    static const int scales[] = {1, 5, 777};
+    static const int scales[] = {1, 5, 2777};
 
     for (int k = 0; k < 3; k++) {
         int *rcounts = xmalloc((size_t)size * sizeof(int));
