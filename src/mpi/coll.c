@@ -1142,14 +1142,14 @@ static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount
 /* Where the algorithms for long messages take over, in bytes of the whole
  * vector, as measured at 2 and 4 ranks on one node and 4 across two
  * (docs/notes/2026-11-26-collective-algorithms-measured.md): Allreduce
- * splits over the ranks from 64 KB on, Reduce from 512 KB on (its gather
+ * splits over the ranks from 32 KB on, Reduce from 512 KB on (its gather
  * costs a round more than the tree); Allgather doubles below 64 KB in all;
  * Reduce_scatter of a commutative op halves, but on a number of ranks not
  * a power of two exchanges pairwise from 64 KB on (no fold).
  * Bcast by scatter and allgather copies more bytes in all than the tree
  * and lost at every size up to 8 ranks on this 2-core machine, so it is
  * used only on larger communicators, for long messages. */
-#define ALLREDUCE_SPLIT_MIN 65536
+#define ALLREDUCE_SPLIT_MIN 32768
 #define REDUCE_SPLIT_MIN 524288
 #define ALLGATHER_DOUBLING_MAX 65536
 #define REDUCE_SCATTER_PAIRWISE_MIN 65536

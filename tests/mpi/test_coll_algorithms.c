@@ -22,9 +22,9 @@
 
 static int size;
 
-/* element counts on both sides of the thresholds of coll.c (64 KB and
- * 512 KB in doubles: 8192 and 65536), odd, and some below the number of
- * ranks */
+/* element counts on both sides of the thresholds of coll.c (32 KB, 64 KB
+ * and 512 KB in doubles: 4096, 8192 and 65536), odd, and some below the
+ * number of ranks */
 static const int counts[] = {1, 2, 3, 7, 1000, 2047, 2051, 16390, 70001};
 #define NCOUNTS ((int)(sizeof(counts) / sizeof(counts[0])))
 
