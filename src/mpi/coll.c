@@ -21,20 +21,36 @@
  * The algorithms, for P ranks:
  *
  *   Barrier          dissemination: ceil(log2 P) rounds of empty messages
- *   Bcast            binomial tree from the root
+ *   Bcast            binomial tree from the root; long messages on 9 ranks
+ *                    or more: binomial scatter of P pieces, then ring
+ *                    allgather (van de Geijn)
  *   Reduce           binomial tree toward the root; a non-commutative op goes
  *                    toward rank 0, combining in rank order, and rank 0 then
- *                    sends the result to the root
+ *                    sends the result to the root.  Long vectors of a
+ *                    commutative op: reduce-scatter by recursive halving,
+ *                    then a binomial gather of the pieces to the root
+ *                    (Rabenseifner), so every rank does 1/P of the arithmetic
  *   Allreduce        recursive doubling (the ranks beyond the largest power
  *                    of two first fold into a neighbour); partial results
  *                    always combine as (lower ranks) op (higher ranks), so
  *                    non-commutative ops are right and every rank ends with
- *                    the same bits
+ *                    the same bits.  Long vectors of a commutative op:
+ *                    reduce-scatter by recursive halving, then recursive
+ *                    doubling allgather (Rabenseifner); each element is
+ *                    combined on one rank only, so all get the same bits
  *   Gather(v), Scatter(v)   direct: the root posts one receive (send) per rank
- *   Allgather(v)     ring: P-1 steps, each passing one block to the right
+ *   Allgather(v)     ring: P-1 steps, each passing one block to the right;
+ *                    Allgather of short blocks on a power of two ranks:
+ *                    recursive doubling (log2 P steps)
  *   Alltoall(v)      direct: every receive and send posted at once
- *   Reduce_scatter(_block)  Reduce to rank 0, then Scatterv from it
+ *   Reduce_scatter(_block)  commutative op: recursive halving, each rank's
+ *                    block reduced where it ends (long vectors on P not a
+ *                    power of two: pairwise exchange, P-1 steps, no fold);
+ *                    non-commutative: Reduce to rank 0, then Scatterv
  *   Scan, Exscan     recursive doubling (MPICH's scheme), in rank order
+ *
+ * The sizes where the long-message algorithms take over are measured
+ * (docs/notes/2026-11-26-collective-algorithms-measured.md).
  *
  * Each collective kind has its own tag on the collective context; messages
  * of successive collectives between two ranks stay apart because every
@@ -67,6 +83,7 @@ enum {
     TAG_ALLTOALL,
     TAG_SCAN,
     TAG_EXSCAN,
+    TAG_REDUCE_SCATTER,
 };
 
 /* bytes a local copy between two non-contiguous layouts packs at a time */
@@ -383,15 +400,17 @@ out:
  * and R = P - 2^k, ranks 2i and 2i+1 (i < R) first fold into 2i+1; then the
  * 2^k remaining ranks swap partial results with the partner whose number
  * differs in bit 0, 1, 2, ... and combine, lower ranks' result on the left;
- * last, each 2i+1 (i < R) hands the result to 2i. */
+ * last, each 2i+1 (i < R) hands the result to 2i.  The partial result
+ * starts in @recvbuf and moves between it and one scratch buffer (the
+ * combination "lower op higher" lands in the buffer received into). */
 static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Count count,
                                         MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
     int size = c->size, rank = c->rank, pof2 = 1, rem, newrank, rc;
-    void *acc_mem = NULL, *tmp_mem = NULL;
-    void *acc = scratch_alloc(count, type, &acc_mem), *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *tmp_mem = NULL;
+    void *acc = recvbuf, *tmp = scratch_alloc(count, type, &tmp_mem);
 
-    if (acc == NULL || tmp == NULL) {
+    if (tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
@@ -429,10 +448,9 @@ static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_
         else
             rc = recv_from(acc, count, type, rank + 1, TAG_ALLREDUCE, c);
     }
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && acc != recvbuf)
         rc = copy_typed(acc, count, type, recvbuf, count, type);
 out:
-    free(acc_mem);
     free(tmp_mem);
     return rc;
 }
@@ -692,6 +710,429 @@ out:
     return rc;
 }
 
+/* ---- reductions split into segments (Rabenseifner) ----------------------------------- */
+
+/*
+ * The large-vector reductions of a commutative op split the vector so
+ * that every rank combines one part of it (the arithmetic is spread over
+ * the ranks, not done by one root), in three phases over 2^k = pof2 ranks:
+ *
+ *   fold      when P is not a power of two, with R = P - pof2, rank 2i
+ *             (i < R) sends its whole vector to 2i + 1, which combines it
+ *             and stands for both; the others are numbered i + R -> i.
+ *             A "new rank" n is so rank 2n + 1 (n < R) or n + R.
+ *   halving   (reduce-scatter) the vector is cut into pof2 segments; in
+ *             step mask = pof2/2, ..., 1, new rank n swaps half of the
+ *             segments it still combines with n ^ mask (it keeps the
+ *             lower half when its bit mask is 0) and combines the half it
+ *             keeps: afterwards new rank n holds segment n, fully reduced.
+ *   spread    allgather by recursive doubling (Allreduce), a binomial
+ *             gather to one new rank (Reduce), or each segment to the
+ *             ranks whose blocks it is (Reduce_scatter).
+ *
+ * Every element is combined by one rank only, so all ranks get the same
+ * bits.  The ops are commutative, so the order in which the fold and the
+ * halving combine contributions does not change the result beyond what
+ * floating-point reassociation does, as the standard allows.
+ */
+typedef struct {
+    int pof2, rem, newrank; /* newrank -1: folded away */
+    MPI_Aint *seg;          /* pof2 + 1 boundaries, in elements: segment n is [seg[n], seg[n+1]) */
+} split_t;
+
+/* The rank new rank @n stands for (and works as). */
+static int split_rank(const split_t *s, int n)
+{
+    return n < s->rem ? 2 * n + 1 : n + s->rem;
+}
+
+/* The first of the ranks new rank @n stands for (2n, or n + rem). */
+static int split_first_rank(const split_t *s, int n)
+{
+    return n < s->rem ? 2 * n : n + s->rem;
+}
+
+/* The layout of @c's ranks: pof2, the ranks folded away, this rank's new
+ * rank, and room for the boundaries (not yet set). @return MPI_SUCCESS or
+ * MPI_ERR_NO_MEM. */
+static int split_init(split_t *s, pb_comm_t *c)
+{
+    s->pof2 = 1;
+    while (s->pof2 * 2 <= c->size)
+        s->pof2 *= 2;
+    s->rem = c->size - s->pof2;
+    s->newrank = c->rank < 2 * s->rem ? (c->rank % 2 ? c->rank / 2 : -1) : c->rank - s->rem;
+    s->seg = malloc(((size_t)s->pof2 + 1) * sizeof(*s->seg));
+    return s->seg != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* Equal segments of @count elements (the first count % pof2 one longer). */
+static void split_even(split_t *s, MPI_Count count)
+{
+    MPI_Aint q = (MPI_Aint)(count / s->pof2), r = (MPI_Aint)(count % s->pof2);
+
+    for (int n = 0; n <= s->pof2; n++)
+        s->seg[n] = (MPI_Aint)n * q + (n < r ? n : r);
+}
+
+/* The elements of segments [@first, @first + @n). */
+static MPI_Aint split_lo(const split_t *s, int first)
+{
+    return s->seg[first];
+}
+
+static MPI_Count split_len(const split_t *s, int first, int n)
+{
+    return (MPI_Count)(s->seg[first + n] - s->seg[first]);
+}
+
+/* The fold: rank 2i (i < rem) sends its @count elements at @mine to 2i+1,
+ * which receives them into @tmp and combines its own into them.  *@src_p
+ * is where this rank's contribution to the halving now is: @tmp on 2i+1,
+ * @mine on the others. */
+static int split_fold(const split_t *s, const void *mine, void *tmp, const void **src_p,
+                      MPI_Count count, MPI_Datatype type, MPI_Op op, int tag, pb_comm_t *c)
+{
+    int rc;
+
+    *src_p = mine;
+    if (c->rank >= 2 * s->rem)
+        return MPI_SUCCESS;
+    if (c->rank % 2 == 0)
+        return send_to(mine, count, type, c->rank + 1, tag, c);
+    rc = recv_from(tmp, count, type, c->rank - 1, tag, c);
+    if (rc == MPI_SUCCESS) {
+        reduce_local(op, mine, tmp, count, type); /* tmp = mine op theirs (commutative) */
+        *src_p = tmp;
+    }
+    return rc;
+}
+
+/* The halving on a new rank: @src holds the whole (folded) vector, @acc
+ * and @tmp have room for it, all addressed alike (@src may be @acc or
+ * @tmp).  The first step sends half of @src and, when @src is not @acc,
+ * receives the partner's half straight into @acc and combines @src's into
+ * it there (the op is commutative), so that nothing is copied; later
+ * steps work in @acc, receiving into @tmp.  Afterwards segment newrank of
+ * @acc is reduced over every rank. */
+static int split_halving(const split_t *s, const void *src, void *acc, void *tmp, MPI_Datatype type,
+                         MPI_Op op, int tag, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int rc = MPI_SUCCESS;
+
+    for (int mask = s->pof2 / 2; mask > 0 && rc == MPI_SUCCESS; mask /= 2) {
+        int partner = s->newrank ^ mask, base = s->newrank & ~(2 * mask - 1);
+        int keep = s->newrank & mask ? base + mask : base,
+            give = s->newrank & mask ? base : base + mask;
+        MPI_Aint klo = split_lo(s, keep), glo = split_lo(s, give);
+        MPI_Count klen = split_len(s, keep, mask), glen = split_len(s, give, mask);
+        void *into = src != acc ? acc : tmp; /* where the partner's half goes */
+        const void *other = src != acc ? src : tmp;
+
+        rc = send_recv(elem_addr(src, glo, t), glen, type, split_rank(s, partner),
+                       elem_addr(into, klo, t), klen, type, split_rank(s, partner), tag, c);
+        if (rc == MPI_SUCCESS)
+            reduce_local(op, elem_addr(other, klo, t), elem_addr(acc, klo, t), klen, type);
+        src = acc;
+    }
+    return rc;
+}
+
+/* Recursive doubling allgather of the segments on a new rank: in step
+ * mask = 1, 2, ..., new rank n swaps the mask segments it holds with
+ * those of n ^ mask, all in @acc. */
+static int split_allgather(const split_t *s, void *acc, MPI_Datatype type, int tag, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int rc = MPI_SUCCESS;
+
+    for (int mask = 1; mask < s->pof2 && rc == MPI_SUCCESS; mask *= 2) {
+        int partner = s->newrank ^ mask;
+        int mine = s->newrank & ~(mask - 1), theirs = partner & ~(mask - 1);
+
+        rc = send_recv(elem_addr(acc, split_lo(s, mine), t), split_len(s, mine, mask), type,
+                       split_rank(s, partner), elem_addr(acc, split_lo(s, theirs), t),
+                       split_len(s, theirs, mask), type, split_rank(s, partner), tag, c);
+    }
+    return rc;
+}
+
+/* Binomial gather of the segments to new rank @newroot, in @acc: in step
+ * mask = 1, 2, ..., a new rank whose distance (XOR) from the root has bit
+ * mask set sends the mask segments it holds to n ^ mask and is done; the
+ * other receives that many. */
+static int split_gather(const split_t *s, void *acc, MPI_Datatype type, int newroot, int tag,
+                        pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+
+    for (int mask = 1; mask < s->pof2; mask *= 2) {
+        int partner = s->newrank ^ mask;
+        int mine = s->newrank & ~(mask - 1), theirs = partner & ~(mask - 1);
+        int rc;
+
+        if ((s->newrank ^ newroot) & mask)
+            return send_to(elem_addr(acc, split_lo(s, mine), t), split_len(s, mine, mask), type,
+                           split_rank(s, partner), tag, c);
+        rc = recv_from(elem_addr(acc, split_lo(s, theirs), t), split_len(s, theirs, mask), type,
+                       split_rank(s, partner), tag, c);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Allreduce of a commutative op by reduce-scatter and allgather
+ * (Rabenseifner): fold, halving, recursive doubling allgather, and the
+ * folded ranks get the whole result from their partner.  Works in
+ * @recvbuf (the caller resolved MPI_IN_PLACE to it). */
+static int allreduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                  MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    split_t s;
+    void *tmp_mem = NULL, *tmp = NULL;
+    const void *src;
+    int rc = split_init(&s, c);
+
+    if (rc == MPI_SUCCESS && (tmp = scratch_alloc(count, type, &tmp_mem)) == NULL)
+        rc = MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS)
+        goto out;
+    split_even(&s, count);
+    rc = split_fold(&s, sendbuf, tmp, &src, count, type, op, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, src, recvbuf, tmp, type, op, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_allgather(&s, recvbuf, type, TAG_ALLREDUCE, c);
+    if (rc == MPI_SUCCESS && c->rank < 2 * s.rem) {
+        if (c->rank % 2)
+            rc = send_to(recvbuf, count, type, c->rank - 1, TAG_ALLREDUCE, c);
+        else
+            rc = recv_from(recvbuf, count, type, c->rank + 1, TAG_ALLREDUCE, c);
+    }
+out:
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* Reduce of a commutative op by reduce-scatter and gather: fold,
+ * halving, binomial gather of the segments to the root's new rank (to its
+ * partner 2i + 1 when the root 2i was folded away, which then sends the
+ * result on).  The root works in @recvbuf, the others in a scratch
+ * buffer. */
+static int reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, int root, pb_comm_t *c)
+{
+    split_t s;
+    void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
+    int rc = split_init(&s, c), folded_root = root < 2 * s.rem && root % 2 == 0;
+    int newroot = root < 2 * s.rem ? root / 2 : root - s.rem;
+    const void *src;
+
+    if (rc != MPI_SUCCESS)
+        goto out;
+    if (s.newrank >= 0) {
+        acc = c->rank == root ? recvbuf : scratch_alloc(count, type, &acc_mem);
+        tmp = scratch_alloc(count, type, &tmp_mem);
+        if (acc == NULL || tmp == NULL) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+    }
+    split_even(&s, count);
+    rc = split_fold(&s, sendbuf, tmp, &src, count, type, op, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, src, acc, tmp, type, op, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_gather(&s, acc, type, newroot, TAG_REDUCE, c);
+    if (rc == MPI_SUCCESS && folded_root && c->rank == root)
+        rc = recv_from(recvbuf, count, type, root + 1, TAG_REDUCE, c);
+    else if (rc == MPI_SUCCESS && folded_root && c->rank == root + 1)
+        rc = send_to(acc, count, type, root, TAG_REDUCE, c);
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* Reduce_scatter of a commutative op by recursive halving: the segments
+ * are the ranks' blocks, new rank n's segment the blocks of the ranks it
+ * stands for (2n and 2n + 1, or n + rem); after fold and halving, 2n + 1
+ * sends 2n its block.  @sendbuf holds the whole vector. */
+static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_t *counts,
+                                  MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    split_t s;
+    void *tmp_mem = NULL, *acc_mem = NULL, *tmp = NULL, *acc = NULL;
+    MPI_Count total = 0, mine = vec_count(counts, c->rank);
+    MPI_Aint first = 0; /* this rank's block */
+    const void *src;
+    int rc = split_init(&s, c);
+
+    if (rc != MPI_SUCCESS)
+        goto out;
+    for (int i = 0, n = 0; i < c->size; i++) {
+        if (i == c->rank)
+            first = (MPI_Aint)total;
+        if (n < s.pof2 && i == split_first_rank(&s, n))
+            s.seg[n++] = (MPI_Aint)total;
+        total += vec_count(counts, i);
+    }
+    s.seg[s.pof2] = (MPI_Aint)total;
+    if (s.newrank >= 0) {
+        acc = scratch_alloc(total, type, &acc_mem);
+        tmp = scratch_alloc(total, type, &tmp_mem);
+        if (acc == NULL || tmp == NULL) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+    }
+    rc = split_fold(&s, sendbuf, tmp, &src, total, type, op, TAG_REDUCE_SCATTER, c);
+    if (rc == MPI_SUCCESS && s.newrank >= 0)
+        rc = split_halving(&s, src, acc, tmp, type, op, TAG_REDUCE_SCATTER, c);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    if (s.newrank < 0) {
+        rc = recv_from(recvbuf, mine, type, c->rank + 1, TAG_REDUCE_SCATTER, c);
+    } else {
+        if (c->rank < 2 * s.rem)
+            rc = send_to(elem_addr(acc, first - (MPI_Aint)vec_count(counts, c->rank - 1), t),
+                         vec_count(counts, c->rank - 1), type, c->rank - 1, TAG_REDUCE_SCATTER, c);
+        if (rc == MPI_SUCCESS)
+            rc = copy_typed(elem_addr(acc, first, t), mine, type, recvbuf, mine, type);
+    }
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(s.seg);
+    return rc;
+}
+
+/* Reduce_scatter of a commutative op by pairwise exchange: in step
+ * s = 1 .. P-1, rank r sends rank r + s its block of @sendbuf and receives
+ * from r - s that rank's contribution to its own block, which it combines
+ * into a scratch copy of its block (copied to @recvbuf at the end, so that
+ * in place the blocks still to send are left alone).  Every rank moves
+ * (P-1)/P of the vector, with no fold, whatever P. */
+static int reduce_scatter_pairwise(const void *sendbuf, void *recvbuf, const vec_t *counts,
+                                   MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int size = c->size, rank = c->rank, rc = MPI_SUCCESS;
+    MPI_Count mine = vec_count(counts, rank);
+    MPI_Aint *first = malloc(((size_t)size + 1) * sizeof(*first));
+    void *acc_mem = NULL, *tmp_mem = NULL, *acc = NULL, *tmp = NULL;
+
+    if (first != NULL) {
+        first[0] = 0;
+        for (int i = 0; i < size; i++)
+            first[i + 1] = first[i] + (MPI_Aint)vec_count(counts, i);
+        acc = scratch_alloc(mine, type, &acc_mem);
+        tmp = scratch_alloc(mine, type, &tmp_mem);
+    }
+    if (acc == NULL || tmp == NULL) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    rc = copy_typed(elem_addr(sendbuf, first[rank], t), mine, type, acc, mine, type);
+    for (int step = 1; step < size && rc == MPI_SUCCESS; step++) {
+        int to = (rank + step) % size, from = (rank - step + size) % size;
+
+        rc = send_recv(elem_addr(sendbuf, first[to], t), vec_count(counts, to), type, to, tmp, mine,
+                       type, from, TAG_REDUCE_SCATTER, c);
+        if (rc == MPI_SUCCESS)
+            reduce_local(op, tmp, acc, mine, type);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = copy_typed(acc, mine, type, recvbuf, mine, type);
+out:
+    free(acc_mem);
+    free(tmp_mem);
+    free(first);
+    return rc;
+}
+
+/* ---- long broadcasts, short allgathers ------------------------------------------------- */
+
+/* Broadcast of a long message by scatter and allgather (van de Geijn):
+ * the @count elements are cut into P pieces, piece i for the rank i after
+ * the root (rel = rank - root mod P).  A binomial scatter gives every rank
+ * its piece (a rank receives from its parent the pieces of its whole
+ * subtree, rel up to rel + its lowest set bit, and hands each child its
+ * subtree's), then a ring allgather passes the pieces on: in step s,
+ * relative rank rel sends piece rel - s to rel + 1 and receives piece
+ * rel - s - 1 from rel - 1. */
+static int bcast_scatter_allgather(void *buf, MPI_Count count, MPI_Datatype type, int root,
+                                   pb_comm_t *c)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    int size = c->size, rel = (c->rank - root + size) % size, mask = 1, rc = MPI_SUCCESS;
+    MPI_Aint q = (MPI_Aint)(count / size), r = (MPI_Aint)(count % size);
+    batch_t b;
+
+#define PIECE(i) ((MPI_Aint)(i)*q + ((i) < r ? (MPI_Aint)(i) : r))
+#define PIECES(first, end) elem_addr(buf, PIECE(first), t), (MPI_Count)(PIECE(end) - PIECE(first))
+    for (; mask < size; mask <<= 1) {
+        if (rel & mask) {
+            int end = rel + mask < size ? rel + mask : size;
+
+            rc = recv_from(PIECES(rel, end), type, (c->rank - mask + size) % size, TAG_BCAST, c);
+            break;
+        }
+    }
+    if (rc != MPI_SUCCESS)
+        return rc;
+    batch_init(&b, 32);
+    for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask < size) {
+            int end = rel + 2 * mask < size ? rel + 2 * mask : size;
+
+            batch_send(&b, PIECES(rel + mask, end), type, (c->rank + mask) % size, TAG_BCAST, c);
+        }
+    }
+    rc = batch_wait(&b);
+    for (int step = 0; step < size - 1 && rc == MPI_SUCCESS; step++) {
+        int out = (rel - step + size) % size, in = (rel - step - 1 + size) % size;
+
+        rc = send_recv(PIECES(out, out + 1), type, (c->rank + 1) % size, PIECES(in, in + 1), type,
+                       (c->rank - 1 + size) % size, TAG_BCAST, c);
+    }
+#undef PIECES
+#undef PIECE
+    return rc;
+}
+
+/* Recursive doubling allgather, for P a power of two and equal blocks: in
+ * step mask = 1, 2, ..., rank r swaps the mask blocks it has (those of
+ * the ranks r & ~(mask - 1) on) with r ^ mask; log2 P steps instead of the
+ * ring's P - 1.  @sendbuf MPI_IN_PLACE: the own block is in place. */
+static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount,
+                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                        MPI_Datatype recvtype, pb_comm_t *c)
+{
+    const pb_datatype_t *rt = pb_mpi_datatype(recvtype);
+    int rc = MPI_SUCCESS;
+
+    if (sendbuf != MPI_IN_PLACE)
+        rc = copy_typed(sendbuf, sendcount, sendtype,
+                        elem_addr(recvbuf, (MPI_Aint)(c->rank * recvcount), rt), recvcount,
+                        recvtype);
+    for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
+        int partner = c->rank ^ mask;
+        MPI_Aint mine = (MPI_Aint)((c->rank & ~(mask - 1)) * recvcount);
+        MPI_Aint theirs = (MPI_Aint)((partner & ~(mask - 1)) * recvcount);
+
+        rc = send_recv(elem_addr(recvbuf, mine, rt), mask * recvcount, recvtype, partner,
+                       elem_addr(recvbuf, theirs, rt), mask * recvcount, recvtype, partner,
+                       TAG_ALLGATHER, c);
+    }
+    return rc;
+}
+
 /* ---- choosing an algorithm -------------------------------------------------------- */
 
 /*
@@ -700,32 +1141,42 @@ out:
  * algorithm's comment says; every call returns MPI_SUCCESS or an error class.
  */
 
-/* The point-to-point choices (coll_node.h: the leaders run them between
- * nodes). */
-int pb_coll_p2p_barrier(pb_comm_t *c)
+/* Where the point-to-point algorithms for long messages take over is the
+ * algorithm table's (src/mpi/coll_table.txt; measured at 2 and 4 ranks on
+ * one node and 4 across two,
+ * docs/notes/2026-11-26-collective-algorithms-measured.md): Allreduce
+ * splits over the ranks from 32 KB on, Reduce from 512 KB on (its gather
+ * costs a round more than the tree), Allgather doubles below 64 KB in all,
+ * and Bcast by scatter and allgather, which copies more bytes in all than
+ * the tree and lost at every size up to 8 ranks on this 2-core machine,
+ * runs only on larger communicators, for long messages.  Reduce_scatter
+ * is not in the table: a commutative op halves, but on a number of ranks
+ * not a power of two exchanges pairwise from 64 KB on (no fold). */
+#define REDUCE_SCATTER_PAIRWISE_MIN 65536
+
+static size_t coll_bytes(MPI_Count count, MPI_Datatype type)
 {
-    return barrier_dissemination(c);
+    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
 }
 
-int pb_coll_p2p_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+/* 1 when a reduction of @count elements can be split over the ranks
+ * (reduce-scatter first): a commutative op and at least one element per
+ * rank. */
+static int coll_split_applies(MPI_Count count, MPI_Op op, pb_comm_t *c)
 {
-    return bcast_binomial(buf, count, type, root, c);
+    return c->size > 1 && count >= c->size && pb_mpi_op_is_commutative(op);
 }
 
-int pb_coll_p2p_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                       MPI_Op op, int root, pb_comm_t *c)
+static int is_node_alg(pb_coll_alg_t alg)
 {
-    return reduce_binomial(sendbuf, recvbuf, count, type, op, root, c);
+    return alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA;
 }
 
-int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                          MPI_Op op, pb_comm_t *c)
-{
-    return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
-}
-
-/* The algorithm the table chooses (coll_table.h); the node path may
- * decline (coll_node.h), and then the collective's point-to-point one runs. */
+/* Each collective runs the algorithm the table chooses (coll_table.h) when
+ * it applies; the node path may decline (coll_node.h), and an algorithm
+ * that does not apply (a split of a non-commutative op, doubling on a
+ * number of ranks not a power of two) gives way to the collective's first
+ * point-to-point one.  The algorithm that ran is counted. */
 static int coll_barrier(pb_comm_t *c)
 {
     if (pb_coll_choose(PB_COLL_BARRIER, c, 0) == PB_ALG_NODE) {
@@ -740,22 +1191,21 @@ static int coll_barrier(pb_comm_t *c)
     return barrier_dissemination(c);
 }
 
-static size_t bytes_of(MPI_Count count, MPI_Datatype type)
-{
-    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
-}
-
 static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
 {
-    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_BCAST, c, bytes_of(count, type));
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_BCAST, c, coll_bytes(count, type));
 
-    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+    if (is_node_alg(alg)) {
         int rc = pb_coll_node_bcast(buf, count, type, root, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
             pb_coll_ran(PB_COLL_BCAST, alg);
             return rc;
         }
+    }
+    if (alg == PB_ALG_SCATTER_ALLGATHER && count >= c->size) {
+        pb_coll_ran(PB_COLL_BCAST, alg);
+        return bcast_scatter_allgather(buf, count, type, root, c);
     }
     pb_coll_ran(PB_COLL_BCAST, PB_ALG_BINOMIAL);
     return bcast_binomial(buf, count, type, root, c);
@@ -764,15 +1214,19 @@ static int coll_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, p
 static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c)
 {
-    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_REDUCE, c, bytes_of(count, type));
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_REDUCE, c, coll_bytes(count, type));
 
-    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+    if (is_node_alg(alg)) {
         int rc = pb_coll_node_reduce(sendbuf, recvbuf, count, type, op, root, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
             pb_coll_ran(PB_COLL_REDUCE, alg);
             return rc;
         }
+    }
+    if (alg == PB_ALG_RABENSEIFNER && coll_split_applies(count, op, c)) {
+        pb_coll_ran(PB_COLL_REDUCE, alg);
+        return reduce_rabenseifner(sendbuf, recvbuf, count, type, op, root, c);
     }
     pb_coll_ran(PB_COLL_REDUCE, PB_ALG_BINOMIAL);
     return reduce_binomial(sendbuf, recvbuf, count, type, op, root, c);
@@ -781,9 +1235,9 @@ static int coll_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
 static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c)
 {
-    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_ALLREDUCE, c, bytes_of(count, type));
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_ALLREDUCE, c, coll_bytes(count, type));
 
-    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA) {
+    if (is_node_alg(alg)) {
         int rc = pb_coll_node_allreduce(sendbuf, recvbuf, count, type, op, c, alg);
 
         if (rc != PB_COLL_NODE_DECLINED) {
@@ -791,28 +1245,46 @@ static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, M
             return rc;
         }
     }
+    if (alg == PB_ALG_RABENSEIFNER && coll_split_applies(count, op, c)) {
+        pb_coll_ran(PB_COLL_ALLREDUCE, alg);
+        return allreduce_rabenseifner(sendbuf, recvbuf, count, type, op, c);
+    }
     pb_coll_ran(PB_COLL_ALLREDUCE, PB_ALG_RECURSIVE_DOUBLING);
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
-/* The node algorithm the table gives a plain Gather, Scatter, Allgather or
- * Alltoall of @bytes per rank, or PB_ALG_COUNT when it gives none (the
- * point-to-point algorithm that runs instead is counted). */
-static pb_coll_alg_t node_mover(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
+/* The leaders' step between nodes (coll_node.h): the same choice, on the
+ * leaders' communicator, which has one rank per node and so never takes
+ * the node path. */
+int pb_coll_p2p_barrier(pb_comm_t *c)
 {
-    pb_coll_alg_t alg = pb_coll_choose(kind, c, bytes);
-
-    if (alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA)
-        return alg;
-    pb_coll_ran(kind, pb_coll_fallback(kind));
-    return PB_ALG_COUNT;
+    return coll_barrier(c);
 }
 
-/* The node path's result @rc when it ran @alg (counted), else
- * PB_COLL_NODE_DECLINED (the point-to-point algorithm, counted, runs). */
+int pb_coll_p2p_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c)
+{
+    return coll_bcast(buf, count, type, root, c);
+}
+
+int pb_coll_p2p_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                       MPI_Op op, int root, pb_comm_t *c)
+{
+    return coll_reduce(sendbuf, recvbuf, count, type, op, root, c);
+}
+
+int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                          MPI_Op op, pb_comm_t *c)
+{
+    return coll_allreduce(sendbuf, recvbuf, count, type, op, c);
+}
+
+/* The node path of a plain Gather, Scatter, Allgather or Alltoall when the
+ * table gives it @alg and it does not decline: its result (counted), else
+ * PB_COLL_NODE_DECLINED. */
 static int node_mover_ran(pb_coll_kind_t kind, pb_coll_alg_t alg, int rc)
 {
-    pb_coll_ran(kind, rc != PB_COLL_NODE_DECLINED ? alg : pb_coll_fallback(kind));
+    if (rc != PB_COLL_NODE_DECLINED)
+        pb_coll_ran(kind, alg);
     return rc;
 }
 
@@ -845,7 +1317,15 @@ static int coll_alltoallv(const void *sendbuf, const vec_t *send, MPI_Datatype s
 static int coll_reduce_scatter(const void *sendbuf, void *recvbuf, const vec_t *counts,
                                MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
-    return reduce_scatter_via_root(sendbuf, recvbuf, counts, type, op, c);
+    MPI_Count total = 0;
+
+    if (!pb_mpi_op_is_commutative(op) || c->size == 1)
+        return reduce_scatter_via_root(sendbuf, recvbuf, counts, type, op, c);
+    for (int i = 0; i < c->size; i++)
+        total += vec_count(counts, i);
+    if ((c->size & (c->size - 1)) != 0 && coll_bytes(total, type) >= REDUCE_SCATTER_PAIRWISE_MIN)
+        return reduce_scatter_pairwise(sendbuf, recvbuf, counts, type, op, c);
+    return reduce_scatter_halving(sendbuf, recvbuf, counts, type, op, c);
 }
 
 static int coll_scan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
@@ -893,10 +1373,10 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    pb_coll_alg_t alg = node_mover(PB_COLL_GATHER, c,
-                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                           : bytes_of(sendcount, sendtype));
-    int rc = alg != PB_ALG_COUNT
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_GATHER, c,
+                                       sendbuf == MPI_IN_PLACE ? coll_bytes(recvcount, recvtype)
+                                                               : coll_bytes(sendcount, sendtype));
+    int rc = is_node_alg(alg)
                  ? node_mover_ran(PB_COLL_GATHER, alg,
                                   pb_coll_node_gather(sendbuf, sendcount, sendtype, recvbuf,
                                                       recvcount, recvtype, root, c, alg))
@@ -904,6 +1384,7 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
+    pb_coll_ran(PB_COLL_GATHER, PB_ALG_DIRECT);
     return comm_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
@@ -924,10 +1405,10 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount);
-    pb_coll_alg_t alg =
-        node_mover(PB_COLL_SCATTER, c,
-                   c->rank == root ? bytes_of(sendcount, sendtype) : bytes_of(recvcount, recvtype));
-    int rc = alg != PB_ALG_COUNT
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_SCATTER, c,
+                                       c->rank == root ? coll_bytes(sendcount, sendtype)
+                                                       : coll_bytes(recvcount, recvtype));
+    int rc = is_node_alg(alg)
                  ? node_mover_ran(PB_COLL_SCATTER, alg,
                                   pb_coll_node_scatter(sendbuf, sendcount, sendtype, recvbuf,
                                                        recvcount, recvtype, root, c, alg))
@@ -935,6 +1416,7 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
+    pb_coll_ran(PB_COLL_SCATTER, PB_ALG_DIRECT);
     return comm_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
@@ -955,17 +1437,30 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t recv = vec_block(recvcount);
-    pb_coll_alg_t alg = node_mover(PB_COLL_ALLGATHER, c,
-                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                           : bytes_of(sendcount, sendtype));
-    int rc = alg != PB_ALG_COUNT
-                 ? node_mover_ran(PB_COLL_ALLGATHER, alg,
-                                  pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf,
-                                                         recvcount, recvtype, c, alg))
-                 : PB_COLL_NODE_DECLINED;
+    pb_coll_alg_t alg;
+    int rc;
 
+    /* nothing to move (a collective need not synchronize) */
+    if (coll_bytes(recvcount, recvtype) == 0 &&
+        (sendbuf == MPI_IN_PLACE || coll_bytes(sendcount, sendtype) == 0))
+        return MPI_SUCCESS;
+    alg = pb_coll_choose(PB_COLL_ALLGATHER, c,
+                         sendbuf == MPI_IN_PLACE ? coll_bytes(recvcount, recvtype)
+                                                 : coll_bytes(sendcount, sendtype));
+    rc = is_node_alg(alg)
+             ? node_mover_ran(PB_COLL_ALLGATHER, alg,
+                              pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                                     recvcount, recvtype, c, alg))
+             : PB_COLL_NODE_DECLINED;
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
+    if (alg == PB_ALG_RECURSIVE_DOUBLING && (c->size & (c->size - 1)) == 0) {
+        pb_coll_ran(PB_COLL_ALLGATHER, alg);
+        return comm_failed(comm, func,
+                           allgather_recursive_doubling(sendbuf, sendcount, sendtype, recvbuf,
+                                                        recvcount, recvtype, c));
+    }
+    pb_coll_ran(PB_COLL_ALLGATHER, PB_ALG_RING);
     return comm_failed(comm, func,
                        coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
@@ -986,10 +1481,10 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     vec_t send = vec_block(sendcount), recv = vec_block(recvcount);
-    pb_coll_alg_t alg = node_mover(PB_COLL_ALLTOALL, c,
-                                   sendbuf == MPI_IN_PLACE ? bytes_of(recvcount, recvtype)
-                                                           : bytes_of(sendcount, sendtype));
-    int rc = alg != PB_ALG_COUNT
+    pb_coll_alg_t alg = pb_coll_choose(PB_COLL_ALLTOALL, c,
+                                       sendbuf == MPI_IN_PLACE ? coll_bytes(recvcount, recvtype)
+                                                               : coll_bytes(sendcount, sendtype));
+    int rc = is_node_alg(alg)
                  ? node_mover_ran(PB_COLL_ALLTOALL, alg,
                                   pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf,
                                                         recvcount, recvtype, c, alg))
@@ -997,6 +1492,7 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
 
     if (rc != PB_COLL_NODE_DECLINED)
         return comm_failed(comm, func, rc);
+    pb_coll_ran(PB_COLL_ALLTOALL, PB_ALG_DIRECT);
     return comm_failed(comm, func,
                        coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }

@@ -35,7 +35,9 @@ static const char *const alg_names[PB_ALG_COUNT] = {
     [PB_ALG_NODE_CMA] = "node_cma",
     [PB_ALG_DISSEMINATION] = "dissemination",
     [PB_ALG_BINOMIAL] = "binomial",
+    [PB_ALG_SCATTER_ALLGATHER] = "scatter_allgather",
     [PB_ALG_RECURSIVE_DOUBLING] = "recursive_doubling",
+    [PB_ALG_RABENSEIFNER] = "rabenseifner",
     [PB_ALG_DIRECT] = "direct",
     [PB_ALG_RING] = "ring",
 };
@@ -43,12 +45,16 @@ static const char *const alg_names[PB_ALG_COUNT] = {
 /* Each collective's algorithms, its point-to-point fallback first. */
 static const pb_coll_alg_t kind_algs[PB_COLL_KINDS][6] = {
     [PB_COLL_BARRIER] = {PB_ALG_DISSEMINATION, PB_ALG_NODE, PB_ALG_COUNT},
-    [PB_COLL_BCAST] = {PB_ALG_BINOMIAL, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
-    [PB_COLL_REDUCE] = {PB_ALG_BINOMIAL, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
-    [PB_COLL_ALLREDUCE] = {PB_ALG_RECURSIVE_DOUBLING, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
+    [PB_COLL_BCAST] = {PB_ALG_BINOMIAL, PB_ALG_SCATTER_ALLGATHER, PB_ALG_NODE, PB_ALG_NODE_CMA,
+                       PB_ALG_COUNT},
+    [PB_COLL_REDUCE] = {PB_ALG_BINOMIAL, PB_ALG_RABENSEIFNER, PB_ALG_NODE, PB_ALG_NODE_CMA,
+                        PB_ALG_COUNT},
+    [PB_COLL_ALLREDUCE] = {PB_ALG_RECURSIVE_DOUBLING, PB_ALG_RABENSEIFNER, PB_ALG_NODE,
+                           PB_ALG_NODE_CMA, PB_ALG_COUNT},
     [PB_COLL_GATHER] = {PB_ALG_DIRECT, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
     [PB_COLL_SCATTER] = {PB_ALG_DIRECT, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
-    [PB_COLL_ALLGATHER] = {PB_ALG_RING, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
+    [PB_COLL_ALLGATHER] = {PB_ALG_RING, PB_ALG_RECURSIVE_DOUBLING, PB_ALG_NODE, PB_ALG_NODE_CMA,
+                           PB_ALG_COUNT},
     [PB_COLL_ALLTOALL] = {PB_ALG_DIRECT, PB_ALG_NODE, PB_ALG_NODE_CMA, PB_ALG_COUNT},
 };
 

@@ -34,7 +34,9 @@ typedef enum {
     PB_ALG_NODE_CMA,           /* one node: ranks read each other's buffers */
     PB_ALG_DISSEMINATION,      /* Barrier */
     PB_ALG_BINOMIAL,           /* Bcast, Reduce */
-    PB_ALG_RECURSIVE_DOUBLING, /* Allreduce */
+    PB_ALG_SCATTER_ALLGATHER,  /* Bcast: scatter, then ring allgather */
+    PB_ALG_RECURSIVE_DOUBLING, /* Allreduce, Allgather (ranks a power of two) */
+    PB_ALG_RABENSEIFNER,       /* Reduce, Allreduce: reduce-scatter by halving first */
     PB_ALG_DIRECT,             /* Gather, Scatter, Alltoall */
     PB_ALG_RING,               /* Allgather */
     PB_ALG_COUNT

@@ -343,6 +343,175 @@ static void case_replace_and_no_op_for_accumulate(void)
     CHECK(inout[0] == 1 && inout[1] == 2);
 }
 
+/* ---- long arrays: the vector loops ------------------------------------------------------ */
+
+/* Every allowed (op, type) pair on LONG_N elements that start one element
+ * into their buffers, so that the SIMD body of each loop, its unaligned
+ * start and its scalar tail all run, against a scalar reference computed
+ * here element by element: zeros, ones, negative and extreme values,
+ * overflows that wrap. */
+#define LONG_N 67
+
+/* a spread of bit patterns, a zero every fifth (@salt varies them) */
+static unsigned long long long_pattern(int i, int salt)
+{
+    unsigned long long x = (unsigned long long)(i + 1) * 0x9E3779B97F4A7C15ull + (unsigned)salt;
+
+    if ((i + salt) % 5 == 0)
+        return 0;
+    if ((i + salt) % 7 == 0)
+        return 1;
+    return x >> (8 * ((i + salt) % 8));
+}
+
+#define DEFINE_INT_LONG_CHECK(sfx, T, UT)                                                          \
+    static void int_long_check_##sfx(MPI_Datatype type, unsigned allowed)                          \
+    {                                                                                              \
+        T in[LONG_N + 1], inout[LONG_N + 1], want[LONG_N + 1];                                     \
+        for (int k = 0; k <= BXOR; k++) {                                                          \
+            if (!(allowed & BIT(k)))                                                               \
+                continue;                                                                          \
+            for (int i = 0; i <= LONG_N; i++) {                                                    \
+                T a = (T)long_pattern(i, 1), b = (T)long_pattern(i, 2);                            \
+                in[i] = a;                                                                         \
+                inout[i] = b;                                                                      \
+                want[i] = k == SUM    ? (T)((UT)a + (UT)b)                                         \
+                          : k == PROD ? (T)((UT)a * (UT)b)                                         \
+                          : k == MIN  ? (a < b ? a : b)                                            \
+                          : k == MAX  ? (a > b ? a : b)                                            \
+                          : k == LAND ? (T)(a && b)                                                \
+                          : k == LOR  ? (T)(a || b)                                                \
+                          : k == LXOR ? (T)(!a != !b)                                              \
+                          : k == BAND ? (T)(a & b)                                                 \
+                          : k == BOR  ? (T)(a | b)                                                 \
+                                      : (T)(a ^ b);                                                 \
+            }                                                                                      \
+            want[0] = inout[0];                                                                    \
+            CHECK_OKAY(MPI_Reduce_local(in + 1, inout + 1, LONG_N, type, ops[k].op));              \
+            for (int i = 0; i <= LONG_N; i++)                                                      \
+                CHECK_MSG(inout[i] == want[i], "%s on %d %s: [%d] = %lld, expected %lld",          \
+                          ops[k].name, LONG_N, #T, i - 1, (long long)inout[i],                     \
+                          (long long)want[i]);                                                     \
+        }                                                                                          \
+    }
+
+#define X_DEFINE_LONG(type, sfx, T, allowed) DEFINE_INT_LONG_CHECK(sfx, T, unsigned long long)
+INT_TYPES(X_DEFINE_LONG)
+
+static void case_long_arrays_of_integers_match_scalar_reference(void)
+{
+#define X_RUN_LONG(type, sfx, T, allowed) int_long_check_##sfx(type, allowed);
+    INT_TYPES(X_RUN_LONG)
+}
+
+/* values with fractions, signs, zeros of both signs, and infinities */
+#define DEFINE_FLOAT_LONG_CHECK(sfx, T)                                                            \
+    static void float_long_check_##sfx(MPI_Datatype type)                                          \
+    {                                                                                              \
+        T in[LONG_N + 1], inout[LONG_N + 1], want[LONG_N + 1];                                     \
+        for (int k = SUM; k <= MAX; k++) {                                                         \
+            for (int i = 0; i <= LONG_N; i++) {                                                    \
+                T a = (T)((i % 9) - 4) * (T)0.37 + (T)i / 1024;                                    \
+                T b = i % 6 == 0 ? (T)-0.0 : (T)((i % 11) - 5) * (T)1.1;                           \
+                if (i % 12 == 0)                                                                   \
+                    a = 0; /* against b = -0.0: min and max keep inout's */                        \
+                if (i == 13)                                                                       \
+                    a = (T)1 / (T)0.0;                                                             \
+                if (i == 40)                                                                       \
+                    b = (T)-1 / (T)0.0;                                                            \
+                in[i] = a;                                                                         \
+                inout[i] = b;                                                                      \
+                want[i] = k == SUM    ? a + b                                                      \
+                          : k == PROD ? a * b                                                      \
+                          : k == MIN  ? (a < b ? a : b)                                            \
+                                      : (a > b ? a : b);                                            \
+            }                                                                                      \
+            want[0] = inout[0];                                                                    \
+            CHECK_OKAY(MPI_Reduce_local(in + 1, inout + 1, LONG_N, type, ops[k].op));              \
+            CHECK_MSG(memcmp(inout, want, sizeof(want)) == 0,                                      \
+                      "%s on %d %s differs from the "                                              \
+                      "scalar reference",                                                          \
+                      ops[k].name, LONG_N, #T);                                                    \
+        }                                                                                          \
+    }
+DEFINE_FLOAT_LONG_CHECK(float, float)
+DEFINE_FLOAT_LONG_CHECK(double, double)
+
+static void case_long_arrays_of_floats_match_scalar_reference(void)
+{
+    float_long_check_float(MPI_FLOAT);
+    float_long_check_double(MPI_DOUBLE);
+}
+
+/* long double, complex, bool and the pairs: the same, compared by value
+ * (long double has padding bytes) */
+static void case_long_arrays_of_other_kinds_match_scalar_reference(void)
+{
+    long double lin[LONG_N], lio[LONG_N];
+    double _Complex cin[LONG_N], cio[LONG_N], cwant[LONG_N];
+    _Bool bin[LONG_N], bio[LONG_N];
+    pb_double_int_t pin[LONG_N], pio[LONG_N], pwant[LONG_N];
+    pb_2int_t qin[LONG_N], qio[LONG_N], qwant[LONG_N];
+
+    for (int i = 0; i < LONG_N; i++) {
+        lin[i] = (long double)i / 3;
+        lio[i] = (long double)(LONG_N - i) / 7;
+    }
+    CHECK_OKAY(MPI_Reduce_local(lin, lio, LONG_N, MPI_LONG_DOUBLE, MPI_MAX));
+    for (int i = 0; i < LONG_N; i++) {
+        long double a = (long double)i / 3, b = (long double)(LONG_N - i) / 7;
+
+        CHECK_MSG(lio[i] == (a > b ? a : b), "MPI_MAX on long double: [%d]", i);
+    }
+    for (int i = 0; i < LONG_N; i++) {
+        cin[i] = (double)i + (double)(i % 5) * _Complex_I;
+        cio[i] = 0.5 - (double)(i % 3) * _Complex_I;
+        cwant[i] = cin[i] * cio[i];
+    }
+    CHECK_OKAY(MPI_Reduce_local(cin, cio, LONG_N, MPI_C_DOUBLE_COMPLEX, MPI_PROD));
+    for (int i = 0; i < LONG_N; i++)
+        CHECK_MSG(cio[i] == cwant[i], "MPI_PROD on double complex: [%d]", i);
+    for (int k = LAND; k <= LXOR; k++) {
+        for (int i = 0; i < LONG_N; i++) {
+            bin[i] = i % 3 == 0;
+            bio[i] = i % 2 == 0;
+        }
+        CHECK_OKAY(MPI_Reduce_local(bin, bio, LONG_N, MPI_C_BOOL, ops[k].op));
+        for (int i = 0; i < LONG_N; i++) {
+            _Bool a = i % 3 == 0, b = i % 2 == 0;
+            _Bool want = k == LAND ? a && b : k == LOR ? a || b : a != b;
+
+            CHECK_MSG(bio[i] == want, "%s on bool: [%d] = %d", ops[k].name, i, bio[i]);
+        }
+    }
+    for (int k = MINLOC; k <= MAXLOC; k++) {
+        for (int i = 0; i < LONG_N; i++) {
+            pin[i] = (pb_double_int_t){(double)(i % 4), i % 3};
+            pio[i] = (pb_double_int_t){(double)(i % 5), i % 7};
+            qin[i] = (pb_2int_t){i % 4, i % 3};
+            qio[i] = (pb_2int_t){i % 5, i % 7};
+            {
+                double a = (double)(i % 4), b = (double)(i % 5);
+                int ia = i % 3, ib = i % 7;
+                int in_wins = k == MINLOC ? a < b : a > b;
+                double v = in_wins ? a : b;
+                int idx = in_wins ? ia : a == b ? (ia < ib ? ia : ib) : ib;
+
+                pwant[i] = (pb_double_int_t){v, idx};
+                qwant[i] = (pb_2int_t){(int)v, idx};
+            }
+        }
+        CHECK_OKAY(MPI_Reduce_local(pin, pio, LONG_N, MPI_DOUBLE_INT, ops[k].op));
+        CHECK_OKAY(MPI_Reduce_local(qin, qio, LONG_N, MPI_2INT, ops[k].op));
+        for (int i = 0; i < LONG_N; i++) {
+            CHECK_MSG(pio[i].v == pwant[i].v && pio[i].i == pwant[i].i,
+                      "%s on double-int: [%d] = (%g, %d)", ops[k].name, i, pio[i].v, pio[i].i);
+            CHECK_MSG(qio[i].v == qwant[i].v && qio[i].i == qwant[i].i,
+                      "%s on 2int: [%d] = (%d, %d)", ops[k].name, i, qio[i].v, qio[i].i);
+        }
+    }
+}
+
 /* ---- created datatypes ------------------------------------------------------------------- */
 
 static void case_vector_of_int_reduces_only_its_elements(void)
@@ -596,6 +765,9 @@ static const pbt_case_t cases[] = {
     PBT_CASE(floating_ops),
     PBT_CASE(complex_ops),
     PBT_CASE(logical_ops),
+    PBT_CASE(long_arrays_of_integers_match_scalar_reference),
+    PBT_CASE(long_arrays_of_floats_match_scalar_reference),
+    PBT_CASE(long_arrays_of_other_kinds_match_scalar_reference),
     PBT_CASE(minloc_maxloc_on_pairs_lowest_index_wins),
     PBT_CASE(types_of_no_group_are_refused),
     PBT_CASE(replace_and_no_op_for_accumulate),
