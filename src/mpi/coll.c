@@ -1253,6 +1253,11 @@ static int coll_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, M
     return allreduce_recursive_doubling(sendbuf, recvbuf, count, type, op, c);
 }
 
+int pb_coll_agree_min(const int *mine, int *all, int count, pb_comm_t *c)
+{
+    return allreduce_recursive_doubling(mine, all, count, MPI_INT, MPI_MIN, c);
+}
+
 /* The leaders' step between nodes (coll_node.h): the same choice, on the
  * leaders' communicator, which has one rank per node and so never takes
  * the node path. */

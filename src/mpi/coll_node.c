@@ -399,7 +399,7 @@ static int area_setup(pb_coll_node_t *cn, pb_comm_t *c)
     mine[0] = ok;
     mine[1] = cma;
     if (rc == MPI_SUCCESS)
-        rc = pb_coll_p2p_allreduce(mine, all, 2, MPI_INT, MPI_MIN, c);
+        rc = pb_coll_agree_min(mine, all, 2, c);
     cn->usable = rc == MPI_SUCCESS && all[0];
     cn->cma = all[1];
     if (!cn->usable) {

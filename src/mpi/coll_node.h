@@ -61,13 +61,20 @@ void pb_coll_node_release(pb_comm_t *c);
  * the engine stops). */
 void pb_coll_node_finalize(void);
 
-/* The point-to-point algorithms of coll.c, which the leaders run among
- * themselves between nodes.  @return MPI_SUCCESS or an error class. */
+/* The collectives of coll.c as the table chooses them, which the leaders
+ * run among themselves between nodes (their communicator has one rank per
+ * node, so they are point-to-point; counted like the program's).
+ * @return MPI_SUCCESS or an error class. */
 int pb_coll_p2p_barrier(pb_comm_t *c);
 int pb_coll_p2p_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c);
 int pb_coll_p2p_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                        MPI_Op op, int root, pb_comm_t *c);
 int pb_coll_p2p_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                           MPI_Op op, pb_comm_t *c);
+
+/* The library's own agreement over @c (not counted as a collective):
+ * @all[i] = the least of every rank's @mine[i], i < @count.  @return
+ * MPI_SUCCESS or an error class. */
+int pb_coll_agree_min(const int *mine, int *all, int count, pb_comm_t *c);
 
 #endif
