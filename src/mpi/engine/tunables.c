@@ -48,11 +48,11 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: 1 lets collectives exchange through a shared-memory area per "
      "communicator on each node (made at its first collective); 0 keeps them "
      "on point-to-point."},
-    {"POSTBOX_COLL_CELL", PB_CONFIG_INT, "262144",
+    {"POSTBOX_COLL_CELL", PB_CONFIG_INT, "1048576",
      "MPI: bytes of each rank's cell in a communicator's collective area on "
      "its node (rounded up to 4096); larger collectives move through it in "
      "pieces, or over point-to-point."},
-    {"POSTBOX_COLL_AREA_MAX", PB_CONFIG_INT, "67108864",
+    {"POSTBOX_COLL_AREA_MAX", PB_CONFIG_INT, "268435456",
      "MPI: bytes of collective areas one process may make (as the first rank "
      "of a communicator on its node); past it a new communicator's "
      "collectives stay on point-to-point."},
