@@ -1686,13 +1686,16 @@ static void case_op_errors(void)
 
             if (ops[k].groups & types[t].groups)
                 continue;
+            begin("the reductions", 0, ops[k].name, types[t].name, 1, -1, 0);
             rc[R_LOCAL] = MPI_Reduce_local(buf, out, 1, ty, op);
-            rc[R_REDUCE] = MPI_Reduce(buf, out, 1, ty, op, 0, cm);
-            rc[R_ALLREDUCE] = MPI_Allreduce(buf, out, 1, ty, op, cm);
-            rc[R_RSB] = MPI_Reduce_scatter_block(buf, out, 1, ty, op, cm);
-            rc[R_RS] = MPI_Reduce_scatter_c(buf, out, crcounts, ty, op, cm);
-            rc[R_SCAN] = MPI_Scan(buf, out, 1, ty, op, cm);
-            rc[R_EXSCAN] = MPI_Exscan_c(buf, out, 1, ty, op, cm);
+            rc[R_REDUCE] = FLAVOUR(Reduce, reduce, , (buf, out, 1, ty, op, 0, cm));
+            rc[R_ALLREDUCE] = FLAVOUR(Allreduce, allreduce, , (buf, out, 1, ty, op, cm));
+            rc[R_RSB] =
+                FLAVOUR(Reduce_scatter_block, reduce_scatter_block, , (buf, out, 1, ty, op, cm));
+            rc[R_RS] =
+                FLAVOUR(Reduce_scatter, reduce_scatter, _c, (buf, out, crcounts, ty, op, cm));
+            rc[R_SCAN] = FLAVOUR(Scan, scan, , (buf, out, 1, ty, op, cm));
+            rc[R_EXSCAN] = FLAVOUR(Exscan, exscan, _c, (buf, out, 1, ty, op, cm));
             for (int w = 0; w < R_COUNT; w++) {
                 int cls = -1;
                 char what[128];
