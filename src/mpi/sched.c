@@ -35,7 +35,8 @@ typedef struct {
     const void *src; /* send, copy, reduce (in) */
     void *dst;       /* receive, copy, reduce (inout) */
     MPI_Count count, dcount;
-    MPI_Datatype type, dtype; /* dtype: the copy's destination */
+    MPI_Datatype type, dtype;  /* dtype: the copy's destination */
+    MPI_Datatype program_type; /* a reduction's: the handle the program passed */
     int peer;
     MPI_Op op;
 } step_t;
@@ -255,6 +256,7 @@ static void add_step(pb_sched_t *s, step_t step)
         s->steps = steps;
         s->steps_max = max;
     }
+    step.program_type = step.type;
     step.type = hold_type(s, step.type);
     if (step.kind == STEP_COPY)
         step.dtype = hold_type(s, step.dtype);
@@ -380,7 +382,12 @@ static void round_local(pb_sched_t *s)
             note_error(s, pb_sched_copy_typed(st->src, st->count, st->type, st->dst, st->dcount,
                                               st->dtype));
         else if (st->kind == STEP_REDUCE)
-            pb_mpi_op_apply(st->op, st->src, st->dst, st->count, st->type);
+            /* a user op gets the datatype handle of the call (the standard
+             * says so), while the program still holds it; else the
+             * schedule's own (the same layout) */
+            pb_mpi_op_apply(st->op, st->src, st->dst, st->count,
+                            pb_mpi_datatype(st->program_type) != NULL ? st->program_type
+                                                                      : st->type);
     }
 }
 
