@@ -64,6 +64,8 @@
 #define REF_REPS 21
 #define REPS_CAP_MS_DEFAULT 150.0
 #define REPS_CAP_MS_QUICK 40.0
+#define GIVE_UP_MS_DEFAULT 2000.0
+#define GIVE_UP_MS_QUICK 250.0
 #define MPI_COLL_DONE "# mpi_coll: done, status" /* rank 0's last line */
 
 enum coll {
@@ -173,6 +175,7 @@ static struct {
     char version[256];
     double probe_last; /* rank 0: the probe of the last gate */
     bool cap_given;    /* --reps-cap-ms on the command line */
+    double give_up_ms; /* a longer warm-up call ends the test */
 } g = {.transport = "shm",
        .placement = "on-node",
        .path = "on-node",
@@ -733,49 +736,59 @@ static void print_row(const fig_t *f, unsigned calls, const timing_t *tm, const 
     fflush(stdout);
 }
 
-/* Measure one figure (every rank) and, on rank 0, emit its record.
- * Returns 0, or 1 when a check failed. */
-static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *seq)
+/* Measure one figure (every rank) and, on rank 0, emit its record.  When
+ * the warm-up call takes longer than --give-up-ms on some rank, that call
+ * is the record (gave_up: true) and *@gave_up_p is set: the caller skips
+ * the test's larger sizes.  Returns 0, or 1 when a check failed. */
+static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *seq, bool *gave_up_p)
 {
     fig_t f;
     timing_t tm = {0}, ovl = {0};
-    double est[3], *times, overhead, cpu_ns = 0.0, cpu_all = 0.0, target = 0.0;
-    unsigned calls;
+    double est[3], *times, overhead, cpu_ns = 0.0, cpu_all = 0.0, target = 0.0, warm = 0.0;
+    unsigned calls = 1;
     int failures = 0;
+    bool gave_up;
     double before;
 
     before = g.probe_last;
     fig_setup(&f, t, size);
     run_calls(&f, 1, seq, est, 0, NULL); /* warm-up */
-    run_calls(&f, 2, seq, est, 0, NULL);
-    overhead = call_overhead(&f, seq);
-    calls = plan_calls(est, 2, overhead);
-    if (t->nbc)
-        calls = calls / 2 > CALLS_MIN ? calls / 2 : CALLS_MIN; /* two phases */
-    times = malloc(calls * sizeof(double));
-    if (times == NULL)
-        die("out of memory");
-    run_calls(&f, calls, seq, times, 0, NULL);
-    summarize(times, calls, &tm);
-    if (t->nbc) {
-        double mean = 0.0;
+    MPI_Allreduce(&est[0], &warm, 1, MPI_DOUBLE, MPI_MAX, g.sync_comm);
+    gave_up = warm > g.give_up_ms * 1e6;
+    if (gave_up) {
+        summarize(est, 1, &tm);
+    } else {
+        run_calls(&f, 2, seq, est, 0, NULL);
+        overhead = call_overhead(&f, seq);
+        calls = plan_calls(est, 2, overhead);
+        if (t->nbc)
+            calls = calls / 2 > CALLS_MIN ? calls / 2 : CALLS_MIN; /* two phases */
+        times = malloc(calls * sizeof(double));
+        if (times == NULL)
+            die("out of memory");
+        run_calls(&f, calls, seq, times, 0, NULL);
+        summarize(times, calls, &tm);
+        if (t->nbc) {
+            double mean = 0.0;
 
-        /* compute for the pure time, averaged over the ranks: the same
-         * work on every rank */
-        for (unsigned i = 0; i < calls; i++)
-            mean += times[i];
-        mean /= calls;
-        MPI_Allreduce(&mean, &target, 1, MPI_DOUBLE, MPI_SUM, g.sync_comm);
-        target /= g.ranks;
-        run_calls(&f, calls, seq, times, (uint64_t)target + 1, &cpu_ns);
-        summarize(times, calls, &ovl);
-        cpu_ns /= calls;
-        MPI_Reduce(&cpu_ns, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, g.sync_comm);
-        cpu_all /= g.ranks;
+            /* compute for the pure time, averaged over the ranks: the same
+             * work on every rank */
+            for (unsigned i = 0; i < calls; i++)
+                mean += times[i];
+            mean /= calls;
+            MPI_Allreduce(&mean, &target, 1, MPI_DOUBLE, MPI_SUM, g.sync_comm);
+            target /= g.ranks;
+            run_calls(&f, calls, seq, times, (uint64_t)target + 1, &cpu_ns);
+            summarize(times, calls, &ovl);
+            cpu_ns /= calls;
+            MPI_Reduce(&cpu_ns, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, g.sync_comm);
+            cpu_all /= g.ranks;
+        }
+        free(times);
+        if (g.check)
+            failures = check_figure(&f, seq);
     }
-    free(times);
-    if (g.check)
-        failures = check_figure(&f, seq);
+    *gave_up_p = gave_up;
     fig_teardown(&f);
     gate(); /* the probe after; it is the next figure's probe before */
     if (g.rank != 0)
@@ -806,7 +819,11 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
     rec.stats.reps = calls;
     pb_bench_stats_scale(&rec.stats, 1e-3);
     record_common(&rec, &f, &tm, calls);
-    if (t->nbc) {
+    if (gave_up) {
+        pb_bench_record_add_bool(&rec, "gave_up", true);
+        snprintf(more, sizeof(more), "  gave up: one call took %.1f ms (> --give-up-ms %g)",
+                 warm * 1e-6, g.give_up_ms);
+    } else if (t->nbc) {
         /* IMB-NBC's overlap from the means over the ranks */
         double pure = tm.t_avg, ovrl = ovl.t_avg, cpu = cpu_all;
         double lo = pure < cpu ? pure : cpu, overlap = 0.0;
@@ -980,9 +997,17 @@ static int run_all(void)
             printf("%12s %8s %12s %12s %12s %12s%s\n", "#bytes", "#calls", "t_min[us]", "t_max[us]",
                    "t_avg[us]", "median[us]", t->nbc ? "    t_ovrl[us]    t_cpu[us] overlap%" : "");
         }
-        for (unsigned k = 0; k < n; k++)
-            if (figure(&out, t, sizes[k], &seq) != 0)
+        for (unsigned k = 0; k < n; k++) {
+            bool gave_up = false;
+
+            if (figure(&out, t, sizes[k], &seq, &gave_up) != 0)
                 status = 1;
+            if (gave_up) {
+                if (g.rank == 0 && k + 1 < n)
+                    printf("# %s: larger sizes skipped (gave up at %zu B)\n", t->name, sizes[k]);
+                break;
+            }
+        }
     }
     if (g.rank == 0)
         pb_bench_out_close(&out);
@@ -1009,6 +1034,8 @@ static const char what[] =
     "  --tests a,b        only these tests (default: every one built)\n"
     "  --sync KIND        barrier before each call: dissemination (default: the bench's own,\n"
     "                     zero-byte MPI_Sendrecv), mpi_barrier (MPI_Barrier) or none\n"
+    "  --give-up-ms N     a warm-up call slower than N ms (default 2000, quick 250) is the\n"
+    "                     figure (gave_up: true) and the test's larger sizes are skipped\n"
     "  --no-refs          do not measure the memcpy and vector-add references\n"
     "  --no-check         do not verify the results of a checked call per figure";
 
@@ -1043,8 +1070,9 @@ static int parse_tests(const char *val)
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
 {
-    static const char *const with_arg[] = {"--library", "--transport", "--placement", "--nodes",
-                                           "--tests",   "--path",      "--path-how",  "--sync"};
+    static const char *const with_arg[] = {"--library",  "--transport", "--placement",
+                                           "--nodes",    "--tests",     "--path",
+                                           "--path-how", "--sync",      "--give-up-ms"};
     int n = 1;
 
     for (unsigned t = 0; t < NTESTS; t++)
@@ -1118,6 +1146,17 @@ static int own_options(int argc, char **argv)
                 return -1;
             }
             g.sync = (enum sync_kind)s;
+            break;
+        }
+        case 8: {
+            char *end;
+
+            errno = 0;
+            g.give_up_ms = strtod(val, &end);
+            if (errno != 0 || *end != '\0' || !(g.give_up_ms > 0.0)) {
+                fprintf(stderr, "mpi_coll: bad --give-up-ms '%s' (want ms > 0)\n", val);
+                return -1;
+            }
             break;
         }
         }
@@ -1213,6 +1252,8 @@ int main(int argc, char **argv)
     }
     if (!g.cap_given)
         g.opts.reps_cap_ms = g.opts.quick ? REPS_CAP_MS_QUICK : REPS_CAP_MS_DEFAULT;
+    if (!(g.give_up_ms > 0.0))
+        g.give_up_ms = g.opts.quick ? GIVE_UP_MS_QUICK : GIVE_UP_MS_DEFAULT;
 #ifdef HAVE_NBC
     g.nbc = true;
 #endif
