@@ -260,7 +260,7 @@ def _run_coll(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[
         return
     outcome = collbench.run_libraries(job.out, quick, chosen, extra, job.description,
                                       job.terminal, job.err, started=job.start)
-    verdict, detail = collbench.detail(outcome)
+    verdict, detail = collbench.detail(outcome, job.out / (collbench.RESULTS_NAME + ".jsonl"))
     job.finish("mpi-coll", verdict, time.monotonic() - start, detail)
 
 

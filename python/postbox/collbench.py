@@ -306,8 +306,28 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     return outcome
 
 
-def detail(outcome: Outcome) -> tuple[str, str]:
-    """(verdict, detail) of the mpi-coll part from @outcome."""
+def grid_summary(jsonl: Path) -> Optional[str]:
+    """"acceptance grid: N of M points pass (K missing)" from the records of
+    @jsonl, or None without Postbox and another library."""
+    from postbox import collreport, results
+
+    try:
+        records = results.load_jsonl(jsonl) if jsonl.exists() else []
+    except results.ResultsError:
+        return None
+    index = collreport.Index(records)
+    if collreport.POSTBOX not in index.libraries or not index.others():
+        return None
+    points = collreport.acceptance_grid(index)
+    counted = [p for p in points if p.verdict != "missing"]
+    return "acceptance grid: %d of %d points pass%s" % (
+        sum(1 for p in counted if p.verdict == "pass"), len(counted),
+        " (%d missing)" % (len(points) - len(counted)) if len(points) > len(counted) else "")
+
+
+def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
+    """(verdict, detail) of the mpi-coll part from @outcome (and the grid's
+    summary from @jsonl)."""
     parts = []
     if outcome.built:
         parts.append("built: %s" % ", ".join(outcome.built))
@@ -318,6 +338,9 @@ def detail(outcome: Outcome) -> tuple[str, str]:
     if outcome.ended:
         parts.append("%d run(s) ended after their last record: %s"
                      % (len(outcome.ended), ", ".join(outcome.ended)))
+    summary = grid_summary(jsonl) if jsonl is not None else None
+    if summary:
+        parts.append(summary)
     verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
     return verdict, "; ".join(parts)
 
@@ -367,7 +390,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         print("Report: %s" % report.write(out, records), file=terminal)
     else:
         print("postbox bench: no measurements were recorded", file=err)
-    verdict, text = detail(outcome)
+    verdict, text = detail(outcome, out / (RESULTS_NAME + ".jsonl"))
     print("postbox bench: mpi-coll %s%s" % (verdict, " (%s)" % text if text else ""),
           file=err if verdict == "FAILED" else terminal)
     return 1 if verdict == "FAILED" or not records else 0

@@ -69,6 +69,8 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     assert "part 3/6: rsm-net: " in out and "--nodes 2 --timeout 240" in out
     assert "part 4/6: rsm-net-netns: " in out and "--nodes 2 --netns" in out
     assert "part 6/6: mpi-coll" in out and "[coll 1/6]" in out
+    # no Postbox among the fakes: no acceptance grid in the part's detail
+    assert "acceptance grid" not in out
     assert "mpich 4-ranks-2-nodes (4 ranks" in out
     assert "mpich pingpong_standard" in out and "openmpi bandwidth_bi" in out
     assert "[0:0" in out

@@ -5,8 +5,7 @@ against Postbox's MPI at 2 ranks."""
 
 from __future__ import annotations
 
-import io
-import os
+import json
 import subprocess
 
 import pytest
@@ -164,6 +163,19 @@ def test_allreduce_against_memcpy_plus_vector_add():
     _set(records, "postbox", ON2, "allreduce", 4194304, 1051.0)
     html = "".join(collreport.reference_html(collreport.Index(records)))
     assert '<span class="fail">FAIL</span>' in html
+
+
+@pytest.mark.short
+def test_grid_summary_of_the_part(tmp_path):
+    jsonl = tmp_path / "coll.jsonl"
+    assert collbench.grid_summary(jsonl) is None
+    records = _shapes("postbox") + _shapes("openmpi")
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
+    # equal times: the 14 points with the 0.77x limit fail (2 shapes x (Barrier,
+    # Bcast, Reduce, Allreduce at 8 B and 1 KB, Barrier once)), the rest pass
+    assert collbench.grid_summary(jsonl) == "acceptance grid: 94 of 108 points pass"
+    verdict, text = collbench.detail(collbench.Outcome(built=["postbox"], runs=3), jsonl)
+    assert verdict == "ok" and text == "built: postbox; acceptance grid: 94 of 108 points pass"
 
 
 # ---- the page ------------------------------------------------------------------
