@@ -98,8 +98,9 @@ enum coll {
 enum quick_set {
     Q_NONE, /* barriers: size 0 only */
     Q_GRID, /* the acceptance grid's sizes, and 4 B */
-    Q_FEW,  /* 8 B and 4 MB */
-    Q_NBC   /* 8 B, 64 KB, 1 MB */
+    Q_PART, /* Q_GRID and the blocks m / ranks of Bcast(m) <= Scatter + Allgather */
+    Q_FEW,  /* 4 MB: the large size of seed 001's Table 2 */
+    Q_NBC   /* 8 B, 1 MB */
 };
 
 typedef struct {
@@ -118,9 +119,9 @@ static const test_t tests[] = {
     {"allreduce", C_ALLREDUCE, true, false, Q_GRID, "MPI_Allreduce, float sum"},
     {"gather", C_GATHER, false, false, Q_GRID, "MPI_Gather, size per rank, root rotating"},
     {"gatherv", C_GATHERV, false, false, Q_FEW, "MPI_Gatherv, size per rank"},
-    {"scatter", C_SCATTER, false, false, Q_GRID, "MPI_Scatter, size per rank, root rotating"},
+    {"scatter", C_SCATTER, false, false, Q_PART, "MPI_Scatter, size per rank, root rotating"},
     {"scatterv", C_SCATTERV, false, false, Q_FEW, "MPI_Scatterv, size per rank"},
-    {"allgather", C_ALLGATHER, false, false, Q_GRID, "MPI_Allgather, size per rank"},
+    {"allgather", C_ALLGATHER, false, false, Q_PART, "MPI_Allgather, size per rank"},
     {"allgatherv", C_ALLGATHERV, false, false, Q_FEW, "MPI_Allgatherv, size per rank"},
     {"alltoall", C_ALLTOALL, false, false, Q_GRID, "MPI_Alltoall, size to each rank"},
     {"alltoallv", C_ALLTOALLV, false, false, Q_FEW, "MPI_Alltoallv, size to each rank"},
@@ -141,8 +142,10 @@ static const test_t tests[] = {
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
 
 static const size_t quick_grid[] = {4, 8, 1024, 65536, 1048576, 4194304};
-static const size_t quick_few[] = {8, 4194304};
-static const size_t quick_nbc[] = {8, 65536, 1048576};
+static const size_t quick_part[] = {4,      8,      1024,    16384,   65536,
+                                    262144, 524288, 1048576, 2097152, 4194304};
+static const size_t quick_few[] = {4194304};
+static const size_t quick_nbc[] = {8, 1048576};
 
 enum sync_kind {
     SYNC_DISSEMINATION,
@@ -430,11 +433,13 @@ static uint64_t compute_for(uint64_t ns)
 /* @n calls of @f, each after the sync barrier, each timed: ns in @t[i]
  * (start to completion).  With @work_ns > 0 (nonblocking tests), the call
  * is started, the rank computes for @work_ns, then waits; @cpu_ns receives
- * the sum of the computing spans. */
+ * the sum of the computing spans; @wall_ns (when not NULL) the mean time of
+ * one iteration with its stamp and barrier. */
 static void run_calls(fig_t *f, unsigned n, uint64_t *seq, double *t, uint64_t work_ns,
-                      double *cpu_ns)
+                      double *cpu_ns, double *wall_ns)
 {
     double cpu = 0.0;
+    uint64_t start = pb_bench_time_now();
 
     for (unsigned i = 0; i < n; i++) {
         int root = (int)(*seq % (uint64_t)g.ranks);
@@ -455,6 +460,8 @@ static void run_calls(fig_t *f, unsigned n, uint64_t *seq, double *t, uint64_t w
     }
     if (cpu_ns != NULL)
         *cpu_ns = cpu;
+    if (wall_ns != NULL)
+        *wall_ns = (double)(pb_bench_time_now() - start) / n;
 }
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -661,54 +668,43 @@ typedef struct {
  * the ranks (rank 0 gets the statistics). */
 static void summarize(const double *t, unsigned n, timing_t *out)
 {
-    double mean = 0.0, lo = 0.0, hi = 0.0, sum = 0.0;
-    double *all = g.rank == 0 ? malloc(n * sizeof(double)) : NULL;
+    double mean = 0.0, *means = NULL, *all = NULL;
 
-    if (g.rank == 0 && all == NULL)
-        die("out of memory");
+    if (g.rank == 0) {
+        means = malloc((size_t)g.ranks * sizeof(double));
+        all = malloc(n * sizeof(double));
+        if (means == NULL || all == NULL)
+            die("out of memory");
+    }
     for (unsigned i = 0; i < n; i++)
         mean += t[i];
     mean /= n;
-    MPI_Reduce(&mean, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, g.sync_comm);
-    MPI_Reduce(&mean, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, g.sync_comm);
-    MPI_Reduce(&mean, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, g.sync_comm);
+    /* two operations only: a slow library pays for each */
+    MPI_Gather(&mean, 1, MPI_DOUBLE, means, 1, MPI_DOUBLE, 0, g.sync_comm);
     MPI_Reduce(t, all, (int)n, MPI_DOUBLE, MPI_SUM, 0, g.sync_comm);
     if (g.rank != 0)
         return;
-    out->t_min = lo;
-    out->t_max = hi;
-    out->t_avg = sum / g.ranks;
+    out->t_min = out->t_max = means[0];
+    out->t_avg = 0.0;
+    for (int r = 0; r < g.ranks; r++) {
+        out->t_min = means[r] < out->t_min ? means[r] : out->t_min;
+        out->t_max = means[r] > out->t_max ? means[r] : out->t_max;
+        out->t_avg += means[r] / g.ranks;
+    }
     for (unsigned i = 0; i < n; i++)
         all[i] /= g.ranks;
     pb_bench_stats_from_samples(all, n, 1, &out->per_call);
     free(all);
+    free(means);
 }
 
-/* How many calls fit in the time cap, from @n calls of @t (the same on
- * every rank: the slowest rank's estimate). */
-static unsigned plan_calls(const double *t, unsigned n, double overhead_ns)
+/* How many calls fit in the time cap when one takes @wall_ns with its
+ * stamp and barrier (the slowest rank's: the same on every rank). */
+static unsigned plan_calls(double wall_ns)
 {
-    double mean = 0.0, worst = 0.0, cap = g.opts.reps_cap_ms * 1e6;
-    double calls;
+    double calls = wall_ns > 0.0 ? g.opts.reps_cap_ms * 1e6 / wall_ns : CALLS_MAX;
 
-    for (unsigned i = 0; i < n; i++)
-        mean += t[i];
-    mean = mean / n + overhead_ns;
-    MPI_Allreduce(&mean, &worst, 1, MPI_DOUBLE, MPI_MAX, g.sync_comm);
-    calls = worst > 0.0 ? cap / worst : CALLS_MAX;
     return calls < CALLS_MIN ? CALLS_MIN : calls > CALLS_MAX ? CALLS_MAX : (unsigned)calls;
-}
-
-/* What one call costs besides itself: the stamp and the sync barrier. */
-static double call_overhead(fig_t *f, uint64_t *seq)
-{
-    uint64_t t0 = pb_bench_time_now();
-
-    for (int i = 0; i < 2; i++) {
-        stamp(f, *seq);
-        sync_ranks();
-    }
-    return (double)(pb_bench_time_now() - t0) / 2.0;
 }
 
 static void record_common(pb_bench_record_t *rec, const fig_t *f, const timing_t *tm,
@@ -744,7 +740,7 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
 {
     fig_t f;
     timing_t tm = {0}, ovl = {0};
-    double est[3], *times, overhead, cpu_ns = 0.0, cpu_all = 0.0, target = 0.0, warm = 0.0;
+    double est[1], *times, wall = 0.0, cpu_ns = 0.0, cpu_all = 0.0, target = 0.0, warm = 0.0;
     unsigned calls = 1;
     int failures = 0;
     bool gave_up;
@@ -752,21 +748,25 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
 
     before = g.probe_last;
     fig_setup(&f, t, size);
-    run_calls(&f, 1, seq, est, 0, NULL); /* warm-up */
-    MPI_Allreduce(&est[0], &warm, 1, MPI_DOUBLE, MPI_MAX, g.sync_comm);
+    run_calls(&f, 1, seq, est, 0, NULL, &wall); /* warm-up, and the estimate */
+    {
+        double mine[2] = {est[0], wall}, worst[2] = {0.0, 0.0};
+
+        MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, g.sync_comm);
+        warm = worst[0];
+        wall = worst[1];
+    }
     gave_up = warm > g.give_up_ms * 1e6;
     if (gave_up) {
         summarize(est, 1, &tm);
     } else {
-        run_calls(&f, 2, seq, est, 0, NULL);
-        overhead = call_overhead(&f, seq);
-        calls = plan_calls(est, 2, overhead);
+        calls = plan_calls(wall);
         if (t->nbc)
             calls = calls / 2 > CALLS_MIN ? calls / 2 : CALLS_MIN; /* two phases */
         times = malloc(calls * sizeof(double));
         if (times == NULL)
             die("out of memory");
-        run_calls(&f, calls, seq, times, 0, NULL);
+        run_calls(&f, calls, seq, times, 0, NULL, NULL);
         summarize(times, calls, &tm);
         if (t->nbc) {
             double mean = 0.0;
@@ -778,7 +778,7 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
             mean /= calls;
             MPI_Allreduce(&mean, &target, 1, MPI_DOUBLE, MPI_SUM, g.sync_comm);
             target /= g.ranks;
-            run_calls(&f, calls, seq, times, (uint64_t)target + 1, &cpu_ns);
+            run_calls(&f, calls, seq, times, (uint64_t)target + 1, &cpu_ns, NULL);
             summarize(times, calls, &ovl);
             cpu_ns /= calls;
             MPI_Reduce(&cpu_ns, &cpu_all, 1, MPI_DOUBLE, MPI_SUM, 0, g.sync_comm);
@@ -925,12 +925,14 @@ static void references(pb_bench_out_t *out)
  * to 4 MB, or under --quick the test's short list; barriers size 0 only. */
 static unsigned test_sizes(const test_t *t, size_t *sizes)
 {
-    const size_t *list = t->quick == Q_GRID  ? quick_grid
-                         : t->quick == Q_FEW ? quick_few
-                                             : quick_nbc;
-    size_t len = t->quick == Q_GRID  ? sizeof(quick_grid) / sizeof(quick_grid[0])
-                 : t->quick == Q_FEW ? sizeof(quick_few) / sizeof(quick_few[0])
-                                     : sizeof(quick_nbc) / sizeof(quick_nbc[0]);
+    const size_t *list = t->quick == Q_GRID   ? quick_grid
+                         : t->quick == Q_PART ? quick_part
+                         : t->quick == Q_FEW  ? quick_few
+                                              : quick_nbc;
+    size_t len = t->quick == Q_GRID   ? sizeof(quick_grid) / sizeof(quick_grid[0])
+                 : t->quick == Q_PART ? sizeof(quick_part) / sizeof(quick_part[0])
+                 : t->quick == Q_FEW  ? sizeof(quick_few) / sizeof(quick_few[0])
+                                      : sizeof(quick_nbc) / sizeof(quick_nbc[0]);
     unsigned n = 0;
 
     if (t->op == C_BARRIER || t->op == C_IBARRIER) {
