@@ -117,6 +117,17 @@ def test_consistency_lists_every_violation():
 
 
 @pytest.mark.short
+def test_consistency_skips_a_right_side_that_gave_up():
+    records = coll_records("mpich", 2)
+    _set(records, "mpich", ON2, "allreduce", 1024, 100.0)
+    violations, checked = collreport.consistency(collreport.Index(records))
+    assert [(v.rule, v.size) for v in violations] == [(collreport.RULES[0], 1024)]
+    _set(records, "mpich", ON2, "reduce", 1024, 3.0)["gave_up"] = True
+    violations, later = collreport.consistency(collreport.Index(records))
+    assert violations == [] and later[collreport.RULES[0]] == checked[collreport.RULES[0]] - 1
+
+
+@pytest.mark.short
 def test_consistency_bcast_uses_blocks_of_m_over_p():
     records = coll_records("openmpi", 2, sizes=(4, 8, 2048, 4096))
     index = collreport.Index(records)
