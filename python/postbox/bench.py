@@ -20,8 +20,8 @@ The parts, in order:
   ``p2p.jsonl``/``p2p.txt``;
 - ``mpi-coll``: bench/mpi_coll.c against every MPI library found (see
   collbench): every collective at 2 and 4 ranks on one node and 4 ranks
-  across two nodes (each library on its own network path), 8 ranks too in
-  the full profile, into ``coll.jsonl``/``coll.txt``.
+  across two nodes (each library on its own network path), 8 ranks on one
+  node and across two too in the full profile, into ``coll.jsonl``/``coll.txt``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is

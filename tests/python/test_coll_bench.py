@@ -237,8 +237,8 @@ def test_shapes_and_commands(tmp_path, monkeypatch):
         ("postbox", "2-ranks-1-node"), ("openmpi", "2-ranks-1-node"),
         ("postbox", "4-ranks-1-node"), ("openmpi", "4-ranks-1-node"),
         ("postbox", "4-ranks-2-nodes"), ("openmpi", "4-ranks-2-nodes")]
-    assert [run.config.name for run in collbench.plan_runs([ompi], False)][-1] == \
-        "8-ranks-1-node"
+    assert [run.config.name for run in collbench.plan_runs([ompi], False)][-2:] == \
+        ["8-ranks-1-node", "8-ranks-2-nodes"]
     jsonl = tmp_path / "coll.jsonl"
     argv = collbench.run_command(postbox, collbench.Config(4, True), jsonl, True,
                                  is_root=False)
