@@ -59,6 +59,7 @@
 #define CALLS_MAX 1000 /* and at most (IMB's default) */
 #define LINE 64        /* one stamp per LINE bytes of a send buffer */
 #define IDLE_POLL_NS 200000
+#define PROBE_SLOW_NS 200000000 /* a probe normally takes ~10 ms */
 #define SIZE_MAX_DEFAULT ((size_t)4 << 20)
 #define REF_BYTES ((size_t)4 << 20) /* the machine references' size */
 #define REF_REPS 21
@@ -176,9 +177,10 @@ static struct {
     bool selected[NTESTS];
     int cores, host_ranks;
     char version[256];
-    double probe_last; /* rank 0: the probe of the last gate */
-    bool cap_given;    /* --reps-cap-ms on the command line */
-    double give_up_ms; /* a longer warm-up call ends the test */
+    double probe_last;  /* rank 0: the probe of the last gate */
+    bool cap_given;     /* --reps-cap-ms on the command line */
+    double give_up_ms;  /* a longer warm-up call ends the test */
+    bool probe_stopped; /* rank 0: a probe was too slow, no more of them */
 } g = {.transport = "shm",
        .placement = "on-node",
        .path = "on-node",
@@ -230,16 +232,31 @@ static void gate_wait(void)
 }
 
 /* Between figures: rank 0 measures the probe while the others sleep, then
- * lets them go.  Without probes nothing happens. */
+ * lets them go.  Without probes nothing happens.  A probe that takes far
+ * longer than its ~10 ms (its helper shares a core with a spinning process)
+ * is the last of the run: the rest of the records have none. */
 static void gate(void)
 {
+    uint64_t t0;
+
     if (g.opts.no_probe)
         return;
     if (g.rank != 0) {
         gate_wait();
         return;
     }
-    g.probe_last = pb_bench_probe_measure();
+    if (g.probe_stopped) {
+        g.probe_last = -1.0;
+    } else {
+        t0 = pb_bench_time_now();
+        g.probe_last = pb_bench_probe_measure();
+        if (pb_bench_time_now() - t0 > PROBE_SLOW_NS) {
+            g.probe_stopped = true;
+            printf("# mpi_coll: a probe took %.0f ms (its helper waits for a core); no more "
+                   "probes in this run\n",
+                   (double)(pb_bench_time_now() - t0) * 1e-6);
+        }
+    }
     for (int r = 1; r < g.ranks; r++)
         MPI_Send(NULL, 0, MPI_BYTE, r, TAG_GATE, g.sync_comm);
 }
