@@ -64,7 +64,7 @@
 #define REF_BYTES ((size_t)4 << 20) /* the machine references' size */
 #define REF_REPS 21
 #define REPS_CAP_MS_DEFAULT 150.0
-#define REPS_CAP_MS_QUICK 40.0
+#define REPS_CAP_MS_QUICK 25.0
 #define GIVE_UP_MS_DEFAULT 2000.0
 #define GIVE_UP_MS_QUICK 250.0
 #define MPI_COLL_DONE "# mpi_coll: done, status" /* rank 0's last line */
@@ -1055,6 +1055,7 @@ static const char what[] =
     "                     zero-byte MPI_Sendrecv), mpi_barrier (MPI_Barrier) or none\n"
     "  --give-up-ms N     a warm-up call slower than N ms (default 2000, quick 250) is the\n"
     "                     figure (gave_up: true) and the test's larger sizes are skipped\n"
+    "  (--reps-cap-ms, below: in this program default 150, quick 25)\n"
     "  --no-refs          do not measure the memcpy and vector-add references\n"
     "  --no-check         do not verify the results of a checked call per figure";
 
