@@ -149,8 +149,11 @@ typedef void pb_op_loop_func_t(const void *in, void *inout, size_t n);
 /* On x86-64 every loop is compiled twice, for the baseline (SSE2) and for
  * AVX2, and the dynamic loader picks the one the processor runs (GCC's
  * target_clones): AVX2 doubles the width and has the 64-bit compares that
- * min, max and the logical ops on 64-bit integers need. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * min, max and the logical ops on 64-bit integers need.  Not under
+ * ThreadSanitizer: the loader runs the clones' resolvers (ifuncs) while
+ * it relocates the library, before the sanitizer's runtime is up, and the
+ * process dies there. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define PB_OP_LOOP_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PB_OP_LOOP_CLONES

@@ -367,6 +367,9 @@ void pb_eng_channel_finalize(void)
 
         if (o->ops != NULL)
             o->ops->disconnect(o);
+        else if (o->bell != NULL) /* imported by pb_eng_channel_wake alone */
+            rsm_memseg_import_disconnect(o->bell);
+        o->bell = NULL;
         free(o->slot_first);
         free(o->slot_blocks);
     }
