@@ -33,10 +33,16 @@
  * Waiting is the engine's (spin, yield, sleep on the doorbell); a rank
  * that stores a step wakes the local ranks that sleep.
  *
- * Between nodes, the leaders run the point-to-point algorithm of coll.c
- * on a communicator of their own (same context ids as the parent: a
- * collective is all node path or all point-to-point on every rank, so
- * their messages cannot meet another collective's out of order).
+ * Single copy (node_cma): instead of writing into its cell, a rank
+ * publishes in its line its pid and the address of its buffer, and the
+ * others read from it with process_vm_readv (only where every rank of a
+ * node could read its leader's memory when the area was made).
+ *
+ * Between nodes, the leaders run the algorithm coll.c's table chooses on
+ * a communicator of their own (one rank per node, so point-to-point; same
+ * context ids as the parent: a collective is all node path or all
+ * point-to-point on every rank, so their messages cannot meet another
+ * collective's out of order).
  */
 #include "mpi/coll_node.h"
 
