@@ -89,6 +89,9 @@ typedef struct __rsm_localmemory_handle *rsm_localmemory_handle_t;
 #define RSMERR_SEG_NOT_CONNECTED 45
 /* a driver-level (RSMPI) code that rsm_intr_signal_wait_pollfd returns */
 #define RSMERR_BAD_ARGS_ERRORS 117
+/* a driver-level (RSMPI) code: the transport cannot do this
+ * (pb_rsm_memseg_import_call over shm) */
+#define RSMERR_UNSUPPORTED_OPERATION 127
 
 /* ---- flags and constants ---------------------------------------------- */
 
@@ -235,6 +238,77 @@ int pb_rsm_progress_claim(rsmapi_controller_handle_t controller);
  *         RSMERR_BAD_MODE if @controller has no claim to end.
  */
 int pb_rsm_progress_release(rsmapi_controller_handle_t controller);
+
+/*
+ * Postbox's extension: calls.  An importer asks the exporter's side of the
+ * transport to run a handler on the exported segment, without the
+ * exporter's application thread calling anything (accumulates, atomics and
+ * locks of MPI one-sided communication over tcp).
+ */
+
+/*
+ * Run on the exporter's service thread (pb_rsm_lock held) for each call an
+ * importer makes on the segment; or on an application thread of the
+ * exporter's process that waits inside the library (it reads the sockets
+ * meanwhile).  Either way with the library's locks held: handlers never
+ * run concurrently with each other nor with the segment's control calls; a
+ * handler must be short and must not call the RSM API (it would deadlock).
+ * @seg_base, @seg_size: the segment's memory.  @request_len bytes at
+ * @request (NULL when 0).  The reply goes to @reply, which has room for
+ * @reply_max bytes (NULL when 0: a PB_RSM_CALL_NO_REPLY call, or a caller
+ * that takes none), its length to *@reply_len (0 on entry; a length above
+ * @reply_max is a programming error: the reply is cut to @reply_max and
+ * the exporter logs it).
+ */
+typedef void (*pb_rsm_call_handler_t)(void *arg, void *seg_base, size_t seg_size,
+                                      const void *request, size_t request_len, void *reply,
+                                      size_t reply_max, size_t *reply_len);
+/* the longest request, and the longest reply */
+#define PB_RSM_CALL_MAX (1u << 20)
+/* flag: return once sent; the handler's reply is dropped; completion (and
+ * order) as a put's: the next barrier on the import waits for it */
+#define PB_RSM_CALL_NO_REPLY 1u
+
+/**
+ * Set the handler importers' calls on @memseg run (NULL: calls are refused
+ * again), with @arg as its first argument.  Calls that arrive from then on
+ * see the new handler; once this returns the old one is not running and
+ * never runs again.  On shm the handler is stored and never run (an
+ * importer on shm cannot call: it works on the mapped memory itself).
+ * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL if @memseg is not an export
+ *         segment.
+ */
+int pb_rsm_memseg_export_set_handler(rsm_memseg_export_handle_t memseg,
+                                     pb_rsm_call_handler_t handler, void *arg);
+
+/**
+ * Run the exporter's handler on the segment with @request_len bytes of
+ * @request and wait for its reply: at most @reply_max bytes into @reply,
+ * their number into *@reply_len (unless NULL).  Calls and the import's
+ * puts, gets and barriers are applied in the order they were made.
+ * @flags: 0 or PB_RSM_CALL_NO_REPLY (the handler then gets no room for a
+ * reply and the call returns once sent; in the implicit barrier mode,
+ * once applied, as a put; @reply, @reply_max and @reply_len are unused).
+ * Needs an import with write permission.
+ * @return RSM_SUCCESS; RSMERR_BAD_SEG_HNDL; RSMERR_BAD_MODE (unknown flag);
+ *         RSMERR_BAD_LENGTH (@request_len or @reply_max above
+ *         PB_RSM_CALL_MAX, or @reply NULL with @reply_max > 0);
+ *         RSMERR_BAD_ADDR (@request NULL with @request_len > 0);
+ *         RSMERR_PERM_DENIED (the import lacks write permission, or the
+ *         exporter set no handler: logged, saying which; after a
+ *         PB_RSM_CALL_NO_REPLY call without a handler the next barrier
+ *         returns it); RSMERR_UNSUPPORTED_OPERATION (shm: the exporter's
+ *         side has no thread to run it); RSMERR_CONN_ABORTED (the exporter
+ *         died, unpublished or destroyed the segment; with several rails,
+ *         also when the rail carrying the call broke before its reply:
+ *         whether the handler ran is then unknown); RSMERR_INSUFFICIENT_MEM
+ *         (the exporter had no memory for the request or reply);
+ *         RSMERR_TIMEOUT (with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the
+ *         exporter did not answer in time; the handler may still run).
+ */
+int pb_rsm_memseg_import_call(rsm_memseg_import_handle_t im_memseg, const void *request,
+                              size_t request_len, void *reply, size_t reply_max, size_t *reply_len,
+                              unsigned flags);
 
 /* ---- topology ---------------------------------------------------------- */
 
@@ -549,7 +623,11 @@ int rsm_memseg_import_order_barrier(rsmapi_barrier_t *barrier);
  * exporter's memory, or reports that one was lost.
  * @return RSM_SUCCESS; RSMERR_BAD_BARRIER_PTR; RSMERR_BARRIER_UNINITIALIZED;
  *         RSMERR_BARRIER_NOT_OPENED; RSMERR_BARRIER_FAILURE;
- *         RSMERR_CONN_ABORTED (the exporter went away during the span);
+ *         RSMERR_CONN_ABORTED (the exporter went away during the span;
+ *         or, with several tcp rails, one broke with calls without reply
+ *         of the span unconfirmed: they may be lost);
+ *         RSMERR_PERM_DENIED (a call without reply of the span was refused:
+ *         the exporter has no handler; logged);
  *         RSMERR_TIMEOUT (tcp, with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the
  *         exporter did not answer in time; the puts may still be applied).
  */

@@ -118,6 +118,8 @@ PB_EXPORT const char *rsm_strerror(int code)
 {
     if (code == RSMERR_BAD_ARGS_ERRORS)
         return "bad arguments";
+    if (code == RSMERR_UNSUPPORTED_OPERATION)
+        return "operation not supported by the transport";
     if (code < 0 || code >= (int)PB_ARRAY_SIZE(error_strings) || error_strings[code] == NULL)
         return "unknown RSM error";
     return error_strings[code];
@@ -582,6 +584,24 @@ PB_EXPORT int rsm_memseg_export_unpublish(rsm_memseg_export_handle_t memseg)
     return ret;
 }
 
+PB_EXPORT int pb_rsm_memseg_export_set_handler(rsm_memseg_export_handle_t memseg,
+                                               pb_rsm_call_handler_t handler, void *arg)
+{
+    int ret = RSM_SUCCESS;
+
+    /* the transports run a handler holding the lock: once this has it, the
+     * old handler is not running, and the next call sees the new one */
+    pthread_mutex_lock(&pb_rsm_lock);
+    if (!pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
+        ret = RSMERR_BAD_SEG_HNDL;
+    } else {
+        memseg->call_handler = handler;
+        memseg->call_arg = handler != NULL ? arg : NULL;
+    }
+    pthread_mutex_unlock(&pb_rsm_lock);
+    return ret;
+}
+
 _Atomic int pb_rsm_event_sleepers;
 
 int pb_rsm_acl_grant(const pb_rsm_export_t *seg, rsm_node_id_t node, uid_t uid, gid_t gid)
@@ -706,6 +726,41 @@ PB_EXPORT int rsm_memseg_import_get(rsm_memseg_import_handle_t im_memseg, off_t 
         return ret;
     return api_status_to_error(
         im_memseg->transport->get(im_memseg, (size_t)offset, dst_addr, length));
+}
+
+PB_EXPORT int pb_rsm_memseg_import_call(rsm_memseg_import_handle_t im_memseg, const void *request,
+                                        size_t request_len, void *reply, size_t reply_max,
+                                        size_t *reply_len, unsigned flags)
+{
+    int no_reply = (flags & PB_RSM_CALL_NO_REPLY) != 0;
+    size_t got = 0;
+    pb_status_t status;
+
+    if (PB_UNLIKELY(!pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, im_memseg)))
+        return RSMERR_BAD_SEG_HNDL;
+    if (flags & ~PB_RSM_CALL_NO_REPLY)
+        return RSMERR_BAD_MODE;
+    if (no_reply) {
+        reply = NULL;
+        reply_max = 0;
+    }
+    if (request_len > PB_RSM_CALL_MAX || reply_max > PB_RSM_CALL_MAX ||
+        (reply == NULL && reply_max > 0))
+        return RSMERR_BAD_LENGTH;
+    if (request == NULL && request_len > 0)
+        return RSMERR_BAD_ADDR;
+    if (!(im_memseg->perm & RSM_PERM_WRITE)) {
+        pb_warn("call on segment %#x of node %u refused: the import lacks write permission",
+                im_memseg->segid, im_memseg->node);
+        return RSMERR_PERM_DENIED;
+    }
+    status = im_memseg->transport->call(im_memseg, request, request_len, reply, reply_max, &got,
+                                        no_reply);
+    if (status == PB_ERR_UNSUPPORTED)
+        return RSMERR_UNSUPPORTED_OPERATION;
+    if (status == PB_OK && !no_reply && reply_len != NULL)
+        *reply_len = got;
+    return api_status_to_error(status);
 }
 
 /* put or get @rep_cnt items of @item bytes at an offset aligned to @item */

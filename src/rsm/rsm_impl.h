@@ -42,6 +42,10 @@ struct __rsm_memseg_export_handle {
     rsmapi_access_entry_t *acl; /* NULL: every node, owner read-write */
     uint_t acl_length;
     int pollfd_refs; /* rsm_memseg_get_pollfd references held */
+    /* pb_rsm_memseg_export_set_handler's, under pb_rsm_lock (which the
+     * transport holds while it runs one) */
+    pb_rsm_call_handler_t call_handler;
+    void *call_arg;
     void *tl;
 };
 

@@ -1103,6 +1103,16 @@ static pb_status_t shm_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t
     return PB_OK;
 }
 
+/* An importer over shm cannot reach the exporter's side: nothing of the
+ * exporter's runs for it (it works on the mapped memory itself). */
+static pb_status_t shm_call(pb_rsm_import_t *im, const void *request, size_t request_len,
+                            void *reply, size_t reply_max, size_t *reply_len_p, int no_reply)
+{
+    (void)im, (void)request, (void)request_len, (void)reply, (void)reply_max;
+    (void)reply_len_p, (void)no_reply;
+    return PB_ERR_UNSUPPORTED;
+}
+
 static pb_status_t shm_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,
                            size_t offset, size_t length)
 {
@@ -1312,6 +1322,7 @@ const pb_rsm_transport_ops_t pb_shm_transport = {
     .put = shm_put,
     .put_word_last = shm_put_word_last,
     .get = shm_get,
+    .call = shm_call,
     .map = shm_map,
     .unmap = shm_unmap,
     .barrier_open = shm_barrier_open,

@@ -61,6 +61,16 @@ typedef pb_status_t (*pb_rsm_put_vector_func_t)(pb_rsm_import_t *im,
                                                 int signal, int word_last);
 typedef pb_status_t (*pb_rsm_get_func_t)(pb_rsm_import_t *im, size_t offset, void *dst,
                                          size_t length);
+/* Run the exporter's call handler on @request (pb_rsm_memseg_import_call:
+ * lengths at most PB_RSM_CALL_MAX, @reply NULL only when @reply_max is 0,
+ * checked by rsm.c); set *@reply_len_p to the reply's length.  With
+ * @no_reply return once sent (the reply is dropped).  @return
+ * PB_ERR_PERMISSION when the exporter has no handler (logged),
+ * PB_ERR_UNSUPPORTED when the transport cannot reach the exporter's side,
+ * or a put's errors. */
+typedef pb_status_t (*pb_rsm_call_func_t)(pb_rsm_import_t *im, const void *request,
+                                          size_t request_len, void *reply, size_t reply_max,
+                                          size_t *reply_len_p, int no_reply);
 /* map [offset, offset + length) at *address_p (fixed) or anywhere */
 typedef pb_status_t (*pb_rsm_map_func_t)(pb_rsm_import_t *im, void **address_p, int fixed,
                                          int writable, size_t offset, size_t length);
@@ -118,6 +128,7 @@ typedef struct {
     pb_rsm_put_word_last_func_t put_word_last; /* unused with put_vector */
     pb_rsm_put_vector_func_t put_vector;       /* NULL: entry by entry */
     pb_rsm_get_func_t get;
+    pb_rsm_call_func_t call;
     pb_rsm_map_func_t map;
     pb_rsm_unmap_func_t unmap;
     pb_rsm_barrier_open_func_t barrier_open;

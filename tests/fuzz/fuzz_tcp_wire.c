@@ -20,8 +20,14 @@
  * in pieces, as from a socket).  Each stream is fed to an exporter-side and
  * an importer-side receive machine (sealed for each direction).  The
  * exporter side runs the transport's own frame handling,
- * pb_tcp_export_header and pb_tcp_export_word_last (the pure part of
- * src/rsm/tcp/export.c's callbacks): only the slot table is the fuzzer's.
+ * pb_tcp_export_header, pb_tcp_export_word_last and pb_tcp_export_call
+ * (the pure part of src/rsm/tcp/export.c's callbacks): only the slot table
+ * and the call handler are the fuzzer's.  The handler reads its whole
+ * request and writes its whole reply room, so AddressSanitizer reports a
+ * buffer shorter than the frame says, and claims a reply length the request
+ * picks, beyond the room too, which must come back clamped.  The importer
+ * side checks replies with pb_tcp_reply_check, as the transport does, for
+ * one outstanding GET and one outstanding CALL.
  * Slots 1 to 3 are heap blocks of their exact size, so AddressSanitizer
  * reports any byte written or read outside them; slot 4 is withdrawn.  A
  * frame the checks accept must also be inside by construction, which is
@@ -47,6 +53,7 @@ typedef struct {
     char *segments[SLOTS];
     pb_tcp_export_rx_t export_rx;
     char reply_buf[256]; /* the one outstanding GET (tag 7) */
+    char call_buf[128];  /* the one outstanding CALL (tag 9) */
     unsigned frames;
     unsigned read_sum; /* of the bytes GETs read, so the reads happen */
 } fuzz_ctx_t;
@@ -88,6 +95,27 @@ static const char *exporter_on_header(void *arg, const pb_tcp_frame_t *frame, ch
     return NULL;
 }
 
+/* The call handler: reads the request and the segment's first and last
+ * bytes, fills its reply room, and claims the length the request's first
+ * two bytes say (often more than the room). */
+static void call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    fuzz_ctx_t *ctx = arg;
+    const uint8_t *req = request;
+    unsigned sum = 0;
+
+    if ((request == NULL) != (request_len == 0) || (reply == NULL) != (reply_max == 0) ||
+        *reply_len != 0)
+        abort();
+    for (size_t i = 0; i < request_len; i++)
+        sum += req[i];
+    sum += ((uint8_t *)seg_base)[0] + ((uint8_t *)seg_base)[seg_size - 1];
+    memset(reply, (int)(sum & 0xff), reply_max);
+    ctx->read_sum ^= sum;
+    *reply_len = request_len >= 2 ? (size_t)req[0] | (size_t)req[1] << 8 : reply_max;
+}
+
 static void exporter_on_frame(void *arg, const pb_tcp_frame_t *frame)
 {
     fuzz_ctx_t *ctx = arg;
@@ -98,17 +126,47 @@ static void exporter_on_frame(void *arg, const pb_tcp_frame_t *frame)
     if (frame->type == PB_TCP_PUT && (frame->flags & PB_TCP_FLAG_WORD_LAST) && slot != NULL &&
         slot->base != NULL)
         pb_tcp_export_word_last(&ctx->export_rx, frame, slot->base);
+    if (frame->type == PB_TCP_CALL && slot != NULL && slot->base != NULL) {
+        uint32_t reply_len;
+        size_t said;
+        pb_status_t status;
+
+        if (!(slot->perm & RSM_PERM_WRITE) || frame->length > PB_TCP_MAX_CALL ||
+            frame->count > PB_TCP_MAX_CALL)
+            abort(); /* the checks let a call through that they must refuse */
+        status = pb_tcp_export_call(&ctx->export_rx, frame, slot->base, slot->size,
+                                    frame->slot == 1 ? call_handler : NULL, ctx, &reply_len, &said);
+        if (status == PB_OK &&
+            (reply_len > frame->count || (said <= frame->count && reply_len != said)))
+            abort(); /* a reply not clamped to what the caller takes */
+        if (status == PB_OK && reply_len > 0)
+            ctx->read_sum ^= (unsigned char)ctx->export_rx.reply[reply_len - 1];
+    }
 }
 
 static const char *importer_on_header(void *arg, const pb_tcp_frame_t *frame, char **dest_p)
 {
     fuzz_ctx_t *ctx = arg;
 
-    if (frame->type != PB_TCP_REPLY || frame->length == 0)
+    const char *why;
+
+    if (frame->type != PB_TCP_REPLY)
         return NULL;
-    if (frame->tag != 7 || frame->status != 0 || frame->length != sizeof(ctx->reply_buf))
-        return "reply data that was not asked for";
-    *dest_p = ctx->reply_buf;
+    /* tag 7: a GET awaiting 256 bytes; tag 9: a CALL taking at most 128;
+     * any other: a request without data */
+    if (frame->tag == 7)
+        why = pb_tcp_reply_check(frame, PB_TCP_GET, sizeof(ctx->reply_buf));
+    else if (frame->tag == 9)
+        why = pb_tcp_reply_check(frame, PB_TCP_CALL, sizeof(ctx->call_buf));
+    else
+        why = pb_tcp_reply_check(frame, PB_TCP_BARRIER, 0);
+    if (why != NULL || frame->length == 0)
+        return why;
+    if (frame->status != 0 ||
+        frame->length > (frame->tag == 7 ? sizeof(ctx->reply_buf) : sizeof(ctx->call_buf)) ||
+        (frame->tag == 7 && frame->length != sizeof(ctx->reply_buf)))
+        abort(); /* the check let data through that was not asked for */
+    *dest_p = frame->tag == 7 ? ctx->reply_buf : ctx->call_buf;
     return NULL;
 }
 
@@ -315,7 +373,7 @@ static void build_streams(input_t *in, pb_tcp_seal_t to_exporter, pb_tcp_seal_t 
         frame.type = take8(in) % (PB_TCP_FRAME_TYPES + 1);
         frame.flags = take8(in);
         if (frame.flags & 0x80)
-            frame.flags &= 7; /* mostly known flags */
+            frame.flags &= 15; /* mostly known flags */
         frame.status = (int8_t)take8(in);
         frame.slot = take8(in) % 6;
         frame.tag = take8(in);
@@ -363,6 +421,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     feed(&rx, to_imp.bytes, to_imp.len, cut);
     for (int i = 0; i < SLOTS; i++)
         free(ctx.segments[i]);
-    free(ctx.export_rx.word_last);
+    pb_tcp_export_rx_free(&ctx.export_rx);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *pbt_ctlr_name(void)
@@ -53,6 +54,69 @@ typedef struct {
     uint64_t len; /* bytes of data that follow */
 } ex_reply_t;
 
+void pbt_call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                      size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    pbt_call_req_t req = {0};
+    char *seg = seg_base;
+
+    memcpy(&req, request, request_len < sizeof(req) ? request_len : sizeof(req));
+    switch (req.op) {
+    case PBT_CALL_ADD: {
+        uint64_t old;
+
+        if (req.offset > seg_size - sizeof(old) || req.offset % sizeof(old) != 0)
+            return;
+        memcpy(&old, seg + req.offset, sizeof(old));
+        *(uint64_t *)(seg + req.offset) = old + req.value;
+        if (reply_max >= sizeof(old)) {
+            memcpy(reply, &old, sizeof(old));
+            *reply_len = sizeof(old);
+        }
+        break;
+    }
+    case PBT_CALL_READ:
+        if (req.offset > seg_size || req.length > seg_size - req.offset || req.length > reply_max)
+            return;
+        memcpy(reply, seg + req.offset, req.length);
+        *reply_len = req.length;
+        break;
+    case PBT_CALL_ECHO:
+        *reply_len = request_len < reply_max ? request_len : reply_max;
+        memcpy(reply, request, *reply_len);
+        break;
+    case PBT_CALL_WHO:
+        if (reply_max >= sizeof(uint32_t)) {
+            memcpy(reply, arg, sizeof(uint32_t));
+            *reply_len = sizeof(uint32_t);
+        }
+        break;
+    case PBT_CALL_OVERSAY:
+        memset(reply, 0x5a, reply_max);
+        *reply_len = reply_max + req.value;
+        break;
+    default: break;
+    }
+}
+
+/* Compute for @ms milliseconds without calling the library. */
+static uint64_t exporter_compute(uint64_t ms)
+{
+    struct timespec start, now;
+    volatile uint64_t sum = 0;
+    int64_t elapsed_ns;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        for (int i = 0; i < 100000; i++)
+            sum += (uint64_t)i * 2654435761u;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        elapsed_ns = (int64_t)(now.tv_sec - start.tv_sec) * 1000000000 +
+                     (int64_t)(now.tv_nsec - start.tv_nsec);
+    } while (elapsed_ns < (int64_t)ms * 1000000);
+    return sum;
+}
+
 static void acl_resolve(rsmapi_access_entry_t *out, const rsmapi_access_entry_t *in, uint_t n,
                         rsm_node_id_t importer)
 {
@@ -79,6 +143,7 @@ void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *o)
     int published = 0, destroyed = 0;
     rsm_memseg_id_t segid = o->segid;
     ex_hello_t hello = {0};
+    static uint32_t handler_ids[3] = {0, 1, 2};
 
     ctlr = pbt_ctlr_get();
     mem = pbt_alloc_pages(size);
@@ -161,6 +226,12 @@ void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *o)
         case EX_CLAIM:
             rep.rc = cmd.a ? pb_rsm_progress_claim(ctlr) : pb_rsm_progress_release(ctlr);
             break;
+        case EX_HANDLER:
+            CHECK(cmd.a < 3);
+            rep.rc = pb_rsm_memseg_export_set_handler(h, cmd.a ? pbt_call_handler : NULL,
+                                                      &handler_ids[cmd.a]);
+            break;
+        case EX_COMPUTE: (void)exporter_compute(cmd.a); break;
         case EX_EXIT:
             if (published)
                 CHECK_OK(rsm_memseg_export_unpublish(h));
@@ -230,18 +301,29 @@ void pbt_exporter_start(pbt_exporter_t *ex, const pbt_export_opts_t *opts)
     ex->seed = o.seed;
 }
 
-int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data)
+void pbt_exporter_cmd_send(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, const void *data)
 {
     ex_cmd_t cmd = {.op = op, .a = a, .b = b};
-    ex_reply_t rep;
 
     pbt_send(ex->peer.wr, &cmd, sizeof(cmd));
     if (op == EX_WRITE)
         pbt_send(ex->peer.wr, data, b);
+}
+
+int pbt_exporter_cmd_answer(pbt_exporter_t *ex, void *data)
+{
+    ex_reply_t rep;
+
     pbt_recv(ex->peer.rd, &rep, sizeof(rep));
     if (rep.len > 0)
         pbt_recv(ex->peer.rd, data, rep.len);
     return rep.rc;
+}
+
+int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data)
+{
+    pbt_exporter_cmd_send(ex, op, a, b, data);
+    return pbt_exporter_cmd_answer(ex, data);
 }
 
 void pbt_exporter_stop(pbt_exporter_t *ex)

@@ -51,12 +51,35 @@ enum {
     EX_PUBLISH,   /* publish again under the same id and list */
     EX_REPUBLISH, /* a=perm for the local node (0: NULL list) */
     EX_DESTROY,
-    EX_POST,   /* a=flags */
-    EX_WAIT,   /* a=timeout ms */
-    EX_REBIND, /* a=seed of the new memory; b=size (0: segment size) */
-    EX_CLAIM,  /* a=1: pb_rsm_progress_claim, a=0: pb_rsm_progress_release */
-    EX_EXIT    /* clean up (unpublish, destroy, release) and exit 0 */
+    EX_POST,    /* a=flags */
+    EX_WAIT,    /* a=timeout ms */
+    EX_REBIND,  /* a=seed of the new memory; b=size (0: segment size) */
+    EX_CLAIM,   /* a=1: pb_rsm_progress_claim, a=0: pb_rsm_progress_release */
+    EX_HANDLER, /* a=0: no call handler; a=1 or 2: pbt_call_handler with that id */
+    EX_COMPUTE, /* a=ms: compute that long without calling the library, then reply */
+    EX_EXIT     /* clean up (unpublish, destroy, release) and exit 0 */
 };
+
+/* A request to pbt_call_handler, the exporter server's call handler
+ * (little endian, as every host Postbox runs on). */
+typedef struct {
+    uint32_t op;
+    uint32_t length;
+    uint64_t offset;
+    uint64_t value;
+} pbt_call_req_t;
+
+enum {
+    PBT_CALL_ADD = 1, /* add value to the uint64_t at offset; reply: the old value */
+    PBT_CALL_READ,    /* reply: length bytes of the segment at offset */
+    PBT_CALL_ECHO,    /* reply: the request itself, as much as fits */
+    PBT_CALL_WHO,     /* reply: the handler's id (uint32_t) */
+    PBT_CALL_OVERSAY  /* fill the reply room, and say it is value bytes longer */
+};
+
+/* The exporter server's call handler; @arg points to its id (uint32_t). */
+void pbt_call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                      size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
 
 /* Fork an exporter server and wait until its segment is published.  With
  * POSTBOX_TEST_PEER_NODE=N in the environment the server is the program
@@ -69,6 +92,10 @@ void pbt_exporter_main(pbt_peer_t *self, const pbt_export_opts_t *opts);
 /* Send a command; @data is sent (EX_WRITE) or received (EX_READ*).
  * Returns the RSM code of the exporter's call. */
 int pbt_exporter_cmd(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, void *data);
+/* pbt_exporter_cmd in two halves: send the command (@data: EX_WRITE's),
+ * then, later, take its answer (EX_READ's data into @data). */
+void pbt_exporter_cmd_send(pbt_exporter_t *ex, int op, uint64_t a, uint64_t b, const void *data);
+int pbt_exporter_cmd_answer(pbt_exporter_t *ex, void *data);
 /* EX_EXIT and join (the exporter's cleanup calls must all succeed). */
 void pbt_exporter_stop(pbt_exporter_t *ex);
 /* Fail unless the exporter's memory at [off, off+len) equals @expect. */

@@ -247,7 +247,7 @@ static void tcp_conn_free(pb_tcp_conn_t *c)
     free(c->slot_imports);
     free(c->abandoned);
     free(c->slots);
-    free(c->export_rx.word_last);
+    pb_tcp_export_rx_free(&c->export_rx);
     free(c);
 }
 

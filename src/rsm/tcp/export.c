@@ -1,6 +1,7 @@
 /*
  * The tcp transport's exporter side: the frames importers send (attach,
- * puts received straight into the segment, gets, barriers, signals), and
+ * puts received straight into the segment, gets, barriers, signals, calls
+ * run by the segment's handler), and
  * the export ops (create, rebind, publish, unpublish, signal post).
  */
 #include <stdio.h>
@@ -152,6 +153,34 @@ static void tcp_export_post(pb_tcp_export_t *te, int accumulate)
     pb_tcp_futex_wake(&te->events);
 }
 
+/* Run the segment's call handler on a CALL and answer it; a CALL without
+ * reply that fails leaves its error for the next barrier. */
+static void tcp_serve_call(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, pb_tcp_slot_t *slot)
+{
+    pb_status_t status = PB_ERR_CONN_ABORTED; /* withdrawn: the request was dropped */
+    uint32_t reply_len = 0;
+    size_t said = 0;
+
+    if (slot->exp != NULL) {
+        pb_rsm_export_t *seg = slot->exp->seg;
+
+        status = pb_tcp_export_call(&c->export_rx, frame, seg->vaddr, seg->size, seg->call_handler,
+                                    seg->call_arg, &reply_len, &said);
+        if (said > frame->count)
+            pb_log_limited(&pb_tcp.log_call, TCP_LOG_INTERVAL_MS,
+                           "tcp: the call handler of segment %#x gave a reply of %zu bytes, "
+                           "more than the %u the caller takes: cut to those",
+                           slot->exp->segid, said, frame->count);
+    }
+    if (frame->flags & PB_TCP_FLAG_NO_REPLY) {
+        if (status != PB_OK && slot->error == PB_OK)
+            slot->error = status;
+        return;
+    }
+    pb_tcp_reply(c, frame, status, frame->slot, 0, 0, c->export_rx.reply,
+                 status == PB_OK ? reply_len : 0);
+}
+
 void pb_tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
 {
     pb_tcp_conn_t *c = ctx;
@@ -185,6 +214,7 @@ void pb_tcp_exporter_on_frame(void *ctx, const pb_tcp_frame_t *frame)
                      0, 0, NULL, 0);
         slot->error = PB_OK;
         break;
+    case PB_TCP_CALL: tcp_serve_call(c, frame, slot); break;
     case PB_TCP_SIGNAL:
         if (slot->exp != NULL)
             tcp_export_post(slot->exp, frame->flags & PB_TCP_FLAG_ACCUMULATE);

@@ -94,6 +94,7 @@ const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, ch
 {
     pb_tcp_conn_t *c = ctx;
     pb_tcp_request_t *req;
+    const char *why;
 
     if (frame->type != PB_TCP_REPLY)
         return NULL;
@@ -102,11 +103,11 @@ const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, ch
         return NULL; /* its data, if any, is dropped */
     if (req == NULL)
         return "reply to no request";
-    if (frame->length > 0) {
-        if (req->dst == NULL || frame->status != PB_OK || frame->length != req->dst_len)
-            return "reply data that was not asked for";
+    why = pb_tcp_reply_check(frame, req->type, req->dst != NULL ? req->dst_len : 0);
+    if (why != NULL)
+        return why;
+    if (frame->length > 0)
         *dest_p = req->dst;
-    }
     return NULL;
 }
 
@@ -133,6 +134,7 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
         req->slot = frame->slot;
         req->value = frame->offset;
         req->count = frame->count;
+        req->reply_len = frame->length;
         if (req->import != NULL && frame->status == PB_OK &&
             !tcp_slot_import_set(c, frame->slot, req->import))
             req->status = PB_ERR_NO_MEMORY;
@@ -538,6 +540,67 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
     return status;
 }
 
+/* A call goes over the primary rail, after the puts striped over several
+ * (a barrier first: they are ordered with it only by waiting for them).
+ * It is never sent again over another rail (its handler would run twice):
+ * when the rail breaks, a call awaiting its reply fails, and one without a
+ * reply makes the next barrier fail (pb_tcp_import_heal). */
+pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request_len, void *reply,
+                        size_t reply_max, size_t *reply_len_p, int no_reply)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_tcp_frame_t frame = {.type = PB_TCP_CALL,
+                            .flags = no_reply ? PB_TCP_FLAG_NO_REPLY : 0,
+                            .length = (uint32_t)request_len,
+                            .count = (uint32_t)reply_max};
+    pb_status_t status = pb_tcp_import_state(ti);
+    pb_tcp_rail_t *rail;
+
+    if (status != PB_OK)
+        return status;
+    pthread_mutex_lock(&ti->lock);
+    status = pb_tcp_import_heal(im);
+    if (status == PB_OK && ti->striped) {
+        status = pb_tcp_rails_barrier(im, 0);
+        if (status == PB_OK)
+            ti->striped = 0;
+    }
+    if (status != PB_OK) {
+        pthread_mutex_unlock(&ti->lock);
+        return status;
+    }
+    rail = pb_tcp_primary_rail(ti);
+    frame.slot = rail->slot;
+    if (no_reply) {
+        rail->dirty = 1;
+        rail->calls_unconfirmed = pb_tcp_live_rails(ti) > 1;
+        status = pb_tcp_conn_send(rail->conn, &frame, request);
+        if (status != PB_OK) {
+            /* as pb_tcp_rail_send: the next operation fails the rail over */
+            pthread_mutex_lock(&pb_tcp.lock);
+            pb_tcp_conn_fail(rail->conn, PB_ERR_CONN_ABORTED, NULL);
+            pthread_mutex_unlock(&pb_tcp.lock);
+        }
+    } else {
+        pb_tcp_request_t req = {.dst = reply, .dst_len = reply_max};
+
+        status = pb_tcp_request(rail->conn, &frame, request, &req, pb_tcp_reply_deadline());
+        if (status == PB_OK)
+            *reply_len_p = req.reply_len;
+        else if (status == PB_ERR_PERMISSION)
+            pb_log_limited(&pb_tcp.log_call, TCP_LOG_INTERVAL_MS,
+                           "tcp: call on segment %#x of node %u refused: the exporter has set "
+                           "no handler",
+                           im->segid, im->node);
+        if (status != PB_OK && pb_tcp_rail_broken(rail))
+            (void)pb_tcp_import_heal(im); /* the import's other traffic goes on over another rail */
+    }
+    pthread_mutex_unlock(&ti->lock);
+    if (status == PB_OK && no_reply && im->mode == RSM_BARRIER_MODE_IMPLICIT)
+        status = pb_tcp_barrier_close(im);
+    return status;
+}
+
 pb_status_t pb_tcp_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,
                        size_t offset, size_t length)
 {
@@ -579,6 +642,11 @@ pb_status_t pb_tcp_barrier_close(pb_rsm_import_t *im)
     if (status == PB_OK)
         ti->striped = 0;
     pthread_mutex_unlock(&ti->lock);
+    if (status == PB_ERR_PERMISSION)
+        pb_log_limited(&pb_tcp.log_call, TCP_LOG_INTERVAL_MS,
+                       "tcp: a call without reply on segment %#x of node %u was refused: the "
+                       "exporter has set no handler",
+                       im->segid, im->node);
     return status == PB_OK ? pb_tcp_import_state(ti) : status;
 }
 

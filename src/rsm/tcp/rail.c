@@ -138,6 +138,13 @@ pb_status_t pb_tcp_import_heal(pb_rsm_import_t *im)
             return pb_tcp_primary_rail(ti) != NULL ? PB_OK : PB_ERR_CONN_ABORTED;
         broken->dead = 1;
         pb_tcp_link_state_set(im->node, broken->index, 0);
+        if (broken->calls_unconfirmed) {
+            /* not sent again: whether their handlers ran is unknown */
+            pb_warn("tcp: rail %d to node %u broke with calls without reply unconfirmed: the "
+                    "next barrier reports them lost",
+                    broken->index, im->node);
+            ti->calls_lost = 1;
+        }
         log = broken->replay;
         broken->replay = (pb_tcp_replay_t){0};
         target = pb_tcp_primary_rail(ti);
@@ -207,12 +214,17 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
             status = pb_tcp_request_end(&reqs[r], deadline);
             if (status == PB_OK) {
                 ti->rails[r].dirty = 0;
+                ti->rails[r].calls_unconfirmed = 0;
                 tcp_replay_clear(&ti->rails[r].replay);
             } else if (pb_tcp_rail_broken(&ti->rails[r])) {
                 broke = 1;
             } else if (result == PB_OK) {
                 result = status; /* the exporter's answer: a put was not applied */
             }
+        }
+        if (result == PB_OK && !broke && ti->calls_lost) {
+            ti->calls_lost = 0;
+            return PB_ERR_CONN_ABORTED;
         }
         if (result != PB_OK || !broke)
             return result;

@@ -315,6 +315,7 @@ const pb_rsm_transport_ops_t pb_tcp_transport = {
     .put = pb_tcp_put,
     .put_vector = pb_tcp_put_vector,
     .get = pb_tcp_get,
+    .call = pb_tcp_call,
     .map = pb_tcp_map,
     .unmap = pb_tcp_unmap,
     .barrier_open = pb_tcp_barrier_open,

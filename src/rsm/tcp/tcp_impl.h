@@ -168,10 +168,11 @@ typedef struct pb_tcp_request {
     _Atomic uint32_t done; /* futex word: 1 when answered or failed */
     int32_t status;
     uint32_t slot;
-    uint64_t value; /* ATTACH: segment size */
-    uint32_t count; /* ATTACH: permission granted */
-    char *dst;      /* GET: where the data goes */
-    size_t dst_len;
+    uint64_t value;     /* ATTACH: segment size */
+    uint32_t count;     /* ATTACH: permission granted */
+    char *dst;          /* GET, CALL, LOOKUP: where the data goes */
+    size_t dst_len;     /* its room: what a GET or LOOKUP gets, the most a CALL's reply brings */
+    uint32_t reply_len; /* the data the REPLY brought */
     pb_rsm_import_t *import; /* ATTACH: registered for the slot on success */
 } pb_tcp_request_t;
 
@@ -260,6 +261,10 @@ typedef struct {
     int index; /* the rail's number (the node's address index) */
     int dead;  /* broken and failed over: no longer used */
     int dirty; /* frames sent since its last barrier */
+    /* CALLs without reply sent since its last barrier (with other rails):
+     * they are not replayed (a handler run twice is wrong), so a break
+     * loses them, which the next barrier reports */
+    int calls_unconfirmed;
     pb_tcp_replay_t replay;
 } pb_tcp_rail_t;
 
@@ -272,6 +277,7 @@ typedef struct {
     _Atomic uint32_t generation; /* futex word: bumped by EVENT and WITHDRAWN */
     uint32_t seen_generation;
     _Atomic int withdrawn;
+    int calls_lost; /* a rail broke with calls_unconfirmed: the next barrier fails */
 } pb_tcp_import_t;
 
 /* a LOOKUP this process relays to its node's rendezvous socket */
@@ -311,7 +317,8 @@ typedef struct {
     /* log lines a peer can cause, by kind (log_refusal: a peer refused
      * for who it is, over tcp or at a rendezvous socket) */
     pb_log_limit_t log_accept, log_handshake, log_relay, log_peer, log_refusal;
-    uint32_t addr; /* advertised IPv4, network order: addrs[0] */
+    pb_log_limit_t log_call; /* a call refused or a handler's reply cut */
+    uint32_t addr;           /* advertised IPv4, network order: addrs[0] */
     uint32_t addrs[TCP_MAX_RAILS];
     int addr_count;
     uint16_t port;
@@ -612,6 +619,10 @@ pb_status_t pb_tcp_put(pb_rsm_import_t *im, size_t offset, const void *src, size
 
 /* The ops table's get (transport.h says what it does and returns). */
 pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length);
+
+/* The ops table's call (transport.h says what it does and returns). */
+pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request_len, void *reply,
+                        size_t reply_max, size_t *reply_len_p, int no_reply);
 
 /* The ops table's map (transport.h says what it does and returns). */
 pb_status_t pb_tcp_map(pb_rsm_import_t *im, void **address_p, int fixed, int writable,

@@ -265,7 +265,12 @@ static const struct {
     [PB_TCP_EVENT] = {USES_SLOT, 0},
     [PB_TCP_WITHDRAWN] = {USES_SLOT, 0},
     [PB_TCP_LOOKUP] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_lookup_t)},
+    [PB_TCP_CALL] = {AT_EXPORTER | USES_SLOT | USES_TAG | USES_COUNT | USES_PAYLOAD, 0,
+                     PB_TCP_FLAG_NO_REPLY},
 };
+
+_Static_assert(PB_TCP_MAX_CALL == PB_RSM_CALL_MAX, "a CALL carries what a call may");
+_Static_assert(PB_TCP_MAX_CALL <= PB_TCP_MAX_GET, "a CALL's REPLY is no longer than a GET's");
 
 const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
 {
@@ -306,6 +311,13 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
         return "reply longer than a get may ask for";
     if (frame->type == PB_TCP_PUT && frame->length == 0)
         return "empty put";
+    if (frame->type == PB_TCP_CALL && frame->length > PB_TCP_MAX_CALL)
+        return "call request longer than a call may be";
+    if (frame->type == PB_TCP_CALL && frame->count > PB_TCP_MAX_CALL)
+        return "call taking a reply longer than a call may have";
+    if (frame->type == PB_TCP_CALL && (frame->flags & PB_TCP_FLAG_NO_REPLY) &&
+        (frame->tag != 0 || frame->count != 0))
+        return "call without reply with a tag or reply length";
     if ((frame->flags & PB_TCP_FLAG_WORD_LAST) &&
         (frame->length < 4 || frame->length > PB_TCP_WORD_LAST_MAX || frame->offset % 4 != 0))
         return "word-last put of a bad length or offset";
@@ -314,6 +326,8 @@ const char *pb_tcp_frame_check(const pb_tcp_frame_t *frame, int at_exporter)
 
 const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_slot_view_t *slot)
 {
+    if (frame->type == PB_TCP_CALL)
+        return slot->perm & RSM_PERM_WRITE ? NULL : "call without write permission";
     uint64_t bytes = frame->type == PB_TCP_PUT ? frame->length : frame->count;
     uint32_t needed = frame->type == PB_TCP_PUT ? RSM_PERM_WRITE : RSM_PERM_READ;
 
@@ -324,6 +338,17 @@ const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_
     if (frame->offset > slot->size || bytes > slot->size - frame->offset)
         return "access outside the segment";
     return NULL;
+}
+
+const char *pb_tcp_reply_check(const pb_tcp_frame_t *frame, uint16_t request_type, size_t room)
+{
+    if (frame->length == 0)
+        return NULL;
+    if (frame->status != PB_OK)
+        return "reply data with an error";
+    if (request_type == PB_TCP_CALL ? frame->length <= room : frame->length == room)
+        return NULL;
+    return "reply data that was not asked for";
 }
 
 const char *pb_tcp_attach_size_check(uint64_t size)
@@ -352,13 +377,28 @@ const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *f
     }
     if (slot == NULL)
         return "frame for a slot that is not attached";
-    if (frame->type != PB_TCP_PUT && frame->type != PB_TCP_GET)
+    if (frame->type != PB_TCP_PUT && frame->type != PB_TCP_GET && frame->type != PB_TCP_CALL)
         return NULL;
     if (slot->base == NULL)
         return NULL; /* withdrawn: the data is dropped */
     why = pb_tcp_frame_check_access(frame, slot);
     if (why != NULL)
         return why;
+    if (frame->type == PB_TCP_CALL) {
+        rx->call_dropped = 0;
+        if (frame->length > rx->call_cap) {
+            char *grown = realloc(rx->call, frame->length);
+
+            if (grown == NULL) {
+                rx->call_dropped = 1; /* read and dropped, answered PB_ERR_NO_MEMORY */
+                return NULL;
+            }
+            rx->call = grown;
+            rx->call_cap = frame->length;
+        }
+        *dest_p = frame->length > 0 ? rx->call : NULL;
+        return NULL;
+    }
     if (frame->type == PB_TCP_PUT && (frame->flags & PB_TCP_FLAG_WORD_LAST)) {
         /* received aside, stored in order once whole (pb_tcp_export_word_last) */
         if (rx->word_last == NULL && (rx->word_last = malloc(PB_TCP_WORD_LAST_MAX)) == NULL)
@@ -368,6 +408,41 @@ const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *f
         *dest_p = slot->base + frame->offset;
     }
     return NULL;
+}
+
+pb_status_t pb_tcp_export_call(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base,
+                               uint64_t size, pb_rsm_call_handler_t handler, void *arg,
+                               uint32_t *reply_len_p, size_t *said_p)
+{
+    size_t said = 0;
+
+    *reply_len_p = 0;
+    *said_p = 0;
+    if (rx->call_dropped)
+        return PB_ERR_NO_MEMORY;
+    if (handler == NULL)
+        return PB_ERR_PERMISSION;
+    if (frame->count > rx->reply_cap) {
+        char *grown = realloc(rx->reply, frame->count);
+
+        if (grown == NULL)
+            return PB_ERR_NO_MEMORY;
+        rx->reply = grown;
+        rx->reply_cap = frame->count;
+    }
+    handler(arg, base, (size_t)size, frame->length > 0 ? rx->call : NULL, frame->length,
+            frame->count > 0 ? rx->reply : NULL, frame->count, &said);
+    *said_p = said;
+    *reply_len_p = said > frame->count ? frame->count : (uint32_t)said;
+    return PB_OK;
+}
+
+void pb_tcp_export_rx_free(pb_tcp_export_rx_t *rx)
+{
+    free(rx->word_last);
+    free(rx->call);
+    free(rx->reply);
+    memset(rx, 0, sizeof(*rx));
 }
 
 void pb_tcp_export_word_last(const pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base)

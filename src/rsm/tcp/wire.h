@@ -23,6 +23,7 @@
 #ifndef PB_RSM_TCP_WIRE_H
 #define PB_RSM_TCP_WIRE_H
 
+#include <postbox/rsm.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,9 @@
  * copies a reply whole into its queue, so this bounds what one request
  * makes it hold; longer gets are cut into several GETs */
 #define PB_TCP_MAX_GET (1u << 20)
+/* the longest request a CALL carries, and the longest reply it asks for
+ * (PB_RSM_CALL_MAX) */
+#define PB_TCP_MAX_CALL (1u << 20)
 
 /* ---- handshake -------------------------------------------------------------- */
 
@@ -197,6 +201,12 @@ typedef enum {
      * pb_tcp_location_t.  For nodes in other network namespaces or hosts,
      * whose rendezvous sockets the importer cannot see. */
     PB_TCP_LOOKUP = 10,
+    /* importer -> exporter: run the segment's call handler on the payload
+     * (at most PB_TCP_MAX_CALL bytes).  slot, tag, count (the most reply
+     * bytes the importer takes, at most PB_TCP_MAX_CALL); answered by a
+     * REPLY carrying the handler's reply.  With flag NO_REPLY: no tag, no
+     * count, no REPLY (an error is kept for the next BARRIER). */
+    PB_TCP_CALL = 11,
     PB_TCP_FRAME_TYPES
 } pb_tcp_frame_type_t;
 
@@ -207,6 +217,7 @@ typedef enum {
  * that is a multiple of 4 */
 #define PB_TCP_FLAG_WORD_LAST 4u
 #define PB_TCP_WORD_LAST_MAX 4096
+#define PB_TCP_FLAG_NO_REPLY 8u /* CALL: not answered */
 
 typedef struct {
     uint16_t type;
@@ -216,7 +227,7 @@ typedef struct {
     uint32_t tag;   /* the importer's number for a request awaiting a REPLY */
     uint64_t offset;
     uint32_t length; /* payload bytes after the header */
-    uint32_t count;  /* GET: bytes asked for */
+    uint32_t count;  /* GET: bytes asked for; CALL: the most reply bytes taken */
 } pb_tcp_frame_t;
 
 typedef struct {
@@ -276,10 +287,18 @@ typedef struct {
     uint32_t perm; /* RSM_PERM_* granted */
 } pb_tcp_slot_view_t;
 
-/* The exporter's check of a PUT or GET against its slot: permission, and
- * [offset, offset + bytes) inside the segment without overflow.
+/* The exporter's check of a PUT, GET or CALL against its slot: permission
+ * (a CALL needs write permission), and for a PUT or GET [offset, offset +
+ * bytes) inside the segment without overflow.
  * @return NULL if allowed, else the reason. */
 const char *pb_tcp_frame_check_access(const pb_tcp_frame_t *frame, const pb_tcp_slot_view_t *slot);
+
+/* The importer's check of the data a REPLY @frame carries, for a request
+ * of @request_type whose buffer has room for @room bytes (0: it has none):
+ * a CALL's reply brings at most @room bytes, any other's none or exactly
+ * @room; a reply with an error none.  @return NULL if acceptable, else the
+ * reason. */
+const char *pb_tcp_reply_check(const pb_tcp_frame_t *frame, uint16_t request_type, size_t room);
 
 /* ---- the exporter's handling of frames (pure) --------------------------------- */
 
@@ -288,6 +307,12 @@ typedef struct {
     pb_tcp_attach_t attach; /* payload of the ATTACH being received */
     pb_tcp_lookup_t lookup; /* payload of the LOOKUP being received */
     char *word_last;        /* of a word-last PUT (PB_TCP_WORD_LAST_MAX); malloc'd on first use */
+    /* a CALL's request, and its handler's reply: grown to the longest yet */
+    char *call;
+    size_t call_cap;
+    char *reply;
+    size_t reply_cap;
+    int call_dropped; /* no memory for the CALL being received: it is answered so */
 } pb_tcp_export_rx_t;
 
 /* The exporter's header callback, but for its state: where the payload of
@@ -299,6 +324,21 @@ typedef struct {
  * @return NULL, or why the connection must close. */
 const char *pb_tcp_export_header(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame,
                                  const pb_tcp_slot_view_t *slot, char **dest_p);
+
+/* Run @handler (@arg its first argument; NULL: none set) on the CALL
+ * @frame, whose request is whole in rx->call (as pb_tcp_export_header
+ * placed it), for the segment [@base, @base + @size).  Its reply is left in
+ * rx->reply and its length in *@reply_len_p: what the handler said,
+ * clamped to the frame's count (*@said_p: what it said).
+ * @return PB_OK; PB_ERR_PERMISSION when @handler is NULL; PB_ERR_NO_MEMORY
+ * when there was no room for the request or the reply (the handler did not
+ * run). */
+pb_status_t pb_tcp_export_call(pb_tcp_export_rx_t *rx, const pb_tcp_frame_t *frame, char *base,
+                               uint64_t size, pb_rsm_call_handler_t handler, void *arg,
+                               uint32_t *reply_len_p, size_t *said_p);
+
+/* Free what @rx allocated. */
+void pb_tcp_export_rx_free(pb_tcp_export_rx_t *rx);
 
 /* Store the word-last PUT @frame, received whole in rx->word_last (as
  * pb_tcp_export_header placed it), into the segment at @base: the rest
