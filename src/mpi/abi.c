@@ -1,5 +1,5 @@
 /* The ABI chapter: which version of the standard ABI this library is, and
- * the handle conversions (MPI-5.0 section 20.3.4) of windows, files,
+ * the handle conversions (MPI-5.0 section 20.3.4) of files,
  * sessions and messages, of which Postbox has only the predefined handles
  * (the other kinds convert in the files that make them). */
 #include <stddef.h>
@@ -34,21 +34,6 @@ static int predefined_only_toint(uintptr_t handle, uintptr_t null, const char *f
                  "the handle (%p) is not one (Postbox makes no such objects yet)", (void *)handle);
     return (int)null;
 }
-
-/* MPI_WIN_NULL converts to its ABI value (0x110) and back; no window
- * exists yet, so any other integer gives MPI_WIN_NULL. */
-PB_EXPORT int PMPI_Win_toint(MPI_Win win)
-{
-    return predefined_only_toint((uintptr_t)win, (uintptr_t)MPI_WIN_NULL, "MPI_Win_toint");
-}
-PB_MPI_WEAK_ALIAS(MPI_Win_toint, PMPI_Win_toint);
-
-PB_EXPORT MPI_Win PMPI_Win_fromint(int win)
-{
-    (void)win;
-    return MPI_WIN_NULL;
-}
-PB_MPI_WEAK_ALIAS(MPI_Win_fromint, PMPI_Win_fromint);
 
 /* MPI_FILE_NULL converts to its ABI value (0x118) and back; no file is
  * ever open, so any other integer gives MPI_FILE_NULL. */

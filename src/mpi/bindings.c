@@ -2575,6 +2575,139 @@ PB_EXPORT int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count c
 }
 PB_MPI_WEAK_ALIAS(MPI_Exscan_init_c, PMPI_Exscan_init_c);
 
+static int win_create_keyval_checked(const char *func, MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                     MPI_Win_delete_attr_function *win_delete_attr_fn,
+                                     int *win_keyval, void *extra_state)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, win_keyval, "win_keyval");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_create_keyval_impl(func, win_copy_attr_fn, win_delete_attr_fn, win_keyval,
+                                         extra_state);
+}
+
+/* A new key for window attributes (the copy function is never called: windows are not
+ * duplicated). @return MPI_SUCCESS; MPI_ERR_ARG, MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                     MPI_Win_delete_attr_function *win_delete_attr_fn,
+                                     int *win_keyval, void *extra_state)
+{
+    return win_create_keyval_checked("MPI_Win_create_keyval", win_copy_attr_fn, win_delete_attr_fn,
+                                     win_keyval, extra_state);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_create_keyval, PMPI_Win_create_keyval);
+
+static int win_free_keyval_checked(const char *func, int *win_keyval)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, win_keyval, "win_keyval");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_free_keyval_impl(func, win_keyval);
+}
+
+/* Free a key of MPI_Win_create_keyval; set *@win_keyval to MPI_KEYVAL_INVALID. @return
+ * MPI_SUCCESS; MPI_ERR_KEYVAL, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_free_keyval(int *win_keyval)
+{
+    return win_free_keyval_checked("MPI_Win_free_keyval", win_keyval);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_free_keyval, PMPI_Win_free_keyval);
+
+static int win_set_attr_checked(const char *func, MPI_Win win, int win_keyval, void *attribute_val)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_set_attr_impl(func, win, win_keyval, attribute_val, w);
+}
+
+/* Set attribute @win_keyval of @win (the old value deleted first). @return MPI_SUCCESS;
+ * MPI_ERR_WIN, MPI_ERR_KEYVAL (unknown or predefined key). */
+PB_EXPORT int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
+{
+    return win_set_attr_checked("MPI_Win_set_attr", win, win_keyval, attribute_val);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_set_attr, PMPI_Win_set_attr);
+
+static int win_get_attr_checked(const char *func, MPI_Win win, int win_keyval, void *attribute_val,
+                                int *flag)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_get_attr_impl(func, win, win_keyval, attribute_val, flag, w);
+}
+
+/* The attribute @win_keyval of @win (MPI_WIN_BASE, _SIZE, _DISP_UNIT, _CREATE_FLAVOR, _MODEL, or
+ * a program's key); *@flag 0 when unset. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_KEYVAL,
+ * MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
+{
+    return win_get_attr_checked("MPI_Win_get_attr", win, win_keyval, attribute_val, flag);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_get_attr, PMPI_Win_get_attr);
+
+static int win_delete_attr_checked(const char *func, MPI_Win win, int win_keyval)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_delete_attr_impl(func, win, win_keyval, w);
+}
+
+/* Delete attribute @win_keyval of @win through its delete function. Errors as MPI_Win_set_attr. */
+PB_EXPORT int PMPI_Win_delete_attr(MPI_Win win, int win_keyval)
+{
+    return win_delete_attr_checked("MPI_Win_delete_attr", win, win_keyval);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_delete_attr, PMPI_Win_delete_attr);
+
+static int win_set_name_checked(const char *func, MPI_Win win, const char *win_name)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_set_name_impl(func, win, win_name, w);
+}
+
+/* Name @win (cut to MPI_MAX_OBJECT_NAME - 1). @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_set_name(MPI_Win win, const char *win_name)
+{
+    return win_set_name_checked("MPI_Win_set_name", win, win_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_set_name, PMPI_Win_set_name);
+
+static int win_get_name_checked(const char *func, MPI_Win win, char *win_name, int *resultlen)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_get_name_impl(func, win, win_name, resultlen, w);
+}
+
+/* @win's name (empty when unnamed). Errors as MPI_Win_set_name. */
+PB_EXPORT int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
+{
+    return win_get_name_checked("MPI_Win_get_name", win, win_name, resultlen);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_get_name, PMPI_Win_get_name);
+
 static int cart_create_checked(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
                                const int periods[], int reorder, MPI_Comm *comm_cart)
 {
@@ -3631,3 +3764,874 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Coun
                                            recvtypes, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Neighbor_alltoallw_init_c, PMPI_Neighbor_alltoallw_init_c);
+
+static int win_set_errhandler_checked(const char *func, MPI_Win win, MPI_Errhandler errhandler)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_set_errhandler_impl(func, win, errhandler, w);
+}
+
+/* Set @win's error handler (a predefined one, or one of MPI_Win_create_errhandler). @return
+ * MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
+{
+    return win_set_errhandler_checked("MPI_Win_set_errhandler", win, errhandler);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_set_errhandler, PMPI_Win_set_errhandler);
+
+static int win_get_errhandler_checked(const char *func, MPI_Win win, MPI_Errhandler *errhandler)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_get_errhandler_impl(func, win, errhandler, w);
+}
+
+/* @win's error handler. Errors as MPI_Win_set_errhandler. */
+PB_EXPORT int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
+{
+    return win_get_errhandler_checked("MPI_Win_get_errhandler", win, errhandler);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_get_errhandler, PMPI_Win_get_errhandler);
+
+static int win_call_errhandler_checked(const char *func, MPI_Win win, int errorcode)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_call_errhandler_impl(func, win, errorcode, w);
+}
+
+/* Raise @errorcode through @win's error handler. @return MPI_SUCCESS (or the error when the
+ * handler is MPI_ERRORS_RETURN); MPI_ERR_WIN. */
+PB_EXPORT int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
+{
+    return win_call_errhandler_checked("MPI_Win_call_errhandler", win, errorcode);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_call_errhandler, PMPI_Win_call_errhandler);
+
+static int win_create_checked(const char *func, void *base, MPI_Aint size, MPI_Aint disp_unit,
+                              MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_create_impl(func, base, size, disp_unit, info, comm, win, c);
+}
+
+/* Make a window of the @size bytes at @base of each rank of @comm (collective). @return
+ * MPI_SUCCESS; MPI_ERR_SIZE, MPI_ERR_DISP, MPI_ERR_BASE, MPI_ERR_INFO, MPI_ERR_ARG,
+ * MPI_ERR_OTHER (a rank could not set up its part). */
+PB_EXPORT int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
+                              MPI_Comm comm, MPI_Win *win)
+{
+    return win_create_checked("MPI_Win_create", base, size, disp_unit, info, comm, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_create, PMPI_Win_create);
+
+/* MPI_Win_create with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Win_create. */
+PB_EXPORT int PMPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                                MPI_Comm comm, MPI_Win *win)
+{
+    return win_create_checked("MPI_Win_create_c", base, size, disp_unit, info, comm, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_create_c, PMPI_Win_create_c);
+
+static int win_allocate_checked(const char *func, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                                MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_allocate_impl(func, size, disp_unit, info, comm, baseptr, win, c);
+}
+
+/* Make a window of @size new bytes per rank, in memory the ranks of a node map directly;
+ * *@baseptr is this rank's. Errors as MPI_Win_create. */
+PB_EXPORT int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                void *baseptr, MPI_Win *win)
+{
+    return win_allocate_checked("MPI_Win_allocate", size, disp_unit, info, comm, baseptr, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_allocate, PMPI_Win_allocate);
+
+/* MPI_Win_allocate with MPI_Count counts and MPI_Aint displacements. Errors as MPI_Win_allocate. */
+PB_EXPORT int PMPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+                                  void *baseptr, MPI_Win *win)
+{
+    return win_allocate_checked("MPI_Win_allocate_c", size, disp_unit, info, comm, baseptr, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_allocate_c, PMPI_Win_allocate_c);
+
+static int win_allocate_shared_checked(const char *func, MPI_Aint size, MPI_Aint disp_unit,
+                                       MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_allocate_shared_impl(func, size, disp_unit, info, comm, baseptr, win, c);
+}
+
+/* MPI_Win_allocate whose memories every rank may load and store (MPI_Win_shared_query);
+ * contiguous unless alloc_shared_noncontig. Errors as MPI_Win_create, and MPI_ERR_RMA_SHARED
+ * when @comm spans several nodes. */
+PB_EXPORT int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                                       void *baseptr, MPI_Win *win)
+{
+    return win_allocate_shared_checked("MPI_Win_allocate_shared", size, disp_unit, info, comm,
+                                       baseptr, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_allocate_shared, PMPI_Win_allocate_shared);
+
+/* MPI_Win_allocate_shared with MPI_Count counts and MPI_Aint displacements. Errors as
+ * MPI_Win_allocate_shared. */
+PB_EXPORT int PMPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                                         MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    return win_allocate_shared_checked("MPI_Win_allocate_shared_c", size, disp_unit, info, comm,
+                                       baseptr, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_allocate_shared_c, PMPI_Win_allocate_shared_c);
+
+static int win_create_dynamic_checked(const char *func, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_create_dynamic_impl(func, info, comm, win, c);
+}
+
+/* Make a window without memory; ranks attach theirs with MPI_Win_attach and peers address it by
+ * MPI_Get_address. Errors as MPI_Win_create. */
+PB_EXPORT int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    return win_create_dynamic_checked("MPI_Win_create_dynamic", info, comm, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_create_dynamic, PMPI_Win_create_dynamic);
+
+static int win_attach_checked(const char *func, MPI_Win win, void *base, MPI_Aint size)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_attach_impl(func, win, base, size, w);
+}
+
+/* Attach @size bytes at @base to the dynamic window @win. @return MPI_SUCCESS; MPI_ERR_WIN,
+ * MPI_ERR_RMA_FLAVOR, MPI_ERR_SIZE, MPI_ERR_BASE, MPI_ERR_RMA_ATTACH (overlaps). */
+PB_EXPORT int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
+{
+    return win_attach_checked("MPI_Win_attach", win, base, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_attach, PMPI_Win_attach);
+
+static int win_detach_checked(const char *func, MPI_Win win, const void *base)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_detach_impl(func, win, base, w);
+}
+
+/* Detach the memory attached at @base. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_RMA_FLAVOR,
+ * MPI_ERR_RMA_ATTACH (nothing attached there). */
+PB_EXPORT int PMPI_Win_detach(MPI_Win win, const void *base)
+{
+    return win_detach_checked("MPI_Win_detach", win, base);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_detach, PMPI_Win_detach);
+
+static int win_get_group_checked(const char *func, MPI_Win win, MPI_Group *group)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_get_group_impl(func, win, group, w);
+}
+
+/* A new group of the window's ranks. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
+{
+    return win_get_group_checked("MPI_Win_get_group", win, group);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_get_group, PMPI_Win_get_group);
+
+static int win_set_info_checked(const char *func, MPI_Win win, MPI_Info info)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_set_info_impl(func, win, info, w);
+}
+
+/* Set the window's hints Postbox knows from @info. @return MPI_SUCCESS; MPI_ERR_WIN,
+ * MPI_ERR_INFO. */
+PB_EXPORT int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
+{
+    return win_set_info_checked("MPI_Win_set_info", win, info);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_set_info, PMPI_Win_set_info);
+
+static int win_get_info_checked(const char *func, MPI_Win win, MPI_Info *info_used)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_get_info_impl(func, win, info_used, w);
+}
+
+/* A new info of the window's hints (no_locks, accumulate_ordering, accumulate_ops, same_size,
+ * same_disp_unit, alloc_shared_noncontig). @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
+{
+    return win_get_info_checked("MPI_Win_get_info", win, info_used);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_get_info, PMPI_Win_get_info);
+
+static int put_checked(const char *func, const void *origin_addr, MPI_Count origin_count,
+                       MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                       MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_put_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                           target_disp, target_count, target_datatype, win, w);
+}
+
+/* Write @origin_count elements of @origin_datatype at @origin_addr to @target_count elements of
+ * @target_datatype at displacement @target_disp of @target_rank's window; complete at the next
+ * synchronization. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_RANK, MPI_ERR_COUNT, MPI_ERR_TYPE,
+ * MPI_ERR_DISP, MPI_ERR_RMA_RANGE (outside the window), MPI_ERR_RMA_SYNC (outside an access
+ * epoch), MPI_ERR_OTHER (the target is unreachable). */
+PB_EXPORT int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Win win)
+{
+    return put_checked("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank,
+                       target_disp, target_count, target_datatype, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Put, PMPI_Put);
+
+/* MPI_Put with MPI_Count counts. Errors as MPI_Put. */
+PB_EXPORT int PMPI_Put_c(const void *origin_addr, MPI_Count origin_count,
+                         MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                         MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    return put_checked("MPI_Put_c", origin_addr, origin_count, origin_datatype, target_rank,
+                       target_disp, target_count, target_datatype, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Put_c, PMPI_Put_c);
+
+static int get_checked(const char *func, void *origin_addr, MPI_Count origin_count,
+                       MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                       MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_get_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                           target_disp, target_count, target_datatype, win, w);
+}
+
+/* Read from @target_rank's window into @origin_addr (MPI_Put's layout). Errors as MPI_Put. */
+PB_EXPORT int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Win win)
+{
+    return get_checked("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank,
+                       target_disp, target_count, target_datatype, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Get, PMPI_Get);
+
+/* MPI_Get with MPI_Count counts. Errors as MPI_Get. */
+PB_EXPORT int PMPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                         int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                         MPI_Datatype target_datatype, MPI_Win win)
+{
+    return get_checked("MPI_Get_c", origin_addr, origin_count, origin_datatype, target_rank,
+                       target_disp, target_count, target_datatype, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Get_c, PMPI_Get_c);
+
+static int accumulate_checked(const char *func, const void *origin_addr, MPI_Count origin_count,
+                              MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                              MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                              MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_accumulate_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win, w);
+}
+
+/* Combine the origin's elements into the target's with the predefined @op (or MPI_REPLACE),
+ * atomically per element. Errors as MPI_Put, and MPI_ERR_OP. */
+PB_EXPORT int PMPI_Accumulate(const void *origin_addr, int origin_count,
+                              MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                              int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                              MPI_Win win)
+{
+    return accumulate_checked("MPI_Accumulate", origin_addr, origin_count, origin_datatype,
+                              target_rank, target_disp, target_count, target_datatype, op, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Accumulate, PMPI_Accumulate);
+
+/* MPI_Accumulate with MPI_Count counts. Errors as MPI_Accumulate. */
+PB_EXPORT int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                                MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                                MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                                MPI_Win win)
+{
+    return accumulate_checked("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype,
+                              target_rank, target_disp, target_count, target_datatype, op, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Accumulate_c, PMPI_Accumulate_c);
+
+static int get_accumulate_checked(const char *func, const void *origin_addr, MPI_Count origin_count,
+                                  MPI_Datatype origin_datatype, void *result_addr,
+                                  MPI_Count result_count, MPI_Datatype result_datatype,
+                                  int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_get_accumulate_impl(func, origin_addr, origin_count, origin_datatype, result_addr,
+                                      result_count, result_datatype, target_rank, target_disp,
+                                      target_count, target_datatype, op, win, w);
+}
+
+/* MPI_Accumulate that first reads the target's elements into @result_addr (MPI_NO_OP: only
+ * reads). Errors as MPI_Accumulate. */
+PB_EXPORT int PMPI_Get_accumulate(const void *origin_addr, int origin_count,
+                                  MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                                  MPI_Datatype result_datatype, int target_rank,
+                                  MPI_Aint target_disp, int target_count,
+                                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return get_accumulate_checked("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype,
+                                  result_addr, result_count, result_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Get_accumulate, PMPI_Get_accumulate);
+
+/* MPI_Get_accumulate with MPI_Count counts. Errors as MPI_Get_accumulate. */
+PB_EXPORT int PMPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                                    MPI_Datatype origin_datatype, void *result_addr,
+                                    MPI_Count result_count, MPI_Datatype result_datatype,
+                                    int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    return get_accumulate_checked("MPI_Get_accumulate_c", origin_addr, origin_count,
+                                  origin_datatype, result_addr, result_count, result_datatype,
+                                  target_rank, target_disp, target_count, target_datatype, op, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Get_accumulate_c, PMPI_Get_accumulate_c);
+
+static int fetch_and_op_checked(const char *func, const void *origin_addr, void *result_addr,
+                                MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                                MPI_Op op, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_fetch_and_op_impl(func, origin_addr, result_addr, datatype, target_rank,
+                                    target_disp, op, win, w);
+}
+
+/* MPI_Get_accumulate of one predefined element. Errors as MPI_Accumulate. */
+PB_EXPORT int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                                int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    return fetch_and_op_checked("MPI_Fetch_and_op", origin_addr, result_addr, datatype, target_rank,
+                                target_disp, op, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Fetch_and_op, PMPI_Fetch_and_op);
+
+static int compare_and_swap_checked(const char *func, const void *origin_addr,
+                                    const void *compare_addr, void *result_addr,
+                                    MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                                    MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_compare_and_swap_impl(func, origin_addr, compare_addr, result_addr, datatype,
+                                        target_rank, target_disp, win, w);
+}
+
+/* Atomically: read the target's element into @result_addr and, when it equals *@compare_addr,
+ * replace it by *@origin_addr. Errors as MPI_Accumulate. */
+PB_EXPORT int PMPI_Compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                    void *result_addr, MPI_Datatype datatype, int target_rank,
+                                    MPI_Aint target_disp, MPI_Win win)
+{
+    return compare_and_swap_checked("MPI_Compare_and_swap", origin_addr, compare_addr, result_addr,
+                                    datatype, target_rank, target_disp, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Compare_and_swap, PMPI_Compare_and_swap);
+
+static int rput_checked(const char *func, const void *origin_addr, MPI_Count origin_count,
+                        MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                        MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+                        MPI_Request *request)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_rput_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                            target_disp, target_count, target_datatype, win, request, w);
+}
+
+/* MPI_Put with a request that completes when the origin buffer may be reused (passive target
+ * epochs only). Errors as MPI_Put, and MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return rput_checked("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank,
+                        target_disp, target_count, target_datatype, win, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rput, PMPI_Rput);
+
+/* MPI_Rput with MPI_Count counts. Errors as MPI_Rput. */
+PB_EXPORT int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count,
+                          MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+                          MPI_Request *request)
+{
+    return rput_checked("MPI_Rput_c", origin_addr, origin_count, origin_datatype, target_rank,
+                        target_disp, target_count, target_datatype, win, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rput_c, PMPI_Rput_c);
+
+static int rget_checked(const char *func, void *origin_addr, MPI_Count origin_count,
+                        MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                        MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+                        MPI_Request *request)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_rget_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                            target_disp, target_count, target_datatype, win, request, w);
+}
+
+/* MPI_Get with a request that completes when the data is in the origin buffer. Errors as
+ * MPI_Rput. */
+PB_EXPORT int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return rget_checked("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank,
+                        target_disp, target_count, target_datatype, win, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rget, PMPI_Rget);
+
+/* MPI_Rget with MPI_Count counts. Errors as MPI_Rget. */
+PB_EXPORT int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                          int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                          MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
+{
+    return rget_checked("MPI_Rget_c", origin_addr, origin_count, origin_datatype, target_rank,
+                        target_disp, target_count, target_datatype, win, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rget_c, PMPI_Rget_c);
+
+static int raccumulate_checked(const char *func, const void *origin_addr, MPI_Count origin_count,
+                               MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                               MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                               MPI_Win win, MPI_Request *request)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_raccumulate_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
+                                   target_disp, target_count, target_datatype, op, win, request, w);
+}
+
+/* MPI_Accumulate with a request (as MPI_Rput). Errors as MPI_Rput and MPI_Accumulate. */
+PB_EXPORT int PMPI_Raccumulate(const void *origin_addr, int origin_count,
+                               MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                               int target_count, MPI_Datatype target_datatype, MPI_Op op,
+                               MPI_Win win, MPI_Request *request)
+{
+    return raccumulate_checked("MPI_Raccumulate", origin_addr, origin_count, origin_datatype,
+                               target_rank, target_disp, target_count, target_datatype, op, win,
+                               request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Raccumulate, PMPI_Raccumulate);
+
+/* MPI_Raccumulate with MPI_Count counts. Errors as MPI_Raccumulate. */
+PB_EXPORT int PMPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
+                                 MPI_Datatype origin_datatype, int target_rank,
+                                 MPI_Aint target_disp, MPI_Count target_count,
+                                 MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                 MPI_Request *request)
+{
+    return raccumulate_checked("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype,
+                               target_rank, target_disp, target_count, target_datatype, op, win,
+                               request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Raccumulate_c, PMPI_Raccumulate_c);
+
+static int rget_accumulate_checked(const char *func, const void *origin_addr,
+                                   MPI_Count origin_count, MPI_Datatype origin_datatype,
+                                   void *result_addr, MPI_Count result_count,
+                                   MPI_Datatype result_datatype, int target_rank,
+                                   MPI_Aint target_disp, MPI_Count target_count,
+                                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                   MPI_Request *request)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_rget_accumulate_impl(func, origin_addr, origin_count, origin_datatype,
+                                       result_addr, result_count, result_datatype, target_rank,
+                                       target_disp, target_count, target_datatype, op, win, request,
+                                       w);
+}
+
+/* MPI_Get_accumulate with a request (as MPI_Rget). Errors as MPI_Rput and MPI_Accumulate. */
+PB_EXPORT int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
+                                   MPI_Datatype origin_datatype, void *result_addr,
+                                   int result_count, MPI_Datatype result_datatype, int target_rank,
+                                   MPI_Aint target_disp, int target_count,
+                                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                   MPI_Request *request)
+{
+    return rget_accumulate_checked("MPI_Rget_accumulate", origin_addr, origin_count,
+                                   origin_datatype, result_addr, result_count, result_datatype,
+                                   target_rank, target_disp, target_count, target_datatype, op, win,
+                                   request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rget_accumulate, PMPI_Rget_accumulate);
+
+/* MPI_Rget_accumulate with MPI_Count counts. Errors as MPI_Rget_accumulate. */
+PB_EXPORT int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                                     MPI_Datatype origin_datatype, void *result_addr,
+                                     MPI_Count result_count, MPI_Datatype result_datatype,
+                                     int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                     MPI_Request *request)
+{
+    return rget_accumulate_checked("MPI_Rget_accumulate_c", origin_addr, origin_count,
+                                   origin_datatype, result_addr, result_count, result_datatype,
+                                   target_rank, target_disp, target_count, target_datatype, op, win,
+                                   request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rget_accumulate_c, PMPI_Rget_accumulate_c);
+
+static int win_fence_checked(const char *func, int assert, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_fence_impl(func, assert, win, w);
+}
+
+/* Complete every RMA operation on the window and start the next fence epoch (collective).
+ * @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC (locks or PSCW open). */
+PB_EXPORT int PMPI_Win_fence(int assert, MPI_Win win)
+{
+    return win_fence_checked("MPI_Win_fence", assert, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_fence, PMPI_Win_fence);
+
+static int win_start_checked(const char *func, MPI_Group group, int assert, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_start_impl(func, group, assert, win, w);
+}
+
+/* Open an access epoch toward the ranks of @group, once each has posted. @return MPI_SUCCESS;
+ * MPI_ERR_WIN, MPI_ERR_GROUP, MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC. */
+PB_EXPORT int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+    return win_start_checked("MPI_Win_start", group, assert, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_start, PMPI_Win_start);
+
+static int win_complete_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_complete_impl(func, win, w);
+}
+
+/* Complete the access epoch of MPI_Win_start. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_RMA_SYNC
+ * (none open). */
+PB_EXPORT int PMPI_Win_complete(MPI_Win win)
+{
+    return win_complete_checked("MPI_Win_complete", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_complete, PMPI_Win_complete);
+
+static int win_post_checked(const char *func, MPI_Group group, int assert, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_post_impl(func, group, assert, win, w);
+}
+
+/* Open an exposure epoch for the ranks of @group. Errors as MPI_Win_start. */
+PB_EXPORT int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+{
+    return win_post_checked("MPI_Win_post", group, assert, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_post, PMPI_Win_post);
+
+static int win_wait_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_wait_impl(func, win, w);
+}
+
+/* Wait until every origin of the exposure epoch has completed, and close it. Errors as
+ * MPI_Win_complete. */
+PB_EXPORT int PMPI_Win_wait(MPI_Win win)
+{
+    return win_wait_checked("MPI_Win_wait", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_wait, PMPI_Win_wait);
+
+static int win_test_checked(const char *func, MPI_Win win, int *flag)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_test_impl(func, win, flag, w);
+}
+
+/* MPI_Win_wait that does not wait: *@flag 1 when it closed the epoch. Errors as MPI_Win_wait,
+ * and MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Win_test(MPI_Win win, int *flag)
+{
+    return win_test_checked("MPI_Win_test", win, flag);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_test, PMPI_Win_test);
+
+static int win_lock_checked(const char *func, int lock_type, int rank, int assert, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_lock_impl(func, lock_type, rank, assert, win, w);
+}
+
+/* Lock @rank's window as @lock_type (MPI_LOCK_EXCLUSIVE or MPI_LOCK_SHARED) and open an access
+ * epoch toward it. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_RANK, MPI_ERR_LOCKTYPE,
+ * MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC (already locked, or another epoch open). */
+PB_EXPORT int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
+{
+    return win_lock_checked("MPI_Win_lock", lock_type, rank, assert, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_lock, PMPI_Win_lock);
+
+static int win_lock_all_checked(const char *func, int assert, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_lock_all_impl(func, assert, win, w);
+}
+
+/* Lock every rank's window shared. Errors as MPI_Win_lock. */
+PB_EXPORT int PMPI_Win_lock_all(int assert, MPI_Win win)
+{
+    return win_lock_all_checked("MPI_Win_lock_all", assert, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_lock_all, PMPI_Win_lock_all);
+
+static int win_unlock_checked(const char *func, int rank, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_unlock_impl(func, rank, win, w);
+}
+
+/* Complete the operations toward @rank and release its lock. @return MPI_SUCCESS; MPI_ERR_WIN,
+ * MPI_ERR_RANK, MPI_ERR_RMA_SYNC (not locked). */
+PB_EXPORT int PMPI_Win_unlock(int rank, MPI_Win win)
+{
+    return win_unlock_checked("MPI_Win_unlock", rank, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_unlock, PMPI_Win_unlock);
+
+static int win_unlock_all_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_unlock_all_impl(func, win, w);
+}
+
+/* Complete every operation and release the locks of MPI_Win_lock_all. Errors as MPI_Win_unlock. */
+PB_EXPORT int PMPI_Win_unlock_all(MPI_Win win)
+{
+    return win_unlock_all_checked("MPI_Win_unlock_all", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_unlock_all, PMPI_Win_unlock_all);
+
+static int win_flush_checked(const char *func, int rank, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_flush_impl(func, rank, win, w);
+}
+
+/* Complete at @rank every operation issued toward it. @return MPI_SUCCESS; MPI_ERR_WIN,
+ * MPI_ERR_RANK, MPI_ERR_RMA_SYNC (no passive target epoch toward it). */
+PB_EXPORT int PMPI_Win_flush(int rank, MPI_Win win)
+{
+    return win_flush_checked("MPI_Win_flush", rank, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_flush, PMPI_Win_flush);
+
+static int win_flush_all_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_flush_all_impl(func, win, w);
+}
+
+/* MPI_Win_flush toward every rank. Errors as MPI_Win_flush. */
+PB_EXPORT int PMPI_Win_flush_all(MPI_Win win)
+{
+    return win_flush_all_checked("MPI_Win_flush_all", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_flush_all, PMPI_Win_flush_all);
+
+static int win_flush_local_checked(const char *func, int rank, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_flush_local_impl(func, rank, win, w);
+}
+
+/* Complete at the origin the operations toward @rank (Postbox: as MPI_Win_flush). Errors as
+ * MPI_Win_flush. */
+PB_EXPORT int PMPI_Win_flush_local(int rank, MPI_Win win)
+{
+    return win_flush_local_checked("MPI_Win_flush_local", rank, win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_flush_local, PMPI_Win_flush_local);
+
+static int win_flush_local_all_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_flush_local_all_impl(func, win, w);
+}
+
+/* MPI_Win_flush_local toward every rank. Errors as MPI_Win_flush. */
+PB_EXPORT int PMPI_Win_flush_local_all(MPI_Win win)
+{
+    return win_flush_local_all_checked("MPI_Win_flush_local_all", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_flush_local_all, PMPI_Win_flush_local_all);
+
+static int win_sync_checked(const char *func, MPI_Win win)
+{
+    pb_win_t *w;
+    int rc = pb_mpi_win_check(win, func, &w);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_win_sync_impl(func, win, w);
+}
+
+/* Make the window's memory as this process sees it and as peers do agree (a memory barrier).
+ * @return MPI_SUCCESS; MPI_ERR_WIN. */
+PB_EXPORT int PMPI_Win_sync(MPI_Win win)
+{
+    return win_sync_checked("MPI_Win_sync", win);
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_sync, PMPI_Win_sync);

@@ -7,6 +7,7 @@
 #define PB_MPI_BINDINGS_H
 
 #include "mpi/check.h"
+#include "mpi/win.h"
 #include "mpi/p2p_fast.h"
 
 /* The work of MPI_Bsend and MPI_Bsend_c once the checks of functions.txt passed, @func the name
@@ -386,6 +387,39 @@ int pb_mpi_exscan_init_impl(const char *func, const void *sendbuf, void *recvbuf
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request, pb_comm_t *c);
 
+/* The work of MPI_Win_create_keyval once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_create_keyval_impl(const char *func, MPI_Win_copy_attr_function *win_copy_attr_fn,
+                                  MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                                  void *extra_state);
+
+/* The work of MPI_Win_free_keyval once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_free_keyval_impl(const char *func, int *win_keyval);
+
+/* The work of MPI_Win_set_attr once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_set_attr_impl(const char *func, MPI_Win win, int win_keyval, void *attribute_val,
+                             pb_win_t *w);
+
+/* The work of MPI_Win_get_attr once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_get_attr_impl(const char *func, MPI_Win win, int win_keyval, void *attribute_val,
+                             int *flag, pb_win_t *w);
+
+/* The work of MPI_Win_delete_attr once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_delete_attr_impl(const char *func, MPI_Win win, int win_keyval, pb_win_t *w);
+
+/* The work of MPI_Win_set_name once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_set_name_impl(const char *func, MPI_Win win, const char *win_name, pb_win_t *w);
+
+/* The work of MPI_Win_get_name once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_get_name_impl(const char *func, MPI_Win win, char *win_name, int *resultlen,
+                             pb_win_t *w);
+
 /* The work of MPI_Cart_create once the checks of functions.txt passed, @func the name called:
  * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, const int dims[],
@@ -599,5 +633,190 @@ int pb_mpi_neighbor_alltoallw_init_impl(const char *func, const void *sendbuf,
                                         pb_mpi_counts_t recvcounts, const MPI_Aint rdispls[],
                                         const MPI_Datatype recvtypes[], MPI_Comm comm,
                                         MPI_Info info, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Win_set_errhandler once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_set_errhandler_impl(const char *func, MPI_Win win, MPI_Errhandler errhandler,
+                                   pb_win_t *w);
+
+/* The work of MPI_Win_get_errhandler once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_get_errhandler_impl(const char *func, MPI_Win win, MPI_Errhandler *errhandler,
+                                   pb_win_t *w);
+
+/* The work of MPI_Win_call_errhandler once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_call_errhandler_impl(const char *func, MPI_Win win, int errorcode, pb_win_t *w);
+
+/* The work of MPI_Win_create and MPI_Win_create_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_create_impl(const char *func, void *base, MPI_Aint size, MPI_Aint disp_unit,
+                           MPI_Info info, MPI_Comm comm, MPI_Win *win, pb_comm_t *c);
+
+/* The work of MPI_Win_allocate and MPI_Win_allocate_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_allocate_impl(const char *func, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
+                             MPI_Comm comm, void *baseptr, MPI_Win *win, pb_comm_t *c);
+
+/* The work of MPI_Win_allocate_shared and MPI_Win_allocate_shared_c once the checks of
+ * functions.txt passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_allocate_shared_impl(const char *func, MPI_Aint size, MPI_Aint disp_unit,
+                                    MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win,
+                                    pb_comm_t *c);
+
+/* The work of MPI_Win_create_dynamic once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_create_dynamic_impl(const char *func, MPI_Info info, MPI_Comm comm, MPI_Win *win,
+                                   pb_comm_t *c);
+
+/* The work of MPI_Win_attach once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_attach_impl(const char *func, MPI_Win win, void *base, MPI_Aint size, pb_win_t *w);
+
+/* The work of MPI_Win_detach once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_detach_impl(const char *func, MPI_Win win, const void *base, pb_win_t *w);
+
+/* The work of MPI_Win_get_group once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_get_group_impl(const char *func, MPI_Win win, MPI_Group *group, pb_win_t *w);
+
+/* The work of MPI_Win_set_info once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_set_info_impl(const char *func, MPI_Win win, MPI_Info info, pb_win_t *w);
+
+/* The work of MPI_Win_get_info once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_get_info_impl(const char *func, MPI_Win win, MPI_Info *info_used, pb_win_t *w);
+
+/* The work of MPI_Put and MPI_Put_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_put_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                    MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Get and MPI_Get_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_get_impl(const char *func, void *origin_addr, MPI_Count origin_count,
+                    MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                    MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Accumulate and MPI_Accumulate_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_accumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                           MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                           MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                           MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Get_accumulate and MPI_Get_accumulate_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_get_accumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                               MPI_Datatype origin_datatype, void *result_addr,
+                               MPI_Count result_count, MPI_Datatype result_datatype,
+                               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                               MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Fetch_and_op once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_fetch_and_op_impl(const char *func, const void *origin_addr, void *result_addr,
+                             MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                             MPI_Op op, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Compare_and_swap once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_compare_and_swap_impl(const char *func, const void *origin_addr,
+                                 const void *compare_addr, void *result_addr, MPI_Datatype datatype,
+                                 int target_rank, MPI_Aint target_disp, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Rput and MPI_Rput_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_rput_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+                     MPI_Request *request, pb_win_t *w);
+
+/* The work of MPI_Rget and MPI_Rget_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_rget_impl(const char *func, void *origin_addr, MPI_Count origin_count,
+                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
+                     MPI_Request *request, pb_win_t *w);
+
+/* The work of MPI_Raccumulate and MPI_Raccumulate_c once the checks of functions.txt passed,
+ * @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_raccumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                            MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                            MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                            MPI_Win win, MPI_Request *request, pb_win_t *w);
+
+/* The work of MPI_Rget_accumulate and MPI_Rget_accumulate_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_rget_accumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
+                                MPI_Datatype origin_datatype, void *result_addr,
+                                MPI_Count result_count, MPI_Datatype result_datatype,
+                                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                                MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                                MPI_Request *request, pb_win_t *w);
+
+/* The work of MPI_Win_fence once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_fence_impl(const char *func, int assert, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_start once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_start_impl(const char *func, MPI_Group group, int assert, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_complete once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_complete_impl(const char *func, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_post once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_post_impl(const char *func, MPI_Group group, int assert, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_wait once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_wait_impl(const char *func, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_test once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_test_impl(const char *func, MPI_Win win, int *flag, pb_win_t *w);
+
+/* The work of MPI_Win_lock once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_lock_impl(const char *func, int lock_type, int rank, int assert, MPI_Win win,
+                         pb_win_t *w);
+
+/* The work of MPI_Win_lock_all once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_lock_all_impl(const char *func, int assert, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_unlock once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_unlock_impl(const char *func, int rank, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_unlock_all once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_unlock_all_impl(const char *func, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_flush once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_flush_impl(const char *func, int rank, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_flush_all once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_flush_all_impl(const char *func, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_flush_local once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_flush_local_impl(const char *func, int rank, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_flush_local_all once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_flush_local_all_impl(const char *func, MPI_Win win, pb_win_t *w);
+
+/* The work of MPI_Win_sync once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_win_sync_impl(const char *func, MPI_Win win, pb_win_t *w);
 
 #endif

@@ -19,9 +19,10 @@
 #include "mpi/p2p.h"
 #include "mpi/topo.h"
 
-/* a user error handler (MPI_Comm_create_errhandler) */
+/* a user error handler (MPI_Comm_create_errhandler, MPI_Win_create_errhandler) */
 struct MPI_ABI_Errhandler {
-    MPI_Comm_errhandler_function *function;
+    MPI_Comm_errhandler_function *function;    /* for communicators */
+    MPI_Win_errhandler_function *win_function; /* for windows */
 };
 
 enum {
@@ -65,7 +66,7 @@ int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...
         eh = MPI_ERRORS_ARE_FATAL; /* before MPI_Init */
     if (eh == MPI_ERRORS_RETURN)
         return code;
-    if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT) {
+    if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT && eh->function != NULL) {
         MPI_Comm handle = c != NULL ? c->handle : MPI_COMM_SELF;
 
         eh->function(&handle, &code);
@@ -138,6 +139,38 @@ PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler);
+
+/* Make an error handler for windows calling @win_errhandler_fn.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL argument); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
+                                         MPI_Errhandler *errhandler)
+{
+    MPI_Errhandler eh;
+
+    if (win_errhandler_fn == NULL || errhandler == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Win_create_errhandler", "%s is NULL",
+                            win_errhandler_fn == NULL ? "win_errhandler_fn" : "errhandler");
+    eh = pb_eng_handle_new(PB_ENG_HANDLE_ERRHANDLER, sizeof(*eh));
+    if (eh == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Win_create_errhandler",
+                            "out of memory");
+    eh->win_function = win_errhandler_fn;
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Win_create_errhandler, PMPI_Win_create_errhandler);
+
+int pb_mpi_errhandler_valid_for_win(MPI_Errhandler eh)
+{
+    if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN)
+        return 1;
+    return pb_eng_handle_valid(PB_ENG_HANDLE_ERRHANDLER, eh) && eh->win_function != NULL;
+}
+
+void pb_mpi_errhandler_call_win(MPI_Errhandler eh, MPI_Win *win, int *code)
+{
+    eh->win_function(win, code);
+}
 
 /* Release *@errhandler (communicators using it keep it) and set it to
  * MPI_ERRHANDLER_NULL.  @return MPI_SUCCESS; MPI_ERR_ARG. */

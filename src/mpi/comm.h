@@ -60,4 +60,12 @@ int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p);
 pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context,
                             MPI_Errhandler errhandler);
 
+/* Whether @eh may be a window's error handler: a predefined one, or one
+ * of MPI_Win_create_errhandler. */
+int pb_mpi_errhandler_valid_for_win(MPI_Errhandler eh);
+
+/* Call the window error handler @eh (valid for windows, not predefined)
+ * on @win with *@code. */
+void pb_mpi_errhandler_call_win(MPI_Errhandler eh, MPI_Win *win, int *code);
+
 #endif

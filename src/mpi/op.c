@@ -531,6 +531,16 @@ void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MP
     op_apply_packed(o->kind, kind, in, inout, count, t);
 }
 
+void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *inout, size_t n)
+{
+    struct MPI_ABI_Op *o = op_lookup(op);
+    const pb_datatype_t *unit = pb_eng_type_of_basic(kind);
+
+    if (o == NULL || !o->predefined || unit == NULL)
+        return;
+    op_run(o->kind, kind, in, inout, n, (size_t)pb_eng_type_extent(unit));
+}
+
 /* ---- the MPI functions ------------------------------------------------------------------- */
 
 /* The op @handle (argument @what of @func) or a raised MPI_ERR_OP. */

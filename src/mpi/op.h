@@ -20,6 +20,12 @@ int pb_mpi_op_check_accumulate(MPI_Op op, MPI_Datatype type);
  * the standard's MPI_Reduce_local).  Arguments checked by pb_mpi_op_check. */
 void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MPI_Datatype type);
 
+/* inout[i] = in[i] op inout[i] for @n elements of basic @kind in the
+ * kind's C layout, @op a predefined op (MPI_REPLACE and MPI_NO_OP too)
+ * checked for @kind: the one-sided accumulates, which know the elements'
+ * kind but not the program's datatype handle. */
+void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *inout, size_t n);
+
 /* 1 when @op is commutative (every predefined op; a user op as created). */
 int pb_mpi_op_is_commutative(MPI_Op op);
 

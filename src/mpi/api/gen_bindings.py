@@ -42,6 +42,8 @@ address, count and datatype together); the order is the library's, which decides
 message when two arguments are wrong:
 
     comm                     the MPI_Comm parameter (MPI_ERR_COMM); must come first
+    win                      the MPI_Win parameter (MPI_ERR_WIN); must come first, and
+                             the window (pb_win_t *w) goes to the _impl
     root(R)                  R is a rank of the communicator (MPI_ERR_ROOT)
     buf(B, N, T, "what")     N elements of T at B (MPI_ERR_COUNT, _TYPE, _BUFFER)
     block(B, N, T, "what")   the same, N elements for each rank
@@ -86,10 +88,10 @@ COLUMNS = 100
 # the struct that carries an array of two widths to an _impl (src/mpi/check.h)
 ARRAY_STRUCTS = {("int", "MPI_Count"): "pb_mpi_counts_t", ("int", "MPI_Aint"): "pb_mpi_displs_t"}
 
-CHECK = re.compile(r"^(?P<kind>comm|root|buf|block|vec|reduce|alias|data|rank|source|tag|"
+CHECK = re.compile(r"^(?P<kind>comm|win|root|buf|block|vec|reduce|alias|data|rank|source|tag|"
                    r"anytag|ptr)"
                    r"(?P<mod>@root|\?root|\?)?(?:\((?P<args>.*)\))?$")
-ARITY = {"comm": 0, "root": 1, "buf": 4, "block": 4, "vec": 5, "reduce": 3, "alias": 3, "data": 3,
+ARITY = {"comm": 0, "win": 0, "root": 1, "buf": 4, "block": 4, "vec": 5, "reduce": 3, "alias": 3, "data": 3,
          "rank": 1, "source": 1, "tag": 1, "anytag": 1, "ptr": 1}
 # the checks that need the communicator the comm check found
 NEED_COMM = ("root", "vec", "rank", "source")
@@ -169,6 +171,12 @@ class Function:
     def comm(self) -> str:
         comms = [p.name for p in self.params if p.type == "MPI_Comm"]
         return comms[0] if comms else "MPI_COMM_NULL"
+
+    def win(self) -> str:
+        wins = [p.name for p in self.params if p.type == "MPI_Win"]
+        if not wins:
+            raise Error("%s: the win check needs an MPI_Win parameter" % self.name)
+        return wins[0]
 
 
 def split_args(text: str) -> list[str]:
@@ -332,6 +340,8 @@ def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
     comm = fn.comm()
     if kind == "comm":
         return ["    pb_comm_t *c;", "    int rc = pb_mpi_comm_check(%s, func, &c);" % comm, ""]
+    if kind == "win":
+        return ["    pb_win_t *w;", "    int rc = pb_mpi_win_check(%s, func, &w);" % fn.win(), ""]
     a = args
     if kind in ("buf", "block"):  # (B, N, T, what) -> (what, B, N, T)
         a = [a[3], a[0], a[1], a[2]]
@@ -360,32 +370,38 @@ def root_of(fn: Function) -> str:
     return roots[0]
 
 
+# the object the first check finds, passed on to the _impl: (check, parameter)
+OBJECT_CHECKS = {"comm": "pb_comm_t *c", "win": "pb_win_t *w"}
+
+
 def impl_params(fn: Function) -> list[str]:
-    extra = ["pb_comm_t *c"] if fn.checks and fn.checks[0][0] == "comm" else []
+    extra = [OBJECT_CHECKS[fn.checks[0][0]]] if fn.checks and fn.checks[0][0] in OBJECT_CHECKS \
+        else []
     return ["const char *func"] + [p.impl_decl() for p in fn.params] + extra
 
 
 def binding(fn: Function, inline: bool) -> str:
     if fn.ret != "int":
         raise Error("%s: only functions returning int are bound" % fn.name)
-    if any(c[0] == "comm" for c in fn.checks[1:]):
-        raise Error("%s: comm must be the first check" % fn.name)
+    if any(c[0] in OBJECT_CHECKS for c in fn.checks[1:]):
+        raise Error("%s: comm or win must be the first check" % fn.name)
     if fn.checks[0][0] != "comm" and any(c[0] in NEED_COMM for c in fn.checks):
         raise Error("%s: %s need the comm check first" % (fn.name, ", ".join(NEED_COMM)))
     lower = fn.lower()
     body = []
     for kind, mod, args in fn.checks:
         body += check_code(fn, kind, mod, args)
-    if not fn.checks or fn.checks[0][0] != "comm":
+    first = fn.checks[0][0] if fn.checks else None
+    if first not in OBJECT_CHECKS:
         body = ["    int rc = MPI_SUCCESS;", ""] + body
     impl_args = ["func"] + [p.name for p in fn.params]
-    if fn.checks and fn.checks[0][0] == "comm":
-        impl_args.append("c")
+    if first in OBJECT_CHECKS:
+        impl_args.append(OBJECT_CHECKS[first][-1])
     body += ["    if (rc != MPI_SUCCESS)", "        return rc;",
              wrap("return pb_mpi_%s_impl" % lower, impl_args, ";", " " * 4)]
     # an inline _impl is a hot path: its checks and work go into each PMPI_X whole
     static = "static PB_ALWAYS_INLINE int" if inline else "static int"
-    out = [wrap("%s %s_checked" % (static, lower), impl_params(fn)[:-1] if impl_args[-1] == "c"
+    out = [wrap("%s %s_checked" % (static, lower), impl_params(fn)[:-1] if first in OBJECT_CHECKS
                 else impl_params(fn), ""), "{"]
     out += body
     out += ["}", ""]
@@ -428,7 +444,7 @@ def write_bindings(items: list, impls: set[str], inline: dict[str, str]) -> tupl
          " * The functions behind the bindings of src/mpi/bindings.c, one per MPI function",
          " * and its large-count form, each written by hand in src/mpi/.", " */",
          "#ifndef PB_MPI_BINDINGS_H", "#define PB_MPI_BINDINGS_H", "",
-         '#include "mpi/check.h"']
+         '#include "mpi/check.h"', '#include "mpi/win.h"']
     h += ['#include "%s"' % name for name in sorted(set(inline.values()))] + [""]
     h += [impl_decl(fn) + "\n" for fn in functions if fn.lower() not in inline]
     h += ["#endif"]

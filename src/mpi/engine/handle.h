@@ -51,6 +51,7 @@ typedef enum {
     PB_ENG_HANDLE_INFO,
     PB_ENG_HANDLE_ERRHANDLER,
     PB_ENG_HANDLE_REQUEST,
+    PB_ENG_HANDLE_WIN,
     PB_ENG_HANDLE_KINDS /* number of kinds + 1 */
 } pb_eng_handle_kind_t;
 

@@ -1,0 +1,254 @@
+/*
+ * One-sided communication (MPI-5.0 chapter 12) over RSM.
+ *
+ * Every rank of a window has a *control block* (its lock word, its
+ * accumulate lock, and a post and a complete counter per peer for PSCW)
+ * and its window memory.  The control blocks of a node's ranks lie in one
+ * *node segment*, exported on the shm controller by the node's first rank
+ * and mapped by the others; for MPI_Win_allocate and _allocate_shared the
+ * window memory lies there too, after the control blocks.  A peer on the
+ * same node so reaches a target directly: a put is a memcpy, a lock or a
+ * fetch-and-op an atomic on mapped memory, and nothing is asked of the
+ * target process.  MPI_Win_create's memory is the program's: a peer of the
+ * node maps it only when it is whole pages that the shm controller can
+ * export in place (it then exports it separately); otherwise, and for
+ * every peer on another node, the target reaches it through the tcp
+ * controller.
+ *
+ * Toward a target on another node a rank imports, on the tcp controller,
+ * the target's export of its control block and of its window memory.
+ * Contiguous puts and gets are RSM puts and gets (a put of a
+ * non-contiguous target layout is one RSM putv); accumulates, atomics,
+ * lock requests and PSCW counts are RSM calls (pb_rsm_memseg_import_call)
+ * that the target's RSM service thread applies, so a passive-target epoch
+ * completes while the target computes outside MPI.  A flush is an RSM
+ * barrier on the target's imports.
+ *
+ * Atomicity: every accumulate-kind operation on a target's memory, from
+ * any origin and by either path, runs under the target's accumulate lock
+ * (a spin-then-yield lock word in its control block), so accumulates are
+ * atomic per element and ordered per origin/target pair as the default
+ * accumulate_ordering asks.
+ */
+#ifndef PB_MPI_WIN_H
+#define PB_MPI_WIN_H
+
+#include <postbox/rsm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mpi/comm.h"
+#include "mpi/engine/typerep.h"
+
+/* The control block of one rank of a window, in its node segment.  The
+ * lock word: PB_WIN_LOCK_EXCLUSIVE, or the number of shared holders. */
+#define PB_WIN_LOCK_EXCLUSIVE (UINT64_C(1) << 63)
+
+typedef struct {
+    _Atomic uint64_t lock; /* the passive-target lock of this rank's window */
+    char pad0[56];
+    _Atomic uint32_t acc_lock; /* held while an accumulate-kind operation runs */
+    char pad1[60];
+    /* then, for each peer p of the window: post[p] (how many exposure
+     * epochs p has posted to this rank as origin), complete[p] (how many
+     * access epochs p has completed toward this rank as target) */
+    _Atomic uint64_t counts[];
+} pb_win_ctl_t;
+
+/* Bytes of a control block for a window of @size ranks (a multiple of 64). */
+static inline size_t pb_win_ctl_size(int size)
+{
+    return (sizeof(pb_win_ctl_t) + 2 * sizeof(uint64_t) * (size_t)size + 63) & ~(size_t)63;
+}
+
+static inline _Atomic uint64_t *pb_win_post_count(pb_win_ctl_t *ctl, int peer)
+{
+    return &ctl->counts[2 * peer];
+}
+
+static inline _Atomic uint64_t *pb_win_complete_count(pb_win_ctl_t *ctl, int peer)
+{
+    return &ctl->counts[2 * peer + 1];
+}
+
+/* How this rank reaches one target of a window. */
+enum {
+    PB_WIN_DIRECT = 1, /* on this node, its memory mapped here: loads and stores */
+    PB_WIN_CMA,        /* on this node, its memory the program's: process_vm_readv/writev */
+    PB_WIN_TCP,        /* elsewhere (or the kernel refuses CMA): RSM calls to its service thread */
+};
+
+typedef struct {
+    int mode;          /* PB_WIN_DIRECT, _CMA or _TCP */
+    pb_win_ctl_t *ctl; /* DIRECT and CMA: its control block, mapped */
+    char *base;        /* DIRECT: its window memory, mapped */
+    uint64_t addr;     /* CMA: its window memory's address in its process */
+    uint32_t pid;      /* CMA: its process */
+    /* TCP: the import of its control block's export (made on first use),
+     * and the barrier that completes what was sent through it */
+    rsm_memseg_import_handle_t im;
+    rsmapi_barrier_t bar;
+    int bar_open;
+    uint32_t ctl_id; /* the segment id the target published on tcp */
+    uint32_t node;   /* its RSM node id */
+    uint64_t size;   /* of its window memory (dynamic: 0, not checked here) */
+    int64_t disp_unit;
+    int lock;       /* MPI_LOCK_EXCLUSIVE / MPI_LOCK_SHARED held, or 0 */
+    int lock_taken; /* the lock word was taken (not under MPI_MODE_NOCHECK) */
+    int pending;    /* TCP: operations sent since its last flush */
+} pb_win_target_t;
+
+/* A memory region of a dynamic window (MPI_Win_attach): peers that reach
+ * this rank through its service thread are held to the regions. */
+typedef struct pb_win_region {
+    char *base;
+    size_t size;
+    struct pb_win_region *next;
+} pb_win_region_t;
+
+enum {
+    PB_WIN_EPOCH_NONE = 0,
+    PB_WIN_EPOCH_FENCE,    /* between fences (the last without MPI_MODE_NOSUCCEED) */
+    PB_WIN_EPOCH_START,    /* MPI_Win_start .. MPI_Win_complete */
+    PB_WIN_EPOCH_LOCK,     /* some targets locked (MPI_Win_lock) */
+    PB_WIN_EPOCH_LOCK_ALL, /* MPI_Win_lock_all .. MPI_Win_unlock_all */
+};
+
+struct MPI_ABI_Win {
+    MPI_Win handle;
+    pb_comm_t *comm; /* a dup of the communicator given (its own contexts) */
+    int rank, size;
+    int flavor; /* MPI_WIN_FLAVOR_* */
+    int model;  /* MPI_WIN_UNIFIED */
+    void *base;
+    size_t bytes;
+    int64_t disp_unit;
+    MPI_Errhandler errhandler;
+    MPI_Info info; /* the hints, as MPI_Win_get_info returns them */
+    char name[MPI_MAX_OBJECT_NAME];
+
+    /* the node segment (shm): exported by the node's first rank, mapped */
+    rsm_memseg_export_handle_t node_ex;
+    rsm_memseg_import_handle_t node_im;
+    char *node_seg;
+    size_t node_seg_size;
+    pb_win_ctl_t *ctl; /* this rank's control block there */
+    /* this rank's control block exported on tcp (with the RSM call
+     * handler), for peers that reach it through their service threads */
+    rsmapi_controller_handle_t tcp_ctl;
+    rsm_memseg_export_handle_t ctl_ex;
+    uint32_t ctl_id;
+    int passive;                  /* this rank gave its tcp progress to the service thread */
+    pthread_mutex_t regions_lock; /* the service thread reads the regions */
+    pb_win_region_t *regions;     /* dynamic windows */
+
+    pb_win_target_t *targets; /* [size] */
+    int epoch;                /* PB_WIN_EPOCH_*: the access epoch open */
+    int locks_held;           /* targets locked by MPI_Win_lock */
+    int exposure;             /* MPI_Win_post .. MPI_Win_wait/test */
+    MPI_Group start_group, post_group;
+    int *start_ranks, nstart; /* the targets of the access epoch (MPI_Win_start) */
+    int *post_ranks, npost;   /* the origins of the exposure epoch */
+    uint64_t *post_seen;      /* [size]: posts from each target consumed */
+    uint64_t *complete_sent;  /* [size]: access epochs completed toward each target */
+    uint64_t *posted;         /* [size]: exposure epochs posted to each origin */
+    uint64_t *complete_seen;  /* [size]: completions from each origin consumed */
+
+    struct pb_win_attr *attrs; /* the program's attributes (win_attr.c), last set first */
+    /* what the predefined attributes point to */
+    MPI_Aint attr_size;
+    int attr_disp_unit, attr_flavor, attr_model;
+};
+
+typedef struct MPI_ABI_Win pb_win_t;
+
+/* The window @handle stands for, or NULL (MPI_WIN_NULL, freed, made up). */
+pb_win_t *pb_mpi_win(MPI_Win handle);
+
+/* Check @handle for use by @func: MPI_SUCCESS with *@win_p set, or the
+ * error raised (MPI_ERR_WIN on MPI_COMM_SELF's handler, as the standard
+ * says for an invalid window). */
+int pb_mpi_win_check(MPI_Win handle, const char *func, pb_win_t **win_p);
+
+/* Raise error @code found by @func on window @win through the window's
+ * error handler (MPI_ERRORS_ARE_FATAL unless the program set another),
+ * with a message saying what was wrong.  @return @code when the handler
+ * returns. */
+int pb_mpi_win_raise(pb_win_t *win, int code, const char *func, const char *fmt, ...)
+    PB_PRINTF(4, 5);
+
+/* Delete every attribute of @win through the delete functions (before
+ * MPI_Win_free releases it).  @return MPI_SUCCESS, or the first error a
+ * function returned (the attributes not deleted yet stay). */
+int pb_mpi_win_attr_delete_all(pb_win_t *win);
+
+/* Import @rank's control block on tcp, on first use.  @return MPI_SUCCESS
+ * or MPI_ERR_OTHER (the target cannot be reached; logged). */
+int pb_win_target_connect(pb_win_t *win, int rank);
+
+/* The RSM calls a rank makes to a target's service thread (rma.c applies
+ * them there): a request is this header, then @nruns runs of the
+ * target's memory (pb_win_run_t: offsets from its window memory, or
+ * addresses in a dynamic window), then packed data; the reply is a
+ * pb_win_reply_t, then packed data. */
+enum {
+    PB_WIN_CALL_PUT = 1, /* write the data to the runs */
+    PB_WIN_CALL_GET,     /* reply the runs' contents */
+    PB_WIN_CALL_ACC,     /* accumulate the data into the runs (arg 1: reply the old contents) */
+    PB_WIN_CALL_CAS,     /* one element: data = new value then compared value; reply the old */
+    PB_WIN_CALL_LOCK,    /* try the lock as arg (MPI_LOCK_*); reply status 1 if taken, 0 if not */
+    PB_WIN_CALL_UNLOCK,  /* release the lock held as arg */
+    PB_WIN_CALL_COUNT,   /* add 1 to the control block's counts[arg] (PSCW) */
+};
+
+typedef struct {
+    uint32_t kind;
+    uint32_t basic; /* ACC, CAS: the pb_basic_t of the elements */
+    uint64_t op;    /* ACC: the predefined MPI_Op (its ABI handle value) */
+    uint32_t nruns;
+    uint32_t arg;
+} pb_win_call_t;
+
+typedef struct {
+    uint64_t off, len;
+} pb_win_run_t;
+
+typedef struct {
+    int32_t status; /* MPI_SUCCESS or an error class (LOCK: 1 taken, 0 busy) */
+    uint32_t reserved;
+} pb_win_reply_t;
+
+/* Send the call @req (@len bytes) to @rank's service thread; with @reply,
+ * wait for its answer (at most @max bytes, *@got told), else return once
+ * sent (the next flush completes it).  @return MPI_SUCCESS or MPI_ERR_OTHER
+ * (the target is unreachable; logged). */
+int pb_win_call(pb_win_t *win, int rank, const void *req, size_t len, void *reply, size_t max,
+                size_t *got);
+
+/* The RSM call handler of a window's control block export (rma.c): runs
+ * on the RSM service thread for a peer's request. */
+void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
+
+/* Take and release the accumulate lock of a control block (spin, then
+ * yield): around every accumulate-kind operation on its rank's memory. */
+void pb_win_acc_lock(pb_win_ctl_t *ctl);
+void pb_win_acc_unlock(pb_win_ctl_t *ctl);
+
+/* Try to take the lock of a control block as @lock_type; @return 1 if
+ * taken.  Release it. */
+int pb_win_lock_try(pb_win_ctl_t *ctl, int lock_type);
+void pb_win_lock_release(pb_win_ctl_t *ctl, int lock_type);
+
+/* Complete at the target every operation this rank issued toward @rank
+ * (an RSM barrier on its imports; a memory fence on the node).
+ * @return MPI_SUCCESS or MPI_ERR_OTHER (the target is gone; logged). */
+int pb_win_flush_target(pb_win_t *win, int rank);
+
+/* Whether an RMA call toward @rank may run now (an access epoch that
+ * covers it).  @return 1 or 0. */
+int pb_win_may_access(const pb_win_t *win, int rank);
+
+#endif
