@@ -420,6 +420,13 @@ int pb_mpi_op_check_accumulate(MPI_Op op, MPI_Datatype type)
     return op_check(op, type, 1, &o, &t);
 }
 
+int pb_mpi_op_is_predefined(MPI_Op op)
+{
+    struct MPI_ABI_Op *o = op_lookup(op);
+
+    return o != NULL && o->predefined;
+}
+
 int pb_mpi_op_is_commutative(MPI_Op op)
 {
     struct MPI_ABI_Op *o = op_lookup(op);

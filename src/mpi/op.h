@@ -26,6 +26,9 @@ void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MP
  * kind but not the program's datatype handle. */
 void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *inout, size_t n);
 
+/* 1 when @op is a predefined op (MPI_SUM ... MPI_REPLACE, MPI_NO_OP). */
+int pb_mpi_op_is_predefined(MPI_Op op);
+
 /* 1 when @op is commutative (every predefined op; a user op as created). */
 int pb_mpi_op_is_commutative(MPI_Op op);
 

@@ -164,8 +164,7 @@ static void cas_apply(char *at, size_t size, const void *value, const void *comp
 /* ---- the target's side of RSM calls (the service thread) -------------------------- */
 
 /* Where run @run of this rank's window is in its memory, or NULL when it
- * is not inside the window (a dynamic window's attached memory).
- * Caller holds win->regions_lock for dynamic windows. */
+ * is not inside the window (a dynamic window's attached memory). */
 static char *own_run(pb_win_t *win, const pb_win_run_t *run)
 {
     if (win->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
@@ -173,12 +172,8 @@ static char *own_run(pb_win_t *win, const pb_win_run_t *run)
             return NULL;
         return (char *)win->base + run->off;
     }
-    for (pb_win_region_t *reg = win->regions; reg != NULL; reg = reg->next) {
-        uintptr_t lo = (uintptr_t)reg->base;
-
-        if (run->off >= lo && run->off - lo <= reg->size && run->len <= reg->size - (run->off - lo))
-            return (char *)(uintptr_t)run->off;
-    }
+    if (pb_win_regions_contain(win->ctl, run->off, run->len))
+        return (char *)(uintptr_t)run->off;
     return NULL;
 }
 
@@ -278,14 +273,10 @@ void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void 
             answer.status = MPI_ERR_NO_MEM;
         } else {
             memcpy(runs, (const char *)request + sizeof(call), call.nruns * sizeof(*runs));
-            if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
-                pthread_mutex_lock(&win->regions_lock);
             answer.status =
                 handle_call(win, &call, runs, (const char *)request + head, request_len - head,
                             reply != NULL ? (char *)reply + sizeof(answer) : NULL,
                             reply_max - sizeof(answer), &out_len);
-            if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC)
-                pthread_mutex_unlock(&win->regions_lock);
             free(runs);
         }
     }
@@ -526,6 +517,9 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
     if (p->rtype != NULL)
         rbytes = (size_t)o->rcount * pb_eng_type_size(p->rtype);
     if (o->kind == RMA_ACC || o->kind == RMA_CAS) {
+        if (!pb_mpi_op_is_predefined(o->op))
+            return pb_mpi_win_raise(win, MPI_ERR_OP, func,
+                                    "one-sided accumulates take predefined ops only");
         rc = pb_mpi_op_check_accumulate(o->op, o->ttype_h);
         if (rc != MPI_SUCCESS)
             return pb_mpi_win_raise(win, rc, func,
@@ -817,17 +811,18 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
         return MPI_SUCCESS;
     }
     t = &win->targets[o->target];
-    if (t->mode == PB_WIN_DIRECT) {
-        char *mem = win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? NULL : t->base;
-
-        if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-            pthread_mutex_lock(&win->regions_lock);
-            for (size_t i = 0; i < plan.nruns && rc == MPI_SUCCESS; i++)
-                rc = own_run(win, &plan.runs[i]) != NULL ? MPI_SUCCESS : MPI_ERR_RMA_RANGE;
-            pthread_mutex_unlock(&win->regions_lock);
+    if (win->flavor == MPI_WIN_FLAVOR_DYNAMIC && t->mode != PB_WIN_TCP) {
+        /* the target's attached memory, from its control block on this
+         * node (a target elsewhere checks itself) */
+        for (size_t i = 0; i < plan.nruns && rc == MPI_SUCCESS; i++) {
+            if (!pb_win_regions_contain(t->ctl, plan.runs[i].off, plan.runs[i].len))
+                rc = MPI_ERR_RMA_RANGE;
         }
-        if (rc == MPI_SUCCESS)
-            path_direct(o, &plan, mem, t->ctl);
+    }
+    if (rc != MPI_SUCCESS) {
+        /* reported below */
+    } else if (t->mode == PB_WIN_DIRECT) {
+        path_direct(o, &plan, win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? NULL : t->base, t->ctl);
     } else if (t->mode == PB_WIN_CMA) {
         rc = path_cma(o, &plan, t);
         if (rc < 0) {

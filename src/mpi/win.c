@@ -298,13 +298,6 @@ static void win_release(pb_win_t *win)
     }
     ctl_unexport(win);
     node_seg_release(win);
-    while (win->regions != NULL) {
-        pb_win_region_t *next = win->regions->next;
-
-        free(win->regions);
-        win->regions = next;
-    }
-    pthread_mutex_destroy(&win->regions_lock);
     if (win->flavor == MPI_WIN_FLAVOR_ALLOCATE || win->flavor == MPI_WIN_FLAVOR_SHARED)
         win->base = NULL;
     free(win->targets);
@@ -400,7 +393,6 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     win->bytes = (size_t)size;
     win->disp_unit = disp_unit;
     win->base = flavor == MPI_WIN_FLAVOR_CREATE ? base : NULL;
-    pthread_mutex_init(&win->regions_lock, NULL);
     rc = PMPI_Comm_dup(c->handle, &dup);
     if (rc != MPI_SUCCESS) {
         pb_eng_handle_delete(PB_ENG_HANDLE_WIN, win);
@@ -718,53 +710,67 @@ PB_EXPORT int PMPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_shared_query_c, PMPI_Win_shared_query_c);
 
+int pb_win_regions_contain(pb_win_ctl_t *ctl, uint64_t addr, uint64_t len)
+{
+    for (int i = 0; i < PB_WIN_REGIONS_MAX; i++) {
+        uint64_t base = atomic_load_explicit(&ctl->regions[i].base, memory_order_acquire);
+        uint64_t size = atomic_load_explicit(&ctl->regions[i].size, memory_order_relaxed);
+
+        if (base != 0 && addr >= base && addr - base <= size && len <= size - (addr - base))
+            return 1;
+    }
+    return 0;
+}
+
 int pb_mpi_win_attach_impl(const char *func, MPI_Win win, void *base, MPI_Aint size, pb_win_t *w)
 {
-    pb_win_region_t *reg;
+    pb_win_ctl_t *ctl = w->ctl;
+    uint64_t lo = (uint64_t)(uintptr_t)base;
+    int free_entry = -1;
 
     if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_FLAVOR, func,
                                 "the window was not made by MPI_Win_create_dynamic");
     if (size < 0)
         return pb_mpi_win_raise(w, MPI_ERR_SIZE, func, "size is negative (%ld)", (long)size);
-    if (base == NULL && size > 0)
+    if (base == NULL)
         return pb_mpi_win_raise(w, MPI_ERR_BASE, func, "base is NULL");
-    for (reg = w->regions; reg != NULL; reg = reg->next) {
-        if ((char *)base < reg->base + reg->size && reg->base < (char *)base + size)
+    for (int i = 0; i < PB_WIN_REGIONS_MAX; i++) {
+        uint64_t b = atomic_load_explicit(&ctl->regions[i].base, memory_order_relaxed);
+        uint64_t n = atomic_load_explicit(&ctl->regions[i].size, memory_order_relaxed);
+
+        if (b == 0) {
+            if (free_entry < 0)
+                free_entry = i;
+        } else if (lo < b + n && b < lo + (uint64_t)size) {
             return pb_mpi_win_raise(w, MPI_ERR_RMA_ATTACH, func,
                                     "[%p, +%ld) overlaps memory attached before", base, (long)size);
+        }
     }
-    reg = calloc(1, sizeof(*reg));
-    if (reg == NULL)
-        return pb_mpi_win_raise(w, MPI_ERR_NO_MEM, func, "out of memory");
-    reg->base = base;
-    reg->size = (size_t)size;
-    pthread_mutex_lock(&w->regions_lock);
-    reg->next = w->regions;
-    w->regions = reg;
-    pthread_mutex_unlock(&w->regions_lock);
+    if (free_entry < 0)
+        return pb_mpi_win_raise(w, MPI_ERR_RMA_ATTACH, func,
+                                "%d regions are attached already (Postbox's most)",
+                                PB_WIN_REGIONS_MAX);
+    atomic_store_explicit(&ctl->regions[free_entry].size, (uint64_t)size, memory_order_relaxed);
+    atomic_store_explicit(&ctl->regions[free_entry].base, lo, memory_order_release);
     return MPI_SUCCESS;
 }
 
 int pb_mpi_win_detach_impl(const char *func, MPI_Win win, const void *base, pb_win_t *w)
 {
-    pb_win_region_t **p;
+    pb_win_ctl_t *ctl = w->ctl;
 
     if (w->flavor != MPI_WIN_FLAVOR_DYNAMIC)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_FLAVOR, func,
                                 "the window was not made by MPI_Win_create_dynamic");
-    pthread_mutex_lock(&w->regions_lock);
-    for (p = &w->regions; *p != NULL; p = &(*p)->next) {
-        if ((*p)->base == base) {
-            pb_win_region_t *gone = *p;
-
-            *p = gone->next;
-            pthread_mutex_unlock(&w->regions_lock);
-            free(gone);
+    for (int i = 0; i < PB_WIN_REGIONS_MAX; i++) {
+        if (base != NULL && atomic_load_explicit(&ctl->regions[i].base, memory_order_relaxed) ==
+                                (uint64_t)(uintptr_t)base) {
+            atomic_store_explicit(&ctl->regions[i].base, 0, memory_order_release);
+            atomic_store_explicit(&ctl->regions[i].size, 0, memory_order_relaxed);
             return MPI_SUCCESS;
         }
     }
-    pthread_mutex_unlock(&w->regions_lock);
     return pb_mpi_win_raise(w, MPI_ERR_RMA_ATTACH, func, "no memory attached at %p", base);
 }
 

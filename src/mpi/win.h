@@ -46,11 +46,19 @@
  * lock word: PB_WIN_LOCK_EXCLUSIVE, or the number of shared holders. */
 #define PB_WIN_LOCK_EXCLUSIVE (UINT64_C(1) << 63)
 
+/* the most memory regions one rank attaches to a dynamic window at once */
+#define PB_WIN_REGIONS_MAX 32
+
 typedef struct {
     _Atomic uint64_t lock; /* the passive-target lock of this rank's window */
     char pad0[56];
     _Atomic uint32_t acc_lock; /* held while an accumulate-kind operation runs */
     char pad1[60];
+    /* a dynamic window: the memory this rank attached (base 0: a free
+     * entry), which peers check their accesses against */
+    struct {
+        _Atomic uint64_t base, size;
+    } regions[PB_WIN_REGIONS_MAX];
     /* then, for each peer p of the window: post[p] (how many exposure
      * epochs p has posted to this rank as origin), complete[p] (how many
      * access epochs p has completed toward this rank as target) */
@@ -100,14 +108,6 @@ typedef struct {
     int pending;    /* TCP: operations sent since its last flush */
 } pb_win_target_t;
 
-/* A memory region of a dynamic window (MPI_Win_attach): peers that reach
- * this rank through its service thread are held to the regions. */
-typedef struct pb_win_region {
-    char *base;
-    size_t size;
-    struct pb_win_region *next;
-} pb_win_region_t;
-
 enum {
     PB_WIN_EPOCH_NONE = 0,
     PB_WIN_EPOCH_FENCE,    /* between fences (the last without MPI_MODE_NOSUCCEED) */
@@ -140,9 +140,7 @@ struct MPI_ABI_Win {
     rsmapi_controller_handle_t tcp_ctl;
     rsm_memseg_export_handle_t ctl_ex;
     uint32_t ctl_id;
-    int passive;                  /* this rank gave its tcp progress to the service thread */
-    pthread_mutex_t regions_lock; /* the service thread reads the regions */
-    pb_win_region_t *regions;     /* dynamic windows */
+    int passive; /* this rank gave its tcp progress to the service thread */
 
     pb_win_target_t *targets; /* [size] */
     int epoch;                /* PB_WIN_EPOCH_*: the access epoch open */
@@ -246,6 +244,10 @@ void pb_win_lock_release(pb_win_ctl_t *ctl, int lock_type);
  * (an RSM barrier on its imports; a memory fence on the node).
  * @return MPI_SUCCESS or MPI_ERR_OTHER (the target is gone; logged). */
 int pb_win_flush_target(pb_win_t *win, int rank);
+
+/* Whether [@addr, @addr + @len) lies in memory attached to the dynamic
+ * window whose control block is @ctl.  @return 1 or 0. */
+int pb_win_regions_contain(pb_win_ctl_t *ctl, uint64_t addr, uint64_t len);
 
 /* Whether an RMA call toward @rank may run now (an access epoch that
  * covers it).  @return 1 or 0. */
