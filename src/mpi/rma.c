@@ -16,6 +16,7 @@
  * are arrays of C-layout pairs, converted one element at a time.
  */
 #include <sched.h>
+#include <time.h>
 #include <stdalign.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -177,6 +178,9 @@ static char *own_run(pb_win_t *win, const pb_win_run_t *run)
     return NULL;
 }
 
+static int32_t handle_batch(pb_win_t *win, const pb_win_call_t *call, const char *data,
+                            size_t data_len, char *out, size_t out_max, size_t *out_len);
+
 static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_win_run_t *runs,
                            const char *data, size_t data_len, char *out, size_t out_max,
                            size_t *out_len)
@@ -192,6 +196,7 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
             return MPI_ERR_ARG;
         atomic_fetch_add_explicit(&win->ctl->counts[call->arg], 1, memory_order_release);
         return MPI_SUCCESS;
+    case PB_WIN_CALL_BATCH: return handle_batch(win, call, data, data_len, out, out_max, out_len);
     default: break;
     }
     if ((call->kind == PB_WIN_CALL_ACC || call->kind == PB_WIN_CALL_CAS) &&
@@ -246,13 +251,89 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
     }
 }
 
+/* One call of a request: its header, runs and data at @req (@len bytes);
+ * the reply data to @out.  @return the answer's status. */
+static int32_t handle_request(pb_win_t *win, const char *req, size_t len, char *out, size_t out_max,
+                              size_t *out_len)
+{
+    pb_win_call_t call;
+    pb_win_run_t *runs;
+    size_t head;
+    int32_t status;
+
+    if (len < sizeof(call))
+        return MPI_ERR_ARG;
+    memcpy(&call, req, sizeof(call));
+    head = sizeof(call) + (size_t)call.nruns * sizeof(pb_win_run_t);
+    if (call.kind == PB_WIN_CALL_BATCH)
+        head = sizeof(call); /* nruns counts its sub-calls */
+    else if (call.nruns > len / sizeof(pb_win_run_t) || head > len)
+        return MPI_ERR_ARG;
+    runs = malloc(call.kind == PB_WIN_CALL_BATCH ? 1 : call.nruns * sizeof(*runs) + 1);
+    if (runs == NULL)
+        return MPI_ERR_NO_MEM;
+    if (call.kind != PB_WIN_CALL_BATCH)
+        memcpy(runs, req + sizeof(call), call.nruns * sizeof(*runs));
+    status = handle_call(win, &call, runs, req + head, len - head, out, out_max, out_len);
+    free(runs);
+    return status;
+}
+
+/* A BATCH: the lock, the sub-calls, the release (win.h). */
+static int32_t handle_batch(pb_win_t *win, const pb_win_call_t *call, const char *data,
+                            size_t data_len, char *out, size_t out_max, size_t *out_len)
+{
+    int lock_type = (int)(call->arg & 0xffffu);
+    int32_t status = MPI_SUCCESS;
+    size_t pos = 0;
+
+    if (lock_type != 0 && !pb_win_lock_try(win->ctl, lock_type))
+        return PB_WIN_BATCH_BUSY;
+    for (uint32_t i = 0; i < call->nruns && status == MPI_SUCCESS; i++) {
+        uint32_t word, len;
+        pb_win_reply_t sub = {0};
+        size_t sub_len = 0, room;
+
+        if (data_len - pos < sizeof(word)) {
+            status = MPI_ERR_ARG;
+            break;
+        }
+        memcpy(&word, data + pos, sizeof(word));
+        len = word & ~PB_WIN_BATCH_REPLY;
+        pos += sizeof(word);
+        if (len > data_len - pos) {
+            status = MPI_ERR_ARG;
+            break;
+        }
+        if (!(word & PB_WIN_BATCH_REPLY)) {
+            status = handle_request(win, data + pos, len, NULL, 0, &sub_len);
+        } else if (out == NULL || out_max - *out_len < sizeof(uint32_t) + sizeof(sub)) {
+            status = MPI_ERR_ARG;
+        } else {
+            /* (u32 length, answer, data) */
+            char *at = out + *out_len;
+
+            room = out_max - *out_len - sizeof(uint32_t) - sizeof(sub);
+            sub.status = handle_request(win, data + pos, len, at + sizeof(uint32_t) + sizeof(sub),
+                                        room, &sub_len);
+            memcpy(at, &(uint32_t){(uint32_t)(sizeof(sub) + sub_len)}, sizeof(uint32_t));
+            memcpy(at + sizeof(uint32_t), &sub, sizeof(sub));
+            *out_len += sizeof(uint32_t) + sizeof(sub) + sub_len;
+            status = sub.status;
+        }
+        pos += len;
+    }
+    if (lock_type != 0 && (call->arg & PB_WIN_BATCH_UNLOCK))
+        pb_win_lock_release(win->ctl, lock_type);
+    return status;
+}
+
 void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                          size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
 {
     pb_win_t *win = arg;
-    pb_win_call_t call;
     pb_win_reply_t answer = {0};
-    size_t out_len = 0, head;
+    size_t out_len = 0;
 
     *reply_len = 0;
     if (reply == NULL || reply_max < sizeof(answer)) {
@@ -260,26 +341,9 @@ void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void 
         reply = NULL;
         reply_max = sizeof(answer);
     }
-    if (request_len < sizeof(call))
-        return;
-    memcpy(&call, request, sizeof(call));
-    head = sizeof(call) + (size_t)call.nruns * sizeof(pb_win_run_t);
-    if (call.nruns > request_len / sizeof(pb_win_run_t) || head > request_len) {
-        answer.status = MPI_ERR_ARG;
-    } else {
-        pb_win_run_t *runs = malloc(call.nruns * sizeof(pb_win_run_t) + 1);
-
-        if (runs == NULL) {
-            answer.status = MPI_ERR_NO_MEM;
-        } else {
-            memcpy(runs, (const char *)request + sizeof(call), call.nruns * sizeof(*runs));
-            answer.status =
-                handle_call(win, &call, runs, (const char *)request + head, request_len - head,
-                            reply != NULL ? (char *)reply + sizeof(answer) : NULL,
-                            reply_max - sizeof(answer), &out_len);
-            free(runs);
-        }
-    }
+    answer.status = handle_request(win, request, request_len,
+                                   reply != NULL ? (char *)reply + sizeof(answer) : NULL,
+                                   reply_max - sizeof(answer), &out_len);
     if (reply == NULL) {
         if (answer.status != MPI_SUCCESS)
             pb_warn("window: a peer's operation failed here (error class %d)", answer.status);
@@ -687,23 +751,281 @@ static int path_cma(const rma_op_t *o, rma_plan_t *p, pb_win_target_t *t)
     return rc == PB_ENG_PEER_COPY_OK ? MPI_SUCCESS : MPI_ERR_RMA_RANGE;
 }
 
+/* ---- deferred locks: an epoch's calls in one batch ---------------------------------- */
+
+/*
+ * A lock toward a target on another node is not asked for when MPI_Win_lock
+ * (or _lock_all) is called: the epoch's operations are kept in a batch,
+ * sent when the program flushes or unlocks as one call that the target's
+ * service thread runs whole: take the lock (or answer that it is busy,
+ * running nothing), run the operations, release the lock when unlocking.
+ * A lock/put/unlock epoch is so one round trip, and an epoch without
+ * operations none.  A batch that grows past one call's room is sent with
+ * the lock kept; the epoch then goes on as a taken lock's.
+ */
+
+struct pb_win_batch {
+    char *req; /* the BATCH call: header, then (u32 length, sub-call) each */
+    size_t len, cap;
+    uint32_t calls;
+    size_t reply_bytes; /* what the sub-calls' replies will take */
+    struct {
+        char *at; /* where a sub-call's reply data goes (NULL: none) */
+        size_t len;
+    } * sinks;
+    size_t nsinks, sinks_cap;
+    struct rma_deferred *defs; /* results unpacked once the batch ran */
+};
+
+/* A result to unpack into the program's buffer once its batch ran. */
+struct rma_deferred {
+    char *fetched;
+    size_t bytes;
+    void *dst;
+    MPI_Count count;
+    pb_datatype_t *type;
+    struct rma_deferred *next;
+};
+
+int pb_win_batch_pending(const pb_win_target_t *t)
+{
+    return t->batch != NULL && t->batch->calls > 0;
+}
+
+static pb_win_batch_t *batch_of(pb_win_target_t *t)
+{
+    if (t->batch == NULL)
+        t->batch = calloc(1, sizeof(*t->batch));
+    return t->batch;
+}
+
+void pb_win_batch_free(pb_win_target_t *t)
+{
+    pb_win_batch_t *b = t->batch;
+
+    if (b == NULL)
+        return;
+    while (b->defs != NULL) {
+        struct rma_deferred *d = b->defs;
+
+        b->defs = d->next;
+        pb_eng_type_release(d->type);
+        free(d->fetched);
+        free(d);
+    }
+    free(b->req);
+    free(b->sinks);
+    free(b);
+    t->batch = NULL;
+}
+
+/* Append the sub-call @req to @t's batch, its reply data to go to @at.
+ * @return 1 if it fits, 0 if the batch must go first, -1 out of memory. */
+static int batch_add(pb_win_target_t *t, const char *req, size_t len, char *at, size_t at_len,
+                     int wants_reply)
+{
+    pb_win_batch_t *b = batch_of(t);
+    size_t need = len + sizeof(uint32_t);
+    size_t reply_need = wants_reply ? sizeof(uint32_t) + sizeof(pb_win_reply_t) + at_len : 0;
+
+    if (b == NULL)
+        return -1;
+    if (b->len == 0)
+        b->len = sizeof(pb_win_call_t);
+    if (b->len + need > PB_RSM_CALL_MAX ||
+        sizeof(pb_win_reply_t) + b->reply_bytes + reply_need > PB_RSM_CALL_MAX)
+        return 0;
+    if (b->len + need > b->cap) {
+        size_t cap = b->cap > 0 ? b->cap : 1024;
+        char *more;
+
+        while (cap < b->len + need)
+            cap *= 2;
+        more = realloc(b->req, cap);
+        if (more == NULL)
+            return -1;
+        b->req = more;
+        b->cap = cap;
+    }
+    if (wants_reply && b->nsinks == b->sinks_cap) {
+        size_t cap = b->sinks_cap > 0 ? 2 * b->sinks_cap : 16;
+        void *more = realloc(b->sinks, cap * sizeof(*b->sinks));
+
+        if (more == NULL)
+            return -1;
+        b->sinks = more;
+        b->sinks_cap = cap;
+    }
+    memcpy(b->req + b->len, &(uint32_t){(uint32_t)len | (wants_reply ? PB_WIN_BATCH_REPLY : 0)},
+           sizeof(uint32_t));
+    memcpy(b->req + b->len + sizeof(uint32_t), req, len);
+    b->len += need;
+    b->calls++;
+    if (wants_reply) {
+        b->sinks[b->nsinks].at = at;
+        b->sinks[b->nsinks].len = at_len;
+        b->nsinks++;
+        b->reply_bytes += reply_need;
+    }
+    return 1;
+}
+
+int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
+{
+    pb_win_target_t *t = &win->targets[rank];
+    pb_win_batch_t *b = batch_of(t);
+    pb_win_call_t head = {.kind = PB_WIN_CALL_BATCH,
+                          .arg = (uint32_t)t->lock | (unlock ? PB_WIN_BATCH_UNLOCK : 0)};
+    pb_win_reply_t answer;
+    char *reply;
+    size_t got = 0, pos;
+    long sleep_ns = 1000;
+    int rc;
+
+    if (b == NULL)
+        return MPI_ERR_NO_MEM;
+    if (b->len == 0 && b->req == NULL) {
+        b->req = malloc(sizeof(head));
+        if (b->req == NULL)
+            return MPI_ERR_NO_MEM;
+        b->cap = sizeof(head);
+    }
+    if (b->len == 0)
+        b->len = sizeof(head);
+    head.nruns = b->calls;
+    memcpy(b->req, &head, sizeof(head));
+    reply = malloc(sizeof(answer) + b->reply_bytes);
+    if (reply == NULL)
+        return MPI_ERR_NO_MEM;
+    for (;;) {
+        rc = pb_win_call(win, rank, b->req, b->len, reply, sizeof(answer) + b->reply_bytes, &got);
+        if (rc != MPI_SUCCESS)
+            break;
+        memcpy(&answer, reply, sizeof(answer));
+        if (answer.status != PB_WIN_BATCH_BUSY) {
+            rc = answer.status;
+            break;
+        }
+        /* the lock is held by another: try again a little later */
+        pb_eng_progress();
+        nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+        if (sleep_ns < 1000000L)
+            sleep_ns *= 2;
+    }
+    /* the sub-calls' replies, in order: (u32 length, reply) each */
+    pos = sizeof(answer);
+    for (size_t i = 0; rc == MPI_SUCCESS && i < b->nsinks; i++) {
+        uint32_t len;
+        pb_win_reply_t sub;
+
+        if (pos + sizeof(len) + sizeof(sub) > got) {
+            rc = MPI_ERR_OTHER;
+            break;
+        }
+        memcpy(&len, reply + pos, sizeof(len));
+        memcpy(&sub, reply + pos + sizeof(len), sizeof(sub));
+        rc = sub.status;
+        if (rc == MPI_SUCCESS && b->sinks[i].at != NULL) {
+            if (len != sizeof(sub) + b->sinks[i].len || pos + sizeof(len) + len > got)
+                rc = MPI_ERR_OTHER;
+            else
+                memcpy(b->sinks[i].at, reply + pos + sizeof(len) + sizeof(sub), b->sinks[i].len);
+        }
+        pos += sizeof(len) + len;
+    }
+    free(reply);
+    for (struct rma_deferred *d = b->defs; rc == MPI_SUCCESS && d != NULL; d = d->next)
+        pb_eng_type_unpack_range(d->fetched, d->bytes, d->dst, d->count, d->type, 0);
+    pb_win_batch_free(t);
+    if (rc == MPI_SUCCESS)
+        t->lock_taken = !unlock;
+    return rc;
+}
+
+/* Send the sub-call @req toward @rank: into its batch while its lock is
+ * deferred, else as a call of its own (@wants_reply: wait for the answer,
+ * its data to @at; @reply is room for it). */
+static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, int wants_reply,
+                        char *at, size_t at_len, char *reply)
+{
+    pb_win_target_t *t = &win->targets[rank];
+    pb_win_reply_t answer;
+    size_t got = 0;
+    int rc;
+
+    if (t->lock != 0 && !t->lock_taken && t->lock_deferred) {
+        int added = batch_add(t, req, len, at, at_len, wants_reply);
+
+        if (added < 0)
+            return MPI_ERR_NO_MEM;
+        if (added > 0)
+            return MPI_SUCCESS;
+        /* no room: run the batch keeping the lock, then go on as taken */
+        rc = pb_win_batch_run(win, rank, 0);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    rc =
+        pb_win_call(win, rank, req, len, wants_reply ? reply : NULL, sizeof(answer) + at_len, &got);
+    if (rc != MPI_SUCCESS || !wants_reply)
+        return rc;
+    memcpy(&answer, reply, sizeof(answer));
+    if (answer.status != MPI_SUCCESS)
+        return answer.status;
+    if (at != NULL) {
+        if (got != sizeof(answer) + at_len)
+            return MPI_ERR_OTHER;
+        memcpy(at, reply + sizeof(answer), at_len);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Keep @p's fetched data for the batch of @t: it is unpacked into the
+ * program's buffer when the batch ran.  @return MPI_SUCCESS or
+ * MPI_ERR_NO_MEM. */
+static int defer_result(pb_win_target_t *t, rma_plan_t *p, void *dst, MPI_Count count,
+                        pb_datatype_t *type)
+{
+    pb_win_batch_t *b = batch_of(t);
+    struct rma_deferred *d = calloc(1, sizeof(*d));
+
+    if (b == NULL || d == NULL) {
+        free(d);
+        return MPI_ERR_NO_MEM;
+    }
+    *d = (struct rma_deferred){p->fetched, p->bytes, dst, count, type, b->defs};
+    pb_eng_type_retain(type);
+    b->defs = d;
+    p->fetched = NULL;
+    return MPI_SUCCESS;
+}
+
 /* Through the target's service thread: the runs cut into calls of at
  * most RMA_CALL_DATA packed bytes, each element whole.  @return
  * MPI_SUCCESS, an error class the target answered, or MPI_ERR_OTHER. */
 static int path_tcp(pb_win_t *win, const rma_op_t *o, rma_plan_t *p)
 {
-    size_t unit = 1, ext = 1, pos = 0, run = 0;
+    size_t unit = 1, ext = 1, pos = 0, run = 0, need;
     uint64_t run_done = 0;
     int padded = o->kind == RMA_ACC && kind_has_padding(p->kind);
     int wants_reply = o->kind != RMA_PUT || win->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
                       (o->kind == RMA_ACC && p->fetched != NULL);
-    char *req = malloc(PB_RSM_CALL_MAX), *reply = wants_reply ? malloc(PB_RSM_CALL_MAX) : NULL;
+    alignas(max_align_t) char small_req[1024], small_reply[1024];
+    char *req = small_req, *reply = wants_reply ? small_reply : NULL;
     int rc = MPI_SUCCESS;
 
-    if (req == NULL || (wants_reply && reply == NULL)) {
-        free(req);
-        free(reply);
-        return MPI_ERR_NO_MEM;
+    /* a request holds the call, its runs and the data; a reply the answer
+     * and the data */
+    need = sizeof(pb_win_call_t) + p->nruns * sizeof(pb_win_run_t) + 2 * p->bytes;
+    if (need > sizeof(small_req)) {
+        need = need < PB_RSM_CALL_MAX ? need : PB_RSM_CALL_MAX;
+        req = malloc(need);
+        reply = wants_reply ? malloc(need) : NULL;
+        if (req == NULL || (wants_reply && reply == NULL)) {
+            free(req);
+            free(reply);
+            return MPI_ERR_NO_MEM;
+        }
     }
     if (o->kind == RMA_ACC || o->kind == RMA_CAS) {
         const pb_datatype_t *u = pb_eng_type_of_basic(p->kind);
@@ -714,7 +1036,7 @@ static int path_tcp(pb_win_t *win, const rma_op_t *o, rma_plan_t *p)
     do {
         pb_win_call_t *call = (pb_win_call_t *)req;
         pb_win_run_t *runs = (pb_win_run_t *)(req + sizeof(*call));
-        size_t room = RMA_CALL_DATA, piece = 0, nr = 0, got = 0;
+        size_t room = RMA_CALL_DATA, piece = 0, nr = 0;
         char *data;
 
         *call = (pb_win_call_t){.basic = (uint32_t)p->kind, .op = (uint64_t)(uintptr_t)o->op};
@@ -745,26 +1067,17 @@ static int path_tcp(pb_win_t *win, const rma_op_t *o, rma_plan_t *p)
             if (o->kind == RMA_CAS)
                 memcpy(data + piece, o->compare, piece);
         }
-        rc = pb_win_call(win, o->target, req,
-                         (size_t)(data - req) +
-                             (p->data != NULL ? (o->kind == RMA_CAS ? 2 * piece : piece) : 0),
-                         reply, PB_RSM_CALL_MAX, &got);
-        if (rc == MPI_SUCCESS && reply != NULL) {
-            pb_win_reply_t answer;
-
-            memcpy(&answer, reply, sizeof(answer));
-            rc = answer.status;
-            if (rc == MPI_SUCCESS && p->fetched != NULL) {
-                if (got != sizeof(answer) + piece)
-                    rc = MPI_ERR_OTHER;
-                else
-                    memcpy(p->fetched + pos, reply + sizeof(answer), piece);
-            }
-        }
+        rc = tcp_exchange(win, o->target, req,
+                          (size_t)(data - req) +
+                              (p->data != NULL ? (o->kind == RMA_CAS ? 2 * piece : piece) : 0),
+                          wants_reply, p->fetched != NULL ? p->fetched + pos : NULL,
+                          p->fetched != NULL ? piece : 0, reply);
         pos += piece;
     } while (rc == MPI_SUCCESS && run < p->nruns);
-    free(req);
-    free(reply);
+    if (req != small_req) {
+        free(req);
+        free(reply);
+    }
     return rc;
 }
 
@@ -837,7 +1150,10 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
         MPI_Count count = o->kind == RMA_GET ? o->ocount : o->rcount;
         pb_datatype_t *type = o->kind == RMA_GET ? plan.otype : plan.rtype;
 
-        pb_eng_type_unpack_range(plan.fetched, plan.bytes, dst, count, type, 0);
+        if (t->mode == PB_WIN_TCP && pb_win_batch_pending(t) && !t->lock_taken)
+            rc = defer_result(t, &plan, dst, count, type); /* filled when the batch runs */
+        else
+            pb_eng_type_unpack_range(plan.fetched, plan.bytes, dst, count, type, 0);
     }
     plan_free(&plan);
     if (rc == MPI_SUCCESS)
@@ -984,13 +1300,26 @@ int pb_mpi_compare_and_swap_impl(const char *func, const void *origin_addr,
 /* The request-based forms: the operation is done (locally complete) when
  * they return, so their requests are complete at once.  They belong to
  * passive-target epochs. */
-static int request_for(pb_win_t *w, const char *func, MPI_Request *request)
+static int request_for(pb_win_t *w, const char *func, int target, MPI_Request *request)
 {
+    pb_win_target_t *t;
+    int rc;
+
     if (request == NULL)
         return pb_mpi_win_raise(w, MPI_ERR_ARG, func, "request is NULL");
     if (w->epoch != PB_WIN_EPOCH_LOCK && w->epoch != PB_WIN_EPOCH_LOCK_ALL)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func,
                                 "request-based operations need a passive-target epoch");
+    if (target < 0 || target >= w->size)
+        return MPI_SUCCESS; /* MPI_PROC_NULL, or the call's own error */
+    /* the operation completes before the call returns: a deferred lock
+     * is taken now (with the calls batched so far) */
+    t = &w->targets[target];
+    if (t->lock != 0 && t->lock_deferred && !t->lock_taken) {
+        rc = pb_win_batch_run(w, target, 0);
+        if (rc != MPI_SUCCESS)
+            return pb_mpi_win_raise(w, rc, func, "taking rank %d's lock failed", target);
+    }
     return MPI_SUCCESS;
 }
 
@@ -1009,7 +1338,7 @@ int pb_mpi_rput_impl(const char *func, const void *origin_addr, MPI_Count origin
                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
                      MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, request);
+    int rc = request_for(w, func, target_rank, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_put_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
@@ -1022,7 +1351,7 @@ int pb_mpi_rget_impl(const char *func, void *origin_addr, MPI_Count origin_count
                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
                      MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, request);
+    int rc = request_for(w, func, target_rank, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_get_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
@@ -1035,7 +1364,7 @@ int pb_mpi_raccumulate_impl(const char *func, const void *origin_addr, MPI_Count
                             MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
                             MPI_Win win, MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, request);
+    int rc = request_for(w, func, target_rank, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_accumulate_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
@@ -1050,7 +1379,7 @@ int pb_mpi_rget_accumulate_impl(const char *func, const void *origin_addr, MPI_C
                                 MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                                 MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, request);
+    int rc = request_for(w, func, target_rank, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_get_accumulate_impl(func, origin_addr, origin_count, origin_datatype,

@@ -315,9 +315,18 @@ static int lock_once(pb_win_t *win, void *arg)
     return answer.status == 1;
 }
 
+/* Take @rank's lock as @lock_type; toward another node, only note that
+ * the epoch's batch will ask for it (rma.c, "deferred locks"). */
 static int lock_take(pb_win_t *win, int rank, int lock_type)
 {
     lock_try_t l = {rank, lock_type, 0};
+
+    /* (a dynamic window's target checks the addresses: its errors must
+     * come back with the call that made them, not at the unlock) */
+    if (win->targets[rank].mode == PB_WIN_TCP && win->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
+        win->targets[rank].lock_deferred = 1;
+        return MPI_SUCCESS;
+    }
 
     rma_wait(win, lock_once, &l);
     if (l.failed)
@@ -333,7 +342,12 @@ static int lock_give(pb_win_t *win, int rank)
     pb_win_call_t call = {.kind = PB_WIN_CALL_UNLOCK, .arg = (uint32_t)t->lock};
     int rc = MPI_SUCCESS;
 
-    if (t->lock_taken) {
+    if (t->lock_deferred && !t->lock_taken) {
+        /* the whole epoch in one round trip, or nothing to do at all */
+        if (pb_win_batch_pending(t))
+            rc = pb_win_batch_run(win, rank, 1);
+        t->lock_taken = 0;
+    } else if (t->lock_taken) {
         if (t->mode != PB_WIN_TCP) {
             atomic_thread_fence(memory_order_seq_cst);
             pb_win_lock_release(t->ctl, t->lock);
@@ -345,8 +359,10 @@ static int lock_give(pb_win_t *win, int rank)
     }
     if (rc == MPI_SUCCESS)
         rc = pb_win_flush_target(win, rank);
+    pb_win_batch_free(t);
     t->lock = 0;
     t->lock_taken = 0;
+    t->lock_deferred = 0;
     return rc;
 }
 
@@ -444,6 +460,20 @@ int pb_mpi_win_unlock_all_impl(const char *func, MPI_Win win, pb_win_t *w)
     return MPI_SUCCESS;
 }
 
+/* Complete the operations toward the locked @rank: its deferred lock's
+ * batch runs (the lock kept), then what went outside a batch completes. */
+static int flush_target_batch(pb_win_t *w, int rank)
+{
+    pb_win_target_t *t = &w->targets[rank];
+    int rc = MPI_SUCCESS;
+
+    if (t->lock_deferred && !t->lock_taken && pb_win_batch_pending(t))
+        rc = pb_win_batch_run(w, rank, 0);
+    if (rc == MPI_SUCCESS)
+        rc = pb_win_flush_target(w, rank);
+    return rc;
+}
+
 /* MPI_Win_flush and its kin: a passive-target epoch toward @rank (-1: all). */
 static int flush(pb_win_t *w, const char *func, int rank)
 {
@@ -457,9 +487,14 @@ static int flush(pb_win_t *w, const char *func, int rank)
             return rc;
         if (w->targets[rank].lock == 0)
             return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func, "rank %d is not locked", rank);
-        rc = pb_win_flush_target(w, rank);
+        rc = flush_target_batch(w, rank);
     } else {
-        rc = flush_all(w);
+        for (int r = 0; r < w->size; r++) {
+            int one = w->targets[r].lock != 0 ? flush_target_batch(w, r) : MPI_SUCCESS;
+
+            if (rc == MPI_SUCCESS)
+                rc = one;
+        }
     }
     if (rc != MPI_SUCCESS)
         return pb_mpi_win_raise(w, rc, func, "a target is unreachable (see the log)");

@@ -289,6 +289,7 @@ static void win_release(pb_win_t *win)
         for (int r = 0; r < win->size; r++) {
             pb_win_target_t *t = &win->targets[r];
 
+            pb_win_batch_free(t);
             if (t->im == NULL)
                 continue;
             if (t->bar_open)

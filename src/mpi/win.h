@@ -88,6 +88,8 @@ enum {
     PB_WIN_TCP,        /* elsewhere (or the kernel refuses CMA): RSM calls to its service thread */
 };
 
+typedef struct pb_win_batch pb_win_batch_t;
+
 typedef struct {
     int mode;          /* PB_WIN_DIRECT, _CMA or _TCP */
     pb_win_ctl_t *ctl; /* DIRECT and CMA: its control block, mapped */
@@ -103,9 +105,11 @@ typedef struct {
     uint32_t node;   /* its RSM node id */
     uint64_t size;   /* of its window memory (dynamic: 0, not checked here) */
     int64_t disp_unit;
-    int lock;       /* MPI_LOCK_EXCLUSIVE / MPI_LOCK_SHARED held, or 0 */
-    int lock_taken; /* the lock word was taken (not under MPI_MODE_NOCHECK) */
-    int pending;    /* TCP: operations sent since its last flush */
+    int lock;                   /* MPI_LOCK_EXCLUSIVE / MPI_LOCK_SHARED held, or 0 */
+    int lock_taken;             /* the lock word was taken (not under MPI_MODE_NOCHECK) */
+    int lock_deferred;          /* TCP: the lock is asked for with the epoch's batch */
+    struct pb_win_batch *batch; /* TCP: the calls waiting for the deferred lock (rma.c) */
+    int pending;                /* TCP: operations sent since its last flush */
 } pb_win_target_t;
 
 enum {
@@ -199,7 +203,16 @@ enum {
     PB_WIN_CALL_LOCK,    /* try the lock as arg (MPI_LOCK_*); reply status 1 if taken, 0 if not */
     PB_WIN_CALL_UNLOCK,  /* release the lock held as arg */
     PB_WIN_CALL_COUNT,   /* add 1 to the control block's counts[arg] (PSCW) */
+    PB_WIN_CALL_BATCH,   /* take the lock arg (low bits), run nruns sub-calls, release it
+                            with PB_WIN_BATCH_UNLOCK; a sub-call is a u32 length (with
+                            PB_WIN_BATCH_REPLY: its reply wanted) then the call; the reply
+                            is the answer, then (u32 length, reply) per wanted one */
 };
+
+#define PB_WIN_BATCH_UNLOCK (1u << 16)
+#define PB_WIN_BATCH_REPLY (1u << 31)
+/* a BATCH's answer when the lock is held by another: nothing ran */
+#define PB_WIN_BATCH_BUSY (-1)
 
 typedef struct {
     uint32_t kind;
@@ -239,6 +252,17 @@ void pb_win_acc_unlock(pb_win_ctl_t *ctl);
  * taken.  Release it. */
 int pb_win_lock_try(pb_win_ctl_t *ctl, int lock_type);
 void pb_win_lock_release(pb_win_ctl_t *ctl, int lock_type);
+
+/* Send @rank's batch (its lock deferred, not taken): the target takes the
+ * lock (this rank retries while it is busy), runs the calls, and releases
+ * the lock when @unlock, else keeps it (lock_taken).  Results are
+ * unpacked into the program's buffers.  @return MPI_SUCCESS, an error
+ * class a call met at the target, MPI_ERR_OTHER or MPI_ERR_NO_MEM. */
+int pb_win_batch_run(pb_win_t *win, int rank, int unlock);
+
+/* Whether @rank's batch holds calls not sent yet.  Free it. */
+int pb_win_batch_pending(const pb_win_target_t *t);
+void pb_win_batch_free(pb_win_target_t *t);
 
 /* Complete at the target every operation this rank issued toward @rank
  * (an RSM barrier on its imports; a memory fence on the node).
