@@ -344,6 +344,7 @@ void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void 
     answer.status = handle_request(win, request, request_len,
                                    reply != NULL ? (char *)reply + sizeof(answer) : NULL,
                                    reply_max - sizeof(answer), &out_len);
+    atomic_fetch_add_explicit(&win->served, 1, memory_order_release);
     if (reply == NULL) {
         if (answer.status != MPI_SUCCESS)
             pb_warn("window: a peer's operation failed here (error class %d)", answer.status);

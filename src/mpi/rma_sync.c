@@ -102,12 +102,12 @@ static int count_add(pb_win_t *win, int rank, uint32_t index)
     return pb_win_call(win, rank, &call, sizeof(call), NULL, 0, NULL);
 }
 
-static int assert_check(pb_win_t *win, const char *func, int assert, int allowed)
+static int assert_check(pb_win_t *win, const char *func, int assertion, int allowed)
 {
-    if ((assert & ~allowed) == 0)
+    if ((assertion & ~allowed) == 0)
         return MPI_SUCCESS;
     return pb_mpi_win_raise(win, MPI_ERR_ASSERT, func,
-                            "assert %#x has bits this call does not know", (unsigned)assert);
+                            "assert %#x has bits this call does not know", (unsigned)assertion);
 }
 
 /* ---- fence ---------------------------------------------------------------------------- */
@@ -125,10 +125,10 @@ static int flush_all(pb_win_t *win)
     return rc;
 }
 
-int pb_mpi_win_fence_impl(const char *func, int assert, MPI_Win win, pb_win_t *w)
+int pb_mpi_win_fence_impl(const char *func, int assertion, MPI_Win win, pb_win_t *w)
 {
     int rc =
-        assert_check(w, func, assert,
+        assert_check(w, func, assertion,
                      MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED);
 
     if (rc != MPI_SUCCESS)
@@ -145,15 +145,16 @@ int pb_mpi_win_fence_impl(const char *func, int assert, MPI_Win win, pb_win_t *w
     rc = PMPI_Barrier(w->comm->handle);
     if (rc != MPI_SUCCESS)
         return rc;
-    w->epoch = (assert &MPI_MODE_NOSUCCEED) ? PB_WIN_EPOCH_NONE : PB_WIN_EPOCH_FENCE;
+    pb_win_served_acquire(w);
+    w->epoch = (assertion & MPI_MODE_NOSUCCEED) ? PB_WIN_EPOCH_NONE : PB_WIN_EPOCH_FENCE;
     return MPI_SUCCESS;
 }
 
 /* ---- post, start, complete, wait ---------------------------------------------------------- */
 
-int pb_mpi_win_post_impl(const char *func, MPI_Group group, int assert, MPI_Win win, pb_win_t *w)
+int pb_mpi_win_post_impl(const char *func, MPI_Group group, int assertion, MPI_Win win, pb_win_t *w)
 {
-    int rc = assert_check(w, func, assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT);
+    int rc = assert_check(w, func, assertion, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT);
     int *ranks, n;
 
     if (rc != MPI_SUCCESS)
@@ -167,7 +168,7 @@ int pb_mpi_win_post_impl(const char *func, MPI_Group group, int assert, MPI_Win 
     /* the program's stores to its window are visible before the post */
     atomic_thread_fence(memory_order_seq_cst);
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-        if (!(assert &MPI_MODE_NOCHECK))
+        if (!(assertion & MPI_MODE_NOCHECK))
             rc = count_add(w, ranks[i], 2u * (unsigned)w->rank);
     }
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
@@ -197,9 +198,10 @@ static int posted_all(pb_win_t *win, void *arg)
     return 1;
 }
 
-int pb_mpi_win_start_impl(const char *func, MPI_Group group, int assert, MPI_Win win, pb_win_t *w)
+int pb_mpi_win_start_impl(const char *func, MPI_Group group, int assertion, MPI_Win win,
+                          pb_win_t *w)
 {
-    int rc = assert_check(w, func, assert, MPI_MODE_NOCHECK);
+    int rc = assert_check(w, func, assertion, MPI_MODE_NOCHECK);
     int *ranks, n;
 
     if (rc != MPI_SUCCESS)
@@ -213,7 +215,7 @@ int pb_mpi_win_start_impl(const char *func, MPI_Group group, int assert, MPI_Win
     free(w->start_ranks);
     w->start_ranks = ranks;
     w->nstart = n;
-    if (!(assert &MPI_MODE_NOCHECK)) {
+    if (!(assertion & MPI_MODE_NOCHECK)) {
         rma_wait(w, posted_all, NULL);
         for (int i = 0; i < n; i++)
             w->post_seen[ranks[i]]++;
@@ -258,6 +260,7 @@ static int completed_all(pb_win_t *win, void *arg)
 
 static void exposure_close(pb_win_t *w)
 {
+    pb_win_served_acquire(w);
     for (int i = 0; i < w->npost; i++)
         w->complete_seen[w->post_ranks[i]]++;
     w->npost = 0;
@@ -374,13 +377,13 @@ static int rank_check(pb_win_t *win, const char *func, int rank)
                             rank, win->size - 1);
 }
 
-int pb_mpi_win_lock_impl(const char *func, int lock_type, int rank, int assert, MPI_Win win,
+int pb_mpi_win_lock_impl(const char *func, int lock_type, int rank, int assertion, MPI_Win win,
                          pb_win_t *w)
 {
     int rc = rank_check(w, func, rank);
 
     if (rc == MPI_SUCCESS)
-        rc = assert_check(w, func, assert, MPI_MODE_NOCHECK);
+        rc = assert_check(w, func, assertion, MPI_MODE_NOCHECK);
     if (rc != MPI_SUCCESS)
         return rc;
     if (lock_type != MPI_LOCK_EXCLUSIVE && lock_type != MPI_LOCK_SHARED)
@@ -393,7 +396,7 @@ int pb_mpi_win_lock_impl(const char *func, int lock_type, int rank, int assert, 
                                 "another access epoch (PSCW or MPI_Win_lock_all) is open");
     if (w->targets[rank].lock != 0)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func, "rank %d is locked already", rank);
-    if (!(assert &MPI_MODE_NOCHECK)) {
+    if (!(assertion & MPI_MODE_NOCHECK)) {
         rc = lock_take(w, rank, lock_type);
         if (rc != MPI_SUCCESS)
             return pb_mpi_win_raise(w, rc, func, "rank %d is unreachable (see the log)", rank);
@@ -421,9 +424,9 @@ int pb_mpi_win_unlock_impl(const char *func, int rank, MPI_Win win, pb_win_t *w)
     return MPI_SUCCESS;
 }
 
-int pb_mpi_win_lock_all_impl(const char *func, int assert, MPI_Win win, pb_win_t *w)
+int pb_mpi_win_lock_all_impl(const char *func, int assertion, MPI_Win win, pb_win_t *w)
 {
-    int rc = assert_check(w, func, assert, MPI_MODE_NOCHECK);
+    int rc = assert_check(w, func, assertion, MPI_MODE_NOCHECK);
 
     if (rc != MPI_SUCCESS)
         return rc;
@@ -431,7 +434,7 @@ int pb_mpi_win_lock_all_impl(const char *func, int assert, MPI_Win win, pb_win_t
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func,
                                 "another access epoch is open on the window");
     for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++) {
-        if (!(assert &MPI_MODE_NOCHECK))
+        if (!(assertion & MPI_MODE_NOCHECK))
             rc = lock_take(w, r, MPI_LOCK_SHARED);
         if (rc == MPI_SUCCESS)
             w->targets[r].lock = MPI_LOCK_SHARED;
@@ -523,6 +526,7 @@ int pb_mpi_win_flush_local_all_impl(const char *func, MPI_Win win, pb_win_t *w)
 
 int pb_mpi_win_sync_impl(const char *func, MPI_Win win, pb_win_t *w)
 {
+    pb_win_served_acquire(w);
     atomic_thread_fence(memory_order_seq_cst);
     pb_eng_progress();
     return MPI_SUCCESS;

@@ -145,6 +145,11 @@ struct MPI_ABI_Win {
     rsm_memseg_export_handle_t ctl_ex;
     uint32_t ctl_id;
     int passive; /* this rank gave its tcp progress to the service thread */
+    /* calls the service thread applied here (release): a synchronization
+     * reads it (acquire), so what the thread wrote into the window
+     * happens before what the program reads after (as the thread
+     * sanitizer sees it too) */
+    _Atomic uint64_t served;
 
     pb_win_target_t *targets; /* [size] */
     int epoch;                /* PB_WIN_EPOCH_*: the access epoch open */
@@ -268,6 +273,13 @@ void pb_win_batch_free(pb_win_target_t *t);
  * (an RSM barrier on its imports; a memory fence on the node).
  * @return MPI_SUCCESS or MPI_ERR_OTHER (the target is gone; logged). */
 int pb_win_flush_target(pb_win_t *win, int rank);
+
+/* Order this thread after every call the service thread applied to @win
+ * (see pb_win_t.served). */
+static inline void pb_win_served_acquire(pb_win_t *win)
+{
+    (void)atomic_load_explicit(&win->served, memory_order_acquire);
+}
 
 /* Whether [@addr, @addr + @len) lies in memory attached to the dynamic
  * window whose control block is @ctl.  @return 1 or 0. */
