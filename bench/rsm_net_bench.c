@@ -18,8 +18,10 @@
  * tests; the RSM ping-pongs are CMD_PUT_PINGPONG and CMD_SIGNAL_PINGPONG,
  * each followed by the first sequence number (8 bytes), and rank 1 sends
  * one byte on the connection once it has seen the STOP message.  For
- * tcp_get and tcp_put_stream rank 1 does nothing: its RSM service thread
- * serves them while it sleeps in recv for the next command.
+ * tcp_get, tcp_call and tcp_put_stream rank 1 does nothing: its RSM service
+ * thread serves them while it sleeps in recv for the next command (a call
+ * runs the handler each rank sets on its segment, call_read: the reply is
+ * the segment's first bytes, as many as the request is long).
  *
  * Ping-pong message layout (both directions), for a message of @size bytes
  * at offset 0 of the receiver's segment, as in postbox-rsm-bench:
@@ -155,6 +157,22 @@ static char *page_alloc(size_t size)
 
 /* ---- setup: segments, key-value space, import --------------------------- */
 
+/* The segment's call handler (pb_rsm_call_handler_t): reply with as many
+ * of the segment's first bytes as the request is long, as a get of that
+ * size would. */
+static void call_read(void *arg, void *seg_base, size_t seg_size, const void *request,
+                      size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    size_t len = request_len < reply_max ? request_len : reply_max;
+
+    (void)arg, (void)request;
+    if (len > seg_size)
+        len = seg_size;
+    if (len > 0)
+        memcpy(reply, seg_base, len);
+    *reply_len = len;
+}
+
 /* Put @key<rank> = @value, or die. */
 static void kvs_put_mine(const char *key, const char *value)
 {
@@ -187,6 +205,8 @@ static void setup_export(void)
     check(rsm_memseg_export_create(g.ctl, &g.exp, g.local, SEG_SIZE, 0),
           "rsm_memseg_export_create");
     check(rsm_memseg_export_publish(g.exp, &g.segid, NULL, 0), "rsm_memseg_export_publish");
+    check(pb_rsm_memseg_export_set_handler(g.exp, call_read, NULL),
+          "pb_rsm_memseg_export_set_handler");
     check(rsm_memseg_get_pollfd(g.exp, &g.pfd), "rsm_memseg_get_pollfd");
     snprintf(value, sizeof(value), "%u", (unsigned)g.segid);
     kvs_put_mine(KEY_SEG, value);
@@ -405,6 +425,18 @@ static int op_get(void *arg, uint64_t iters)
     return 0;
 }
 
+/* pb_bench_op_func_t: @iters calls of *@arg bytes whose replies are as
+ * long (call_read). */
+static int op_call(void *arg, uint64_t iters)
+{
+    size_t size = *(const size_t *)arg, got;
+
+    for (uint64_t i = 0; i < iters; i++)
+        check(pb_rsm_memseg_import_call(g.imp, g.local, size, g.msg, size, &got, 0),
+              "pb_rsm_memseg_import_call");
+    return 0;
+}
+
 /* pb_bench_op_func_t: one barrier span of @iters puts of *@arg bytes, until
  * close_barrier says they are all in the other rank's memory. */
 static int op_put_stream(void *arg, uint64_t iters)
@@ -471,6 +503,7 @@ enum {
     T_PUT_PINGPONG_SERVICE,
     T_SIGNAL_PINGPONG,
     T_GET,
+    T_CALL,
     T_PUT_STREAM,
     T_TCP_PINGPONG,
     T_UDP_PINGPONG,
@@ -496,6 +529,9 @@ static test_desc_t tests[T_NTESTS] = {
                            "signal_post / signal_wait only"},
     [T_GET] = {"rsm", "tcp_get", "postbox", "tcp", "latency", "us",
                "one get of the size: a full round trip, not halved"},
+    [T_CALL] = {"rsm", "tcp_call", "postbox", "tcp", "latency", "us",
+                "one call of the size with a reply as long (pb_rsm_memseg_import_call, the "
+                "handler run by the other rank's service thread): a full round trip"},
     [T_PUT_STREAM] = {"rsm", "tcp_put_stream", "postbox", "tcp", "bandwidth", "MB/s",
                       "a sample is one barrier span: open, back-to-back puts, close returned"},
 };
@@ -532,7 +568,7 @@ static pb_bench_record_t record_of(unsigned t, size_t size, const measured_t *m)
     };
 
     pb_bench_record_add_str(&r, "config", run.config);
-    if (t == T_GET)
+    if (t == T_GET || t == T_CALL)
         pb_bench_record_add_bool(&r, "round_trip", true);
     return r;
 }
@@ -583,11 +619,12 @@ static void bench_sizes(uint64_t t0)
     size_t sizes[PB_BENCH_SIZES_MAX], udp[PB_BENCH_SIZES_MAX];
     unsigned n = pb_bench_sizes_make(&g.opts, sizeof(uint64_t), SEG_SIZE, 2, 16, sizes);
     unsigned nudp = 0;
-    measured_t sig, service;
+    measured_t sig, service, call;
 
     n = sizes_aligned(sizes, n, sizeof(uint64_t));
     measure_pingpong(PP_SIGNAL, sizeof(uint64_t), &sig);
     measure_pingpong(PP_PUT_SERVICE, RATIO_SIZE_LAT, &service);
+    measure_op(op_call, RATIO_SIZE_LAT, false, &call);
     for (unsigned i = 0; i < n; i++) {
         measure_pingpong(PP_PUT, sizes[i], &m[T_PUT_PINGPONG][i]);
         measure_raw(PB_RAWNET_TCP_PINGPONG, sizes[i], &m[T_TCP_PINGPONG][i]);
@@ -606,8 +643,10 @@ static void bench_sizes(uint64_t t0)
     emit_series(T_SIGNAL_PINGPONG, (size_t[]){0}, &sig, 1);
     emit_series(T_PUT_PINGPONG, sizes, m[T_PUT_PINGPONG], n);
     emit_series(T_PUT_PINGPONG_SERVICE, (size_t[]){RATIO_SIZE_LAT}, &service, 1);
-    pb_bench_table_begin(&g.out, "RSM over tcp: get, a full round trip (not halved)", "us");
+    pb_bench_table_begin(&g.out, "RSM over tcp: get and call, a full round trip (not halved)",
+                         "us");
     emit_series(T_GET, sizes, m[T_GET], n);
+    emit_series(T_CALL, (size_t[]){RATIO_SIZE_LAT}, &call, 1);
     pb_bench_table_begin(&g.out, "Raw TCP (TCP_NODELAY) and UDP ping-pong half round trip", "us");
     emit_series(T_TCP_PINGPONG, sizes, m[T_TCP_PINGPONG], n);
     emit_series(T_UDP_PINGPONG, udp, m[T_UDP_PINGPONG], nudp);

@@ -25,6 +25,7 @@ TESTS = {
     "tcp_put_pingpong_service": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_signal_pingpong": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_get": ("rsm", "postbox", "tcp", "latency", "us"),
+    "tcp_call": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_put_stream": ("rsm", "postbox", "tcp", "bandwidth", "MB/s"),
     "tcp_pingpong": ("raw", "raw", "tcp", "latency", "us"),
     "udp_pingpong": ("raw", "raw", "udp", "latency", "us"),
@@ -71,8 +72,10 @@ def run_and_check(program, out, config: str, path: str, *options) -> list:
     sizes = {test: sorted(r["size"] for r in measured if r["test"] == test) for test in TESTS}
     assert sizes.pop("tcp_signal_pingpong") == [0]
     assert sizes.pop("tcp_put_pingpong_service") == [8]
+    assert sizes.pop("tcp_call") == [8]
     assert all(found == [8, 4096] for found in sizes.values()), sizes
-    assert next(r for r in measured if r["test"] == "tcp_get")["round_trip"] is True
+    for test in ("tcp_get", "tcp_call"):
+        assert next(r for r in measured if r["test"] == test)["round_trip"] is True
     ratios = {r["test"]: r for r in records if r["metric"] == "ratio"}
     assert set(ratios) == set(RATIOS)
     for name, (size, op, target) in RATIOS.items():

@@ -60,7 +60,8 @@ void pbt_call_handler(void *arg, void *seg_base, size_t seg_size, const void *re
     pbt_call_req_t req = {0};
     char *seg = seg_base;
 
-    memcpy(&req, request, request_len < sizeof(req) ? request_len : sizeof(req));
+    if (request_len > 0) /* (NULL when empty) */
+        memcpy(&req, request, request_len < sizeof(req) ? request_len : sizeof(req));
     switch (req.op) {
     case PBT_CALL_ADD: {
         uint64_t old;

@@ -11,7 +11,8 @@
  *   of a put before it; calls without reply are all applied when the
  *   barrier after them returns (checked in the exporter's own memory);
  * - 1000 calls complete while the exporter's application thread computes
- *   without calling the library;
+ *   without calling the library, also after it claimed the progress
+ *   (pb_rsm_progress_claim: as an MPI rank does);
  * - the longest request and reply; a reply the handler says is longer than
  *   the caller takes comes back cut to that;
  * - every error: bad handles, flags, lengths and addresses, a read-only
@@ -254,8 +255,20 @@ static void case_calls_complete_while_the_exporter_computes(void)
     double took;
 
     skip_unless_tcp();
-    took = calls_during_compute(0, 4000);
+    took = calls_during_compute(0, 2500);
     printf("1000 calls while the exporter computes: %.0f ms\n", took);
+}
+
+static void case_calls_complete_while_a_claimant_computes(void)
+{
+    double took;
+
+    skip_unless_tcp();
+    /* a claimant that computes does not poll: after at most one watchdog
+     * period (10 ms) the service thread serves its traffic, promptly, not
+     * one pass per period (which made 1000 calls take 10 s) */
+    took = calls_during_compute(1, 2500);
+    printf("1000 calls while the exporter (progress claimed) computes: %.0f ms\n", took);
 }
 
 static void case_longest_request_and_reply(void)
@@ -515,29 +528,38 @@ static void case_shm_call_unsupported_and_handler_harmless(void)
 }
 
 /* Round trips of an 8-byte call and an 8-byte get, printed (not judged):
- * an indication of what a call costs over a get. */
+ * an indication of what a call costs over a get.  Batches of each
+ * alternate, and the best batch of each is printed, so that the load of
+ * a shared machine weighs on both alike. */
 static void case_call_and_get_round_trips(void)
 {
     fixture_t f;
-    const int rounds = 2000;
-    pbt_call_req_t req = {.op = PBT_CALL_READ, .offset = COUNTER_AT, .length = 8};
+    const int batches = 10, rounds = 200;
+    pbt_call_req_t req = {.op = PBT_CALL_READ, .offset = 0, .length = 8};
     uint64_t value;
-    double start, call_us, get_us;
+    double best_call = 1e30, best_get = 1e30;
 
     skip_unless_tcp();
     fx_start(&f, 1);
     for (int i = 0; i < 100; i++) /* warm up */
-        CHECK_OK(pb_rsm_memseg_import_call(f.im, &req, sizeof(req), &value, 8, NULL, 0));
-    start = now_ms();
-    for (int i = 0; i < rounds; i++)
         CHECK_OK(pb_rsm_memseg_import_call(f.im, &req, 8, &value, 8, NULL, 0));
-    call_us = (now_ms() - start) * 1e3 / rounds;
-    start = now_ms();
-    for (int i = 0; i < rounds; i++)
-        CHECK_OK(rsm_memseg_import_get(f.im, COUNTER_AT, &value, 8));
-    get_us = (now_ms() - start) * 1e3 / rounds;
-    printf("8-byte round trip across nodes %u -> %u: call %.1f us, get %.1f us\n",
-           rsm_get_local_nodeid(), f.ex.node, call_us, get_us);
+    for (int b = 0; b < batches; b++) {
+        double start = now_ms(), us;
+
+        /* (8 bytes of request: op and length; the offset is 0) */
+        for (int i = 0; i < rounds; i++)
+            CHECK_OK(pb_rsm_memseg_import_call(f.im, &req, 8, &value, 8, NULL, 0));
+        us = (now_ms() - start) * 1e3 / rounds;
+        best_call = us < best_call ? us : best_call;
+        start = now_ms();
+        for (int i = 0; i < rounds; i++)
+            CHECK_OK(rsm_memseg_import_get(f.im, 0, &value, 8));
+        us = (now_ms() - start) * 1e3 / rounds;
+        best_get = us < best_get ? us : best_get;
+    }
+    printf("8-byte round trip across nodes %u -> %u (best of %d batches of %d): call %.1f us, "
+           "get %.1f us\n",
+           rsm_get_local_nodeid(), f.ex.node, batches, rounds, best_call, best_get);
     fx_end(&f);
 }
 
@@ -547,6 +569,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(call_sees_the_put_before_it),
     PBT_CASE(calls_without_reply_are_applied_by_the_next_barrier),
     PBT_CASE(calls_complete_while_the_exporter_computes),
+    PBT_CASE(calls_complete_while_a_claimant_computes),
     PBT_CASE(longest_request_and_reply),
     PBT_CASE(reply_longer_than_the_room_is_cut),
     PBT_CASE(call_argument_errors),

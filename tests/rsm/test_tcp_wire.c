@@ -2,8 +2,9 @@
  * The pure part of the tcp transport (src/rsm/tcp/wire.c: the test compiles
  * its source in): the handshake's checks on both sides, the session keys,
  * the frame MACs and sequence numbers as the receive machine checks them,
- * the importer's check of what an exporter announces, and the most a GET
- * may ask for (so what one request makes an exporter hold).  A real peer
+ * the importer's check of what an exporter announces, the most a GET
+ * may ask for (so what one request makes an exporter hold), the bounds
+ * of a CALL, its handler's run and the reply the importer takes.  A real peer
  * never sends a forged, replayed or reordered frame, nor a relayed
  * handshake, so these are tested here on the functions the transport
  * calls (pb_tcp_conn_read_auth, pb_tcp_dial, tcp_conn_read).  And the
@@ -443,6 +444,93 @@ static void case_get_of_at_most_max_get_bytes(void)
     CHECK(pb_tcp_frame_check(&reply, 0) != NULL);
 }
 
+/* a CALL carries at most PB_TCP_MAX_CALL bytes and takes a reply of at
+ * most that many; one without reply names no tag and no reply length */
+static void case_call_frame_bounds(void)
+{
+    pb_tcp_frame_t call = {.type = PB_TCP_CALL, .slot = 1, .tag = 9};
+
+    CHECK(pb_tcp_frame_check(&call, 1) == NULL); /* an empty request, no reply room */
+    call.length = PB_TCP_MAX_CALL;
+    call.count = PB_TCP_MAX_CALL;
+    CHECK(pb_tcp_frame_check(&call, 1) == NULL);
+    CHECK(pb_tcp_frame_check(&call, 0) != NULL); /* only toward the exporter */
+    call.length = PB_TCP_MAX_CALL + 1;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL);
+    call.length = 8;
+    call.count = PB_TCP_MAX_CALL + 1;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL);
+    call.count = 0;
+    call.offset = 8;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL); /* a call has no offset */
+    call.offset = 0;
+    call.flags = PB_TCP_FLAG_NO_REPLY;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL); /* ... nor, without reply, a tag */
+    call.tag = 0;
+    CHECK(pb_tcp_frame_check(&call, 1) == NULL);
+    call.count = 8;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL); /* ... nor a reply length */
+    call.count = 0;
+    call.flags = PB_TCP_FLAG_SIGNAL;
+    CHECK(pb_tcp_frame_check(&call, 1) != NULL);
+}
+
+/* the exporter refuses a call on a slot without write permission, and
+ * hands the handler the request and a reply room of the announced size,
+ * cutting a reply said to be longer; without a handler it refuses */
+static void said_too_much(void *arg, void *seg_base, size_t seg_size, const void *request,
+                          size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    CHECK(arg == (void *)0x1234 && seg_size == 4096 && ((char *)seg_base)[0] == 7);
+    CHECK(request_len == 3 && memcmp(request, "abc", 3) == 0);
+    CHECK(reply_max == 5 && *reply_len == 0);
+    memset(reply, 'r', reply_max);
+    *reply_len = 1000;
+}
+
+static void case_call_run_by_the_exporter(void)
+{
+    static char segment[4096] = {7};
+    pb_tcp_frame_t call = {.type = PB_TCP_CALL, .slot = 1, .tag = 9, .length = 3, .count = 5};
+    pb_tcp_slot_view_t read_only = {segment, sizeof(segment), RSM_PERM_READ};
+    pb_tcp_slot_view_t writable = {segment, sizeof(segment), RSM_PERM_RDWR};
+    pb_tcp_export_rx_t rx = {0};
+    char *dest = NULL;
+    uint32_t reply_len;
+    size_t said;
+
+    CHECK(pb_tcp_export_header(&rx, &call, &read_only, &dest) != NULL);
+    CHECK(pb_tcp_export_header(&rx, &call, &writable, &dest) == NULL);
+    CHECK(dest != NULL);
+    memcpy(dest, "abc", 3);
+    CHECK(pb_tcp_export_call(&rx, &call, segment, sizeof(segment), said_too_much, (void *)0x1234,
+                             &reply_len, &said) == PB_OK);
+    CHECK(said == 1000 && reply_len == 5 && memcmp(rx.reply, "rrrrr", 5) == 0);
+    CHECK(pb_tcp_export_call(&rx, &call, segment, sizeof(segment), NULL, NULL, &reply_len, &said) ==
+          PB_ERR_PERMISSION);
+    CHECK(reply_len == 0);
+    pb_tcp_export_rx_free(&rx);
+}
+
+/* the importer takes from a REPLY what it asked for: exactly a GET's
+ * count, at most a CALL's room, nothing with an error */
+static void case_reply_data_checked_against_the_request(void)
+{
+    pb_tcp_frame_t reply = {.type = PB_TCP_REPLY, .slot = 1, .tag = 9, .length = 8};
+
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_GET, 8) == NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_GET, 16) != NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_CALL, 16) == NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_CALL, 8) == NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_CALL, 7) != NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_BARRIER, 0) != NULL);
+    reply.status = PB_ERR_PERMISSION;
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_CALL, 16) != NULL);
+    reply.length = 0;
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_CALL, 16) == NULL);
+    CHECK(pb_tcp_reply_check(&reply, PB_TCP_BARRIER, 0) == NULL);
+}
+
 /* ---- a rebind while a put is being received ------------------------------ */
 
 #define SEG 16384
@@ -618,6 +706,9 @@ static const pbt_case_t cases[] = {
     PBT_CASE(attach_size_exportable_accepted),
     PBT_CASE(attach_size_impossible_refused),
     PBT_CASE(get_of_at_most_max_get_bytes),
+    PBT_CASE(call_frame_bounds),
+    PBT_CASE(call_run_by_the_exporter),
+    PBT_CASE(reply_data_checked_against_the_request),
     PBT_CASE(word_last_put_straddling_rebind_lands_whole_in_new_memory),
     PBT_CASE(put_straddling_rebind_lands_whole_in_new_memory),
     PBT_CASE(put_straddling_unpublish_is_dropped),

@@ -5,7 +5,8 @@
  * imports go through the LOOKUP relay).  Rank 0 imports, rank 1 exports.
  *
  *   pbt-xnode basic        topology, access list, put/get/barriers,
- *                          signals both ways, unpublish
+ *                          calls (pb_rsm_memseg_import_call) after a
+ *                          segment-sized put, signals both ways, unpublish
  *   pbt-xnode exporter-dies  rank 1 forks an exporter and SIGKILLs it while
  *                          rank 0 streams puts: rank 0 must get
  *                          RSMERR_CONN_ABORTED within 2 s
@@ -230,6 +231,65 @@ static void whole_segment_round_trip(rsm_memseg_import_handle_t im, rsmapi_barri
     munmap(in, SEG_SIZE);
 }
 
+#define CALL_COUNTER_AT 16384 /* the uint64_t calls without reply add to */
+
+/* Rank 1's call handler: an empty request asks for the sum of the
+ * segment's bytes (the reply: a uint64_t); an 8-byte one adds its value to
+ * the counter at CALL_COUNTER_AT. */
+static void segment_call(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    const unsigned char *seg = seg_base;
+    uint64_t value;
+
+    (void)arg;
+    if (request_len == 0 && reply_max >= sizeof(value)) {
+        value = 0;
+        for (size_t i = 0; i < seg_size; i++)
+            value += seg[i];
+        memcpy(reply, &value, sizeof(value));
+        *reply_len = sizeof(value);
+    } else if (request_len == sizeof(value)) {
+        uint64_t counter;
+
+        memcpy(&value, request, sizeof(value));
+        memcpy(&counter, seg + CALL_COUNTER_AT, sizeof(counter));
+        counter += value;
+        memcpy((char *)seg_base + CALL_COUNTER_AT, &counter, sizeof(counter));
+    }
+}
+
+/* Rank 0: a segment-sized put (striped when there are several rails, and
+ * not waited for), then a call that must see all of it; then calls
+ * without reply, all applied once the barrier after them returns. */
+static void calls_after_striped_put(rsm_memseg_import_handle_t im, rsmapi_barrier_t *bar)
+{
+    char *out = pages(SEG_SIZE);
+    uint64_t sum = 0, got = 0, one = 1, zero = 0;
+    size_t len = 0;
+
+    fill(out, SEG_SIZE, 2, 0);
+    for (size_t i = 0; i < SEG_SIZE; i++)
+        sum += (unsigned char)out[i];
+    expect(rsm_memseg_import_put(im, 0, out, SEG_SIZE), RSM_SUCCESS, "put of the segment");
+    expect(pb_rsm_memseg_import_call(im, NULL, 0, &got, sizeof(got), &len, 0), RSM_SUCCESS,
+           "call after the put");
+    if (len != sizeof(got) || got != sum)
+        fail("a call does not see the segment-sized put before it");
+    expect(rsm_memseg_import_put(im, CALL_COUNTER_AT, &zero, sizeof(zero)), RSM_SUCCESS, "put");
+    for (int i = 0; i < 100; i++)
+        expect(
+            pb_rsm_memseg_import_call(im, &one, sizeof(one), NULL, 0, NULL, PB_RSM_CALL_NO_REPLY),
+            RSM_SUCCESS, "call without reply");
+    expect(rsm_memseg_import_open_barrier(bar), RSM_SUCCESS, "open_barrier");
+    expect(rsm_memseg_import_close_barrier(bar), RSM_SUCCESS, "close_barrier after calls");
+    expect(rsm_memseg_import_get(im, CALL_COUNTER_AT, &got, sizeof(got)), RSM_SUCCESS, "get");
+    if (got != 100)
+        fail("%llu of 100 calls without reply applied by the barrier after them",
+             (unsigned long long)got);
+    munmap(out, SEG_SIZE);
+}
+
 static void basic(rsmapi_controller_handle_t c)
 {
     rsm_node_id_t node0 = postbox_job_node(0), node1 = postbox_job_node(1);
@@ -242,6 +302,7 @@ static void basic(rsmapi_controller_handle_t c)
         char *mem;
         rsm_memseg_export_handle_t h = export_segment(c, &mem, &acl, 1, &segid);
 
+        expect(pb_rsm_memseg_export_set_handler(h, segment_call, NULL), RSM_SUCCESS, "set_handler");
         kvs_put_u32("xnode-segid", segid);
         fence();
         expect(rsm_intr_signal_wait(h, WAIT_MS), RSM_SUCCESS, "exporter signal_wait");
@@ -272,6 +333,7 @@ static void basic(rsmapi_controller_handle_t c)
         expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS,
                "init_barrier");
         whole_segment_round_trip(im, &bar);
+        calls_after_striped_put(im, &bar);
         expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
         expect(rsm_memseg_import_put(im, 4096, "from rank 0", 12), RSM_SUCCESS, "put");
         expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier");

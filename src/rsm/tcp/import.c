@@ -573,7 +573,7 @@ pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request
     frame.slot = rail->slot;
     if (no_reply) {
         rail->dirty = 1;
-        rail->calls_unconfirmed = pb_tcp_live_rails(ti) > 1;
+        rail->calls_unconfirmed |= pb_tcp_live_rails(ti) > 1;
         status = pb_tcp_conn_send(rail->conn, &frame, request);
         if (status != PB_OK) {
             /* as pb_tcp_rail_send: the next operation fails the rail over */

@@ -210,11 +210,12 @@ static void tcp_read_ready_locked(void)
 }
 
 /* Arm the service thread's watch of the sockets again, unless a thread
- * claimed their progress (pb_tcp_progress_claim): it polls them, and arms the
- * watch when its claim ends.  Caller holds pb_rsm_lock. */
+ * claimed their progress (pb_tcp_progress_claim) and polls them: it arms
+ * the watch when its claim ends, the watchdog when it stops polling.
+ * Caller holds pb_rsm_lock. */
 static void tcp_service_arm_locked(void)
 {
-    if (pb_tcp.claims == 0)
+    if (pb_tcp.claims == 0 || atomic_load(&pb_tcp.lapsed))
         pb_rsm_service_rearm(pb_tcp.service_id, EPOLLIN | EPOLLONESHOT);
 }
 
@@ -249,6 +250,7 @@ void pb_tcp_progress_claim(int delta)
     pthread_mutex_lock(&pb_rsm_lock);
     pb_tcp.claims += delta;
     atomic_store(&pb_tcp.claimed, pb_tcp.claims > 0);
+    atomic_store(&pb_tcp.lapsed, 0);
     if (pb_tcp.started && pb_tcp.claims == (delta > 0 ? 1 : 0)) {
         if (delta > 0) {
             pb_rsm_service_rearm(pb_tcp.service_id, EPOLLONESHOT);
@@ -269,12 +271,36 @@ void pb_tcp_lapse_check(void *arg, uint32_t events)
     (void)events;
     if (read(pb_tcp.lapse_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
         return;
-    if (pb_tcp.claims > 0 && polls == pb_tcp.lapse_polls &&
-        pthread_mutex_trylock(&pb_tcp.progress) == 0) {
+    if (pb_tcp.claims > 0 && polls == pb_tcp.lapse_polls && !atomic_load(&pb_tcp.lapsed)) {
+        /* the claimant computes: what arrives wakes the service thread
+         * until it polls again (tcp_claim_resume) */
+        atomic_store(&pb_tcp.lapsed, 1);
+        if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
+            /* a waiter reads the sockets: it arms the watch when it lets
+             * go (as for pb_tcp_service_ready) */
+            atomic_store(&pb_tcp.service_parked, 1);
+            if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
+                pb_tcp.lapse_polls = polls;
+                return;
+            }
+            atomic_store(&pb_tcp.service_parked, 0);
+        }
         tcp_read_ready_locked();
         pthread_mutex_unlock(&pb_tcp.progress);
+        tcp_service_arm_locked();
     }
     pb_tcp.lapse_polls = polls;
+}
+
+/* A claimant polls again after its claim lapsed: it reads the sockets
+ * itself from now on, the service thread's watch is disarmed.  Caller
+ * holds nothing. */
+PB_NOINLINE static void tcp_claim_resume(void)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    if (atomic_exchange(&pb_tcp.lapsed, 0) && pb_tcp.claims > 0)
+        pb_rsm_service_rearm(pb_tcp.service_id, EPOLLONESHOT);
+    pthread_mutex_unlock(&pb_rsm_lock);
 }
 
 /* Let the progress token go.  The service thread may have found it taken
@@ -490,6 +516,9 @@ pb_status_t pb_tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms)
 
         if (pb_tcp.sources.epoll_fd >= 0) {
             uint64_t polls = atomic_fetch_add_explicit(&pb_tcp.polls, 1, memory_order_relaxed);
+
+            if (PB_UNLIKELY(atomic_load_explicit(&pb_tcp.lapsed, memory_order_relaxed)))
+                tcp_claim_resume();
 
             pthread_mutex_lock(&pb_tcp.progress);
             if (polls % TCP_HOT_POLLS != 0 &&

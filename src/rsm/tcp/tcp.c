@@ -62,6 +62,7 @@ static void tcp_atfork_child(void)
     /* a claim is a thread's promise to poll: the child has no such thread */
     pb_tcp.claims = 0;
     atomic_store(&pb_tcp.claimed, 0);
+    atomic_store(&pb_tcp.lapsed, 0);
     /* the child's own sources will reuse ids: forget the parent's */
     for (pb_tcp_export_t *te = pb_tcp.published; te != NULL; te = te->next)
         te->rendezvous_id = 0;

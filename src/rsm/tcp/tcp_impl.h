@@ -118,7 +118,7 @@
 /* reads of one connection per progress pass, so that one busy peer does
  * not starve the others */
 #define TCP_READS_PER_PASS 64
-/* a progress claim lapses into the service thread's care while its
+/* a progress claim lapses into the service thread's care once its
  * claimant has not polled for this long (pb_tcp_progress_claim) */
 #define TCP_CLAIM_LAPSE_MS 10
 /* a claimant's poll reads the connection data came on last directly, and
@@ -299,10 +299,14 @@ typedef struct {
     _Atomic int service_parked;   /* the service's watch waits for the token's holder */
     int claims;                   /* pb_rsm_progress_claim minus releases, under pb_rsm_lock */
     _Atomic int claimed;          /* claims > 0, for polls that hold no lock */
-    pb_tcp_conn_t *hot;           /* the connection data came on last (pb_tcp.lock) */
-    _Atomic uint64_t polls;       /* claimants' polls, ever */
-    uint64_t lapse_polls;         /* polls at the watchdog's last look */
-    int lapse_fd;                 /* the watchdog's timer (owned by the service) */
+    /* the claimant stopped polling (pb_tcp_lapse_check): the service
+     * thread's watch is armed, as without a claim, until it polls again
+     * (set and cleared under pb_rsm_lock; read by polls without it) */
+    _Atomic int lapsed;
+    pb_tcp_conn_t *hot;     /* the connection data came on last (pb_tcp.lock) */
+    _Atomic uint64_t polls; /* claimants' polls, ever */
+    uint64_t lapse_polls;   /* polls at the watchdog's last look */
+    int lapse_fd;           /* the watchdog's timer (owned by the service) */
     int started;
     pb_evset_t sources; /* every tcp socket, and wake_fd */
     int wake_fd;        /* eventfd in it: ends a token holder's epoll_wait */
@@ -759,15 +763,18 @@ void pb_tcp_lapse_timer(int on);
  * wait) and the service thread is not woken by what arrives: that wake-up
  * would take a core from the poller, or the poller's own, per message.  A
  * claimant that stops polling (an MPI rank computing) is not trusted for
- * long: a watchdog on the service thread reads the sockets when it saw no
- * poll for TCP_CLAIM_LAPSE_MS, so connections and puts toward this process
- * never wait longer than that.  Caller holds neither pb_rsm_lock nor
- * pb_tcp.lock. */
+ * long: a watchdog on the service thread that saw no poll for
+ * TCP_CLAIM_LAPSE_MS reads the sockets and hands them back to the service
+ * thread, which is woken by what arrives, as without a claim, until the
+ * claimant polls again.  So a request toward a computing claimant waits
+ * at most TCP_CLAIM_LAPSE_MS, once, and the next ones none.  Caller holds
+ * neither pb_rsm_lock nor pb_tcp.lock. */
 void pb_tcp_progress_claim(int delta);
 
 /* The watchdog (service thread, pb_rsm_lock held): every
- * TCP_CLAIM_LAPSE_MS of a claim, one pass over the sockets if the
- * claimant did not poll since the last look. */
+ * TCP_CLAIM_LAPSE_MS of a claim, if the claimant did not poll since the
+ * last look, one pass over the sockets and the service thread's watch
+ * armed until the claimant polls again (pb_tcp.lapsed). */
 void pb_tcp_lapse_check(void *arg, uint32_t events);
 
 /* The service thread's callback (pb_rsm_lock held): the epoll set has
