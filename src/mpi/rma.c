@@ -187,6 +187,7 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
 {
     size_t packed = 0;
     pb_basic_t kind = (pb_basic_t)call->basic;
+    char *aligned = NULL;
 
     switch (call->kind) {
     case PB_WIN_CALL_LOCK: return pb_win_lock_try(win->ctl, (int)call->arg);
@@ -227,6 +228,14 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
     case PB_WIN_CALL_ACC:
         if ((data_len != packed && data_len != 0) || (call->arg && packed > out_max))
             return MPI_ERR_ARG;
+        if ((uintptr_t)data % alignof(max_align_t) != 0 && data_len != 0) {
+            /* the elements where their type may be loaded from */
+            aligned = malloc(data_len);
+            if (aligned == NULL)
+                return MPI_ERR_NO_MEM;
+            memcpy(aligned, data, data_len);
+            data = aligned;
+        }
         pb_win_acc_lock(win->ctl);
         for (uint32_t i = 0; i < call->nruns; i++) {
             pb_win_run_t at = {(uint64_t)(uintptr_t)own_run(win, &runs[i]), runs[i].len};
@@ -238,6 +247,7 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
             *out_len += call->arg ? n : 0;
         }
         pb_win_acc_unlock(win->ctl);
+        free(aligned);
         return MPI_SUCCESS;
     case PB_WIN_CALL_CAS:
         if (call->nruns != 1 || data_len != 2 * runs[0].len || runs[0].len > out_max)
