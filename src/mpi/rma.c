@@ -442,7 +442,10 @@ int pb_win_flush_target(pb_win_t *win, int rank)
     int rc;
 
     if (t->mode != PB_WIN_TCP || !t->pending) {
-        atomic_thread_fence(memory_order_seq_cst);
+        /* loads and stores on the node: the release fence orders them
+         * before any later store of this thread (the one that tells a
+         * peer to look) */
+        atomic_thread_fence(memory_order_release);
         return MPI_SUCCESS;
     }
     t->pending = 0;
@@ -486,12 +489,14 @@ typedef struct {
 typedef struct {
     pb_datatype_t *otype, *rtype, *ttype;
     pb_basic_t kind;
-    size_t bytes; /* packed bytes moved (of the target's layout) */
-    pb_win_run_t *runs;
+    size_t bytes;       /* packed bytes moved (of the target's layout) */
+    pb_win_run_t *runs; /* &one_run, or allocated */
     size_t nruns;
+    pb_win_run_t one_run;
     const char *data; /* the origin's packed data (PUT, ACC, CAS) */
     char *data_own;   /* ... when packed here */
     char *fetched;    /* packed target contents (GET, ACC with a result, CAS) */
+    alignas(max_align_t) char fetched_small[64];
 } rma_plan_t;
 
 static int datatype_arg(pb_win_t *win, const char *func, MPI_Datatype h, const char *what,
@@ -507,27 +512,27 @@ static int datatype_arg(pb_win_t *win, const char *func, MPI_Datatype h, const c
 
 /* The runs of @count elements of @t at offset @off (merged where
  * adjacent).  @return MPI_SUCCESS or MPI_ERR_NO_MEM. */
-static int runs_make(const pb_datatype_t *t, MPI_Count count, uint64_t off, pb_win_run_t **runs_p,
-                     size_t *nruns_p)
+static int runs_make(const pb_datatype_t *t, MPI_Count count, uint64_t off, pb_win_run_t *one,
+                     pb_win_run_t **runs_p, size_t *nruns_p)
 {
     size_t cap = 8, n = 0;
     pb_win_run_t *runs;
     MPI_Aint extent = pb_eng_type_extent(t);
 
-    *runs_p = NULL;
+    *runs_p = one;
     *nruns_p = 0;
     if (count == 0 || pb_eng_type_size(t) == 0)
         return MPI_SUCCESS;
-    runs = malloc(cap * sizeof(*runs));
-    if (runs == NULL)
-        return MPI_ERR_NO_MEM;
     if (pb_eng_type_is_contiguous(t)) {
-        runs[0] = (pb_win_run_t){off + (uint64_t)pb_eng_type_true_lb(t),
-                                 (uint64_t)count * pb_eng_type_size(t)};
-        *runs_p = runs;
+        /* one run, in the plan itself: no allocation on the short path */
+        *one = (pb_win_run_t){off + (uint64_t)pb_eng_type_true_lb(t),
+                              (uint64_t)count * pb_eng_type_size(t)};
         *nruns_p = 1;
         return MPI_SUCCESS;
     }
+    runs = malloc(cap * sizeof(*runs));
+    if (runs == NULL)
+        return MPI_ERR_NO_MEM;
     for (MPI_Count e = 0; e < count; e++) {
         for (size_t s = 0; s < t->nsegs; s++) {
             const pb_seg_t *seg = &t->segs[s];
@@ -560,9 +565,11 @@ static int runs_make(const pb_datatype_t *t, MPI_Count count, uint64_t off, pb_w
 
 static void plan_free(rma_plan_t *p)
 {
-    free(p->runs);
+    if (p->runs != &p->one_run)
+        free(p->runs);
+    if (p->fetched != p->fetched_small)
+        free(p->fetched);
     free(p->data_own);
-    free(p->fetched);
 }
 
 /* Check @o against the standard and the window, and resolve it into @p.
@@ -646,13 +653,12 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
         }
     }
     if (kind_has_padding(p->kind)) {
-        p->runs = malloc(sizeof(*p->runs));
-        if (p->runs == NULL)
-            return pb_mpi_win_raise(win, MPI_ERR_NO_MEM, func, "out of memory");
-        p->runs[0] =
+        p->runs = &p->one_run;
+        p->one_run =
             (pb_win_run_t){off, (uint64_t)o->tcount * (uint64_t)pb_eng_type_extent(p->ttype)};
         p->nruns = o->tcount > 0;
-    } else if (runs_make(p->ttype, o->tcount, off, &p->runs, &p->nruns) != MPI_SUCCESS) {
+    } else if (runs_make(p->ttype, o->tcount, off, &p->one_run, &p->runs, &p->nruns) !=
+               MPI_SUCCESS) {
         return pb_mpi_win_raise(win, MPI_ERR_NO_MEM, func, "out of memory");
     }
     /* the origin's data, packed */
@@ -670,7 +676,13 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
         }
     }
     if ((o->kind == RMA_GET || o->result != NULL) && p->bytes > 0) {
-        p->fetched = malloc(o->kind == RMA_CAS ? 2 * p->bytes : p->bytes);
+        size_t room = o->kind == RMA_CAS ? 2 * p->bytes : p->bytes;
+
+        /* on the node, small results stay in the plan (a batch toward
+         * another node keeps pointers into its buffer: that one is
+         * allocated) */
+        p->fetched = t->mode != PB_WIN_TCP && room <= sizeof(p->fetched_small) ? p->fetched_small
+                                                                               : malloc(room);
         if (p->fetched == NULL) {
             plan_free(p);
             return pb_mpi_win_raise(win, MPI_ERR_NO_MEM, func, "out of memory");
