@@ -9,23 +9,22 @@
  * window memory lies there too, after the control blocks.  A peer on the
  * same node so reaches a target directly: a put is a memcpy, a lock or a
  * fetch-and-op an atomic on mapped memory, and nothing is asked of the
- * target process.  MPI_Win_create's memory is the program's: a peer of the
- * node maps it only when it is whole pages that the shm controller can
- * export in place (it then exports it separately); otherwise, and for
- * every peer on another node, the target reaches it through the tcp
- * controller.
+ * target process.  MPI_Win_create's and dynamic windows' memory is the
+ * program's: a peer of the node reaches it by CMA (process_vm_readv and
+ * _writev, under the same locks), or, where the kernel refuses, as a peer
+ * on another node does.
  *
  * Toward a target on another node a rank imports, on the tcp controller,
- * the target's export of its control block and of its window memory.
- * Contiguous puts and gets are RSM puts and gets (a put of a
- * non-contiguous target layout is one RSM putv); accumulates, atomics,
- * lock requests and PSCW counts are RSM calls (pb_rsm_memseg_import_call)
- * that the target's RSM service thread applies, so a passive-target epoch
+ * the target's export of its control block, which carries an RSM call
+ * handler (pb_rsm_memseg_import_call): puts, gets, accumulates, atomics,
+ * lock requests and PSCW counts are calls that the target's RSM service
+ * thread applies to its window memory, so a passive-target epoch
  * completes while the target computes outside MPI.  A flush is an RSM
- * barrier on the target's imports.
+ * barrier on that import.  A lock is deferred: the epoch's calls go in
+ * one batch that the target runs under the lock (rma.c).
  *
  * Atomicity: every accumulate-kind operation on a target's memory, from
- * any origin and by either path, runs under the target's accumulate lock
+ * any origin and by any path, runs under the target's accumulate lock
  * (a spin-then-yield lock word in its control block), so accumulates are
  * atomic per element and ordered per origin/target pair as the default
  * accumulate_ordering asks.
