@@ -24,7 +24,9 @@
  *   --iterations N   operations of each rank in each phase (default 300)
  *   --cpus N         run on the first N processors (before MPI_Init)
  */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
