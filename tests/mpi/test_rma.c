@@ -155,6 +155,15 @@ static void fill(int *mem, int owner, int n)
 
 /* ---- the window flavours ----------------------------------------------------------------- */
 
+static int deleted, attr_value = 42;
+
+static int count_delete(MPI_Win win, int keyval, void *attr, void *extra)
+{
+    (void)win, (void)keyval, (void)extra;
+    deleted += attr == &attr_value;
+    return MPI_SUCCESS;
+}
+
 static void case_create(void)
 {
     int *buf = xmalloc(N * sizeof(int)), sent[8], got[8], want[N];
@@ -187,8 +196,19 @@ static void case_create(void)
     check_ints(buf, want, N, "Win_create: fence put");
     fill(want, left(), 8);
     check_ints(got, want, 8, "Win_create: fence get");
+    /* a keyval of the caller's: its delete function runs at MPI_Win_free */
+    int keyval = MPI_KEYVAL_INVALID, *got_attr = NULL, flag = 0;
+
+    deleted = 0;
+    OK(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, count_delete, &keyval, NULL));
+    OK(MPI_Win_set_attr(win, keyval, &attr_value));
+    OK(MPI_Win_get_attr(win, keyval, &got_attr, &flag));
+    CHECK(flag && got_attr == &attr_value, "Win_get_attr of the caller's keyval: flag %d", flag);
+
     OK(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL, "MPI_Win_free did not set the handle to MPI_WIN_NULL");
+    CHECK(deleted == 1, "MPI_Win_free ran the attribute's delete function %d times", deleted);
+    OK(MPI_Win_free_keyval(&keyval));
 
     /* every rank but 0 exposes no memory; each adds to rank 0's */
     int *mine = rank == 0 ? buf : NULL, one[4] = {1, 2, 3, 4};
@@ -292,6 +312,9 @@ static void case_shared(void)
     OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     MPI_Comm_rank(node, &me);
     MPI_Comm_size(node, &n);
+    int *world = xmalloc((size_t)n * sizeof(int)); /* the world rank of each node rank */
+
+    OK(MPI_Allgather(&rank, 1, MPI_INT, world, 1, MPI_INT, node));
 
     /* contiguous (the default): rank q's segment of 4(q+1) ints follows q-1's */
     MPI_Aint bytes = (MPI_Aint)(4 * (me + 1)) * (MPI_Aint)sizeof(int);
@@ -335,9 +358,9 @@ static void case_shared(void)
     MPI_Barrier(node);
     OK(MPI_Win_sync(win));
     for (int i = 0; i < 4 * (nright + 1); i++)
-        if (theirs.base[i] != value(rank - me + nright, i)) {
+        if (theirs.base[i] != value(world[nright], i)) {
             CHECK(0, "load from node rank %d's segment [%d]: %d, expected %d", nright, i,
-                  theirs.base[i], value(rank - me + nright, i));
+                  theirs.base[i], value(world[nright], i));
             break;
         }
     MPI_Barrier(node);
@@ -394,15 +417,16 @@ static void case_shared(void)
             struct segment s = query(win, q);
 
             for (int i = 0; i < 2 * q; i++)
-                if (s.base[i] != value(rank + q, i)) {
+                if (s.base[i] != value(world[q], i)) {
                     CHECK(0, "noncontig load from node rank %d [%d]: %d, expected %d", q, i,
-                          s.base[i], value(rank + q, i));
+                          s.base[i], value(world[q], i));
                     break;
                 }
         }
     OK(MPI_Win_unlock_all(win));
     OK(MPI_Win_free(&win));
     OK(MPI_Comm_free(&node));
+    free(world);
 }
 
 static void case_dynamic(void)
@@ -1537,6 +1561,16 @@ static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
         ((int *)inout)[i] += ((int *)in)[i];
 }
 
+static int handled_calls, handled_class;
+static MPI_Win handled_win;
+
+static void record_error(MPI_Win *win, int *code, ...)
+{
+    handled_calls++;
+    handled_win = *win;
+    MPI_Error_class(*code, &handled_class);
+}
+
 static void case_errors(void)
 {
     /* the window is the first N ints of 2N: a put past its end that went
@@ -1615,6 +1649,25 @@ static void case_errors(void)
                  "Win_fence on MPI_WIN_NULL");
     EXPECT_ERROR(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, MPI_WIN_NULL), MPI_ERR_WIN, EVERY_MPI,
                  "Win_lock on MPI_WIN_NULL");
+
+    /* an error handler of the caller's, called by an erroneous call and by
+     * MPI_Win_call_errhandler */
+    MPI_Errhandler mine;
+
+    OK(MPI_Win_create_errhandler(record_error, &mine));
+    OK(MPI_Win_set_errhandler(win, mine));
+    OK(MPI_Errhandler_free(&mine));
+    handled_class = handled_calls = 0;
+    handled_win = MPI_WIN_NULL;
+    OK(MPI_Win_lock_all(0, win));
+    MPI_Put(x, 1, MPI_INT, size, 0, 1, MPI_INT, win);
+    OK(MPI_Win_unlock_all(win));
+    CHECK(handled_calls == 1 && handled_class == MPI_ERR_RANK && handled_win == win,
+          "the window's error handler: %d calls, class %d", handled_calls, handled_class);
+    OK(MPI_Win_call_errhandler(win, MPI_ERR_OTHER));
+    CHECK(handled_calls == 2 && handled_class == MPI_ERR_OTHER,
+          "Win_call_errhandler: %d calls, class %d", handled_calls, handled_class);
+    OK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
 
     /* nothing wrote the window, or past it; then it still works */
     MPI_Barrier(MPI_COMM_WORLD);
