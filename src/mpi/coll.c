@@ -63,6 +63,7 @@
 #include "mpi/bindings.h"
 #include "mpi/coll_node.h"
 #include "mpi/coll_table.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
@@ -86,9 +87,6 @@ enum {
     TAG_REDUCE_SCATTER,
 };
 
-/* bytes a local copy between two non-contiguous layouts packs at a time */
-#define COPY_CHUNK 16384
-
 /* ---- typed buffers -------------------------------------------------------------- */
 
 /* The address of element @index of the buffer of @t at @buf (@buf may be
@@ -96,71 +94,6 @@ enum {
 static void *elem_addr(const void *buf, MPI_Aint index, const pb_datatype_t *t)
 {
     return (void *)((uintptr_t)buf + (uintptr_t)(index * pb_eng_type_extent(t)));
-}
-
-/* Memory for @count elements of @type laid out as the type says (its
- * extent between elements): each element's span covers both its bounds
- * (lb .. lb + extent; the predefined ops store whole C structs, padding
- * included, for the pair types) and its data (true lb .. true ub).  The
- * return value is the buffer to use with @type, *@mem_p what to free; NULL
- * when out of memory. */
-static void *scratch_alloc(MPI_Count count, MPI_Datatype type, void **mem_p)
-{
-    MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0, lo, hi;
-
-    PMPI_Type_get_extent(type, &lb, &extent);
-    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    lo = lb < lb + extent ? lb : lb + extent;
-    hi = lb < lb + extent ? lb + extent : lb;
-    lo = true_lb < lo ? true_lb : lo;
-    hi = true_lb + true_extent > hi ? true_lb + true_extent : hi;
-    if (count > 1) {
-        MPI_Aint span = (MPI_Aint)(count - 1) * extent;
-
-        if (span < 0)
-            lo += span;
-        else
-            hi += span;
-    }
-    *mem_p = malloc(hi > lo ? (size_t)(hi - lo) : 1);
-    if (*mem_p == NULL)
-        return NULL;
-    return (void *)((uintptr_t)*mem_p - (uintptr_t)lo);
-}
-
-/* Copy the @scount elements of @stype at @src into the @rcount elements of
- * @rtype at @dst, as a message between them would.  @return MPI_SUCCESS, or
- * MPI_ERR_TRUNCATE when the data does not fit. */
-static int copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
-                      MPI_Count rcount, MPI_Datatype rtype)
-{
-    const pb_datatype_t *st = pb_mpi_datatype(stype), *rt = pb_mpi_datatype(rtype);
-    size_t bytes = (size_t)scount * pb_eng_type_size(st);
-    char chunk[COPY_CHUNK];
-
-    if (bytes > (size_t)rcount * pb_eng_type_size(rt))
-        return MPI_ERR_TRUNCATE;
-    if (bytes == 0 || (src == dst && st == rt))
-        return MPI_SUCCESS;
-    if (pb_eng_type_is_contiguous(rt)) {
-        pb_eng_type_pack_range(src, scount, st, 0,
-                               (void *)((uintptr_t)dst + (uintptr_t)pb_eng_type_true_lb(rt)),
-                               bytes);
-        return MPI_SUCCESS;
-    }
-    if (pb_eng_type_is_contiguous(st)) {
-        pb_eng_type_unpack_range(
-            (const void *)((uintptr_t)src + (uintptr_t)pb_eng_type_true_lb(st)), bytes, dst, rcount,
-            rt, 0);
-        return MPI_SUCCESS;
-    }
-    for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
-        size_t len = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
-
-        pb_eng_type_pack_range(src, scount, st, off, chunk, len);
-        pb_eng_type_unpack_range(chunk, len, dst, rcount, rt, off);
-    }
-    return MPI_SUCCESS;
 }
 
 /* inout = in op inout, elementwise over @count elements of @type. */
@@ -362,13 +295,14 @@ static int reduce_binomial(const void *sendbuf, void *recvbuf, MPI_Count count, 
     int top = pb_mpi_op_is_commutative(op) ? root : 0;
     int rel = (rank - top + size) % size, rc = MPI_SUCCESS;
     void *acc_mem = NULL, *tmp_mem = NULL;
-    void *acc = scratch_alloc(count, type, &acc_mem), *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *acc = pb_coll_scratch_alloc(count, type, &acc_mem),
+         *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
 
     if (acc == NULL || tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    rc = copy_typed(sendbuf, count, type, acc, count, type);
+    rc = pb_coll_copy_typed(sendbuf, count, type, acc, count, type);
     for (int mask = 1; mask < size && rc == MPI_SUCCESS; mask <<= 1) {
         if (rel & mask) {
             rc = send_to(acc, count, type, (rel - mask + top) % size, TAG_REDUCE, c);
@@ -385,7 +319,7 @@ static int reduce_binomial(const void *sendbuf, void *recvbuf, MPI_Count count, 
     if (rc != MPI_SUCCESS)
         goto out;
     if (rank == top && rank == root)
-        rc = copy_typed(acc, count, type, recvbuf, count, type);
+        rc = pb_coll_copy_typed(acc, count, type, recvbuf, count, type);
     else if (rank == top)
         rc = send_to(acc, count, type, root, TAG_REDUCE, c);
     else if (rank == root)
@@ -408,13 +342,13 @@ static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_
 {
     int size = c->size, rank = c->rank, pof2 = 1, rem, newrank, rc;
     void *tmp_mem = NULL;
-    void *acc = recvbuf, *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *acc = recvbuf, *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
 
     if (tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    rc = copy_typed(sendbuf, count, type, acc, count, type);
+    rc = pb_coll_copy_typed(sendbuf, count, type, acc, count, type);
     while (pof2 * 2 <= size)
         pof2 *= 2;
     rem = size - pof2;
@@ -449,7 +383,7 @@ static int allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_
             rc = recv_from(acc, count, type, rank + 1, TAG_ALLREDUCE, c);
     }
     if (rc == MPI_SUCCESS && acc != recvbuf)
-        rc = copy_typed(acc, count, type, recvbuf, count, type);
+        rc = pb_coll_copy_typed(acc, count, type, recvbuf, count, type);
 out:
     free(tmp_mem);
     return rc;
@@ -476,8 +410,8 @@ static int gatherv_direct(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
                    c);
     }
     if (sendbuf != MPI_IN_PLACE)
-        rc = copy_typed(sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, root, rt),
-                        vec_count(recv, root), recvtype);
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, root, rt),
+                                vec_count(recv, root), recvtype);
     int wrc = batch_wait(&b);
     return rc != MPI_SUCCESS ? rc : wrc;
 }
@@ -502,8 +436,8 @@ static int scatterv_direct(const void *sendbuf, const vec_t *send, MPI_Datatype 
                    c);
     }
     if (recvbuf != MPI_IN_PLACE)
-        rc = copy_typed(vec_addr(sendbuf, send, root, st), vec_count(send, root), sendtype, recvbuf,
-                        recvcount, recvtype);
+        rc = pb_coll_copy_typed(vec_addr(sendbuf, send, root, st), vec_count(send, root), sendtype,
+                                recvbuf, recvcount, recvtype);
     int wrc = batch_wait(&b);
     return rc != MPI_SUCCESS ? rc : wrc;
 }
@@ -519,8 +453,8 @@ static int allgatherv_ring(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     int right = (rank + 1) % size, left = (rank - 1 + size) % size;
 
     if (sendbuf != MPI_IN_PLACE)
-        rc = copy_typed(sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, rank, rt),
-                        vec_count(recv, rank), recvtype);
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, rank, rt),
+                                vec_count(recv, rank), recvtype);
     for (int s = 0; s < size - 1 && rc == MPI_SUCCESS; s++) {
         int out = (rank - s + size) % size, in = (rank - s - 1 + size) % size;
 
@@ -580,8 +514,8 @@ static int alltoallv_direct(const void *sendbuf, const vec_t *send, MPI_Datatype
                        TAG_ALLTOALL, c);
     }
     if (sendbuf != MPI_IN_PLACE)
-        rc = copy_typed(vec_addr(sendbuf, send, rank, st), vec_count(send, rank), sendtype,
-                        vec_addr(recvbuf, recv, rank, rt), vec_count(recv, rank), recvtype);
+        rc = pb_coll_copy_typed(vec_addr(sendbuf, send, rank, st), vec_count(send, rank), sendtype,
+                                vec_addr(recvbuf, recv, rank, rt), vec_count(recv, rank), recvtype);
     int wrc = batch_wait(&b);
     free(packed);
     free(offs);
@@ -616,7 +550,7 @@ static int reduce_scatter_via_root(const void *sendbuf, void *recvbuf, const vec
     blocks.displs = (pb_mpi_displs_t){NULL, displs};
     if (total == 0)
         goto out;
-    if (c->rank == 0 && (tmp = scratch_alloc(total, type, &tmp_mem)) == NULL)
+    if (c->rank == 0 && (tmp = pb_coll_scratch_alloc(total, type, &tmp_mem)) == NULL)
         rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
         rc = coll_reduce(sendbuf, tmp, total, type, op, 0, c);
@@ -637,15 +571,16 @@ static int scan_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Count
 {
     int rc;
     void *part_mem = NULL, *tmp_mem = NULL;
-    void *part = scratch_alloc(count, type, &part_mem), *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *part = pb_coll_scratch_alloc(count, type, &part_mem),
+         *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
 
     if (part == NULL || tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    rc = copy_typed(sendbuf, count, type, part, count, type);
+    rc = pb_coll_copy_typed(sendbuf, count, type, part, count, type);
     if (rc == MPI_SUCCESS)
-        rc = copy_typed(sendbuf, count, type, recvbuf, count, type);
+        rc = pb_coll_copy_typed(sendbuf, count, type, recvbuf, count, type);
     for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
         int dst = c->rank ^ mask;
 
@@ -676,13 +611,14 @@ static int exscan_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Cou
 {
     int rc, have = 0;
     void *part_mem = NULL, *tmp_mem = NULL;
-    void *part = scratch_alloc(count, type, &part_mem), *tmp = scratch_alloc(count, type, &tmp_mem);
+    void *part = pb_coll_scratch_alloc(count, type, &part_mem),
+         *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
 
     if (part == NULL || tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    rc = copy_typed(sendbuf, count, type, part, count, type);
+    rc = pb_coll_copy_typed(sendbuf, count, type, part, count, type);
     for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
         int dst = c->rank ^ mask;
 
@@ -696,7 +632,7 @@ static int exscan_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Cou
             if (have) {
                 reduce_local(op, tmp, recvbuf, count, type); /* scan = tmp op scan */
             } else {
-                rc = copy_typed(tmp, count, type, recvbuf, count, type);
+                rc = pb_coll_copy_typed(tmp, count, type, recvbuf, count, type);
                 have = 1;
             }
         } else {
@@ -895,7 +831,7 @@ static int allreduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count 
     const void *src;
     int rc = split_init(&s, c);
 
-    if (rc == MPI_SUCCESS && (tmp = scratch_alloc(count, type, &tmp_mem)) == NULL)
+    if (rc == MPI_SUCCESS && (tmp = pb_coll_scratch_alloc(count, type, &tmp_mem)) == NULL)
         rc = MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS)
         goto out;
@@ -934,8 +870,8 @@ static int reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count cou
     if (rc != MPI_SUCCESS)
         goto out;
     if (s.newrank >= 0) {
-        acc = c->rank == root ? recvbuf : scratch_alloc(count, type, &acc_mem);
-        tmp = scratch_alloc(count, type, &tmp_mem);
+        acc = c->rank == root ? recvbuf : pb_coll_scratch_alloc(count, type, &acc_mem);
+        tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
         if (acc == NULL || tmp == NULL) {
             rc = MPI_ERR_NO_MEM;
             goto out;
@@ -984,8 +920,8 @@ static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_
     }
     s.seg[s.pof2] = (MPI_Aint)total;
     if (s.newrank >= 0) {
-        acc = scratch_alloc(total, type, &acc_mem);
-        tmp = scratch_alloc(total, type, &tmp_mem);
+        acc = pb_coll_scratch_alloc(total, type, &acc_mem);
+        tmp = pb_coll_scratch_alloc(total, type, &tmp_mem);
         if (acc == NULL || tmp == NULL) {
             rc = MPI_ERR_NO_MEM;
             goto out;
@@ -1003,7 +939,7 @@ static int reduce_scatter_halving(const void *sendbuf, void *recvbuf, const vec_
             rc = send_to(elem_addr(acc, first - (MPI_Aint)vec_count(counts, c->rank - 1), t),
                          vec_count(counts, c->rank - 1), type, c->rank - 1, TAG_REDUCE_SCATTER, c);
         if (rc == MPI_SUCCESS)
-            rc = copy_typed(elem_addr(acc, first, t), mine, type, recvbuf, mine, type);
+            rc = pb_coll_copy_typed(elem_addr(acc, first, t), mine, type, recvbuf, mine, type);
     }
 out:
     free(acc_mem);
@@ -1031,14 +967,14 @@ static int reduce_scatter_pairwise(const void *sendbuf, void *recvbuf, const vec
         first[0] = 0;
         for (int i = 0; i < size; i++)
             first[i + 1] = first[i] + (MPI_Aint)vec_count(counts, i);
-        acc = scratch_alloc(mine, type, &acc_mem);
-        tmp = scratch_alloc(mine, type, &tmp_mem);
+        acc = pb_coll_scratch_alloc(mine, type, &acc_mem);
+        tmp = pb_coll_scratch_alloc(mine, type, &tmp_mem);
     }
     if (acc == NULL || tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
     }
-    rc = copy_typed(elem_addr(sendbuf, first[rank], t), mine, type, acc, mine, type);
+    rc = pb_coll_copy_typed(elem_addr(sendbuf, first[rank], t), mine, type, acc, mine, type);
     for (int step = 1; step < size && rc == MPI_SUCCESS; step++) {
         int to = (rank + step) % size, from = (rank - step + size) % size;
 
@@ -1048,7 +984,7 @@ static int reduce_scatter_pairwise(const void *sendbuf, void *recvbuf, const vec
             reduce_local(op, tmp, acc, mine, type);
     }
     if (rc == MPI_SUCCESS)
-        rc = copy_typed(acc, mine, type, recvbuf, mine, type);
+        rc = pb_coll_copy_typed(acc, mine, type, recvbuf, mine, type);
 out:
     free(acc_mem);
     free(tmp_mem);
@@ -1118,9 +1054,9 @@ static int allgather_recursive_doubling(const void *sendbuf, MPI_Count sendcount
     int rc = MPI_SUCCESS;
 
     if (sendbuf != MPI_IN_PLACE)
-        rc = copy_typed(sendbuf, sendcount, sendtype,
-                        elem_addr(recvbuf, (MPI_Aint)(c->rank * recvcount), rt), recvcount,
-                        recvtype);
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                elem_addr(recvbuf, (MPI_Aint)(c->rank * recvcount), rt), recvcount,
+                                recvtype);
     for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
         int partner = c->rank ^ mask;
         MPI_Aint mine = (MPI_Aint)((c->rank & ~(mask - 1)) * recvcount);

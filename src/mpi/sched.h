@@ -98,10 +98,4 @@ void pb_sched_start(MPI_Request r);
 /* Free @s (not running): its scratch buffers, its datatypes. */
 void pb_sched_free(pb_sched_t *s);
 
-/* Copy @scount elements of @stype at @src into the @dcount elements of
- * @dtype at @dst, as a message between them would.  @return MPI_SUCCESS,
- * or MPI_ERR_TRUNCATE when the data does not fit. */
-int pb_sched_copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
-                        MPI_Count dcount, MPI_Datatype dtype);
-
 #endif
