@@ -11,7 +11,7 @@
  * two blocks a periodic Cartesian dimension of 1 or 2 ranks exchanges
  * with one rank land in the right places); those of MPI_Alltoallw are
  * all ranks.  A peer MPI_PROC_NULL is skipped: its receive block stays as
- * it was.  Messages of successive collectives stay apart as coll.c's do
+ * it was.  Messages of successive collectives stay apart as coll_p2p.c's do
  * (same order on every rank, no overtaking on one source, tag, context).
  *
  * The nonblocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init)
@@ -37,7 +37,7 @@
 /* the collective context of pb_mpi_isend_on/pb_mpi_irecv_on */
 #define COLL 1
 
-/* Tags on the collective context (coll.c uses 16-25, topo.c 42-43):
+/* Tags on the collective context (coll_p2p.c uses 16-25, topo.c 42-43):
  * MPI_Alltoallw's, and the first of the neighborhood collectives' (plus
  * the neighbour's offset, 0 .. 2 ndims - 1). */
 enum {

@@ -70,7 +70,7 @@
  * slice (three phases per piece) */
 #define REDUCE_WHOLE_MAX 4096
 
-/* tags on the collective context (coll.c's are 16-25) */
+/* tags on the collective context (coll_p2p.c's are 16-25) */
 enum {
     TAG_NODE_SETUP = 30,
     TAG_NODE_MOVE

@@ -1,13 +1,15 @@
 /*
- * Typed local copies and scratch buffers that the collectives share: the
- * blocking algorithms (coll_p2p.c), the node path (coll_node.c) and the
- * schedules of the nonblocking and persistent collectives (sched.c).
+ * What the collectives share: typed local copies and scratch buffers (the
+ * blocking algorithms of coll_p2p.c, the node path of coll_node.c, the
+ * schedules of sched.c), and the per-rank counts and displacements of the
+ * v-collectives (coll.c, coll_p2p.c).
  */
 #ifndef PB_MPI_COLL_UTIL_H
 #define PB_MPI_COLL_UTIL_H
 
 #include <stddef.h>
 
+#include "mpi/check.h"
 #include "mpi/mpi_impl.h"
 
 /* Copy the @scount elements of @stype at @src into the @dcount elements of
@@ -29,5 +31,44 @@ size_t pb_coll_scratch_span(MPI_Count count, MPI_Datatype type, MPI_Aint *offset
  * out: the buffer to use with @type, and in *@mem_p what to free.
  * @return NULL (and *@mem_p NULL) when out of memory. */
 void *pb_coll_scratch_alloc(MPI_Count count, MPI_Datatype type, void **mem_p);
+
+/*
+ * The counts and displacements of a v-collective, in elements of its
+ * datatype: from the arrays of MPI_X or MPI_X_c, or, for the plain
+ * collective (MPI_Gather ...), one count for every rank with rank i's
+ * block at i * count.
+ */
+typedef struct {
+    int arrays;             /* 1: the counts come from an array */
+    pb_mpi_counts_t counts; /* the program's counts, or none */
+    pb_mpi_displs_t displs; /* the program's (or computed) displacements, or none */
+    MPI_Count block;        /* without arrays: every count, and the stride */
+} pb_coll_vec_t;
+
+/* Every rank @block elements, rank i's at i * @block. */
+static inline pb_coll_vec_t pb_coll_vec_block(MPI_Count block)
+{
+    return (pb_coll_vec_t){0, {NULL, NULL}, {NULL, NULL}, block};
+}
+
+/* The program's arrays (@displs none where only the counts are meant:
+ * Reduce_scatter's). */
+static inline pb_coll_vec_t pb_coll_vec_arrays(pb_mpi_counts_t counts, pb_mpi_displs_t displs)
+{
+    return (pb_coll_vec_t){1, counts, displs, 0};
+}
+
+/* Rank @i's count. */
+static inline MPI_Count pb_coll_vec_count(const pb_coll_vec_t *v, int i)
+{
+    return v->arrays ? pb_mpi_counts_at(v->counts, i) : v->block;
+}
+
+/* Rank @i's displacement, in elements (bytes for Alltoallw's). */
+static inline MPI_Aint pb_coll_vec_displ(const pb_coll_vec_t *v, int i)
+{
+    return v->displs.i != NULL || v->displs.a != NULL ? pb_mpi_displs_at(v->displs, i)
+                                                      : (MPI_Aint)i * (MPI_Aint)v->block;
+}
 
 #endif

@@ -5,7 +5,7 @@
  * "Nonblocking and persistent collectives").
  *
  * Each is a schedule (sched.h) of the algorithm the blocking collective
- * uses (coll.c), built round by round as the blocking one acts:
+ * uses (coll_p2p.c), built round by round as the blocking one acts:
  *
  *   Barrier          dissemination: ceil(log2 P) rounds of empty messages
  *   Bcast            binomial tree from the root
@@ -168,7 +168,7 @@ static void build_reduce(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
     pb_sched_round_end(s);
 }
 
-/* Recursive doubling allreduce (coll.c's): with 2^k the largest power of
+/* Recursive doubling allreduce (coll_p2p.c's): with 2^k the largest power of
  * two <= P and R = P - 2^k, ranks 2i and 2i+1 (i < R) fold into 2i+1, the
  * 2^k others swap and combine with the partner differing in bit 0, 1, ...,
  * and each 2i+1 hands the result back to 2i. */
@@ -381,7 +381,7 @@ static void build_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvb
     build_scatterv(s, tmp, &blocks, type, recvbuf, vec_count(counts, c->rank), type, 0, c);
 }
 
-/* Recursive doubling inclusive scan (coll.c's): in step k rank r swaps its
+/* Recursive doubling inclusive scan (coll_p2p.c's): in step k rank r swaps its
  * partial result with r ^ 2^k; a lower partner's goes on the left of both
  * the partial result and the scan, a higher one's on the right of the
  * partial result only. */

@@ -33,7 +33,7 @@
  * Every rank starts (or, persistent, initialises) the collectives of a
  * communicator in the same order, so they agree on it; collectives in
  * flight at once never share a tag (unless PB_SCHED_TAGS of them are), and
- * the range is above the tags of the blocking collectives (coll.c: 16..25),
+ * the range is above the tags of the blocking collectives (coll_p2p.c: 16..25),
  * of the neighborhood collectives (40..63) and of the context agreement
  * (0, 1).  Within one schedule the messages between two ranks match in
  * order: both ranks post them in round order.
