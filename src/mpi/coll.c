@@ -288,22 +288,9 @@ static int coll_exscan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
 
 /* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
-/* An error of the communication itself, through @comm's handler. */
-static int comm_failed(MPI_Comm comm, const char *func, int rc)
-{
-    if (rc == MPI_SUCCESS)
-        return rc;
-    return pb_mpi_raise(comm, rc, func, "%s",
-                        rc == MPI_ERR_TRUNCATE
-                            ? "a block is longer than its receive buffer (the ranks' counts "
-                              "or datatypes disagree)"
-                        : rc == MPI_ERR_NO_MEM ? "out of memory for a temporary buffer"
-                                               : "the collective's messages failed");
-}
-
 int pb_mpi_barrier_impl(const char *func, MPI_Comm comm, pb_comm_t *c)
 {
-    return comm_failed(comm, func, coll_barrier(c));
+    return pb_coll_failed(comm, func, coll_barrier(c));
 }
 
 int pb_mpi_bcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
@@ -311,7 +298,7 @@ int pb_mpi_bcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datat
 {
     if ((size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) == 0)
         return MPI_SUCCESS;
-    return comm_failed(comm, func, coll_bcast(buffer, count, datatype, root, c));
+    return pb_coll_failed(comm, func, coll_bcast(buffer, count, datatype, root, c));
 }
 
 int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -329,9 +316,9 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
-        return comm_failed(comm, func, rc);
+        return pb_coll_failed(comm, func, rc);
     pb_coll_ran(PB_COLL_GATHER, PB_ALG_DIRECT);
-    return comm_failed(
+    return pb_coll_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
 
@@ -342,7 +329,7 @@ int pb_mpi_gatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcou
 {
     pb_coll_vec_t recv = pb_coll_vec_arrays(recvcounts, displs);
 
-    return comm_failed(
+    return pb_coll_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
 
@@ -361,9 +348,9 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
-        return comm_failed(comm, func, rc);
+        return pb_coll_failed(comm, func, rc);
     pb_coll_ran(PB_COLL_SCATTER, PB_ALG_DIRECT);
-    return comm_failed(
+    return pb_coll_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
 
@@ -374,7 +361,7 @@ int pb_mpi_scatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t 
 {
     pb_coll_vec_t send = pb_coll_vec_arrays(sendcounts, displs);
 
-    return comm_failed(
+    return pb_coll_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
 
@@ -399,16 +386,16 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
                                                      recvcount, recvtype, c, alg))
              : PB_COLL_NODE_DECLINED;
     if (rc != PB_COLL_NODE_DECLINED)
-        return comm_failed(comm, func, rc);
+        return pb_coll_failed(comm, func, rc);
     if (alg == PB_ALG_RECURSIVE_DOUBLING && (c->size & (c->size - 1)) == 0) {
         pb_coll_ran(PB_COLL_ALLGATHER, alg);
-        return comm_failed(comm, func,
-                           pb_coll_allgather_recursive_doubling(sendbuf, sendcount, sendtype,
-                                                                recvbuf, recvcount, recvtype, c));
+        return pb_coll_failed(comm, func,
+                              pb_coll_allgather_recursive_doubling(
+                                  sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c));
     }
     pb_coll_ran(PB_COLL_ALLGATHER, PB_ALG_RING);
-    return comm_failed(comm, func,
-                       coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
+    return pb_coll_failed(
+        comm, func, coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
 
 int pb_mpi_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -418,8 +405,8 @@ int pb_mpi_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count send
 {
     pb_coll_vec_t recv = pb_coll_vec_arrays(recvcounts, displs);
 
-    return comm_failed(comm, func,
-                       coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
+    return pb_coll_failed(
+        comm, func, coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
 
 int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -437,10 +424,10 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                  : PB_COLL_NODE_DECLINED;
 
     if (rc != PB_COLL_NODE_DECLINED)
-        return comm_failed(comm, func, rc);
+        return pb_coll_failed(comm, func, rc);
     pb_coll_ran(PB_COLL_ALLTOALL, PB_ALG_DIRECT);
-    return comm_failed(comm, func,
-                       coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
+    return pb_coll_failed(comm, func,
+                          coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
 
 int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -451,8 +438,8 @@ int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
     pb_coll_vec_t send = pb_coll_vec_arrays(sendcounts, sdispls),
                   recv = pb_coll_vec_arrays(recvcounts, rdispls);
 
-    return comm_failed(comm, func,
-                       coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
+    return pb_coll_failed(comm, func,
+                          coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
 
 int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
@@ -462,7 +449,7 @@ int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI
         sendbuf = recvbuf;
     if (count == 0)
         return MPI_SUCCESS;
-    return comm_failed(comm, func, coll_reduce(sendbuf, recvbuf, count, datatype, op, root, c));
+    return pb_coll_failed(comm, func, coll_reduce(sendbuf, recvbuf, count, datatype, op, root, c));
 }
 
 int pb_mpi_allreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
@@ -472,7 +459,7 @@ int pb_mpi_allreduce_impl(const char *func, const void *sendbuf, void *recvbuf, 
         sendbuf = recvbuf;
     if (count == 0)
         return MPI_SUCCESS;
-    return comm_failed(comm, func, coll_allreduce(sendbuf, recvbuf, count, datatype, op, c));
+    return pb_coll_failed(comm, func, coll_allreduce(sendbuf, recvbuf, count, datatype, op, c));
 }
 
 /* Reduce_scatter(_block) check their counts here: the reduction is over
@@ -481,37 +468,16 @@ static int reduce_scatter_common(const char *func, const void *sendbuf, void *re
                                  const pb_coll_vec_t *counts, MPI_Datatype datatype, MPI_Op op,
                                  MPI_Comm comm, pb_comm_t *c)
 {
-    MPI_Count total = 0;
-    int rc;
+    MPI_Count total;
+    int rc =
+        pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, counts, datatype, op, c, &total);
 
-    if (!counts->arrays) {
-        if (counts->block < 0)
-            return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcount %lld is negative",
-                                (long long)counts->block);
-        total = counts->block * c->size;
-    } else {
-        if (counts->counts.i == NULL && counts->counts.c == NULL)
-            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "recvcounts is NULL");
-        for (int i = 0; i < c->size; i++) {
-            if (pb_coll_vec_count(counts, i) < 0)
-                return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcounts[%d], %lld, is negative",
-                                    i, (long long)pb_coll_vec_count(counts, i));
-            total += pb_coll_vec_count(counts, i);
-        }
-    }
-    rc = pb_mpi_check_reduction(comm, func, total, datatype, op);
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, pb_coll_vec_count(counts, c->rank),
-                              datatype);
-    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, total, datatype);
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, total);
     if (rc != MPI_SUCCESS || total == 0)
         return rc;
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
-    return comm_failed(comm, func, coll_reduce_scatter(sendbuf, recvbuf, counts, datatype, op, c));
+    return pb_coll_failed(comm, func,
+                          coll_reduce_scatter(sendbuf, recvbuf, counts, datatype, op, c));
 }
 
 int pb_mpi_reduce_scatter_block_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -539,7 +505,7 @@ int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_C
         sendbuf = recvbuf;
     if (count == 0)
         return MPI_SUCCESS;
-    return comm_failed(comm, func, coll_scan(sendbuf, recvbuf, count, datatype, op, c));
+    return pb_coll_failed(comm, func, coll_scan(sendbuf, recvbuf, count, datatype, op, c));
 }
 
 int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
@@ -549,5 +515,5 @@ int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI
         sendbuf = recvbuf;
     if (count == 0)
         return MPI_SUCCESS;
-    return comm_failed(comm, func, coll_exscan(sendbuf, recvbuf, count, datatype, op, c));
+    return pb_coll_failed(comm, func, coll_exscan(sendbuf, recvbuf, count, datatype, op, c));
 }

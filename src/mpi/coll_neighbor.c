@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/info.h"
 #include "mpi/p2p.h"
@@ -186,19 +187,6 @@ static int exchange(pb_comm_t *c, const side_t *send, const peers_t *to, const s
     return rc;
 }
 
-/* An error of the communication itself, through @comm's handler. */
-static int comm_failed(MPI_Comm comm, const char *func, int rc)
-{
-    if (rc == MPI_SUCCESS)
-        return rc;
-    return pb_mpi_raise(comm, rc, func, "%s",
-                        rc == MPI_ERR_TRUNCATE
-                            ? "a block is longer than its receive buffer (the ranks' counts "
-                              "or datatypes disagree)"
-                        : rc == MPI_ERR_NO_MEM ? "out of memory for a temporary buffer"
-                                               : "the collective's messages failed");
-}
-
 /* ---- the neighborhood collectives -------------------------------------------------- */
 
 /* Check @send and @recv against @c's neighbours and exchange them. */
@@ -218,7 +206,7 @@ static int neighbor_exchange(const char *func, const side_t *send, const side_t 
         return rc;
     to = (peers_t){nb.outdegree, nb.destinations, nb.out_tag, TAG_NEIGHBOR};
     from = (peers_t){nb.indegree, nb.sources, nb.in_tag, TAG_NEIGHBOR};
-    return comm_failed(comm, func, exchange(c, send, &to, recv, &from, NULL, NULL));
+    return pb_coll_failed(comm, func, exchange(c, send, &to, recv, &from, NULL, NULL));
 }
 
 int pb_mpi_neighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -515,5 +503,5 @@ int pb_mpi_alltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
     free(others);
     free(packed);
     free(offs);
-    return comm_failed(comm, func, rc);
+    return pb_coll_failed(comm, func, rc);
 }

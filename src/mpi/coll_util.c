@@ -75,3 +75,51 @@ void *pb_coll_scratch_alloc(MPI_Count count, MPI_Datatype type, void **mem_p)
         return NULL;
     return (void *)((uintptr_t)*mem_p + (uintptr_t)offset);
 }
+
+int pb_coll_failed(MPI_Comm comm, const char *func, int rc)
+{
+    if (rc == MPI_SUCCESS)
+        return rc;
+    return pb_mpi_raise(comm, rc, func, "%s",
+                        rc == MPI_ERR_TRUNCATE
+                            ? "a block is longer than its receive buffer (the ranks' counts "
+                              "or datatypes disagree)"
+                        : rc == MPI_ERR_NO_MEM ? "out of memory for a temporary buffer"
+                                               : "the collective's messages failed");
+}
+
+int pb_coll_check_reduce_scatter(MPI_Comm comm, const char *func, const void *sendbuf,
+                                 const void *recvbuf, const pb_coll_vec_t *counts,
+                                 MPI_Datatype datatype, MPI_Op op, const pb_comm_t *c,
+                                 MPI_Count *total_p)
+{
+    MPI_Count total = 0;
+    int rc;
+
+    *total_p = 0;
+    if (!counts->arrays) {
+        if (counts->block < 0)
+            return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcount %lld is negative",
+                                (long long)counts->block);
+        total = counts->block * c->size;
+    } else {
+        if (counts->counts.i == NULL && counts->counts.c == NULL)
+            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "recvcounts is NULL");
+        for (int i = 0; i < c->size; i++) {
+            if (pb_coll_vec_count(counts, i) < 0)
+                return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcounts[%d], %lld, is negative",
+                                    i, (long long)pb_coll_vec_count(counts, i));
+            total += pb_coll_vec_count(counts, i);
+        }
+    }
+    rc = pb_mpi_check_reduction(comm, func, total, datatype, op);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, pb_coll_vec_count(counts, c->rank),
+                              datatype);
+    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, total, datatype);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, total);
+    *total_p = total;
+    return rc;
+}

@@ -1,8 +1,9 @@
 /*
  * What the collectives share: typed local copies and scratch buffers (the
  * blocking algorithms of coll_p2p.c, the node path of coll_node.c, the
- * schedules of sched.c), and the per-rank counts and displacements of the
- * v-collectives (coll.c, coll_p2p.c).
+ * schedules of sched.c), the per-rank counts and displacements of the
+ * v-collectives, and the checks and error messages of the MPI calls
+ * (coll.c, nbc.c, coll_neighbor.c).
  */
 #ifndef PB_MPI_COLL_UTIL_H
 #define PB_MPI_COLL_UTIL_H
@@ -70,5 +71,22 @@ static inline MPI_Aint pb_coll_vec_displ(const pb_coll_vec_t *v, int i)
     return v->displs.i != NULL || v->displs.a != NULL ? pb_mpi_displs_at(v->displs, i)
                                                       : (MPI_Aint)i * (MPI_Aint)v->block;
 }
+
+/* Raise @rc, the error of a collective's communication itself (a
+ * truncated block, no memory for a temporary buffer, a failed transfer),
+ * for @func through @comm's handler.  @return MPI_SUCCESS when @rc is, or
+ * what pb_mpi_raise returns. */
+int pb_coll_failed(MPI_Comm comm, const char *func, int rc);
+
+/* The checks of MPI_Reduce_scatter(_block) and their nonblocking and
+ * persistent forms, which the generated bindings leave to the call: the
+ * counts (@counts, rank i's block), the reduction over their sum, the
+ * buffers.  @return MPI_SUCCESS, with the sum in *@total_p, or the error
+ * raised for @func on @comm (MPI_ERR_COUNT, MPI_ERR_ARG, MPI_ERR_TYPE,
+ * MPI_ERR_OP, MPI_ERR_BUFFER). */
+int pb_coll_check_reduce_scatter(MPI_Comm comm, const char *func, const void *sendbuf,
+                                 const void *recvbuf, const pb_coll_vec_t *counts,
+                                 MPI_Datatype datatype, MPI_Op op, const pb_comm_t *c,
+                                 MPI_Count *total_p);
 
 #endif

@@ -34,43 +34,13 @@
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/info.h"
 #include "mpi/op.h"
 #include "mpi/sched.h"
 
-/* ---- per-rank counts and displacements -------------------------------------------- */
-
-/* The counts and displacements of a v-collective, in elements of its
- * datatype (bytes for Alltoallw's): from the program's arrays, or one count
- * for every rank with rank i's block at i * count. */
-typedef struct {
-    int arrays;
-    pb_mpi_counts_t counts;
-    pb_mpi_displs_t displs; /* none: blocks one after another */
-    MPI_Count block;
-} vec_t;
-
-static vec_t vec_block(MPI_Count block)
-{
-    return (vec_t){0, {NULL, NULL}, {NULL, NULL}, block};
-}
-
-static vec_t vec_arrays(pb_mpi_counts_t counts, pb_mpi_displs_t displs)
-{
-    return (vec_t){1, counts, displs, 0};
-}
-
-static MPI_Count vec_count(const vec_t *v, int i)
-{
-    return v->arrays ? pb_mpi_counts_at(v->counts, i) : v->block;
-}
-
-static MPI_Aint vec_displ(const vec_t *v, int i)
-{
-    return v->displs.i != NULL || v->displs.a != NULL ? pb_mpi_displs_at(v->displs, i)
-                                                      : (MPI_Aint)i * (MPI_Aint)v->block;
-}
+/* ---- block addresses ---------------------------------------------------------------- */
 
 /* The address of element @index of @type's layout at @buf (MPI_BOTTOM
  * allowed: the sum is taken as integers). */
@@ -81,9 +51,9 @@ static void *elem_addr(const void *buf, MPI_Aint index, MPI_Datatype type)
 }
 
 /* The address of rank @i's block of @buf described by @v. */
-static void *vec_addr(const void *buf, const vec_t *v, int i, MPI_Datatype type)
+static void *vec_addr(const void *buf, const pb_coll_vec_t *v, int i, MPI_Datatype type)
 {
-    return elem_addr(buf, vec_displ(v, i), type);
+    return elem_addr(buf, pb_coll_vec_displ(v, i), type);
 }
 
 static void *byte_addr(const void *buf, MPI_Aint displ)
@@ -221,7 +191,7 @@ static void build_allreduce(pb_sched_t *s, const void *sendbuf, void *recvbuf, M
 /* Direct gather: the root receives every rank's block at once.
  * @sendbuf MPI_IN_PLACE at the root: its block is in place. */
 static void build_gatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
+                          MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
                           MPI_Datatype recvtype, int root, const pb_comm_t *c)
 {
     if (c->rank != root) {
@@ -231,16 +201,17 @@ static void build_gatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcoun
     for (int i = 1; i < c->size; i++) {
         int r = (root + i) % c->size;
 
-        pb_sched_recv(s, vec_addr(recvbuf, recv, r, recvtype), vec_count(recv, r), recvtype, r);
+        pb_sched_recv(s, vec_addr(recvbuf, recv, r, recvtype), pb_coll_vec_count(recv, r), recvtype,
+                      r);
     }
     if (sendbuf != MPI_IN_PLACE)
         pb_sched_copy(s, sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, root, recvtype),
-                      vec_count(recv, root), recvtype);
+                      pb_coll_vec_count(recv, root), recvtype);
 }
 
 /* Direct scatter: the root sends every rank its block at once.
  * @recvbuf MPI_IN_PLACE at the root: its block stays in @sendbuf. */
-static void build_scatterv(pb_sched_t *s, const void *sendbuf, const vec_t *send,
+static void build_scatterv(pb_sched_t *s, const void *sendbuf, const pb_coll_vec_t *send,
                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                            MPI_Datatype recvtype, int root, const pb_comm_t *c)
 {
@@ -251,31 +222,32 @@ static void build_scatterv(pb_sched_t *s, const void *sendbuf, const vec_t *send
     for (int i = 1; i < c->size; i++) {
         int r = (root + i) % c->size;
 
-        pb_sched_send(s, vec_addr(sendbuf, send, r, sendtype), vec_count(send, r), sendtype, r);
+        pb_sched_send(s, vec_addr(sendbuf, send, r, sendtype), pb_coll_vec_count(send, r), sendtype,
+                      r);
     }
     if (recvbuf != MPI_IN_PLACE)
-        pb_sched_copy(s, vec_addr(sendbuf, send, root, sendtype), vec_count(send, root), sendtype,
-                      recvbuf, recvcount, recvtype);
+        pb_sched_copy(s, vec_addr(sendbuf, send, root, sendtype), pb_coll_vec_count(send, root),
+                      sendtype, recvbuf, recvcount, recvtype);
 }
 
 /* Ring allgather: the own block in place, then P-1 rounds each passing one
  * block to the right.  @sendbuf MPI_IN_PLACE: the own block is in place. */
 static void build_allgatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
-                             MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
+                             MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
                              MPI_Datatype recvtype, const pb_comm_t *c)
 {
     int size = c->size, rank = c->rank;
 
     if (sendbuf != MPI_IN_PLACE)
         pb_sched_copy(s, sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, rank, recvtype),
-                      vec_count(recv, rank), recvtype);
+                      pb_coll_vec_count(recv, rank), recvtype);
     for (int step = 0; step < size - 1; step++) {
         int out = (rank - step + size) % size, in = (rank - step - 1 + size) % size;
 
-        pb_sched_send(s, vec_addr(recvbuf, recv, out, recvtype), vec_count(recv, out), recvtype,
-                      (rank + 1) % size);
-        pb_sched_recv(s, vec_addr(recvbuf, recv, in, recvtype), vec_count(recv, in), recvtype,
-                      (rank - 1 + size) % size);
+        pb_sched_send(s, vec_addr(recvbuf, recv, out, recvtype), pb_coll_vec_count(recv, out),
+                      recvtype, (rank + 1) % size);
+        pb_sched_recv(s, vec_addr(recvbuf, recv, in, recvtype), pb_coll_vec_count(recv, in),
+                      recvtype, (rank - 1 + size) % size);
         pb_sched_round_end(s);
     }
 }
@@ -289,7 +261,7 @@ static void build_allgatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendc
  */
 typedef struct {
     const void *buf;
-    vec_t v;
+    pb_coll_vec_t v;
     const MPI_Datatype *types; /* Alltoallw: per rank, displacements in bytes */
     MPI_Datatype type;
 } a2a_side_t;
@@ -302,14 +274,15 @@ static MPI_Datatype side_type(const a2a_side_t *d, int i)
 static void *side_addr(const a2a_side_t *d, int i)
 {
     if (d->types != NULL)
-        return byte_addr(d->buf, vec_displ(&d->v, i));
+        return byte_addr(d->buf, pb_coll_vec_displ(&d->v, i));
     return vec_addr(d->buf, &d->v, i, d->type);
 }
 
 /* The bytes of data of rank @i's block. */
 static MPI_Count side_bytes(const a2a_side_t *d, int i)
 {
-    return vec_count(&d->v, i) * (MPI_Count)pb_eng_type_size(pb_mpi_datatype(side_type(d, i)));
+    return pb_coll_vec_count(&d->v, i) *
+           (MPI_Count)pb_eng_type_size(pb_mpi_datatype(side_type(d, i)));
 }
 
 static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side_t *recv,
@@ -331,16 +304,16 @@ static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side
             return;
         for (int i = 0; i < size; i++) {
             if (i != rank)
-                pb_sched_copy(s, side_addr(recv, i), vec_count(&recv->v, i), side_type(recv, i),
-                              packed + offs[i], side_bytes(recv, i), MPI_BYTE);
+                pb_sched_copy(s, side_addr(recv, i), pb_coll_vec_count(&recv->v, i),
+                              side_type(recv, i), packed + offs[i], side_bytes(recv, i), MPI_BYTE);
         }
         pb_sched_round_end(s);
     }
     for (int i = 1; i < size; i++) {
         int from = (rank - i + size) % size;
 
-        pb_sched_recv(s, side_addr(recv, from), vec_count(&recv->v, from), side_type(recv, from),
-                      from);
+        pb_sched_recv(s, side_addr(recv, from), pb_coll_vec_count(&recv->v, from),
+                      side_type(recv, from), from);
     }
     for (int i = 1; i < size; i++) {
         int to = (rank + i) % size;
@@ -348,29 +321,31 @@ static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side
         if (in_place)
             pb_sched_send(s, packed + offs[to], side_bytes(recv, to), MPI_BYTE, to);
         else
-            pb_sched_send(s, side_addr(send, to), vec_count(&send->v, to), side_type(send, to), to);
+            pb_sched_send(s, side_addr(send, to), pb_coll_vec_count(&send->v, to),
+                          side_type(send, to), to);
     }
     if (!in_place)
-        pb_sched_copy(s, side_addr(send, rank), vec_count(&send->v, rank), side_type(send, rank),
-                      side_addr(recv, rank), vec_count(&recv->v, rank), side_type(recv, rank));
+        pb_sched_copy(s, side_addr(send, rank), pb_coll_vec_count(&send->v, rank),
+                      side_type(send, rank), side_addr(recv, rank),
+                      pb_coll_vec_count(&recv->v, rank), side_type(recv, rank));
 }
 
 /* Reduce-scatter: the whole vector reduced to rank 0, which then scatters
  * rank i its @counts block.  @sendbuf holds the whole vector. */
 static void build_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvbuf,
-                                 const vec_t *counts, MPI_Count total, MPI_Datatype type, MPI_Op op,
-                                 const pb_comm_t *c)
+                                 const pb_coll_vec_t *counts, MPI_Count total, MPI_Datatype type,
+                                 MPI_Op op, const pb_comm_t *c)
 {
     MPI_Aint *displs = pb_sched_bytes(s, (size_t)c->size * sizeof(*displs));
     MPI_Count sum = 0;
     void *tmp = NULL;
-    vec_t blocks;
+    pb_coll_vec_t blocks;
 
     if (displs == NULL)
         return;
     for (int i = 0; i < c->size; i++) {
         displs[i] = (MPI_Aint)sum;
-        sum += vec_count(counts, i);
+        sum += pb_coll_vec_count(counts, i);
     }
     blocks = *counts;
     blocks.displs = (pb_mpi_displs_t){NULL, displs};
@@ -378,7 +353,7 @@ static void build_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvb
         return;
     build_reduce(s, sendbuf, tmp, total, type, op, 0, c);
     pb_sched_round_end(s);
-    build_scatterv(s, tmp, &blocks, type, recvbuf, vec_count(counts, c->rank), type, 0, c);
+    build_scatterv(s, tmp, &blocks, type, recvbuf, pb_coll_vec_count(counts, c->rank), type, 0, c);
 }
 
 /* Recursive doubling inclusive scan (coll_p2p.c's): in step k rank r swaps its
@@ -497,9 +472,9 @@ static int bcast_sched(const char *func, void *buffer, MPI_Count count, MPI_Data
 }
 
 static int gatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, vec_t recv, MPI_Datatype recvtype,
-                         int root, MPI_Comm comm, pb_comm_t *c, int persistent,
-                         MPI_Request *request)
+                         MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
+                         int persistent, MPI_Request *request)
 {
     pb_sched_t *s = begin(c);
 
@@ -508,9 +483,10 @@ static int gatherv_sched(const char *func, const void *sendbuf, MPI_Count sendco
     return issue(func, comm, s, persistent, request);
 }
 
-static int scatterv_sched(const char *func, const void *sendbuf, vec_t send, MPI_Datatype sendtype,
-                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                          MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+static int scatterv_sched(const char *func, const void *sendbuf, pb_coll_vec_t send,
+                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
+                          int persistent, MPI_Request *request)
 {
     pb_sched_t *s = begin(c);
 
@@ -520,8 +496,9 @@ static int scatterv_sched(const char *func, const void *sendbuf, vec_t send, MPI
 }
 
 static int allgatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
-                            MPI_Datatype sendtype, void *recvbuf, vec_t recv, MPI_Datatype recvtype,
-                            MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+                            MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
+                            MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c, int persistent,
+                            MPI_Request *request)
 {
     pb_sched_t *s = begin(c);
 
@@ -564,8 +541,10 @@ static int alltoallw_sched(const char *func, const void *sendbuf, pb_mpi_counts_
                            const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c,
                            int persistent, MPI_Request *request)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), sendtypes, MPI_DATATYPE_NULL};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), recvtypes, MPI_DATATYPE_NULL};
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
+                       MPI_DATATYPE_NULL};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
+                       MPI_DATATYPE_NULL};
     int rc =
         check_alltoallw_side(comm, func, "receive", recvbuf, recvcounts, rdispls, recvtypes, c);
 
@@ -616,38 +595,16 @@ static int allreduce_sched(const char *func, int kind, const void *sendbuf, void
 }
 
 /* Reduce_scatter(_block) check their counts here, as MPI_Reduce_scatter
- * does: the reduction is over their sum. */
-static int reduce_scatter_sched(const char *func, const void *sendbuf, void *recvbuf, vec_t counts,
-                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c,
-                                int persistent, MPI_Request *request)
+ * does (pb_coll_check_reduce_scatter): the reduction is over their sum. */
+static int reduce_scatter_sched(const char *func, const void *sendbuf, void *recvbuf,
+                                pb_coll_vec_t counts, MPI_Datatype datatype, MPI_Op op,
+                                MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
 {
-    MPI_Count total = 0;
+    MPI_Count total;
     pb_sched_t *s;
-    int rc;
+    int rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op, c,
+                                          &total);
 
-    if (!counts.arrays) {
-        if (counts.block < 0)
-            return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcount %lld is negative",
-                                (long long)counts.block);
-        total = counts.block * c->size;
-    } else {
-        if (counts.counts.i == NULL && counts.counts.c == NULL)
-            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "recvcounts is NULL");
-        for (int i = 0; i < c->size; i++) {
-            if (vec_count(&counts, i) < 0)
-                return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcounts[%d], %lld, is negative",
-                                    i, (long long)vec_count(&counts, i));
-            total += vec_count(&counts, i);
-        }
-    }
-    rc = pb_mpi_check_reduction(comm, func, total, datatype, op);
-    if (rc == MPI_SUCCESS)
-        rc =
-            pb_mpi_check_buf(comm, func, "receive", recvbuf, vec_count(&counts, c->rank), datatype);
-    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, total, datatype);
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, total);
     if (rc != MPI_SUCCESS)
         return rc;
     if (sendbuf == MPI_IN_PLACE)
@@ -695,7 +652,7 @@ int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
                         pb_comm_t *c)
 {
-    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, pb_coll_vec_block(recvcount),
                          recvtype, root, comm, c, 0, request);
 }
 
@@ -708,8 +665,8 @@ int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sen
 
     return rc != MPI_SUCCESS
                ? rc
-               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                               recvtype, root, comm, c, 1, request);
+               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                               pb_coll_vec_block(recvcount), recvtype, root, comm, c, 1, request);
 }
 
 int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -718,7 +675,8 @@ int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Request *request, pb_comm_t *c)
 {
     return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                         vec_arrays(recvcounts, displs), recvtype, root, comm, c, 0, request);
+                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, 0,
+                         request);
 }
 
 int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -728,10 +686,10 @@ int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count se
 {
     int rc = pb_mpi_info_check(comm, info, 1, func);
 
-    return rc != MPI_SUCCESS
-               ? rc
-               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                               vec_arrays(recvcounts, displs), recvtype, root, comm, c, 1, request);
+    return rc != MPI_SUCCESS ? rc
+                             : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                                             pb_coll_vec_arrays(recvcounts, displs), recvtype, root,
+                                             comm, c, 1, request);
 }
 
 int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -739,7 +697,7 @@ int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
                          pb_comm_t *c)
 {
-    return scatterv_sched(func, sendbuf, vec_block(sendcount), sendtype, recvbuf, recvcount,
+    return scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf, recvcount,
                           recvtype, root, comm, c, 0, request);
 }
 
@@ -752,8 +710,8 @@ int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count se
 
     return rc != MPI_SUCCESS
                ? rc
-               : scatterv_sched(func, sendbuf, vec_block(sendcount), sendtype, recvbuf, recvcount,
-                                recvtype, root, comm, c, 1, request);
+               : scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, c, 1, request);
 }
 
 int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -761,7 +719,7 @@ int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
                           MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                           MPI_Request *request, pb_comm_t *c)
 {
-    return scatterv_sched(func, sendbuf, vec_arrays(sendcounts, displs), sendtype, recvbuf,
+    return scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype, recvbuf,
                           recvcount, recvtype, root, comm, c, 0, request);
 }
 
@@ -774,16 +732,16 @@ int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_coun
 
     return rc != MPI_SUCCESS
                ? rc
-               : scatterv_sched(func, sendbuf, vec_arrays(sendcounts, displs), sendtype, recvbuf,
-                                recvcount, recvtype, root, comm, c, 1, request);
+               : scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype,
+                                recvbuf, recvcount, recvtype, root, comm, c, 1, request);
 }
 
 int pb_mpi_iallgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                            recvtype, comm, c, 0, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_block(recvcount), recvtype, comm, c, 0, request);
 }
 
 int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -795,8 +753,8 @@ int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count 
 
     return rc != MPI_SUCCESS
                ? rc
-               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                                  recvtype, comm, c, 1, request);
+               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                                  pb_coll_vec_block(recvcount), recvtype, comm, c, 1, request);
 }
 
 int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -805,7 +763,7 @@ int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sen
                             MPI_Request *request, pb_comm_t *c)
 {
     return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                            vec_arrays(recvcounts, displs), recvtype, comm, c, 0, request);
+                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, 0, request);
 }
 
 int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -815,18 +773,18 @@ int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count
 {
     int rc = pb_mpi_info_check(comm, info, 1, func);
 
-    return rc != MPI_SUCCESS
-               ? rc
-               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                                  vec_arrays(recvcounts, displs), recvtype, comm, c, 1, request);
+    return rc != MPI_SUCCESS ? rc
+                             : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                                                pb_coll_vec_arrays(recvcounts, displs), recvtype,
+                                                comm, c, 1, request);
 }
 
 int pb_mpi_ialltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_block(sendcount), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_block(recvcount), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
     return alltoall_sched(func, &send, &recv, comm, c, 0, request);
 }
@@ -836,8 +794,8 @@ int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count s
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                               MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_block(sendcount), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_block(recvcount), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
     int rc = pb_mpi_info_check(comm, info, 1, func);
 
@@ -849,8 +807,8 @@ int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_
                            pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
     return alltoall_sched(func, &send, &recv, comm, c, 0, request);
 }
@@ -861,8 +819,8 @@ int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_cou
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
     int rc = pb_mpi_info_check(comm, info, 1, func);
 
@@ -934,8 +892,8 @@ int pb_mpi_ireduce_scatter_block_impl(const char *func, const void *sendbuf, voi
                                       MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
                                       MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return reduce_scatter_sched(func, sendbuf, recvbuf, vec_block(recvcount), datatype, op, comm, c,
-                                0, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount), datatype, op,
+                                comm, c, 0, request);
 }
 
 int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -945,9 +903,10 @@ int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf,
 {
     int rc = pb_mpi_info_check(comm, info, 1, func);
 
-    return rc != MPI_SUCCESS ? rc
-                             : reduce_scatter_sched(func, sendbuf, recvbuf, vec_block(recvcount),
-                                                    datatype, op, comm, c, 1, request);
+    return rc != MPI_SUCCESS
+               ? rc
+               : reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount),
+                                      datatype, op, comm, c, 1, request);
 }
 
 int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -955,8 +914,8 @@ int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *rec
                                 MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
     return reduce_scatter_sched(func, sendbuf, recvbuf,
-                                vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}), datatype, op,
-                                comm, c, 0, request);
+                                pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
+                                datatype, op, comm, c, 0, request);
 }
 
 int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -969,7 +928,7 @@ int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void 
     return rc != MPI_SUCCESS
                ? rc
                : reduce_scatter_sched(func, sendbuf, recvbuf,
-                                      vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
+                                      pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
                                       datatype, op, comm, c, 1, request);
 }
 
