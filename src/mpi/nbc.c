@@ -423,149 +423,151 @@ static void build_exscan(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
 
 /* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
-static int no_memory(MPI_Comm comm, const char *func)
+/* The info of MPI_X_init (@info; NULL for MPI_IX, which has none), checked
+ * first: MPI_SUCCESS or the error raised for @func. */
+static int check_info(const char *func, MPI_Comm comm, const MPI_Info *info)
 {
-    return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory for the collective's schedule");
+    return info != NULL ? pb_mpi_info_check(comm, *info, 1, func) : MPI_SUCCESS;
 }
 
 /* An empty schedule for the next nonblocking or persistent collective of
- * @c, or NULL without memory. */
-static pb_sched_t *begin(pb_comm_t *c)
+ * @c once the checks passed (@rc MPI_SUCCESS); NULL when they did not, or
+ * without memory. */
+static pb_sched_t *begin(pb_comm_t *c, int rc)
 {
-    return pb_sched_new(c, pb_sched_tag(c));
+    return rc == MPI_SUCCESS ? pb_sched_new(c, pb_sched_tag(c)) : NULL;
 }
 
-/* The request of schedule @s (NULL: out of memory) built for @func,
- * started (nonblocking) or inactive (@persistent), in *@request. */
-static int issue(const char *func, MPI_Comm comm, pb_sched_t *s, int persistent,
+/* The request of schedule @s built for @func, in *@request: started
+ * (MPI_IX, @info NULL) or inactive (MPI_X_init).  @return @rc when the
+ * checks failed, else MPI_SUCCESS or MPI_ERR_NO_MEM (@s NULL, or no
+ * memory for the request), raised. */
+static int issue(const char *func, MPI_Comm comm, int rc, pb_sched_t *s, const MPI_Info *info,
                  MPI_Request *request)
 {
-    if (s == NULL || pb_sched_request(s, persistent, request) != MPI_SUCCESS)
-        return no_memory(comm, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (s == NULL || pb_sched_request(s, info != NULL, request) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func,
+                            "out of memory for the collective's schedule");
     return MPI_SUCCESS;
 }
 
 /*
- * The work of each collective, nonblocking or persistent alike: resolve
- * MPI_IN_PLACE and the empty cases as the blocking collective does, build
- * the schedule, make the request.
+ * The work of each collective, nonblocking (@info NULL) or persistent
+ * alike: check the info, resolve MPI_IN_PLACE and the empty cases as the
+ * blocking collective does, build the schedule, make the request.
  */
 
-static int barrier_sched(const char *func, MPI_Comm comm, pb_comm_t *c, int persistent,
+static int barrier_sched(const char *func, MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
                          MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_barrier(s, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int bcast_sched(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
-                       int root, MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+                       int root, MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
+                       MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL && (size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) > 0)
         build_bcast(s, buffer, count, datatype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int gatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
                          MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
                          MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
-                         int persistent, MPI_Request *request)
+                         const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_gatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int scatterv_sched(const char *func, const void *sendbuf, pb_coll_vec_t send,
                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                           MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
-                          int persistent, MPI_Request *request)
+                          const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_scatterv(s, sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int allgatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
                             MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
-                            MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c, int persistent,
-                            MPI_Request *request)
+                            MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c,
+                            const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
-static int alltoall_sched(const char *func, const a2a_side_t *send, const a2a_side_t *recv,
-                          MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
-{
-    pb_sched_t *s = begin(c);
-
-    if (s != NULL)
-        build_alltoall(s, send, recv, send->buf == MPI_IN_PLACE, c);
-    return issue(func, comm, s, persistent, request);
-}
-
-/* Alltoallw's arrays (the generated checks cover only the communicator):
- * MPI_ERR_ARG for a NULL array, then each rank's block as
+/* One side of Alltoallw (the generated checks cover only the
+ * communicator): MPI_ERR_ARG for a NULL array, then each rank's block as
  * pb_mpi_check_buf. */
-static int check_alltoallw_side(MPI_Comm comm, const char *func, const char *what, const void *buf,
-                                pb_mpi_counts_t counts, pb_mpi_displs_t displs,
-                                const MPI_Datatype types[], const pb_comm_t *c)
+static int check_alltoallw_side(MPI_Comm comm, const char *func, const char *what,
+                                const a2a_side_t *side, const pb_comm_t *c)
 {
+    const pb_coll_vec_t *v = &side->v;
     int rc = MPI_SUCCESS;
 
-    if ((counts.i == NULL && counts.c == NULL) || (displs.i == NULL && displs.a == NULL) ||
-        types == NULL)
+    if ((v->counts.i == NULL && v->counts.c == NULL) ||
+        (v->displs.i == NULL && v->displs.a == NULL) || side->types == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func,
                             "the %s counts, displacements or datatypes array is NULL", what);
     for (int i = 0; i < c->size && rc == MPI_SUCCESS; i++)
-        rc = pb_mpi_check_buf(comm, func, what, buf, pb_mpi_counts_at(counts, i), types[i]);
+        rc = pb_mpi_check_buf(comm, func, what, side->buf, pb_coll_vec_count(v, i), side->types[i]);
     return rc;
 }
 
-static int alltoallw_sched(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
-                           pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
-                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
-                           const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c,
-                           int persistent, MPI_Request *request)
+/* @w: Alltoallw, whose arrays are checked here. */
+static int alltoall_sched(const char *func, const a2a_side_t *send, const a2a_side_t *recv, int w,
+                          MPI_Comm comm, pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
-    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
-                       MPI_DATATYPE_NULL};
-    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
-                       MPI_DATATYPE_NULL};
-    int rc =
-        check_alltoallw_side(comm, func, "receive", recvbuf, recvcounts, rdispls, recvtypes, c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s;
 
-    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = check_alltoallw_side(comm, func, "send", sendbuf, sendcounts, sdispls, sendtypes, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return alltoall_sched(func, &send, &recv, comm, c, persistent, request);
+    if (rc == MPI_SUCCESS && w)
+        rc = check_alltoallw_side(comm, func, "receive", recv, c);
+    if (rc == MPI_SUCCESS && w && send->buf != MPI_IN_PLACE)
+        rc = check_alltoallw_side(comm, func, "send", send, c);
+    s = begin(c, rc);
+    if (s != NULL)
+        build_alltoall(s, send, recv, send->buf == MPI_IN_PLACE, c);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int reduce_sched(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, pb_comm_t *c,
-                        int persistent, MPI_Request *request)
+                        const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (c->rank == root && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (s != NULL && count > 0)
         build_reduce(s, sendbuf, recvbuf, count, datatype, op, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* The kinds of reduction that every rank gets a result of. */
@@ -577,9 +579,10 @@ enum {
 
 static int allreduce_sched(const char *func, int kind, const void *sendbuf, void *recvbuf,
                            MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                           pb_comm_t *c, int persistent, MPI_Request *request)
+                           pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
@@ -591,60 +594,55 @@ static int allreduce_sched(const char *func, int kind, const void *sendbuf, void
         else
             build_exscan(s, sendbuf, recvbuf, count, datatype, op, c);
     }
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* Reduce_scatter(_block) check their counts here, as MPI_Reduce_scatter
  * does (pb_coll_check_reduce_scatter): the reduction is over their sum. */
 static int reduce_scatter_sched(const char *func, const void *sendbuf, void *recvbuf,
                                 pb_coll_vec_t counts, MPI_Datatype datatype, MPI_Op op,
-                                MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+                                MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
+                                MPI_Request *request)
 {
-    MPI_Count total;
+    MPI_Count total = 0;
     pb_sched_t *s;
-    int rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op, c,
-                                          &total);
+    int rc = check_info(func, comm, info);
 
-    if (rc != MPI_SUCCESS)
-        return rc;
+    if (rc == MPI_SUCCESS)
+        rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op, c,
+                                          &total);
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
-    s = begin(c);
+    s = begin(c, rc);
     if (s != NULL && total > 0)
         build_reduce_scatter(s, sendbuf, recvbuf, &counts, total, datatype, op, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* ---- MPI_IX and MPI_X_init ---------------------------------------------------------- */
 
 int pb_mpi_ibarrier_impl(const char *func, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return barrier_sched(func, comm, c, 0, request);
+    return barrier_sched(func, comm, c, NULL, request);
 }
 
 int pb_mpi_barrier_init_impl(const char *func, MPI_Comm comm, MPI_Info info, MPI_Request *request,
                              pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : barrier_sched(func, comm, c, 1, request);
+    return barrier_sched(func, comm, c, &info, request);
 }
 
 int pb_mpi_ibcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                        int root, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return bcast_sched(func, buffer, count, datatype, root, comm, c, 0, request);
+    return bcast_sched(func, buffer, count, datatype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_bcast_init_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                            int root, MPI_Comm comm, MPI_Info info, MPI_Request *request,
                            pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : bcast_sched(func, buffer, count, datatype, root, comm, c, 1, request);
+    return bcast_sched(func, buffer, count, datatype, root, comm, c, &info, request);
 }
 
 int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -653,7 +651,7 @@ int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         pb_comm_t *c)
 {
     return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, pb_coll_vec_block(recvcount),
-                         recvtype, root, comm, c, 0, request);
+                         recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -661,12 +659,8 @@ int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sen
                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                               pb_coll_vec_block(recvcount), recvtype, root, comm, c, 1, request);
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, pb_coll_vec_block(recvcount),
+                         recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -675,7 +669,7 @@ int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Request *request, pb_comm_t *c)
 {
     return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, 0,
+                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, NULL,
                          request);
 }
 
@@ -684,12 +678,9 @@ int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count se
                              pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
                              MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                                             pb_coll_vec_arrays(recvcounts, displs), recvtype, root,
-                                             comm, c, 1, request);
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, &info,
+                         request);
 }
 
 int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -698,7 +689,7 @@ int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          pb_comm_t *c)
 {
     return scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf, recvcount,
-                          recvtype, root, comm, c, 0, request);
+                          recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -706,12 +697,8 @@ int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count se
                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                              MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf,
-                                recvcount, recvtype, root, comm, c, 1, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf, recvcount,
+                          recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -720,7 +707,7 @@ int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
                           MPI_Request *request, pb_comm_t *c)
 {
     return scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype, recvbuf,
-                          recvcount, recvtype, root, comm, c, 0, request);
+                          recvcount, recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -728,12 +715,8 @@ int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_coun
                               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                               MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype,
-                                recvbuf, recvcount, recvtype, root, comm, c, 1, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype, recvbuf,
+                          recvcount, recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_iallgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -741,7 +724,7 @@ int pb_mpi_iallgather_impl(const char *func, const void *sendbuf, MPI_Count send
                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
     return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                            pb_coll_vec_block(recvcount), recvtype, comm, c, 0, request);
+                            pb_coll_vec_block(recvcount), recvtype, comm, c, NULL, request);
 }
 
 int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -749,12 +732,8 @@ int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count 
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                                  pb_coll_vec_block(recvcount), recvtype, comm, c, 1, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_block(recvcount), recvtype, comm, c, &info, request);
 }
 
 int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -763,7 +742,8 @@ int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sen
                             MPI_Request *request, pb_comm_t *c)
 {
     return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, 0, request);
+                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, NULL,
+                            request);
 }
 
 int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -771,12 +751,9 @@ int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count
                                 pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                                                pb_coll_vec_arrays(recvcounts, displs), recvtype,
-                                                comm, c, 1, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, &info,
+                            request);
 }
 
 int pb_mpi_ialltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -786,7 +763,7 @@ int pb_mpi_ialltoall_impl(const char *func, const void *sendbuf, MPI_Count sendc
     a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
     a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
-    return alltoall_sched(func, &send, &recv, comm, c, 0, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -797,9 +774,7 @@ int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count s
     a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
     a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : alltoall_sched(func, &send, &recv, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, &info, request);
 }
 
 int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -810,7 +785,7 @@ int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_
     a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
     a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
-    return alltoall_sched(func, &send, &recv, comm, c, 0, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -822,9 +797,7 @@ int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_cou
     a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
     a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : alltoall_sched(func, &send, &recv, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, &info, request);
 }
 
 int pb_mpi_ialltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -833,8 +806,12 @@ int pb_mpi_ialltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_
                            const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request,
                            pb_comm_t *c)
 {
-    return alltoallw_sched(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                           rdispls, recvtypes, comm, c, 0, request);
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
+                       MPI_DATATYPE_NULL};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
+                       MPI_DATATYPE_NULL};
+
+    return alltoall_sched(func, &send, &recv, 1, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoallw_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -843,37 +820,33 @@ int pb_mpi_alltoallw_init_impl(const char *func, const void *sendbuf, pb_mpi_cou
                                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
+                       MPI_DATATYPE_NULL};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
+                       MPI_DATATYPE_NULL};
 
-    return rc != MPI_SUCCESS
-               ? rc
-               : alltoallw_sched(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                                 rdispls, recvtypes, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 1, comm, c, &info, request);
 }
 
 int pb_mpi_ireduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                         MPI_Request *request, pb_comm_t *c)
 {
-    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, 0, request);
+    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                             MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                             MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm,
-                                            c, 1, request);
+    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, &info, request);
 }
 
 int pb_mpi_iallreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                            pb_comm_t *c)
 {
-    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, 0,
+    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
                            request);
 }
 
@@ -881,11 +854,8 @@ int pb_mpi_allreduce_init_impl(const char *func, const void *sendbuf, void *recv
                                MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype,
-                                               op, comm, c, 1, request);
+    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }
 
 int pb_mpi_ireduce_scatter_block_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -893,7 +863,7 @@ int pb_mpi_ireduce_scatter_block_impl(const char *func, const void *sendbuf, voi
                                       MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
     return reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount), datatype, op,
-                                comm, c, 0, request);
+                                comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -901,12 +871,8 @@ int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf,
                                           MPI_Comm comm, MPI_Info info, MPI_Request *request,
                                           pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount),
-                                      datatype, op, comm, c, 1, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount), datatype, op,
+                                comm, c, &info, request);
 }
 
 int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -915,7 +881,7 @@ int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *rec
 {
     return reduce_scatter_sched(func, sendbuf, recvbuf,
                                 pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
-                                datatype, op, comm, c, 0, request);
+                                datatype, op, comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -923,38 +889,32 @@ int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void 
                                     MPI_Comm comm, MPI_Info info, MPI_Request *request,
                                     pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : reduce_scatter_sched(func, sendbuf, recvbuf,
-                                      pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
-                                      datatype, op, comm, c, 1, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf,
+                                pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
+                                datatype, op, comm, c, &info, request);
 }
 
 int pb_mpi_iscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                       pb_comm_t *c)
 {
-    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, 0, request);
+    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
+                           request);
 }
 
 int pb_mpi_scan_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                           MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op,
-                                               comm, c, 1, request);
+    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }
 
 int pb_mpi_iexscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                         pb_comm_t *c)
 {
-    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, 0,
+    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
                            request);
 }
 
@@ -962,9 +922,6 @@ int pb_mpi_exscan_init_impl(const char *func, const void *sendbuf, void *recvbuf
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op,
-                                               comm, c, 1, request);
+    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }
