@@ -11,7 +11,7 @@
  * two blocks a periodic Cartesian dimension of 1 or 2 ranks exchanges
  * with one rank land in the right places); those of MPI_Alltoallw are
  * all ranks.  A peer MPI_PROC_NULL is skipped: its receive block stays as
- * it was.  Messages of successive collectives stay apart as coll.c's do
+ * it was.  Messages of successive collectives stay apart as coll_p2p.c's do
  * (same order on every rank, no overtaking on one source, tag, context).
  *
  * The nonblocking (MPI_Ineighbor_*) and persistent (MPI_Neighbor_*_init)
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/info.h"
 #include "mpi/p2p.h"
@@ -37,7 +38,7 @@
 /* the collective context of pb_mpi_isend_on/pb_mpi_irecv_on */
 #define COLL 1
 
-/* Tags on the collective context (coll.c uses 16-25, topo.c 42-43):
+/* Tags on the collective context (coll_p2p.c uses 16-25, topo.c 42-43):
  * MPI_Alltoallw's, and the first of the neighborhood collectives' (plus
  * the neighbour's offset, 0 .. 2 ndims - 1). */
 enum {
@@ -186,20 +187,23 @@ static int exchange(pb_comm_t *c, const side_t *send, const peers_t *to, const s
     return rc;
 }
 
-/* An error of the communication itself, through @comm's handler. */
-static int comm_failed(MPI_Comm comm, const char *func, int rc)
-{
-    if (rc == MPI_SUCCESS)
-        return rc;
-    return pb_mpi_raise(comm, rc, func, "%s",
-                        rc == MPI_ERR_TRUNCATE
-                            ? "a block is longer than its receive buffer (the ranks' counts "
-                              "or datatypes disagree)"
-                        : rc == MPI_ERR_NO_MEM ? "out of memory for a temporary buffer"
-                                               : "the collective's messages failed");
-}
-
 /* ---- the neighborhood collectives -------------------------------------------------- */
+
+/* @c's neighbours in *@nb, and @send and @recv checked against them for
+ * @func.  @return MPI_SUCCESS or the error raised (MPI_ERR_TOPOLOGY: @c
+ * has no topology; side_check's). */
+static int neighbor_check(const char *func, const side_t *send, const side_t *recv, MPI_Comm comm,
+                          pb_comm_t *c, pb_topo_neighbors_t *nb)
+{
+    int rc;
+
+    if (pb_mpi_topo_neighbors(c, nb) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
+    rc = side_check(send, nb->outdegree, comm, func, "send");
+    if (rc == MPI_SUCCESS)
+        rc = side_check(recv, nb->indegree, comm, func, "receive");
+    return rc;
+}
 
 /* Check @send and @recv against @c's neighbours and exchange them. */
 static int neighbor_exchange(const char *func, const side_t *send, const side_t *recv,
@@ -207,18 +211,13 @@ static int neighbor_exchange(const char *func, const side_t *send, const side_t 
 {
     pb_topo_neighbors_t nb;
     peers_t to, from;
-    int rc;
+    int rc = neighbor_check(func, send, recv, comm, c, &nb);
 
-    if (pb_mpi_topo_neighbors(c, &nb) != MPI_SUCCESS)
-        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
-    rc = side_check(send, nb.outdegree, comm, func, "send");
-    if (rc == MPI_SUCCESS)
-        rc = side_check(recv, nb.indegree, comm, func, "receive");
     if (rc != MPI_SUCCESS)
         return rc;
     to = (peers_t){nb.outdegree, nb.destinations, nb.out_tag, TAG_NEIGHBOR};
     from = (peers_t){nb.indegree, nb.sources, nb.in_tag, TAG_NEIGHBOR};
-    return comm_failed(comm, func, exchange(c, send, &to, recv, &from, NULL, NULL));
+    return pb_coll_failed(comm, func, exchange(c, send, &to, recv, &from, NULL, NULL));
 }
 
 int pb_mpi_neighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -278,21 +277,21 @@ int pb_mpi_neighbor_alltoallw_impl(const char *func, const void *sendbuf,
 
 /* ---- nonblocking and persistent ----------------------------------------------------- */
 
-/* Check @send and @recv against @c's neighbours, build the exchange as a
- * schedule, and make its request in *@request: started, or inactive when
- * @persistent.  @return MPI_SUCCESS or the error raised by @func. */
+/* Check the info of a persistent collective (@info; NULL for the
+ * nonblocking one, which has none), then @send and @recv against @c's
+ * neighbours, build the exchange as a schedule, and make its request in
+ * *@request: started (nonblocking), or inactive.  @return MPI_SUCCESS or
+ * the error raised by @func. */
 static int neighbor_sched(const char *func, const side_t *send, const side_t *recv, MPI_Comm comm,
-                          pb_comm_t *c, int persistent, MPI_Request *request)
+                          pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
     pb_topo_neighbors_t nb;
     pb_sched_t *s;
-    int rc, cartesian = 1;
+    int rc = info != NULL ? pb_mpi_info_check(comm, *info, 1, func) : MPI_SUCCESS;
+    int cartesian = 1;
 
-    if (pb_mpi_topo_neighbors(c, &nb) != MPI_SUCCESS)
-        return pb_mpi_raise(comm, MPI_ERR_TOPOLOGY, func, "the communicator has no topology");
-    rc = side_check(send, nb.outdegree, comm, func, "send");
     if (rc == MPI_SUCCESS)
-        rc = side_check(recv, nb.indegree, comm, func, "receive");
+        rc = neighbor_check(func, send, recv, comm, c, &nb);
     if (rc != MPI_SUCCESS)
         return rc;
     s = pb_sched_new(c, pb_sched_tag(c));
@@ -314,18 +313,9 @@ static int neighbor_sched(const char *func, const side_t *send, const side_t *re
             pb_sched_send(s, side_addr(send, j), side_count(send, j), side_type(send, j),
                           nb.destinations[j]);
     }
-    if (pb_sched_request(s, persistent, request) != MPI_SUCCESS)
+    if (pb_sched_request(s, info != NULL, request) != MPI_SUCCESS)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory for the schedule");
     return MPI_SUCCESS;
-}
-
-/* neighbor_sched of a persistent collective, after its info is checked */
-static int neighbor_init(const char *func, const side_t *send, const side_t *recv, MPI_Comm comm,
-                         MPI_Info info, pb_comm_t *c, MPI_Request *request)
-{
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : neighbor_sched(func, send, recv, comm, c, 1, request);
 }
 
 int pb_mpi_ineighbor_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -336,7 +326,7 @@ int pb_mpi_ineighbor_allgather_impl(const char *func, const void *sendbuf, MPI_C
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
     side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
 
-    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+    return neighbor_sched(func, &send, &recv, comm, c, NULL, request);
 }
 
 int pb_mpi_neighbor_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -347,7 +337,7 @@ int pb_mpi_neighbor_allgather_init_impl(const char *func, const void *sendbuf, M
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
     side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
 
-    return neighbor_init(func, &send, &recv, comm, info, c, request);
+    return neighbor_sched(func, &send, &recv, comm, c, &info, request);
 }
 
 int pb_mpi_ineighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -359,7 +349,7 @@ int pb_mpi_ineighbor_allgatherv_impl(const char *func, const void *sendbuf, MPI_
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
     side_t recv = side_v(recvbuf, recvcounts, displs, recvtype);
 
-    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+    return neighbor_sched(func, &send, &recv, comm, c, NULL, request);
 }
 
 int pb_mpi_neighbor_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -371,7 +361,7 @@ int pb_mpi_neighbor_allgatherv_init_impl(const char *func, const void *sendbuf, 
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 1);
     side_t recv = side_v(recvbuf, recvcounts, displs, recvtype);
 
-    return neighbor_init(func, &send, &recv, comm, info, c, request);
+    return neighbor_sched(func, &send, &recv, comm, c, &info, request);
 }
 
 int pb_mpi_ineighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -382,7 +372,7 @@ int pb_mpi_ineighbor_alltoall_impl(const char *func, const void *sendbuf, MPI_Co
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 0);
     side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
 
-    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+    return neighbor_sched(func, &send, &recv, comm, c, NULL, request);
 }
 
 int pb_mpi_neighbor_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -393,7 +383,7 @@ int pb_mpi_neighbor_alltoall_init_impl(const char *func, const void *sendbuf, MP
     side_t send = side_blocks(sendbuf, sendcount, sendtype, 0);
     side_t recv = side_blocks(recvbuf, recvcount, recvtype, 0);
 
-    return neighbor_init(func, &send, &recv, comm, info, c, request);
+    return neighbor_sched(func, &send, &recv, comm, c, &info, request);
 }
 
 int pb_mpi_ineighbor_alltoallv_impl(const char *func, const void *sendbuf,
@@ -406,7 +396,7 @@ int pb_mpi_ineighbor_alltoallv_impl(const char *func, const void *sendbuf,
     side_t send = side_v(sendbuf, sendcounts, sdispls, sendtype);
     side_t recv = side_v(recvbuf, recvcounts, rdispls, recvtype);
 
-    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+    return neighbor_sched(func, &send, &recv, comm, c, NULL, request);
 }
 
 int pb_mpi_neighbor_alltoallv_init_impl(const char *func, const void *sendbuf,
@@ -419,7 +409,7 @@ int pb_mpi_neighbor_alltoallv_init_impl(const char *func, const void *sendbuf,
     side_t send = side_v(sendbuf, sendcounts, sdispls, sendtype);
     side_t recv = side_v(recvbuf, recvcounts, rdispls, recvtype);
 
-    return neighbor_init(func, &send, &recv, comm, info, c, request);
+    return neighbor_sched(func, &send, &recv, comm, c, &info, request);
 }
 
 int pb_mpi_ineighbor_alltoallw_impl(const char *func, const void *sendbuf,
@@ -432,7 +422,7 @@ int pb_mpi_ineighbor_alltoallw_impl(const char *func, const void *sendbuf,
     side_t send = side_w(sendbuf, sendcounts, (pb_mpi_displs_t){NULL, sdispls}, sendtypes);
     side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
 
-    return neighbor_sched(func, &send, &recv, comm, c, 0, request);
+    return neighbor_sched(func, &send, &recv, comm, c, NULL, request);
 }
 
 int pb_mpi_neighbor_alltoallw_init_impl(const char *func, const void *sendbuf,
@@ -445,7 +435,7 @@ int pb_mpi_neighbor_alltoallw_init_impl(const char *func, const void *sendbuf,
     side_t send = side_w(sendbuf, sendcounts, (pb_mpi_displs_t){NULL, sdispls}, sendtypes);
     side_t recv = side_w(recvbuf, recvcounts, (pb_mpi_displs_t){NULL, rdispls}, recvtypes);
 
-    return neighbor_init(func, &send, &recv, comm, info, c, request);
+    return neighbor_sched(func, &send, &recv, comm, c, &info, request);
 }
 
 /* ---- MPI_Alltoallw ------------------------------------------------------------------------ */
@@ -515,5 +505,5 @@ int pb_mpi_alltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
     free(others);
     free(packed);
     free(offs);
-    return comm_failed(comm, func, rc);
+    return pb_coll_failed(comm, func, rc);
 }

@@ -54,6 +54,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/engine/cma.h"
 #include "mpi/engine/engine.h"
@@ -69,7 +70,7 @@
  * slice (three phases per piece) */
 #define REDUCE_WHOLE_MAX 4096
 
-/* tags on the collective context (coll.c's are 16-25) */
+/* tags on the collective context (coll_p2p.c's are 16-25) */
 enum {
     TAG_NODE_SETUP = 30,
     TAG_NODE_MOVE
@@ -505,25 +506,6 @@ static void unpack(const void *src, size_t len, void *buf, MPI_Count count, MPI_
     pb_eng_type_unpack_range(src, len, buf, count, pb_mpi_datatype(type), offset);
 }
 
-/* Copy @scount elements of @stype at @src into @dst as @rtype (the type
- * signatures match, as the standard requires), through a buffer on the
- * stack. */
-static void copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
-                       MPI_Count rcount, MPI_Datatype rtype)
-{
-    size_t bytes = type_bytes(scount, stype);
-    char chunk[8192];
-
-    if (type_bytes(rcount, rtype) < bytes)
-        bytes = type_bytes(rcount, rtype);
-    for (size_t off = 0; off < bytes; off += sizeof(chunk)) {
-        size_t len = bytes - off < sizeof(chunk) ? bytes - off : sizeof(chunk);
-
-        pack(src, scount, stype, off, chunk, len);
-        unpack(chunk, len, dst, rcount, rtype, off);
-    }
-}
-
 /* ---- on the node ------------------------------------------------------------------ */
 
 static void node_barrier(pb_coll_node_t *cn)
@@ -857,8 +839,9 @@ static int gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcou
         return MPI_SUCCESS;
     }
     if (sendbuf != MPI_IN_PLACE)
-        copy_typed(sendbuf, sendcount, sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype),
-                   recvcount, recvtype);
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                                recvtype);
     wait_others(cn, base + 1);
     for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
         if (j != cn->me)
@@ -875,7 +858,7 @@ static int scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendco
                        MPI_Datatype recvtype, int root, size_t bytes)
 {
     uint64_t base = cn->step;
-    int rc;
+    int rc = MPI_SUCCESS;
 
     if (cn->me == root) {
         void *mem;
@@ -887,11 +870,11 @@ static int scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendco
         publish(cn, data);
         post(cn);
         if (recvbuf != MPI_IN_PLACE)
-            copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount, sendtype,
-                       recvbuf, recvcount, recvtype);
+            rc = pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
+                                    sendtype, recvbuf, recvcount, recvtype);
         wait_others(cn, base + 1);
         free(mem);
-        return MPI_SUCCESS;
+        return rc;
     }
     wait_one(cn, root, base + 1);
     rc = read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype);
@@ -922,8 +905,9 @@ static int exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendc
     publish(cn, data);
     post(cn);
     if (sendbuf != MPI_IN_PLACE)
-        copy_typed(alltoall ? block_addr(sendbuf, cn->me, sendcount, sendtype) : sendbuf, sendcount,
-                   sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype);
+        rc = pb_coll_copy_typed(
+            alltoall ? block_addr(sendbuf, cn->me, sendcount, sendtype) : sendbuf, sendcount,
+            sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype);
     wait_others(cn, base + 1);
     for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
         if (j != cn->me)
@@ -1118,6 +1102,7 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
     pb_coll_node_t *cn = mover_state(c, alg, bytes);
     uint64_t base;
+    int rc = MPI_SUCCESS;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
@@ -1133,8 +1118,9 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
     }
     /* the root's own block goes straight across; the others' from their cells */
     if (!in_place)
-        copy_typed(sendbuf, sendcount, sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype),
-                   recvcount, recvtype);
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                                recvtype);
     wait_others(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
         if (j != cn->me)
@@ -1142,7 +1128,7 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
                    recvtype, 0);
     }
     post(cn);
-    return MPI_SUCCESS;
+    return rc;
 }
 
 int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -1170,8 +1156,8 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
         }
         post(cn);
         if (!in_place)
-            copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount, sendtype,
-                       recvbuf, recvcount, recvtype);
+            return pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype);
         return MPI_SUCCESS;
     }
     wait_one(cn, root, base + 1);

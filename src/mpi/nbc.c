@@ -5,7 +5,7 @@
  * "Nonblocking and persistent collectives").
  *
  * Each is a schedule (sched.h) of the algorithm the blocking collective
- * uses (coll.c), built round by round as the blocking one acts:
+ * uses (coll_p2p.c), built round by round as the blocking one acts:
  *
  *   Barrier          dissemination: ceil(log2 P) rounds of empty messages
  *   Bcast            binomial tree from the root
@@ -34,43 +34,13 @@
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/info.h"
 #include "mpi/op.h"
 #include "mpi/sched.h"
 
-/* ---- per-rank counts and displacements -------------------------------------------- */
-
-/* The counts and displacements of a v-collective, in elements of its
- * datatype (bytes for Alltoallw's): from the program's arrays, or one count
- * for every rank with rank i's block at i * count. */
-typedef struct {
-    int arrays;
-    pb_mpi_counts_t counts;
-    pb_mpi_displs_t displs; /* none: blocks one after another */
-    MPI_Count block;
-} vec_t;
-
-static vec_t vec_block(MPI_Count block)
-{
-    return (vec_t){0, {NULL, NULL}, {NULL, NULL}, block};
-}
-
-static vec_t vec_arrays(pb_mpi_counts_t counts, pb_mpi_displs_t displs)
-{
-    return (vec_t){1, counts, displs, 0};
-}
-
-static MPI_Count vec_count(const vec_t *v, int i)
-{
-    return v->arrays ? pb_mpi_counts_at(v->counts, i) : v->block;
-}
-
-static MPI_Aint vec_displ(const vec_t *v, int i)
-{
-    return v->displs.i != NULL || v->displs.a != NULL ? pb_mpi_displs_at(v->displs, i)
-                                                      : (MPI_Aint)i * (MPI_Aint)v->block;
-}
+/* ---- block addresses ---------------------------------------------------------------- */
 
 /* The address of element @index of @type's layout at @buf (MPI_BOTTOM
  * allowed: the sum is taken as integers). */
@@ -81,9 +51,9 @@ static void *elem_addr(const void *buf, MPI_Aint index, MPI_Datatype type)
 }
 
 /* The address of rank @i's block of @buf described by @v. */
-static void *vec_addr(const void *buf, const vec_t *v, int i, MPI_Datatype type)
+static void *vec_addr(const void *buf, const pb_coll_vec_t *v, int i, MPI_Datatype type)
 {
-    return elem_addr(buf, vec_displ(v, i), type);
+    return elem_addr(buf, pb_coll_vec_displ(v, i), type);
 }
 
 static void *byte_addr(const void *buf, MPI_Aint displ)
@@ -168,7 +138,7 @@ static void build_reduce(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
     pb_sched_round_end(s);
 }
 
-/* Recursive doubling allreduce (coll.c's): with 2^k the largest power of
+/* Recursive doubling allreduce (coll_p2p.c's): with 2^k the largest power of
  * two <= P and R = P - 2^k, ranks 2i and 2i+1 (i < R) fold into 2i+1, the
  * 2^k others swap and combine with the partner differing in bit 0, 1, ...,
  * and each 2i+1 hands the result back to 2i. */
@@ -221,7 +191,7 @@ static void build_allreduce(pb_sched_t *s, const void *sendbuf, void *recvbuf, M
 /* Direct gather: the root receives every rank's block at once.
  * @sendbuf MPI_IN_PLACE at the root: its block is in place. */
 static void build_gatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
+                          MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
                           MPI_Datatype recvtype, int root, const pb_comm_t *c)
 {
     if (c->rank != root) {
@@ -231,16 +201,17 @@ static void build_gatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcoun
     for (int i = 1; i < c->size; i++) {
         int r = (root + i) % c->size;
 
-        pb_sched_recv(s, vec_addr(recvbuf, recv, r, recvtype), vec_count(recv, r), recvtype, r);
+        pb_sched_recv(s, vec_addr(recvbuf, recv, r, recvtype), pb_coll_vec_count(recv, r), recvtype,
+                      r);
     }
     if (sendbuf != MPI_IN_PLACE)
         pb_sched_copy(s, sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, root, recvtype),
-                      vec_count(recv, root), recvtype);
+                      pb_coll_vec_count(recv, root), recvtype);
 }
 
 /* Direct scatter: the root sends every rank its block at once.
  * @recvbuf MPI_IN_PLACE at the root: its block stays in @sendbuf. */
-static void build_scatterv(pb_sched_t *s, const void *sendbuf, const vec_t *send,
+static void build_scatterv(pb_sched_t *s, const void *sendbuf, const pb_coll_vec_t *send,
                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                            MPI_Datatype recvtype, int root, const pb_comm_t *c)
 {
@@ -251,31 +222,32 @@ static void build_scatterv(pb_sched_t *s, const void *sendbuf, const vec_t *send
     for (int i = 1; i < c->size; i++) {
         int r = (root + i) % c->size;
 
-        pb_sched_send(s, vec_addr(sendbuf, send, r, sendtype), vec_count(send, r), sendtype, r);
+        pb_sched_send(s, vec_addr(sendbuf, send, r, sendtype), pb_coll_vec_count(send, r), sendtype,
+                      r);
     }
     if (recvbuf != MPI_IN_PLACE)
-        pb_sched_copy(s, vec_addr(sendbuf, send, root, sendtype), vec_count(send, root), sendtype,
-                      recvbuf, recvcount, recvtype);
+        pb_sched_copy(s, vec_addr(sendbuf, send, root, sendtype), pb_coll_vec_count(send, root),
+                      sendtype, recvbuf, recvcount, recvtype);
 }
 
 /* Ring allgather: the own block in place, then P-1 rounds each passing one
  * block to the right.  @sendbuf MPI_IN_PLACE: the own block is in place. */
 static void build_allgatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
-                             MPI_Datatype sendtype, void *recvbuf, const vec_t *recv,
+                             MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
                              MPI_Datatype recvtype, const pb_comm_t *c)
 {
     int size = c->size, rank = c->rank;
 
     if (sendbuf != MPI_IN_PLACE)
         pb_sched_copy(s, sendbuf, sendcount, sendtype, vec_addr(recvbuf, recv, rank, recvtype),
-                      vec_count(recv, rank), recvtype);
+                      pb_coll_vec_count(recv, rank), recvtype);
     for (int step = 0; step < size - 1; step++) {
         int out = (rank - step + size) % size, in = (rank - step - 1 + size) % size;
 
-        pb_sched_send(s, vec_addr(recvbuf, recv, out, recvtype), vec_count(recv, out), recvtype,
-                      (rank + 1) % size);
-        pb_sched_recv(s, vec_addr(recvbuf, recv, in, recvtype), vec_count(recv, in), recvtype,
-                      (rank - 1 + size) % size);
+        pb_sched_send(s, vec_addr(recvbuf, recv, out, recvtype), pb_coll_vec_count(recv, out),
+                      recvtype, (rank + 1) % size);
+        pb_sched_recv(s, vec_addr(recvbuf, recv, in, recvtype), pb_coll_vec_count(recv, in),
+                      recvtype, (rank - 1 + size) % size);
         pb_sched_round_end(s);
     }
 }
@@ -289,7 +261,7 @@ static void build_allgatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendc
  */
 typedef struct {
     const void *buf;
-    vec_t v;
+    pb_coll_vec_t v;
     const MPI_Datatype *types; /* Alltoallw: per rank, displacements in bytes */
     MPI_Datatype type;
 } a2a_side_t;
@@ -302,14 +274,15 @@ static MPI_Datatype side_type(const a2a_side_t *d, int i)
 static void *side_addr(const a2a_side_t *d, int i)
 {
     if (d->types != NULL)
-        return byte_addr(d->buf, vec_displ(&d->v, i));
+        return byte_addr(d->buf, pb_coll_vec_displ(&d->v, i));
     return vec_addr(d->buf, &d->v, i, d->type);
 }
 
 /* The bytes of data of rank @i's block. */
 static MPI_Count side_bytes(const a2a_side_t *d, int i)
 {
-    return vec_count(&d->v, i) * (MPI_Count)pb_eng_type_size(pb_mpi_datatype(side_type(d, i)));
+    return pb_coll_vec_count(&d->v, i) *
+           (MPI_Count)pb_eng_type_size(pb_mpi_datatype(side_type(d, i)));
 }
 
 static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side_t *recv,
@@ -331,16 +304,16 @@ static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side
             return;
         for (int i = 0; i < size; i++) {
             if (i != rank)
-                pb_sched_copy(s, side_addr(recv, i), vec_count(&recv->v, i), side_type(recv, i),
-                              packed + offs[i], side_bytes(recv, i), MPI_BYTE);
+                pb_sched_copy(s, side_addr(recv, i), pb_coll_vec_count(&recv->v, i),
+                              side_type(recv, i), packed + offs[i], side_bytes(recv, i), MPI_BYTE);
         }
         pb_sched_round_end(s);
     }
     for (int i = 1; i < size; i++) {
         int from = (rank - i + size) % size;
 
-        pb_sched_recv(s, side_addr(recv, from), vec_count(&recv->v, from), side_type(recv, from),
-                      from);
+        pb_sched_recv(s, side_addr(recv, from), pb_coll_vec_count(&recv->v, from),
+                      side_type(recv, from), from);
     }
     for (int i = 1; i < size; i++) {
         int to = (rank + i) % size;
@@ -348,29 +321,31 @@ static void build_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side
         if (in_place)
             pb_sched_send(s, packed + offs[to], side_bytes(recv, to), MPI_BYTE, to);
         else
-            pb_sched_send(s, side_addr(send, to), vec_count(&send->v, to), side_type(send, to), to);
+            pb_sched_send(s, side_addr(send, to), pb_coll_vec_count(&send->v, to),
+                          side_type(send, to), to);
     }
     if (!in_place)
-        pb_sched_copy(s, side_addr(send, rank), vec_count(&send->v, rank), side_type(send, rank),
-                      side_addr(recv, rank), vec_count(&recv->v, rank), side_type(recv, rank));
+        pb_sched_copy(s, side_addr(send, rank), pb_coll_vec_count(&send->v, rank),
+                      side_type(send, rank), side_addr(recv, rank),
+                      pb_coll_vec_count(&recv->v, rank), side_type(recv, rank));
 }
 
 /* Reduce-scatter: the whole vector reduced to rank 0, which then scatters
  * rank i its @counts block.  @sendbuf holds the whole vector. */
 static void build_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvbuf,
-                                 const vec_t *counts, MPI_Count total, MPI_Datatype type, MPI_Op op,
-                                 const pb_comm_t *c)
+                                 const pb_coll_vec_t *counts, MPI_Count total, MPI_Datatype type,
+                                 MPI_Op op, const pb_comm_t *c)
 {
     MPI_Aint *displs = pb_sched_bytes(s, (size_t)c->size * sizeof(*displs));
     MPI_Count sum = 0;
     void *tmp = NULL;
-    vec_t blocks;
+    pb_coll_vec_t blocks;
 
     if (displs == NULL)
         return;
     for (int i = 0; i < c->size; i++) {
         displs[i] = (MPI_Aint)sum;
-        sum += vec_count(counts, i);
+        sum += pb_coll_vec_count(counts, i);
     }
     blocks = *counts;
     blocks.displs = (pb_mpi_displs_t){NULL, displs};
@@ -378,10 +353,10 @@ static void build_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvb
         return;
     build_reduce(s, sendbuf, tmp, total, type, op, 0, c);
     pb_sched_round_end(s);
-    build_scatterv(s, tmp, &blocks, type, recvbuf, vec_count(counts, c->rank), type, 0, c);
+    build_scatterv(s, tmp, &blocks, type, recvbuf, pb_coll_vec_count(counts, c->rank), type, 0, c);
 }
 
-/* Recursive doubling inclusive scan (coll.c's): in step k rank r swaps its
+/* Recursive doubling inclusive scan (coll_p2p.c's): in step k rank r swaps its
  * partial result with r ^ 2^k; a lower partner's goes on the left of both
  * the partial result and the scan, a higher one's on the right of the
  * partial result only. */
@@ -448,145 +423,151 @@ static void build_exscan(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
 
 /* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
-static int no_memory(MPI_Comm comm, const char *func)
+/* The info of MPI_X_init (@info; NULL for MPI_IX, which has none), checked
+ * first: MPI_SUCCESS or the error raised for @func. */
+static int check_info(const char *func, MPI_Comm comm, const MPI_Info *info)
 {
-    return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory for the collective's schedule");
+    return info != NULL ? pb_mpi_info_check(comm, *info, 1, func) : MPI_SUCCESS;
 }
 
 /* An empty schedule for the next nonblocking or persistent collective of
- * @c, or NULL without memory. */
-static pb_sched_t *begin(pb_comm_t *c)
+ * @c once the checks passed (@rc MPI_SUCCESS); NULL when they did not, or
+ * without memory. */
+static pb_sched_t *begin(pb_comm_t *c, int rc)
 {
-    return pb_sched_new(c, pb_sched_tag(c));
+    return rc == MPI_SUCCESS ? pb_sched_new(c, pb_sched_tag(c)) : NULL;
 }
 
-/* The request of schedule @s (NULL: out of memory) built for @func,
- * started (nonblocking) or inactive (@persistent), in *@request. */
-static int issue(const char *func, MPI_Comm comm, pb_sched_t *s, int persistent,
+/* The request of schedule @s built for @func, in *@request: started
+ * (MPI_IX, @info NULL) or inactive (MPI_X_init).  @return @rc when the
+ * checks failed, else MPI_SUCCESS or MPI_ERR_NO_MEM (@s NULL, or no
+ * memory for the request), raised. */
+static int issue(const char *func, MPI_Comm comm, int rc, pb_sched_t *s, const MPI_Info *info,
                  MPI_Request *request)
 {
-    if (s == NULL || pb_sched_request(s, persistent, request) != MPI_SUCCESS)
-        return no_memory(comm, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (s == NULL || pb_sched_request(s, info != NULL, request) != MPI_SUCCESS)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func,
+                            "out of memory for the collective's schedule");
     return MPI_SUCCESS;
 }
 
 /*
- * The work of each collective, nonblocking or persistent alike: resolve
- * MPI_IN_PLACE and the empty cases as the blocking collective does, build
- * the schedule, make the request.
+ * The work of each collective, nonblocking (@info NULL) or persistent
+ * alike: check the info, resolve MPI_IN_PLACE and the empty cases as the
+ * blocking collective does, build the schedule, make the request.
  */
 
-static int barrier_sched(const char *func, MPI_Comm comm, pb_comm_t *c, int persistent,
+static int barrier_sched(const char *func, MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
                          MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_barrier(s, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int bcast_sched(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
-                       int root, MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+                       int root, MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
+                       MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL && (size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) > 0)
         build_bcast(s, buffer, count, datatype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int gatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, vec_t recv, MPI_Datatype recvtype,
-                         int root, MPI_Comm comm, pb_comm_t *c, int persistent,
-                         MPI_Request *request)
+                         MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
+                         const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_gatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
-static int scatterv_sched(const char *func, const void *sendbuf, vec_t send, MPI_Datatype sendtype,
-                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                          MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+static int scatterv_sched(const char *func, const void *sendbuf, pb_coll_vec_t send,
+                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c,
+                          const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_scatterv(s, sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int allgatherv_sched(const char *func, const void *sendbuf, MPI_Count sendcount,
-                            MPI_Datatype sendtype, void *recvbuf, vec_t recv, MPI_Datatype recvtype,
-                            MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
+                            MPI_Datatype sendtype, void *recvbuf, pb_coll_vec_t recv,
+                            MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c,
+                            const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (s != NULL)
         build_allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
-static int alltoall_sched(const char *func, const a2a_side_t *send, const a2a_side_t *recv,
-                          MPI_Comm comm, pb_comm_t *c, int persistent, MPI_Request *request)
-{
-    pb_sched_t *s = begin(c);
-
-    if (s != NULL)
-        build_alltoall(s, send, recv, send->buf == MPI_IN_PLACE, c);
-    return issue(func, comm, s, persistent, request);
-}
-
-/* Alltoallw's arrays (the generated checks cover only the communicator):
- * MPI_ERR_ARG for a NULL array, then each rank's block as
+/* One side of Alltoallw (the generated checks cover only the
+ * communicator): MPI_ERR_ARG for a NULL array, then each rank's block as
  * pb_mpi_check_buf. */
-static int check_alltoallw_side(MPI_Comm comm, const char *func, const char *what, const void *buf,
-                                pb_mpi_counts_t counts, pb_mpi_displs_t displs,
-                                const MPI_Datatype types[], const pb_comm_t *c)
+static int check_alltoallw_side(MPI_Comm comm, const char *func, const char *what,
+                                const a2a_side_t *side, const pb_comm_t *c)
 {
+    const pb_coll_vec_t *v = &side->v;
     int rc = MPI_SUCCESS;
 
-    if ((counts.i == NULL && counts.c == NULL) || (displs.i == NULL && displs.a == NULL) ||
-        types == NULL)
+    if ((v->counts.i == NULL && v->counts.c == NULL) ||
+        (v->displs.i == NULL && v->displs.a == NULL) || side->types == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func,
                             "the %s counts, displacements or datatypes array is NULL", what);
     for (int i = 0; i < c->size && rc == MPI_SUCCESS; i++)
-        rc = pb_mpi_check_buf(comm, func, what, buf, pb_mpi_counts_at(counts, i), types[i]);
+        rc = pb_mpi_check_buf(comm, func, what, side->buf, pb_coll_vec_count(v, i), side->types[i]);
     return rc;
 }
 
-static int alltoallw_sched(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
-                           pb_mpi_displs_t sdispls, const MPI_Datatype sendtypes[], void *recvbuf,
-                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
-                           const MPI_Datatype recvtypes[], MPI_Comm comm, pb_comm_t *c,
-                           int persistent, MPI_Request *request)
+/* @w: Alltoallw, whose arrays are checked here. */
+static int alltoall_sched(const char *func, const a2a_side_t *send, const a2a_side_t *recv, int w,
+                          MPI_Comm comm, pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), sendtypes, MPI_DATATYPE_NULL};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), recvtypes, MPI_DATATYPE_NULL};
-    int rc =
-        check_alltoallw_side(comm, func, "receive", recvbuf, recvcounts, rdispls, recvtypes, c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s;
 
-    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = check_alltoallw_side(comm, func, "send", sendbuf, sendcounts, sdispls, sendtypes, c);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    return alltoall_sched(func, &send, &recv, comm, c, persistent, request);
+    if (rc == MPI_SUCCESS && w)
+        rc = check_alltoallw_side(comm, func, "receive", recv, c);
+    if (rc == MPI_SUCCESS && w && send->buf != MPI_IN_PLACE)
+        rc = check_alltoallw_side(comm, func, "send", send, c);
+    s = begin(c, rc);
+    if (s != NULL)
+        build_alltoall(s, send, recv, send->buf == MPI_IN_PLACE, c);
+    return issue(func, comm, rc, s, info, request);
 }
 
 static int reduce_sched(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, pb_comm_t *c,
-                        int persistent, MPI_Request *request)
+                        const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (c->rank == root && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (s != NULL && count > 0)
         build_reduce(s, sendbuf, recvbuf, count, datatype, op, root, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* The kinds of reduction that every rank gets a result of. */
@@ -598,9 +579,10 @@ enum {
 
 static int allreduce_sched(const char *func, int kind, const void *sendbuf, void *recvbuf,
                            MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                           pb_comm_t *c, int persistent, MPI_Request *request)
+                           pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
-    pb_sched_t *s = begin(c);
+    int rc = check_info(func, comm, info);
+    pb_sched_t *s = begin(c, rc);
 
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
@@ -612,82 +594,55 @@ static int allreduce_sched(const char *func, int kind, const void *sendbuf, void
         else
             build_exscan(s, sendbuf, recvbuf, count, datatype, op, c);
     }
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* Reduce_scatter(_block) check their counts here, as MPI_Reduce_scatter
- * does: the reduction is over their sum. */
-static int reduce_scatter_sched(const char *func, const void *sendbuf, void *recvbuf, vec_t counts,
-                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c,
-                                int persistent, MPI_Request *request)
+ * does (pb_coll_check_reduce_scatter): the reduction is over their sum. */
+static int reduce_scatter_sched(const char *func, const void *sendbuf, void *recvbuf,
+                                pb_coll_vec_t counts, MPI_Datatype datatype, MPI_Op op,
+                                MPI_Comm comm, pb_comm_t *c, const MPI_Info *info,
+                                MPI_Request *request)
 {
     MPI_Count total = 0;
     pb_sched_t *s;
-    int rc;
+    int rc = check_info(func, comm, info);
 
-    if (!counts.arrays) {
-        if (counts.block < 0)
-            return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcount %lld is negative",
-                                (long long)counts.block);
-        total = counts.block * c->size;
-    } else {
-        if (counts.counts.i == NULL && counts.counts.c == NULL)
-            return pb_mpi_raise(comm, MPI_ERR_ARG, func, "recvcounts is NULL");
-        for (int i = 0; i < c->size; i++) {
-            if (vec_count(&counts, i) < 0)
-                return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "recvcounts[%d], %lld, is negative",
-                                    i, (long long)vec_count(&counts, i));
-            total += vec_count(&counts, i);
-        }
-    }
-    rc = pb_mpi_check_reduction(comm, func, total, datatype, op);
     if (rc == MPI_SUCCESS)
-        rc =
-            pb_mpi_check_buf(comm, func, "receive", recvbuf, vec_count(&counts, c->rank), datatype);
-    if (rc == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        rc = pb_mpi_check_buf(comm, func, "send", sendbuf, total, datatype);
-    if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, total);
-    if (rc != MPI_SUCCESS)
-        return rc;
+        rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op, c,
+                                          &total);
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
-    s = begin(c);
+    s = begin(c, rc);
     if (s != NULL && total > 0)
         build_reduce_scatter(s, sendbuf, recvbuf, &counts, total, datatype, op, c);
-    return issue(func, comm, s, persistent, request);
+    return issue(func, comm, rc, s, info, request);
 }
 
 /* ---- MPI_IX and MPI_X_init ---------------------------------------------------------- */
 
 int pb_mpi_ibarrier_impl(const char *func, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return barrier_sched(func, comm, c, 0, request);
+    return barrier_sched(func, comm, c, NULL, request);
 }
 
 int pb_mpi_barrier_init_impl(const char *func, MPI_Comm comm, MPI_Info info, MPI_Request *request,
                              pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : barrier_sched(func, comm, c, 1, request);
+    return barrier_sched(func, comm, c, &info, request);
 }
 
 int pb_mpi_ibcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                        int root, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return bcast_sched(func, buffer, count, datatype, root, comm, c, 0, request);
+    return bcast_sched(func, buffer, count, datatype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_bcast_init_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                            int root, MPI_Comm comm, MPI_Info info, MPI_Request *request,
                            pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : bcast_sched(func, buffer, count, datatype, root, comm, c, 1, request);
+    return bcast_sched(func, buffer, count, datatype, root, comm, c, &info, request);
 }
 
 int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -695,8 +650,8 @@ int pb_mpi_igather_impl(const char *func, const void *sendbuf, MPI_Count sendcou
                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
                         pb_comm_t *c)
 {
-    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                         recvtype, root, comm, c, 0, request);
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, pb_coll_vec_block(recvcount),
+                         recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -704,12 +659,8 @@ int pb_mpi_gather_init_impl(const char *func, const void *sendbuf, MPI_Count sen
                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                               recvtype, root, comm, c, 1, request);
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, pb_coll_vec_block(recvcount),
+                         recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -718,7 +669,8 @@ int pb_mpi_igatherv_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Request *request, pb_comm_t *c)
 {
     return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                         vec_arrays(recvcounts, displs), recvtype, root, comm, c, 0, request);
+                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, NULL,
+                         request);
 }
 
 int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -726,12 +678,9 @@ int pb_mpi_gatherv_init_impl(const char *func, const void *sendbuf, MPI_Count se
                              pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
                              MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                               vec_arrays(recvcounts, displs), recvtype, root, comm, c, 1, request);
+    return gatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                         pb_coll_vec_arrays(recvcounts, displs), recvtype, root, comm, c, &info,
+                         request);
 }
 
 int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -739,8 +688,8 @@ int pb_mpi_iscatter_impl(const char *func, const void *sendbuf, MPI_Count sendco
                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request,
                          pb_comm_t *c)
 {
-    return scatterv_sched(func, sendbuf, vec_block(sendcount), sendtype, recvbuf, recvcount,
-                          recvtype, root, comm, c, 0, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf, recvcount,
+                          recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -748,12 +697,8 @@ int pb_mpi_scatter_init_impl(const char *func, const void *sendbuf, MPI_Count se
                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                              MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : scatterv_sched(func, sendbuf, vec_block(sendcount), sendtype, recvbuf, recvcount,
-                                recvtype, root, comm, c, 1, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_block(sendcount), sendtype, recvbuf, recvcount,
+                          recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -761,8 +706,8 @@ int pb_mpi_iscatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
                           MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                           MPI_Request *request, pb_comm_t *c)
 {
-    return scatterv_sched(func, sendbuf, vec_arrays(sendcounts, displs), sendtype, recvbuf,
-                          recvcount, recvtype, root, comm, c, 0, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype, recvbuf,
+                          recvcount, recvtype, root, comm, c, NULL, request);
 }
 
 int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -770,20 +715,16 @@ int pb_mpi_scatterv_init_impl(const char *func, const void *sendbuf, pb_mpi_coun
                               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                               MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : scatterv_sched(func, sendbuf, vec_arrays(sendcounts, displs), sendtype, recvbuf,
-                                recvcount, recvtype, root, comm, c, 1, request);
+    return scatterv_sched(func, sendbuf, pb_coll_vec_arrays(sendcounts, displs), sendtype, recvbuf,
+                          recvcount, recvtype, root, comm, c, &info, request);
 }
 
 int pb_mpi_iallgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                            recvtype, comm, c, 0, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_block(recvcount), recvtype, comm, c, NULL, request);
 }
 
 int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -791,12 +732,8 @@ int pb_mpi_allgather_init_impl(const char *func, const void *sendbuf, MPI_Count 
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf, vec_block(recvcount),
-                                  recvtype, comm, c, 1, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_block(recvcount), recvtype, comm, c, &info, request);
 }
 
 int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -805,7 +742,8 @@ int pb_mpi_iallgatherv_impl(const char *func, const void *sendbuf, MPI_Count sen
                             MPI_Request *request, pb_comm_t *c)
 {
     return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                            vec_arrays(recvcounts, displs), recvtype, comm, c, 0, request);
+                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, NULL,
+                            request);
 }
 
 int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -813,22 +751,19 @@ int pb_mpi_allgatherv_init_impl(const char *func, const void *sendbuf, MPI_Count
                                 pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
-                                  vec_arrays(recvcounts, displs), recvtype, comm, c, 1, request);
+    return allgatherv_sched(func, sendbuf, sendcount, sendtype, recvbuf,
+                            pb_coll_vec_arrays(recvcounts, displs), recvtype, comm, c, &info,
+                            request);
 }
 
 int pb_mpi_ialltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_block(sendcount), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_block(recvcount), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
-    return alltoall_sched(func, &send, &recv, comm, c, 0, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -836,12 +771,10 @@ int pb_mpi_alltoall_init_impl(const char *func, const void *sendbuf, MPI_Count s
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                               MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_block(sendcount), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_block(recvcount), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_block(sendcount), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_block(recvcount), NULL, recvtype};
 
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : alltoall_sched(func, &send, &recv, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, &info, request);
 }
 
 int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -849,10 +782,10 @@ int pb_mpi_ialltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_
                            pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
-    return alltoall_sched(func, &send, &recv, comm, c, 0, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -861,12 +794,10 @@ int pb_mpi_alltoallv_init_impl(const char *func, const void *sendbuf, pb_mpi_cou
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    a2a_side_t send = {sendbuf, vec_arrays(sendcounts, sdispls), NULL, sendtype};
-    a2a_side_t recv = {recvbuf, vec_arrays(recvcounts, rdispls), NULL, recvtype};
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), NULL, sendtype};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), NULL, recvtype};
 
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc : alltoall_sched(func, &send, &recv, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 0, comm, c, &info, request);
 }
 
 int pb_mpi_ialltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -875,8 +806,12 @@ int pb_mpi_ialltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_
                            const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request,
                            pb_comm_t *c)
 {
-    return alltoallw_sched(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                           rdispls, recvtypes, comm, c, 0, request);
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
+                       MPI_DATATYPE_NULL};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
+                       MPI_DATATYPE_NULL};
+
+    return alltoall_sched(func, &send, &recv, 1, comm, c, NULL, request);
 }
 
 int pb_mpi_alltoallw_init_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
@@ -885,37 +820,33 @@ int pb_mpi_alltoallw_init_impl(const char *func, const void *sendbuf, pb_mpi_cou
                                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
+    a2a_side_t send = {sendbuf, pb_coll_vec_arrays(sendcounts, sdispls), sendtypes,
+                       MPI_DATATYPE_NULL};
+    a2a_side_t recv = {recvbuf, pb_coll_vec_arrays(recvcounts, rdispls), recvtypes,
+                       MPI_DATATYPE_NULL};
 
-    return rc != MPI_SUCCESS
-               ? rc
-               : alltoallw_sched(func, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-                                 rdispls, recvtypes, comm, c, 1, request);
+    return alltoall_sched(func, &send, &recv, 1, comm, c, &info, request);
 }
 
 int pb_mpi_ireduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                         MPI_Request *request, pb_comm_t *c)
 {
-    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, 0, request);
+    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                             MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                             MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm,
-                                            c, 1, request);
+    return reduce_sched(func, sendbuf, recvbuf, count, datatype, op, root, comm, c, &info, request);
 }
 
 int pb_mpi_iallreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                            pb_comm_t *c)
 {
-    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, 0,
+    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
                            request);
 }
 
@@ -923,19 +854,16 @@ int pb_mpi_allreduce_init_impl(const char *func, const void *sendbuf, void *recv
                                MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                MPI_Info info, MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype,
-                                               op, comm, c, 1, request);
+    return allreduce_sched(func, ALLREDUCE, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }
 
 int pb_mpi_ireduce_scatter_block_impl(const char *func, const void *sendbuf, void *recvbuf,
                                       MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op,
                                       MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
-    return reduce_scatter_sched(func, sendbuf, recvbuf, vec_block(recvcount), datatype, op, comm, c,
-                                0, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount), datatype, op,
+                                comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -943,11 +871,8 @@ int pb_mpi_reduce_scatter_block_init_impl(const char *func, const void *sendbuf,
                                           MPI_Comm comm, MPI_Info info, MPI_Request *request,
                                           pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : reduce_scatter_sched(func, sendbuf, recvbuf, vec_block(recvcount),
-                                                    datatype, op, comm, c, 1, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf, pb_coll_vec_block(recvcount), datatype, op,
+                                comm, c, &info, request);
 }
 
 int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -955,8 +880,8 @@ int pb_mpi_ireduce_scatter_impl(const char *func, const void *sendbuf, void *rec
                                 MPI_Comm comm, MPI_Request *request, pb_comm_t *c)
 {
     return reduce_scatter_sched(func, sendbuf, recvbuf,
-                                vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}), datatype, op,
-                                comm, c, 0, request);
+                                pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
+                                datatype, op, comm, c, NULL, request);
 }
 
 int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void *recvbuf,
@@ -964,38 +889,32 @@ int pb_mpi_reduce_scatter_init_impl(const char *func, const void *sendbuf, void 
                                     MPI_Comm comm, MPI_Info info, MPI_Request *request,
                                     pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS
-               ? rc
-               : reduce_scatter_sched(func, sendbuf, recvbuf,
-                                      vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
-                                      datatype, op, comm, c, 1, request);
+    return reduce_scatter_sched(func, sendbuf, recvbuf,
+                                pb_coll_vec_arrays(recvcounts, (pb_mpi_displs_t){NULL, NULL}),
+                                datatype, op, comm, c, &info, request);
 }
 
 int pb_mpi_iscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                       pb_comm_t *c)
 {
-    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, 0, request);
+    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
+                           request);
 }
 
 int pb_mpi_scan_init_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                           MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op,
-                                               comm, c, 1, request);
+    return allreduce_sched(func, SCAN, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }
 
 int pb_mpi_iexscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request,
                         pb_comm_t *c)
 {
-    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, 0,
+    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, NULL,
                            request);
 }
 
@@ -1003,9 +922,6 @@ int pb_mpi_exscan_init_impl(const char *func, const void *sendbuf, void *recvbuf
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request, pb_comm_t *c)
 {
-    int rc = pb_mpi_info_check(comm, info, 1, func);
-
-    return rc != MPI_SUCCESS ? rc
-                             : allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op,
-                                               comm, c, 1, request);
+    return allreduce_sched(func, EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, c, &info,
+                           request);
 }

@@ -15,13 +15,11 @@
 
 #include <stdlib.h>
 
+#include "mpi/coll_util.h"
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
 #include "mpi/op.h"
 #include "mpi/p2p.h"
-
-/* bytes a local copy between two non-contiguous layouts packs at a time */
-#define COPY_CHUNK 16384
 
 enum {
     STEP_SEND,
@@ -75,39 +73,7 @@ struct pb_sched {
 static pb_sched_t *running;
 static int advancing; /* the hook is running (a step may re-enter progress) */
 
-/* ---- typed copies and buffers ----------------------------------------------------- */
-
-int pb_sched_copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
-                        MPI_Count dcount, MPI_Datatype dtype)
-{
-    const pb_datatype_t *st = pb_mpi_datatype(stype), *dt = pb_mpi_datatype(dtype);
-    size_t bytes = (size_t)scount * pb_eng_type_size(st);
-    char chunk[COPY_CHUNK];
-
-    if (bytes > (size_t)dcount * pb_eng_type_size(dt))
-        return MPI_ERR_TRUNCATE;
-    if (bytes == 0 || (src == dst && st == dt))
-        return MPI_SUCCESS;
-    if (pb_eng_type_is_contiguous(dt)) {
-        pb_eng_type_pack_range(src, scount, st, 0,
-                               (void *)((uintptr_t)dst + (uintptr_t)pb_eng_type_true_lb(dt)),
-                               bytes);
-        return MPI_SUCCESS;
-    }
-    if (pb_eng_type_is_contiguous(st)) {
-        pb_eng_type_unpack_range(
-            (const void *)((uintptr_t)src + (uintptr_t)pb_eng_type_true_lb(st)), bytes, dst, dcount,
-            dt, 0);
-        return MPI_SUCCESS;
-    }
-    for (size_t off = 0; off < bytes; off += COPY_CHUNK) {
-        size_t len = bytes - off < COPY_CHUNK ? bytes - off : COPY_CHUNK;
-
-        pb_eng_type_pack_range(src, scount, st, off, chunk, len);
-        pb_eng_type_unpack_range(chunk, len, dst, dcount, dt, off);
-    }
-    return MPI_SUCCESS;
-}
+/* ---- scratch buffers -------------------------------------------------------------- */
 
 /* Keep @p for the schedule to free; @return @p, or NULL (and the schedule
  * failed) when @p is NULL or cannot be kept. */
@@ -138,30 +104,12 @@ void *pb_sched_bytes(pb_sched_t *s, size_t bytes)
     return keep_mem(s, malloc(bytes ? bytes : 1));
 }
 
-/* Each element's span covers both its bounds (lb .. lb + extent: the
- * predefined ops store whole C structs, padding included, for the pair
- * types) and its data (true lb .. true ub). */
 void *pb_sched_scratch(pb_sched_t *s, MPI_Count count, MPI_Datatype type)
 {
-    MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0, lo, hi;
-    void *mem;
+    MPI_Aint offset;
+    void *mem = pb_sched_bytes(s, pb_coll_scratch_span(count, type, &offset));
 
-    PMPI_Type_get_extent(type, &lb, &extent);
-    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    lo = lb < lb + extent ? lb : lb + extent;
-    hi = lb < lb + extent ? lb + extent : lb;
-    lo = true_lb < lo ? true_lb : lo;
-    hi = true_lb + true_extent > hi ? true_lb + true_extent : hi;
-    if (count > 1) {
-        MPI_Aint span = (MPI_Aint)(count - 1) * extent;
-
-        if (span < 0)
-            lo += span;
-        else
-            hi += span;
-    }
-    mem = pb_sched_bytes(s, hi > lo ? (size_t)(hi - lo) : 1);
-    return mem != NULL ? (void *)((uintptr_t)mem - (uintptr_t)lo) : NULL;
+    return mem != NULL ? (void *)((uintptr_t)mem + (uintptr_t)offset) : NULL;
 }
 
 /* The handle the schedule uses for @type: a predefined one itself, a
@@ -379,8 +327,8 @@ static void round_local(pb_sched_t *s)
         const step_t *st = &s->steps[i];
 
         if (st->kind == STEP_COPY)
-            note_error(s, pb_sched_copy_typed(st->src, st->count, st->type, st->dst, st->dcount,
-                                              st->dtype));
+            note_error(s, pb_coll_copy_typed(st->src, st->count, st->type, st->dst, st->dcount,
+                                             st->dtype));
         else if (st->kind == STEP_REDUCE)
             /* a user op gets the datatype handle of the call (the standard
              * says so), while the program still holds it; else the

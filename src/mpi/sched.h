@@ -33,7 +33,7 @@
  * Every rank starts (or, persistent, initialises) the collectives of a
  * communicator in the same order, so they agree on it; collectives in
  * flight at once never share a tag (unless PB_SCHED_TAGS of them are), and
- * the range is above the tags of the blocking collectives (coll.c: 16..25),
+ * the range is above the tags of the blocking collectives (coll_p2p.c: 16..25),
  * of the neighborhood collectives (40..63) and of the context agreement
  * (0, 1).  Within one schedule the messages between two ranks match in
  * order: both ranks post them in round order.
@@ -97,11 +97,5 @@ void pb_sched_start(MPI_Request r);
 
 /* Free @s (not running): its scratch buffers, its datatypes. */
 void pb_sched_free(pb_sched_t *s);
-
-/* Copy @scount elements of @stype at @src into the @dcount elements of
- * @dtype at @dst, as a message between them would.  @return MPI_SUCCESS,
- * or MPI_ERR_TRUNCATE when the data does not fit. */
-int pb_sched_copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
-                        MPI_Count dcount, MPI_Datatype dtype);
 
 #endif

@@ -24,7 +24,7 @@
 #define COLL 1
 
 /* Tags of MPI_Dist_graph_create's exchange of edges on the collective
- * context (src/mpi/coll.c's are 16-25, coll_neighbor.c's 40 and 64 up). */
+ * context (src/mpi/coll_p2p.c's are 16-25, coll_neighbor.c's 40 and 64 up). */
 enum {
     TAG_EDGE_COUNT = 42,
     TAG_EDGES

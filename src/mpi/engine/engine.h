@@ -2,9 +2,9 @@
  * The MPI point-to-point engine (docs/mpi.md, "The engine"): requests,
  * matching, the eager and rendezvous protocols, progress and waiting.
  *
- * Layers: API file (src/mpi/p2p.c, request.c, bsend.c, coll.c, sched.c) -> engine
- * (this header: protocol; channel.h: rings and pools) -> path (path.h:
- * self, shm, tcp) -> RSM.  The engine takes resolved objects (context
+ * Layers: API file (src/mpi/p2p.c, request.c, bsend.c, coll.c,
+ * coll_p2p.c, sched.c) -> engine (this header: protocol; channel.h: rings
+ * and pools) -> path (path.h: self, shm, tcp) -> RSM.  The engine takes resolved objects (context
  * ids, world ranks, datatype layouts) and never calls an API file.
  */
 #ifndef PB_ENG_ENGINE_H
