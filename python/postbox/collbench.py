@@ -3,7 +3,7 @@
 Part ``mpi-coll`` of ``postbox bench`` (and ``postbox bench --coll`` alone).
 bench/mpi_coll.c is written to the standard MPI C API only; like mpi_p2p it
 is built by this module with each library's own ``mpicc`` (with
-bench/engine.c) into ``build/mpibench/<label>/mpi_coll``, then run through
+bench/mpi_common.c, bench/engine.c) into ``build/mpibench/<label>/mpi_coll``, then run through
 that library's launcher into ``coll.jsonl``/``coll.txt`` of the results
 folder.  The libraries are those of mpibench.discover (Postbox's own, the
 system's MPICH and Open MPI, the wheels of build/mpi/<name>).
@@ -36,7 +36,7 @@ from typing import Optional, Sequence, TextIO
 from postbox import machine, mpibench, paths
 
 PROGRAM = "mpi_coll"
-SOURCES = ("bench/mpi_coll.c", "bench/engine.c")
+SOURCES = ("bench/mpi_coll.c", "bench/mpi_common.c", "bench/engine.c")
 RESULTS_NAME = "coll"  # coll.jsonl, coll.txt
 DONE_MARKER = "# mpi_coll: done, status"
 BUILD_TIMEOUT = 300.0

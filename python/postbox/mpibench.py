@@ -2,7 +2,7 @@
 
 bench/mpi_p2p.c is written to the standard MPI C API only and is not built by
 CMake: each library has its own ``mpi.h``, so this module builds it (with
-bench/engine.c) with each library's own ``mpicc`` into
+bench/mpi_common.c, bench/engine.c) with each library's own ``mpicc`` into
 ``build/mpibench/<label>/``, then runs it through that library's launcher,
 test by test with the libraries interleaved (A B A B), appending to
 ``p2p.jsonl`` of the results folder.
@@ -74,7 +74,7 @@ PATHS = ("on-node", "network")
 FAMILIES = ("postbox", "mpich", "openmpi")
 RESULTS_NAME = "p2p"  # p2p.jsonl, p2p.txt
 PROGRAM = "mpi_p2p"
-SOURCES = ("bench/mpi_p2p.c", "bench/engine.c")
+SOURCES = ("bench/mpi_p2p.c", "bench/mpi_common.c", "bench/engine.c")
 CFLAGS = ("-std=c11", "-O2", "-D_GNU_SOURCE")
 BUILD_TIMEOUT = 300.0
 # one test of one library: quick and full runs
