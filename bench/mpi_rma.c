@@ -77,6 +77,7 @@
 #define SAMPLES_MIN 5
 #define SAMPLES_MAX 15
 #define ITERS_MAX 100000
+#define ESTIMATE_NS 1e6 /* a warm-up epoch longer than this is the estimate */
 #define REPS_CAP_MS_DEFAULT 100.0
 #define REPS_CAP_MS_QUICK 20.0
 #define COMPUTE_S_DEFAULT 2.0
@@ -433,9 +434,15 @@ static void measure(fig_t *f, timing_t *tm)
 {
     double ns[SAMPLES_MAX], est, sum = 0.0;
     int64_t plan[2] = {1, SAMPLES_MIN};
+    int short_epochs;
 
-    batch(f, 2); /* warm-up: first-touch costs of the library */
-    est = batch(f, 4) / 4.0;
+    /* the warm-up (first-touch costs of the library), and the estimate:
+     * four more epochs unless one already takes a millisecond */
+    est = batch(f, 1);
+    short_epochs = est < ESTIMATE_NS;
+    MPI_Bcast(&short_epochs, 1, MPI_INT, ORIGIN, g.sync_comm);
+    if (short_epochs)
+        est = batch(f, 4) / 4.0;
     if (g.rank == ORIGIN) {
         double per_sample = g.opts.reps_cap_ms * 1e6 / SAMPLES_MIN, iters;
 

@@ -453,6 +453,9 @@ def links(lib: Library, name: str, source: str, functions: Sequence[str],
         return True, "links"
     missing = [function for function in functions if function in (done.stdout or "")]
     lines = [line for line in (done.stdout or "").splitlines() if line.strip()]
+    if len(missing) > 3:
+        return False, "missing %s and %d more of %d" % (", ".join(missing[:3]),
+                                                      len(missing) - 3, len(functions))
     return False, ("missing %s" % ", ".join(missing) if missing else
                    (lines[0] if lines else "exit status %d" % done.returncode))
 
