@@ -26,6 +26,7 @@ TESTS = {
     "tcp_signal_pingpong": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_get": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_put_stream": ("rsm", "postbox", "tcp", "bandwidth", "MB/s"),
+    "tcp_put_barrier": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_pingpong": ("raw", "raw", "tcp", "latency", "us"),
     "udp_pingpong": ("raw", "raw", "udp", "latency", "us"),
     "tcp_stream": ("raw", "raw", "tcp", "bandwidth", "MB/s"),
@@ -71,6 +72,7 @@ def run_and_check(program, out, config: str, path: str, *options) -> list:
     sizes = {test: sorted(r["size"] for r in measured if r["test"] == test) for test in TESTS}
     assert sizes.pop("tcp_signal_pingpong") == [0]
     assert sizes.pop("tcp_put_pingpong_service") == [8]
+    assert sizes.pop("tcp_put_barrier") == [8]
     assert all(found == [8, 4096] for found in sizes.values()), sizes
     assert next(r for r in measured if r["test"] == "tcp_get")["round_trip"] is True
     ratios = {r["test"]: r for r in records if r["metric"] == "ratio"}
