@@ -78,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-netns", action="store_true",
                        help="skip the --netns run of postbox-rsm-net-bench (made only as root)")
     bench.add_argument("--no-mpi", action="store_true",
-                       help="skip the MPI benches, p2p and collectives (and the wheel venvs "
+                       help="skip the MPI benches, p2p, collectives and one-sided (and the wheel venvs "
                             "build/mpi/<name>)")
     bench.add_argument("--no-coll", action="store_true",
                        help="skip the collective bench (bench/mpi_coll.c, part mpi-coll)")

@@ -179,13 +179,6 @@ class Outcome:
     ended: list = field(default_factory=list)  # runs ended after their last record
 
 
-def _elapsed(started: Optional[float]) -> str:
-    if started is None:
-        return ""
-    seconds = int(time.monotonic() - started)
-    return " [%d:%02d]" % (seconds // 60, seconds % 60)
-
-
 def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
                   extra: Sequence[str], description: dict, terminal: TextIO,
                   err: TextIO, started: Optional[float] = None,
@@ -203,7 +196,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         nbc, why = has_nbc(lib)
         print("postbox bench: building %s (%s %s) with %s; nonblocking collectives: %s%s"
               % (PROGRAM, lib.label, lib.origin, lib.mpicc, "yes" if nbc else "no (%s)" % why,
-                 _elapsed(started)), file=terminal, flush=True)
+                 mpibench.elapsed(started)), file=terminal, flush=True)
         ok, message = build(lib, nbc)
         description["coll_libraries"].append(dict(
             lib.describe(), build_command=build_command(lib, nbc), built=ok, nbc=nbc,
@@ -224,7 +217,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root)
         env = run.lib.run_env(is_root, run.config.path)
         print("[coll %d/%d]%s%s %s %s (%d ranks%s, %s): %s"
-              % (step, len(plan), _elapsed(started),
+              % (step, len(plan), mpibench.elapsed(started),
                  mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.config.name,
                  run.config.ranks, ", oversubscribed" if run.config.ranks > cores else "",
                  "network path" if run.config.two_nodes else "on-node", shlex.join(argv)),

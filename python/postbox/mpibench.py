@@ -714,7 +714,8 @@ class Outcome:
     ended: list = field(default_factory=list)  # runs ended after their last record
 
 
-def _elapsed(start: Optional[float]) -> str:
+def elapsed(start: Optional[float]) -> str:
+    """" [m:ss]" since @start (time.monotonic()), or "" without one."""
     if start is None:
         return ""
     seconds = int(time.monotonic() - start)
@@ -847,7 +848,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
     ready, limits = [], {}
     for lib in chosen:
         print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, _elapsed(started)),
+              % (PROGRAM, lib.label, lib.origin, lib.mpicc, elapsed(started)),
               file=terminal, flush=True)
         ok, message = build(lib)
         entry = dict(lib.describe(), build_command=build_command(lib), built=ok,
@@ -877,7 +878,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
                            run.ranks, add)
         env = run.lib.run_env(is_root, run.path)
         print("[%d/%d]%s%s %s %s%s%s: %s"
-              % (step, len(plan), _elapsed(started), time_left(spent, len(plan) - step + 1),
+              % (step, len(plan), elapsed(started), time_left(spent, len(plan) - step + 1),
                  run.lib.label, run.test,
                  "" if run.path == "on-node" else " (network path)",
                  " (%d ranks, %s)" % (run.ranks, "oversubscribed" if run.ranks > cores

@@ -229,7 +229,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
                   % (lib.label, why), file=terminal, flush=True)
             continue
         print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench._elapsed(started)),
+              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
               file=terminal, flush=True)
         ok, message = build(lib)
         entry.update(build_command=build_command(lib), built=ok)
@@ -248,7 +248,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         argv = run_command(run.lib, run.layout, jsonl, quick, extra, is_root)
         env = run.lib.run_env(is_root, run.layout.path)
         print("[rma %d/%d]%s%s %s %s (%s): %s"
-              % (step, len(plan), mpibench._elapsed(started),
+              % (step, len(plan), mpibench.elapsed(started),
                  mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
                  run.layout.name, "network path" if run.layout.two_nodes else "on-node",
                  shlex.join(argv)), file=terminal, flush=True)
