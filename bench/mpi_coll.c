@@ -41,16 +41,15 @@
 #include <mpi.h>
 
 #include "engine.h"
+#include "mpi_common.h"
 
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define TAG_SYNC 201
 #define TAG_GATE 202
@@ -169,23 +168,17 @@ typedef struct {
 
 static struct {
     pb_bench_opts_t opts;
-    const char *library, *transport, *placement, *path, *path_how;
-    int nodes, ranks, rank;
-    bool check, nbc, refs;
+    pb_mpi_bench_t b; /* what the records describe, the job's shape */
+    int ranks, rank;
+    bool nbc, refs;
     enum sync_kind sync;
     MPI_Comm sync_comm; /* the bench's own barrier runs here */
     bool selected[NTESTS];
-    int cores, host_ranks;
-    char version[256];
     double probe_last;  /* rank 0: the probe of the last gate */
     bool cap_given;     /* --reps-cap-ms on the command line */
     double give_up_ms;  /* a longer warm-up call ends the test */
     bool probe_stopped; /* rank 0: a probe was too slow, no more of them */
-} g = {.transport = "shm",
-       .placement = "on-node",
-       .path = "on-node",
-       .nodes = 1,
-       .check = true,
+} g = {.b = PB_MPI_BENCH_INIT("mpi_coll"),
        .refs = true,
        .sync = SYNC_DISSEMINATION,
        .probe_last = -1.0};
@@ -727,12 +720,8 @@ static unsigned plan_calls(double wall_ns)
 static void record_common(pb_bench_record_t *rec, const fig_t *f, const timing_t *tm,
                           unsigned calls)
 {
-    pb_bench_record_add_str(rec, "library_version", g.version);
-    pb_bench_record_add_str(rec, "path", g.path);
-    if (g.path_how != NULL)
-        pb_bench_record_add_str(rec, "path_how", g.path_how);
-    pb_bench_record_add_bool(rec, "oversubscribed", g.host_ranks > g.cores);
-    pb_bench_record_add_bool(rec, "checked", g.check);
+    pb_mpi_bench_record_identity(rec, &g.b);
+    pb_bench_record_add_bool(rec, "checked", g.b.check);
     pb_bench_record_add_str(rec, "sync", sync_names[g.sync]);
     pb_bench_record_add_str(rec, "datatype", f->t->reduction ? "MPI_FLOAT" : "MPI_BYTE");
     pb_bench_record_add_num(rec, "count", f->count);
@@ -802,7 +791,7 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
             cpu_all /= g.ranks;
         }
         free(times);
-        if (g.check)
+        if (g.b.check)
             failures = check_figure(&f, seq);
     }
     *gave_up_p = gave_up;
@@ -819,11 +808,11 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
     pb_bench_record_t rec = {
         .suite = "coll",
         .test = t->name,
-        .library = g.library,
-        .transport = g.transport,
-        .placement = g.placement,
+        .library = g.b.library,
+        .transport = g.b.transport,
+        .placement = g.b.placement,
         .ranks = g.ranks,
-        .nodes = g.nodes,
+        .nodes = g.b.nodes,
         .pairs = 1,
         .size = size,
         .metric = "latency",
@@ -875,11 +864,11 @@ static void reference_record(pb_bench_out_t *out, const char *test, double *ns, 
     pb_bench_record_t rec = {
         .suite = "coll",
         .test = test,
-        .library = g.library,
-        .transport = g.transport,
-        .placement = g.placement,
+        .library = g.b.library,
+        .transport = g.b.transport,
+        .placement = g.b.placement,
         .ranks = g.ranks,
-        .nodes = g.nodes,
+        .nodes = g.b.nodes,
         .pairs = 1,
         .size = REF_BYTES,
         .metric = "latency",
@@ -891,9 +880,9 @@ static void reference_record(pb_bench_out_t *out, const char *test, double *ns, 
     pb_bench_stats_from_samples(ns, REF_REPS, 1, &rec.stats);
     pb_bench_stats_scale(&rec.stats, 1e-3);
     rec.probe_after = g.opts.no_probe ? -1.0 : pb_bench_probe_measure();
-    pb_bench_record_add_str(&rec, "library_version", g.version);
-    pb_bench_record_add_str(&rec, "path", g.path);
-    pb_bench_record_add_bool(&rec, "oversubscribed", g.host_ranks > g.cores);
+    pb_bench_record_add_str(&rec, "library_version", g.b.version);
+    pb_bench_record_add_str(&rec, "path", g.b.path);
+    pb_bench_record_add_bool(&rec, "oversubscribed", pb_mpi_bench_oversubscribed(&g.b));
     printf("%-16s %12zu %8d %12.2f (median us; min %.2f, max %.2f)\n", test, (size_t)REF_BYTES,
            REF_REPS, rec.stats.median, rec.stats.min, rec.stats.max);
     pb_bench_record_emit(out, &rec);
@@ -984,10 +973,10 @@ static int run_all(void)
             printf("# mpi_coll: library %s, %s, ranks %d (%d on this host, %d CPUs), nodes %d, "
                    "transport %s, placement %s, path %s%s%s, sync %s, check %s, nonblocking "
                    "%s\n",
-                   g.library, g.version, g.ranks, g.host_ranks, g.cores, g.nodes, g.transport,
-                   g.placement, g.path, g.path_how != NULL ? " " : "",
-                   g.path_how != NULL ? g.path_how : "", sync_names[g.sync], g.check ? "on" : "off",
-                   g.nbc ? "built" : "not built");
+                   g.b.library, g.b.version, g.ranks, g.b.host_ranks, g.b.cores, g.b.nodes,
+                   g.b.transport, g.b.placement, g.b.path, g.b.path_how != NULL ? " " : "",
+                   g.b.path_how != NULL ? g.b.path_how : "", sync_names[g.sync],
+                   g.b.check ? "on" : "off", g.nbc ? "built" : "not built");
     }
     MPI_Bcast(&status, 1, MPI_INT, 0, g.sync_comm);
     if (status != 0)
@@ -1012,7 +1001,7 @@ static int run_all(void)
         if (n == 0)
             continue;
         if (g.rank == 0) {
-            printf("\n# coll %s (%s, %d ranks): %s\n", t->name, g.library, g.ranks, t->what);
+            printf("\n# coll %s (%s, %d ranks): %s\n", t->name, g.b.library, g.ranks, t->what);
             printf("%12s %8s %12s %12s %12s %12s%s\n", "#bytes", "#calls", "t_min[us]", "t_max[us]",
                    "t_avg[us]", "median[us]", t->nbc ? "    t_ovrl[us]    t_cpu[us] overlap%" : "");
         }
@@ -1059,103 +1048,47 @@ static const char what[] =
     "  --no-refs          do not measure the memcpy and vector-add references\n"
     "  --no-check         do not verify the results of a checked call per figure";
 
-static int parse_tests(const char *val)
-{
-    char buf[512], *save = NULL;
-    bool any = false;
-
-    if (strlen(val) >= sizeof(buf))
-        return -1;
-    strcpy(buf, val);
-    for (unsigned t = 0; t < NTESTS; t++)
-        g.selected[t] = false;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        unsigned t;
-
-        for (t = 0; t < NTESTS && strcmp(tests[t].name, tok) != 0; t++)
-            ;
-        if (t == NTESTS) {
-            fprintf(stderr, "mpi_coll: unknown test '%s'; tests:", tok);
-            for (t = 0; t < NTESTS; t++)
-                fprintf(stderr, " %s", tests[t].name);
-            fputc('\n', stderr);
-            return -1;
-        }
-        g.selected[t] = any = true;
-    }
-    return any ? 0 : -1;
-}
-
 /* Take this program's own options out of @argv (in place); the rest go to
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
 {
-    static const char *const with_arg[] = {"--library",  "--transport", "--placement",
-                                           "--nodes",    "--tests",     "--path",
-                                           "--path-how", "--sync",      "--give-up-ms"};
+    static const char *const with_arg[] = {"--tests", "--sync", "--give-up-ms"};
+    const char *names[NTESTS];
     int n = 1;
 
-    for (unsigned t = 0; t < NTESTS; t++)
+    for (unsigned t = 0; t < NTESTS; t++) {
         g.selected[t] = true;
+        names[t] = tests[t].name;
+    }
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
+        const char *val = NULL;
+        int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
         unsigned k;
 
-        if (strcmp(a, "--no-check") == 0) {
-            g.check = false;
+        if (found < 0)
+            return -1;
+        if (found > 0)
             continue;
-        }
-        if (strncmp(a, "--reps-cap-ms", 13) == 0)
+        if (strncmp(argv[i], "--reps-cap-ms", 13) == 0)
             g.cap_given = true; /* the engine parses it */
-        if (strcmp(a, "--no-refs") == 0) {
+        if (strcmp(argv[i], "--no-refs") == 0) {
             g.refs = false;
             continue;
         }
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++) {
-            size_t len = strlen(with_arg[k]);
-
-            if (strncmp(a, with_arg[k], len) == 0 && (a[len] == '\0' || a[len] == '='))
-                break;
-        }
-        if (k == sizeof(with_arg) / sizeof(with_arg[0])) {
+        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
+            found = pb_mpi_bench_option_value("mpi_coll", with_arg[k], argc, argv, &i, &val);
+        if (found < 0)
+            return -1;
+        if (found == 0) {
             argv[n++] = argv[i];
             continue;
         }
-        val = strchr(a, '=') != NULL ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (val == NULL || *val == '\0') {
-            fprintf(stderr, "mpi_coll: %s needs a value\n", with_arg[k]);
-            return -1;
-        }
-        switch (k) {
-        case 0: g.library = val; break;
-        case 1: g.transport = val; break;
-        case 2: g.placement = val; break;
-        case 3: {
-            char *end;
-            long v;
-
-            errno = 0;
-            v = strtol(val, &end, 10);
-            if (errno != 0 || *end != '\0' || v < 1 || v > 1000000) {
-                fprintf(stderr, "mpi_coll: bad --nodes '%s'\n", val);
-                return -1;
-            }
-            g.nodes = (int)v;
-            break;
-        }
-        case 4:
-            if (parse_tests(val) != 0)
+        switch (k - 1) {
+        case 0:
+            if (pb_mpi_bench_select("mpi_coll", val, names, NTESTS, g.selected) != 0)
                 return -1;
             break;
-        case 5:
-            if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
-                fprintf(stderr, "mpi_coll: bad --path '%s' (on-node or network)\n", val);
-                return -1;
-            }
-            g.path = val;
-            break;
-        case 6: g.path_how = val; break;
-        case 7: {
+        case 1: {
             unsigned s;
 
             for (s = 0; s < 3 && strcmp(val, sync_names[s]) != 0; s++)
@@ -1168,7 +1101,7 @@ static int own_options(int argc, char **argv)
             g.sync = (enum sync_kind)s;
             break;
         }
-        case 8: {
+        default: {
             char *end;
 
             errno = 0;
@@ -1183,73 +1116,6 @@ static int own_options(int argc, char **argv)
     }
     argv[n] = NULL;
     return n;
-}
-
-/* How many ranks share rank 0's host (by MPI_Get_processor_name) and the
- * CPUs rank 0 may use: more ranks than CPUs means they share cores. */
-static void job_shape(void)
-{
-    char name[MPI_MAX_PROCESSOR_NAME] = {0}, *all = NULL;
-    int len = 0;
-    cpu_set_t set;
-
-    MPI_Get_processor_name(name, &len);
-    if (g.rank == 0 && (all = calloc((size_t)g.ranks, MPI_MAX_PROCESSOR_NAME)) == NULL)
-        die("out of memory");
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               g.sync_comm);
-    if (g.rank != 0)
-        return;
-    for (int r = 0; r < g.ranks; r++)
-        if (strncmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0)
-            g.host_ranks++;
-    free(all);
-    g.cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                           : (int)sysconf(_SC_NPROCESSORS_ONLN);
-}
-
-/* Whether the launcher's environment says this process is not rank 0. */
-static bool env_says_not_rank0(void)
-{
-    static const char *const vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                       "POSTBOX_RANK"};
-
-    for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-
-        if (v != NULL && *v != '\0')
-            return strcmp(v, "0") != 0;
-    }
-    return false;
-}
-
-/* The first line of MPI_Get_library_version, blanks collapsed, and the
- * library's name guessed from it when --library was not given. */
-static void library_identity(void)
-{
-    char full[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    size_t n = 0;
-
-    MPI_Get_library_version(full, &len);
-    full[len > 0 && len < MPI_MAX_LIBRARY_VERSION_STRING ? len : 0] = '\0';
-    for (const char *p = full; *p != '\0' && *p != '\n' && *p != '\r'; p++) {
-        bool blank = *p == ' ' || *p == '\t';
-
-        if (n + 1 >= sizeof(g.version))
-            break;
-        if (blank && (n == 0 || g.version[n - 1] == ' '))
-            continue;
-        g.version[n++] = blank ? ' ' : *p;
-    }
-    while (n > 0 && g.version[n - 1] == ' ')
-        n--;
-    g.version[n] = '\0';
-    if (g.library == NULL)
-        g.library = strstr(full, "Open MPI") != NULL  ? "openmpi"
-                    : strstr(full, "MPICH") != NULL   ? "mpich"
-                    : strstr(full, "Postbox") != NULL ? "postbox"
-                                                      : "unknown";
 }
 
 int main(int argc, char **argv)
@@ -1279,7 +1145,7 @@ int main(int argc, char **argv)
 #endif
     /* the probe helper is forked before MPI_Init (some MPIs dislike fork()
      * once initialised); only rank 0 measures it */
-    if (!g.opts.no_probe && !env_says_not_rank0()) {
+    if (!g.opts.no_probe && !pb_mpi_bench_env_not_rank0()) {
         if (pb_bench_probe_init() == 0)
             probing = true;
     }
@@ -1287,7 +1153,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.ranks);
     MPI_Comm_dup(MPI_COMM_WORLD, &g.sync_comm);
-    library_identity();
+    pb_mpi_bench_identity(&g.b);
     /* every rank must agree on whether there are probes (the gates) */
     {
         int have = probing ? 1 : 0;
@@ -1295,7 +1161,7 @@ int main(int argc, char **argv)
         MPI_Bcast(&have, 1, MPI_INT, 0, g.sync_comm);
         g.opts.no_probe = have == 0;
     }
-    job_shape();
+    pb_mpi_bench_job_shape(&g.b, g.sync_comm);
     status = run_all();
     if (g.rank == 0) {
         /* every record is written: a runner may end a job that then hangs

@@ -40,15 +40,14 @@
 #include <mpi.h>
 
 #include "engine.h"
+#include "mpi_common.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define TAG_CTRL 101
 #define TAG_READY 102
@@ -157,20 +156,15 @@ typedef struct {
 
 static struct {
     pb_bench_opts_t opts;
-    const char *library, *transport, *placement;
-    const char *path, *path_how; /* on-node or network, and how it was forced */
-    int nodes, ranks, rank;
-    int partner; /* rank 0's peer in the current figure */
-    bool check;
+    pb_mpi_bench_t b; /* what the records describe, the job's shape */
+    int ranks, rank;
+    int partner;      /* rank 0's peer in the current figure */
     bool off_cache;   /* --off-cache: rotate over buffers larger than the LLC */
     size_t llc_bytes; /* the last-level cache, for --off-cache */
-    int cores;        /* CPUs rank 0 may run on */
-    int host_ranks;   /* ranks on rank 0's host */
     bool selected[NTESTS];
     size_t add_sizes[ADD_SIZES_MAX]; /* --add-sizes: merged into every list */
     unsigned nadd;
-    char version[256]; /* first line of MPI_Get_library_version */
-} g = {.transport = "shm", .placement = "on-node", .path = "on-node", .nodes = 1, .check = true};
+} g = {.b = PB_MPI_BENCH_INIT("mpi_p2p")};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -597,17 +591,17 @@ static unsigned test_sizes(const test_t *t, size_t *sizes)
 /* The keys every record of this run carries besides the engine's. */
 static void record_common(pb_bench_record_t *rec, const fig_t *f)
 {
-    pb_bench_record_add_bool(rec, "checked", g.check);
-    pb_bench_record_add_str(rec, "library_version", g.version);
+    pb_bench_record_add_bool(rec, "checked", g.b.check);
+    pb_bench_record_add_str(rec, "library_version", g.b.version);
     pb_bench_record_add_str(rec, "mode", mode_names[f->t->mode]);
-    pb_bench_record_add_str(rec, "path", g.path);
-    if (g.path_how != NULL)
-        pb_bench_record_add_str(rec, "path_how", g.path_how);
+    pb_bench_record_add_str(rec, "path", g.b.path);
+    if (g.b.path_how != NULL)
+        pb_bench_record_add_str(rec, "path_how", g.b.path_how);
     pb_bench_record_add_bool(rec, "off_cache", g.off_cache);
     if (g.off_cache)
         pb_bench_record_add_num(rec, "cache_bytes", (double)g.llc_bytes);
     /* more ranks on the host than CPUs rank 0 may use: ranks share cores */
-    pb_bench_record_add_bool(rec, "oversubscribed", g.host_ranks > g.cores);
+    pb_bench_record_add_bool(rec, "oversubscribed", pb_mpi_bench_oversubscribed(&g.b));
 }
 
 static pb_bench_record_t record_begin(const fig_t *f, const char *test, size_t size)
@@ -615,11 +609,11 @@ static pb_bench_record_t record_begin(const fig_t *f, const char *test, size_t s
     pb_bench_record_t rec = {
         .suite = "p2p",
         .test = test,
-        .library = g.library,
-        .transport = g.transport,
-        .placement = g.placement,
+        .library = g.b.library,
+        .transport = g.b.transport,
+        .placement = g.b.placement,
         .ranks = g.ranks,
-        .nodes = g.nodes,
+        .nodes = g.b.nodes,
         .pairs = 1,
         .size = size,
         .metric = f->t->metric,
@@ -645,7 +639,7 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
     rec = record_begin(&f, t->name, size);
     rec.probe_before = before;
     pb_bench_sample_run_prep(&g.opts, op0, prep0, &f, &rec.stats);
-    if (g.check)
+    if (g.b.check)
         for (unsigned k = 0; k < CHECKS; k++) {
             ++*seq;
             check_arm(&f, *seq);
@@ -839,7 +833,7 @@ static int multipair_figure(pb_bench_out_t *out, unsigned test, size_t size, uin
     mp_tail_stats(m->agg, m->calls, lat.stats.reps, &bw.stats);
     worst.iters = lat.stats.iters;
     mp_tail_stats(m->worst, m->calls, lat.stats.reps, &worst);
-    if (g.check)
+    if (g.b.check)
         for (unsigned k = 0; k < CHECKS; k++) {
             c = (ctrl_t){.cmd = CMD_CHECK, .iters = 1, .seq = (int64_t)++ * seq};
             MPI_Bcast(&c, (int)sizeof(c), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -891,9 +885,10 @@ static int driver(void)
     }
     printf("# mpi_p2p: library %s, %s, ranks %d (%d on this host, %d CPUs), transport %s, "
            "placement %s, path %s%s%s, check %s%s\n",
-           g.library, g.version, g.ranks, g.host_ranks, g.cores, g.transport, g.placement, g.path,
-           g.path_how != NULL ? " " : "", g.path_how != NULL ? g.path_how : "",
-           g.check ? "on" : "off", g.off_cache ? ", off-cache" : "");
+           g.b.library, g.b.version, g.ranks, g.b.host_ranks, g.b.cores, g.b.transport,
+           g.b.placement, g.b.path, g.b.path_how != NULL ? " " : "",
+           g.b.path_how != NULL ? g.b.path_how : "", g.b.check ? "on" : "off",
+           g.off_cache ? ", off-cache" : "");
     for (unsigned test = 0; test < NTESTS && status == 0; test++) {
         const test_t *t = &tests[test];
         char title[256];
@@ -908,10 +903,10 @@ static int driver(void)
         for (int d = 1; d <= dmax && status == 0; d++) {
             g.partner = d;
             if (t->kind == K_DISTANCE)
-                snprintf(title, sizeof(title), "p2p %s (%s): %s, d = %d", t->name, g.library,
+                snprintf(title, sizeof(title), "p2p %s (%s): %s, d = %d", t->name, g.b.library,
                          t->what, d);
             else
-                snprintf(title, sizeof(title), "p2p %s (%s): %s", t->name, g.library, t->what);
+                snprintf(title, sizeof(title), "p2p %s (%s): %s", t->name, g.b.library, t->what);
             pb_bench_table_begin(&out, title, t->kind == K_MULTIPAIR ? "us|MB/s" : t->unit);
             for (unsigned i = 0; i < n && status == 0; i++)
                 status = t->kind == K_MULTIPAIR ? multipair_figure(&out, test, sizes[i], &seq)
@@ -1033,106 +1028,42 @@ static int parse_add_sizes(const char *val)
     return 0;
 }
 
-static int parse_tests(const char *val)
-{
-    char buf[512], *save = NULL;
-    bool any_test = false;
-
-    if (strlen(val) >= sizeof(buf))
-        return -1;
-    strcpy(buf, val);
-    for (unsigned t = 0; t < NTESTS; t++)
-        g.selected[t] = false;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        unsigned t;
-
-        for (t = 0; t < NTESTS && strcmp(tests[t].name, tok) != 0; t++)
-            ;
-        if (t == NTESTS) {
-            fprintf(stderr, "mpi_p2p: unknown test '%s'; tests:", tok);
-            for (t = 0; t < NTESTS; t++)
-                fprintf(stderr, " %s", tests[t].name);
-            fputc('\n', stderr);
-            return -1;
-        }
-        g.selected[t] = any_test = true;
-    }
-    return any_test ? 0 : -1;
-}
-
 /* Take this program's own options out of @argv (in place); the rest go to
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
 {
-    static const char *const with_arg[] = {"--library",  "--transport", "--placement",
-                                           "--nodes",    "--tests",     "--path",
-                                           "--path-how", "--add-sizes"};
+    const char *names[NTESTS];
     int n = 1;
 
     /* every test but the ones that need a job of their own shape */
-    for (unsigned t = 0; t < NTESTS; t++)
+    for (unsigned t = 0; t < NTESTS; t++) {
         g.selected[t] = tests[t].kind != K_MULTIPAIR && tests[t].kind != K_DISTANCE;
+        names[t] = tests[t].name;
+    }
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL;
-        unsigned k;
+        const char *val = NULL;
+        int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
 
-        if (strcmp(a, "--no-check") == 0) {
-            g.check = false;
+        if (found < 0)
+            return -1;
+        if (found > 0)
             continue;
-        }
-        if (strcmp(a, "--off-cache") == 0) {
+        if (strcmp(argv[i], "--off-cache") == 0) {
             g.off_cache = true;
             continue;
         }
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]); k++) {
-            size_t len = strlen(with_arg[k]);
-
-            if (strncmp(a, with_arg[k], len) == 0 && (a[len] == '\0' || a[len] == '='))
-                break;
-        }
-        if (k == sizeof(with_arg) / sizeof(with_arg[0])) {
-            argv[n++] = argv[i];
-            continue;
-        }
-        val = strchr(a, '=') != NULL ? strchr(a, '=') + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (val == NULL || *val == '\0') {
-            fprintf(stderr, "mpi_p2p: %s needs a value\n", with_arg[k]);
+        found = pb_mpi_bench_option_value("mpi_p2p", "--tests", argc, argv, &i, &val);
+        if (found == 1 && pb_mpi_bench_select("mpi_p2p", val, names, NTESTS, g.selected) != 0)
             return -1;
+        if (found == 0) {
+            found = pb_mpi_bench_option_value("mpi_p2p", "--add-sizes", argc, argv, &i, &val);
+            if (found == 1 && parse_add_sizes(val) != 0)
+                return -1;
         }
-        switch (k) {
-        case 0: g.library = val; break;
-        case 1: g.transport = val; break;
-        case 2: g.placement = val; break;
-        case 3: {
-            char *end;
-            long v;
-
-            errno = 0;
-            v = strtol(val, &end, 10);
-            if (errno != 0 || *end != '\0' || v < 1 || v > 1000000) {
-                fprintf(stderr, "mpi_p2p: bad --nodes '%s'\n", val);
-                return -1;
-            }
-            g.nodes = (int)v;
-            break;
-        }
-        case 4:
-            if (parse_tests(val) != 0)
-                return -1;
-            break;
-        case 5:
-            if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
-                fprintf(stderr, "mpi_p2p: bad --path '%s' (on-node or network)\n", val);
-                return -1;
-            }
-            g.path = val;
-            break;
-        case 6: g.path_how = val; break;
-        case 7:
-            if (parse_add_sizes(val) != 0)
-                return -1;
-            break;
-        }
+        if (found < 0)
+            return -1;
+        if (found == 0)
+            argv[n++] = argv[i];
     }
     argv[n] = NULL;
     return n;
@@ -1162,84 +1093,6 @@ static size_t last_level_cache(void)
     return best > 0 ? best : LLC_DEFAULT;
 }
 
-/* How many ranks share rank 0's host (by MPI_Get_processor_name, which
- * MPIR_CVAR_NOLOCAL and the like do not change), and the CPUs rank 0 may
- * use: more ranks than CPUs means they share cores. */
-static void job_shape(void)
-{
-    char name[MPI_MAX_PROCESSOR_NAME] = {0}, *all = NULL;
-    int len = 0, cores = 1;
-    cpu_set_t set;
-
-    MPI_Get_processor_name(name, &len);
-    if (g.rank == 0) {
-        all = calloc((size_t)g.ranks, MPI_MAX_PROCESSOR_NAME);
-        if (all == NULL) {
-            fprintf(stderr, "mpi_p2p: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               MPI_COMM_WORLD);
-    if (g.rank != 0)
-        return;
-    g.host_ranks = 0;
-    for (int r = 0; r < g.ranks; r++)
-        if (strncmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0)
-            g.host_ranks++;
-    free(all);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        cores = CPU_COUNT(&set);
-    else if (sysconf(_SC_NPROCESSORS_ONLN) > 0)
-        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    g.cores = cores;
-}
-
-/* Whether the launcher's environment says this process is not rank 0. */
-static bool env_says_not_rank0(void)
-{
-    static const char *const vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                       "POSTBOX_RANK"};
-
-    for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-
-        if (v != NULL && *v != '\0')
-            return strcmp(v, "0") != 0;
-    }
-    return false;
-}
-
-static void library_identity(void)
-{
-    char full[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    size_t n;
-
-    MPI_Get_library_version(full, &len);
-    full[len < MPI_MAX_LIBRARY_VERSION_STRING ? (len > 0 ? len : 0)
-                                              : MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
-    /* the first line, blanks collapsed ("MPICH Version:\t4.0.2") */
-    n = 0;
-    for (const char *p = full; *p != '\0' && *p != '\n' && *p != '\r'; p++) {
-        bool blank = *p == ' ' || *p == '\t';
-
-        if (n + 1 >= sizeof(g.version))
-            break;
-        if (blank && (n == 0 || g.version[n - 1] == ' '))
-            continue;
-        g.version[n++] = blank ? ' ' : *p;
-    }
-    while (n > 0 && g.version[n - 1] == ' ')
-        n--;
-    g.version[n] = '\0';
-    if (g.library == NULL)
-        g.library = strstr(full, "Open MPI") != NULL  ? "openmpi"
-                    : strstr(full, "MPICH") != NULL   ? "mpich"
-                    : strstr(full, "Postbox") != NULL ? "postbox"
-                                                      : "unknown";
-}
-
 int main(int argc, char **argv)
 {
     char **args = calloc((size_t)argc + 1, sizeof(*args));
@@ -1261,7 +1114,7 @@ int main(int argc, char **argv)
 
     /* the probe helper is forked before MPI_Init: some MPIs dislike fork()
      * once they are initialised; only rank 0 measures it */
-    if (!g.opts.no_probe && !env_says_not_rank0()) {
+    if (!g.opts.no_probe && !pb_mpi_bench_env_not_rank0()) {
         if (pb_bench_probe_init() != 0)
             g.opts.no_probe = true;
         else
@@ -1270,7 +1123,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.ranks);
-    library_identity();
+    pb_mpi_bench_identity(&g.b);
     if (g.ranks < 2) {
         if (g.rank == 0)
             fprintf(stderr, "mpi_p2p: needs 2 ranks (e.g. mpiexec -n 2 %s)\n", argv[0]);
@@ -1279,7 +1132,7 @@ int main(int argc, char **argv)
             pb_bench_probe_fini();
         return 2;
     }
-    job_shape();
+    pb_mpi_bench_job_shape(&g.b, MPI_COMM_WORLD);
     if (g.off_cache)
         g.llc_bytes = last_level_cache();
     if (g.rank == 0) {

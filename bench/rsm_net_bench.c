@@ -18,10 +18,13 @@
  * tests; the RSM ping-pongs are CMD_PUT_PINGPONG and CMD_SIGNAL_PINGPONG,
  * each followed by the first sequence number (8 bytes), and rank 1 sends
  * one byte on the connection once it has seen the STOP message.  For
- * tcp_get, tcp_call and tcp_put_stream rank 1 does nothing: its RSM service
- * thread serves them while it sleeps in recv for the next command (a call
- * runs the handler each rank sets on its segment, call_read: the reply is
- * the segment's first bytes, as many as the request is long).
+ * tcp_get, tcp_call, tcp_put_stream and tcp_put_barrier rank 1 does nothing:
+ * its RSM service thread serves them while it sleeps in recv for the next
+ * command (a call runs the handler each rank sets on its segment,
+ * call_read: the reply is the segment's first bytes, as many as the request
+ * is long).  tcp_put_barrier (8 bytes only) is one put closed by its own
+ * barrier each time: the RSM form of an MPI_Put and its MPI_Win_flush, the
+ * reference of issue 15's one-sided bench across two nodes.
  *
  * Ping-pong message layout (both directions), for a message of @size bytes
  * at offset 0 of the receiver's segment, as in postbox-rsm-bench:
@@ -450,6 +453,21 @@ static int op_put_stream(void *arg, uint64_t iters)
     return 0;
 }
 
+/* pb_bench_op_func_t: @iters times one put of *@arg bytes in a barrier span
+ * of its own (open, put, close: the put is in the other rank's memory). */
+static int op_put_barrier(void *arg, uint64_t iters)
+{
+    size_t size = *(const size_t *)arg;
+
+    for (uint64_t i = 0; i < iters; i++) {
+        g.msg[0] = (char)i; /* a new value each time */
+        check(rsm_memseg_import_open_barrier(&g.bar), "rsm_memseg_import_open_barrier");
+        check(rsm_memseg_import_put(g.imp, 0, g.msg, size), "rsm_memseg_import_put");
+        check(rsm_memseg_import_close_barrier(&g.bar), "rsm_memseg_import_close_barrier");
+    }
+    return 0;
+}
+
 /* Cache-line probe in ns, or -1 with --no-probe. */
 static double probe(void)
 {
@@ -505,6 +523,7 @@ enum {
     T_GET,
     T_CALL,
     T_PUT_STREAM,
+    T_PUT_BARRIER,
     T_TCP_PINGPONG,
     T_UDP_PINGPONG,
     T_TCP_STREAM,
@@ -534,6 +553,8 @@ static test_desc_t tests[T_NTESTS] = {
                 "handler run by the other rank's service thread): a full round trip"},
     [T_PUT_STREAM] = {"rsm", "tcp_put_stream", "postbox", "tcp", "bandwidth", "MB/s",
                       "a sample is one barrier span: open, back-to-back puts, close returned"},
+    [T_PUT_BARRIER] = {"rsm", "tcp_put_barrier", "postbox", "tcp", "latency", "us",
+                       "one put in a barrier span of its own: open, put, close returned"},
 };
 
 /* What the records share: the job's shape, the path and the config. */
@@ -619,12 +640,13 @@ static void bench_sizes(uint64_t t0)
     size_t sizes[PB_BENCH_SIZES_MAX], udp[PB_BENCH_SIZES_MAX];
     unsigned n = pb_bench_sizes_make(&g.opts, sizeof(uint64_t), SEG_SIZE, 2, 16, sizes);
     unsigned nudp = 0;
-    measured_t sig, service, call;
+    measured_t sig, service, call, put_barrier;
 
     n = sizes_aligned(sizes, n, sizeof(uint64_t));
     measure_pingpong(PP_SIGNAL, sizeof(uint64_t), &sig);
     measure_pingpong(PP_PUT_SERVICE, RATIO_SIZE_LAT, &service);
     measure_op(op_call, RATIO_SIZE_LAT, false, &call);
+    measure_op(op_put_barrier, RATIO_SIZE_LAT, false, &put_barrier);
     for (unsigned i = 0; i < n; i++) {
         measure_pingpong(PP_PUT, sizes[i], &m[T_PUT_PINGPONG][i]);
         measure_raw(PB_RAWNET_TCP_PINGPONG, sizes[i], &m[T_TCP_PINGPONG][i]);
@@ -647,6 +669,8 @@ static void bench_sizes(uint64_t t0)
                          "us");
     emit_series(T_GET, sizes, m[T_GET], n);
     emit_series(T_CALL, (size_t[]){RATIO_SIZE_LAT}, &call, 1);
+    pb_bench_table_begin(&g.out, "RSM over tcp: one put and its barrier (open, put, close)", "us");
+    emit_series(T_PUT_BARRIER, (size_t[]){RATIO_SIZE_LAT}, &put_barrier, 1);
     pb_bench_table_begin(&g.out, "Raw TCP (TCP_NODELAY) and UDP ping-pong half round trip", "us");
     emit_series(T_TCP_PINGPONG, sizes, m[T_TCP_PINGPONG], n);
     emit_series(T_UDP_PINGPONG, udp, m[T_UDP_PINGPONG], nudp);

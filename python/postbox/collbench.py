@@ -3,7 +3,7 @@
 Part ``mpi-coll`` of ``postbox bench`` (and ``postbox bench --coll`` alone).
 bench/mpi_coll.c is written to the standard MPI C API only; like mpi_p2p it
 is built by this module with each library's own ``mpicc`` (with
-bench/engine.c) into ``build/mpibench/<label>/mpi_coll``, then run through
+bench/mpi_common.c, bench/engine.c) into ``build/mpibench/<label>/mpi_coll``, then run through
 that library's launcher into ``coll.jsonl``/``coll.txt`` of the results
 folder.  The libraries are those of mpibench.discover (Postbox's own, the
 system's MPICH and Open MPI, the wheels of build/mpi/<name>).
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench, paths
+from postbox import machine, mpibench
 
 PROGRAM = "mpi_coll"
-SOURCES = ("bench/mpi_coll.c", "bench/engine.c")
+SOURCES = ("bench/mpi_coll.c", "bench/mpi_common.c", "bench/engine.c")
 RESULTS_NAME = "coll"  # coll.jsonl, coll.txt
 DONE_MARKER = "# mpi_coll: done, status"
 BUILD_TIMEOUT = 300.0
@@ -116,57 +116,24 @@ def build_dir(lib: mpibench.Library) -> Path:
 
 
 def probe_command(lib: mpibench.Library) -> list[str]:
-    out = build_dir(lib)
-    return [str(lib.mpicc), "-o", str(out / "nbc_probe"), str(out / "nbc_probe.c")]
+    return mpibench.probe_command(lib, "nbc_probe")
 
 
 def has_nbc(lib: mpibench.Library, runner=subprocess.run) -> tuple[bool, str]:
     """Whether @lib's mpicc compiles and links a program calling every
     function of NBC_FUNCTIONS; (yes, the first line of the compiler's
     complaint or "links")."""
-    out = build_dir(lib)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "nbc_probe.c").write_text(NBC_PROBE, encoding="utf-8")
-    argv = probe_command(lib)
-    try:
-        done = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                      errors="replace", timeout=BUILD_TIMEOUT)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return False, "the probe did not compile: %s" % exc
-    if done.returncode == 0:
-        return True, "links"
-    missing = [name for name in NBC_FUNCTIONS if name in (done.stdout or "")]
-    lines = [line for line in (done.stdout or "").splitlines() if line.strip()]
-    return False, ("missing %s" % ", ".join(missing) if missing else
-                   (lines[0] if lines else "exit status %d" % done.returncode))
+    return mpibench.links(lib, "nbc_probe", NBC_PROBE, NBC_FUNCTIONS, runner)
 
 
 def build_command(lib: mpibench.Library, nbc: bool, root: Optional[Path] = None) -> list[str]:
-    root = root or paths.repo_root()
-    return ([str(lib.mpicc)] + list(mpibench.CFLAGS) + (["-DHAVE_NBC"] if nbc else [])
-            + ["-o", str(build_dir(lib) / PROGRAM)]
-            + [str(root / source) for source in SOURCES] + ["-lm"])
+    return mpibench.build_command(lib, root, PROGRAM, SOURCES, ("HAVE_NBC",) if nbc else ())
 
 
 def build(lib: mpibench.Library, nbc: bool) -> tuple[bool, str]:
     """Compile mpi_coll with @lib's mpicc; (ok, message).  The compiler's
     output goes to build/mpibench/<label>/coll-build.log."""
-    out = build_dir(lib)
-    out.mkdir(parents=True, exist_ok=True)
-    argv = build_command(lib, nbc)
-    log = out / "coll-build.log"
-    try:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=BUILD_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.write_text("%s\n%s\n" % (shlex.join(argv), exc), encoding="utf-8")
-        return False, "cannot build: %s" % exc
-    log.write_text(shlex.join(argv) + "\n" + done.stdout, encoding="utf-8")
-    if done.returncode != 0:
-        lines = [line for line in done.stdout.splitlines() if line.strip()]
-        return False, "build failed: %s; see %s" % (
-            lines[0] if lines else "exit status %d" % done.returncode, log)
-    return True, "built %s" % (out / PROGRAM)
+    return mpibench.build(lib, PROGRAM, SOURCES, ("HAVE_NBC",) if nbc else (), "coll-build.log")
 
 
 def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
@@ -174,21 +141,9 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
     """argv of one run of mpi_coll: @lib in the shape @config."""
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    network = mpibench.NETWORK_PATHS.get(lib.family) if config.two_nodes else None
     argv = [str(lib.mpiexec)] + lib.launch_args(is_root, config.path) + [
-        "-n", str(config.ranks), str(build_dir(lib) / PROGRAM), "--library", lib.label]
-    if network is None:
-        argv += ["--transport", "shm", "--placement", "on-node", "--path", "on-node"]
-    else:
-        # Postbox's virtual nodes really are two nodes; the others run every
-        # pair of ranks through their network stack on this one host
-        off_node = lib.family == "postbox"
-        argv += ["--transport", network.transport,
-                 "--placement", "off-node" if off_node else "on-node",
-                 "--path", "network", "--path-how", network.how]
-        if off_node:
-            argv += ["--nodes", "2"]
-    argv += ["--json", str(jsonl)]
+        "-n", str(config.ranks), str(build_dir(lib) / PROGRAM)]
+    argv += mpibench.program_args(lib, config.path) + ["--json", str(jsonl)]
     if quick:
         argv.append("--quick")
     return argv + list(extra)
@@ -224,13 +179,6 @@ class Outcome:
     ended: list = field(default_factory=list)  # runs ended after their last record
 
 
-def _elapsed(started: Optional[float]) -> str:
-    if started is None:
-        return ""
-    seconds = int(time.monotonic() - started)
-    return " [%d:%02d]" % (seconds // 60, seconds % 60)
-
-
 def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
                   extra: Sequence[str], description: dict, terminal: TextIO,
                   err: TextIO, started: Optional[float] = None,
@@ -248,7 +196,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         nbc, why = has_nbc(lib)
         print("postbox bench: building %s (%s %s) with %s; nonblocking collectives: %s%s"
               % (PROGRAM, lib.label, lib.origin, lib.mpicc, "yes" if nbc else "no (%s)" % why,
-                 _elapsed(started)), file=terminal, flush=True)
+                 mpibench.elapsed(started)), file=terminal, flush=True)
         ok, message = build(lib, nbc)
         description["coll_libraries"].append(dict(
             lib.describe(), build_command=build_command(lib, nbc), built=ok, nbc=nbc,
@@ -268,34 +216,21 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     for step, run in enumerate(plan, 1):
         argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root)
         env = run.lib.run_env(is_root, run.config.path)
-        left = ""
-        if spent:
-            seconds = sum(spent) / len(spent) * (len(plan) - step + 1)
-            left = " ~%d:%02d left" % (seconds // 60, seconds % 60)
         print("[coll %d/%d]%s%s %s %s (%d ranks%s, %s): %s"
-              % (step, len(plan), _elapsed(started), left, run.lib.label, run.config.name,
+              % (step, len(plan), mpibench.elapsed(started),
+                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.config.name,
                  run.config.ranks, ", oversubscribed" if run.config.ranks > cores else "",
                  "network path" if run.config.two_nodes else "on-node", shlex.join(argv)),
               file=terminal, flush=True)
-        start = time.monotonic()
-        ended = False
-        try:
-            streamed = mpibench.run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick],
-                                             marker=DONE_MARKER)
-            status, ended = streamed.status, streamed.ended_after_done
-        except OSError as exc:
-            status = -1
-            print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-        seconds = time.monotonic() - start
+        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
+                                  marker=DONE_MARKER)
+        status, seconds = result.status, result.seconds
         spent.append(seconds)
         outcome.runs += 1
-        entry = {"name": run.name, "command": argv, "env": env, "path": run.config.path,
-                 "ranks": run.config.ranks, "exit_status": status,
-                 "seconds": round(seconds, 3)}
-        if ended:
-            entry["ended_after_done"] = True
+        if result.ended:
             outcome.ended.append(run.name)
-        description["runs"].append(entry)
+        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.config.path,
+                                                      run.config.ranks, result))
         machine.write(out / "machine.json", description)
         if status != 0:
             outcome.failed.append(run.name)

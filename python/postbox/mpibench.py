@@ -2,7 +2,7 @@
 
 bench/mpi_p2p.c is written to the standard MPI C API only and is not built by
 CMake: each library has its own ``mpi.h``, so this module builds it (with
-bench/engine.c) with each library's own ``mpicc`` into
+bench/mpi_common.c, bench/engine.c) with each library's own ``mpicc`` into
 ``build/mpibench/<label>/``, then runs it through that library's launcher,
 test by test with the libraries interleaved (A B A B), appending to
 ``p2p.jsonl`` of the results folder.
@@ -74,7 +74,7 @@ PATHS = ("on-node", "network")
 FAMILIES = ("postbox", "mpich", "openmpi")
 RESULTS_NAME = "p2p"  # p2p.jsonl, p2p.txt
 PROGRAM = "mpi_p2p"
-SOURCES = ("bench/mpi_p2p.c", "bench/engine.c")
+SOURCES = ("bench/mpi_p2p.c", "bench/mpi_common.c", "bench/engine.c")
 CFLAGS = ("-std=c11", "-O2", "-D_GNU_SOURCE")
 BUILD_TIMEOUT = 300.0
 # one test of one library: quick and full runs
@@ -400,19 +400,24 @@ def build_dir(lib: Library) -> Path:
     return paths.build_dir() / "mpibench" / lib.label
 
 
-def build_command(lib: Library, root: Optional[Path] = None) -> list[str]:
+def build_command(lib: Library, root: Optional[Path] = None, program: str = PROGRAM,
+                  sources: Sequence[str] = SOURCES, defines: Sequence[str] = ()) -> list[str]:
+    """@lib's mpicc compiling @sources (paths from the repository's top) into
+    build/mpibench/<label>/@program, with -D@defines."""
     root = root or paths.repo_root()
-    return ([str(lib.mpicc)] + list(CFLAGS) + ["-o", str(build_dir(lib) / PROGRAM)]
-            + [str(root / source) for source in SOURCES] + ["-lm"])
+    return ([str(lib.mpicc)] + list(CFLAGS) + ["-D%s" % name for name in defines]
+            + ["-o", str(build_dir(lib) / program)]
+            + [str(root / source) for source in sources] + ["-lm"])
 
 
-def build(lib: Library) -> tuple[bool, str]:
-    """Compile mpi_p2p with @lib's mpicc; (ok, message).  The compiler's
-    output goes to build/mpibench/<label>/build.log."""
+def build(lib: Library, program: str = PROGRAM, sources: Sequence[str] = SOURCES,
+          defines: Sequence[str] = (), log_name: str = "build.log") -> tuple[bool, str]:
+    """Compile @program (mpi_p2p by default) with @lib's mpicc; (ok, message).
+    The compiler's output goes to build/mpibench/<label>/@log_name."""
     out = build_dir(lib)
     out.mkdir(parents=True, exist_ok=True)
-    argv = build_command(lib)
-    log = out / "build.log"
+    argv = build_command(lib, program=program, sources=sources, defines=defines)
+    log = out / log_name
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               errors="replace", timeout=BUILD_TIMEOUT)
@@ -426,7 +431,56 @@ def build(lib: Library) -> tuple[bool, str]:
         if "mpi.h" in done.stdout:
             why += " (%s)" % HEADER_HINT.get(lib.family, "install the MPI headers")
         return False, "build failed: %s; see %s" % (why, log)
-    return True, "built %s" % (out / PROGRAM)
+    return True, "built %s" % (out / program)
+
+
+def links(lib: Library, name: str, source: str, functions: Sequence[str],
+          runner: Callable = subprocess.run) -> tuple[bool, str]:
+    """Whether @lib's mpicc compiles and links the C program @source (written
+    to build/mpibench/<label>/@name.c), which calls each of @functions; (yes,
+    "links"), or (no, the missing ones among @functions, or the first line of
+    the compiler's complaint)."""
+    out = build_dir(lib)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / (name + ".c")).write_text(source, encoding="utf-8")
+    argv = probe_command(lib, name)
+    try:
+        done = runner(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                      errors="replace", timeout=BUILD_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, "the probe did not compile: %s" % exc
+    if done.returncode == 0:
+        return True, "links"
+    missing = [function for function in functions if function in (done.stdout or "")]
+    lines = [line for line in (done.stdout or "").splitlines() if line.strip()]
+    if len(missing) > 3:
+        return False, "missing %s and %d more of %d" % (", ".join(missing[:3]),
+                                                      len(missing) - 3, len(functions))
+    return False, ("missing %s" % ", ".join(missing) if missing else
+                   (lines[0] if lines else "exit status %d" % done.returncode))
+
+
+def probe_command(lib: Library, name: str) -> list[str]:
+    """argv compiling the probe build/mpibench/<label>/@name.c with @lib's mpicc."""
+    out = build_dir(lib)
+    return [str(lib.mpicc), "-o", str(out / name), str(out / (name + ".c"))]
+
+
+def program_args(lib: Library, path: str = "on-node") -> list[str]:
+    """The options of an MPI bench program (mpi_p2p, mpi_coll, mpi_rma) that
+    say what its records describe: @lib on @path, with the transport,
+    placement and nodes of that library's network path."""
+    network = NETWORK_PATHS.get(lib.family) if path == "network" else None
+    # Postbox's virtual nodes really are two nodes; the others run every
+    # pair of ranks through their network stack on this one host
+    placement = "off-node" if network is not None and lib.family == "postbox" else "on-node"
+    argv = ["--library", lib.label, "--transport", network.transport if network else "shm",
+            "--placement", placement, "--path", path]
+    if network is not None:
+        argv += ["--path-how", network.how]
+        if placement == "off-node":
+            argv += ["--nodes", "2"]
+    return argv
 
 
 def run_command(lib: Library, test: str, jsonl: Path, quick: bool,
@@ -437,16 +491,8 @@ def run_command(lib: Library, test: str, jsonl: Path, quick: bool,
     the sizes @add_sizes (protocol thresholds)."""
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    network = NETWORK_PATHS.get(lib.family) if path == "network" else None
     argv = [str(lib.mpiexec)] + lib.launch_args(is_root, path) + [
-        "-n", str(ranks), str(build_dir(lib) / PROGRAM)]
-    placement = "off-node" if network is not None and lib.family == "postbox" else "on-node"
-    argv += ["--library", lib.label, "--transport", network.transport if network else "shm",
-             "--placement", placement, "--path", path]
-    if network is not None:
-        argv += ["--path-how", network.how]
-        if placement == "off-node":
-            argv += ["--nodes", "2"]
+        "-n", str(ranks), str(build_dir(lib) / PROGRAM)] + program_args(lib, path)
     argv += ["--tests", test, "--json", str(jsonl)]
     if add_sizes:
         argv += ["--add-sizes", ",".join(str(size) for size in add_sizes)]
@@ -668,11 +714,56 @@ class Outcome:
     ended: list = field(default_factory=list)  # runs ended after their last record
 
 
-def _elapsed(start: Optional[float]) -> str:
+def elapsed(start: Optional[float]) -> str:
+    """" [m:ss]" since @start (time.monotonic()), or "" without one."""
     if start is None:
         return ""
     seconds = int(time.monotonic() - start)
     return " [%d:%02d]" % (seconds // 60, seconds % 60)
+
+
+def time_left(spent: Sequence[float], runs_left: int) -> str:
+    """" ~m:ss left" for @runs_left more runs at the mean of @spent (seconds
+    of the runs so far), or "" before the first."""
+    if not spent:
+        return ""
+    seconds = sum(spent) / len(spent) * runs_left
+    return " ~%d:%02d left" % (seconds // 60, seconds % 60)
+
+
+@dataclass
+class RunResult:
+    """One run of an MPI bench program: its exit status (None: timed out,
+    -1: did not start), whether it was ended after rank 0's last line, and
+    its seconds."""
+
+    status: Optional[int]
+    ended: bool
+    seconds: float
+
+
+def run_one(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO, err: TextIO,
+            timeout: float, marker: str = DONE_MARKER) -> RunResult:
+    """Run @argv through run_streamed (output to @terminal and appended to
+    @copy), a failure to start reported on @err."""
+    start = time.monotonic()
+    try:
+        streamed = run_streamed(argv, env, copy, terminal, timeout, marker=marker)
+        status, ended = streamed.status, streamed.ended_after_done
+    except OSError as exc:
+        status, ended = -1, False
+        print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
+    return RunResult(status, ended, time.monotonic() - start)
+
+
+def run_entry(name: str, argv: Sequence[str], env: dict, path: str, ranks: int,
+              result: RunResult) -> dict:
+    """The run's entry in machine.json's runs."""
+    entry = {"name": name, "command": list(argv), "env": env, "path": path, "ranks": ranks,
+             "exit_status": result.status, "seconds": round(result.seconds, 3)}
+    if result.ended:
+        entry["ended_after_done"] = True
+    return entry
 
 
 ALL_TESTS = TESTS + (DISTANCE, MULTIPAIR)
@@ -757,7 +848,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
     ready, limits = [], {}
     for lib in chosen:
         print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, _elapsed(started)),
+              % (PROGRAM, lib.label, lib.origin, lib.mpicc, elapsed(started)),
               file=terminal, flush=True)
         ok, message = build(lib)
         entry = dict(lib.describe(), build_command=build_command(lib), built=ok,
@@ -786,33 +877,20 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
         argv = run_command(run.lib, run.test, jsonl, quick, extra, is_root, run.path,
                            run.ranks, add)
         env = run.lib.run_env(is_root, run.path)
-        left = ""
-        if spent:
-            seconds = sum(spent) / len(spent) * (len(plan) - step + 1)
-            left = " ~%d:%02d left" % (seconds // 60, seconds % 60)
         print("[%d/%d]%s%s %s %s%s%s: %s"
-              % (step, len(plan), _elapsed(started), left, run.lib.label, run.test,
+              % (step, len(plan), elapsed(started), time_left(spent, len(plan) - step + 1),
+                 run.lib.label, run.test,
                  "" if run.path == "on-node" else " (network path)",
                  " (%d ranks, %s)" % (run.ranks, "oversubscribed" if run.ranks > cores
                                       else "%d cores" % cores) if run.ranks != 2 else "",
                  shlex.join(argv)), file=terminal, flush=True)
-        start = time.monotonic()
-        ended = False
-        try:
-            streamed = run_streamed(argv, env, text, terminal, RUN_TIMEOUT[quick])
-            status, ended = streamed.status, streamed.ended_after_done
-        except OSError as exc:
-            status = -1
-            print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-        seconds = time.monotonic() - start
+        result = run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick])
+        status, seconds = result.status, result.seconds
         spent.append(seconds)
         outcome.runs += 1
-        entry = {"name": run.name, "command": argv, "env": env, "path": run.path,
-                 "ranks": run.ranks, "exit_status": status, "seconds": round(seconds, 3)}
-        if ended:
-            entry["ended_after_done"] = True
+        if result.ended:
             outcome.ended.append(run.name)
-        description["runs"].append(entry)
+        description["runs"].append(run_entry(run.name, argv, env, run.path, run.ranks, result))
         machine.write(out / "machine.json", description)
         if status != 0:
             outcome.failed.append(run.config)

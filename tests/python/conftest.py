@@ -109,14 +109,16 @@ if mode == "fail":
     sys.exit(1)
 '''
 
-# a fake MPI wheel prefix: mpicc writes a fake mpi_p2p or mpi_coll at -o (and
-# links the probe of the nonblocking collectives), mpiexec runs it
+# a fake MPI wheel prefix: mpicc writes a fake mpi_p2p, mpi_coll or mpi_rma at
+# -o (and links the probes of the nonblocking collectives and of one-sided
+# communication), mpiexec runs it
 FAKE_MPICC = '''\
 #!{python}
 import os, sys
 args = sys.argv[1:]
 out = args[args.index("-o") + 1]
-name = {{"mpi_coll": "fake_mpi_coll", "nbc_probe": "fake_mpi_coll"}}.get(
+name = {{"mpi_coll": "fake_mpi_coll", "nbc_probe": "fake_mpi_coll",
+        "mpi_rma": "fake_mpi_rma", "rma_probe": "fake_mpi_rma"}}.get(
     os.path.basename(out), "fake_mpi_p2p")
 with open(out, "w") as handle:
     handle.write(open(os.path.join(os.path.dirname(__file__), name)).read())
@@ -203,6 +205,7 @@ def fake_wheel_prefix(prefix: Path, header: str = '#define MPICH_VERSION "4.1"\n
     _script(prefix / "bin" / "mpiexec", FAKE_MPIEXEC)
     _script(prefix / "bin" / "fake_mpi_p2p", FAKE_MPI_P2P)
     _script(prefix / "bin" / "fake_mpi_coll", FAKE_MPI_COLL)
+    _script(prefix / "bin" / "fake_mpi_rma", FAKE_MPI_RMA)
     return prefix
 
 
@@ -214,6 +217,30 @@ for name, typ, default, text in [
         ("POSTBOX_JOB_ID", "string", None, "Job identifier."),
         ("POSTBOX_NODE_ID", "int", "0", "Node id.")]:
     print(json.dumps({{"name": name, "type": typ, "default": default, "help": text}}))
+'''
+
+FAKE_MPI_RMA = '''\
+#!{python}
+"""A stand-in for mpi_rma: FAKE_MPI_FAIL=<library>/rma/<path> makes that run
+fail."""
+import json, os, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from samples import rma_records
+args = sys.argv[1:]
+library, out = args[args.index("--library") + 1], args[args.index("--json") + 1]
+path = args[args.index("--path") + 1]
+if os.environ.get("FAKE_MPI_FAIL") == "%s/rma/%s" % (library, path):
+    print("fake mpi_rma: MPI_Win_flush: error", file=sys.stderr)
+    sys.exit(1)
+progress = 2.1 if "progress" in args[args.index("--tests") + 1] else None
+records = rma_records(library, path=path, scale=10.0 if path == "network" else 1.0,
+                      progress_s=progress)
+with open(out, "a") as handle:
+    for rec in records:
+        handle.write(json.dumps(rec) + "\\n")
+print("fake mpi_rma %s %s" % (library, path))
+print("# mpi_rma: done, status 0")
 '''
 
 

@@ -101,6 +101,42 @@ def coll_records(library: str, ranks: int = 2, path: str = "on-node", nodes: int
     return out
 
 
+RMA_LATENCY_TESTS = ("put_latency", "fetch_and_op", "compare_and_swap")
+
+
+def rma_records(library: str, path: str = "on-node", scale: float = 1.0,
+                progress_s: float = None, **fields) -> list:
+    """What mpi_rma writes for @library on @path (lock_all): latency scale *
+    (1 + size / 1000) us at 8 B and 4 KB (the atomics at 8 B only), put
+    bandwidth 1000 / scale MB/s per KB of size, and, with @progress_s, the
+    progress test finishing at that time of a 2 s computation."""
+    common = dict(suite="rma", library=library, path=path, sync="lock_all",
+                  flavor="create" if path == "network" else "allocate",
+                  nodes=2 if path == "network" and library == "postbox" else 1,
+                  library_version="%s 1.0" % library)
+    common.update(fields)
+    out = []
+    for test in RMA_LATENCY_TESTS:
+        for size in ((8, 4096) if test == "put_latency" else (8,)):
+            median = scale * (1 + size / 1000)
+            out.append(record(test=test, size=size, median=median, min=median * 0.9,
+                              max=median * 1.2, t_min=median * 0.9, t_max=median * 1.2,
+                              t_avg=median, **common))
+    for size in (65536, 4 << 20):
+        median = size / 1000 / scale
+        out.append(record(test="put_bandwidth", size=size, metric="bandwidth", unit="MB/s",
+                          median=median, min=median * 0.8, max=median * 1.1, window=64,
+                          **common))
+    if progress_s is not None:
+        out.append(record(test="progress", size=8, metric="time", unit="s",
+                          median=progress_s, min=progress_s, max=progress_s,
+                          epochs=1000, epochs_done_s=progress_s, compute_s=2.0,
+                          barrier_done_s=max(progress_s, 2.0), epoch_us=progress_s * 1000,
+                          done_while_computing=progress_s < 2.0,
+                          **dict(common, sync="lock")))
+    return out
+
+
 def net_records() -> list:
     """What postbox-net-bench writes: TCP/UDP ping-pong and TCP stream."""
     out = []
@@ -138,6 +174,7 @@ def rsm_net_records(config: str = "loopback", latency_ratio: float = 1.1) -> lis
                           **common))
     out.append(record(test="tcp_signal_pingpong", transport="tcp", size=0, median=29.0,
                       **common))
+    out.append(record(test="tcp_put_barrier", transport="tcp", size=8, median=40.0, **common))
     out.append(record(test="ratio_put_latency_8B", transport="tcp", size=8, metric="ratio",
                       unit="x", median=latency_ratio, target=1.2, target_op="<=",
                       numerator="tcp_put_pingpong", denominator="tcp_pingpong", **common))

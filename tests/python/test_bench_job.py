@@ -43,21 +43,22 @@ def fake_mpi(fake_build, monkeypatch):
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
-    """bench.run with the fakes; the collective part only when asked
-    (coll=True)."""
+    """bench.run with the fakes; the collective and one-sided parts only when
+    asked (coll=True, rma=True)."""
     kwargs.setdefault("coll", False)
+    kwargs.setdefault("rma", False)
     terminal = io.StringIO()
     status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
     return status, terminal.getvalue()
 
 
 def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
-    status, out = _run(tmp_path, coll=True)
+    status, out = _run(tmp_path, coll=True, rma=True)
     err = capsys.readouterr().err
     assert status == 0, out + err
     run = tmp_path / "run"
     for name in ("rsm.jsonl", "net.jsonl", "rsm-net.jsonl", "rsm-net-netns.jsonl", "p2p.jsonl",
-                 "coll.jsonl", "coll.txt", "fig-coll-fig16-4-2nodes.svg",
+                 "coll.jsonl", "coll.txt", "fig-coll-fig16-4-2nodes.svg", "rma.jsonl", "rma.txt",
                  "rsm.txt", "net.txt", "rsm-net.txt", "rsm-net-netns.txt", "p2p.txt",
                  "machine.json", "index.html", "fig-p2p-pingpong_standard.svg",
                  "fig-p2p-bandwidth.svg", "fig-net-latency.svg", "fig-net-bandwidth.svg",
@@ -65,10 +66,12 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
                  "fig-rsm-net-latency-netns.svg", "fig-rsm-net-bandwidth-netns.svg"):
         assert (run / name).exists(), name
     # progress: the part, the library, the clock
-    assert "part 1/6: rsm" in out and "part 2/6: net" in out and "part 5/6: mpi" in out
-    assert "part 3/6: rsm-net: " in out and "--nodes 2 --timeout 240" in out
-    assert "part 4/6: rsm-net-netns: " in out and "--nodes 2 --netns" in out
-    assert "part 6/6: mpi-coll" in out and "[coll 1/6]" in out
+    assert "part 1/7: rsm" in out and "part 2/7: net" in out and "part 5/7: mpi" in out
+    assert "part 3/7: rsm-net: " in out and "--nodes 2 --timeout 240" in out
+    assert "part 4/7: rsm-net-netns: " in out and "--nodes 2 --netns" in out
+    assert "part 6/7: mpi-coll" in out and "[coll 1/6]" in out
+    assert "part 7/7: mpi-rma" in out and "[rma 1/4]" in out
+    assert "mpich 2-ranks-2-nodes-create (network path)" in out
     # no Postbox among the fakes: no acceptance grid in the part's detail
     assert "acceptance grid" not in out
     assert "mpich 4-ranks-2-nodes (4 ranks" in out
@@ -78,7 +81,10 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     description = json.loads((run / "machine.json").read_text())
     assert [(p["name"], p["verdict"]) for p in description["parts"]] == [
         ("rsm", "ok"), ("net", "ok"), ("rsm-net", "ok"), ("rsm-net-netns", "ok"), ("mpi", "ok"),
-        ("mpi-coll", "ok")]
+        ("mpi-coll", "ok"), ("mpi-rma", "ok")]
+    assert {lib["label"]: lib["rma"] for lib in description["rma_libraries"]} == {
+        "mpich": True, "openmpi": True}
+    assert "rma/openmpi/2-ranks-2-nodes-create" in [run["name"] for run in description["runs"]]
     assert {lib["label"]: lib["nbc"] for lib in description["coll_libraries"]} == {
         "mpich": True, "openmpi": True}
     assert "coll/openmpi/4-ranks-2-nodes" in [run["name"] for run in description["runs"]]
@@ -90,6 +96,7 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     page = (run / "index.html").read_text()
     assert "Library against library" in page
     assert "<h2>Collectives</h2>" in page and "Self-consistency" in page
+    assert "<h2>One-sided communication</h2>" in page and 'id="rma-progress"' in page
 
 
 def test_net_failure_does_not_stop_the_others(fake_mpi, tmp_path, capsys, monkeypatch):

@@ -304,7 +304,8 @@ def test_real_mpi_coll_against_postbox(tmp_path, monkeypatch, real_build):
         built(paths.bin_dir() / "mpiexec", "run `make` (it links build/bin/mpiexec)")
     postbox.label = "postbox"
     monkeypatch.setenv("POSTBOX_BUILD_DIR", str(real_build))
-    monkeypatch.setattr(collbench, "build_dir", lambda lib: tmp_path / "build")
+    # collbench's build, probe and run steps all take mpibench's build_dir
+    monkeypatch.setattr(mpibench, "build_dir", lambda lib: tmp_path / "build")
     nbc, _ = collbench.has_nbc(postbox)
     ok, message = collbench.build(postbox, nbc)
     assert ok, message

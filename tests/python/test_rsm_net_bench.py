@@ -27,6 +27,7 @@ TESTS = {
     "tcp_get": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_call": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_put_stream": ("rsm", "postbox", "tcp", "bandwidth", "MB/s"),
+    "tcp_put_barrier": ("rsm", "postbox", "tcp", "latency", "us"),
     "tcp_pingpong": ("raw", "raw", "tcp", "latency", "us"),
     "udp_pingpong": ("raw", "raw", "udp", "latency", "us"),
     "tcp_stream": ("raw", "raw", "tcp", "bandwidth", "MB/s"),
@@ -73,6 +74,7 @@ def run_and_check(program, out, config: str, path: str, *options) -> list:
     assert sizes.pop("tcp_signal_pingpong") == [0]
     assert sizes.pop("tcp_put_pingpong_service") == [8]
     assert sizes.pop("tcp_call") == [8]
+    assert sizes.pop("tcp_put_barrier") == [8]
     assert all(found == [8, 4096] for found in sizes.values()), sizes
     for test in ("tcp_get", "tcp_call"):
         assert next(r for r in measured if r["test"] == test)["round_trip"] is True

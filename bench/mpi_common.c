@@ -1,0 +1,189 @@
+/*
+ * The MPI bench programs' shared options, identity and job shape (see
+ * mpi_common.h).
+ */
+#include "mpi_common.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char **argv, int *i,
+                              const char **val_p)
+{
+    const char *a = argv[*i], *val;
+    size_t len = strlen(name);
+
+    if (strncmp(a, name, len) != 0 || (a[len] != '\0' && a[len] != '='))
+        return 0;
+    val = a[len] == '=' ? a + len + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+    if (val == NULL || *val == '\0') {
+        fprintf(stderr, "%s: %s needs a value\n", prog, name);
+        return -1;
+    }
+    *val_p = val;
+    return 1;
+}
+
+int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
+{
+    static const char *const with_arg[] = {"--library", "--transport", "--placement",
+                                           "--nodes",   "--path",      "--path-how"};
+    const char *val = NULL;
+    unsigned k;
+    int found = 0;
+
+    if (strcmp(argv[*i], "--no-check") == 0) {
+        b->check = false;
+        return 1;
+    }
+    for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
+        found = pb_mpi_bench_option_value(b->prog, with_arg[k], argc, argv, i, &val);
+    if (found <= 0)
+        return found;
+    switch (k - 1) {
+    case 0: b->library = val; break;
+    case 1: b->transport = val; break;
+    case 2: b->placement = val; break;
+    case 3: {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(val, &end, 10);
+        if (errno != 0 || *end != '\0' || v < 1 || v > 1000000) {
+            fprintf(stderr, "%s: bad --nodes '%s'\n", b->prog, val);
+            return -1;
+        }
+        b->nodes = (int)v;
+        break;
+    }
+    case 4:
+        if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
+            fprintf(stderr, "%s: bad --path '%s' (on-node or network)\n", b->prog, val);
+            return -1;
+        }
+        b->path = val;
+        break;
+    default: b->path_how = val; break;
+    }
+    return 1;
+}
+
+int pb_mpi_bench_select(const char *prog, const char *list, const char *const *names, unsigned n,
+                        bool *selected)
+{
+    char buf[512], *save = NULL;
+    bool any = false;
+
+    if (strlen(list) >= sizeof(buf))
+        return -1;
+    strcpy(buf, list);
+    for (unsigned t = 0; t < n; t++)
+        selected[t] = false;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        unsigned t;
+
+        for (t = 0; t < n && strcmp(names[t], tok) != 0; t++)
+            ;
+        if (t == n) {
+            fprintf(stderr, "%s: unknown test '%s'; tests:", prog, tok);
+            for (t = 0; t < n; t++)
+                fprintf(stderr, " %s", names[t]);
+            fputc('\n', stderr);
+            return -1;
+        }
+        selected[t] = any = true;
+    }
+    return any ? 0 : -1;
+}
+
+bool pb_mpi_bench_env_not_rank0(void)
+{
+    static const char *const vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                       "POSTBOX_RANK"};
+
+    for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+
+        if (v != NULL && *v != '\0')
+            return strcmp(v, "0") != 0;
+    }
+    return false;
+}
+
+void pb_mpi_bench_identity(pb_mpi_bench_t *b)
+{
+    char full[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    size_t n = 0;
+
+    MPI_Get_library_version(full, &len);
+    full[len < MPI_MAX_LIBRARY_VERSION_STRING ? (len > 0 ? len : 0)
+                                              : MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
+    /* the first line, blanks collapsed ("MPICH Version:\t4.0.2") */
+    for (const char *p = full; *p != '\0' && *p != '\n' && *p != '\r'; p++) {
+        bool blank = *p == ' ' || *p == '\t';
+
+        if (n + 1 >= sizeof(b->version))
+            break;
+        if (blank && (n == 0 || b->version[n - 1] == ' '))
+            continue;
+        b->version[n++] = blank ? ' ' : *p;
+    }
+    while (n > 0 && b->version[n - 1] == ' ')
+        n--;
+    b->version[n] = '\0';
+    if (b->library == NULL)
+        b->library = strstr(full, "Open MPI") != NULL  ? "openmpi"
+                     : strstr(full, "MPICH") != NULL   ? "mpich"
+                     : strstr(full, "Postbox") != NULL ? "postbox"
+                                                       : "unknown";
+}
+
+void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm)
+{
+    char name[MPI_MAX_PROCESSOR_NAME] = {0}, *all = NULL;
+    int len = 0, rank = 0, ranks = 0, cores = 1;
+    cpu_set_t set;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    /* MPI_Get_processor_name: MPIR_CVAR_NOLOCAL and the like do not change it */
+    MPI_Get_processor_name(name, &len);
+    if (rank == 0 && (all = calloc((size_t)ranks, MPI_MAX_PROCESSOR_NAME)) == NULL) {
+        fprintf(stderr, "%s: out of memory\n", b->prog);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               comm);
+    if (rank != 0)
+        return;
+    b->host_ranks = 0;
+    for (int r = 0; r < ranks; r++)
+        if (strncmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0)
+            b->host_ranks++;
+    free(all);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        cores = CPU_COUNT(&set);
+    else if (sysconf(_SC_NPROCESSORS_ONLN) > 0)
+        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    b->cores = cores;
+}
+
+bool pb_mpi_bench_oversubscribed(const pb_mpi_bench_t *b)
+{
+    return b->host_ranks > b->cores;
+}
+
+void pb_mpi_bench_record_identity(pb_bench_record_t *rec, const pb_mpi_bench_t *b)
+{
+    pb_bench_record_add_str(rec, "library_version", b->version);
+    pb_bench_record_add_str(rec, "path", b->path);
+    if (b->path_how != NULL)
+        pb_bench_record_add_str(rec, "path_how", b->path_how);
+    pb_bench_record_add_bool(rec, "oversubscribed", pb_mpi_bench_oversubscribed(b));
+}

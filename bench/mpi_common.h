@@ -1,0 +1,82 @@
+/*
+ * What the MPI bench programs (mpi_p2p, mpi_coll, mpi_rma) share: the
+ * options that say what their records describe (--library, --transport,
+ * --placement, --nodes, --path, --path-how, --no-check), the --tests list,
+ * the library's identity (MPI_Get_library_version), the job's shape (ranks
+ * on rank 0's host, the CPUs rank 0 may use) and the record keys that come
+ * from them.  Written to the standard MPI C API only, like the programs.
+ */
+#ifndef PB_BENCH_MPI_COMMON_H
+#define PB_BENCH_MPI_COMMON_H
+
+#include <mpi.h>
+
+#include "engine.h"
+
+#include <stdbool.h>
+
+/* One program's identity and job shape, the same on every rank but
+ * host_ranks and cores (rank 0's). */
+typedef struct {
+    const char *prog; /* "mpi_p2p": the prefix of messages */
+    const char *library, *transport, *placement;
+    const char *path, *path_how; /* on-node or network, and how it was forced */
+    int nodes;
+    bool check;        /* verify results (--no-check: false) */
+    int cores;         /* CPUs rank 0 may run on */
+    int host_ranks;    /* ranks on rank 0's host */
+    char version[256]; /* first line of MPI_Get_library_version */
+} pb_mpi_bench_t;
+
+/* The defaults of @prog: transport shm, placement and path on-node, one
+ * node, checks on. */
+#define PB_MPI_BENCH_INIT(prog_name)                                                               \
+    {                                                                                              \
+        .prog = (prog_name), .transport = "shm", .placement = "on-node", .path = "on-node",        \
+        .nodes = 1, .check = true                                                                  \
+    }
+
+/*
+ * Whether argv[*@i] is the option @name, as "--name VALUE" or "--name=VALUE".
+ * @return 1 with *@val_p set (and *@i past a separate value), 0 when it is
+ * another argument, -1 when the option has no value (a message was printed).
+ */
+int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char **argv, int *i,
+                              const char **val_p);
+
+/*
+ * Take argv[*@i] when it is one of the common options (--library,
+ * --transport, --placement, --nodes, --path, --path-how, --no-check).
+ * @return 1 when taken (*@i past its value), 0 when it is not one, -1 on a
+ * bad value (a message was printed).
+ */
+int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i);
+
+/*
+ * Parse --tests @list ("a,b") against the @n names @names into @selected
+ * (true for each listed, false for the others).  @return 0, or -1 on an
+ * unknown name (the known ones are printed) or an empty list.
+ */
+int pb_mpi_bench_select(const char *prog, const char *list, const char *const *names, unsigned n,
+                        bool *selected);
+
+/* Whether the launcher's environment says this process is not rank 0
+ * (before MPI_Init: only rank 0 forks the probe helper). */
+bool pb_mpi_bench_env_not_rank0(void);
+
+/* Fill @b->version from MPI_Get_library_version (its first line, blanks
+ * collapsed) and, without --library, guess @b->library from it. */
+void pb_mpi_bench_identity(pb_mpi_bench_t *b);
+
+/* Fill @b->host_ranks (ranks whose MPI_Get_processor_name is rank 0's) and
+ * @b->cores on rank 0; collective over @comm.  Aborts when out of memory. */
+void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm);
+
+/* Whether more ranks share rank 0's host than it has CPUs. */
+bool pb_mpi_bench_oversubscribed(const pb_mpi_bench_t *b);
+
+/* Add library_version, path, path_how (when given) and oversubscribed to
+ * @rec, in that order. */
+void pb_mpi_bench_record_identity(pb_bench_record_t *rec, const pb_mpi_bench_t *b);
+
+#endif /* PB_BENCH_MPI_COMMON_H */

@@ -1,0 +1,350 @@
+"""The one-sided bench: bench/mpi_rma.c against every MPI library found.
+
+Part ``mpi-rma`` of ``postbox bench`` (and ``postbox bench --rma`` alone).
+bench/mpi_rma.c is written to the standard MPI C API only; like mpi_p2p and
+mpi_coll it is built with each library's own ``mpicc`` (with
+bench/mpi_common.c and bench/engine.c) into ``build/mpibench/<label>/mpi_rma``
+by mpibench's build step, then run through that library's launcher into
+``rma.jsonl``/``rma.txt`` of the results folder.
+
+Whether a library has one-sided communication is tried, not assumed: before
+building, a small program calling the functions mpi_rma uses (RMA_FUNCTIONS)
+is compiled and linked with the library's mpicc (``rma_probe.c`` beside the
+program).  A library where it does not link (Postbox's own until its
+one-sided layer is in) is skipped with that message; the part does not fail
+for it.
+
+Two ranks, in two layouts (LAYOUTS): on one node, and across two nodes,
+where each library takes its own network path as the other MPI parts do
+(mpibench.NETWORK_PATHS: Postbox two virtual nodes of ``postbox run --nodes
+2``, Open MPI and MPICH their TCP stack on this host).  On the network path
+the window is MPI_Win_create's (``--flavor create``) for every library:
+Open MPI's one-sided components map the memory of MPI_Win_allocate directly
+between ranks of one host whatever BTLs it is given, so only a window of
+the program's own memory goes through its network stack; Open MPI also
+gets ``--mca osc rdma`` there (RMA_NETWORK_ARGS).  The quick profile keeps
+to what issue 15's acceptance names: lock_all + flush, put latency,
+fetch_and_op and compare_and_swap at 8 B and put bandwidth on one node;
+put latency, fetch_and_op and compare_and_swap and the progress test across
+two nodes; the full profile runs every test in every mode, and
+the progress test in both layouts.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, TextIO
+
+from postbox import machine, mpibench
+
+PROGRAM = "mpi_rma"
+SOURCES = ("bench/mpi_rma.c", "bench/mpi_common.c", "bench/engine.c")
+RESULTS_NAME = "rma"  # rma.jsonl, rma.txt
+DONE_MARKER = "# mpi_rma: done, status"
+# one run of one library in one layout, {quick: s}: a guard against a hang
+RUN_TIMEOUT = {True: 120.0, False: 900.0}
+
+RMA_FUNCTIONS = ("MPI_Win_create", "MPI_Win_allocate", "MPI_Win_free", "MPI_Put", "MPI_Get",
+                 "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
+                 "MPI_Compare_and_swap", "MPI_Win_lock", "MPI_Win_unlock", "MPI_Win_lock_all",
+                 "MPI_Win_unlock_all", "MPI_Win_flush", "MPI_Win_fence", "MPI_Win_post",
+                 "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait")
+RMA_PROBE = """\
+#include <mpi.h>
+/* links only when the library has every one-sided function mpi_rma uses */
+int main(int argc, char **argv)
+{
+    MPI_Win w;
+    MPI_Group grp;
+    char *base, mem[64];
+    long long x = 1, y = 0, z = 0;
+    double d = 1.0, e = 0.0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_group(MPI_COMM_WORLD, &grp);
+    MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w);
+    MPI_Win_free(&w);
+    MPI_Win_create(mem, 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, w);
+    MPI_Put(&x, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, w);
+    MPI_Win_unlock(0, w);
+    MPI_Win_lock_all(0, w);
+    MPI_Get(&y, 1, MPI_INT64_T, 0, 0, 1, MPI_INT64_T, w);
+    MPI_Accumulate(&d, 1, MPI_DOUBLE, 0, 8, 1, MPI_DOUBLE, MPI_SUM, w);
+    MPI_Get_accumulate(&d, 1, MPI_DOUBLE, &e, 1, MPI_DOUBLE, 0, 8, 1, MPI_DOUBLE, MPI_SUM, w);
+    MPI_Fetch_and_op(&x, &y, MPI_INT64_T, 0, 0, MPI_SUM, w);
+    MPI_Compare_and_swap(&x, &y, &z, MPI_INT64_T, 0, 0, w);
+    MPI_Win_flush(0, w);
+    MPI_Win_unlock_all(w);
+    MPI_Win_fence(0, w);
+    MPI_Win_fence(0, w);
+    MPI_Win_post(grp, 0, w);
+    MPI_Win_start(grp, 0, w);
+    MPI_Win_complete(w);
+    MPI_Win_wait(w);
+    MPI_Win_free(&w);
+    MPI_Group_free(&grp);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+# launcher options a family takes on the network path for its one-sided
+# components (beside mpibench.NETWORK_PATHS): Open MPI's osc/rdma over the
+# BTLs given (osc/sm would be chosen for ranks of one host otherwise)
+RMA_NETWORK_ARGS = {"openmpi": ("--mca", "osc", "rdma")}
+
+# the acceptance figures (issue 15): what the quick profile measures
+QUICK_TESTS = ("put_latency", "fetch_and_op", "compare_and_swap", "put_bandwidth")
+QUICK_NETWORK_TESTS = ("put_latency", "fetch_and_op", "compare_and_swap")
+ALL_TESTS = ("put_latency", "get_latency", "put_bandwidth", "get_bandwidth", "accumulate",
+             "get_accumulate", "fetch_and_op", "compare_and_swap")
+PROGRESS = "progress"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Two ranks on one node or across two (each library on its own network
+    path), the window's flavour, the tests and the modes of one run."""
+
+    two_nodes: bool
+    flavor: str
+    tests: tuple
+    sync: tuple = ("lock_all",)
+
+    @property
+    def name(self) -> str:
+        return "2-ranks-%s-%s" % ("2-nodes" if self.two_nodes else "1-node", self.flavor)
+
+    @property
+    def path(self) -> str:
+        return "network" if self.two_nodes else "on-node"
+
+
+LAYOUTS = {
+    True: (Layout(False, "allocate", QUICK_TESTS),
+           Layout(True, "create", QUICK_NETWORK_TESTS + (PROGRESS,))),
+    False: (Layout(False, "allocate", ALL_TESTS + (PROGRESS,),
+                   ("lock", "lock_all", "fence", "pscw")),
+            Layout(False, "create", ("put_latency", "get_latency", "put_bandwidth"),
+                   ("lock", "lock_all", "fence", "pscw")),
+            Layout(True, "create", ALL_TESTS + (PROGRESS,),
+                   ("lock", "lock_all", "fence", "pscw"))),
+}
+
+
+def has_rma(lib: mpibench.Library, runner=subprocess.run) -> tuple[bool, str]:
+    """Whether @lib's mpicc links a program calling every function of
+    RMA_FUNCTIONS; (yes, "links") or (no, what is missing)."""
+    return mpibench.links(lib, "rma_probe", RMA_PROBE, RMA_FUNCTIONS, runner)
+
+
+def build_command(lib: mpibench.Library, root: Optional[Path] = None) -> list[str]:
+    return mpibench.build_command(lib, root, PROGRAM, SOURCES)
+
+
+def build(lib: mpibench.Library) -> tuple[bool, str]:
+    """Compile mpi_rma with @lib's mpicc; (ok, message); the compiler's
+    output goes to build/mpibench/<label>/rma-build.log."""
+    return mpibench.build(lib, PROGRAM, SOURCES, log_name="rma-build.log")
+
+
+def run_command(lib: mpibench.Library, layout: Layout, jsonl: Path, quick: bool,
+                extra: Sequence[str] = (), is_root: Optional[bool] = None) -> list[str]:
+    """argv of one run of mpi_rma: @lib in @layout."""
+    if is_root is None:
+        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    argv = [str(lib.mpiexec)] + lib.launch_args(is_root, layout.path)
+    if layout.two_nodes:
+        argv += list(RMA_NETWORK_ARGS.get(lib.family, ()))
+    argv += ["-n", "2", str(mpibench.build_dir(lib) / PROGRAM)]
+    argv += mpibench.program_args(lib, layout.path)
+    argv += ["--tests", ",".join(layout.tests), "--sync", ",".join(layout.sync),
+             "--flavor", layout.flavor, "--json", str(jsonl)]
+    if quick:
+        argv.append("--quick")
+    return argv + list(extra)
+
+
+@dataclass
+class Run:
+    lib: mpibench.Library
+    layout: Layout
+
+    @property
+    def name(self) -> str:
+        """Its name in machine.json's runs: rma/<label>/<layout>."""
+        return "rma/%s/%s" % (self.lib.label, self.layout.name)
+
+
+def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
+              layouts: Optional[Sequence[Layout]] = None) -> list[Run]:
+    """Layout by layout, the libraries interleaved; a family without a known
+    network path runs on one node only."""
+    return [Run(lib, layout) for layout in (layouts or LAYOUTS[quick]) for lib in libraries
+            if not layout.two_nodes or lib.family in mpibench.NETWORK_PATHS]
+
+
+@dataclass
+class Outcome:
+    """What run_libraries did."""
+
+    built: list = field(default_factory=list)    # labels
+    no_rma: list = field(default_factory=list)   # (label, why): the library lacks RMA
+    skipped: list = field(default_factory=list)  # labels that did not build
+    failed: list = field(default_factory=list)   # run names that failed
+    runs: int = 0
+    ended: list = field(default_factory=list)    # runs ended after their last record
+
+
+def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
+                  extra: Sequence[str], description: dict, terminal: TextIO,
+                  err: TextIO, started: Optional[float] = None,
+                  layouts: Optional[Sequence[Layout]] = None) -> Outcome:
+    """Build mpi_rma with each of @chosen that has one-sided communication and
+    run it in every layout into @out/rma.jsonl; record everything in
+    @description (machine.json: rma_libraries, runs)."""
+    jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    description.setdefault("runs", [])
+    description.setdefault("rma_libraries", [])
+    outcome = Outcome()
+    ready = []
+    for lib in chosen:
+        rma, why = has_rma(lib)
+        entry = dict(lib.describe(), rma=rma, rma_detail=why,
+                     rma_probe=shlex.join(mpibench.probe_command(lib, "rma_probe")),
+                     header_version=lib.version)
+        if not rma:
+            outcome.no_rma.append((lib.label, why))
+            entry["built"] = False
+            description["rma_libraries"].append(entry)
+            print("postbox bench: mpi-rma: %s has no one-sided communication (%s); skipped"
+                  % (lib.label, why), file=terminal, flush=True)
+            continue
+        print("postbox bench: building %s (%s %s) with %s%s"
+              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
+              file=terminal, flush=True)
+        ok, message = build(lib)
+        entry.update(build_command=build_command(lib), built=ok)
+        description["rma_libraries"].append(entry)
+        if ok:
+            ready.append(lib)
+            outcome.built.append(lib.label)
+        else:
+            outcome.skipped.append(lib.label)
+            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+    machine.write(out / "machine.json", description)
+
+    plan = plan_runs(ready, quick, layouts)
+    spent = []
+    for step, run in enumerate(plan, 1):
+        argv = run_command(run.lib, run.layout, jsonl, quick, extra, is_root)
+        env = run.lib.run_env(is_root, run.layout.path)
+        print("[rma %d/%d]%s%s %s %s (%s): %s"
+              % (step, len(plan), mpibench.elapsed(started),
+                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
+                 run.layout.name, "network path" if run.layout.two_nodes else "on-node",
+                 shlex.join(argv)), file=terminal, flush=True)
+        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
+                                  marker=DONE_MARKER)
+        spent.append(result.seconds)
+        outcome.runs += 1
+        if result.ended:
+            outcome.ended.append(run.name)
+        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.layout.path, 2,
+                                                      result))
+        machine.write(out / "machine.json", description)
+        if result.status != 0:
+            outcome.failed.append(run.name)
+            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
+                  % (run.lib.label, run.layout.name,
+                     "timed out" if result.status is None
+                     else "failed with exit status %s" % result.status,
+                     result.seconds, text), file=err, flush=True)
+    return outcome
+
+
+def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
+    """(verdict, detail) of the mpi-rma part from @outcome (and the
+    progress test's times from @jsonl)."""
+    from postbox import rmareport, results
+
+    parts = []
+    if outcome.built:
+        parts.append("built: %s" % ", ".join(outcome.built))
+    for label, why in outcome.no_rma:
+        parts.append("%s skipped: no one-sided communication (%s)" % (label, why))
+    if outcome.skipped:
+        parts.append("did not build: %s" % ", ".join(outcome.skipped))
+    if outcome.failed:
+        parts.append("failed: %s" % ", ".join(outcome.failed))
+    if outcome.ended:
+        parts.append("%d run(s) ended after their last record: %s"
+                     % (len(outcome.ended), ", ".join(outcome.ended)))
+    if jsonl is not None and jsonl.exists():
+        try:
+            summary = rmareport.progress_summary(results.load_jsonl(jsonl))
+        except results.ResultsError:
+            summary = None
+        if summary:
+            parts.append(summary)
+    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
+    return verdict, "; ".join(parts)
+
+
+def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
+        extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
+        found: Optional[Sequence[mpibench.Library]] = None,
+        layouts: Optional[Sequence[Layout]] = None) -> int:
+    """`postbox bench --rma`: the one-sided bench alone, then the report;
+    returns its exit status."""
+    from postbox import bench, collbench, report, results
+
+    err = sys.stderr
+    out = Path(out) if out is not None else bench.default_out_dir()
+    found = mpibench.discover() if found is None else list(found)
+    chosen, unknown = mpibench.select(found, libraries)
+    if quick and not libraries:
+        chosen = collbench.one_per_family(chosen)
+    for name in unknown:
+        print("postbox bench: no MPI library '%s' found (found: %s)"
+              % (name, ", ".join(lib.label for lib in found) or "none"), file=err)
+    if not chosen:
+        print("postbox bench: no MPI library to measure.  %s" % mpibench.not_found_hint(),
+              file=err)
+        return 1
+    try:
+        bench.prepare_out_dir(out)
+    except bench.BenchError as exc:
+        print("postbox bench: %s" % exc, file=err)
+        return 1
+    description = machine.describe([])
+    description["runs"] = []
+    machine.write(out / "machine.json", description)
+    print("postbox bench: results in %s" % out, file=terminal)
+    try:
+        outcome = run_libraries(out, quick, chosen, extra, description, terminal, err,
+                                started=time.monotonic(), layouts=layouts)
+    except KeyboardInterrupt:
+        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
+        return 130
+    try:
+        records = results.load_dir(out)
+    except results.ResultsError as exc:
+        print("postbox bench: %s" % exc, file=err)
+        return 1
+    if records:
+        print("Report: %s" % report.write(out, records), file=terminal)
+    else:
+        print("postbox bench: no measurements were recorded", file=err)
+    verdict, text = detail(outcome, out / (RESULTS_NAME + ".jsonl"))
+    print("postbox bench: mpi-rma %s%s" % (verdict, " (%s)" % text if text else ""),
+          file=err if verdict == "FAILED" else terminal)
+    return 1 if verdict == "FAILED" or not records else 0
