@@ -18,6 +18,7 @@
 #include "mpi/engine/handle.h"
 #include "mpi/p2p.h"
 #include "mpi/topo.h"
+#include "mpi/win.h"
 
 /* a user error handler (MPI_Comm_create_errhandler, MPI_Win_create_errhandler) */
 struct MPI_ABI_Errhandler {
@@ -659,6 +660,7 @@ PB_EXPORT int PMPI_Finalize(void)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
     pb_mpi_attr_finalize();
+    pb_mpi_win_finalize();
     pb_coll_node_finalize();
     pb_coll_table_finalize();
     pb_mpi_p2p_finalize();

@@ -144,7 +144,7 @@ static const unsigned char op_groups[PB_OP_COUNT_OF] = {
  * another, and MPI forbids aliased arguments to MPI_Reduce_local), and bodies without branches (min
  * and max as selects, the logical ops on 0/1 values), so that one loop becomes SIMD instructions
  * for every integer and floating kind; a float sum runs at the speed of memory. */
-typedef void pb_op_loop_func_t(const void *in, void *inout, size_t n);
+typedef pb_mpi_op_loop_t pb_op_loop_func_t;
 
 /* On x86-64 every loop is compiled twice, for the baseline (SSE2) and for
  * AVX2, and the dynamic loader picks the one the processor runs (GCC's
@@ -536,6 +536,16 @@ void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MP
         return;
     }
     op_apply_packed(o->kind, kind, in, inout, count, t);
+}
+
+pb_mpi_op_loop_t *pb_mpi_op_loop(MPI_Op op, pb_basic_t kind)
+{
+    struct MPI_ABI_Op *o = op_lookup(op);
+
+    if (o == NULL || !o->predefined || (unsigned)kind >= PB_BASIC_COUNT_OF ||
+        o->kind == PB_OP_REPLACE || o->kind == PB_OP_NO_OP)
+        return NULL;
+    return op_loops[o->kind][kind];
 }
 
 void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *inout, size_t n)

@@ -26,6 +26,14 @@ void pb_mpi_op_apply(MPI_Op op, const void *in, void *inout, MPI_Count count, MP
  * kind but not the program's datatype handle. */
 void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *inout, size_t n);
 
+/* A loop of a predefined op: inout[i] = in[i] op inout[i] for @n elements. */
+typedef void pb_mpi_op_loop_t(const void *in, void *inout, size_t n);
+
+/* The loop of the predefined @op on elements of basic @kind in the kind's
+ * C layout, or NULL when there is none (@op not predefined, not defined on
+ * @kind, or MPI_REPLACE / MPI_NO_OP, which the caller does itself). */
+pb_mpi_op_loop_t *pb_mpi_op_loop(MPI_Op op, pb_basic_t kind);
+
 /* 1 when @op is a predefined op (MPI_SUM ... MPI_REPLACE, MPI_NO_OP). */
 int pb_mpi_op_is_predefined(MPI_Op op);
 

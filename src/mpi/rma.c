@@ -26,6 +26,7 @@
 #include "mpi/engine/channel.h"
 #include "mpi/engine/cma.h"
 #include "mpi/engine/engine.h"
+#include "mpi/engine/handle.h"
 #include "mpi/engine/path.h"
 #include "mpi/op.h"
 #include "mpi/win.h"
@@ -1189,21 +1190,155 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
                             o->target);
 }
 
+/* ---- the short path: one predefined datatype toward memory mapped here ----------------- */
+
+/*
+ * Most operations on a node move a few elements of one predefined type
+ * into a window mapped here: they skip the plan (runs, packing) and go
+ * straight to memory.  Anything else, and every error, takes rma_run.
+ */
+
+/* The predefined, contiguous datatype @h (its one basic kind in *@kind_p),
+ * or NULL. */
+static const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
+{
+    /* the last one asked for: predefined types never change */
+    static MPI_Datatype recent_h;
+    static const pb_datatype_t *recent;
+    const pb_datatype_t *t;
+
+    if (h != recent_h || recent == NULL) {
+        if ((uintptr_t)h >= PB_ENG_HANDLE_INT_BASE)
+            return NULL;
+        t = pb_eng_type_predefined((uintptr_t)h);
+        if (t == NULL || !pb_eng_type_is_contiguous(t) || pb_eng_type_true_lb(t) != 0)
+            return NULL;
+        recent_h = h;
+        recent = t;
+    }
+    *kind_p = pb_eng_type_basic(recent);
+    return recent;
+}
+
+/* Whether @op may accumulate elements of the predefined @type (of basic
+ * @kind), and its loop (*@loop_p; NULL for MPI_REPLACE and MPI_NO_OP):
+ * the checks of rma_run, remembered for the last pair that passed them. */
+static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_loop_t **loop_p)
+{
+    static MPI_Op recent_op;
+    static MPI_Datatype recent_type;
+    static pb_mpi_op_loop_t *recent_loop;
+
+    if (op != recent_op || type != recent_type || op == NULL) {
+        if (!pb_mpi_op_is_predefined(op) || pb_mpi_op_check_accumulate(op, type) != MPI_SUCCESS)
+            return 0;
+        recent_op = op;
+        recent_type = type;
+        recent_loop = pb_mpi_op_loop(op, kind);
+    }
+    *loop_p = recent_loop;
+    return 1;
+}
+
+/* Where @bytes at displacement @disp of @target's window are, when the
+ * target is mapped here and an access epoch covers it; else NULL. */
+static char *short_slot(pb_win_t *w, int target, MPI_Aint disp, size_t bytes, pb_win_target_t **t_p)
+{
+    pb_win_target_t *t;
+    uint64_t off;
+
+    if (target < 0 || target >= w->size || disp < 0 || w->flavor == MPI_WIN_FLAVOR_DYNAMIC)
+        return NULL;
+    t = &w->targets[target];
+    if (t->mode != PB_WIN_DIRECT || !pb_win_may_access(w, target))
+        return NULL;
+    off = (uint64_t)disp * (uint64_t)t->disp_unit;
+    if ((uint64_t)disp > t->size || off > t->size || bytes > t->size - off)
+        return NULL;
+    *t_p = t;
+    return t->base + off;
+}
+
+/* MPI_Put and MPI_Get of @count elements of one predefined type on both
+ * sides toward a mapped target.  @return 1 when done, 0 to take rma_run. */
+static int short_copy(pb_win_t *w, int put, void *origin, MPI_Count origin_count,
+                      MPI_Datatype origin_type, int target, MPI_Aint disp, MPI_Count target_count,
+                      MPI_Datatype target_type)
+{
+    pb_basic_t kind;
+    const pb_datatype_t *t = short_type(origin_type, &kind);
+    pb_win_target_t *tgt;
+    size_t bytes;
+    char *slot;
+
+    if (t == NULL || origin_type != target_type || origin_count != target_count ||
+        origin_count <= 0 || origin == NULL)
+        return 0;
+    bytes = (size_t)origin_count * pb_eng_type_size(t);
+    slot = short_slot(w, target, disp, bytes, &tgt);
+    if (slot == NULL)
+        return 0;
+    if (put)
+        memcpy(slot, origin, bytes);
+    else
+        memcpy(origin, slot, bytes);
+    return 1;
+}
+
+/* MPI_Fetch_and_op (@compare NULL) and MPI_Compare_and_swap of one
+ * element toward a mapped target.  @return 1 when done, 0 to take rma_run. */
+static int short_atomic(pb_win_t *w, const void *origin, const void *compare, void *result,
+                        MPI_Datatype type, int target, MPI_Aint disp, MPI_Op op)
+{
+    pb_basic_t kind;
+    const pb_datatype_t *t = short_type(type, &kind);
+    pb_mpi_op_loop_t *loop = NULL;
+    pb_win_target_t *tgt;
+    size_t bytes;
+    char *slot;
+
+    if (t == NULL || kind == PB_BASIC_NONE || result == NULL || (origin == NULL && op != MPI_NO_OP))
+        return 0;
+    if (compare == NULL && !short_op_ok(op, type, kind, &loop))
+        return 0;
+    bytes = pb_eng_type_size(t);
+    slot = short_slot(w, target, disp, bytes, &tgt);
+    if (slot == NULL)
+        return 0;
+    pb_win_acc_lock(tgt->ctl);
+    if (compare != NULL) {
+        cas_apply(slot, bytes, origin, compare, result);
+    } else {
+        memcpy(result, slot, bytes);
+        if (loop != NULL)
+            loop(origin, slot, 1);
+        else if (op == MPI_REPLACE)
+            memcpy(slot, origin, bytes);
+    }
+    pb_win_acc_unlock(tgt->ctl);
+    return 1;
+}
+
 /* ---- the MPI functions ------------------------------------------------------------------ */
 
 int pb_mpi_put_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, pb_win_t *w)
 {
-    rma_op_t o = {.kind = RMA_PUT,
-                  .origin = origin_addr,
-                  .ocount = origin_count,
-                  .otype_h = origin_datatype,
-                  .target = target_rank,
-                  .disp = target_disp,
-                  .tcount = target_count,
-                  .ttype_h = target_datatype,
-                  .op = MPI_REPLACE};
+    rma_op_t o;
+
+    if (short_copy(w, 1, (void *)origin_addr, origin_count, origin_datatype, target_rank,
+                   target_disp, target_count, target_datatype))
+        return MPI_SUCCESS;
+    o = (rma_op_t){.kind = RMA_PUT,
+                   .origin = origin_addr,
+                   .ocount = origin_count,
+                   .otype_h = origin_datatype,
+                   .target = target_rank,
+                   .disp = target_disp,
+                   .tcount = target_count,
+                   .ttype_h = target_datatype,
+                   .op = MPI_REPLACE};
 
     return rma_run(w, func, &o);
 }
@@ -1212,15 +1347,20 @@ int pb_mpi_get_impl(const char *func, void *origin_addr, MPI_Count origin_count,
                     MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                     MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win, pb_win_t *w)
 {
-    rma_op_t o = {.kind = RMA_GET,
-                  .origin = origin_addr,
-                  .ocount = origin_count,
-                  .otype_h = origin_datatype,
-                  .target = target_rank,
-                  .disp = target_disp,
-                  .tcount = target_count,
-                  .ttype_h = target_datatype,
-                  .op = MPI_REPLACE};
+    rma_op_t o;
+
+    if (short_copy(w, 0, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                   target_count, target_datatype))
+        return MPI_SUCCESS;
+    o = (rma_op_t){.kind = RMA_GET,
+                   .origin = origin_addr,
+                   .ocount = origin_count,
+                   .otype_h = origin_datatype,
+                   .target = target_rank,
+                   .disp = target_disp,
+                   .tcount = target_count,
+                   .ttype_h = target_datatype,
+                   .op = MPI_REPLACE};
 
     return rma_run(w, func, &o);
 }
@@ -1273,19 +1413,22 @@ int pb_mpi_fetch_and_op_impl(const char *func, const void *origin_addr, void *re
                              MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
                              MPI_Op op, MPI_Win win, pb_win_t *w)
 {
-    rma_op_t o = {.kind = RMA_ACC,
-                  .origin = op == MPI_NO_OP ? NULL : origin_addr,
-                  .ocount = 1,
-                  .otype_h = datatype,
-                  .result = result_addr,
-                  .rcount = 1,
-                  .rtype_h = datatype,
-                  .target = target_rank,
-                  .disp = target_disp,
-                  .tcount = 1,
-                  .ttype_h = datatype,
-                  .op = op};
+    rma_op_t o;
 
+    if (short_atomic(w, origin_addr, NULL, result_addr, datatype, target_rank, target_disp, op))
+        return MPI_SUCCESS;
+    o = (rma_op_t){.kind = RMA_ACC,
+                   .origin = op == MPI_NO_OP ? NULL : origin_addr,
+                   .ocount = 1,
+                   .otype_h = datatype,
+                   .result = result_addr,
+                   .rcount = 1,
+                   .rtype_h = datatype,
+                   .target = target_rank,
+                   .disp = target_disp,
+                   .tcount = 1,
+                   .ttype_h = datatype,
+                   .op = op};
     if (result_addr == NULL || (origin_addr == NULL && op != MPI_NO_OP))
         return pb_mpi_win_raise(w, MPI_ERR_BUFFER, func, "%s is NULL",
                                 result_addr == NULL ? "result_addr" : "origin_addr");
@@ -1317,6 +1460,9 @@ int pb_mpi_compare_and_swap_impl(const char *func, const void *origin_addr,
         kind_has_padding(pb_eng_type_basic(t)))
         return pb_mpi_win_raise(w, MPI_ERR_TYPE, func,
                                 "the datatype must be a predefined one of one element");
+    if (short_atomic(w, origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp,
+                     MPI_REPLACE))
+        return MPI_SUCCESS;
     return rma_run(w, func, &o);
 }
 

@@ -62,14 +62,18 @@ pb_win_t *pb_mpi_win(MPI_Win handle)
     return (pb_win_t *)handle;
 }
 
-int pb_mpi_win_check(MPI_Win handle, const char *func, pb_win_t **win_p)
+pb_win_t *pb_win_recent;
+
+int pb_mpi_win_check_slow(MPI_Win handle, const char *func, pb_win_t **win_p)
 {
     if (!pb_mpi_active())
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
                             "called before MPI_Init or after MPI_Finalize");
     *win_p = pb_mpi_win(handle);
-    if (*win_p != NULL)
+    if (*win_p != NULL) {
+        pb_win_recent = *win_p;
         return MPI_SUCCESS;
+    }
     if (handle == MPI_WIN_NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_WIN, func, "the window is MPI_WIN_NULL");
     return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_WIN, func,
@@ -285,6 +289,8 @@ static void ctl_unexport(pb_win_t *win)
 
 static void win_release(pb_win_t *win)
 {
+    if (pb_win_recent == win)
+        pb_win_recent = NULL;
     if (win->targets != NULL) {
         for (int r = 0; r < win->size; r++) {
             pb_win_target_t *t = &win->targets[r];
@@ -520,6 +526,13 @@ fail_local:
     PMPI_Barrier(dup);
     win_release(win);
     return rc;
+}
+
+void pb_mpi_win_finalize(void)
+{
+    for (pb_win_t *w; (w = pb_eng_handle_any(PB_ENG_HANDLE_WIN)) != NULL;)
+        win_release(w);
+    pb_win_recent = NULL;
 }
 
 int pb_mpi_win_create_impl(const char *func, void *base, MPI_Aint size, MPI_Aint disp_unit,

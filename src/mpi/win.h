@@ -40,6 +40,7 @@
 
 #include "mpi/comm.h"
 #include "mpi/engine/typerep.h"
+#include "util/compiler.h"
 
 /* The control block of one rank of a window, in its node segment.  The
  * lock word: PB_WIN_LOCK_EXCLUSIVE, or the number of shared holders. */
@@ -173,10 +174,30 @@ typedef struct MPI_ABI_Win pb_win_t;
 /* The window @handle stands for, or NULL (MPI_WIN_NULL, freed, made up). */
 pb_win_t *pb_mpi_win(MPI_Win handle);
 
+/* The window the last check found, while it lives (NULL once freed, and
+ * after MPI_Finalize): the program names the same window call after
+ * call, and the registry's look-up is then skipped. */
+extern pb_win_t *pb_win_recent;
+
+/* pb_mpi_win_check without the short cut. */
+int pb_mpi_win_check_slow(MPI_Win handle, const char *func, pb_win_t **win_p);
+
 /* Check @handle for use by @func: MPI_SUCCESS with *@win_p set, or the
  * error raised (MPI_ERR_WIN on MPI_COMM_SELF's handler, as the standard
- * says for an invalid window). */
-int pb_mpi_win_check(MPI_Win handle, const char *func, pb_win_t **win_p);
+ * says for an invalid window; MPI_ERR_OTHER outside MPI_Init ..
+ * MPI_Finalize). */
+static inline int pb_mpi_win_check(MPI_Win handle, const char *func, pb_win_t **win_p)
+{
+    if (PB_LIKELY(handle == (MPI_Win)pb_win_recent && handle != NULL)) {
+        *win_p = pb_win_recent;
+        return MPI_SUCCESS;
+    }
+    return pb_mpi_win_check_slow(handle, func, win_p);
+}
+
+/* At MPI_Finalize: release what the windows the program left hold, locally
+ * (the program's operations on them are complete, as MPI_Finalize asks). */
+void pb_mpi_win_finalize(void);
 
 /* Raise error @code found by @func on window @win through the window's
  * error handler (MPI_ERRORS_ARE_FATAL unless the program set another),
