@@ -298,7 +298,8 @@ static int32_t handle_batch(pb_win_t *win, const pb_win_call_t *call, const char
     int32_t status = MPI_SUCCESS;
     size_t pos = 0;
 
-    if (lock_type != 0 && !pb_win_lock_try(win->ctl, lock_type))
+    if (lock_type != 0 && !(call->arg & PB_WIN_BATCH_TAKEN) &&
+        !pb_win_lock_try(win->ctl, lock_type))
         return PB_WIN_BATCH_BUSY;
     for (uint32_t i = 0; i < call->nruns && status == MPI_SUCCESS; i++) {
         uint32_t word, len;
@@ -798,7 +799,8 @@ struct pb_win_batch {
         size_t len;
     } * sinks;
     size_t nsinks, sinks_cap;
-    struct rma_deferred *defs; /* results unpacked once the batch ran */
+    struct rma_deferred *defs; /* results unpacked once the batch ran, in order */
+    struct rma_deferred **defs_tail;
 };
 
 /* A result to unpack into the program's buffer once its batch ran. */
@@ -818,8 +820,11 @@ int pb_win_batch_pending(const pb_win_target_t *t)
 
 static pb_win_batch_t *batch_of(pb_win_target_t *t)
 {
-    if (t->batch == NULL)
+    if (t->batch == NULL) {
         t->batch = calloc(1, sizeof(*t->batch));
+        if (t->batch != NULL)
+            t->batch->defs_tail = &t->batch->defs;
+    }
     return t->batch;
 }
 
@@ -899,7 +904,8 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     pb_win_target_t *t = &win->targets[rank];
     pb_win_batch_t *b = batch_of(t);
     pb_win_call_t head = {.kind = PB_WIN_CALL_BATCH,
-                          .arg = (uint32_t)t->lock | (unlock ? PB_WIN_BATCH_UNLOCK : 0)};
+                          .arg = (uint32_t)t->lock | (unlock ? PB_WIN_BATCH_UNLOCK : 0) |
+                                 (t->lock_taken ? PB_WIN_BATCH_TAKEN : 0)};
     pb_win_reply_t answer;
     char *reply;
     size_t got = 0, pos;
@@ -977,17 +983,18 @@ static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, in
     size_t got = 0;
     int rc;
 
-    if (t->lock != 0 && !t->lock_taken && t->lock_deferred) {
+    if (t->lock != 0 && t->batching) {
         int added = batch_add(t, req, len, at, at_len, wants_reply);
 
-        if (added < 0)
-            return MPI_ERR_NO_MEM;
-        if (added > 0)
-            return MPI_SUCCESS;
-        /* no room: run the batch keeping the lock, then go on as taken */
-        rc = pb_win_batch_run(win, rank, 0);
-        if (rc != MPI_SUCCESS)
-            return rc;
+        if (added == 0) {
+            /* no room: run the batch keeping the lock, start another
+             * (which takes any one call) */
+            rc = pb_win_batch_run(win, rank, 0);
+            if (rc != MPI_SUCCESS)
+                return rc;
+            added = batch_add(t, req, len, at, at_len, wants_reply);
+        }
+        return added > 0 ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     }
     rc =
         pb_win_call(win, rank, req, len, wants_reply ? reply : NULL, sizeof(answer) + at_len, &got);
@@ -1017,9 +1024,12 @@ static int defer_result(pb_win_target_t *t, rma_plan_t *p, void *dst, MPI_Count 
         free(d);
         return MPI_ERR_NO_MEM;
     }
-    *d = (struct rma_deferred){p->fetched, p->bytes, dst, count, type, b->defs};
+    /* in the order of the calls: a later result into the same buffer
+     * lands last */
+    *d = (struct rma_deferred){p->fetched, p->bytes, dst, count, type, NULL};
     pb_eng_type_retain(type);
-    b->defs = d;
+    *b->defs_tail = d;
+    b->defs_tail = &d->next;
     p->fetched = NULL;
     return MPI_SUCCESS;
 }
@@ -1174,7 +1184,7 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
         MPI_Count count = o->kind == RMA_GET ? o->ocount : o->rcount;
         pb_datatype_t *type = o->kind == RMA_GET ? plan.otype : plan.rtype;
 
-        if (t->mode == PB_WIN_TCP && pb_win_batch_pending(t) && !t->lock_taken)
+        if (t->mode == PB_WIN_TCP && pb_win_batch_pending(t))
             rc = defer_result(t, &plan, dst, count, type); /* filled when the batch runs */
         else
             pb_eng_type_unpack_range(plan.fetched, plan.bytes, dst, count, type, 0);
@@ -1469,33 +1479,34 @@ int pb_mpi_compare_and_swap_impl(const char *func, const void *origin_addr,
 /* The request-based forms: the operation is done (locally complete) when
  * they return, so their requests are complete at once.  They belong to
  * passive-target epochs. */
-static int request_for(pb_win_t *w, const char *func, int target, MPI_Request *request)
+static int request_for(pb_win_t *w, const char *func, MPI_Request *request)
 {
-    pb_win_target_t *t;
-    int rc;
-
     if (request == NULL)
         return pb_mpi_win_raise(w, MPI_ERR_ARG, func, "request is NULL");
     if (w->epoch != PB_WIN_EPOCH_LOCK && w->epoch != PB_WIN_EPOCH_LOCK_ALL)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func,
                                 "request-based operations need a passive-target epoch");
-    if (target < 0 || target >= w->size)
-        return MPI_SUCCESS; /* MPI_PROC_NULL, or the call's own error */
-    /* the operation completes before the call returns: a deferred lock
-     * is taken now (with the calls batched so far) */
-    t = &w->targets[target];
-    if (t->lock != 0 && t->lock_deferred && !t->lock_taken) {
-        rc = pb_win_batch_run(w, target, 0);
-        if (rc != MPI_SUCCESS)
-            return pb_mpi_win_raise(w, rc, func, "taking rank %d's lock failed", target);
-    }
     return MPI_SUCCESS;
 }
 
-static int request_done(pb_win_t *w, const char *func, int rc, MPI_Request *request)
+/* The operation toward @target was made (@rc): it completes before the
+ * call returns (its batch runs now, the lock kept), and its request is
+ * complete at once. */
+static int request_done(pb_win_t *w, const char *func, int target, int rc, MPI_Request *request)
 {
+    pb_win_target_t *t;
+
     if (rc != MPI_SUCCESS)
         return rc;
+    if (target >= 0 && target < w->size) {
+        t = &w->targets[target];
+        if (t->mode == PB_WIN_TCP && pb_win_batch_pending(t)) {
+            rc = pb_win_batch_run(w, target, 0);
+            if (rc != MPI_SUCCESS)
+                return pb_mpi_win_raise(w, rc, func, "rank %d did not complete the operation",
+                                        target);
+        }
+    }
     *request = pb_eng_request_done(0);
     if (*request == NULL)
         return pb_mpi_win_raise(w, MPI_ERR_NO_MEM, func, "out of memory for the request");
@@ -1507,12 +1518,12 @@ int pb_mpi_rput_impl(const char *func, const void *origin_addr, MPI_Count origin
                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
                      MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, target_rank, request);
+    int rc = request_for(w, func, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_put_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
                              target_disp, target_count, target_datatype, win, w);
-    return request_done(w, func, rc, request);
+    return request_done(w, func, target_rank, rc, request);
 }
 
 int pb_mpi_rget_impl(const char *func, void *origin_addr, MPI_Count origin_count,
@@ -1520,12 +1531,12 @@ int pb_mpi_rget_impl(const char *func, void *origin_addr, MPI_Count origin_count
                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
                      MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, target_rank, request);
+    int rc = request_for(w, func, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_get_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
                              target_disp, target_count, target_datatype, win, w);
-    return request_done(w, func, rc, request);
+    return request_done(w, func, target_rank, rc, request);
 }
 
 int pb_mpi_raccumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
@@ -1533,12 +1544,12 @@ int pb_mpi_raccumulate_impl(const char *func, const void *origin_addr, MPI_Count
                             MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
                             MPI_Win win, MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, target_rank, request);
+    int rc = request_for(w, func, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_accumulate_impl(func, origin_addr, origin_count, origin_datatype, target_rank,
                                     target_disp, target_count, target_datatype, op, win, w);
-    return request_done(w, func, rc, request);
+    return request_done(w, func, target_rank, rc, request);
 }
 
 int pb_mpi_rget_accumulate_impl(const char *func, const void *origin_addr, MPI_Count origin_count,
@@ -1548,11 +1559,11 @@ int pb_mpi_rget_accumulate_impl(const char *func, const void *origin_addr, MPI_C
                                 MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                                 MPI_Request *request, pb_win_t *w)
 {
-    int rc = request_for(w, func, target_rank, request);
+    int rc = request_for(w, func, request);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_get_accumulate_impl(func, origin_addr, origin_count, origin_datatype,
                                         result_addr, result_count, result_datatype, target_rank,
                                         target_disp, target_count, target_datatype, op, win, w);
-    return request_done(w, func, rc, request);
+    return request_done(w, func, target_rank, rc, request);
 }

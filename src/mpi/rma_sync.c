@@ -327,7 +327,7 @@ static int lock_take(pb_win_t *win, int rank, int lock_type)
     /* (a dynamic window's target checks the addresses: its errors must
      * come back with the call that made them, not at the unlock) */
     if (win->targets[rank].mode == PB_WIN_TCP && win->flavor != MPI_WIN_FLAVOR_DYNAMIC) {
-        win->targets[rank].lock_deferred = 1;
+        win->targets[rank].batching = 1;
         return MPI_SUCCESS;
     }
 
@@ -345,9 +345,10 @@ static int lock_give(pb_win_t *win, int rank)
     pb_win_call_t call = {.kind = PB_WIN_CALL_UNLOCK, .arg = (uint32_t)t->lock};
     int rc = MPI_SUCCESS;
 
-    if (t->lock_deferred && !t->lock_taken) {
-        /* the whole epoch in one round trip, or nothing to do at all */
-        if (pb_win_batch_pending(t))
+    if (t->batching) {
+        /* what is left of the epoch and the release in one round trip;
+         * nothing at all for an epoch without operations */
+        if (pb_win_batch_pending(t) || t->lock_taken)
             rc = pb_win_batch_run(win, rank, 1);
         t->lock_taken = 0;
     } else if (t->lock_taken) {
@@ -365,7 +366,7 @@ static int lock_give(pb_win_t *win, int rank)
     pb_win_batch_free(t);
     t->lock = 0;
     t->lock_taken = 0;
-    t->lock_deferred = 0;
+    t->batching = 0;
     return rc;
 }
 
@@ -463,14 +464,15 @@ int pb_mpi_win_unlock_all_impl(const char *func, MPI_Win win, pb_win_t *w)
     return MPI_SUCCESS;
 }
 
-/* Complete the operations toward the locked @rank: its deferred lock's
- * batch runs (the lock kept), then what went outside a batch completes. */
+/* Complete the operations toward the locked @rank: its batch runs (the
+ * lock taken if it was not, and kept), then what went outside a batch
+ * completes. */
 static int flush_target_batch(pb_win_t *w, int rank)
 {
     pb_win_target_t *t = &w->targets[rank];
     int rc = MPI_SUCCESS;
 
-    if (t->lock_deferred && !t->lock_taken && pb_win_batch_pending(t))
+    if (t->batching && pb_win_batch_pending(t))
         rc = pb_win_batch_run(w, rank, 0);
     if (rc == MPI_SUCCESS)
         rc = pb_win_flush_target(w, rank);

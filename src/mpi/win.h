@@ -107,7 +107,7 @@ typedef struct {
     int64_t disp_unit;
     int lock;                   /* MPI_LOCK_EXCLUSIVE / MPI_LOCK_SHARED held, or 0 */
     int lock_taken;             /* the lock word was taken (not under MPI_MODE_NOCHECK) */
-    int lock_deferred;          /* TCP: the lock is asked for with the epoch's batch */
+    int batching;               /* TCP, a lock epoch: calls wait in the batch for the next flush */
     struct pb_win_batch *batch; /* TCP: the calls waiting for the deferred lock (rma.c) */
     int pending;                /* TCP: operations sent since its last flush */
 } pb_win_target_t;
@@ -228,13 +228,14 @@ enum {
     PB_WIN_CALL_LOCK,    /* try the lock as arg (MPI_LOCK_*); reply status 1 if taken, 0 if not */
     PB_WIN_CALL_UNLOCK,  /* release the lock held as arg */
     PB_WIN_CALL_COUNT,   /* add 1 to the control block's counts[arg] (PSCW) */
-    PB_WIN_CALL_BATCH,   /* take the lock arg (low bits), run nruns sub-calls, release it
-                            with PB_WIN_BATCH_UNLOCK; a sub-call is a u32 length (with
-                            PB_WIN_BATCH_REPLY: its reply wanted) then the call; the reply
-                            is the answer, then (u32 length, reply) per wanted one */
+    PB_WIN_CALL_BATCH,   /* take the lock arg (low bits; not with PB_WIN_BATCH_TAKEN), run
+                            nruns sub-calls, release it with PB_WIN_BATCH_UNLOCK; a sub-call is a u32
+                            length (with   PB_WIN_BATCH_REPLY: its reply wanted) then the call; the
+                            reply   is the answer, then (u32 length, reply) per wanted one */
 };
 
 #define PB_WIN_BATCH_UNLOCK (1u << 16)
+#define PB_WIN_BATCH_TAKEN (1u << 17) /* the caller holds the lock already */
 #define PB_WIN_BATCH_REPLY (1u << 31)
 /* a BATCH's answer when the lock is held by another: nothing ran */
 #define PB_WIN_BATCH_BUSY (-1)
@@ -278,11 +279,12 @@ void pb_win_acc_unlock(pb_win_ctl_t *ctl);
 int pb_win_lock_try(pb_win_ctl_t *ctl, int lock_type);
 void pb_win_lock_release(pb_win_ctl_t *ctl, int lock_type);
 
-/* Send @rank's batch (its lock deferred, not taken): the target takes the
- * lock (this rank retries while it is busy), runs the calls, and releases
- * the lock when @unlock, else keeps it (lock_taken).  Results are
- * unpacked into the program's buffers.  @return MPI_SUCCESS, an error
- * class a call met at the target, MPI_ERR_OTHER or MPI_ERR_NO_MEM. */
+/* Send @rank's batch (a lock epoch's calls since the last flush): the
+ * target takes the lock unless held already (this rank retries while it
+ * is busy), runs the calls, and releases the lock when @unlock, else keeps
+ * it (lock_taken).  Results are unpacked into the program's buffers.
+ * @return MPI_SUCCESS, an error class a call met at the target,
+ * MPI_ERR_OTHER or MPI_ERR_NO_MEM. */
 int pb_win_batch_run(pb_win_t *win, int rank, int unlock);
 
 /* Whether @rank's batch holds calls not sent yet.  Free it. */
