@@ -776,17 +776,18 @@ static int path_cma(const rma_op_t *o, rma_plan_t *p, pb_win_target_t *t)
     return rc == PB_ENG_PEER_COPY_OK ? MPI_SUCCESS : MPI_ERR_RMA_RANGE;
 }
 
-/* ---- deferred locks: an epoch's calls in one batch ---------------------------------- */
+/* ---- lock epochs: their calls in batches ------------------------------------------------- */
 
 /*
  * A lock toward a target on another node is not asked for when MPI_Win_lock
- * (or _lock_all) is called: the epoch's operations are kept in a batch,
- * sent when the program flushes or unlocks as one call that the target's
- * service thread runs whole: take the lock (or answer that it is busy,
- * running nothing), run the operations, release the lock when unlocking.
- * A lock/put/unlock epoch is so one round trip, and an epoch without
- * operations none.  A batch that grows past one call's room is sent with
- * the lock kept; the epoch then goes on as a taken lock's.
+ * (or _lock_all) is called: the epoch's operations wait in a batch until
+ * the program flushes or unlocks, and go then as one call that the
+ * target's service thread runs whole: take the lock with the first batch
+ * (or answer that it is busy, running nothing), run the operations,
+ * release the lock with the unlock's.  A lock/put/unlock epoch is so one
+ * round trip, an epoch without operations none, and a put + flush one
+ * frame and its answer.  A batch that grows past one call's room is sent
+ * with the lock kept and another begins.
  */
 
 struct pb_win_batch {
@@ -972,8 +973,8 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     return rc;
 }
 
-/* Send the sub-call @req toward @rank: into its batch while its lock is
- * deferred, else as a call of its own (@wants_reply: wait for the answer,
+/* Send the sub-call @req toward @rank: into its batch in a lock epoch,
+ * else as a call of its own (@wants_reply: wait for the answer,
  * its data to @at; @reply is room for it). */
 static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, int wants_reply,
                         char *at, size_t at_len, char *reply)

@@ -319,7 +319,7 @@ static int lock_once(pb_win_t *win, void *arg)
 }
 
 /* Take @rank's lock as @lock_type; toward another node, only note that
- * the epoch's batch will ask for it (rma.c, "deferred locks"). */
+ * the epoch's batch will ask for it (rma.c, "lock epochs"). */
 static int lock_take(pb_win_t *win, int rank, int lock_type)
 {
     lock_try_t l = {rank, lock_type, 0};
