@@ -263,10 +263,6 @@ static int ctl_export(pb_win_t *win, size_t ctl_size)
         return MPI_ERR_OTHER;
     }
     win->ctl_id = id;
-    /* peers' operations must be served while this process computes: the
-     * service thread reads the sockets from now on */
-    pb_eng_channel_network_passive(1);
-    win->passive = 1;
     return MPI_SUCCESS;
 }
 
@@ -277,9 +273,6 @@ static void ctl_unexport(pb_win_t *win)
         rsm_memseg_export_destroy(win->ctl_ex);
         win->ctl_ex = NULL;
     }
-    if (win->passive)
-        pb_eng_channel_network_passive(-1);
-    win->passive = 0;
     if (win->tcp_ctl != NULL && win->tcp_ctl != pb_eng_channel.tcp_ctl)
         rsm_release_controller(win->tcp_ctl);
     win->tcp_ctl = NULL;

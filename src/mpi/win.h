@@ -17,9 +17,11 @@
  * Toward a target on another node a rank imports, on the tcp controller,
  * the target's export of its control block, which carries an RSM call
  * handler (pb_rsm_memseg_import_call): puts, gets, accumulates, atomics,
- * lock requests and PSCW counts are calls that the target's RSM service
- * thread applies to its window memory, so a passive-target epoch
- * completes while the target computes outside MPI.  A flush is an RSM
+ * lock requests and PSCW counts are calls that the target applies to its
+ * window memory: the rank itself while it is inside MPI, its RSM service
+ * thread while it computes outside MPI (the tcp transport hands the
+ * sockets over when the rank stops polling), so a passive-target epoch
+ * completes while the target computes.  A flush is an RSM
  * barrier on that import.  A lock is deferred: the epoch's calls go in
  * one batch that the target runs under the lock (rma.c).
  *
@@ -144,7 +146,6 @@ struct MPI_ABI_Win {
     rsmapi_controller_handle_t tcp_ctl;
     rsm_memseg_export_handle_t ctl_ex;
     uint32_t ctl_id;
-    int passive; /* this rank gave its tcp progress to the service thread */
     /* calls the service thread applied here (release): a synchronization
      * reads it (acquire), so what the thread wrote into the window
      * happens before what the program reads after (as the thread

@@ -716,24 +716,9 @@ void pb_eng_channel_poll_network(void)
         rsm_intr_signal_wait(pb_eng_channel.tcp_ex, 0);
 }
 
-/* windows whose peers' operations the service thread must serve at once */
-static int network_passive_users;
-
-void pb_eng_channel_network_passive(int delta)
-{
-    network_passive_users += delta;
-    if (network_passive_users > 0)
-        network_claim(0);
-    else if (pb_eng_channel.tcp_ctl != NULL && pb_eng_channel.nfds > 0)
-        network_claim(1);
-}
-
-/* Claim (1) or give back (0) the progress of this process's tcp traffic:
- * never claimed while a window serves peers (pb_eng_channel_network_passive). */
+/* Claim (1) or give back (0) the progress of this process's tcp traffic. */
 static void network_claim(int claim)
 {
-    if (claim && network_passive_users > 0)
-        return;
     if (pb_eng_channel.tcp_claimed == claim)
         return;
     if (claim)

@@ -190,13 +190,6 @@ int pb_eng_channel_init(void);
  * still writes into this node's area). */
 void pb_eng_channel_finalize(void);
 
-/* A window of this rank starts (@delta 1) or stops (-1) serving peers
- * through the RSM service thread: while any does, this rank does not claim
- * its tcp traffic's progress (every MPI call would poll it), so the
- * service thread applies peers' operations while the program computes
- * outside MPI. */
-void pb_eng_channel_network_passive(int delta);
-
 /* Make the channel toward @dest, choosing its path (self, shm or tcp).
  * @return MPI_SUCCESS or MPI_ERR_OTHER (logged once; the channel stays
  * failed). */
