@@ -500,10 +500,24 @@ static void pack(const void *buf, MPI_Count count, MPI_Datatype type, size_t off
     pb_eng_type_pack_range(buf, count, pb_mpi_datatype(type), offset, dst, len);
 }
 
-static void unpack(const void *src, size_t len, void *buf, MPI_Count count, MPI_Datatype type,
-                   size_t offset)
+/* Unpack @len packed bytes into bytes [@offset, @offset + @len) of the
+ * @count elements of @type at @buf, cut to what they hold: ranks whose
+ * counts disagree make an erroneous call, which must not write past the
+ * buffer.  @return MPI_SUCCESS, or MPI_ERR_TRUNCATE when cut. */
+static int unpack(const void *src, size_t len, void *buf, MPI_Count count, MPI_Datatype type,
+                  size_t offset)
 {
+    size_t room = type_bytes(count, type);
+    int rc = MPI_SUCCESS;
+
+    if (offset >= room)
+        return len > 0 ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    if (len > room - offset) {
+        len = room - offset;
+        rc = MPI_ERR_TRUNCATE;
+    }
     pb_eng_type_unpack_range(src, len, buf, count, pb_mpi_datatype(type), offset);
+    return rc;
 }
 
 /* ---- on the node ------------------------------------------------------------------ */
@@ -676,11 +690,17 @@ static int read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, 
     const pb_datatype_t *t = pb_mpi_datatype(type);
     published_t p = published(cn, j);
     char chunk[16384];
+    int rc = MPI_SUCCESS;
 
+    if (bytes > type_bytes(count, type)) {
+        /* counts that disagree (erroneous): never past the buffer */
+        bytes = type_bytes(count, type);
+        rc = MPI_ERR_TRUNCATE;
+    }
     if (pb_eng_type_is_contiguous(t)) {
         if (pb_eng_cma_read(p.pid, p.addr + off, (char *)buf + pb_eng_type_true_lb(t), bytes) ==
             PB_ENG_PEER_COPY_OK)
-            return MPI_SUCCESS;
+            return rc;
         goto failed;
     }
     for (size_t done = 0; done < bytes; done += sizeof(chunk)) {
@@ -690,7 +710,7 @@ static int read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, 
             goto failed;
         unpack(chunk, len, buf, count, type, done);
     }
-    return MPI_SUCCESS;
+    return rc;
 failed:
     pb_error("a collective could not read a rank's buffer on its node (process_vm_readv)");
     return MPI_ERR_OTHER;
@@ -1123,9 +1143,9 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
                                 recvtype);
     wait_others(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        if (j != cn->me)
-            unpack(cell(cn, j), bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
-                   recvtype, 0);
+        if (j != cn->me && unpack(cell(cn, j), bytes, block_addr(recvbuf, j, recvcount, recvtype),
+                                  recvcount, recvtype, 0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
     }
     post(cn);
     return rc;
@@ -1140,6 +1160,7 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
         c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
     pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
     uint64_t base;
+    int rc = MPI_SUCCESS;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
@@ -1161,9 +1182,9 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
         return MPI_SUCCESS;
     }
     wait_one(cn, root, base + 1);
-    unpack(cell(cn, root) + (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype, 0);
+    rc = unpack(cell(cn, root) + (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype, 0);
     post(cn);
-    return MPI_SUCCESS;
+    return rc;
 }
 
 /* Allgather across nodes (each node's ranks consecutive, blocks of
@@ -1235,8 +1256,8 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
         node_bcast(cn, all, (MPI_Count)total, MPI_BYTE, 0);
     for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
         if (r != c->rank || sendbuf != MPI_IN_PLACE)
-            unpack(all + (size_t)r * bytes, bytes, block_addr(recvbuf, r, recvcount, recvtype),
-                   recvcount, recvtype, 0);
+            rc = unpack(all + (size_t)r * bytes, bytes, block_addr(recvbuf, r, recvcount, recvtype),
+                        recvcount, recvtype, 0);
     }
     free(all);
     return rc;
@@ -1250,6 +1271,7 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
     pb_coll_node_t *cn = node_state(c);
     uint64_t base;
+    int rc = MPI_SUCCESS;
 
     if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE && bytes <= cn->cell)
         return allgather_nodes(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -1270,12 +1292,13 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     post(cn);
     wait_all(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        if (j != cn->me || !in_place)
+        if ((j != cn->me || !in_place) &&
             unpack(slot(cn, j, bytes), bytes, block_addr(recvbuf, j, recvcount, recvtype),
-                   recvcount, recvtype, 0);
+                   recvcount, recvtype, 0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
     }
     post(cn);
-    return MPI_SUCCESS;
+    return rc;
 }
 
 int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -1286,6 +1309,7 @@ int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
     pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
     uint64_t base;
+    int rc = MPI_SUCCESS;
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
@@ -1305,9 +1329,12 @@ int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
              cell(cn, cn->me) + (size_t)j * bytes, bytes);
     post(cn);
     wait_all(cn, base + 1);
-    for (int j = 0; j < cn->n; j++)
-        unpack(cell(cn, j) + (size_t)cn->me * bytes, bytes,
-               block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype, 0);
+    for (int j = 0; j < cn->n; j++) {
+        if (unpack(cell(cn, j) + (size_t)cn->me * bytes, bytes,
+                   block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
+                   0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
     post(cn);
-    return MPI_SUCCESS;
+    return rc;
 }

@@ -11,6 +11,8 @@
  *   Bcast        from every root, the root's buffer a strided vector
  *   movers       Gather, Scatter, Allgather, Alltoall with a strided
  *                vector on the send side, and in place where allowed
+ *   mismatched   Gather and Allgather whose counts disagree: an error,
+ *                and nothing written past the receive buffers
  *
  * Written to the standard API only: the algorithm is chosen by the
  * library's table or POSTBOX_COLL_ALGORITHM, and POSTBOX_COLL_STATS shows
@@ -273,6 +275,41 @@ static void movers(MPI_Comm comm, const char *name, int n, int iter)
     free(strided);
 }
 
+/* Counts that disagree (an erroneous call): every rank sends 2n elements,
+ * and receives blocks of n.  The receiving ranks get MPI_ERR_TRUNCATE
+ * (under MPI_ERRORS_RETURN) and nothing is written past their buffers:
+ * the guard after them stays, and the sanitizer build sees no overflow. */
+static void mismatched(MPI_Comm comm, const char *name, int n)
+{
+    MPI_Comm c;
+    int size, me, rc;
+    const int guard = 0x5a5a5a5a;
+    int *send, *recv;
+
+    MPI_Comm_dup(comm, &c);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Comm_size(c, &size);
+    MPI_Comm_rank(c, &me);
+    send = calloc((size_t)(2 * n * size), sizeof(int));
+    recv = malloc(((size_t)n * size + 1) * sizeof(int));
+    for (int i = 0; i <= n * size; i++)
+        recv[i] = guard;
+    rc = MPI_Gather(send, 2 * n, MPI_INT, recv, n, MPI_INT, 0, c);
+    if (me == 0)
+        CHECK(rc == MPI_ERR_TRUNCATE, "%s n=%d: Gather of 2n into n gave %d, not MPI_ERR_TRUNCATE",
+              name, n, rc);
+    CHECK(recv[n * size] == guard, "%s n=%d: Gather wrote past the receive buffer", name, n);
+    MPI_Barrier(c);
+    rc = MPI_Allgather(send, 2 * n, MPI_INT, recv, n, MPI_INT, c);
+    CHECK(size == 1 || rc == MPI_ERR_TRUNCATE,
+          "%s n=%d: Allgather of 2n into n gave %d, not MPI_ERR_TRUNCATE", name, n, rc);
+    CHECK(recv[n * size] == guard, "%s n=%d: Allgather wrote past the receive buffer", name, n);
+    MPI_Barrier(c);
+    free(send);
+    free(recv);
+    MPI_Comm_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm comms[3];
@@ -300,6 +337,8 @@ int main(int argc, char **argv)
             }
         }
     }
+    for (int k = 0; k < 3; k++)
+        mismatched(MPI_COMM_WORLD, "mismatched counts", counts[k]);
     MPI_Comm_free(&comms[1]);
     MPI_Comm_free(&comms[2]);
     MPI_Op_free(&mat);
