@@ -53,12 +53,38 @@ static int errhandler_valid(MPI_Errhandler eh)
            pb_eng_handle_valid(PB_ENG_HANDLE_ERRHANDLER, eh);
 }
 
+/* Print "postbox mpi: rank R: <func>: <class message>: <message>" and end
+ * the job with @code (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT). */
+static __attribute__((noreturn)) void fatal_v(int code, const char *func, const char *fmt,
+                                              va_list ap)
+{
+    char message[512], what[MPI_MAX_ERROR_STRING];
+    int len;
+
+    vsnprintf(message, sizeof(message), fmt, ap);
+    if (PMPI_Error_string(code, what, &len) != MPI_SUCCESS)
+        snprintf(what, sizeof(what), "error %d", code);
+    fprintf(stderr, "postbox mpi: rank %d: %s: %s: %s\n",
+            mpi.life == LIFE_ACTIVE ? mpi.world.rank : -1, func, what, message);
+    fflush(stderr);
+    if (mpi.life == LIFE_ACTIVE)
+        postbox_job_abort(code, NULL);
+    _exit(code);
+}
+
+void pb_mpi_fatal(int code, const char *func, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fatal_v(code, func, fmt, ap);
+    va_end(ap);
+}
+
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...)
 {
     pb_comm_t *c = pb_mpi_comm(comm);
     MPI_Errhandler eh = c != NULL ? c->errhandler : mpi.self.errhandler;
-    char message[512], what[MPI_MAX_ERROR_STRING];
-    int len;
     va_list ap;
 
     if (code == MPI_SUCCESS)
@@ -74,16 +100,9 @@ int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...
         return code;
     }
     va_start(ap, fmt);
-    vsnprintf(message, sizeof(message), fmt, ap);
+    fatal_v(code, func, fmt, ap);
     va_end(ap);
-    if (PMPI_Error_string(code, what, &len) != MPI_SUCCESS)
-        snprintf(what, sizeof(what), "error %d", code);
-    fprintf(stderr, "postbox mpi: rank %d: %s: %s: %s\n",
-            mpi.life == LIFE_ACTIVE ? mpi.world.rank : -1, func, what, message);
-    fflush(stderr);
-    if (mpi.life == LIFE_ACTIVE)
-        postbox_job_abort(code, NULL);
-    _exit(code);
+    return code;
 }
 
 /* Set @comm's error handler to @errhandler (the predefined

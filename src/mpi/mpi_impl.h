@@ -33,6 +33,12 @@
  * communicators' error handlers) */
 int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...) PB_PRINTF(4, 5);
 
+/* Print "postbox mpi: rank R: <func>: <class message>: <message>" for
+ * error @code and end the job, whatever handler is set (a window's
+ * MPI_ERRORS_ARE_FATAL).  Does not return.  (comm.c) */
+void pb_mpi_fatal(int code, const char *func, const char *fmt, ...) PB_PRINTF(3, 4)
+    __attribute__((noreturn));
+
 /* 1 between MPI_Init and MPI_Finalize. */
 int pb_mpi_active(void);
 

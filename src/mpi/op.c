@@ -553,7 +553,8 @@ void pb_mpi_op_apply_basic(MPI_Op op, pb_basic_t kind, const void *in, void *ino
     struct MPI_ABI_Op *o = op_lookup(op);
     const pb_datatype_t *unit = pb_eng_type_of_basic(kind);
 
-    if (o == NULL || !o->predefined || unit == NULL)
+    if (o == NULL || !o->predefined || unit == NULL ||
+        (o->kind != PB_OP_REPLACE && o->kind != PB_OP_NO_OP && op_loops[o->kind][kind] == NULL))
         return;
     op_run(o->kind, kind, in, inout, n, (size_t)pb_eng_type_extent(unit));
 }

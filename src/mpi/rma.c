@@ -146,7 +146,10 @@ static void runs_apply(MPI_Op op, pb_basic_t kind, char *mem, const pb_win_run_t
 
             if (old != NULL)
                 pb_eng_type_pack_range(at + k * uext, 1, unit, 0, old + pos, usize);
-            if (in != NULL) {
+            if (in != NULL && op == MPI_REPLACE) {
+                /* the value and the index, not the padding */
+                pb_eng_type_unpack_range(in + pos, usize, at + k * uext, 1, unit, 0);
+            } else if (in != NULL) {
                 pb_eng_type_unpack_range(in + pos, usize, element, 1, unit, 0);
                 pb_mpi_op_apply_basic(op, kind, element, at + k * uext, 1);
             }
@@ -317,6 +320,16 @@ static int32_t handle_batch(pb_win_t *win, const pb_win_call_t *call, const char
             status = MPI_ERR_ARG;
             break;
         }
+        if (len >= sizeof(uint32_t)) {
+            uint32_t kind;
+
+            memcpy(&kind, data + pos, sizeof(kind));
+            if (kind == PB_WIN_CALL_BATCH || kind == PB_WIN_CALL_LOCK ||
+                kind == PB_WIN_CALL_UNLOCK) {
+                status = MPI_ERR_ARG; /* a batch holds operations only */
+                break;
+            }
+        }
         if (!(word & PB_WIN_BATCH_REPLY)) {
             status = handle_request(win, data + pos, len, NULL, 0, &sub_len);
         } else if (out == NULL || out_max - *out_len < sizeof(uint32_t) + sizeof(sub)) {
@@ -335,7 +348,10 @@ static int32_t handle_batch(pb_win_t *win, const pb_win_call_t *call, const char
         }
         pos += len;
     }
-    if (lock_type != 0 && (call->arg & PB_WIN_BATCH_UNLOCK))
+    /* released at the unlock's batch; and by a batch that took it and
+     * failed (the origin then knows it holds nothing) */
+    if (lock_type != 0 && ((call->arg & PB_WIN_BATCH_UNLOCK) ||
+                           (status != MPI_SUCCESS && !(call->arg & PB_WIN_BATCH_TAKEN))))
         pb_win_lock_release(win->ctl, lock_type);
     return status;
 }
@@ -625,6 +641,9 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
                                     "Postbox accumulates padded pair types (MPI_DOUBLE_INT...) "
                                     "only into arrays of the pair type itself");
     }
+    if (o->kind != RMA_CAS && o->op != MPI_NO_OP && o->origin == NULL && o->ocount > 0 &&
+        p->otype != NULL && pb_eng_type_size(p->otype) > 0)
+        return pb_mpi_win_raise(win, MPI_ERR_BUFFER, func, "origin_addr is NULL");
     if (p->otype != NULL && o->op != MPI_NO_OP && obytes != p->bytes)
         return pb_mpi_win_raise(win, MPI_ERR_TYPE, func,
                                 "the origin's %zu bytes do not match the target's %zu", obytes,
@@ -644,14 +663,23 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
                                     (long)o->disp);
         off = (uint64_t)o->disp * (uint64_t)t->disp_unit;
         if (p->bytes > 0) {
-            lo = (MPI_Aint)off + pb_eng_type_true_lb(p->ttype);
-            hi = (MPI_Aint)off + (MPI_Aint)(o->tcount - 1) * pb_eng_type_extent(p->ttype) +
-                 p->ttype->true_ub;
-            if (lo < 0 || hi > (MPI_Aint)t->size)
+            /* the elements span from the first's true lower bound to the
+             * last's true upper bound, either way round (an extent may be
+             * negative) */
+            MPI_Aint span, start;
+            int over = (uint64_t)o->disp > (uint64_t)INT64_MAX / (uint64_t)t->disp_unit ||
+                       __builtin_mul_overflow((MPI_Aint)(o->tcount - 1),
+                                              pb_eng_type_extent(p->ttype), &span) ||
+                       __builtin_add_overflow((MPI_Aint)off, span < 0 ? span : 0, &start) ||
+                       __builtin_add_overflow(start, pb_eng_type_true_lb(p->ttype), &lo) ||
+                       __builtin_add_overflow((MPI_Aint)off, span > 0 ? span : 0, &hi) ||
+                       __builtin_add_overflow(hi, p->ttype->true_ub, &hi);
+
+            if (over || lo < 0 || hi > (MPI_Aint)t->size)
                 return pb_mpi_win_raise(
                     win, MPI_ERR_RMA_RANGE, func,
-                    "bytes [%ld, %ld) are outside rank %d's window of %lu bytes", (long)lo,
-                    (long)hi, o->target, (unsigned long)t->size);
+                    "the target's elements are outside rank %d's window of %lu bytes", o->target,
+                    (unsigned long)t->size);
         }
     }
     if (kind_has_padding(p->kind)) {
@@ -860,8 +888,8 @@ static int batch_add(pb_win_target_t *t, const char *req, size_t len, char *at, 
 
     if (b == NULL)
         return -1;
-    if (b->len == 0)
-        b->len = sizeof(pb_win_call_t);
+    if (b->req == NULL)
+        b->len = sizeof(pb_win_call_t); /* room for the header, made below */
     if (b->len + need > PB_RSM_CALL_MAX ||
         sizeof(pb_win_reply_t) + b->reply_bytes + reply_need > PB_RSM_CALL_MAX)
         return 0;
@@ -911,11 +939,12 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     char *reply;
     size_t got = 0, pos;
     long sleep_ns = 1000;
-    int rc;
+    int rc, answer_ok = 0;
 
     if (b == NULL)
         return MPI_ERR_NO_MEM;
-    if (b->len == 0 && b->req == NULL) {
+    if (b->req == NULL) {
+        b->len = 0;
         b->req = malloc(sizeof(head));
         if (b->req == NULL)
             return MPI_ERR_NO_MEM;
@@ -930,11 +959,14 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
         return MPI_ERR_NO_MEM;
     for (;;) {
         rc = pb_win_call(win, rank, b->req, b->len, reply, sizeof(answer) + b->reply_bytes, &got);
+        if (rc == MPI_SUCCESS && got < sizeof(answer))
+            rc = MPI_ERR_OTHER;
         if (rc != MPI_SUCCESS)
             break;
         memcpy(&answer, reply, sizeof(answer));
         if (answer.status != PB_WIN_BATCH_BUSY) {
             rc = answer.status;
+            answer_ok = rc == MPI_SUCCESS;
             break;
         }
         /* the lock is held by another: try again a little later */
@@ -968,7 +1000,9 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     for (struct rma_deferred *d = b->defs; rc == MPI_SUCCESS && d != NULL; d = d->next)
         pb_eng_type_unpack_range(d->fetched, d->bytes, d->dst, d->count, d->type, 0);
     pb_win_batch_free(t);
-    if (rc == MPI_SUCCESS)
+    /* the target keeps the lock when the batch ran (its answer said so),
+     * whatever became of the replies here; a failed batch released it */
+    if (answer_ok)
         t->lock_taken = !unlock;
     return rc;
 }
@@ -1001,6 +1035,8 @@ static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, in
         pb_win_call(win, rank, req, len, wants_reply ? reply : NULL, sizeof(answer) + at_len, &got);
     if (rc != MPI_SUCCESS || !wants_reply)
         return rc;
+    if (got < sizeof(answer))
+        return MPI_ERR_OTHER;
     memcpy(&answer, reply, sizeof(answer));
     if (answer.status != MPI_SUCCESS)
         return answer.status;

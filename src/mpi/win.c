@@ -35,6 +35,10 @@ typedef struct {
     uint64_t base; /* MPI_Win_create: its memory's address */
 } win_rank_info_t;
 
+/* the most bytes one rank's window may have: far above any memory, and so
+ * that a node's sum of them cannot overflow */
+#define WIN_SIZE_MAX ((uint64_t)1 << 46)
+
 /* the ids of the second and third allgathers */
 typedef struct {
     uint32_t node_seg; /* the node's segment (from its first rank), or 0 */
@@ -98,8 +102,9 @@ int pb_mpi_win_raise(pb_win_t *win, int code, const char *func, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    return pb_mpi_raise(MPI_COMM_NULL, code, func, "window %s: %s",
-                        win->name[0] != '\0' ? win->name : "(unnamed)", message);
+    pb_mpi_fatal(code, func, "window %s: %s", win->name[0] != '\0' ? win->name : "(unnamed)",
+                 message);
+    return code;
 }
 
 PB_EXPORT int PMPI_Win_toint(MPI_Win win)
@@ -424,6 +429,15 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     if (rc != MPI_SUCCESS)
         goto fail_local;
     for (int r = 0; r < win->size; r++) {
+        /* every rank sees the same table: all fail alike */
+        if ((uint64_t)infos[r].size > WIN_SIZE_MAX) {
+            rc = pb_mpi_raise(c->handle, MPI_ERR_SIZE, func,
+                              "rank %d asks for %lld bytes (at most %llu)", r,
+                              (long long)infos[r].size, (unsigned long long)WIN_SIZE_MAX);
+            goto fail_local;
+        }
+    }
+    for (int r = 0; r < win->size; r++) {
         int seen = 0;
 
         for (int q = 0; q < r; q++)
@@ -608,12 +622,14 @@ PB_EXPORT int PMPI_Win_free(MPI_Win *win)
             w->exposure                      ? "MPI_Win_post without MPI_Win_wait"
             : w->epoch == PB_WIN_EPOCH_START ? "MPI_Win_start without MPI_Win_complete"
                                              : "a lock not released");
+    /* a delete function that fails leaves the window as it is, before
+     * anything collective */
+    rc = pb_mpi_win_attr_delete_all(w);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_win_raise(w, rc, func, "an attribute's delete function failed");
     /* every rank's operations toward this one are complete (the last
      * synchronization completed them), and nobody starts another */
     rc = PMPI_Barrier(w->comm->handle);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    rc = pb_mpi_win_attr_delete_all(w);
     if (rc != MPI_SUCCESS)
         return rc;
     for (int r = 0; r < w->size; r++) {

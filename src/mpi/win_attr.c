@@ -114,9 +114,17 @@ int pb_mpi_win_set_attr_impl(const char *func, MPI_Win win, int win_keyval, void
                                                        : "not a key of MPI_Win_create_keyval");
     p = attr_find(w, win_keyval);
     if (*p != NULL) {
-        rc = attr_remove(w, p);
-        if (rc != MPI_SUCCESS)
-            return pb_mpi_win_raise(w, rc, func, "the key's delete function failed");
+        /* the old value's delete function runs, the entry keeps its place */
+        int i = win_keyval - WIN_KEYVAL_BASE;
+        win_keyval_t *k = &keyvals.keys[i];
+
+        if (k->del != NULL && k->del != MPI_WIN_NULL_DELETE_FN) {
+            rc = k->del(w->handle, win_keyval, (*p)->value, k->extra_state);
+            if (rc != MPI_SUCCESS)
+                return pb_mpi_win_raise(w, rc, func, "the key's delete function failed");
+        }
+        (*p)->value = attribute_val;
+        return MPI_SUCCESS;
     }
     *p = calloc(1, sizeof(**p));
     if (*p == NULL)

@@ -209,11 +209,23 @@ static void case_create(void)
     OK(MPI_Win_set_attr(win, keyval, &attr_value));
     OK(MPI_Win_get_attr(win, keyval, &got_attr, &flag));
     CHECK(flag && got_attr == &attr_value, "Win_get_attr of the caller's keyval: flag %d", flag);
+    /* a second key, then the first set again: both stay */
+    int keyval2 = MPI_KEYVAL_INVALID, *got2 = NULL, flag2 = 0;
+
+    OK(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, MPI_WIN_NULL_DELETE_FN, &keyval2, NULL));
+    OK(MPI_Win_set_attr(win, keyval2, &attr_value));
+    OK(MPI_Win_set_attr(win, keyval, &attr_value));
+    OK(MPI_Win_get_attr(win, keyval2, &got2, &flag2));
+    CHECK(flag2 && got2 == &attr_value, "Win_set_attr of a key set before lost another (flag %d)",
+          flag2);
+    CHECK(deleted == 1, "setting an attribute again ran its delete function %d times", deleted);
+    deleted = 0;
 
     OK(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL, "MPI_Win_free did not set the handle to MPI_WIN_NULL");
     CHECK(deleted == 1, "MPI_Win_free ran the attribute's delete function %d times", deleted);
     OK(MPI_Win_free_keyval(&keyval));
+    OK(MPI_Win_free_keyval(&keyval2));
 
     /* every rank but 0 exposes no memory; each adds to rank 0's */
     int *mine = rank == 0 ? buf : NULL, one[4] = {1, 2, 3, 4};
@@ -1778,6 +1790,15 @@ static void case_errors(void)
                  "Put at the window's end");
     EXPECT_ERROR(MPI_Get(&y, 1, MPI_INT, right(), N + 5, 1, MPI_INT, win), MPI_ERR_RMA_RANGE,
                  POSTBOX, "Get past the window's end");
+    /* a negative extent: the second element lies before the first, here
+     * before the window's start */
+    MPI_Datatype backwards;
+
+    OK(MPI_Type_create_resized(MPI_INT, 0, -(MPI_Aint)sizeof(int), &backwards));
+    OK(MPI_Type_commit(&backwards));
+    EXPECT_ERROR(MPI_Put(x, 2, MPI_INT, right(), 0, 2, backwards, win), MPI_ERR_RMA_RANGE, POSTBOX,
+                 "Put of a negative-extent type before the window's start");
+    OK(MPI_Type_free(&backwards));
     OK(MPI_Win_unlock(right(), win));
     EXPECT_ERROR(MPI_Win_unlock(right(), win), MPI_ERR_RMA_SYNC, EVERY_MPI, "a second Win_unlock");
 
