@@ -1000,6 +1000,7 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     for (struct rma_deferred *d = b->defs; rc == MPI_SUCCESS && d != NULL; d = d->next)
         pb_eng_type_unpack_range(d->fetched, d->bytes, d->dst, d->count, d->type, 0);
     pb_win_batch_free(t);
+    t->batches_run++;
     /* the target keeps the lock when the batch ran (its answer said so),
      * whatever became of the replies here; a failed batch released it */
     if (answer_ok)
@@ -1048,6 +1049,44 @@ static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, in
     return MPI_SUCCESS;
 }
 
+/* Where @t's batch stood before an operation added to it. */
+typedef struct {
+    uint64_t batches_run;
+    size_t len, nsinks, reply_bytes;
+    uint32_t calls;
+} batch_mark_t;
+
+static batch_mark_t batch_mark(const pb_win_target_t *t)
+{
+    const pb_win_batch_t *b = t->batch;
+
+    if (b == NULL)
+        return (batch_mark_t){t->batches_run, 0, 0, 0, 0};
+    return (batch_mark_t){t->batches_run, b->len, b->nsinks, b->reply_bytes, b->calls};
+}
+
+/* Take back from @t's batch what an operation that failed added since
+ * @mark (its sub-calls point into its plan, which is freed).  A batch that
+ * ran meanwhile took the operation's first pieces with it (their results
+ * are in place): what its successor holds is the operation's alone. */
+static void batch_rewind(pb_win_target_t *t, const batch_mark_t *mark)
+{
+    pb_win_batch_t *b = t->batch;
+
+    if (b == NULL)
+        return;
+    if (t->batches_run != mark->batches_run) {
+        b->len = b->req != NULL ? sizeof(pb_win_call_t) : 0;
+        b->nsinks = b->reply_bytes = 0;
+        b->calls = 0;
+        return;
+    }
+    b->len = mark->len;
+    b->nsinks = mark->nsinks;
+    b->reply_bytes = mark->reply_bytes;
+    b->calls = mark->calls;
+}
+
 /* Keep @p's fetched data for the batch of @t: it is unpacked into the
  * program's buffer when the batch ran.  @return MPI_SUCCESS or
  * MPI_ERR_NO_MEM. */
@@ -1079,8 +1118,11 @@ static int path_tcp(pb_win_t *win, const rma_op_t *o, rma_plan_t *p)
     size_t unit = 1, ext = 1, pos = 0, run = 0, need;
     uint64_t run_done = 0;
     int padded = o->kind == RMA_ACC && kind_has_padding(p->kind);
-    int wants_reply = o->kind != RMA_PUT || win->flavor == MPI_WIN_FLAVOR_DYNAMIC ||
-                      (o->kind == RMA_ACC && p->fetched != NULL);
+    /* a put or an accumulate without a result completes at the next
+     * flush; a dynamic window's target checks addresses: its answer
+     * carries the error */
+    int wants_reply = o->kind == RMA_GET || o->kind == RMA_CAS ||
+                      win->flavor == MPI_WIN_FLAVOR_DYNAMIC || p->fetched != NULL;
     alignas(max_align_t) char small_req[1024], small_reply[1024];
     char *req = small_req, *reply = wants_reply ? small_reply : NULL;
     int rc = MPI_SUCCESS;
@@ -1214,17 +1256,26 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
             rc = MPI_SUCCESS;
         }
     }
-    if (t->mode == PB_WIN_TCP && rc == MPI_SUCCESS)
+    if (t->mode == PB_WIN_TCP && rc == MPI_SUCCESS) {
+        batch_mark_t mark = batch_mark(t);
+
         rc = path_tcp(win, o, &plan);
+        if (rc == MPI_SUCCESS && plan.fetched != NULL && pb_win_batch_pending(t)) {
+            void *dst = o->kind == RMA_GET ? (void *)o->origin : o->result;
+
+            /* filled when the batch runs */
+            rc = defer_result(t, &plan, dst, o->kind == RMA_GET ? o->ocount : o->rcount,
+                              o->kind == RMA_GET ? plan.otype : plan.rtype);
+        }
+        if (rc != MPI_SUCCESS)
+            batch_rewind(t, &mark); /* nothing left pointing into the plan */
+    }
     if (rc == MPI_SUCCESS && plan.fetched != NULL) {
         void *dst = o->kind == RMA_GET ? (void *)o->origin : o->result;
         MPI_Count count = o->kind == RMA_GET ? o->ocount : o->rcount;
         pb_datatype_t *type = o->kind == RMA_GET ? plan.otype : plan.rtype;
 
-        if (t->mode == PB_WIN_TCP && pb_win_batch_pending(t))
-            rc = defer_result(t, &plan, dst, count, type); /* filled when the batch runs */
-        else
-            pb_eng_type_unpack_range(plan.fetched, plan.bytes, dst, count, type, 0);
+        pb_eng_type_unpack_range(plan.fetched, plan.bytes, dst, count, type, 0);
     }
     plan_free(&plan);
     if (rc == MPI_SUCCESS)

@@ -110,8 +110,10 @@ typedef struct {
     int lock;                   /* MPI_LOCK_EXCLUSIVE / MPI_LOCK_SHARED held, or 0 */
     int lock_taken;             /* the lock word was taken (not under MPI_MODE_NOCHECK) */
     int batching;               /* TCP, a lock epoch: calls wait in the batch for the next flush */
-    struct pb_win_batch *batch; /* TCP: the calls waiting for the deferred lock (rma.c) */
-    int pending;                /* TCP: operations sent since its last flush */
+    struct pb_win_batch *batch; /* TCP, a lock epoch: the calls since the last flush (rma.c) */
+    uint64_t batches_run;       /* TCP: batches sent so far */
+
+    int pending; /* TCP: operations sent since its last flush */
 } pb_win_target_t;
 
 enum {
