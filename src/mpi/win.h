@@ -218,7 +218,7 @@ int pb_mpi_win_attr_delete_all(pb_win_t *win);
  * or MPI_ERR_OTHER (the target cannot be reached; logged). */
 int pb_win_target_connect(pb_win_t *win, int rank);
 
-/* The RSM calls a rank makes to a target's service thread (rma.c applies
+/* The RSM calls a rank makes to a target's service thread (rma_target.c applies
  * them there): a request is this header, then @nruns runs of the
  * target's memory (pb_win_run_t: offsets from its window memory, or
  * addresses in a dynamic window), then packed data; the reply is a
@@ -267,10 +267,30 @@ typedef struct {
 int pb_win_call(pb_win_t *win, int rank, const void *req, size_t len, void *reply, size_t max,
                 size_t *got);
 
-/* The RSM call handler of a window's control block export (rma.c): runs
+/* The RSM call handler of a window's control block export (rma_target.c): runs
  * on the RSM service thread for a peer's request. */
 void pb_win_call_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                          size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
+
+/* Accumulates applied to memory (rma_target.c), by the target's handler
+ * and by origins that reach the memory themselves.  Whether the elements
+ * of @kind are value-index pairs with padding (MPI_DOUBLE_INT...): their
+ * runs are arrays of C-layout pairs, converted one element at a time. */
+int pb_win_kind_padded(pb_basic_t kind);
+
+/* Where offset @off of memory @mem is; @mem NULL: @off is an address. */
+char *pb_win_run_at(char *mem, uint64_t off);
+
+/* Accumulate with @op the packed elements @in (NULL: none, MPI_NO_OP)
+ * into the @nruns runs of @mem, storing their previous contents packed at
+ * @old first (when not NULL).  Caller holds the accumulate lock. */
+void pb_win_runs_apply(MPI_Op op, pb_basic_t kind, char *mem, const pb_win_run_t *runs,
+                       size_t nruns, const char *in, char *old);
+
+/* Compare-and-swap one element of @size bytes at @at: @old gets its
+ * value; it becomes @value when it equals @compare.  Caller holds the
+ * accumulate lock. */
+void pb_win_cas_apply(char *at, size_t size, const void *value, const void *compare, void *old);
 
 /* Take and release the accumulate lock of a control block (spin, then
  * yield): around every accumulate-kind operation on its rank's memory. */
