@@ -380,7 +380,7 @@ static int plan_make(pb_win_t *win, const char *func, const rma_op_t *o, rma_pla
 
 /* Directly: @mem is the target's memory mapped here (NULL: offsets are
  * addresses in this process, a dynamic window of this rank). */
-static void path_direct(const rma_op_t *o, rma_plan_t *p, char *mem, pb_win_ctl_t *ctl)
+static void path_direct(const rma_op_t *o, rma_plan_t *p, char *mem, pb_win_ctl_t *ctl, int hw)
 {
     size_t pos = 0;
 
@@ -395,13 +395,13 @@ static void path_direct(const rma_op_t *o, rma_plan_t *p, char *mem, pb_win_ctl_
         break;
     case RMA_ACC:
         pb_win_acc_lock(ctl);
-        pb_win_runs_apply(o->op, p->kind, mem, p->runs, p->nruns, p->data, p->fetched);
+        pb_win_runs_apply(o->op, p->kind, mem, p->runs, p->nruns, p->data, p->fetched, hw);
         pb_win_acc_unlock(ctl);
         break;
     case RMA_CAS:
         pb_win_acc_lock(ctl);
-        pb_win_cas_apply(pb_win_run_at(mem, p->runs[0].off), p->bytes, p->data, o->compare,
-                         p->fetched);
+        pb_win_cas_apply(p->kind, pb_win_run_at(mem, p->runs[0].off), p->bytes, p->data, o->compare,
+                         p->fetched, hw);
         pb_win_acc_unlock(ctl);
         break;
     }
@@ -443,9 +443,9 @@ static int path_cma(const rma_op_t *o, rma_plan_t *p, pb_win_target_t *t)
         }
         if (rc == PB_ENG_PEER_COPY_OK) {
             if (o->kind == RMA_ACC)
-                pb_win_runs_apply(o->op, p->kind, copy, local, p->nruns, p->data, p->fetched);
+                pb_win_runs_apply(o->op, p->kind, copy, local, p->nruns, p->data, p->fetched, 0);
             else
-                pb_win_cas_apply(copy, p->bytes, p->data, o->compare, p->fetched);
+                pb_win_cas_apply(p->kind, copy, p->bytes, p->data, o->compare, p->fetched, 0);
             pos = 0;
             for (size_t i = 0; i < p->nruns && rc == PB_ENG_PEER_COPY_OK;
                  pos += p->runs[i].len, i++)
@@ -904,7 +904,8 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
     if (rc != MPI_SUCCESS) {
         /* reported below */
     } else if (t->mode == PB_WIN_DIRECT) {
-        path_direct(o, &plan, win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? NULL : t->base, t->ctl);
+        path_direct(o, &plan, win->flavor == MPI_WIN_FLAVOR_DYNAMIC ? NULL : t->base, t->ctl,
+                    win->hw_atomics);
     } else if (t->mode == PB_WIN_CMA) {
         rc = path_cma(o, &plan, t);
         if (rc < 0) {
@@ -959,6 +960,7 @@ static const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
     /* the last one asked for: predefined types never change */
     static MPI_Datatype recent_h;
     static const pb_datatype_t *recent;
+    static pb_basic_t recent_kind;
     const pb_datatype_t *t;
 
     if (h != recent_h || recent == NULL) {
@@ -969,19 +971,23 @@ static const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
             return NULL;
         recent_h = h;
         recent = t;
+        recent_kind = pb_eng_type_basic(t);
     }
-    *kind_p = pb_eng_type_basic(recent);
+    *kind_p = recent_kind;
     return recent;
 }
 
 /* Whether @op may accumulate elements of the predefined @type (of basic
- * @kind), and its loop (*@loop_p; NULL for MPI_REPLACE and MPI_NO_OP):
- * the checks of rma_run, remembered for the last pair that passed them. */
-static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_loop_t **loop_p)
+ * @kind), its loop (*@loop_p; NULL for MPI_REPLACE and MPI_NO_OP), and
+ * whether it is a hardware atomic on windows with hw_atomics (*@hw_p): the
+ * checks of rma_run, remembered for the last pair that passed them. */
+static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_loop_t **loop_p,
+                       int *hw_p)
 {
     static MPI_Op recent_op;
     static MPI_Datatype recent_type;
     static pb_mpi_op_loop_t *recent_loop;
+    static int recent_hw;
 
     if (op != recent_op || type != recent_type || op == NULL) {
         if (!pb_mpi_op_is_predefined(op) || pb_mpi_op_check_accumulate(op, type) != MPI_SUCCESS)
@@ -989,8 +995,10 @@ static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_
         recent_op = op;
         recent_type = type;
         recent_loop = pb_mpi_op_loop(op, kind);
+        recent_hw = op != MPI_NO_OP && pb_win_hw_op(op, kind);
     }
     *loop_p = recent_loop;
+    *hw_p = recent_hw;
     return 1;
 }
 
@@ -1048,20 +1056,35 @@ static int short_atomic(pb_win_t *w, const void *origin, const void *compare, vo
     const pb_datatype_t *t = short_type(type, &kind);
     pb_mpi_op_loop_t *loop = NULL;
     pb_win_target_t *tgt;
+    int hw;
     size_t bytes;
     char *slot;
 
     if (t == NULL || kind == PB_BASIC_NONE || result == NULL || (origin == NULL && op != MPI_NO_OP))
         return 0;
-    if (compare == NULL && !short_op_ok(op, type, kind, &loop))
+    if (compare != NULL)
+        hw = pb_win_hw_kind(kind);
+    else if (!short_op_ok(op, type, kind, &loop, &hw))
         return 0;
     bytes = pb_eng_type_size(t);
     slot = short_slot(w, target, disp, bytes, &tgt);
     if (slot == NULL)
         return 0;
+    if (hw && w->hw_atomics && ((uintptr_t)slot & (bytes - 1)) == 0) {
+        /* one instruction, without the lock (win.h) */
+        if (compare != NULL)
+            pb_win_hw_cas(slot, bytes, origin, compare, result);
+        else
+            pb_win_hw_apply(op, bytes, slot, origin, result);
+        return 1;
+    }
     pb_win_acc_lock(tgt->ctl);
     if (compare != NULL) {
-        pb_win_cas_apply(slot, bytes, origin, compare, result);
+        pb_win_cas_apply(kind, slot, bytes, origin, compare, result, w->hw_atomics);
+    } else if (op == MPI_NO_OP && w->hw_atomics && pb_win_hw_kind(kind) &&
+               ((uintptr_t)slot & (bytes - 1)) == 0) {
+        /* a load that others' hardware atomics may meet */
+        pb_win_hw_apply(op, bytes, slot, NULL, result);
     } else {
         memcpy(result, slot, bytes);
         if (loop != NULL)

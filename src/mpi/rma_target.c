@@ -72,7 +72,7 @@ void pb_win_lock_release(pb_win_ctl_t *ctl, int lock_type)
         atomic_fetch_sub_explicit(&ctl->lock, 1, memory_order_release);
 }
 
-/* ---- applying accumulates to memory --------------------------------------------- */
+/* ---- elements ------------------------------------------------------------------- */
 
 /* Whether the elements of @kind are pairs with padding (see the top). */
 int pb_win_kind_padded(pb_basic_t kind)
@@ -99,20 +99,130 @@ char *pb_win_run_at(char *mem, uint64_t off)
     return mem != NULL ? mem + off : (char *)(uintptr_t)off;
 }
 
-/* Accumulate with @op the packed elements @in (NULL: none, MPI_NO_OP) into
- * the runs of @mem, storing their previous contents packed at @old first
- * (when not NULL).  Caller holds the accumulate lock. */
+/* ---- hardware atomics (win.h: hw_atomics) ---------------------------------------- */
+
+int pb_win_hw_kind(pb_basic_t kind)
+{
+    switch (kind) {
+    case PB_BASIC_INT:
+    case PB_BASIC_UNSIGNED:
+    case PB_BASIC_LONG:
+    case PB_BASIC_UNSIGNED_LONG:
+    case PB_BASIC_LONG_LONG:
+    case PB_BASIC_UNSIGNED_LONG_LONG:
+    case PB_BASIC_INT32:
+    case PB_BASIC_UINT32:
+    case PB_BASIC_INT64:
+    case PB_BASIC_UINT64:
+    case PB_BASIC_AINT:
+    case PB_BASIC_OFFSET:
+    case PB_BASIC_COUNT: {
+        size_t size = pb_eng_type_size(pb_eng_type_of_basic(kind));
+
+        return size == 4 || size == 8;
+    }
+    default: return 0;
+    }
+}
+
+int pb_win_hw_op(MPI_Op op, pb_basic_t kind)
+{
+    return (op == MPI_SUM || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
+            op == MPI_REPLACE || op == MPI_NO_OP) &&
+           pb_win_hw_kind(kind);
+}
+
+/* The read-modify-write of @op on the unsigned integer at @at with @v;
+ * @return the value before.  Two's-complement sums are the same for
+ * signed integers. */
+#define PB_WIN_HW_RMW(bits)                                                                        \
+    static uint##bits##_t hw_rmw##bits(MPI_Op op, uint##bits##_t *at, uint##bits##_t v)            \
+    {                                                                                              \
+        if (op == MPI_SUM)                                                                         \
+            return __atomic_fetch_add(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_BAND)                                                                        \
+            return __atomic_fetch_and(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_BOR)                                                                         \
+            return __atomic_fetch_or(at, v, __ATOMIC_ACQ_REL);                                     \
+        if (op == MPI_BXOR)                                                                        \
+            return __atomic_fetch_xor(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_REPLACE)                                                                     \
+            return __atomic_exchange_n(at, v, __ATOMIC_ACQ_REL);                                   \
+        return __atomic_load_n(at, __ATOMIC_ACQUIRE);                                              \
+    }
+PB_WIN_HW_RMW(32)
+PB_WIN_HW_RMW(64)
+#undef PB_WIN_HW_RMW
+
+void pb_win_hw_apply(MPI_Op op, size_t size, char *at, const char *in, char *old)
+{
+    if (size == 4) {
+        uint32_t v = 0, prev;
+
+        if (in != NULL)
+            memcpy(&v, in, sizeof(v));
+        prev = hw_rmw32(in != NULL ? op : MPI_NO_OP, (uint32_t *)(void *)at, v);
+        if (old != NULL)
+            memcpy(old, &prev, sizeof(prev));
+    } else {
+        uint64_t v = 0, prev;
+
+        if (in != NULL)
+            memcpy(&v, in, sizeof(v));
+        prev = hw_rmw64(in != NULL ? op : MPI_NO_OP, (uint64_t *)(void *)at, v);
+        if (old != NULL)
+            memcpy(old, &prev, sizeof(prev));
+    }
+}
+
+void pb_win_hw_cas(char *at, size_t size, const void *value, const void *compare, void *old)
+{
+    if (size == 4) {
+        uint32_t expect, v;
+
+        memcpy(&expect, compare, sizeof(expect));
+        memcpy(&v, value, sizeof(v));
+        __atomic_compare_exchange_n((uint32_t *)(void *)at, &expect, v, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        memcpy(old, &expect, sizeof(expect));
+    } else {
+        uint64_t expect, v;
+
+        memcpy(&expect, compare, sizeof(expect));
+        memcpy(&v, value, sizeof(v));
+        __atomic_compare_exchange_n((uint64_t *)(void *)at, &expect, v, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        memcpy(old, &expect, sizeof(expect));
+    }
+}
+
+/* Whether the @len bytes at @at are elements of @size bytes (a power of
+ * two) each aligned to its size. */
+static int hw_aligned(const char *at, uint64_t len, size_t size)
+{
+    return (((uintptr_t)at | len) & (size - 1)) == 0;
+}
+
+/* ---- applying accumulates to memory --------------------------------------------- */
+
 void pb_win_runs_apply(MPI_Op op, pb_basic_t kind, char *mem, const pb_win_run_t *runs,
-                       size_t nruns, const char *in, char *old)
+                       size_t nruns, const char *in, char *old, int hw)
 {
     const pb_datatype_t *unit = pb_eng_type_of_basic(kind);
     size_t usize = pb_eng_type_size(unit), uext = (size_t)pb_eng_type_extent(unit);
     int padded = pb_win_kind_padded(kind);
     size_t pos = 0;
 
+    hw = hw && pb_win_hw_op(op, kind);
     for (size_t i = 0; i < nruns; i++) {
         char *at = pb_win_run_at(mem, runs[i].off);
 
+        if (hw && hw_aligned(at, runs[i].len, usize)) {
+            for (uint64_t k = 0; k < runs[i].len; k += usize, pos += usize)
+                pb_win_hw_apply(op, usize, at + k, in != NULL ? in + pos : NULL,
+                                old != NULL ? old + pos : NULL);
+            continue;
+        }
         if (!padded) {
             if (old != NULL)
                 memcpy(old + pos, at, runs[i].len);
@@ -137,10 +247,13 @@ void pb_win_runs_apply(MPI_Op op, pb_basic_t kind, char *mem, const pb_win_run_t
     }
 }
 
-/* Compare-and-swap one element of @size bytes at @at: @old gets its value;
- * it becomes @value when it equals @compare.  Caller holds the lock. */
-void pb_win_cas_apply(char *at, size_t size, const void *value, const void *compare, void *old)
+void pb_win_cas_apply(pb_basic_t kind, char *at, size_t size, const void *value,
+                      const void *compare, void *old, int hw)
 {
+    if (hw && pb_win_hw_kind(kind) && hw_aligned(at, size, size)) {
+        pb_win_hw_cas(at, size, value, compare, old);
+        return;
+    }
     memcpy(old, at, size);
     if (memcmp(at, compare, size) == 0)
         memcpy(at, value, size);
@@ -226,7 +339,8 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
             size_t n = run_packed(kind, runs[i].len);
 
             pb_win_runs_apply((MPI_Op)(uintptr_t)call->op, kind, NULL, &at, 1,
-                              data_len != 0 ? data : NULL, call->arg ? out + *out_len : NULL);
+                              data_len != 0 ? data : NULL, call->arg ? out + *out_len : NULL,
+                              win->hw_atomics);
             data += n;
             *out_len += call->arg ? n : 0;
         }
@@ -237,7 +351,8 @@ static int32_t handle_call(pb_win_t *win, const pb_win_call_t *call, const pb_wi
         if (call->nruns != 1 || data_len != 2 * runs[0].len || runs[0].len > out_max)
             return MPI_ERR_ARG;
         pb_win_acc_lock(win->ctl);
-        pb_win_cas_apply(own_run(win, &runs[0]), runs[0].len, data, data + runs[0].len, out);
+        pb_win_cas_apply(kind, own_run(win, &runs[0]), runs[0].len, data, data + runs[0].len, out,
+                         win->hw_atomics);
         pb_win_acc_unlock(win->ctl);
         *out_len = runs[0].len;
         return MPI_SUCCESS;

@@ -333,8 +333,9 @@ static const struct {
 };
 
 /* The hints of @info (checked) that Postbox knows, each set to its value
- * in @info or to what it is without it, into win->info. */
-static int hints_set(pb_win_t *win, MPI_Info info)
+ * in @info or to what it is without it, into win->info; accumulate_ops
+ * only when @creating the window (see win.h: hw_atomics). */
+static int hints_set(pb_win_t *win, MPI_Info info, int creating)
 {
     if (win->info == MPI_INFO_NULL && PMPI_Info_create(&win->info) != MPI_SUCCESS)
         return MPI_ERR_NO_MEM;
@@ -342,6 +343,9 @@ static int hints_set(pb_win_t *win, MPI_Info info)
         const char *v = pb_mpi_info_value(info, win_hints[i].key);
         char old[MPI_MAX_INFO_VAL + 1];
         int flag = 0;
+
+        if (!creating && strcmp(win_hints[i].key, "accumulate_ops") == 0)
+            continue;
 
         if (v == NULL) {
             /* a key not given keeps the value it has */
@@ -406,7 +410,14 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     win->comm = pb_mpi_comm(dup);
     win->rank = win->comm->rank;
     win->size = win->comm->size;
-    rc = hints_set(win, info);
+    rc = hints_set(win, info, 1);
+    if (rc == MPI_SUCCESS &&
+        (flavor == MPI_WIN_FLAVOR_ALLOCATE || flavor == MPI_WIN_FLAVOR_SHARED)) {
+        const char *ops = pb_mpi_info_value(win->info, "accumulate_ops");
+
+        win->hw_atomics =
+            ops != NULL && (strcmp(ops, "same_op") == 0 || strcmp(ops, "same_op_no_op") == 0);
+    }
     infos = calloc((size_t)win->size, sizeof(*infos));
     all_ids = calloc((size_t)win->size, sizeof(*all_ids));
     win->targets = calloc((size_t)win->size, sizeof(*win->targets));
@@ -802,7 +813,7 @@ int pb_mpi_win_set_info_impl(const char *func, MPI_Win win, MPI_Info info, pb_wi
     int rc = pb_mpi_info_check(MPI_COMM_NULL, info, 1, func);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = hints_set(w, info);
+    rc = hints_set(w, info, 0);
     return rc == MPI_SUCCESS ? rc : pb_mpi_win_raise(w, rc, func, "out of memory");
 }
 

@@ -29,7 +29,16 @@
  * any origin and by any path, runs under the target's accumulate lock
  * (a spin-then-yield lock word in its control block), so accumulates are
  * atomic per element and ordered per origin/target pair as the default
- * accumulate_ordering asks.
+ * accumulate_ordering asks.  One exception makes a fetch-and-op or a
+ * compare-and-swap on a node one instruction: on an allocated window
+ * whose accumulate_ops hint is same_op or same_op_no_op (the default),
+ * the sum, bitwise operations, replace and no-op on 4- and 8-byte integers
+ * are hardware atomics on every path (by the target's handler too, under
+ * the lock, element by element), so the short path of an origin on the
+ * node needs no lock for them: concurrent accumulates to one location use
+ * one operation, and each of theirs is then atomic against the others.
+ * The hint is read when the window is made; MPI_Win_set_info does not
+ * change it (every rank would have to switch at one instant).
  */
 #ifndef PB_MPI_WIN_H
 #define PB_MPI_WIN_H
@@ -135,6 +144,10 @@ struct MPI_ABI_Win {
     int64_t disp_unit;
     MPI_Errhandler errhandler;
     MPI_Info info; /* the hints, as MPI_Win_get_info returns them */
+    /* accumulates of pb_win_hw_op's ops and kinds are hardware atomics, on
+     * every path (an allocated window, accumulate_ops same_op[_no_op]):
+     * the short path skips the accumulate lock for them */
+    int hw_atomics;
     char name[MPI_MAX_OBJECT_NAME];
 
     /* the node segment (shm): exported by the node's first rank, mapped */
@@ -281,16 +294,39 @@ int pb_win_kind_padded(pb_basic_t kind);
 /* Where offset @off of memory @mem is; @mem NULL: @off is an address. */
 char *pb_win_run_at(char *mem, uint64_t off);
 
+/* Whether elements of @kind are integers of 4 or 8 bytes, which
+ * compare-and-swap and pb_win_hw_op's ops change by one hardware atomic. */
+int pb_win_hw_kind(pb_basic_t kind);
+
+/* Whether @op on elements of @kind is one hardware atomic on a window
+ * with hw_atomics: MPI_SUM, MPI_BAND, MPI_BOR, MPI_BXOR, MPI_REPLACE and
+ * MPI_NO_OP (an atomic load) on a pb_win_hw_kind. */
+int pb_win_hw_op(MPI_Op op, pb_basic_t kind);
+
+/* @op with the element @in (NULL for MPI_NO_OP) on the element of @size
+ * bytes (4 or 8) at @at, aligned to its size, as one atomic; @old (when
+ * not NULL) gets its previous value. */
+void pb_win_hw_apply(MPI_Op op, size_t size, char *at, const char *in, char *old);
+
+/* Compare-and-swap as one atomic of the element of @size bytes (4 or 8)
+ * at @at, aligned to its size: @old gets its value; it becomes @value
+ * when it equals @compare. */
+void pb_win_hw_cas(char *at, size_t size, const void *value, const void *compare, void *old);
+
 /* Accumulate with @op the packed elements @in (NULL: none, MPI_NO_OP)
  * into the @nruns runs of @mem, storing their previous contents packed at
- * @old first (when not NULL).  Caller holds the accumulate lock. */
+ * @old first (when not NULL); with @hw (the window's hw_atomics), the
+ * elements pb_win_hw_op covers change by pb_win_hw_apply.  Caller holds
+ * the accumulate lock. */
 void pb_win_runs_apply(MPI_Op op, pb_basic_t kind, char *mem, const pb_win_run_t *runs,
-                       size_t nruns, const char *in, char *old);
+                       size_t nruns, const char *in, char *old, int hw);
 
-/* Compare-and-swap one element of @size bytes at @at: @old gets its
- * value; it becomes @value when it equals @compare.  Caller holds the
- * accumulate lock. */
-void pb_win_cas_apply(char *at, size_t size, const void *value, const void *compare, void *old);
+/* Compare-and-swap one element of @kind, @size bytes, at @at: @old gets
+ * its value; it becomes @value when it equals @compare.  With @hw (the
+ * window's hw_atomics), by pb_win_hw_cas where that covers it.  Caller
+ * holds the accumulate lock. */
+void pb_win_cas_apply(pb_basic_t kind, char *at, size_t size, const void *value,
+                      const void *compare, void *old, int hw);
 
 /* Take and release the accumulate lock of a control block (spin, then
  * yield): around every accumulate-kind operation on its rank's memory. */

@@ -14,6 +14,14 @@
  *             12.7.1), and each rank's in increasing order (the default
  *             accumulate_ordering orders one origin's operations on a
  *             location).
+ * mixed       fetch-and-adds of one element and accumulates of a vector
+ *             over the same element, concurrently from every rank, with
+ *             no-op reads of it between, and compare-and-swap increments of
+ *             another location: on the default window (accumulate_ops
+ *             same_op_no_op, where on-node origins use hardware atomics
+ *             without the lock) and on one with accumulate_ops=none (the
+ *             lock for all).  Sums checked exactly; each origin's reads of
+ *             the growing element never decrease.
  * lock        every rank takes an exclusive lock on rank 0, reads a counter
  *             held twice, checks both copies agree, and writes each back
  *             plus one by a put of its own: a read-modify-write correct only
@@ -139,6 +147,72 @@ static void case_accumulate(void)
     free(fetched);
 }
 
+/* The mixed case on a window made with @info (@what names it). */
+static void mixed_on(MPI_Info info, const char *what)
+{
+    int target = size - 1;
+    int64_t *base = NULL, one = 1, ones[LANES], seen = 0, last = 0;
+    MPI_Win win;
+
+    for (int i = 0; i < LANES; i++)
+        ones[i] = 1;
+    OK(MPI_Win_allocate(8 * sizeof(int64_t), sizeof(int64_t), info, MPI_COMM_WORLD, &base, &win));
+    memset(base, 0, 8 * sizeof(int64_t));
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(MPI_Win_lock_all(0, win));
+    for (int it = 0; it < iterations; it++) {
+        int64_t fetched, expect, old;
+
+        OK(MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, target, 0, MPI_SUM, win));
+        OK(MPI_Accumulate(ones, LANES, MPI_INT64_T, target, 0, LANES, MPI_INT64_T, MPI_SUM, win));
+        OK(MPI_Get_accumulate(NULL, 0, MPI_INT64_T, &seen, 1, MPI_INT64_T, target, 0, 1,
+                              MPI_INT64_T, MPI_NO_OP, win));
+        OK(MPI_Win_flush(target, win));
+        CHECK(seen >= last && seen > fetched, "%s: read %lld after %lld (fetched %lld)", what,
+              (long long)seen, (long long)last, (long long)fetched);
+        last = seen;
+        /* compare-and-swap: add one to element 6 */
+        OK(MPI_Fetch_and_op(NULL, &expect, MPI_INT64_T, target, 6, MPI_NO_OP, win));
+        OK(MPI_Win_flush(target, win));
+        for (;;) {
+            int64_t next = expect + 1;
+
+            OK(MPI_Compare_and_swap(&next, &expect, &old, MPI_INT64_T, target, 6, win));
+            OK(MPI_Win_flush(target, win));
+            if (old == expect)
+                break;
+            expect = old;
+        }
+    }
+    OK(MPI_Win_unlock_all(win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == target) {
+        int64_t n = (int64_t)size * iterations;
+
+        OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+        CHECK(base[0] == 2 * n, "%s: the shared element is %lld, expected %lld", what,
+              (long long)base[0], 2 * (long long)n);
+        for (int i = 1; i < LANES; i++)
+            CHECK(base[i] == n, "%s: element %d is %lld, expected %lld", what, i,
+                  (long long)base[i], (long long)n);
+        CHECK(base[6] == n, "%s: the compare-and-swap counter is %lld, expected %lld", what,
+              (long long)base[6], (long long)n);
+        OK(MPI_Win_unlock(rank, win));
+    }
+    OK(MPI_Win_free(&win));
+}
+
+static void case_mixed(void)
+{
+    MPI_Info info;
+
+    mixed_on(MPI_INFO_NULL, "same_op_no_op window");
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "accumulate_ops", "none"));
+    mixed_on(info, "accumulate_ops=none window");
+    OK(MPI_Info_free(&info));
+}
+
 static void case_lock(void)
 {
     int64_t *base = NULL, copies[2], next;
@@ -190,6 +264,7 @@ static const struct {
     void (*run)(void);
 } cases[] = {
     {"accumulate", case_accumulate},
+    {"mixed", case_mixed},
     {"lock", case_lock},
 };
 
