@@ -378,7 +378,7 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     win_rank_ids_t ids = {0}, *all_ids = NULL;
     win_layout_t layout = {0};
     MPI_Comm dup;
-    int rc, leader = -1, needs_tcp = 0, nodes_spanned = 0, local_ranks = 0;
+    int rc, ok, leader = -1, needs_tcp = 0, nodes_spanned = 0, local_ranks = 0;
 
     if (size < 0)
         return pb_mpi_raise(c->handle, MPI_ERR_SIZE, func, "size is negative (%ld)", (long)size);
@@ -422,11 +422,16 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     all_ids = calloc((size_t)win->size, sizeof(*all_ids));
     win->targets = calloc((size_t)win->size, sizeof(*win->targets));
     win->post_seen = calloc(4 * (size_t)win->size, sizeof(uint64_t));
-    if (rc != MPI_SUCCESS || infos == NULL || all_ids == NULL || win->targets == NULL ||
-        win->post_seen == NULL) {
-        rc = MPI_ERR_NO_MEM;
+    /* every rank takes every collective step below, or none does: one out
+     * of memory here says so first */
+    ok = rc == MPI_SUCCESS && infos != NULL && all_ids != NULL && win->targets != NULL &&
+         win->post_seen != NULL;
+    rc = PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, dup);
+    if (rc == MPI_SUCCESS && !ok)
+        rc =
+            pb_mpi_raise(c->handle, MPI_ERR_NO_MEM, func, "a rank is out of memory for the window");
+    if (rc != MPI_SUCCESS)
         goto fail_local;
-    }
     win->complete_sent = win->post_seen + win->size;
     win->posted = win->complete_sent + win->size;
     win->complete_seen = win->posted + win->size;
@@ -465,17 +470,20 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
                           nodes_spanned);
         goto fail_local;
     }
+    /* a rank that fails from here on still takes the collective steps, and
+     * says so in the last allgather */
     rc = layout_make(win, infos, hint_true(info, "alloc_shared_noncontig"), &layout);
-    if (rc != MPI_SUCCESS)
-        goto fail_local;
 
     /* the node segment: the first rank makes it, the others map it */
-    if (win->rank == leader)
+    if (rc == MPI_SUCCESS && win->rank == leader)
         ids.node_seg = node_seg_export(win, layout.total);
-    rc = PMPI_Allgather(&ids, sizeof(ids), MPI_BYTE, all_ids, sizeof(ids), MPI_BYTE, dup);
-    if (rc != MPI_SUCCESS)
+    if (PMPI_Allgather(&ids, sizeof(ids), MPI_BYTE, all_ids, sizeof(ids), MPI_BYTE, dup) !=
+        MPI_SUCCESS) {
+        rc = MPI_ERR_OTHER;
         goto fail_local;
-    rc = all_ids[leader].node_seg != 0 ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS && all_ids[leader].node_seg == 0)
+        rc = MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS && win->rank != leader)
         rc = node_seg_import(win, all_ids[leader].node_seg, layout.total);
     if (rc == MPI_SUCCESS) {
