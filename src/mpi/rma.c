@@ -659,7 +659,7 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     t->batches_run++;
     /* the target keeps the lock when the batch ran (its answer said so),
      * whatever became of the replies here; a failed batch released it */
-    if (answer_ok)
+    if (answer_ok && t->lock != 0)
         t->lock_taken = !unlock;
     return rc;
 }
@@ -675,7 +675,7 @@ static int tcp_exchange(pb_win_t *win, int rank, const char *req, size_t len, in
     size_t got = 0;
     int rc;
 
-    if (t->lock != 0 && t->batching) {
+    if (t->batching) {
         int added = batch_add(t, req, len, at, at_len, wants_reply);
 
         if (added == 0) {

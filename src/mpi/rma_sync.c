@@ -2,8 +2,9 @@
  * RMA synchronization (win.h): fence, post-start-complete-wait, and the
  * passive-target locks and flushes.
  *
- * A fence completes this rank's operations at their targets, then is a
- * barrier.  PSCW counts in the control blocks: MPI_Win_post adds one to
+ * A fence completes this rank's operations at their targets (toward
+ * another node, running the batch the epoch's operations waited in), then
+ * is a barrier.  PSCW counts in the control blocks: MPI_Win_post adds one to
  * post[me] in each origin's block, MPI_Win_start waits for those counts
  * to pass what it consumed, MPI_Win_complete adds one to complete[me] in
  * each target's block after the epoch's operations (which reach the
@@ -110,6 +111,55 @@ static int assert_check(pb_win_t *win, const char *func, int assertion, int allo
                             "assert %#x has bits this call does not know", (unsigned)assertion);
 }
 
+/* ---- active target: batches ------------------------------------------------------------ */
+
+/*
+ * In an access epoch of fence or PSCW, the operations toward a target on
+ * another node wait in its batch, as in a lock epoch, until the fence or
+ * MPI_Win_complete that ends the epoch runs it: one call that the target
+ * runs whole (without a lock) instead of one each.  Not on dynamic
+ * windows (win.h).
+ */
+static void batching_open(pb_win_t *win, int rank)
+{
+    if (win->targets[rank].mode == PB_WIN_TCP && win->flavor != MPI_WIN_FLAVOR_DYNAMIC)
+        win->targets[rank].batching = 1;
+}
+
+/* Run @rank's batch, if any, and complete what went outside it. */
+static int batch_complete(pb_win_t *win, int rank)
+{
+    pb_win_target_t *t = &win->targets[rank];
+    int rc = MPI_SUCCESS;
+
+    if (t->batching && pb_win_batch_pending(t))
+        rc = pb_win_batch_run(win, rank, 0);
+    if (rc == MPI_SUCCESS)
+        rc = pb_win_flush_target(win, rank);
+    return rc;
+}
+
+/* Leave a fence epoch for another kind: what its batches hold runs (a
+ * fence should have ended it; an epoch of locks or PSCW batches its own
+ * way). */
+static int fence_batches_close(pb_win_t *win)
+{
+    int rc = MPI_SUCCESS;
+
+    if (win->epoch != PB_WIN_EPOCH_FENCE)
+        return MPI_SUCCESS;
+    for (int r = 0; r < win->size; r++) {
+        pb_win_target_t *t = &win->targets[r];
+        int one =
+            t->batching && pb_win_batch_pending(t) ? pb_win_batch_run(win, r, 0) : MPI_SUCCESS;
+
+        t->batching = 0;
+        if (rc == MPI_SUCCESS)
+            rc = one;
+    }
+    return rc;
+}
+
 /* ---- fence ---------------------------------------------------------------------------- */
 
 static int flush_all(pb_win_t *win)
@@ -117,7 +167,7 @@ static int flush_all(pb_win_t *win)
     int rc = MPI_SUCCESS;
 
     for (int r = 0; r < win->size; r++) {
-        int one = pb_win_flush_target(win, r);
+        int one = batch_complete(win, r);
 
         if (rc == MPI_SUCCESS)
             rc = one;
@@ -147,6 +197,11 @@ int pb_mpi_win_fence_impl(const char *func, int assertion, MPI_Win win, pb_win_t
         return rc;
     pb_win_served_acquire(w);
     w->epoch = (assertion & MPI_MODE_NOSUCCEED) ? PB_WIN_EPOCH_NONE : PB_WIN_EPOCH_FENCE;
+    for (int r = 0; r < w->size; r++) {
+        w->targets[r].batching = 0;
+        if (w->epoch == PB_WIN_EPOCH_FENCE)
+            batching_open(w, r);
+    }
     return MPI_SUCCESS;
 }
 
@@ -212,9 +267,16 @@ int pb_mpi_win_start_impl(const char *func, MPI_Group group, int assertion, MPI_
     rc = group_ranks(w, group, &ranks, &n);
     if (rc != MPI_SUCCESS)
         return pb_mpi_win_raise(w, rc, func, "the group is not a group of the window's ranks");
+    rc = fence_batches_close(w);
+    if (rc != MPI_SUCCESS) {
+        free(ranks);
+        return pb_mpi_win_raise(w, rc, func, "a target is unreachable (see the log)");
+    }
     free(w->start_ranks);
     w->start_ranks = ranks;
     w->nstart = n;
+    for (int i = 0; i < n; i++)
+        batching_open(w, ranks[i]);
     if (!(assertion & MPI_MODE_NOCHECK)) {
         rma_wait(w, posted_all, NULL);
         for (int i = 0; i < n; i++)
@@ -232,11 +294,22 @@ int pb_mpi_win_complete_impl(const char *func, MPI_Win win, pb_win_t *w)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func,
                                 "no access epoch of MPI_Win_start is open");
     atomic_thread_fence(memory_order_seq_cst);
-    /* the count follows the epoch's operations on the same path */
-    for (int i = 0; i < w->nstart && rc == MPI_SUCCESS; i++)
-        rc = count_add(w, w->start_ranks[i], 2u * (unsigned)w->rank + 1);
+    /* the count follows the epoch's operations (their batch ran) on the
+     * same path */
+    for (int i = 0; i < w->nstart && rc == MPI_SUCCESS; i++) {
+        int r = w->start_ranks[i];
+
+        if (w->targets[r].batching && pb_win_batch_pending(&w->targets[r]))
+            rc = pb_win_batch_run(w, r, 0);
+        if (rc == MPI_SUCCESS)
+            rc = count_add(w, r, 2u * (unsigned)w->rank + 1);
+    }
     for (int i = 0; i < w->nstart && rc == MPI_SUCCESS; i++)
         rc = pb_win_flush_target(w, w->start_ranks[i]);
+    for (int i = 0; i < w->nstart; i++) {
+        pb_win_batch_free(&w->targets[w->start_ranks[i]]);
+        w->targets[w->start_ranks[i]].batching = 0;
+    }
     w->epoch = PB_WIN_EPOCH_NONE;
     w->nstart = 0;
     if (rc != MPI_SUCCESS)
@@ -397,6 +470,9 @@ int pb_mpi_win_lock_impl(const char *func, int lock_type, int rank, int assertio
                                 "another access epoch (PSCW or MPI_Win_lock_all) is open");
     if (w->targets[rank].lock != 0)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func, "rank %d is locked already", rank);
+    rc = fence_batches_close(w);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_win_raise(w, rc, func, "a target is unreachable (see the log)");
     if (!(assertion & MPI_MODE_NOCHECK)) {
         rc = lock_take(w, rank, lock_type);
         if (rc != MPI_SUCCESS)
@@ -434,6 +510,9 @@ int pb_mpi_win_lock_all_impl(const char *func, int assertion, MPI_Win win, pb_wi
     if (w->epoch != PB_WIN_EPOCH_NONE && w->epoch != PB_WIN_EPOCH_FENCE)
         return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func,
                                 "another access epoch is open on the window");
+    rc = fence_batches_close(w);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_win_raise(w, rc, func, "a target is unreachable (see the log)");
     for (int r = 0; r < w->size && rc == MPI_SUCCESS; r++) {
         if (!(assertion & MPI_MODE_NOCHECK))
             rc = lock_take(w, r, MPI_LOCK_SHARED);
@@ -464,21 +543,6 @@ int pb_mpi_win_unlock_all_impl(const char *func, MPI_Win win, pb_win_t *w)
     return MPI_SUCCESS;
 }
 
-/* Complete the operations toward the locked @rank: its batch runs (the
- * lock taken if it was not, and kept), then what went outside a batch
- * completes. */
-static int flush_target_batch(pb_win_t *w, int rank)
-{
-    pb_win_target_t *t = &w->targets[rank];
-    int rc = MPI_SUCCESS;
-
-    if (t->batching && pb_win_batch_pending(t))
-        rc = pb_win_batch_run(w, rank, 0);
-    if (rc == MPI_SUCCESS)
-        rc = pb_win_flush_target(w, rank);
-    return rc;
-}
-
 /* MPI_Win_flush and its kin: a passive-target epoch toward @rank (-1: all). */
 static int flush(pb_win_t *w, const char *func, int rank)
 {
@@ -492,10 +556,10 @@ static int flush(pb_win_t *w, const char *func, int rank)
             return rc;
         if (w->targets[rank].lock == 0)
             return pb_mpi_win_raise(w, MPI_ERR_RMA_SYNC, func, "rank %d is not locked", rank);
-        rc = flush_target_batch(w, rank);
+        rc = batch_complete(w, rank);
     } else {
         for (int r = 0; r < w->size; r++) {
-            int one = w->targets[r].lock != 0 ? flush_target_batch(w, r) : MPI_SUCCESS;
+            int one = w->targets[r].lock != 0 ? batch_complete(w, r) : MPI_SUCCESS;
 
             if (rc == MPI_SUCCESS)
                 rc = one;

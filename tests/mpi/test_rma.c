@@ -1408,6 +1408,32 @@ static void case_fence(void)
     OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
     CHECK(base[10] == value(left(), 1), "lock after fence: %d, expected %d", base[10],
           value(left(), 1));
+    base[20] = 0;
+    base[21] = value(rank, 21);
+    OK(MPI_Win_unlock(rank, win));
+
+    /* many small operations in one fence epoch (toward another node they
+     * travel in one batch), results included */
+    int one = 1, got = -1, x2 = value(rank, 22);
+
+    OK(MPI_Win_fence(0, win));
+    for (int i = 0; i < 64; i++)
+        OK(MPI_Accumulate(&one, 1, MPI_INT, right(), 20, 1, MPI_INT, MPI_SUM, win));
+    OK(MPI_Get(&got, 1, MPI_INT, right(), 21, 1, MPI_INT, win));
+    OK(MPI_Win_fence(0, win));
+    CHECK(base[20] == 64, "64 accumulates in a fence epoch: %d", base[20]);
+    CHECK(got == value(right(), 21), "get in a fence epoch: %d, expected %d", got,
+          value(right(), 21));
+
+    /* a lock epoch under MPI_MODE_NOCHECK after a fence without NOSUCCEED
+     * (each rank locks only its right neighbour: no conflicting lock) */
+    OK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right(), MPI_MODE_NOCHECK, win));
+    OK(MPI_Put(&x2, 1, MPI_INT, right(), 22, 1, MPI_INT, win));
+    OK(MPI_Win_unlock(right(), win));
+    MPI_Barrier(MPI_COMM_WORLD);
+    OK(MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win));
+    CHECK(base[22] == value(left(), 22), "NOCHECK lock after a fence epoch: %d, expected %d",
+          base[22], value(left(), 22));
     OK(MPI_Win_unlock(rank, win));
     OK(MPI_Win_free(&win));
 }
