@@ -1039,6 +1039,7 @@ static const char what[] =
     "  --nodes N          nodes in the records (default 1)\n"
     "  --path NAME        path in the records: on-node (default) or network\n"
     "  --path-how TEXT    how the runner forced that path (record key path_how)\n"
+    "  --round N          which of several runs of the same figures this is (record key round)\n"
     "  --tests a,b        only these tests (default: every one built)\n"
     "  --sync KIND        barrier before each call: dissemination (default: the bench's own,\n"
     "                     zero-byte MPI_Sendrecv), mpi_barrier (MPI_Barrier) or none\n"

@@ -28,10 +28,28 @@ int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char
     return 1;
 }
 
+/* The value @val of option @name, a whole number from @least to 10^6, into
+ * *@out.  @return 1, or -1 with a message. */
+static int parse_count(const pb_mpi_bench_t *b, const char *name, const char *val, long least,
+                       int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(val, &end, 10);
+    if (errno != 0 || *end != '\0' || v < least || v > 1000000) {
+        fprintf(stderr, "%s: bad %s '%s'\n", b->prog, name, val);
+        return -1;
+    }
+    *out = (int)v;
+    return 1;
+}
+
 int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
 {
-    static const char *const with_arg[] = {"--library", "--transport", "--placement",
-                                           "--nodes",   "--path",      "--path-how"};
+    static const char *const with_arg[] = {"--library", "--transport", "--placement", "--nodes",
+                                           "--path",    "--path-how",  "--round"};
     const char *val = NULL;
     unsigned k;
     int found = 0;
@@ -48,19 +66,7 @@ int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
     case 0: b->library = val; break;
     case 1: b->transport = val; break;
     case 2: b->placement = val; break;
-    case 3: {
-        char *end;
-        long v;
-
-        errno = 0;
-        v = strtol(val, &end, 10);
-        if (errno != 0 || *end != '\0' || v < 1 || v > 1000000) {
-            fprintf(stderr, "%s: bad --nodes '%s'\n", b->prog, val);
-            return -1;
-        }
-        b->nodes = (int)v;
-        break;
-    }
+    case 3: return parse_count(b, with_arg[k - 1], val, 1, &b->nodes);
     case 4:
         if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
             fprintf(stderr, "%s: bad --path '%s' (on-node or network)\n", b->prog, val);
@@ -68,7 +74,8 @@ int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
         }
         b->path = val;
         break;
-    default: b->path_how = val; break;
+    case 5: b->path_how = val; break;
+    default: return parse_count(b, with_arg[k - 1], val, 0, &b->round);
     }
     return 1;
 }
@@ -185,5 +192,7 @@ void pb_mpi_bench_record_identity(pb_bench_record_t *rec, const pb_mpi_bench_t *
     pb_bench_record_add_str(rec, "path", b->path);
     if (b->path_how != NULL)
         pb_bench_record_add_str(rec, "path_how", b->path_how);
+    if (b->round >= 0)
+        pb_bench_record_add_num(rec, "round", b->round);
     pb_bench_record_add_bool(rec, "oversubscribed", pb_mpi_bench_oversubscribed(b));
 }

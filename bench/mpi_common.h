@@ -1,7 +1,7 @@
 /*
  * What the MPI bench programs (mpi_p2p, mpi_coll, mpi_rma) share: the
  * options that say what their records describe (--library, --transport,
- * --placement, --nodes, --path, --path-how, --no-check), the --tests list,
+ * --placement, --nodes, --path, --path-how, --round, --no-check), the --tests list,
  * the library's identity (MPI_Get_library_version), the job's shape (ranks
  * on rank 0's host, the CPUs rank 0 may use) and the record keys that come
  * from them.  Written to the standard MPI C API only, like the programs.
@@ -22,6 +22,7 @@ typedef struct {
     const char *library, *transport, *placement;
     const char *path, *path_how; /* on-node or network, and how it was forced */
     int nodes;
+    int round;         /* which of several runs of the same figures (--round), or -1 */
     bool check;        /* verify results (--no-check: false) */
     int cores;         /* CPUs rank 0 may run on */
     int host_ranks;    /* ranks on rank 0's host */
@@ -33,7 +34,7 @@ typedef struct {
 #define PB_MPI_BENCH_INIT(prog_name)                                                               \
     {                                                                                              \
         .prog = (prog_name), .transport = "shm", .placement = "on-node", .path = "on-node",        \
-        .nodes = 1, .check = true                                                                  \
+        .nodes = 1, .round = -1, .check = true                                                     \
     }
 
 /*
@@ -46,7 +47,8 @@ int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char
 
 /*
  * Take argv[*@i] when it is one of the common options (--library,
- * --transport, --placement, --nodes, --path, --path-how, --no-check).
+ * --transport, --placement, --nodes, --path, --path-how, --round,
+ * --no-check).
  * @return 1 when taken (*@i past its value), 0 when it is not one, -1 on a
  * bad value (a message was printed).
  */
@@ -75,8 +77,8 @@ void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm);
 /* Whether more ranks share rank 0's host than it has CPUs. */
 bool pb_mpi_bench_oversubscribed(const pb_mpi_bench_t *b);
 
-/* Add library_version, path, path_how (when given) and oversubscribed to
- * @rec, in that order. */
+/* Add library_version, path, path_how (when given), round (when given)
+ * and oversubscribed to @rec, in that order. */
 void pb_mpi_bench_record_identity(pb_bench_record_t *rec, const pb_mpi_bench_t *b);
 
 #endif /* PB_BENCH_MPI_COMMON_H */

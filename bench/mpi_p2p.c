@@ -983,6 +983,7 @@ static const char what[] =
     "  --nodes N          nodes in the records (default 1)\n"
     "  --path NAME        path in the records: on-node (default) or network\n"
     "  --path-how TEXT    how the runner forced that path (record key path_how)\n"
+    "  --round N          which of several runs of the same figures this is (record key round)\n"
     "  --tests a,b        only these tests (names as in the records; multipair for both\n"
     "                     multipair_latency and multipair_bandwidth)\n"
     "  --add-sizes a,b    also these sizes in every test (e.g. protocol thresholds +-1)\n"

@@ -770,6 +770,7 @@ static const char what[] =
     "  --nodes N          nodes in the records (default 1)\n"
     "  --path NAME        path in the records: on-node (default) or network\n"
     "  --path-how TEXT    how the runner forced that path (record key path_how)\n"
+    "  --round N          which of several runs of the same figures this is (record key round)\n"
     "  --tests a,b        only these tests (default: every one)\n"
     "  --sync a,b         the modes of the put and get tests: lock, lock_all, fence, pscw\n"
     "                     (default: every one; the atomics run in lock_all only)\n"

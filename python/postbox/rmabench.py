@@ -24,7 +24,8 @@ between ranks of one host whatever BTLs it is given, so only a window of
 the program's own memory goes through its network stack; Open MPI also
 gets ``--mca osc rdma`` there (RMA_NETWORK_ARGS).  The quick profile keeps
 to what issue 15's acceptance names: lock_all + flush, put latency,
-fetch_and_op and compare_and_swap at 8 B and put bandwidth on one node;
+fetch_and_op and compare_and_swap at 8 B and put bandwidth on one node, in
+ROUNDS interleaved rounds;
 put latency, fetch_and_op and compare_and_swap and the progress test across
 two nodes; the full profile runs every test in every mode, and
 the progress test in both layouts.
@@ -117,6 +118,8 @@ class Layout:
     flavor: str
     tests: tuple
     sync: tuple = ("lock_all",)
+    # runs of the layout, the libraries interleaved in each (ROUNDS)
+    rounds: int = 1
 
     @property
     def name(self) -> str:
@@ -127,8 +130,15 @@ class Layout:
         return "network" if self.two_nodes else "on-node"
 
 
+# The on-node figures of the acceptance are a few nanoseconds, or a memcpy
+# at the memory's speed, for every library: on a shared machine one run of
+# each drifts more than they differ.  The quick profile runs that layout in
+# ROUNDS rounds, every library once in each, and the report takes each
+# library's median over the rounds.
+ROUNDS = 3
+
 LAYOUTS = {
-    True: (Layout(False, "allocate", QUICK_TESTS),
+    True: (Layout(False, "allocate", QUICK_TESTS, rounds=ROUNDS),
            Layout(True, "create", QUICK_NETWORK_TESTS + (PROGRESS,))),
     False: (Layout(False, "allocate", ALL_TESTS + (PROGRESS,),
                    ("lock", "lock_all", "fence", "pscw")),
@@ -156,8 +166,9 @@ def build(lib: mpibench.Library) -> tuple[bool, str]:
 
 
 def run_command(lib: mpibench.Library, layout: Layout, jsonl: Path, quick: bool,
-                extra: Sequence[str] = (), is_root: Optional[bool] = None) -> list[str]:
-    """argv of one run of mpi_rma: @lib in @layout."""
+                extra: Sequence[str] = (), is_root: Optional[bool] = None,
+                round_: Optional[int] = None) -> list[str]:
+    """argv of one run of mpi_rma: @lib in @layout (its round @round_)."""
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     argv = [str(lib.mpiexec)] + lib.launch_args(is_root, layout.path)
@@ -167,6 +178,8 @@ def run_command(lib: mpibench.Library, layout: Layout, jsonl: Path, quick: bool,
     argv += mpibench.program_args(lib, layout.path)
     argv += ["--tests", ",".join(layout.tests), "--sync", ",".join(layout.sync),
              "--flavor", layout.flavor, "--json", str(jsonl)]
+    if round_ is not None:
+        argv += ["--round", str(round_)]
     if quick:
         argv.append("--quick")
     return argv + list(extra)
@@ -176,18 +189,22 @@ def run_command(lib: mpibench.Library, layout: Layout, jsonl: Path, quick: bool,
 class Run:
     lib: mpibench.Library
     layout: Layout
+    round: Optional[int] = None  # of the layout's rounds, when it has several
 
     @property
     def name(self) -> str:
-        """Its name in machine.json's runs: rma/<label>/<layout>."""
-        return "rma/%s/%s" % (self.lib.label, self.layout.name)
+        """Its name in machine.json's runs: rma/<label>/<layout>[/round-<k>]."""
+        name = "rma/%s/%s" % (self.lib.label, self.layout.name)
+        return name if self.round is None else "%s/round-%d" % (name, self.round)
 
 
 def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
               layouts: Optional[Sequence[Layout]] = None) -> list[Run]:
-    """Layout by layout, the libraries interleaved; a family without a known
-    network path runs on one node only."""
-    return [Run(lib, layout) for layout in (layouts or LAYOUTS[quick]) for lib in libraries
+    """Layout by layout, round by round, the libraries interleaved; a family
+    without a known network path runs on one node only."""
+    return [Run(lib, layout, k if layout.rounds > 1 else None)
+            for layout in (layouts or LAYOUTS[quick]) for k in range(layout.rounds)
+            for lib in libraries
             if not layout.two_nodes or lib.family in mpibench.NETWORK_PATHS]
 
 
@@ -245,12 +262,14 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     plan = plan_runs(ready, quick, layouts)
     spent = []
     for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.layout, jsonl, quick, extra, is_root)
+        argv = run_command(run.lib, run.layout, jsonl, quick, extra, is_root, run.round)
         env = run.lib.run_env(is_root, run.layout.path)
-        print("[rma %d/%d]%s%s %s %s (%s): %s"
+        print("[rma %d/%d]%s%s %s %s%s (%s): %s"
               % (step, len(plan), mpibench.elapsed(started),
                  mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
-                 run.layout.name, "network path" if run.layout.two_nodes else "on-node",
+                 run.layout.name,
+                 "" if run.round is None else " round %d/%d" % (run.round + 1, run.layout.rounds),
+                 "network path" if run.layout.two_nodes else "on-node",
                  shlex.join(argv)), file=terminal, flush=True)
         result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
                                   marker=DONE_MARKER)

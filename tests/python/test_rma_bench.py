@@ -13,6 +13,7 @@ import pytest
 
 from conftest import fake_wheel_prefix
 from postbox import cli, mpibench, report, results, rmabench, rmareport
+from postbox.plot import format_value
 from samples import rma_records, rsm_net_records
 
 
@@ -35,10 +36,13 @@ def test_layouts_and_commands(tmp_path, monkeypatch):
     ompi = _lib(tmp_path, "#define OMPI_MAJOR_VERSION 5\n", "openmpi")
     postbox = _postbox(tmp_path)
     runs = rmabench.plan_runs([postbox, ompi], True)
-    assert [(run.lib.label, run.layout.name) for run in runs] == [
-        ("postbox", "2-ranks-1-node-allocate"), ("openmpi", "2-ranks-1-node-allocate"),
-        ("postbox", "2-ranks-2-nodes-create"), ("openmpi", "2-ranks-2-nodes-create")]
+    # the on-node layout in rounds, the libraries interleaved in each
+    assert [(run.lib.label, run.layout.name, run.round) for run in runs] == [
+        (label, "2-ranks-1-node-allocate", k) for k in range(rmabench.ROUNDS)
+        for label in ("postbox", "openmpi")] + [
+        ("postbox", "2-ranks-2-nodes-create", None), ("openmpi", "2-ranks-2-nodes-create", None)]
     assert runs[-1].name == "rma/openmpi/2-ranks-2-nodes-create"
+    assert runs[1].name == "rma/openmpi/2-ranks-1-node-allocate/round-0"
     # the quick profile: lock_all, the acceptance figures, progress across two nodes
     one, two = rmabench.LAYOUTS[True]
     assert one.sync == two.sync == ("lock_all",)
@@ -57,8 +61,10 @@ def test_layouts_and_commands(tmp_path, monkeypatch):
     argv = rmabench.run_command(ompi, two, jsonl, False, is_root=True)
     assert "--allow-run-as-root" in argv and "btl" in argv and "--quick" not in argv
     assert argv[argv.index("osc") - 1:argv.index("osc") + 2] == ["--mca", "osc", "rdma"]
-    argv = rmabench.run_command(ompi, one, jsonl, True, is_root=False)
+    assert "--round" not in argv
+    argv = rmabench.run_command(ompi, one, jsonl, True, is_root=False, round_=2)
     assert argv[argv.index("--path") + 1] == "on-node" and "osc" not in argv
+    assert argv[argv.index("--round") + 1] == "2"
     assert argv[argv.index("--flavor") + 1] == "allocate"
     assert rmabench.build_command(ompi)[-5:] == [
         str(mpibench.build_dir(ompi) / "mpi_rma")] + [
@@ -104,9 +110,11 @@ def test_a_library_without_rma_is_skipped_not_failed(fake_build, tmp_path, monke
     text = terminal.getvalue()
     assert "mpi-rma: postbox has no one-sided communication (%s); skipped" % missing in text
     assert outcome.no_rma == [("postbox", missing)] and outcome.built == ["mpich"]
-    assert outcome.failed == [] and outcome.runs == 2 and not err.getvalue()
+    assert outcome.failed == [] and outcome.runs == rmabench.ROUNDS + 1
+    assert not err.getvalue()
     assert [run["name"] for run in description["runs"]] == [
-        "rma/mpich/2-ranks-1-node-allocate", "rma/mpich/2-ranks-2-nodes-create"]
+        "rma/mpich/2-ranks-1-node-allocate/round-%d" % k for k in range(rmabench.ROUNDS)] + [
+        "rma/mpich/2-ranks-2-nodes-create"]
     assert {lib["label"]: lib["rma"] for lib in description["rma_libraries"]} == {
         "postbox": False, "mpich": True}
     verdict, detail = rmabench.detail(outcome, out / "rma.jsonl")
@@ -163,6 +171,25 @@ def test_acceptance_points_pass_fail_and_missing():
     assert [p.verdict for p in points] == ["pass", "pass", "pass", "missing", "missing"]
     # without Postbox every point is missing
     assert {p.verdict for p in rmareport.acceptance(rma_records("mpich"))} == {"missing"}
+
+
+@pytest.mark.short
+def test_rounds_make_one_figure_of_their_medians():
+    # Postbox 0.9, 0.5, 0.6 of Open MPI's 1.0, 1.2, 0.55 over three rounds
+    records = []
+    for k, (own, other) in enumerate(((0.9, 1.0), (0.5, 1.2), (0.6, 0.55))):
+        records += rma_records("postbox", scale=own, round=k)
+        records += rma_records("openmpi", scale=other, round=k)
+    found = rmareport.find(records, "postbox", "put_latency", 8, "on-node")
+    assert found["median"] == pytest.approx(0.6 * 1.008) and found["rounds"] == 3
+    lat = rmareport.acceptance(records)[0]
+    assert lat.reference == pytest.approx(1.0 * 1.008) and lat.verdict == "pass"
+    # the figures table shows the same medians
+    table = "".join(rmareport.figures_html(records))
+    assert format_value(0.6 * 1.008) in table and format_value(0.9 * 1.008) not in table
+    # one record (no rounds) is the figure itself
+    single = rma_records("postbox", scale=0.7)
+    assert "rounds" not in rmareport.find(single, "postbox", "put_latency", 8, "on-node")
 
 
 @pytest.mark.short
