@@ -240,13 +240,15 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
     job.finish("mpi", verdict, time.monotonic() - start, "; ".join(detail))
 
 
-def _run_coll(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[str],
-              wheels: bool) -> None:
-    """Part mpi-coll: bench/mpi_coll.c against every MPI library found."""
+def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional[str],
+                  extra: Sequence[str], wheels: bool) -> None:
+    """Part @part (mpi-coll, mpi-rma): @module's bench program (collbench's
+    bench/mpi_coll.c, rmabench's bench/mpi_rma.c) against every MPI library
+    found, of each family the newest in the quick profile."""
     from postbox import collbench, mpibench
 
     start = time.monotonic()
-    job.header("mpi-coll", "bench/mpi_coll.c against every MPI library found")
+    job.header(part, "bench/%s.c against every MPI library found" % module.PROGRAM)
     if wheels and "mpi_wheels" not in job.description:
         job.description["mpi_wheels"] = mpibench.install_wheels(
             terminal=job.terminal, err=job.err)
@@ -254,48 +256,18 @@ def _run_coll(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[
     found = mpibench.discover()
     chosen, unknown = mpibench.select(found, libraries)
     if quick and not libraries:
-        # the quick profile: the newest library of each family
         chosen = collbench.one_per_family(chosen)
     for name in unknown:
-        job.warn("mpi-coll: no MPI library '%s' found" % name)
+        job.warn("%s: no MPI library '%s' found" % (part, name))
     if not chosen:
-        job.warn("mpi-coll: no MPI library to measure.  %s" % mpibench.not_found_hint())
-        job.finish("mpi-coll", "FAILED" if unknown else "skipped", time.monotonic() - start,
+        job.warn("%s: no MPI library to measure.  %s" % (part, mpibench.not_found_hint()))
+        job.finish(part, "FAILED" if unknown else "skipped", time.monotonic() - start,
                    "no MPI library")
         return
-    outcome = collbench.run_libraries(job.out, quick, chosen, extra, job.description,
-                                      job.terminal, job.err, started=job.start)
-    verdict, detail = collbench.detail(outcome, job.out / (collbench.RESULTS_NAME + ".jsonl"))
-    job.finish("mpi-coll", verdict, time.monotonic() - start, detail)
-
-
-def _run_rma(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[str],
-             wheels: bool) -> None:
-    """Part mpi-rma: bench/mpi_rma.c against every MPI library found."""
-    from postbox import collbench, mpibench, rmabench
-
-    start = time.monotonic()
-    job.header("mpi-rma", "bench/mpi_rma.c against every MPI library found")
-    if wheels and "mpi_wheels" not in job.description:
-        job.description["mpi_wheels"] = mpibench.install_wheels(
-            terminal=job.terminal, err=job.err)
-        job.save()
-    found = mpibench.discover()
-    chosen, unknown = mpibench.select(found, libraries)
-    if quick and not libraries:
-        # the quick profile: the newest library of each family
-        chosen = collbench.one_per_family(chosen)
-    for name in unknown:
-        job.warn("mpi-rma: no MPI library '%s' found" % name)
-    if not chosen:
-        job.warn("mpi-rma: no MPI library to measure.  %s" % mpibench.not_found_hint())
-        job.finish("mpi-rma", "FAILED" if unknown else "skipped", time.monotonic() - start,
-                   "no MPI library")
-        return
-    outcome = rmabench.run_libraries(job.out, quick, chosen, extra, job.description,
-                                     job.terminal, job.err, started=job.start)
-    verdict, detail = rmabench.detail(outcome, job.out / (rmabench.RESULTS_NAME + ".jsonl"))
-    job.finish("mpi-rma", verdict, time.monotonic() - start, detail)
+    outcome = module.run_libraries(job.out, quick, chosen, extra, job.description,
+                                   job.terminal, job.err, started=job.start)
+    verdict, detail = module.detail(outcome, job.out / (module.RESULTS_NAME + ".jsonl"))
+    job.finish(part, verdict, time.monotonic() - start, detail)
 
 
 def _plan(out: Path, quick: bool, extra: Sequence[str], parts: Sequence[str]) -> tuple:
@@ -365,9 +337,13 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         if mpi:
             _run_mpi(job, quick, libraries, extra, wheels, tests, pairs)
         if mpi and coll:
-            _run_coll(job, quick, libraries, extra, wheels)
+            from postbox import collbench
+
+            _run_mpi_part(job, "mpi-coll", collbench, quick, libraries, extra, wheels)
         if mpi and rma:
-            _run_rma(job, quick, libraries, extra, wheels)
+            from postbox import rmabench
+
+            _run_mpi_part(job, "mpi-rma", rmabench, quick, libraries, extra, wheels)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -286,6 +286,23 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         configs: Optional[Sequence[Config]] = None) -> int:
     """`postbox bench --coll`: the collective bench alone, then the report;
     returns its exit status."""
+    return run_part_alone(
+        "mpi-coll", out, quick, libraries, terminal, found,
+        lambda out_dir, chosen, description, err, started: run_libraries(
+            out_dir, quick, chosen, extra, description, terminal, err, started=started,
+            configs=configs),
+        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+
+
+def run_part_alone(part: str, out: Optional[Path], quick: bool, libraries: Optional[str],
+                   terminal: TextIO, found: Optional[Sequence[mpibench.Library]],
+                   measure, verdict_of) -> int:
+    """One MPI part of `postbox bench` alone (--coll, --rma): choose the
+    libraries (of each family the newest in the quick profile), make the
+    results folder and its machine.json, run @measure(out, chosen,
+    description, err, started) -> outcome, write the report, and print
+    @verdict_of(outcome, out) -> (verdict, text) as part @part's; returns
+    the exit status."""
     from postbox import bench, report, results
 
     err = sys.stderr
@@ -311,8 +328,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
     machine.write(out / "machine.json", description)
     print("postbox bench: results in %s" % out, file=terminal)
     try:
-        outcome = run_libraries(out, quick, chosen, extra, description, terminal, err,
-                                started=time.monotonic(), configs=configs)
+        outcome = measure(out, chosen, description, err, time.monotonic())
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130
@@ -325,7 +341,7 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         print("Report: %s" % report.write(out, records), file=terminal)
     else:
         print("postbox bench: no measurements were recorded", file=err)
-    verdict, text = detail(outcome, out / (RESULTS_NAME + ".jsonl"))
-    print("postbox bench: mpi-coll %s%s" % (verdict, " (%s)" % text if text else ""),
+    verdict, text = verdict_of(outcome, out)
+    print("postbox bench: %s %s%s" % (part, verdict, " (%s)" % text if text else ""),
           file=err if verdict == "FAILED" else terminal)
     return 1 if verdict == "FAILED" or not records else 0

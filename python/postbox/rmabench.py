@@ -37,7 +37,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
@@ -324,46 +323,11 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         layouts: Optional[Sequence[Layout]] = None) -> int:
     """`postbox bench --rma`: the one-sided bench alone, then the report;
     returns its exit status."""
-    from postbox import bench, collbench, report, results
+    from postbox import collbench
 
-    err = sys.stderr
-    out = Path(out) if out is not None else bench.default_out_dir()
-    found = mpibench.discover() if found is None else list(found)
-    chosen, unknown = mpibench.select(found, libraries)
-    if quick and not libraries:
-        chosen = collbench.one_per_family(chosen)
-    for name in unknown:
-        print("postbox bench: no MPI library '%s' found (found: %s)"
-              % (name, ", ".join(lib.label for lib in found) or "none"), file=err)
-    if not chosen:
-        print("postbox bench: no MPI library to measure.  %s" % mpibench.not_found_hint(),
-              file=err)
-        return 1
-    try:
-        bench.prepare_out_dir(out)
-    except bench.BenchError as exc:
-        print("postbox bench: %s" % exc, file=err)
-        return 1
-    description = machine.describe([])
-    description["runs"] = []
-    machine.write(out / "machine.json", description)
-    print("postbox bench: results in %s" % out, file=terminal)
-    try:
-        outcome = run_libraries(out, quick, chosen, extra, description, terminal, err,
-                                started=time.monotonic(), layouts=layouts)
-    except KeyboardInterrupt:
-        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
-        return 130
-    try:
-        records = results.load_dir(out)
-    except results.ResultsError as exc:
-        print("postbox bench: %s" % exc, file=err)
-        return 1
-    if records:
-        print("Report: %s" % report.write(out, records), file=terminal)
-    else:
-        print("postbox bench: no measurements were recorded", file=err)
-    verdict, text = detail(outcome, out / (RESULTS_NAME + ".jsonl"))
-    print("postbox bench: mpi-rma %s%s" % (verdict, " (%s)" % text if text else ""),
-          file=err if verdict == "FAILED" else terminal)
-    return 1 if verdict == "FAILED" or not records else 0
+    return collbench.run_part_alone(
+        "mpi-rma", out, quick, libraries, terminal, found,
+        lambda out_dir, chosen, description, err, started: run_libraries(
+            out_dir, quick, chosen, extra, description, terminal, err, started=started,
+            layouts=layouts),
+        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
