@@ -420,26 +420,6 @@ static void coll_call(fig_t *f, int root, MPI_Request *req)
     }
 }
 
-/* Busy work for about @ns nanoseconds (IMB-NBC's CPU exploitation); returns
- * the time it took.  No MPI call inside: the library progresses alone. */
-static uint64_t compute_for(uint64_t ns)
-{
-    volatile float sink;
-    float x = 1.0f, y = 0.5f;
-    uint64_t t0 = pb_bench_time_now(), t;
-
-    do {
-        for (int k = 0; k < 64; k++) {
-            x = x * 0.999999f + y;
-            y = y * 1.000001f - 0.25f * x;
-        }
-        t = pb_bench_time_now();
-    } while (t - t0 < ns);
-    sink = x + y;
-    (void)sink;
-    return t - t0;
-}
-
 /* @n calls of @f, each after the sync barrier, each timed: ns in @t[i]
  * (start to completion).  With @work_ns > 0 (nonblocking tests), the call
  * is started, the rank computes for @work_ns, then waits; @cpu_ns receives
@@ -462,7 +442,7 @@ static void run_calls(fig_t *f, unsigned n, uint64_t *seq, double *t, uint64_t w
         t0 = pb_bench_time_now();
         coll_call(f, root, &req);
         if (work_ns > 0)
-            cpu += (double)compute_for(work_ns);
+            cpu += (double)pb_mpi_bench_compute_for(work_ns);
         if (req != MPI_REQUEST_NULL)
             MPI_Wait(&req, MPI_STATUS_IGNORE);
         t1 = pb_bench_time_now();

@@ -196,3 +196,21 @@ void pb_mpi_bench_record_identity(pb_bench_record_t *rec, const pb_mpi_bench_t *
         pb_bench_record_add_num(rec, "round", b->round);
     pb_bench_record_add_bool(rec, "oversubscribed", pb_mpi_bench_oversubscribed(b));
 }
+
+uint64_t pb_mpi_bench_compute_for(uint64_t ns)
+{
+    volatile double sink;
+    double x = 1.0, y = 0.5;
+    uint64_t t0 = pb_bench_time_now(), t;
+
+    do {
+        for (int k = 0; k < 64; k++) {
+            x = x * 0.999999 + y;
+            y = y * 1.000001 - 0.25 * x;
+        }
+        t = pb_bench_time_now();
+    } while (t - t0 < ns);
+    sink = x + y;
+    (void)sink;
+    return t - t0;
+}

@@ -14,6 +14,7 @@
 #include "engine.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* One program's identity and job shape, the same on every rank but
  * host_ranks and cores (rank 0's). */
@@ -76,6 +77,11 @@ void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm);
 
 /* Whether more ranks share rank 0's host than it has CPUs. */
 bool pb_mpi_bench_oversubscribed(const pb_mpi_bench_t *b);
+
+/* Busy work for about @ns nanoseconds without any MPI call (the library
+ * progresses alone, as in IMB-NBC's CPU exploitation); @return the time it
+ * took in nanoseconds. */
+uint64_t pb_mpi_bench_compute_for(uint64_t ns);
 
 /* Add library_version, path, path_how (when given), round (when given)
  * and oversubscribed to @rec, in that order. */

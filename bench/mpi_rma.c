@@ -205,26 +205,6 @@ static void sync_pair(void)
                  g.sync_comm, MPI_STATUS_IGNORE);
 }
 
-/* Busy work for @ns nanoseconds without any MPI call; returns the time it
- * took. */
-static uint64_t compute_for(uint64_t ns)
-{
-    volatile double sink;
-    double x = 1.0, y = 0.5;
-    uint64_t t0 = pb_bench_time_now(), t;
-
-    do {
-        for (int k = 0; k < 64; k++) {
-            x = x * 0.999999 + y;
-            y = y * 1.000001 - 0.25 * x;
-        }
-        t = pb_bench_time_now();
-    } while (t - t0 < ns);
-    sink = x + y;
-    (void)sink;
-    return t - t0;
-}
-
 /* ---- one figure --------------------------------------------------------- */
 
 typedef struct {
@@ -569,7 +549,7 @@ static int progress_test(pb_bench_out_t *out)
     sync_pair();
     t0 = pb_bench_time_now();
     if (g.rank == TARGET) {
-        compute_ns = (double)compute_for((uint64_t)(g.compute_s * 1e9));
+        compute_ns = (double)pb_mpi_bench_compute_for((uint64_t)(g.compute_s * 1e9));
         MPI_Barrier(g.pair);
         MPI_Send(&compute_ns, 1, MPI_DOUBLE, ORIGIN, TAG_PROGRESS, g.sync_comm);
     } else {
