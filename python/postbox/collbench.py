@@ -19,7 +19,8 @@ forces it (mpibench.NETWORK_PATHS): Postbox two virtual nodes of
 ``postbox run --nodes 2`` (ranks 0-1 on one, 2-3 on the other, its RSM tcp
 transport between them), Open MPI and MPICH their TCP stack between every
 pair of ranks; the full profile adds 8 ranks on one node and across two.  The runs go
-shape by shape, the libraries interleaved.
+shape by shape, the libraries interleaved; the quick profile runs each shape in
+ROUNDS rounds and the report takes each point's median over them.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ class Config:
 # ranks across two; the full profile also 8 ranks on one node and across two
 CONFIGS = {True: (Config(2), Config(4), Config(4, True)),
            False: (Config(2), Config(4), Config(4, True), Config(8), Config(8, True))}
+# Runs of each shape, the libraries interleaved in each round: on a shared
+# machine one run of each library drifts more than good libraries differ,
+# so the quick profile (the acceptance grid) runs every shape in ROUNDS
+# rounds and the report takes each point's median over them
+# (collreport.Index).  The full profile measures longer instead.
+ROUNDS = {True: 3, False: 1}
 
 
 def _version_key(lib: mpibench.Library) -> tuple:
@@ -137,13 +144,17 @@ def build(lib: mpibench.Library, nbc: bool) -> tuple[bool, str]:
 
 
 def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
-                extra: Sequence[str] = (), is_root: Optional[bool] = None) -> list[str]:
-    """argv of one run of mpi_coll: @lib in the shape @config."""
+                extra: Sequence[str] = (), is_root: Optional[bool] = None,
+                round_: Optional[int] = None) -> list[str]:
+    """argv of one run of mpi_coll: @lib in the shape @config (its round
+    @round_)."""
     if is_root is None:
         is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     argv = [str(lib.mpiexec)] + lib.launch_args(is_root, config.path) + [
         "-n", str(config.ranks), str(build_dir(lib) / PROGRAM)]
     argv += mpibench.program_args(lib, config.path) + ["--json", str(jsonl)]
+    if round_ is not None:
+        argv += ["--round", str(round_)]
     if quick:
         argv.append("--quick")
     return argv + list(extra)
@@ -153,18 +164,22 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
 class Run:
     lib: mpibench.Library
     config: Config
+    round: Optional[int] = None  # of the shape's rounds, when there are several
 
     @property
     def name(self) -> str:
-        """Its name in machine.json's runs: coll/<label>/<shape>."""
-        return "coll/%s/%s" % (self.lib.label, self.config.name)
+        """Its name in machine.json's runs: coll/<label>/<shape>[/round-<k>]."""
+        name = "coll/%s/%s" % (self.lib.label, self.config.name)
+        return name if self.round is None else "%s/round-%d" % (name, self.round)
 
 
 def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
               configs: Optional[Sequence[Config]] = None) -> list[Run]:
-    """Shape by shape, the libraries interleaved; a family without a known
-    network path runs on one node only."""
-    return [Run(lib, config) for config in (configs or CONFIGS[quick]) for lib in libraries
+    """Shape by shape, round by round (ROUNDS), the libraries interleaved; a
+    family without a known network path runs on one node only."""
+    rounds = ROUNDS[quick]
+    return [Run(lib, config, k if rounds > 1 else None)
+            for config in (configs or CONFIGS[quick]) for k in range(rounds) for lib in libraries
             if not config.two_nodes or lib.family in mpibench.NETWORK_PATHS]
 
 
@@ -214,11 +229,12 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     cores = machine.cpus_allowed() or os.cpu_count() or 1
     spent = []
     for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root)
+        argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root, run.round)
         env = run.lib.run_env(is_root, run.config.path)
-        print("[coll %d/%d]%s%s %s %s (%d ranks%s, %s): %s"
+        print("[coll %d/%d]%s%s %s %s%s (%d ranks%s, %s): %s"
               % (step, len(plan), mpibench.elapsed(started),
                  mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.config.name,
+                 "" if run.round is None else " round %d/%d" % (run.round + 1, ROUNDS[quick]),
                  run.config.ranks, ", oversubscribed" if run.config.ranks > cores else "",
                  "network path" if run.config.two_nodes else "on-node", shlex.join(argv)),
               file=terminal, flush=True)

@@ -25,6 +25,7 @@ Nothing here runs anything: it reads records.
 from __future__ import annotations
 
 import html
+import statistics
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
@@ -79,24 +80,49 @@ ALLREDUCE_REF_SIZE = 4 << 20
 ALLREDUCE_REF_LIMIT = 1.5
 
 
+# the figures of a point that its rounds' records combine (their median)
+ROUND_FIGURES = ("median", "t_min", "t_max", "t_avg", "min", "max")
+
+
+def merge_rounds(rounds: Sequence[dict]) -> dict:
+    """One record of a point measured in several rounds: the last round's,
+    each of ROUND_FIGURES the median of the rounds' values, and "rounds" the
+    number of rounds."""
+    merged = dict(rounds[-1], rounds=len(rounds))
+    for key in ROUND_FIGURES:
+        values = [number(r.get(key)) for r in rounds]
+        if all(v is not None for v in values):
+            merged[key] = statistics.median(values)
+    return merged
+
+
 class Index:
-    """The coll records by (library, shape, test, size); the last record of a
-    key wins (a later run of the same point)."""
+    """The coll records by (library, shape, test, size).  Records of one key
+    from several rounds (key "round") make one record of their medians
+    (merge_rounds); otherwise the last record of a key wins (a later run of
+    the same point)."""
 
     def __init__(self, records: Iterable[dict]):
         self.by_key: "OrderedDict[tuple, dict]" = OrderedDict()
         self.libraries: list = []
         self.shapes: list = []
+        rounds: "OrderedDict[tuple, list]" = OrderedDict()
         for record in records:
             if not is_coll(record) or number(record.get("median")) is None:
                 continue
             library, shape = str(record.get("library")), shape_of(record)
             size = int(number(record.get("size")) or 0)
-            self.by_key[(library, shape, str(record.get("test")), size)] = record
+            key = (library, shape, str(record.get("test")), size)
+            if record.get("round") is not None:
+                rounds.setdefault(key, []).append(record)
+            self.by_key[key] = record
             if library not in self.libraries:
                 self.libraries.append(library)
             if shape not in self.shapes:
                 self.shapes.append(shape)
+        for key, found in rounds.items():
+            if len(found) > 1:
+                self.by_key[key] = merge_rounds(found)
         self.shapes.sort()
 
     def get(self, library: str, shape: Shape, test: str, size: int) -> Optional[dict]:

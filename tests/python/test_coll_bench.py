@@ -72,6 +72,27 @@ def test_grid_takes_the_best_other_library_and_the_limits():
 
 
 @pytest.mark.short
+def test_rounds_make_one_point_of_their_medians():
+    records = []
+    # Postbox 0.9, 0.5, 0.6 of Open MPI's 1.0, 1.2, 0.55 over three rounds
+    for k, (own, other) in enumerate(((0.9, 1.0), (0.5, 1.2), (0.6, 0.55))):
+        records += _shapes("postbox", scale=own, round=k) + _shapes("openmpi", scale=other,
+                                                                      round=k)
+    index = collreport.Index(records)
+    record = index.get("postbox", ON2, "bcast", 8)
+    single = collreport.Index(_shapes("postbox")).get("postbox", ON2, "bcast", 8)
+    assert record["rounds"] == 3 and record["median"] == pytest.approx(0.6 * single["median"])
+    assert record["t_avg"] == pytest.approx(0.6 * single["t_avg"])
+    points = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(index)}
+    assert points[(ON2, "gather", 8)].ratio == pytest.approx(0.6 / 1.0)
+    # records without rounds: the last of a key wins, as before
+    again = _shapes("postbox") + _shapes("postbox", scale=2.0)
+    assert "rounds" not in collreport.Index(again).get("postbox", ON2, "bcast", 8)
+    assert collreport.Index(again).median("postbox", ON2, "bcast", 8) == pytest.approx(
+        2.0 * single["median"])
+
+
+@pytest.mark.short
 def test_grid_missing_points_and_postbox_giving_up():
     records = _shapes("postbox") + _shapes("openmpi", scale=2.0)
     records = [r for r in records if not (r["test"] == "gather" and r["ranks"] == 4
@@ -233,12 +254,14 @@ def test_shapes_and_commands(tmp_path, monkeypatch):
     postbox = mpibench.Library("postbox", "build", tmp_path / "postbox-cc",
                                tmp_path / "mpiexec", label="postbox")
     runs = collbench.plan_runs([postbox, ompi], True)
-    assert [(run.lib.label, run.config.name) for run in runs] == [
-        ("postbox", "2-ranks-1-node"), ("openmpi", "2-ranks-1-node"),
-        ("postbox", "4-ranks-1-node"), ("openmpi", "4-ranks-1-node"),
-        ("postbox", "4-ranks-2-nodes"), ("openmpi", "4-ranks-2-nodes")]
-    assert [run.config.name for run in collbench.plan_runs([ompi], False)][-2:] == \
-        ["8-ranks-1-node", "8-ranks-2-nodes"]
+    # shape by shape, round by round, the libraries interleaved in each
+    assert [(run.lib.label, run.config.name, run.round) for run in runs] == [
+        (label, shape, k) for shape in ("2-ranks-1-node", "4-ranks-1-node", "4-ranks-2-nodes")
+        for k in range(collbench.ROUNDS[True]) for label in ("postbox", "openmpi")]
+    assert runs[1].name == "coll/openmpi/2-ranks-1-node/round-0"
+    full = collbench.plan_runs([ompi], False)
+    assert [run.config.name for run in full][-2:] == ["8-ranks-1-node", "8-ranks-2-nodes"]
+    assert {run.round for run in full} == {None} and full[0].name == "coll/openmpi/2-ranks-1-node"
     jsonl = tmp_path / "coll.jsonl"
     argv = collbench.run_command(postbox, collbench.Config(4, True), jsonl, True,
                                  is_root=False)
@@ -251,8 +274,10 @@ def test_shapes_and_commands(tmp_path, monkeypatch):
     assert argv[argv.index("--placement") + 1] == "on-node"
     assert argv[argv.index("--transport") + 1] == "tcp"
     assert "--nodes" not in argv[argv.index(str(collbench.build_dir(ompi) / "mpi_coll")):]
-    argv = collbench.run_command(ompi, collbench.Config(2), jsonl, True, is_root=False)
+    argv = collbench.run_command(ompi, collbench.Config(2), jsonl, True, is_root=False,
+                                 round_=1)
     assert argv[argv.index("--path") + 1] == "on-node" and "btl" not in argv
+    assert argv[argv.index("--round") + 1] == "1"
 
 
 @pytest.mark.short
