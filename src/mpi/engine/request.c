@@ -80,6 +80,12 @@ MPI_Request pb_eng_request_coll(void *sched)
     return r;
 }
 
+MPI_Request pb_eng_request_api(int kind)
+{
+    return pb_eng_request_new(kind, NULL, 0, (pb_datatype_t *)pb_eng.byte_type, PB_ENG_ANY_SOURCE,
+                              MPI_ANY_TAG, 0);
+}
+
 void pb_eng_request_release(MPI_Request r)
 {
     if (r->copy != NULL) {
