@@ -15,8 +15,15 @@
  * MPI_Wait and as MPI_ERR_IN_STATUS from MPI_Waitall, and a generalized
  * request waits beside a message.  Status fields: every setter read back
  * by its getter, and MPI_Get_count/MPI_Get_elements agree with
- * MPI_Status_set_elements for basic, derived and pair types.  Rank 0
- * prints "requests_more: ok".
+ * MPI_Status_set_elements for basic, derived and pair types.  Buffers:
+ * a send on a communicator goes through its own buffer when it has one
+ * (a message too large for it is refused though the process's buffer has
+ * room) and through the process's otherwise; MPI_BUFFER_AUTOMATIC takes any
+ * message; detach gives back what was attached; after MPI_Buffer_flush,
+ * MPI_Buffer_iflush and the communicator forms the whole buffer is free
+ * again, and the messages arrive; a freed communicator's buffer is not
+ * inherited by the next one; and the errors.  Rank 0 prints
+ * "requests_more: ok".
  *
  *   pbt-mpi-requests_more [case ...]   run the named cases (default: all)
  */
@@ -320,6 +327,161 @@ static void case_status(void)
     }
 }
 
+/* ---- buffers ---------------------------------------------------------------------- */
+
+#define MSG 16384 /* ints in a buffered message */
+
+static int *message(int tag)
+{
+    int *m = malloc(MSG * sizeof(int));
+
+    for (int i = 0; i < MSG; i++)
+        m[i] = rank * 1000003 + tag * 31 + i;
+    return m;
+}
+
+/* Receive what @bsend sends: one message from prev on @comm with @tag. */
+static void check_message(const int *got, int tag)
+{
+    for (int i = 0; i < MSG; i++) {
+        if (got[i] != prev * 1000003 + tag * 31 + i) {
+            CHECK(0, "buffered message %d: element %d is %d", tag, i, got[i]);
+            return;
+        }
+    }
+}
+
+/* Send one message through the buffer of @comm with @tag and receive the
+ * one from prev (posted first: no rank waits for another's receive).
+ * @return MPI_Bsend's error. */
+static int bsend_round(MPI_Comm comm, int tag, int flush)
+{
+    int *out = message(tag), *in = malloc(MSG * sizeof(int));
+    MPI_Request r, f;
+    int rc;
+
+    OK(MPI_Irecv(in, MSG, MPI_INT, prev, tag, comm, &r));
+    rc = MPI_Bsend(out, MSG, MPI_INT, next, tag, comm);
+    if (rc != MPI_SUCCESS) { /* nothing comes from prev either (every rank does the same) */
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        free(out);
+        free(in);
+        return rc;
+    }
+    memset(out, 0, MSG * sizeof(int)); /* the buffer has the message */
+    if (flush == 1)
+        OK(comm == MPI_COMM_WORLD ? MPI_Buffer_flush() : MPI_Comm_flush_buffer(comm));
+    if (flush == 2) {
+        OK(comm == MPI_COMM_WORLD ? MPI_Buffer_iflush(&f) : MPI_Comm_iflush_buffer(comm, &f));
+        OK(MPI_Wait(&f, MPI_STATUS_IGNORE));
+        CHECK(f == MPI_REQUEST_NULL, "the flush request was not freed");
+    }
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    check_message(in, tag);
+    free(out);
+    free(in);
+    return MPI_SUCCESS;
+}
+
+static void case_buffers(void)
+{
+    int one = MSG * (int)sizeof(int) + MPI_BSEND_OVERHEAD; /* room for one message */
+    char *pbuf = malloc((size_t)one * 4), *cbuf = malloc((size_t)one);
+    void *back = NULL;
+    int size = -1, rc;
+    MPI_Count csize = -1;
+    MPI_Comm dup, dup2;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+
+    /* no buffer anywhere: refused */
+    rc = bsend_round(dup, 1, 0);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "MPI_Bsend without a buffer gave %d", rc);
+    /* the communicator's buffer of one message, no process buffer */
+    OK(MPI_Comm_attach_buffer(dup, cbuf, one));
+    OK(bsend_round(dup, 2, 1)); /* after a flush the buffer is free again */
+    OK(bsend_round(dup, 3, 2)); /* ... and after an iflush */
+    rc = bsend_round(MPI_COMM_WORLD, 4, 0);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "MPI_COMM_WORLD used another communicator's buffer: %d",
+          rc);
+    /* a process buffer of four messages does not widen the communicator's */
+    OK(MPI_Buffer_attach(pbuf, 4 * one));
+    {
+        int *big = calloc(2 * MSG, sizeof(int));
+
+        rc = MPI_Bsend(big, 2 * MSG, MPI_INT, next, 5, dup);
+        CHECK(class_of(rc) == MPI_ERR_BUFFER,
+              "a message larger than the communicator's buffer gave %d", rc);
+        free(big);
+    }
+    OK(bsend_round(MPI_COMM_WORLD, 6, 1));
+    OK(bsend_round(MPI_COMM_WORLD, 7, 2));
+    rc = MPI_Comm_attach_buffer(dup, cbuf, one);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "attaching a second buffer gave %d", rc);
+    OK(MPI_Comm_detach_buffer(dup, &back, &size));
+    CHECK(back == cbuf && size == one, "detach gave back %p %d, not %p %d", back, size,
+          (void *)cbuf, one);
+    /* detached: the communicator uses the process's buffer again */
+    OK(bsend_round(dup, 8, 0));
+    OK(MPI_Buffer_flush());
+    /* automatic buffering takes a message of any size */
+    OK(MPI_Comm_attach_buffer(dup, MPI_BUFFER_AUTOMATIC, 0));
+    {
+        int *big = malloc(8 * MSG * sizeof(int)), *in = malloc(8 * MSG * sizeof(int));
+        MPI_Request r;
+
+        for (int i = 0; i < 8 * MSG; i++)
+            big[i] = rank + i;
+        OK(MPI_Irecv(in, 8 * MSG, MPI_INT, prev, 9, dup, &r));
+        OK(MPI_Bsend(big, 8 * MSG, MPI_INT, next, 9, dup));
+        OK(MPI_Comm_flush_buffer(dup));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        for (int i = 0; i < 8 * MSG; i++) {
+            if (in[i] != prev + i) {
+                CHECK(0, "automatic buffering: element %d is %d", i, in[i]);
+                break;
+            }
+        }
+        free(big);
+        free(in);
+    }
+    OK(MPI_Comm_detach_buffer_c(dup, &back, &csize));
+    CHECK(back == MPI_BUFFER_AUTOMATIC, "detaching an automatic buffer gave back %p", back);
+    /* a freed communicator's buffer is not the next one's */
+    OK(MPI_Comm_attach_buffer_c(dup, cbuf, one));
+    OK(bsend_round(dup, 10, 0));
+    MPI_Comm_free(&dup);
+    OK(MPI_Buffer_detach(&back, &size));
+    CHECK(back == pbuf && size == 4 * one, "MPI_Buffer_detach gave back %p %d", back, size);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup2);
+    MPI_Comm_set_errhandler(dup2, MPI_ERRORS_RETURN);
+    rc = bsend_round(dup2, 11, 0);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "a new communicator inherited a buffer: %d", rc);
+    /* errors */
+    rc = MPI_Buffer_detach(&back, &size);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "detach without a buffer gave %d", rc);
+    rc = MPI_Comm_detach_buffer(dup2, &back, &size);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "MPI_Comm_detach_buffer without a buffer gave %d", rc);
+    rc = MPI_Buffer_attach(NULL, 10);
+    CHECK(class_of(rc) == MPI_ERR_BUFFER, "attaching NULL gave %d", rc);
+    rc = MPI_Comm_attach_buffer_c(dup2, cbuf, -1);
+    CHECK(class_of(rc) == MPI_ERR_COUNT, "a negative size gave %d", rc);
+    rc = MPI_Comm_attach_buffer(MPI_COMM_NULL, cbuf, one);
+    CHECK(class_of(rc) == MPI_ERR_COMM, "MPI_COMM_NULL gave %d", rc);
+    rc = MPI_Buffer_iflush(NULL);
+    CHECK(class_of(rc) == MPI_ERR_ARG, "MPI_Buffer_iflush(NULL) gave %d", rc);
+    OK(MPI_Buffer_flush()); /* nothing attached: returns */
+    MPI_Comm_free(&dup2);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+    free(pbuf);
+    free(cbuf);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
@@ -328,6 +490,7 @@ static const struct {
     {"grequest_errors", case_grequest_errors},
     {"grequest_mixed", case_grequest_mixed},
     {"status", case_status},
+    {"buffers", case_buffers},
 };
 
 int main(int argc, char **argv)
