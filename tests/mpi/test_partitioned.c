@@ -17,11 +17,12 @@
  * with MPI_Parrived before the sender marks partition 1 ready, and
  * partition 1 not yet); that two request pairs with one tag match in the
  * order of their initialization calls whatever order they are started in;
- * MPI_PROC_NULL; a partitioned message beside ordinary ones of the same
- * tag; a longer send than the receive (MPI_ERR_TRUNCATE); and the errors
- * (MPI_Pready on an inactive request, an out-of-range or repeated
- * partition, on a receive request; MPI_Request_free and MPI_Cancel of an
- * active request; MPI_ANY_SOURCE).  Rank 0 prints "partitioned: ok".
+ * partitioned requests and a persistent collective started by one
+ * MPI_Startall and completed by MPI_Waitsome and MPI_Testany; MPI_PROC_NULL; a partitioned message
+ * beside ordinary ones of the same tag; a longer send than the receive (MPI_ERR_TRUNCATE); and the
+ * errors (MPI_Pready on an inactive request, an out-of-range or repeated partition, on a receive
+ * request; MPI_Request_free and MPI_Cancel of an active request; MPI_ANY_SOURCE).  Rank 0 prints
+ * "partitioned: ok".
  *
  *   pbt-mpi-partitioned [case ...]   run the named cases (default: all)
  */
@@ -257,6 +258,56 @@ static void case_order(void)
     MPI_Request_free(&rb);
 }
 
+/* Partitioned requests started by one MPI_Startall with a persistent
+ * collective, completed by MPI_Waitsome and MPI_Testany loops. */
+static void case_mixed(void)
+{
+    int sbuf[6], rbuf[6], sum = 0, one = 1;
+    MPI_Request reqs[3];
+
+    for (int round = 0; round < 2; round++) {
+        int left = 3, outcount = 0, indices[3];
+
+        for (int i = 0; i < 6; i++) {
+            sbuf[i] = value(rank, round, i);
+            rbuf[i] = -1;
+        }
+        if (round == 0) {
+            OK(MPI_Psend_init(sbuf, 3, 2, MPI_INT, next, 80, MPI_COMM_WORLD, MPI_INFO_NULL,
+                              &reqs[0]));
+            OK(MPI_Allreduce_init(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                  &reqs[1]));
+            OK(MPI_Precv_init(rbuf, 2, 3, MPI_INT, prev, 80, MPI_COMM_WORLD, MPI_INFO_NULL,
+                              &reqs[2]));
+        }
+        OK(MPI_Startall(3, reqs));
+        OK(MPI_Pready_list(3, (int[]){2, 0, 1}, reqs[0]));
+        if (round == 0) {
+            while (left > 0) {
+                OK(MPI_Waitsome(3, reqs, &outcount, indices, MPI_STATUSES_IGNORE));
+                CHECK(outcount > 0, "MPI_Waitsome completed nothing");
+                left -= outcount > 0 ? outcount : left;
+            }
+        } else {
+            double until = MPI_Wtime() + WAIT_LIMIT;
+
+            while (left > 0 && MPI_Wtime() < until) {
+                int index = -1, flag = 0;
+
+                OK(MPI_Testany(3, reqs, &index, &flag, MPI_STATUS_IGNORE));
+                if (flag && index != MPI_UNDEFINED)
+                    left--;
+            }
+            CHECK(left == 0, "MPI_Testany left %d requests", left);
+        }
+        CHECK(sum == np, "the persistent allreduce gave %d", sum);
+        for (int i = 0; i < 6; i++)
+            CHECK(rbuf[i] == value(prev, round, i), "round %d element %d is %d", round, i, rbuf[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        OK(MPI_Request_free(&reqs[i]));
+}
+
 static void case_proc_null(void)
 {
     int buf[4] = {1, 2, 3, 4};
@@ -377,9 +428,9 @@ static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
-    {"data", case_data},     {"derived", case_derived},     {"early", case_early},
-    {"order", case_order},   {"proc_null", case_proc_null}, {"truncate", case_truncate},
-    {"errors", case_errors},
+    {"data", case_data},         {"derived", case_derived}, {"early", case_early},
+    {"order", case_order},       {"mixed", case_mixed},     {"proc_null", case_proc_null},
+    {"truncate", case_truncate}, {"errors", case_errors},
 };
 
 int main(int argc, char **argv)
