@@ -92,6 +92,11 @@ struct part {
 
 static part_t *running, *zombies, *sends;
 static uint32_t next_base; /* where the next send's tag range starts looking */
+/* the hook looks at its requests' transfers again only when the engine
+ * completed a request since it last looked (pb_eng.completed), or this
+ * file started something (changed) */
+static uint64_t looked;
+static int changed;
 
 /* ---- the rounds ------------------------------------------------------------------ */
 
@@ -300,9 +305,11 @@ static int advance_all(void)
     static int advancing;
     int moved = 0;
 
-    if (advancing)
+    if (advancing || (!changed && looked == pb_eng.completed))
         return 0;
     advancing = 1;
+    changed = 0;
+    looked = pb_eng.completed;
     for (part_t **pp = &running; *pp != NULL;) {
         part_t *p = *pp;
         int done = 0;
@@ -354,6 +361,7 @@ void pb_mpi_part_start(MPI_Request r)
     }
     p->next = running;
     running = p;
+    changed = 1;
     pb_eng_progress_hook_add(advance_all);
     advance_all();
 }
@@ -378,6 +386,7 @@ void pb_mpi_part_free(MPI_Request r)
     }
     p->next = zombies;
     zombies = p;
+    changed = 1;
     pb_eng_progress_hook_add(advance_all);
 }
 
@@ -562,6 +571,7 @@ static int ready(const char *func, MPI_Request request, part_t *p, int j)
 
     p->ready[j] = 1;
     p->unready--;
+    changed = 1; /* the last one may complete the request */
     if (p->world == PB_ENG_PROC_NULL)
         return MPI_SUCCESS;
     rc = pb_eng_send_start(p->buf + (MPI_Aint)j * p->count * pb_eng_type_extent(p->type), p->count,
@@ -573,6 +583,7 @@ static int ready(const char *func, MPI_Request request, part_t *p, int j)
                             "cannot send partition %d", j);
     }
     p->flight[p->nflight++] = j;
+    changed = 1;
     return MPI_SUCCESS;
 }
 

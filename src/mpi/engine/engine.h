@@ -106,6 +106,8 @@ typedef struct {
     int single_copy_off;              /* the kernel refused process_vm_readv once */
     long sends_open;                  /* sends started and not complete, freed ones too */
     size_t copies_held; /* bytes of buffered sends' copies (+ MPI_BSEND_OVERHEAD each) */
+    uint64_t completed; /* requests completed so far: a progress hook that
+                           watches requests looks again only when it moved */
     MPI_Request spare;  /* released requests kept for reuse (list by next) */
     int spares;
     const pb_datatype_t *byte_type;

@@ -121,6 +121,7 @@ void pb_eng_request_complete(MPI_Request r)
     if (r->kind == PB_ENG_REQ_SEND && r->peer >= 0)
         pb_eng.sends_open--;
     r->complete = 1;
+    pb_eng.completed++;
     if (r->freed)
         pb_eng_request_release(r);
 }
