@@ -426,9 +426,11 @@ PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, 
 PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
 
 /* Let go of *@request: it completes in the background and is freed then;
- * an inactive persistent request is freed now.  @return MPI_SUCCESS;
- * MPI_ERR_REQUEST (also for an active collective request, which the
- * standard does not let the program free). */
+ * an inactive persistent request is freed now; a generalized request's
+ * free function runs now if it is complete, else at MPI_Grequest_complete.
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST (also for an active collective or
+ * partitioned request, which the standard does not let the program free);
+ * the free function's error. */
 PB_EXPORT int PMPI_Request_free(MPI_Request *request)
 {
     int rc = check_request_ptr("MPI_Request_free", request);
@@ -502,10 +504,11 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
 PB_MPI_WEAK_ALIAS(MPI_Request_get_status, PMPI_Request_get_status);
 
 /* Cancel a receive that has not matched yet (its status then says
- * cancelled); a send, or a receive already matched, completes normally.
- * Complete the request with MPI_Wait.  @return MPI_SUCCESS;
- * MPI_ERR_REQUEST (also for a collective request: the standard makes
- * cancelling one erroneous). */
+ * cancelled); a send, or a receive already matched, completes normally; a
+ * generalized request's cancel function runs.  Complete the request with
+ * MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST (also for a collective
+ * request, or an active partitioned one: the standard makes cancelling
+ * those erroneous); the cancel function's error. */
 PB_EXPORT int PMPI_Cancel(MPI_Request *request)
 {
     MPI_Request r;
@@ -567,7 +570,8 @@ static void start(MPI_Request r)
 }
 
 /* Start the inactive persistent request *@request (a persistent
- * collective's: every rank starts them in the same order).
+ * collective's: every rank starts them in the same order; a partitioned
+ * one's).
  * @return MPI_SUCCESS; MPI_ERR_REQUEST (not a request, not persistent,
  * already active). */
 PB_EXPORT int PMPI_Start(MPI_Request *request)
