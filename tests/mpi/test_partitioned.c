@@ -17,7 +17,9 @@
  * with MPI_Parrived before the sender marks partition 1 ready, and
  * partition 1 not yet); that two request pairs with one tag match in the
  * order of their initialization calls whatever order they are started in;
- * partitioned requests and a persistent collective started by one
+ * pairs on a communicator with the world's ranks reversed and on the world
+ * at once, with one tag; partitioned requests and a persistent collective
+ * started by one
  * MPI_Startall and completed by MPI_Waitsome and MPI_Testany; MPI_PROC_NULL; a partitioned message
  * beside ordinary ones of the same tag; a longer send than the receive (MPI_ERR_TRUNCATE); and the
  * errors (MPI_Pready on an inactive request, an out-of-range or repeated partition, on a receive
@@ -258,6 +260,43 @@ static void case_order(void)
     MPI_Request_free(&rb);
 }
 
+/* A pair on a communicator whose ranks are the world's in reverse, while
+ * a pair with the same tag and ranks runs on MPI_COMM_WORLD: neither
+ * matches the other. */
+static void case_comm(void)
+{
+    int me, n, cnext, cprev, sw[8], rw[8] = {0}, sc[8], rc[8] = {0};
+    MPI_Comm rev;
+    MPI_Request reqs[4];
+
+    MPI_Comm_split(MPI_COMM_WORLD, 0, np - rank, &rev);
+    MPI_Comm_rank(rev, &me);
+    MPI_Comm_size(rev, &n);
+    CHECK(me == np - 1 - rank, "rank %d in the reversed communicator", me);
+    cnext = (me + 1) % n;
+    cprev = (me + n - 1) % n;
+    for (int i = 0; i < 8; i++) {
+        sw[i] = value(rank, 5, i);
+        sc[i] = value(rank, 6, i);
+    }
+    OK(MPI_Precv_init(rc, 4, 2, MPI_INT, cprev, 95, rev, MPI_INFO_NULL, &reqs[0]));
+    OK(MPI_Precv_init(rw, 2, 4, MPI_INT, prev, 95, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[1]));
+    OK(MPI_Psend_init(sw, 8, 1, MPI_INT, next, 95, MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[2]));
+    OK(MPI_Psend_init(sc, 2, 4, MPI_INT, cnext, 95, rev, MPI_INFO_NULL, &reqs[3]));
+    OK(MPI_Startall(4, reqs));
+    OK(MPI_Pready_range(0, 1, reqs[3]));
+    OK(MPI_Pready_range(0, 7, reqs[2]));
+    OK(MPI_Waitall(4, reqs, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 8; i++) {
+        /* world: from rank - 1; reversed: from its previous, world rank + 1 */
+        CHECK(rw[i] == value(prev, 5, i), "the world pair got %d at %d", rw[i], i);
+        CHECK(rc[i] == value((rank + 1) % np, 6, i), "the reversed pair got %d at %d", rc[i], i);
+    }
+    for (int i = 0; i < 4; i++)
+        MPI_Request_free(&reqs[i]);
+    MPI_Comm_free(&rev);
+}
+
 /* Partitioned requests started by one MPI_Startall with a persistent
  * collective, completed by MPI_Waitsome and MPI_Testany loops. */
 static void case_mixed(void)
@@ -428,9 +467,9 @@ static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
-    {"data", case_data},         {"derived", case_derived}, {"early", case_early},
-    {"order", case_order},       {"mixed", case_mixed},     {"proc_null", case_proc_null},
-    {"truncate", case_truncate}, {"errors", case_errors},
+    {"data", case_data},           {"derived", case_derived},   {"early", case_early},
+    {"order", case_order},         {"mixed", case_mixed},       {"comm", case_comm},
+    {"proc_null", case_proc_null}, {"truncate", case_truncate}, {"errors", case_errors},
 };
 
 int main(int argc, char **argv)
