@@ -493,6 +493,69 @@ PB_EXPORT int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype d
 }
 PB_MPI_WEAK_ALIAS(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c);
 
+static int psend_init_checked(const char *func, const void *buf, int partitions, MPI_Count count,
+                              MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                              MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_psend_init_impl(func, buf, partitions, count, datatype, dest, tag, comm, info,
+                                  request, c);
+}
+
+/* Make an inactive partitioned send of @partitions partitions of @count elements of @datatype at
+ * @buf to rank @dest of @comm with @tag (MPI_Start starts it, MPI_Pready sends a partition).
+ * @return MPI_SUCCESS; MPI_ERR_COMM, _RANK, _TAG, _ARG (request NULL, partitions negative),
+ * _COUNT, _TYPE, _BUFFER; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Psend_init(const void *buf, int partitions, MPI_Count count,
+                              MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                              MPI_Info info, MPI_Request *request)
+{
+    return psend_init_checked("MPI_Psend_init", buf, partitions, count, datatype, dest, tag, comm,
+                              info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Psend_init, PMPI_Psend_init);
+
+static int precv_init_checked(const char *func, void *buf, int partitions, MPI_Count count,
+                              MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                              MPI_Info info, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_precv_init_impl(func, buf, partitions, count, datatype, source, tag, comm, info,
+                                  request, c);
+}
+
+/* Make an inactive partitioned receive into @partitions partitions of @count elements of
+ * @datatype at @buf from rank @source of @comm with @tag (no wildcards). Errors as
+ * MPI_Psend_init. */
+PB_EXPORT int PMPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype datatype,
+                              int source, int tag, MPI_Comm comm, MPI_Info info,
+                              MPI_Request *request)
+{
+    return precv_init_checked("MPI_Precv_init", buf, partitions, count, datatype, source, tag, comm,
+                              info, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Precv_init, PMPI_Precv_init);
+
 static int barrier_checked(const char *func, MPI_Comm comm)
 {
     pb_comm_t *c;

@@ -63,6 +63,18 @@ int pb_mpi_sendrecv_replace_impl(const char *func, void *buf, MPI_Count count,
                                  MPI_Datatype datatype, int dest, int sendtag, int source,
                                  int recvtag, MPI_Comm comm, MPI_Status *status, pb_comm_t *c);
 
+/* The work of MPI_Psend_init once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_psend_init_impl(const char *func, const void *buf, int partitions, MPI_Count count,
+                           MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Info info,
+                           MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Precv_init once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_precv_init_impl(const char *func, void *buf, int partitions, MPI_Count count,
+                           MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Info info,
+                           MPI_Request *request, pb_comm_t *c);
+
 /* The work of MPI_Barrier once the checks of functions.txt passed, @func the name called:
  * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_barrier_impl(const char *func, MPI_Comm comm, pb_comm_t *c);

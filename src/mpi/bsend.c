@@ -1,41 +1,154 @@
 /*
- * Buffered mode (p2p.h): MPI_Buffer_attach/detach, and the work of MPI_Bsend
- * and MPI_Ibsend once the generated bindings (bindings.c) checked them.
+ * Buffered mode (p2p.h): the buffers of MPI_Buffer_attach (the process's)
+ * and MPI_Comm_attach_buffer (a communicator's), their detach, flush and
+ * iflush calls, and the work of MPI_Bsend and MPI_Ibsend once the generated
+ * bindings (bindings.c) checked them.
+ *
  * The engine sends a buffered message from a copy it makes at once
- * (PB_ENG_MODE_BUFFERED) and counts the bytes its copies hold; this file
- * owns the attached buffer and refuses a message it has no room for.
+ * (PB_ENG_MODE_BUFFERED); Postbox never writes into the program's
+ * buffer, it accounts for its use: a message takes its packed bytes plus
+ * MPI_BSEND_OVERHEAD of the buffer it went through until its send
+ * completes, and one the buffer has no room for is refused
+ * (MPI_ERR_BUFFER).  A send on a communicator goes through the
+ * communicator's buffer when it has one, else through the process's.  A
+ * buffer attached as MPI_BUFFER_AUTOMATIC has no limit.
+ *
+ * Each buffer keeps the requests of its messages under way, numbered in
+ * the order they were sent, and lets go of the complete ones whenever it
+ * is used; a flush waits until every message sent before it completed,
+ * and MPI_Buffer_iflush (MPI_Comm_iflush_buffer) returns a request (a
+ * generalized request of grequest.c) that a progress hook completes then.
+ * Sessions do not exist in Postbox yet: the session buffer calls are not
+ * in the library.
  */
 #include "mpi/p2p.h"
+
+#include <limits.h>
+#include <stdlib.h>
 
 #include "mpi/bindings.h"
 #include "mpi/engine/engine.h"
 
-static struct {
-    char *buf; /* MPI_Buffer_attach */
+typedef struct buffer buffer_t;
+
+struct buffer {
+    pb_comm_t *comm; /* NULL: the process's buffer */
+    char *buf;       /* as attached (MPI_BUFFER_AUTOMATIC too); NULL: none */
     size_t size;
-} bsend;
+    size_t used;       /* its messages under way: bytes + MPI_BSEND_OVERHEAD each */
+    MPI_Request *reqs; /* the messages under way, oldest first */
+    size_t *bytes;
+    uint64_t *seq;
+    int nreqs, max;
+    uint64_t sent; /* messages sent through it so far */
+    buffer_t *next;
+};
+
+/* a flush request waiting for the messages sent before it */
+typedef struct flush {
+    MPI_Request request;
+    buffer_t *b;
+    uint64_t until; /* done once no message numbered below it is under way */
+    struct flush *next;
+} flush_t;
+
+static buffer_t process;
+static buffer_t *comm_buffers; /* the communicators' attached buffers */
+static flush_t *flushes;
+
+static int flushes_advance(void);
+
+static int automatic(const buffer_t *b)
+{
+    return b->buf == MPI_BUFFER_AUTOMATIC;
+}
+
+/* Let go of @b's complete messages.  @return how many. */
+static int reclaim(buffer_t *b)
+{
+    int kept = 0, gone;
+
+    for (int i = 0; i < b->nreqs; i++) {
+        if (b->reqs[i]->complete) {
+            pb_eng_request_release(b->reqs[i]);
+            b->used -= b->bytes[i] + MPI_BSEND_OVERHEAD;
+            continue;
+        }
+        b->reqs[kept] = b->reqs[i];
+        b->bytes[kept] = b->bytes[i];
+        b->seq[kept] = b->seq[i];
+        kept++;
+    }
+    gone = b->nreqs - kept;
+    b->nreqs = kept;
+    return gone;
+}
+
+/* Whether every message sent through @b before number @until completed. */
+static int flushed(buffer_t *b, uint64_t until)
+{
+    reclaim(b);
+    return b->nreqs == 0 || b->seq[0] >= until;
+}
+
+static buffer_t *comm_buffer(const pb_comm_t *c)
+{
+    for (buffer_t *b = comm_buffers; b != NULL; b = b->next) {
+        if (b->comm == c)
+            return b;
+    }
+    return NULL;
+}
 
 /* Start a buffered send of @count elements of @type (checked) at @buf to
- * @dest of @c: the copy goes out in the background, through a request the
- * engine lets go of when it completes.  @return MPI_SUCCESS, or the error
- * raised (MPI_ERR_BUFFER: the attached buffer has no room). */
+ * @dest of @c: the copy goes out in the background.  @return MPI_SUCCESS,
+ * or the error raised (MPI_ERR_BUFFER: the buffer has no room). */
 static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
                        int dest, int tag, pb_comm_t *c)
 {
     pb_datatype_t *t = pb_mpi_datatype(type);
     size_t bytes = (size_t)count * pb_eng_type_size(t);
+    buffer_t *b = comm_buffer(c);
     MPI_Request r;
     int rc;
 
     if (dest == MPI_PROC_NULL)
         return MPI_SUCCESS;
-    if (pb_eng.copies_held + bytes + MPI_BSEND_OVERHEAD > bsend.size)
-        return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func, "the attached buffer has no room");
+    if (b == NULL || b->buf == NULL) /* none attached to @c (or detached) */
+        b = &process;
+    reclaim(b);
+    if (b->buf == NULL)
+        return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func,
+                            "no buffer is attached (MPI_Buffer_attach, MPI_Comm_attach_buffer)");
+    if (!automatic(b) && b->used + bytes + MPI_BSEND_OVERHEAD > b->size)
+        return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func,
+                            "the attached buffer has no room (%zu of %zu bytes in use, the "
+                            "message needs %zu)",
+                            b->used, b->size, bytes + MPI_BSEND_OVERHEAD);
+    if (b->nreqs == b->max) {
+        int max = b->max ? 2 * b->max : 16;
+        MPI_Request *reqs = realloc(b->reqs, (size_t)max * sizeof(*reqs));
+        size_t *sizes = reqs != NULL ? realloc(b->bytes, (size_t)max * sizeof(*sizes)) : NULL;
+        uint64_t *seq = sizes != NULL ? realloc(b->seq, (size_t)max * sizeof(*seq)) : NULL;
+
+        if (reqs != NULL)
+            b->reqs = reqs;
+        if (sizes != NULL)
+            b->bytes = sizes;
+        if (seq == NULL)
+            return pb_mpi_raise(c->handle, MPI_ERR_NO_MEM, func, "cannot start the send");
+        b->seq = seq;
+        b->max = max;
+    }
     rc =
         pb_eng_send_start(buf, count, t, c->world[dest], tag, c->context, PB_ENG_MODE_BUFFERED, &r);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(c->handle, rc, func, "cannot start the send");
-    pb_eng_request_free(r);
+    b->reqs[b->nreqs] = r;
+    b->bytes[b->nreqs] = bytes;
+    b->seq[b->nreqs] = b->sent++;
+    b->nreqs++;
+    b->used += bytes + MPI_BSEND_OVERHEAD;
     return MPI_SUCCESS;
 }
 
@@ -61,43 +174,331 @@ int pb_mpi_ibsend_impl(const char *func, const void *buf, MPI_Count count, MPI_D
     return MPI_SUCCESS;
 }
 
-/* Give MPI @size bytes at @buffer for buffered sends (one buffer at a
- * time; Postbox accounts for its use, MPI_BSEND_OVERHEAD per message, and
- * keeps the copies itself).  @return MPI_SUCCESS; MPI_ERR_BUFFER (one is
- * attached already, NULL, negative size). */
+/* ---- attach, detach, flush ------------------------------------------------------- */
+
+/* Attach @buffer of @size bytes (or MPI_BUFFER_AUTOMATIC) as @b for @func
+ * on @comm.  @return MPI_SUCCESS; MPI_ERR_BUFFER (one attached already,
+ * NULL); MPI_ERR_COUNT (negative size). */
+static int attach(const char *func, MPI_Comm comm, buffer_t *b, void *buffer, MPI_Count size)
+{
+    if (b->buf != NULL)
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
+                            "a buffer is attached already: detach it first");
+    if (buffer == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
+                            "buffer is NULL (MPI_BUFFER_AUTOMATIC asks for automatic buffering)");
+    if (size < 0 && buffer != MPI_BUFFER_AUTOMATIC)
+        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "size %lld is negative", (long long)size);
+    b->buf = buffer;
+    b->size = buffer == MPI_BUFFER_AUTOMATIC ? 0 : (size_t)size;
+    return MPI_SUCCESS;
+}
+
+typedef struct {
+    buffer_t *b;
+    uint64_t until;
+} flush_wait_t;
+
+static int flush_done(void *arg)
+{
+    flush_wait_t *w = arg;
+
+    return flushed(w->b, w->until);
+}
+
+/* Wait until every message sent through @b so far completed. */
+static void flush(buffer_t *b)
+{
+    flush_wait_t w = {b, b->sent};
+
+    pb_eng_wait_until(flush_done, &w);
+}
+
+/* Detach @b for @func on @comm once its messages went: its address in
+ * *(void **)@buffer_addr and its size in *@size_p.  @return MPI_SUCCESS;
+ * MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
+static int detach(const char *func, MPI_Comm comm, buffer_t *b, void *buffer_addr,
+                  MPI_Count *size_p)
+{
+    if (buffer_addr == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "buffer_addr is NULL");
+    if (b == NULL || b->buf == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "no buffer is attached");
+    flush(b);
+    *(void **)buffer_addr = b->buf;
+    *size_p = (MPI_Count)b->size;
+    b->buf = NULL;
+    b->size = 0;
+    return MPI_SUCCESS;
+}
+
+/* @size in an int: MPI_UNDEFINED when it does not fit. */
+static int int_size(MPI_Count size)
+{
+    return size > INT_MAX ? MPI_UNDEFINED : (int)size;
+}
+
+/* Give MPI @size bytes at @buffer (or MPI_BUFFER_AUTOMATIC: as many as the
+ * messages need) for the buffered sends of the process.  @return
+ * MPI_SUCCESS; MPI_ERR_BUFFER (one is attached already, NULL);
+ * MPI_ERR_COUNT (negative size). */
+PB_EXPORT int PMPI_Buffer_attach_c(void *buffer, MPI_Count size)
+{
+    return attach("MPI_Buffer_attach", MPI_COMM_NULL, &process, buffer, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Buffer_attach_c, PMPI_Buffer_attach_c);
+
+/* MPI_Buffer_attach_c with an int size.  Errors as it. */
 PB_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
 {
-    if (bsend.buf != NULL || buffer == NULL || size < 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, "MPI_Buffer_attach",
-                            bsend.buf != NULL ? "a buffer is attached already"
-                                              : "bad buffer or size");
-    bsend.buf = buffer;
-    bsend.size = (size_t)size;
-    return MPI_SUCCESS;
+    return PMPI_Buffer_attach_c(buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_attach, PMPI_Buffer_attach);
 
-static int bsends_done(void *arg)
+/* Wait until every buffered send through the process's buffer went out,
+ * then give the buffer back: *(void **)@buffer_addr (MPI_BUFFER_AUTOMATIC
+ * for an automatic one) and *@size (0 for an automatic one).  @return
+ * MPI_SUCCESS; MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
 {
-    (void)arg;
-    return pb_eng.copies_held == 0;
+    if (size == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach", "size is NULL");
+    return detach("MPI_Buffer_detach", MPI_COMM_NULL, &process, buffer_addr, size);
 }
+PB_MPI_WEAK_ALIAS(MPI_Buffer_detach_c, PMPI_Buffer_detach_c);
 
-/* Wait until every buffered send went out, then give the buffer back:
- * *(void **)@buffer_addr and *@size.  @return MPI_SUCCESS; MPI_ERR_BUFFER
- * (none attached); MPI_ERR_ARG. */
+/* MPI_Buffer_detach_c with an int size (MPI_UNDEFINED when it does not
+ * fit).  Errors as it. */
 PB_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
 {
-    if (buffer_addr == NULL || size == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach", "NULL argument");
-    if (bsend.buf == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, "MPI_Buffer_detach",
-                            "no buffer is attached");
-    pb_eng_wait_until(bsends_done, NULL);
-    *(void **)buffer_addr = bsend.buf;
-    *size = (int)bsend.size;
-    bsend.buf = NULL;
-    bsend.size = 0;
-    return MPI_SUCCESS;
+    MPI_Count n = 0;
+    int rc;
+
+    if (size == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach", "size is NULL");
+    rc = PMPI_Buffer_detach_c(buffer_addr, &n);
+    if (rc == MPI_SUCCESS)
+        *size = int_size(n);
+    return rc;
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_detach, PMPI_Buffer_detach);
+
+/* Wait until every message sent through the process's buffer so far went
+ * out (nothing when none is attached).  @return MPI_SUCCESS. */
+PB_EXPORT int PMPI_Buffer_flush(void)
+{
+    flush(&process);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Buffer_flush, PMPI_Buffer_flush);
+
+/* The communicator's buffer record of @c, made if @make. */
+static buffer_t *comm_record(pb_comm_t *c, int make)
+{
+    buffer_t *b = comm_buffer(c);
+
+    if (b == NULL && make) {
+        b = calloc(1, sizeof(*b));
+        if (b != NULL) {
+            b->comm = c;
+            b->next = comm_buffers;
+            comm_buffers = b;
+        }
+    }
+    return b;
+}
+
+/* Attach @buffer of @size bytes (or MPI_BUFFER_AUTOMATIC) to @comm: its
+ * buffered sends go through it instead of the process's buffer.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_BUFFER (one is attached
+ * already, NULL); MPI_ERR_COUNT; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
+{
+    const char *func = "MPI_Comm_attach_buffer";
+    pb_comm_t *c;
+    buffer_t *b;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    b = comm_record(c, 1);
+    if (b == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "no memory for the buffer's record");
+    return attach(func, comm, b, buffer, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c);
+
+/* MPI_Comm_attach_buffer_c with an int size.  Errors as it. */
+PB_EXPORT int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)
+{
+    return PMPI_Comm_attach_buffer_c(comm, buffer, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer, PMPI_Comm_attach_buffer);
+
+/* Wait until every buffered send through @comm's buffer went out, then give
+ * the buffer back as MPI_Buffer_detach_c does.  @return MPI_SUCCESS;
+ * MPI_ERR_COMM; MPI_ERR_BUFFER (none attached to @comm); MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)
+{
+    const char *func = "MPI_Comm_detach_buffer";
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (size == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "size is NULL");
+    return detach(func, comm, comm_record(c, 0), buffer_addr, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c);
+
+/* MPI_Comm_detach_buffer_c with an int size (MPI_UNDEFINED when it does
+ * not fit).  Errors as it. */
+PB_EXPORT int PMPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)
+{
+    MPI_Count n = 0;
+    int rc;
+
+    if (size == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_detach_buffer", "size is NULL");
+    rc = PMPI_Comm_detach_buffer_c(comm, buffer_addr, &n);
+    if (rc == MPI_SUCCESS)
+        *size = int_size(n);
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer);
+
+/* Wait until every message sent through @comm's buffer so far went out
+ * (nothing when it has none).  @return MPI_SUCCESS; MPI_ERR_COMM. */
+PB_EXPORT int PMPI_Comm_flush_buffer(MPI_Comm comm)
+{
+    pb_comm_t *c;
+    buffer_t *b;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_flush_buffer", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    b = comm_record(c, 0);
+    if (b != NULL)
+        flush(b);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_flush_buffer, PMPI_Comm_flush_buffer);
+
+void pb_mpi_bsend_comm_free(pb_comm_t *c)
+{
+    for (buffer_t **pp = &comm_buffers; *pp != NULL; pp = &(*pp)->next) {
+        buffer_t *b = *pp;
+
+        if (b->comm != c)
+            continue;
+        flush(b);
+        flushes_advance(); /* its flush requests complete now */
+        *pp = b->next;
+        free(b->reqs);
+        free(b->bytes);
+        free(b->seq);
+        free(b);
+        return;
+    }
+}
+
+/* ---- nonblocking flush ------------------------------------------------------------ */
+
+static int flush_query(void *extra_state, MPI_Status *status)
+{
+    (void)extra_state;
+    pb_mpi_status_empty(status);
+    return MPI_SUCCESS;
+}
+
+static int flush_free(void *extra_state)
+{
+    (void)extra_state;
+    return MPI_SUCCESS;
+}
+
+static int flush_cancel(void *extra_state, int complete)
+{
+    (void)extra_state;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* The progress hook while flush requests wait: complete those whose
+ * messages went. */
+static int flushes_advance(void)
+{
+    int moved = 0;
+
+    for (flush_t **pp = &flushes; *pp != NULL;) {
+        flush_t *f = *pp;
+
+        if (!flushed(f->b, f->until)) {
+            pp = &f->next;
+            continue;
+        }
+        *pp = f->next;
+        PMPI_Grequest_complete(f->request);
+        free(f);
+        moved++;
+    }
+    if (flushes == NULL)
+        pb_eng_progress_hook_remove(flushes_advance);
+    return moved;
+}
+
+/* A request, in *@request, that completes once every message sent through
+ * @b so far went out.  @return MPI_SUCCESS, or the error raised for
+ * @func on @comm (MPI_ERR_ARG, MPI_ERR_NO_MEM). */
+static int iflush(const char *func, MPI_Comm comm, buffer_t *b, MPI_Request *request)
+{
+    flush_t *f;
+    int rc;
+
+    if (request == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "request is NULL");
+    f = malloc(sizeof(*f));
+    if (f == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "no memory for the request");
+    rc = PMPI_Grequest_start(flush_query, flush_free, flush_cancel, NULL, &f->request);
+    if (rc != MPI_SUCCESS) {
+        free(f);
+        return rc;
+    }
+    *request = f->request;
+    if (b == NULL || flushed(b, b->sent)) {
+        PMPI_Grequest_complete(f->request);
+        free(f);
+        return MPI_SUCCESS;
+    }
+    f->b = b;
+    f->until = b->sent;
+    f->next = flushes;
+    flushes = f;
+    pb_eng_progress_hook_add(flushes_advance);
+    return MPI_SUCCESS;
+}
+
+/* MPI_Buffer_flush without waiting: *@request completes once the messages
+ * in the process's buffer went out.  @return MPI_SUCCESS; MPI_ERR_ARG;
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Buffer_iflush(MPI_Request *request)
+{
+    return iflush("MPI_Buffer_iflush", MPI_COMM_NULL, &process, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Buffer_iflush, PMPI_Buffer_iflush);
+
+/* MPI_Comm_flush_buffer without waiting: *@request completes once the
+ * messages in @comm's buffer went out.  @return MPI_SUCCESS;
+ * MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_iflush_buffer", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return iflush("MPI_Comm_iflush_buffer", comm, comm_record(c, 0), request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer);

@@ -534,6 +534,7 @@ PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
     rc = pb_mpi_attr_delete_all(c);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(*comm, rc, "MPI_Comm_free", "an attribute delete callback failed");
+    pb_mpi_bsend_comm_free(c);
     pb_coll_node_release(c);
     comm_delete(c);
     *comm = MPI_COMM_NULL;

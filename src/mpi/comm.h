@@ -6,7 +6,10 @@
  * registry (handle.h: a handle not live in it is MPI_ERR_COMM, never a
  * crash).  Each
  * communicator has two context ids: even for point-to-point, odd (+1) for
- * the messages of its collectives, so neither matches the other.
+ * the messages of its collectives, so neither matches the other.  Context
+ * ids stay below 2^30: partitioned communication (part.c) sets bit 31 (its
+ * setup messages) or bit 30 (its data) of a communicator's id for contexts
+ * no communicator has.
  */
 #ifndef PB_MPI_COMM_H
 #define PB_MPI_COMM_H

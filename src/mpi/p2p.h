@@ -33,6 +33,10 @@ void pb_mpi_p2p_finalize(void);
 int pb_mpi_send_wait(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t, int dest,
                      int tag, pb_comm_t *c, int mode);
 
+/* @c is being freed: wait until the messages through its buffer of
+ * MPI_Comm_attach_buffer went, then forget the buffer (bsend.c). */
+void pb_mpi_bsend_comm_free(pb_comm_t *c);
+
 /* Whether @r is a live request (request.c): the handle registry's
  * look-up (engine/handle.h).  Never dereferences a predefined value. */
 int pb_mpi_request_valid(MPI_Request r);

@@ -10,7 +10,9 @@
  * inactive until MPI_Start, and again once a wait or test completed it:
  * it is then kept, not freed, and the calls treat it as they treat
  * MPI_REQUEST_NULL (an empty status at once; not active for the -any and
- * -some forms), as the standard says.
+ * -some forms), as the standard says.  Partitioned requests (part.h) are
+ * persistent requests of their own kinds; generalized requests
+ * (grequest.h) call the program's functions where the standard says.
  */
 #include "mpi/p2p.h"
 
@@ -18,6 +20,8 @@
 
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
+#include "mpi/grequest.h"
+#include "mpi/part.h"
 #include "mpi/sched.h"
 
 int pb_mpi_request_valid(MPI_Request r)
@@ -37,6 +41,8 @@ void pb_mpi_request_release(MPI_Request r)
     pb_mpi_request_let_go(r);
     if (r->kind == PB_ENG_REQ_COLL)
         pb_sched_free(r->sched);
+    if (r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV)
+        pb_mpi_part_free(r);
     pb_eng_request_release(r);
 }
 
@@ -51,6 +57,10 @@ static int active(MPI_Request r)
  * MPI_SUCCESS, for the error's message. */
 static const char *failure(MPI_Request r)
 {
+    if (r->kind == PB_ENG_REQ_GREQ)
+        return "the generalized request's query or free function failed";
+    if (r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV)
+        return pb_mpi_part_failure(r);
     if (r->kind != PB_ENG_REQ_COLL)
         return "the message is longer than the buffer";
     return r->status.MPI_ERROR == MPI_ERR_TRUNCATE
@@ -69,7 +79,7 @@ void pb_mpi_status_store(MPI_Status *status, MPI_Request r, const pb_comm_t *c)
 {
     if (status == MPI_STATUS_IGNORE)
         return;
-    if (r->kind == PB_ENG_REQ_RECV) {
+    if (r->kind == PB_ENG_REQ_RECV || r->kind == PB_ENG_REQ_PRECV) {
         *status = r->status;
         /* the engine names the sender by its world rank */
         if (status->MPI_SOURCE >= 0)
@@ -114,6 +124,8 @@ static int finish(MPI_Request *request, MPI_Status *status)
     MPI_Request r = *request;
     int rc = r->kind != PB_ENG_REQ_SEND ? r->status.MPI_ERROR : MPI_SUCCESS;
 
+    if (r->kind == PB_ENG_REQ_GREQ)
+        return pb_mpi_grequest_finish(request, status);
     if (r->persistent) {
         if (!r->active) {
             pb_mpi_status_empty(status);
@@ -241,17 +253,19 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
 
     for (int i = 0; i < count; i++) {
         MPI_Status one;
+        failed_t this;
 
         if (!active(requests[i]) || !requests[i]->complete) {
             if (outcount == NULL && statuses != MPI_STATUSES_IGNORE)
                 pb_mpi_status_empty(&statuses[i]);
             continue;
         }
-        if (rc == MPI_SUCCESS && requests[i]->kind != PB_ENG_REQ_SEND &&
-            requests[i]->status.MPI_ERROR != MPI_SUCCESS)
-            *failed_p = (failed_t){comm_handle(requests[i]), failure(requests[i])};
-        if (finish(&requests[i], &one) != MPI_SUCCESS)
+        this = (failed_t){comm_handle(requests[i]), failure(requests[i])};
+        if (finish(&requests[i], &one) != MPI_SUCCESS) {
+            if (rc == MPI_SUCCESS)
+                *failed_p = this;
             rc = MPI_ERR_IN_STATUS;
+        }
         if (indices != NULL)
             indices[done] = i;
         if (statuses != MPI_STATUSES_IGNORE)
@@ -412,9 +426,11 @@ PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, 
 PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
 
 /* Let go of *@request: it completes in the background and is freed then;
- * an inactive persistent request is freed now.  @return MPI_SUCCESS;
- * MPI_ERR_REQUEST (also for an active collective request, which the
- * standard does not let the program free). */
+ * an inactive persistent request is freed now; a generalized request's
+ * free function runs now if it is complete, else at MPI_Grequest_complete.
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST (also for an active collective or
+ * partitioned request, which the standard does not let the program free);
+ * the free function's error. */
 PB_EXPORT int PMPI_Request_free(MPI_Request *request)
 {
     int rc = check_request_ptr("MPI_Request_free", request);
@@ -428,6 +444,18 @@ PB_EXPORT int PMPI_Request_free(MPI_Request *request)
         return pb_mpi_raise(comm_handle(*request), MPI_ERR_REQUEST, "MPI_Request_free",
                             "the request is an active collective one: complete it first "
                             "(MPI_Wait, MPI_Test ...)");
+    if (((*request)->kind == PB_ENG_REQ_PSEND || (*request)->kind == PB_ENG_REQ_PRECV) &&
+        active(*request))
+        return pb_mpi_raise(comm_handle(*request), MPI_ERR_REQUEST, "MPI_Request_free",
+                            "the request is an active partitioned one: complete it first "
+                            "(MPI_Wait, MPI_Test ...)");
+    if ((*request)->kind == PB_ENG_REQ_GREQ) {
+        rc = pb_mpi_grequest_free(*request);
+        *request = MPI_REQUEST_NULL;
+        return rc == MPI_SUCCESS ? rc
+                                 : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Request_free",
+                                                "the generalized request's free function failed");
+    }
     if ((*request)->persistent && !active(*request)) {
         pb_mpi_request_release(*request);
         *request = MPI_REQUEST_NULL;
@@ -462,6 +490,13 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
     if (!request->complete)
         pb_eng_progress();
     *flag = request->complete;
+    if (*flag && request->kind == PB_ENG_REQ_GREQ) {
+        int rc = pb_mpi_grequest_status(request, status);
+
+        return rc == MPI_SUCCESS ? rc
+                                 : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Request_get_status",
+                                                "the generalized request's query function failed");
+    }
     if (*flag)
         pb_mpi_status_store(status, request, request->comm);
     return MPI_SUCCESS;
@@ -469,10 +504,11 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
 PB_MPI_WEAK_ALIAS(MPI_Request_get_status, PMPI_Request_get_status);
 
 /* Cancel a receive that has not matched yet (its status then says
- * cancelled); a send, or a receive already matched, completes normally.
- * Complete the request with MPI_Wait.  @return MPI_SUCCESS;
- * MPI_ERR_REQUEST (also for a collective request: the standard makes
- * cancelling one erroneous). */
+ * cancelled); a send, or a receive already matched, completes normally; a
+ * generalized request's cancel function runs.  Complete the request with
+ * MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST (also for a collective
+ * request, or an active partitioned one: the standard makes cancelling
+ * those erroneous); the cancel function's error. */
 PB_EXPORT int PMPI_Cancel(MPI_Request *request)
 {
     MPI_Request r;
@@ -487,6 +523,16 @@ PB_EXPORT int PMPI_Cancel(MPI_Request *request)
     if (r->kind == PB_ENG_REQ_COLL)
         return pb_mpi_raise(comm_handle(r), MPI_ERR_REQUEST, "MPI_Cancel",
                             "the request is a collective one, which cannot be cancelled");
+    if ((r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV) && active(r))
+        return pb_mpi_raise(comm_handle(r), MPI_ERR_REQUEST, "MPI_Cancel",
+                            "the request is an active partitioned one, which cannot be "
+                            "cancelled");
+    if (r->kind == PB_ENG_REQ_GREQ) {
+        rc = pb_mpi_grequest_cancel(r);
+        return rc == MPI_SUCCESS ? rc
+                                 : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Cancel",
+                                                "the generalized request's cancel function failed");
+    }
     pb_eng_recv_cancel(r);
     return MPI_SUCCESS;
 }
@@ -519,10 +565,13 @@ static void start(MPI_Request r)
 {
     if (r->kind == PB_ENG_REQ_COLL)
         pb_sched_start(r);
+    else if (r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV)
+        pb_mpi_part_start(r);
 }
 
 /* Start the inactive persistent request *@request (a persistent
- * collective's: every rank starts them in the same order).
+ * collective's: every rank starts them in the same order; a partitioned
+ * one's).
  * @return MPI_SUCCESS; MPI_ERR_REQUEST (not a request, not persistent,
  * already active). */
 PB_EXPORT int PMPI_Start(MPI_Request *request)

@@ -1,6 +1,6 @@
 /*
  * Schedules (sched.h): building, the collective request that owns one,
- * and running them from the engine's progress (pb_eng_progress_hook).
+ * and running them from the engine's progress (pb_eng_progress_hook_add).
  *
  * A running schedule is in the list `running`; while the list is not
  * empty the hook is set, and every pb_eng_progress advances each schedule
@@ -365,7 +365,7 @@ static int advance(pb_sched_t *s, int *done_p)
     }
 }
 
-/* pb_eng_progress_hook while schedules run. */
+/* The progress hook while schedules run. */
 static int advance_all(void)
 {
     int moved = 0;
@@ -387,7 +387,7 @@ static int advance_all(void)
     }
     advancing = 0;
     if (running == NULL)
-        pb_eng_progress_hook = NULL;
+        pb_eng_progress_hook_remove(advance_all);
     return moved;
 }
 
@@ -403,7 +403,7 @@ void pb_sched_start(MPI_Request r)
     s->status = MPI_SUCCESS;
     s->next = running;
     running = s;
-    pb_eng_progress_hook = advance_all;
+    pb_eng_progress_hook_add(advance_all);
     /* the first rounds go at once: local copies, the first messages */
     advance_all();
 }

@@ -23,7 +23,7 @@
  * Running: pb_sched_request makes the collective request (kind
  * PB_ENG_REQ_COLL of the engine, engine.h) that owns the schedule, and
  * pb_sched_start starts it.  Started schedules are advanced by the engine:
- * sched.c sets pb_eng_progress_hook while any runs, so every round of
+ * sched.c adds its progress hook (pb_eng_progress_hook_add) while any runs, so every round of
  * pb_eng_progress (MPI_Wait, MPI_Test of any request, a blocking call)
  * completes what it can of them.  No thread runs them.
  *

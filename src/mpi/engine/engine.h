@@ -23,8 +23,12 @@
 enum {
     PB_ENG_REQ_SEND = 1,
     PB_ENG_REQ_RECV,
-    PB_ENG_REQ_COLL /* a nonblocking or persistent collective: the API's
-                       schedule (src/mpi/sched.h) completes it */
+    PB_ENG_REQ_COLL,  /* a nonblocking or persistent collective: the API's
+                         schedule (src/mpi/sched.h) completes it */
+    PB_ENG_REQ_PSEND, /* a partitioned send or receive: src/mpi/part.c runs it */
+    PB_ENG_REQ_PRECV,
+    PB_ENG_REQ_GREQ /* a generalized request: the program completes it
+                       (src/mpi/grequest.c) */
 };
 
 /* send modes */
@@ -70,10 +74,12 @@ struct MPI_ABI_Request {
     int split, split_read, split_written, split_stream;
     uint64_t split_sreq;
     /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run and
-     * completed by the API through pb_eng_progress_hook */
+     * completed by the API through its progress hook */
     void *sched;    /* its schedule (never read here) */
     int persistent; /* kept when complete, started again (MPI_Start) */
     int active;     /* persistent: started and not yet completed by a wait or test */
+    /* a partitioned or generalized request's state (the API's; never read here) */
+    void *ext;
     /* MPI_SOURCE is the sender's world rank (the API translates it) */
     MPI_Status status;
 };
@@ -100,6 +106,8 @@ typedef struct {
     int single_copy_off;              /* the kernel refused process_vm_readv once */
     long sends_open;                  /* sends started and not complete, freed ones too */
     size_t copies_held; /* bytes of buffered sends' copies (+ MPI_BSEND_OVERHEAD each) */
+    uint64_t completed; /* requests completed so far: a progress hook that
+                           watches requests looks again only when it moved */
     MPI_Request spare;  /* released requests kept for reuse (list by next) */
     int spares;
     const pb_datatype_t *byte_type;
@@ -150,14 +158,19 @@ int pb_eng_progress(void);
 
 /*
  * Work of the API that the engine's progress drives (the schedules of the
- * nonblocking and persistent collectives, src/mpi/sched.c): when not NULL,
- * pb_eng_progress calls it at the end of every round, so that the work
- * advances whatever the program waits for.  It returns the number of steps
- * it made (0: nothing to do now).  The API sets it while it has such work
- * and clears it after; the engine knows nothing else of it.
+ * nonblocking and persistent collectives, src/mpi/sched.c; the partitioned
+ * requests, src/mpi/part.c): every pb_eng_progress calls each hook added at
+ * the end of its round, so that the work advances whatever the program
+ * waits for.  A hook returns the number of steps it made (0: nothing to do
+ * now).  The API adds its hook while it has such work and removes it
+ * after; the engine knows nothing else of it.  At most
+ * PB_ENG_PROGRESS_HOOKS hooks at once; adding one already added does
+ * nothing.
  */
 typedef int (*pb_eng_progress_hook_t)(void);
-extern pb_eng_progress_hook_t pb_eng_progress_hook;
+#define PB_ENG_PROGRESS_HOOKS 4
+void pb_eng_progress_hook_add(pb_eng_progress_hook_t hook);
+void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook);
 
 typedef int (*pb_eng_done_func_t)(void *arg);
 
@@ -181,6 +194,11 @@ void pb_eng_request_free(MPI_Request r);
 /* A request of kind PB_ENG_REQ_COLL for schedule @sched, not complete
  * (its owner sets complete and status.MPI_ERROR), or NULL without memory. */
 MPI_Request pb_eng_request_coll(void *sched);
+
+/* A request of kind PB_ENG_REQ_PSEND, _PRECV or _GREQ, not complete,
+ * whose owner (an API file) completes it and keeps its state in ext; or
+ * NULL without memory. */
+MPI_Request pb_eng_request_api(int kind);
 
 /* A request that is complete at once (MPI_PROC_NULL sends, a buffered
  * send's request for the program), or NULL without memory. */

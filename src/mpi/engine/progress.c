@@ -11,7 +11,29 @@
 
 #include "mpi/engine/protocol.h"
 
-pb_eng_progress_hook_t pb_eng_progress_hook = NULL;
+static pb_eng_progress_hook_t hooks[PB_ENG_PROGRESS_HOOKS];
+static int nhooks;
+
+void pb_eng_progress_hook_add(pb_eng_progress_hook_t hook)
+{
+    for (int i = 0; i < nhooks; i++) {
+        if (hooks[i] == hook)
+            return;
+    }
+    if (nhooks == PB_ENG_PROGRESS_HOOKS)
+        pb_eng_fatal("more progress hooks than PB_ENG_PROGRESS_HOOKS");
+    hooks[nhooks++] = hook;
+}
+
+void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook)
+{
+    for (int i = 0; i < nhooks; i++) {
+        if (hooks[i] == hook) {
+            hooks[i] = hooks[--nhooks];
+            return;
+        }
+    }
+}
 
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
 #define SLEEP_CAP_MS 100
@@ -64,8 +86,11 @@ int pb_eng_progress(void)
         if (pb_eng.controls[d] != NULL)
             moved += pb_eng_send_push(d);
     }
-    if (pb_eng_progress_hook != NULL)
-        moved += pb_eng_progress_hook();
+    /* a hook may remove itself: walk from the end */
+    for (int i = nhooks - 1; i >= 0; i--) {
+        if (i < nhooks)
+            moved += hooks[i]();
+    }
     return moved;
 }
 

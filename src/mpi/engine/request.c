@@ -80,6 +80,12 @@ MPI_Request pb_eng_request_coll(void *sched)
     return r;
 }
 
+MPI_Request pb_eng_request_api(int kind)
+{
+    return pb_eng_request_new(kind, NULL, 0, (pb_datatype_t *)pb_eng.byte_type, PB_ENG_ANY_SOURCE,
+                              MPI_ANY_TAG, 0);
+}
+
 void pb_eng_request_release(MPI_Request r)
 {
     if (r->copy != NULL) {
@@ -115,6 +121,7 @@ void pb_eng_request_complete(MPI_Request r)
     if (r->kind == PB_ENG_REQ_SEND && r->peer >= 0)
         pb_eng.sends_open--;
     r->complete = 1;
+    pb_eng.completed++;
     if (r->freed)
         pb_eng_request_release(r);
 }
