@@ -552,9 +552,9 @@ static int gather_checked(const char *func, const void *sendbuf, MPI_Count sendc
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -594,9 +594,9 @@ static int gatherv_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -637,9 +637,9 @@ static int scatter_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -677,9 +677,9 @@ static int scatterv_checked(const char *func, const void *sendbuf, pb_mpi_counts
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -921,11 +921,11 @@ static int reduce_checked(const char *func, const void *sendbuf, void *recvbuf, 
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -1191,9 +1191,9 @@ static int igather_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1235,9 +1235,9 @@ static int igatherv_checked(const char *func, const void *sendbuf, MPI_Count sen
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1280,9 +1280,9 @@ static int iscatter_checked(const char *func, const void *sendbuf, MPI_Count sen
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1324,9 +1324,9 @@ static int iscatterv_checked(const char *func, const void *sendbuf, pb_mpi_count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1592,11 +1592,11 @@ static int ireduce_checked(const char *func, const void *sendbuf, void *recvbuf,
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1893,9 +1893,9 @@ static int gather_init_checked(const char *func, const void *sendbuf, MPI_Count 
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1938,9 +1938,9 @@ static int gatherv_init_checked(const char *func, const void *sendbuf, MPI_Count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1989,9 +1989,9 @@ static int scatter_init_checked(const char *func, const void *sendbuf, MPI_Count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2034,9 +2034,9 @@ static int scatterv_init_checked(const char *func, const void *sendbuf, pb_mpi_c
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2322,11 +2322,11 @@ static int reduce_init_checked(const char *func, const void *sendbuf, void *recv
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");

@@ -424,9 +424,16 @@ static void build_exscan(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
 /* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
 /* The info of MPI_X_init (@info; NULL for MPI_IX, which has none), checked
- * first: MPI_SUCCESS or the error raised for @func. */
+ * first, after the communicator, which must be an intracommunicator (no
+ * nonblocking or persistent collective on an intercommunicator yet):
+ * MPI_SUCCESS or the error raised for @func (MPI_ERR_COMM, MPI_ERR_INFO). */
 static int check_info(const char *func, MPI_Comm comm, const MPI_Info *info)
 {
+    const pb_comm_t *c = pb_mpi_comm(comm);
+
+    if (c != NULL && pb_mpi_comm_is_inter(c))
+        return pb_mpi_raise(comm, MPI_ERR_COMM, func,
+                            "not supported on intercommunicators yet (the blocking collective is)");
     return info != NULL ? pb_mpi_info_check(comm, *info, 1, func) : MPI_SUCCESS;
 }
 
