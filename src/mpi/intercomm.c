@@ -22,9 +22,10 @@
 #include "mpi/p2p.h"
 
 /* the tags of the messages between the groups, on the intercommunicator's
- * collective context (clear of coll_p2p.c's and coll_node.c's) */
+ * collective context (clear of coll_p2p.c's, coll_node.c's, the
+ * neighborhood collectives' and the schedules', sched.h) */
 enum {
-    TAG_INTER_CONTEXT = 40,
+    TAG_INTER_CONTEXT = 64,
     TAG_INTER_TABLE,
     TAG_INTER_BARRIER,
     TAG_INTER_BCAST,

@@ -12,7 +12,9 @@
  * (directly between the processes, or between the two groups' rank 0, the
  * leaders) and the point-to-point algorithms of coll_p2p.h on each local
  * group.  MPI_IN_PLACE is not allowed on an intercommunicator
- * (MPI_ERR_BUFFER).  Each returns MPI_SUCCESS or an error class.
+ * (MPI_ERR_BUFFER).  Each returns MPI_SUCCESS or an error class.  The
+ * nonblocking and persistent ones are the same algorithms as schedules
+ * (nbc.c).
  */
 #ifndef PB_MPI_INTERCOMM_H
 #define PB_MPI_INTERCOMM_H

@@ -269,6 +269,62 @@ static void check_all(MPI_Comm inter)
     }
 }
 
+/* the nonblocking collectives, all in flight at once, and a persistent one */
+static void check_nonblocking(MPI_Comm inter)
+{
+    int root0 = root_arg(0, 0), root1 = root_arg(1, 0), sum_other = 0, total = lsize * rsize;
+    int bc[4] = {-1, -1, -1, -1}, ga[16], ag[16], a2a_s[16], a2a_r[16], ar_s[2], ar_r[2] = {0, 0};
+    int rd = -1, rsb_s[32], rsb_r[16], mine = rank;
+    MPI_Request reqs[9];
+
+    for (int i = 0; i < rsize; i++)
+        sum_other += world_of(!color, i);
+    if (root0 == MPI_ROOT)
+        for (int i = 0; i < 4; i++)
+            bc[i] = 40 + i;
+    for (int j = 0; j < rsize; j++)
+        a2a_s[j] = rank * 100 + j;
+    ar_s[0] = rank, ar_s[1] = 1;
+    for (int k = 0; k < total; k++)
+        rsb_s[k] = rank + k;
+    memset(ga, 0xff, sizeof(ga));
+    OK(MPI_Ibarrier(inter, &reqs[0]));
+    OK(MPI_Ibcast(bc, 4, MPI_INT, root0, inter, &reqs[1]));
+    OK(MPI_Igather(&mine, 1, MPI_INT, ga, 1, MPI_INT, root1, inter, &reqs[2]));
+    OK(MPI_Iallgather(&mine, 1, MPI_INT, ag, 1, MPI_INT, inter, &reqs[3]));
+    OK(MPI_Ialltoall(a2a_s, 1, MPI_INT, a2a_r, 1, MPI_INT, inter, &reqs[4]));
+    OK(MPI_Iallreduce(ar_s, ar_r, 2, MPI_INT, MPI_SUM, inter, &reqs[5]));
+    OK(MPI_Ireduce(&mine, &rd, 1, MPI_INT, MPI_SUM, root0, inter, &reqs[6]));
+    OK(MPI_Ireduce_scatter_block(rsb_s, rsb_r, rsize, MPI_INT, MPI_SUM, inter, &reqs[7]));
+    OK(MPI_Ibarrier(inter, &reqs[8]));
+    OK(MPI_Waitall(9, reqs, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 4; i++)
+        CHECK(bc[i] == (root0 == MPI_PROC_NULL ? -1 : 40 + i), "ibcast [%d] = %d", i, bc[i]);
+    for (int i = 0; root1 == MPI_ROOT && i < rsize; i++)
+        CHECK(ga[i] == world_of(!color, i), "igather [%d] = %d", i, ga[i]);
+    for (int i = 0; i < rsize; i++)
+        CHECK(ag[i] == world_of(!color, i), "iallgather [%d] = %d", i, ag[i]);
+    for (int j = 0; j < rsize; j++)
+        CHECK(a2a_r[j] == world_of(!color, j) * 100 + lrank, "ialltoall [%d] = %d", j, a2a_r[j]);
+    CHECK(ar_r[0] == sum_other && ar_r[1] == rsize, "iallreduce %d %d", ar_r[0], ar_r[1]);
+    if (root0 == MPI_ROOT)
+        CHECK(rd == sum_other, "ireduce %d, want %d", rd, sum_other);
+    for (int k = 0; k < rsize; k++)
+        CHECK(rsb_r[k] == sum_other + rsize * (lrank * rsize + k),
+              "ireduce_scatter_block [%d] = %d", k, rsb_r[k]);
+
+    /* persistent: started twice, the input changed in between */
+    OK(MPI_Allreduce_init(ar_s, ar_r, 2, MPI_INT, MPI_MAX, inter, MPI_INFO_NULL, &reqs[0]));
+    for (int round = 0; round < 2; round++) {
+        ar_s[0] = rank + 10 * round;
+        OK(MPI_Start(&reqs[0]));
+        OK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+        CHECK(ar_r[0] == (color == 0 ? nworld - 1 : group_size(0) - 1) + 10 * round,
+              "persistent allreduce round %d: %d", round, ar_r[0]);
+    }
+    OK(MPI_Request_free(&reqs[0]));
+}
+
 static void check_merge(MPI_Comm inter)
 {
     int want_first[3] = {0, 1, 0}; /* which group comes first for each case */
@@ -379,7 +435,11 @@ static void check_errors(MPI_Comm inter)
     CHECK(MPI_Intercomm_create(inter, 0, MPI_COMM_WORLD, 0, 1, &out) == MPI_ERR_COMM,
           "MPI_Intercomm_create from an intercommunicator");
     CHECK(MPI_Scan(&v, &w, 1, MPI_INT, MPI_SUM, inter) == MPI_ERR_COMM, "MPI_Scan");
-    CHECK(MPI_Ibarrier(inter, &req) == MPI_ERR_COMM, "MPI_Ibarrier");
+    CHECK(MPI_Iscan(&v, &w, 1, MPI_INT, MPI_SUM, inter, &req) == MPI_ERR_COMM, "MPI_Iscan");
+    CHECK(MPI_Iallreduce(MPI_IN_PLACE, &w, 1, MPI_INT, MPI_SUM, inter, &req) == MPI_ERR_BUFFER,
+          "MPI_IN_PLACE in MPI_Iallreduce");
+    CHECK(MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_INT, MPI_SUM, inter) == MPI_ERR_BUFFER,
+          "MPI_IN_PLACE in MPI_Allreduce");
     CHECK(MPI_Bcast(&v, 1, MPI_INT, rsize, inter) == MPI_ERR_ROOT, "a root out of range");
     CHECK(MPI_Send(&v, 1, MPI_INT, rsize, 0, inter) == MPI_ERR_RANK, "a rank out of range");
     CHECK(MPI_Comm_split_type(inter, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &out) == MPI_ERR_COMM,
@@ -415,6 +475,7 @@ int main(int argc, char **argv)
         check_rooted(inter, 0);
         check_rooted(inter, 1);
         check_all(inter);
+        check_nonblocking(inter);
         check_merge(inter);
         check_constructors(inter);
         check_errors(inter);
