@@ -669,7 +669,9 @@ static int split_order(const void *a, const void *b)
 }
 
 /* Split @comm by @color (MPI_UNDEFINED: this rank joins none) into
- * communicators ordered by @key, then by rank in @comm.  Collective.
+ * communicators ordered by @key, then by rank in @comm.  Collective.  An
+ * intercommunicator splits into intercommunicators
+ * (pb_mpi_intercomm_split).
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (negative color other than
  *         MPI_UNDEFINED, NULL newcomm); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
@@ -751,9 +753,9 @@ PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_split, PMPI_Comm_split);
 
-/* Free the communicator *@comm (made by MPI_Comm_dup or _split) and set it
- * to MPI_COMM_NULL.  @return MPI_SUCCESS; MPI_ERR_COMM (a predefined or
- * unknown communicator). */
+/* Free the communicator *@comm (made by MPI_Comm_dup or _split, an
+ * intercommunicator with its local group) and set it to MPI_COMM_NULL.  @return MPI_SUCCESS;
+ * MPI_ERR_COMM (a predefined or unknown communicator). */
 PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
 {
     pb_comm_t *c;
@@ -794,7 +796,9 @@ static int groups_compare(const pb_comm_t *a, const pb_comm_t *b)
 }
 
 /* Compare two communicators: MPI_IDENT (the same), MPI_CONGRUENT (same
- * ranks in the same order), MPI_SIMILAR (same ranks), MPI_UNEQUAL.
+ * ranks in the same order), MPI_SIMILAR (same ranks), MPI_UNEQUAL; two
+ * intercommunicators by both their groups (the weaker result), an intra-
+ * and an intercommunicator are MPI_UNEQUAL.
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
