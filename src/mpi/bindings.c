@@ -925,7 +925,7 @@ static int reduce_checked(const char *func, const void *sendbuf, void *recvbuf, 
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
     if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -1596,7 +1596,7 @@ static int ireduce_checked(const char *func, const void *sendbuf, void *recvbuf,
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
     if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2326,7 +2326,7 @@ static int reduce_init_checked(const char *func, const void *sendbuf, void *recv
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
     if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");

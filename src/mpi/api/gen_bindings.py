@@ -58,7 +58,7 @@ message when two arguments are wrong:
     ptr(P)                   the output argument P is not NULL (MPI_ERR_ARG)
 
 and after a check's name: @root (only on the root: pb_mpi_is_root of check.h, MPI_ROOT
-on an intercommunicator), ? (not when the buffer is MPI_IN_PLACE), ?root (not when the
+on an intercommunicator; alias@root on an intracommunicator's root only), ? (not when the buffer is MPI_IN_PLACE), ?root (not when the
 buffer is MPI_IN_PLACE on the root; on an intercommunicator only in the group that sends
 to the root: pb_mpi_leaf_buffer_used).
 
@@ -356,7 +356,9 @@ def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
     helper = {"reduce": "reduction", "alias": "aliased"}.get(kind, kind)
     call = ("pb_mpi_check_" + helper, [comm, "func"] + a)
     cond = ["rc == MPI_SUCCESS"]
-    if mod == "@root":
+    if mod == "@root" and kind == "alias":  # the root's send buffer: intracommunicators only
+        cond.append("pb_mpi_is_root(c, %s) && !pb_mpi_comm_is_inter(c)" % root_of(fn))
+    elif mod == "@root":
         cond.append("pb_mpi_is_root(c, %s)" % root_of(fn))
     elif mod == "?":
         cond.append("%s != MPI_IN_PLACE" % args[0])
