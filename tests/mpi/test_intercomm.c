@@ -135,6 +135,23 @@ static void check_rooted(MPI_Comm inter, int g)
     for (int i = 0; is_root && i < other; i++)
         CHECK(buf[2 * i] == world_of(!g, i) && buf[2 * i + 1] == 2 * world_of(!g, i),
               "gather to group %d: block %d = %d %d", g, i, buf[2 * i], buf[2 * i + 1]);
+    /* Gather into a derived type: pairs of ints 3 ints apart (extent 12) */
+    {
+        MPI_Datatype pair, spaced;
+
+        MPI_Type_contiguous(2, MPI_INT, &pair);
+        MPI_Type_create_resized(pair, 0, 3 * (MPI_Aint)sizeof(int), &spaced);
+        MPI_Type_commit(&spaced);
+        memset(buf, 0xff, sizeof(buf));
+        OK(MPI_Gather(mine, 2, MPI_INT, buf, 1, spaced, root, inter));
+        for (int i = 0; is_root && i < other; i++)
+            CHECK(buf[3 * i] == world_of(!g, i) && buf[3 * i + 1] == 2 * world_of(!g, i) &&
+                      buf[3 * i + 2] == -1,
+                  "gather of a derived type to group %d: block %d = %d %d %d", g, i, buf[3 * i],
+                  buf[3 * i + 1], buf[3 * i + 2]);
+        MPI_Type_free(&spaced);
+        MPI_Type_free(&pair);
+    }
     /* Gatherv: remote rank i sends i + 1 ints at displacement 3 i */
     for (int i = 0; i < 16; i++)
         counts[i] = i + 1, displs[i] = 3 * i;
