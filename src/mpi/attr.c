@@ -21,7 +21,7 @@
  *   MPI_IO               MPI_ANY_SOURCE (every rank can do I/O)
  *   MPI_WTIME_IS_GLOBAL  0 (MPI_Wtime is each process's monotonic clock)
  *   MPI_APPNUM           0 (`postbox run` starts one program)
- *   MPI_LASTUSEDCODE     MPI_ERR_LASTCODE (no MPI_Add_error_class yet)
+ *   MPI_LASTUSEDCODE     the largest error class or code so far (error.h)
  *   MPI_UNIVERSE_SIZE    the size of MPI_COMM_WORLD (no spawning)
  */
 #include "mpi/attr.h"
@@ -29,6 +29,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mpi/error.h"
 
 /* the first keyval a program gets (clear of every predefined one) */
 #define KEYVAL_BASE 0x1000
@@ -63,7 +65,7 @@ static struct {
 
 /* the values the predefined attributes point at */
 static int predef_tag_ub = INT_MAX, predef_host = MPI_PROC_NULL, predef_io = MPI_ANY_SOURCE,
-           predef_wtime_is_global = 0, predef_appnum = 0, predef_lastusedcode = MPI_ERR_LASTCODE,
+           predef_wtime_is_global = 0, predef_appnum = 0, predef_lastusedcode,
            predef_universe_size = 1;
 
 /* ---- keyvals -------------------------------------------------------------------------- */
@@ -416,7 +418,10 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
     case MPI_IO: predef = &predef_io; break;
     case MPI_WTIME_IS_GLOBAL: predef = &predef_wtime_is_global; break;
     case MPI_APPNUM: predef = &predef_appnum; break;
-    case MPI_LASTUSEDCODE: predef = &predef_lastusedcode; break;
+    case MPI_LASTUSEDCODE:
+        predef_lastusedcode = pb_mpi_error_last_used();
+        predef = &predef_lastusedcode;
+        break;
     case MPI_UNIVERSE_SIZE:
         predef_universe_size = pb_mpi_comm(MPI_COMM_WORLD)->size;
         predef = &predef_universe_size;

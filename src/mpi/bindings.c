@@ -615,9 +615,9 @@ static int gather_checked(const char *func, const void *sendbuf, MPI_Count sendc
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -657,9 +657,9 @@ static int gatherv_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -700,9 +700,9 @@ static int scatter_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -740,9 +740,9 @@ static int scatterv_checked(const char *func, const void *sendbuf, pb_mpi_counts
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -984,11 +984,11 @@ static int reduce_checked(const char *func, const void *sendbuf, void *recvbuf, 
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -1254,9 +1254,9 @@ static int igather_checked(const char *func, const void *sendbuf, MPI_Count send
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1298,9 +1298,9 @@ static int igatherv_checked(const char *func, const void *sendbuf, MPI_Count sen
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1343,9 +1343,9 @@ static int iscatter_checked(const char *func, const void *sendbuf, MPI_Count sen
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1387,9 +1387,9 @@ static int iscatterv_checked(const char *func, const void *sendbuf, pb_mpi_count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1655,11 +1655,11 @@ static int ireduce_checked(const char *func, const void *sendbuf, void *recvbuf,
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -1956,9 +1956,9 @@ static int gather_init_checked(const char *func, const void *sendbuf, MPI_Count 
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2001,9 +2001,9 @@ static int gatherv_init_checked(const char *func, const void *sendbuf, MPI_Count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "receive", recvbuf, recvcounts, displs, recvtype, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2052,9 +2052,9 @@ static int scatter_init_checked(const char *func, const void *sendbuf, MPI_Count
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_block(comm, func, "send", sendbuf, sendcount, sendtype);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2097,9 +2097,9 @@ static int scatterv_init_checked(const char *func, const void *sendbuf, pb_mpi_c
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_root(comm, func, root, c);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_vec(comm, func, "send", sendbuf, sendcounts, displs, sendtype, c);
-    if (rc == MPI_SUCCESS && (c->rank != root || recvbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, recvbuf))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, recvcount, recvtype);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");
@@ -2385,11 +2385,11 @@ static int reduce_init_checked(const char *func, const void *sendbuf, void *recv
         rc = pb_mpi_check_root(comm, func, root, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_reduction(comm, func, count, datatype, op);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root))
         rc = pb_mpi_check_buf(comm, func, "receive", recvbuf, count, datatype);
-    if (rc == MPI_SUCCESS && (c->rank != root || sendbuf != MPI_IN_PLACE))
+    if (rc == MPI_SUCCESS && pb_mpi_leaf_buffer_used(c, root, sendbuf))
         rc = pb_mpi_check_buf(comm, func, "send", sendbuf, count, datatype);
-    if (rc == MPI_SUCCESS && c->rank == root)
+    if (rc == MPI_SUCCESS && pb_mpi_is_root(c, root) && !pb_mpi_comm_is_inter(c))
         rc = pb_mpi_check_aliased(comm, func, sendbuf, recvbuf, count);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_ptr(comm, func, request, "request");

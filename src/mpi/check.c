@@ -11,6 +11,14 @@
 
 int pb_mpi_check_root(MPI_Comm comm, const char *func, int root, const pb_comm_t *c)
 {
+    if (pb_mpi_comm_is_inter(c)) {
+        if (root != MPI_ROOT && root != MPI_PROC_NULL && (root < 0 || root >= c->size))
+            return pb_mpi_raise(comm, MPI_ERR_ROOT, func,
+                                "root %d is not MPI_ROOT, MPI_PROC_NULL or in 0..%d of the "
+                                "remote group",
+                                root, c->size - 1);
+        return MPI_SUCCESS;
+    }
     if (root < 0 || root >= c->size)
         return pb_mpi_raise(comm, MPI_ERR_ROOT, func, "root %d is not in 0..%d", root, c->size - 1);
     return MPI_SUCCESS;

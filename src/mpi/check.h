@@ -37,8 +37,28 @@ static inline MPI_Aint pb_mpi_displs_at(pb_mpi_displs_t v, int index)
     return v.i != NULL ? v.i[index] : v.a[index];
 }
 
-/* @root is a rank of @c: MPI_ERR_ROOT. */
+/* @root is a rank of @c (an intercommunicator: MPI_ROOT, MPI_PROC_NULL or
+ * a rank of the remote group): MPI_ERR_ROOT. */
 int pb_mpi_check_root(MPI_Comm comm, const char *func, int root, const pb_comm_t *c);
+
+/* Whether this process is the root @root of a rooted collective on @c
+ * (an intercommunicator's root passes MPI_ROOT): its receive buffer (send
+ * buffer of a scatter) is significant. */
+static inline int pb_mpi_is_root(const pb_comm_t *c, int root)
+{
+    return pb_mpi_comm_is_inter(c) ? root == MPI_ROOT : c->rank == root;
+}
+
+/* Whether the send buffer @buf of a gather or reduction (receive buffer of
+ * a scatter) of a process of @c must be checked: on an intracommunicator
+ * unless it is the root's MPI_IN_PLACE; on an intercommunicator in the
+ * group that sends to the root only (neither MPI_ROOT nor MPI_PROC_NULL). */
+static inline int pb_mpi_leaf_buffer_used(const pb_comm_t *c, int root, const void *buf)
+{
+    if (pb_mpi_comm_is_inter(c))
+        return root != MPI_ROOT && root != MPI_PROC_NULL;
+    return c->rank != root || buf != MPI_IN_PLACE;
+}
 
 /* @count elements of @type at @buf, where MPI_IN_PLACE is not allowed:
  * MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL with data, or

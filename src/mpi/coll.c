@@ -35,6 +35,7 @@
 #include "mpi/coll_table.h"
 #include "mpi/coll_util.h"
 #include "mpi/datatype.h"
+#include "mpi/intercomm.h"
 #include "mpi/op.h"
 
 /* ---- choosing an algorithm -------------------------------------------------------- */
@@ -290,20 +291,24 @@ static int coll_exscan(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_
 
 int pb_mpi_barrier_impl(const char *func, MPI_Comm comm, pb_comm_t *c)
 {
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func, pb_coll_inter_barrier(c));
     return pb_coll_failed(comm, func, coll_barrier(c));
 }
 
 int pb_mpi_bcast_impl(const char *func, void *buffer, MPI_Count count, MPI_Datatype datatype,
                       int root, MPI_Comm comm, pb_comm_t *c)
 {
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func, pb_coll_inter_bcast(buffer, count, datatype, root, c));
     if ((size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) == 0)
         return MPI_SUCCESS;
     return pb_coll_failed(comm, func, coll_bcast(buffer, count, datatype, root, c));
 }
 
-int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                       MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
+static int gather_intra(const char *func, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     pb_coll_vec_t recv = pb_coll_vec_block(recvcount);
     pb_coll_alg_t alg = pb_coll_choose(PB_COLL_GATHER, c,
@@ -322,6 +327,20 @@ int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcoun
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
 
+int pb_mpi_gather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                       MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
+{
+    pb_coll_vec_t recv = pb_coll_vec_block(recvcount);
+
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
+    return gather_intra(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                        comm, c);
+}
+
 int pb_mpi_gatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                         MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
                         pb_mpi_displs_t displs, MPI_Datatype recvtype, int root, MPI_Comm comm,
@@ -329,13 +348,17 @@ int pb_mpi_gatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcou
 {
     pb_coll_vec_t recv = pb_coll_vec_arrays(recvcounts, displs);
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
     return pb_coll_failed(
         comm, func, coll_gatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c));
 }
 
-int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
+static int scatter_intra(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
 {
     pb_coll_vec_t send = pb_coll_vec_block(sendcount);
     pb_coll_alg_t alg = pb_coll_choose(PB_COLL_SCATTER, c,
@@ -354,6 +377,20 @@ int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcou
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
 
+int pb_mpi_scatter_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, MPI_Comm comm, pb_comm_t *c)
+{
+    pb_coll_vec_t send = pb_coll_vec_block(sendcount);
+
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func,
+                              pb_coll_inter_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount,
+                                                     recvtype, root, c));
+    return scatter_intra(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                         comm, c);
+}
+
 int pb_mpi_scatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
                          pb_mpi_displs_t displs, MPI_Datatype sendtype, void *recvbuf,
                          MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
@@ -361,13 +398,17 @@ int pb_mpi_scatterv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t 
 {
     pb_coll_vec_t send = pb_coll_vec_arrays(sendcounts, displs);
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func,
+                              pb_coll_inter_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount,
+                                                     recvtype, root, c));
     return pb_coll_failed(
         comm, func, coll_scatterv(sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c));
 }
 
-int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+static int allgather_intra(const char *func, const void *sendbuf, MPI_Count sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                           MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     pb_coll_vec_t recv = pb_coll_vec_block(recvcount);
     pb_coll_alg_t alg;
@@ -398,6 +439,20 @@ int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendc
         comm, func, coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
 
+int pb_mpi_allgather_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+{
+    pb_coll_vec_t recv = pb_coll_vec_block(recvcount);
+
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
+    return allgather_intra(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                           c);
+}
+
 int pb_mpi_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
                            MPI_Datatype sendtype, void *recvbuf, pb_mpi_counts_t recvcounts,
                            pb_mpi_displs_t displs, MPI_Datatype recvtype, MPI_Comm comm,
@@ -405,13 +460,17 @@ int pb_mpi_allgatherv_impl(const char *func, const void *sendbuf, MPI_Count send
 {
     pb_coll_vec_t recv = pb_coll_vec_arrays(recvcounts, displs);
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
     return pb_coll_failed(
         comm, func, coll_allgatherv(sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c));
 }
 
-int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                         MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+static int alltoall_intra(const char *func, const void *sendbuf, MPI_Count sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                          MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
 {
     pb_coll_vec_t send = pb_coll_vec_block(sendcount), recv = pb_coll_vec_block(recvcount);
     pb_coll_alg_t alg = pb_coll_choose(PB_COLL_ALLTOALL, c,
@@ -430,6 +489,20 @@ int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendco
                           coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
 
+int pb_mpi_alltoall_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm, pb_comm_t *c)
+{
+    pb_coll_vec_t send = pb_coll_vec_block(sendcount), recv = pb_coll_vec_block(recvcount);
+
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
+    return alltoall_intra(func, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                          c);
+}
+
 int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t sendcounts,
                           pb_mpi_displs_t sdispls, MPI_Datatype sendtype, void *recvbuf,
                           pb_mpi_counts_t recvcounts, pb_mpi_displs_t rdispls,
@@ -438,6 +511,10 @@ int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
     pb_coll_vec_t send = pb_coll_vec_arrays(sendcounts, sdispls),
                   recv = pb_coll_vec_arrays(recvcounts, rdispls);
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
     return pb_coll_failed(comm, func,
                           coll_alltoallv(sendbuf, &send, sendtype, recvbuf, &recv, recvtype, c));
 }
@@ -445,6 +522,9 @@ int pb_mpi_alltoallv_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
 int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                        MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, pb_comm_t *c)
 {
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func,
+                              pb_coll_inter_reduce(sendbuf, recvbuf, count, datatype, op, root, c));
     if (c->rank == root && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (count == 0)
@@ -455,6 +535,9 @@ int pb_mpi_reduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI
 int pb_mpi_allreduce_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(comm, func,
+                              pb_coll_inter_allreduce(sendbuf, recvbuf, count, datatype, op, c));
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (count == 0)
@@ -469,11 +552,16 @@ static int reduce_scatter_common(const char *func, const void *sendbuf, void *re
                                  MPI_Comm comm, pb_comm_t *c)
 {
     MPI_Count total;
-    int rc =
-        pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, counts, datatype, op, c, &total);
+    /* an intercommunicator's counts are its local group's */
+    int rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, counts, datatype, op,
+                                          pb_mpi_comm_is_inter(c) ? c->local_group : c, &total);
 
     if (rc != MPI_SUCCESS || total == 0)
         return rc;
+    if (pb_mpi_comm_is_inter(c))
+        return pb_coll_failed(
+            comm, func,
+            pb_coll_inter_reduce_scatter(sendbuf, recvbuf, counts, total, datatype, op, c));
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     return pb_coll_failed(comm, func,
@@ -501,6 +589,10 @@ int pb_mpi_reduce_scatter_impl(const char *func, const void *sendbuf, void *recv
 int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
+    int rc = pb_mpi_comm_check_intra(comm, func, c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (count == 0)
@@ -511,6 +603,10 @@ int pb_mpi_scan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_C
 int pb_mpi_exscan_impl(const char *func, const void *sendbuf, void *recvbuf, MPI_Count count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, pb_comm_t *c)
 {
+    int rc = pb_mpi_comm_check_intra(comm, func, c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     if (count == 0)

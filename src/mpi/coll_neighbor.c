@@ -486,6 +486,9 @@ int pb_mpi_alltoallw_impl(const char *func, const void *sendbuf, pb_mpi_counts_t
     size_t *offs = NULL;
     int rc = MPI_SUCCESS, *others = NULL;
 
+    if (pb_mpi_comm_is_inter(c) && sendbuf == MPI_IN_PLACE)
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
+                            "MPI_IN_PLACE is not allowed on an intercommunicator");
     if (sendbuf != MPI_IN_PLACE)
         rc = side_check(&send, c->size, comm, func, "send");
     if (rc == MPI_SUCCESS)

@@ -15,7 +15,10 @@
 #include "mpi/coll_node.h"
 #include "mpi/coll_table.h"
 #include "mpi/datatype.h"
+#include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
+#include "mpi/info.h"
+#include "mpi/intercomm.h"
 #include "mpi/p2p.h"
 #include "mpi/topo.h"
 #include "mpi/win.h"
@@ -35,6 +38,7 @@ enum {
 static struct {
     int life;
     int thread_level;
+    int thread_requested; /* the level MPI_Init_thread was asked for */
     pthread_t main_thread;
     uint32_t next_context; /* the lowest context id this rank has not used */
     pb_comm_t world, self;
@@ -43,6 +47,11 @@ static struct {
 int pb_mpi_active(void)
 {
     return mpi.life == LIFE_ACTIVE;
+}
+
+int pb_mpi_thread_requested(void)
+{
+    return mpi.thread_requested;
 }
 
 /* ---- error handlers ---------------------------------------------------------- */
@@ -254,6 +263,56 @@ static void comm_release(pb_comm_t *c)
     c->world = c->local = NULL;
     pb_mpi_topo_free(c->topo);
     c->topo = NULL;
+    if (c->local_group != NULL) {
+        comm_release(c->local_group);
+        free(c->local_group);
+        c->local_group = NULL;
+    }
+    if (c->hints != NULL)
+        PMPI_Info_free(&c->hints);
+    c->hints = NULL;
+}
+
+/* Fill @c (made or zeroed) as a communicator of the @size world ranks
+ * @world in their order, this process among them, on @context.
+ * MPI_SUCCESS; MPI_ERR_NO_MEM; MPI_ERR_INTERN when this process is not in
+ * @world. */
+static int comm_fill_ranks(pb_comm_t *c, int size, const int *world, uint32_t context)
+{
+    int me = -1, rc;
+
+    for (int i = 0; i < size; i++) {
+        if (world[i] == mpi.world.rank)
+            me = i;
+    }
+    if (me < 0)
+        return MPI_ERR_INTERN;
+    rc = comm_fill(c, me, size, context);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int i = 0; i < size; i++) {
+        c->world[i] = world[i];
+        c->local[world[i]] = i;
+    }
+    return MPI_SUCCESS;
+}
+
+uint32_t pb_mpi_context_next(void)
+{
+    return mpi.next_context;
+}
+
+void pb_mpi_context_take(uint32_t context)
+{
+    if (context + 2 > mpi.next_context)
+        mpi.next_context = context + 2;
+}
+
+int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c)
+{
+    if (pb_mpi_comm_is_inter(c))
+        return pb_mpi_raise(comm, MPI_ERR_COMM, func, "not supported on intercommunicators");
+    return MPI_SUCCESS;
 }
 
 int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
@@ -329,20 +388,40 @@ void pb_mpi_comm_release(pb_comm_t *comm)
 pb_comm_t *pb_mpi_comm_make(int size, const int *world, uint32_t context, MPI_Errhandler errhandler)
 {
     pb_comm_t *n = comm_new();
-    int me = -1;
 
-    for (int i = 0; i < size; i++) {
-        if (world[i] == mpi.world.rank)
-            me = i;
-    }
-    if (n == NULL || me < 0 || comm_fill(n, me, size, context) != MPI_SUCCESS) {
+    if (n == NULL || comm_fill_ranks(n, size, world, context) != MPI_SUCCESS) {
         if (n != NULL)
             comm_delete(n);
         return NULL;
     }
-    for (int i = 0; i < size; i++) {
-        n->world[i] = world[i];
-        n->local[world[i]] = i;
+    n->errhandler = errhandler;
+    return n;
+}
+
+pb_comm_t *pb_mpi_comm_make_inter(int remote_size, const int *remote_world, int local_size,
+                                  const int *local_world, uint32_t context,
+                                  MPI_Errhandler errhandler)
+{
+    pb_comm_t *n = comm_new();
+    pb_comm_t *group = calloc(1, sizeof(*group));
+
+    if (n == NULL || group == NULL) {
+        free(group);
+        if (n != NULL)
+            comm_delete(n);
+        return NULL;
+    }
+    n->local_group = group;
+    group->handle = MPI_COMM_NULL;
+    group->errhandler = MPI_ERRORS_RETURN;
+    if (comm_fill_ranks(group, local_size, local_world, context + 2) != MPI_SUCCESS ||
+        comm_fill(n, group->rank, remote_size, context) != MPI_SUCCESS) {
+        comm_delete(n);
+        return NULL;
+    }
+    for (int i = 0; i < remote_size; i++) {
+        n->world[i] = remote_world[i];
+        n->local[remote_world[i]] = i;
     }
     n->errhandler = errhandler;
     return n;
@@ -359,7 +438,8 @@ PB_EXPORT int PMPI_Comm_size(MPI_Comm comm, int *size)
         return rc;
     if (size == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_size", "size is NULL");
-    *size = c->size;
+    /* an intercommunicator's local group */
+    *size = pb_mpi_comm_is_inter(c) ? c->local_group->size : c->size;
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_size, PMPI_Comm_size);
@@ -380,46 +460,200 @@ PB_EXPORT int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_rank, PMPI_Comm_rank);
 
+/* Make *@n_p, a communicator of the same ranks as @c (an
+ * intercommunicator: of the same two groups) with its own contexts, @c's
+ * error handler, topology and attributes (their copy callbacks run), and
+ * a copy of @hints (NULL or MPI_INFO_NULL: none).  Collective.  @return
+ * MPI_SUCCESS or the error raised for @func. */
+static int comm_dup(pb_comm_t *c, const char *func, MPI_Info hints, pb_comm_t **n_p)
+{
+    pb_comm_t *n;
+    uint32_t context;
+    int rc = pb_mpi_comm_is_inter(c) ? pb_mpi_inter_agree_context(c, &context)
+                                     : pb_mpi_agree_context(c, &context);
+
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(c->handle, rc, func, "the ranks could not agree on a context");
+    if (pb_mpi_comm_is_inter(c))
+        n = pb_mpi_comm_make_inter(c->size, c->world, c->local_group->size, c->local_group->world,
+                                   context, c->errhandler);
+    else
+        n = pb_mpi_comm_make(c->size, c->world, context, c->errhandler);
+    if (n == NULL)
+        return pb_mpi_raise(c->handle, MPI_ERR_NO_MEM, func, "out of memory");
+    rc = pb_mpi_topo_dup(c->topo, &n->topo);
+    if (rc == MPI_SUCCESS && hints != NULL && hints != MPI_INFO_NULL)
+        rc = PMPI_Info_dup(hints, &n->hints);
+    if (rc != MPI_SUCCESS) {
+        comm_delete(n);
+        return pb_mpi_raise(c->handle, rc, func, "out of memory");
+    }
+    rc = pb_mpi_attr_copy(c, n);
+    if (rc != MPI_SUCCESS) {
+        comm_delete(n);
+        return pb_mpi_raise(c->handle, rc, func, "an attribute copy callback failed");
+    }
+    *n_p = n;
+    return MPI_SUCCESS;
+}
+
 /* Make *@newcomm, a communicator of the same ranks as @comm with its own
- * contexts and @comm's error handler and topology.  Collective.
+ * contexts and @comm's error handler, topology and hints.  Collective.
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     pb_comm_t *c, *n;
-    uint32_t context;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_dup", &c);
 
     if (rc != MPI_SUCCESS)
         return rc;
     if (newcomm == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_dup", "newcomm is NULL");
-    rc = pb_mpi_agree_context(c, &context);
+    rc = comm_dup(c, "MPI_Comm_dup", c->hints, &n);
+    if (rc == MPI_SUCCESS)
+        *newcomm = n->handle;
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_dup, PMPI_Comm_dup);
+
+/* MPI_Comm_dup whose new communicator has the hints @info (MPI_INFO_NULL:
+ * none) instead of @comm's.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_INFO; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    static const char func[] = "MPI_Comm_dup_with_info";
+    pb_comm_t *c, *n;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_info_check(comm, info, 1, func);
     if (rc != MPI_SUCCESS)
-        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "the ranks could not agree on a context");
-    n = comm_new();
-    if (n == NULL || comm_fill(n, c->rank, c->size, context) != MPI_SUCCESS) {
-        if (n != NULL)
-            comm_delete(n);
-        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_dup", "out of memory");
-    }
-    memcpy(n->world, c->world, (size_t)c->size * sizeof(int));
-    for (int r = 0; r < c->size; r++)
-        n->local[c->world[r]] = r;
-    n->errhandler = c->errhandler;
-    rc = pb_mpi_topo_dup(c->topo, &n->topo);
-    if (rc != MPI_SUCCESS) {
+        return rc;
+    if (newcomm == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "newcomm is NULL");
+    rc = comm_dup(c, func, info, &n);
+    if (rc == MPI_SUCCESS)
+        *newcomm = n->handle;
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_dup_with_info, PMPI_Comm_dup_with_info);
+
+/* The nonblocking duplicates: the duplicate is made within the call (as
+ * MPI_Comm_dup does), and *@request is complete at once. */
+static int comm_idup(const char *func, MPI_Comm comm, MPI_Info info, int with_info,
+                     MPI_Comm *newcomm, MPI_Request *request)
+{
+    pb_comm_t *c, *n;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS && with_info)
+        rc = pb_mpi_info_check(comm, info, 1, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (newcomm == NULL || request == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "%s is NULL",
+                            newcomm == NULL ? "newcomm" : "request");
+    rc = comm_dup(c, func, with_info ? info : c->hints, &n);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    *request = pb_eng_request_done(0);
+    if (*request == NULL) {
         comm_delete(n);
-        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "out of memory");
-    }
-    rc = pb_mpi_attr_copy(c, n);
-    if (rc != MPI_SUCCESS) {
-        comm_delete(n);
-        return pb_mpi_raise(comm, rc, "MPI_Comm_dup", "an attribute copy callback failed");
+        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
     }
     *newcomm = n->handle;
     return MPI_SUCCESS;
 }
-PB_MPI_WEAK_ALIAS(MPI_Comm_dup, PMPI_Comm_dup);
+
+/* Start duplicating @comm into *@newcomm (MPI_Comm_dup); *@request
+ * completes it.  Postbox makes the duplicate within the call, so every
+ * rank of @comm must call it before any waits for another (as for
+ * MPI_Comm_dup), and the request is complete at once.
+ * @return MPI_Comm_dup's errors. */
+PB_EXPORT int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
+{
+    return comm_idup("MPI_Comm_idup", comm, MPI_INFO_NULL, 0, newcomm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_idup, PMPI_Comm_idup);
+
+/* MPI_Comm_idup with the hints @info (MPI_Comm_dup_with_info).
+ * @return MPI_Comm_dup_with_info's errors. */
+PB_EXPORT int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
+                                       MPI_Request *request)
+{
+    return comm_idup("MPI_Comm_idup_with_info", comm, info, 1, newcomm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info);
+
+/* Set the hints of @comm: each key of @info replaces its value, the
+ * others stay.  Postbox keeps them as given (MPI_Comm_get_info returns
+ * them) and acts on none.
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_INFO; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
+{
+    static const char func[] = "MPI_Comm_set_info";
+    char key[MPI_MAX_INFO_KEY], value[MPI_MAX_INFO_VAL];
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c), nkeys = 0;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_info_check(comm, info, 0, func);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (c->hints == NULL)
+        rc = PMPI_Info_create(&c->hints);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Info_get_nkeys(info, &nkeys);
+    for (int k = 0; k < nkeys && rc == MPI_SUCCESS; k++) {
+        int len = MPI_MAX_INFO_VAL, flag = 0;
+
+        rc = PMPI_Info_get_nthkey(info, k, key);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Info_get_string(info, key, &len, value, &flag);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Info_set(c->hints, key, value);
+    }
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, func, "cannot keep the hints");
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_set_info, PMPI_Comm_set_info);
+
+/* Make *@info_used, a new info holding the hints of @comm as the program
+ * gave them (MPI_Comm_set_info, _dup_with_info; MPI_Comm_dup copies them).
+ * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
+{
+    static const char func[] = "MPI_Comm_get_info";
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (info_used == NULL)
+        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "info_used is NULL");
+    rc = c->hints != NULL ? PMPI_Info_dup(c->hints, info_used) : PMPI_Info_create(info_used);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, func, "out of memory");
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_get_info, PMPI_Comm_get_info);
+
+/* Call the error handler of @comm with @errorcode, as an error of an MPI
+ * call would (MPI_ERRORS_ARE_FATAL and MPI_ERRORS_ABORT end the job).
+ * @return MPI_SUCCESS once the handler returned; MPI_ERR_COMM. */
+PB_EXPORT int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_call_errhandler", &c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    pb_mpi_raise(comm, errorcode, "MPI_Comm_call_errhandler", "error %d raised by the program",
+                 errorcode);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_call_errhandler, PMPI_Comm_call_errhandler);
 
 typedef struct {
     int color, key, rank;
@@ -435,7 +669,9 @@ static int split_order(const void *a, const void *b)
 }
 
 /* Split @comm by @color (MPI_UNDEFINED: this rank joins none) into
- * communicators ordered by @key, then by rank in @comm.  Collective.
+ * communicators ordered by @key, then by rank in @comm.  Collective.  An
+ * intercommunicator splits into intercommunicators
+ * (pb_mpi_intercomm_split).
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (negative color other than
  *         MPI_UNDEFINED, NULL newcomm); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
@@ -451,6 +687,8 @@ PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
     if (newcomm == NULL || (color < 0 && color != MPI_UNDEFINED))
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_split",
                             newcomm == NULL ? "newcomm is NULL" : "color %d is negative", color);
+    if (pb_mpi_comm_is_inter(c))
+        return pb_mpi_intercomm_split(c, "MPI_Comm_split", color, key, newcomm);
     all = calloc((size_t)c->size, sizeof(*all));
     if (all == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_split", "out of memory");
@@ -515,9 +753,9 @@ PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_split, PMPI_Comm_split);
 
-/* Free the communicator *@comm (made by MPI_Comm_dup or _split) and set it
- * to MPI_COMM_NULL.  @return MPI_SUCCESS; MPI_ERR_COMM (a predefined or
- * unknown communicator). */
+/* Free the communicator *@comm (made by MPI_Comm_dup or _split, an
+ * intercommunicator with its local group) and set it to MPI_COMM_NULL.  @return MPI_SUCCESS;
+ * MPI_ERR_COMM (a predefined or unknown communicator). */
 PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
 {
     pb_comm_t *c;
@@ -542,13 +780,31 @@ PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_free, PMPI_Comm_free);
 
+/* How the ranks of @a and @b compare: MPI_CONGRUENT (the same processes
+ * in the same order), MPI_SIMILAR (the same processes), MPI_UNEQUAL. */
+static int groups_compare(const pb_comm_t *a, const pb_comm_t *b)
+{
+    int same_order = 1;
+
+    if (a->size != b->size)
+        return MPI_UNEQUAL;
+    for (int r = 0; r < a->size; r++) {
+        if (b->local[a->world[r]] < 0)
+            return MPI_UNEQUAL;
+        same_order &= a->world[r] == b->world[r];
+    }
+    return same_order ? MPI_CONGRUENT : MPI_SIMILAR;
+}
+
 /* Compare two communicators: MPI_IDENT (the same), MPI_CONGRUENT (same
- * ranks in the same order), MPI_SIMILAR (same ranks), MPI_UNEQUAL.
+ * ranks in the same order), MPI_SIMILAR (same ranks), MPI_UNEQUAL; two
+ * intercommunicators by both their groups (the weaker result), an intra-
+ * and an intercommunicator are MPI_UNEQUAL.
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
     pb_comm_t *a, *b;
-    int rc = pb_mpi_comm_check(comm1, "MPI_Comm_compare", &a), same_order = 1;
+    int rc = pb_mpi_comm_check(comm1, "MPI_Comm_compare", &a);
 
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_comm_check(comm2, "MPI_Comm_compare", &b);
@@ -560,18 +816,17 @@ PB_EXPORT int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         *result = MPI_IDENT;
         return MPI_SUCCESS;
     }
-    if (a->size != b->size) {
+    if (pb_mpi_comm_is_inter(a) != pb_mpi_comm_is_inter(b)) {
         *result = MPI_UNEQUAL;
         return MPI_SUCCESS;
     }
-    for (int r = 0; r < a->size; r++) {
-        if (b->local[a->world[r]] < 0) {
-            *result = MPI_UNEQUAL;
-            return MPI_SUCCESS;
-        }
-        same_order &= a->world[r] == b->world[r];
+    *result = groups_compare(a, b);
+    /* intercommunicators: the local groups too, the weaker result */
+    if (pb_mpi_comm_is_inter(a) && *result != MPI_UNEQUAL) {
+        int local = groups_compare(a->local_group, b->local_group);
+
+        *result = local > *result ? local : *result;
     }
-    *result = same_order ? MPI_CONGRUENT : MPI_SIMILAR;
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_compare, PMPI_Comm_compare);
@@ -640,6 +895,7 @@ static int init_common(const char *func, int required, int *provided)
     rc = pb_mpi_p2p_init();
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
+    mpi.thread_requested = required;
     mpi.thread_level = required > MPI_THREAD_FUNNELED ? MPI_THREAD_FUNNELED : required;
     if (mpi.thread_level < MPI_THREAD_SINGLE)
         mpi.thread_level = MPI_THREAD_SINGLE;

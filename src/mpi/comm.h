@@ -10,10 +10,19 @@
  * ids stay below 2^30: partitioned communication (part.c) sets bit 31 (its
  * setup messages) or bit 30 (its data) of a communicator's id for contexts
  * no communicator has.
+ *
+ * An intercommunicator (intercomm.c) is the same structure: its size,
+ * world and local describe the remote group, whose processes its ranks
+ * name, so point-to-point on it takes the path of an intracommunicator;
+ * rank is this process's in the local group, which local_group holds as a
+ * hidden intracommunicator (no handle) for the collectives within the
+ * group.  Both groups use the same two context ids; the hidden local
+ * groups use the next two.
  */
 #ifndef PB_MPI_COMM_H
 #define PB_MPI_COMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mpi/mpi_impl.h"
@@ -37,7 +46,39 @@ struct MPI_ABI_Comm {
     /* the nonblocking and persistent collectives started so far: their
      * tags (src/mpi/sched.h) */
     uint32_t sched_seq;
+    /* an intercommunicator's local group (see above); NULL on an
+     * intracommunicator */
+    pb_comm_t *local_group;
+    /* the hints the program gave (MPI_Comm_set_info, _dup_with_info ...),
+     * kept as given, or NULL */
+    MPI_Info hints;
 };
+
+/* Whether @c is an intercommunicator. */
+static inline int pb_mpi_comm_is_inter(const pb_comm_t *c)
+{
+    return c->local_group != NULL;
+}
+
+/* Raise MPI_ERR_COMM for @func when @c is an intercommunicator (a call the
+ * standard or Postbox defines on intracommunicators only).
+ * @return MPI_SUCCESS or the error raised. */
+int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c);
+
+/* The lowest context id this process has not used. */
+uint32_t pb_mpi_context_next(void);
+
+/* Mark the context ids up to @context + 1 used by this process. */
+void pb_mpi_context_take(uint32_t context);
+
+/* A new intercommunicator whose remote group is the @remote_size world
+ * ranks @remote_world and local group the @local_size @local_world (this
+ * process among them), on contexts @context and @context + 1 (its local
+ * group on the next two), with @errhandler, live in the handle registry;
+ * NULL when out of memory or this process is not in @local_world. */
+pb_comm_t *pb_mpi_comm_make_inter(int remote_size, const int *remote_world, int local_size,
+                                  const int *local_world, uint32_t context,
+                                  MPI_Errhandler errhandler);
 
 /* The communicator @handle stands for, or NULL (MPI_COMM_NULL, a freed
  * or made-up handle). */

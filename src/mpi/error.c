@@ -1,12 +1,17 @@
 /*
  * Error classes and their messages.  Every error code libmpi_abi returns
- * is one of the standard's error classes, so a code is its own class; user
- * classes and codes (MPI_Add_error_class, _code) come with the rest of the
- * error handling.
+ * is one of the standard's error classes, so a code is its own class.
+ *
+ * The program's own classes and codes (MPI_Add_error_class, _code) are
+ * numbered from USER_FIRST (above every predefined class and MPI_T code) up
+ * to MPI_ERR_LASTCODE, in the order they are added; a removed one's value
+ * is not handed out again.  Each may have a message (MPI_Add_error_string).
+ * MPI_LASTUSEDCODE is the largest value handed out so far.
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "mpi/mpi_impl.h"
+#include "mpi/error.h"
 
 /* one message per error class of MPI-5.0, indexed by class */
 static const char *const class_messages[] = {
@@ -99,26 +104,231 @@ static const char *const tool_messages[] = {
         "performance variable cannot be read and reset atomically",
 };
 
-/* the message of @code, or NULL when @code is no error class or MPI_T code */
+/* the first value of the program's classes and codes */
+#define USER_FIRST (MPI_T_ERR_PVAR_NO_ATOMIC + 1)
+
+/* a class or code of the program's */
+typedef struct {
+    int live;     /* added and not removed */
+    int class_of; /* its class (itself for a class) */
+    char *string; /* its message (MPI_Add_error_string), or NULL */
+} user_code_t;
+
+static struct {
+    user_code_t *codes; /* codes[i] is value USER_FIRST + i */
+    int n, cap;         /* values handed out; allocated */
+} user;
+
+/* The program's live class or code @code, or NULL. */
+static user_code_t *user_code(int code)
+{
+    if (code < USER_FIRST || code - USER_FIRST >= user.n || !user.codes[code - USER_FIRST].live)
+        return NULL;
+    return &user.codes[code - USER_FIRST];
+}
+
+int pb_mpi_error_last_used(void)
+{
+    return USER_FIRST - 1 + user.n;
+}
+
+/* the message of @code, or NULL when @code is no error class or code */
 static const char *pb_mpi_error_message(int code)
 {
+    const user_code_t *u = user_code(code);
+
     if (code >= 0 && code < (int)PB_ARRAY_SIZE(class_messages))
         return class_messages[code];
     if (code >= MPI_T_ERR_CANNOT_INIT && code <= MPI_T_ERR_PVAR_NO_ATOMIC)
         return tool_messages[code - MPI_T_ERR_CANNOT_INIT];
+    if (u != NULL)
+        return u->string != NULL ? u->string : "";
     return NULL;
 }
 
+/* Hand out the next value, of class @class_of (-1: the new value itself).
+ * @return MPI_SUCCESS; MPI_ERR_NO_MEM; MPI_ERR_OTHER when every value up to
+ * MPI_ERR_LASTCODE is taken. */
+static int user_code_add(const char *func, int class_of, int *code_p)
+{
+    int code = USER_FIRST + user.n;
+
+    if (code > MPI_ERR_LASTCODE)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            "every error value up to MPI_ERR_LASTCODE (%d) is taken",
+                            MPI_ERR_LASTCODE);
+    if (user.n == user.cap) {
+        int cap = user.cap ? 2 * user.cap : 16;
+        user_code_t *codes = realloc(user.codes, (size_t)cap * sizeof(*codes));
+
+        if (codes == NULL)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
+        user.codes = codes;
+        user.cap = cap;
+    }
+    user.codes[user.n++] = (user_code_t){1, class_of < 0 ? code : class_of, NULL};
+    *code_p = code;
+    return MPI_SUCCESS;
+}
+
+/* MPI_Add_error_class and the others need a running MPI (they change
+ * MPI_COMM_WORLD's MPI_LASTUSEDCODE). */
+static int user_codes_usable(const char *func)
+{
+    if (!pb_mpi_active())
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            "called before MPI_Init or after MPI_Finalize");
+    return MPI_SUCCESS;
+}
+
+/* Make a new error class in *@errorclass (with the message "" until
+ * MPI_Add_error_string); MPI_LASTUSEDCODE grows to it.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL); MPI_ERR_OTHER (no MPI running,
+ * no value left); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Add_error_class(int *errorclass)
+{
+    int rc = user_codes_usable("MPI_Add_error_class");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (errorclass == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Add_error_class",
+                            "errorclass is NULL");
+    return user_code_add("MPI_Add_error_class", -1, errorclass);
+}
+PB_MPI_WEAK_ALIAS(MPI_Add_error_class, PMPI_Add_error_class);
+
+/* Make a new error code of class @errorclass (predefined or the
+ * program's) in *@errorcode; MPI_LASTUSEDCODE grows to it.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL, no such class); MPI_ERR_OTHER;
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Add_error_code(int errorclass, int *errorcode)
+{
+    const user_code_t *u = user_code(errorclass);
+    int rc = user_codes_usable("MPI_Add_error_code");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (errorcode == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Add_error_code", "errorcode is NULL");
+    if (!(errorclass >= 0 && errorclass < (int)PB_ARRAY_SIZE(class_messages)) &&
+        (u == NULL || u->class_of != errorclass))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Add_error_code",
+                            "%d is not an error class", errorclass);
+    return user_code_add("MPI_Add_error_code", errorclass, errorcode);
+}
+PB_MPI_WEAK_ALIAS(MPI_Add_error_code, PMPI_Add_error_code);
+
+/* Give the program's class or code @errorcode the message @string (which
+ * replaces the one it had).
+ * @return MPI_SUCCESS; MPI_ERR_ARG (a predefined or unknown value, a NULL
+ * string, one of MPI_MAX_ERROR_STRING characters or more); MPI_ERR_OTHER;
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Add_error_string(int errorcode, const char *string)
+{
+    user_code_t *u = user_code(errorcode);
+    char *copy;
+    int rc = user_codes_usable("MPI_Add_error_string");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (u == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Add_error_string",
+                            "%d is no error class or code added by the program", errorcode);
+    if (string == NULL || strnlen(string, MPI_MAX_ERROR_STRING) >= MPI_MAX_ERROR_STRING)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Add_error_string",
+                            string == NULL ? "string is NULL"
+                                           : "string has MPI_MAX_ERROR_STRING characters or more");
+    copy = strdup(string);
+    if (copy == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Add_error_string", "out of memory");
+    free(u->string);
+    u->string = copy;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Add_error_string, PMPI_Add_error_string);
+
+/* Remove the program's error class @errorclass (its message with it).
+ * @return MPI_SUCCESS; MPI_ERR_ARG (not a class the program added, or
+ * one with codes not yet removed); MPI_ERR_OTHER. */
+PB_EXPORT int PMPI_Remove_error_class(int errorclass)
+{
+    user_code_t *u = user_code(errorclass);
+    int rc = user_codes_usable("MPI_Remove_error_class");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (u == NULL || u->class_of != errorclass)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Remove_error_class",
+                            "%d is no error class added by the program", errorclass);
+    for (int i = 0; i < user.n; i++) {
+        if (user.codes[i].live && user.codes[i].class_of == errorclass &&
+            USER_FIRST + i != errorclass)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Remove_error_class",
+                                "class %d still has code %d (remove it first)", errorclass,
+                                USER_FIRST + i);
+    }
+    free(u->string);
+    *u = (user_code_t){0, 0, NULL};
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Remove_error_class, PMPI_Remove_error_class);
+
+/* Remove the program's error code @errorcode.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (not a code the program added, or one
+ * whose message is not yet removed); MPI_ERR_OTHER. */
+PB_EXPORT int PMPI_Remove_error_code(int errorcode)
+{
+    user_code_t *u = user_code(errorcode);
+    int rc = user_codes_usable("MPI_Remove_error_code");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (u == NULL || u->class_of == errorcode)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Remove_error_code",
+                            "%d is no error code added by the program", errorcode);
+    if (u->string != NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Remove_error_code",
+                            "code %d still has a message (MPI_Remove_error_string first)",
+                            errorcode);
+    *u = (user_code_t){0, 0, NULL};
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Remove_error_code, PMPI_Remove_error_code);
+
+/* Remove the message of the program's class or code @errorcode (its
+ * message is "" again).
+ * @return MPI_SUCCESS; MPI_ERR_ARG (not the program's, or without a
+ * message); MPI_ERR_OTHER. */
+PB_EXPORT int PMPI_Remove_error_string(int errorcode)
+{
+    user_code_t *u = user_code(errorcode);
+    int rc = user_codes_usable("MPI_Remove_error_string");
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (u == NULL || u->string == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Remove_error_string",
+                            "%d has no message added by MPI_Add_error_string", errorcode);
+    free(u->string);
+    u->string = NULL;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Remove_error_string, PMPI_Remove_error_string);
+
 /* Store the error class of @errorcode in @errorclass.  Every code this
  * library returns is a class, so this is the identity on the classes of
- * the standard (MPI_SUCCESS..MPI_ERR_ABI) and on the MPI_T codes.
+ * the standard (MPI_SUCCESS..MPI_ERR_ABI) and on the MPI_T codes; a code
+ * of the program's (MPI_Add_error_code) gives the class it was added to.
  * @return MPI_SUCCESS; MPI_ERR_ARG when @errorclass is NULL or @errorcode
  * is no code this library knows. */
 PB_EXPORT int PMPI_Error_class(int errorcode, int *errorclass)
 {
+    const user_code_t *u = user_code(errorcode);
+
     if (errorclass == NULL || pb_mpi_error_message(errorcode) == NULL)
         return MPI_ERR_ARG;
-    *errorclass = errorcode;
+    *errorclass = u != NULL ? u->class_of : errorcode;
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Error_class, PMPI_Error_class);

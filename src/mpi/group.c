@@ -19,6 +19,7 @@
 #include "mpi/datatype.h"
 #include "mpi/engine/handle.h"
 #include "mpi/info.h"
+#include "mpi/intercomm.h"
 #include "mpi/p2p.h"
 
 typedef struct MPI_ABI_Group pb_group_t;
@@ -103,6 +104,16 @@ static int *rank_array(size_t n, const char *func, int *rc_p)
     return a;
 }
 
+int pb_mpi_group_make(int n, const int *world, const char *func, MPI_Group *out)
+{
+    int rc = MPI_SUCCESS, *copy = rank_array((size_t)n, func, &rc);
+
+    if (copy == NULL)
+        return rc;
+    memcpy(copy, world, (size_t)n * sizeof(int));
+    return group_new(n, copy, func, out);
+}
+
 /* The rank in @g of each world rank (-1 for non-members): an array of the
  * world's size, or NULL after raising MPI_ERR_NO_MEM in @rc_p. */
 static int *group_positions(const pb_group_t *g, const char *func, int *rc_p)
@@ -121,22 +132,21 @@ static int *group_positions(const pb_group_t *g, const char *func, int *rc_p)
 
 /* ---- queries ------------------------------------------------------------------------ */
 
-/* Make *@group, the group of @comm's ranks in rank order.
+/* Make *@group, the group of @comm's ranks in rank order (an
+ * intercommunicator's local group).
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     pb_comm_t *c;
-    int rc = pb_mpi_comm_check(comm, "MPI_Comm_group", &c), *world;
+    int rc = pb_mpi_comm_check(comm, "MPI_Comm_group", &c);
 
     if (rc != MPI_SUCCESS)
         return rc;
     if (group == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_group", "group is NULL");
-    world = rank_array((size_t)c->size, "MPI_Comm_group", &rc);
-    if (world == NULL)
-        return rc;
-    memcpy(world, c->world, (size_t)c->size * sizeof(int));
-    return group_new(c->size, world, "MPI_Comm_group", group);
+    if (pb_mpi_comm_is_inter(c))
+        c = c->local_group;
+    return pb_mpi_group_make(c->size, c->world, "MPI_Comm_group", group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_group, PMPI_Comm_group);
 
@@ -568,7 +578,10 @@ static int group_in_comm(const pb_group_t *g, const pb_comm_t *c, MPI_Comm comm,
  * handler; ranks of @comm outside @group get MPI_COMM_NULL.  Collective
  * over @comm: every rank passes the same group, or each one of disjoint
  * groups (MPI-2.2 and later; all of them share one new context, which no
- * two of them can confuse as they have no process in common).
+ * two of them can confuse as they have no process in common).  On an
+ * intercommunicator @group is a subset of the local group, and the members
+ * of both sides' groups make a new intercommunicator (MPI_COMM_NULL when
+ * either side is empty).
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_GROUP (not a group, or not a
  *         subset of @comm); MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM; the
  *         engine's error class when the ranks cannot agree on a context. */
@@ -587,9 +600,14 @@ PB_EXPORT int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm
                             (void *)group);
     if (newcomm == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_create", "newcomm is NULL");
-    rc = group_in_comm(g, c, comm, "MPI_Comm_create");
+    rc = group_in_comm(g, pb_mpi_comm_is_inter(c) ? c->local_group : c, comm, "MPI_Comm_create");
     if (rc != MPI_SUCCESS)
         return rc;
+    /* an intercommunicator: the members of each side's group, in group
+     * order, make one with the other side's */
+    if (pb_mpi_comm_is_inter(c))
+        return pb_mpi_intercomm_split(
+            c, "MPI_Comm_create", g->rank == MPI_UNDEFINED ? MPI_UNDEFINED : 0, g->rank, newcomm);
     *newcomm = MPI_COMM_NULL;
     rc = pb_mpi_agree_context(c, &context);
     if (rc != MPI_SUCCESS)
@@ -627,6 +645,9 @@ PB_EXPORT int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MP
         return pb_mpi_raise(comm, MPI_ERR_GROUP, func, "group (%p) is not a group", (void *)group);
     if (newcomm == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "newcomm is NULL");
+    rc = pb_mpi_comm_check_intra(comm, func, c);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (tag < 0)
         return pb_mpi_raise(comm, MPI_ERR_TAG, func, "tag %d is negative", tag);
     rc = group_in_comm(g, c, comm, func);
@@ -704,6 +725,8 @@ PB_EXPORT int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_I
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_split_type", &c), bad, color;
 
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_comm_check_intra(comm, "MPI_Comm_split_type", c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_info_check(comm, info, 1, "MPI_Comm_split_type");
     if (rc != MPI_SUCCESS)

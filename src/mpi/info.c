@@ -15,6 +15,7 @@
  */
 #include "mpi/info.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,12 +130,41 @@ static void env_command_line(pb_info_t *info)
         info_put(info, "argv", args);
 }
 
-/* Fill MPI_INFO_ENV: command, argv, maxprocs, soft, host, arch, wdir,
- * thread_level (the reserved keys of MPI-5.0 section 11.2.4 that Postbox
- * knows; "file" is never set). */
+/* The name of thread level @level (MPI_THREAD_SINGLE ...). */
+static const char *thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "MPI_THREAD_SINGLE";
+    }
+}
+
+/* The number of ranks of the job: MPI_COMM_WORLD's size once MPI runs;
+ * before, what the launcher told this process (PMI_SIZE), else 1 (a
+ * program started alone). */
+static int env_job_size(int active)
+{
+    const char *text = getenv("PMI_SIZE");
+    long n = text != NULL ? strtol(text, NULL, 10) : 1;
+    int size;
+
+    if (active && PMPI_Comm_size(MPI_COMM_WORLD, &size) == MPI_SUCCESS)
+        return size;
+    return n >= 1 && n <= INT_MAX ? (int)n : 1;
+}
+
+/* Fill MPI_INFO_ENV with every key of MPI-5.0 section 11.2.4: command and
+ * argv (this process's command line; argv "" without arguments), maxprocs
+ * and soft (the ranks of the job: Postbox takes no soft request),
+ * host (the node's name), arch, wdir, file ("": Postbox reads no file of
+ * further start-up information) and thread_level (the level the program
+ * asked MPI_Init_thread for; MPI_THREAD_SINGLE for MPI_Init and before
+ * MPI_Init). */
 static pb_info_t *env_info(void)
 {
-    int active = pb_mpi_active();
+    int active = pb_mpi_active(), len;
     char value[MPI_MAX_INFO_VAL];
     struct utsname uts;
 
@@ -142,23 +172,24 @@ static pb_info_t *env_info(void)
         return &env.info;
     info_clear(&env.info);
     env_command_line(&env.info);
-    if (active) {
-        int size, provided, len;
-
-        PMPI_Comm_size(MPI_COMM_WORLD, &size);
-        snprintf(value, sizeof(value), "%d", size);
-        info_put(&env.info, "maxprocs", value);
-        info_put(&env.info, "soft", value);
-        if (PMPI_Get_processor_name(value, &len) == MPI_SUCCESS)
-            info_put(&env.info, "host", value);
-        PMPI_Query_thread(&provided);
-        info_put(&env.info, "thread_level",
-                 provided == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SINGLE");
+    if (info_find(&env.info, "argv") < 0)
+        info_put(&env.info, "argv", "");
+    snprintf(value, sizeof(value), "%d", env_job_size(active));
+    info_put(&env.info, "maxprocs", value);
+    info_put(&env.info, "soft", value);
+    if (active && PMPI_Get_processor_name(value, &len) == MPI_SUCCESS)
+        info_put(&env.info, "host", value);
+    else if (gethostname(value, sizeof(value)) == 0) {
+        value[sizeof(value) - 1] = '\0';
+        info_put(&env.info, "host", value);
     }
     if (uname(&uts) == 0)
         info_put(&env.info, "arch", uts.machine);
     if (getcwd(value, sizeof(value)) != NULL)
         info_put(&env.info, "wdir", value);
+    info_put(&env.info, "file", "");
+    info_put(&env.info, "thread_level",
+             thread_level_name(active ? pb_mpi_thread_requested() : MPI_THREAD_SINGLE));
     env.filled = active ? 2 : 1;
     return &env.info;
 }
@@ -259,8 +290,9 @@ PB_EXPORT int PMPI_Info_create(MPI_Info *info)
 }
 PB_MPI_WEAK_ALIAS(MPI_Info_create, PMPI_Info_create);
 
-/* Make *@info holding what MPI_INFO_ENV holds, with "command" and "argv"
- * taken from @argc and @argv when @argv is not NULL (MPI_ARGV_NULL).
+/* Make *@info holding what MPI_INFO_ENV holds (every key of MPI-5.0
+ * section 11.2.4, also before MPI_Init), with "command" and "argv" taken
+ * from @argc and @argv when @argv is not NULL (MPI_ARGV_NULL).
  * @return MPI_SUCCESS; MPI_ERR_ARG (NULL info, negative argc);
  *         MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info)
@@ -292,7 +324,7 @@ PB_EXPORT int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info)
             memcpy(args + at, argv[k], n + 1);
             at += n;
         }
-        if (rc == MPI_SUCCESS && at > 0)
+        if (rc == MPI_SUCCESS)
             rc = info_put(i, "argv", args);
     }
     if (rc != MPI_SUCCESS) {

@@ -42,6 +42,10 @@ void pb_mpi_fatal(int code, const char *func, const char *fmt, ...) PB_PRINTF(3,
 /* 1 between MPI_Init and MPI_Finalize. */
 int pb_mpi_active(void);
 
+/* The thread level the program asked MPI_Init_thread for
+ * (MPI_THREAD_SINGLE for MPI_Init). */
+int pb_mpi_thread_requested(void);
+
 /* The library's part of MPI_Status (the 5 MPI_internal ints): the byte
  * count of the message (64 bits in two ints) and the cancelled flag. */
 static inline void pb_mpi_status_set_bytes(MPI_Status *status, uint64_t bytes)

@@ -421,6 +421,191 @@ static void build_exscan(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_
     }
 }
 
+/* ---- on an intercommunicator ---------------------------------------------------------- */
+
+/*
+ * The schedules of the collectives on an intercommunicator: the blocking
+ * ones' algorithms (intercomm.h), the transfers between the groups on the
+ * intercommunicator, those within a group on its local group
+ * (pb_sched_use).  The rooted ones do nothing in the root's group but at
+ * the root (MPI_PROC_NULL).
+ */
+
+/* this group's barrier, a byte between the leaders, this group's broadcast */
+static void build_inter_barrier(pb_sched_t *s, pb_comm_t *c)
+{
+    pb_comm_t *g = c->local_group;
+
+    pb_sched_use(s, g);
+    build_barrier(s, g);
+    pb_sched_round_end(s);
+    pb_sched_use(s, c);
+    if (g->rank == 0) {
+        pb_sched_send(s, NULL, 0, MPI_BYTE, 0);
+        pb_sched_recv(s, NULL, 0, MPI_BYTE, 0);
+        pb_sched_round_end(s);
+    }
+    pb_sched_use(s, g);
+    build_bcast(s, NULL, 0, MPI_BYTE, 0, g);
+}
+
+/* the root to the other group's rank 0, which broadcasts in its group */
+static void build_inter_bcast(pb_sched_t *s, void *buf, MPI_Count count, MPI_Datatype type,
+                              int root, pb_comm_t *c)
+{
+    pb_comm_t *g = c->local_group;
+
+    if (root == MPI_PROC_NULL)
+        return;
+    if (root == MPI_ROOT) {
+        pb_sched_send(s, buf, count, type, 0);
+        return;
+    }
+    if (g->rank == 0) {
+        pb_sched_recv(s, buf, count, type, root);
+        pb_sched_round_end(s);
+    }
+    pb_sched_use(s, g);
+    build_bcast(s, buf, count, type, 0, g);
+}
+
+/* directly between the root and each process of the other group */
+static void build_inter_gatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
+                                MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
+                                MPI_Datatype recvtype, int root, const pb_comm_t *c)
+{
+    if (root == MPI_ROOT) {
+        for (int i = 0; i < c->size; i++)
+            pb_sched_recv(s, vec_addr(recvbuf, recv, i, recvtype), pb_coll_vec_count(recv, i),
+                          recvtype, i);
+    } else if (root != MPI_PROC_NULL) {
+        pb_sched_send(s, sendbuf, sendcount, sendtype, root);
+    }
+}
+
+static void build_inter_scatterv(pb_sched_t *s, const void *sendbuf, const pb_coll_vec_t *send,
+                                 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                 MPI_Datatype recvtype, int root, const pb_comm_t *c)
+{
+    if (root == MPI_ROOT) {
+        for (int i = 0; i < c->size; i++)
+            pb_sched_send(s, vec_addr(sendbuf, send, i, sendtype), pb_coll_vec_count(send, i),
+                          sendtype, i);
+    } else if (root != MPI_PROC_NULL) {
+        pb_sched_recv(s, recvbuf, recvcount, recvtype, root);
+    }
+}
+
+/* directly between every pair of processes across the groups */
+static void build_inter_allgatherv(pb_sched_t *s, const void *sendbuf, MPI_Count sendcount,
+                                   MPI_Datatype sendtype, void *recvbuf, const pb_coll_vec_t *recv,
+                                   MPI_Datatype recvtype, const pb_comm_t *c)
+{
+    for (int i = 0; i < c->size; i++) {
+        pb_sched_recv(s, vec_addr(recvbuf, recv, i, recvtype), pb_coll_vec_count(recv, i), recvtype,
+                      i);
+        pb_sched_send(s, sendbuf, sendcount, sendtype, i);
+    }
+}
+
+static void build_inter_alltoall(pb_sched_t *s, const a2a_side_t *send, const a2a_side_t *recv,
+                                 const pb_comm_t *c)
+{
+    for (int i = 0; i < c->size; i++) {
+        pb_sched_recv(s, side_addr(recv, i), pb_coll_vec_count(&recv->v, i), side_type(recv, i), i);
+        pb_sched_send(s, side_addr(send, i), pb_coll_vec_count(&send->v, i), side_type(send, i), i);
+    }
+}
+
+/* The reduction of this group's @sendbuf to its rank 0, where it returns
+ * the scratch buffer holding it (NULL elsewhere); transfers go over the
+ * intercommunicator afterwards. */
+static void *build_group_reduce(pb_sched_t *s, const void *sendbuf, MPI_Count count,
+                                MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    pb_comm_t *g = c->local_group;
+    void *acc = g->rank == 0 ? pb_sched_scratch(s, count, type) : NULL;
+
+    pb_sched_use(s, g);
+    build_reduce(s, sendbuf, acc, count, type, op, 0, g);
+    pb_sched_round_end(s);
+    pb_sched_use(s, c);
+    return acc;
+}
+
+/* the other group reduces to its rank 0, which sends to the root */
+static void build_inter_reduce(pb_sched_t *s, const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, int root, pb_comm_t *c)
+{
+    void *acc;
+
+    if (root == MPI_ROOT) {
+        pb_sched_recv(s, recvbuf, count, type, 0);
+        return;
+    }
+    if (root == MPI_PROC_NULL)
+        return;
+    acc = build_group_reduce(s, sendbuf, count, type, op, c);
+    if (c->local_group->rank == 0)
+        pb_sched_send(s, acc, count, type, root);
+}
+
+/* each group reduces to its rank 0, the leaders trade, each broadcasts */
+static void build_inter_allreduce(pb_sched_t *s, const void *sendbuf, void *recvbuf,
+                                  MPI_Count count, MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    void *acc = build_group_reduce(s, sendbuf, count, type, op, c);
+
+    if (c->local_group->rank == 0) {
+        pb_sched_send(s, acc, count, type, 0);
+        pb_sched_recv(s, recvbuf, count, type, 0);
+        pb_sched_round_end(s);
+    }
+    pb_sched_use(s, c->local_group);
+    build_bcast(s, recvbuf, count, type, 0, c->local_group);
+}
+
+/* each group reduces to its rank 0, the leaders trade, each scatters the
+ * other group's result (@counts: this group's, summing to @total) */
+static void build_inter_reduce_scatter(pb_sched_t *s, const void *sendbuf, void *recvbuf,
+                                       const pb_coll_vec_t *counts, MPI_Count total,
+                                       MPI_Datatype type, MPI_Op op, pb_comm_t *c)
+{
+    pb_comm_t *g = c->local_group;
+    MPI_Aint *displs = pb_sched_bytes(s, (size_t)g->size * sizeof(*displs));
+    void *acc = build_group_reduce(s, sendbuf, total, type, op, c), *theirs = NULL;
+    pb_coll_vec_t blocks = *counts;
+    MPI_Count at = 0;
+
+    if (displs == NULL)
+        return;
+    for (int i = 0; i < g->size; i++) {
+        displs[i] = (MPI_Aint)at;
+        at += pb_coll_vec_count(counts, i);
+    }
+    blocks.displs = (pb_mpi_displs_t){NULL, displs};
+    if (g->rank == 0) {
+        theirs = pb_sched_scratch(s, total, type);
+        pb_sched_send(s, acc, total, type, 0);
+        pb_sched_recv(s, theirs, total, type, 0);
+        pb_sched_round_end(s);
+    }
+    pb_sched_use(s, g);
+    build_scatterv(s, theirs, &blocks, type, recvbuf, pb_coll_vec_count(counts, g->rank), type, 0,
+                   g);
+}
+
+/* MPI_IN_PLACE, which no collective on an intercommunicator takes:
+ * MPI_ERR_BUFFER raised for @func. */
+static int check_inter_in_place(const char *func, MPI_Comm comm, const pb_comm_t *c,
+                                const void *buf)
+{
+    if (pb_mpi_comm_is_inter(c) && buf == MPI_IN_PLACE)
+        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
+                            "MPI_IN_PLACE is not allowed on an intercommunicator");
+    return MPI_SUCCESS;
+}
+
 /* ---- the MPI calls (after the checks of src/mpi/bindings.c) ----------------------- */
 
 /* The info of MPI_X_init (@info; NULL for MPI_IX, which has none), checked
@@ -465,7 +650,9 @@ static int barrier_sched(const char *func, MPI_Comm comm, pb_comm_t *c, const MP
     int rc = check_info(func, comm, info);
     pb_sched_t *s = begin(c, rc);
 
-    if (s != NULL)
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_barrier(s, c);
+    else if (s != NULL)
         build_barrier(s, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -477,7 +664,9 @@ static int bcast_sched(const char *func, void *buffer, MPI_Count count, MPI_Data
     int rc = check_info(func, comm, info);
     pb_sched_t *s = begin(c, rc);
 
-    if (s != NULL && (size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) > 0)
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_bcast(s, buffer, count, datatype, root, c);
+    else if (s != NULL && (size_t)count * pb_eng_type_size(pb_mpi_datatype(datatype)) > 0)
         build_bcast(s, buffer, count, datatype, root, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -488,9 +677,14 @@ static int gatherv_sched(const char *func, const void *sendbuf, MPI_Count sendco
                          const MPI_Info *info, MPI_Request *request)
 {
     int rc = check_info(func, comm, info);
-    pb_sched_t *s = begin(c, rc);
+    pb_sched_t *s;
 
-    if (s != NULL)
+    if (rc == MPI_SUCCESS && pb_mpi_comm_is_inter(c) && root != MPI_ROOT && root != MPI_PROC_NULL)
+        rc = check_inter_in_place(func, comm, c, sendbuf);
+    s = begin(c, rc);
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_gatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c);
+    else if (s != NULL)
         build_gatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, root, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -501,9 +695,14 @@ static int scatterv_sched(const char *func, const void *sendbuf, pb_coll_vec_t s
                           const MPI_Info *info, MPI_Request *request)
 {
     int rc = check_info(func, comm, info);
-    pb_sched_t *s = begin(c, rc);
+    pb_sched_t *s;
 
-    if (s != NULL)
+    if (rc == MPI_SUCCESS && pb_mpi_comm_is_inter(c) && root != MPI_ROOT && root != MPI_PROC_NULL)
+        rc = check_inter_in_place(func, comm, c, recvbuf);
+    s = begin(c, rc);
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_scatterv(s, sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c);
+    else if (s != NULL)
         build_scatterv(s, sendbuf, &send, sendtype, recvbuf, recvcount, recvtype, root, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -514,9 +713,14 @@ static int allgatherv_sched(const char *func, const void *sendbuf, MPI_Count sen
                             const MPI_Info *info, MPI_Request *request)
 {
     int rc = check_info(func, comm, info);
-    pb_sched_t *s = begin(c, rc);
+    pb_sched_t *s;
 
-    if (s != NULL)
+    if (rc == MPI_SUCCESS)
+        rc = check_inter_in_place(func, comm, c, sendbuf);
+    s = begin(c, rc);
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c);
+    else if (s != NULL)
         build_allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, &recv, recvtype, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -546,12 +750,16 @@ static int alltoall_sched(const char *func, const a2a_side_t *send, const a2a_si
     int rc = check_info(func, comm, info);
     pb_sched_t *s;
 
+    if (rc == MPI_SUCCESS)
+        rc = check_inter_in_place(func, comm, c, send->buf);
     if (rc == MPI_SUCCESS && w)
         rc = check_alltoallw_side(comm, func, "receive", recv, c);
     if (rc == MPI_SUCCESS && w && send->buf != MPI_IN_PLACE)
         rc = check_alltoallw_side(comm, func, "send", send, c);
     s = begin(c, rc);
-    if (s != NULL)
+    if (s != NULL && pb_mpi_comm_is_inter(c))
+        build_inter_alltoall(s, send, recv, c);
+    else if (s != NULL)
         build_alltoall(s, send, recv, send->buf == MPI_IN_PLACE, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -561,11 +769,16 @@ static int reduce_sched(const char *func, const void *sendbuf, void *recvbuf, MP
                         const MPI_Info *info, MPI_Request *request)
 {
     int rc = check_info(func, comm, info);
-    pb_sched_t *s = begin(c, rc);
+    pb_sched_t *s;
 
-    if (c->rank == root && sendbuf == MPI_IN_PLACE)
+    if (rc == MPI_SUCCESS && pb_mpi_comm_is_inter(c) && root != MPI_ROOT && root != MPI_PROC_NULL)
+        rc = check_inter_in_place(func, comm, c, sendbuf);
+    s = begin(c, rc);
+    if (!pb_mpi_comm_is_inter(c) && c->rank == root && sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
-    if (s != NULL && count > 0)
+    if (s != NULL && count > 0 && pb_mpi_comm_is_inter(c))
+        build_inter_reduce(s, sendbuf, recvbuf, count, datatype, op, root, c);
+    else if (s != NULL && count > 0)
         build_reduce(s, sendbuf, recvbuf, count, datatype, op, root, c);
     return issue(func, comm, rc, s, info, request);
 }
@@ -582,11 +795,18 @@ static int allreduce_sched(const char *func, int kind, const void *sendbuf, void
                            pb_comm_t *c, const MPI_Info *info, MPI_Request *request)
 {
     int rc = check_info(func, comm, info);
-    pb_sched_t *s = begin(c, rc);
+    pb_sched_t *s;
 
+    if (rc == MPI_SUCCESS && kind != ALLREDUCE)
+        rc = pb_mpi_comm_check_intra(comm, func, c);
+    if (rc == MPI_SUCCESS)
+        rc = check_inter_in_place(func, comm, c, sendbuf);
+    s = begin(c, rc);
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
-    if (s != NULL && count > 0) {
+    if (s != NULL && count > 0 && pb_mpi_comm_is_inter(c)) {
+        build_inter_allreduce(s, sendbuf, recvbuf, count, datatype, op, c);
+    } else if (s != NULL && count > 0) {
         if (kind == ALLREDUCE)
             build_allreduce(s, sendbuf, recvbuf, count, datatype, op, c);
         else if (kind == SCAN)
@@ -608,13 +828,18 @@ static int reduce_scatter_sched(const char *func, const void *sendbuf, void *rec
     pb_sched_t *s;
     int rc = check_info(func, comm, info);
 
+    /* an intercommunicator's counts are its local group's */
     if (rc == MPI_SUCCESS)
-        rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op, c,
-                                          &total);
+        rc = pb_coll_check_reduce_scatter(comm, func, sendbuf, recvbuf, &counts, datatype, op,
+                                          pb_mpi_comm_is_inter(c) ? c->local_group : c, &total);
+    if (rc == MPI_SUCCESS)
+        rc = check_inter_in_place(func, comm, c, sendbuf);
     if (sendbuf == MPI_IN_PLACE)
         sendbuf = recvbuf;
     s = begin(c, rc);
-    if (s != NULL && total > 0)
+    if (s != NULL && total > 0 && pb_mpi_comm_is_inter(c))
+        build_inter_reduce_scatter(s, sendbuf, recvbuf, &counts, total, datatype, op, c);
+    else if (s != NULL && total > 0)
         build_reduce_scatter(s, sendbuf, recvbuf, &counts, total, datatype, op, c);
     return issue(func, comm, rc, s, info, request);
 }

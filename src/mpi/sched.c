@@ -36,6 +36,7 @@ typedef struct {
     MPI_Datatype type, dtype;  /* dtype: the copy's destination */
     MPI_Datatype program_type; /* a reduction's: the handle the program passed */
     int peer;
+    pb_comm_t *comm; /* a transfer's communicator (the schedule's, or its local group) */
     MPI_Op op;
 } step_t;
 
@@ -46,6 +47,7 @@ typedef struct {
 
 struct pb_sched {
     pb_comm_t *comm;
+    pb_comm_t *on; /* the communicator of the transfers added now (pb_sched_use) */
     int tag;
     int rc; /* the first error building */
     step_t *steps;
@@ -157,7 +159,7 @@ pb_sched_t *pb_sched_new(pb_comm_t *c, int tag)
 
     if (s == NULL)
         return NULL;
-    s->comm = c;
+    s->comm = s->on = c;
     s->tag = tag;
     return s;
 }
@@ -217,14 +219,27 @@ static void add_step(pb_sched_t *s, step_t step)
 
 void pb_sched_send(pb_sched_t *s, const void *buf, MPI_Count count, MPI_Datatype type, int dest)
 {
-    add_step(s,
-             (step_t){.kind = STEP_SEND, .src = buf, .count = count, .type = type, .peer = dest});
+    add_step(s, (step_t){.kind = STEP_SEND,
+                         .src = buf,
+                         .count = count,
+                         .type = type,
+                         .peer = dest,
+                         .comm = s->on});
 }
 
 void pb_sched_recv(pb_sched_t *s, void *buf, MPI_Count count, MPI_Datatype type, int source)
 {
-    add_step(s,
-             (step_t){.kind = STEP_RECV, .dst = buf, .count = count, .type = type, .peer = source});
+    add_step(s, (step_t){.kind = STEP_RECV,
+                         .dst = buf,
+                         .count = count,
+                         .type = type,
+                         .peer = source,
+                         .comm = s->on});
+}
+
+void pb_sched_use(pb_sched_t *s, pb_comm_t *c)
+{
+    s->on = c;
 }
 
 void pb_sched_copy(pb_sched_t *s, const void *src, MPI_Count scount, MPI_Datatype stype, void *dst,
@@ -287,9 +302,9 @@ static void round_post(pb_sched_t *s)
         int rc;
 
         if (st->kind == STEP_SEND)
-            rc = pb_mpi_isend_on(st->src, st->count, st->type, st->peer, s->tag, s->comm, 1, r);
+            rc = pb_mpi_isend_on(st->src, st->count, st->type, st->peer, s->tag, st->comm, 1, r);
         else if (st->kind == STEP_RECV)
-            rc = pb_mpi_irecv_on(st->dst, st->count, st->type, st->peer, s->tag, s->comm, 1, r);
+            rc = pb_mpi_irecv_on(st->dst, st->count, st->type, st->peer, s->tag, st->comm, 1, r);
         else
             continue;
         if (rc == MPI_SUCCESS)

@@ -64,6 +64,11 @@ pb_sched_t *pb_sched_new(pb_comm_t *c, int tag);
 void pb_sched_send(pb_sched_t *s, const void *buf, MPI_Count count, MPI_Datatype type, int dest);
 void pb_sched_recv(pb_sched_t *s, void *buf, MPI_Count count, MPI_Datatype type, int source);
 
+/* Send and receive over @c from now on: an intercommunicator's schedule
+ * (whose communicator is the intercommunicator) switches between it and
+ * its local group (comm.h), which lives as long as it. */
+void pb_sched_use(pb_sched_t *s, pb_comm_t *c);
+
 /* Add a local step: copy @scount elements of @stype at @src into the
  * @dcount elements of @dtype at @dst, as a message would (MPI_ERR_TRUNCATE
  * when they do not fit). */

@@ -403,6 +403,8 @@ int pb_mpi_cart_create_impl(const char *func, MPI_Comm comm_old, int ndims, cons
     int cells, me = c->rank, *world;
     int rc = check_grid(comm_old, func, ndims, dims, periods, c->size, &cells);
 
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_comm_check_intra(comm_old, func, c);
     if (rc != MPI_SUCCESS)
         return rc;
     world = reorder ? ranks_by_node(c, ndims, dims, cells, &me) : first_ranks(c, cells);
@@ -735,6 +737,8 @@ int pb_mpi_graph_create_impl(const char *func, MPI_Comm comm_old, int nnodes, co
     int *world, rc = check_graph(comm_old, func, nnodes, index, edges, c->size);
 
     (void)reorder;
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_comm_check_intra(comm_old, func, c);
     if (rc != MPI_SUCCESS)
         return rc;
     world = first_ranks(c, nnodes);
@@ -888,6 +892,8 @@ int pb_mpi_dist_graph_create_adjacent_impl(const char *func, MPI_Comm comm_old, 
     pb_topo_t *t;
     int rc = check_edges(comm_old, func, "sources", indegree, sources, sourceweights, c->size);
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_mpi_comm_check_intra(comm_old, func, c);
     (void)info; /* no hints are understood */
     (void)reorder;
     if (rc == MPI_SUCCESS)
@@ -1013,6 +1019,8 @@ int pb_mpi_dist_graph_create_impl(const char *func, MPI_Comm comm_old, int n, co
     pb_topo_t *t = NULL;
     int rc;
 
+    if (pb_mpi_comm_is_inter(c))
+        return pb_mpi_comm_check_intra(comm_old, func, c);
     (void)info; /* no hints are understood */
     (void)reorder;
     if (n < 0)

@@ -380,6 +380,9 @@ static int win_make(const char *func, pb_comm_t *c, int flavor, void *base, MPI_
     MPI_Comm dup;
     int rc, ok, leader = -1, needs_tcp = 0, nodes_spanned = 0, local_ranks = 0;
 
+    rc = pb_mpi_comm_check_intra(c->handle, func, c);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (size < 0)
         return pb_mpi_raise(c->handle, MPI_ERR_SIZE, func, "size is negative (%ld)", (long)size);
     if (disp_unit <= 0)

@@ -57,8 +57,10 @@ message when two arguments are wrong:
     anytag(T)                T is not negative, or MPI_ANY_TAG (MPI_ERR_TAG)
     ptr(P)                   the output argument P is not NULL (MPI_ERR_ARG)
 
-and after a check's name: @root (only on the root), ? (not when the buffer is
-MPI_IN_PLACE), ?root (not when the buffer is MPI_IN_PLACE on the root).
+and after a check's name: @root (only on the root: pb_mpi_is_root of check.h, MPI_ROOT
+on an intercommunicator; alias@root on an intracommunicator's root only), ? (not when the buffer is MPI_IN_PLACE), ?root (not when the
+buffer is MPI_IN_PLACE on the root; on an intercommunicator only in the group that sends
+to the root: pb_mpi_leaf_buffer_used).
 
     gen_bindings.py          write the generated files
     gen_bindings.py --check  write nothing; exit 1 when a generated file is not what
@@ -354,12 +356,14 @@ def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
     helper = {"reduce": "reduction", "alias": "aliased"}.get(kind, kind)
     call = ("pb_mpi_check_" + helper, [comm, "func"] + a)
     cond = ["rc == MPI_SUCCESS"]
-    if mod == "@root":
-        cond.append("c->rank == %s" % root_of(fn))
+    if mod == "@root" and kind == "alias":  # the root's send buffer: intracommunicators only
+        cond.append("pb_mpi_is_root(c, %s) && !pb_mpi_comm_is_inter(c)" % root_of(fn))
+    elif mod == "@root":
+        cond.append("pb_mpi_is_root(c, %s)" % root_of(fn))
     elif mod == "?":
         cond.append("%s != MPI_IN_PLACE" % args[0])
     elif mod == "?root":
-        cond.append("(c->rank != %s || %s != MPI_IN_PLACE)" % (root_of(fn), args[0]))
+        cond.append("pb_mpi_leaf_buffer_used(c, %s, %s)" % (root_of(fn), args[0]))
     return ["    if (%s)" % " && ".join(cond), wrap("rc = " + call[0], call[1], ";", " " * 8)]
 
 
