@@ -17,6 +17,7 @@
 
 #include "mpi/comm.h"
 #include "mpi/datatype.h"
+#include "mpi/group.h"
 #include "mpi/engine/handle.h"
 #include "mpi/info.h"
 #include "mpi/p2p.h"
@@ -31,10 +32,11 @@ struct MPI_ABI_Group {
 
 static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL};
 
-/* MPI_COMM_WORLD (MPI is running: the callers checked). */
+/* MPI_COMM_WORLD's object (MPI is running, in the world model or a
+ * session: the callers checked). */
 static pb_comm_t *world_comm(void)
 {
-    return pb_mpi_comm(MPI_COMM_WORLD);
+    return pb_mpi_comm_world();
 }
 
 /* The group @handle stands for, or NULL (MPI_GROUP_NULL, freed, made up). */
@@ -720,3 +722,44 @@ PB_EXPORT int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_I
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_split_type, PMPI_Comm_split_type);
+
+/* ---- for the sessions and MPI_Comm_create_from_group (group.h) ----------------- */
+
+int pb_mpi_group_members(MPI_Group handle, int *size_p, const int **world_p, int *rank_p)
+{
+    pb_group_t *g = group_of(handle);
+
+    if (g == NULL)
+        return 0;
+    *size_p = g->size;
+    *world_p = g->world;
+    *rank_p = g->rank;
+    return 1;
+}
+
+int pb_mpi_group_make(int n, const int *world, MPI_Group *out)
+{
+    pb_group_t *g;
+    int *copy, me = world_comm()->rank;
+
+    if (n == 0) {
+        *out = MPI_GROUP_EMPTY;
+        return MPI_SUCCESS;
+    }
+    copy = malloc((size_t)n * sizeof(int));
+    g = copy != NULL ? pb_eng_handle_new(PB_ENG_HANDLE_GROUP, sizeof(*g)) : NULL;
+    if (g == NULL) {
+        free(copy);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(copy, world, (size_t)n * sizeof(int));
+    g->size = n;
+    g->world = copy;
+    g->rank = MPI_UNDEFINED;
+    for (int i = 0; i < n; i++) {
+        if (copy[i] == me)
+            g->rank = i;
+    }
+    *out = (MPI_Group)g;
+    return MPI_SUCCESS;
+}

@@ -145,7 +145,7 @@ static pb_info_t *env_info(void)
     if (active) {
         int size, provided, len;
 
-        PMPI_Comm_size(MPI_COMM_WORLD, &size);
+        size = pb_mpi_comm_world()->size; /* also when only sessions run */
         snprintf(value, sizeof(value), "%d", size);
         info_put(&env.info, "maxprocs", value);
         info_put(&env.info, "soft", value);
