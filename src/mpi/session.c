@@ -561,7 +561,8 @@ static int from_group_agree(int n, const int *world, int me, const char *stringt
  * order, without a parent communicator: collective over @group, whose
  * processes call with the same @stringtag (which tells concurrent calls
  * apart).  @errhandler becomes the communicator's, and handles this
- * call's errors.  @info may be MPI_INFO_NULL (no key is read).
+ * call's errors.  @info may be MPI_INFO_NULL (no key is read).  With
+ * MPI_GROUP_EMPTY the call is local and gives MPI_COMM_NULL.
  * @return MPI_SUCCESS; MPI_ERR_ERRHANDLER, MPI_ERR_GROUP (no group, this
  * process not in it, members with different groups), MPI_ERR_ARG (NULL,
  * stringtag too long, members with different stringtags), MPI_ERR_INFO,
@@ -596,6 +597,10 @@ PB_EXPORT int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag
     if (!info_ok(info))
         return pb_mpi_raise_handler(errhandler, MPI_ERR_INFO, func,
                                     "info (%p) is not an info object", (void *)info);
+    if (n == 0) { /* MPI_GROUP_EMPTY: local, no communicator */
+        *newcomm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
     if (me == MPI_UNDEFINED)
         return pb_mpi_raise_handler(errhandler, MPI_ERR_GROUP, func,
                                     "this process is not a member of the group");

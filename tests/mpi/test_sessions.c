@@ -204,6 +204,50 @@ static void errors(MPI_Session session)
     FAILS(MPI_ERR_SESSION, MPI_Session_call_errhandler(session, MPI_ERR_SESSION));
 }
 
+/* MPI_Comm_create_from_group's own cases and errors (the handler passed
+ * is MPI_ERRORS_RETURN). */
+static void create_errors(MPI_Session session, MPI_Comm world)
+{
+    MPI_Group all, others, reordered;
+    MPI_Comm comm = MPI_COMM_WORLD;
+    char tag[MPI_MAX_STRINGTAG_LEN + 2];
+    int me = -1, n = 0, order[64];
+
+    OK(MPI_Comm_rank(world, &me));
+    OK(MPI_Comm_size(world, &n));
+    OK(MPI_Group_from_session_pset(session, "mpi://WORLD", &all));
+    OK(MPI_Comm_create_from_group(MPI_GROUP_EMPTY, "pbt.sessions.empty", MPI_INFO_NULL,
+                                  MPI_ERRORS_RETURN, &comm));
+    CHECK(comm == MPI_COMM_NULL, "the empty group gave a communicator");
+    FAILS(MPI_ERR_ARG,
+          MPI_Comm_create_from_group(all, NULL, MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm));
+    memset(tag, 'x', sizeof(tag) - 1);
+    tag[sizeof(tag) - 1] = '\0';
+    FAILS(MPI_ERR_ARG,
+          MPI_Comm_create_from_group(all, tag, MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm));
+    FAILS(MPI_ERR_GROUP, MPI_Comm_create_from_group(MPI_GROUP_NULL, "pbt.sessions.bad",
+                                                    MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm));
+    OK(MPI_Group_excl(all, 1, &me, &others));
+    FAILS(MPI_ERR_GROUP, MPI_Comm_create_from_group(others, "pbt.sessions.bad", MPI_INFO_NULL,
+                                                    MPI_ERRORS_RETURN, &comm));
+    OK(MPI_Group_free(&others));
+    /* members that pass the same rank 0 but different orders of the rest
+     * all learn that the groups differ */
+    if (n >= 3 && n <= 64) {
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        if (me % 2 == 1) {
+            order[1] = 2;
+            order[2] = 1;
+        }
+        OK(MPI_Group_incl(all, n, order, &reordered));
+        FAILS(MPI_ERR_GROUP, MPI_Comm_create_from_group(reordered, "pbt.sessions.order",
+                                                        MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm));
+        OK(MPI_Group_free(&reordered));
+    }
+    OK(MPI_Group_free(&all));
+}
+
 /* A session with thread_level asked for, its communicator of mpi://WORLD
  * (returned), the process sets and errors. */
 static MPI_Session session_start(MPI_Comm *world_p, const char *tag)
@@ -253,6 +297,7 @@ static int sessions_only(int rounds)
         OK(MPI_Comm_free(&self));
         psets(session, world);
         errors(session);
+        create_errors(session, world);
         /* the same group and tag again: a communicator of its own */
         {
             MPI_Comm again = comm_of_pset(session, "mpi://WORLD", "pbt.sessions.world");
@@ -311,6 +356,21 @@ static int mixed(int argc, char **argv)
     FAILS(MPI_ERR_SESSION,
           MPI_Group_from_session_pset(MPI_SESSION_NULL, "mpi://WORLD", &bad_group));
     FAILS(MPI_ERR_SESSION, MPI_Session_get_num_psets((MPI_Session)&flag, MPI_INFO_NULL, &flag));
+    /* no handler to raise on yet: MPI_COMM_SELF's */
+    {
+        MPI_Group all;
+        MPI_Comm comm = MPI_COMM_NULL;
+
+        OK(MPI_Comm_group(MPI_COMM_WORLD, &all));
+        FAILS(MPI_ERR_ERRHANDLER, MPI_Comm_create_from_group(all, "pbt.sessions.bad", MPI_INFO_NULL,
+                                                             MPI_ERRHANDLER_NULL, &comm));
+        /* a group from MPI_COMM_WORLD makes a communicator too */
+        OK(MPI_Comm_create_from_group(all, "pbt.sessions.from_world", MPI_INFO_NULL,
+                                      MPI_ERRORS_RETURN, &comm));
+        traffic(comm, 5);
+        OK(MPI_Comm_free(&comm));
+        OK(MPI_Group_free(&all));
+    }
     OK(MPI_Comm_free(&dup));
     OK(MPI_Finalize());
     /* the session keeps the engine running */
