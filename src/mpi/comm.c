@@ -774,28 +774,38 @@ static void engine_stop(void)
     mpi.engine_on = 0;
 }
 
+/* MPI_Session_init and _finalize may be called by any thread: the count of
+ * users and the engine's start and stop are under this lock */
+static pthread_mutex_t instance_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int pb_mpi_instance_start(const char *func)
 {
     int rc = MPI_SUCCESS;
 
-    if (mpi.life == LIFE_FINALIZED && mpi.users == 0)
+    pthread_mutex_lock(&instance_lock);
+    if (mpi.life == LIFE_FINALIZED && mpi.users == 0) {
+        pthread_mutex_unlock(&instance_lock);
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
                             "MPI cannot start again once MPI_Finalize ended it (the job "
                             "was left)");
+    }
     if (mpi.users == 0)
         rc = engine_start(func);
     if (rc == MPI_SUCCESS)
         mpi.users++;
+    pthread_mutex_unlock(&instance_lock);
     return rc;
 }
 
 void pb_mpi_instance_stop(void)
 {
-    if (--mpi.users > 0)
-        return;
-    engine_stop();
-    if (mpi.life == LIFE_FINALIZED)
-        postbox_job_finalize();
+    pthread_mutex_lock(&instance_lock);
+    if (--mpi.users == 0) {
+        engine_stop();
+        if (mpi.life == LIFE_FINALIZED)
+            postbox_job_finalize();
+    }
+    pthread_mutex_unlock(&instance_lock);
 }
 
 static int init_common(const char *func, int required, int *provided)

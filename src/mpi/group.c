@@ -667,7 +667,7 @@ static int split_color(const pb_comm_t *c, int split_type, MPI_Info info, int *b
 {
     rsm_node_id_t node = postbox_job_node(c->world[c->rank]);
     int color = node == POSTBOX_JOB_NODE_NONE ? 0 : (int)node, spans = 0;
-    const char *hw;
+    const char *hw, *pset;
 
     *bad = 0;
     switch (split_type) {
@@ -682,7 +682,10 @@ static int split_color(const pb_comm_t *c, int split_type, MPI_Info info, int *b
         for (int r = 1; r < c->size && !spans; r++)
             spans = postbox_job_node(c->world[r]) != postbox_job_node(c->world[0]);
         return spans ? color : MPI_UNDEFINED;
-    case MPI_COMM_TYPE_RESOURCE_GUIDED: return MPI_UNDEFINED; /* no process sets */
+    case MPI_COMM_TYPE_RESOURCE_GUIDED:
+        /* the process set info's "mpi_pset_name" names (session.c) */
+        pset = pb_mpi_info_value(info, "mpi_pset_name");
+        return pset != NULL ? pb_mpi_pset_color(pset, c->world[c->rank]) : MPI_UNDEFINED;
     default: *bad = 1; return MPI_UNDEFINED;
     }
 }

@@ -18,4 +18,10 @@ int pb_mpi_group_members(MPI_Group handle, int *size_p, const int **world_p, int
  * Raises nothing.  @return MPI_SUCCESS, or MPI_ERR_NO_MEM. */
 int pb_mpi_group_make(int n, const int *world, MPI_Group *out);
 
+/* MPI_Comm_split_type's color for MPI_COMM_TYPE_RESOURCE_GUIDED with
+ * process set @name (session.c): one color per set (each process its own
+ * for mpi://SELF), the same in every process; MPI_UNDEFINED when world
+ * rank @world_rank is not in the set or no set has that name. */
+int pb_mpi_pset_color(const char *name, int world_rank);
+
 #endif

@@ -294,6 +294,24 @@ static int pset_members(const char *name, int **world_p)
     return n;
 }
 
+int pb_mpi_pset_color(const char *name, int world_rank)
+{
+    int *world, n = pset_members(name, &world), in = 0;
+
+    if (n < 0)
+        return MPI_UNDEFINED;
+    for (int i = 0; i < n; i++)
+        in |= world[i] == world_rank;
+    free(world);
+    if (!in)
+        return MPI_UNDEFINED;
+    if (strcasecmp(name, PSET_WORLD) == 0)
+        return 0;
+    if (strcasecmp(name, PSET_SELF) == 0)
+        return pset_count() + world_rank; /* a set of its own for each process */
+    return 2 + (int)postbox_job_node(world_rank);
+}
+
 /* Store in *@npset_names how many process sets @session offers (the same
  * number in every process: mpi://WORLD, mpi://SELF and one per node).
  * @info may be MPI_INFO_NULL (no key is read).

@@ -159,9 +159,40 @@ static void psets(MPI_Session session, MPI_Comm world)
                   node_size, shared_size);
             traffic(node, n);
             OK(MPI_Comm_free(&node));
+            /* split by the node's set: the same processes */
+            OK(MPI_Info_create(&info));
+            OK(MPI_Info_set(info, "mpi_pset_name", name));
+            OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, info, &node));
+            node_size = 0;
+            if (node != MPI_COMM_NULL)
+                OK(MPI_Comm_size(node, &node_size));
+            CHECK(node_size == members, "split by %s: %d ranks, not %d", name, node_size, members);
+            if (node != MPI_COMM_NULL)
+                OK(MPI_Comm_free(&node));
+            OK(MPI_Info_free(&info));
             OK(MPI_Comm_free(&shared));
         }
         OK(MPI_Group_free(&group));
+    }
+    /* split by the other sets: each process alone, all of them, none */
+    {
+        const char *names[] = {"mpi://SELF", "mpi://WORLD", "mpi://NOWHERE"};
+        int want[] = {1, size, 0};
+
+        for (int i = 0; i < 3; i++) {
+            MPI_Comm part = MPI_COMM_WORLD;
+            int got = 0;
+
+            OK(MPI_Info_create(&info));
+            OK(MPI_Info_set(info, "mpi_pset_name", names[i]));
+            OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, info, &part));
+            if (part != MPI_COMM_NULL) {
+                OK(MPI_Comm_size(part, &got));
+                OK(MPI_Comm_free(&part));
+            }
+            CHECK(got == want[i], "split by %s: %d ranks, not %d", names[i], got, want[i]);
+            OK(MPI_Info_free(&info));
+        }
     }
     CHECK(node_total == size, "the node sets hold %d processes, the world %d", node_total, size);
     CHECK(my_nodes == 1, "this process is in %d node sets", my_nodes);
