@@ -123,14 +123,16 @@ PB_EXPORT int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Se
     if (!info_ok(info))
         return pb_mpi_raise_session(MPI_SESSION_NULL, errhandler, MPI_ERR_INFO, func,
                                     "info (%p) is not an info object", (void *)info);
-    rc = pb_mpi_instance_start(func);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    /* the handle first: a failure after the engine started would have to
+     * stop it, which is collective */
     s = pb_eng_handle_new(PB_ENG_HANDLE_SESSION, sizeof(*s));
-    if (s == NULL) {
-        pb_mpi_instance_stop();
+    if (s == NULL)
         return pb_mpi_raise_session(MPI_SESSION_NULL, errhandler, MPI_ERR_NO_MEM, func,
                                     "out of memory");
+    rc = pb_mpi_instance_start(func);
+    if (rc != MPI_SUCCESS) {
+        pb_eng_handle_delete(PB_ENG_HANDLE_SESSION, s);
+        return rc;
     }
     s->errhandler = errhandler;
     s->thread_level = pb_mpi_thread_level_grant(
