@@ -1,5 +1,6 @@
 /*
- * The Sessions Model (MPI-5.0 section 11.3): sessions, their process sets
+ * The Sessions Model (MPI-5.0, chapter "Process Initialization, Creation,
+ * and Management"): sessions, their process sets
  * and error handlers, and MPI_Comm_create_from_group, which makes a
  * communicator from a group without a parent communicator.
  *
@@ -9,12 +10,14 @@
  * session or of MPI_Init, starts it), MPI_Session_finalize drops it (the
  * last one stops it).
  *
- * The process sets, the same list in every process:
+ * The process sets a session lists are those this process is a member of,
+ * as MPI_Session_get_num_psets says:
  *   0  mpi://WORLD           every process of the job
  *   1  mpi://SELF            this process
- *   2+k  postbox://node/<k>  the processes of node k (0 .. nodes - 1) as the
+ *   2  postbox://node/<k>    the processes of this process's node k as the
  *                            launcher placed them (a virtual node of
  *                            `postbox run --nodes` is a node), ascending
+ * Every node's set can be named (k from 0 to nodes - 1), listed or not.
  * Names compare without regard to case.  The standard keeps "mpi://" for
  * its own names, so the node sets take the library's scheme.
  *
@@ -246,12 +249,11 @@ PB_MPI_WEAK_ALIAS(MPI_Session_call_errhandler, PMPI_Session_call_errhandler);
 
 /* ---- process sets -------------------------------------------------------------- */
 
-static int pset_count(void)
-{
-    return 2 + postbox_job_node_count();
-}
+/* The process sets this process is a member of, which the session lists:
+ * mpi://WORLD, mpi://SELF and its node's. */
+#define PSET_LISTED 3
 
-/* Write the name of process set @n (0 .. pset_count() - 1) in @name. */
+/* Write the name of listed process set @n (0 .. PSET_LISTED - 1) in @name. */
 static void pset_name_of(int n, char *name, size_t len)
 {
     if (n == 0)
@@ -259,7 +261,7 @@ static void pset_name_of(int n, char *name, size_t len)
     else if (n == 1)
         snprintf(name, len, "%s", PSET_SELF);
     else
-        snprintf(name, len, "%s%d", PSET_NODE, n - 2);
+        snprintf(name, len, "%s%u", PSET_NODE, (unsigned)postbox_job_node(postbox_job_rank()));
 }
 
 /* The members of the process set @name as world ranks, ascending, in
@@ -310,12 +312,12 @@ int pb_mpi_pset_color(const char *name, int world_rank)
     if (strcasecmp(name, PSET_WORLD) == 0)
         return 0;
     if (strcasecmp(name, PSET_SELF) == 0)
-        return pset_count() + world_rank; /* a set of its own for each process */
-    return 2 + (int)postbox_job_node(world_rank);
+        return 1 + world_rank; /* a set of its own for each process */
+    return 1 + postbox_job_size() + (int)postbox_job_node(world_rank);
 }
 
-/* Store in *@npset_names how many process sets @session offers (the same
- * number in every process: mpi://WORLD, mpi://SELF and one per node).
+/* Store in *@npset_names how many process sets @session lists: those this
+ * process is a member of (mpi://WORLD, mpi://SELF, its node's).
  * @info may be MPI_INFO_NULL (no key is read).
  * @return MPI_SUCCESS; MPI_ERR_SESSION, MPI_ERR_INFO, MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names)
@@ -332,7 +334,7 @@ PB_EXPORT int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int
     if (npset_names == NULL)
         return pb_mpi_raise_session(session, s->errhandler, MPI_ERR_ARG, func,
                                     "npset_names is NULL");
-    *npset_names = pset_count();
+    *npset_names = PSET_LISTED;
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Session_get_num_psets, PMPI_Session_get_num_psets);
@@ -348,7 +350,7 @@ PB_EXPORT int PMPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int 
     const char *func = "MPI_Session_get_nth_pset";
     char name[MPI_MAX_PSET_NAME_LEN];
     pb_session_t *s;
-    int rc = session_arg(session, func, &s), count = pset_count();
+    int rc = session_arg(session, func, &s), count = PSET_LISTED;
 
     if (rc != MPI_SUCCESS)
         return rc;

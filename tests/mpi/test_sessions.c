@@ -95,17 +95,19 @@ static void traffic(MPI_Comm comm, int seed)
     }
 }
 
-/* The process sets: names, sizes, the node sets cover the world once, and
- * each node set is the ranks that share this process's memory. */
+/* The process sets: the three listed (names, lengths, sizes), every
+ * node's set covering the world once with this process in the one listed,
+ * which is the ranks that share this process's memory. */
 static void psets(MPI_Session session, MPI_Comm world)
 {
-    int count = 0, size = 0, node_total = 0, my_nodes = 0, len;
-    char name[MPI_MAX_PSET_NAME_LEN];
+    int count = 0, size = 0, node_total = 0, my_nodes = 0, nodes = 0, len, rc;
+    char name[MPI_MAX_PSET_NAME_LEN], mine[MPI_MAX_PSET_NAME_LEN];
     MPI_Info info;
+    MPI_Group group;
 
     OK(MPI_Comm_size(world, &size));
     OK(MPI_Session_get_num_psets(session, MPI_INFO_NULL, &count));
-    CHECK(count >= 3, "%d process sets", count);
+    CHECK(count == 3, "%d process sets listed, not 3", count);
     len = 0;
     OK(MPI_Session_get_nth_pset(session, MPI_INFO_NULL, 0, &len, NULL));
     CHECK(len == (int)strlen("mpi://WORLD") + 1, "the length of set 0's name is %d", len);
@@ -116,6 +118,9 @@ static void psets(MPI_Session session, MPI_Comm world)
     OK(MPI_Session_get_nth_pset(session, MPI_INFO_NULL, 1, &len, name));
     CHECK(strcmp(name, "mpi") == 0 && len == (int)strlen("mpi://SELF") + 1,
           "set 1 cut to 4 bytes: \"%s\", length %d", name, len);
+    len = sizeof(mine);
+    OK(MPI_Session_get_nth_pset(session, MPI_INFO_NULL, 2, &len, mine));
+    CHECK(strncmp(mine, NODE_PREFIX, strlen(NODE_PREFIX)) == 0, "set 2 is %s", mine);
 
     OK(MPI_Session_get_pset_info(session, "mpi://WORLD", &info));
     CHECK(info_int(info, "mpi_size") == size, "mpi://WORLD's mpi_size is %d, not %d",
@@ -126,16 +131,20 @@ static void psets(MPI_Session session, MPI_Comm world)
           info_int(info, "mpi_size"));
     OK(MPI_Info_free(&info));
 
-    for (int n = 2; n < count; n++) {
-        MPI_Group group;
+    /* every node's set, up to the first index that names none */
+    for (int k = 0; k <= size; k++) {
         int members = 0, in = MPI_UNDEFINED;
 
-        len = sizeof(name);
-        OK(MPI_Session_get_nth_pset(session, MPI_INFO_NULL, n, &len, name));
-        CHECK(strncmp(name, NODE_PREFIX, strlen(NODE_PREFIX)) == 0 &&
-                  atoi(name + strlen(NODE_PREFIX)) == n - 2,
-              "set %d is %s", n, name);
-        OK(MPI_Session_get_pset_info(session, name, &info));
+        snprintf(name, sizeof(name), NODE_PREFIX "%d", k);
+        rc = MPI_Session_get_pset_info(session, name, &info);
+        if (rc != MPI_SUCCESS) {
+            int class = -1;
+
+            MPI_Error_class(rc, &class);
+            CHECK(class == MPI_ERR_ARG, "%s: error %d, not MPI_ERR_ARG", name, rc);
+            break;
+        }
+        nodes++;
         node_total += info_int(info, "mpi_size");
         OK(MPI_Info_free(&info));
         OK(MPI_Group_from_session_pset(session, name, &group));
@@ -143,36 +152,46 @@ static void psets(MPI_Session session, MPI_Comm world)
         OK(MPI_Group_rank(group, &in));
         CHECK(members > 0, "%s is empty", name);
         if (in != MPI_UNDEFINED) {
-            MPI_Comm node = MPI_COMM_NULL, shared = MPI_COMM_NULL;
-            int node_size = 0, shared_size = 0;
-
             my_nodes++;
-            /* every node's processes at once, with the same tag: the
-             * groups do not overlap */
-            OK(MPI_Comm_create_from_group(group, "pbt.sessions.node", MPI_INFO_NULL,
-                                          MPI_ERRORS_RETURN, &node));
-            OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
-            OK(MPI_Comm_size(node, &node_size));
-            OK(MPI_Comm_size(shared, &shared_size));
-            CHECK(node_size == members && shared_size == members,
-                  "%s has %d members, its communicator %d, the shared-memory one %d", name, members,
-                  node_size, shared_size);
-            traffic(node, n);
-            OK(MPI_Comm_free(&node));
-            /* split by the node's set: the same processes */
-            OK(MPI_Info_create(&info));
-            OK(MPI_Info_set(info, "mpi_pset_name", name));
-            OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, info, &node));
-            node_size = 0;
-            if (node != MPI_COMM_NULL)
-                OK(MPI_Comm_size(node, &node_size));
-            CHECK(node_size == members, "split by %s: %d ranks, not %d", name, node_size, members);
-            if (node != MPI_COMM_NULL)
-                OK(MPI_Comm_free(&node));
-            OK(MPI_Info_free(&info));
-            OK(MPI_Comm_free(&shared));
+            CHECK(strcmp(name, mine) == 0, "this process is in %s, but set 2 is %s", name, mine);
         }
         OK(MPI_Group_free(&group));
+    }
+    CHECK(nodes >= 1 && node_total == size, "%d node sets hold %d processes, the world %d", nodes,
+          node_total, size);
+    CHECK(my_nodes == 1, "this process is in %d node sets", my_nodes);
+
+    /* this node's processes: every node at once, with the same tag (the
+     * groups do not overlap) */
+    {
+        MPI_Comm node = MPI_COMM_NULL, shared = MPI_COMM_NULL;
+        int members = 0, node_size = 0, shared_size = 0;
+
+        OK(MPI_Group_from_session_pset(session, mine, &group));
+        OK(MPI_Group_size(group, &members));
+        OK(MPI_Comm_create_from_group(group, "pbt.sessions.node", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                      &node));
+        OK(MPI_Group_free(&group));
+        OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared));
+        OK(MPI_Comm_size(node, &node_size));
+        OK(MPI_Comm_size(shared, &shared_size));
+        CHECK(node_size == members && shared_size == members,
+              "%s has %d members, its communicator %d, the shared-memory one %d", mine, members,
+              node_size, shared_size);
+        traffic(node, 11);
+        OK(MPI_Comm_free(&node));
+        OK(MPI_Comm_free(&shared));
+        /* split by the node's set: the same processes */
+        OK(MPI_Info_create(&info));
+        OK(MPI_Info_set(info, "mpi_pset_name", mine));
+        OK(MPI_Comm_split_type(world, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, info, &node));
+        node_size = 0;
+        if (node != MPI_COMM_NULL) {
+            OK(MPI_Comm_size(node, &node_size));
+            OK(MPI_Comm_free(&node));
+        }
+        CHECK(node_size == members, "split by %s: %d ranks, not %d", mine, node_size, members);
+        OK(MPI_Info_free(&info));
     }
     /* split by the other sets: each process alone, all of them, none */
     {
@@ -194,8 +213,6 @@ static void psets(MPI_Session session, MPI_Comm world)
             OK(MPI_Info_free(&info));
         }
     }
-    CHECK(node_total == size, "the node sets hold %d processes, the world %d", node_total, size);
-    CHECK(my_nodes == 1, "this process is in %d node sets", my_nodes);
 }
 
 /* Errors in session calls, and the session's error handler. */
