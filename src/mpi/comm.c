@@ -308,9 +308,8 @@ int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p)
 {
     if (!mpi.engine_on)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
-                            mpi.life == LIFE_BEFORE
-                                ? "called before MPI_Init or MPI_Session_init"
-                                : "called after MPI_Finalize (and every MPI_Session_finalize)");
+                            "called while MPI is not running (neither MPI_Init nor a session "
+                            "is in force)");
     *comm_p = pb_mpi_comm(handle);
     if (*comm_p == NULL && (handle == MPI_COMM_WORLD || handle == MPI_COMM_SELF))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, func,

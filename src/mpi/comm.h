@@ -1,5 +1,6 @@
 /*
- * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize).
+ * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize, and
+ * the engine that it and the sessions share).
  *
  * MPI_COMM_WORLD and MPI_COMM_SELF are static objects behind the ABI's
  * predefined values; created communicators are objects of the handle
@@ -41,7 +42,9 @@ struct MPI_ABI_Comm {
 pb_comm_t *pb_mpi_comm(MPI_Comm handle);
 
 /* Check @handle for use by @func: MPI_SUCCESS, or the error raised
- * (MPI_ERR_COMM; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize). */
+ * (MPI_ERR_COMM, also MPI_COMM_WORLD and MPI_COMM_SELF outside MPI_Init ..
+ * MPI_Finalize; MPI_ERR_OTHER when neither MPI_Init nor a session is in
+ * force). */
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p);
 
 /* Keep @comm alive while a request uses it, though the program frees it

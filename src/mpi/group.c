@@ -7,8 +7,8 @@
  * object of the handle registry (handle.h), so a freed or made-up handle
  * is MPI_ERR_GROUP, never read.  An operation whose result has no
  * member returns MPI_GROUP_EMPTY, as the standard says.  Group calls need a
- * running MPI (MPI_ERR_OTHER before MPI_Init or after MPI_Finalize); their
- * errors go to MPI_COMM_SELF's error handler.
+ * running MPI (MPI_ERR_OTHER when neither MPI_Init nor a session is in
+ * force); their errors go to MPI_COMM_SELF's error handler.
  */
 #include <postbox/job.h>
 #include <postbox/rsm.h>
@@ -55,7 +55,8 @@ static int group_arg(MPI_Group handle, const char *func, const char *what, pb_gr
 {
     if (!pb_mpi_active())
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
-                            "called before MPI_Init or after MPI_Finalize");
+                            "called while MPI is not running (neither MPI_Init nor a session "
+                            "is in force)");
     *g_p = group_of(handle);
     if (*g_p != NULL)
         return MPI_SUCCESS;
