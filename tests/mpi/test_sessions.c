@@ -85,6 +85,24 @@ static void traffic(MPI_Comm comm, int seed)
             break;
         }
     }
+    /* a nonblocking collective and a window: the engine's other parts,
+     * which a restart must set up again */
+    {
+        MPI_Request req;
+        MPI_Win win;
+        int slot = -1, from = me * 10 + seed, max = -1;
+
+        OK(MPI_Iallreduce(&me, &max, 1, MPI_INT, MPI_MAX, comm, &req));
+        OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        CHECK(max == n - 1, "iallreduce max of the ranks of %d: %d", n, max);
+        OK(MPI_Win_create(&slot, sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &win));
+        OK(MPI_Win_fence(0, win));
+        OK(MPI_Put(&from, 1, MPI_INT, (me + 1) % n, 0, 1, MPI_INT, win));
+        OK(MPI_Win_fence(0, win));
+        CHECK(slot == ((me + n - 1) % n) * 10 + seed, "the window holds %d, not %d", slot,
+              ((me + n - 1) % n) * 10 + seed);
+        OK(MPI_Win_free(&win));
+    }
     if (n > 1) {
         if (me == 0)
             OK(MPI_Send(&seed, 1, MPI_INT, n - 1, 9, comm));
