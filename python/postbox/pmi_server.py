@@ -23,7 +23,7 @@ key-value space (the job secret never travels over PMI).
 A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
 :data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
 refused), and only rank r may put ``pb-node-<r>``, ``pb-tcp-<r>`` and
-``pb-mpi-rank-<r>``.
+``pb-mpi-rank-<r>`` (and ``pb-mpi-rank-<r>-<k>``, of the engine's k-th restart).
 
 A connection over TCP (``PMI_PORT``) first goes through
 :class:`PortHandshake`, which learns which rank it claims to be (``initack
@@ -51,7 +51,7 @@ PMI_SUBVERSION_1 = 1
 KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
 KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
 # Postbox's own keys that name the rank that puts them: only that rank may
-_RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)$")
+_RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)(?:-[0-9]+)?$")
 
 _V2_HEADER = re.compile(rb"^ *[0-9]{1,6}$")
 

@@ -1,7 +1,7 @@
 /* The ABI chapter: which version of the standard ABI this library is, and
- * the handle conversions (MPI-5.0 section 20.3.4) of files,
- * sessions and messages, of which Postbox has only the predefined handles
- * (the other kinds convert in the files that make them). */
+ * the handle conversions (MPI-5.0 section 20.3.4) of files and messages,
+ * of which Postbox has only the predefined handles (the other kinds
+ * convert in the files that make them). */
 #include <stddef.h>
 
 #include "mpi/engine/handle.h"
@@ -49,22 +49,6 @@ PB_EXPORT MPI_File PMPI_File_fromint(int file)
     return MPI_FILE_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_File_fromint, PMPI_File_fromint);
-
-/* MPI_SESSION_NULL converts to its ABI value (0x120) and back; no session
- * exists yet, so any other integer gives MPI_SESSION_NULL. */
-PB_EXPORT int PMPI_Session_toint(MPI_Session session)
-{
-    return predefined_only_toint((uintptr_t)session, (uintptr_t)MPI_SESSION_NULL,
-                                 "MPI_Session_toint");
-}
-PB_MPI_WEAK_ALIAS(MPI_Session_toint, PMPI_Session_toint);
-
-PB_EXPORT MPI_Session PMPI_Session_fromint(int session)
-{
-    (void)session;
-    return MPI_SESSION_NULL;
-}
-PB_MPI_WEAK_ALIAS(MPI_Session_fromint, PMPI_Session_fromint);
 
 /* MPI_MESSAGE_NULL and MPI_MESSAGE_NO_PROC convert to their ABI values
  * (0x128, 0x129) and back; no matched message exists yet (MPI_Mprobe is

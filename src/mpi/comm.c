@@ -23,12 +23,15 @@
 #include "mpi/topo.h"
 #include "mpi/win.h"
 
-/* a user error handler (MPI_Comm_create_errhandler, MPI_Win_create_errhandler) */
+/* a user error handler (MPI_Comm_create_errhandler, MPI_Win_create_errhandler,
+ * MPI_Session_create_errhandler) */
 struct MPI_ABI_Errhandler {
-    MPI_Comm_errhandler_function *function;    /* for communicators */
-    MPI_Win_errhandler_function *win_function; /* for windows */
+    MPI_Comm_errhandler_function *function;            /* for communicators */
+    MPI_Win_errhandler_function *win_function;         /* for windows */
+    MPI_Session_errhandler_function *session_function; /* for sessions */
 };
 
+/* The world model's life: MPI_Init .. MPI_Finalize, once per process. */
 enum {
     LIFE_BEFORE = 0,
     LIFE_ACTIVE,
@@ -36,7 +39,11 @@ enum {
 };
 
 static struct {
-    int life;
+    int life; /* the world model's */
+    /* the engine runs while users > 0: the world model counts one, each
+     * live session one (pb_mpi_instance_start/stop) */
+    int users;
+    int engine_on;
     int thread_level;
     int thread_requested; /* the level MPI_Init_thread was asked for */
     pthread_t main_thread;
@@ -46,7 +53,7 @@ static struct {
 
 int pb_mpi_active(void)
 {
-    return mpi.life == LIFE_ACTIVE;
+    return mpi.engine_on;
 }
 
 int pb_mpi_thread_requested(void)
@@ -73,10 +80,10 @@ static __attribute__((noreturn)) void fatal_v(int code, const char *func, const 
     vsnprintf(message, sizeof(message), fmt, ap);
     if (PMPI_Error_string(code, what, &len) != MPI_SUCCESS)
         snprintf(what, sizeof(what), "error %d", code);
-    fprintf(stderr, "postbox mpi: rank %d: %s: %s: %s\n",
-            mpi.life == LIFE_ACTIVE ? mpi.world.rank : -1, func, what, message);
+    fprintf(stderr, "postbox mpi: rank %d: %s: %s: %s\n", mpi.engine_on ? mpi.world.rank : -1, func,
+            what, message);
     fflush(stderr);
-    if (mpi.life == LIFE_ACTIVE)
+    if (mpi.engine_on)
         postbox_job_abort(code, NULL);
     _exit(code);
 }
@@ -189,6 +196,78 @@ PB_EXPORT int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhan
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_create_errhandler, PMPI_Win_create_errhandler);
 
+/* Make an error handler for sessions calling @session_errhandler_fn.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (NULL argument); MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
+                                             MPI_Errhandler *errhandler)
+{
+    MPI_Errhandler eh;
+
+    if (session_errhandler_fn == NULL || errhandler == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Session_create_errhandler",
+                            "%s is NULL",
+                            session_errhandler_fn == NULL ? "session_errhandler_fn" : "errhandler");
+    eh = pb_eng_handle_new(PB_ENG_HANDLE_ERRHANDLER, sizeof(*eh));
+    if (eh == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, "MPI_Session_create_errhandler",
+                            "out of memory");
+    eh->session_function = session_errhandler_fn;
+    *errhandler = eh;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_create_errhandler, PMPI_Session_create_errhandler);
+
+int pb_mpi_errhandler_valid_for_session(MPI_Errhandler eh)
+{
+    if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN)
+        return 1;
+    return pb_eng_handle_valid(PB_ENG_HANDLE_ERRHANDLER, eh) && eh->session_function != NULL;
+}
+
+int pb_mpi_errhandler_valid_for_comm(MPI_Errhandler eh)
+{
+    if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN)
+        return 1;
+    return pb_eng_handle_valid(PB_ENG_HANDLE_ERRHANDLER, eh) && eh->function != NULL;
+}
+
+int pb_mpi_raise_session(MPI_Session session, MPI_Errhandler eh, int code, const char *func,
+                         const char *fmt, ...)
+{
+    va_list ap;
+
+    if (code == MPI_SUCCESS || eh == MPI_ERRORS_RETURN)
+        return code;
+    if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT && eh != MPI_ERRHANDLER_NULL &&
+        eh->session_function != NULL) {
+        eh->session_function(&session, &code);
+        return code;
+    }
+    va_start(ap, fmt);
+    fatal_v(code, func, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int pb_mpi_raise_handler(MPI_Errhandler eh, int code, const char *func, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (code == MPI_SUCCESS || eh == MPI_ERRORS_RETURN)
+        return code;
+    if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT && eh != MPI_ERRHANDLER_NULL &&
+        eh->function != NULL) {
+        MPI_Comm none = MPI_COMM_NULL;
+
+        eh->function(&none, &code);
+        return code;
+    }
+    va_start(ap, fmt);
+    fatal_v(code, func, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 int pb_mpi_errhandler_valid_for_win(MPI_Errhandler eh)
 {
     if (eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT || eh == MPI_ERRORS_RETURN)
@@ -218,6 +297,8 @@ PB_MPI_WEAK_ALIAS(MPI_Errhandler_free, PMPI_Errhandler_free);
 
 pb_comm_t *pb_mpi_comm(MPI_Comm handle)
 {
+    /* the world model's communicators: not usable by a program that only
+     * initialized sessions */
     if (handle == MPI_COMM_WORLD)
         return mpi.life == LIFE_ACTIVE ? &mpi.world : NULL;
     if (handle == MPI_COMM_SELF)
@@ -227,13 +308,23 @@ pb_comm_t *pb_mpi_comm(MPI_Comm handle)
     return (pb_comm_t *)handle;
 }
 
+pb_comm_t *pb_mpi_comm_world(void)
+{
+    return mpi.engine_on ? &mpi.world : NULL;
+}
+
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p)
 {
-    if (mpi.life != LIFE_ACTIVE)
+    if (!mpi.engine_on)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
-                            mpi.life == LIFE_BEFORE ? "called before MPI_Init"
-                                                    : "called after MPI_Finalize");
+                            "called while MPI is not running (neither MPI_Init nor a session "
+                            "is in force)");
     *comm_p = pb_mpi_comm(handle);
+    if (*comm_p == NULL && (handle == MPI_COMM_WORLD || handle == MPI_COMM_SELF))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, func,
+                            "%s exists only between MPI_Init and MPI_Finalize (this process %s)",
+                            handle == MPI_COMM_WORLD ? "MPI_COMM_WORLD" : "MPI_COMM_SELF",
+                            mpi.life == LIFE_BEFORE ? "uses sessions only" : "called MPI_Finalize");
     if (*comm_p == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COMM, func, "%s is not a communicator",
                             handle == MPI_COMM_NULL ? "MPI_COMM_NULL" : "the handle");
@@ -349,6 +440,17 @@ int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
         mpi.next_context = best + 2;
     }
     return rc;
+}
+
+uint32_t pb_mpi_context_proposal(void)
+{
+    return mpi.next_context;
+}
+
+void pb_mpi_context_claim(uint32_t context)
+{
+    if (context + 2 > mpi.next_context)
+        mpi.next_context = context + 2;
 }
 
 static pb_comm_t *comm_new(void)
@@ -865,15 +967,22 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_get_name, PMPI_Comm_get_name);
 
 /* ---- life cycle ---------------------------------------------------------------- */
 
-static int init_common(const char *func, int required, int *provided)
+int pb_mpi_thread_level_grant(int required)
+{
+    if (required > MPI_THREAD_FUNNELED)
+        return MPI_THREAD_FUNNELED;
+    return required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE : required;
+}
+
+/* Join the job and start the engine with the world's and self's
+ * communicator objects (the world model's MPI_COMM_WORLD and
+ * MPI_COMM_SELF, and the members of the sessions' process sets).
+ * Collective over the job (the engine's start fences it).
+ * @return MPI_SUCCESS or the error raised by @func. */
+static int engine_start(const char *func)
 {
     int rc;
 
-    if (mpi.life != LIFE_BEFORE)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
-                            mpi.life == LIFE_ACTIVE ? "MPI is already initialized"
-                                                    : "MPI cannot be initialized again "
-                                                      "after MPI_Finalize");
     if (postbox_job_init() != 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
                             "cannot join the job (start the program with postbox run, "
@@ -885,8 +994,11 @@ static int init_common(const char *func, int required, int *provided)
     snprintf(mpi.self.name, sizeof(mpi.self.name), "MPI_COMM_SELF");
     mpi.world.size = postbox_job_size();
     if (comm_fill(&mpi.world, postbox_job_rank(), postbox_job_size(), 0) != MPI_SUCCESS ||
-        comm_fill(&mpi.self, 0, 1, 2) != MPI_SUCCESS)
+        comm_fill(&mpi.self, 0, 1, 2) != MPI_SUCCESS) {
+        comm_release(&mpi.world);
+        comm_release(&mpi.self);
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
+    }
     for (int r = 0; r < mpi.world.size; r++)
         mpi.world.world[r] = mpi.world.local[r] = r;
     mpi.self.world[0] = mpi.world.rank;
@@ -895,10 +1007,76 @@ static int init_common(const char *func, int required, int *provided)
     rc = pb_mpi_p2p_init();
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
+    mpi.engine_on = 1;
+    return MPI_SUCCESS;
+}
+
+/* Stop the engine: free every communicator left, tear down what the
+ * collectives and windows set up.  Collective over the job.  The job stays
+ * joined until the world model ends, so that a later MPI_Session_init can
+ * start the engine again. */
+static void engine_stop(void)
+{
+    pb_mpi_attr_finalize();
+    pb_mpi_win_finalize();
+    pb_coll_node_finalize();
+    pb_coll_table_finalize();
+    pb_mpi_p2p_finalize();
+    for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
+        comm_delete(c);
+    comm_release(&mpi.world);
+    comm_release(&mpi.self);
+    mpi.engine_on = 0;
+}
+
+/* MPI_Session_init and _finalize may be called by any thread: the count of
+ * users and the engine's start and stop are under this lock */
+static pthread_mutex_t instance_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pb_mpi_instance_start(const char *func)
+{
+    int rc = MPI_SUCCESS;
+
+    pthread_mutex_lock(&instance_lock);
+    if (mpi.life == LIFE_FINALIZED && mpi.users == 0) {
+        pthread_mutex_unlock(&instance_lock);
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            "MPI cannot start again once MPI_Finalize ended it (the job "
+                            "was left)");
+    }
+    if (mpi.users == 0)
+        rc = engine_start(func);
+    if (rc == MPI_SUCCESS)
+        mpi.users++;
+    pthread_mutex_unlock(&instance_lock);
+    return rc;
+}
+
+void pb_mpi_instance_stop(void)
+{
+    pthread_mutex_lock(&instance_lock);
+    if (--mpi.users == 0) {
+        engine_stop();
+        if (mpi.life == LIFE_FINALIZED)
+            postbox_job_finalize();
+    }
+    pthread_mutex_unlock(&instance_lock);
+}
+
+static int init_common(const char *func, int required, int *provided)
+{
+    int rc;
+
+    if (mpi.life != LIFE_BEFORE)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            mpi.life == LIFE_ACTIVE ? "MPI is already initialized"
+                                                    : "MPI cannot be initialized again "
+                                                      "after MPI_Finalize");
+    rc = pb_mpi_instance_start(func);
+    if (rc != MPI_SUCCESS)
+        return rc;
     mpi.thread_requested = required;
-    mpi.thread_level = required > MPI_THREAD_FUNNELED ? MPI_THREAD_FUNNELED : required;
-    if (mpi.thread_level < MPI_THREAD_SINGLE)
-        mpi.thread_level = MPI_THREAD_SINGLE;
+    mpi.thread_level = pb_mpi_thread_level_grant(required);
     mpi.main_thread = pthread_self();
     if (provided != NULL)
         *provided = mpi.thread_level;
@@ -928,24 +1106,20 @@ PB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provi
 }
 PB_MPI_WEAK_ALIAS(MPI_Init_thread, PMPI_Init_thread);
 
-/* End MPI: collective over MPI_COMM_WORLD; every rank's communication must
- * be complete.  @return MPI_SUCCESS; MPI_ERR_OTHER (not initialized). */
+/* End the world model: collective over MPI_COMM_WORLD; every rank's
+ * communication must be complete.  The engine stops here unless sessions
+ * are still live (the last MPI_Session_finalize stops it then).
+ * @return MPI_SUCCESS; MPI_ERR_OTHER (not initialized). */
 PB_EXPORT int PMPI_Finalize(void)
 {
     if (mpi.life != LIFE_ACTIVE)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
-    pb_mpi_attr_finalize();
-    pb_mpi_win_finalize();
-    pb_coll_node_finalize();
-    pb_coll_table_finalize();
-    pb_mpi_p2p_finalize();
-    for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
-        comm_delete(c);
-    comm_release(&mpi.world);
-    comm_release(&mpi.self);
+    /* MPI_COMM_SELF's attributes are deleted first, then MPI_COMM_WORLD's */
+    pb_mpi_attr_delete_all(&mpi.self);
+    pb_mpi_attr_delete_all(&mpi.world);
     mpi.life = LIFE_FINALIZED;
-    postbox_job_finalize();
+    pb_mpi_instance_stop();
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Finalize, PMPI_Finalize);
@@ -1002,7 +1176,7 @@ PB_EXPORT int PMPI_Abort(MPI_Comm comm, int errorcode)
 
     (void)comm;
     snprintf(message, sizeof(message), "MPI_Abort called with error code %d", errorcode);
-    if (mpi.life == LIFE_ACTIVE)
+    if (mpi.engine_on)
         postbox_job_abort(errorcode, message);
     fprintf(stderr, "postbox mpi: %s\n", message);
     _exit(errorcode);
@@ -1017,7 +1191,7 @@ PB_EXPORT int PMPI_Get_processor_name(char *name, int *resultlen)
 
     if (name == NULL || resultlen == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_processor_name", "NULL argument");
-    node = mpi.life == LIFE_ACTIVE ? postbox_job_node_name(postbox_job_node(mpi.world.rank)) : NULL;
+    node = mpi.engine_on ? postbox_job_node_name(postbox_job_node(mpi.world.rank)) : NULL;
     if (node != NULL) {
         *resultlen = snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", node);
     } else {

@@ -1,5 +1,6 @@
 /*
- * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize).
+ * Communicators and the library's life cycle (MPI_Init .. MPI_Finalize, and
+ * the engine that it and the sessions share).
  *
  * MPI_COMM_WORLD and MPI_COMM_SELF are static objects behind the ABI's
  * predefined values; created communicators are objects of the handle
@@ -85,7 +86,9 @@ pb_comm_t *pb_mpi_comm_make_inter(int remote_size, const int *remote_world, int 
 pb_comm_t *pb_mpi_comm(MPI_Comm handle);
 
 /* Check @handle for use by @func: MPI_SUCCESS, or the error raised
- * (MPI_ERR_COMM; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize). */
+ * (MPI_ERR_COMM, also MPI_COMM_WORLD and MPI_COMM_SELF outside MPI_Init ..
+ * MPI_Finalize; MPI_ERR_OTHER when neither MPI_Init nor a session is in
+ * force). */
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p);
 
 /* Keep @comm alive while a request uses it, though the program frees it
@@ -111,5 +114,43 @@ int pb_mpi_errhandler_valid_for_win(MPI_Errhandler eh);
 /* Call the window error handler @eh (valid for windows, not predefined)
  * on @win with *@code. */
 void pb_mpi_errhandler_call_win(MPI_Errhandler eh, MPI_Win *win, int *code);
+
+/* MPI_COMM_WORLD's object while the engine runs, also when only sessions
+ * use it (the world's ranks are the sessions' processes); NULL when the
+ * engine is stopped.  The program's MPI_COMM_WORLD handle names it only
+ * between MPI_Init and MPI_Finalize (pb_mpi_comm). */
+pb_comm_t *pb_mpi_comm_world(void);
+
+/* The engine, reference-counted: MPI_Init and each MPI_Session_init take a
+ * reference (the first starts the engine, collective over the job),
+ * MPI_Finalize and each MPI_Session_finalize drop one (the last stops it;
+ * the job is left once MPI_Finalize was called).  @return MPI_SUCCESS, or
+ * the error raised by @func (MPI_ERR_OTHER: no job, the engine could not
+ * start, or MPI_Finalize ended MPI for good). */
+int pb_mpi_instance_start(const char *func);
+void pb_mpi_instance_stop(void);
+
+/* The thread level granted for @required (MPI_Init_thread, the
+ * "thread_level" of MPI_Session_init). */
+int pb_mpi_thread_level_grant(int required);
+
+/* This rank's proposal for a new context id (the lowest it has not used),
+ * and the claim of the agreed @context (and @context + 1) once agreed. */
+uint32_t pb_mpi_context_proposal(void);
+void pb_mpi_context_claim(uint32_t context);
+
+/* Whether @eh may be a session's error handler (predefined, or of
+ * MPI_Session_create_errhandler), or a communicator's (predefined, or of
+ * MPI_Comm_create_errhandler). */
+int pb_mpi_errhandler_valid_for_session(MPI_Errhandler eh);
+int pb_mpi_errhandler_valid_for_comm(MPI_Errhandler eh);
+
+/* pb_mpi_raise through the session handler @eh of @session (a session call's
+ * errors), or through the communicator handler @eh called on MPI_COMM_NULL
+ * (MPI_Comm_create_from_group's errors, before the communicator exists). */
+int pb_mpi_raise_session(MPI_Session session, MPI_Errhandler eh, int code, const char *func,
+                         const char *fmt, ...) PB_PRINTF(5, 6);
+int pb_mpi_raise_handler(MPI_Errhandler eh, int code, const char *func, const char *fmt, ...)
+    PB_PRINTF(4, 5);
 
 #endif

@@ -7,8 +7,8 @@
  * object of the handle registry (handle.h), so a freed or made-up handle
  * is MPI_ERR_GROUP, never read.  An operation whose result has no
  * member returns MPI_GROUP_EMPTY, as the standard says.  Group calls need a
- * running MPI (MPI_ERR_OTHER before MPI_Init or after MPI_Finalize); their
- * errors go to MPI_COMM_SELF's error handler.
+ * running MPI (MPI_ERR_OTHER when neither MPI_Init nor a session is in
+ * force); their errors go to MPI_COMM_SELF's error handler.
  */
 #include <postbox/job.h>
 #include <postbox/rsm.h>
@@ -17,6 +17,7 @@
 
 #include "mpi/comm.h"
 #include "mpi/datatype.h"
+#include "mpi/group.h"
 #include "mpi/engine/handle.h"
 #include "mpi/info.h"
 #include "mpi/intercomm.h"
@@ -32,10 +33,11 @@ struct MPI_ABI_Group {
 
 static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL};
 
-/* MPI_COMM_WORLD (MPI is running: the callers checked). */
+/* MPI_COMM_WORLD's object (MPI is running, in the world model or a
+ * session: the callers checked). */
 static pb_comm_t *world_comm(void)
 {
-    return pb_mpi_comm(MPI_COMM_WORLD);
+    return pb_mpi_comm_world();
 }
 
 /* The group @handle stands for, or NULL (MPI_GROUP_NULL, freed, made up). */
@@ -54,7 +56,8 @@ static int group_arg(MPI_Group handle, const char *func, const char *what, pb_gr
 {
     if (!pb_mpi_active())
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
-                            "called before MPI_Init or after MPI_Finalize");
+                            "called while MPI is not running (neither MPI_Init nor a session "
+                            "is in force)");
     *g_p = group_of(handle);
     if (*g_p != NULL)
         return MPI_SUCCESS;
@@ -104,7 +107,7 @@ static int *rank_array(size_t n, const char *func, int *rc_p)
     return a;
 }
 
-int pb_mpi_group_make(int n, const int *world, const char *func, MPI_Group *out)
+int pb_mpi_group_from_world(int n, const int *world, const char *func, MPI_Group *out)
 {
     int rc = MPI_SUCCESS, *copy = rank_array((size_t)n, func, &rc);
 
@@ -146,7 +149,7 @@ PB_EXPORT int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_group", "group is NULL");
     if (pb_mpi_comm_is_inter(c))
         c = c->local_group;
-    return pb_mpi_group_make(c->size, c->world, "MPI_Comm_group", group);
+    return pb_mpi_group_from_world(c->size, c->world, "MPI_Comm_group", group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_group, PMPI_Comm_group);
 
@@ -686,7 +689,7 @@ static int split_color(const pb_comm_t *c, int split_type, MPI_Info info, int *b
 {
     rsm_node_id_t node = postbox_job_node(c->world[c->rank]);
     int color = node == POSTBOX_JOB_NODE_NONE ? 0 : (int)node, spans = 0;
-    const char *hw;
+    const char *hw, *pset;
 
     *bad = 0;
     switch (split_type) {
@@ -701,7 +704,10 @@ static int split_color(const pb_comm_t *c, int split_type, MPI_Info info, int *b
         for (int r = 1; r < c->size && !spans; r++)
             spans = postbox_job_node(c->world[r]) != postbox_job_node(c->world[0]);
         return spans ? color : MPI_UNDEFINED;
-    case MPI_COMM_TYPE_RESOURCE_GUIDED: return MPI_UNDEFINED; /* no process sets */
+    case MPI_COMM_TYPE_RESOURCE_GUIDED:
+        /* the process set info's "mpi_pset_name" names (session.c) */
+        pset = pb_mpi_info_value(info, "mpi_pset_name");
+        return pset != NULL ? pb_mpi_pset_color(pset, c->world[c->rank]) : MPI_UNDEFINED;
     default: *bad = 1; return MPI_UNDEFINED;
     }
 }
@@ -743,3 +749,44 @@ PB_EXPORT int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_I
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_split_type, PMPI_Comm_split_type);
+
+/* ---- for the sessions and MPI_Comm_create_from_group (group.h) ----------------- */
+
+int pb_mpi_group_members(MPI_Group handle, int *size_p, const int **world_p, int *rank_p)
+{
+    pb_group_t *g = group_of(handle);
+
+    if (g == NULL)
+        return 0;
+    *size_p = g->size;
+    *world_p = g->world;
+    *rank_p = g->rank;
+    return 1;
+}
+
+int pb_mpi_group_make(int n, const int *world, MPI_Group *out)
+{
+    pb_group_t *g;
+    int *copy, me = world_comm()->rank;
+
+    if (n == 0) {
+        *out = MPI_GROUP_EMPTY;
+        return MPI_SUCCESS;
+    }
+    copy = malloc((size_t)n * sizeof(int));
+    g = copy != NULL ? pb_eng_handle_new(PB_ENG_HANDLE_GROUP, sizeof(*g)) : NULL;
+    if (g == NULL) {
+        free(copy);
+        return MPI_ERR_NO_MEM;
+    }
+    memcpy(copy, world, (size_t)n * sizeof(int));
+    g->size = n;
+    g->world = copy;
+    g->rank = MPI_UNDEFINED;
+    for (int i = 0; i < n; i++) {
+        if (copy[i] == me)
+            g->rank = i;
+    }
+    *out = (MPI_Group)g;
+    return MPI_SUCCESS;
+}

@@ -148,10 +148,9 @@ static int env_job_size(int active)
 {
     const char *text = getenv("PMI_SIZE");
     long n = text != NULL ? strtol(text, NULL, 10) : 1;
-    int size;
 
-    if (active && PMPI_Comm_size(MPI_COMM_WORLD, &size) == MPI_SUCCESS)
-        return size;
+    if (active)
+        return pb_mpi_comm_world()->size; /* also when only sessions run */
     return n >= 1 && n <= INT_MAX ? (int)n : 1;
 }
 

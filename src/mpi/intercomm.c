@@ -410,7 +410,7 @@ PB_EXPORT int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
         return rc;
     if (group == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_remote_group", "group is NULL");
-    return pb_mpi_group_make(c->size, c->world, "MPI_Comm_remote_group", group);
+    return pb_mpi_group_from_world(c->size, c->world, "MPI_Comm_remote_group", group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_remote_group, PMPI_Comm_remote_group);
 

@@ -39,7 +39,8 @@ int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...
 void pb_mpi_fatal(int code, const char *func, const char *fmt, ...) PB_PRINTF(3, 4)
     __attribute__((noreturn));
 
-/* 1 between MPI_Init and MPI_Finalize. */
+/* 1 while the engine runs: between MPI_Init and MPI_Finalize, or while a
+ * session is live (comm.h, pb_mpi_instance_start). */
 int pb_mpi_active(void);
 
 /* The thread level the program asked MPI_Init_thread for

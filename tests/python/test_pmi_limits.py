@@ -151,7 +151,8 @@ def _get(server, sent, rank, key):
 
 def test_a_rank_cannot_put_another_ranks_keys():
     _, server, sent = _server(2)
-    for name in ("pb-node-%d", "pb-tcp-%d", "pb-mpi-rank-%d"):
+    # pb-mpi-rank-<r>-<k>: the keys of the MPI engine's k-th restart
+    for name in ("pb-node-%d", "pb-tcp-%d", "pb-mpi-rank-%d", "pb-mpi-rank-%d-1"):
         assert "rc=0" in _put(server, sent, 0, name % 0, "mine")
         answer = _put(server, sent, 1, name % 0, "stolen")
         assert "rc=-1" in answer and "belongs_to_another_rank" in answer

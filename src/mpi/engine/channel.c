@@ -55,10 +55,25 @@
 #include "mpi/engine/path.h"
 #include "util/log.h"
 
-#define CHANNEL_KVS_AREA "pb-mpi-area-%u" /* node id -> the area's shm segment id */
+#define CHANNEL_KVS_AREA "pb-mpi-area-%d" /* node id -> the area's shm segment id */
 #define CHANNEL_KVS_RANK "pb-mpi-rank-%d" /* rank -> "doorbell id:tcp id" */
 
 pb_eng_channel_t pb_eng_channel;
+
+/* How many times the engine started before in this process: the last
+ * MPI_Session_finalize stops it and a later MPI_Session_init starts it
+ * again, in every process together.  A key-value space keeps a key once
+ * put, so the keys of the k-th start (k > 0) end in "-<k>". */
+static unsigned channel_starts;
+
+/* Write the key @format (with the node or rank @id) of this start in @key. */
+static void channel_key(char *key, size_t len, const char *format, int id)
+{
+    int n = snprintf(key, len, format, id);
+
+    if (channel_starts > 0 && n > 0 && (size_t)n < len)
+        snprintf(key + n, len - (size_t)n, "-%u", channel_starts);
+}
 
 static void network_claim(int claim);
 
@@ -208,7 +223,7 @@ static int area_create(void)
                   &pb_eng_channel.area_ex, &pb_eng_channel.area_id,
                   "the node's postbox area") != RSM_SUCCESS)
         return MPI_ERR_OTHER;
-    snprintf(key, sizeof(key), CHANNEL_KVS_AREA, (unsigned)pb_eng_channel.node);
+    channel_key(key, sizeof(key), CHANNEL_KVS_AREA, (int)pb_eng_channel.node);
     snprintf(value, sizeof(value), "%u", (unsigned)pb_eng_channel.area_id);
     if (postbox_job_kvs_put(key, value) != 0) {
         pb_error("MPI_Init: cannot publish the postbox area's id");
@@ -226,7 +241,7 @@ static int area_map(void)
 
     if (pb_eng_channel.local == 0)
         return MPI_SUCCESS;
-    snprintf(key, sizeof(key), CHANNEL_KVS_AREA, (unsigned)pb_eng_channel.node);
+    channel_key(key, sizeof(key), CHANNEL_KVS_AREA, (int)pb_eng_channel.node);
     if (postbox_job_kvs_get(key, value, sizeof(value)) != 0 || sscanf(value, "%u", &id) != 1) {
         pb_error("MPI_Init: the node's first rank published no postbox area");
         return MPI_ERR_OTHER;
@@ -336,7 +351,7 @@ int pb_eng_channel_init(void)
         if (rsm_memseg_get_pollfd(pb_eng_channel.fd_segs[i], &pb_eng_channel.fds[i]) != RSM_SUCCESS)
             return MPI_ERR_OTHER;
     }
-    snprintf(key, sizeof(key), CHANNEL_KVS_RANK, pb_eng_channel.rank);
+    channel_key(key, sizeof(key), CHANNEL_KVS_RANK, pb_eng_channel.rank);
     snprintf(value, sizeof(value), "%u:%u", (unsigned)pb_eng_channel.bell_id,
              (unsigned)pb_eng_channel.tcp_id);
     if (postbox_job_kvs_put(key, value) != 0 || postbox_job_fence() != 0) {
@@ -405,6 +420,7 @@ void pb_eng_channel_finalize(void)
     free(pb_eng_channel.out);
     free(pb_eng_channel.in);
     memset(&pb_eng_channel, 0, sizeof(pb_eng_channel));
+    channel_starts++;
 }
 
 /* ---- pools ------------------------------------------------------------------ */
@@ -487,7 +503,7 @@ int pb_eng_channel_rank_ids(int dest, unsigned *bell_id, unsigned *tcp_id)
 {
     char key[32], value[64];
 
-    snprintf(key, sizeof(key), CHANNEL_KVS_RANK, dest);
+    channel_key(key, sizeof(key), CHANNEL_KVS_RANK, dest);
     if (postbox_job_kvs_get(key, value, sizeof(value)) != 0 ||
         sscanf(value, "%u:%u", bell_id, tcp_id) != 2) {
         pb_error("rank %d published no channel ids (key %s)", dest, key);

@@ -1,8 +1,8 @@
 /*
  * The one registry of the objects behind MPI handles, for every kind the
  * library creates (communicators, groups, datatypes, ops, infos, error
- * handlers, requests): one validation scheme for all of them, and the
- * integers of MPI_<Object>_toint/_fromint.
+ * handlers, requests, windows, sessions): one validation scheme for all
+ * of them, and the integers of MPI_<Object>_toint/_fromint.
  *
  * Design.  The objects of each kind live in a table of their own, grown in
  * chunks that are never freed or moved: chunk c holds 64 << c entries, so
@@ -52,6 +52,7 @@ typedef enum {
     PB_ENG_HANDLE_ERRHANDLER,
     PB_ENG_HANDLE_REQUEST,
     PB_ENG_HANDLE_WIN,
+    PB_ENG_HANDLE_SESSION,
     PB_ENG_HANDLE_KINDS /* number of kinds + 1 */
 } pb_eng_handle_kind_t;
 
