@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/attr.h"
 #include "mpi/engine/handle.h"
 
 /* The object behind a created handle. */
@@ -73,6 +74,15 @@ static int type_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datat
     h->type = t;
     *newtype = h;
     return MPI_SUCCESS;
+}
+
+/* Give back the handle @h of type_handle_new and its reference. */
+static void type_handle_delete(MPI_Datatype h)
+{
+    pb_datatype_t *t = h->type;
+
+    pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, h);
+    pb_eng_type_release(t);
 }
 
 /* The datatype @handle (argument @what of @func) or a raised MPI_ERR_TYPE. */
@@ -509,11 +519,13 @@ PB_EXPORT int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Ai
 PB_MPI_WEAK_ALIAS(MPI_Type_create_resized, PMPI_Type_create_resized);
 
 /* A new datatype with the type map, bounds and committed state of
- * @oldtype (not its name).  @return MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG
- * (newtype NULL), MPI_ERR_NO_MEM. */
+ * @oldtype (not its name), and the attributes its keyvals' copy callbacks
+ * give.  @return MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG (newtype NULL),
+ * MPI_ERR_NO_MEM, the error of a copy callback. */
 PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     const char *func = "MPI_Type_dup";
+    MPI_Datatype dup;
     pb_datatype_t *old;
     pb_eng_type_builder_t b;
     int ret;
@@ -526,8 +538,16 @@ PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         return build_error(ret, func);
     pb_eng_type_builder_add(&b, 0, old, 1);
     b.t->committed = old->committed;
-    ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    ret = type_handle_new(&b, 0, &dup);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    ret = pb_mpi_type_attr_copy(oldtype, dup);
+    if (ret != MPI_SUCCESS) {
+        type_handle_delete(dup);
+        return pb_mpi_raise(MPI_COMM_NULL, ret, func, "an attribute copy callback failed");
+    }
+    *newtype = dup;
+    return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_dup, PMPI_Type_dup);
 
@@ -584,10 +604,11 @@ PB_EXPORT int PMPI_Type_commit(MPI_Datatype *datatype)
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_commit, PMPI_Type_commit);
 
-/* Free the created datatype *@datatype and set it to MPI_DATATYPE_NULL;
- * types built from it and pending communication keep working.
- * @return MPI_SUCCESS; MPI_ERR_ARG (datatype NULL), MPI_ERR_TYPE (not a
- * datatype, or a predefined one). */
+/* Free the created datatype *@datatype, after deleting its attributes, and
+ * set it to MPI_DATATYPE_NULL; types built from it and pending
+ * communication keep working.  @return MPI_SUCCESS; MPI_ERR_ARG (datatype
+ * NULL), MPI_ERR_TYPE (not a datatype, or a predefined one), the error of
+ * a delete callback (the datatype is not freed then). */
 PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
 {
     pb_datatype_t *t;
@@ -600,8 +621,11 @@ PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
     if (t->predefined)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free",
                             "*datatype is the predefined %s, which cannot be freed", t->name);
-    pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, *datatype);
-    pb_eng_type_release(t);
+    ret = pb_mpi_type_attr_delete_all(*datatype);
+    if (ret != MPI_SUCCESS)
+        return pb_mpi_raise(MPI_COMM_NULL, ret, "MPI_Type_free",
+                            "an attribute delete callback failed (the datatype stays)");
+    type_handle_delete(*datatype);
     *datatype = MPI_DATATYPE_NULL;
     return MPI_SUCCESS;
 }
