@@ -217,6 +217,236 @@ static void test_type_attributes(void)
     OK(MPI_Comm_free_keyval(&kcomm));
 }
 
+/* ---- layouts: what MPI_Pack takes from a buffer --------------------------------------------- */
+
+/* The ints MPI_Pack takes from @buf for one @type (at most @max), their
+ * number returned. */
+static int packed_ints(const int *buf, MPI_Datatype type, int *out, int max)
+{
+    int size, pos = 0;
+
+    OK(MPI_Type_size(type, &size));
+    CHECK(size % (int)sizeof(int) == 0 && size / (int)sizeof(int) <= max, "type size %d", size);
+    if (size % (int)sizeof(int) != 0 || size / (int)sizeof(int) > max)
+        return 0;
+    OK(MPI_Pack(buf, 1, type, out, max * (int)sizeof(int), &pos, MPI_COMM_SELF));
+    return pos / (int)sizeof(int);
+}
+
+/* @type (committed here) must take exactly the ints @want of the buffer
+ * 0, 1, 2, ..., and have lb 0 and extent @extent ints. */
+static void check_int_layout(MPI_Datatype type, const int *want, int n, int extent,
+                             const char *what)
+{
+    enum {
+        MAX = 4096
+    };
+    static int buf[MAX], got[MAX];
+    MPI_Aint lb, ext;
+    int m;
+
+    for (int i = 0; i < MAX; i++)
+        buf[i] = i;
+    OK(MPI_Type_commit(&type));
+    OK(MPI_Type_get_extent(type, &lb, &ext));
+    CHECK(lb == 0 && ext == (MPI_Aint)extent * (MPI_Aint)sizeof(int),
+          "%s: lb %ld extent %ld, expected 0 and %d ints", what, (long)lb, (long)ext, extent);
+    m = packed_ints(buf, type, got, MAX);
+    CHECK(m == n, "%s: %d ints packed, expected %d", what, m, n);
+    for (int i = 0; i < n && i < m; i++) {
+        CHECK(got[i] == want[i], "%s: packed[%d] = %d, expected %d", what, i, got[i], want[i]);
+        if (got[i] != want[i])
+            break;
+    }
+}
+
+/* ---- subarray ------------------------------------------------------------------------------ */
+
+static void test_subarray(void)
+{
+    /* 3 x 4 x 5, part 2 x 2 x 3 from (1, 2, 1) */
+    const int sizes[3] = {3, 4, 5}, subsizes[3] = {2, 2, 3}, starts[3] = {1, 2, 1};
+    const MPI_Count sizes_c[3] = {3, 4, 5}, subsizes_c[3] = {2, 2, 3}, starts_c[3] = {1, 2, 1};
+    int want[12], n = 0;
+    MPI_Datatype t;
+
+    /* C order: the last dimension fastest */
+    for (int i = starts[0]; i < starts[0] + subsizes[0]; i++)
+        for (int j = starts[1]; j < starts[1] + subsizes[1]; j++)
+            for (int k = starts[2]; k < starts[2] + subsizes[2]; k++)
+                want[n++] = (i * 4 + j) * 5 + k;
+    OK(MPI_Type_create_subarray(3, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &t));
+    check_int_layout(t, want, n, 60, "subarray C");
+    OK(MPI_Type_free(&t));
+    OK(MPI_Type_create_subarray_c(3, sizes_c, subsizes_c, starts_c, MPI_ORDER_C, MPI_INT, &t));
+    check_int_layout(t, want, n, 60, "subarray_c C");
+    OK(MPI_Type_free(&t));
+
+    /* Fortran order: the first dimension fastest */
+    n = 0;
+    for (int k = starts[2]; k < starts[2] + subsizes[2]; k++)
+        for (int j = starts[1]; j < starts[1] + subsizes[1]; j++)
+            for (int i = starts[0]; i < starts[0] + subsizes[0]; i++)
+                want[n++] = (k * 4 + j) * 3 + i;
+    OK(MPI_Type_create_subarray(3, sizes, subsizes, starts, MPI_ORDER_FORTRAN, MPI_INT, &t));
+    check_int_layout(t, want, n, 60, "subarray Fortran");
+    OK(MPI_Type_free(&t));
+
+    /* of a derived type: 2 x 3 of pairs (a contiguous of 2 ints), part 1 x 2 from (1, 1) */
+    {
+        const int s2[2] = {2, 3}, sub2[2] = {1, 2}, st2[2] = {1, 1};
+        const int want2[4] = {8, 9, 10, 11};
+        MPI_Datatype pair;
+
+        OK(MPI_Type_contiguous(2, MPI_INT, &pair));
+        OK(MPI_Type_create_subarray(2, s2, sub2, st2, MPI_ORDER_C, pair, &t));
+        check_int_layout(t, want2, 4, 12, "subarray of pairs");
+        OK(MPI_Type_free(&t));
+        OK(MPI_Type_free(&pair));
+    }
+
+    /* an empty part keeps the array's extent */
+    {
+        const int s1[1] = {6}, sub1[1] = {0}, st1[1] = {6};
+
+        OK(MPI_Type_create_subarray(1, s1, sub1, st1, MPI_ORDER_C, MPI_INT, &t));
+        check_int_layout(t, want, 0, 6, "empty subarray");
+        OK(MPI_Type_free(&t));
+    }
+
+    /* errors */
+    {
+        const int bad_start[3] = {1, 3, 1}, bad_size[3] = {3, 0, 5};
+
+        CHECK(MPI_Type_create_subarray(3, sizes, subsizes, bad_start, MPI_ORDER_C, MPI_INT, &t) ==
+                  MPI_ERR_ARG,
+              "a part past the array");
+        CHECK(MPI_Type_create_subarray(3, bad_size, subsizes, starts, MPI_ORDER_C, MPI_INT, &t) ==
+                  MPI_ERR_ARG,
+              "a size of 0");
+        CHECK(MPI_Type_create_subarray(0, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &t) ==
+                  MPI_ERR_ARG,
+              "ndims 0");
+        CHECK(MPI_Type_create_subarray(3, sizes, subsizes, starts, 3, MPI_INT, &t) == MPI_ERR_ARG,
+              "a bad order");
+        CHECK(MPI_Type_create_subarray(3, sizes, subsizes, starts, MPI_ORDER_C, MPI_DATATYPE_NULL,
+                                       &t) == MPI_ERR_TYPE,
+              "MPI_DATATYPE_NULL");
+    }
+}
+
+/* ---- darray -------------------------------------------------------------------------------- */
+
+/* The process coordinate owning index @x of a dimension of @g over @p
+ * processes, or -1 (a reference written from the standard's definitions). */
+static int owner(int x, int g, int distrib, int darg, int p)
+{
+    int b;
+
+    switch (distrib) {
+    case MPI_DISTRIBUTE_NONE: return 0;
+    case MPI_DISTRIBUTE_BLOCK:
+        b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (g + p - 1) / p : darg;
+        return x / b;
+    default: b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg; return (x / b) % p;
+    }
+}
+
+/* Check the darray of every rank of a grid against the reference: the
+ * elements each owns in storage order, and all of them owned once. */
+static void check_darray(int ndims, const int *gsizes, const int *distribs, const int *dargs,
+                         const int *psizes, int order, const char *what)
+{
+    int nprocs = 1, total = 1;
+    static int want[4096], seen[4096];
+
+    for (int d = 0; d < ndims; d++) {
+        nprocs *= psizes[d];
+        total *= gsizes[d];
+    }
+    memset(seen, 0, sizeof(seen));
+    for (int r = 0; r < nprocs; r++) {
+        int coord[4], rest = r, n = 0;
+        MPI_Datatype t;
+        MPI_Count gsizes_c[4];
+
+        for (int d = ndims - 1; d >= 0; d--) {
+            coord[d] = rest % psizes[d];
+            rest /= psizes[d];
+        }
+        /* storage order: linear index l; the index of dimension d in it */
+        for (int l = 0; l < total; l++) {
+            int rem = l, mine = 1;
+
+            for (int k = 0; k < ndims; k++) {
+                int d = order == MPI_ORDER_C ? ndims - 1 - k : k;
+                int x = rem % gsizes[d];
+
+                rem /= gsizes[d];
+                mine &= owner(x, gsizes[d], distribs[d], dargs[d], psizes[d]) == coord[d];
+            }
+            if (mine) {
+                want[n++] = l;
+                seen[l]++;
+            }
+        }
+        OK(MPI_Type_create_darray(nprocs, r, ndims, gsizes, distribs, dargs, psizes, order, MPI_INT,
+                                  &t));
+        check_int_layout(t, want, n, total, what);
+        OK(MPI_Type_free(&t));
+        for (int d = 0; d < ndims; d++)
+            gsizes_c[d] = gsizes[d];
+        OK(MPI_Type_create_darray_c(nprocs, r, ndims, gsizes_c, distribs, dargs, psizes, order,
+                                    MPI_INT, &t));
+        check_int_layout(t, want, n, total, what);
+        OK(MPI_Type_free(&t));
+    }
+    for (int l = 0; l < total; l++)
+        CHECK(seen[l] == 1, "%s: element %d owned %d times", what, l, seen[l]);
+}
+
+static void test_darray(void)
+{
+    const int g2[2] = {7, 10}, p23[2] = {2, 3};
+    const int block_cyclic[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+    const int dflt[2] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG};
+    const int darg_sizes[2] = {4, 2};
+    const int g3[3] = {5, 4, 6}, p3[3] = {1, 2, 2};
+    const int none_block_cyclic[3] = {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_BLOCK,
+                                      MPI_DISTRIBUTE_CYCLIC};
+    const int dargs3[3] = {MPI_DISTRIBUTE_DFLT_DARG, MPI_DISTRIBUTE_DFLT_DARG, 4};
+    MPI_Datatype t;
+
+    check_darray(2, g2, block_cyclic, dflt, p23, MPI_ORDER_C, "darray block x cyclic, C");
+    check_darray(2, g2, block_cyclic, dflt, p23, MPI_ORDER_FORTRAN,
+                 "darray block x cyclic, Fortran");
+    check_darray(2, g2, block_cyclic, darg_sizes, p23, MPI_ORDER_C,
+                 "darray block(4) x cyclic(2), C");
+    check_darray(3, g3, none_block_cyclic, dargs3, p3, MPI_ORDER_C,
+                 "darray none x block x cyclic(4)");
+    check_darray(3, g3, none_block_cyclic, dargs3, p3, MPI_ORDER_FORTRAN,
+                 "darray none x block x cyclic(4), Fortran");
+
+    /* errors */
+    {
+        const int small_block[2] = {3, MPI_DISTRIBUTE_DFLT_DARG};
+        const int none2[2] = {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_NONE};
+
+        CHECK(MPI_Type_create_darray(6, 0, 2, g2, block_cyclic, small_block, p23, MPI_ORDER_C,
+                                     MPI_INT, &t) == MPI_ERR_ARG,
+              "blocks of 3 over 2 processes for 7");
+        CHECK(MPI_Type_create_darray(5, 0, 2, g2, block_cyclic, dflt, p23, MPI_ORDER_C, MPI_INT,
+                                     &t) == MPI_ERR_ARG,
+              "a grid of 6 for size 5");
+        CHECK(MPI_Type_create_darray(6, 6, 2, g2, block_cyclic, dflt, p23, MPI_ORDER_C, MPI_INT,
+                                     &t) == MPI_ERR_ARG,
+              "rank 6 of 6");
+        CHECK(MPI_Type_create_darray(6, 0, 2, g2, none2, dflt, p23, MPI_ORDER_C, MPI_INT, &t) ==
+                  MPI_ERR_ARG,
+              "MPI_DISTRIBUTE_NONE over 2 processes");
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -226,6 +456,8 @@ int main(int argc, char **argv)
     test_freed_keyval_still_names_its_attributes();
     test_logical_ops_on_address_types();
     test_type_attributes();
+    test_subarray();
+    test_darray();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 
