@@ -447,6 +447,251 @@ static void test_darray(void)
     }
 }
 
+/* ---- envelope and contents ------------------------------------------------------------------ */
+
+/* Same size, bounds and packed bytes of one element over the same buffer. */
+static void check_same_layout(MPI_Datatype a, MPI_Datatype b, const char *what)
+{
+    static int buf[1024];
+    char pa[4096], pb[4096];
+    MPI_Aint lba, exa, lbb, exb;
+    int sa, sb, posa = 0, posb = 0;
+
+    for (int i = 0; i < 1024; i++)
+        buf[i] = i * 7 + 1;
+    OK(MPI_Type_commit(&a));
+    OK(MPI_Type_commit(&b));
+    OK(MPI_Type_size(a, &sa));
+    OK(MPI_Type_size(b, &sb));
+    OK(MPI_Type_get_extent(a, &lba, &exa));
+    OK(MPI_Type_get_extent(b, &lbb, &exb));
+    CHECK(sa == sb && lba == lbb && exa == exb, "%s: size %d/%d lb %ld/%ld extent %ld/%ld differ",
+          what, sa, sb, (long)lba, (long)lbb, (long)exa, (long)exb);
+    if (sa != sb || sa > (int)sizeof(pa))
+        return;
+    /* the types here have lb >= -16: start 64 bytes in */
+    OK(MPI_Pack((char *)buf + 64, 1, a, pa, sa, &posa, MPI_COMM_SELF));
+    OK(MPI_Pack((char *)buf + 64, 1, b, pb, sb, &posb, MPI_COMM_SELF));
+    CHECK(posa == sa && posb == sb && memcmp(pa, pb, (size_t)sa) == 0, "%s: packed bytes differ",
+          what);
+}
+
+/* The type the standard's constructor of @combiner makes from these
+ * contents (int forms), or MPI_DATATYPE_NULL. */
+static MPI_Datatype rebuild(int combiner, const int *ints, const MPI_Aint *addrs,
+                            const MPI_Datatype *types)
+{
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    int n = ints[0], rc = MPI_SUCCESS;
+
+    switch (combiner) {
+    case MPI_COMBINER_DUP: rc = MPI_Type_dup(types[0], &t); break;
+    case MPI_COMBINER_CONTIGUOUS: rc = MPI_Type_contiguous(n, types[0], &t); break;
+    case MPI_COMBINER_VECTOR: rc = MPI_Type_vector(n, ints[1], ints[2], types[0], &t); break;
+    case MPI_COMBINER_HVECTOR:
+        rc = MPI_Type_create_hvector(n, ints[1], addrs[0], types[0], &t);
+        break;
+    case MPI_COMBINER_INDEXED:
+        rc = MPI_Type_indexed(n, ints + 1, ints + 1 + n, types[0], &t);
+        break;
+    case MPI_COMBINER_HINDEXED:
+        rc = MPI_Type_create_hindexed(n, ints + 1, addrs, types[0], &t);
+        break;
+    case MPI_COMBINER_INDEXED_BLOCK:
+        rc = MPI_Type_create_indexed_block(n, ints[1], ints + 2, types[0], &t);
+        break;
+    case MPI_COMBINER_HINDEXED_BLOCK:
+        rc = MPI_Type_create_hindexed_block(n, ints[1], addrs, types[0], &t);
+        break;
+    case MPI_COMBINER_STRUCT: rc = MPI_Type_create_struct(n, ints + 1, addrs, types, &t); break;
+    case MPI_COMBINER_SUBARRAY:
+        rc = MPI_Type_create_subarray(n, ints + 1, ints + 1 + n, ints + 1 + 2 * n, ints[1 + 3 * n],
+                                      types[0], &t);
+        break;
+    case MPI_COMBINER_DARRAY: {
+        int nd = ints[2];
+
+        rc =
+            MPI_Type_create_darray(ints[0], ints[1], nd, ints + 3, ints + 3 + nd, ints + 3 + 2 * nd,
+                                   ints + 3 + 3 * nd, ints[3 + 4 * nd], types[0], &t);
+        break;
+    }
+    case MPI_COMBINER_RESIZED:
+        rc = MPI_Type_create_resized(types[0], addrs[0], addrs[1], &t);
+        break;
+    default: CHECK(0, "combiner %d", combiner);
+    }
+    CHECK(rc == MPI_SUCCESS, "rebuilding combiner %d: %d", combiner, rc);
+    return rc == MPI_SUCCESS ? t : MPI_DATATYPE_NULL;
+}
+
+/* The envelope and contents of @t (made by @combiner) must be @ni ints
+ * @want_ints, @na addresses @want_addrs and the @nd types @want_types
+ * (MPI_DATATYPE_NULL: a derived type, which comes back as a new handle
+ * with the same layout as @inner); rebuilding from them gives @t's layout.
+ * Frees @t. */
+static void check_contents(MPI_Datatype t, int combiner, int ni, const int *want_ints, int na,
+                           const MPI_Aint *want_addrs, int nd, const MPI_Datatype *want_types,
+                           MPI_Datatype inner, const char *what)
+{
+    int eni = -1, ena = -1, end = -1, ecomb = -1;
+    MPI_Count cni, cna, cnl, cnd;
+    int ints[64];
+    MPI_Aint addrs[16];
+    MPI_Datatype types[4], again;
+
+    OK(MPI_Type_get_envelope(t, &eni, &ena, &end, &ecomb));
+    CHECK(ecomb == combiner && eni == ni && ena == na && end == nd,
+          "%s: envelope %d ints %d addresses %d types, combiner %d", what, eni, ena, end, ecomb);
+    OK(MPI_Type_get_envelope_c(t, &cni, &cna, &cnl, &cnd, &ecomb));
+    CHECK(cni == ni && cna == na && cnl == 0 && cnd == nd, "%s: envelope_c", what);
+    if (eni != ni || ena != na || end != nd || ni > 64 || na > 16 || nd > 4)
+        return;
+    if (ni > 0)
+        CHECK(MPI_Type_get_contents(t, ni - 1, na, nd, ints, addrs, types) == MPI_ERR_ARG,
+              "%s: max_integers too small accepted", what);
+    OK(MPI_Type_get_contents(t, ni, na, nd, ints, addrs, types));
+    for (int i = 0; i < ni; i++)
+        CHECK(ints[i] == want_ints[i], "%s: integers[%d] = %d, expected %d", what, i, ints[i],
+              want_ints[i]);
+    for (int i = 0; i < na; i++)
+        CHECK(addrs[i] == want_addrs[i], "%s: addresses[%d] = %ld, expected %ld", what, i,
+              (long)addrs[i], (long)want_addrs[i]);
+    for (int i = 0; i < nd; i++) {
+        if (want_types[i] != MPI_DATATYPE_NULL) {
+            CHECK(types[i] == want_types[i], "%s: datatypes[%d] is not the predefined type", what,
+                  i);
+        } else {
+            CHECK(types[i] != inner, "%s: datatypes[%d] is the old handle, not a new one", what, i);
+            check_same_layout(types[i], inner, what);
+        }
+    }
+    again = rebuild(combiner, ints, addrs, types);
+    if (again != MPI_DATATYPE_NULL) {
+        check_same_layout(t, again, what);
+        OK(MPI_Type_free(&again));
+    }
+    for (int i = 0; i < nd; i++) {
+        if (want_types[i] == MPI_DATATYPE_NULL)
+            OK(MPI_Type_free(&types[i]));
+    }
+    OK(MPI_Type_free(&t));
+}
+
+static void test_envelope_and_contents(void)
+{
+    const MPI_Datatype INT1[1] = {MPI_INT}, DERIVED[1] = {MPI_DATATYPE_NULL};
+    MPI_Datatype inner, t;
+    int ni, na, nd, comb;
+
+    OK(MPI_Type_create_resized(MPI_SHORT, 0, 6, &inner)); /* a derived old type */
+
+    OK(MPI_Type_get_envelope(MPI_DOUBLE, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_NAMED && ni == 0 && na == 0 && nd == 0, "MPI_DOUBLE's envelope");
+    CHECK(MPI_Type_get_contents(MPI_DOUBLE, 0, 0, 0, NULL, NULL, NULL) == MPI_ERR_TYPE,
+          "contents of a predefined type");
+
+    OK(MPI_Type_contiguous(3, MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_CONTIGUOUS, 1, (int[]){3}, 0, NULL, 1, INT1, inner,
+                   "contiguous");
+    OK(MPI_Type_vector(2, 3, 5, inner, &t));
+    check_contents(t, MPI_COMBINER_VECTOR, 3, (int[]){2, 3, 5}, 0, NULL, 1, DERIVED, inner,
+                   "vector");
+    OK(MPI_Type_create_hvector(2, 1, 40, MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_HVECTOR, 2, (int[]){2, 1}, 1, (MPI_Aint[]){40}, 1, INT1, inner,
+                   "hvector");
+    OK(MPI_Type_indexed(2, (int[]){1, 2}, (int[]){0, 3}, inner, &t));
+    check_contents(t, MPI_COMBINER_INDEXED, 5, (int[]){2, 1, 2, 0, 3}, 0, NULL, 1, DERIVED, inner,
+                   "indexed");
+    OK(MPI_Type_create_hindexed(2, (int[]){1, 2}, (MPI_Aint[]){0, 12}, MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_HINDEXED, 3, (int[]){2, 1, 2}, 2, (MPI_Aint[]){0, 12}, 1, INT1,
+                   inner, "hindexed");
+    OK(MPI_Type_create_indexed_block(2, 2, (int[]){0, 4}, MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_INDEXED_BLOCK, 4, (int[]){2, 2, 0, 4}, 0, NULL, 1, INT1, inner,
+                   "indexed_block");
+    OK(MPI_Type_create_hindexed_block(2, 2, (MPI_Aint[]){0, 16}, inner, &t));
+    check_contents(t, MPI_COMBINER_HINDEXED_BLOCK, 2, (int[]){2, 2}, 2, (MPI_Aint[]){0, 16}, 1,
+                   DERIVED, inner, "hindexed_block");
+    OK(MPI_Type_create_struct(2, (int[]){1, 2}, (MPI_Aint[]){0, 8},
+                              (MPI_Datatype[]){MPI_INT, MPI_DOUBLE}, &t));
+    check_contents(t, MPI_COMBINER_STRUCT, 3, (int[]){2, 1, 2}, 2, (MPI_Aint[]){0, 8}, 2,
+                   (MPI_Datatype[]){MPI_INT, MPI_DOUBLE}, inner, "struct");
+    OK(MPI_Type_create_subarray(2, (int[]){4, 5}, (int[]){2, 3}, (int[]){1, 2}, MPI_ORDER_FORTRAN,
+                                MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_SUBARRAY, 8, (int[]){2, 4, 5, 2, 3, 1, 2, MPI_ORDER_FORTRAN}, 0,
+                   NULL, 1, INT1, inner, "subarray");
+    OK(MPI_Type_create_darray(
+        4, 3, 2, (int[]){6, 5}, (int[]){MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK},
+        (int[]){2, MPI_DISTRIBUTE_DFLT_DARG}, (int[]){2, 2}, MPI_ORDER_C, MPI_INT, &t));
+    check_contents(t, MPI_COMBINER_DARRAY, 12,
+                   (int[]){4, 3, 2, 6, 5, MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK, 2,
+                           MPI_DISTRIBUTE_DFLT_DARG, 2, 2, MPI_ORDER_C},
+                   0, NULL, 1, INT1, inner, "darray");
+    OK(MPI_Type_create_resized(MPI_INT, -4, 16, &t));
+    check_contents(t, MPI_COMBINER_RESIZED, 0, NULL, 2, (MPI_Aint[]){-4, 16}, 1, INT1, inner,
+                   "resized");
+    OK(MPI_Type_dup(inner, &t));
+    check_contents(t, MPI_COMBINER_DUP, 0, NULL, 0, NULL, 1, DERIVED, inner, "dup");
+
+    /* the large-count forms: their counts come as large counts, and only through the _c calls */
+    {
+        MPI_Count ni_c, na_c, nl_c, nd_c, large[8];
+        int ints[4];
+        MPI_Aint addrs[4];
+        MPI_Datatype types[2];
+
+        OK(MPI_Type_create_hvector_c(2, 3, 48, MPI_INT, &t));
+        OK(MPI_Type_get_envelope_c(t, &ni_c, &na_c, &nl_c, &nd_c, &comb));
+        CHECK(comb == MPI_COMBINER_HVECTOR && ni_c == 0 && na_c == 0 && nl_c == 3 && nd_c == 1,
+              "hvector_c envelope: %lld %lld %lld %lld", (long long)ni_c, (long long)na_c,
+              (long long)nl_c, (long long)nd_c);
+        OK(MPI_Type_get_contents_c(t, 0, 0, 8, 2, ints, addrs, large, types));
+        CHECK(large[0] == 2 && large[1] == 3 && large[2] == 48 && types[0] == MPI_INT,
+              "hvector_c contents");
+        CHECK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb) == MPI_ERR_TYPE,
+              "MPI_Type_get_envelope of a large-count type");
+        CHECK(MPI_Type_get_contents(t, 4, 4, 2, ints, addrs, types) == MPI_ERR_TYPE,
+              "MPI_Type_get_contents of a large-count type");
+        OK(MPI_Type_free(&t));
+
+        OK(MPI_Type_create_subarray_c(1, (MPI_Count[]){9}, (MPI_Count[]){4}, (MPI_Count[]){2},
+                                      MPI_ORDER_C, MPI_INT, &t));
+        OK(MPI_Type_get_envelope_c(t, &ni_c, &na_c, &nl_c, &nd_c, &comb));
+        CHECK(comb == MPI_COMBINER_SUBARRAY && ni_c == 2 && na_c == 0 && nl_c == 3 && nd_c == 1,
+              "subarray_c envelope");
+        OK(MPI_Type_get_contents_c(t, 4, 0, 8, 2, ints, addrs, large, types));
+        CHECK(ints[0] == 1 && ints[1] == MPI_ORDER_C && large[0] == 9 && large[1] == 4 &&
+                  large[2] == 2,
+              "subarray_c contents");
+        OK(MPI_Type_free(&t));
+
+        OK(MPI_Type_create_struct_c(1, (MPI_Count[]){2}, (MPI_Count[]){8}, &inner, &t));
+        OK(MPI_Type_get_envelope_c(t, &ni_c, &na_c, &nl_c, &nd_c, &comb));
+        CHECK(comb == MPI_COMBINER_STRUCT && ni_c == 0 && na_c == 0 && nl_c == 3 && nd_c == 1,
+              "struct_c envelope");
+        OK(MPI_Type_get_contents_c(t, 0, 0, 8, 2, ints, addrs, large, types));
+        CHECK(large[0] == 1 && large[1] == 2 && large[2] == 8 && types[0] != inner,
+              "struct_c contents");
+        check_same_layout(types[0], inner, "struct_c's type");
+        OK(MPI_Type_free(&types[0]));
+        OK(MPI_Type_free(&t));
+    }
+    /* a type made of a freed one keeps it: its contents give a live handle */
+    OK(MPI_Type_contiguous(2, inner, &t));
+    {
+        MPI_Datatype saved, got;
+        int n1;
+
+        OK(MPI_Type_dup(inner, &saved));
+        OK(MPI_Type_free(&inner));
+        OK(MPI_Type_get_contents(t, 1, 0, 1, &n1, NULL, &got));
+        check_same_layout(got, saved, "contents after the old type's free");
+        OK(MPI_Type_free(&got));
+        OK(MPI_Type_free(&saved));
+    }
+    OK(MPI_Type_free(&t));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -458,6 +703,7 @@ int main(int argc, char **argv)
     test_type_attributes();
     test_subarray();
     test_darray();
+    test_envelope_and_contents();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 
