@@ -19,6 +19,7 @@
 #include "mpi/datatype.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 /* The object behind a created handle. */
 struct MPI_ABI_Datatype {
     pb_datatype_t *type; /* one reference */
+    int f90;             /* one of MPI_Type_create_f90_*: predefined, never freed */
 };
 
 /* The predefined datatype handles are 0x200-0x3ff (the Fortran ones
@@ -791,9 +793,10 @@ PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
         return ret;
     if ((ret = type_arg(*datatype, "MPI_Type_free", "*datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if (t->predefined)
+    if (t->predefined || (*datatype)->f90)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free",
-                            "*datatype is the predefined %s, which cannot be freed", t->name);
+                            "*datatype is the predefined %s, which cannot be freed",
+                            t->predefined ? t->name : "type of an MPI_Type_create_f90_ call");
     ret = pb_mpi_type_attr_delete_all(*datatype);
     if (ret != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, ret, "MPI_Type_free",
@@ -1425,6 +1428,179 @@ PB_EXPORT int PMPI_Type_create_darray(int size, int rank, int ndims, const int a
                        array_of_psizes, order, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_darray, PMPI_Type_create_darray);
+
+/* ---- sized types: f90 and MPI_Type_match_size (MPI-5.0 section 19.1.9) ------------------ */
+
+/* The f90 types made so far: each (combiner, p, r) gets one handle for the
+ * library's life, as the standard's predefined types do. */
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    struct {
+        int combiner, p, r;
+        MPI_Datatype handle;
+    } types[64];
+} f90 = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The predefined C type of the f90 kind with precision @p and range @r
+ * (MPI_UNDEFINED: not given): the smallest that has them, as Fortran's
+ * SELECTED_INT_KIND / SELECTED_REAL_KIND pick (8-, 16-, 32-, 64-bit
+ * integers; float, double, long double), or MPI_DATATYPE_NULL. */
+static MPI_Datatype f90_match(int combiner, int p, int r)
+{
+    static const struct {
+        int p, r;
+        MPI_Datatype real, complex;
+    } reals[] = {
+        {6, 37, MPI_FLOAT, MPI_C_FLOAT_COMPLEX},
+        {15, 307, MPI_DOUBLE, MPI_C_DOUBLE_COMPLEX},
+        {18, 4931, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX},
+    };
+    static const struct {
+        int r;
+        MPI_Datatype type;
+    } ints[] = {{2, MPI_INT8_T}, {4, MPI_INT16_T}, {9, MPI_INT32_T}, {18, MPI_INT64_T}};
+
+    if (combiner == MPI_COMBINER_F90_INTEGER) {
+        for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+            if (r <= ints[i].r)
+                return ints[i].type;
+        }
+        return MPI_DATATYPE_NULL;
+    }
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+        if ((p == MPI_UNDEFINED || p <= reals[i].p) && (r == MPI_UNDEFINED || r <= reals[i].r))
+            return combiner == MPI_COMBINER_F90_REAL ? reals[i].real : reals[i].complex;
+    }
+    return MPI_DATATYPE_NULL;
+}
+
+/* The handle of the f90 type (@combiner, @p, @r), made on first use.
+ * @return MPI_SUCCESS or an error raised. */
+static int type_f90(const char *func, int combiner, int p, int r, MPI_Datatype *newtype)
+{
+    MPI_Datatype base = f90_match(combiner, p, r), h = MPI_DATATYPE_NULL;
+    pb_eng_type_builder_t b;
+    rec_t rec;
+    int ret = MPI_SUCCESS, i;
+
+    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+        return ret;
+    if ((combiner != MPI_COMBINER_F90_INTEGER && p == MPI_UNDEFINED && r == MPI_UNDEFINED) ||
+        (combiner != MPI_COMBINER_F90_INTEGER && p != MPI_UNDEFINED && p < 0) ||
+        (combiner == MPI_COMBINER_F90_INTEGER && r == MPI_UNDEFINED) ||
+        (r != MPI_UNDEFINED && r < 0) || base == MPI_DATATYPE_NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "no type has precision %d and range %d (MPI_UNDEFINED is %d)", p, r,
+                            MPI_UNDEFINED);
+    pthread_mutex_lock(&f90.lock);
+    for (i = 0; i < f90.n; i++) {
+        if (f90.types[i].combiner == combiner && f90.types[i].p == p && f90.types[i].r == r) {
+            h = f90.types[i].handle;
+            goto out;
+        }
+    }
+    if (f90.n == (int)(sizeof(f90.types) / sizeof(f90.types[0]))) {
+        ret = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                           "more than %d distinct f90 types asked for", f90.n);
+        goto out;
+    }
+    if ((ret = pb_eng_type_builder_begin(&b, combiner)) != MPI_SUCCESS) {
+        ret = build_error(ret, func);
+        goto out;
+    }
+    pb_eng_type_builder_add(&b, 0, pb_mpi_datatype(base), 1);
+    b.t->committed = 1;
+    if ((ret = type_handle_new(&b, 0, &h)) != MPI_SUCCESS) {
+        ret = build_error(ret, func);
+        goto out;
+    }
+    h->f90 = 1;
+    snprintf(h->type->name, sizeof(h->type->name), "%s(%d, %d)", func, p, r);
+    rec = rec_begin(0, combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2, 0, 0, 0);
+    if (combiner != MPI_COMBINER_F90_INTEGER)
+        rec_int(&rec, p);
+    rec_int(&rec, r);
+    if ((ret = rec_end(func, &rec, NULL, &h)) != MPI_SUCCESS)
+        goto out;
+    f90.types[f90.n].combiner = combiner;
+    f90.types[f90.n].p = p;
+    f90.types[f90.n].r = r;
+    f90.types[f90.n++].handle = h;
+out:
+    pthread_mutex_unlock(&f90.lock);
+    if (ret == MPI_SUCCESS)
+        *newtype = h;
+    return ret;
+}
+
+/* The predefined type of Fortran's INTEGER(SELECTED_INT_KIND(@r)): a C
+ * integer of 1, 2, 4 or 8 bytes (the Fortran types are not supported),
+ * the same handle for the same @r; MPI_Type_get_envelope gives
+ * MPI_COMBINER_F90_INTEGER and its contents @r.  It cannot be freed.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (no such integer: r > 18, newtype NULL). */
+PB_EXPORT int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r,
+                    newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer);
+
+/* The predefined type of Fortran's REAL(SELECTED_REAL_KIND(@p, @r)) (either
+ * may be MPI_UNDEFINED, not both): float, double or long double.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (no such real, newtype NULL). */
+PB_EXPORT int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, p, r, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_real, PMPI_Type_create_f90_real);
+
+/* The complex of MPI_Type_create_f90_real's real (MPI_C_FLOAT_COMPLEX,
+ * ...); same errors. */
+PB_EXPORT int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, p, r, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex);
+
+/* The predefined type of @typeclass (MPI_TYPECLASS_INTEGER, _REAL,
+ * _COMPLEX) whose elements are @size bytes: MPI_INT8_T .. MPI_INT64_T;
+ * MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE; MPI_C_FLOAT_COMPLEX,
+ * MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX (the C types: Postbox
+ * has no Fortran ones).  @return MPI_SUCCESS; MPI_ERR_ARG (an unknown
+ * typeclass, no type of that size, datatype NULL). */
+PB_EXPORT int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+    const char *func = "MPI_Type_match_size";
+    static const MPI_Datatype integers[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+    static const MPI_Datatype reals[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
+    static const MPI_Datatype complexes[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+                                             MPI_C_LONG_DOUBLE_COMPLEX};
+    const MPI_Datatype *list;
+    size_t n;
+    int ret;
+
+    if ((ret = ptr_arg(datatype, func, "datatype")) != MPI_SUCCESS)
+        return ret;
+    switch (typeclass) {
+    case MPI_TYPECLASS_INTEGER: list = integers, n = 4; break;
+    case MPI_TYPECLASS_REAL: list = reals, n = 3; break;
+    case MPI_TYPECLASS_COMPLEX: list = complexes, n = 3; break;
+    default:
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "typeclass %d is none of MPI_TYPECLASS_INTEGER, _REAL, _COMPLEX",
+                            typeclass);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (pb_mpi_datatype(list[i])->size == (size_t)size) {
+            *datatype = list[i];
+            return MPI_SUCCESS;
+        }
+    }
+    return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "typeclass %d has no type of %d bytes",
+                        typeclass, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_match_size, PMPI_Type_match_size);
 
 /* ---- how a type was made ------------------------------------------------------------------ */
 

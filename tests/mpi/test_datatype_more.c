@@ -692,6 +692,69 @@ static void test_envelope_and_contents(void)
     OK(MPI_Type_free(&t));
 }
 
+/* ---- f90 types and MPI_Type_match_size ------------------------------------------------------ */
+
+static void test_sized_types(void)
+{
+    MPI_Datatype t, again;
+    int size, ni, na, nd, comb, ints[2];
+    MPI_Aint lb, extent;
+
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 4, &t));
+    CHECK(t == MPI_INT32_T, "integer of 4 bytes");
+    OK(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 8, &t));
+    CHECK(t == MPI_INT64_T, "integer of 8 bytes");
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t));
+    CHECK(t == MPI_DOUBLE, "real of 8 bytes");
+    OK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 4, &t));
+    CHECK(t == MPI_FLOAT, "real of 4 bytes");
+    OK(MPI_Type_match_size(MPI_TYPECLASS_COMPLEX, 16, &t));
+    CHECK(t == MPI_C_DOUBLE_COMPLEX, "complex of 16 bytes");
+    CHECK(MPI_Type_match_size(MPI_TYPECLASS_REAL, 3, &t) == MPI_ERR_ARG, "real of 3 bytes");
+    CHECK(MPI_Type_match_size(0, 4, &t) == MPI_ERR_ARG, "typeclass 0");
+
+    OK(MPI_Type_create_f90_integer(9, &t));
+    OK(MPI_Type_size(t, &size));
+    CHECK(size == 4, "f90 integer of range 9: %d bytes", size);
+    OK(MPI_Type_create_f90_integer(9, &again));
+    CHECK(again == t, "the same f90 integer twice gives two handles");
+    OK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_F90_INTEGER && ni == 1 && na == 0 && nd == 0,
+          "f90 integer envelope");
+    OK(MPI_Type_get_contents(t, 1, 0, 0, ints, NULL, NULL));
+    CHECK(ints[0] == 9, "f90 integer contents %d", ints[0]);
+    CHECK(MPI_Type_free(&again) == MPI_ERR_TYPE, "an f90 type freed");
+    {
+        int32_t in[2] = {3, -4}, inout[2] = {5, 6};
+
+        OK(MPI_Reduce_local(in, inout, 2, t, MPI_SUM));
+        CHECK(inout[0] == 8 && inout[1] == 2, "MPI_SUM on the f90 integer");
+    }
+    OK(MPI_Type_create_f90_integer(2, &t));
+    OK(MPI_Type_size(t, &size));
+    CHECK(size == 1, "f90 integer of range 2: %d bytes", size);
+    CHECK(MPI_Type_create_f90_integer(19, &t) == MPI_ERR_ARG, "f90 integer of range 19");
+
+    OK(MPI_Type_create_f90_real(15, MPI_UNDEFINED, &t));
+    OK(MPI_Type_size(t, &size));
+    OK(MPI_Type_get_extent(t, &lb, &extent));
+    CHECK(size == 8 && lb == 0 && extent == 8, "f90 real of precision 15: %d bytes", size);
+    OK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    OK(MPI_Type_get_contents(t, 2, 0, 0, ints, NULL, NULL));
+    CHECK(comb == MPI_COMBINER_F90_REAL && ni == 2 && ints[0] == 15 && ints[1] == MPI_UNDEFINED,
+          "f90 real envelope and contents");
+    OK(MPI_Type_create_f90_real(MPI_UNDEFINED, 30, &t));
+    OK(MPI_Type_size(t, &size));
+    CHECK(size == 4, "f90 real of range 30: %d bytes", size);
+    OK(MPI_Type_create_f90_complex(6, 30, &t));
+    OK(MPI_Type_size(t, &size));
+    OK(MPI_Type_get_envelope(t, &ni, &na, &nd, &comb));
+    CHECK(size == 8 && comb == MPI_COMBINER_F90_COMPLEX, "f90 complex (6, 30): %d bytes", size);
+    CHECK(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t) == MPI_ERR_ARG, "precision 40");
+    CHECK(MPI_Type_create_f90_real(MPI_UNDEFINED, MPI_UNDEFINED, &t) == MPI_ERR_ARG,
+          "neither precision nor range");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -704,6 +767,7 @@ int main(int argc, char **argv)
     test_subarray();
     test_darray();
     test_envelope_and_contents();
+    test_sized_types();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 
