@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "check.h"
 
@@ -755,6 +756,148 @@ static void test_sized_types(void)
           "neither precision nor range");
 }
 
+/* ---- external32 ------------------------------------------------------------------------------ */
+
+/* MPI_Pack_external of @count @type at @in must give the @n bytes @want,
+ * and unpacking them must give back the @type_bytes bytes at @in. */
+static void check_external(const void *in, int count, MPI_Datatype type, const unsigned char *want,
+                           int n, size_t type_bytes, const char *what)
+{
+    unsigned char buf[256], back[256];
+    MPI_Aint pos = 0, size = -1;
+
+    OK(MPI_Pack_external_size("external32", count, type, &size));
+    CHECK(size == n, "%s: external size %ld, expected %d", what, (long)size, n);
+    OK(MPI_Pack_external("external32", in, count, type, buf, sizeof(buf), &pos));
+    CHECK(pos == n, "%s: position %ld after packing, expected %d", what, (long)pos, n);
+    for (int i = 0; i < n && i < (int)pos; i++) {
+        CHECK(buf[i] == want[i], "%s: byte %d is %02x, expected %02x", what, i, buf[i], want[i]);
+        if (buf[i] != want[i])
+            return;
+    }
+    memset(back, 0, sizeof(back));
+    pos = 0;
+    OK(MPI_Unpack_external("external32", buf, n, &pos, back, count, type));
+    CHECK(pos == n && memcmp(back, in, type_bytes) == 0, "%s: unpacking does not give the values",
+          what);
+}
+
+static void test_external32(void)
+{
+    {
+        int v[2] = {0x01020304, -2};
+        const unsigned char want[8] = {1, 2, 3, 4, 0xff, 0xff, 0xff, 0xfe};
+
+        check_external(v, 2, MPI_INT, want, 8, sizeof(v), "MPI_INT");
+    }
+    {
+        long v[2] = {5, -3};
+        const unsigned char want[8] = {0, 0, 0, 5, 0xff, 0xff, 0xff, 0xfd};
+        long big = 1L << 40;
+        unsigned char buf[8];
+        MPI_Aint pos = 0;
+
+        check_external(v, 2, MPI_LONG, want, 8, sizeof(v), "MPI_LONG (4 bytes in external32)");
+        if (sizeof(long) > 4)
+            CHECK(MPI_Pack_external("external32", &big, 1, MPI_LONG, buf, 8, &pos) ==
+                      MPI_ERR_CONVERSION,
+                  "a long beyond 32 bits");
+    }
+    {
+        double d = 1.0;
+        float f = -2.0f;
+        const unsigned char wd[8] = {0x3f, 0xf0, 0, 0, 0, 0, 0, 0}, wf[4] = {0xc0, 0, 0, 0};
+
+        check_external(&d, 1, MPI_DOUBLE, wd, 8, sizeof(d), "MPI_DOUBLE");
+        check_external(&f, 1, MPI_FLOAT, wf, 4, sizeof(f), "MPI_FLOAT");
+    }
+    {
+        long double v[2] = {1.0L, -2.5L};
+        unsigned char want[32] = {0x3f, 0xff};
+
+        want[16] = 0xc0;
+        want[17] = 0x00;
+        want[18] = 0x40;
+        check_external(v, 2, MPI_LONG_DOUBLE, want, 32, 10, "MPI_LONG_DOUBLE (a quadruple)");
+        check_external(&v[1], 1, MPI_LONG_DOUBLE, want + 16, 16, 10, "MPI_LONG_DOUBLE -2.5");
+    }
+    {
+        wchar_t w = L'A';
+        const unsigned char want[2] = {0, 0x41};
+
+        check_external(&w, 1, MPI_WCHAR, want, 2, sizeof(w), "MPI_WCHAR (2 bytes)");
+    }
+    {
+        int pair[2] = {1, -1};
+        const unsigned char want[8] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff};
+
+        check_external(pair, 1, MPI_2INT, want, 8, sizeof(pair), "MPI_2INT");
+    }
+    {
+        /* a struct of char, int, double: 13 bytes, no padding */
+        struct {
+            char c;
+            int i;
+            double d;
+        } v[2] = {{'x', 7, 2.0}, {'y', -1, -0.5}};
+        const unsigned char want[26] = {'x', 0,    0,    0,    7,    0x40, 0,    0, 0, 0, 0, 0, 0,
+                                        'y', 0xff, 0xff, 0xff, 0xff, 0xbf, 0xe0, 0, 0, 0, 0, 0, 0};
+        MPI_Datatype t;
+        MPI_Aint disps[3] = {0, 4, 8};
+
+        OK(MPI_Type_create_struct(3, (int[]){1, 1, 1}, disps,
+                                  (MPI_Datatype[]){MPI_CHAR, MPI_INT, MPI_DOUBLE}, &t));
+        OK(MPI_Type_commit(&t));
+        /* the padding is not data: compare the fields only */
+        {
+            unsigned char buf[64];
+            MPI_Aint pos = 0, size;
+
+            OK(MPI_Pack_external_size("external32", 2, t, &size));
+            CHECK(size == 26, "struct: external size %ld", (long)size);
+            OK(MPI_Pack_external("external32", v, 2, t, buf, sizeof(buf), &pos));
+            CHECK(pos == 26 && memcmp(buf, want, 26) == 0, "struct: external bytes");
+            memset(v, 0, sizeof(v));
+            pos = 0;
+            OK(MPI_Unpack_external("external32", buf, 26, &pos, v, 2, t));
+            CHECK(v[0].c == 'x' && v[0].i == 7 && v[0].d == 2.0 && v[1].c == 'y' && v[1].i == -1 &&
+                      v[1].d == -0.5,
+                  "struct: unpacked values");
+            pos = 0;
+            CHECK(MPI_Unpack_external("external32", buf, 20, &pos, v, 2, t) == MPI_ERR_TRUNCATE,
+                  "unpacking 26 bytes from 20");
+        }
+        OK(MPI_Type_free(&t));
+    }
+    {
+        /* a vector of shorts: the strided elements only */
+        short v[6] = {1, -1, 2, -1, 0x0304, -1};
+        const unsigned char want[6] = {0, 1, 0, 2, 3, 4};
+        MPI_Datatype t;
+        unsigned char buf[16];
+        MPI_Aint pos = 0;
+
+        OK(MPI_Type_vector(3, 1, 2, MPI_SHORT, &t));
+        OK(MPI_Type_commit(&t));
+        OK(MPI_Pack_external("external32", v, 1, t, buf, sizeof(buf), &pos));
+        CHECK(pos == 6 && memcmp(buf, want, 6) == 0, "vector of shorts: external bytes");
+        OK(MPI_Type_free(&t));
+    }
+    {
+        int v = 1;
+        unsigned char buf[8];
+        MPI_Aint pos = 0, size;
+
+        CHECK(MPI_Pack_external("native", &v, 1, MPI_INT, buf, 8, &pos) ==
+                  MPI_ERR_UNSUPPORTED_DATAREP,
+              "datarep native");
+        CHECK(MPI_Pack_external_size("internal", 1, MPI_INT, &size) == MPI_ERR_UNSUPPORTED_DATAREP,
+              "datarep internal");
+        CHECK(MPI_Pack_external("external32", &v, 1, MPI_INT, buf, 3, &pos) == MPI_ERR_ARG,
+              "4 bytes into 3");
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -768,6 +911,7 @@ int main(int argc, char **argv)
     test_darray();
     test_envelope_and_contents();
     test_sized_types();
+    test_external32();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 
