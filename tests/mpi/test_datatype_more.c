@@ -898,6 +898,46 @@ static void test_external32(void)
     }
 }
 
+/* ---- the hardware and ABI infos, MPI_Pcontrol ------------------------------------------------ */
+
+/* @info's value of @key must be @want. */
+static void check_info_value(MPI_Info info, const char *key, const char *want)
+{
+    char value[MPI_MAX_INFO_VAL];
+    int buflen = (int)sizeof(value), flag = 0;
+
+    OK(MPI_Info_get_string(info, key, &buflen, value, &flag));
+    CHECK(flag && strcmp(value, want) == 0, "info key %s: flag %d value \"%s\", expected \"%s\"",
+          key, flag, flag ? value : "", want);
+}
+
+static void test_inquiries(void)
+{
+    MPI_Info info = MPI_INFO_NULL;
+    char size[8];
+    int nkeys;
+
+    OK(MPI_Abi_get_info(&info));
+    snprintf(size, sizeof(size), "%zu", sizeof(MPI_Aint));
+    check_info_value(info, "mpi_aint_size", size);
+    snprintf(size, sizeof(size), "%zu", sizeof(MPI_Count));
+    check_info_value(info, "mpi_count_size", size);
+    snprintf(size, sizeof(size), "%zu", sizeof(MPI_Offset));
+    check_info_value(info, "mpi_offset_size", size);
+    OK(MPI_Info_free(&info));
+
+    OK(MPI_Get_hw_resource_info(&info));
+    check_info_value(info, "mpi_hw_resource_type", "mpi_shared_memory");
+    OK(MPI_Info_get_nkeys(info, &nkeys));
+    CHECK(nkeys == 1, "the hardware info has %d keys", nkeys);
+    OK(MPI_Info_free(&info));
+    CHECK(MPI_Get_hw_resource_info(NULL) == MPI_ERR_ARG, "MPI_Get_hw_resource_info(NULL)");
+
+    OK(MPI_Pcontrol(0));
+    OK(MPI_Pcontrol(1));
+    OK(MPI_Pcontrol(2, "more", 3));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -912,6 +952,7 @@ int main(int argc, char **argv)
     test_envelope_and_contents();
     test_sized_types();
     test_external32();
+    test_inquiries();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 
