@@ -74,16 +74,23 @@ static int type_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datat
         return MPI_ERR_NO_MEM;
     }
     h->type = t;
+    t->handle = h;
     *newtype = h;
     return MPI_SUCCESS;
 }
 
-/* Give back the handle @h of type_handle_new and its reference. */
+/* Give back the handle @h and its reference: the handle the type was made
+ * with is retired (it names nothing from now on) and given back when the
+ * type goes (pb_eng_type_release); another (of MPI_Type_get_contents) at
+ * once. */
 static void type_handle_delete(MPI_Datatype h)
 {
     pb_datatype_t *t = h->type;
 
-    pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, h);
+    if (t->handle == h)
+        pb_eng_handle_retire(PB_ENG_HANDLE_DATATYPE, h);
+    else
+        pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, h);
     pb_eng_type_release(t);
 }
 
@@ -1167,6 +1174,7 @@ static int array_handle_new(pb_datatype_t *t, MPI_Datatype *newtype)
         return MPI_ERR_NO_MEM;
     }
     h->type = t;
+    t->handle = h;
     *newtype = h;
     return MPI_SUCCESS;
 }

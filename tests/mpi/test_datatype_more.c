@@ -5,6 +5,7 @@
  * external32 bytes, the hardware and ABI infos; and the reductions of
  * MPI_AINT, MPI_OFFSET and MPI_COUNT with the logical ops, and keyvals
  * freed while attributes use them (bugs of issue 16). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -938,6 +939,77 @@ static void test_inquiries(void)
     OK(MPI_Pcontrol(2, "more", 3));
 }
 
+/* ---- handles given back in the order the types die ------------------------------------------- */
+
+/* An indexed type with a leading zero-length block inside a struct; the
+ * indexed type freed before the struct, a new type made, and the struct
+ * remade with the handle value the program kept: the implementations
+ * whose handles are their objects give the inner type's handle back last
+ * (when the struct that uses it goes), so the new type gets it, and
+ * programs written against them (a broad conformance suite's did) remake
+ * the struct with the value they kept.  Postbox once gave the handles
+ * back at MPI_Type_free, and that struct was refused: "is not a
+ * datatype". */
+/* @st (committed here) takes the 5 ints @want of the buffer 0, 1, 2, ...
+ * and spans ints 2 to 8 (lb 2 ints, extent 7). */
+static void check_struct_layout(MPI_Datatype st, const int *want, const char *what)
+{
+    int buf[16], got[8], pos = 0;
+    MPI_Aint lb, extent;
+
+    for (int i = 0; i < 16; i++)
+        buf[i] = i;
+    OK(MPI_Type_commit(&st));
+    OK(MPI_Type_get_extent(st, &lb, &extent));
+    CHECK(lb == 2 * (MPI_Aint)sizeof(int) && extent == 7 * (MPI_Aint)sizeof(int),
+          "%s: lb %ld extent %ld", what, (long)lb, (long)extent);
+    OK(MPI_Pack(buf, 1, st, got, sizeof(got), &pos, MPI_COMM_SELF));
+    CHECK(pos == 5 * (int)sizeof(int) && memcmp(got, want, 5 * sizeof(int)) == 0,
+          "%s: %d bytes packed", what, pos);
+}
+
+static void test_struct_of_indexed_with_leading_empty_block(void)
+{
+    int len[3] = {0, 4, 0}, disp[3] = {1000, 2, 1000}, want[5] = {2, 3, 4, 5, 8};
+    MPI_Aint adisp[3] = {0, 8 * sizeof(int), 0};
+    MPI_Datatype idx, st, types[2];
+
+    OK(MPI_Type_indexed(3, len, disp, MPI_INT, &idx));
+    OK(MPI_Type_commit(&idx));
+    types[0] = idx;
+    types[1] = MPI_INT;
+    OK(MPI_Type_create_struct(2, (int[]){1, 1}, adisp, types, &st));
+    {
+        MPI_Aint lb, extent;
+
+        OK(MPI_Type_get_extent(idx, &lb, &extent));
+        CHECK(lb == 2 * (MPI_Aint)sizeof(int) && extent == 4 * (MPI_Aint)sizeof(int),
+              "indexed with a leading empty block: lb %ld extent %ld", (long)lb, (long)extent);
+    }
+    check_struct_layout(st, want, "struct of the indexed type");
+    OK(MPI_Type_free(&idx));
+    /* freed, its handle names nothing, though the struct still uses the type */
+    CHECK(MPI_Type_commit(&types[0]) == MPI_ERR_TYPE, "a freed handle in use by a struct is valid");
+    OK(MPI_Type_free(&st));
+
+    adisp[0] = PTRDIFF_MAX;
+    adisp[1] = 2 * sizeof(int);
+    adisp[2] = PTRDIFF_MAX;
+    OK(MPI_Type_create_hindexed(3, len, adisp, MPI_INT, &idx));
+    CHECK(idx == types[0], "the new type did not get the handle freed last");
+    OK(MPI_Type_commit(&idx));
+    adisp[0] = 0;
+    adisp[1] = 8 * sizeof(int);
+    if (MPI_Type_create_struct(2, (int[]){1, 1}, adisp, types, &st) != MPI_SUCCESS) {
+        CHECK(0, "the struct of the handle value kept is refused");
+        OK(MPI_Type_free(&idx));
+        return;
+    }
+    check_struct_layout(st, want, "struct of the hindexed type");
+    OK(MPI_Type_free(&st));
+    OK(MPI_Type_free(&idx));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -953,6 +1025,7 @@ int main(int argc, char **argv)
     test_sized_types();
     test_external32();
     test_inquiries();
+    test_struct_of_indexed_with_leading_empty_block();
     {
         int ret = check_summary("datatype_more", MPI_COMM_WORLD, 99);
 

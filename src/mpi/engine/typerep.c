@@ -14,6 +14,7 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "mpi/engine/handle.h"
 #include "util/compiler.h"
 
 /* ---- the predefined datatypes ---------------------------------------------------------- */
@@ -181,6 +182,8 @@ void pb_eng_type_release(pb_datatype_t *t)
     /* acq_rel: the last releaser sees every write of the others */
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (t->handle != NULL)
+        pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, t->handle);
     for (i = 0; i < t->nparts; i++)
         pb_eng_type_release(t->parts[i].type);
     pb_eng_type_contents_free(t->contents);

@@ -157,8 +157,11 @@ struct pb_eng_type {
     size_t nparts;
     pb_part_t *parts;
     pb_eng_type_contents_t *contents; /* created types: how they were made (freed with them) */
-    size_t value_size;                /* pair types: bytes of the value before the index */
-    pb_seg_t own_segs[2];             /* predefined types' segments */
+    void *handle;      /* created types: the object of the handle made with the type in the handle
+                        * registry (PB_ENG_HANDLE_DATATYPE), given back when the type goes (see
+                        * pb_eng_type_release), or NULL */
+    size_t value_size; /* pair types: bytes of the value before the index */
+    pb_seg_t own_segs[2]; /* predefined types' segments */
     char name[MPI_MAX_OBJECT_NAME];
 };
 
@@ -217,7 +220,12 @@ pb_datatype_t *pb_eng_type_of_basic(pb_basic_t kind);
 
 /* Keep @t alive until the matching release (a pending send or receive
  * holds its datatype so; the handle holds one reference).  Both are no-ops
- * on predefined types and thread safe; the last release frees @t. */
+ * on predefined types and thread safe; the last release frees @t, first
+ * giving back t->handle, then releasing the types it is made of: a type
+ * freed by the program while others use it keeps its handle (retired)
+ * until they go, and the handles come free in the order the objects die,
+ * as in the implementations whose handles are their objects (programs
+ * that reuse a freed handle's value rely on that order). */
 void pb_eng_type_retain(pb_datatype_t *t);
 void pb_eng_type_release(pb_datatype_t *t);
 
