@@ -19,16 +19,19 @@
 #include "mpi/datatype.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/attr.h"
 #include "mpi/engine/handle.h"
 
 /* The object behind a created handle. */
 struct MPI_ABI_Datatype {
     pb_datatype_t *type; /* one reference */
+    int f90;             /* one of MPI_Type_create_f90_*: predefined, never freed */
 };
 
 /* The predefined datatype handles are 0x200-0x3ff (the Fortran ones
@@ -71,8 +74,24 @@ static int type_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datat
         return MPI_ERR_NO_MEM;
     }
     h->type = t;
+    t->handle = h;
     *newtype = h;
     return MPI_SUCCESS;
+}
+
+/* Give back the handle @h and its reference: the handle the type was made
+ * with is retired (it names nothing from now on) and given back when the
+ * type goes (pb_eng_type_release); another (of MPI_Type_get_contents) at
+ * once. */
+static void type_handle_delete(MPI_Datatype h)
+{
+    pb_datatype_t *t = h->type;
+
+    if (t->handle == h)
+        pb_eng_handle_retire(PB_ENG_HANDLE_DATATYPE, h);
+    else
+        pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, h);
+    pb_eng_type_release(t);
 }
 
 /* The datatype @handle (argument @what of @func) or a raised MPI_ERR_TYPE. */
@@ -145,6 +164,111 @@ static MPI_Count arr_get(const void *arr, pb_arr_kind_t kind, MPI_Count i)
     case ARR_AINT: return ((const MPI_Aint *)arr)[i];
     default: return ((const MPI_Count *)arr)[i];
     }
+}
+
+/* ---- how a type was made (MPI_Type_get_envelope, MPI_Type_get_contents) ----------------- */
+
+/* A contents record being filled in the standard's order.  In the
+ * large-count forms (_c) every count and displacement goes to the large
+ * counts; in the others, ints to the ints and addresses to the addresses. */
+typedef struct {
+    pb_eng_type_contents_t *c; /* NULL when out of memory */
+    int large;
+    MPI_Count ni, na, nl;
+} rec_t;
+
+static rec_t rec_begin(int large, MPI_Count nints, MPI_Count naddrs, MPI_Count nlarge,
+                       MPI_Count ntypes)
+{
+    return (rec_t){.c = pb_eng_type_contents_new(nints, naddrs, nlarge, ntypes), .large = large};
+}
+
+/* Append @v, an address argument when @is_addr. */
+static void rec_value(rec_t *r, int is_addr, MPI_Count v)
+{
+    if (r->c == NULL)
+        return;
+    if (r->large && r->nl < r->c->nlarge)
+        r->c->large[r->nl++] = v;
+    else if (!r->large && is_addr && r->na < r->c->naddrs)
+        r->c->addrs[r->na++] = (MPI_Aint)v;
+    else if (!r->large && !is_addr && r->ni < r->c->nints)
+        r->c->ints[r->ni++] = (int)v;
+}
+
+static void rec_array(rec_t *r, int is_addr, const void *arr, pb_arr_kind_t kind, MPI_Count n)
+{
+    for (MPI_Count i = 0; i < n; i++)
+        rec_value(r, is_addr, arr_get(arr, kind, i));
+}
+
+/* An int argument that stays an int in the large-count forms (ndims,
+ * order, the distributions of a darray). */
+static void rec_int(rec_t *r, int v)
+{
+    if (r->c != NULL && r->ni < r->c->nints)
+        r->c->ints[r->ni++] = v;
+}
+
+/* Attach the record of @r, with the types @types (checked by the
+ * constructor), to *@newtype, just made by @func.  Out of memory: free the
+ * new type.  @return MPI_SUCCESS or MPI_ERR_NO_MEM raised. */
+static int rec_end(const char *func, rec_t *r, const MPI_Datatype *types, MPI_Datatype *newtype)
+{
+    pb_eng_type_contents_t *c = r->c;
+
+    if (c == NULL) {
+        type_handle_delete(*newtype);
+        *newtype = MPI_DATATYPE_NULL;
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func,
+                            "out of memory for the new datatype's description");
+    }
+    for (MPI_Count i = 0; i < c->ntypes; i++) {
+        c->types[i] = pb_mpi_datatype(types[i]);
+        pb_eng_type_retain(c->types[i]);
+        c->handles[i] = (uintptr_t)types[i] < PB_ENG_HANDLE_INT_BASE ? types[i] : MPI_DATATYPE_NULL;
+    }
+    (*newtype)->type->contents = c;
+    return MPI_SUCCESS;
+}
+
+/* Record the arguments of the vector family (contiguous: @count only;
+ * hvector: @stride an address). */
+static int rec_vector(const char *func, int combiner, int large, MPI_Count count,
+                      MPI_Count blocklen, MPI_Count stride, MPI_Datatype oldtype,
+                      MPI_Datatype *newtype)
+{
+    int contiguous = combiner == MPI_COMBINER_CONTIGUOUS;
+    int hvector = combiner == MPI_COMBINER_HVECTOR;
+    MPI_Count n = contiguous ? 1 : 3;
+    rec_t r = large ? rec_begin(1, 0, 0, n, 1) : rec_begin(0, n - hvector, hvector, 0, 1);
+
+    rec_value(&r, 0, count);
+    if (!contiguous) {
+        rec_value(&r, 0, blocklen);
+        rec_value(&r, hvector, stride);
+    }
+    return rec_end(func, &r, &oldtype, newtype);
+}
+
+/* Record the arguments of the indexed family: @blocklens (NULL: the one
+ * @blocklen of the _block forms), @displs (addresses for the h forms). */
+static int rec_indexed(const char *func, int large, MPI_Count count, const void *blocklens,
+                       MPI_Count blocklen, const void *displs, pb_arr_kind_t kind, int displs_addr,
+                       pb_arr_kind_t displs_kind, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    MPI_Count nb = blocklens != NULL ? count : 1;
+    rec_t r = large
+                  ? rec_begin(1, 0, 0, 1 + nb + count, 1)
+                  : rec_begin(0, 1 + nb + (displs_addr ? 0 : count), displs_addr ? count : 0, 0, 1);
+
+    rec_value(&r, 0, count);
+    if (blocklens != NULL)
+        rec_array(&r, 0, blocklens, kind, count);
+    else
+        rec_value(&r, 0, blocklen);
+    rec_array(&r, displs_addr, displs, displs_kind, count);
+    return rec_end(func, &r, &oldtype, newtype);
 }
 
 /* ---- the constructors ---------------------------------------------------------------------- */
@@ -233,7 +357,8 @@ static int type_struct(const char *func, MPI_Count count, const void *blocklens,
 {
     pb_eng_type_builder_t b;
     MPI_Count i;
-    int ret;
+    rec_t r;
+    int ret, large;
 
     if ((ret = count_arg(count, func, "count")) != MPI_SUCCESS)
         return ret;
@@ -268,23 +393,68 @@ static int type_struct(const char *func, MPI_Count count, const void *blocklens,
         pb_eng_type_builder_add(&b, disp, pb_mpi_datatype(types[i]), arr_get(blocklens, kind, i));
     }
     ret = type_handle_new(&b, 1, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    large = kind == ARR_COUNT;
+    r = large ? rec_begin(1, 0, 0, 1 + 2 * count, count) : rec_begin(0, 1 + count, count, 0, count);
+    rec_value(&r, 0, count);
+    rec_array(&r, 0, blocklens, kind, count);
+    rec_array(&r, 1, displs, large ? ARR_COUNT : ARR_AINT, count);
+    return rec_end(func, &r, types, newtype);
+}
+
+/* type_vector, then its arguments recorded (@large: a _c form). */
+static int vector_rec(int large, const char *func, int combiner, MPI_Count count,
+                      MPI_Count blocklen, MPI_Count stride, int stride_in_elements,
+                      MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    int ret =
+        type_vector(func, combiner, count, blocklen, stride, stride_in_elements, oldtype, newtype);
+
+    if (ret != MPI_SUCCESS)
+        return ret;
+    return rec_vector(func, combiner, large, count, blocklen, stride, oldtype, newtype);
+}
+
+/* type_indexed, then its arguments recorded (MPI_Count arrays: a _c
+ * form). */
+static int indexed_rec(const char *func, int combiner, MPI_Count count, const void *blocklens,
+                       MPI_Count blocklen, const void *displs, pb_arr_kind_t kind,
+                       int displs_in_elements, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    int ret = type_indexed(func, combiner, count, blocklens, blocklen, displs, kind,
+                           displs_in_elements, oldtype, newtype);
+
+    if (ret != MPI_SUCCESS)
+        return ret;
+    return rec_indexed(func, kind == ARR_COUNT, count, blocklens, blocklen, displs, kind,
+                       !displs_in_elements, kind, oldtype, newtype);
 }
 
 /* A new datatype of @count contiguous elements of @oldtype.
  * @return MPI_SUCCESS; MPI_ERR_COUNT (count < 0), MPI_ERR_TYPE (oldtype),
  * MPI_ERR_ARG (newtype NULL, too large), MPI_ERR_NO_MEM. */
+static int type_contiguous(int large, MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    const char *func = "MPI_Type_contiguous";
+    int ret = type_vector(func, MPI_COMBINER_CONTIGUOUS, count < 0 ? count : 1,
+                          count < 0 ? 0 : count, 0, 0, oldtype, newtype);
+
+    if (ret != MPI_SUCCESS)
+        return ret;
+    return rec_vector(func, MPI_COMBINER_CONTIGUOUS, large, count, 0, 0, oldtype, newtype);
+}
+
 PB_EXPORT int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_vector("MPI_Type_contiguous", MPI_COMBINER_CONTIGUOUS, count < 0 ? count : 1,
-                       count < 0 ? 0 : count, 0, 0, oldtype, newtype);
+    return type_contiguous(1, count, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_contiguous_c, PMPI_Type_contiguous_c);
 
 /* MPI_Type_contiguous_c with an int count; same errors. */
 PB_EXPORT int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return PMPI_Type_contiguous_c(count, oldtype, newtype);
+    return type_contiguous(0, count, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_contiguous, PMPI_Type_contiguous);
 
@@ -294,8 +464,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_contiguous, PMPI_Type_contiguous);
 PB_EXPORT int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                                  MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_vector("MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
-                       oldtype, newtype);
+    return vector_rec(1, "MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
+                      oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_vector_c, PMPI_Type_vector_c);
 
@@ -303,8 +473,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_vector_c, PMPI_Type_vector_c);
 PB_EXPORT int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                                MPI_Datatype *newtype)
 {
-    return type_vector("MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
-                       oldtype, newtype);
+    return vector_rec(0, "MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
+                      oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_vector, PMPI_Type_vector);
 
@@ -312,8 +482,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_vector, PMPI_Type_vector);
 PB_EXPORT int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                                          MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_vector("MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength, stride,
-                       0, oldtype, newtype);
+    return vector_rec(1, "MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength,
+                      stride, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c);
 
@@ -321,8 +491,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c);
 PB_EXPORT int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
                                        MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_vector("MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength, stride,
-                       0, oldtype, newtype);
+    return vector_rec(0, "MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength,
+                      stride, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hvector, PMPI_Type_create_hvector);
 
@@ -336,8 +506,8 @@ PB_EXPORT int PMPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_bloc
 {
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
-    return type_indexed("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
-                        array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
+    return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
+                       array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_indexed_c, PMPI_Type_indexed_c);
 
@@ -348,8 +518,8 @@ PB_EXPORT int PMPI_Type_indexed(int count, const int array_of_blocklengths[],
 {
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
-    return type_indexed("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
-                        array_of_displacements, ARR_INT, 1, oldtype, newtype);
+    return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
+                       array_of_displacements, ARR_INT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_indexed, PMPI_Type_indexed);
 
@@ -360,9 +530,9 @@ PB_EXPORT int PMPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array
 {
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_create_hindexed", "array_of_blocklengths");
-    return type_indexed("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED, count,
-                        array_of_blocklengths, 0, array_of_displacements, ARR_COUNT, 0, oldtype,
-                        newtype);
+    return indexed_rec("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED, count,
+                       array_of_blocklengths, 0, array_of_displacements, ARR_COUNT, 0, oldtype,
+                       newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c);
 
@@ -398,7 +568,10 @@ PB_EXPORT int PMPI_Type_create_hindexed(int count, const int array_of_blocklengt
     for (i = 0; i < count; i++)
         pb_eng_type_builder_add(&b, array_of_displacements[i], old, array_of_blocklengths[i]);
     ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    return rec_indexed(func, 0, count, array_of_blocklengths, 0, array_of_displacements, ARR_INT, 1,
+                       ARR_AINT, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed, PMPI_Type_create_hindexed);
 
@@ -408,8 +581,8 @@ PB_EXPORT int PMPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blockl
                                                const MPI_Count array_of_displacements[],
                                                MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_indexed("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
-                        blocklength, array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
+    return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
+                       blocklength, array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c);
 
@@ -418,8 +591,8 @@ PB_EXPORT int PMPI_Type_create_indexed_block(int count, int blocklength,
                                              const int array_of_displacements[],
                                              MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_indexed("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
-                        blocklength, array_of_displacements, ARR_INT, 1, oldtype, newtype);
+    return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
+                       blocklength, array_of_displacements, ARR_INT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block);
 
@@ -428,8 +601,8 @@ PB_EXPORT int PMPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count block
                                                 const MPI_Count array_of_displacements[],
                                                 MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_indexed("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
-                        blocklength, array_of_displacements, ARR_COUNT, 0, oldtype, newtype);
+    return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
+                       blocklength, array_of_displacements, ARR_COUNT, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c);
 
@@ -439,8 +612,8 @@ PB_EXPORT int PMPI_Type_create_hindexed_block(int count, int blocklength,
                                               const MPI_Aint array_of_displacements[],
                                               MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
-    return type_indexed("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
-                        blocklength, array_of_displacements, ARR_AINT, 0, oldtype, newtype);
+    return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
+                       blocklength, array_of_displacements, ARR_AINT, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block);
 
@@ -473,13 +646,14 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_struct, PMPI_Type_create_struct);
 /* @oldtype with lower bound @lb and extent @extent (the type map of oldtype
  * with markers at lb and lb + extent).  @return MPI_SUCCESS; MPI_ERR_TYPE,
  * MPI_ERR_ARG (newtype NULL, lb + extent overflows), MPI_ERR_NO_MEM. */
-PB_EXPORT int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent,
-                                         MPI_Datatype *newtype)
+static int type_resized(int large, MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent,
+                        MPI_Datatype *newtype)
 {
     const char *func = "MPI_Type_create_resized";
     pb_datatype_t *old;
     pb_eng_type_builder_t b;
     MPI_Aint ub;
+    rec_t r;
     int ret;
 
     if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
@@ -496,7 +670,21 @@ PB_EXPORT int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI
     b.mark_lo = (MPI_Aint)lb;
     b.mark_hi = ub;
     ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    r = large ? rec_begin(1, 0, 0, 2, 1) : rec_begin(0, 0, 2, 0, 1);
+    rec_value(&r, 1, lb);
+    rec_value(&r, 1, extent);
+    return rec_end(func, &r, &oldtype, newtype);
+}
+
+/* @oldtype with lower bound @lb and extent @extent.  @return MPI_SUCCESS;
+ * MPI_ERR_TYPE, MPI_ERR_ARG (newtype NULL, lb + extent overflows),
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent,
+                                         MPI_Datatype *newtype)
+{
+    return type_resized(1, oldtype, lb, extent, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_resized_c, PMPI_Type_create_resized_c);
 
@@ -504,17 +692,20 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_resized_c, PMPI_Type_create_resized_c);
 PB_EXPORT int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                                        MPI_Datatype *newtype)
 {
-    return PMPI_Type_create_resized_c(oldtype, lb, extent, newtype);
+    return type_resized(0, oldtype, lb, extent, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_resized, PMPI_Type_create_resized);
 
 /* A new datatype with the type map, bounds and committed state of
- * @oldtype (not its name).  @return MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG
- * (newtype NULL), MPI_ERR_NO_MEM. */
+ * @oldtype (not its name), and the attributes its keyvals' copy callbacks
+ * give.  @return MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG (newtype NULL),
+ * MPI_ERR_NO_MEM, the error of a copy callback. */
 PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     const char *func = "MPI_Type_dup";
+    MPI_Datatype dup;
     pb_datatype_t *old;
+    rec_t r;
     pb_eng_type_builder_t b;
     int ret;
 
@@ -526,8 +717,19 @@ PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
         return build_error(ret, func);
     pb_eng_type_builder_add(&b, 0, old, 1);
     b.t->committed = old->committed;
-    ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    ret = type_handle_new(&b, 0, &dup);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    r = rec_begin(0, 0, 0, 0, 1);
+    if ((ret = rec_end(func, &r, &oldtype, &dup)) != MPI_SUCCESS)
+        return ret;
+    ret = pb_mpi_type_attr_copy(oldtype, dup);
+    if (ret != MPI_SUCCESS) {
+        type_handle_delete(dup);
+        return pb_mpi_raise(MPI_COMM_NULL, ret, func, "an attribute copy callback failed");
+    }
+    *newtype = dup;
+    return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_dup, PMPI_Type_dup);
 
@@ -584,10 +786,11 @@ PB_EXPORT int PMPI_Type_commit(MPI_Datatype *datatype)
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_commit, PMPI_Type_commit);
 
-/* Free the created datatype *@datatype and set it to MPI_DATATYPE_NULL;
- * types built from it and pending communication keep working.
- * @return MPI_SUCCESS; MPI_ERR_ARG (datatype NULL), MPI_ERR_TYPE (not a
- * datatype, or a predefined one). */
+/* Free the created datatype *@datatype, after deleting its attributes, and
+ * set it to MPI_DATATYPE_NULL; types built from it and pending
+ * communication keep working.  @return MPI_SUCCESS; MPI_ERR_ARG (datatype
+ * NULL), MPI_ERR_TYPE (not a datatype, or a predefined one), the error of
+ * a delete callback (the datatype is not freed then). */
 PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
 {
     pb_datatype_t *t;
@@ -597,11 +800,15 @@ PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
         return ret;
     if ((ret = type_arg(*datatype, "MPI_Type_free", "*datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if (t->predefined)
+    if (t->predefined || (*datatype)->f90)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free",
-                            "*datatype is the predefined %s, which cannot be freed", t->name);
-    pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, *datatype);
-    pb_eng_type_release(t);
+                            "*datatype is the predefined %s, which cannot be freed",
+                            t->predefined ? t->name : "type of an MPI_Type_create_f90_ call");
+    ret = pb_mpi_type_attr_delete_all(*datatype);
+    if (ret != MPI_SUCCESS)
+        return pb_mpi_raise(MPI_COMM_NULL, ret, "MPI_Type_free",
+                            "an attribute delete callback failed (the datatype stays)");
+    type_handle_delete(*datatype);
     *datatype = MPI_DATATYPE_NULL;
     return MPI_SUCCESS;
 }
@@ -878,6 +1085,715 @@ PB_EXPORT MPI_Datatype PMPI_Type_fromint(int datatype)
     return t != NULL ? (MPI_Datatype)t : MPI_DATATYPE_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_fromint, PMPI_Type_fromint);
+
+/* ---- arrays: subarray and darray (MPI-5.0 section 5.1.3, 5.1.4) ------------------------ */
+
+/* The indexes of one dimension an array type holds: @nruns runs of @len
+ * indexes (the last ones cut at @gsize), the first at @first, each next
+ * one @step further. */
+typedef struct {
+    MPI_Count gsize, first, len, step, nruns;
+} dim_runs_t;
+
+/* @t resized to lb 0 and @extent, as a new engine type of @combiner
+ * (one reference) in *@out.  @return MPI_SUCCESS, MPI_ERR_NO_MEM,
+ * MPI_ERR_ARG (too large). */
+static int array_resized(pb_datatype_t *t, int combiner, MPI_Aint extent, pb_datatype_t **out)
+{
+    pb_eng_type_builder_t b;
+    int ret = pb_eng_type_builder_begin(&b, combiner);
+
+    if (ret != MPI_SUCCESS)
+        return ret;
+    pb_eng_type_builder_add(&b, 0, t, 1);
+    b.has_marks = 1;
+    b.mark_lo = 0;
+    b.mark_hi = extent;
+    return pb_eng_type_builder_end(&b, 0, out);
+}
+
+/* The array type of @ndims dimensions (@dims, fastest first) of elements of
+ * @old, as the standard's equivalent constructors give it: each dimension
+ * takes the one before, resized to that dimension's full size, at its
+ * runs' indexes; the whole is resized to lb 0 and the array's extent.
+ * @return MPI_SUCCESS, MPI_ERR_NO_MEM, MPI_ERR_ARG (too large). */
+static int array_type(const dim_runs_t *dims, int ndims, pb_datatype_t *old, int combiner,
+                      pb_datatype_t **out)
+{
+    pb_datatype_t *cur = old, *elem = old, *next;
+    MPI_Aint stride = old->ub - old->lb;
+    int ret = MPI_SUCCESS;
+
+    pb_eng_type_retain(old);
+    for (int d = 0; d < ndims && ret == MPI_SUCCESS; d++) {
+        const dim_runs_t *dim = &dims[d];
+        pb_eng_type_builder_t b;
+
+        if (d > 0) {
+            ret = array_resized(cur, MPI_COMBINER_RESIZED, stride, &elem);
+            if (ret != MPI_SUCCESS)
+                break;
+        } else {
+            pb_eng_type_retain(elem);
+        }
+        ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_HINDEXED);
+        for (MPI_Count k = 0; k < dim->nruns && ret == MPI_SUCCESS && b.status == MPI_SUCCESS;
+             k++) {
+            MPI_Count start = dim->first + k * dim->step;
+            MPI_Count len = dim->gsize - start < dim->len ? dim->gsize - start : dim->len;
+            MPI_Aint disp;
+
+            if (__builtin_mul_overflow((MPI_Aint)start, stride, &disp))
+                b.status = MPI_ERR_ARG;
+            else
+                pb_eng_type_builder_add(&b, disp, elem, len);
+        }
+        if (ret == MPI_SUCCESS)
+            ret = pb_eng_type_builder_end(&b, 0, &next);
+        pb_eng_type_release(elem);
+        if (ret != MPI_SUCCESS)
+            break;
+        pb_eng_type_release(cur);
+        cur = next;
+        if (__builtin_mul_overflow(stride, (MPI_Aint)dim->gsize, &stride))
+            ret = MPI_ERR_ARG;
+    }
+    if (ret == MPI_SUCCESS)
+        ret = array_resized(cur, combiner, stride, out);
+    pb_eng_type_release(cur);
+    return ret;
+}
+
+/* Give the engine type @t (one reference) a handle in *@newtype. */
+static int array_handle_new(pb_datatype_t *t, MPI_Datatype *newtype)
+{
+    MPI_Datatype h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
+
+    if (h == NULL) {
+        pb_eng_type_release(t);
+        return MPI_ERR_NO_MEM;
+    }
+    h->type = t;
+    t->handle = h;
+    *newtype = h;
+    return MPI_SUCCESS;
+}
+
+static int order_arg(int order, const char *func)
+{
+    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "order %d is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN", order);
+    return MPI_SUCCESS;
+}
+
+/* Dimension @i of @ndims in the fastest-first order of @order. */
+static int fastest_first(int order, int ndims, int i)
+{
+    return order == MPI_ORDER_FORTRAN ? i : ndims - 1 - i;
+}
+
+static int type_subarray(int large, int ndims, const void *sizes, const void *subsizes,
+                         const void *starts, int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    const char *func = "MPI_Type_create_subarray";
+    pb_arr_kind_t kind = large ? ARR_COUNT : ARR_INT;
+    pb_datatype_t *old, *t;
+    dim_runs_t *dims;
+    rec_t r;
+    int ret;
+
+    if (ndims <= 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "ndims %d is not positive", ndims);
+    if (sizes == NULL || subsizes == NULL || starts == NULL)
+        return ptr_arg(NULL, func,
+                       sizes == NULL      ? "array_of_sizes"
+                       : subsizes == NULL ? "array_of_subsizes"
+                                          : "array_of_starts");
+    for (int i = 0; i < ndims; i++) {
+        MPI_Count size = arr_get(sizes, kind, i), sub = arr_get(subsizes, kind, i),
+                  start = arr_get(starts, kind, i);
+
+        if (size <= 0 || sub < 0 || sub > size || start < 0 || start > size - sub)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "dimension %d: size %lld, subsize %lld, start %lld (the standard "
+                                "needs size > 0 and 0 <= start <= start + subsize <= size)",
+                                i, (long long)size, (long long)sub, (long long)start);
+    }
+    if ((ret = order_arg(order, func)) != MPI_SUCCESS)
+        return ret;
+    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+        return ret;
+    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+        return ret;
+    dims = calloc((size_t)ndims, sizeof(*dims));
+    if (dims == NULL)
+        return build_error(MPI_ERR_NO_MEM, func);
+    for (int i = 0; i < ndims; i++) {
+        int d = fastest_first(order, ndims, i);
+
+        dims[i] = (dim_runs_t){.gsize = arr_get(sizes, kind, d),
+                               .first = arr_get(starts, kind, d),
+                               .len = arr_get(subsizes, kind, d),
+                               .nruns = 1};
+    }
+    ret = array_type(dims, ndims, old, MPI_COMBINER_SUBARRAY, &t);
+    free(dims);
+    if (ret == MPI_SUCCESS)
+        ret = array_handle_new(t, newtype);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    r = large ? rec_begin(1, 2, 0, 3 * (MPI_Count)ndims, 1)
+              : rec_begin(0, 3 * (MPI_Count)ndims + 2, 0, 0, 1);
+    rec_int(&r, ndims);
+    rec_array(&r, 0, sizes, kind, ndims);
+    rec_array(&r, 0, subsizes, kind, ndims);
+    rec_array(&r, 0, starts, kind, ndims);
+    rec_int(&r, order);
+    return rec_end(func, &r, &oldtype, newtype);
+}
+
+/* The part of an @ndims-dimensional array of @oldtype elements (sizes
+ * @array_of_sizes) that starts at @array_of_starts and spans
+ * @array_of_subsizes, in @order (MPI_ORDER_C: the last dimension varies
+ * fastest; MPI_ORDER_FORTRAN: the first); lb 0 and the whole array's
+ * extent.  @return MPI_SUCCESS; MPI_ERR_ARG (ndims <= 0, a NULL array, a
+ * size <= 0, a part outside the array, a bad order, newtype NULL, too
+ * large), MPI_ERR_TYPE, MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[],
+                                          const MPI_Count array_of_subsizes[],
+                                          const MPI_Count array_of_starts[], int order,
+                                          MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return type_subarray(1, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
+                         oldtype, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c);
+
+/* MPI_Type_create_subarray_c with int arrays; same errors. */
+PB_EXPORT int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
+                                        const int array_of_subsizes[], const int array_of_starts[],
+                                        int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return type_subarray(0, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
+                         oldtype, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_subarray, PMPI_Type_create_subarray);
+
+/* The runs of dimension @i of a darray for the process at @coord of
+ * @psize, or a raised MPI_ERR_ARG. */
+static int darray_dim(const char *func, int i, MPI_Count gsize, int distrib, int darg, int psize,
+                      int coord, dim_runs_t *dim)
+{
+    MPI_Count b;
+
+    if (gsize <= 0 || psize <= 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "dimension %d: gsize %lld and psize %d must be positive", i,
+                            (long long)gsize, psize);
+    if (darg != MPI_DISTRIBUTE_DFLT_DARG && darg <= 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "dimension %d: darg %d is neither positive nor "
+                            "MPI_DISTRIBUTE_DFLT_DARG",
+                            i, darg);
+    *dim = (dim_runs_t){.gsize = gsize};
+    switch (distrib) {
+    case MPI_DISTRIBUTE_NONE:
+        if (psize != 1)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "dimension %d is MPI_DISTRIBUTE_NONE over %d processes (needs 1)",
+                                i, psize);
+        dim->len = gsize;
+        dim->nruns = 1;
+        return MPI_SUCCESS;
+    case MPI_DISTRIBUTE_BLOCK:
+        b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
+        if (b * psize < gsize)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "dimension %d: blocks of %lld over %d processes cover less than "
+                                "gsize %lld",
+                                i, (long long)b, psize, (long long)gsize);
+        dim->first = (MPI_Count)coord * b;
+        dim->len = b;
+        dim->nruns = dim->first < gsize ? 1 : 0;
+        return MPI_SUCCESS;
+    case MPI_DISTRIBUTE_CYCLIC:
+        b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
+        dim->first = (MPI_Count)coord * b;
+        dim->len = b;
+        dim->step = b * psize;
+        dim->nruns = dim->first < gsize ? (gsize - dim->first + dim->step - 1) / dim->step : 0;
+        return MPI_SUCCESS;
+    default:
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "dimension %d: distribution %d is none of MPI_DISTRIBUTE_BLOCK, "
+                            "_CYCLIC, _NONE",
+                            i, distrib);
+    }
+}
+
+static int type_darray(int large, int size, int rank, int ndims, const void *gsizes,
+                       const int distribs[], const int dargs[], const int psizes[], int order,
+                       MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    const char *func = "MPI_Type_create_darray";
+    pb_arr_kind_t kind = large ? ARR_COUNT : ARR_INT;
+    pb_datatype_t *old, *t;
+    dim_runs_t *dims;
+    MPI_Count procs = 1;
+    rec_t r;
+    int ret, rest;
+
+    if (size <= 0 || rank < 0 || rank >= size)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "rank %d is not a rank of a group of size %d", rank, size);
+    if (ndims <= 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "ndims %d is not positive", ndims);
+    if (gsizes == NULL || distribs == NULL || dargs == NULL || psizes == NULL)
+        return ptr_arg(NULL, func, "an array argument");
+    for (int i = 0; i < ndims; i++) {
+        if (psizes[i] <= 0 || __builtin_mul_overflow(procs, (MPI_Count)psizes[i], &procs))
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "array_of_psizes[%d] = %d is not positive", i, psizes[i]);
+    }
+    if (procs != size)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "the process grid holds %lld processes, not size %d", (long long)procs,
+                            size);
+    if ((ret = order_arg(order, func)) != MPI_SUCCESS)
+        return ret;
+    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+        return ret;
+    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+        return ret;
+    dims = calloc((size_t)ndims, sizeof(*dims));
+    if (dims == NULL)
+        return build_error(MPI_ERR_NO_MEM, func);
+    /* the processes are numbered in row-major order whatever @order */
+    rest = rank;
+    for (int d = ndims - 1; d >= 0; d--) {
+        int coord = rest % psizes[d], i;
+
+        rest /= psizes[d];
+        for (i = 0; fastest_first(order, ndims, i) != d; i++)
+            ;
+        ret = darray_dim(func, d, arr_get(gsizes, kind, d), distribs[d], dargs[d], psizes[d], coord,
+                         &dims[i]);
+        if (ret != MPI_SUCCESS) {
+            free(dims);
+            return ret;
+        }
+    }
+    ret = array_type(dims, ndims, old, MPI_COMBINER_DARRAY, &t);
+    free(dims);
+    if (ret == MPI_SUCCESS)
+        ret = array_handle_new(t, newtype);
+    if (ret != MPI_SUCCESS)
+        return build_error(ret, func);
+    r = large ? rec_begin(1, 3 * (MPI_Count)ndims + 4, 0, ndims, 1)
+              : rec_begin(0, 4 * (MPI_Count)ndims + 4, 0, 0, 1);
+    rec_int(&r, size);
+    rec_int(&r, rank);
+    rec_int(&r, ndims);
+    rec_array(&r, 0, gsizes, kind, ndims);
+    for (int i = 0; i < ndims; i++)
+        rec_int(&r, distribs[i]);
+    for (int i = 0; i < ndims; i++)
+        rec_int(&r, dargs[i]);
+    for (int i = 0; i < ndims; i++)
+        rec_int(&r, psizes[i]);
+    rec_int(&r, order);
+    return rec_end(func, &r, &oldtype, newtype);
+}
+
+/* The part process @rank of @size holds of an @ndims-dimensional array of
+ * @oldtype elements (sizes @array_of_gsizes) distributed over a process
+ * grid @array_of_psizes (processes in row-major order): per dimension
+ * MPI_DISTRIBUTE_BLOCK (blocks of darg, MPI_DISTRIBUTE_DFLT_DARG: the
+ * gsize split evenly), _CYCLIC (blocks of darg, default 1, dealt round
+ * robin) or _NONE (not distributed, psize 1); elements in @order; lb 0 and
+ * the whole array's extent.  @return MPI_SUCCESS; MPI_ERR_ARG (a bad rank,
+ * size, ndims, grid, distribution, darg, order; NULL arrays or newtype;
+ * too large), MPI_ERR_TYPE, MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Type_create_darray_c(int size, int rank, int ndims,
+                                        const MPI_Count array_of_gsizes[],
+                                        const int array_of_distribs[], const int array_of_dargs[],
+                                        const int array_of_psizes[], int order,
+                                        MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return type_darray(1, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
+                       array_of_psizes, order, oldtype, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_darray_c, PMPI_Type_create_darray_c);
+
+/* MPI_Type_create_darray_c with int gsizes; same errors. */
+PB_EXPORT int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                                      const int array_of_distribs[], const int array_of_dargs[],
+                                      const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                                      MPI_Datatype *newtype)
+{
+    return type_darray(0, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
+                       array_of_psizes, order, oldtype, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_darray, PMPI_Type_create_darray);
+
+/* ---- sized types: f90 and MPI_Type_match_size (MPI-5.0 section 19.1.9) ------------------ */
+
+/* The f90 types made so far: each (combiner, p, r) gets one handle for the
+ * library's life, as the standard's predefined types do. */
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    struct {
+        int combiner, p, r;
+        MPI_Datatype handle;
+    } types[64];
+} f90 = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The predefined C type of the f90 kind with precision @p and range @r
+ * (MPI_UNDEFINED: not given): the smallest that has them, as Fortran's
+ * SELECTED_INT_KIND / SELECTED_REAL_KIND pick (8-, 16-, 32-, 64-bit
+ * integers; float, double, long double), or MPI_DATATYPE_NULL. */
+static MPI_Datatype f90_match(int combiner, int p, int r)
+{
+    static const struct {
+        int p, r;
+        MPI_Datatype real, complex;
+    } reals[] = {
+        {6, 37, MPI_FLOAT, MPI_C_FLOAT_COMPLEX},
+        {15, 307, MPI_DOUBLE, MPI_C_DOUBLE_COMPLEX},
+        {18, 4931, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX},
+    };
+    static const struct {
+        int r;
+        MPI_Datatype type;
+    } ints[] = {{2, MPI_INT8_T}, {4, MPI_INT16_T}, {9, MPI_INT32_T}, {18, MPI_INT64_T}};
+
+    if (combiner == MPI_COMBINER_F90_INTEGER) {
+        for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+            if (r <= ints[i].r)
+                return ints[i].type;
+        }
+        return MPI_DATATYPE_NULL;
+    }
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+        if ((p == MPI_UNDEFINED || p <= reals[i].p) && (r == MPI_UNDEFINED || r <= reals[i].r))
+            return combiner == MPI_COMBINER_F90_REAL ? reals[i].real : reals[i].complex;
+    }
+    return MPI_DATATYPE_NULL;
+}
+
+/* The handle of the f90 type (@combiner, @p, @r), made on first use.
+ * @return MPI_SUCCESS or an error raised. */
+static int type_f90(const char *func, int combiner, int p, int r, MPI_Datatype *newtype)
+{
+    MPI_Datatype base = f90_match(combiner, p, r), h = MPI_DATATYPE_NULL;
+    pb_eng_type_builder_t b;
+    rec_t rec;
+    int ret = MPI_SUCCESS, i;
+
+    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+        return ret;
+    if ((combiner != MPI_COMBINER_F90_INTEGER && p == MPI_UNDEFINED && r == MPI_UNDEFINED) ||
+        (combiner != MPI_COMBINER_F90_INTEGER && p != MPI_UNDEFINED && p < 0) ||
+        (combiner == MPI_COMBINER_F90_INTEGER && r == MPI_UNDEFINED) ||
+        (r != MPI_UNDEFINED && r < 0) || base == MPI_DATATYPE_NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "no type has precision %d and range %d (MPI_UNDEFINED is %d)", p, r,
+                            MPI_UNDEFINED);
+    pthread_mutex_lock(&f90.lock);
+    for (i = 0; i < f90.n; i++) {
+        if (f90.types[i].combiner == combiner && f90.types[i].p == p && f90.types[i].r == r) {
+            h = f90.types[i].handle;
+            goto out;
+        }
+    }
+    if (f90.n == (int)(sizeof(f90.types) / sizeof(f90.types[0]))) {
+        ret = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                           "more than %d distinct f90 types asked for", f90.n);
+        goto out;
+    }
+    if ((ret = pb_eng_type_builder_begin(&b, combiner)) != MPI_SUCCESS) {
+        ret = build_error(ret, func);
+        goto out;
+    }
+    pb_eng_type_builder_add(&b, 0, pb_mpi_datatype(base), 1);
+    b.t->committed = 1;
+    if ((ret = type_handle_new(&b, 0, &h)) != MPI_SUCCESS) {
+        ret = build_error(ret, func);
+        goto out;
+    }
+    h->f90 = 1;
+    snprintf(h->type->name, sizeof(h->type->name), "%s(%d, %d)", func, p, r);
+    rec = rec_begin(0, combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2, 0, 0, 0);
+    if (combiner != MPI_COMBINER_F90_INTEGER)
+        rec_int(&rec, p);
+    rec_int(&rec, r);
+    if ((ret = rec_end(func, &rec, NULL, &h)) != MPI_SUCCESS)
+        goto out;
+    f90.types[f90.n].combiner = combiner;
+    f90.types[f90.n].p = p;
+    f90.types[f90.n].r = r;
+    f90.types[f90.n++].handle = h;
+out:
+    pthread_mutex_unlock(&f90.lock);
+    if (ret == MPI_SUCCESS)
+        *newtype = h;
+    return ret;
+}
+
+/* The predefined type of Fortran's INTEGER(SELECTED_INT_KIND(@r)): a C
+ * integer of 1, 2, 4 or 8 bytes (the Fortran types are not supported),
+ * the same handle for the same @r; MPI_Type_get_envelope gives
+ * MPI_COMBINER_F90_INTEGER and its contents @r.  It cannot be freed.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (no such integer: r > 18, newtype NULL). */
+PB_EXPORT int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r,
+                    newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer);
+
+/* The predefined type of Fortran's REAL(SELECTED_REAL_KIND(@p, @r)) (either
+ * may be MPI_UNDEFINED, not both): float, double or long double.
+ * @return MPI_SUCCESS; MPI_ERR_ARG (no such real, newtype NULL). */
+PB_EXPORT int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, p, r, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_real, PMPI_Type_create_f90_real);
+
+/* The complex of MPI_Type_create_f90_real's real (MPI_C_FLOAT_COMPLEX,
+ * ...); same errors. */
+PB_EXPORT int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
+{
+    return type_f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, p, r, newtype);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex);
+
+/* The predefined type of @typeclass (MPI_TYPECLASS_INTEGER, _REAL,
+ * _COMPLEX) whose elements are @size bytes: MPI_INT8_T .. MPI_INT64_T;
+ * MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE; MPI_C_FLOAT_COMPLEX,
+ * MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX (the C types: Postbox
+ * has no Fortran ones).  @return MPI_SUCCESS; MPI_ERR_ARG (an unknown
+ * typeclass, no type of that size, datatype NULL). */
+PB_EXPORT int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
+{
+    const char *func = "MPI_Type_match_size";
+    static const MPI_Datatype integers[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
+    static const MPI_Datatype reals[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
+    static const MPI_Datatype complexes[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+                                             MPI_C_LONG_DOUBLE_COMPLEX};
+    const MPI_Datatype *list;
+    size_t n;
+    int ret;
+
+    if ((ret = ptr_arg(datatype, func, "datatype")) != MPI_SUCCESS)
+        return ret;
+    switch (typeclass) {
+    case MPI_TYPECLASS_INTEGER: list = integers, n = 4; break;
+    case MPI_TYPECLASS_REAL: list = reals, n = 3; break;
+    case MPI_TYPECLASS_COMPLEX: list = complexes, n = 3; break;
+    default:
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "typeclass %d is none of MPI_TYPECLASS_INTEGER, _REAL, _COMPLEX",
+                            typeclass);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (pb_mpi_datatype(list[i])->size == (size_t)size) {
+            *datatype = list[i];
+            return MPI_SUCCESS;
+        }
+    }
+    return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "typeclass %d has no type of %d bytes",
+                        typeclass, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_match_size, PMPI_Type_match_size);
+
+/* ---- how a type was made ------------------------------------------------------------------ */
+
+/* The envelope of @datatype for @func: its combiner and contents (NULL for
+ * a predefined one, MPI_COMBINER_NAMED). */
+static int envelope_of(MPI_Datatype datatype, const char *func, int *combiner,
+                       const pb_eng_type_contents_t **c_p)
+{
+    pb_datatype_t *t;
+    int ret;
+
+    if ((ret = type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
+        return ret;
+    if ((ret = ptr_arg(combiner, func, "combiner")) != MPI_SUCCESS)
+        return ret;
+    *c_p = t->predefined ? NULL : t->contents;
+    *combiner = t->predefined ? MPI_COMBINER_NAMED : t->combiner;
+    return MPI_SUCCESS;
+}
+
+/* How many ints, addresses, large counts and datatypes the call that made
+ * @datatype took, and which constructor it was (MPI_COMBINER_*;
+ * MPI_COMBINER_NAMED and 0s for a predefined type).  @return MPI_SUCCESS;
+ * MPI_ERR_TYPE, MPI_ERR_ARG (a NULL pointer). */
+PB_EXPORT int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_integers,
+                                       MPI_Count *num_addresses, MPI_Count *num_large_counts,
+                                       MPI_Count *num_datatypes, int *combiner)
+{
+    const char *func = "MPI_Type_get_envelope";
+    const pb_eng_type_contents_t *c;
+    int ret;
+
+    if ((ret = ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
+        (ret = ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
+        (ret = ptr_arg(num_large_counts, func, "num_large_counts")) != MPI_SUCCESS ||
+        (ret = ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
+        return ret;
+    if ((ret = envelope_of(datatype, func, combiner, &c)) != MPI_SUCCESS)
+        return ret;
+    *num_integers = c ? c->nints : 0;
+    *num_addresses = c ? c->naddrs : 0;
+    *num_large_counts = c ? c->nlarge : 0;
+    *num_datatypes = c ? c->ntypes : 0;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c);
+
+/* MPI_Type_get_envelope_c without large counts: MPI_ERR_TYPE for a type
+ * made by a large-count constructor (MPI_Type_vector_c, ...), whose large
+ * counts this form cannot return; otherwise the same. */
+PB_EXPORT int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
+                                     int *num_datatypes, int *combiner)
+{
+    const char *func = "MPI_Type_get_envelope";
+    MPI_Count ni, na, nl, nd;
+    int ret;
+
+    if ((ret = ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
+        (ret = ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
+        (ret = ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
+        return ret;
+    ret = PMPI_Type_get_envelope_c(datatype, &ni, &na, &nl, &nd, combiner);
+    if (ret != MPI_SUCCESS)
+        return ret;
+    if (nl > 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, func,
+                            "datatype was made by a large-count constructor: its %lld large "
+                            "counts need MPI_Type_get_envelope_c",
+                            (long long)nl);
+    if (ni > INT_MAX || na > INT_MAX || nd > INT_MAX)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_VALUE_TOO_LARGE, func,
+                            "the numbers of arguments do not fit in an int (use "
+                            "MPI_Type_get_envelope_c)");
+    *num_integers = (int)ni;
+    *num_addresses = (int)na;
+    *num_datatypes = (int)nd;
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_get_envelope, PMPI_Type_get_envelope);
+
+/* A handle of the type @t recorded with @handle (a predefined one's own
+ * handle, else a new handle the program frees), in *@out. */
+static int contents_handle(pb_datatype_t *t, MPI_Datatype handle, MPI_Datatype *out)
+{
+    MPI_Datatype h;
+
+    if (handle != MPI_DATATYPE_NULL) {
+        *out = handle;
+        return MPI_SUCCESS;
+    }
+    h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
+    if (h == NULL)
+        return MPI_ERR_NO_MEM;
+    pb_eng_type_retain(t);
+    h->type = t;
+    *out = h;
+    return MPI_SUCCESS;
+}
+
+/* The arguments of the call that made @datatype (see
+ * MPI_Type_get_envelope_c for their numbers) into the four arrays; the
+ * datatypes among them are new handles the program frees with
+ * MPI_Type_free, except predefined ones.  @return MPI_SUCCESS;
+ * MPI_ERR_TYPE (a bad or predefined datatype), MPI_ERR_ARG (an array
+ * smaller than its number, NULL where needed), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_integers,
+                                       MPI_Count max_addresses, MPI_Count max_large_counts,
+                                       MPI_Count max_datatypes, int array_of_integers[],
+                                       MPI_Aint array_of_addresses[],
+                                       MPI_Count array_of_large_counts[],
+                                       MPI_Datatype array_of_datatypes[])
+{
+    const char *func = "MPI_Type_get_contents";
+    const pb_eng_type_contents_t *c;
+    int combiner, ret;
+    MPI_Count i;
+
+    if ((ret = envelope_of(datatype, func, &combiner, &c)) != MPI_SUCCESS)
+        return ret;
+    if (c == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, func,
+                            "datatype is predefined (MPI_COMBINER_NAMED): it has no contents");
+    struct {
+        const char *what;
+        MPI_Count max, n;
+        const void *arr;
+    } arrays[4] =
+        {
+            {"integers", max_integers, c->nints, array_of_integers},
+            {"addresses", max_addresses, c->naddrs, array_of_addresses},
+            {"large_counts", max_large_counts, c->nlarge, array_of_large_counts},
+            {"datatypes", max_datatypes, c->ntypes, array_of_datatypes},
+        },
+      *a;
+
+    for (a = arrays; a < arrays + 4; a++) {
+        if (a->max < a->n)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "max_%s %lld is less than the %lld the envelope gives", a->what,
+                                (long long)a->max, (long long)a->n);
+        if (a->n > 0 && a->arr == NULL)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "array_of_%s is NULL", a->what);
+    }
+    for (i = 0; i < c->ntypes; i++) {
+        ret = contents_handle(c->types[i], c->handles[i], &array_of_datatypes[i]);
+        if (ret != MPI_SUCCESS) {
+            while (i-- > 0) {
+                if (c->handles[i] == MPI_DATATYPE_NULL)
+                    type_handle_delete(array_of_datatypes[i]);
+            }
+            return pb_mpi_raise(MPI_COMM_NULL, ret, func, "out of memory for the datatypes");
+        }
+    }
+    if (c->nints > 0)
+        memcpy(array_of_integers, c->ints, (size_t)c->nints * sizeof(int));
+    if (c->naddrs > 0)
+        memcpy(array_of_addresses, c->addrs, (size_t)c->naddrs * sizeof(MPI_Aint));
+    if (c->nlarge > 0)
+        memcpy(array_of_large_counts, c->large, (size_t)c->nlarge * sizeof(MPI_Count));
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_get_contents_c, PMPI_Type_get_contents_c);
+
+/* MPI_Type_get_contents_c without large counts: MPI_ERR_TYPE for a type
+ * made by a large-count constructor; otherwise the same. */
+PB_EXPORT int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses,
+                                     int max_datatypes, int array_of_integers[],
+                                     MPI_Aint array_of_addresses[],
+                                     MPI_Datatype array_of_datatypes[])
+{
+    const char *func = "MPI_Type_get_contents";
+    const pb_eng_type_contents_t *c;
+    int combiner, ret;
+
+    if ((ret = envelope_of(datatype, func, &combiner, &c)) != MPI_SUCCESS)
+        return ret;
+    if (c != NULL && c->nlarge > 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, func,
+                            "datatype was made by a large-count constructor: its large counts "
+                            "need MPI_Type_get_contents_c");
+    return PMPI_Type_get_contents_c(datatype, max_integers, max_addresses, 0, max_datatypes,
+                                    array_of_integers, array_of_addresses, NULL,
+                                    array_of_datatypes);
+}
+PB_MPI_WEAK_ALIAS(MPI_Type_get_contents, PMPI_Type_get_contents);
 
 /* ---- addresses ----------------------------------------------------------------------------- */
 

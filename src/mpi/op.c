@@ -72,8 +72,7 @@ enum {
     G_LOGICAL = 1 << 2,
     G_COMPLEX = 1 << 3,
     G_BYTE = 1 << 4,
-    G_MULTI_LANGUAGE = 1 << 5, /* MPI_AINT, MPI_OFFSET, MPI_COUNT */
-    G_PAIR = 1 << 6,           /* MINLOC/MAXLOC's value-index pairs */
+    G_PAIR = 1 << 5, /* MINLOC/MAXLOC's value-index pairs */
 };
 
 static const unsigned char basic_group[PB_BASIC_COUNT_OF] = {
@@ -95,9 +94,12 @@ static const unsigned char basic_group[PB_BASIC_COUNT_OF] = {
     [PB_BASIC_UINT32] = G_C_INTEGER,
     [PB_BASIC_INT64] = G_C_INTEGER,
     [PB_BASIC_UINT64] = G_C_INTEGER,
-    [PB_BASIC_AINT] = G_MULTI_LANGUAGE,
-    [PB_BASIC_OFFSET] = G_MULTI_LANGUAGE,
-    [PB_BASIC_COUNT] = G_MULTI_LANGUAGE,
+    /* the standard lists MPI_AINT, MPI_OFFSET and MPI_COUNT among the C
+     * integers (and the Fortran ones): every integer op, the logical ones
+     * included, applies to them */
+    [PB_BASIC_AINT] = G_C_INTEGER,
+    [PB_BASIC_OFFSET] = G_C_INTEGER,
+    [PB_BASIC_COUNT] = G_C_INTEGER,
     [PB_BASIC_FLOAT] = G_FLOATING,
     [PB_BASIC_DOUBLE] = G_FLOATING,
     [PB_BASIC_LONG_DOUBLE] = G_FLOATING,
@@ -118,16 +120,16 @@ static const unsigned char basic_group[PB_BASIC_COUNT_OF] = {
 /* The groups each predefined op is defined on (REPLACE and NO_OP: see
  * pb_mpi_op_check_accumulate). */
 static const unsigned char op_groups[PB_OP_COUNT_OF] = {
-    [PB_OP_SUM] = G_C_INTEGER | G_FLOATING | G_COMPLEX | G_MULTI_LANGUAGE,
-    [PB_OP_PROD] = G_C_INTEGER | G_FLOATING | G_COMPLEX | G_MULTI_LANGUAGE,
-    [PB_OP_MIN] = G_C_INTEGER | G_FLOATING | G_MULTI_LANGUAGE,
-    [PB_OP_MAX] = G_C_INTEGER | G_FLOATING | G_MULTI_LANGUAGE,
+    [PB_OP_SUM] = G_C_INTEGER | G_FLOATING | G_COMPLEX,
+    [PB_OP_PROD] = G_C_INTEGER | G_FLOATING | G_COMPLEX,
+    [PB_OP_MIN] = G_C_INTEGER | G_FLOATING,
+    [PB_OP_MAX] = G_C_INTEGER | G_FLOATING,
     [PB_OP_LAND] = G_C_INTEGER | G_LOGICAL,
     [PB_OP_LOR] = G_C_INTEGER | G_LOGICAL,
     [PB_OP_LXOR] = G_C_INTEGER | G_LOGICAL,
-    [PB_OP_BAND] = G_C_INTEGER | G_BYTE | G_MULTI_LANGUAGE,
-    [PB_OP_BOR] = G_C_INTEGER | G_BYTE | G_MULTI_LANGUAGE,
-    [PB_OP_BXOR] = G_C_INTEGER | G_BYTE | G_MULTI_LANGUAGE,
+    [PB_OP_BAND] = G_C_INTEGER | G_BYTE,
+    [PB_OP_BOR] = G_C_INTEGER | G_BYTE,
+    [PB_OP_BXOR] = G_C_INTEGER | G_BYTE,
     [PB_OP_MINLOC] = G_PAIR,
     [PB_OP_MAXLOC] = G_PAIR,
     [PB_OP_REPLACE] = 0,

@@ -358,7 +358,6 @@ enum {
     G_LOGIC = 1 << 2, /* logical */
     G_CPLX = 1 << 3,  /* complex */
     G_BYTE = 1 << 4,  /* byte */
-    G_MULTI = 1 << 5, /* multi-language types */
     G_PAIR = 1 << 6,  /* the MINLOC/MAXLOC pairs */
     G_MAT = 1 << 7,   /* not a group: the 2x2 matrices of the user op */
 };
@@ -438,9 +437,9 @@ static tinfo_t types[] = {
     T_UINT(MPI_UINT32_T, uint32_t, G_CINT),
     T_INT(MPI_INT64_T, int64_t, G_CINT),
     T_UINT(MPI_UINT64_T, uint64_t, G_CINT),
-    T_INT(MPI_AINT, MPI_Aint, G_MULTI),
-    T_INT(MPI_OFFSET, MPI_Offset, G_MULTI),
-    T_INT(MPI_COUNT, MPI_Count, G_MULTI),
+    T_INT(MPI_AINT, MPI_Aint, G_CINT) /* a C integer for the standard */,
+    T_INT(MPI_OFFSET, MPI_Offset, G_CINT) /* a C integer for the standard */,
+    T_INT(MPI_COUNT, MPI_Count, G_CINT) /* a C integer for the standard */,
     T_FLOAT(MPI_FLOAT, float, S_F),
     T_FLOAT(MPI_DOUBLE, double, S_D),
     T_FLOAT(MPI_LONG_DOUBLE, long double, S_LD),
@@ -504,16 +503,16 @@ typedef struct {
 } op_t;
 
 static op_t ops[O_COUNT] = {
-    [O_SUM] = {"MPI_SUM", MPI_SUM, G_CINT | G_MULTI | G_FLOAT | G_CPLX},
-    [O_PROD] = {"MPI_PROD", MPI_PROD, G_CINT | G_MULTI | G_FLOAT | G_CPLX},
-    [O_MIN] = {"MPI_MIN", MPI_MIN, G_CINT | G_MULTI | G_FLOAT},
-    [O_MAX] = {"MPI_MAX", MPI_MAX, G_CINT | G_MULTI | G_FLOAT},
+    [O_SUM] = {"MPI_SUM", MPI_SUM, G_CINT | G_FLOAT | G_CPLX},
+    [O_PROD] = {"MPI_PROD", MPI_PROD, G_CINT | G_FLOAT | G_CPLX},
+    [O_MIN] = {"MPI_MIN", MPI_MIN, G_CINT | G_FLOAT},
+    [O_MAX] = {"MPI_MAX", MPI_MAX, G_CINT | G_FLOAT},
     [O_LAND] = {"MPI_LAND", MPI_LAND, G_CINT | G_LOGIC},
     [O_LOR] = {"MPI_LOR", MPI_LOR, G_CINT | G_LOGIC},
     [O_LXOR] = {"MPI_LXOR", MPI_LXOR, G_CINT | G_LOGIC},
-    [O_BAND] = {"MPI_BAND", MPI_BAND, G_CINT | G_MULTI | G_BYTE},
-    [O_BOR] = {"MPI_BOR", MPI_BOR, G_CINT | G_MULTI | G_BYTE},
-    [O_BXOR] = {"MPI_BXOR", MPI_BXOR, G_CINT | G_MULTI | G_BYTE},
+    [O_BAND] = {"MPI_BAND", MPI_BAND, G_CINT | G_BYTE},
+    [O_BOR] = {"MPI_BOR", MPI_BOR, G_CINT | G_BYTE},
+    [O_BXOR] = {"MPI_BXOR", MPI_BXOR, G_CINT | G_BYTE},
     [O_MINLOC] = {"MPI_MINLOC", MPI_MINLOC, G_PAIR},
     [O_MAXLOC] = {"MPI_MAXLOC", MPI_MAXLOC, G_PAIR},
     [O_UMAT] = {"user 2x2 matrix product (non-commutative)", MPI_OP_NULL, G_MAT},

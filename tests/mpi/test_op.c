@@ -91,8 +91,6 @@ static const struct {
 #define OPS_C_INTEGER                                                                              \
     (BIT(SUM) | BIT(PROD) | BIT(MIN) | BIT(MAX) | BIT(LAND) | BIT(LOR) | BIT(LXOR) | BIT(BAND) |   \
      BIT(BOR) | BIT(BXOR))
-#define OPS_MULTI_LANGUAGE                                                                         \
-    (BIT(SUM) | BIT(PROD) | BIT(MIN) | BIT(MAX) | BIT(BAND) | BIT(BOR) | BIT(BXOR))
 #define OPS_BYTE (BIT(BAND) | BIT(BOR) | BIT(BXOR))
 #define OPS_FLOATING (BIT(SUM) | BIT(PROD) | BIT(MIN) | BIT(MAX))
 #define OPS_COMPLEX (BIT(SUM) | BIT(PROD))
@@ -162,9 +160,9 @@ static const long long int_result[10][4] = {
     X(MPI_UINT32_T, uint32, uint32_t, OPS_C_INTEGER)                                               \
     X(MPI_INT64_T, int64, int64_t, OPS_C_INTEGER)                                                  \
     X(MPI_UINT64_T, uint64, uint64_t, OPS_C_INTEGER)                                               \
-    X(MPI_AINT, aint, MPI_Aint, OPS_MULTI_LANGUAGE)                                                \
-    X(MPI_OFFSET, offset, MPI_Offset, OPS_MULTI_LANGUAGE)                                          \
-    X(MPI_COUNT, count, MPI_Count, OPS_MULTI_LANGUAGE)                                             \
+    X(MPI_AINT, aint, MPI_Aint, OPS_C_INTEGER)                                                     \
+    X(MPI_OFFSET, offset, MPI_Offset, OPS_C_INTEGER)                                               \
+    X(MPI_COUNT, count, MPI_Count, OPS_C_INTEGER)                                                  \
     X(MPI_BYTE, byte, unsigned char, OPS_BYTE)
 
 #define X_DEFINE(type, sfx, T, allowed) DEFINE_INT_CHECK(sfx, T)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <wchar.h>
 
+#include "mpi/engine/handle.h"
 #include "util/compiler.h"
 
 /* ---- the predefined datatypes ---------------------------------------------------------- */
@@ -181,11 +182,60 @@ void pb_eng_type_release(pb_datatype_t *t)
     /* acq_rel: the last releaser sees every write of the others */
     if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1)
         return;
+    if (t->handle != NULL)
+        pb_eng_handle_delete(PB_ENG_HANDLE_DATATYPE, t->handle);
     for (i = 0; i < t->nparts; i++)
         pb_eng_type_release(t->parts[i].type);
+    pb_eng_type_contents_free(t->contents);
     free(t->parts);
     free(t->segs);
     free(t);
+}
+
+pb_eng_type_contents_t *pb_eng_type_contents_new(MPI_Count nints, MPI_Count naddrs,
+                                                 MPI_Count nlarge, MPI_Count ntypes)
+{
+    pb_eng_type_contents_t *c;
+    size_t bytes = sizeof(*c);
+    size_t per_type = sizeof(pb_datatype_t *) + sizeof(MPI_Datatype);
+    char *p;
+
+    /* the arrays by decreasing alignment: 8-byte ones, then the ints */
+    if (nints < 0 || naddrs < 0 || nlarge < 0 || ntypes < 0 || nints > (MPI_Count)(SIZE_MAX / 64) ||
+        naddrs > (MPI_Count)(SIZE_MAX / 64) || nlarge > (MPI_Count)(SIZE_MAX / 64) ||
+        ntypes > (MPI_Count)(SIZE_MAX / 64))
+        return NULL;
+    bytes += (size_t)naddrs * sizeof(MPI_Aint) + (size_t)nlarge * sizeof(MPI_Count) +
+             (size_t)ntypes * per_type + (size_t)nints * sizeof(int);
+    c = calloc(1, bytes);
+    if (c == NULL)
+        return NULL;
+    p = (char *)(c + 1);
+    c->nints = nints;
+    c->naddrs = naddrs;
+    c->nlarge = nlarge;
+    c->ntypes = ntypes;
+    c->addrs = (MPI_Aint *)p;
+    p += (size_t)naddrs * sizeof(MPI_Aint);
+    c->large = (MPI_Count *)p;
+    p += (size_t)nlarge * sizeof(MPI_Count);
+    c->types = (pb_datatype_t **)p;
+    p += (size_t)ntypes * sizeof(pb_datatype_t *);
+    c->handles = (MPI_Datatype *)p;
+    p += (size_t)ntypes * sizeof(MPI_Datatype);
+    c->ints = (int *)p;
+    return c;
+}
+
+void pb_eng_type_contents_free(pb_eng_type_contents_t *c)
+{
+    if (c == NULL)
+        return;
+    for (MPI_Count i = 0; i < c->ntypes; i++) {
+        if (c->types[i] != NULL)
+            pb_eng_type_release(c->types[i]);
+    }
+    free(c);
 }
 
 /* ---- elements ------------------------------------------------------------------------------ */

@@ -118,6 +118,18 @@ typedef struct {
 
 typedef struct pb_eng_type pb_datatype_t;
 
+/* The arguments of the constructor call that made a created type, in the
+ * standard's order (MPI_Type_get_envelope, MPI_Type_get_contents): one
+ * allocation holding the struct and its four arrays. */
+typedef struct {
+    MPI_Count nints, naddrs, nlarge, ntypes;
+    int *ints;
+    MPI_Aint *addrs;
+    MPI_Count *large;
+    pb_datatype_t **types; /* one reference each */
+    MPI_Datatype *handles; /* a predefined type's handle, else MPI_DATATYPE_NULL */
+} pb_eng_type_contents_t;
+
 /* @n consecutive elements of @type in a created type's packed data. */
 typedef struct {
     pb_datatype_t *type;
@@ -144,7 +156,11 @@ struct pb_eng_type {
     pb_seg_t *segs;
     size_t nparts;
     pb_part_t *parts;
-    size_t value_size;    /* pair types: bytes of the value before the index */
+    pb_eng_type_contents_t *contents; /* created types: how they were made (freed with them) */
+    void *handle;      /* created types: the object of the handle made with the type in the handle
+                        * registry (PB_ENG_HANDLE_DATATYPE), given back when the type goes (see
+                        * pb_eng_type_release), or NULL */
+    size_t value_size; /* pair types: bytes of the value before the index */
     pb_seg_t own_segs[2]; /* predefined types' segments */
     char name[MPI_MAX_OBJECT_NAME];
 };
@@ -204,7 +220,12 @@ pb_datatype_t *pb_eng_type_of_basic(pb_basic_t kind);
 
 /* Keep @t alive until the matching release (a pending send or receive
  * holds its datatype so; the handle holds one reference).  Both are no-ops
- * on predefined types and thread safe; the last release frees @t. */
+ * on predefined types and thread safe; the last release frees @t, first
+ * giving back t->handle, then releasing the types it is made of: a type
+ * freed by the program while others use it keeps its handle (retired)
+ * until they go, and the handles come free in the order the objects die,
+ * as in the implementations whose handles are their objects (programs
+ * that reuse a freed handle's value rely on that order). */
 void pb_eng_type_retain(pb_datatype_t *t);
 void pb_eng_type_release(pb_datatype_t *t);
 
@@ -220,6 +241,15 @@ void pb_eng_type_pack_range(const void *buf, MPI_Count count, const pb_datatype_
                             void *dst, size_t len);
 void pb_eng_type_unpack_range(const void *src, size_t len, void *buf, MPI_Count count,
                               const pb_datatype_t *t, size_t offset);
+
+/* A new contents record of @nints ints, @naddrs addresses, @nlarge large
+ * counts and @ntypes types (zeroed: no type yet), or NULL when out of
+ * memory or too large. */
+pb_eng_type_contents_t *pb_eng_type_contents_new(MPI_Count nints, MPI_Count naddrs,
+                                                 MPI_Count nlarge, MPI_Count ntypes);
+
+/* Free @c (NULL: nothing), releasing the types it holds. */
+void pb_eng_type_contents_free(pb_eng_type_contents_t *c);
 
 /* ---- the builder of created types ---- */
 
