@@ -346,6 +346,40 @@ void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg)
     table.runs[kind][alg]++;
 }
 
+const char *pb_coll_kind_name(pb_coll_kind_t kind)
+{
+    return kind_names[kind];
+}
+
+const char *pb_coll_alg_name(pb_coll_alg_t alg)
+{
+    return alg_names[alg];
+}
+
+int pb_coll_kind_has_alg(pb_coll_kind_t kind, pb_coll_alg_t alg)
+{
+    return kind_has(kind, alg);
+}
+
+unsigned long pb_coll_runs(pb_coll_kind_t kind, pb_coll_alg_t alg)
+{
+    return table.runs[kind][alg];
+}
+
+int pb_coll_stats_get(void)
+{
+    if (!table.read)
+        return pb_config_table_get_long(pb_eng_tunables_table(), "POSTBOX_COLL_STATS") > 0;
+    return table.stats;
+}
+
+void pb_coll_stats_set(int on)
+{
+    if (!table.read)
+        read_table();
+    table.stats = on;
+}
+
 void pb_coll_table_finalize(void)
 {
     char line[1024];
