@@ -46,6 +46,7 @@ enum {
     CAT_ENGINE,
     CAT_P2P,
     CAT_COLL,
+    CAT_RMA,
     CATEGORIES
 };
 
@@ -60,6 +61,7 @@ static const struct {
                                 "each protocol and the unexpected messages."},
     [CAT_COLL] = {"postbox_coll", "Collectives: the node path, the algorithm table and how many "
                                   "times each algorithm ran."},
+    [CAT_RMA] = {"postbox_rma", "One-sided communication: the calls this process made."},
 };
 
 /* ---- control variables --------------------------------------------------- */
@@ -214,6 +216,20 @@ static const char *const proto_names[PB_ENG_PROTOS] = {
     [PB_ENG_PROTO_SINGLE_COPY] = "single_copy",
 };
 
+static const char *const rma_names[PB_ENG_RMA_KINDS] = {
+    [PB_ENG_RMA_PUT] = "put",
+    [PB_ENG_RMA_GET] = "get",
+    [PB_ENG_RMA_ACCUMULATE] = "accumulate",
+    [PB_ENG_RMA_GET_ACCUMULATE] = "get_accumulate",
+    [PB_ENG_RMA_FETCH_AND_OP] = "fetch_and_op",
+    [PB_ENG_RMA_COMPARE_AND_SWAP] = "compare_and_swap",
+};
+
+static uint64_t read_rma_calls(int kind)
+{
+    return pb_eng_stat_get(&pb_eng_stats.rma_calls[kind]);
+}
+
 static uint64_t read_messages(int proto)
 {
     return pb_eng_stat_get(&pb_eng_stats.messages[proto]);
@@ -255,7 +271,7 @@ static uint64_t read_coll_runs(int arg)
 
 /* ---- the state ----------------------------------------------------------- */
 
-#define PVARS_MAX (4 * PB_ENG_PROTOS + 4 + PB_COLL_KINDS * PB_ALG_COUNT)
+#define PVARS_MAX (2 * PB_ENG_PROTOS + 4 + PB_ENG_RMA_KINDS + PB_COLL_KINDS * PB_ALG_COUNT)
 
 static struct {
     pthread_mutex_t lock;
@@ -335,6 +351,13 @@ static void pvars_list(void)
     snprintf(p->desc, sizeof(p->desc),
              "Seconds the process spent waiting for communication to complete (blocking "
              "calls, MPI_Wait*), while the timer runs.");
+    for (int kind = 0; kind < PB_ENG_RMA_KINDS; kind++) {
+        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_RMA, read_rma_calls, kind);
+        snprintf(p->name, sizeof(p->name), "rma_%s_calls", rma_names[kind]);
+        snprintf(p->desc, sizeof(p->desc), "Calls of MPI_%c%s%s this process made as an origin.",
+                 rma_names[kind][0] - 'a' + 'A', rma_names[kind] + 1,
+                 kind < PB_ENG_RMA_FETCH_AND_OP ? " and of its request-based form" : "");
+    }
     for (int k = 0; k < PB_COLL_KINDS; k++) {
         for (int a = 0; a < PB_ALG_COUNT; a++) {
             if (!pb_coll_kind_has_alg((pb_coll_kind_t)k, (pb_coll_alg_t)a))

@@ -10,7 +10,7 @@
  *   MPI_Init..        writes of POSTBOX_RENDEZVOUS and the counts of
  *                     messages per protocol they change; the unexpected
  *                     queue's length and high-water mark; the waiting timer;
- *                     a collective's algorithm count; sessions, handles and
+ *                     a collective's algorithm count; one-sided calls; sessions, handles and
  *                     their errors; categories, events, the time source
  *   after MPI_Finalize  MPI_T still answers, writes are refused
  *
@@ -504,6 +504,42 @@ static void collective_counts(void)
     OK(cvar_write_long("POSTBOX_COLL_STATS", 0));
 }
 
+/* one put, two gets and one accumulate in a fence epoch count as such */
+static void rma_counts(void)
+{
+    static const char *const names[] = {"rma_put_calls", "rma_get_calls", "rma_accumulate_calls",
+                                        "rma_compare_and_swap_calls"};
+    const unsigned long long want[] = {1, 2, 1, 0};
+    MPI_T_pvar_session s;
+    MPI_T_pvar_handle h[4];
+    int window[2] = {0, 0}, mine = rank + 1, got[2] = {-1, -1}, count;
+    MPI_Win win;
+
+    OK(MPI_T_pvar_session_create(&s));
+    for (int i = 0; i < 4; i++)
+        OK(MPI_T_pvar_handle_alloc(s, pvar_index(names[i], MPI_T_PVAR_CLASS_COUNTER), NULL, &h[i],
+                                   &count));
+    OK(MPI_Win_create(window, sizeof(window), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    OK(MPI_T_pvar_reset(s, MPI_T_PVAR_ALL_HANDLES));
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Put(&mine, 1, MPI_INT, peer, 0, 1, MPI_INT, win));
+    OK(MPI_Accumulate(&mine, 1, MPI_INT, peer, 1, 1, MPI_INT, MPI_SUM, win));
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Get(&got[0], 1, MPI_INT, peer, 0, 1, MPI_INT, win));
+    OK(MPI_Get(&got[1], 1, MPI_INT, peer, 1, 1, MPI_INT, win));
+    OK(MPI_Win_fence(0, win));
+    CHECK(got[0] == rank + 1 && got[1] == rank + 1, "read back %d %d from the peer's window",
+          got[0], got[1]);
+    for (int i = 0; i < 4; i++) {
+        unsigned long long v = 99;
+
+        OK(MPI_T_pvar_read(s, h[i], &v));
+        CHECK(v == want[i], "%s: %llu, not %llu", names[i], v, want[i]);
+    }
+    OK(MPI_Win_free(&win));
+    OK(MPI_T_pvar_session_free(&s));
+}
+
 static void pvars_each(void)
 {
     int n = 0;
@@ -543,7 +579,7 @@ static void categories(void)
     OK(MPI_T_category_get_num(&cats));
     OK(MPI_T_cvar_get_num(&cvars));
     OK(MPI_T_pvar_get_num(&pvars));
-    CHECK(cats == 4, "%d categories", cats);
+    CHECK(cats == 5, "%d categories", cats);
     seen_c = calloc((size_t)cvars, sizeof(int));
     seen_p = calloc((size_t)pvars, sizeof(int));
     for (int c = 0; c < cats; c++) {
@@ -676,6 +712,7 @@ int main(int argc, char **argv)
     unexpected_queue();
     wait_timer();
     collective_counts();
+    rma_counts();
     pvars_each();
     categories();
     events_and_source();

@@ -1,6 +1,6 @@
 /*
- * What the engine counts for the MPI_T performance variables (src/mpi/tools.c;
- * docs/mpi.md, "The tools interface (MPI_T)").
+ * What the engine (and the one-sided calls, src/mpi/rma.c) count for the MPI_T performance
+ * variables (src/mpi/tools.c; docs/mpi.md, "The tools interface (MPI_T)").
  *
  * Each counter is a per-process word that the engine bumps with a relaxed
  * load and store (plain moves: no locked instruction on the send and
@@ -25,14 +25,26 @@ typedef enum {
     PB_ENG_PROTOS
 } pb_eng_proto_t;
 
+/* the one-sided calls, counted at the origin (the R forms with their base) */
+typedef enum {
+    PB_ENG_RMA_PUT,
+    PB_ENG_RMA_GET,
+    PB_ENG_RMA_ACCUMULATE,
+    PB_ENG_RMA_GET_ACCUMULATE,
+    PB_ENG_RMA_FETCH_AND_OP,
+    PB_ENG_RMA_COMPARE_AND_SWAP,
+    PB_ENG_RMA_KINDS
+} pb_eng_rma_kind_t;
+
 typedef struct {
-    _Atomic uint64_t messages[PB_ENG_PROTOS]; /* sends started, per protocol */
-    _Atomic uint64_t bytes[PB_ENG_PROTOS];    /* their bytes */
-    _Atomic uint64_t unexpected;              /* messages that arrived before their receive */
-    _Atomic uint64_t unexpected_queued;       /* ... and wait in the queue now */
-    _Atomic uint64_t unexpected_most;         /* the queue's longest since MPI_Init */
-    _Atomic uint64_t wait_ns;                 /* nanoseconds in pb_eng_wait_until, timed */
-    _Atomic int timers;                       /* timers started: wait_ns is counted */
+    _Atomic uint64_t messages[PB_ENG_PROTOS];     /* sends started, per protocol */
+    _Atomic uint64_t bytes[PB_ENG_PROTOS];        /* their bytes */
+    _Atomic uint64_t unexpected;                  /* messages that arrived before their receive */
+    _Atomic uint64_t unexpected_queued;           /* ... and wait in the queue now */
+    _Atomic uint64_t unexpected_most;             /* the queue's longest since MPI_Init */
+    _Atomic uint64_t wait_ns;                     /* nanoseconds in pb_eng_wait_until, timed */
+    _Atomic int timers;                           /* timers started: wait_ns is counted */
+    _Atomic uint64_t rma_calls[PB_ENG_RMA_KINDS]; /* one-sided calls this process made */
 } pb_eng_stats_t;
 
 extern pb_eng_stats_t pb_eng_stats;
