@@ -13,6 +13,7 @@
 #include "mpi/coll_table.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,8 @@ static struct {
     int nrules;
     int forced[PB_COLL_KINDS]; /* POSTBOX_COLL_ALGORITHM: alg + 1, or 0 */
     int stats;
-    unsigned long runs[PB_COLL_KINDS][PB_ALG_COUNT];
+    /* relaxed words: MPI_T reads them from any thread (pb_coll_runs) */
+    _Atomic unsigned long runs[PB_COLL_KINDS][PB_ALG_COUNT];
 } table;
 
 static int kind_has(pb_coll_kind_t kind, pb_coll_alg_t alg)
@@ -343,7 +345,42 @@ pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind)
 
 void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg)
 {
-    table.runs[kind][alg]++;
+    atomic_store_explicit(&table.runs[kind][alg], pb_coll_runs(kind, alg) + 1,
+                          memory_order_relaxed);
+}
+
+const char *pb_coll_kind_name(pb_coll_kind_t kind)
+{
+    return kind_names[kind];
+}
+
+const char *pb_coll_alg_name(pb_coll_alg_t alg)
+{
+    return alg_names[alg];
+}
+
+int pb_coll_kind_has_alg(pb_coll_kind_t kind, pb_coll_alg_t alg)
+{
+    return kind_has(kind, alg);
+}
+
+unsigned long pb_coll_runs(pb_coll_kind_t kind, pb_coll_alg_t alg)
+{
+    return atomic_load_explicit(&table.runs[kind][alg], memory_order_relaxed);
+}
+
+int pb_coll_stats_get(void)
+{
+    if (!table.read)
+        return pb_config_table_get_long(pb_eng_tunables_table(), "POSTBOX_COLL_STATS") > 0;
+    return table.stats;
+}
+
+void pb_coll_stats_set(int on)
+{
+    if (!table.read)
+        read_table();
+    table.stats = on;
 }
 
 void pb_coll_table_finalize(void)
@@ -356,9 +393,11 @@ void pb_coll_table_finalize(void)
                                "postbox: rank %d collectives:", pb_eng_channel.rank);
         for (int k = 0; k < PB_COLL_KINDS; k++) {
             for (int a = 0; a < PB_ALG_COUNT; a++) {
-                if (table.runs[k][a] > 0 && len < sizeof(line))
+                unsigned long runs = pb_coll_runs((pb_coll_kind_t)k, (pb_coll_alg_t)a);
+
+                if (runs > 0 && len < sizeof(line))
                     len += (size_t)snprintf(line + len, sizeof(line) - len, " %s:%s=%lu",
-                                            kind_names[k], alg_names[a], table.runs[k][a]);
+                                            kind_names[k], alg_names[a], runs);
             }
         }
         fprintf(stderr, "%s\n", line);

@@ -58,6 +58,23 @@ pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind);
 /* Count a run of @alg for @kind (POSTBOX_COLL_STATS). */
 void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg);
 
+/* The names of collective @kind and algorithm @alg as the table writes
+ * them ("allreduce", "recursive_doubling"). */
+const char *pb_coll_kind_name(pb_coll_kind_t kind);
+const char *pb_coll_alg_name(pb_coll_alg_t alg);
+
+/* 1 when collective @kind has algorithm @alg, else 0. */
+int pb_coll_kind_has_alg(pb_coll_kind_t kind, pb_coll_alg_t alg);
+
+/* How many times @alg ran for @kind since MPI_Init (the MPI_T performance
+ * variables coll_<kind>_<alg>, src/mpi/tools.c). */
+unsigned long pb_coll_runs(pb_coll_kind_t kind, pb_coll_alg_t alg);
+
+/* Whether MPI_Finalize prints the counts (POSTBOX_COLL_STATS), and set it
+ * (the MPI_T control variable; reads the table first if it was not). */
+int pb_coll_stats_get(void);
+void pb_coll_stats_set(int on);
+
 /* MPI_Finalize: print the counts when POSTBOX_COLL_STATS=1 (one line per
  * rank on stderr). */
 void pb_coll_table_finalize(void);

@@ -1104,6 +1104,7 @@ int pb_mpi_put_impl(const char *func, const void *origin_addr, MPI_Count origin_
 {
     rma_op_t o;
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_PUT], 1);
     if (short_copy(w, 1, (void *)origin_addr, origin_count, origin_datatype, target_rank,
                    target_disp, target_count, target_datatype))
         return MPI_SUCCESS;
@@ -1126,6 +1127,7 @@ int pb_mpi_get_impl(const char *func, void *origin_addr, MPI_Count origin_count,
 {
     rma_op_t o;
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_GET], 1);
     if (short_copy(w, 0, origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                    target_count, target_datatype))
         return MPI_SUCCESS;
@@ -1157,6 +1159,7 @@ int pb_mpi_accumulate_impl(const char *func, const void *origin_addr, MPI_Count 
                   .ttype_h = target_datatype,
                   .op = op};
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_ACCUMULATE], 1);
     if (op == MPI_NO_OP)
         return pb_mpi_win_raise(w, MPI_ERR_OP, func, "MPI_NO_OP is for MPI_Get_accumulate");
     return rma_run(w, func, &o);
@@ -1181,6 +1184,7 @@ int pb_mpi_get_accumulate_impl(const char *func, const void *origin_addr, MPI_Co
                   .ttype_h = target_datatype,
                   .op = op};
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_GET_ACCUMULATE], 1);
     if (result_addr == NULL && result_count > 0)
         return pb_mpi_win_raise(w, MPI_ERR_BUFFER, func, "result_addr is NULL");
     return rma_run(w, func, &o);
@@ -1192,6 +1196,7 @@ int pb_mpi_fetch_and_op_impl(const char *func, const void *origin_addr, void *re
 {
     rma_op_t o;
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_FETCH_AND_OP], 1);
     if (short_atomic(w, origin_addr, NULL, result_addr, datatype, target_rank, target_disp, op))
         return MPI_SUCCESS;
     o = (rma_op_t){.kind = RMA_ACC,
@@ -1231,6 +1236,7 @@ int pb_mpi_compare_and_swap_impl(const char *func, const void *origin_addr,
                   .op = MPI_REPLACE};
     pb_datatype_t *t = pb_mpi_datatype(datatype);
 
+    pb_eng_stat_add(&pb_eng_stats.rma_calls[PB_ENG_RMA_COMPARE_AND_SWAP], 1);
     if (origin_addr == NULL || compare_addr == NULL || result_addr == NULL)
         return pb_mpi_win_raise(w, MPI_ERR_BUFFER, func, "a buffer is NULL");
     if (t == NULL || !t->predefined || pb_eng_type_basic(t) == PB_BASIC_NONE ||

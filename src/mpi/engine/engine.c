@@ -5,12 +5,22 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi/engine/handle.h"
 #include "mpi/engine/protocol.h"
 #include "util/log.h"
 
 pb_eng_t pb_eng;
+pb_eng_stats_t pb_eng_stats;
+
+uint64_t pb_eng_stats_now_ns(void)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
 
 int pb_eng_init(void)
 {
@@ -51,6 +61,7 @@ void pb_eng_finalize(void)
         pb_eng_unexpected_t *u = pb_eng.unexp;
 
         pb_eng.unexp = u->next;
+        pb_eng_stat_unexpected(0);
         free(u->data);
         free(u);
     }

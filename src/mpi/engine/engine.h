@@ -16,6 +16,7 @@
 
 #include "mpi/engine/channel.h"
 #include "mpi/engine/path.h"
+#include "mpi/engine/stats.h"
 #include "mpi/engine/tunables.h"
 #include "mpi/engine/typerep.h"
 #include "mpi/mpi_impl.h" /* the status's library part (pb_mpi_status_*) */
@@ -238,6 +239,7 @@ static inline int pb_eng_send_short(const void *data, size_t bytes, int world, i
                      0) != MPI_SUCCESS)
         pb_eng_fatal("the channel to a rank broke");
     o->written = k + 1;
+    pb_eng_stat_send(PB_ENG_PROTO_INLINE, bytes);
     return 1;
 }
 

@@ -97,8 +97,15 @@ int pb_eng_progress(void)
 void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
 {
     int spins = 0, yields = 0;
+    uint64_t start;
 
-    while (!done(arg)) {
+    if (done(arg))
+        return;
+    /* the MPI_T timer engine_wait_time: only while a tool runs it */
+    start = atomic_load_explicit(&pb_eng_stats.timers, memory_order_relaxed) > 0
+                ? pb_eng_stats_now_ns()
+                : 0;
+    do {
         if (pb_eng_progress() > 0) {
             spins = yields = 0;
             continue;
@@ -119,7 +126,9 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
             continue;
         }
         pb_eng_channel_sleep(SLEEP_CAP_MS);
-    }
+    } while (!done(arg));
+    if (start != 0)
+        pb_eng_stat_add(&pb_eng_stats.wait_ns, pb_eng_stats_now_ns() - start);
 }
 
 static int request_done(void *arg)

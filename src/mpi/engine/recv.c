@@ -212,6 +212,7 @@ static void on_envelope(int source, const pb_eng_postbox_t *pb)
     }
     *pb_eng.unexp_tail = u;
     pb_eng.unexp_tail = &u->next;
+    pb_eng_stat_unexpected(1);
 }
 
 static void on_eager_more(int source, const pb_eng_postbox_t *pb)
@@ -329,6 +330,7 @@ int pb_eng_recv_start(void *buf, MPI_Count count, pb_datatype_t *type, int world
         *p = u->next;
         if (pb_eng.unexp_tail == &u->next)
             pb_eng.unexp_tail = p;
+        pb_eng_stat_unexpected(0);
         recv_matched(r, u->source, u->tag, u->total);
         if (u->rts) {
             rendezvous_start(u->source, u->sreq, u->addr, u->pid, r);

@@ -157,6 +157,12 @@ int pb_eng_send_start(const void *buf, MPI_Count count, pb_datatype_t *type, int
                 pb_eng_type_is_contiguous(r->type) && path_has_single_copy(world);
     r->rndv = mode != PB_ENG_MODE_BUFFERED && (r->single || r->bytes >= pb_eng_params.rendezvous);
     r->phase = SEND_ENVELOPE;
+    pb_eng_stat_send(r->single ? PB_ENG_PROTO_SINGLE_COPY
+                     : r->rndv ? PB_ENG_PROTO_RENDEZVOUS
+                     : r->bytes <= PB_ENG_INLINE_MAX && mode != PB_ENG_MODE_SYNC
+                         ? PB_ENG_PROTO_INLINE
+                         : PB_ENG_PROTO_EAGER,
+                     r->bytes);
     pb_eng.sends_open++;
     pb_eng_queue_push(&pb_eng.sends[world], r);
     pb_eng_send_push(world);

@@ -4,6 +4,7 @@
 #include "mpi/engine/tunables.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/log.h"
 
@@ -76,10 +77,49 @@ const pb_config_entry_t *pb_eng_tunables_table(void)
     return tunables_table;
 }
 
-static long param(const char *name, long min, long max)
-{
-    long value = pb_config_table_get_long(tunables_table, name);
+/* The range of each integer tunable: a value outside is clamped (read) or
+ * refused (pb_eng_tunables_range's callers). */
+static const struct {
+    const char *name;
+    long min, max;
+} ranges[] = {
+    {"POSTBOX_NUMPOSTBOX", 2, 4096},
+    {"POSTBOX_POOL_BLOCKS", 2, 65536},
+    {"POSTBOX_POOL_BLOCKS_NET", 2, 65536},
+    {"POSTBOX_BLOCK_SIZE", 256, 1 << 20},
+    {"POSTBOX_RENDEZVOUS", 1, 1L << 40},
+    {"POSTBOX_SINGLE_COPY", 0, 1L << 40},
+    {"POSTBOX_SPLIT_COPY", 0, 1L << 40},
+    {"POSTBOX_POLLALL", 0, 1},
+    {"POSTBOX_SPIN", 0, 1 << 30},
+    {"POSTBOX_YIELDS", 0, 1 << 30},
+    {"POSTBOX_COLL_NODE", 0, 1},
+    {"POSTBOX_COLL_CELL", 4096, 1L << 30},
+    {"POSTBOX_COLL_AREA_MAX", 0, 1L << 40},
+    {"POSTBOX_COLL_STATS", 0, 1},
+    {"POSTBOX_SHOW_TRANSPORTS", 0, 1},
+};
 
+int pb_eng_tunables_range(const char *name, long *min_p, long *max_p)
+{
+    for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+        if (strcmp(ranges[i].name, name) == 0) {
+            *min_p = ranges[i].min;
+            *max_p = ranges[i].max;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static long param(const char *name)
+{
+    long value = pb_config_table_get_long(tunables_table, name), min = 0, max = 0;
+
+    if (!pb_eng_tunables_range(name, &min, &max)) { /* a programming error */
+        pb_error("%s has no range in tunables.c", name);
+        abort();
+    }
     if (value < min || value > max) {
         long fixed = value < min ? min : max;
 
@@ -91,21 +131,21 @@ static long param(const char *name, long min, long max)
 
 void pb_eng_tunables_read(void)
 {
-    pb_eng_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX", 2, 4096);
-    pb_eng_params.blocks = (int)param("POSTBOX_POOL_BLOCKS", 2, 65536);
-    pb_eng_params.blocks_net = (int)param("POSTBOX_POOL_BLOCKS_NET", 2, 65536);
-    pb_eng_params.block_size = (size_t)param("POSTBOX_BLOCK_SIZE", 256, 1 << 20);
+    pb_eng_params.postboxes = (int)param("POSTBOX_NUMPOSTBOX");
+    pb_eng_params.blocks = (int)param("POSTBOX_POOL_BLOCKS");
+    pb_eng_params.blocks_net = (int)param("POSTBOX_POOL_BLOCKS_NET");
+    pb_eng_params.block_size = (size_t)param("POSTBOX_BLOCK_SIZE");
     pb_eng_params.block_size = (pb_eng_params.block_size + 63) / 64 * 64;
-    pb_eng_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS", 1, 1L << 40);
-    pb_eng_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY", 0, 1L << 40);
-    pb_eng_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY", 0, 1L << 40);
-    pb_eng_params.pollall = (int)param("POSTBOX_POLLALL", 0, 1);
-    pb_eng_params.spin = (int)param("POSTBOX_SPIN", 0, 1 << 30);
+    pb_eng_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS");
+    pb_eng_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY");
+    pb_eng_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY");
+    pb_eng_params.pollall = (int)param("POSTBOX_POLLALL");
+    pb_eng_params.spin = (int)param("POSTBOX_SPIN");
     pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;
-    pb_eng_params.yields = (int)param("POSTBOX_YIELDS", 0, 1 << 30);
-    pb_eng_params.coll_node = (int)param("POSTBOX_COLL_NODE", 0, 1);
-    pb_eng_params.coll_cell = (size_t)param("POSTBOX_COLL_CELL", 4096, 1L << 30);
+    pb_eng_params.yields = (int)param("POSTBOX_YIELDS");
+    pb_eng_params.coll_node = (int)param("POSTBOX_COLL_NODE");
+    pb_eng_params.coll_cell = (size_t)param("POSTBOX_COLL_CELL");
     pb_eng_params.coll_cell = (pb_eng_params.coll_cell + 4095) / 4096 * 4096;
-    pb_eng_params.coll_area_max = (size_t)param("POSTBOX_COLL_AREA_MAX", 0, 1L << 40);
+    pb_eng_params.coll_area_max = (size_t)param("POSTBOX_COLL_AREA_MAX");
     pb_eng_params.show = pb_config_table_get_long(tunables_table, "POSTBOX_SHOW_TRANSPORTS") > 0;
 }

@@ -41,4 +41,8 @@ const pb_config_entry_t *pb_eng_tunables_table(void);
  * clamped with a warning, a malformed one gives the default (warned). */
 void pb_eng_tunables_read(void);
 
+/* The range of integer tunable @name in *@min_p..*@max_p.  @return 1, or 0
+ * when @name is not an integer tunable of the engine's table. */
+int pb_eng_tunables_range(const char *name, long *min_p, long *max_p);
+
 #endif
