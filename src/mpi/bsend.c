@@ -19,24 +19,30 @@ static struct {
  * @dest of @c: the copy goes out in the background, through a request the
  * engine lets go of when it completes.  @return MPI_SUCCESS, or the error
  * raised (MPI_ERR_BUFFER: the attached buffer has no room). */
-static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
-                       int dest, int tag, pb_comm_t *c)
+int pb_mpi_bsend_copy(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t,
+                      int world, int tag, pb_comm_t *c)
 {
-    pb_datatype_t *t = pb_mpi_datatype(type);
-    size_t bytes = (size_t)count * pb_eng_type_size(t);
+    size_t bytes;
     MPI_Request r;
     int rc;
 
-    if (dest == MPI_PROC_NULL)
+    if (world == PB_ENG_PROC_NULL) /* @t may be NULL then (MPI_DATATYPE_NULL) */
         return MPI_SUCCESS;
+    bytes = (size_t)count * pb_eng_type_size(t);
     if (pb_eng.copies_held + bytes + MPI_BSEND_OVERHEAD > bsend.size)
         return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func, "the attached buffer has no room");
-    rc =
-        pb_eng_send_start(buf, count, t, c->world[dest], tag, c->context, PB_ENG_MODE_BUFFERED, &r);
+    rc = pb_eng_send_start(buf, count, t, world, tag, c->context, PB_ENG_MODE_BUFFERED, &r);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(c->handle, rc, func, "cannot start the send");
     pb_eng_request_free(r);
     return MPI_SUCCESS;
+}
+
+static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
+                       int dest, int tag, pb_comm_t *c)
+{
+    return pb_mpi_bsend_copy(func, buf, count, pb_mpi_datatype(type), pb_mpi_world_of(c, dest), tag,
+                             c);
 }
 
 int pb_mpi_bsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
