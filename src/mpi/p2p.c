@@ -533,3 +533,34 @@ int pb_mpi_imrecv_impl(const char *func, void *buf, MPI_Count count, MPI_Datatyp
 
     return rc != MPI_SUCCESS ? rc : message_receive(func, buf, count, datatype, message, request);
 }
+
+/* The integer of @message (the ABI's conversion for other languages):
+ * MPI_MESSAGE_NULL's and MPI_MESSAGE_NO_PROC's ABI values (0x128, 0x129),
+ * or one from PB_ENG_HANDLE_INT_BASE up while the message is not received.
+ * A bad handle raises MPI_ERR_ARG and gives MPI_MESSAGE_NULL's. */
+PB_EXPORT int PMPI_Message_toint(MPI_Message message)
+{
+    if (message == MPI_MESSAGE_NULL || message == MPI_MESSAGE_NO_PROC)
+        return (int)(uintptr_t)message;
+    if (!pb_eng_handle_valid(PB_ENG_HANDLE_MESSAGE, message)) {
+        pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Message_toint", "not a message");
+        return (int)(uintptr_t)MPI_MESSAGE_NULL;
+    }
+    return pb_eng_handle_toint(PB_ENG_HANDLE_MESSAGE, message);
+}
+PB_MPI_WEAK_ALIAS(MPI_Message_toint, PMPI_Message_toint);
+
+/* The message of integer @message (MPI_Message_toint), or MPI_MESSAGE_NULL
+ * when no message not yet received has it. */
+PB_EXPORT MPI_Message PMPI_Message_fromint(int message)
+{
+    MPI_Message m;
+
+    if (message == (int)(uintptr_t)MPI_MESSAGE_NO_PROC)
+        return MPI_MESSAGE_NO_PROC;
+    if (message < PB_ENG_HANDLE_INT_BASE)
+        return MPI_MESSAGE_NULL;
+    m = pb_eng_handle_fromint(PB_ENG_HANDLE_MESSAGE, message);
+    return m != NULL ? m : MPI_MESSAGE_NULL;
+}
+PB_MPI_WEAK_ALIAS(MPI_Message_fromint, PMPI_Message_fromint);

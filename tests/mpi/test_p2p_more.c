@@ -290,6 +290,8 @@ static void case_mprobe(void)
             CHECK(m != MPI_MESSAGE_NULL && m != MPI_MESSAGE_NO_PROC, "%d B: no message", n);
             CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == 9 && status_count(&st) == n,
                   "%d B: probe status %d/%d/%d", n, st.MPI_SOURCE, st.MPI_TAG, status_count(&st));
+            CHECK(MPI_Message_fromint(MPI_Message_toint(m)) == m,
+                  "%d B: the message's integer does not convert back", n);
             OK(MPI_Irecv(b, n, MPI_BYTE, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &r));
             if (s % 3 == 0) {
                 MPI_Request mr;
@@ -346,6 +348,7 @@ static void case_mprobe_edges(void)
     OK(MPI_Mprobe(MPI_PROC_NULL, 0, comm, &m, &st));
     CHECK(m == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL && status_count(&st) == 0,
           "Mprobe from MPI_PROC_NULL: %p %d", (void *)m, st.MPI_SOURCE);
+    CHECK(MPI_Message_fromint(MPI_Message_toint(m)) == MPI_MESSAGE_NO_PROC, "NO_PROC's integer");
     OK(MPI_Mrecv(&v, 1, MPI_INT, &m, &st));
     CHECK(m == MPI_MESSAGE_NULL && v == 5 && st.MPI_SOURCE == MPI_PROC_NULL &&
               st.MPI_TAG == MPI_ANY_TAG && status_count(&st) == 0,
