@@ -51,6 +51,7 @@ struct MPI_ABI_Request {
     int complete;     /* status is final */
     int freed;        /* what completion does besides (PB_ENG_FREED_*); 0: nothing */
     int cancelled;
+    int init_peer;       /* persistent send or receive: the peer it names, at each start */
     void *comm;          /* the API's: the communicator, or NULL (never read here) */
     pb_datatype_t *type; /* retained while the request lives */
     void *buf;
@@ -58,8 +59,9 @@ struct MPI_ABI_Request {
     int peer; /* world rank; PB_ENG_ANY_SOURCE */
     int tag;
     uint32_t context;
-    size_t bytes; /* send: the message; receive: room in the buffer */
-    size_t moved; /* bytes written (send) or received (receive) */
+    int cancel_asked; /* send: a PB_ENG_CANCEL went and its answer has not come */
+    size_t bytes;     /* send: the message; receive: room in the buffer */
+    size_t moved;     /* bytes written (send) or received (receive) */
     /* send */
     int phase, rndv, sync_acked;
     int single; /* rendezvous offered for a single copy */
@@ -71,24 +73,26 @@ struct MPI_ABI_Request {
     /* a split single copy: the receiver reads the first part, the sender
      * writes the rest; FIN goes once both are done */
     int split, split_read, split_written, split_stream;
-    uint64_t split_sreq;
-    /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run and
-     * completed by the API through pb_eng_progress_hook */
-    void *sched;    /* its schedule (never read here) */
-    int persistent; /* kept when complete, started again (MPI_Start) */
-    int active;     /* persistent: started and not yet completed by a wait or test */
-    int init_peer;  /* persistent send or receive: the peer it names, at each start */
-    /* cancelling a send whose envelope went (docs/mpi.md, "Cancelling a
-     * send"): the envelope's number in the ring toward peer names it to the
-     * receiver, which answers whether it took the message back */
-    uint64_t env_seq;
-    int cancel_asked; /* a PB_ENG_CANCEL went and its answer has not come */
     /* one request of the program over several of the engine's
      * (MPI_Isendrecv): the program's completes once its own part and every
-     * request joined to it are complete */
-    MPI_Request joined; /* a hidden part: the program's request it completes */
-    int parts_open;     /* the program's: hidden parts not complete yet */
-    int own_done;       /* the program's: its own part is complete */
+     * request joined to it (pb_eng_request_join) are complete */
+    uint16_t parts_open; /* the program's: joined parts not complete yet */
+    uint8_t own_done;    /* the program's: its own part is complete */
+    union {
+        uint64_t split_sreq; /* receive: the split copy's sender request */
+        /* send: its envelope's number in the ring toward peer, which names
+         * the message to the receiver when it is cancelled (docs/mpi.md,
+         * "Cancelling a send") */
+        uint64_t env_seq;
+    };
+    union {
+        /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run
+         * and completed by the API through pb_eng_progress_hook */
+        void *sched;        /* its schedule (never read here) */
+        MPI_Request joined; /* a joined part (PB_ENG_FREED_JOINED): the program's request */
+    };
+    int persistent; /* kept when complete, started again (MPI_Start) */
+    int active;     /* persistent: started and not yet completed by a wait or test */
     /* MPI_SOURCE is the sender's world rank (the API translates it) */
     MPI_Status status;
 };
@@ -227,9 +231,9 @@ void pb_eng_request_release(MPI_Request r);
  * completes. */
 void pb_eng_request_free(MPI_Request r);
 
-/* Join the started request @part (hidden from the program) to @whole,
- * the program's: @whole completes only once @part has too, and @part is
- * released when complete. */
+/* Join the started send @part (hidden from the program) to @whole, the
+ * program's receive: @whole completes only once @part has too, and @part
+ * is released when complete. */
 void pb_eng_request_join(MPI_Request whole, MPI_Request part);
 
 /* A request of kind PB_ENG_REQ_COLL for schedule @sched, not complete

@@ -21,7 +21,7 @@ static int matches(MPI_Request r, int source, int tag, uint32_t context)
            (r->tag == MPI_ANY_TAG || r->tag == tag);
 }
 
-void pb_eng_recv_finish(MPI_Request r)
+static inline void recv_finish(MPI_Request r)
 {
     if (r->expecting) {
         r->expecting = 0;
@@ -30,6 +30,11 @@ void pb_eng_recv_finish(MPI_Request r)
     r->status.MPI_ERROR = r->total > r->bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
     pb_mpi_status_set_bytes(&r->status, r->total > r->bytes ? r->bytes : r->total);
     pb_eng_request_complete(r);
+}
+
+void pb_eng_recv_finish(MPI_Request r)
+{
+    recv_finish(r);
 }
 
 /* Bytes of a message arriving for receive @r, in order. */
@@ -48,7 +53,7 @@ static void recv_deliver(MPI_Request r, const void *data, size_t len)
             pb_eng_type_unpack_range(data, n, r->buf, r->count, r->type, offset);
     }
     if (r->moved == r->total)
-        pb_eng_recv_finish(r);
+        recv_finish(r);
 }
 
 /* Receive @r matched a message of @total bytes from world rank @source. */
@@ -92,7 +97,7 @@ static void split_check(int source, MPI_Request r)
     fin.u.ids.sreq = r->split_sreq;
     pb_eng_send_control(source, &fin);
     r->moved = r->total;
-    pb_eng_recv_finish(r);
+    recv_finish(r);
 }
 
 /* Receive @r matched an RTS from @source: read the data at once when the
@@ -143,7 +148,7 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
             fin.u.ids.sreq = sreq;
             pb_eng_send_control(source, &fin);
             r->moved = r->total;
-            pb_eng_recv_finish(r);
+            recv_finish(r);
             return;
         }
         /* the sender streams it (it offered both) */
@@ -180,7 +185,7 @@ static void on_envelope(int source, const pb_eng_postbox_t *pb)
         if (pb->flags & PB_ENG_FLAG_SYNC)
             ack_sync(source, pb->u.ids.sreq);
         if (pb->total == 0) {
-            pb_eng_recv_finish(r);
+            recv_finish(r);
             return;
         }
         if (pb->len < pb->total)
@@ -346,7 +351,7 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
 
 /* Receive @r takes the unexpected message @u, out of the queue already
  * (and frees it). */
-static void take_unexpected(MPI_Request r, pb_eng_unexpected_t *u)
+static PB_ALWAYS_INLINE void take_unexpected(MPI_Request r, pb_eng_unexpected_t *u)
 {
     recv_matched(r, u->source, u->tag, u->total);
     if (u->rts) {
@@ -360,7 +365,7 @@ static void take_unexpected(MPI_Request r, pb_eng_unexpected_t *u)
         if (pb_eng.streams[u->source].unexp == u)
             pb_eng.streams[u->source] = (pb_eng_stream_t){.recv = r};
         if (u->total == 0)
-            pb_eng_recv_finish(r);
+            recv_finish(r);
         else if (u->got > 0)
             recv_deliver(r, u->data, u->got);
     }
@@ -380,7 +385,7 @@ static pb_eng_unexpected_t *unexpected_unlink(pb_eng_unexpected_t **p)
     return u;
 }
 
-void pb_eng_recv_begin(MPI_Request r)
+static PB_ALWAYS_INLINE void recv_begin(MPI_Request r)
 {
     pb_eng_progress();
     for (pb_eng_unexpected_t **p = &pb_eng.unexp; *p != NULL; p = &(*p)->next) {
@@ -390,6 +395,11 @@ void pb_eng_recv_begin(MPI_Request r)
         }
     }
     pb_eng_queue_push(&pb_eng.posted, r);
+}
+
+void pb_eng_recv_begin(MPI_Request r)
+{
+    recv_begin(r);
 }
 
 int pb_eng_recv_start(void *buf, MPI_Count count, pb_datatype_t *type, int world, int tag,
@@ -405,14 +415,14 @@ int pb_eng_recv_start(void *buf, MPI_Count count, pb_datatype_t *type, int world
         *request_p = r;
         r->status.MPI_SOURCE = MPI_PROC_NULL;
         r->status.MPI_TAG = MPI_ANY_TAG;
-        pb_eng_recv_finish(r);
+        recv_finish(r);
         return MPI_SUCCESS;
     }
     r = pb_eng_request_new(PB_ENG_REQ_RECV, buf, count, type, world, tag, context);
     if (r == NULL)
         return MPI_ERR_NO_MEM;
     *request_p = r;
-    pb_eng_recv_begin(r);
+    recv_begin(r);
     return MPI_SUCCESS;
 }
 

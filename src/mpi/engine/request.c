@@ -125,16 +125,18 @@ void pb_eng_request_join(MPI_Request whole, MPI_Request part)
 /* What completing @r does besides (its freed bits). */
 static void request_completed(MPI_Request r)
 {
-    MPI_Request whole = r->joined;
+    if (r->freed & PB_ENG_FREED_JOINED) {
+        MPI_Request whole = r->kind == PB_ENG_REQ_SEND ? r->joined : NULL; /* a part */
 
-    if ((r->freed & PB_ENG_FREED_JOINED) && r->parts_open > 0) {
-        r->complete = 0; /* its own part only */
-        r->own_done = 1;
-        return;
-    }
-    if (whole != NULL && --whole->parts_open == 0 && whole->own_done) {
-        whole->own_done = 0;
-        pb_eng_request_complete(whole);
+        if (whole == NULL && r->parts_open > 0) {
+            r->complete = 0; /* its own part only */
+            r->own_done = 1;
+            return;
+        }
+        if (whole != NULL && --whole->parts_open == 0 && whole->own_done) {
+            whole->own_done = 0;
+            pb_eng_request_complete(whole);
+        }
     }
     if (r->freed & PB_ENG_FREED_RELEASE)
         pb_eng_request_release(r);
