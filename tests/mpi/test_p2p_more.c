@@ -255,6 +255,18 @@ static void case_persistent_edges(void)
               "persistent receive from MPI_PROC_NULL: %d/%d/%d", st[1].MPI_SOURCE, st[1].MPI_TAG,
               status_count(&st[1]));
     }
+    /* the -any and -some forms skip inactive requests: one started of two */
+    {
+        int index = -1, outcount = -1, indices[2];
+
+        OK(MPI_Start(&n[1]));
+        OK(MPI_Waitany(2, n, &index, &st[0]));
+        CHECK(index == 1 && st[0].MPI_SOURCE == MPI_PROC_NULL, "Waitany: index %d", index);
+        OK(MPI_Waitany(2, n, &index, &st[0]));
+        CHECK(index == MPI_UNDEFINED && status_is_empty(&st[0]), "Waitany of inactive: %d", index);
+        OK(MPI_Testsome(2, n, &outcount, indices, st));
+        CHECK(outcount == MPI_UNDEFINED, "Testsome of inactive: %d", outcount);
+    }
     MPI_Request_free(&n[0]);
     MPI_Request_free(&n[1]);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN); /* (no communicator) */
