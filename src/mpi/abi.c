@@ -1,7 +1,7 @@
 /* The ABI chapter: which version of the standard ABI this library is, and
- * the handle conversions (MPI-5.0 section 20.3.4) of files and messages,
- * of which Postbox has only the predefined handles (the other kinds
- * convert in the files that make them). */
+ * the handle conversions (MPI-5.0 section 20.3.4) of files, of which
+ * Postbox has only the predefined handle (the other kinds convert in the
+ * files that make them: messages in p2p.c, sessions in session.c). */
 #include <stddef.h>
 
 #include "mpi/engine/handle.h"
@@ -49,19 +49,3 @@ PB_EXPORT MPI_File PMPI_File_fromint(int file)
     return MPI_FILE_NULL;
 }
 PB_MPI_WEAK_ALIAS(MPI_File_fromint, PMPI_File_fromint);
-
-/* MPI_MESSAGE_NULL and MPI_MESSAGE_NO_PROC convert to their ABI values
- * (0x128, 0x129) and back; no matched message exists yet (MPI_Mprobe is
- * not built), so any other integer gives MPI_MESSAGE_NULL. */
-PB_EXPORT int PMPI_Message_toint(MPI_Message message)
-{
-    return predefined_only_toint((uintptr_t)message, (uintptr_t)MPI_MESSAGE_NULL,
-                                 "MPI_Message_toint");
-}
-PB_MPI_WEAK_ALIAS(MPI_Message_toint, PMPI_Message_toint);
-
-PB_EXPORT MPI_Message PMPI_Message_fromint(int message)
-{
-    return message == (int)(uintptr_t)MPI_MESSAGE_NO_PROC ? MPI_MESSAGE_NO_PROC : MPI_MESSAGE_NULL;
-}
-PB_MPI_WEAK_ALIAS(MPI_Message_fromint, PMPI_Message_fromint);

@@ -12,7 +12,7 @@ static PB_ALWAYS_INLINE int send_checked(const char *func, const void *buf, MPI_
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -47,7 +47,7 @@ static int bsend_checked(const char *func, const void *buf, MPI_Count count, MPI
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -81,7 +81,7 @@ static PB_ALWAYS_INLINE int ssend_checked(const char *func, const void *buf, MPI
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -114,7 +114,7 @@ static PB_ALWAYS_INLINE int rsend_checked(const char *func, const void *buf, MPI
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -148,7 +148,7 @@ static PB_ALWAYS_INLINE int recv_checked(const char *func, void *buf, MPI_Count 
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, source);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_source(comm, func, source, c);
     if (rc == MPI_SUCCESS)
@@ -183,7 +183,7 @@ static int isend_checked(const char *func, const void *buf, MPI_Count count, MPI
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -219,7 +219,7 @@ static int ibsend_checked(const char *func, const void *buf, MPI_Count count, MP
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -255,7 +255,7 @@ static int issend_checked(const char *func, const void *buf, MPI_Count count, MP
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -290,7 +290,7 @@ static int irsend_checked(const char *func, const void *buf, MPI_Count count, MP
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -325,7 +325,7 @@ static int irecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datat
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, source);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_source(comm, func, source, c);
     if (rc == MPI_SUCCESS)
@@ -401,6 +401,311 @@ PB_EXPORT int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Sta
 }
 PB_MPI_WEAK_ALIAS(MPI_Iprobe, PMPI_Iprobe);
 
+static int mprobe_checked(const char *func, int source, int tag, MPI_Comm comm,
+                          MPI_Message *message, MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, message, "message");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_mprobe_impl(func, source, tag, comm, message, status, c);
+}
+
+/* Wait until a message from @source with @tag can be received, and take it out of matching:
+ * *@message is it (MPI_MESSAGE_NO_PROC from MPI_PROC_NULL), for MPI_Mrecv or MPI_Imrecv only;
+ * @status describes it. Errors as MPI_Probe, and MPI_ERR_ARG for a NULL message. */
+PB_EXPORT int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                          MPI_Status *status)
+{
+    return mprobe_checked("MPI_Mprobe", source, tag, comm, message, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Mprobe, PMPI_Mprobe);
+
+static int improbe_checked(const char *func, int source, int tag, MPI_Comm comm, int *flag,
+                           MPI_Message *message, MPI_Status *status)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, flag, "flag");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, message, "message");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_improbe_impl(func, source, tag, comm, flag, message, status, c);
+}
+
+/* *@flag = whether a message from @source with @tag can be received now; if so, as MPI_Mprobe.
+ * Errors as MPI_Mprobe. */
+PB_EXPORT int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                           MPI_Status *status)
+{
+    return improbe_checked("MPI_Improbe", source, tag, comm, flag, message, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Improbe, PMPI_Improbe);
+
+static int mrecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                         MPI_Message *message, MPI_Status *status)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(MPI_COMM_NULL, func, buf, count, datatype, MPI_UNDEFINED);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, message, "message");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_mrecv_impl(func, buf, count, datatype, message, status);
+}
+
+/* Receive the message *@message of MPI_Mprobe or MPI_Improbe into @count elements of @datatype
+ * at @buf; *@message becomes MPI_MESSAGE_NULL. @return MPI_SUCCESS; MPI_ERR_TRUNCATE;
+ * MPI_ERR_COUNT, _TYPE, _BUFFER; MPI_ERR_REQUEST (not a message: MPI_MESSAGE_NULL, received
+ * already). */
+PB_EXPORT int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                         MPI_Status *status)
+{
+    return mrecv_checked("MPI_Mrecv", buf, count, datatype, message, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Mrecv, PMPI_Mrecv);
+
+/* MPI_Mrecv with MPI_Count counts. Errors as MPI_Mrecv. */
+PB_EXPORT int PMPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,
+                           MPI_Status *status)
+{
+    return mrecv_checked("MPI_Mrecv_c", buf, count, datatype, message, status);
+}
+PB_MPI_WEAK_ALIAS(MPI_Mrecv_c, PMPI_Mrecv_c);
+
+static int imrecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                          MPI_Message *message, MPI_Request *request)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(MPI_COMM_NULL, func, buf, count, datatype, MPI_UNDEFINED);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, message, "message");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_imrecv_impl(func, buf, count, datatype, message, request);
+}
+
+/* Start the receive of MPI_Mrecv; complete it with MPI_Wait/Test. Errors as MPI_Mrecv, and
+ * MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                          MPI_Request *request)
+{
+    return imrecv_checked("MPI_Imrecv", buf, count, datatype, message, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Imrecv, PMPI_Imrecv);
+
+/* MPI_Imrecv with MPI_Count counts. Errors as MPI_Imrecv. */
+PB_EXPORT int PMPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,
+                            MPI_Request *request)
+{
+    return imrecv_checked("MPI_Imrecv_c", buf, count, datatype, message, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Imrecv_c, PMPI_Imrecv_c);
+
+static int send_init_checked(const char *func, const void *buf, MPI_Count count,
+                             MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                             MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_send_init_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* A persistent standard send, checked now: the request in *@request, inactive, sends at each
+ * MPI_Start (complete it with MPI_Wait/Test). Errors as MPI_Isend. */
+PB_EXPORT int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    return send_init_checked("MPI_Send_init", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Send_init, PMPI_Send_init);
+
+/* MPI_Send_init with MPI_Count counts. Errors as MPI_Send_init. */
+PB_EXPORT int PMPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                               int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return send_init_checked("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Send_init_c, PMPI_Send_init_c);
+
+static int bsend_init_checked(const char *func, const void *buf, MPI_Count count,
+                              MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_bsend_init_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* A persistent buffered send, checked now: the request in *@request, inactive, sends at each
+ * MPI_Start (complete it with MPI_Wait/Test). Errors as MPI_Ibsend. */
+PB_EXPORT int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request)
+{
+    return bsend_init_checked("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bsend_init, PMPI_Bsend_init);
+
+/* MPI_Bsend_init with MPI_Count counts. Errors as MPI_Bsend_init. */
+PB_EXPORT int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return bsend_init_checked("MPI_Bsend_init_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Bsend_init_c, PMPI_Bsend_init_c);
+
+static int ssend_init_checked(const char *func, const void *buf, MPI_Count count,
+                              MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_ssend_init_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* A persistent synchronous send, checked now: the request in *@request, inactive, sends at each
+ * MPI_Start (complete it with MPI_Wait/Test). Errors as MPI_Issend. */
+PB_EXPORT int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request)
+{
+    return ssend_init_checked("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ssend_init, PMPI_Ssend_init);
+
+/* MPI_Ssend_init with MPI_Count counts. Errors as MPI_Ssend_init. */
+PB_EXPORT int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return ssend_init_checked("MPI_Ssend_init_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Ssend_init_c, PMPI_Ssend_init_c);
+
+static int rsend_init_checked(const char *func, const void *buf, MPI_Count count,
+                              MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, dest);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_rsend_init_impl(func, buf, count, datatype, dest, tag, comm, request, c);
+}
+
+/* A persistent ready send, checked now: the request in *@request, inactive, sends at each
+ * MPI_Start (complete it with MPI_Wait/Test). Errors as MPI_Irsend. */
+PB_EXPORT int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                              MPI_Comm comm, MPI_Request *request)
+{
+    return rsend_init_checked("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rsend_init, PMPI_Rsend_init);
+
+/* MPI_Rsend_init with MPI_Count counts. Errors as MPI_Rsend_init. */
+PB_EXPORT int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return rsend_init_checked("MPI_Rsend_init_c", buf, count, datatype, dest, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Rsend_init_c, PMPI_Rsend_init_c);
+
+static int recv_init_checked(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                             int source, int tag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, source);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, tag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_recv_init_impl(func, buf, count, datatype, source, tag, comm, request, c);
+}
+
+/* A persistent receive, checked now: the request in *@request, inactive, receives at each
+ * MPI_Start (complete it with MPI_Wait/Test). Errors as MPI_Irecv. */
+PB_EXPORT int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    return recv_init_checked("MPI_Recv_init", buf, count, datatype, source, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Recv_init, PMPI_Recv_init);
+
+/* MPI_Recv_init with MPI_Count counts. Errors as MPI_Recv_init. */
+PB_EXPORT int PMPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source,
+                               int tag, MPI_Comm comm, MPI_Request *request)
+{
+    return recv_init_checked("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Recv_init_c, PMPI_Recv_init_c);
+
 static int sendrecv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
                             MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
                             MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag,
@@ -410,13 +715,13 @@ static int sendrecv_checked(const char *func, const void *sendbuf, MPI_Count sen
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, sendbuf, sendcount, sendtype);
+        rc = pb_mpi_check_data(comm, func, sendbuf, sendcount, sendtype, dest);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_tag(comm, func, sendtag);
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, recvbuf, recvcount, recvtype);
+        rc = pb_mpi_check_data(comm, func, recvbuf, recvcount, recvtype, source);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_source(comm, func, source, c);
     if (rc == MPI_SUCCESS)
@@ -457,7 +762,7 @@ static int sendrecv_replace_checked(const char *func, void *buf, MPI_Count count
     int rc = pb_mpi_comm_check(comm, func, &c);
 
     if (rc == MPI_SUCCESS)
-        rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, MPI_UNDEFINED);
     if (rc == MPI_SUCCESS)
         rc = pb_mpi_check_rank(comm, func, dest, c);
     if (rc == MPI_SUCCESS)
@@ -492,6 +797,102 @@ PB_EXPORT int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype d
                                     source, recvtag, comm, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c);
+
+static int isendrecv_checked(const char *func, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                             MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                             MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, sendbuf, sendcount, sendtype, dest);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, sendtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, recvbuf, recvcount, recvtype, source);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, recvtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_isendrecv_impl(func, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                                 recvcount, recvtype, source, recvtag, comm, request, c);
+}
+
+/* Start MPI_Sendrecv: the request in *@request completes once both the send and the receive
+ * have, with the receive's status. Errors as MPI_Sendrecv, and MPI_ERR_ARG for a NULL request. */
+PB_EXPORT int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                             int source, int recvtag, MPI_Comm comm, MPI_Request *request)
+{
+    return isendrecv_checked("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
+                             recvcount, recvtype, source, recvtag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isendrecv, PMPI_Isendrecv);
+
+/* MPI_Isendrecv with MPI_Count counts. Errors as MPI_Isendrecv. */
+PB_EXPORT int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                               int dest, int sendtag, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                               MPI_Request *request)
+{
+    return isendrecv_checked("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag,
+                             recvbuf, recvcount, recvtype, source, recvtag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isendrecv_c, PMPI_Isendrecv_c);
+
+static int isendrecv_replace_checked(const char *func, void *buf, MPI_Count count,
+                                     MPI_Datatype datatype, int dest, int sendtag, int source,
+                                     int recvtag, MPI_Comm comm, MPI_Request *request)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_data(comm, func, buf, count, datatype, MPI_UNDEFINED);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_rank(comm, func, dest, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_tag(comm, func, sendtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_source(comm, func, source, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_anytag(comm, func, recvtag);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, request, "request");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_isendrecv_replace_impl(func, buf, count, datatype, dest, sendtag, source, recvtag,
+                                         comm, request, c);
+}
+
+/* Start MPI_Sendrecv_replace (what is in @buf now is sent from a copy). Errors as MPI_Isendrecv,
+ * and MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest,
+                                     int sendtag, int source, int recvtag, MPI_Comm comm,
+                                     MPI_Request *request)
+{
+    return isendrecv_replace_checked("MPI_Isendrecv_replace", buf, count, datatype, dest, sendtag,
+                                     source, recvtag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isendrecv_replace, PMPI_Isendrecv_replace);
+
+/* MPI_Isendrecv_replace with MPI_Count counts. Errors as MPI_Isendrecv_replace. */
+PB_EXPORT int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+                                       int sendtag, int source, int recvtag, MPI_Comm comm,
+                                       MPI_Request *request)
+{
+    return isendrecv_replace_checked("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag,
+                                     source, recvtag, comm, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Isendrecv_replace_c, PMPI_Isendrecv_replace_c);
 
 static int psend_init_checked(const char *func, const void *buf, int partitions, MPI_Count count,
                               MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,

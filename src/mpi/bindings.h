@@ -50,6 +50,54 @@ int pb_mpi_probe_impl(const char *func, int source, int tag, MPI_Comm comm, MPI_
 int pb_mpi_iprobe_impl(const char *func, int source, int tag, MPI_Comm comm, int *flag,
                        MPI_Status *status, pb_comm_t *c);
 
+/* The work of MPI_Mprobe once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_mprobe_impl(const char *func, int source, int tag, MPI_Comm comm, MPI_Message *message,
+                       MPI_Status *status, pb_comm_t *c);
+
+/* The work of MPI_Improbe once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_improbe_impl(const char *func, int source, int tag, MPI_Comm comm, int *flag,
+                        MPI_Message *message, MPI_Status *status, pb_comm_t *c);
+
+/* The work of MPI_Mrecv and MPI_Mrecv_c once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_mrecv_impl(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                      MPI_Message *message, MPI_Status *status);
+
+/* The work of MPI_Imrecv and MPI_Imrecv_c once the checks of functions.txt passed, @func the
+ * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_imrecv_impl(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                       MPI_Message *message, MPI_Request *request);
+
+/* The work of MPI_Send_init and MPI_Send_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_send_init_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,
+                          int dest, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Bsend_init and MPI_Bsend_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_bsend_init_impl(const char *func, const void *buf, MPI_Count count,
+                           MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                           MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Ssend_init and MPI_Ssend_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_ssend_init_impl(const char *func, const void *buf, MPI_Count count,
+                           MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                           MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Rsend_init and MPI_Rsend_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_rsend_init_impl(const char *func, const void *buf, MPI_Count count,
+                           MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                           MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Recv_init and MPI_Recv_init_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_recv_init_impl(const char *func, void *buf, MPI_Count count, MPI_Datatype datatype,
+                          int source, int tag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
 /* The work of MPI_Sendrecv and MPI_Sendrecv_c once the checks of functions.txt passed, @func the
  * name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_sendrecv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
@@ -62,6 +110,19 @@ int pb_mpi_sendrecv_impl(const char *func, const void *sendbuf, MPI_Count sendco
 int pb_mpi_sendrecv_replace_impl(const char *func, void *buf, MPI_Count count,
                                  MPI_Datatype datatype, int dest, int sendtag, int source,
                                  int recvtag, MPI_Comm comm, MPI_Status *status, pb_comm_t *c);
+
+/* The work of MPI_Isendrecv and MPI_Isendrecv_c once the checks of functions.txt passed, @func
+ * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_isendrecv_impl(const char *func, const void *sendbuf, MPI_Count sendcount,
+                          MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                          MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
+
+/* The work of MPI_Isendrecv_replace and MPI_Isendrecv_replace_c once the checks of functions.txt
+ * passed, @func the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_isendrecv_replace_impl(const char *func, void *buf, MPI_Count count,
+                                  MPI_Datatype datatype, int dest, int sendtag, int source,
+                                  int recvtag, MPI_Comm comm, MPI_Request *request, pb_comm_t *c);
 
 /* The work of MPI_Psend_init once the checks of functions.txt passed, @func the name called:
  * MPI_SUCCESS, or the error raised (pb_mpi_raise). */

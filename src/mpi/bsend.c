@@ -100,20 +100,22 @@ static buffer_t *comm_buffer(const pb_comm_t *c)
     return NULL;
 }
 
-/* Start a buffered send of @count elements of @type (checked) at @buf to
- * @dest of @c: the copy goes out in the background.  @return MPI_SUCCESS,
- * or the error raised (MPI_ERR_BUFFER: the buffer has no room). */
-static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
-                       int dest, int tag, pb_comm_t *c)
+/* Start a buffered send of @count elements of @t (checked) at @buf to
+ * world rank @world (PB_ENG_PROC_NULL: nothing) of @c, through @c's buffer
+ * of MPI_Comm_attach_buffer or else the process's: the copy goes out in the
+ * background.  @return MPI_SUCCESS, or the error raised by @func
+ * (MPI_ERR_BUFFER: the buffer has no room). */
+int pb_mpi_bsend_copy(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t,
+                      int world, int tag, pb_comm_t *c)
 {
-    pb_datatype_t *t = pb_mpi_datatype(type);
-    size_t bytes = (size_t)count * pb_eng_type_size(t);
     buffer_t *b = comm_buffer(c);
+    size_t bytes;
     MPI_Request r;
     int rc;
 
-    if (dest == MPI_PROC_NULL)
+    if (world == PB_ENG_PROC_NULL) /* @t may be NULL then (MPI_DATATYPE_NULL) */
         return MPI_SUCCESS;
+    bytes = (size_t)count * pb_eng_type_size(t);
     if (b == NULL || b->buf == NULL) /* none attached to @c (or detached) */
         b = &process;
     reclaim(b);
@@ -140,8 +142,7 @@ static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_D
         b->seq = seq;
         b->max = max;
     }
-    rc =
-        pb_eng_send_start(buf, count, t, c->world[dest], tag, c->context, PB_ENG_MODE_BUFFERED, &r);
+    rc = pb_eng_send_start(buf, count, t, world, tag, c->context, PB_ENG_MODE_BUFFERED, &r);
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(c->handle, rc, func, "cannot start the send");
     b->reqs[b->nreqs] = r;
@@ -150,6 +151,13 @@ static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_D
     b->nreqs++;
     b->used += bytes + MPI_BSEND_OVERHEAD;
     return MPI_SUCCESS;
+}
+
+static int bsend_start(const char *func, const void *buf, MPI_Count count, MPI_Datatype type,
+                       int dest, int tag, pb_comm_t *c)
+{
+    return pb_mpi_bsend_copy(func, buf, count, pb_mpi_datatype(type), pb_mpi_world_of(c, dest), tag,
+                             c);
 }
 
 int pb_mpi_bsend_impl(const char *func, const void *buf, MPI_Count count, MPI_Datatype datatype,

@@ -147,11 +147,13 @@ int pb_mpi_check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, c
 }
 
 int pb_mpi_check_data_fail(MPI_Comm comm, const char *func, const void *buf, MPI_Count count,
-                           MPI_Datatype type)
+                           MPI_Datatype type, int peer)
 {
     int rc;
     MPI_Count bytes;
 
+    if (peer == MPI_PROC_NULL && count == 0 && type == MPI_DATATYPE_NULL)
+        return MPI_SUCCESS;
     if (count < 0)
         return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "count %lld is negative", (long long)count);
     rc = pb_mpi_datatype_check(type);

@@ -95,9 +95,10 @@ int pb_mpi_check_aliased(MPI_Comm comm, const char *func, const void *sendbuf, c
 /* The failure of pb_mpi_check_data: MPI_ERR_COUNT (negative, or more
  * bytes than a process can address), MPI_ERR_TYPE, MPI_ERR_BUFFER (NULL
  * with data); MPI_SUCCESS when the buffer is fine after all (a NULL one
- * whose datatype's data lies at absolute addresses). */
+ * whose datatype's data lies at absolute addresses; no data of
+ * MPI_DATATYPE_NULL toward @peer MPI_PROC_NULL). */
 int pb_mpi_check_data_fail(MPI_Comm comm, const char *func, const void *buf, MPI_Count count,
-                           MPI_Datatype type);
+                           MPI_Datatype type, int peer);
 
 /* The failure of pb_mpi_check_rank and _source: MPI_ERR_RANK. */
 int pb_mpi_check_rank_fail(MPI_Comm comm, const char *func, int rank, const pb_comm_t *c);
@@ -105,15 +106,18 @@ int pb_mpi_check_rank_fail(MPI_Comm comm, const char *func, int rank, const pb_c
 /* The failure of pb_mpi_check_tag and _anytag: MPI_ERR_TAG. */
 int pb_mpi_check_tag_fail(MPI_Comm comm, const char *func, int tag);
 
-/* @count elements of @type at @buf, the buffer of a send or receive:
- * errors as pb_mpi_check_data_fail.  A count above INT_MAX (an _c form)
- * is checked out of line. */
+/* @count elements of @type at @buf, the buffer of a send to or receive
+ * from @peer (MPI_UNDEFINED: none named): errors as
+ * pb_mpi_check_data_fail.  A count above INT_MAX (an _c form) is checked
+ * out of line, and so is MPI_DATATYPE_NULL, which a call with no data
+ * toward MPI_PROC_NULL may pass (MPI-5.0 3.11: nothing is sent or
+ * received). */
 static inline int pb_mpi_check_data(MPI_Comm comm, const char *func, const void *buf,
-                                    MPI_Count count, MPI_Datatype type)
+                                    MPI_Count count, MPI_Datatype type, int peer)
 {
     if (PB_UNLIKELY((unsigned long long)count > INT_MAX ||
                     pb_mpi_datatype_check(type) != MPI_SUCCESS || (buf == NULL && count > 0)))
-        return pb_mpi_check_data_fail(comm, func, buf, count, type);
+        return pb_mpi_check_data_fail(comm, func, buf, count, type, peer);
     return MPI_SUCCESS;
 }
 

@@ -37,6 +37,19 @@ int pb_mpi_send_wait(const char *func, const void *buf, MPI_Count count, pb_data
  * MPI_Comm_attach_buffer went, then forget the buffer (bsend.c). */
 void pb_mpi_bsend_comm_free(pb_comm_t *c);
 
+/* Start the inactive persistent send or receive @r (MPI_Start): a
+ * buffered send copies its data out (and is complete), the others start
+ * in the engine.  @return MPI_SUCCESS, or the error raised by @func
+ * (MPI_ERR_BUFFER: the attached buffer has no room). */
+int pb_mpi_p2p_start(const char *func, MPI_Request r);
+
+/* Send a copy of @count elements of @t (checked) at @buf to world rank
+ * @world (PB_ENG_PROC_NULL: nothing) of @c in the background, accounted
+ * against the attached buffer (bsend.c).  @return MPI_SUCCESS, or the
+ * error raised by @func (MPI_ERR_BUFFER: no room). */
+int pb_mpi_bsend_copy(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t,
+                      int world, int tag, pb_comm_t *c);
+
 /* Whether @r is a live request (request.c): the handle registry's
  * look-up (engine/handle.h).  Never dereferences a predefined value. */
 int pb_mpi_request_valid(MPI_Request r);

@@ -29,15 +29,14 @@ static PB_ALWAYS_INLINE int pb_mpi_send_blocking(const char *func, const void *b
                                                  MPI_Datatype type, int dest, int tag, pb_comm_t *c,
                                                  int mode)
 {
-    pb_datatype_t *t = pb_mpi_datatype(type);
-    size_t bytes = (size_t)count * pb_eng_type_size(t);
+    pb_datatype_t *t = pb_mpi_datatype(type); /* NULL: MPI_DATATYPE_NULL toward MPI_PROC_NULL */
 
-    if (mode != PB_ENG_MODE_SYNC && dest != MPI_PROC_NULL && bytes <= PB_ENG_INLINE_MAX &&
-        pb_eng_type_is_contiguous(t) &&
+    if (mode != PB_ENG_MODE_SYNC && dest != MPI_PROC_NULL &&
+        (size_t)count * pb_eng_type_size(t) <= PB_ENG_INLINE_MAX && pb_eng_type_is_contiguous(t) &&
         /* in integers: @buf may be MPI_BOTTOM (NULL), the datatype's data
          * at absolute addresses */
-        pb_eng_send_short((const char *)((uintptr_t)buf + (uintptr_t)pb_eng_type_true_lb(t)), bytes,
-                          c->world[dest], tag, c->context))
+        pb_eng_send_short((const char *)((uintptr_t)buf + (uintptr_t)pb_eng_type_true_lb(t)),
+                          (size_t)count * pb_eng_type_size(t), c->world[dest], tag, c->context))
         return MPI_SUCCESS;
     return pb_mpi_send_wait(func, buf, count, t, dest, tag, c, mode);
 }

@@ -445,7 +445,7 @@ static int part_init(const char *func, int send, const void *buf, int partitions
 
     if (partitions < 0)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "partitions %d is negative", partitions);
-    rc = pb_mpi_check_data(comm, func, buf, count, datatype);
+    rc = pb_mpi_check_data(comm, func, buf, count, datatype, peer);
     if (rc != MPI_SUCCESS)
         return rc;
     t = pb_mpi_datatype(datatype);

@@ -6,7 +6,8 @@
  * collective ones; this file checks the handles, hands out statuses and
  * lets the requests go.
  *
- * A persistent request (a persistent collective's, MPI_X_init) is
+ * A persistent request (a persistent collective's, MPI_X_init, or a
+ * persistent send or receive's, MPI_Send_init .. MPI_Recv_init) is
  * inactive until MPI_Start, and again once a wait or test completed it:
  * it is then kept, not freed, and the calls treat it as they treat
  * MPI_REQUEST_NULL (an empty status at once; not active for the -any and
@@ -503,12 +504,164 @@ PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status
 }
 PB_MPI_WEAK_ALIAS(MPI_Request_get_status, PMPI_Request_get_status);
 
-/* Cancel a receive that has not matched yet (its status then says
- * cancelled); a send, or a receive already matched, completes normally; a
- * generalized request's cancel function runs.  Complete the request with
- * MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST (also for a collective
- * request, or an active partitioned one: the standard makes cancelling
- * those erroneous); the cancel function's error. */
+/* The status of request @r as MPI_Request_get_status gives it, without
+ * progress: 1 with *@status set when complete (or not active), else 0. */
+static int peek_status(MPI_Request r, MPI_Status *status)
+{
+    if (!active(r)) {
+        pb_mpi_status_empty(status);
+        return 1;
+    }
+    if (!r->complete)
+        return 0;
+    if (r->kind == PB_ENG_REQ_GREQ) {
+        /* the query function fills it; its error is the status's */
+        int rc = pb_mpi_grequest_status(r, status);
+
+        if (rc != MPI_SUCCESS && status != MPI_STATUS_IGNORE)
+            status->MPI_ERROR = rc;
+        return 1;
+    }
+    pb_mpi_status_store(status, r, r->comm);
+    return 1;
+}
+
+/* Check @requests of the MPI_Request_get_status_ forms (which take them
+ * const): as check_requests. */
+static int check_const_requests(const char *func, int count, const MPI_Request requests[])
+{
+    return check_requests(func, count, (MPI_Request *)requests);
+}
+
+/* *@flag = whether every request of @requests is complete (or not active);
+ * if so their statuses, without freeing or deactivating any (MPI-4.1).
+ * @return MPI_SUCCESS; MPI_ERR_IN_STATUS (a complete request's error, in
+ * its status); MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Request_get_status_all(int count, const MPI_Request array_of_requests[],
+                                          int *flag, MPI_Status array_of_statuses[])
+{
+    set_t s = {count, (MPI_Request *)array_of_requests};
+    int rc = check_const_requests("MPI_Request_get_status_all", count, array_of_requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status_all",
+                            "flag is NULL");
+    if (!all_done(&s))
+        pb_eng_progress();
+    *flag = all_done(&s);
+    if (!*flag)
+        return MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        MPI_Status one;
+
+        peek_status(array_of_requests[i], &one);
+        if (array_of_statuses != MPI_STATUSES_IGNORE)
+            array_of_statuses[i] = one;
+        if (one.MPI_ERROR != MPI_SUCCESS) /* (sends' statuses say MPI_SUCCESS) */
+            rc = MPI_ERR_IN_STATUS;
+    }
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Request_get_status_all",
+                                            "a request failed (see its status)");
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_get_status_all, PMPI_Request_get_status_all);
+
+/* *@flag = whether one request of @requests is complete (or none is
+ * active); *@indx is the first complete one (MPI_UNDEFINED when none is
+ * active), with its status; nothing is freed or deactivated (MPI-4.1).
+ * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG; the
+ * request's error. */
+PB_EXPORT int PMPI_Request_get_status_any(int count, const MPI_Request array_of_requests[],
+                                          int *indx, int *flag, MPI_Status *status)
+{
+    set_t s = {count, (MPI_Request *)array_of_requests};
+    int rc = check_const_requests("MPI_Request_get_status_any", count, array_of_requests);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (indx == NULL || flag == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status_any",
+                            "NULL argument");
+    if (!any_done(&s))
+        pb_eng_progress();
+    *flag = any_done(&s);
+    *indx = MPI_UNDEFINED;
+    if (!*flag)
+        return MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        MPI_Request r = array_of_requests[i];
+
+        if (active(r) && r->complete) {
+            MPI_Status one;
+
+            *indx = i;
+            peek_status(r, &one);
+            if (status != MPI_STATUS_IGNORE)
+                *status = one;
+            rc = r->kind != PB_ENG_REQ_SEND ? one.MPI_ERROR : MPI_SUCCESS;
+            return rc == MPI_SUCCESS ? rc
+                                     : pb_mpi_raise(comm_handle(r), rc,
+                                                    "MPI_Request_get_status_any", "%s", failure(r));
+        }
+    }
+    pb_mpi_status_empty(status); /* none active */
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_get_status_any, PMPI_Request_get_status_any);
+
+/* Every complete active request of @requests: their number in *@outcount
+ * (MPI_UNDEFINED when none is active), their indices and statuses; nothing
+ * is freed or deactivated (MPI-4.1).  @return MPI_SUCCESS;
+ * MPI_ERR_IN_STATUS; MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Request_get_status_some(int incount, const MPI_Request array_of_requests[],
+                                           int *outcount, int array_of_indices[],
+                                           MPI_Status array_of_statuses[])
+{
+    int rc = check_const_requests("MPI_Request_get_status_some", incount, array_of_requests),
+        any = 0;
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (outcount == NULL || (incount > 0 && array_of_indices == NULL))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status_some",
+                            "NULL argument");
+    for (int i = 0; i < incount; i++)
+        any |= active(array_of_requests[i]);
+    if (!any) {
+        *outcount = MPI_UNDEFINED;
+        return MPI_SUCCESS;
+    }
+    pb_eng_progress();
+    *outcount = 0;
+    for (int i = 0; i < incount; i++) {
+        MPI_Request r = array_of_requests[i];
+        MPI_Status one;
+
+        if (!active(r) || !r->complete)
+            continue;
+        peek_status(r, &one);
+        if (one.MPI_ERROR != MPI_SUCCESS)
+            rc = MPI_ERR_IN_STATUS;
+        if (array_of_statuses != MPI_STATUSES_IGNORE)
+            array_of_statuses[*outcount] = one;
+        array_of_indices[(*outcount)++] = i;
+    }
+    return rc == MPI_SUCCESS ? rc
+                             : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Request_get_status_some",
+                                            "a request failed (see its status)");
+}
+PB_MPI_WEAK_ALIAS(MPI_Request_get_status_some, PMPI_Request_get_status_some);
+
+/* Cancel a receive or send that no receive has matched yet (its status
+ * then says cancelled); one already matched completes normally.  A send
+ * whose envelope went is taken back by its receiver (docs/mpi.md,
+ * "Cancelling a send"); a buffered send is not cancelled (its copy is on
+ * its way); a generalized request's cancel function runs.  Complete the
+ * request with MPI_Wait.  @return MPI_SUCCESS; MPI_ERR_REQUEST (also for a
+ * collective request, or an active partitioned one: the standard makes
+ * cancelling those erroneous); the cancel function's error. */
 PB_EXPORT int PMPI_Cancel(MPI_Request *request)
 {
     MPI_Request r;
@@ -533,7 +686,12 @@ PB_EXPORT int PMPI_Cancel(MPI_Request *request)
                                  : pb_mpi_raise(MPI_COMM_NULL, rc, "MPI_Cancel",
                                                 "the generalized request's cancel function failed");
     }
-    pb_eng_recv_cancel(r);
+    if (!active(r))
+        return MPI_SUCCESS; /* an inactive persistent request: nothing under way */
+    if (r->kind == PB_ENG_REQ_SEND)
+        pb_eng_send_cancel(r);
+    else
+        pb_eng_recv_cancel(r);
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Cancel, PMPI_Cancel);
@@ -560,20 +718,26 @@ static int check_startable(const char *func, MPI_Request r, int index)
     return MPI_SUCCESS;
 }
 
-/* Start the inactive persistent request @r, by its kind. */
-static void start(MPI_Request r)
+/* Start the inactive persistent request @r, by its kind.  @return
+ * MPI_SUCCESS or the error raised (a buffered send without room). */
+static int start(const char *func, MPI_Request r)
 {
-    if (r->kind == PB_ENG_REQ_COLL)
+    if (r->kind == PB_ENG_REQ_COLL) {
         pb_sched_start(r);
-    else if (r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV)
+        return MPI_SUCCESS;
+    }
+    if (r->kind == PB_ENG_REQ_PSEND || r->kind == PB_ENG_REQ_PRECV) {
         pb_mpi_part_start(r);
+        return MPI_SUCCESS;
+    }
+    return pb_mpi_p2p_start(func, r);
 }
 
 /* Start the inactive persistent request *@request (a persistent
- * collective's: every rank starts them in the same order; a partitioned
- * one's).
- * @return MPI_SUCCESS; MPI_ERR_REQUEST (not a request, not persistent,
- * already active). */
+ * collective's: every rank starts them in the same order; a persistent
+ * send or receive's; a partitioned one's).  @return MPI_SUCCESS;
+ * MPI_ERR_REQUEST (not a request, not persistent, already active);
+ * MPI_ERR_BUFFER (a buffered send without room in the attached buffer). */
 PB_EXPORT int PMPI_Start(MPI_Request *request)
 {
     int rc = check_request_ptr("MPI_Start", request);
@@ -581,14 +745,15 @@ PB_EXPORT int PMPI_Start(MPI_Request *request)
     if (rc == MPI_SUCCESS)
         rc = check_startable("MPI_Start", *request, -1);
     if (rc == MPI_SUCCESS)
-        start(*request);
+        rc = start("MPI_Start", *request);
     return rc;
 }
 PB_MPI_WEAK_ALIAS(MPI_Start, PMPI_Start);
 
 /* MPI_Start of each of the @count requests, in their order; none starts
- * when one cannot.  Errors as MPI_Start, and MPI_ERR_COUNT, MPI_ERR_ARG;
- * a request named twice is already active the second time. */
+ * when one cannot (but a buffered send without room stops the starts
+ * where it is).  Errors as MPI_Start, and MPI_ERR_COUNT, MPI_ERR_ARG; a
+ * request named twice is already active the second time. */
 PB_EXPORT int PMPI_Startall(int count, MPI_Request requests[])
 {
     int rc = check_requests("MPI_Startall", count, requests);
@@ -602,7 +767,7 @@ PB_EXPORT int PMPI_Startall(int count, MPI_Request requests[])
         }
     }
     for (int i = 0; i < count && rc == MPI_SUCCESS; i++)
-        start(requests[i]);
+        rc = start("MPI_Startall", requests[i]);
     return rc;
 }
 PB_MPI_WEAK_ALIAS(MPI_Startall, PMPI_Startall);

@@ -50,7 +50,9 @@ message when two arguments are wrong:
     vec(B, NS, DS, T, "what")  the counts NS and displacements DS of each rank (+ MPI_ERR_ARG)
     reduce(N, T, OP)         N, T and OP of a reduction (MPI_ERR_COUNT, _TYPE, _OP)
     alias(S, R, N)           send buffer S and receive buffer R are not the same memory
-    data(B, N, T)            the buffer of a send or receive (MPI_ERR_COUNT, _TYPE, _BUFFER)
+    data(B, N, T[, P])       the buffer of a send or receive (MPI_ERR_COUNT, _TYPE, _BUFFER) to
+                             or from peer P, if named: toward MPI_PROC_NULL, a count of 0 of
+                             MPI_DATATYPE_NULL is allowed (nothing moves)
     rank(R)                  R is a rank or MPI_PROC_NULL (MPI_ERR_RANK)
     source(R)                R is a rank, MPI_PROC_NULL or MPI_ANY_SOURCE (MPI_ERR_RANK)
     tag(T)                   T is not negative (MPI_ERR_TAG)
@@ -202,7 +204,7 @@ def parse_check(text: str, fn: Function) -> tuple:
         raise Error("%s: unknown check %r" % (fn.name, text))
     kind, mod = m.group("kind"), m.group("mod") or ""
     args = split_args(m.group("args") or "")
-    if len(args) != ARITY[kind]:
+    if len(args) != ARITY[kind] and not (kind == "data" and len(args) == 4):
         raise Error("%s: %s takes %d arguments" % (fn.name, kind, ARITY[kind]))
     names = {p.name for p in fn.params}
     for a in args:
@@ -353,6 +355,8 @@ def check_code(fn: Function, kind: str, mod: str, args: list[str]) -> list[str]:
         a = [a[0], "c"]
     elif kind == "ptr":
         a = [a[0], '"%s"' % a[0]]
+    elif kind == "data" and len(a) == 3:  # no peer
+        a = a + ["MPI_UNDEFINED"]
     helper = {"reduce": "reduction", "alias": "aliased"}.get(kind, kind)
     call = ("pb_mpi_check_" + helper, [comm, "func"] + a)
     cond = ["rc == MPI_SUCCESS"]

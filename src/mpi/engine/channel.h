@@ -64,7 +64,10 @@ enum {
     PB_ENG_RNDV_FIN,       /* receiver read an RTS's data itself (single copy): ids.sreq */
     PB_ENG_CTS_WRITE,      /* receiver asks the sender to write bytes [total, total + len)
                               of an RTS's data to ids.addr in process ids.pid: ids.sreq, rreq */
-    PB_ENG_WRITE_DONE      /* sender wrote them (flags 0) or could not (1): ids.rreq */
+    PB_ENG_WRITE_DONE,     /* sender wrote them (flags 0) or could not (1): ids.rreq */
+    PB_ENG_CANCEL,         /* sender asks to take back its message whose envelope was its
+                              postbox number ids.addr toward this rank: ids.sreq */
+    PB_ENG_CANCEL_ANSWER   /* receiver took it back (flags 1) or had matched it (0): ids.sreq */
 };
 
 /* postbox flags */

@@ -46,13 +46,17 @@ enum {
 
 typedef struct MPI_ABI_Request pb_eng_request_t;
 
+/* what a request's completion does besides marking it (its freed bits) */
+#define PB_ENG_FREED_RELEASE 1 /* release it (MPI_Request_free, a buffered send's copy) */
+#define PB_ENG_FREED_JOINED 2  /* a request joined to another (pb_eng_request_join) */
+
 struct MPI_ABI_Request {
     int kind, mode;
     MPI_Request next; /* in a queue: posted receives, a destination's sends */
     int complete;     /* status is final */
-    int freed;        /* released by the engine when complete (MPI_Request_free,
-                         a buffered send's copy) */
+    int freed;        /* what completion does besides (PB_ENG_FREED_*); 0: nothing */
     int cancelled;
+    int init_peer;       /* persistent send or receive: the peer it names, at each start */
     void *comm;          /* the API's: the communicator, or NULL (never read here) */
     pb_datatype_t *type; /* retained while the request lives */
     void *buf;
@@ -60,8 +64,9 @@ struct MPI_ABI_Request {
     int peer; /* world rank; PB_ENG_ANY_SOURCE */
     int tag;
     uint32_t context;
-    size_t bytes; /* send: the message; receive: room in the buffer */
-    size_t moved; /* bytes written (send) or received (receive) */
+    int cancel_asked; /* send: a PB_ENG_CANCEL went and its answer has not come */
+    size_t bytes;     /* send: the message; receive: room in the buffer */
+    size_t moved;     /* bytes written (send) or received (receive) */
     /* send */
     int phase, rndv, sync_acked;
     int single; /* rendezvous offered for a single copy */
@@ -73,10 +78,24 @@ struct MPI_ABI_Request {
     /* a split single copy: the receiver reads the first part, the sender
      * writes the rest; FIN goes once both are done */
     int split, split_read, split_written, split_stream;
-    uint64_t split_sreq;
-    /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run and
-     * completed by the API through its progress hook */
-    void *sched;    /* its schedule (never read here) */
+    /* one request of the program over several of the engine's
+     * (MPI_Isendrecv): the program's completes once its own part and every
+     * request joined to it (pb_eng_request_join) are complete */
+    uint16_t parts_open; /* the program's: joined parts not complete yet */
+    uint8_t own_done;    /* the program's: its own part is complete */
+    union {
+        uint64_t split_sreq; /* receive: the split copy's sender request */
+        /* send: its envelope's number in the ring toward peer, which names
+         * the message to the receiver when it is cancelled (docs/mpi.md,
+         * "Cancelling a send") */
+        uint64_t env_seq;
+    };
+    union {
+        /* a collective (PB_ENG_REQ_COLL): made by pb_eng_request_coll, run
+         * and completed by the API through pb_eng_progress_hook */
+        void *sched;        /* its schedule (never read here) */
+        MPI_Request joined; /* a joined part (PB_ENG_FREED_JOINED): the program's request */
+    };
     int persistent; /* kept when complete, started again (MPI_Start) */
     int active;     /* persistent: started and not yet completed by a wait or test */
     /* a partitioned or generalized request's state (the API's; never read here) */
@@ -141,6 +160,26 @@ int pb_eng_recv_start(void *buf, MPI_Count count, pb_datatype_t *type, int world
  * nothing for any other request. */
 void pb_eng_recv_cancel(MPI_Request r);
 
+/* Cancel send @r if no receive has matched it: at once when its envelope
+ * is not written yet, else by asking the receiver, which takes an
+ * unmatched message back (its answer completes @r, marked cancelled or
+ * not); a send already complete is reopened until the answer comes.
+ * Nothing for a send to MPI_PROC_NULL, a buffered send's request, or one
+ * cancelled already. */
+void pb_eng_send_cancel(MPI_Request r);
+
+/* A persistent send or receive (MPI_Send_init ... MPI_Recv_init) with the
+ * arguments of pb_eng_send_start or pb_eng_recv_start (@kind
+ * PB_ENG_REQ_SEND or PB_ENG_REQ_RECV), inactive: complete, nothing
+ * started.  @return MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int pb_eng_request_persistent(int kind, void *buf, MPI_Count count, pb_datatype_t *type, int world,
+                              int tag, uint32_t context, int mode, MPI_Request *request_p);
+
+/* Start the inactive persistent send or receive @r again (not a buffered
+ * send, which the API copies itself): its state is reset, its arguments
+ * kept. */
+void pb_eng_request_restart(MPI_Request r);
+
 /* What a probe found: the sender's world rank, the tag, the bytes. */
 typedef struct {
     int source, tag;
@@ -152,6 +191,20 @@ typedef struct {
  * of progress (@wait = 0), or once one can (@wait = 1).  @return 1 with
  * *@found_p filled, or 0. */
 int pb_eng_recv_probe(uint32_t context, int world, int tag, int wait, pb_eng_probe_t *found_p);
+
+/* A message a matched probe took out of matching (MPI_Mprobe): no
+ * receive but the one started on it can take it. */
+typedef struct pb_eng_unexpected pb_eng_message_t;
+
+/* As pb_eng_recv_probe, and the message found is dequeued: *@message_p
+ * is it, for pb_eng_recv_message. */
+int pb_eng_recv_mprobe(uint32_t context, int world, int tag, int wait, pb_eng_probe_t *found_p,
+                       pb_eng_message_t **message_p);
+
+/* Start a receive of @count elements of @type at @buf of @message (which
+ * it frees).  @return MPI_SUCCESS or MPI_ERR_NO_MEM (@message then kept). */
+int pb_eng_recv_message(void *buf, MPI_Count count, pb_datatype_t *type, pb_eng_message_t *message,
+                        MPI_Request *request_p);
 
 /* One round: write what can be written, read what arrived.  @return the
  * number of postboxes moved. */
@@ -191,6 +244,11 @@ void pb_eng_request_release(MPI_Request r);
 /* Let go of @r: released now when complete, else by the engine when it
  * completes. */
 void pb_eng_request_free(MPI_Request r);
+
+/* Join the started send @part (hidden from the program) to @whole, the
+ * program's receive: @whole completes only once @part has too, and @part
+ * is released when complete. */
+void pb_eng_request_join(MPI_Request whole, MPI_Request part);
 
 /* A request of kind PB_ENG_REQ_COLL for schedule @sched, not complete
  * (its owner sets complete and status.MPI_ERROR), or NULL without memory. */

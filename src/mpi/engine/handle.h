@@ -53,7 +53,8 @@ typedef enum {
     PB_ENG_HANDLE_REQUEST,
     PB_ENG_HANDLE_WIN,
     PB_ENG_HANDLE_SESSION,
-    PB_ENG_HANDLE_KINDS /* number of kinds + 1 */
+    PB_ENG_HANDLE_MESSAGE, /* a matched probe's message (MPI_Mprobe) */
+    PB_ENG_HANDLE_KINDS    /* number of kinds + 1 */
 } pb_eng_handle_kind_t;
 
 /* Created objects convert to integers from this value up (MPI-5.0 §20.3.4

@@ -58,6 +58,9 @@ typedef struct pb_eng_unexpected {
     uint64_t sreq;
     uint64_t addr; /* single copy offered: the data in the sender */
     uint32_t pid;
+    uint64_t seq;  /* its envelope's postbox number from source (a cancel names it) */
+    int cancelled; /* the sender took it back while its pieces still come: they are
+                      dropped, and it is freed after the last */
 } pb_eng_unexpected_t;
 
 /* where the pieces of the eager message a channel is in the middle of go */
@@ -92,8 +95,25 @@ void pb_eng_send_control(int dest, const pb_eng_postbox_t *pb);
 /* Write what can be written toward @dest now.  @return how many postboxes. */
 int pb_eng_send_push(int dest);
 
-/* Complete send @r if it is sent (and acknowledged, synchronous). */
+/* Complete send @r if it is sent (and acknowledged, synchronous), and no
+ * cancel waits for its answer. */
 void pb_eng_send_check_done(MPI_Request r);
+
+/* Queue the new send @r (peer, mode, bytes set) toward its peer and write
+ * what can be written. */
+void pb_eng_send_begin(MPI_Request r);
+
+/* The receiver @source answered the cancel of send @r: it took the
+ * message back (@taken_back) or had matched it. */
+void pb_eng_send_cancel_answer(int source, MPI_Request r, int taken_back);
+
+/* Start the new receive @r (not from MPI_PROC_NULL): it takes the
+ * earliest unexpected message that matches, or is posted. */
+void pb_eng_recv_begin(MPI_Request r);
+
+/* Receive @r has all its message (or nothing comes: MPI_PROC_NULL):
+ * its status's count and error, then complete. */
+void pb_eng_recv_finish(MPI_Request r);
 
 /* Handle postbox @pb from @source: envelopes, pieces, answers. */
 void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb);

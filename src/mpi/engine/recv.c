@@ -21,7 +21,7 @@ static int matches(MPI_Request r, int source, int tag, uint32_t context)
            (r->tag == MPI_ANY_TAG || r->tag == tag);
 }
 
-static void recv_finish(MPI_Request r)
+static inline void recv_finish(MPI_Request r)
 {
     if (r->expecting) {
         r->expecting = 0;
@@ -30,6 +30,11 @@ static void recv_finish(MPI_Request r)
     r->status.MPI_ERROR = r->total > r->bytes ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
     pb_mpi_status_set_bytes(&r->status, r->total > r->bytes ? r->bytes : r->total);
     pb_eng_request_complete(r);
+}
+
+void pb_eng_recv_finish(MPI_Request r)
+{
+    recv_finish(r);
 }
 
 /* Bytes of a message arriving for receive @r, in order. */
@@ -195,6 +200,7 @@ static void on_envelope(int source, const pb_eng_postbox_t *pb)
         (pb->kind != PB_ENG_RTS && (u->data = malloc(pb->total ? pb->total : 1)) == NULL))
         pb_eng_fatal("out of memory for an unexpected message");
     u->source = source;
+    u->seq = pb_eng_channel.in[source].consumed;
     u->tag = pb->tag;
     u->context = pb->context;
     u->total = pb->total;
@@ -229,11 +235,46 @@ static void on_eager_more(int source, const pb_eng_postbox_t *pb)
     } else if (s->unexp != NULL) {
         pb_eng_unexpected_t *u = s->unexp;
 
-        memcpy(u->data + u->got, data, pb->len);
+        if (!u->cancelled)
+            memcpy(u->data + u->got, data, pb->len);
         u->got += pb->len;
-        if (u->got == u->total)
+        if (u->got == u->total) {
             *s = (pb_eng_stream_t){0};
+            if (u->cancelled) {
+                free(u->data);
+                free(u);
+            }
+        }
     }
+}
+
+/* The sender @source asks for its message whose envelope was its postbox
+ * number @seq back: taken out of the unexpected queue if there (its
+ * pieces still to come are dropped), else it was matched already. */
+static void on_cancel(int source, uint64_t seq, uint64_t sreq)
+{
+    pb_eng_postbox_t answer = {.kind = PB_ENG_CANCEL_ANSWER};
+
+    for (pb_eng_unexpected_t **p = &pb_eng.unexp; *p != NULL; p = &(*p)->next) {
+        pb_eng_unexpected_t *u = *p;
+
+        if (u->source != source || u->seq != seq)
+            continue;
+        *p = u->next;
+        if (pb_eng.unexp_tail == &u->next)
+            pb_eng.unexp_tail = p;
+        pb_eng_stat_unexpected(0);
+        if (pb_eng.streams[source].unexp == u) {
+            u->cancelled = 1;
+        } else {
+            free(u->data);
+            free(u);
+        }
+        answer.flags = 1;
+        break;
+    }
+    answer.u.ids.sreq = sreq;
+    pb_eng_send_control(source, &answer);
 }
 
 void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
@@ -294,6 +335,10 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
             split_check(source, r);
         }
         break;
+    case PB_ENG_CANCEL: on_cancel(source, pb->u.ids.addr, pb->u.ids.sreq); break;
+    case PB_ENG_CANCEL_ANSWER:
+        pb_eng_send_cancel_answer(source, (MPI_Request)(uintptr_t)pb->u.ids.sreq, pb->flags != 0);
+        break;
     case PB_ENG_RNDV_FIN: /* the receiver read the data itself */
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
         pb_eng.expect[source]--;
@@ -306,52 +351,81 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
 
 /* ---- starting receives ---------------------------------------------------------- */
 
+/* Receive @r takes the unexpected message @u, out of the queue already
+ * (and frees it). */
+static PB_ALWAYS_INLINE void take_unexpected(MPI_Request r, pb_eng_unexpected_t *u)
+{
+    recv_matched(r, u->source, u->tag, u->total);
+    if (u->rts) {
+        rendezvous_start(u->source, u->sreq, u->addr, u->pid, r);
+        pb_eng_send_push(u->source);
+    } else {
+        if (u->sync) {
+            ack_sync(u->source, u->sreq);
+            pb_eng_send_push(u->source);
+        }
+        if (pb_eng.streams[u->source].unexp == u)
+            pb_eng.streams[u->source] = (pb_eng_stream_t){.recv = r};
+        if (u->total == 0)
+            recv_finish(r);
+        else if (u->got > 0)
+            recv_deliver(r, u->data, u->got);
+    }
+    free(u->data);
+    free(u);
+}
+
+/* Unlink the unexpected message at *@p from the queue. */
+static pb_eng_unexpected_t *unexpected_unlink(pb_eng_unexpected_t **p)
+{
+    pb_eng_unexpected_t *u = *p;
+
+    *p = u->next;
+    if (pb_eng.unexp_tail == &u->next)
+        pb_eng.unexp_tail = p;
+    u->next = NULL;
+    pb_eng_stat_unexpected(0);
+    return u;
+}
+
+static PB_ALWAYS_INLINE void recv_begin(MPI_Request r)
+{
+    pb_eng_progress();
+    for (pb_eng_unexpected_t **p = &pb_eng.unexp; *p != NULL; p = &(*p)->next) {
+        if (matches(r, (*p)->source, (*p)->tag, (*p)->context)) {
+            take_unexpected(r, unexpected_unlink(p));
+            return;
+        }
+    }
+    pb_eng_queue_push(&pb_eng.posted, r);
+}
+
+void pb_eng_recv_begin(MPI_Request r)
+{
+    recv_begin(r);
+}
+
 int pb_eng_recv_start(void *buf, MPI_Count count, pb_datatype_t *type, int world, int tag,
                       uint32_t context, MPI_Request *request_p)
 {
-    MPI_Request r = pb_eng_request_new(PB_ENG_REQ_RECV, buf, count, type, world, tag, context);
+    MPI_Request r;
 
-    if (r == NULL)
-        return MPI_ERR_NO_MEM;
-    *request_p = r;
-    if (world == PB_ENG_PROC_NULL) {
+    if (world == PB_ENG_PROC_NULL) { /* @type may be NULL (MPI_DATATYPE_NULL, no data) */
+        r = pb_eng_request_new(PB_ENG_REQ_RECV, buf, 0, (pb_datatype_t *)pb_eng.byte_type, world,
+                               tag, context);
+        if (r == NULL)
+            return MPI_ERR_NO_MEM;
+        *request_p = r;
         r->status.MPI_SOURCE = MPI_PROC_NULL;
         r->status.MPI_TAG = MPI_ANY_TAG;
         recv_finish(r);
         return MPI_SUCCESS;
     }
-    pb_eng_progress();
-    /* the earliest unexpected message that matches */
-    for (pb_eng_unexpected_t **p = &pb_eng.unexp; *p != NULL; p = &(*p)->next) {
-        pb_eng_unexpected_t *u = *p;
-
-        if (!matches(r, u->source, u->tag, u->context))
-            continue;
-        *p = u->next;
-        if (pb_eng.unexp_tail == &u->next)
-            pb_eng.unexp_tail = p;
-        pb_eng_stat_unexpected(0);
-        recv_matched(r, u->source, u->tag, u->total);
-        if (u->rts) {
-            rendezvous_start(u->source, u->sreq, u->addr, u->pid, r);
-            pb_eng_send_push(u->source);
-        } else {
-            if (u->sync) {
-                ack_sync(u->source, u->sreq);
-                pb_eng_send_push(u->source);
-            }
-            if (pb_eng.streams[u->source].unexp == u)
-                pb_eng.streams[u->source] = (pb_eng_stream_t){.recv = r};
-            if (u->total == 0)
-                recv_finish(r);
-            else if (u->got > 0)
-                recv_deliver(r, u->data, u->got);
-        }
-        free(u->data);
-        free(u);
-        return MPI_SUCCESS;
-    }
-    pb_eng_queue_push(&pb_eng.posted, r);
+    r = pb_eng_request_new(PB_ENG_REQ_RECV, buf, count, type, world, tag, context);
+    if (r == NULL)
+        return MPI_ERR_NO_MEM;
+    *request_p = r;
+    recv_begin(r);
     return MPI_SUCCESS;
 }
 
@@ -372,7 +446,7 @@ void pb_eng_recv_cancel(MPI_Request r)
 typedef struct {
     uint32_t context;
     int world, tag;
-    pb_eng_unexpected_t *found;
+    pb_eng_unexpected_t **found; /* the link to it in the queue */
 } probe_t;
 
 /* The earliest unexpected message @arg (a probe_t) looks for. */
@@ -380,18 +454,19 @@ static int probe_done(void *arg)
 {
     probe_t *p = arg;
 
-    p->found = NULL;
-    for (pb_eng_unexpected_t *u = pb_eng.unexp; u != NULL; u = u->next) {
+    for (p->found = &pb_eng.unexp; *p->found != NULL; p->found = &(*p->found)->next) {
+        pb_eng_unexpected_t *u = *p->found;
+
         if (u->context == p->context && (p->world < 0 || u->source == p->world) &&
-            (p->tag == MPI_ANY_TAG || u->tag == p->tag)) {
-            p->found = u;
-            break;
-        }
+            (p->tag == MPI_ANY_TAG || u->tag == p->tag))
+            return 1;
     }
-    return p->found != NULL;
+    return 0;
 }
 
-int pb_eng_recv_probe(uint32_t context, int world, int tag, int wait, pb_eng_probe_t *found_p)
+/* The probe of pb_eng_recv_probe: the link to the message found, or
+ * NULL. */
+static pb_eng_unexpected_t **probe(uint32_t context, int world, int tag, int wait)
 {
     probe_t p = {context, world, tag, NULL};
 
@@ -402,8 +477,40 @@ int pb_eng_recv_probe(uint32_t context, int world, int tag, int wait, pb_eng_pro
     else
         pb_eng_progress();
     pb_eng.probing = 0;
-    if (!wait && !probe_done(&p))
+    return probe_done(&p) ? p.found : NULL;
+}
+
+int pb_eng_recv_probe(uint32_t context, int world, int tag, int wait, pb_eng_probe_t *found_p)
+{
+    pb_eng_unexpected_t **link = probe(context, world, tag, wait);
+
+    if (link == NULL)
         return 0;
-    *found_p = (pb_eng_probe_t){p.found->source, p.found->tag, p.found->total};
+    *found_p = (pb_eng_probe_t){(*link)->source, (*link)->tag, (*link)->total};
     return 1;
+}
+
+int pb_eng_recv_mprobe(uint32_t context, int world, int tag, int wait, pb_eng_probe_t *found_p,
+                       pb_eng_message_t **message_p)
+{
+    pb_eng_unexpected_t **link = probe(context, world, tag, wait);
+
+    if (link == NULL)
+        return 0;
+    *found_p = (pb_eng_probe_t){(*link)->source, (*link)->tag, (*link)->total};
+    *message_p = unexpected_unlink(link);
+    return 1;
+}
+
+int pb_eng_recv_message(void *buf, MPI_Count count, pb_datatype_t *type, pb_eng_message_t *message,
+                        MPI_Request *request_p)
+{
+    MPI_Request r = pb_eng_request_new(PB_ENG_REQ_RECV, buf, count, type, message->source,
+                                       message->tag, message->context);
+
+    if (r == NULL)
+        return MPI_ERR_NO_MEM;
+    *request_p = r;
+    take_unexpected(r, message);
+    return MPI_SUCCESS;
 }

@@ -23,7 +23,10 @@ void pb_eng_send_control(int dest, const pb_eng_postbox_t *pb)
 
 void pb_eng_send_check_done(MPI_Request r)
 {
-    if (r->phase == SEND_SENT && (r->mode != PB_ENG_MODE_SYNC || r->rndv || r->sync_acked)) {
+    if (r->cancel_asked)
+        return; /* the receiver's answer completes it */
+    if (r->phase == SEND_SENT &&
+        (r->mode != PB_ENG_MODE_SYNC || r->rndv || r->sync_acked || r->cancelled)) {
         r->status.MPI_ERROR = MPI_SUCCESS;
         pb_eng_request_complete(r);
     }
@@ -51,6 +54,8 @@ static int send_next(int dest, MPI_Request r)
     pb.tag = r->tag;
     pb.context = r->context;
     pb.total = r->bytes;
+    if (r->phase == SEND_ENVELOPE)
+        r->env_seq = pb_eng_channel.out[dest].written; /* the number a cancel names */
     if (r->phase == SEND_ENVELOPE && r->rndv) {
         pb.kind = PB_ENG_RTS;
         pb.u.ids.sreq = (uint64_t)(uintptr_t)r;
@@ -150,22 +155,76 @@ int pb_eng_send_start(const void *buf, MPI_Count count, pb_datatype_t *type, int
         pb_eng.copies_held += r->bytes + MPI_BSEND_OVERHEAD;
         pb_eng_type_pack_range(buf, count, r->type, 0, r->copy, r->bytes);
     }
+    pb_eng_send_begin(r);
+    *request_p = r;
+    return MPI_SUCCESS;
+}
+
+void pb_eng_send_begin(MPI_Request r)
+{
+    int world = r->peer;
+
     /* on the node, a contiguous message from POSTBOX_SINGLE_COPY bytes is
      * offered for the receiver to read in one copy */
-    r->single = mode != PB_ENG_MODE_BUFFERED && pb_eng_params.single_copy > 0 &&
+    r->single = r->mode != PB_ENG_MODE_BUFFERED && pb_eng_params.single_copy > 0 &&
                 !pb_eng.single_copy_off && r->bytes >= pb_eng_params.single_copy &&
                 pb_eng_type_is_contiguous(r->type) && path_has_single_copy(world);
-    r->rndv = mode != PB_ENG_MODE_BUFFERED && (r->single || r->bytes >= pb_eng_params.rendezvous);
+    r->rndv =
+        r->mode != PB_ENG_MODE_BUFFERED && (r->single || r->bytes >= pb_eng_params.rendezvous);
     r->phase = SEND_ENVELOPE;
     pb_eng_stat_send(r->single ? PB_ENG_PROTO_SINGLE_COPY
                      : r->rndv ? PB_ENG_PROTO_RENDEZVOUS
-                     : r->bytes <= PB_ENG_INLINE_MAX && mode != PB_ENG_MODE_SYNC
+                     : r->bytes <= PB_ENG_INLINE_MAX && r->mode != PB_ENG_MODE_SYNC
                          ? PB_ENG_PROTO_INLINE
                          : PB_ENG_PROTO_EAGER,
                      r->bytes);
     pb_eng.sends_open++;
     pb_eng_queue_push(&pb_eng.sends[world], r);
     pb_eng_send_push(world);
-    *request_p = r;
-    return MPI_SUCCESS;
+}
+
+/* ---- cancelling ------------------------------------------------------------------ */
+
+void pb_eng_send_cancel(MPI_Request r)
+{
+    pb_eng_postbox_t ask = {.kind = PB_ENG_CANCEL};
+
+    if (r->kind != PB_ENG_REQ_SEND || r->peer < 0 || r->mode == PB_ENG_MODE_BUFFERED ||
+        r->cancelled || r->cancel_asked)
+        return;
+    if (r->phase == SEND_ENVELOPE) { /* nothing written: the receiver never knew */
+        pb_eng_queue_remove(&pb_eng.sends[r->peer], r);
+        r->cancelled = 1;
+        r->phase = SEND_SENT;
+        pb_eng_request_complete(r);
+        return;
+    }
+    if (r->complete) { /* sent eagerly: the message may still be unmatched there */
+        r->complete = 0;
+        pb_eng.sends_open++;
+    }
+    r->cancel_asked = 1;
+    pb_eng.expect[r->peer]++; /* its answer */
+    ask.u.ids.sreq = (uint64_t)(uintptr_t)r;
+    ask.u.ids.addr = r->env_seq;
+    pb_eng_send_control(r->peer, &ask);
+    pb_eng_send_push(r->peer);
+}
+
+void pb_eng_send_cancel_answer(int source, MPI_Request r, int taken_back)
+{
+    pb_eng.expect[source]--;
+    r->cancel_asked = 0;
+    if (taken_back) {
+        r->cancelled = 1;
+        if (r->phase == SEND_WAIT_CTS) { /* no CTS will come */
+            pb_eng.expect[source]--;
+            r->phase = SEND_SENT;
+        } else if (r->mode == PB_ENG_MODE_SYNC && !r->rndv && !r->sync_acked) {
+            pb_eng.expect[source]--; /* nor a SYNC_ACK */
+        }
+    }
+    /* a stream under way goes on to its end (the receiver drops it) */
+    if (!r->complete)
+        pb_eng_send_check_done(r);
 }
