@@ -483,8 +483,11 @@ int pb_mpi_attr_copy(pb_comm_t *oldc, pb_comm_t *newc)
 
 int pb_mpi_attr_delete_all(pb_comm_t *c)
 {
-    attr_obj_t o = comm_obj(c);
+    attr_obj_t o;
 
+    if (c == NULL) /* MPI_COMM_SELF or _WORLD after the world model ended */
+        return MPI_SUCCESS;
+    o = comm_obj(c);
     return attr_delete_all(&o);
 }
 

@@ -15,8 +15,8 @@
  * copied so far are deleted again; the caller frees @newc). */
 int pb_mpi_attr_copy(pb_comm_t *oldc, pb_comm_t *newc);
 
-/* Delete every attribute of @c, last set first, through the delete
- * callbacks (MPI_Comm_free, before the communicator goes).
+/* Delete every attribute of @c (NULL: nothing), last set first, through
+ * the delete callbacks (MPI_Comm_free, before the communicator goes).
  * @return MPI_SUCCESS, or the first error a callback returned (the
  * attributes not deleted yet stay). */
 int pb_mpi_attr_delete_all(pb_comm_t *c);
