@@ -38,9 +38,9 @@
  * (MPI_Win_allocate, default) or create (MPI_Win_create on memory of the
  * program's own).
  *
- * Timing: a figure is a few samples (at least SAMPLES_MIN), each a batch of
- * epochs timed together by the origin; the batch size fits the samples in
- * --reps-cap-ms.  Before each batch both ranks pass one and the same barrier
+ * Timing: a figure is a few samples (at least SAMPLES_MIN; SAMPLES_MAX for
+ * bandwidth), each a batch of epochs timed together by the origin; the
+ * batch size fits the samples in --reps-cap-ms.  Before each batch both ranks pass one and the same barrier
  * (zero-byte MPI_Sendrecv on a communicator of their own), whatever the
  * library; after it they pass it again (the target's MPI call there is
  * where a library that needs the target's help progresses: the passive
@@ -428,9 +428,12 @@ static void measure(fig_t *f, timing_t *tm)
 
         iters = est > 0.0 ? per_sample / est : ITERS_MAX;
         plan[0] = iters < 1.0 ? 1 : iters > ITERS_MAX ? ITERS_MAX : (int64_t)iters;
-        /* short epochs: more samples within the same cap */
-        plan[1] = est * (double)plan[0] * SAMPLES_MAX < g.opts.reps_cap_ms * 1e6 ? SAMPLES_MAX
-                                                                                 : SAMPLES_MIN;
+        /* short epochs: more samples within the same cap; bandwidth
+         * (epochs of a memcpy's speed, which drifts most) always */
+        plan[1] = f->t->kind == K_BANDWIDTH ||
+                          est * (double)plan[0] * SAMPLES_MAX < g.opts.reps_cap_ms * 1e6
+                      ? SAMPLES_MAX
+                      : SAMPLES_MIN;
     }
     MPI_Bcast(plan, 2, MPI_INT64_T, ORIGIN, g.sync_comm);
     for (int64_t s = 0; s < plan[1]; s++) {

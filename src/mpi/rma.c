@@ -955,7 +955,7 @@ static int rma_run(pb_win_t *win, const char *func, const rma_op_t *o)
 
 /* The predefined, contiguous datatype @h (its one basic kind in *@kind_p),
  * or NULL. */
-static const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
+static PB_ALWAYS_INLINE const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
 {
     /* the last one asked for: predefined types never change */
     static MPI_Datatype recent_h;
@@ -981,8 +981,8 @@ static const pb_datatype_t *short_type(MPI_Datatype h, pb_basic_t *kind_p)
  * @kind), its loop (*@loop_p; NULL for MPI_REPLACE and MPI_NO_OP), and
  * whether it is a hardware atomic on windows with hw_atomics (*@hw_p): the
  * checks of rma_run, remembered for the last pair that passed them. */
-static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_loop_t **loop_p,
-                       int *hw_p)
+static PB_ALWAYS_INLINE int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind,
+                                        pb_mpi_op_loop_t **loop_p, int *hw_p)
 {
     static MPI_Op recent_op;
     static MPI_Datatype recent_type;
@@ -1004,7 +1004,8 @@ static int short_op_ok(MPI_Op op, MPI_Datatype type, pb_basic_t kind, pb_mpi_op_
 
 /* Where @bytes at displacement @disp of @target's window are, when the
  * target is mapped here and an access epoch covers it; else NULL. */
-static char *short_slot(pb_win_t *w, int target, MPI_Aint disp, size_t bytes, pb_win_target_t **t_p)
+static PB_ALWAYS_INLINE char *short_slot(pb_win_t *w, int target, MPI_Aint disp, size_t bytes,
+                                         pb_win_target_t **t_p)
 {
     pb_win_target_t *t;
     uint64_t off;
@@ -1012,7 +1013,11 @@ static char *short_slot(pb_win_t *w, int target, MPI_Aint disp, size_t bytes, pb
     if (target < 0 || target >= w->size || disp < 0 || w->flavor == MPI_WIN_FLAVOR_DYNAMIC)
         return NULL;
     t = &w->targets[target];
-    if (t->mode != PB_WIN_DIRECT || !pb_win_may_access(w, target))
+    if (t->mode != PB_WIN_DIRECT)
+        return NULL;
+    /* the epochs of most programs first, without a call */
+    if (w->epoch != PB_WIN_EPOCH_LOCK_ALL && !(w->epoch == PB_WIN_EPOCH_LOCK && t->lock != 0) &&
+        !pb_win_may_access(w, target))
         return NULL;
     off = (uint64_t)disp * (uint64_t)t->disp_unit;
     if ((uint64_t)disp > t->size || off > t->size || bytes > t->size - off)
@@ -1023,9 +1028,9 @@ static char *short_slot(pb_win_t *w, int target, MPI_Aint disp, size_t bytes, pb
 
 /* MPI_Put and MPI_Get of @count elements of one predefined type on both
  * sides toward a mapped target.  @return 1 when done, 0 to take rma_run. */
-static int short_copy(pb_win_t *w, int put, void *origin, MPI_Count origin_count,
-                      MPI_Datatype origin_type, int target, MPI_Aint disp, MPI_Count target_count,
-                      MPI_Datatype target_type)
+static PB_ALWAYS_INLINE int short_copy(pb_win_t *w, int put, void *origin, MPI_Count origin_count,
+                                       MPI_Datatype origin_type, int target, MPI_Aint disp,
+                                       MPI_Count target_count, MPI_Datatype target_type)
 {
     pb_basic_t kind;
     const pb_datatype_t *t = short_type(origin_type, &kind);
@@ -1049,8 +1054,9 @@ static int short_copy(pb_win_t *w, int put, void *origin, MPI_Count origin_count
 
 /* MPI_Fetch_and_op (@compare NULL) and MPI_Compare_and_swap of one
  * element toward a mapped target.  @return 1 when done, 0 to take rma_run. */
-static int short_atomic(pb_win_t *w, const void *origin, const void *compare, void *result,
-                        MPI_Datatype type, int target, MPI_Aint disp, MPI_Op op)
+static PB_ALWAYS_INLINE int short_atomic(pb_win_t *w, const void *origin, const void *compare,
+                                         void *result, MPI_Datatype type, int target, MPI_Aint disp,
+                                         MPI_Op op)
 {
     pb_basic_t kind;
     const pb_datatype_t *t = short_type(type, &kind);

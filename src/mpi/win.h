@@ -48,6 +48,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mpi/comm.h"
 #include "mpi/engine/typerep.h"
@@ -303,15 +304,78 @@ int pb_win_hw_kind(pb_basic_t kind);
  * MPI_NO_OP (an atomic load) on a pb_win_hw_kind. */
 int pb_win_hw_op(MPI_Op op, pb_basic_t kind);
 
+/* The read-modify-write of @op on the unsigned integer at @at with @v;
+ * @return the value before.  Two's-complement sums are the same for
+ * signed integers. */
+#define PB_WIN_HW_RMW(bits)                                                                        \
+    static inline uint##bits##_t pb_win_hw_rmw##bits(MPI_Op op, uint##bits##_t *at,                \
+                                                     uint##bits##_t v)                             \
+    {                                                                                              \
+        if (op == MPI_SUM)                                                                         \
+            return __atomic_fetch_add(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_BAND)                                                                        \
+            return __atomic_fetch_and(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_BOR)                                                                         \
+            return __atomic_fetch_or(at, v, __ATOMIC_ACQ_REL);                                     \
+        if (op == MPI_BXOR)                                                                        \
+            return __atomic_fetch_xor(at, v, __ATOMIC_ACQ_REL);                                    \
+        if (op == MPI_REPLACE)                                                                     \
+            return __atomic_exchange_n(at, v, __ATOMIC_ACQ_REL);                                   \
+        return __atomic_load_n(at, __ATOMIC_ACQUIRE);                                              \
+    }
+PB_WIN_HW_RMW(32)
+PB_WIN_HW_RMW(64)
+#undef PB_WIN_HW_RMW
+
 /* @op with the element @in (NULL for MPI_NO_OP) on the element of @size
  * bytes (4 or 8) at @at, aligned to its size, as one atomic; @old (when
- * not NULL) gets its previous value. */
-void pb_win_hw_apply(MPI_Op op, size_t size, char *at, const char *in, char *old);
+ * not NULL) gets its previous value.  (Inline: the short path of
+ * MPI_Fetch_and_op is this and little more.) */
+static inline void pb_win_hw_apply(MPI_Op op, size_t size, char *at, const char *in, char *old)
+{
+    if (size == 4) {
+        uint32_t v = 0, prev;
+
+        if (in != NULL)
+            memcpy(&v, in, sizeof(v));
+        prev = pb_win_hw_rmw32(in != NULL ? op : MPI_NO_OP, (uint32_t *)(void *)at, v);
+        if (old != NULL)
+            memcpy(old, &prev, sizeof(prev));
+    } else {
+        uint64_t v = 0, prev;
+
+        if (in != NULL)
+            memcpy(&v, in, sizeof(v));
+        prev = pb_win_hw_rmw64(in != NULL ? op : MPI_NO_OP, (uint64_t *)(void *)at, v);
+        if (old != NULL)
+            memcpy(old, &prev, sizeof(prev));
+    }
+}
 
 /* Compare-and-swap as one atomic of the element of @size bytes (4 or 8)
  * at @at, aligned to its size: @old gets its value; it becomes @value
  * when it equals @compare. */
-void pb_win_hw_cas(char *at, size_t size, const void *value, const void *compare, void *old);
+static inline void pb_win_hw_cas(char *at, size_t size, const void *value, const void *compare,
+                                 void *old)
+{
+    if (size == 4) {
+        uint32_t expect, v;
+
+        memcpy(&expect, compare, sizeof(expect));
+        memcpy(&v, value, sizeof(v));
+        __atomic_compare_exchange_n((uint32_t *)(void *)at, &expect, v, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        memcpy(old, &expect, sizeof(expect));
+    } else {
+        uint64_t expect, v;
+
+        memcpy(&expect, compare, sizeof(expect));
+        memcpy(&v, value, sizeof(v));
+        __atomic_compare_exchange_n((uint64_t *)(void *)at, &expect, v, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        memcpy(old, &expect, sizeof(expect));
+    }
+}
 
 /* Accumulate with @op the packed elements @in (NULL: none, MPI_NO_OP)
  * into the @nruns runs of @mem, storing their previous contents packed at
