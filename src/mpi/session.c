@@ -637,3 +637,142 @@ PB_EXPORT int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_create_from_group, PMPI_Comm_create_from_group);
+
+/* ---- MPI_Intercomm_create_from_groups ------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* A communicator of the @n world ranks @world (this process @me among
+ * them) agreed on by @stringtag, with @errhandler, into *@c_p.  @return
+ * MPI_SUCCESS or an error class with a message in @why. */
+static int from_group_make(int n, const int *world, int me, const char *stringtag,
+                           MPI_Errhandler errhandler, pb_comm_t **c_p, char *why, size_t why_len)
+{
+    uint32_t context;
+    int rc = from_group_agree(n, world, me, stringtag, &context, why, why_len);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    pb_mpi_context_claim(context);
+    *c_p = pb_mpi_comm_make(n, world, context, errhandler);
+    if (*c_p == NULL) {
+        snprintf(why, why_len, "out of memory");
+        return MPI_ERR_NO_MEM;
+    }
+    return MPI_SUCCESS;
+}
+
+/* Make *@newintercomm, the intercommunicator between @local_group (this
+ * process a member) and @remote_group, without a parent communicator:
+ * collective over both groups, whose processes call with the same
+ * @stringtag; each side names its own leader (@local_leader, a rank of
+ * @local_group) and the other's (@remote_leader, a rank of
+ * @remote_group).  Built from two communicators made as
+ * MPI_Comm_create_from_group makes one: the local group's, and a bridge of
+ * both groups (ascending world ranks, on a stringtag derived from
+ * @stringtag) over which MPI_Intercomm_create's leaders talk; both are
+ * freed before the call returns.  @errhandler becomes the new
+ * communicator's and handles this call's errors; @info is not read.
+ * @return MPI_SUCCESS; MPI_ERR_ERRHANDLER, MPI_ERR_GROUP (not groups, this
+ * process not in @local_group, the groups overlap, members disagree),
+ * MPI_ERR_RANK (a leader out of range), MPI_ERR_ARG (NULL, stringtag too
+ * long), MPI_ERR_INFO, MPI_ERR_OTHER (MPI not running), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
+                                                MPI_Group remote_group, int remote_leader,
+                                                const char *stringtag, MPI_Info info,
+                                                MPI_Errhandler errhandler, MPI_Comm *newintercomm)
+{
+    const char *func = "MPI_Intercomm_create_from_groups";
+    char why[256], bridge_tag[MPI_MAX_STRINGTAG_LEN + 1];
+    const int *lworld, *rworld;
+    int nl, nr, me, them, rc, bridge_me = -1, bridge_leader = -1, *all;
+    pb_comm_t *local = NULL, *bridge = NULL;
+    MPI_Comm local_h, bridge_h;
+
+    if (!pb_mpi_active())
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
+                            "called while neither MPI_Init nor a session is in force");
+    if (errhandler == MPI_ERRHANDLER_NULL || !pb_mpi_errhandler_valid_for_comm(errhandler))
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ERRHANDLER, func,
+                            "errhandler (%p) is not an error handler for communicators",
+                            (void *)errhandler);
+    if (!pb_mpi_group_members(local_group, &nl, &lworld, &me) ||
+        !pb_mpi_group_members(remote_group, &nr, &rworld, &them))
+        return pb_mpi_raise_handler(
+            errhandler, MPI_ERR_GROUP, func, "%s is not a group",
+            pb_mpi_group_members(local_group, &nl, &lworld, &me) ? "remote_group" : "local_group");
+    if (stringtag == NULL || newintercomm == NULL)
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_ARG, func, "%s is NULL",
+                                    stringtag == NULL ? "stringtag" : "newintercomm");
+    if (strnlen(stringtag, MPI_MAX_STRINGTAG_LEN + 1) > MPI_MAX_STRINGTAG_LEN)
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_ARG, func,
+                                    "stringtag is longer than MPI_MAX_STRINGTAG_LEN (%d)",
+                                    MPI_MAX_STRINGTAG_LEN);
+    if (!info_ok(info))
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_INFO, func,
+                                    "info (%p) is not an info object", (void *)info);
+    if (me == MPI_UNDEFINED)
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_GROUP, func,
+                                    "this process is not a member of local_group");
+    if (them != MPI_UNDEFINED)
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_GROUP, func,
+                                    "this process is in both groups: they must not overlap");
+    if (local_leader < 0 || local_leader >= nl || remote_leader < 0 || remote_leader >= nr)
+        return pb_mpi_raise_handler(
+            errhandler, MPI_ERR_RANK, func, "%s %d is not a rank of its group (0..%d)",
+            local_leader < 0 || local_leader >= nl ? "local_leader" : "remote_leader",
+            local_leader < 0 || local_leader >= nl ? local_leader : remote_leader,
+            (local_leader < 0 || local_leader >= nl ? nl : nr) - 1);
+    /* the bridge: both groups, in ascending world rank, the same on both sides */
+    all = malloc(((size_t)nl + (size_t)nr) * sizeof(int));
+    if (all == NULL)
+        return pb_mpi_raise_handler(errhandler, MPI_ERR_NO_MEM, func, "out of memory");
+    memcpy(all, lworld, (size_t)nl * sizeof(int));
+    memcpy(all + nl, rworld, (size_t)nr * sizeof(int));
+    qsort(all, (size_t)(nl + nr), sizeof(int), cmp_int);
+    for (int i = 0; i < nl + nr; i++) {
+        if (i > 0 && all[i] == all[i - 1]) {
+            free(all);
+            return pb_mpi_raise_handler(errhandler, MPI_ERR_GROUP, func,
+                                        "world rank %d is in both groups: they must not overlap",
+                                        all[i]);
+        }
+        if (all[i] == lworld[me])
+            bridge_me = i;
+        if (all[i] == rworld[remote_leader])
+            bridge_leader = i;
+    }
+    /* another first byte: another tag for the bridge's agreement */
+    bridge_tag[0] = '\x01';
+    snprintf(bridge_tag + 1, sizeof(bridge_tag) - 1, "%s", stringtag);
+    rc = from_group_make(nl, lworld, me, stringtag, MPI_ERRORS_RETURN, &local, why, sizeof(why));
+    if (rc == MPI_SUCCESS)
+        rc = from_group_make(nl + nr, all, bridge_me, bridge_tag, MPI_ERRORS_RETURN, &bridge, why,
+                             sizeof(why));
+    free(all);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Intercomm_create(local->handle, local_leader, bridge->handle, bridge_leader, 0,
+                                   newintercomm);
+        if (rc != MPI_SUCCESS)
+            snprintf(why, sizeof(why), "making the intercommunicator failed");
+    }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_errhandler(*newintercomm, errhandler);
+    if (local != NULL) {
+        local_h = local->handle;
+        PMPI_Comm_free(&local_h);
+    }
+    if (bridge != NULL) {
+        bridge_h = bridge->handle;
+        PMPI_Comm_free(&bridge_h);
+    }
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise_handler(errhandler, rc, func, "%s", why);
+    return MPI_SUCCESS;
+}
+PB_MPI_WEAK_ALIAS(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups);

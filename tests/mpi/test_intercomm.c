@@ -7,8 +7,9 @@
  * every blocking collective in both directions with checked results,
  * MPI_Intercomm_merge, MPI_Comm_dup, _split, _create, _compare, _free and
  * the errors of calls that need an intracommunicator (or an
- * intercommunicator).  Written to the standard API only; rank 0 prints
- * "intercomm: ok".
+ * intercommunicator); then the same groups joined by
+ * MPI_Intercomm_create_from_groups, and its errors.  Written to the standard API only; rank 0
+ * prints "intercomm: ok".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +464,53 @@ static void check_errors(MPI_Comm inter)
           "MPI_Comm_split_type");
 }
 
+/* The same two groups joined by MPI_Intercomm_create_from_groups (no
+ * parent communicator), checked as the first; then its errors. */
+static void check_from_groups(void)
+{
+    MPI_Group world_group, groups[2];
+    MPI_Comm inter;
+    int *ranks = malloc((size_t)nworld * sizeof(int)), rc;
+
+    if (ranks == NULL) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    OK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    for (int g = 0; g < 2; g++) {
+        for (int r = 0; r < group_size(g); r++)
+            ranks[r] = world_of(g, r);
+        OK(MPI_Group_incl(world_group, group_size(g), ranks, &groups[g]));
+    }
+    rc = MPI_Intercomm_create_from_groups(groups[color], 0, groups[!color], 0, "intercomm test",
+                                          MPI_INFO_NULL, MPI_ERRORS_RETURN, &inter);
+    CHECK(rc == MPI_SUCCESS, "MPI_Intercomm_create_from_groups returned %d", rc);
+    if (rc == MPI_SUCCESS) {
+        check_shape(inter);
+        check_p2p(inter);
+        check_rooted(inter, 1);
+        check_all(inter);
+        OK(MPI_Comm_free(&inter));
+    }
+    /* errors, each found by every process alike (no communication) */
+    CHECK(MPI_Intercomm_create_from_groups(groups[color], 0, groups[color], 0, "overlap",
+                                           MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                           &inter) == MPI_ERR_GROUP,
+          "overlapping groups");
+    CHECK(MPI_Intercomm_create_from_groups(groups[color], lsize, groups[!color], 0, "leader",
+                                           MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                           &inter) == MPI_ERR_RANK,
+          "a local leader out of range");
+    CHECK(MPI_Intercomm_create_from_groups(groups[!color], 0, groups[color], 0, "not mine",
+                                           MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                           &inter) == MPI_ERR_GROUP,
+          "a local group without this process");
+    for (int g = 0; g < 2; g++)
+        OK(MPI_Group_free(&groups[g]));
+    OK(MPI_Group_free(&world_group));
+    free(ranks);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm local, inter;
@@ -499,6 +547,7 @@ int main(int argc, char **argv)
         OK(MPI_Comm_free(&inter));
         CHECK(inter == MPI_COMM_NULL, "MPI_Comm_free left the handle");
     }
+    check_from_groups();
     OK(MPI_Comm_free(&local));
     rc = check_summary("intercomm", MPI_COMM_WORLD, 99);
     MPI_Finalize();
