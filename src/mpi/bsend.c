@@ -10,7 +10,8 @@
  * MPI_BSEND_OVERHEAD of the buffer it went through until its send
  * completes, and one the buffer has no room for is refused
  * (MPI_ERR_BUFFER).  A send on a communicator goes through the
- * communicator's buffer when it has one, else through the process's.  A
+ * communicator's buffer when it has one, else through its session's (a
+ * communicator made from a session's groups), else through the process's.  A
  * buffer attached as MPI_BUFFER_AUTOMATIC has no limit.
  *
  * Each buffer keeps the requests of its messages under way, numbered in
@@ -18,12 +19,12 @@
  * is used; a flush waits until every message sent before it completed,
  * and MPI_Buffer_iflush (MPI_Comm_iflush_buffer) returns a request (a
  * generalized request of grequest.c) that a progress hook completes then.
- * Sessions do not exist in Postbox yet: the session buffer calls are not
- * in the library.
  */
 #include "mpi/p2p.h"
 
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "mpi/bindings.h"
@@ -32,7 +33,8 @@
 typedef struct buffer buffer_t;
 
 struct buffer {
-    pb_comm_t *comm; /* NULL: the process's buffer */
+    pb_comm_t *comm; /* NULL: the process's buffer, or a session's */
+    void *session;   /* a session's buffer (MPI_Session_attach_buffer): its session */
     char *buf;       /* as attached (MPI_BUFFER_AUTOMATIC too); NULL: none */
     size_t size;
     size_t used;       /* its messages under way: bytes + MPI_BSEND_OVERHEAD each */
@@ -53,10 +55,33 @@ typedef struct flush {
 } flush_t;
 
 static buffer_t process;
-static buffer_t *comm_buffers; /* the communicators' attached buffers */
+static buffer_t *comm_buffers; /* the communicators' and the sessions' attached buffers */
 static flush_t *flushes;
 
 static int flushes_advance(void);
+
+/* Where a call's errors go: @comm's handler, or @session's. */
+typedef struct {
+    MPI_Comm comm;
+    MPI_Session session; /* MPI_SESSION_NULL: @comm's */
+} raise_to_t;
+
+static int raise_at(raise_to_t to, int code, const char *func, const char *fmt, ...)
+    PB_PRINTF(4, 5);
+
+static int raise_at(raise_to_t to, int code, const char *func, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (to.session != MPI_SESSION_NULL)
+        return pb_mpi_raise_session(to.session, pb_mpi_session_errhandler(to.session), code, func,
+                                    "%s", what);
+    return pb_mpi_raise(to.comm, code, func, "%s", what);
+}
 
 static int automatic(const buffer_t *b)
 {
@@ -100,6 +125,16 @@ static buffer_t *comm_buffer(const pb_comm_t *c)
     return NULL;
 }
 
+/* The buffer record of @session (NULL: none). */
+static buffer_t *session_buffer(const void *session)
+{
+    for (buffer_t *b = comm_buffers; b != NULL && session != NULL; b = b->next) {
+        if (b->comm == NULL && b->session == session)
+            return b;
+    }
+    return NULL;
+}
+
 /* Start a buffered send of @count elements of @t (checked) at @buf to
  * world rank @world (PB_ENG_PROC_NULL: nothing) of @c, through @c's buffer
  * of MPI_Comm_attach_buffer or else the process's: the copy goes out in the
@@ -116,12 +151,15 @@ int pb_mpi_bsend_copy(const char *func, const void *buf, MPI_Count count, pb_dat
     if (world == PB_ENG_PROC_NULL) /* @t may be NULL then (MPI_DATATYPE_NULL) */
         return MPI_SUCCESS;
     bytes = (size_t)count * pb_eng_type_size(t);
-    if (b == NULL || b->buf == NULL) /* none attached to @c (or detached) */
+    if ((b == NULL || b->buf == NULL) && c->session != NULL) /* none attached to @c */
+        b = session_buffer(c->session);
+    if (b == NULL || b->buf == NULL) /* nor to its session */
         b = &process;
     reclaim(b);
     if (b->buf == NULL)
         return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func,
-                            "no buffer is attached (MPI_Buffer_attach, MPI_Comm_attach_buffer)");
+                            "no buffer is attached (MPI_Buffer_attach, MPI_Comm_attach_buffer, "
+                            "MPI_Session_attach_buffer)");
     if (!automatic(b) && b->used + bytes + MPI_BSEND_OVERHEAD > b->size)
         return pb_mpi_raise(c->handle, MPI_ERR_BUFFER, func,
                             "the attached buffer has no room (%zu of %zu bytes in use, the "
@@ -184,19 +222,18 @@ int pb_mpi_ibsend_impl(const char *func, const void *buf, MPI_Count count, MPI_D
 
 /* ---- attach, detach, flush ------------------------------------------------------- */
 
-/* Attach @buffer of @size bytes (or MPI_BUFFER_AUTOMATIC) as @b for @func
- * on @comm.  @return MPI_SUCCESS; MPI_ERR_BUFFER (one attached already,
- * NULL); MPI_ERR_COUNT (negative size). */
-static int attach(const char *func, MPI_Comm comm, buffer_t *b, void *buffer, MPI_Count size)
+/* Attach @buffer of @size bytes (or MPI_BUFFER_AUTOMATIC) as @b for @func,
+ * errors raised at @to.  @return MPI_SUCCESS; MPI_ERR_BUFFER (one attached
+ * already, NULL); MPI_ERR_COUNT (negative size). */
+static int attach(const char *func, raise_to_t to, buffer_t *b, void *buffer, MPI_Count size)
 {
     if (b->buf != NULL)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
-                            "a buffer is attached already: detach it first");
+        return raise_at(to, MPI_ERR_BUFFER, func, "a buffer is attached already: detach it first");
     if (buffer == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func,
-                            "buffer is NULL (MPI_BUFFER_AUTOMATIC asks for automatic buffering)");
+        return raise_at(to, MPI_ERR_BUFFER, func,
+                        "buffer is NULL (MPI_BUFFER_AUTOMATIC asks for automatic buffering)");
     if (size < 0 && buffer != MPI_BUFFER_AUTOMATIC)
-        return pb_mpi_raise(comm, MPI_ERR_COUNT, func, "size %lld is negative", (long long)size);
+        return raise_at(to, MPI_ERR_COUNT, func, "size %lld is negative", (long long)size);
     b->buf = buffer;
     b->size = buffer == MPI_BUFFER_AUTOMATIC ? 0 : (size_t)size;
     return MPI_SUCCESS;
@@ -222,16 +259,16 @@ static void flush(buffer_t *b)
     pb_eng_wait_until(flush_done, &w);
 }
 
-/* Detach @b for @func on @comm once its messages went: its address in
- * *(void **)@buffer_addr and its size in *@size_p.  @return MPI_SUCCESS;
- * MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
-static int detach(const char *func, MPI_Comm comm, buffer_t *b, void *buffer_addr,
+/* Detach @b for @func once its messages went, errors raised at @to: its
+ * address in *(void **)@buffer_addr and its size in *@size_p.  @return
+ * MPI_SUCCESS; MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
+static int detach(const char *func, raise_to_t to, buffer_t *b, void *buffer_addr,
                   MPI_Count *size_p)
 {
     if (buffer_addr == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "buffer_addr is NULL");
+        return raise_at(to, MPI_ERR_ARG, func, "buffer_addr is NULL");
     if (b == NULL || b->buf == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_BUFFER, func, "no buffer is attached");
+        return raise_at(to, MPI_ERR_BUFFER, func, "no buffer is attached");
     flush(b);
     *(void **)buffer_addr = b->buf;
     *size_p = (MPI_Count)b->size;
@@ -252,7 +289,8 @@ static int int_size(MPI_Count size)
  * MPI_ERR_COUNT (negative size). */
 PB_EXPORT int PMPI_Buffer_attach_c(void *buffer, MPI_Count size)
 {
-    return attach("MPI_Buffer_attach", MPI_COMM_NULL, &process, buffer, size);
+    return attach("MPI_Buffer_attach", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
+                  buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_attach_c, PMPI_Buffer_attach_c);
 
@@ -271,7 +309,8 @@ PB_EXPORT int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
 {
     if (size == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach", "size is NULL");
-    return detach("MPI_Buffer_detach", MPI_COMM_NULL, &process, buffer_addr, size);
+    return detach("MPI_Buffer_detach", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
+                  buffer_addr, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_detach_c, PMPI_Buffer_detach_c);
 
@@ -332,7 +371,7 @@ PB_EXPORT int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count s
     b = comm_record(c, 1);
     if (b == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "no memory for the buffer's record");
-    return attach(func, comm, b, buffer, size);
+    return attach(func, (raise_to_t){comm, MPI_SESSION_NULL}, b, buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c);
 
@@ -356,7 +395,7 @@ PB_EXPORT int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Co
         return rc;
     if (size == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, func, "size is NULL");
-    return detach(func, comm, comm_record(c, 0), buffer_addr, size);
+    return detach(func, (raise_to_t){comm, MPI_SESSION_NULL}, comm_record(c, 0), buffer_addr, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c);
 
@@ -458,17 +497,17 @@ static int flushes_advance(void)
 
 /* A request, in *@request, that completes once every message sent through
  * @b so far went out.  @return MPI_SUCCESS, or the error raised for
- * @func on @comm (MPI_ERR_ARG, MPI_ERR_NO_MEM). */
-static int iflush(const char *func, MPI_Comm comm, buffer_t *b, MPI_Request *request)
+ * @func at @to (MPI_ERR_ARG, MPI_ERR_NO_MEM). */
+static int iflush(const char *func, raise_to_t to, buffer_t *b, MPI_Request *request)
 {
     flush_t *f;
     int rc;
 
     if (request == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_ARG, func, "request is NULL");
+        return raise_at(to, MPI_ERR_ARG, func, "request is NULL");
     f = malloc(sizeof(*f));
     if (f == NULL)
-        return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "no memory for the request");
+        return raise_at(to, MPI_ERR_NO_MEM, func, "no memory for the request");
     rc = PMPI_Grequest_start(flush_query, flush_free, flush_cancel, NULL, &f->request);
     if (rc != MPI_SUCCESS) {
         free(f);
@@ -493,7 +532,8 @@ static int iflush(const char *func, MPI_Comm comm, buffer_t *b, MPI_Request *req
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Buffer_iflush(MPI_Request *request)
 {
-    return iflush("MPI_Buffer_iflush", MPI_COMM_NULL, &process, request);
+    return iflush("MPI_Buffer_iflush", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
+                  request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_iflush, PMPI_Buffer_iflush);
 
@@ -507,6 +547,78 @@ PB_EXPORT int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
 
     if (rc != MPI_SUCCESS)
         return rc;
-    return iflush("MPI_Comm_iflush_buffer", comm, comm_record(c, 0), request);
+    return iflush("MPI_Comm_iflush_buffer", (raise_to_t){comm, MPI_SESSION_NULL}, comm_record(c, 0),
+                  request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_iflush_buffer, PMPI_Comm_iflush_buffer);
+
+/* ---- sessions' buffers (MPI-4.1) ---------------------------------------------------- */
+
+/* The buffer record of @session, made if @make (NULL when out of memory). */
+static buffer_t *session_record(void *session, int make)
+{
+    buffer_t *b = session_buffer(session);
+
+    if (b == NULL && make) {
+        b = calloc(1, sizeof(*b));
+        if (b != NULL) {
+            b->session = session;
+            b->next = comm_buffers;
+            comm_buffers = b;
+        }
+    }
+    return b;
+}
+
+int pb_mpi_bsend_session_attach(MPI_Session session, void *buffer, MPI_Count size)
+{
+    const char *func = "MPI_Session_attach_buffer";
+    raise_to_t to = {MPI_COMM_NULL, session};
+    buffer_t *b = session_record(session, 1);
+
+    if (b == NULL)
+        return raise_at(to, MPI_ERR_NO_MEM, func, "no memory for the buffer's record");
+    return attach(func, to, b, buffer, size);
+}
+
+int pb_mpi_bsend_session_detach(MPI_Session session, void *buffer_addr, MPI_Count *size)
+{
+    const char *func = "MPI_Session_detach_buffer";
+    raise_to_t to = {MPI_COMM_NULL, session};
+
+    if (size == NULL)
+        return raise_at(to, MPI_ERR_ARG, func, "size is NULL");
+    return detach(func, to, session_record(session, 0), buffer_addr, size);
+}
+
+void pb_mpi_bsend_session_flush(MPI_Session session)
+{
+    buffer_t *b = session_record(session, 0);
+
+    if (b != NULL)
+        flush(b);
+}
+
+int pb_mpi_bsend_session_iflush(MPI_Session session, MPI_Request *request)
+{
+    return iflush("MPI_Session_iflush_buffer", (raise_to_t){MPI_COMM_NULL, session},
+                  session_record(session, 0), request);
+}
+
+void pb_mpi_bsend_session_end(MPI_Session session)
+{
+    for (buffer_t **pp = &comm_buffers; *pp != NULL; pp = &(*pp)->next) {
+        buffer_t *b = *pp;
+
+        if (b->comm != NULL || b->session != session)
+            continue;
+        flush(b);
+        flushes_advance(); /* its flush requests complete now */
+        *pp = b->next;
+        free(b->reqs);
+        free(b->bytes);
+        free(b->seq);
+        free(b);
+        return;
+    }
+}

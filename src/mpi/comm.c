@@ -583,6 +583,7 @@ static int comm_dup(pb_comm_t *c, const char *func, MPI_Info hints, pb_comm_t **
         n = pb_mpi_comm_make(c->size, c->world, context, c->errhandler);
     if (n == NULL)
         return pb_mpi_raise(c->handle, MPI_ERR_NO_MEM, func, "out of memory");
+    n->session = c->session;
     rc = pb_mpi_topo_dup(c->topo, &n->topo);
     if (rc == MPI_SUCCESS && hints != NULL && hints != MPI_INFO_NULL)
         rc = PMPI_Info_dup(hints, &n->hints);
@@ -844,6 +845,7 @@ PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newco
         free(all);
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_split", "out of memory");
     }
+    n->session = c->session;
     for (int i = 0; i < members; i++) {
         n->world[i] = c->world[all[i].rank];
         n->local[n->world[i]] = i;

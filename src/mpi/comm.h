@@ -53,6 +53,10 @@ struct MPI_ABI_Comm {
     /* the hints the program gave (MPI_Comm_set_info, _dup_with_info ...),
      * kept as given, or NULL */
     MPI_Info hints;
+    /* the session it was made from (its groups, or a communicator made
+     * from them; the session's handle), or NULL: whose buffer its buffered
+     * sends may use (bsend.c) */
+    void *session;
 };
 
 /* Whether @c is an intercommunicator. */
@@ -144,6 +148,9 @@ void pb_mpi_context_claim(uint32_t context);
  * MPI_Comm_create_errhandler). */
 int pb_mpi_errhandler_valid_for_session(MPI_Errhandler eh);
 int pb_mpi_errhandler_valid_for_comm(MPI_Errhandler eh);
+
+/* The error handler of session @session (valid). */
+MPI_Errhandler pb_mpi_session_errhandler(MPI_Session session);
 
 /* pb_mpi_raise through the session handler @eh of @session (a session call's
  * errors), or through the communicator handler @eh called on MPI_COMM_NULL

@@ -27,11 +27,13 @@ typedef struct MPI_ABI_Group pb_group_t;
 
 struct MPI_ABI_Group {
     int size;
-    int rank;   /* this process's rank in the group, or MPI_UNDEFINED */
-    int *world; /* the world rank of each member, in group order */
+    int rank;      /* this process's rank in the group, or MPI_UNDEFINED */
+    int *world;    /* the world rank of each member, in group order */
+    void *session; /* the session it came from (a process set, or a group or
+                      communicator made from one), or NULL */
 };
 
-static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL};
+static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL, NULL};
 
 /* MPI_COMM_WORLD's object (MPI is running, in the world model or a
  * session: the callers checked). */
@@ -68,9 +70,9 @@ static int group_arg(MPI_Group handle, const char *func, const char *what, pb_gr
 }
 
 /* Store in *@out the group of the @n world ranks @world (malloc'ed, taken
- * over; freed on every path).  @return MPI_SUCCESS or the raised
- * MPI_ERR_NO_MEM. */
-static int group_new(int n, int *world, const char *func, MPI_Group *out)
+ * over; freed on every path), of @session (or NULL).  @return MPI_SUCCESS
+ * or the raised MPI_ERR_NO_MEM. */
+static int group_new(int n, int *world, void *session, const char *func, MPI_Group *out)
 {
     pb_group_t *g;
     int me = world_comm()->rank;
@@ -87,6 +89,7 @@ static int group_new(int n, int *world, const char *func, MPI_Group *out)
     }
     g->size = n;
     g->world = world;
+    g->session = session;
     g->rank = MPI_UNDEFINED;
     for (int i = 0; i < n; i++) {
         if (world[i] == me)
@@ -107,14 +110,15 @@ static int *rank_array(size_t n, const char *func, int *rc_p)
     return a;
 }
 
-int pb_mpi_group_from_world(int n, const int *world, const char *func, MPI_Group *out)
+int pb_mpi_group_from_world(int n, const int *world, void *session, const char *func,
+                            MPI_Group *out)
 {
     int rc = MPI_SUCCESS, *copy = rank_array((size_t)n, func, &rc);
 
     if (copy == NULL)
         return rc;
     memcpy(copy, world, (size_t)n * sizeof(int));
-    return group_new(n, copy, func, out);
+    return group_new(n, copy, session, func, out);
 }
 
 /* The rank in @g of each world rank (-1 for non-members): an array of the
@@ -149,7 +153,7 @@ PB_EXPORT int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_group", "group is NULL");
     if (pb_mpi_comm_is_inter(c))
         c = c->local_group;
-    return pb_mpi_group_from_world(c->size, c->world, "MPI_Comm_group", group);
+    return pb_mpi_group_from_world(c->size, c->world, c->session, "MPI_Comm_group", group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_group, PMPI_Comm_group);
 
@@ -308,7 +312,7 @@ static int group_set(int op, MPI_Group group1, MPI_Group group2, MPI_Group *newg
         }
     }
     free(pos);
-    return group_new(n, world, func, newgroup);
+    return group_new(n, world, g1->session, func, newgroup);
 }
 
 /* Make *@newgroup = @group1 ∪ @group2 (group1's order, then group2's).
@@ -395,7 +399,7 @@ static int group_subset(MPI_Group group, int n, const int ranks[], MPI_Group *ne
         free(world);
         return rc;
     }
-    return group_new(k, world, func, newgroup);
+    return group_new(k, world, g->session, func, newgroup);
 }
 
 /* Make *@newgroup of the @n ranks @ranks of @group, in that order (n = 0:
@@ -620,6 +624,7 @@ PB_EXPORT int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm
     n = pb_mpi_comm_make(g->size, g->world, context, c->errhandler);
     if (n == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, "MPI_Comm_create", "out of memory");
+    n->session = c->session;
     *newcomm = n->handle;
     return MPI_SUCCESS;
 }
@@ -677,6 +682,7 @@ PB_EXPORT int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MP
     n = pb_mpi_comm_make(g->size, g->world, context, c->errhandler);
     if (n == NULL)
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
+    n->session = c->session;
     *newcomm = n->handle;
     return MPI_SUCCESS;
 }
@@ -764,7 +770,14 @@ int pb_mpi_group_members(MPI_Group handle, int *size_p, const int **world_p, int
     return 1;
 }
 
-int pb_mpi_group_make(int n, const int *world, MPI_Group *out)
+void *pb_mpi_group_session(MPI_Group handle)
+{
+    pb_group_t *g = group_of(handle);
+
+    return g != NULL ? g->session : NULL;
+}
+
+int pb_mpi_group_make(int n, const int *world, void *session, MPI_Group *out)
 {
     pb_group_t *g;
     int *copy, me = world_comm()->rank;
@@ -782,6 +795,7 @@ int pb_mpi_group_make(int n, const int *world, MPI_Group *out)
     memcpy(copy, world, (size_t)n * sizeof(int));
     g->size = n;
     g->world = copy;
+    g->session = session;
     g->rank = MPI_UNDEFINED;
     for (int i = 0; i < n; i++) {
         if (copy[i] == me)

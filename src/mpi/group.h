@@ -14,9 +14,14 @@
  * up). */
 int pb_mpi_group_members(MPI_Group handle, int *size_p, const int **world_p, int *rank_p);
 
-/* Store in *@out a new group of the @n world ranks @world (copied).
- * Raises nothing.  @return MPI_SUCCESS, or MPI_ERR_NO_MEM. */
-int pb_mpi_group_make(int n, const int *world, MPI_Group *out);
+/* Store in *@out a new group of the @n world ranks @world (copied), of
+ * @session (NULL: none).  Raises nothing.  @return MPI_SUCCESS, or
+ * MPI_ERR_NO_MEM. */
+int pb_mpi_group_make(int n, const int *world, void *session, MPI_Group *out);
+
+/* The session group @handle came from (a process set, or a group or
+ * communicator made from one), or NULL (none, or not a group). */
+void *pb_mpi_group_session(MPI_Group handle);
 
 /* MPI_Comm_split_type's color for MPI_COMM_TYPE_RESOURCE_GUIDED with
  * process set @name (session.c): one color per set (each process its own

@@ -284,6 +284,7 @@ PB_EXPORT int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_C
     free(remote);
     if (n == NULL)
         return pb_mpi_raise(local_comm, MPI_ERR_NO_MEM, func, "out of memory");
+    n->session = l->session;
     *newintercomm = n->handle;
     return MPI_SUCCESS;
 }
@@ -348,6 +349,7 @@ PB_EXPORT int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newin
     free(world);
     if (n == NULL)
         return pb_mpi_raise(intercomm, MPI_ERR_NO_MEM, func, "out of memory");
+    n->session = c->session;
     *newintracomm = n->handle;
     return MPI_SUCCESS;
 }
@@ -410,7 +412,7 @@ PB_EXPORT int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
         return rc;
     if (group == NULL)
         return pb_mpi_raise(comm, MPI_ERR_ARG, "MPI_Comm_remote_group", "group is NULL");
-    return pb_mpi_group_from_world(c->size, c->world, "MPI_Comm_remote_group", group);
+    return pb_mpi_group_from_world(c->size, c->world, c->session, "MPI_Comm_remote_group", group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_remote_group, PMPI_Comm_remote_group);
 
@@ -484,6 +486,7 @@ int pb_mpi_intercomm_split(pb_comm_t *c, const char *func, int color, int key, M
         rc = pb_mpi_raise(c->handle, MPI_ERR_NO_MEM, func, "out of memory");
         goto out;
     }
+    n->session = c->session;
     *newcomm = n->handle;
 out:
     free(local);

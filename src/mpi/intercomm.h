@@ -35,10 +35,11 @@ int pb_mpi_inter_agree_context(pb_comm_t *c, uint32_t *context_p);
  * MPI_COMM_NULL.  @return MPI_SUCCESS or the error raised. */
 int pb_mpi_intercomm_split(pb_comm_t *c, const char *func, int color, int key, MPI_Comm *newcomm);
 
-/* Store in *@out a new group of the @n world ranks @world (copied), for
- * @func.  @return MPI_SUCCESS or the raised MPI_ERR_NO_MEM.  (group.c;
- * group.h's pb_mpi_group_make raises nothing) */
-int pb_mpi_group_from_world(int n, const int *world, const char *func, MPI_Group *out);
+/* Store in *@out a new group of the @n world ranks @world (copied), of
+ * @session (or NULL), for @func.  @return MPI_SUCCESS or the raised
+ * MPI_ERR_NO_MEM.  (group.c; group.h's pb_mpi_group_make raises nothing) */
+int pb_mpi_group_from_world(int n, const int *world, void *session, const char *func,
+                            MPI_Group *out);
 
 int pb_coll_inter_barrier(pb_comm_t *c);
 int pb_coll_inter_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c);

@@ -37,6 +37,20 @@ int pb_mpi_send_wait(const char *func, const void *buf, MPI_Count count, pb_data
  * MPI_Comm_attach_buffer went, then forget the buffer (bsend.c). */
 void pb_mpi_bsend_comm_free(pb_comm_t *c);
 
+/* The buffer calls of session @session (valid; errors raised through its
+ * handler), for the communicators made from its groups (bsend.c):
+ * MPI_Session_attach_buffer (MPI_SUCCESS; MPI_ERR_BUFFER: one attached
+ * already, NULL; MPI_ERR_COUNT; MPI_ERR_NO_MEM), _detach_buffer once its
+ * messages went (MPI_ERR_BUFFER: none attached; MPI_ERR_ARG), _flush_buffer
+ * (waits), _iflush_buffer (a request that completes then; MPI_ERR_ARG,
+ * MPI_ERR_NO_MEM), and the session's end (MPI_Session_finalize: waits for
+ * its messages, forgets the buffer). */
+int pb_mpi_bsend_session_attach(MPI_Session session, void *buffer, MPI_Count size);
+int pb_mpi_bsend_session_detach(MPI_Session session, void *buffer_addr, MPI_Count *size);
+void pb_mpi_bsend_session_flush(MPI_Session session);
+int pb_mpi_bsend_session_iflush(MPI_Session session, MPI_Request *request);
+void pb_mpi_bsend_session_end(MPI_Session session);
+
 /* Start the inactive persistent send or receive @r (MPI_Start): a
  * buffered send copies its data out (and is complete), the others start
  * in the engine.  @return MPI_SUCCESS, or the error raised by @func

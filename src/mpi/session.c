@@ -28,6 +28,7 @@
  * free context id, with the stringtag and a digest of the group to check
  * that all called for the same communicator, and answers the largest.
  */
+#include <limits.h>
 #include <postbox/job.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,6 +160,7 @@ PB_EXPORT int PMPI_Session_finalize(MPI_Session *session)
     rc = session_arg(*session, "MPI_Session_finalize", &s);
     if (rc != MPI_SUCCESS)
         return rc;
+    pb_mpi_bsend_session_end(*session);
     pb_eng_handle_delete(PB_ENG_HANDLE_SESSION, s);
     *session = MPI_SESSION_NULL;
     pb_mpi_instance_stop();
@@ -428,7 +430,7 @@ PB_EXPORT int PMPI_Group_from_session_pset(MPI_Session session, const char *pset
     if (n == -1)
         return pb_mpi_raise_session(session, s->errhandler, MPI_ERR_ARG, func,
                                     "no process set is named \"%.64s\"", pset_name);
-    rc = n < 0 ? MPI_ERR_NO_MEM : pb_mpi_group_make(n, world, newgroup);
+    rc = n < 0 ? MPI_ERR_NO_MEM : pb_mpi_group_make(n, world, s, newgroup);
     if (n >= 0)
         free(world);
     if (rc != MPI_SUCCESS)
@@ -633,6 +635,7 @@ PB_EXPORT int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag
     c = pb_mpi_comm_make(n, world, context, errhandler);
     if (c == NULL)
         return pb_mpi_raise_handler(errhandler, MPI_ERR_NO_MEM, func, "out of memory");
+    c->session = pb_mpi_group_session(group);
     *newcomm = c->handle;
     return MPI_SUCCESS;
 }
@@ -648,10 +651,12 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* A communicator of the @n world ranks @world (this process @me among
- * them) agreed on by @stringtag, with @errhandler, into *@c_p.  @return
+ * them) agreed on by @stringtag, with @errhandler, of @session (or NULL),
+ * into *@c_p.  @return
  * MPI_SUCCESS or an error class with a message in @why. */
 static int from_group_make(int n, const int *world, int me, const char *stringtag,
-                           MPI_Errhandler errhandler, pb_comm_t **c_p, char *why, size_t why_len)
+                           MPI_Errhandler errhandler, void *session, pb_comm_t **c_p, char *why,
+                           size_t why_len)
 {
     uint32_t context;
     int rc = from_group_agree(n, world, me, stringtag, &context, why, why_len);
@@ -664,6 +669,7 @@ static int from_group_make(int n, const int *world, int me, const char *stringta
         snprintf(why, why_len, "out of memory");
         return MPI_ERR_NO_MEM;
     }
+    (*c_p)->session = session;
     return MPI_SUCCESS;
 }
 
@@ -750,10 +756,11 @@ PB_EXPORT int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local
     /* another first byte: another tag for the bridge's agreement */
     bridge_tag[0] = '\x01';
     snprintf(bridge_tag + 1, sizeof(bridge_tag) - 1, "%s", stringtag);
-    rc = from_group_make(nl, lworld, me, stringtag, MPI_ERRORS_RETURN, &local, why, sizeof(why));
+    rc = from_group_make(nl, lworld, me, stringtag, MPI_ERRORS_RETURN,
+                         pb_mpi_group_session(local_group), &local, why, sizeof(why));
     if (rc == MPI_SUCCESS)
-        rc = from_group_make(nl + nr, all, bridge_me, bridge_tag, MPI_ERRORS_RETURN, &bridge, why,
-                             sizeof(why));
+        rc = from_group_make(nl + nr, all, bridge_me, bridge_tag, MPI_ERRORS_RETURN, NULL, &bridge,
+                             why, sizeof(why));
     free(all);
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Intercomm_create(local->handle, local_leader, bridge->handle, bridge_leader, 0,
@@ -776,3 +783,90 @@ PB_EXPORT int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Intercomm_create_from_groups, PMPI_Intercomm_create_from_groups);
+
+/* ---- the session's buffer for buffered sends (MPI-4.1) ------------------------------ */
+
+MPI_Errhandler pb_mpi_session_errhandler(MPI_Session session)
+{
+    pb_session_t *s = session_of(session);
+
+    return s != NULL ? s->errhandler : MPI_ERRORS_ARE_FATAL;
+}
+
+/* Attach @buffer of @size bytes (or MPI_BUFFER_AUTOMATIC) to @session: the
+ * buffered sends of the communicators made from its groups that have no
+ * buffer of their own go through it.  @return MPI_SUCCESS; MPI_ERR_SESSION;
+ * MPI_ERR_BUFFER (one attached already, NULL); MPI_ERR_COUNT;
+ * MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)
+{
+    pb_session_t *s;
+    int rc = session_arg(session, "MPI_Session_attach_buffer", &s);
+
+    return rc != MPI_SUCCESS ? rc : pb_mpi_bsend_session_attach(session, buffer, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_attach_buffer_c, PMPI_Session_attach_buffer_c);
+
+/* MPI_Session_attach_buffer_c with an int size.  Errors as it. */
+PB_EXPORT int PMPI_Session_attach_buffer(MPI_Session session, void *buffer, int size)
+{
+    return PMPI_Session_attach_buffer_c(session, buffer, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_attach_buffer, PMPI_Session_attach_buffer);
+
+/* Wait until every buffered send through @session's buffer went out, then
+ * give it back: *(void **)@buffer_addr and *@size.  @return MPI_SUCCESS;
+ * MPI_ERR_SESSION; MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)
+{
+    pb_session_t *s;
+    int rc = session_arg(session, "MPI_Session_detach_buffer", &s);
+
+    return rc != MPI_SUCCESS ? rc : pb_mpi_bsend_session_detach(session, buffer_addr, size);
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_detach_buffer_c, PMPI_Session_detach_buffer_c);
+
+/* MPI_Session_detach_buffer_c with an int size (MPI_UNDEFINED when it does
+ * not fit).  Errors as it. */
+PB_EXPORT int PMPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)
+{
+    MPI_Count n = 0;
+    pb_session_t *s;
+    int rc = session_arg(session, "MPI_Session_detach_buffer", &s);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (size == NULL)
+        return pb_mpi_raise_session(session, s->errhandler, MPI_ERR_ARG,
+                                    "MPI_Session_detach_buffer", "size is NULL");
+    rc = pb_mpi_bsend_session_detach(session, buffer_addr, &n);
+    if (rc == MPI_SUCCESS)
+        *size = n > INT_MAX ? MPI_UNDEFINED : (int)n;
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_detach_buffer, PMPI_Session_detach_buffer);
+
+/* Wait until every message sent through @session's buffer so far went out
+ * (nothing when it has none).  @return MPI_SUCCESS; MPI_ERR_SESSION. */
+PB_EXPORT int PMPI_Session_flush_buffer(MPI_Session session)
+{
+    pb_session_t *s;
+    int rc = session_arg(session, "MPI_Session_flush_buffer", &s);
+
+    if (rc == MPI_SUCCESS)
+        pb_mpi_bsend_session_flush(session);
+    return rc;
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_flush_buffer, PMPI_Session_flush_buffer);
+
+/* MPI_Session_flush_buffer without waiting: *@request completes once the
+ * messages in @session's buffer went out.  @return MPI_SUCCESS;
+ * MPI_ERR_SESSION; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request)
+{
+    pb_session_t *s;
+    int rc = session_arg(session, "MPI_Session_iflush_buffer", &s);
+
+    return rc != MPI_SUCCESS ? rc : pb_mpi_bsend_session_iflush(session, request);
+}
+PB_MPI_WEAK_ALIAS(MPI_Session_iflush_buffer, PMPI_Session_iflush_buffer);

@@ -161,6 +161,7 @@ static int comm_with_topo(pb_comm_t *c, MPI_Comm comm, const char *func, int mem
         return pb_mpi_raise(comm, MPI_ERR_NO_MEM, func, "out of memory");
     }
     n->topo = topo;
+    n->session = c->session;
     *newcomm_p = n->handle;
     return MPI_SUCCESS;
 }

@@ -323,6 +323,41 @@ static void create_errors(MPI_Session session, MPI_Comm world)
 
 /* A session with thread_level asked for, its communicator of mpi://WORLD
  * (returned), the process sets and errors. */
+/* The session's buffer for buffered sends (MPI-4.1): a communicator of the
+ * session, and its dup, send through it with no other buffer attached;
+ * flush, iflush and detach; attaching twice and detaching none fail. */
+static void buffers(MPI_Session session, MPI_Comm world)
+{
+    static char space[4096 + 8 * MPI_BSEND_OVERHEAD];
+    MPI_Comm dup;
+    MPI_Request req;
+    void *got = NULL;
+    int me = -1, n = 0, in = -1, size = -1;
+
+    OK(MPI_Comm_rank(world, &me));
+    OK(MPI_Comm_size(world, &n));
+    FAILS(MPI_ERR_BUFFER, MPI_Bsend(&me, 1, MPI_INT, (me + 1) % n, 5, world));
+    FAILS(MPI_ERR_BUFFER, MPI_Session_detach_buffer(session, &got, &size));
+    OK(MPI_Session_attach_buffer(session, space, (int)sizeof(space)));
+    FAILS(MPI_ERR_BUFFER, MPI_Session_attach_buffer(session, space, (int)sizeof(space)));
+    OK(MPI_Comm_dup(world, &dup));
+    OK(MPI_Bsend(&me, 1, MPI_INT, (me + 1) % n, 5, world));
+    OK(MPI_Recv(&in, 1, MPI_INT, (me + n - 1) % n, 5, world, MPI_STATUS_IGNORE));
+    CHECK(in == (me + n - 1) % n, "a buffered send through the session's buffer gave %d", in);
+    OK(MPI_Bsend(&me, 1, MPI_INT, (me + 1) % n, 6, dup));
+    OK(MPI_Recv(&in, 1, MPI_INT, (me + n - 1) % n, 6, dup, MPI_STATUS_IGNORE));
+    CHECK(in == (me + n - 1) % n, "a buffered send on a dup of the session's communicator gave %d",
+          in);
+    OK(MPI_Session_iflush_buffer(session, &req));
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    OK(MPI_Session_flush_buffer(session));
+    OK(MPI_Session_detach_buffer(session, &got, &size));
+    CHECK(got == space && size == (int)sizeof(space), "detached %p of %d bytes, not %p of %d", got,
+          size, (void *)space, (int)sizeof(space));
+    FAILS(MPI_ERR_BUFFER, MPI_Bsend(&me, 1, MPI_INT, (me + 1) % n, 7, dup));
+    OK(MPI_Comm_free(&dup));
+}
+
 static MPI_Session session_start(MPI_Comm *world_p, const char *tag)
 {
     MPI_Session session = MPI_SESSION_NULL;
@@ -369,6 +404,7 @@ static int sessions_only(int rounds)
         traffic(self, round);
         OK(MPI_Comm_free(&self));
         psets(session, world);
+        buffers(session, world);
         errors(session);
         create_errors(session, world);
         /* the same group and tag again: a communicator of its own */
