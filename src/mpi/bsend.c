@@ -622,3 +622,27 @@ void pb_mpi_bsend_session_end(MPI_Session session)
         return;
     }
 }
+
+void pb_mpi_bsend_finalize(void)
+{
+    flush(&process);
+    while (comm_buffers != NULL) {
+        buffer_t *b = comm_buffers;
+
+        flush(b);
+        comm_buffers = b->next;
+        free(b->reqs);
+        free(b->bytes);
+        free(b->seq);
+        free(b);
+    }
+    /* every flush request's messages went (the buffers are gone) */
+    while (flushes != NULL) {
+        flush_t *f = flushes;
+
+        flushes = f->next;
+        PMPI_Grequest_complete(f->request);
+        free(f);
+    }
+    pb_eng_progress_hook_remove(flushes_advance);
+}

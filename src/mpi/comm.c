@@ -20,6 +20,8 @@
 #include "mpi/info.h"
 #include "mpi/intercomm.h"
 #include "mpi/p2p.h"
+#include "mpi/part.h"
+#include "mpi/sched.h"
 #include "mpi/topo.h"
 #include "mpi/win.h"
 
@@ -1023,6 +1025,9 @@ static void engine_stop(void)
     pb_mpi_win_finalize();
     pb_coll_node_finalize();
     pb_coll_table_finalize();
+    pb_mpi_bsend_finalize();
+    pb_mpi_part_finalize();
+    pb_sched_finalize();
     pb_mpi_p2p_finalize();
     for (pb_comm_t *c; (c = pb_eng_handle_any(PB_ENG_HANDLE_COMM)) != NULL;)
         comm_delete(c);

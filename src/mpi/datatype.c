@@ -700,9 +700,10 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_resized, PMPI_Type_create_resized);
  * @oldtype (not its name), and the attributes its keyvals' copy callbacks
  * give.  @return MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG (newtype NULL),
  * MPI_ERR_NO_MEM, the error of a copy callback. */
-PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+/* MPI_Type_dup, with the attributes copied through their callbacks when
+ * @with_attrs (the program's call) or not (the library's own copy). */
+static int type_dup(const char *func, MPI_Datatype oldtype, MPI_Datatype *newtype, int with_attrs)
 {
-    const char *func = "MPI_Type_dup";
     MPI_Datatype dup;
     pb_datatype_t *old;
     rec_t r;
@@ -723,7 +724,7 @@ PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
     r = rec_begin(0, 0, 0, 0, 1);
     if ((ret = rec_end(func, &r, &oldtype, &dup)) != MPI_SUCCESS)
         return ret;
-    ret = pb_mpi_type_attr_copy(oldtype, dup);
+    ret = with_attrs ? pb_mpi_type_attr_copy(oldtype, dup) : MPI_SUCCESS;
     if (ret != MPI_SUCCESS) {
         type_handle_delete(dup);
         return pb_mpi_raise(MPI_COMM_NULL, ret, func, "an attribute copy callback failed");
@@ -731,7 +732,17 @@ PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
     *newtype = dup;
     return MPI_SUCCESS;
 }
+
+PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
+{
+    return type_dup("MPI_Type_dup", oldtype, newtype, 1);
+}
 PB_MPI_WEAK_ALIAS(MPI_Type_dup, PMPI_Type_dup);
+
+int pb_mpi_type_hold(MPI_Datatype type, MPI_Datatype *held)
+{
+    return type_dup("MPI_Type_dup", type, held, 0);
+}
 
 /* The predefined pair type of values of @value_type and indexes of
  * @index_type (MPI_FLOAT and MPI_INT give MPI_FLOAT_INT), or

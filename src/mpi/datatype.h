@@ -22,4 +22,11 @@ pb_datatype_t *pb_mpi_datatype(MPI_Datatype handle);
  * it is no datatype or (for a created one) not committed. */
 int pb_mpi_datatype_check(MPI_Datatype handle);
 
+/* A copy of @type for the library's own use (a nonblocking collective's
+ * schedule), in *@held, that the program's MPI_Type_free of @type does not
+ * end: MPI_Type_dup without the attributes (no callback of the program
+ * runs, now or at its PMPI_Type_free).  @return MPI_SUCCESS, or the error
+ * raised (MPI_ERR_TYPE, MPI_ERR_NO_MEM). */
+int pb_mpi_type_hold(MPI_Datatype type, MPI_Datatype *held);
+
 #endif

@@ -51,6 +51,11 @@ void pb_mpi_bsend_session_flush(MPI_Session session);
 int pb_mpi_bsend_session_iflush(MPI_Session session, MPI_Request *request);
 void pb_mpi_bsend_session_end(MPI_Session session);
 
+/* The engine stops: every buffer's messages go out, the communicators' and
+ * sessions' buffer records go (the process's buffer stays attached), and
+ * waiting flush requests complete (bsend.c). */
+void pb_mpi_bsend_finalize(void);
+
 /* Start the inactive persistent send or receive @r (MPI_Start): a
  * buffered send copies its data out (and is complete), the others start
  * in the engine.  @return MPI_SUCCESS, or the error raised by @func

@@ -449,6 +449,10 @@ static int part_init(const char *func, int send, const void *buf, int partitions
     if (rc != MPI_SUCCESS)
         return rc;
     t = pb_mpi_datatype(datatype);
+    if (t == NULL) { /* MPI_DATATYPE_NULL toward MPI_PROC_NULL (count 0): moves nothing */
+        t = (pb_datatype_t *)pb_eng.byte_type;
+        count = 0;
+    }
     if (count > 0 && (uint64_t)partitions > (uint64_t)INT64_MAX / (uint64_t)count / (t->size + 1))
         return pb_mpi_raise(comm, MPI_ERR_COUNT, func,
                             "%d partitions of %lld elements are too many bytes", partitions,
@@ -686,3 +690,19 @@ PB_EXPORT int PMPI_Parrived(MPI_Request request, int partition, int *flag)
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Parrived, PMPI_Parrived);
+
+void pb_mpi_part_finalize(void)
+{
+    while (zombies != NULL) {
+        part_t *p = zombies;
+
+        zombies = p->next;
+        if (p->setup_req != NULL && !p->setup_req->complete)
+            p->setup_req = NULL; /* still posted: the engine's stop releases it */
+        destroy(p);
+    }
+    running = NULL;
+    sends = NULL;
+    looked = 0;
+    changed = 0;
+}

@@ -16,6 +16,12 @@
  * partitions once its sender is known. */
 void pb_mpi_part_start(MPI_Request r);
 
+/* The engine stops (MPI_Finalize, the last MPI_Session_finalize): the
+ * partitioned requests the program freed while their setup was still
+ * under way go, and no list survives into a later start (requests still
+ * active, an erroneous program's, are forgotten). */
+void pb_mpi_part_finalize(void);
+
 /* Let go of the state of partitioned request @r (inactive), which the
  * program freed: what the library still owes its peer (the matching
  * message) completes in the background. */

@@ -88,7 +88,11 @@ void pb_mpi_status_store(MPI_Status *status, MPI_Request r, const pb_comm_t *c)
     } else {
         status->MPI_SOURCE = MPI_ANY_SOURCE;
         status->MPI_TAG = MPI_ANY_TAG;
-        status->MPI_ERROR = r->kind == PB_ENG_REQ_COLL ? r->status.MPI_ERROR : MPI_SUCCESS;
+        /* a send's status says MPI_SUCCESS; a collective's or a partitioned
+         * send's carries its error */
+        status->MPI_ERROR = r->kind == PB_ENG_REQ_COLL || r->kind == PB_ENG_REQ_PSEND
+                                ? r->status.MPI_ERROR
+                                : MPI_SUCCESS;
         pb_mpi_status_set_bytes(status, 0);
     }
     pb_mpi_status_set_cancelled(status, r->cancelled);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "mpi/coll_util.h"
+#include "mpi/datatype.h"
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
 #include "mpi/op.h"
@@ -138,7 +139,7 @@ static MPI_Datatype hold_type(pb_sched_t *s, MPI_Datatype type)
         s->types = types;
         s->types_max = max;
     }
-    if (PMPI_Type_dup(type, &held) != MPI_SUCCESS) {
+    if (pb_mpi_type_hold(type, &held) != MPI_SUCCESS) {
         s->rc = MPI_ERR_NO_MEM;
         return type;
     }
@@ -450,4 +451,10 @@ int pb_sched_request(pb_sched_t *s, int persistent, MPI_Request *request_p)
         pb_sched_start(r);
     *request_p = r;
     return MPI_SUCCESS;
+}
+
+void pb_sched_finalize(void)
+{
+    running = NULL;
+    advancing = 0;
 }

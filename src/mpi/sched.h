@@ -100,6 +100,10 @@ int pb_sched_request(pb_sched_t *s, int persistent, MPI_Request *request_p);
  * its first round, with the program's buffers as they are now. */
 void pb_sched_start(MPI_Request r);
 
+/* The engine stops: no schedule survives into a later start (ones still
+ * running, an erroneous program's, are forgotten). */
+void pb_sched_finalize(void);
+
 /* Free @s (not running): its scratch buffers, its datatypes. */
 void pb_sched_free(pb_sched_t *s);
 

@@ -368,6 +368,20 @@ static void case_proc_null(void)
     CHECK(buf[0] == 1 && buf[3] == 4, "a receive from MPI_PROC_NULL changed the buffer");
     MPI_Request_free(&s);
     MPI_Request_free(&r);
+
+    /* count 0 of MPI_DATATYPE_NULL toward MPI_PROC_NULL is allowed */
+    OK(MPI_Psend_init(NULL, 2, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, 51, MPI_COMM_WORLD,
+                      MPI_INFO_NULL, &s));
+    OK(MPI_Precv_init(NULL, 2, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, 51, MPI_COMM_WORLD,
+                      MPI_INFO_NULL, &r));
+    OK(MPI_Startall(2, (MPI_Request[]){s, r}));
+    OK(MPI_Pready_range(0, 1, s));
+    OK(MPI_Wait(&s, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&r, &st));
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL, "MPI_DATATYPE_NULL from MPI_PROC_NULL: source %d",
+          st.MPI_SOURCE);
+    MPI_Request_free(&s);
+    MPI_Request_free(&r);
 }
 
 static void case_truncate(void)

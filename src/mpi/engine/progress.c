@@ -25,6 +25,11 @@ void pb_eng_progress_hook_add(pb_eng_progress_hook_t hook)
     hooks[nhooks++] = hook;
 }
 
+void pb_eng_progress_hooks_clear(void)
+{
+    nhooks = 0;
+}
+
 void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook)
 {
     for (int i = 0; i < nhooks; i++) {
