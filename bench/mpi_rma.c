@@ -40,11 +40,10 @@
  *
  * Timing: a figure is a few samples (at least SAMPLES_MIN; SAMPLES_MAX for
  * bandwidth), each a batch of epochs timed together by the origin; the
- * batch size fits the samples in --reps-cap-ms.  Before each batch both ranks pass one and the same barrier
- * (zero-byte MPI_Sendrecv on a communicator of their own), whatever the
- * library; after it they pass it again (the target's MPI call there is
- * where a library that needs the target's help progresses: the passive
- * figures measure the library at its best, the progress test at its worst).
+ * batch size fits the samples in --reps-cap-ms.  Before each batch both ranks pass one and the same
+ * barrier (zero-byte MPI_Sendrecv on a communicator of their own), whatever the library; after it
+ * they pass it again (the target's MPI call there is where a library that needs the target's help
+ * progresses: the passive figures measure the library at its best, the progress test at its worst).
  * The origin's buffer changes before every operation (its first word, or
  * every element of an atomic operand).  t_min / t_max / t_avg: over the
  * samples, of the time per epoch; the record's median, min and max are in
