@@ -354,6 +354,15 @@ static void buffers(MPI_Session session, MPI_Comm world)
     OK(MPI_Session_detach_buffer(session, &got, &size));
     CHECK(got == space && size == (int)sizeof(space), "detached %p of %d bytes, not %p of %d", got,
           size, (void *)space, (int)sizeof(space));
+    /* the large-count forms */
+    {
+        MPI_Count size_c = 0;
+
+        OK(MPI_Session_attach_buffer_c(session, space, (MPI_Count)sizeof(space)));
+        OK(MPI_Session_detach_buffer_c(session, &got, &size_c));
+        CHECK(got == space && size_c == (MPI_Count)sizeof(space),
+              "MPI_Session_detach_buffer_c gave %p of %lld bytes", got, (long long)size_c);
+    }
     FAILS(MPI_ERR_BUFFER, MPI_Bsend(&me, 1, MPI_INT, (me + 1) % n, 7, dup));
     OK(MPI_Comm_free(&dup));
 }
