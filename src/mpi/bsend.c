@@ -137,8 +137,8 @@ static buffer_t *session_buffer(const void *session)
 
 /* Start a buffered send of @count elements of @t (checked) at @buf to
  * world rank @world (PB_ENG_PROC_NULL: nothing) of @c, through @c's buffer
- * of MPI_Comm_attach_buffer or else the process's: the copy goes out in the
- * background.  @return MPI_SUCCESS, or the error raised by @func
+ * of MPI_Comm_attach_buffer, else its session's, else the process's: the
+ * copy goes out in the background.  @return MPI_SUCCESS, or the error raised by @func
  * (MPI_ERR_BUFFER: the buffer has no room). */
 int pb_mpi_bsend_copy(const char *func, const void *buf, MPI_Count count, pb_datatype_t *t,
                       int world, int tag, pb_comm_t *c)
