@@ -813,7 +813,9 @@ int main(int argc, char **argv)
     pb_rawnet_init(PROG, die);
     pb_rawnet_role(g.rank, g.rank == 1);
     if (!job_shape_ok())
-        return 2;
+        /* rank 0 alone says it and fails: another rank failing first
+         * could end the job before rank 0's message is out */
+        return g.rank == 0 ? 2 : 0;
     g.netns = netns_addr != NULL && *netns_addr != '\0';
     if (strlen(g.netns ? netns_addr : "127.0.0.1") >= sizeof(g.ip)) {
         fprintf(stderr, PROG ": bad POSTBOX_NETNS_ADDR '%s'\n", netns_addr);
