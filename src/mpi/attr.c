@@ -533,6 +533,8 @@ PB_EXPORT int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_att
                                       MPI_Comm_delete_attr_function *comm_delete_attr_fn,
                                       int *comm_keyval, void *extra_state)
 {
+    PB_MPI_THREAD_GUARD;
+
     return create_keyval(KIND_COMM, (copy_fn_t){.comm = comm_copy_attr_fn},
                          (delete_fn_t){.comm = comm_delete_attr_fn}, comm_keyval, extra_state,
                          "MPI_Comm_create_keyval");
@@ -544,6 +546,8 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_create_keyval, PMPI_Comm_create_keyval);
  * MPI_SUCCESS; MPI_ERR_ARG; MPI_ERR_KEYVAL (predefined, unknown, freed). */
 PB_EXPORT int PMPI_Comm_free_keyval(int *comm_keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return free_keyval(KIND_COMM, comm_keyval, "MPI_Comm_free_keyval");
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_free_keyval, PMPI_Comm_free_keyval);
@@ -566,6 +570,8 @@ static int set_attr(MPI_Comm comm, int keyval, void *value, const char *func)
  *         MPI_ERR_NO_MEM; the delete callback's error. */
 PB_EXPORT int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val)
 {
+    PB_MPI_THREAD_GUARD;
+
     return set_attr(comm, comm_keyval, attribute_val, "MPI_Comm_set_attr");
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_set_attr, PMPI_Comm_set_attr);
@@ -612,6 +618,8 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL); MPI_ERR_KEYVAL. */
 PB_EXPORT int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_attr(comm, comm_keyval, attribute_val, flag, "MPI_Comm_get_attr");
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_get_attr, PMPI_Comm_get_attr);
@@ -634,6 +642,8 @@ static int delete_attr(MPI_Comm comm, int keyval, const char *func)
  *         (the attribute then stays). */
 PB_EXPORT int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return delete_attr(comm, comm_keyval, "MPI_Comm_delete_attr");
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_delete_attr, PMPI_Comm_delete_attr);
@@ -644,6 +654,8 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_delete_attr, PMPI_Comm_delete_attr);
 PB_EXPORT int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn,
                                  int *keyval, void *extra_state)
 {
+    PB_MPI_THREAD_GUARD;
+
     return create_keyval(KIND_COMM, (copy_fn_t){.comm = copy_fn}, (delete_fn_t){.comm = delete_fn},
                          keyval, extra_state, "MPI_Keyval_create");
 }
@@ -652,6 +664,8 @@ PB_MPI_WEAK_ALIAS(MPI_Keyval_create, PMPI_Keyval_create);
 /* MPI_Comm_free_keyval under its MPI-1 name. */
 PB_EXPORT int PMPI_Keyval_free(int *keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return free_keyval(KIND_COMM, keyval, "MPI_Keyval_free");
 }
 PB_MPI_WEAK_ALIAS(MPI_Keyval_free, PMPI_Keyval_free);
@@ -659,6 +673,8 @@ PB_MPI_WEAK_ALIAS(MPI_Keyval_free, PMPI_Keyval_free);
 /* MPI_Comm_set_attr under its MPI-1 name. */
 PB_EXPORT int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val)
 {
+    PB_MPI_THREAD_GUARD;
+
     return set_attr(comm, keyval, attribute_val, "MPI_Attr_put");
 }
 PB_MPI_WEAK_ALIAS(MPI_Attr_put, PMPI_Attr_put);
@@ -666,6 +682,8 @@ PB_MPI_WEAK_ALIAS(MPI_Attr_put, PMPI_Attr_put);
 /* MPI_Comm_get_attr under its MPI-1 name. */
 PB_EXPORT int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_attr(comm, keyval, attribute_val, flag, "MPI_Attr_get");
 }
 PB_MPI_WEAK_ALIAS(MPI_Attr_get, PMPI_Attr_get);
@@ -673,6 +691,8 @@ PB_MPI_WEAK_ALIAS(MPI_Attr_get, PMPI_Attr_get);
 /* MPI_Comm_delete_attr under its MPI-1 name. */
 PB_EXPORT int PMPI_Attr_delete(MPI_Comm comm, int keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return delete_attr(comm, keyval, "MPI_Attr_delete");
 }
 PB_MPI_WEAK_ALIAS(MPI_Attr_delete, PMPI_Attr_delete);
@@ -701,6 +721,8 @@ PB_EXPORT int PMPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_att
                                       MPI_Type_delete_attr_function *type_delete_attr_fn,
                                       int *type_keyval, void *extra_state)
 {
+    PB_MPI_THREAD_GUARD;
+
     return create_keyval(KIND_TYPE, (copy_fn_t){.type = type_copy_attr_fn},
                          (delete_fn_t){.type = type_delete_attr_fn}, type_keyval, extra_state,
                          "MPI_Type_create_keyval");
@@ -712,6 +734,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_keyval, PMPI_Type_create_keyval);
  * (unknown, not a datatype keyval, freed). */
 PB_EXPORT int PMPI_Type_free_keyval(int *type_keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return free_keyval(KIND_TYPE, type_keyval, "MPI_Type_free_keyval");
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_free_keyval, PMPI_Type_free_keyval);
@@ -722,6 +746,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_free_keyval, PMPI_Type_free_keyval);
  * MPI_ERR_NO_MEM; the delete callback's error. */
 PB_EXPORT int PMPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_set_attr";
     attr_obj_t o = type_obj(datatype);
     int rc = type_obj_arg(datatype, func);
@@ -738,6 +763,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_set_attr, PMPI_Type_set_attr);
 PB_EXPORT int PMPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val,
                                  int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_attr";
     attr_obj_t o = type_obj(datatype);
     int rc = type_obj_arg(datatype, func);
@@ -755,6 +781,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_attr, PMPI_Type_get_attr);
  * MPI_ERR_KEYVAL; the callback's error (the attribute then stays). */
 PB_EXPORT int PMPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_delete_attr";
     attr_obj_t o = type_obj(datatype);
     int rc = type_obj_arg(datatype, func);

@@ -28,6 +28,8 @@ static PB_ALWAYS_INLINE int send_checked(const char *func, const void *buf, MPI_
 PB_EXPORT int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                         MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return send_checked("MPI_Send", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Send, PMPI_Send);
@@ -36,6 +38,8 @@ PB_MPI_WEAK_ALIAS(MPI_Send, PMPI_Send);
 PB_EXPORT int PMPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                           int tag, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return send_checked("MPI_Send_c", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Send_c, PMPI_Send_c);
@@ -62,6 +66,8 @@ static int bsend_checked(const char *func, const void *buf, MPI_Count count, MPI
 PB_EXPORT int PMPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                          MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bsend_checked("MPI_Bsend", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bsend, PMPI_Bsend);
@@ -70,6 +76,8 @@ PB_MPI_WEAK_ALIAS(MPI_Bsend, PMPI_Bsend);
 PB_EXPORT int PMPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                            int tag, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bsend_checked("MPI_Bsend_c", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bsend_c, PMPI_Bsend_c);
@@ -95,6 +103,8 @@ static PB_ALWAYS_INLINE int ssend_checked(const char *func, const void *buf, MPI
 PB_EXPORT int PMPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                          MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ssend_checked("MPI_Ssend", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ssend, PMPI_Ssend);
@@ -103,6 +113,8 @@ PB_MPI_WEAK_ALIAS(MPI_Ssend, PMPI_Ssend);
 PB_EXPORT int PMPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                            int tag, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ssend_checked("MPI_Ssend_c", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ssend_c, PMPI_Ssend_c);
@@ -128,6 +140,8 @@ static PB_ALWAYS_INLINE int rsend_checked(const char *func, const void *buf, MPI
 PB_EXPORT int PMPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                          MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rsend_checked("MPI_Rsend", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Rsend, PMPI_Rsend);
@@ -136,6 +150,8 @@ PB_MPI_WEAK_ALIAS(MPI_Rsend, PMPI_Rsend);
 PB_EXPORT int PMPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                            int tag, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rsend_checked("MPI_Rsend_c", buf, count, datatype, dest, tag, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Rsend_c, PMPI_Rsend_c);
@@ -164,6 +180,8 @@ static PB_ALWAYS_INLINE int recv_checked(const char *func, void *buf, MPI_Count 
 PB_EXPORT int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                         MPI_Comm comm, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return recv_checked("MPI_Recv", buf, count, datatype, source, tag, comm, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Recv, PMPI_Recv);
@@ -172,6 +190,8 @@ PB_MPI_WEAK_ALIAS(MPI_Recv, PMPI_Recv);
 PB_EXPORT int PMPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
                           MPI_Comm comm, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return recv_checked("MPI_Recv_c", buf, count, datatype, source, tag, comm, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Recv_c, PMPI_Recv_c);
@@ -200,6 +220,8 @@ static int isend_checked(const char *func, const void *buf, MPI_Count count, MPI
 PB_EXPORT int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                          MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isend_checked("MPI_Isend", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Isend, PMPI_Isend);
@@ -208,6 +230,8 @@ PB_MPI_WEAK_ALIAS(MPI_Isend, PMPI_Isend);
 PB_EXPORT int PMPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                            int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isend_checked("MPI_Isend_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Isend_c, PMPI_Isend_c);
@@ -236,6 +260,8 @@ static int ibsend_checked(const char *func, const void *buf, MPI_Count count, MP
 PB_EXPORT int PMPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ibsend_checked("MPI_Ibsend", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ibsend, PMPI_Ibsend);
@@ -244,6 +270,8 @@ PB_MPI_WEAK_ALIAS(MPI_Ibsend, PMPI_Ibsend);
 PB_EXPORT int PMPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                             int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ibsend_checked("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ibsend_c, PMPI_Ibsend_c);
@@ -271,6 +299,8 @@ static int issend_checked(const char *func, const void *buf, MPI_Count count, MP
 PB_EXPORT int PMPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return issend_checked("MPI_Issend", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Issend, PMPI_Issend);
@@ -279,6 +309,8 @@ PB_MPI_WEAK_ALIAS(MPI_Issend, PMPI_Issend);
 PB_EXPORT int PMPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                             int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return issend_checked("MPI_Issend_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Issend_c, PMPI_Issend_c);
@@ -306,6 +338,8 @@ static int irsend_checked(const char *func, const void *buf, MPI_Count count, MP
 PB_EXPORT int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                           MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return irsend_checked("MPI_Irsend", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Irsend, PMPI_Irsend);
@@ -314,6 +348,8 @@ PB_MPI_WEAK_ALIAS(MPI_Irsend, PMPI_Irsend);
 PB_EXPORT int PMPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                             int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return irsend_checked("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Irsend_c, PMPI_Irsend_c);
@@ -342,6 +378,8 @@ static int irecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datat
 PB_EXPORT int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                          MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return irecv_checked("MPI_Irecv", buf, count, datatype, source, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Irecv, PMPI_Irecv);
@@ -350,6 +388,8 @@ PB_MPI_WEAK_ALIAS(MPI_Irecv, PMPI_Irecv);
 PB_EXPORT int PMPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
                            MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return irecv_checked("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Irecv_c, PMPI_Irecv_c);
@@ -372,6 +412,8 @@ static int probe_checked(const char *func, int source, int tag, MPI_Comm comm, M
  * MPI_Recv's checks. */
 PB_EXPORT int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return probe_checked("MPI_Probe", source, tag, comm, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Probe, PMPI_Probe);
@@ -397,6 +439,8 @@ static int iprobe_checked(const char *func, int source, int tag, MPI_Comm comm, 
  * describes it. Errors as MPI_Recv's checks. */
 PB_EXPORT int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iprobe_checked("MPI_Iprobe", source, tag, comm, flag, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Iprobe, PMPI_Iprobe);
@@ -424,6 +468,8 @@ static int mprobe_checked(const char *func, int source, int tag, MPI_Comm comm,
 PB_EXPORT int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
                           MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return mprobe_checked("MPI_Mprobe", source, tag, comm, message, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Mprobe, PMPI_Mprobe);
@@ -452,6 +498,8 @@ static int improbe_checked(const char *func, int source, int tag, MPI_Comm comm,
 PB_EXPORT int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
                            MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return improbe_checked("MPI_Improbe", source, tag, comm, flag, message, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Improbe, PMPI_Improbe);
@@ -477,6 +525,8 @@ static int mrecv_checked(const char *func, void *buf, MPI_Count count, MPI_Datat
 PB_EXPORT int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
                          MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return mrecv_checked("MPI_Mrecv", buf, count, datatype, message, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Mrecv, PMPI_Mrecv);
@@ -485,6 +535,8 @@ PB_MPI_WEAK_ALIAS(MPI_Mrecv, PMPI_Mrecv);
 PB_EXPORT int PMPI_Mrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,
                            MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return mrecv_checked("MPI_Mrecv_c", buf, count, datatype, message, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Mrecv_c, PMPI_Mrecv_c);
@@ -510,6 +562,8 @@ static int imrecv_checked(const char *func, void *buf, MPI_Count count, MPI_Data
 PB_EXPORT int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
                           MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return imrecv_checked("MPI_Imrecv", buf, count, datatype, message, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Imrecv, PMPI_Imrecv);
@@ -518,6 +572,8 @@ PB_MPI_WEAK_ALIAS(MPI_Imrecv, PMPI_Imrecv);
 PB_EXPORT int PMPI_Imrecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, MPI_Message *message,
                             MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return imrecv_checked("MPI_Imrecv_c", buf, count, datatype, message, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Imrecv_c, PMPI_Imrecv_c);
@@ -547,6 +603,8 @@ static int send_init_checked(const char *func, const void *buf, MPI_Count count,
 PB_EXPORT int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                              MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return send_init_checked("MPI_Send_init", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Send_init, PMPI_Send_init);
@@ -555,6 +613,8 @@ PB_MPI_WEAK_ALIAS(MPI_Send_init, PMPI_Send_init);
 PB_EXPORT int PMPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                                int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return send_init_checked("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Send_init_c, PMPI_Send_init_c);
@@ -584,6 +644,8 @@ static int bsend_init_checked(const char *func, const void *buf, MPI_Count count
 PB_EXPORT int PMPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                               MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bsend_init_checked("MPI_Bsend_init", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bsend_init, PMPI_Bsend_init);
@@ -592,6 +654,8 @@ PB_MPI_WEAK_ALIAS(MPI_Bsend_init, PMPI_Bsend_init);
 PB_EXPORT int PMPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bsend_init_checked("MPI_Bsend_init_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bsend_init_c, PMPI_Bsend_init_c);
@@ -621,6 +685,8 @@ static int ssend_init_checked(const char *func, const void *buf, MPI_Count count
 PB_EXPORT int PMPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                               MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ssend_init_checked("MPI_Ssend_init", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ssend_init, PMPI_Ssend_init);
@@ -629,6 +695,8 @@ PB_MPI_WEAK_ALIAS(MPI_Ssend_init, PMPI_Ssend_init);
 PB_EXPORT int PMPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ssend_init_checked("MPI_Ssend_init_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ssend_init_c, PMPI_Ssend_init_c);
@@ -658,6 +726,8 @@ static int rsend_init_checked(const char *func, const void *buf, MPI_Count count
 PB_EXPORT int PMPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                               MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rsend_init_checked("MPI_Rsend_init", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Rsend_init, PMPI_Rsend_init);
@@ -666,6 +736,8 @@ PB_MPI_WEAK_ALIAS(MPI_Rsend_init, PMPI_Rsend_init);
 PB_EXPORT int PMPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                                 int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rsend_init_checked("MPI_Rsend_init_c", buf, count, datatype, dest, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Rsend_init_c, PMPI_Rsend_init_c);
@@ -694,6 +766,8 @@ static int recv_init_checked(const char *func, void *buf, MPI_Count count, MPI_D
 PB_EXPORT int PMPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag,
                              MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return recv_init_checked("MPI_Recv_init", buf, count, datatype, source, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Recv_init, PMPI_Recv_init);
@@ -702,6 +776,8 @@ PB_MPI_WEAK_ALIAS(MPI_Recv_init, PMPI_Recv_init);
 PB_EXPORT int PMPI_Recv_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source,
                                int tag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return recv_init_checked("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Recv_init_c, PMPI_Recv_init_c);
@@ -738,6 +814,8 @@ PB_EXPORT int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sen
                             int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                             int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return sendrecv_checked("MPI_Sendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
                             recvcount, recvtype, source, recvtag, comm, status);
 }
@@ -749,6 +827,8 @@ PB_EXPORT int PMPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
                               MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
                               MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return sendrecv_checked("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
                             recvcount, recvtype, source, recvtag, comm, status);
 }
@@ -783,6 +863,8 @@ PB_EXPORT int PMPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype,
                                     int sendtag, int source, int recvtag, MPI_Comm comm,
                                     MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return sendrecv_replace_checked("MPI_Sendrecv_replace", buf, count, datatype, dest, sendtag,
                                     source, recvtag, comm, status);
 }
@@ -793,6 +875,8 @@ PB_EXPORT int PMPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype d
                                       int sendtag, int source, int recvtag, MPI_Comm comm,
                                       MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return sendrecv_replace_checked("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag,
                                     source, recvtag, comm, status);
 }
@@ -832,6 +916,8 @@ PB_EXPORT int PMPI_Isendrecv(const void *sendbuf, int sendcount, MPI_Datatype se
                              int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                              int source, int recvtag, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isendrecv_checked("MPI_Isendrecv", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,
                              recvcount, recvtype, source, recvtag, comm, request);
 }
@@ -843,6 +929,8 @@ PB_EXPORT int PMPI_Isendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
                                MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
                                MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isendrecv_checked("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag,
                              recvbuf, recvcount, recvtype, source, recvtag, comm, request);
 }
@@ -879,6 +967,8 @@ PB_EXPORT int PMPI_Isendrecv_replace(void *buf, int count, MPI_Datatype datatype
                                      int sendtag, int source, int recvtag, MPI_Comm comm,
                                      MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isendrecv_replace_checked("MPI_Isendrecv_replace", buf, count, datatype, dest, sendtag,
                                      source, recvtag, comm, request);
 }
@@ -889,6 +979,8 @@ PB_EXPORT int PMPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype 
                                        int sendtag, int source, int recvtag, MPI_Comm comm,
                                        MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return isendrecv_replace_checked("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag,
                                      source, recvtag, comm, request);
 }
@@ -921,6 +1013,8 @@ PB_EXPORT int PMPI_Psend_init(const void *buf, int partitions, MPI_Count count,
                               MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                               MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return psend_init_checked("MPI_Psend_init", buf, partitions, count, datatype, dest, tag, comm,
                               info, request);
 }
@@ -952,6 +1046,8 @@ PB_EXPORT int PMPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Da
                               int source, int tag, MPI_Comm comm, MPI_Info info,
                               MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return precv_init_checked("MPI_Precv_init", buf, partitions, count, datatype, source, tag, comm,
                               info, request);
 }
@@ -971,6 +1067,8 @@ static int barrier_checked(const char *func, MPI_Comm comm)
  * (through the handler). */
 PB_EXPORT int PMPI_Barrier(MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return barrier_checked("MPI_Barrier", comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Barrier, PMPI_Barrier);
@@ -995,6 +1093,8 @@ static int bcast_checked(const char *func, void *buffer, MPI_Count count, MPI_Da
  * (NULL or MPI_IN_PLACE), MPI_ERR_TRUNCATE (the ranks' sizes disagree) (through the handler). */
 PB_EXPORT int PMPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bcast_checked("MPI_Bcast", buffer, count, datatype, root, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bcast, PMPI_Bcast);
@@ -1003,6 +1103,8 @@ PB_MPI_WEAK_ALIAS(MPI_Bcast, PMPI_Bcast);
 PB_EXPORT int PMPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
                            MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bcast_checked("MPI_Bcast_c", buffer, count, datatype, root, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bcast_c, PMPI_Bcast_c);
@@ -1034,6 +1136,8 @@ static int gather_checked(const char *func, const void *sendbuf, MPI_Count sendc
 PB_EXPORT int PMPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gather_checked("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                           root, comm);
 }
@@ -1044,6 +1148,8 @@ PB_EXPORT int PMPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Dataty
                             void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                             MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gather_checked("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                           recvtype, root, comm);
 }
@@ -1075,6 +1181,8 @@ PB_EXPORT int PMPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype send
                            const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                            int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gatherv_checked("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf,
                            (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
                            recvtype, root, comm);
@@ -1086,6 +1194,8 @@ PB_EXPORT int PMPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
                              void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                              MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gatherv_checked("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf,
                            (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
                            recvtype, root, comm);
@@ -1117,6 +1227,8 @@ static int scatter_checked(const char *func, const void *sendbuf, MPI_Count send
 PB_EXPORT int PMPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatter_checked("MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm);
 }
@@ -1127,6 +1239,8 @@ PB_EXPORT int PMPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                              MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatter_checked("MPI_Scatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm);
 }
@@ -1157,6 +1271,8 @@ PB_EXPORT int PMPI_Scatterv(const void *sendbuf, const int sendcounts[], const i
                             MPI_Datatype sendtype, void *recvbuf, int recvcount,
                             MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatterv_checked("MPI_Scatterv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                             (pb_mpi_displs_t){displs, NULL}, sendtype, recvbuf, recvcount, recvtype,
                             root, comm);
@@ -1168,6 +1284,8 @@ PB_EXPORT int PMPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[],
                               const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
                               MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatterv_checked("MPI_Scatterv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                             (pb_mpi_displs_t){NULL, displs}, sendtype, recvbuf, recvcount, recvtype,
                             root, comm);
@@ -1197,6 +1315,8 @@ static int allgather_checked(const char *func, const void *sendbuf, MPI_Count se
 PB_EXPORT int PMPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgather_checked("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
 }
@@ -1207,6 +1327,8 @@ PB_EXPORT int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgather_checked("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
 }
@@ -1234,6 +1356,8 @@ PB_EXPORT int PMPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype s
                               void *recvbuf, const int recvcounts[], const int displs[],
                               MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgatherv_checked("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf,
                               (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
                               recvtype, comm);
@@ -1245,6 +1369,8 @@ PB_EXPORT int PMPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Da
                                 void *recvbuf, const MPI_Count recvcounts[],
                                 const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgatherv_checked("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf,
                               (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
                               recvtype, comm);
@@ -1275,6 +1401,8 @@ static int alltoall_checked(const char *func, const void *sendbuf, MPI_Count sen
 PB_EXPORT int PMPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                             void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoall_checked("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, comm);
 }
@@ -1285,6 +1413,8 @@ PB_EXPORT int PMPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                               MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoall_checked("MPI_Alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, comm);
 }
@@ -1314,6 +1444,8 @@ PB_EXPORT int PMPI_Alltoallv(const void *sendbuf, const int sendcounts[], const 
                              MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                              const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallv_checked("MPI_Alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                              (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf,
                              (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
@@ -1327,6 +1459,8 @@ PB_EXPORT int PMPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[]
                                const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                                MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallv_checked("MPI_Alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                              (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf,
                              (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
@@ -1354,6 +1488,8 @@ PB_EXPORT int PMPI_Alltoallw(const void *sendbuf, const int sendcounts[], const 
                              const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallw_checked("MPI_Alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                              (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf,
                              (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
@@ -1368,6 +1504,8 @@ PB_EXPORT int PMPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts[]
                                const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallw_checked("MPI_Alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                              (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf,
                              (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
@@ -1404,6 +1542,8 @@ static int reduce_checked(const char *func, const void *sendbuf, void *recvbuf, 
 PB_EXPORT int PMPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                           MPI_Op op, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_checked("MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Reduce, PMPI_Reduce);
@@ -1412,6 +1552,8 @@ PB_MPI_WEAK_ALIAS(MPI_Reduce, PMPI_Reduce);
 PB_EXPORT int PMPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                             MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_checked("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Reduce_c, PMPI_Reduce_c);
@@ -1440,6 +1582,8 @@ static int allreduce_checked(const char *func, const void *sendbuf, void *recvbu
 PB_EXPORT int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allreduce_checked("MPI_Allreduce", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Allreduce, PMPI_Allreduce);
@@ -1448,6 +1592,8 @@ PB_MPI_WEAK_ALIAS(MPI_Allreduce, PMPI_Allreduce);
 PB_EXPORT int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allreduce_checked("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Allreduce_c, PMPI_Allreduce_c);
@@ -1471,6 +1617,8 @@ static int reduce_scatter_block_checked(const char *func, const void *sendbuf, v
 PB_EXPORT int PMPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_block_checked("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount,
                                         datatype, op, comm);
 }
@@ -1480,6 +1628,8 @@ PB_MPI_WEAK_ALIAS(MPI_Reduce_scatter_block, PMPI_Reduce_scatter_block);
 PB_EXPORT int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_block_checked("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount,
                                         datatype, op, comm);
 }
@@ -1503,6 +1653,8 @@ static int reduce_scatter_checked(const char *func, const void *sendbuf, void *r
 PB_EXPORT int PMPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_checked("MPI_Reduce_scatter", sendbuf, recvbuf,
                                   (pb_mpi_counts_t){recvcounts, NULL}, datatype, op, comm);
 }
@@ -1513,6 +1665,8 @@ PB_EXPORT int PMPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf,
                                     const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op,
                                     MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_checked("MPI_Reduce_scatter_c", sendbuf, recvbuf,
                                   (pb_mpi_counts_t){NULL, recvcounts}, datatype, op, comm);
 }
@@ -1542,6 +1696,8 @@ static int scan_checked(const char *func, const void *sendbuf, void *recvbuf, MP
 PB_EXPORT int PMPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scan_checked("MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Scan, PMPI_Scan);
@@ -1550,6 +1706,8 @@ PB_MPI_WEAK_ALIAS(MPI_Scan, PMPI_Scan);
 PB_EXPORT int PMPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scan_checked("MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Scan_c, PMPI_Scan_c);
@@ -1578,6 +1736,8 @@ static int exscan_checked(const char *func, const void *sendbuf, void *recvbuf, 
 PB_EXPORT int PMPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                           MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return exscan_checked("MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Exscan, PMPI_Exscan);
@@ -1586,6 +1746,8 @@ PB_MPI_WEAK_ALIAS(MPI_Exscan, PMPI_Exscan);
 PB_EXPORT int PMPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return exscan_checked("MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Exscan_c, PMPI_Exscan_c);
@@ -1607,6 +1769,8 @@ static int ibarrier_checked(const char *func, MPI_Comm comm, MPI_Request *reques
  * MPI_ERR_ARG for a NULL @request. */
 PB_EXPORT int PMPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ibarrier_checked("MPI_Ibarrier", comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ibarrier, PMPI_Ibarrier);
@@ -1634,6 +1798,8 @@ static int ibcast_checked(const char *func, void *buffer, MPI_Count count, MPI_D
 PB_EXPORT int PMPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                           MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ibcast_checked("MPI_Ibcast", buffer, count, datatype, root, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ibcast, PMPI_Ibcast);
@@ -1642,6 +1808,8 @@ PB_MPI_WEAK_ALIAS(MPI_Ibcast, PMPI_Ibcast);
 PB_EXPORT int PMPI_Ibcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
                             MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ibcast_checked("MPI_Ibcast_c", buffer, count, datatype, root, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Ibcast_c, PMPI_Ibcast_c);
@@ -1674,6 +1842,8 @@ PB_EXPORT int PMPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype send
                            int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                            MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return igather_checked("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm, request);
 }
@@ -1684,6 +1854,8 @@ PB_EXPORT int PMPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datat
                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                              MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return igather_checked("MPI_Igather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm, request);
 }
@@ -1718,6 +1890,8 @@ PB_EXPORT int PMPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sen
                             void *recvbuf, const int recvcounts[], const int displs[],
                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return igatherv_checked("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf,
                             (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
                             recvtype, root, comm, request);
@@ -1729,6 +1903,8 @@ PB_EXPORT int PMPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
                               void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                               MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return igatherv_checked("MPI_Igatherv_c", sendbuf, sendcount, sendtype, recvbuf,
                             (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
                             recvtype, root, comm, request);
@@ -1763,6 +1939,8 @@ PB_EXPORT int PMPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sen
                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                             MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscatter_checked("MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm, request);
 }
@@ -1773,6 +1951,8 @@ PB_EXPORT int PMPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Data
                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                               MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscatter_checked("MPI_Iscatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm, request);
 }
@@ -1807,6 +1987,8 @@ PB_EXPORT int PMPI_Iscatterv(const void *sendbuf, const int sendcounts[], const 
                              MPI_Datatype sendtype, void *recvbuf, int recvcount,
                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscatterv_checked("MPI_Iscatterv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                              (pb_mpi_displs_t){displs, NULL}, sendtype, recvbuf, recvcount,
                              recvtype, root, comm, request);
@@ -1819,6 +2001,8 @@ PB_EXPORT int PMPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[]
                                MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                                MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscatterv_checked("MPI_Iscatterv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                              (pb_mpi_displs_t){NULL, displs}, sendtype, recvbuf, recvcount,
                              recvtype, root, comm, request);
@@ -1851,6 +2035,8 @@ PB_EXPORT int PMPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype s
                               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                               MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallgather_checked("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                               recvtype, comm, request);
 }
@@ -1861,6 +2047,8 @@ PB_EXPORT int PMPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Da
                                 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                 MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallgather_checked("MPI_Iallgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                               recvtype, comm, request);
 }
@@ -1893,6 +2081,8 @@ PB_EXPORT int PMPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype 
                                void *recvbuf, const int recvcounts[], const int displs[],
                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallgatherv_checked("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf,
                                (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){displs, NULL},
                                recvtype, comm, request);
@@ -1905,6 +2095,8 @@ PB_EXPORT int PMPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_D
                                  const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
                                  MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallgatherv_checked("MPI_Iallgatherv_c", sendbuf, sendcount, sendtype, recvbuf,
                                (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, displs},
                                recvtype, comm, request);
@@ -1937,6 +2129,8 @@ PB_EXPORT int PMPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype se
                              void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoall_checked("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm, request);
 }
@@ -1947,6 +2141,8 @@ PB_EXPORT int PMPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoall_checked("MPI_Ialltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm, request);
 }
@@ -1980,6 +2176,8 @@ PB_EXPORT int PMPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const
                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                               MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoallv_checked("MPI_Ialltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                               (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf,
                               (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
@@ -1993,6 +2191,8 @@ PB_EXPORT int PMPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[
                                 const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoallv_checked("MPI_Ialltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                               (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf,
                               (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
@@ -2024,6 +2224,8 @@ PB_EXPORT int PMPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const
                               const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
                               MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoallw_checked("MPI_Ialltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                               (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf,
                               (pb_mpi_counts_t){recvcounts, NULL}, (pb_mpi_displs_t){rdispls, NULL},
@@ -2038,6 +2240,8 @@ PB_EXPORT int PMPI_Ialltoallw_c(const void *sendbuf, const MPI_Count sendcounts[
                                 const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                 MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ialltoallw_checked("MPI_Ialltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
                               (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf,
                               (pb_mpi_counts_t){NULL, recvcounts}, (pb_mpi_displs_t){NULL, rdispls},
@@ -2075,6 +2279,8 @@ static int ireduce_checked(const char *func, const void *sendbuf, void *recvbuf,
 PB_EXPORT int PMPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_checked("MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root, comm,
                            request);
 }
@@ -2085,6 +2291,8 @@ PB_EXPORT int PMPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count
                              MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                              MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_checked("MPI_Ireduce_c", sendbuf, recvbuf, count, datatype, op, root, comm,
                            request);
 }
@@ -2117,6 +2325,8 @@ static int iallreduce_checked(const char *func, const void *sendbuf, void *recvb
 PB_EXPORT int PMPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                               MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallreduce_checked("MPI_Iallreduce", sendbuf, recvbuf, count, datatype, op, comm,
                               request);
 }
@@ -2127,6 +2337,8 @@ PB_EXPORT int PMPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count co
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iallreduce_checked("MPI_Iallreduce_c", sendbuf, recvbuf, count, datatype, op, comm,
                               request);
 }
@@ -2154,6 +2366,8 @@ PB_EXPORT int PMPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int
                                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                          MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_scatter_block_checked("MPI_Ireduce_scatter_block", sendbuf, recvbuf, recvcount,
                                          datatype, op, comm, request);
 }
@@ -2164,6 +2378,8 @@ PB_EXPORT int PMPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, M
                                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                            MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_scatter_block_checked("MPI_Ireduce_scatter_block_c", sendbuf, recvbuf, recvcount,
                                          datatype, op, comm, request);
 }
@@ -2191,6 +2407,8 @@ PB_EXPORT int PMPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int
                                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                    MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_scatter_checked("MPI_Ireduce_scatter", sendbuf, recvbuf,
                                    (pb_mpi_counts_t){recvcounts, NULL}, datatype, op, comm,
                                    request);
@@ -2202,6 +2420,8 @@ PB_EXPORT int PMPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf,
                                      const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op,
                                      MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ireduce_scatter_checked("MPI_Ireduce_scatter_c", sendbuf, recvbuf,
                                    (pb_mpi_counts_t){NULL, recvcounts}, datatype, op, comm,
                                    request);
@@ -2235,6 +2455,8 @@ static int iscan_checked(const char *func, const void *sendbuf, void *recvbuf, M
 PB_EXPORT int PMPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscan_checked("MPI_Iscan", sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Iscan, PMPI_Iscan);
@@ -2243,6 +2465,8 @@ PB_MPI_WEAK_ALIAS(MPI_Iscan, PMPI_Iscan);
 PB_EXPORT int PMPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iscan_checked("MPI_Iscan_c", sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Iscan_c, PMPI_Iscan_c);
@@ -2274,6 +2498,8 @@ static int iexscan_checked(const char *func, const void *sendbuf, void *recvbuf,
 PB_EXPORT int PMPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                            MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iexscan_checked("MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Iexscan, PMPI_Iexscan);
@@ -2282,6 +2508,8 @@ PB_MPI_WEAK_ALIAS(MPI_Iexscan, PMPI_Iexscan);
 PB_EXPORT int PMPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iexscan_checked("MPI_Iexscan_c", sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Iexscan_c, PMPI_Iexscan_c);
@@ -2305,6 +2533,8 @@ static int barrier_init_checked(const char *func, MPI_Comm comm, MPI_Info info,
  * MPI_ERR_INFO, and MPI_ERR_ARG for a NULL @request. */
 PB_EXPORT int PMPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return barrier_init_checked("MPI_Barrier_init", comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Barrier_init, PMPI_Barrier_init);
@@ -2334,6 +2564,8 @@ static int bcast_init_checked(const char *func, void *buffer, MPI_Count count,
 PB_EXPORT int PMPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
                               MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bcast_init_checked("MPI_Bcast_init", buffer, count, datatype, root, comm, info, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Bcast_init, PMPI_Bcast_init);
@@ -2342,6 +2574,8 @@ PB_MPI_WEAK_ALIAS(MPI_Bcast_init, PMPI_Bcast_init);
 PB_EXPORT int PMPI_Bcast_init_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root,
                                 MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return bcast_init_checked("MPI_Bcast_init_c", buffer, count, datatype, root, comm, info,
                               request);
 }
@@ -2377,6 +2611,8 @@ PB_EXPORT int PMPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype 
                                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                                MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gather_init_checked("MPI_Gather_init", sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                recvtype, root, comm, info, request);
 }
@@ -2387,6 +2623,8 @@ PB_EXPORT int PMPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_D
                                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                  int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gather_init_checked("MPI_Gather_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, root, comm, info, request);
 }
@@ -2423,6 +2661,8 @@ PB_EXPORT int PMPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype
                                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                                 MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gatherv_init_checked("MPI_Gatherv_init", sendbuf, sendcount, sendtype, recvbuf,
                                 (pb_mpi_counts_t){recvcounts, NULL},
                                 (pb_mpi_displs_t){displs, NULL}, recvtype, root, comm, info,
@@ -2436,6 +2676,8 @@ PB_EXPORT int PMPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_
                                   const MPI_Aint displs[], MPI_Datatype recvtype, int root,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return gatherv_init_checked("MPI_Gatherv_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                 (pb_mpi_counts_t){NULL, recvcounts},
                                 (pb_mpi_displs_t){NULL, displs}, recvtype, root, comm, info,
@@ -2473,6 +2715,8 @@ PB_EXPORT int PMPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype
                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                                 MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatter_init_checked("MPI_Scatter_init", sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, info, request);
 }
@@ -2483,6 +2727,8 @@ PB_EXPORT int PMPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_
                                   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                   int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatter_init_checked("MPI_Scatter_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, info, request);
 }
@@ -2519,6 +2765,8 @@ PB_EXPORT int PMPI_Scatterv_init(const void *sendbuf, const int sendcounts[], co
                                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
                                  MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatterv_init_checked("MPI_Scatterv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
                                  (pb_mpi_displs_t){displs, NULL}, sendtype, recvbuf, recvcount,
                                  recvtype, root, comm, info, request);
@@ -2532,6 +2780,8 @@ PB_EXPORT int PMPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcoun
                                    MPI_Count recvcount, MPI_Datatype recvtype, int root,
                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scatterv_init_checked("MPI_Scatterv_init_c", sendbuf,
                                  (pb_mpi_counts_t){NULL, sendcounts},
                                  (pb_mpi_displs_t){NULL, displs}, sendtype, recvbuf, recvcount,
@@ -2567,6 +2817,8 @@ PB_EXPORT int PMPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Dataty
                                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgather_init_checked("MPI_Allgather_init", sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm, info, request);
 }
@@ -2577,6 +2829,8 @@ PB_EXPORT int PMPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MP
                                     void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                     MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgather_init_checked("MPI_Allgather_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm, info, request);
 }
@@ -2611,6 +2865,8 @@ PB_EXPORT int PMPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datat
                                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                    MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgatherv_init_checked("MPI_Allgatherv_init", sendbuf, sendcount, sendtype, recvbuf,
                                    (pb_mpi_counts_t){recvcounts, NULL},
                                    (pb_mpi_displs_t){displs, NULL}, recvtype, comm, info, request);
@@ -2625,6 +2881,8 @@ PB_EXPORT int PMPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount,
                                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                      MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allgatherv_init_checked("MPI_Allgatherv_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                    (pb_mpi_counts_t){NULL, recvcounts},
                                    (pb_mpi_displs_t){NULL, displs}, recvtype, comm, info, request);
@@ -2659,6 +2917,8 @@ PB_EXPORT int PMPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatyp
                                  void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                  MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoall_init_checked("MPI_Alltoall_init", sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, comm, info, request);
 }
@@ -2669,6 +2929,8 @@ PB_EXPORT int PMPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI
                                    void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoall_init_checked("MPI_Alltoall_init_c", sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, comm, info, request);
 }
@@ -2704,6 +2966,8 @@ PB_EXPORT int PMPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], c
                                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                   MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallv_init_checked(
         "MPI_Alltoallv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
         (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
@@ -2719,6 +2983,8 @@ PB_EXPORT int PMPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcou
                                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                     MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallv_init_checked(
         "MPI_Alltoallv_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
         (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
@@ -2753,6 +3019,8 @@ PB_EXPORT int PMPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], c
                                   const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallw_init_checked(
         "MPI_Alltoallw_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
         (pb_mpi_displs_t){sdispls, NULL}, sendtypes, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
@@ -2768,6 +3036,8 @@ PB_EXPORT int PMPI_Alltoallw_init_c(const void *sendbuf, const MPI_Count sendcou
                                     const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                     MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return alltoallw_init_checked(
         "MPI_Alltoallw_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
         (pb_mpi_displs_t){NULL, sdispls}, sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
@@ -2808,6 +3078,8 @@ PB_EXPORT int PMPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MP
                                MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_init_checked("MPI_Reduce_init", sendbuf, recvbuf, count, datatype, op, root, comm,
                                info, request);
 }
@@ -2818,6 +3090,8 @@ PB_EXPORT int PMPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count c
                                  MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                                  MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_init_checked("MPI_Reduce_init_c", sendbuf, recvbuf, count, datatype, op, root,
                                comm, info, request);
 }
@@ -2854,6 +3128,8 @@ PB_EXPORT int PMPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allreduce_init_checked("MPI_Allreduce_init", sendbuf, recvbuf, count, datatype, op, comm,
                                   info, request);
 }
@@ -2864,6 +3140,8 @@ PB_EXPORT int PMPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                     MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return allreduce_init_checked("MPI_Allreduce_init_c", sendbuf, recvbuf, count, datatype, op,
                                   comm, info, request);
 }
@@ -2892,6 +3170,8 @@ PB_EXPORT int PMPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
                                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                              MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_block_init_checked("MPI_Reduce_scatter_block_init", sendbuf, recvbuf,
                                              recvcount, datatype, op, comm, info, request);
 }
@@ -2903,6 +3183,8 @@ PB_EXPORT int PMPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbu
                                                MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_block_init_checked("MPI_Reduce_scatter_block_init_c", sendbuf, recvbuf,
                                              recvcount, datatype, op, comm, info, request);
 }
@@ -2931,6 +3213,8 @@ PB_EXPORT int PMPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const
                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                        MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_init_checked("MPI_Reduce_scatter_init", sendbuf, recvbuf,
                                        (pb_mpi_counts_t){recvcounts, NULL}, datatype, op, comm,
                                        info, request);
@@ -2943,6 +3227,8 @@ PB_EXPORT int PMPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf,
                                          MPI_Op op, MPI_Comm comm, MPI_Info info,
                                          MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return reduce_scatter_init_checked("MPI_Reduce_scatter_init_c", sendbuf, recvbuf,
                                        (pb_mpi_counts_t){NULL, recvcounts}, datatype, op, comm,
                                        info, request);
@@ -2979,6 +3265,8 @@ static int scan_init_checked(const char *func, const void *sendbuf, void *recvbu
 PB_EXPORT int PMPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                              MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scan_init_checked("MPI_Scan_init", sendbuf, recvbuf, count, datatype, op, comm, info,
                              request);
 }
@@ -2989,6 +3277,8 @@ PB_EXPORT int PMPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count cou
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return scan_init_checked("MPI_Scan_init_c", sendbuf, recvbuf, count, datatype, op, comm, info,
                              request);
 }
@@ -3024,6 +3314,8 @@ static int exscan_init_checked(const char *func, const void *sendbuf, void *recv
 PB_EXPORT int PMPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                                MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return exscan_init_checked("MPI_Exscan_init", sendbuf, recvbuf, count, datatype, op, comm, info,
                                request);
 }
@@ -3034,6 +3326,8 @@ PB_EXPORT int PMPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count c
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                  MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return exscan_init_checked("MPI_Exscan_init_c", sendbuf, recvbuf, count, datatype, op, comm,
                                info, request);
 }
@@ -3059,6 +3353,8 @@ PB_EXPORT int PMPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_f
                                      MPI_Win_delete_attr_function *win_delete_attr_fn,
                                      int *win_keyval, void *extra_state)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_create_keyval_checked("MPI_Win_create_keyval", win_copy_attr_fn, win_delete_attr_fn,
                                      win_keyval, extra_state);
 }
@@ -3079,6 +3375,8 @@ static int win_free_keyval_checked(const char *func, int *win_keyval)
  * MPI_SUCCESS; MPI_ERR_KEYVAL, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_free_keyval(int *win_keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_free_keyval_checked("MPI_Win_free_keyval", win_keyval);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_free_keyval, PMPI_Win_free_keyval);
@@ -3097,6 +3395,8 @@ static int win_set_attr_checked(const char *func, MPI_Win win, int win_keyval, v
  * MPI_ERR_WIN, MPI_ERR_KEYVAL (unknown or predefined key). */
 PB_EXPORT int PMPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_set_attr_checked("MPI_Win_set_attr", win, win_keyval, attribute_val);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_set_attr, PMPI_Win_set_attr);
@@ -3117,6 +3417,8 @@ static int win_get_attr_checked(const char *func, MPI_Win win, int win_keyval, v
  * MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_get_attr_checked("MPI_Win_get_attr", win, win_keyval, attribute_val, flag);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_get_attr, PMPI_Win_get_attr);
@@ -3134,6 +3436,8 @@ static int win_delete_attr_checked(const char *func, MPI_Win win, int win_keyval
 /* Delete attribute @win_keyval of @win through its delete function. Errors as MPI_Win_set_attr. */
 PB_EXPORT int PMPI_Win_delete_attr(MPI_Win win, int win_keyval)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_delete_attr_checked("MPI_Win_delete_attr", win, win_keyval);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_delete_attr, PMPI_Win_delete_attr);
@@ -3151,6 +3455,8 @@ static int win_set_name_checked(const char *func, MPI_Win win, const char *win_n
 /* Name @win (cut to MPI_MAX_OBJECT_NAME - 1). @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_set_name(MPI_Win win, const char *win_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_set_name_checked("MPI_Win_set_name", win, win_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_set_name, PMPI_Win_set_name);
@@ -3168,6 +3474,8 @@ static int win_get_name_checked(const char *func, MPI_Win win, char *win_name, i
 /* @win's name (empty when unnamed). Errors as MPI_Win_set_name. */
 PB_EXPORT int PMPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_get_name_checked("MPI_Win_get_name", win, win_name, resultlen);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_get_name, PMPI_Win_get_name);
@@ -3193,6 +3501,8 @@ static int cart_create_checked(const char *func, MPI_Comm comm_old, int ndims, c
 PB_EXPORT int PMPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
                                int reorder, MPI_Comm *comm_cart)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_create_checked("MPI_Cart_create", comm_old, ndims, dims, periods, reorder,
                                comm_cart);
 }
@@ -3219,6 +3529,8 @@ static int graph_create_checked(const char *func, MPI_Comm comm_old, int nnodes,
 PB_EXPORT int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int indx[], const int edges[],
                                 int reorder, MPI_Comm *comm_graph)
 {
+    PB_MPI_THREAD_GUARD;
+
     return graph_create_checked("MPI_Graph_create", comm_old, nnodes, indx, edges, reorder,
                                 comm_graph);
 }
@@ -3252,6 +3564,8 @@ PB_EXPORT int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, c
                                               const int destinations[], const int destweights[],
                                               MPI_Info info, int reorder, MPI_Comm *comm_dist_graph)
 {
+    PB_MPI_THREAD_GUARD;
+
     return dist_graph_create_adjacent_checked("MPI_Dist_graph_create_adjacent", comm_old, indegree,
                                               sources, sourceweights, outdegree, destinations,
                                               destweights, info, reorder, comm_dist_graph);
@@ -3283,6 +3597,8 @@ PB_EXPORT int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources
                                      const int weights[], MPI_Info info, int reorder,
                                      MPI_Comm *comm_dist_graph)
 {
+    PB_MPI_THREAD_GUARD;
+
     return dist_graph_create_checked("MPI_Dist_graph_create", comm_old, n, sources, degrees,
                                      destinations, weights, info, reorder, comm_dist_graph);
 }
@@ -3304,6 +3620,8 @@ static int topo_test_checked(const char *func, MPI_Comm comm, int *status)
  * MPI_UNDEFINED. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Topo_test(MPI_Comm comm, int *status)
 {
+    PB_MPI_THREAD_GUARD;
+
     return topo_test_checked("MPI_Topo_test", comm, status);
 }
 PB_MPI_WEAK_ALIAS(MPI_Topo_test, PMPI_Topo_test);
@@ -3326,6 +3644,8 @@ static int graphdims_get_checked(const char *func, MPI_Comm comm, int *nnodes, i
  * MPI_ERR_TOPOLOGY (no graph topology), MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 {
+    PB_MPI_THREAD_GUARD;
+
     return graphdims_get_checked("MPI_Graphdims_get", comm, nnodes, nedges);
 }
 PB_MPI_WEAK_ALIAS(MPI_Graphdims_get, PMPI_Graphdims_get);
@@ -3345,6 +3665,8 @@ static int graph_get_checked(const char *func, MPI_Comm comm, int maxindex, int 
  * MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (negative room, NULL array). */
 PB_EXPORT int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int indx[], int edges[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return graph_get_checked("MPI_Graph_get", comm, maxindex, maxedges, indx, edges);
 }
 PB_MPI_WEAK_ALIAS(MPI_Graph_get, PMPI_Graph_get);
@@ -3365,6 +3687,8 @@ static int cartdim_get_checked(const char *func, MPI_Comm comm, int *ndims)
  * MPI_ERR_COMM, MPI_ERR_TOPOLOGY (no Cartesian topology), MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Cartdim_get(MPI_Comm comm, int *ndims)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cartdim_get_checked("MPI_Cartdim_get", comm, ndims);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cartdim_get, PMPI_Cartdim_get);
@@ -3385,6 +3709,8 @@ static int cart_get_checked(const char *func, MPI_Comm comm, int maxdims, int di
  * array). */
 PB_EXPORT int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_get_checked("MPI_Cart_get", comm, maxdims, dims, periods, coords);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_get, PMPI_Cart_get);
@@ -3405,6 +3731,8 @@ static int cart_rank_checked(const char *func, MPI_Comm comm, const int coords[]
  * MPI_ERR_COMM, MPI_ERR_TOPOLOGY, MPI_ERR_ARG (a coordinate off a non-periodic dimension). */
 PB_EXPORT int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_rank_checked("MPI_Cart_rank", comm, coords, rank);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_rank, PMPI_Cart_rank);
@@ -3423,6 +3751,8 @@ static int cart_coords_checked(const char *func, MPI_Comm comm, int rank, int ma
  * MPI_ERR_RANK, MPI_ERR_ARG (maxdims below the dimensions, NULL coords). */
 PB_EXPORT int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_coords_checked("MPI_Cart_coords", comm, rank, maxdims, coords);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_coords, PMPI_Cart_coords);
@@ -3443,6 +3773,8 @@ static int graph_neighbors_count_checked(const char *func, MPI_Comm comm, int ra
  * MPI_ERR_RANK (not a node), MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 {
+    PB_MPI_THREAD_GUARD;
+
     return graph_neighbors_count_checked("MPI_Graph_neighbors_count", comm, rank, nneighbors);
 }
 PB_MPI_WEAK_ALIAS(MPI_Graph_neighbors_count, PMPI_Graph_neighbors_count);
@@ -3462,6 +3794,8 @@ static int graph_neighbors_checked(const char *func, MPI_Comm comm, int rank, in
  * MPI_Graph_neighbors_count. */
 PB_EXPORT int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return graph_neighbors_checked("MPI_Graph_neighbors", comm, rank, maxneighbors, neighbors);
 }
 PB_MPI_WEAK_ALIAS(MPI_Graph_neighbors, PMPI_Graph_neighbors);
@@ -3488,6 +3822,8 @@ static int dist_graph_neighbors_count_checked(const char *func, MPI_Comm comm, i
 PB_EXPORT int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
                                               int *weighted)
 {
+    PB_MPI_THREAD_GUARD;
+
     return dist_graph_neighbors_count_checked("MPI_Dist_graph_neighbors_count", comm, indegree,
                                               outdegree, weighted);
 }
@@ -3513,6 +3849,8 @@ PB_EXPORT int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sour
                                         int sourceweights[], int maxoutdegree, int destinations[],
                                         int destweights[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return dist_graph_neighbors_checked("MPI_Dist_graph_neighbors", comm, maxindegree, sources,
                                         sourceweights, maxoutdegree, destinations, destweights);
 }
@@ -3539,6 +3877,8 @@ static int cart_shift_checked(const char *func, MPI_Comm comm, int direction, in
 PB_EXPORT int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
                               int *rank_dest)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_shift_checked("MPI_Cart_shift", comm, direction, disp, rank_source, rank_dest);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_shift, PMPI_Cart_shift);
@@ -3561,6 +3901,8 @@ static int cart_sub_checked(const char *func, MPI_Comm comm, const int remain_di
  * MPI_ERR_TOPOLOGY, MPI_ERR_ARG, MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_sub_checked("MPI_Cart_sub", comm, remain_dims, newcomm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_sub, PMPI_Cart_sub);
@@ -3583,6 +3925,8 @@ static int cart_map_checked(const char *func, MPI_Comm comm, int ndims, const in
 PB_EXPORT int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[],
                             int *newrank)
 {
+    PB_MPI_THREAD_GUARD;
+
     return cart_map_checked("MPI_Cart_map", comm, ndims, dims, periods, newrank);
 }
 PB_MPI_WEAK_ALIAS(MPI_Cart_map, PMPI_Cart_map);
@@ -3605,6 +3949,8 @@ static int graph_map_checked(const char *func, MPI_Comm comm, int nnodes, const 
 PB_EXPORT int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int indx[], const int edges[],
                              int *newrank)
 {
+    PB_MPI_THREAD_GUARD;
+
     return graph_map_checked("MPI_Graph_map", comm, nnodes, indx, edges, newrank);
 }
 PB_MPI_WEAK_ALIAS(MPI_Graph_map, PMPI_Graph_map);
@@ -3630,6 +3976,8 @@ PB_EXPORT int PMPI_Neighbor_allgather(const void *sendbuf, int sendcount, MPI_Da
                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                       MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgather_checked("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype,
                                       recvbuf, recvcount, recvtype, comm);
 }
@@ -3640,6 +3988,8 @@ PB_EXPORT int PMPI_Neighbor_allgather_c(const void *sendbuf, MPI_Count sendcount
                                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                         MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgather_checked("MPI_Neighbor_allgather_c", sendbuf, sendcount, sendtype,
                                       recvbuf, recvcount, recvtype, comm);
 }
@@ -3665,6 +4015,8 @@ PB_EXPORT int PMPI_Neighbor_allgatherv(const void *sendbuf, int sendcount, MPI_D
                                        void *recvbuf, const int recvcounts[], const int displs[],
                                        MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgatherv_checked("MPI_Neighbor_allgatherv", sendbuf, sendcount, sendtype,
                                        recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
                                        (pb_mpi_displs_t){displs, NULL}, recvtype, comm);
@@ -3678,6 +4030,8 @@ PB_EXPORT int PMPI_Neighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcoun
                                          const MPI_Count recvcounts[], const MPI_Aint displs[],
                                          MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgatherv_checked("MPI_Neighbor_allgatherv_c", sendbuf, sendcount, sendtype,
                                        recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
                                        (pb_mpi_displs_t){NULL, displs}, recvtype, comm);
@@ -3703,6 +4057,8 @@ PB_EXPORT int PMPI_Neighbor_alltoall(const void *sendbuf, int sendcount, MPI_Dat
                                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                      MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoall_checked("MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype, recvbuf,
                                      recvcount, recvtype, comm);
 }
@@ -3713,6 +4069,8 @@ PB_EXPORT int PMPI_Neighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount,
                                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                        MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoall_checked("MPI_Neighbor_alltoall_c", sendbuf, sendcount, sendtype,
                                      recvbuf, recvcount, recvtype, comm);
 }
@@ -3740,6 +4098,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[
                                       const int recvcounts[], const int rdispls[],
                                       MPI_Datatype recvtype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallv_checked(
         "MPI_Neighbor_alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
         (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
@@ -3755,6 +4115,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallv_c(const void *sendbuf, const MPI_Count sen
                                         const MPI_Aint rdispls[], MPI_Datatype recvtype,
                                         MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallv_checked(
         "MPI_Neighbor_alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
         (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
@@ -3785,6 +4147,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[
                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                       MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallw_checked(
         "MPI_Neighbor_alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
         recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls, recvtypes, comm);
@@ -3798,6 +4162,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_c(const void *sendbuf, const MPI_Count sen
                                         const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                         MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallw_checked(
         "MPI_Neighbor_alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts}, sdispls,
         sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm);
@@ -3825,6 +4191,8 @@ PB_EXPORT int PMPI_Ineighbor_allgather(const void *sendbuf, int sendcount, MPI_D
                                        void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                        MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_allgather_checked("MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype,
                                        recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3835,6 +4203,8 @@ PB_EXPORT int PMPI_Ineighbor_allgather_c(const void *sendbuf, MPI_Count sendcoun
                                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                          MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_allgather_checked("MPI_Ineighbor_allgather_c", sendbuf, sendcount, sendtype,
                                        recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3861,6 +4231,8 @@ PB_EXPORT int PMPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount, MPI_
                                         void *recvbuf, const int recvcounts[], const int displs[],
                                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_allgatherv_checked("MPI_Ineighbor_allgatherv", sendbuf, sendcount, sendtype,
                                         recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
                                         (pb_mpi_displs_t){displs, NULL}, recvtype, comm, request);
@@ -3875,6 +4247,8 @@ PB_EXPORT int PMPI_Ineighbor_allgatherv_c(const void *sendbuf, MPI_Count sendcou
                                           MPI_Datatype recvtype, MPI_Comm comm,
                                           MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_allgatherv_checked("MPI_Ineighbor_allgatherv_c", sendbuf, sendcount, sendtype,
                                         recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
                                         (pb_mpi_displs_t){NULL, displs}, recvtype, comm, request);
@@ -3901,6 +4275,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoall(const void *sendbuf, int sendcount, MPI_Da
                                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                       MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoall_checked("MPI_Ineighbor_alltoall", sendbuf, sendcount, sendtype,
                                       recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3911,6 +4287,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoall_c(const void *sendbuf, MPI_Count sendcount
                                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoall_checked("MPI_Ineighbor_alltoall_c", sendbuf, sendcount, sendtype,
                                       recvbuf, recvcount, recvtype, comm, request);
 }
@@ -3939,6 +4317,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts
                                        const int recvcounts[], const int rdispls[],
                                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoallv_checked(
         "MPI_Ineighbor_alltoallv", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
         (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
@@ -3954,6 +4334,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoallv_c(const void *sendbuf, const MPI_Count se
                                          const MPI_Aint rdispls[], MPI_Datatype recvtype,
                                          MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoallv_checked(
         "MPI_Ineighbor_alltoallv_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
         (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
@@ -3986,6 +4368,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts
                                        const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                        MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoallw_checked(
         "MPI_Ineighbor_alltoallw", sendbuf, (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
         recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls, recvtypes, comm, request);
@@ -3999,6 +4383,8 @@ PB_EXPORT int PMPI_Ineighbor_alltoallw_c(const void *sendbuf, const MPI_Count se
                                          const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                          MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return ineighbor_alltoallw_checked(
         "MPI_Ineighbor_alltoallw_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts}, sdispls,
         sendtypes, recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls, recvtypes, comm, request);
@@ -4029,6 +4415,8 @@ PB_EXPORT int PMPI_Neighbor_allgather_init(const void *sendbuf, int sendcount,
                                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                            MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgather_init_checked("MPI_Neighbor_allgather_init", sendbuf, sendcount,
                                            sendtype, recvbuf, recvcount, recvtype, comm, info,
                                            request);
@@ -4041,6 +4429,8 @@ PB_EXPORT int PMPI_Neighbor_allgather_init_c(const void *sendbuf, MPI_Count send
                                              MPI_Count recvcount, MPI_Datatype recvtype,
                                              MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgather_init_checked("MPI_Neighbor_allgather_init_c", sendbuf, sendcount,
                                            sendtype, recvbuf, recvcount, recvtype, comm, info,
                                            request);
@@ -4072,6 +4462,8 @@ PB_EXPORT int PMPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                             MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgatherv_init_checked("MPI_Neighbor_allgatherv_init", sendbuf, sendcount,
                                             sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
                                             (pb_mpi_displs_t){displs, NULL}, recvtype, comm, info,
@@ -4087,6 +4479,8 @@ PB_EXPORT int PMPI_Neighbor_allgatherv_init_c(const void *sendbuf, MPI_Count sen
                                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                                               MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_allgatherv_init_checked("MPI_Neighbor_allgatherv_init_c", sendbuf, sendcount,
                                             sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
                                             (pb_mpi_displs_t){NULL, displs}, recvtype, comm, info,
@@ -4115,6 +4509,8 @@ PB_EXPORT int PMPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount, MP
                                           void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                           MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoall_init_checked("MPI_Neighbor_alltoall_init", sendbuf, sendcount,
                                           sendtype, recvbuf, recvcount, recvtype, comm, info,
                                           request);
@@ -4127,6 +4523,8 @@ PB_EXPORT int PMPI_Neighbor_alltoall_init_c(const void *sendbuf, MPI_Count sendc
                                             MPI_Count recvcount, MPI_Datatype recvtype,
                                             MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoall_init_checked("MPI_Neighbor_alltoall_init_c", sendbuf, sendcount,
                                           sendtype, recvbuf, recvcount, recvtype, comm, info,
                                           request);
@@ -4159,6 +4557,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendco
                                            const int rdispls[], MPI_Datatype recvtype,
                                            MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallv_init_checked(
         "MPI_Neighbor_alltoallv_init", sendbuf, (pb_mpi_counts_t){sendcounts, NULL},
         (pb_mpi_displs_t){sdispls, NULL}, sendtype, recvbuf, (pb_mpi_counts_t){recvcounts, NULL},
@@ -4174,6 +4574,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallv_init_c(const void *sendbuf, const MPI_Coun
                                              const MPI_Aint rdispls[], MPI_Datatype recvtype,
                                              MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallv_init_checked(
         "MPI_Neighbor_alltoallv_init_c", sendbuf, (pb_mpi_counts_t){NULL, sendcounts},
         (pb_mpi_displs_t){NULL, sdispls}, sendtype, recvbuf, (pb_mpi_counts_t){NULL, recvcounts},
@@ -4207,6 +4609,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendco
                                            const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                            MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallw_init_checked("MPI_Neighbor_alltoallw_init", sendbuf,
                                            (pb_mpi_counts_t){sendcounts, NULL}, sdispls, sendtypes,
                                            recvbuf, (pb_mpi_counts_t){recvcounts, NULL}, rdispls,
@@ -4222,6 +4626,8 @@ PB_EXPORT int PMPI_Neighbor_alltoallw_init_c(const void *sendbuf, const MPI_Coun
                                              const MPI_Datatype recvtypes[], MPI_Comm comm,
                                              MPI_Info info, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return neighbor_alltoallw_init_checked("MPI_Neighbor_alltoallw_init_c", sendbuf,
                                            (pb_mpi_counts_t){NULL, sendcounts}, sdispls, sendtypes,
                                            recvbuf, (pb_mpi_counts_t){NULL, recvcounts}, rdispls,
@@ -4243,6 +4649,8 @@ static int win_set_errhandler_checked(const char *func, MPI_Win win, MPI_Errhand
  * MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_set_errhandler_checked("MPI_Win_set_errhandler", win, errhandler);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_set_errhandler, PMPI_Win_set_errhandler);
@@ -4260,6 +4668,8 @@ static int win_get_errhandler_checked(const char *func, MPI_Win win, MPI_Errhand
 /* @win's error handler. Errors as MPI_Win_set_errhandler. */
 PB_EXPORT int PMPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_get_errhandler_checked("MPI_Win_get_errhandler", win, errhandler);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_get_errhandler, PMPI_Win_get_errhandler);
@@ -4278,6 +4688,8 @@ static int win_call_errhandler_checked(const char *func, MPI_Win win, int errorc
  * handler is MPI_ERRORS_RETURN); MPI_ERR_WIN. */
 PB_EXPORT int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_call_errhandler_checked("MPI_Win_call_errhandler", win, errorcode);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_call_errhandler, PMPI_Win_call_errhandler);
@@ -4299,6 +4711,8 @@ static int win_create_checked(const char *func, void *base, MPI_Aint size, MPI_A
 PB_EXPORT int PMPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info,
                               MPI_Comm comm, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_create_checked("MPI_Win_create", base, size, disp_unit, info, comm, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_create, PMPI_Win_create);
@@ -4307,6 +4721,8 @@ PB_MPI_WEAK_ALIAS(MPI_Win_create, PMPI_Win_create);
 PB_EXPORT int PMPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
                                 MPI_Comm comm, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_create_checked("MPI_Win_create_c", base, size, disp_unit, info, comm, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_create_c, PMPI_Win_create_c);
@@ -4327,6 +4743,8 @@ static int win_allocate_checked(const char *func, MPI_Aint size, MPI_Aint disp_u
 PB_EXPORT int PMPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                                 void *baseptr, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_allocate_checked("MPI_Win_allocate", size, disp_unit, info, comm, baseptr, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_allocate, PMPI_Win_allocate);
@@ -4335,6 +4753,8 @@ PB_MPI_WEAK_ALIAS(MPI_Win_allocate, PMPI_Win_allocate);
 PB_EXPORT int PMPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
                                   void *baseptr, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_allocate_checked("MPI_Win_allocate_c", size, disp_unit, info, comm, baseptr, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_allocate_c, PMPI_Win_allocate_c);
@@ -4356,6 +4776,8 @@ static int win_allocate_shared_checked(const char *func, MPI_Aint size, MPI_Aint
 PB_EXPORT int PMPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                                        void *baseptr, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_allocate_shared_checked("MPI_Win_allocate_shared", size, disp_unit, info, comm,
                                        baseptr, win);
 }
@@ -4366,6 +4788,8 @@ PB_MPI_WEAK_ALIAS(MPI_Win_allocate_shared, PMPI_Win_allocate_shared);
 PB_EXPORT int PMPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info,
                                          MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_allocate_shared_checked("MPI_Win_allocate_shared_c", size, disp_unit, info, comm,
                                        baseptr, win);
 }
@@ -4385,6 +4809,8 @@ static int win_create_dynamic_checked(const char *func, MPI_Info info, MPI_Comm 
  * MPI_Get_address. Errors as MPI_Win_create. */
 PB_EXPORT int PMPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_create_dynamic_checked("MPI_Win_create_dynamic", info, comm, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_create_dynamic, PMPI_Win_create_dynamic);
@@ -4403,6 +4829,8 @@ static int win_attach_checked(const char *func, MPI_Win win, void *base, MPI_Ain
  * MPI_ERR_RMA_FLAVOR, MPI_ERR_SIZE, MPI_ERR_BASE, MPI_ERR_RMA_ATTACH (overlaps). */
 PB_EXPORT int PMPI_Win_attach(MPI_Win win, void *base, MPI_Aint size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_attach_checked("MPI_Win_attach", win, base, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_attach, PMPI_Win_attach);
@@ -4421,6 +4849,8 @@ static int win_detach_checked(const char *func, MPI_Win win, const void *base)
  * MPI_ERR_RMA_ATTACH (nothing attached there). */
 PB_EXPORT int PMPI_Win_detach(MPI_Win win, const void *base)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_detach_checked("MPI_Win_detach", win, base);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_detach, PMPI_Win_detach);
@@ -4438,6 +4868,8 @@ static int win_get_group_checked(const char *func, MPI_Win win, MPI_Group *group
 /* A new group of the window's ranks. @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_get_group(MPI_Win win, MPI_Group *group)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_get_group_checked("MPI_Win_get_group", win, group);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_get_group, PMPI_Win_get_group);
@@ -4456,6 +4888,8 @@ static int win_set_info_checked(const char *func, MPI_Win win, MPI_Info info)
  * MPI_ERR_INFO. */
 PB_EXPORT int PMPI_Win_set_info(MPI_Win win, MPI_Info info)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_set_info_checked("MPI_Win_set_info", win, info);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_set_info, PMPI_Win_set_info);
@@ -4474,6 +4908,8 @@ static int win_get_info_checked(const char *func, MPI_Win win, MPI_Info *info_us
  * same_disp_unit, alloc_shared_noncontig). @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_get_info(MPI_Win win, MPI_Info *info_used)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_get_info_checked("MPI_Win_get_info", win, info_used);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_get_info, PMPI_Win_get_info);
@@ -4500,6 +4936,8 @@ PB_EXPORT int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype o
                        int target_rank, MPI_Aint target_disp, int target_count,
                        MPI_Datatype target_datatype, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return put_checked("MPI_Put", origin_addr, origin_count, origin_datatype, target_rank,
                        target_disp, target_count, target_datatype, win);
 }
@@ -4510,6 +4948,8 @@ PB_EXPORT int PMPI_Put_c(const void *origin_addr, MPI_Count origin_count,
                          MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return put_checked("MPI_Put_c", origin_addr, origin_count, origin_datatype, target_rank,
                        target_disp, target_count, target_datatype, win);
 }
@@ -4533,6 +4973,8 @@ PB_EXPORT int PMPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_
                        int target_rank, MPI_Aint target_disp, int target_count,
                        MPI_Datatype target_datatype, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_checked("MPI_Get", origin_addr, origin_count, origin_datatype, target_rank,
                        target_disp, target_count, target_datatype, win);
 }
@@ -4543,6 +4985,8 @@ PB_EXPORT int PMPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype
                          int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                          MPI_Datatype target_datatype, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_checked("MPI_Get_c", origin_addr, origin_count, origin_datatype, target_rank,
                        target_disp, target_count, target_datatype, win);
 }
@@ -4569,6 +5013,8 @@ PB_EXPORT int PMPI_Accumulate(const void *origin_addr, int origin_count,
                               int target_count, MPI_Datatype target_datatype, MPI_Op op,
                               MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return accumulate_checked("MPI_Accumulate", origin_addr, origin_count, origin_datatype,
                               target_rank, target_disp, target_count, target_datatype, op, win);
 }
@@ -4580,6 +5026,8 @@ PB_EXPORT int PMPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count,
                                 MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
                                 MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return accumulate_checked("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype,
                               target_rank, target_disp, target_count, target_datatype, op, win);
 }
@@ -4609,6 +5057,8 @@ PB_EXPORT int PMPI_Get_accumulate(const void *origin_addr, int origin_count,
                                   MPI_Aint target_disp, int target_count,
                                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_accumulate_checked("MPI_Get_accumulate", origin_addr, origin_count, origin_datatype,
                                   result_addr, result_count, result_datatype, target_rank,
                                   target_disp, target_count, target_datatype, op, win);
@@ -4622,6 +5072,8 @@ PB_EXPORT int PMPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_co
                                     int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return get_accumulate_checked("MPI_Get_accumulate_c", origin_addr, origin_count,
                                   origin_datatype, result_addr, result_count, result_datatype,
                                   target_rank, target_disp, target_count, target_datatype, op, win);
@@ -4645,6 +5097,8 @@ static int fetch_and_op_checked(const char *func, const void *origin_addr, void 
 PB_EXPORT int PMPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                                 int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return fetch_and_op_checked("MPI_Fetch_and_op", origin_addr, result_addr, datatype, target_rank,
                                 target_disp, op, win);
 }
@@ -4670,6 +5124,8 @@ PB_EXPORT int PMPI_Compare_and_swap(const void *origin_addr, const void *compare
                                     void *result_addr, MPI_Datatype datatype, int target_rank,
                                     MPI_Aint target_disp, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return compare_and_swap_checked("MPI_Compare_and_swap", origin_addr, compare_addr, result_addr,
                                     datatype, target_rank, target_disp, win);
 }
@@ -4695,6 +5151,8 @@ PB_EXPORT int PMPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype 
                         int target_rank, MPI_Aint target_disp, int target_count,
                         MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rput_checked("MPI_Rput", origin_addr, origin_count, origin_datatype, target_rank,
                         target_disp, target_count, target_datatype, win, request);
 }
@@ -4706,6 +5164,8 @@ PB_EXPORT int PMPI_Rput_c(const void *origin_addr, MPI_Count origin_count,
                           MPI_Count target_count, MPI_Datatype target_datatype, MPI_Win win,
                           MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rput_checked("MPI_Rput_c", origin_addr, origin_count, origin_datatype, target_rank,
                         target_disp, target_count, target_datatype, win, request);
 }
@@ -4731,6 +5191,8 @@ PB_EXPORT int PMPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin
                         int target_rank, MPI_Aint target_disp, int target_count,
                         MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rget_checked("MPI_Rget", origin_addr, origin_count, origin_datatype, target_rank,
                         target_disp, target_count, target_datatype, win, request);
 }
@@ -4741,6 +5203,8 @@ PB_EXPORT int PMPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatyp
                           int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                           MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rget_checked("MPI_Rget_c", origin_addr, origin_count, origin_datatype, target_rank,
                         target_disp, target_count, target_datatype, win, request);
 }
@@ -4766,6 +5230,8 @@ PB_EXPORT int PMPI_Raccumulate(const void *origin_addr, int origin_count,
                                int target_count, MPI_Datatype target_datatype, MPI_Op op,
                                MPI_Win win, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return raccumulate_checked("MPI_Raccumulate", origin_addr, origin_count, origin_datatype,
                                target_rank, target_disp, target_count, target_datatype, op, win,
                                request);
@@ -4779,6 +5245,8 @@ PB_EXPORT int PMPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count
                                  MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                                  MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return raccumulate_checked("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype,
                                target_rank, target_disp, target_count, target_datatype, op, win,
                                request);
@@ -4812,6 +5280,8 @@ PB_EXPORT int PMPI_Rget_accumulate(const void *origin_addr, int origin_count,
                                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                                    MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rget_accumulate_checked("MPI_Rget_accumulate", origin_addr, origin_count,
                                    origin_datatype, result_addr, result_count, result_datatype,
                                    target_rank, target_disp, target_count, target_datatype, op, win,
@@ -4827,6 +5297,8 @@ PB_EXPORT int PMPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_c
                                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                                      MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return rget_accumulate_checked("MPI_Rget_accumulate_c", origin_addr, origin_count,
                                    origin_datatype, result_addr, result_count, result_datatype,
                                    target_rank, target_disp, target_count, target_datatype, op, win,
@@ -4848,6 +5320,8 @@ static int win_fence_checked(const char *func, int assert, MPI_Win win)
  * @return MPI_SUCCESS; MPI_ERR_WIN, MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC (locks or PSCW open). */
 PB_EXPORT int PMPI_Win_fence(int assert, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_fence_checked("MPI_Win_fence", assert, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_fence, PMPI_Win_fence);
@@ -4866,6 +5340,8 @@ static int win_start_checked(const char *func, MPI_Group group, int assert, MPI_
  * MPI_ERR_WIN, MPI_ERR_GROUP, MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC. */
 PB_EXPORT int PMPI_Win_start(MPI_Group group, int assert, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_start_checked("MPI_Win_start", group, assert, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_start, PMPI_Win_start);
@@ -4884,6 +5360,8 @@ static int win_complete_checked(const char *func, MPI_Win win)
  * (none open). */
 PB_EXPORT int PMPI_Win_complete(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_complete_checked("MPI_Win_complete", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_complete, PMPI_Win_complete);
@@ -4901,6 +5379,8 @@ static int win_post_checked(const char *func, MPI_Group group, int assert, MPI_W
 /* Open an exposure epoch for the ranks of @group. Errors as MPI_Win_start. */
 PB_EXPORT int PMPI_Win_post(MPI_Group group, int assert, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_post_checked("MPI_Win_post", group, assert, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_post, PMPI_Win_post);
@@ -4919,6 +5399,8 @@ static int win_wait_checked(const char *func, MPI_Win win)
  * MPI_Win_complete. */
 PB_EXPORT int PMPI_Win_wait(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_wait_checked("MPI_Win_wait", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_wait, PMPI_Win_wait);
@@ -4937,6 +5419,8 @@ static int win_test_checked(const char *func, MPI_Win win, int *flag)
  * and MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Win_test(MPI_Win win, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_test_checked("MPI_Win_test", win, flag);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_test, PMPI_Win_test);
@@ -4956,6 +5440,8 @@ static int win_lock_checked(const char *func, int lock_type, int rank, int asser
  * MPI_ERR_ASSERT, MPI_ERR_RMA_SYNC (already locked, or another epoch open). */
 PB_EXPORT int PMPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_lock_checked("MPI_Win_lock", lock_type, rank, assert, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_lock, PMPI_Win_lock);
@@ -4973,6 +5459,8 @@ static int win_lock_all_checked(const char *func, int assert, MPI_Win win)
 /* Lock every rank's window shared. Errors as MPI_Win_lock. */
 PB_EXPORT int PMPI_Win_lock_all(int assert, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_lock_all_checked("MPI_Win_lock_all", assert, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_lock_all, PMPI_Win_lock_all);
@@ -4991,6 +5479,8 @@ static int win_unlock_checked(const char *func, int rank, MPI_Win win)
  * MPI_ERR_RANK, MPI_ERR_RMA_SYNC (not locked). */
 PB_EXPORT int PMPI_Win_unlock(int rank, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_unlock_checked("MPI_Win_unlock", rank, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_unlock, PMPI_Win_unlock);
@@ -5008,6 +5498,8 @@ static int win_unlock_all_checked(const char *func, MPI_Win win)
 /* Complete every operation and release the locks of MPI_Win_lock_all. Errors as MPI_Win_unlock. */
 PB_EXPORT int PMPI_Win_unlock_all(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_unlock_all_checked("MPI_Win_unlock_all", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_unlock_all, PMPI_Win_unlock_all);
@@ -5026,6 +5518,8 @@ static int win_flush_checked(const char *func, int rank, MPI_Win win)
  * MPI_ERR_RANK, MPI_ERR_RMA_SYNC (no passive target epoch toward it). */
 PB_EXPORT int PMPI_Win_flush(int rank, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_flush_checked("MPI_Win_flush", rank, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_flush, PMPI_Win_flush);
@@ -5043,6 +5537,8 @@ static int win_flush_all_checked(const char *func, MPI_Win win)
 /* MPI_Win_flush toward every rank. Errors as MPI_Win_flush. */
 PB_EXPORT int PMPI_Win_flush_all(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_flush_all_checked("MPI_Win_flush_all", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_flush_all, PMPI_Win_flush_all);
@@ -5061,6 +5557,8 @@ static int win_flush_local_checked(const char *func, int rank, MPI_Win win)
  * MPI_Win_flush. */
 PB_EXPORT int PMPI_Win_flush_local(int rank, MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_flush_local_checked("MPI_Win_flush_local", rank, win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_flush_local, PMPI_Win_flush_local);
@@ -5078,6 +5576,8 @@ static int win_flush_local_all_checked(const char *func, MPI_Win win)
 /* MPI_Win_flush_local toward every rank. Errors as MPI_Win_flush. */
 PB_EXPORT int PMPI_Win_flush_local_all(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_flush_local_all_checked("MPI_Win_flush_local_all", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_flush_local_all, PMPI_Win_flush_local_all);
@@ -5096,6 +5596,8 @@ static int win_sync_checked(const char *func, MPI_Win win)
  * @return MPI_SUCCESS; MPI_ERR_WIN. */
 PB_EXPORT int PMPI_Win_sync(MPI_Win win)
 {
+    PB_MPI_THREAD_GUARD;
+
     return win_sync_checked("MPI_Win_sync", win);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_sync, PMPI_Win_sync);

@@ -7,6 +7,7 @@
 #define PB_MPI_BINDINGS_H
 
 #include "mpi/check.h"
+#include "mpi/engine/lock.h"
 #include "mpi/win.h"
 #include "mpi/p2p_fast.h"
 

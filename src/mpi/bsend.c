@@ -289,6 +289,8 @@ static int int_size(MPI_Count size)
  * MPI_ERR_COUNT (negative size). */
 PB_EXPORT int PMPI_Buffer_attach_c(void *buffer, MPI_Count size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return attach("MPI_Buffer_attach", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
                   buffer, size);
 }
@@ -297,6 +299,8 @@ PB_MPI_WEAK_ALIAS(MPI_Buffer_attach_c, PMPI_Buffer_attach_c);
 /* MPI_Buffer_attach_c with an int size.  Errors as it. */
 PB_EXPORT int PMPI_Buffer_attach(void *buffer, int size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Buffer_attach_c(buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Buffer_attach, PMPI_Buffer_attach);
@@ -307,6 +311,7 @@ PB_MPI_WEAK_ALIAS(MPI_Buffer_attach, PMPI_Buffer_attach);
  * MPI_SUCCESS; MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Buffer_detach_c(void *buffer_addr, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     if (size == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Buffer_detach", "size is NULL");
     return detach("MPI_Buffer_detach", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
@@ -318,6 +323,7 @@ PB_MPI_WEAK_ALIAS(MPI_Buffer_detach_c, PMPI_Buffer_detach_c);
  * fit).  Errors as it. */
 PB_EXPORT int PMPI_Buffer_detach(void *buffer_addr, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count n = 0;
     int rc;
 
@@ -334,6 +340,8 @@ PB_MPI_WEAK_ALIAS(MPI_Buffer_detach, PMPI_Buffer_detach);
  * out (nothing when none is attached).  @return MPI_SUCCESS. */
 PB_EXPORT int PMPI_Buffer_flush(void)
 {
+    PB_MPI_THREAD_GUARD;
+
     flush(&process);
     return MPI_SUCCESS;
 }
@@ -361,6 +369,7 @@ static buffer_t *comm_record(pb_comm_t *c, int make)
  * already, NULL); MPI_ERR_COUNT; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_attach_buffer_c(MPI_Comm comm, void *buffer, MPI_Count size)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Comm_attach_buffer";
     pb_comm_t *c;
     buffer_t *b;
@@ -378,6 +387,8 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer_c, PMPI_Comm_attach_buffer_c);
 /* MPI_Comm_attach_buffer_c with an int size.  Errors as it. */
 PB_EXPORT int PMPI_Comm_attach_buffer(MPI_Comm comm, void *buffer, int size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Comm_attach_buffer_c(comm, buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer, PMPI_Comm_attach_buffer);
@@ -387,6 +398,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_attach_buffer, PMPI_Comm_attach_buffer);
  * MPI_ERR_COMM; MPI_ERR_BUFFER (none attached to @comm); MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_detach_buffer_c(MPI_Comm comm, void *buffer_addr, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Comm_detach_buffer";
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, func, &c);
@@ -403,6 +415,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_detach_buffer_c, PMPI_Comm_detach_buffer_c);
  * not fit).  Errors as it. */
 PB_EXPORT int PMPI_Comm_detach_buffer(MPI_Comm comm, void *buffer_addr, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count n = 0;
     int rc;
 
@@ -419,6 +432,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_detach_buffer, PMPI_Comm_detach_buffer);
  * (nothing when it has none).  @return MPI_SUCCESS; MPI_ERR_COMM. */
 PB_EXPORT int PMPI_Comm_flush_buffer(MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     buffer_t *b;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_flush_buffer", &c);
@@ -532,6 +546,8 @@ static int iflush(const char *func, raise_to_t to, buffer_t *b, MPI_Request *req
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Buffer_iflush(MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return iflush("MPI_Buffer_iflush", (raise_to_t){MPI_COMM_NULL, MPI_SESSION_NULL}, &process,
                   request);
 }
@@ -542,6 +558,7 @@ PB_MPI_WEAK_ALIAS(MPI_Buffer_iflush, PMPI_Buffer_iflush);
  * MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_iflush_buffer(MPI_Comm comm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_iflush_buffer", &c);
 

@@ -129,6 +129,7 @@ int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (no such handler). */
 PB_EXPORT int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_set_errhandler", &c);
 
@@ -146,6 +147,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_set_errhandler, PMPI_Comm_set_errhandler);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL pointer). */
 PB_EXPORT int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_get_errhandler", &c);
 
@@ -163,6 +165,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_get_errhandler, PMPI_Comm_get_errhandler);
 PB_EXPORT int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function *function,
                                           MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Errhandler eh;
 
     if (function == NULL || errhandler == NULL)
@@ -183,6 +186,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler);
 PB_EXPORT int PMPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn,
                                          MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Errhandler eh;
 
     if (win_errhandler_fn == NULL || errhandler == NULL)
@@ -203,6 +207,7 @@ PB_MPI_WEAK_ALIAS(MPI_Win_create_errhandler, PMPI_Win_create_errhandler);
 PB_EXPORT int PMPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn,
                                              MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Errhandler eh;
 
     if (session_errhandler_fn == NULL || errhandler == NULL)
@@ -286,6 +291,7 @@ void pb_mpi_errhandler_call_win(MPI_Errhandler eh, MPI_Win *win, int *code)
  * MPI_ERRHANDLER_NULL.  @return MPI_SUCCESS; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Errhandler_free(MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     if (errhandler == NULL || *errhandler == MPI_ERRHANDLER_NULL || !errhandler_valid(*errhandler))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Errhandler_free",
                             "not an error handler");
@@ -535,6 +541,7 @@ pb_comm_t *pb_mpi_comm_make_inter(int remote_size, const int *remote_world, int 
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Comm_size(MPI_Comm comm, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_size", &c);
 
@@ -552,6 +559,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_size, PMPI_Comm_size);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_rank", &c);
 
@@ -607,6 +615,7 @@ static int comm_dup(pb_comm_t *c, const char *func, MPI_Info hints, pb_comm_t **
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c, *n;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_dup", &c);
 
@@ -626,6 +635,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_dup, PMPI_Comm_dup);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_INFO; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Comm_dup_with_info";
     pb_comm_t *c, *n;
     int rc = pb_mpi_comm_check(comm, func, &c);
@@ -677,6 +687,8 @@ static int comm_idup(const char *func, MPI_Comm comm, MPI_Info info, int with_in
  * @return MPI_Comm_dup's errors. */
 PB_EXPORT int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_idup("MPI_Comm_idup", comm, MPI_INFO_NULL, 0, newcomm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_idup, PMPI_Comm_idup);
@@ -686,6 +698,8 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_idup, PMPI_Comm_idup);
 PB_EXPORT int PMPI_Comm_idup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
                                        MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_idup("MPI_Comm_idup_with_info", comm, info, 1, newcomm, request);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info);
@@ -696,6 +710,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_idup_with_info, PMPI_Comm_idup_with_info);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_INFO; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_set_info(MPI_Comm comm, MPI_Info info)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Comm_set_info";
     char key[MPI_MAX_INFO_KEY], value[MPI_MAX_INFO_VAL];
     pb_comm_t *c;
@@ -729,6 +744,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_set_info, PMPI_Comm_set_info);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Comm_get_info";
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, func, &c);
@@ -749,6 +765,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_get_info, PMPI_Comm_get_info);
  * @return MPI_SUCCESS once the handler returned; MPI_ERR_COMM. */
 PB_EXPORT int PMPI_Comm_call_errhandler(MPI_Comm comm, int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_call_errhandler", &c);
 
@@ -781,6 +798,7 @@ static int split_order(const void *a, const void *b)
  *         MPI_UNDEFINED, NULL newcomm); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c, *n;
     split_entry_t *all;
     MPI_Request req;
@@ -864,6 +882,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_split, PMPI_Comm_split);
  * MPI_ERR_COMM (a predefined or unknown communicator). */
 PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc;
 
@@ -909,6 +928,7 @@ static int groups_compare(const pb_comm_t *a, const pb_comm_t *b)
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *a, *b;
     int rc = pb_mpi_comm_check(comm1, "MPI_Comm_compare", &a);
 
@@ -941,6 +961,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_compare, PMPI_Comm_compare);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_set_name(MPI_Comm comm, const char *name)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_set_name", &c);
 
@@ -957,6 +978,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_set_name, PMPI_Comm_set_name);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_get_name(MPI_Comm comm, char *name, int *resultlen)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_get_name", &c);
 
@@ -973,8 +995,8 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_get_name, PMPI_Comm_get_name);
 
 int pb_mpi_thread_level_grant(int required)
 {
-    if (required > MPI_THREAD_FUNNELED)
-        return MPI_THREAD_FUNNELED;
+    if (required > MPI_THREAD_MULTIPLE)
+        return MPI_THREAD_MULTIPLE;
     return required < MPI_THREAD_SINGLE ? MPI_THREAD_SINGLE : required;
 }
 
@@ -1084,6 +1106,8 @@ static int init_common(const char *func, int required, int *provided)
         return rc;
     mpi.thread_requested = required;
     mpi.thread_level = pb_mpi_thread_level_grant(required);
+    if (mpi.thread_level == MPI_THREAD_MULTIPLE)
+        pb_eng_lock_use(1);
     mpi.main_thread = pthread_self();
     if (provided != NULL)
         *provided = mpi.thread_level;
@@ -1096,16 +1120,20 @@ static int init_common(const char *func, int required, int *provided)
  * job, the engine could not start; fatal by default). */
 PB_EXPORT int PMPI_Init(int *argc, char ***argv)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)argc, (void)argv;
     return init_common("MPI_Init", MPI_THREAD_SINGLE, NULL);
 }
 PB_MPI_WEAK_ALIAS(MPI_Init, PMPI_Init);
 
 /* MPI_Init asking for thread level @required; *@provided gets the level
- * given: at most MPI_THREAD_FUNNELED (only the thread that called
- * MPI_Init_thread calls MPI).  @return as MPI_Init. */
+ * given: @required itself (MPI_THREAD_MULTIPLE takes the library lock of
+ * src/mpi/engine/lock.h).  @return as MPI_Init. */
 PB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)argc, (void)argv;
     if (provided == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Init_thread", "provided is NULL");
@@ -1119,6 +1147,8 @@ PB_MPI_WEAK_ALIAS(MPI_Init_thread, PMPI_Init_thread);
  * @return MPI_SUCCESS; MPI_ERR_OTHER (not initialized). */
 PB_EXPORT int PMPI_Finalize(void)
 {
+    PB_MPI_THREAD_GUARD;
+
     if (mpi.life != LIFE_ACTIVE)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, "MPI_Finalize",
                             mpi.life == LIFE_BEFORE ? "called before MPI_Init" : "called twice");
@@ -1127,6 +1157,8 @@ PB_EXPORT int PMPI_Finalize(void)
     pb_mpi_attr_delete_all(&mpi.world);
     mpi.life = LIFE_FINALIZED;
     pb_mpi_instance_stop();
+    if (mpi.thread_level == MPI_THREAD_MULTIPLE)
+        pb_eng_lock_use(0);
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Finalize, PMPI_Finalize);
@@ -1179,6 +1211,7 @@ PB_MPI_WEAK_ALIAS(MPI_Is_thread_main, PMPI_Is_thread_main);
  * Does not return. */
 PB_EXPORT int PMPI_Abort(MPI_Comm comm, int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     char message[64];
 
     (void)comm;
@@ -1194,6 +1227,7 @@ PB_MPI_WEAK_ALIAS(MPI_Abort, PMPI_Abort);
  * node k of `postbox run --nodes`).  @return MPI_SUCCESS; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Get_processor_name(char *name, int *resultlen)
 {
+    PB_MPI_THREAD_GUARD;
     const char *node;
 
     if (name == NULL || resultlen == NULL)

@@ -447,6 +447,8 @@ static int type_contiguous(int large, MPI_Count count, MPI_Datatype oldtype, MPI
 
 PB_EXPORT int PMPI_Type_contiguous_c(MPI_Count count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_contiguous(1, count, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_contiguous_c, PMPI_Type_contiguous_c);
@@ -454,6 +456,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_contiguous_c, PMPI_Type_contiguous_c);
 /* MPI_Type_contiguous_c with an int count; same errors. */
 PB_EXPORT int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_contiguous(0, count, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_contiguous, PMPI_Type_contiguous);
@@ -464,6 +468,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_contiguous, PMPI_Type_contiguous);
 PB_EXPORT int PMPI_Type_vector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                                  MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return vector_rec(1, "MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
                       oldtype, newtype);
 }
@@ -473,6 +479,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_vector_c, PMPI_Type_vector_c);
 PB_EXPORT int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                                MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return vector_rec(0, "MPI_Type_vector", MPI_COMBINER_VECTOR, count, blocklength, stride, 1,
                       oldtype, newtype);
 }
@@ -482,6 +490,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_vector, PMPI_Type_vector);
 PB_EXPORT int PMPI_Type_create_hvector_c(MPI_Count count, MPI_Count blocklength, MPI_Count stride,
                                          MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return vector_rec(1, "MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength,
                       stride, 0, oldtype, newtype);
 }
@@ -491,6 +501,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_hvector_c, PMPI_Type_create_hvector_c);
 PB_EXPORT int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride,
                                        MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return vector_rec(0, "MPI_Type_create_hvector", MPI_COMBINER_HVECTOR, count, blocklength,
                       stride, 0, oldtype, newtype);
 }
@@ -504,6 +516,8 @@ PB_EXPORT int PMPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_bloc
                                   const MPI_Count array_of_displacements[], MPI_Datatype oldtype,
                                   MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
@@ -516,6 +530,8 @@ PB_EXPORT int PMPI_Type_indexed(int count, const int array_of_blocklengths[],
                                 const int array_of_displacements[], MPI_Datatype oldtype,
                                 MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
@@ -528,6 +544,8 @@ PB_EXPORT int PMPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array
                                           const MPI_Count array_of_displacements[],
                                           MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     if (count > 0 && array_of_blocklengths == NULL)
         return ptr_arg(NULL, "MPI_Type_create_hindexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED, count,
@@ -542,6 +560,7 @@ PB_EXPORT int PMPI_Type_create_hindexed(int count, const int array_of_blocklengt
                                         const MPI_Aint array_of_displacements[],
                                         MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_create_hindexed";
     pb_datatype_t *old;
     pb_eng_type_builder_t b;
@@ -581,6 +600,8 @@ PB_EXPORT int PMPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blockl
                                                const MPI_Count array_of_displacements[],
                                                MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
                        blocklength, array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
 }
@@ -591,6 +612,8 @@ PB_EXPORT int PMPI_Type_create_indexed_block(int count, int blocklength,
                                              const int array_of_displacements[],
                                              MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
                        blocklength, array_of_displacements, ARR_INT, 1, oldtype, newtype);
 }
@@ -601,6 +624,8 @@ PB_EXPORT int PMPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count block
                                                 const MPI_Count array_of_displacements[],
                                                 MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
                        blocklength, array_of_displacements, ARR_COUNT, 0, oldtype, newtype);
 }
@@ -612,6 +637,8 @@ PB_EXPORT int PMPI_Type_create_hindexed_block(int count, int blocklength,
                                               const MPI_Aint array_of_displacements[],
                                               MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
                        blocklength, array_of_displacements, ARR_AINT, 0, oldtype, newtype);
 }
@@ -627,6 +654,8 @@ PB_EXPORT int PMPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_o
                                         const MPI_Count array_of_displacements[],
                                         const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_struct("MPI_Type_create_struct", count, array_of_blocklengths,
                        array_of_displacements, ARR_COUNT, array_of_types, newtype);
 }
@@ -638,6 +667,8 @@ PB_EXPORT int PMPI_Type_create_struct(int count, const int array_of_blocklengths
                                       const MPI_Aint array_of_displacements[],
                                       const MPI_Datatype array_of_types[], MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_struct("MPI_Type_create_struct", count, array_of_blocklengths,
                        array_of_displacements, ARR_INT, array_of_types, newtype);
 }
@@ -684,6 +715,8 @@ static int type_resized(int large, MPI_Datatype oldtype, MPI_Count lb, MPI_Count
 PB_EXPORT int PMPI_Type_create_resized_c(MPI_Datatype oldtype, MPI_Count lb, MPI_Count extent,
                                          MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_resized(1, oldtype, lb, extent, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_resized_c, PMPI_Type_create_resized_c);
@@ -692,6 +725,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_resized_c, PMPI_Type_create_resized_c);
 PB_EXPORT int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                                        MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_resized(0, oldtype, lb, extent, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_resized, PMPI_Type_create_resized);
@@ -735,6 +770,8 @@ static int type_dup(const char *func, MPI_Datatype oldtype, MPI_Datatype *newtyp
 
 PB_EXPORT int PMPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_dup("MPI_Type_dup", oldtype, newtype, 1);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_dup, PMPI_Type_dup);
@@ -751,6 +788,7 @@ int pb_mpi_type_hold(MPI_Datatype type, MPI_Datatype *held)
 PB_EXPORT int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype index_type,
                                         MPI_Datatype *pair_type)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_value_index";
     pb_datatype_t *v, *x;
     int ret;
@@ -785,6 +823,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_value_index, PMPI_Type_get_value_index);
  * MPI_ERR_TYPE. */
 PB_EXPORT int PMPI_Type_commit(MPI_Datatype *datatype)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -804,6 +843,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_commit, PMPI_Type_commit);
  * a delete callback (the datatype is not freed then). */
 PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -831,6 +871,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_free, PMPI_Type_free);
  * MPI_SUCCESS; MPI_ERR_TYPE, MPI_ERR_ARG (size NULL). */
 PB_EXPORT int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -846,6 +887,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_size_c, PMPI_Type_size_c);
 /* MPI_Type_size_c, deprecated name. */
 PB_EXPORT int PMPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Type_size_c(datatype, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_size_x, PMPI_Type_size_x);
@@ -853,6 +896,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_size_x, PMPI_Type_size_x);
 /* MPI_Type_size_c into an int: MPI_UNDEFINED when the size does not fit. */
 PB_EXPORT int PMPI_Type_size(MPI_Datatype datatype, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count c;
     int ret = PMPI_Type_size_c(datatype, &c);
 
@@ -868,6 +912,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_size, PMPI_Type_size);
  * MPI_ERR_TYPE, MPI_ERR_ARG (a NULL pointer). */
 PB_EXPORT int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -885,6 +930,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_extent, PMPI_Type_get_extent);
 /* MPI_Type_get_extent with MPI_Count results; same errors. */
 PB_EXPORT int PMPI_Type_get_extent_c(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Aint l, e;
     int ret = PMPI_Type_get_extent(datatype, lb ? &l : NULL, extent ? &e : NULL);
 
@@ -899,6 +945,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_extent_c, PMPI_Type_get_extent_c);
 /* MPI_Type_get_extent_c, deprecated name. */
 PB_EXPORT int PMPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Type_get_extent_c(datatype, lb, extent);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_get_extent_x, PMPI_Type_get_extent_x);
@@ -909,6 +957,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_extent_x, PMPI_Type_get_extent_x);
 PB_EXPORT int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb,
                                         MPI_Aint *true_extent)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_true_extent";
     pb_datatype_t *t;
     int ret;
@@ -928,6 +977,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_true_extent, PMPI_Type_get_true_extent);
 PB_EXPORT int PMPI_Type_get_true_extent_c(MPI_Datatype datatype, MPI_Count *true_lb,
                                           MPI_Count *true_extent)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Aint l, e;
     int ret = PMPI_Type_get_true_extent(datatype, true_lb ? &l : NULL, true_extent ? &e : NULL);
 
@@ -943,6 +993,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_true_extent_c, PMPI_Type_get_true_extent_c);
 PB_EXPORT int PMPI_Type_get_true_extent_x(MPI_Datatype datatype, MPI_Count *true_lb,
                                           MPI_Count *true_extent)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Type_get_true_extent_c(datatype, true_lb, true_extent);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x);
@@ -953,6 +1005,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_true_extent_x, PMPI_Type_get_true_extent_x);
  * NULL: MPI_STATUS_IGNORE holds no count), MPI_ERR_TYPE. */
 PB_EXPORT int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     uint64_t bytes;
     int ret;
@@ -977,6 +1030,7 @@ PB_MPI_WEAK_ALIAS(MPI_Get_count_c, PMPI_Get_count_c);
 /* MPI_Get_count_c into an int: MPI_UNDEFINED when it does not fit. */
 PB_EXPORT int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count c;
     int ret;
 
@@ -994,6 +1048,7 @@ PB_MPI_WEAK_ALIAS(MPI_Get_count, PMPI_Get_count);
  * @return MPI_SUCCESS; MPI_ERR_ARG (status or count NULL), MPI_ERR_TYPE. */
 PB_EXPORT int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -1011,6 +1066,8 @@ PB_MPI_WEAK_ALIAS(MPI_Get_elements_c, PMPI_Get_elements_c);
 /* MPI_Get_elements_c, deprecated name. */
 PB_EXPORT int PMPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Get_elements_c(status, datatype, count);
 }
 PB_MPI_WEAK_ALIAS(MPI_Get_elements_x, PMPI_Get_elements_x);
@@ -1018,6 +1075,7 @@ PB_MPI_WEAK_ALIAS(MPI_Get_elements_x, PMPI_Get_elements_x);
 /* MPI_Get_elements_c into an int: MPI_UNDEFINED when it does not fit. */
 PB_EXPORT int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count c;
     int ret;
 
@@ -1035,6 +1093,7 @@ PB_MPI_WEAK_ALIAS(MPI_Get_elements, PMPI_Get_elements);
  * MPI_ERR_ARG (type_name NULL). */
 PB_EXPORT int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -1053,6 +1112,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_set_name, PMPI_Type_set_name);
  * MPI_ERR_ARG (a NULL pointer). */
 PB_EXPORT int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen)
 {
+    PB_MPI_THREAD_GUARD;
     pb_datatype_t *t;
     int ret;
 
@@ -1276,6 +1336,8 @@ PB_EXPORT int PMPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_si
                                           const MPI_Count array_of_starts[], int order,
                                           MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_subarray(1, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
                          oldtype, newtype);
 }
@@ -1286,6 +1348,8 @@ PB_EXPORT int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
                                         const int array_of_subsizes[], const int array_of_starts[],
                                         int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_subarray(0, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
                          oldtype, newtype);
 }
@@ -1432,6 +1496,8 @@ PB_EXPORT int PMPI_Type_create_darray_c(int size, int rank, int ndims,
                                         const int array_of_psizes[], int order,
                                         MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_darray(1, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
                        array_of_psizes, order, oldtype, newtype);
 }
@@ -1443,6 +1509,8 @@ PB_EXPORT int PMPI_Type_create_darray(int size, int rank, int ndims, const int a
                                       const int array_of_psizes[], int order, MPI_Datatype oldtype,
                                       MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_darray(0, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
                        array_of_psizes, order, oldtype, newtype);
 }
@@ -1560,6 +1628,8 @@ out:
  * @return MPI_SUCCESS; MPI_ERR_ARG (no such integer: r > 18, newtype NULL). */
 PB_EXPORT int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r,
                     newtype);
 }
@@ -1570,6 +1640,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer);
  * @return MPI_SUCCESS; MPI_ERR_ARG (no such real, newtype NULL). */
 PB_EXPORT int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, p, r, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_real, PMPI_Type_create_f90_real);
@@ -1578,6 +1650,8 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_real, PMPI_Type_create_f90_real);
  * ...); same errors. */
 PB_EXPORT int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
 {
+    PB_MPI_THREAD_GUARD;
+
     return type_f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, p, r, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex);
@@ -1590,6 +1664,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex);
  * typeclass, no type of that size, datatype NULL). */
 PB_EXPORT int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_match_size";
     static const MPI_Datatype integers[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
     static const MPI_Datatype reals[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
@@ -1648,6 +1723,7 @@ PB_EXPORT int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_int
                                        MPI_Count *num_addresses, MPI_Count *num_large_counts,
                                        MPI_Count *num_datatypes, int *combiner)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_envelope";
     const pb_eng_type_contents_t *c;
     int ret;
@@ -1673,6 +1749,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_envelope_c, PMPI_Type_get_envelope_c);
 PB_EXPORT int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses,
                                      int *num_datatypes, int *combiner)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_envelope";
     MPI_Count ni, na, nl, nd;
     int ret;
@@ -1732,6 +1809,7 @@ PB_EXPORT int PMPI_Type_get_contents_c(MPI_Datatype datatype, MPI_Count max_inte
                                        MPI_Count array_of_large_counts[],
                                        MPI_Datatype array_of_datatypes[])
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_contents";
     const pb_eng_type_contents_t *c;
     int combiner, ret;
@@ -1790,6 +1868,7 @@ PB_EXPORT int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, in
                                      MPI_Aint array_of_addresses[],
                                      MPI_Datatype array_of_datatypes[])
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Type_get_contents";
     const pb_eng_type_contents_t *c;
     int combiner, ret;
@@ -1812,6 +1891,7 @@ PB_MPI_WEAK_ALIAS(MPI_Type_get_contents, PMPI_Type_get_contents);
  * types).  @return MPI_SUCCESS; MPI_ERR_ARG (address NULL). */
 PB_EXPORT int PMPI_Get_address(const void *location, MPI_Aint *address)
 {
+    PB_MPI_THREAD_GUARD;
     int ret;
 
     if ((ret = ptr_arg(address, "MPI_Get_address", "address")) != MPI_SUCCESS)
@@ -1872,6 +1952,7 @@ static int pack_common(const char *func, const char *count_name, MPI_Count count
 PB_EXPORT int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype datatype, void *outbuf,
                           MPI_Count outsize, MPI_Count *position, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pack";
     pb_datatype_t *t;
     MPI_Count bytes;
@@ -1897,6 +1978,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pack_c, PMPI_Pack_c);
 PB_EXPORT int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf,
                         int outsize, int *position, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count pos;
     int ret;
 
@@ -1919,6 +2001,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pack, PMPI_Pack);
 PB_EXPORT int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *position, void *outbuf,
                             MPI_Count outcount, MPI_Datatype datatype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Unpack";
     pb_datatype_t *t;
     MPI_Count bytes;
@@ -1947,6 +2030,7 @@ PB_MPI_WEAK_ALIAS(MPI_Unpack_c, PMPI_Unpack_c);
 PB_EXPORT int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                           MPI_Datatype datatype, MPI_Comm comm)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count pos;
     int ret;
 
@@ -1967,6 +2051,7 @@ PB_MPI_WEAK_ALIAS(MPI_Unpack, PMPI_Unpack);
 PB_EXPORT int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Comm comm,
                                MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pack_size";
     pb_datatype_t *t;
     int ret;
@@ -1988,6 +2073,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pack_size_c, PMPI_Pack_size_c);
  * fit. */
 PB_EXPORT int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count c;
     int ret;
 

@@ -187,6 +187,7 @@ static int user_codes_usable(const char *func)
  * no value left); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Add_error_class(int *errorclass)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = user_codes_usable("MPI_Add_error_class");
 
     if (rc != MPI_SUCCESS)
@@ -204,6 +205,7 @@ PB_MPI_WEAK_ALIAS(MPI_Add_error_class, PMPI_Add_error_class);
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Add_error_code(int errorclass, int *errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     const user_code_t *u = user_code(errorclass);
     int rc = user_codes_usable("MPI_Add_error_code");
 
@@ -226,6 +228,7 @@ PB_MPI_WEAK_ALIAS(MPI_Add_error_code, PMPI_Add_error_code);
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Add_error_string(int errorcode, const char *string)
 {
+    PB_MPI_THREAD_GUARD;
     user_code_t *u = user_code(errorcode);
     char *copy;
     int rc = user_codes_usable("MPI_Add_error_string");
@@ -253,6 +256,7 @@ PB_MPI_WEAK_ALIAS(MPI_Add_error_string, PMPI_Add_error_string);
  * one with codes not yet removed); MPI_ERR_OTHER. */
 PB_EXPORT int PMPI_Remove_error_class(int errorclass)
 {
+    PB_MPI_THREAD_GUARD;
     user_code_t *u = user_code(errorclass);
     int rc = user_codes_usable("MPI_Remove_error_class");
 
@@ -279,6 +283,7 @@ PB_MPI_WEAK_ALIAS(MPI_Remove_error_class, PMPI_Remove_error_class);
  * whose message is not yet removed); MPI_ERR_OTHER. */
 PB_EXPORT int PMPI_Remove_error_code(int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     user_code_t *u = user_code(errorcode);
     int rc = user_codes_usable("MPI_Remove_error_code");
 
@@ -302,6 +307,7 @@ PB_MPI_WEAK_ALIAS(MPI_Remove_error_code, PMPI_Remove_error_code);
  * message); MPI_ERR_OTHER. */
 PB_EXPORT int PMPI_Remove_error_string(int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     user_code_t *u = user_code(errorcode);
     int rc = user_codes_usable("MPI_Remove_error_string");
 
@@ -324,6 +330,7 @@ PB_MPI_WEAK_ALIAS(MPI_Remove_error_string, PMPI_Remove_error_string);
  * is no code this library knows. */
 PB_EXPORT int PMPI_Error_class(int errorcode, int *errorclass)
 {
+    PB_MPI_THREAD_GUARD;
     const user_code_t *u = user_code(errorcode);
 
     if (errorclass == NULL || pb_mpi_error_message(errorcode) == NULL)
@@ -340,6 +347,7 @@ PB_MPI_WEAK_ALIAS(MPI_Error_class, PMPI_Error_class);
  * no code this library knows (@string is then left unchanged). */
 PB_EXPORT int PMPI_Error_string(int errorcode, char *string, int *resultlen)
 {
+    PB_MPI_THREAD_GUARD;
     const char *message = pb_mpi_error_message(errorcode);
     size_t len;
 

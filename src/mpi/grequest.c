@@ -45,6 +45,7 @@ PB_EXPORT int PMPI_Grequest_start(MPI_Grequest_query_function *query_fn,
                                   MPI_Grequest_cancel_function *cancel_fn, void *extra_state,
                                   MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Grequest_start";
     greq_t *g;
     MPI_Request r;
@@ -79,6 +80,7 @@ PB_MPI_WEAK_ALIAS(MPI_Grequest_start, PMPI_Grequest_start);
  * MPI_ERR_REQUEST (not a generalized request, or complete already). */
 PB_EXPORT int PMPI_Grequest_complete(MPI_Request request)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Grequest_complete";
     greq_t *g;
 

@@ -144,6 +144,7 @@ static int *group_positions(const pb_group_t *g, const char *func, int *rc_p)
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_group", &c);
 
@@ -161,6 +162,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_group, PMPI_Comm_group);
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Group_size(MPI_Group group, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_group_t *g;
     int rc = group_arg(group, "MPI_Group_size", "group", &g);
 
@@ -177,6 +179,7 @@ PB_MPI_WEAK_ALIAS(MPI_Group_size, PMPI_Group_size);
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Group_rank(MPI_Group group, int *rank)
 {
+    PB_MPI_THREAD_GUARD;
     pb_group_t *g;
     int rc = group_arg(group, "MPI_Group_rank", "group", &g);
 
@@ -197,6 +200,7 @@ PB_MPI_WEAK_ALIAS(MPI_Group_rank, PMPI_Group_rank);
 PB_EXPORT int PMPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                                          MPI_Group group2, int ranks2[])
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Group_translate_ranks";
     pb_group_t *g1, *g2;
     int rc = group_arg(group1, func, "group1", &g1), *pos2;
@@ -234,6 +238,7 @@ PB_MPI_WEAK_ALIAS(MPI_Group_translate_ranks, PMPI_Group_translate_ranks);
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+    PB_MPI_THREAD_GUARD;
     pb_group_t *g1, *g2;
     int rc = group_arg(group1, "MPI_Group_compare", "group1", &g1), *pos2, same_order = 1;
 
@@ -319,6 +324,8 @@ static int group_set(int op, MPI_Group group1, MPI_Group group2, MPI_Group *newg
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_set(SET_UNION, group1, group2, newgroup, "MPI_Group_union");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_union, PMPI_Group_union);
@@ -327,6 +334,8 @@ PB_MPI_WEAK_ALIAS(MPI_Group_union, PMPI_Group_union);
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_set(SET_INTERSECTION, group1, group2, newgroup, "MPI_Group_intersection");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_intersection, PMPI_Group_intersection);
@@ -335,6 +344,8 @@ PB_MPI_WEAK_ALIAS(MPI_Group_intersection, PMPI_Group_intersection);
  * @return MPI_SUCCESS; MPI_ERR_GROUP; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_set(SET_DIFFERENCE, group1, group2, newgroup, "MPI_Group_difference");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_difference, PMPI_Group_difference);
@@ -408,6 +419,8 @@ static int group_subset(MPI_Group group, int n, const int ranks[], MPI_Group *ne
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_subset(group, n, ranks, newgroup, 1, "MPI_Group_incl");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_incl, PMPI_Group_incl);
@@ -416,6 +429,8 @@ PB_MPI_WEAK_ALIAS(MPI_Group_incl, PMPI_Group_incl);
  * group order.  @return as MPI_Group_incl. */
 PB_EXPORT int PMPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_subset(group, n, ranks, newgroup, 0, "MPI_Group_excl");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_excl, PMPI_Group_excl);
@@ -500,6 +515,8 @@ static int group_range(MPI_Group group, int n, int ranges[][3], MPI_Group *newgr
  *         twice); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_range(group, n, ranges, newgroup, 1, "MPI_Group_range_incl");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_range_incl, PMPI_Group_range_incl);
@@ -508,6 +525,8 @@ PB_MPI_WEAK_ALIAS(MPI_Group_range_incl, PMPI_Group_range_incl);
  * not name, in group order.  @return as MPI_Group_range_incl. */
 PB_EXPORT int PMPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
+
     return group_range(group, n, ranges, newgroup, 0, "MPI_Group_range_excl");
 }
 PB_MPI_WEAK_ALIAS(MPI_Group_range_excl, PMPI_Group_range_excl);
@@ -518,6 +537,7 @@ PB_MPI_WEAK_ALIAS(MPI_Group_range_excl, PMPI_Group_range_excl);
  * @return MPI_SUCCESS; MPI_ERR_ARG (NULL); MPI_ERR_GROUP. */
 PB_EXPORT int PMPI_Group_free(MPI_Group *group)
 {
+    PB_MPI_THREAD_GUARD;
     pb_group_t *g;
     int rc;
 
@@ -594,6 +614,7 @@ static int group_in_comm(const pb_group_t *g, const pb_comm_t *c, MPI_Comm comm,
  *         engine's error class when the ranks cannot agree on a context. */
 PB_EXPORT int PMPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c, *n;
     pb_group_t *g;
     uint32_t context;
@@ -640,6 +661,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_create, PMPI_Comm_create);
  *         MPI_ERR_ARG; MPI_ERR_NO_MEM; the engine's error class. */
 PB_EXPORT int PMPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Comm_create_group";
     pb_comm_t *c, *n, sub;
     pb_group_t *g;
@@ -734,6 +756,7 @@ static int split_color(const pb_comm_t *c, int split_type, MPI_Info info, int *b
 PB_EXPORT int PMPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
                                    MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_split_type", &c), bad, color;
 

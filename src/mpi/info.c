@@ -277,6 +277,7 @@ static void delete_info(pb_info_t *i)
  * @return MPI_SUCCESS; MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Info_create(MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc;
 
@@ -296,6 +297,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_create, PMPI_Info_create);
  *         MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Info_create_env(int argc, char *argv[], MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i, *e = env_info();
     char args[MPI_MAX_INFO_VAL];
     size_t at = 0;
@@ -341,6 +343,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_create_env, PMPI_Info_create_env);
  *         MPI_ERR_INFO_VALUE (NULL, >= MPI_MAX_INFO_VAL chars); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Info_set(MPI_Info info, const char *key, const char *value)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_set", 1, &i);
 
@@ -365,6 +368,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_set, PMPI_Info_set);
  *         (@info has no such key). */
 PB_EXPORT int PMPI_Info_delete(MPI_Info info, const char *key)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_delete", 1, &i), at;
 
@@ -392,6 +396,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_delete, PMPI_Info_delete);
 PB_EXPORT int PMPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value,
                                    int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_get_string", 0, &i), at;
     size_t len;
@@ -428,6 +433,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_get_string, PMPI_Info_get_string);
  *         value or flag, @valuelen <= 0). */
 PB_EXPORT int PMPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_get", 0, &i), at;
 
@@ -456,6 +462,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_get, PMPI_Info_get);
  * @return MPI_SUCCESS; MPI_ERR_INFO; MPI_ERR_INFO_KEY; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_get_valuelen", 0, &i), at;
 
@@ -478,6 +485,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_get_valuelen, PMPI_Info_get_valuelen);
  * @return MPI_SUCCESS; MPI_ERR_INFO; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Info_get_nkeys(MPI_Info info, int *nkeys)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_get_nkeys", 0, &i);
 
@@ -496,6 +504,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_get_nkeys, PMPI_Info_get_nkeys);
  *         NULL key). */
 PB_EXPORT int PMPI_Info_get_nthkey(MPI_Info info, int n, char *key)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc = info_arg(info, "MPI_Info_get_nthkey", 0, &i);
 
@@ -514,6 +523,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_get_nthkey, PMPI_Info_get_nthkey);
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Info_dup(MPI_Info info, MPI_Info *newinfo)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i, *n;
     int rc = info_arg(info, "MPI_Info_dup", 0, &i);
 
@@ -540,6 +550,7 @@ PB_MPI_WEAK_ALIAS(MPI_Info_dup, PMPI_Info_dup);
  *         info: MPI_INFO_NULL, MPI_INFO_ENV, freed). */
 PB_EXPORT int PMPI_Info_free(MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     pb_info_t *i;
     int rc;
 

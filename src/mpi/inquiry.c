@@ -37,6 +37,8 @@ static int info_of_pairs(const char *const pairs[][2], int n, MPI_Info *info, co
  * (hw_info NULL), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Get_hw_resource_info(MPI_Info *hw_info)
 {
+    PB_MPI_THREAD_GUARD;
+
     static const char *const pairs[][2] = {{"mpi_hw_resource_type", "mpi_shared_memory"}};
 
     return info_of_pairs(pairs, 1, hw_info, "MPI_Get_hw_resource_info");
@@ -49,6 +51,7 @@ PB_MPI_WEAK_ALIAS(MPI_Get_hw_resource_info, PMPI_Get_hw_resource_info);
  * MPI_ERR_ARG (info NULL), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Abi_get_info(MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     char aint[8], count[8], offset[8];
     const char *const pairs[][2] = {
         {"mpi_aint_size", aint}, {"mpi_count_size", count}, {"mpi_offset_size", offset}};
@@ -67,6 +70,8 @@ PB_MPI_WEAK_ALIAS(MPI_Abi_get_info, PMPI_Abi_get_info);
  * MPI_SUCCESS. */
 PB_EXPORT int PMPI_Pcontrol(const int level, ...)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)level;
     return MPI_SUCCESS;
 }

@@ -221,6 +221,7 @@ static int exchange_groups(const pb_comm_t *local, peer_t *p, int *remote_size_p
 PB_EXPORT int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
                                     int remote_leader, int tag, MPI_Comm *newintercomm)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Intercomm_create";
     pb_comm_t *l, *p = NULL, *n;
     peer_t peer;
@@ -320,6 +321,7 @@ static int exchange_merge(uint32_t *mine_theirs, void *arg)
  *         MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Intercomm_merge";
     merge_t m;
     pb_comm_t *c, *n, *g;
@@ -361,6 +363,7 @@ PB_MPI_WEAK_ALIAS(MPI_Intercomm_merge, PMPI_Intercomm_merge);
  * @return MPI_SUCCESS; MPI_ERR_COMM; MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = pb_mpi_comm_check(comm, "MPI_Comm_test_inter", &c);
 
@@ -388,6 +391,7 @@ static int inter_arg(MPI_Comm comm, const char *func, pb_comm_t **c_p)
  * MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Comm_remote_size(MPI_Comm comm, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = inter_arg(comm, "MPI_Comm_remote_size", &c);
 
@@ -405,6 +409,7 @@ PB_MPI_WEAK_ALIAS(MPI_Comm_remote_size, PMPI_Comm_remote_size);
  * MPI_ERR_ARG (NULL); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
 {
+    PB_MPI_THREAD_GUARD;
     pb_comm_t *c;
     int rc = inter_arg(comm, "MPI_Comm_remote_group", &c);
 

@@ -19,6 +19,7 @@
  *         MPI_ERR_INFO (not an info); MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
+    PB_MPI_THREAD_GUARD;
     size_t align = PB_CACHE_LINE;
     void *p = NULL;
     int rc = pb_mpi_info_check(MPI_COMM_NULL, info, 1, "MPI_Alloc_mem");
@@ -45,6 +46,8 @@ PB_MPI_WEAK_ALIAS(MPI_Alloc_mem, PMPI_Alloc_mem);
  * @return MPI_SUCCESS (another pointer is erroneous and not detected). */
 PB_EXPORT int PMPI_Free_mem(void *base)
 {
+    PB_MPI_THREAD_GUARD;
+
     free(base);
     return MPI_SUCCESS;
 }

@@ -13,6 +13,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
+#include "mpi/engine/lock.h" /* PB_MPI_THREAD_GUARD */
 #include "util/compiler.h"
 
 /* Make @mpi_name (MPI_X) a weak, exported alias of @pmpi_name (PMPI_X),

@@ -599,6 +599,8 @@ static int op_create(const char *func, MPI_User_function *fn, MPI_User_function_
  * MPI_ERR_ARG (user_fn or op NULL), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 {
+    PB_MPI_THREAD_GUARD;
+
     return op_create("MPI_Op_create", user_fn, NULL, commute, op);
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_create, PMPI_Op_create);
@@ -606,6 +608,8 @@ PB_MPI_WEAK_ALIAS(MPI_Op_create, PMPI_Op_create);
 /* MPI_Op_create for a function with an MPI_Count length; same errors. */
 PB_EXPORT int PMPI_Op_create_c(MPI_User_function_c *user_fn, int commute, MPI_Op *op)
 {
+    PB_MPI_THREAD_GUARD;
+
     return op_create("MPI_Op_create_c", NULL, user_fn, commute, op);
 }
 PB_MPI_WEAK_ALIAS(MPI_Op_create_c, PMPI_Op_create_c);
@@ -614,6 +618,7 @@ PB_MPI_WEAK_ALIAS(MPI_Op_create_c, PMPI_Op_create_c);
  * MPI_ERR_ARG (op NULL), MPI_ERR_OP (not an op, or a predefined one). */
 PB_EXPORT int PMPI_Op_free(MPI_Op *op)
 {
+    PB_MPI_THREAD_GUARD;
     struct MPI_ABI_Op *o;
     int ret;
 
@@ -634,6 +639,7 @@ PB_MPI_WEAK_ALIAS(MPI_Op_free, PMPI_Op_free);
  * @return MPI_SUCCESS; MPI_ERR_OP, MPI_ERR_ARG (commute NULL). */
 PB_EXPORT int PMPI_Op_commutative(MPI_Op op, int *commute)
 {
+    PB_MPI_THREAD_GUARD;
     struct MPI_ABI_Op *o;
     int ret;
 
@@ -653,6 +659,7 @@ PB_MPI_WEAK_ALIAS(MPI_Op_commutative, PMPI_Op_commutative);
 PB_EXPORT int PMPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count,
                                   MPI_Datatype datatype, MPI_Op op)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Reduce_local";
     struct MPI_ABI_Op *o = NULL;
     pb_datatype_t *t;
@@ -683,6 +690,8 @@ PB_MPI_WEAK_ALIAS(MPI_Reduce_local_c, PMPI_Reduce_local_c);
 PB_EXPORT int PMPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
                                 MPI_Op op)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
 }
 PB_MPI_WEAK_ALIAS(MPI_Reduce_local, PMPI_Reduce_local);

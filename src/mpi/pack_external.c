@@ -398,6 +398,7 @@ PB_EXPORT int PMPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_
                                    MPI_Datatype datatype, void *outbuf, MPI_Count outsize,
                                    MPI_Count *position)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pack_external";
     pb_datatype_t *t;
     MPI_Count bytes;
@@ -436,6 +437,7 @@ PB_EXPORT int PMPI_Pack_external(const char datarep[], const void *inbuf, int in
                                  MPI_Datatype datatype, void *outbuf, MPI_Aint outsize,
                                  MPI_Aint *position)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count pos;
     int ret;
 
@@ -458,6 +460,7 @@ PB_EXPORT int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MP
                                      MPI_Count *position, void *outbuf, MPI_Count outcount,
                                      MPI_Datatype datatype)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Unpack_external";
     pb_datatype_t *t;
     MPI_Count bytes;
@@ -494,6 +497,7 @@ PB_EXPORT int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_
                                    MPI_Aint *position, void *outbuf, int outcount,
                                    MPI_Datatype datatype)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count pos;
     int ret;
 
@@ -513,6 +517,7 @@ PB_MPI_WEAK_ALIAS(MPI_Unpack_external, PMPI_Unpack_external);
 PB_EXPORT int PMPI_Pack_external_size_c(const char datarep[], MPI_Count incount,
                                         MPI_Datatype datatype, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pack_external_size";
     pb_datatype_t *t;
     int ret = external_args(func, datarep, incount, datatype, 0, &t);
@@ -531,6 +536,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pack_external_size_c, PMPI_Pack_external_size_c);
 PB_EXPORT int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype,
                                       MPI_Aint *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count c;
     int ret;
 

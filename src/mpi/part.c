@@ -597,6 +597,7 @@ static int ready(const char *func, MPI_Request request, part_t *p, int j)
  * marked ready already). */
 PB_EXPORT int PMPI_Pready(int partition, MPI_Request request)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = check_send("MPI_Pready", request);
 
     if (rc == MPI_SUCCESS)
@@ -612,6 +613,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pready, PMPI_Pready);
  * and MPI_ERR_ARG when @partition_low > @partition_high. */
 PB_EXPORT int PMPI_Pready_range(int partition_low, int partition_high, MPI_Request request)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pready_range";
     int rc = check_send(func, request);
 
@@ -635,6 +637,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pready_range, PMPI_Pready_range);
  * a partition named twice: those before it are marked). */
 PB_EXPORT int PMPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Pready_list";
     int rc = check_send(func, request);
 
@@ -661,6 +664,7 @@ PB_MPI_WEAK_ALIAS(MPI_Pready_list, PMPI_Pready_list);
  * partition, flag NULL). */
 PB_EXPORT int PMPI_Parrived(MPI_Request request, int partition, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Parrived";
     part_t *p;
     MPI_Comm comm;

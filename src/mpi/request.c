@@ -150,6 +150,7 @@ static int finish(MPI_Request *request, MPI_Status *status)
  * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE. */
 PB_EXPORT int PMPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     const char *what;
     MPI_Comm comm;
     int rc = check_request_ptr("MPI_Wait", request);
@@ -172,6 +173,7 @@ PB_MPI_WEAK_ALIAS(MPI_Wait, PMPI_Wait);
  * @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_TRUNCATE; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     const char *what;
     MPI_Comm comm;
     int rc = check_request_ptr("MPI_Test", request);
@@ -287,6 +289,7 @@ static int finish_all(int count, MPI_Request requests[], MPI_Status statuses[], 
  *         MPI_ERR_REQUEST; MPI_ERR_COUNT; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Waitall", count, requests);
@@ -303,6 +306,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitall, PMPI_Waitall);
  * Errors as MPI_Waitall. */
 PB_EXPORT int PMPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {count, requests};
     int rc = check_requests("MPI_Testall", count, requests);
@@ -343,6 +347,7 @@ static int first_complete(const char *func, int count, MPI_Request requests[], i
  * index, or MPI_UNDEFINED when none is active.  Errors as MPI_Wait. */
 PB_EXPORT int PMPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     set_t s = {count, requests};
     int rc = check_requests("MPI_Waitany", count, requests);
 
@@ -360,6 +365,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitany, PMPI_Waitany);
 PB_EXPORT int PMPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                            MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     set_t s = {count, requests};
     int rc = check_requests("MPI_Testany", count, requests);
 
@@ -384,6 +390,7 @@ PB_MPI_WEAK_ALIAS(MPI_Testany, PMPI_Testany);
 PB_EXPORT int PMPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     failed_t failed = {MPI_COMM_NULL, NULL};
     set_t s = {incount, requests};
     int rc = check_requests("MPI_Waitsome", incount, requests), any = 0;
@@ -410,6 +417,7 @@ PB_MPI_WEAK_ALIAS(MPI_Waitsome, PMPI_Waitsome);
 PB_EXPORT int PMPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     failed_t failed = {MPI_COMM_NULL, NULL};
     int rc = check_requests("MPI_Testsome", incount, requests), any = 0;
 
@@ -438,6 +446,7 @@ PB_MPI_WEAK_ALIAS(MPI_Testsome, PMPI_Testsome);
  * the free function's error. */
 PB_EXPORT int PMPI_Request_free(MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = check_request_ptr("MPI_Request_free", request);
 
     if (rc != MPI_SUCCESS)
@@ -477,6 +486,7 @@ PB_MPI_WEAK_ALIAS(MPI_Request_free, PMPI_Request_free);
  * it.  @return MPI_SUCCESS; MPI_ERR_REQUEST; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     if (flag == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Request_get_status", "flag is NULL");
     if (request == MPI_REQUEST_NULL) {
@@ -544,6 +554,7 @@ static int check_const_requests(const char *func, int count, const MPI_Request r
 PB_EXPORT int PMPI_Request_get_status_all(int count, const MPI_Request array_of_requests[],
                                           int *flag, MPI_Status array_of_statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     set_t s = {count, (MPI_Request *)array_of_requests};
     int rc = check_const_requests("MPI_Request_get_status_all", count, array_of_requests);
 
@@ -580,6 +591,7 @@ PB_MPI_WEAK_ALIAS(MPI_Request_get_status_all, PMPI_Request_get_status_all);
 PB_EXPORT int PMPI_Request_get_status_any(int count, const MPI_Request array_of_requests[],
                                           int *indx, int *flag, MPI_Status *status)
 {
+    PB_MPI_THREAD_GUARD;
     set_t s = {count, (MPI_Request *)array_of_requests};
     int rc = check_const_requests("MPI_Request_get_status_any", count, array_of_requests);
 
@@ -623,6 +635,7 @@ PB_EXPORT int PMPI_Request_get_status_some(int incount, const MPI_Request array_
                                            int *outcount, int array_of_indices[],
                                            MPI_Status array_of_statuses[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = check_const_requests("MPI_Request_get_status_some", incount, array_of_requests),
         any = 0;
 
@@ -668,6 +681,7 @@ PB_MPI_WEAK_ALIAS(MPI_Request_get_status_some, PMPI_Request_get_status_some);
  * cancelling those erroneous); the cancel function's error. */
 PB_EXPORT int PMPI_Cancel(MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Request r;
     int rc = check_request_ptr("MPI_Cancel", request);
 
@@ -744,6 +758,7 @@ static int start(const char *func, MPI_Request r)
  * MPI_ERR_BUFFER (a buffered send without room in the attached buffer). */
 PB_EXPORT int PMPI_Start(MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = check_request_ptr("MPI_Start", request);
 
     if (rc == MPI_SUCCESS)
@@ -760,6 +775,7 @@ PB_MPI_WEAK_ALIAS(MPI_Start, PMPI_Start);
  * request named twice is already active the second time. */
 PB_EXPORT int PMPI_Startall(int count, MPI_Request requests[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = check_requests("MPI_Startall", count, requests);
 
     for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
@@ -780,6 +796,7 @@ PB_MPI_WEAK_ALIAS(MPI_Startall, PMPI_Startall);
  * @return MPI_SUCCESS; MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Test_cancelled(const MPI_Status *status, int *flag)
 {
+    PB_MPI_THREAD_GUARD;
     if (status == NULL || flag == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Test_cancelled", "NULL argument");
     *flag = pb_mpi_status_cancelled(status);

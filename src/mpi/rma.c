@@ -28,6 +28,7 @@
 #include "mpi/engine/cma.h"
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
+#include "mpi/engine/lock.h"
 #include "mpi/engine/path.h"
 #include "mpi/op.h"
 #include "mpi/win.h"
@@ -596,6 +597,7 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
     size_t got = 0, pos;
     long sleep_ns = 1000;
     int rc, answer_ok = 0;
+    unsigned levels;
 
     if (b == NULL)
         return MPI_ERR_NO_MEM;
@@ -627,7 +629,9 @@ int pb_win_batch_run(pb_win_t *win, int rank, int unlock)
         }
         /* the lock is held by another: try again a little later */
         pb_eng_progress();
+        levels = pb_eng_lock_suspend(); /* this process's other threads run meanwhile */
         nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+        pb_eng_lock_resume(levels);
         if (sleep_ns < 1000000L)
             sleep_ns *= 2;
     }

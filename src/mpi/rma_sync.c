@@ -14,11 +14,11 @@
  * it taken tries again, spinning, then yielding, then sleeping a little
  * longer each time (at most a millisecond).
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "mpi/engine/engine.h"
+#include "mpi/engine/lock.h"
 #include "mpi/win.h"
 #include "util/compiler.h"
 
@@ -33,19 +33,24 @@ static int rma_wait(pb_win_t *win, rma_ready_t ready, void *arg)
     int spins = 0, rc;
 
     while ((rc = ready(win, arg)) == 0) {
+        unsigned levels;
+
         if (pb_eng_progress() > 0)
             continue;
+        /* each stage lets this process's other threads run (engine/lock.h) */
         if (spins < 100) {
             spins++;
-            pb_cpu_relax();
+            pb_eng_lock_relax();
             continue;
         }
         if (spins < 200) {
             spins++;
-            sched_yield();
+            pb_eng_lock_yield();
             continue;
         }
+        levels = pb_eng_lock_suspend();
         nanosleep(&(struct timespec){0, sleep_ns}, NULL);
+        pb_eng_lock_resume(levels);
         if (sleep_ns < RMA_SLEEP_MAX_NS)
             sleep_ns *= 2;
     }

@@ -112,6 +112,7 @@ static int thread_level_of(const char *value, int otherwise)
  * called and no session live), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Session_init";
     pb_session_t *s;
     int rc;
@@ -141,6 +142,8 @@ PB_EXPORT int PMPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Se
     s->errhandler = errhandler;
     s->thread_level = pb_mpi_thread_level_grant(
         thread_level_of(pb_mpi_info_value(info, "thread_level"), MPI_THREAD_SINGLE));
+    if (s->thread_level == MPI_THREAD_MULTIPLE)
+        pb_eng_lock_use(1);
     *session = (MPI_Session)s;
     return MPI_SUCCESS;
 }
@@ -152,18 +155,22 @@ PB_MPI_WEAK_ALIAS(MPI_Session_init, PMPI_Session_init);
  * @return MPI_SUCCESS; MPI_ERR_ARG (NULL), MPI_ERR_SESSION. */
 PB_EXPORT int PMPI_Session_finalize(MPI_Session *session)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
-    int rc;
+    int rc, multiple;
 
     if (session == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Session_finalize", "session is NULL");
     rc = session_arg(*session, "MPI_Session_finalize", &s);
     if (rc != MPI_SUCCESS)
         return rc;
+    multiple = s->thread_level == MPI_THREAD_MULTIPLE;
     pb_mpi_bsend_session_end(*session);
     pb_eng_handle_delete(PB_ENG_HANDLE_SESSION, s);
     *session = MPI_SESSION_NULL;
     pb_mpi_instance_stop();
+    if (multiple)
+        pb_eng_lock_use(0);
     return MPI_SUCCESS;
 }
 PB_MPI_WEAK_ALIAS(MPI_Session_finalize, PMPI_Session_finalize);
@@ -174,6 +181,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_finalize, PMPI_Session_finalize);
  * @return MPI_SUCCESS; MPI_ERR_SESSION, MPI_ERR_ARG (NULL), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Session_get_info(MPI_Session session, MPI_Info *info_used)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Session_get_info";
     pb_session_t *s;
     MPI_Info info;
@@ -202,6 +210,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_get_info, PMPI_Session_get_info);
  * @return MPI_SUCCESS; MPI_ERR_SESSION, MPI_ERR_ERRHANDLER. */
 PB_EXPORT int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_set_errhandler", &s);
 
@@ -220,6 +229,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_set_errhandler, PMPI_Session_set_errhandler);
  * @return MPI_SUCCESS; MPI_ERR_SESSION, MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_get_errhandler", &s);
 
@@ -238,6 +248,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_get_errhandler, PMPI_Session_get_errhandler);
  * MPI_ERRORS_RETURN); MPI_ERR_SESSION. */
 PB_EXPORT int PMPI_Session_call_errhandler(MPI_Session session, int errorcode)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_call_errhandler", &s);
 
@@ -324,6 +335,7 @@ int pb_mpi_pset_color(const char *name, int world_rank)
  * @return MPI_SUCCESS; MPI_ERR_SESSION, MPI_ERR_INFO, MPI_ERR_ARG (NULL). */
 PB_EXPORT int PMPI_Session_get_num_psets(MPI_Session session, MPI_Info info, int *npset_names)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Session_get_num_psets";
     pb_session_t *s;
     int rc = session_arg(session, func, &s);
@@ -349,6 +361,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_get_num_psets, PMPI_Session_get_num_psets);
 PB_EXPORT int PMPI_Session_get_nth_pset(MPI_Session session, MPI_Info info, int n, int *pset_len,
                                         char *pset_name)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Session_get_nth_pset";
     char name[MPI_MAX_PSET_NAME_LEN];
     pb_session_t *s;
@@ -381,6 +394,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_get_nth_pset, PMPI_Session_get_nth_pset);
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Session_get_pset_info";
     char value[16];
     pb_session_t *s;
@@ -417,6 +431,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_get_pset_info, PMPI_Session_get_pset_info);
 PB_EXPORT int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name,
                                            MPI_Group *newgroup)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Group_from_session_pset";
     pb_session_t *s;
     int *world, n, rc = session_arg(session, func, &s);
@@ -594,6 +609,7 @@ static int from_group_agree(int n, const int *world, int me, const char *stringt
 PB_EXPORT int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info,
                                           MPI_Errhandler errhandler, MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Comm_create_from_group";
     char why[256];
     const int *world;
@@ -693,6 +709,7 @@ PB_EXPORT int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local
                                                 const char *stringtag, MPI_Info info,
                                                 MPI_Errhandler errhandler, MPI_Comm *newintercomm)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Intercomm_create_from_groups";
     char why[256], bridge_tag[MPI_MAX_STRINGTAG_LEN + 1];
     const int *lworld, *rworld;
@@ -800,6 +817,7 @@ MPI_Errhandler pb_mpi_session_errhandler(MPI_Session session)
  * MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Session_attach_buffer_c(MPI_Session session, void *buffer, MPI_Count size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_attach_buffer", &s);
 
@@ -810,6 +828,8 @@ PB_MPI_WEAK_ALIAS(MPI_Session_attach_buffer_c, PMPI_Session_attach_buffer_c);
 /* MPI_Session_attach_buffer_c with an int size.  Errors as it. */
 PB_EXPORT int PMPI_Session_attach_buffer(MPI_Session session, void *buffer, int size)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Session_attach_buffer_c(session, buffer, size);
 }
 PB_MPI_WEAK_ALIAS(MPI_Session_attach_buffer, PMPI_Session_attach_buffer);
@@ -819,6 +839,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_attach_buffer, PMPI_Session_attach_buffer);
  * MPI_ERR_SESSION; MPI_ERR_BUFFER (none attached); MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Session_detach_buffer_c(MPI_Session session, void *buffer_addr, MPI_Count *size)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_detach_buffer", &s);
 
@@ -830,6 +851,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_detach_buffer_c, PMPI_Session_detach_buffer_c);
  * not fit).  Errors as it. */
 PB_EXPORT int PMPI_Session_detach_buffer(MPI_Session session, void *buffer_addr, int *size)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Count n = 0;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_detach_buffer", &s);
@@ -850,6 +872,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_detach_buffer, PMPI_Session_detach_buffer);
  * (nothing when it has none).  @return MPI_SUCCESS; MPI_ERR_SESSION. */
 PB_EXPORT int PMPI_Session_flush_buffer(MPI_Session session)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_flush_buffer", &s);
 
@@ -864,6 +887,7 @@ PB_MPI_WEAK_ALIAS(MPI_Session_flush_buffer, PMPI_Session_flush_buffer);
  * MPI_ERR_SESSION; MPI_ERR_ARG; MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Session_iflush_buffer(MPI_Session session, MPI_Request *request)
 {
+    PB_MPI_THREAD_GUARD;
     pb_session_t *s;
     int rc = session_arg(session, "MPI_Session_iflush_buffer", &s);
 

@@ -28,6 +28,7 @@ static int status_arg(const void *status, const char *func, const char *what)
  * (a NULL pointer). */
 PB_EXPORT int PMPI_Status_get_source(const MPI_Status *status, int *source)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_get_source", "status");
 
     if (rc == MPI_SUCCESS)
@@ -41,6 +42,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_get_source, PMPI_Status_get_source);
 /* *@tag = the MPI_TAG of @status.  Errors as MPI_Status_get_source. */
 PB_EXPORT int PMPI_Status_get_tag(const MPI_Status *status, int *tag)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_get_tag", "status");
 
     if (rc == MPI_SUCCESS)
@@ -54,6 +56,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_get_tag, PMPI_Status_get_tag);
 /* *@error = the MPI_ERROR of @status.  Errors as MPI_Status_get_source. */
 PB_EXPORT int PMPI_Status_get_error(const MPI_Status *status, int *error)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_get_error", "status");
 
     if (rc == MPI_SUCCESS)
@@ -68,6 +71,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_get_error, PMPI_Status_get_error);
  * MPI_ERR_ARG (status NULL). */
 PB_EXPORT int PMPI_Status_set_source(MPI_Status *status, int source)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_set_source", "status");
 
     if (rc == MPI_SUCCESS)
@@ -79,6 +83,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_set_source, PMPI_Status_set_source);
 /* Set the MPI_TAG of @status to @tag.  Errors as MPI_Status_set_source. */
 PB_EXPORT int PMPI_Status_set_tag(MPI_Status *status, int tag)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_set_tag", "status");
 
     if (rc == MPI_SUCCESS)
@@ -91,6 +96,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_set_tag, PMPI_Status_set_tag);
  * MPI_Status_set_source. */
 PB_EXPORT int PMPI_Status_set_error(MPI_Status *status, int error)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_set_error", "status");
 
     if (rc == MPI_SUCCESS)
@@ -103,6 +109,7 @@ PB_MPI_WEAK_ALIAS(MPI_Status_set_error, PMPI_Status_set_error);
  * Errors as MPI_Status_set_source. */
 PB_EXPORT int PMPI_Status_set_cancelled(MPI_Status *status, int flag)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = status_arg(status, "MPI_Status_set_cancelled", "status");
 
     if (rc == MPI_SUCCESS)
@@ -144,6 +151,7 @@ static size_t partial_bytes(const pb_datatype_t *t, MPI_Count n)
  * MPI_ERR_COUNT (negative, or elements a type of size 0 cannot hold). */
 PB_EXPORT int PMPI_Status_set_elements_c(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Status_set_elements";
     pb_datatype_t *t = pb_mpi_datatype(datatype);
     int rc = status_arg(status, func, "status");
@@ -174,6 +182,8 @@ PB_MPI_WEAK_ALIAS(MPI_Status_set_elements_c, PMPI_Status_set_elements_c);
 /* MPI_Status_set_elements_c with an int count.  Errors as it. */
 PB_EXPORT int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Status_set_elements_c(status, datatype, count);
 }
 PB_MPI_WEAK_ALIAS(MPI_Status_set_elements, PMPI_Status_set_elements);
@@ -181,6 +191,8 @@ PB_MPI_WEAK_ALIAS(MPI_Status_set_elements, PMPI_Status_set_elements);
 /* MPI_Status_set_elements_c, deprecated name.  Errors as it. */
 PB_EXPORT int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count)
 {
+    PB_MPI_THREAD_GUARD;
+
     return PMPI_Status_set_elements_c(status, datatype, count);
 }
 PB_MPI_WEAK_ALIAS(MPI_Status_set_elements_x, PMPI_Status_set_elements_x);

@@ -421,6 +421,7 @@ static void put_string(const char *s, char *buf, int *len)
  * @required that is no thread level, NULL @provided). */
 PB_EXPORT int PMPI_T_init_thread(int required, int *provided)
 {
+    PB_MPI_THREAD_GUARD;
     if (provided == NULL || (required != MPI_THREAD_SINGLE && required != MPI_THREAD_FUNNELED &&
                              required != MPI_THREAD_SERIALIZED && required != MPI_THREAD_MULTIPLE))
         return MPI_T_ERR_INVALID;
@@ -449,6 +450,7 @@ static void session_free(struct MPI_T_pvar_session_t *s)
  * @return MPI_SUCCESS; MPI_T_ERR_NOT_INITIALIZED. */
 PB_EXPORT int PMPI_T_finalize(void)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc != MPI_SUCCESS)
@@ -486,6 +488,7 @@ static int enum_valid(MPI_T_enum e)
  * MPI_SUCCESS; MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID_HANDLE. */
 PB_EXPORT int PMPI_T_enum_get_info(MPI_T_enum enumtype, int *num, char *name, int *name_len)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && !enum_valid(enumtype))
@@ -504,6 +507,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_enum_get_info, PMPI_T_enum_get_info);
 PB_EXPORT int PMPI_T_enum_get_item(MPI_T_enum enumtype, int indx, int *value, char *name,
                                    int *name_len)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && !enum_valid(enumtype))
@@ -532,6 +536,7 @@ static MPI_Datatype cvar_datatype(const cvar_t *v)
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_cvar_get_num(int *num_cvar)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && num_cvar == NULL)
@@ -548,6 +553,7 @@ PB_EXPORT int PMPI_T_cvar_get_info(int cvar_index, char *name, int *name_len, in
                                    MPI_Datatype *datatype, MPI_T_enum *enumtype, char *desc,
                                    int *desc_len, int *bind, int *scope)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (cvar_index < 0 || cvar_index >= tools.ncvars))
@@ -577,6 +583,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_cvar_get_info, PMPI_T_cvar_get_info);
  * MPI_T_ERR_INVALID_NAME. */
 PB_EXPORT int PMPI_T_cvar_get_index(const char *name, int *cvar_index)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (name == NULL || cvar_index == NULL))
@@ -602,6 +609,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_cvar_get_index, PMPI_T_cvar_get_index);
 PB_EXPORT int PMPI_T_cvar_handle_alloc(int cvar_index, void *obj_handle, MPI_T_cvar_handle *handle,
                                        int *count)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
     struct MPI_T_cvar_handle_t *h = NULL;
 
@@ -648,6 +656,7 @@ static int cvar_handle_valid(MPI_T_cvar_handle h)
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL), MPI_T_ERR_INVALID_HANDLE. */
 PB_EXPORT int PMPI_T_cvar_handle_free(MPI_T_cvar_handle *handle)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && handle == NULL)
@@ -685,6 +694,7 @@ static long cvar_value(const cvar_t *v)
  * MPI_T_ERR_INVALID (NULL @buf). */
 PB_EXPORT int PMPI_T_cvar_read(MPI_T_cvar_handle handle, void *buf)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && !cvar_handle_valid(handle))
@@ -734,6 +744,7 @@ static int cvar_set(const cvar_t *v, long value)
  * MPI_T_ERR_INVALID (NULL @buf, a value out of the tunable's range). */
 PB_EXPORT int PMPI_T_cvar_write(MPI_T_cvar_handle handle, const void *buf)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
     const cvar_t *v = NULL;
 
@@ -766,6 +777,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_cvar_write, PMPI_T_cvar_write);
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_pvar_get_num(int *num_pvar)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && num_pvar == NULL)
@@ -783,6 +795,7 @@ PB_EXPORT int PMPI_T_pvar_get_info(int pvar_index, char *name, int *name_len, in
                                    char *desc, int *desc_len, int *bind, int *readonly,
                                    int *continuous, int *atomic)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (pvar_index < 0 || pvar_index >= tools.npvars))
@@ -818,6 +831,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_get_info, PMPI_T_pvar_get_info);
  * MPI_T_ERR_INVALID (NULL), MPI_T_ERR_INVALID_NAME. */
 PB_EXPORT int PMPI_T_pvar_get_index(const char *name, int var_class, int *pvar_index)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (name == NULL || pvar_index == NULL))
@@ -840,6 +854,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_get_index, PMPI_T_pvar_get_index);
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL), MPI_T_ERR_MEMORY. */
 PB_EXPORT int PMPI_T_pvar_session_create(MPI_T_pvar_session *session)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
     struct MPI_T_pvar_session_t *s = NULL;
 
@@ -870,6 +885,7 @@ static int session_valid(MPI_T_pvar_session session)
  * MPI_T_ERR_INVALID_SESSION. */
 PB_EXPORT int PMPI_T_pvar_session_free(MPI_T_pvar_session *session)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && session == NULL)
@@ -924,6 +940,7 @@ static void handle_put(const struct MPI_T_pvar_handle_t *h, uint64_t value, void
 PB_EXPORT int PMPI_T_pvar_handle_alloc(MPI_T_pvar_session session, int pvar_index, void *obj_handle,
                                        MPI_T_pvar_handle *handle, int *count)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
     struct MPI_T_pvar_handle_t *h = NULL;
 
@@ -968,6 +985,7 @@ static int check_handle(MPI_T_pvar_session session, MPI_T_pvar_handle handle, in
  * MPI_T_ERR_INVALID_SESSION, MPI_T_ERR_INVALID_HANDLE. */
 PB_EXPORT int PMPI_T_pvar_handle_free(MPI_T_pvar_session session, MPI_T_pvar_handle *handle)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && handle == NULL)
@@ -1041,6 +1059,8 @@ static int start_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle, int 
  * MPI_T_ERR_PVAR_NO_STARTSTOP (a continuous variable). */
 PB_EXPORT int PMPI_T_pvar_start(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
+    PB_MPI_THREAD_GUARD;
+
     return start_stop(session, handle, 1);
 }
 PB_MPI_WEAK_ALIAS(MPI_T_pvar_start, PMPI_T_pvar_start);
@@ -1048,6 +1068,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_start, PMPI_T_pvar_start);
 /* Stop @handle, as MPI_T_pvar_start starts it; errors as MPI_T_pvar_start. */
 PB_EXPORT int PMPI_T_pvar_stop(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
+    PB_MPI_THREAD_GUARD;
+
     return start_stop(session, handle, 0);
 }
 PB_MPI_WEAK_ALIAS(MPI_T_pvar_stop, PMPI_T_pvar_stop);
@@ -1059,6 +1081,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_stop, PMPI_T_pvar_stop);
  * (NULL @buf). */
 PB_EXPORT int PMPI_T_pvar_read(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1086,6 +1109,7 @@ static void handle_set(struct MPI_T_pvar_handle_t *h, uint64_t value, uint64_t n
 PB_EXPORT int PMPI_T_pvar_write(MPI_T_pvar_session session, MPI_T_pvar_handle handle,
                                 const void *buf)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1114,6 +1138,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_write, PMPI_T_pvar_write);
  * MPI_T_ERR_INVALID_HANDLE, MPI_T_ERR_PVAR_NO_WRITE (a read-only variable). */
 PB_EXPORT int PMPI_T_pvar_reset(MPI_T_pvar_session session, MPI_T_pvar_handle handle)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1136,6 +1161,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_reset, PMPI_T_pvar_reset);
  * MPI_T_ERR_PVAR_NO_ATOMIC (not one of the atomic ones). */
 PB_EXPORT int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handle handle, void *buf)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1162,6 +1188,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_pvar_readreset, PMPI_T_pvar_readreset);
  * @return MPI_SUCCESS; MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_event_get_num(int *num_events)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && num_events == NULL)
@@ -1180,6 +1207,7 @@ PB_EXPORT int PMPI_T_event_get_info(int event_index, char *name, int *name_len, 
                                     MPI_T_enum *enumtype, MPI_Info *info, char *desc, int *desc_len,
                                     int *bind)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     (void)event_index, (void)name, (void)name_len, (void)verbosity, (void)array_of_datatypes;
@@ -1193,6 +1221,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_get_info, PMPI_T_event_get_info);
  * MPI_T_ERR_INVALID (NULL), else MPI_T_ERR_INVALID_NAME. */
 PB_EXPORT int PMPI_T_event_get_index(const char *name, int *event_index)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1206,6 +1235,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_get_index, PMPI_T_event_get_index);
 PB_EXPORT int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info,
                                         MPI_T_event_registration *event_registration)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     (void)event_index, (void)obj_handle, (void)info, (void)event_registration;
@@ -1228,6 +1258,8 @@ static int no_registration(void)
 PB_EXPORT int PMPI_T_event_handle_set_info(MPI_T_event_registration event_registration,
                                            MPI_Info info)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)info;
     return no_registration();
 }
@@ -1236,6 +1268,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_handle_set_info, PMPI_T_event_handle_set_info);
 PB_EXPORT int PMPI_T_event_handle_get_info(MPI_T_event_registration event_registration,
                                            MPI_Info *info_used)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)info_used;
     return no_registration();
 }
@@ -1246,6 +1280,8 @@ PB_EXPORT int PMPI_T_event_register_callback(MPI_T_event_registration event_regi
                                              void *user_data,
                                              MPI_T_event_cb_function event_cb_function)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)cb_safety, (void)info, (void)user_data;
     (void)event_cb_function;
     return no_registration();
@@ -1255,6 +1291,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_register_callback, PMPI_T_event_register_callback)
 PB_EXPORT int PMPI_T_event_callback_set_info(MPI_T_event_registration event_registration,
                                              MPI_T_cb_safety cb_safety, MPI_Info info)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)cb_safety, (void)info;
     return no_registration();
 }
@@ -1263,6 +1301,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_callback_set_info, PMPI_T_event_callback_set_info)
 PB_EXPORT int PMPI_T_event_callback_get_info(MPI_T_event_registration event_registration,
                                              MPI_T_cb_safety cb_safety, MPI_Info *info_used)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)cb_safety, (void)info_used;
     return no_registration();
 }
@@ -1271,6 +1311,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_callback_get_info, PMPI_T_event_callback_get_info)
 PB_EXPORT int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data,
                                        MPI_T_event_free_cb_function free_cb_function)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)user_data, (void)free_cb_function;
     return no_registration();
 }
@@ -1279,6 +1321,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_handle_free, PMPI_T_event_handle_free);
 PB_EXPORT int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
                                                MPI_T_event_dropped_cb_function dropped_cb_function)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_registration, (void)dropped_cb_function;
     return no_registration();
 }
@@ -1287,6 +1331,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_set_dropped_handler, PMPI_T_event_set_dropped_hand
 PB_EXPORT int PMPI_T_event_read(MPI_T_event_instance event_instance, int element_index,
                                 void *buffer)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_instance, (void)element_index, (void)buffer;
     return no_registration();
 }
@@ -1294,6 +1340,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_read, PMPI_T_event_read);
 
 PB_EXPORT int PMPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_instance, (void)buffer;
     return no_registration();
 }
@@ -1302,6 +1350,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_copy, PMPI_T_event_copy);
 PB_EXPORT int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance,
                                          MPI_Count *event_timestamp)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_instance, (void)event_timestamp;
     return no_registration();
 }
@@ -1309,6 +1359,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_get_timestamp, PMPI_T_event_get_timestamp);
 
 PB_EXPORT int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index)
 {
+    PB_MPI_THREAD_GUARD;
+
     (void)event_instance, (void)source_index;
     return no_registration();
 }
@@ -1320,6 +1372,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_get_source, PMPI_T_event_get_source);
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_source_get_num(int *num_sources)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && num_sources == NULL)
@@ -1339,6 +1392,7 @@ PB_EXPORT int PMPI_T_source_get_info(int source_index, char *name, int *name_len
                                      MPI_Count *ticks_per_second, MPI_Count *max_ticks,
                                      MPI_Info *info)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && source_index != 0)
@@ -1364,6 +1418,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_source_get_info, PMPI_T_source_get_info);
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID_INDEX, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_source_get_timestamp(int source_index, MPI_Count *timestamp)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && source_index != 0)
@@ -1382,6 +1437,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_source_get_timestamp, PMPI_T_source_get_timestamp);
  * MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_category_get_num(int *num_cat)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && num_cat == NULL)
@@ -1419,6 +1475,7 @@ PB_EXPORT int PMPI_T_category_get_info(int cat_index, char *name, int *name_len,
                                        int *desc_len, int *num_cvars, int *num_pvars,
                                        int *num_categories)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= CATEGORIES))
@@ -1441,6 +1498,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_info, PMPI_T_category_get_info);
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID_INDEX, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_category_get_num_events(int cat_index, int *num_events)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= CATEGORIES))
@@ -1458,6 +1516,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_num_events, PMPI_T_category_get_num_events)
  * MPI_T_ERR_INVALID_NAME. */
 PB_EXPORT int PMPI_T_category_get_index(const char *name, int *cat_index)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && (name == NULL || cat_index == NULL))
@@ -1491,6 +1550,7 @@ static int check_members(int cat_index, int len, const int indices[])
  * MPI_T_ERR_INVALID_INDEX, MPI_T_ERR_INVALID (negative @len, NULL @indices). */
 PB_EXPORT int PMPI_T_category_get_cvars(int cat_index, int len, int indices[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1504,6 +1564,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_cvars, PMPI_T_category_get_cvars);
 /* MPI_T_category_get_cvars for performance variables; the same errors. */
 PB_EXPORT int PMPI_T_category_get_pvars(int cat_index, int len, int indices[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1518,6 +1579,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_pvars, PMPI_T_category_get_pvars);
  * is written; the same errors. */
 PB_EXPORT int PMPI_T_category_get_events(int cat_index, int len, int indices[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1530,6 +1592,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_events, PMPI_T_category_get_events);
  * same errors. */
 PB_EXPORT int PMPI_T_category_get_categories(int cat_index, int len, int indices[])
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS)
@@ -1543,6 +1606,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_categories, PMPI_T_category_get_categories)
  * MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_category_changed(int *update_number)
 {
+    PB_MPI_THREAD_GUARD;
     int rc = enter();
 
     if (rc == MPI_SUCCESS && update_number == NULL)

@@ -642,6 +642,7 @@ static void dims_search(dims_search_t *s, int depth, int n, int max)
  * nnodes not a multiple of the product of the nonzero entries). */
 PB_EXPORT int PMPI_Dims_create(int nnodes, int ndims, int dims[])
 {
+    PB_MPI_THREAD_GUARD;
     static const char func[] = "MPI_Dims_create";
     dims_search_t s = {0, 0, NULL, NULL, NULL, -1};
     long long fixed = 1;

@@ -628,6 +628,7 @@ int pb_mpi_win_create_dynamic_impl(const char *func, MPI_Info info, MPI_Comm com
  * open). */
 PB_EXPORT int PMPI_Win_free(MPI_Win *win)
 {
+    PB_MPI_THREAD_GUARD;
     const char *func = "MPI_Win_free";
     pb_win_t *w;
     int rc;
@@ -734,6 +735,7 @@ static int shared_query(const char *func, MPI_Win win, int rank, MPI_Aint *size,
 PB_EXPORT int PMPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit,
                                     void *baseptr)
 {
+    PB_MPI_THREAD_GUARD;
     MPI_Aint unit = 0;
     int rc;
 
@@ -751,6 +753,8 @@ PB_MPI_WEAK_ALIAS(MPI_Win_shared_query, PMPI_Win_shared_query);
 PB_EXPORT int PMPI_Win_shared_query_c(MPI_Win win, int rank, MPI_Aint *size, MPI_Aint *disp_unit,
                                       void *baseptr)
 {
+    PB_MPI_THREAD_GUARD;
+
     return shared_query("MPI_Win_shared_query_c", win, rank, size, disp_unit, baseptr);
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_shared_query_c, PMPI_Win_shared_query_c);

@@ -8,8 +8,9 @@ To add a function: end its line in functions.txt with the checks of its argument
     include/mpi.h              (write)  the prototypes, MPI_ then PMPI_, between its
                                         @GENERATED-BEGIN@ and @GENERATED-END@ lines
     src/mpi/bindings.h         (write)  the prototype of each pb_mpi_<name>_impl
-    src/mpi/bindings.c         (write)  PMPI_X (and PMPI_X_c), which check the arguments
-                                        and call pb_mpi_<name>_impl, and the weak MPI_ aliases
+    src/mpi/bindings.c         (write)  PMPI_X (and PMPI_X_c), which take the thread guard
+                                        (src/mpi/engine/lock.h), check the arguments and
+                                        call pb_mpi_<name>_impl, and the weak MPI_ aliases
 
 The lines of functions.txt ('#' lines are comments):
 
@@ -422,7 +423,8 @@ def binding(fn: Function, inline: bool) -> str:
         m = re.match(r"^(.*?\()(.*)\)$", proto)
         out.append(wrap("PB_EXPORT int P" + name, split_args(m.group(2)), ""))
         call = ['"%s"' % name] + [p.impl_arg(large) for p in fn.params]
-        out += ["{", wrap("return %s_checked" % lower, call, ";", " " * 4), "}",
+        out += ["{", "    PB_MPI_THREAD_GUARD;", "",
+                wrap("return %s_checked" % lower, call, ";", " " * 4), "}",
                 "PB_MPI_WEAK_ALIAS(%s, P%s);" % (name, name), ""]
     return "\n".join(out)
 
@@ -452,7 +454,7 @@ def write_bindings(items: list, impls: set[str], inline: dict[str, str]) -> tupl
          " * The functions behind the bindings of src/mpi/bindings.c, one per MPI function",
          " * and its large-count form, each written by hand in src/mpi/.", " */",
          "#ifndef PB_MPI_BINDINGS_H", "#define PB_MPI_BINDINGS_H", "",
-         '#include "mpi/check.h"', '#include "mpi/win.h"']
+         '#include "mpi/check.h"', '#include "mpi/engine/lock.h"', '#include "mpi/win.h"']
     h += ['#include "%s"' % name for name in sorted(set(inline.values()))] + [""]
     h += [impl_decl(fn) + "\n" for fn in functions if fn.lower() not in inline]
     h += ["#endif"]

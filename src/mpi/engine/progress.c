@@ -5,10 +5,11 @@
  * yield the CPU POSTBOX_YIELDS times, then sleep on the doorbell's RSM
  * signal until a peer writes (peers on the node signal only a rank that
  * announced it sleeps; tcp peers always signal), so an idle rank holds no
- * core.
+ * core.  Under MPI_THREAD_MULTIPLE one waiting thread sleeps on the
+ * doorbell and the others wait for it (lock.h).
  */
-#include <sched.h>
 
+#include "mpi/engine/lock.h"
 #include "mpi/engine/protocol.h"
 
 static pb_eng_progress_hook_t hooks[PB_ENG_PROGRESS_HOOKS];
@@ -110,27 +111,43 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
     start = atomic_load_explicit(&pb_eng_stats.timers, memory_order_relaxed) > 0
                 ? pb_eng_stats_now_ns()
                 : 0;
+    /* under MPI_THREAD_MULTIPLE every stage but progress itself gives the
+     * library lock up, so that the other threads run meanwhile (lock.h) */
     do {
+        unsigned levels;
+
         if (pb_eng_progress() > 0) {
             spins = yields = 0;
             continue;
         }
         if (spins < pb_eng_params.spin) {
             spins++;
-            pb_cpu_relax();
+            if (pb_eng_lock_active())
+                pb_eng_lock_relax();
+            else
+                pb_cpu_relax();
             continue;
         }
         if (yields < pb_eng_params.yields) {
             yields++;
-            sched_yield();
+            pb_eng_lock_yield();
+            continue;
+        }
+        if (!pb_eng_lock_doorbell_claim()) {
+            /* another thread sleeps on the doorbell and will wake us */
+            pb_eng_lock_wait_turn(SLEEP_CAP_MS);
             continue;
         }
         pb_eng_channel_sleep_begin();
         if (pb_eng_progress() > 0 || done(arg)) {
             pb_eng_channel_sleep_cancel();
+            pb_eng_lock_doorbell_done();
             continue;
         }
+        levels = pb_eng_lock_suspend();
         pb_eng_channel_sleep(SLEEP_CAP_MS);
+        pb_eng_lock_resume(levels);
+        pb_eng_lock_doorbell_done();
     } while (!done(arg));
     if (start != 0)
         pb_eng_stat_add(&pb_eng_stats.wait_ns, pb_eng_stats_now_ns() - start);

@@ -1,0 +1,283 @@
+/*
+ * MPI_THREAD_MULTIPLE (issue 16): any thread calls any function at once.
+ *
+ *   pbt-mpi-threads [THREADS [ITERATIONS]]     (default 4 threads, 2000 iterations)
+ *
+ * Every rank runs THREADS threads, each on a communicator of its own (a
+ * duplicate of MPI_COMM_WORLD), each for ITERATIONS rounds of: a ring
+ * exchange of a checked message (MPI_Isend + MPI_Irecv + MPI_Waitall),
+ * and now and then a probe and its receive (MPI_Probe, MPI_Improbe +
+ * MPI_Mrecv), a rendezvous-size message, an MPI_Allreduce and an
+ * MPI_Barrier.  Besides, all threads exchange on MPI_COMM_WORLD at once
+ * with a tag each (one matching queue, many threads); one thread blocks in
+ * MPI_Recv while the main thread must still get in to send it its message
+ * (a waiting thread lets the others run); and a generalized request is
+ * completed by another thread than the one waiting for it.
+ *
+ * Failures of the threads are counted in one atomic counter and added to
+ * check.h's at the end.
+ */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+#define THREADS_MAX 16
+#define LARGE_INTS (64 * 1024) /* 256 KiB: over every eager threshold */
+#define TAG_RING 1
+#define TAG_PROBE 2
+#define TAG_LARGE 3
+#define TAG_WORLD 10 /* + the thread's index */
+#define TAG_SELF 99
+
+static int size, nthreads, iterations;
+static MPI_Comm comms[THREADS_MAX];
+static _Atomic int thread_failures;
+
+/* @cond must hold, in a thread: print and count as CHECK does, atomically */
+#define TCHECK(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL rank %d: %s:%d: ", rank, __func__, __LINE__);                             \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fflush(stdout);                                                                        \
+            atomic_fetch_add(&thread_failures, 1);                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define TOK(call)                                                                                  \
+    do {                                                                                           \
+        int tok_rc_ = (call);                                                                      \
+        TCHECK(tok_rc_ == MPI_SUCCESS, "%s returned %d", #call, tok_rc_);                          \
+    } while (0)
+
+/* the value that rank @from's thread @t sends in round @i, word @k */
+static int64_t pattern(int from, int t, int i, int k)
+{
+    return ((int64_t)from << 40) ^ ((int64_t)t << 32) ^ ((int64_t)i << 8) ^ k;
+}
+
+static void ring_round(MPI_Comm comm, int t, int i)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int64_t out[4], in[4];
+    MPI_Request reqs[2];
+    MPI_Status st[2];
+
+    for (int k = 0; k < 4; k++)
+        out[k] = pattern(rank, t, i, k);
+    TOK(MPI_Irecv(in, 4, MPI_INT64_T, left, TAG_RING, comm, &reqs[0]));
+    TOK(MPI_Isend(out, 4, MPI_INT64_T, right, TAG_RING, comm, &reqs[1]));
+    TOK(MPI_Waitall(2, reqs, st));
+    for (int k = 0; k < 4; k++)
+        TCHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: word %d from %d wrong", t, i,
+               k, left);
+}
+
+/* the right neighbour's message found by a probe, then received */
+static void probe_round(MPI_Comm comm, int t, int i)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int n = 1 + i % 7, count = -1, flag = 0;
+    int64_t out[8], in[8];
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Message msg;
+
+    for (int k = 0; k < n; k++)
+        out[k] = pattern(rank, t, i, k);
+    TOK(MPI_Isend(out, n, MPI_INT64_T, right, TAG_PROBE, comm, &req));
+    if (i % 2 == 0) {
+        TOK(MPI_Probe(left, TAG_PROBE, comm, &st));
+        TOK(MPI_Get_count(&st, MPI_INT64_T, &count));
+        TCHECK(count == n, "thread %d round %d: probe counts %d, not %d", t, i, count, n);
+        TOK(MPI_Recv(in, count, MPI_INT64_T, left, TAG_PROBE, comm, MPI_STATUS_IGNORE));
+    } else {
+        while (!flag)
+            TOK(MPI_Improbe(left, TAG_PROBE, comm, &flag, &msg, &st));
+        TOK(MPI_Get_count(&st, MPI_INT64_T, &count));
+        TCHECK(count == n, "thread %d round %d: improbe counts %d, not %d", t, i, count, n);
+        TOK(MPI_Mrecv(in, count, MPI_INT64_T, &msg, MPI_STATUS_IGNORE));
+    }
+    TOK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    for (int k = 0; k < n && k < count; k++)
+        TCHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: probed word %d wrong", t, i,
+               k);
+}
+
+static void large_round(MPI_Comm comm, int t, int i, int *out, int *in)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+    for (int k = 0; k < LARGE_INTS; k++)
+        out[k] = (int)pattern(rank, t, i, k);
+    TOK(MPI_Sendrecv(out, LARGE_INTS, MPI_INT, right, TAG_LARGE, in, LARGE_INTS, MPI_INT, left,
+                     TAG_LARGE, comm, MPI_STATUS_IGNORE));
+    for (int k = 0; k < LARGE_INTS; k += 997)
+        TCHECK(in[k] == (int)pattern(left, t, i, k), "thread %d round %d: large word %d wrong", t,
+               i, k);
+}
+
+static void reduce_round(MPI_Comm comm, int t, int i)
+{
+    int64_t mine[2] = {rank + t + i, (int64_t)rank * i}, sum[2] = {0, 0};
+    int64_t want0 = (int64_t)size * (t + i) + (int64_t)size * (size - 1) / 2;
+    int64_t want1 = (int64_t)i * size * (size - 1) / 2;
+
+    TOK(MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, comm));
+    TCHECK(sum[0] == want0 && sum[1] == want1, "thread %d round %d: allreduce gave %lld %lld", t, i,
+           (long long)sum[0], (long long)sum[1]);
+}
+
+/* all threads on MPI_COMM_WORLD at once, a tag each */
+static void world_round(int t, int i)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int64_t out = pattern(rank, t, i, 0), in = -1;
+
+    TOK(MPI_Sendrecv(&out, 1, MPI_INT64_T, right, TAG_WORLD + t, &in, 1, MPI_INT64_T, left,
+                     TAG_WORLD + t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    TCHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
+}
+
+static void *worker(void *arg)
+{
+    int t = (int)(intptr_t)arg, flag = -1;
+    int *out = malloc(LARGE_INTS * sizeof(int)), *in = malloc(LARGE_INTS * sizeof(int));
+    MPI_Comm comm = comms[t];
+
+    TCHECK(out != NULL && in != NULL, "out of memory");
+    TOK(MPI_Is_thread_main(&flag));
+    TCHECK(flag == 0, "MPI_Is_thread_main says %d in a thread of its own", flag);
+    for (int i = 0; i < iterations && out != NULL && in != NULL; i++) {
+        ring_round(comm, t, i);
+        if (i % 16 == t % 16)
+            probe_round(comm, t, i);
+        if (i % 32 == 5)
+            world_round(t, i);
+        if (i % 64 == 7)
+            reduce_round(comm, t, i);
+        if (i % 256 == 9)
+            large_round(comm, t, i, out, in);
+        if (i % 512 == 11)
+            TOK(MPI_Barrier(comm));
+    }
+    free(out);
+    free(in);
+    return NULL;
+}
+
+static void *blocked_receiver(void *arg)
+{
+    int got = -1;
+
+    (void)arg;
+    TOK(MPI_Recv(&got, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    TCHECK(got == 4242, "the blocked receive got %d", got);
+    return NULL;
+}
+
+/* a thread blocked in MPI_Recv must not keep the main thread out */
+static void test_blocked_receive(void)
+{
+    pthread_t th;
+    int msg = 4242;
+
+    CHECK(pthread_create(&th, NULL, blocked_receiver, NULL) == 0, "pthread_create");
+    nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* it is blocked by now */
+    OK(MPI_Send(&msg, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF));
+    pthread_join(th, NULL);
+}
+
+static int query_fn(void *extra, MPI_Status *status)
+{
+    (void)extra;
+    MPI_Status_set_elements(status, MPI_INT, 3);
+    MPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+
+static int free_fn(void *extra)
+{
+    (void)extra;
+    return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *extra, int complete)
+{
+    (void)extra, (void)complete;
+    return MPI_SUCCESS;
+}
+
+static void *completer(void *arg)
+{
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    TOK(MPI_Grequest_complete(*(MPI_Request *)arg));
+    return NULL;
+}
+
+/* the generalized request a thread completes while main waits for it */
+static void test_grequest_other_thread(void)
+{
+    MPI_Request req;
+    MPI_Status st;
+    pthread_t th;
+    int count = -1;
+
+    OK(MPI_Grequest_start(query_fn, free_fn, cancel_fn, NULL, &req));
+    CHECK(pthread_create(&th, NULL, completer, &req) == 0, "pthread_create");
+    OK(MPI_Wait(&req, &st));
+    OK(MPI_Get_count(&st, MPI_INT, &count));
+    CHECK(count == 3, "the generalized request's status counts %d", count);
+    pthread_join(th, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int provided = -1, level = -1, flag = -1;
+    pthread_t threads[THREADS_MAX];
+
+    nthreads = argc > 1 ? atoi(argv[1]) : 4;
+    iterations = argc > 2 ? atoi(argv[2]) : 2000;
+    if (nthreads < 1 || nthreads > THREADS_MAX || iterations < 1) {
+        fprintf(stderr, "usage: %s [THREADS (1-%d) [ITERATIONS]]\n", argv[0], THREADS_MAX);
+        return 2;
+    }
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_Init_thread provided %d", provided);
+    OK(MPI_Query_thread(&level));
+    CHECK(level == MPI_THREAD_MULTIPLE, "MPI_Query_thread says %d", level);
+    OK(MPI_Is_thread_main(&flag));
+    CHECK(flag == 1, "MPI_Is_thread_main says %d in the main thread", flag);
+
+    test_blocked_receive();
+    test_grequest_other_thread();
+
+    for (int t = 0; t < nthreads; t++)
+        OK(MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]));
+    for (int t = 0; t < nthreads; t++)
+        CHECK(pthread_create(&threads[t], NULL, worker, (void *)(intptr_t)t) == 0,
+              "pthread_create");
+    for (int t = 0; t < nthreads; t++)
+        pthread_join(threads[t], NULL);
+    for (int t = 0; t < nthreads; t++)
+        OK(MPI_Comm_free(&comms[t]));
+
+    failures += atomic_load(&thread_failures);
+    {
+        int rc = check_summary("threads", MPI_COMM_WORLD, 77);
+
+        MPI_Finalize();
+        return rc;
+    }
+}
