@@ -396,17 +396,6 @@ static int comm_fill_ranks(pb_comm_t *c, int size, const int *world, uint32_t co
     return MPI_SUCCESS;
 }
 
-uint32_t pb_mpi_context_next(void)
-{
-    return mpi.next_context;
-}
-
-void pb_mpi_context_take(uint32_t context)
-{
-    if (context + 2 > mpi.next_context)
-        mpi.next_context = context + 2;
-}
-
 int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c)
 {
     if (pb_mpi_comm_is_inter(c))
@@ -414,13 +403,81 @@ int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c)
     return MPI_SUCCESS;
 }
 
-int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
+/* The agreements on a context id in flight on this rank (comm.h), under
+ * the library lock */
+#define AGREEMENTS_MAX 64
+static struct {
+    uint32_t priority[AGREEMENTS_MAX];
+    int n;
+    int proposing; /* a round's proposal is out: the others' wait */
+} agreements;
+
+static int agreement_index(uint32_t priority)
 {
-    uint32_t mine = mpi.next_context, best = mine, theirs = 0;
+    for (int i = 0; i < agreements.n; i++) {
+        if (agreements.priority[i] == priority)
+            return i;
+    }
+    return -1;
+}
+
+static void agreement_leave(uint32_t priority, uint32_t mine)
+{
+    int i = agreement_index(priority);
+
+    if (mine != PB_MPI_CONTEXT_RETRY)
+        agreements.proposing = 0;
+    if (i >= 0)
+        agreements.priority[i] = agreements.priority[--agreements.n];
+}
+
+uint32_t pb_mpi_context_propose(uint32_t priority)
+{
+    if (agreement_index(priority) < 0) {
+        if (agreements.n == AGREEMENTS_MAX)
+            return PB_MPI_CONTEXT_RETRY; /* as many threads agreeing: wait for one */
+        agreements.priority[agreements.n++] = priority;
+    }
+    if (agreements.proposing)
+        return PB_MPI_CONTEXT_RETRY;
+    for (int i = 0; i < agreements.n; i++) {
+        if (agreements.priority[i] < priority)
+            return PB_MPI_CONTEXT_RETRY;
+    }
+    agreements.proposing = 1;
+    return mpi.next_context;
+}
+
+int pb_mpi_context_settle(uint32_t priority, uint32_t mine, uint32_t agreed)
+{
+    if (agreed == PB_MPI_CONTEXT_RETRY) {
+        if (mine != PB_MPI_CONTEXT_RETRY)
+            agreements.proposing = 0;
+        /* the agreement that holds the proposal, or one of lower priority,
+         * runs its round meanwhile */
+        pb_eng_lock_yield();
+        return 0;
+    }
+    agreement_leave(priority, mine);
+    if (agreed + 2 > mpi.next_context)
+        mpi.next_context = agreed + 2;
+    return 1;
+}
+
+void pb_mpi_context_abandon(uint32_t priority, uint32_t mine)
+{
+    agreement_leave(priority, mine);
+}
+
+/* One round of pb_mpi_agree_context: *@agreed_p the largest of the ranks'
+ * @mine, gathered at rank 0 and sent back (tags 0 and 1 of the collective
+ * context). */
+static int agree_round(pb_comm_t *comm, uint32_t mine, uint32_t *agreed_p)
+{
+    uint32_t best = mine, theirs = 0;
     MPI_Request req;
     int rc = MPI_SUCCESS;
 
-    /* gather the proposals at rank 0, which answers the largest */
     if (comm->rank == 0) {
         for (int r = 1; r < comm->size && rc == MPI_SUCCESS; r++) {
             rc = pb_mpi_irecv_on(&theirs, 1, MPI_UINT32_T, r, 0, comm, 1, &req);
@@ -443,22 +500,25 @@ int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
         if (rc == MPI_SUCCESS)
             rc = pb_mpi_wait_requests(1, &req);
     }
-    if (rc == MPI_SUCCESS) {
-        *context_p = best;
-        mpi.next_context = best + 2;
-    }
+    *agreed_p = best;
     return rc;
 }
 
-uint32_t pb_mpi_context_proposal(void)
+int pb_mpi_agree_context(pb_comm_t *comm, uint32_t *context_p)
 {
-    return mpi.next_context;
-}
+    for (;;) {
+        uint32_t mine = pb_mpi_context_propose(comm->context), agreed;
+        int rc = agree_round(comm, mine, &agreed);
 
-void pb_mpi_context_claim(uint32_t context)
-{
-    if (context + 2 > mpi.next_context)
-        mpi.next_context = context + 2;
+        if (rc != MPI_SUCCESS) {
+            pb_mpi_context_abandon(comm->context, mine);
+            return rc;
+        }
+        if (pb_mpi_context_settle(comm->context, mine, agreed)) {
+            *context_p = agreed;
+            return MPI_SUCCESS;
+        }
+    }
 }
 
 static pb_comm_t *comm_new(void)

@@ -70,11 +70,44 @@ static inline int pb_mpi_comm_is_inter(const pb_comm_t *c)
  * @return MPI_SUCCESS or the error raised. */
 int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c);
 
-/* The lowest context id this process has not used. */
-uint32_t pb_mpi_context_next(void);
+/*
+ * Context ids.  A new communicator's id is the largest of its ranks'
+ * proposals, each the lowest id its rank has not used, so none of them
+ * uses it; every agreement is a loop of rounds over some communicator:
+ *
+ *     for (;;) {
+ *         uint32_t mine = pb_mpi_context_propose(priority);
+ *         agreed = the largest of the ranks' proposals;   (collective)
+ *         if (pb_mpi_context_settle(priority, mine, agreed)) break;
+ *     }
+ *
+ * Under MPI_THREAD_MULTIPLE several threads of a process may agree at
+ * once, over different communicators, and in another order on another
+ * process.  So a rank proposes in one agreement's round at a time, the one
+ * of lowest @priority among those in flight on it (the parent's context
+ * id, distinct for agreements running at once), and answers
+ * PB_MPI_CONTEXT_RETRY in the others' rounds, which the largest carries
+ * to all: that round decides nothing and runs again.  The agreement of
+ * lowest priority in the whole job is never refused for long, so every
+ * agreement ends.  Without threads the first round always decides.
+ */
+#define PB_MPI_CONTEXT_RETRY UINT32_MAX
 
-/* Mark the context ids up to @context + 1 used by this process. */
-void pb_mpi_context_take(uint32_t context);
+/* This rank's proposal in a round of the agreement @priority (registered
+ * in flight by its first call): the lowest id it has not used, or
+ * PB_MPI_CONTEXT_RETRY when another agreement's round holds the proposal
+ * or one of lower priority is in flight. */
+uint32_t pb_mpi_context_propose(uint32_t priority);
+
+/* End the round in which this rank proposed @mine and the ranks agreed on
+ * @agreed (their largest proposal).  @return 1 when the agreement is over
+ * (the ids up to @agreed + 1 are taken), 0 when @agreed is
+ * PB_MPI_CONTEXT_RETRY: the caller runs another round. */
+int pb_mpi_context_settle(uint32_t priority, uint32_t mine, uint32_t agreed);
+
+/* Leave the agreement @priority after a round that failed (this rank
+ * proposed @mine in it): nothing is taken. */
+void pb_mpi_context_abandon(uint32_t priority, uint32_t mine);
 
 /* A new intercommunicator whose remote group is the @remote_size world
  * ranks @remote_world and local group the @local_size @local_world (this
@@ -137,11 +170,6 @@ void pb_mpi_instance_stop(void);
 /* The thread level granted for @required (MPI_Init_thread, the
  * "thread_level" of MPI_Session_init). */
 int pb_mpi_thread_level_grant(int required);
-
-/* This rank's proposal for a new context id (the lowest it has not used),
- * and the claim of the agreed @context (and @context + 1) once agreed. */
-uint32_t pb_mpi_context_proposal(void);
-void pb_mpi_context_claim(uint32_t context);
 
 /* Whether @eh may be a session's error handler (predefined, or of
  * MPI_Session_create_errhandler), or a communicator's (predefined, or of

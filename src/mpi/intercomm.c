@@ -131,36 +131,44 @@ static void *block_addr(const void *buf, const pb_coll_vec_t *v, int i, MPI_Data
 
 /* ---- contexts ---------------------------------------------------------------------- */
 
-/* The agreement within one group: this process's next free context id
- * proposed, the largest at @leader of @group, which calls @exchange to
+/* The agreement within one group: this process's context proposal
+ * (comm.h), the largest at @leader of @group, which calls @exchange to
  * trade it with the other group's leader for theirs, and tells the group
- * the larger of the two (or the error the exchange met).  The ids up to
- * the result + 3 are taken. */
+ * the larger of the two (or the error the exchange met); rounds until one
+ * decides.  The ids up to the result + 3 are taken. */
 typedef int (*leader_exchange_func_t)(uint32_t *mine_theirs, void *arg);
 
 static int group_agree_context(pb_comm_t *group, int leader, leader_exchange_func_t exchange,
                                void *arg, uint32_t *context_p)
 {
-    uint32_t mine = pb_mpi_context_next(), best = mine, result[2] = {0, 0};
-    int rc = pb_coll_reduce_binomial(&mine, &best, 1, MPI_UINT32_T, MPI_MAX, leader, group);
+    for (;;) {
+        uint32_t mine = pb_mpi_context_propose(group->context), best = mine, result[2] = {0, 0};
+        int rc = pb_coll_reduce_binomial(&mine, &best, 1, MPI_UINT32_T, MPI_MAX, leader, group);
 
-    if (group->rank == leader) {
-        uint32_t theirs = best;
+        if (group->rank == leader) {
+            uint32_t theirs = best;
 
+            if (rc == MPI_SUCCESS)
+                rc = exchange(&theirs, arg);
+            result[0] = (uint32_t)rc;
+            result[1] = theirs > best ? theirs : best;
+        }
+        /* the leader's result reaches everyone, also when it failed */
+        rc = pb_coll_bcast_binomial(result, 2, MPI_UINT32_T, leader, group);
         if (rc == MPI_SUCCESS)
-            rc = exchange(&theirs, arg);
-        result[0] = (uint32_t)rc;
-        result[1] = theirs > best ? theirs : best;
+            rc = (int)result[0];
+        if (rc != MPI_SUCCESS) {
+            pb_mpi_context_abandon(group->context, mine);
+            return rc;
+        }
+        /* two pairs of ids: the intercommunicator's and its local group's */
+        if (pb_mpi_context_settle(group->context, mine,
+                                  result[1] == PB_MPI_CONTEXT_RETRY ? PB_MPI_CONTEXT_RETRY
+                                                                    : result[1] + 2)) {
+            *context_p = result[1];
+            return MPI_SUCCESS;
+        }
     }
-    /* the leader's result reaches everyone, also when it failed */
-    rc = pb_coll_bcast_binomial(result, 2, MPI_UINT32_T, leader, group);
-    if (rc == MPI_SUCCESS)
-        rc = (int)result[0];
-    if (rc != MPI_SUCCESS)
-        return rc;
-    *context_p = result[1];
-    pb_mpi_context_take(result[1] + 2);
-    return MPI_SUCCESS;
 }
 
 /* the leaders' exchange of an intercommunicator: rank 0 with remote rank 0 */

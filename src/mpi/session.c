@@ -519,6 +519,7 @@ static int from_group_agree(int n, const int *world, int me, const char *stringt
     uint32_t digest = fnv1a(2166136261u, world, (size_t)n * sizeof(int));
     int tag = (int)(fnv1a(2166136261u, stringtag, strlen(stringtag)) & 0x3fffffff);
     int status = MPI_SUCCESS, rc = MPI_SUCCESS, world_size = pb_mpi_comm_world()->size;
+    uint32_t priority = (uint32_t)tag, proposal;
     MPI_Request req;
 
     /* the group as a communicator of its own on the bootstrap context: the
@@ -540,50 +541,60 @@ static int from_group_agree(int n, const int *world, int me, const char *stringt
     for (int i = 0; i < n; i++)
         boot.local[world[i]] = i;
 
-    memset(&mine, 0, sizeof(mine));
-    mine.context = pb_mpi_context_proposal();
-    mine.digest = digest;
-    snprintf(mine.stringtag, sizeof(mine.stringtag), "%s", stringtag);
-    if (me == 0) {
-        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
-            rc = pb_mpi_irecv_on(&theirs, sizeof(theirs), MPI_BYTE, r, tag, &boot, 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
-            if (rc != MPI_SUCCESS)
-                break;
-            if (status == MPI_SUCCESS && strcmp(theirs.stringtag, stringtag) != 0) {
-                status = MPI_ERR_ARG;
-                snprintf(why, why_len,
-                         "the group's rank %d called with another stringtag (\"%.32s\", not "
-                         "\"%.32s\") whose tag is the same: change one of them",
-                         r, theirs.stringtag, stringtag);
-            } else if (status == MPI_SUCCESS && theirs.digest != digest) {
-                status = MPI_ERR_GROUP;
-                snprintf(why, why_len, "the group's rank %d called with another group", r);
+    /* rounds until one decides (comm.h); concurrent calls have distinct
+     * stringtags, so their tags order them */
+    for (;;) {
+        memset(&mine, 0, sizeof(mine));
+        mine.context = proposal = pb_mpi_context_propose(priority);
+        mine.digest = digest;
+        snprintf(mine.stringtag, sizeof(mine.stringtag), "%s", stringtag);
+        if (me == 0) {
+            for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
+                rc = pb_mpi_irecv_on(&theirs, sizeof(theirs), MPI_BYTE, r, tag, &boot, 1, &req);
+                if (rc == MPI_SUCCESS)
+                    rc = pb_mpi_wait_requests(1, &req);
+                if (rc != MPI_SUCCESS)
+                    break;
+                if (status == MPI_SUCCESS && strcmp(theirs.stringtag, stringtag) != 0) {
+                    status = MPI_ERR_ARG;
+                    snprintf(why, why_len,
+                             "the group's rank %d called with another stringtag (\"%.32s\", not "
+                             "\"%.32s\") whose tag is the same: change one of them",
+                             r, theirs.stringtag, stringtag);
+                } else if (status == MPI_SUCCESS && theirs.digest != digest) {
+                    status = MPI_ERR_GROUP;
+                    snprintf(why, why_len, "the group's rank %d called with another group", r);
+                }
+                if (theirs.context > mine.context)
+                    mine.context = theirs.context;
             }
-            if (theirs.context > mine.context)
-                mine.context = theirs.context;
-        }
-        mine.status = status;
-        for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
-            rc = pb_mpi_isend_on(&mine, sizeof(mine), MPI_BYTE, r, tag, &boot, 1, &req);
+            mine.status = status;
+            for (int r = 1; r < n && rc == MPI_SUCCESS; r++) {
+                rc = pb_mpi_isend_on(&mine, sizeof(mine), MPI_BYTE, r, tag, &boot, 1, &req);
+                if (rc == MPI_SUCCESS)
+                    rc = pb_mpi_wait_requests(1, &req);
+            }
+        } else {
+            rc = pb_mpi_isend_on(&mine, sizeof(mine), MPI_BYTE, 0, tag, &boot, 1, &req);
             if (rc == MPI_SUCCESS)
                 rc = pb_mpi_wait_requests(1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_irecv_on(&mine, sizeof(mine), MPI_BYTE, 0, tag, &boot, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            if (rc == MPI_SUCCESS && mine.status != MPI_SUCCESS) {
+                status = mine.status;
+                snprintf(why, why_len,
+                         "the group's members disagree on the stringtag or the group (rank 0 "
+                         "says so)");
+            }
         }
-    } else {
-        rc = pb_mpi_isend_on(&mine, sizeof(mine), MPI_BYTE, 0, tag, &boot, 1, &req);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, &req);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_irecv_on(&mine, sizeof(mine), MPI_BYTE, 0, tag, &boot, 1, &req);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, &req);
-        if (rc == MPI_SUCCESS && mine.status != MPI_SUCCESS) {
-            status = mine.status;
-            snprintf(why, why_len,
-                     "the group's members disagree on the stringtag or the group (rank 0 "
-                     "says so)");
+        if (rc != MPI_SUCCESS || status != MPI_SUCCESS) {
+            pb_mpi_context_abandon(priority, proposal);
+            break;
         }
+        if (pb_mpi_context_settle(priority, proposal, mine.context))
+            break;
     }
     free(boot.local);
     if (rc != MPI_SUCCESS) {
@@ -647,7 +658,6 @@ PB_EXPORT int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag
     rc = from_group_agree(n, world, me, stringtag, &context, why, sizeof(why));
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise_handler(errhandler, rc, func, "%s", why);
-    pb_mpi_context_claim(context);
     c = pb_mpi_comm_make(n, world, context, errhandler);
     if (c == NULL)
         return pb_mpi_raise_handler(errhandler, MPI_ERR_NO_MEM, func, "out of memory");
@@ -679,7 +689,6 @@ static int from_group_make(int n, const int *world, int me, const char *stringta
 
     if (rc != MPI_SUCCESS)
         return rc;
-    pb_mpi_context_claim(context);
     *c_p = pb_mpi_comm_make(n, world, context, errhandler);
     if (*c_p == NULL) {
         snprintf(why, why_len, "out of memory");

@@ -7,9 +7,12 @@
  * duplicate of MPI_COMM_WORLD), each for ITERATIONS rounds of: a ring
  * exchange of a checked message (MPI_Isend + MPI_Irecv + MPI_Waitall),
  * and now and then a probe and its receive (MPI_Probe, MPI_Improbe +
- * MPI_Mrecv), a rendezvous-size message, an MPI_Allreduce and an
- * MPI_Barrier.  Besides, all threads exchange on MPI_COMM_WORLD at once
- * with a tag each (one matching queue, many threads); one thread blocks in
+ * MPI_Mrecv), a rendezvous-size message, an MPI_Allreduce, an
+ * MPI_Barrier, and one-sided rounds on a window of the thread's (a put
+ * between fences, a fetch-and-add under MPI_Win_lock_all), and new
+ * communicators made at once by every thread (MPI_Comm_dup, _split: their
+ * context ids must not collide) and used.  Besides, all threads exchange on
+ * MPI_COMM_WORLD at once with a tag each (one matching queue, many threads); one thread blocks in
  * MPI_Recv while the main thread must still get in to send it its message
  * (a waiting thread lets the others run); and a generalized request is
  * completed by another thread than the one waiting for it.
@@ -146,15 +149,38 @@ static void world_round(int t, int i)
     TCHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
 }
 
+/* one-sided on the thread's window: a put between fences, then a
+ * fetch-and-add on rank 0's counter under a shared lock of every rank */
+static void rma_round(MPI_Win win, int64_t *base, int t, int i)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int64_t value = pattern(rank, t, i, 0), one = 1, old = -1;
+
+    TOK(MPI_Win_fence(0, win));
+    TOK(MPI_Put(&value, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, win));
+    TOK(MPI_Win_fence(0, win));
+    TCHECK(base[0] == pattern(left, t, i, 0), "thread %d round %d: the put brought %llx", t, i,
+           (unsigned long long)base[0]);
+    TOK(MPI_Win_lock_all(0, win));
+    TOK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 1, MPI_SUM, win));
+    TOK(MPI_Win_unlock_all(win));
+    TCHECK(old >= 0, "thread %d round %d: the counter read %lld", t, i, (long long)old);
+}
+
 static void *worker(void *arg)
 {
-    int t = (int)(intptr_t)arg, flag = -1;
+    int t = (int)(intptr_t)arg, flag = -1, rma_rounds = 0;
     int *out = malloc(LARGE_INTS * sizeof(int)), *in = malloc(LARGE_INTS * sizeof(int));
     MPI_Comm comm = comms[t];
+    int64_t *base = NULL;
+    MPI_Win win;
 
     TCHECK(out != NULL && in != NULL, "out of memory");
     TOK(MPI_Is_thread_main(&flag));
     TCHECK(flag == 0, "MPI_Is_thread_main says %d in a thread of its own", flag);
+    TOK(MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &base, &win));
+    base[0] = base[1] = 0;
+    TOK(MPI_Barrier(comm));
     for (int i = 0; i < iterations && out != NULL && in != NULL; i++) {
         ring_round(comm, t, i);
         if (i % 16 == t % 16)
@@ -167,7 +193,28 @@ static void *worker(void *arg)
             large_round(comm, t, i, out, in);
         if (i % 512 == 11)
             TOK(MPI_Barrier(comm));
+        if (i % 128 == 17) { /* threads make communicators at once: distinct contexts */
+            MPI_Comm dup, split;
+
+            TOK(MPI_Comm_dup(comm, &dup));
+            TOK(MPI_Comm_split(comm, rank % 2, -rank, &split));
+            ring_round(dup, t, i);
+            reduce_round(dup, t, i);
+            TOK(MPI_Barrier(split));
+            TOK(MPI_Comm_free(&split));
+            TOK(MPI_Comm_free(&dup));
+        }
+        if (i % 128 == 13) {
+            rma_round(win, base, t, i);
+            rma_rounds++;
+        }
     }
+    /* every rank added one per round to rank 0's counter */
+    TOK(MPI_Win_fence(0, win));
+    if (rank == 0)
+        TCHECK(base[1] == (int64_t)rma_rounds * size, "thread %d: the counter is %lld, not %lld", t,
+               (long long)base[1], (long long)rma_rounds * size);
+    TOK(MPI_Win_free(&win));
     free(out);
     free(in);
     return NULL;
