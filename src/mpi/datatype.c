@@ -1,7 +1,8 @@
 /*
  * Datatypes (MPI-5.0 chapter 5): the predefined C datatypes of the standard
- * ABI, the type constructors, the queries, and MPI_Pack/MPI_Unpack, with
- * their argument checks.  The layouts and the pack engine are the
+ * ABI, the type constructors (subarray, darray and the sized types are in
+ * datatype_array.c), the queries, and MPI_Pack/MPI_Unpack, with their
+ * argument checks.  The layouts and the pack engine are the
  * datatype engine's (src/mpi/engine/typerep.h).
  *
  * Handles.  A predefined handle is its ABI value (below 0x400), whose
@@ -19,20 +20,14 @@
 #include "mpi/datatype.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mpi/attr.h"
+#include "mpi/datatype_build.h"
 #include "mpi/engine/handle.h"
-
-/* The object behind a created handle. */
-struct MPI_ABI_Datatype {
-    pb_datatype_t *type; /* one reference */
-    int f90;             /* one of MPI_Type_create_f90_*: predefined, never freed */
-};
 
 /* The predefined datatype handles are 0x200-0x3ff (the Fortran ones
  * included). */
@@ -60,7 +55,7 @@ int pb_mpi_datatype_check(MPI_Datatype handle)
 /* Finish the type of @b (see pb_eng_type_builder_end) and give it a
  * handle, in *@newtype.  @return MPI_SUCCESS, MPI_ERR_NO_MEM, MPI_ERR_ARG
  * (too large); on failure everything is freed. */
-static int type_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datatype *newtype)
+int pb_dt_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datatype *newtype)
 {
     pb_datatype_t *t;
     MPI_Datatype h;
@@ -95,7 +90,7 @@ static void type_handle_delete(MPI_Datatype h)
 }
 
 /* The datatype @handle (argument @what of @func) or a raised MPI_ERR_TYPE. */
-static int type_arg(MPI_Datatype handle, const char *func, const char *what, pb_datatype_t **t_p)
+int pb_dt_type_arg(MPI_Datatype handle, const char *func, const char *what, pb_datatype_t **t_p)
 {
     uintptr_t value = (uintptr_t)handle;
 
@@ -113,11 +108,11 @@ static int type_arg(MPI_Datatype handle, const char *func, const char *what, pb_
                         (void *)handle);
 }
 
-/* Like type_arg, and the type must be committed (for data movement). */
+/* Like pb_dt_type_arg, and the type must be committed (for data movement). */
 static int type_arg_committed(MPI_Datatype handle, const char *func, const char *what,
                               pb_datatype_t **t_p)
 {
-    int ret = type_arg(handle, func, what, t_p);
+    int ret = pb_dt_type_arg(handle, func, what, t_p);
 
     if (ret != MPI_SUCCESS)
         return ret;
@@ -135,14 +130,14 @@ static int count_arg(MPI_Count count, const char *func, const char *what)
     return MPI_SUCCESS;
 }
 
-static int ptr_arg(const void *p, const char *func, const char *what)
+int pb_dt_ptr_arg(const void *p, const char *func, const char *what)
 {
     if (p == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "%s is NULL", what);
     return MPI_SUCCESS;
 }
 
-static int build_error(int ret, const char *func)
+int pb_dt_build_error(int ret, const char *func)
 {
     if (ret == MPI_ERR_NO_MEM)
         return pb_mpi_raise(MPI_COMM_NULL, ret, func, "out of memory for the new datatype");
@@ -150,41 +145,26 @@ static int build_error(int ret, const char *func)
                         "the new datatype's size, extent or displacements overflow");
 }
 
-/* Array arguments come as int, MPI_Aint or MPI_Count arrays. */
-typedef enum {
-    ARR_INT,
-    ARR_AINT,
-    ARR_COUNT
-} pb_arr_kind_t;
-
-static MPI_Count arr_get(const void *arr, pb_arr_kind_t kind, MPI_Count i)
+MPI_Count pb_dt_arr_get(const void *arr, pb_dt_arr_kind_t kind, MPI_Count i)
 {
     switch (kind) {
-    case ARR_INT: return ((const int *)arr)[i];
-    case ARR_AINT: return ((const MPI_Aint *)arr)[i];
+    case PB_DT_ARR_INT: return ((const int *)arr)[i];
+    case PB_DT_ARR_AINT: return ((const MPI_Aint *)arr)[i];
     default: return ((const MPI_Count *)arr)[i];
     }
 }
 
 /* ---- how a type was made (MPI_Type_get_envelope, MPI_Type_get_contents) ----------------- */
 
-/* A contents record being filled in the standard's order.  In the
- * large-count forms (_c) every count and displacement goes to the large
- * counts; in the others, ints to the ints and addresses to the addresses. */
-typedef struct {
-    pb_eng_type_contents_t *c; /* NULL when out of memory */
-    int large;
-    MPI_Count ni, na, nl;
-} rec_t;
-
-static rec_t rec_begin(int large, MPI_Count nints, MPI_Count naddrs, MPI_Count nlarge,
-                       MPI_Count ntypes)
+pb_dt_rec_t pb_dt_rec_begin(int large, MPI_Count nints, MPI_Count naddrs, MPI_Count nlarge,
+                            MPI_Count ntypes)
 {
-    return (rec_t){.c = pb_eng_type_contents_new(nints, naddrs, nlarge, ntypes), .large = large};
+    return (pb_dt_rec_t){.c = pb_eng_type_contents_new(nints, naddrs, nlarge, ntypes),
+                         .large = large};
 }
 
 /* Append @v, an address argument when @is_addr. */
-static void rec_value(rec_t *r, int is_addr, MPI_Count v)
+static void rec_value(pb_dt_rec_t *r, int is_addr, MPI_Count v)
 {
     if (r->c == NULL)
         return;
@@ -196,15 +176,16 @@ static void rec_value(rec_t *r, int is_addr, MPI_Count v)
         r->c->ints[r->ni++] = (int)v;
 }
 
-static void rec_array(rec_t *r, int is_addr, const void *arr, pb_arr_kind_t kind, MPI_Count n)
+void pb_dt_rec_array(pb_dt_rec_t *r, int is_addr, const void *arr, pb_dt_arr_kind_t kind,
+                     MPI_Count n)
 {
     for (MPI_Count i = 0; i < n; i++)
-        rec_value(r, is_addr, arr_get(arr, kind, i));
+        rec_value(r, is_addr, pb_dt_arr_get(arr, kind, i));
 }
 
 /* An int argument that stays an int in the large-count forms (ndims,
  * order, the distributions of a darray). */
-static void rec_int(rec_t *r, int v)
+void pb_dt_rec_int(pb_dt_rec_t *r, int v)
 {
     if (r->c != NULL && r->ni < r->c->nints)
         r->c->ints[r->ni++] = v;
@@ -213,7 +194,8 @@ static void rec_int(rec_t *r, int v)
 /* Attach the record of @r, with the types @types (checked by the
  * constructor), to *@newtype, just made by @func.  Out of memory: free the
  * new type.  @return MPI_SUCCESS or MPI_ERR_NO_MEM raised. */
-static int rec_end(const char *func, rec_t *r, const MPI_Datatype *types, MPI_Datatype *newtype)
+int pb_dt_rec_end(const char *func, pb_dt_rec_t *r, const MPI_Datatype *types,
+                  MPI_Datatype *newtype)
 {
     pb_eng_type_contents_t *c = r->c;
 
@@ -241,34 +223,36 @@ static int rec_vector(const char *func, int combiner, int large, MPI_Count count
     int contiguous = combiner == MPI_COMBINER_CONTIGUOUS;
     int hvector = combiner == MPI_COMBINER_HVECTOR;
     MPI_Count n = contiguous ? 1 : 3;
-    rec_t r = large ? rec_begin(1, 0, 0, n, 1) : rec_begin(0, n - hvector, hvector, 0, 1);
+    pb_dt_rec_t r =
+        large ? pb_dt_rec_begin(1, 0, 0, n, 1) : pb_dt_rec_begin(0, n - hvector, hvector, 0, 1);
 
     rec_value(&r, 0, count);
     if (!contiguous) {
         rec_value(&r, 0, blocklen);
         rec_value(&r, hvector, stride);
     }
-    return rec_end(func, &r, &oldtype, newtype);
+    return pb_dt_rec_end(func, &r, &oldtype, newtype);
 }
 
 /* Record the arguments of the indexed family: @blocklens (NULL: the one
  * @blocklen of the _block forms), @displs (addresses for the h forms). */
 static int rec_indexed(const char *func, int large, MPI_Count count, const void *blocklens,
-                       MPI_Count blocklen, const void *displs, pb_arr_kind_t kind, int displs_addr,
-                       pb_arr_kind_t displs_kind, MPI_Datatype oldtype, MPI_Datatype *newtype)
+                       MPI_Count blocklen, const void *displs, pb_dt_arr_kind_t kind,
+                       int displs_addr, pb_dt_arr_kind_t displs_kind, MPI_Datatype oldtype,
+                       MPI_Datatype *newtype)
 {
     MPI_Count nb = blocklens != NULL ? count : 1;
-    rec_t r = large
-                  ? rec_begin(1, 0, 0, 1 + nb + count, 1)
-                  : rec_begin(0, 1 + nb + (displs_addr ? 0 : count), displs_addr ? count : 0, 0, 1);
+    pb_dt_rec_t r = large ? pb_dt_rec_begin(1, 0, 0, 1 + nb + count, 1)
+                          : pb_dt_rec_begin(0, 1 + nb + (displs_addr ? 0 : count),
+                                            displs_addr ? count : 0, 0, 1);
 
     rec_value(&r, 0, count);
     if (blocklens != NULL)
-        rec_array(&r, 0, blocklens, kind, count);
+        pb_dt_rec_array(&r, 0, blocklens, kind, count);
     else
         rec_value(&r, 0, blocklen);
-    rec_array(&r, displs_addr, displs, displs_kind, count);
-    return rec_end(func, &r, &oldtype, newtype);
+    pb_dt_rec_array(&r, displs_addr, displs, displs_kind, count);
+    return pb_dt_rec_end(func, &r, &oldtype, newtype);
 }
 
 /* ---- the constructors ---------------------------------------------------------------------- */
@@ -291,28 +275,28 @@ static int type_vector(const char *func, int combiner, MPI_Count count, MPI_Coun
     if (blocklen < 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "blocklength %lld is negative",
                             (long long)blocklen);
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     step = (MPI_Aint)stride;
     if (stride_in_elements && __builtin_mul_overflow((MPI_Aint)stride, old->ub - old->lb, &step))
-        return build_error(MPI_ERR_ARG, func);
+        return pb_dt_build_error(MPI_ERR_ARG, func);
     if (__builtin_mul_overflow(count, blocklen, &elems) ||
         __builtin_mul_overflow(elems, (MPI_Count)old->size, &elems) || elems > PTRDIFF_MAX)
-        return build_error(MPI_ERR_ARG, func);
+        return pb_dt_build_error(MPI_ERR_ARG, func);
     if ((ret = pb_eng_type_builder_begin(&b, combiner)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     pb_eng_type_builder_add_groups(&b, step, count, old, blocklen);
-    ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    ret = pb_dt_handle_new(&b, 0, newtype);
+    return ret == MPI_SUCCESS ? ret : pb_dt_build_error(ret, func);
 }
 
 /* The indexed family: block i is @blocklens[i] (or @blocklen when
  * @blocklens is NULL) elements of @oldtype at @displs[i], in elements of
  * oldtype's extent when @displs_in_elements, otherwise in bytes. */
 static int type_indexed(const char *func, int combiner, MPI_Count count, const void *blocklens,
-                        MPI_Count blocklen, const void *displs, pb_arr_kind_t kind,
+                        MPI_Count blocklen, const void *displs, pb_dt_arr_kind_t kind,
                         int displs_in_elements, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     pb_datatype_t *old;
@@ -326,81 +310,83 @@ static int type_indexed(const char *func, int combiner, MPI_Count count, const v
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "blocklength %lld is negative",
                             (long long)blocklen);
     if (count > 0 && displs == NULL)
-        return ptr_arg(NULL, func, "array_of_displacements");
+        return pb_dt_ptr_arg(NULL, func, "array_of_displacements");
     for (i = 0; blocklens != NULL && i < count; i++) {
-        if (arr_get(blocklens, kind, i) < 0)
+        if (pb_dt_arr_get(blocklens, kind, i) < 0)
             return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
                                 "array_of_blocklengths[%lld] = %lld is negative", (long long)i,
-                                (long long)arr_get(blocklens, kind, i));
+                                (long long)pb_dt_arr_get(blocklens, kind, i));
     }
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     if ((ret = pb_eng_type_builder_begin(&b, combiner)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     for (i = 0; i < count && b.status == MPI_SUCCESS; i++) {
-        MPI_Aint disp = (MPI_Aint)arr_get(displs, kind, i);
+        MPI_Aint disp = (MPI_Aint)pb_dt_arr_get(displs, kind, i);
 
         if (displs_in_elements && __builtin_mul_overflow(disp, old->ub - old->lb, &disp))
             b.status = MPI_ERR_ARG;
         else
             pb_eng_type_builder_add(&b, disp, old,
-                                    blocklens ? arr_get(blocklens, kind, i) : blocklen);
+                                    blocklens ? pb_dt_arr_get(blocklens, kind, i) : blocklen);
     }
-    ret = type_handle_new(&b, 0, newtype);
-    return ret == MPI_SUCCESS ? ret : build_error(ret, func);
+    ret = pb_dt_handle_new(&b, 0, newtype);
+    return ret == MPI_SUCCESS ? ret : pb_dt_build_error(ret, func);
 }
 
 static int type_struct(const char *func, MPI_Count count, const void *blocklens, const void *displs,
-                       pb_arr_kind_t kind, const MPI_Datatype types[], MPI_Datatype *newtype)
+                       pb_dt_arr_kind_t kind, const MPI_Datatype types[], MPI_Datatype *newtype)
 {
     pb_eng_type_builder_t b;
     MPI_Count i;
-    rec_t r;
+    pb_dt_rec_t r;
     int ret, large;
 
     if ((ret = count_arg(count, func, "count")) != MPI_SUCCESS)
         return ret;
     if (count > 0 && blocklens == NULL)
-        return ptr_arg(NULL, func, "array_of_blocklengths");
+        return pb_dt_ptr_arg(NULL, func, "array_of_blocklengths");
     if (count > 0 && displs == NULL)
-        return ptr_arg(NULL, func, "array_of_displacements");
+        return pb_dt_ptr_arg(NULL, func, "array_of_displacements");
     if (count > 0 && types == NULL)
-        return ptr_arg(NULL, func, "array_of_types");
+        return pb_dt_ptr_arg(NULL, func, "array_of_types");
     for (i = 0; i < count; i++) {
         pb_datatype_t *t;
         char what[48];
 
-        if (arr_get(blocklens, kind, i) < 0)
+        if (pb_dt_arr_get(blocklens, kind, i) < 0)
             return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
                                 "array_of_blocklengths[%lld] = %lld is negative", (long long)i,
-                                (long long)arr_get(blocklens, kind, i));
+                                (long long)pb_dt_arr_get(blocklens, kind, i));
         snprintf(what, sizeof(what), "array_of_types[%lld]", (long long)i);
-        if ((ret = type_arg(types[i], func, what, &t)) != MPI_SUCCESS)
+        if ((ret = pb_dt_type_arg(types[i], func, what, &t)) != MPI_SUCCESS)
             return ret;
     }
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     if ((ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_STRUCT)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     /* in the MPI_Aint/MPI_Count forms the displacements are MPI_Aint sized;
      * the int form has int blocklengths and MPI_Aint displacements */
     for (i = 0; i < count && b.status == MPI_SUCCESS; i++) {
-        MPI_Aint disp =
-            kind == ARR_INT ? ((const MPI_Aint *)displs)[i] : (MPI_Aint)arr_get(displs, kind, i);
+        MPI_Aint disp = kind == PB_DT_ARR_INT ? ((const MPI_Aint *)displs)[i]
+                                              : (MPI_Aint)pb_dt_arr_get(displs, kind, i);
 
-        pb_eng_type_builder_add(&b, disp, pb_mpi_datatype(types[i]), arr_get(blocklens, kind, i));
+        pb_eng_type_builder_add(&b, disp, pb_mpi_datatype(types[i]),
+                                pb_dt_arr_get(blocklens, kind, i));
     }
-    ret = type_handle_new(&b, 1, newtype);
+    ret = pb_dt_handle_new(&b, 1, newtype);
     if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    large = kind == ARR_COUNT;
-    r = large ? rec_begin(1, 0, 0, 1 + 2 * count, count) : rec_begin(0, 1 + count, count, 0, count);
+        return pb_dt_build_error(ret, func);
+    large = kind == PB_DT_ARR_COUNT;
+    r = large ? pb_dt_rec_begin(1, 0, 0, 1 + 2 * count, count)
+              : pb_dt_rec_begin(0, 1 + count, count, 0, count);
     rec_value(&r, 0, count);
-    rec_array(&r, 0, blocklens, kind, count);
-    rec_array(&r, 1, displs, large ? ARR_COUNT : ARR_AINT, count);
-    return rec_end(func, &r, types, newtype);
+    pb_dt_rec_array(&r, 0, blocklens, kind, count);
+    pb_dt_rec_array(&r, 1, displs, large ? PB_DT_ARR_COUNT : PB_DT_ARR_AINT, count);
+    return pb_dt_rec_end(func, &r, types, newtype);
 }
 
 /* type_vector, then its arguments recorded (@large: a _c form). */
@@ -419,7 +405,7 @@ static int vector_rec(int large, const char *func, int combiner, MPI_Count count
 /* type_indexed, then its arguments recorded (MPI_Count arrays: a _c
  * form). */
 static int indexed_rec(const char *func, int combiner, MPI_Count count, const void *blocklens,
-                       MPI_Count blocklen, const void *displs, pb_arr_kind_t kind,
+                       MPI_Count blocklen, const void *displs, pb_dt_arr_kind_t kind,
                        int displs_in_elements, MPI_Datatype oldtype, MPI_Datatype *newtype)
 {
     int ret = type_indexed(func, combiner, count, blocklens, blocklen, displs, kind,
@@ -427,7 +413,7 @@ static int indexed_rec(const char *func, int combiner, MPI_Count count, const vo
 
     if (ret != MPI_SUCCESS)
         return ret;
-    return rec_indexed(func, kind == ARR_COUNT, count, blocklens, blocklen, displs, kind,
+    return rec_indexed(func, kind == PB_DT_ARR_COUNT, count, blocklens, blocklen, displs, kind,
                        !displs_in_elements, kind, oldtype, newtype);
 }
 
@@ -519,9 +505,9 @@ PB_EXPORT int PMPI_Type_indexed_c(MPI_Count count, const MPI_Count array_of_bloc
     PB_MPI_THREAD_GUARD;
 
     if (count > 0 && array_of_blocklengths == NULL)
-        return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
+        return pb_dt_ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
-                       array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
+                       array_of_displacements, PB_DT_ARR_COUNT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_indexed_c, PMPI_Type_indexed_c);
 
@@ -533,9 +519,9 @@ PB_EXPORT int PMPI_Type_indexed(int count, const int array_of_blocklengths[],
     PB_MPI_THREAD_GUARD;
 
     if (count > 0 && array_of_blocklengths == NULL)
-        return ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
+        return pb_dt_ptr_arg(NULL, "MPI_Type_indexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_indexed", MPI_COMBINER_INDEXED, count, array_of_blocklengths, 0,
-                       array_of_displacements, ARR_INT, 1, oldtype, newtype);
+                       array_of_displacements, PB_DT_ARR_INT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_indexed, PMPI_Type_indexed);
 
@@ -547,10 +533,10 @@ PB_EXPORT int PMPI_Type_create_hindexed_c(MPI_Count count, const MPI_Count array
     PB_MPI_THREAD_GUARD;
 
     if (count > 0 && array_of_blocklengths == NULL)
-        return ptr_arg(NULL, "MPI_Type_create_hindexed", "array_of_blocklengths");
+        return pb_dt_ptr_arg(NULL, "MPI_Type_create_hindexed", "array_of_blocklengths");
     return indexed_rec("MPI_Type_create_hindexed", MPI_COMBINER_HINDEXED, count,
-                       array_of_blocklengths, 0, array_of_displacements, ARR_COUNT, 0, oldtype,
-                       newtype);
+                       array_of_blocklengths, 0, array_of_displacements, PB_DT_ARR_COUNT, 0,
+                       oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_c, PMPI_Type_create_hindexed_c);
 
@@ -569,28 +555,28 @@ PB_EXPORT int PMPI_Type_create_hindexed(int count, const int array_of_blocklengt
     if ((ret = count_arg(count, func, "count")) != MPI_SUCCESS)
         return ret;
     if (count > 0 && array_of_blocklengths == NULL)
-        return ptr_arg(NULL, func, "array_of_blocklengths");
+        return pb_dt_ptr_arg(NULL, func, "array_of_blocklengths");
     if (count > 0 && array_of_displacements == NULL)
-        return ptr_arg(NULL, func, "array_of_displacements");
+        return pb_dt_ptr_arg(NULL, func, "array_of_displacements");
     for (i = 0; i < count; i++) {
         if (array_of_blocklengths[i] < 0)
             return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
                                 "array_of_blocklengths[%d] = %d is negative", i,
                                 array_of_blocklengths[i]);
     }
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     if ((ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_HINDEXED)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     for (i = 0; i < count; i++)
         pb_eng_type_builder_add(&b, array_of_displacements[i], old, array_of_blocklengths[i]);
-    ret = type_handle_new(&b, 0, newtype);
+    ret = pb_dt_handle_new(&b, 0, newtype);
     if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    return rec_indexed(func, 0, count, array_of_blocklengths, 0, array_of_displacements, ARR_INT, 1,
-                       ARR_AINT, oldtype, newtype);
+        return pb_dt_build_error(ret, func);
+    return rec_indexed(func, 0, count, array_of_blocklengths, 0, array_of_displacements,
+                       PB_DT_ARR_INT, 1, PB_DT_ARR_AINT, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed, PMPI_Type_create_hindexed);
 
@@ -603,7 +589,7 @@ PB_EXPORT int PMPI_Type_create_indexed_block_c(MPI_Count count, MPI_Count blockl
     PB_MPI_THREAD_GUARD;
 
     return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
-                       blocklength, array_of_displacements, ARR_COUNT, 1, oldtype, newtype);
+                       blocklength, array_of_displacements, PB_DT_ARR_COUNT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_indexed_block_c, PMPI_Type_create_indexed_block_c);
 
@@ -615,7 +601,7 @@ PB_EXPORT int PMPI_Type_create_indexed_block(int count, int blocklength,
     PB_MPI_THREAD_GUARD;
 
     return indexed_rec("MPI_Type_create_indexed_block", MPI_COMBINER_INDEXED_BLOCK, count, NULL,
-                       blocklength, array_of_displacements, ARR_INT, 1, oldtype, newtype);
+                       blocklength, array_of_displacements, PB_DT_ARR_INT, 1, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_indexed_block, PMPI_Type_create_indexed_block);
 
@@ -627,7 +613,7 @@ PB_EXPORT int PMPI_Type_create_hindexed_block_c(MPI_Count count, MPI_Count block
     PB_MPI_THREAD_GUARD;
 
     return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
-                       blocklength, array_of_displacements, ARR_COUNT, 0, oldtype, newtype);
+                       blocklength, array_of_displacements, PB_DT_ARR_COUNT, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_block_c, PMPI_Type_create_hindexed_block_c);
 
@@ -640,7 +626,7 @@ PB_EXPORT int PMPI_Type_create_hindexed_block(int count, int blocklength,
     PB_MPI_THREAD_GUARD;
 
     return indexed_rec("MPI_Type_create_hindexed_block", MPI_COMBINER_HINDEXED_BLOCK, count, NULL,
-                       blocklength, array_of_displacements, ARR_AINT, 0, oldtype, newtype);
+                       blocklength, array_of_displacements, PB_DT_ARR_AINT, 0, oldtype, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_hindexed_block, PMPI_Type_create_hindexed_block);
 
@@ -657,7 +643,7 @@ PB_EXPORT int PMPI_Type_create_struct_c(MPI_Count count, const MPI_Count array_o
     PB_MPI_THREAD_GUARD;
 
     return type_struct("MPI_Type_create_struct", count, array_of_blocklengths,
-                       array_of_displacements, ARR_COUNT, array_of_types, newtype);
+                       array_of_displacements, PB_DT_ARR_COUNT, array_of_types, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_struct_c, PMPI_Type_create_struct_c);
 
@@ -670,7 +656,7 @@ PB_EXPORT int PMPI_Type_create_struct(int count, const int array_of_blocklengths
     PB_MPI_THREAD_GUARD;
 
     return type_struct("MPI_Type_create_struct", count, array_of_blocklengths,
-                       array_of_displacements, ARR_INT, array_of_types, newtype);
+                       array_of_displacements, PB_DT_ARR_INT, array_of_types, newtype);
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_create_struct, PMPI_Type_create_struct);
 
@@ -684,29 +670,29 @@ static int type_resized(int large, MPI_Datatype oldtype, MPI_Count lb, MPI_Count
     pb_datatype_t *old;
     pb_eng_type_builder_t b;
     MPI_Aint ub;
-    rec_t r;
+    pb_dt_rec_t r;
     int ret;
 
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     if (lb < INTPTR_MIN || lb > INTPTR_MAX || extent < INTPTR_MIN || extent > INTPTR_MAX ||
         __builtin_add_overflow((MPI_Aint)lb, (MPI_Aint)extent, &ub))
-        return build_error(MPI_ERR_ARG, func);
+        return pb_dt_build_error(MPI_ERR_ARG, func);
     if ((ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_RESIZED)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     pb_eng_type_builder_add(&b, 0, old, 1);
     b.has_marks = 1;
     b.mark_lo = (MPI_Aint)lb;
     b.mark_hi = ub;
-    ret = type_handle_new(&b, 0, newtype);
+    ret = pb_dt_handle_new(&b, 0, newtype);
     if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    r = large ? rec_begin(1, 0, 0, 2, 1) : rec_begin(0, 0, 2, 0, 1);
+        return pb_dt_build_error(ret, func);
+    r = large ? pb_dt_rec_begin(1, 0, 0, 2, 1) : pb_dt_rec_begin(0, 0, 2, 0, 1);
     rec_value(&r, 1, lb);
     rec_value(&r, 1, extent);
-    return rec_end(func, &r, &oldtype, newtype);
+    return pb_dt_rec_end(func, &r, &oldtype, newtype);
 }
 
 /* @oldtype with lower bound @lb and extent @extent.  @return MPI_SUCCESS;
@@ -741,23 +727,23 @@ static int type_dup(const char *func, MPI_Datatype oldtype, MPI_Datatype *newtyp
 {
     MPI_Datatype dup;
     pb_datatype_t *old;
-    rec_t r;
+    pb_dt_rec_t r;
     pb_eng_type_builder_t b;
     int ret;
 
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
         return ret;
     if ((ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_DUP)) != MPI_SUCCESS)
-        return build_error(ret, func);
+        return pb_dt_build_error(ret, func);
     pb_eng_type_builder_add(&b, 0, old, 1);
     b.t->committed = old->committed;
-    ret = type_handle_new(&b, 0, &dup);
+    ret = pb_dt_handle_new(&b, 0, &dup);
     if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    r = rec_begin(0, 0, 0, 0, 1);
-    if ((ret = rec_end(func, &r, &oldtype, &dup)) != MPI_SUCCESS)
+        return pb_dt_build_error(ret, func);
+    r = pb_dt_rec_begin(0, 0, 0, 0, 1);
+    if ((ret = pb_dt_rec_end(func, &r, &oldtype, &dup)) != MPI_SUCCESS)
         return ret;
     ret = with_attrs ? pb_mpi_type_attr_copy(oldtype, dup) : MPI_SUCCESS;
     if (ret != MPI_SUCCESS) {
@@ -793,11 +779,11 @@ PB_EXPORT int PMPI_Type_get_value_index(MPI_Datatype value_type, MPI_Datatype in
     pb_datatype_t *v, *x;
     int ret;
 
-    if ((ret = type_arg(value_type, func, "value_type", &v)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(value_type, func, "value_type", &v)) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(index_type, func, "index_type", &x)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(index_type, func, "index_type", &x)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(pair_type, func, "pair_type")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(pair_type, func, "pair_type")) != MPI_SUCCESS)
         return ret;
     *pair_type = MPI_DATATYPE_NULL;
     if (index_type != MPI_INT)
@@ -827,9 +813,9 @@ PB_EXPORT int PMPI_Type_commit(MPI_Datatype *datatype)
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = ptr_arg(datatype, "MPI_Type_commit", "datatype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(datatype, "MPI_Type_commit", "datatype")) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(*datatype, "MPI_Type_commit", "*datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(*datatype, "MPI_Type_commit", "*datatype", &t)) != MPI_SUCCESS)
         return ret;
     t->committed = 1;
     return MPI_SUCCESS;
@@ -847,9 +833,9 @@ PB_EXPORT int PMPI_Type_free(MPI_Datatype *datatype)
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = ptr_arg(datatype, "MPI_Type_free", "datatype")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(datatype, "MPI_Type_free", "datatype")) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(*datatype, "MPI_Type_free", "*datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(*datatype, "MPI_Type_free", "*datatype", &t)) != MPI_SUCCESS)
         return ret;
     if (t->predefined || (*datatype)->f90)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TYPE, "MPI_Type_free",
@@ -875,9 +861,9 @@ PB_EXPORT int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size)
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, "MPI_Type_size", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Type_size", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(size, "MPI_Type_size", "size")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(size, "MPI_Type_size", "size")) != MPI_SUCCESS)
         return ret;
     *size = (MPI_Count)t->size;
     return MPI_SUCCESS;
@@ -901,7 +887,7 @@ PB_EXPORT int PMPI_Type_size(MPI_Datatype datatype, int *size)
     int ret = PMPI_Type_size_c(datatype, &c);
 
     if (ret == MPI_SUCCESS && size == NULL)
-        return ptr_arg(NULL, "MPI_Type_size", "size");
+        return pb_dt_ptr_arg(NULL, "MPI_Type_size", "size");
     if (ret == MPI_SUCCESS)
         *size = c > INT_MAX ? MPI_UNDEFINED : (int)c;
     return ret;
@@ -916,10 +902,10 @@ PB_EXPORT int PMPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, "MPI_Type_get_extent", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Type_get_extent", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(lb, "MPI_Type_get_extent", "lb")) != MPI_SUCCESS ||
-        (ret = ptr_arg(extent, "MPI_Type_get_extent", "extent")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(lb, "MPI_Type_get_extent", "lb")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(extent, "MPI_Type_get_extent", "extent")) != MPI_SUCCESS)
         return ret;
     *lb = t->lb;
     *extent = t->ub - t->lb;
@@ -962,10 +948,10 @@ PB_EXPORT int PMPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(true_lb, func, "true_lb")) != MPI_SUCCESS ||
-        (ret = ptr_arg(true_extent, func, "true_extent")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(true_lb, func, "true_lb")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(true_extent, func, "true_extent")) != MPI_SUCCESS)
         return ret;
     *true_lb = t->true_lb;
     *true_extent = t->true_ub - t->true_lb;
@@ -1010,11 +996,11 @@ PB_EXPORT int PMPI_Get_count_c(const MPI_Status *status, MPI_Datatype datatype, 
     uint64_t bytes;
     int ret;
 
-    if ((ret = ptr_arg(status, "MPI_Get_count", "status")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(status, "MPI_Get_count", "status")) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(datatype, "MPI_Get_count", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Get_count", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(count, "MPI_Get_count", "count")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(count, "MPI_Get_count", "count")) != MPI_SUCCESS)
         return ret;
     bytes = pb_mpi_status_bytes(status);
     if (t->size == 0)
@@ -1035,7 +1021,7 @@ PB_EXPORT int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, in
     int ret;
 
     if (count == NULL)
-        return ptr_arg(NULL, "MPI_Get_count", "count");
+        return pb_dt_ptr_arg(NULL, "MPI_Get_count", "count");
     ret = PMPI_Get_count_c(status, datatype, &c);
     if (ret == MPI_SUCCESS)
         *count = c > INT_MAX ? MPI_UNDEFINED : (int)c;
@@ -1052,11 +1038,11 @@ PB_EXPORT int PMPI_Get_elements_c(const MPI_Status *status, MPI_Datatype datatyp
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = ptr_arg(status, "MPI_Get_elements", "status")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(status, "MPI_Get_elements", "status")) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(datatype, "MPI_Get_elements", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Get_elements", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(count, "MPI_Get_elements", "count")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(count, "MPI_Get_elements", "count")) != MPI_SUCCESS)
         return ret;
     *count = pb_eng_type_elements(t, (size_t)pb_mpi_status_bytes(status));
     return MPI_SUCCESS;
@@ -1080,7 +1066,7 @@ PB_EXPORT int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype,
     int ret;
 
     if (count == NULL)
-        return ptr_arg(NULL, "MPI_Get_elements", "count");
+        return pb_dt_ptr_arg(NULL, "MPI_Get_elements", "count");
     ret = PMPI_Get_elements_c(status, datatype, &c);
     if (ret == MPI_SUCCESS)
         *count = c > INT_MAX ? MPI_UNDEFINED : (int)c;
@@ -1097,9 +1083,9 @@ PB_EXPORT int PMPI_Type_set_name(MPI_Datatype datatype, const char *type_name)
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, "MPI_Type_set_name", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Type_set_name", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(type_name, "MPI_Type_set_name", "type_name")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(type_name, "MPI_Type_set_name", "type_name")) != MPI_SUCCESS)
         return ret;
     snprintf(t->name, sizeof(t->name), "%s", type_name);
     return MPI_SUCCESS;
@@ -1116,10 +1102,10 @@ PB_EXPORT int PMPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *re
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, "MPI_Type_get_name", "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, "MPI_Type_get_name", "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(type_name, "MPI_Type_get_name", "type_name")) != MPI_SUCCESS ||
-        (ret = ptr_arg(resultlen, "MPI_Type_get_name", "resultlen")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(type_name, "MPI_Type_get_name", "type_name")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(resultlen, "MPI_Type_get_name", "resultlen")) != MPI_SUCCESS)
         return ret;
     *resultlen = snprintf(type_name, MPI_MAX_OBJECT_NAME, "%s", t->name);
     return MPI_SUCCESS;
@@ -1136,7 +1122,7 @@ PB_EXPORT int PMPI_Type_toint(MPI_Datatype datatype)
 
     if ((uintptr_t)datatype < PB_ENG_HANDLE_INT_BASE)
         return (int)(uintptr_t)datatype;
-    if (type_arg(datatype, "MPI_Type_toint", "datatype", &t) != MPI_SUCCESS)
+    if (pb_dt_type_arg(datatype, "MPI_Type_toint", "datatype", &t) != MPI_SUCCESS)
         return (int)(uintptr_t)MPI_DATATYPE_NULL;
     return pb_eng_handle_toint(PB_ENG_HANDLE_DATATYPE, datatype);
 }
@@ -1157,545 +1143,6 @@ PB_EXPORT MPI_Datatype PMPI_Type_fromint(int datatype)
 }
 PB_MPI_WEAK_ALIAS(MPI_Type_fromint, PMPI_Type_fromint);
 
-/* ---- arrays: subarray and darray (MPI-5.0 section 5.1.3, 5.1.4) ------------------------ */
-
-/* The indexes of one dimension an array type holds: @nruns runs of @len
- * indexes (the last ones cut at @gsize), the first at @first, each next
- * one @step further. */
-typedef struct {
-    MPI_Count gsize, first, len, step, nruns;
-} dim_runs_t;
-
-/* @t resized to lb 0 and @extent, as a new engine type of @combiner
- * (one reference) in *@out.  @return MPI_SUCCESS, MPI_ERR_NO_MEM,
- * MPI_ERR_ARG (too large). */
-static int array_resized(pb_datatype_t *t, int combiner, MPI_Aint extent, pb_datatype_t **out)
-{
-    pb_eng_type_builder_t b;
-    int ret = pb_eng_type_builder_begin(&b, combiner);
-
-    if (ret != MPI_SUCCESS)
-        return ret;
-    pb_eng_type_builder_add(&b, 0, t, 1);
-    b.has_marks = 1;
-    b.mark_lo = 0;
-    b.mark_hi = extent;
-    return pb_eng_type_builder_end(&b, 0, out);
-}
-
-/* The array type of @ndims dimensions (@dims, fastest first) of elements of
- * @old, as the standard's equivalent constructors give it: each dimension
- * takes the one before, resized to that dimension's full size, at its
- * runs' indexes; the whole is resized to lb 0 and the array's extent.
- * @return MPI_SUCCESS, MPI_ERR_NO_MEM, MPI_ERR_ARG (too large). */
-static int array_type(const dim_runs_t *dims, int ndims, pb_datatype_t *old, int combiner,
-                      pb_datatype_t **out)
-{
-    pb_datatype_t *cur = old, *elem = old, *next;
-    MPI_Aint stride = old->ub - old->lb;
-    int ret = MPI_SUCCESS;
-
-    pb_eng_type_retain(old);
-    for (int d = 0; d < ndims && ret == MPI_SUCCESS; d++) {
-        const dim_runs_t *dim = &dims[d];
-        pb_eng_type_builder_t b;
-
-        if (d > 0) {
-            ret = array_resized(cur, MPI_COMBINER_RESIZED, stride, &elem);
-            if (ret != MPI_SUCCESS)
-                break;
-        } else {
-            pb_eng_type_retain(elem);
-        }
-        ret = pb_eng_type_builder_begin(&b, MPI_COMBINER_HINDEXED);
-        for (MPI_Count k = 0; k < dim->nruns && ret == MPI_SUCCESS && b.status == MPI_SUCCESS;
-             k++) {
-            MPI_Count start = dim->first + k * dim->step;
-            MPI_Count len = dim->gsize - start < dim->len ? dim->gsize - start : dim->len;
-            MPI_Aint disp;
-
-            if (__builtin_mul_overflow((MPI_Aint)start, stride, &disp))
-                b.status = MPI_ERR_ARG;
-            else
-                pb_eng_type_builder_add(&b, disp, elem, len);
-        }
-        if (ret == MPI_SUCCESS)
-            ret = pb_eng_type_builder_end(&b, 0, &next);
-        pb_eng_type_release(elem);
-        if (ret != MPI_SUCCESS)
-            break;
-        pb_eng_type_release(cur);
-        cur = next;
-        if (__builtin_mul_overflow(stride, (MPI_Aint)dim->gsize, &stride))
-            ret = MPI_ERR_ARG;
-    }
-    if (ret == MPI_SUCCESS)
-        ret = array_resized(cur, combiner, stride, out);
-    pb_eng_type_release(cur);
-    return ret;
-}
-
-/* Give the engine type @t (one reference) a handle in *@newtype. */
-static int array_handle_new(pb_datatype_t *t, MPI_Datatype *newtype)
-{
-    MPI_Datatype h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
-
-    if (h == NULL) {
-        pb_eng_type_release(t);
-        return MPI_ERR_NO_MEM;
-    }
-    h->type = t;
-    t->handle = h;
-    *newtype = h;
-    return MPI_SUCCESS;
-}
-
-static int order_arg(int order, const char *func)
-{
-    if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "order %d is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN", order);
-    return MPI_SUCCESS;
-}
-
-/* Dimension @i of @ndims in the fastest-first order of @order. */
-static int fastest_first(int order, int ndims, int i)
-{
-    return order == MPI_ORDER_FORTRAN ? i : ndims - 1 - i;
-}
-
-static int type_subarray(int large, int ndims, const void *sizes, const void *subsizes,
-                         const void *starts, int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    const char *func = "MPI_Type_create_subarray";
-    pb_arr_kind_t kind = large ? ARR_COUNT : ARR_INT;
-    pb_datatype_t *old, *t;
-    dim_runs_t *dims;
-    rec_t r;
-    int ret;
-
-    if (ndims <= 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "ndims %d is not positive", ndims);
-    if (sizes == NULL || subsizes == NULL || starts == NULL)
-        return ptr_arg(NULL, func,
-                       sizes == NULL      ? "array_of_sizes"
-                       : subsizes == NULL ? "array_of_subsizes"
-                                          : "array_of_starts");
-    for (int i = 0; i < ndims; i++) {
-        MPI_Count size = arr_get(sizes, kind, i), sub = arr_get(subsizes, kind, i),
-                  start = arr_get(starts, kind, i);
-
-        if (size <= 0 || sub < 0 || sub > size || start < 0 || start > size - sub)
-            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                                "dimension %d: size %lld, subsize %lld, start %lld (the standard "
-                                "needs size > 0 and 0 <= start <= start + subsize <= size)",
-                                i, (long long)size, (long long)sub, (long long)start);
-    }
-    if ((ret = order_arg(order, func)) != MPI_SUCCESS)
-        return ret;
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
-        return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
-        return ret;
-    dims = calloc((size_t)ndims, sizeof(*dims));
-    if (dims == NULL)
-        return build_error(MPI_ERR_NO_MEM, func);
-    for (int i = 0; i < ndims; i++) {
-        int d = fastest_first(order, ndims, i);
-
-        dims[i] = (dim_runs_t){.gsize = arr_get(sizes, kind, d),
-                               .first = arr_get(starts, kind, d),
-                               .len = arr_get(subsizes, kind, d),
-                               .nruns = 1};
-    }
-    ret = array_type(dims, ndims, old, MPI_COMBINER_SUBARRAY, &t);
-    free(dims);
-    if (ret == MPI_SUCCESS)
-        ret = array_handle_new(t, newtype);
-    if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    r = large ? rec_begin(1, 2, 0, 3 * (MPI_Count)ndims, 1)
-              : rec_begin(0, 3 * (MPI_Count)ndims + 2, 0, 0, 1);
-    rec_int(&r, ndims);
-    rec_array(&r, 0, sizes, kind, ndims);
-    rec_array(&r, 0, subsizes, kind, ndims);
-    rec_array(&r, 0, starts, kind, ndims);
-    rec_int(&r, order);
-    return rec_end(func, &r, &oldtype, newtype);
-}
-
-/* The part of an @ndims-dimensional array of @oldtype elements (sizes
- * @array_of_sizes) that starts at @array_of_starts and spans
- * @array_of_subsizes, in @order (MPI_ORDER_C: the last dimension varies
- * fastest; MPI_ORDER_FORTRAN: the first); lb 0 and the whole array's
- * extent.  @return MPI_SUCCESS; MPI_ERR_ARG (ndims <= 0, a NULL array, a
- * size <= 0, a part outside the array, a bad order, newtype NULL, too
- * large), MPI_ERR_TYPE, MPI_ERR_NO_MEM. */
-PB_EXPORT int PMPI_Type_create_subarray_c(int ndims, const MPI_Count array_of_sizes[],
-                                          const MPI_Count array_of_subsizes[],
-                                          const MPI_Count array_of_starts[], int order,
-                                          MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_subarray(1, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
-                         oldtype, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_subarray_c, PMPI_Type_create_subarray_c);
-
-/* MPI_Type_create_subarray_c with int arrays; same errors. */
-PB_EXPORT int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[],
-                                        const int array_of_subsizes[], const int array_of_starts[],
-                                        int order, MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_subarray(0, ndims, array_of_sizes, array_of_subsizes, array_of_starts, order,
-                         oldtype, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_subarray, PMPI_Type_create_subarray);
-
-/* The runs of dimension @i of a darray for the process at @coord of
- * @psize, or a raised MPI_ERR_ARG. */
-static int darray_dim(const char *func, int i, MPI_Count gsize, int distrib, int darg, int psize,
-                      int coord, dim_runs_t *dim)
-{
-    MPI_Count b;
-
-    if (gsize <= 0 || psize <= 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "dimension %d: gsize %lld and psize %d must be positive", i,
-                            (long long)gsize, psize);
-    if (darg != MPI_DISTRIBUTE_DFLT_DARG && darg <= 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "dimension %d: darg %d is neither positive nor "
-                            "MPI_DISTRIBUTE_DFLT_DARG",
-                            i, darg);
-    *dim = (dim_runs_t){.gsize = gsize};
-    switch (distrib) {
-    case MPI_DISTRIBUTE_NONE:
-        if (psize != 1)
-            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                                "dimension %d is MPI_DISTRIBUTE_NONE over %d processes (needs 1)",
-                                i, psize);
-        dim->len = gsize;
-        dim->nruns = 1;
-        return MPI_SUCCESS;
-    case MPI_DISTRIBUTE_BLOCK:
-        b = darg == MPI_DISTRIBUTE_DFLT_DARG ? (gsize + psize - 1) / psize : darg;
-        if (b * psize < gsize)
-            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                                "dimension %d: blocks of %lld over %d processes cover less than "
-                                "gsize %lld",
-                                i, (long long)b, psize, (long long)gsize);
-        dim->first = (MPI_Count)coord * b;
-        dim->len = b;
-        dim->nruns = dim->first < gsize ? 1 : 0;
-        return MPI_SUCCESS;
-    case MPI_DISTRIBUTE_CYCLIC:
-        b = darg == MPI_DISTRIBUTE_DFLT_DARG ? 1 : darg;
-        dim->first = (MPI_Count)coord * b;
-        dim->len = b;
-        dim->step = b * psize;
-        dim->nruns = dim->first < gsize ? (gsize - dim->first + dim->step - 1) / dim->step : 0;
-        return MPI_SUCCESS;
-    default:
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "dimension %d: distribution %d is none of MPI_DISTRIBUTE_BLOCK, "
-                            "_CYCLIC, _NONE",
-                            i, distrib);
-    }
-}
-
-static int type_darray(int large, int size, int rank, int ndims, const void *gsizes,
-                       const int distribs[], const int dargs[], const int psizes[], int order,
-                       MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    const char *func = "MPI_Type_create_darray";
-    pb_arr_kind_t kind = large ? ARR_COUNT : ARR_INT;
-    pb_datatype_t *old, *t;
-    dim_runs_t *dims;
-    MPI_Count procs = 1;
-    rec_t r;
-    int ret, rest;
-
-    if (size <= 0 || rank < 0 || rank >= size)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "rank %d is not a rank of a group of size %d", rank, size);
-    if (ndims <= 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "ndims %d is not positive", ndims);
-    if (gsizes == NULL || distribs == NULL || dargs == NULL || psizes == NULL)
-        return ptr_arg(NULL, func, "an array argument");
-    for (int i = 0; i < ndims; i++) {
-        if (psizes[i] <= 0 || __builtin_mul_overflow(procs, (MPI_Count)psizes[i], &procs))
-            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                                "array_of_psizes[%d] = %d is not positive", i, psizes[i]);
-    }
-    if (procs != size)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "the process grid holds %lld processes, not size %d", (long long)procs,
-                            size);
-    if ((ret = order_arg(order, func)) != MPI_SUCCESS)
-        return ret;
-    if ((ret = type_arg(oldtype, func, "oldtype", &old)) != MPI_SUCCESS)
-        return ret;
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
-        return ret;
-    dims = calloc((size_t)ndims, sizeof(*dims));
-    if (dims == NULL)
-        return build_error(MPI_ERR_NO_MEM, func);
-    /* the processes are numbered in row-major order whatever @order */
-    rest = rank;
-    for (int d = ndims - 1; d >= 0; d--) {
-        int coord = rest % psizes[d], i;
-
-        rest /= psizes[d];
-        for (i = 0; fastest_first(order, ndims, i) != d; i++)
-            ;
-        ret = darray_dim(func, d, arr_get(gsizes, kind, d), distribs[d], dargs[d], psizes[d], coord,
-                         &dims[i]);
-        if (ret != MPI_SUCCESS) {
-            free(dims);
-            return ret;
-        }
-    }
-    ret = array_type(dims, ndims, old, MPI_COMBINER_DARRAY, &t);
-    free(dims);
-    if (ret == MPI_SUCCESS)
-        ret = array_handle_new(t, newtype);
-    if (ret != MPI_SUCCESS)
-        return build_error(ret, func);
-    r = large ? rec_begin(1, 3 * (MPI_Count)ndims + 4, 0, ndims, 1)
-              : rec_begin(0, 4 * (MPI_Count)ndims + 4, 0, 0, 1);
-    rec_int(&r, size);
-    rec_int(&r, rank);
-    rec_int(&r, ndims);
-    rec_array(&r, 0, gsizes, kind, ndims);
-    for (int i = 0; i < ndims; i++)
-        rec_int(&r, distribs[i]);
-    for (int i = 0; i < ndims; i++)
-        rec_int(&r, dargs[i]);
-    for (int i = 0; i < ndims; i++)
-        rec_int(&r, psizes[i]);
-    rec_int(&r, order);
-    return rec_end(func, &r, &oldtype, newtype);
-}
-
-/* The part process @rank of @size holds of an @ndims-dimensional array of
- * @oldtype elements (sizes @array_of_gsizes) distributed over a process
- * grid @array_of_psizes (processes in row-major order): per dimension
- * MPI_DISTRIBUTE_BLOCK (blocks of darg, MPI_DISTRIBUTE_DFLT_DARG: the
- * gsize split evenly), _CYCLIC (blocks of darg, default 1, dealt round
- * robin) or _NONE (not distributed, psize 1); elements in @order; lb 0 and
- * the whole array's extent.  @return MPI_SUCCESS; MPI_ERR_ARG (a bad rank,
- * size, ndims, grid, distribution, darg, order; NULL arrays or newtype;
- * too large), MPI_ERR_TYPE, MPI_ERR_NO_MEM. */
-PB_EXPORT int PMPI_Type_create_darray_c(int size, int rank, int ndims,
-                                        const MPI_Count array_of_gsizes[],
-                                        const int array_of_distribs[], const int array_of_dargs[],
-                                        const int array_of_psizes[], int order,
-                                        MPI_Datatype oldtype, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_darray(1, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
-                       array_of_psizes, order, oldtype, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_darray_c, PMPI_Type_create_darray_c);
-
-/* MPI_Type_create_darray_c with int gsizes; same errors. */
-PB_EXPORT int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
-                                      const int array_of_distribs[], const int array_of_dargs[],
-                                      const int array_of_psizes[], int order, MPI_Datatype oldtype,
-                                      MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_darray(0, size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs,
-                       array_of_psizes, order, oldtype, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_darray, PMPI_Type_create_darray);
-
-/* ---- sized types: f90 and MPI_Type_match_size (MPI-5.0 section 19.1.9) ------------------ */
-
-/* The f90 types made so far: each (combiner, p, r) gets one handle for the
- * library's life, as the standard's predefined types do. */
-static struct {
-    pthread_mutex_t lock;
-    int n;
-    struct {
-        int combiner, p, r;
-        MPI_Datatype handle;
-    } types[64];
-} f90 = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* The predefined C type of the f90 kind with precision @p and range @r
- * (MPI_UNDEFINED: not given): the smallest that has them, as Fortran's
- * SELECTED_INT_KIND / SELECTED_REAL_KIND pick (8-, 16-, 32-, 64-bit
- * integers; float, double, long double), or MPI_DATATYPE_NULL. */
-static MPI_Datatype f90_match(int combiner, int p, int r)
-{
-    static const struct {
-        int p, r;
-        MPI_Datatype real, complex;
-    } reals[] = {
-        {6, 37, MPI_FLOAT, MPI_C_FLOAT_COMPLEX},
-        {15, 307, MPI_DOUBLE, MPI_C_DOUBLE_COMPLEX},
-        {18, 4931, MPI_LONG_DOUBLE, MPI_C_LONG_DOUBLE_COMPLEX},
-    };
-    static const struct {
-        int r;
-        MPI_Datatype type;
-    } ints[] = {{2, MPI_INT8_T}, {4, MPI_INT16_T}, {9, MPI_INT32_T}, {18, MPI_INT64_T}};
-
-    if (combiner == MPI_COMBINER_F90_INTEGER) {
-        for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
-            if (r <= ints[i].r)
-                return ints[i].type;
-        }
-        return MPI_DATATYPE_NULL;
-    }
-    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
-        if ((p == MPI_UNDEFINED || p <= reals[i].p) && (r == MPI_UNDEFINED || r <= reals[i].r))
-            return combiner == MPI_COMBINER_F90_REAL ? reals[i].real : reals[i].complex;
-    }
-    return MPI_DATATYPE_NULL;
-}
-
-/* The handle of the f90 type (@combiner, @p, @r), made on first use.
- * @return MPI_SUCCESS or an error raised. */
-static int type_f90(const char *func, int combiner, int p, int r, MPI_Datatype *newtype)
-{
-    MPI_Datatype base = f90_match(combiner, p, r), h = MPI_DATATYPE_NULL;
-    pb_eng_type_builder_t b;
-    rec_t rec;
-    int ret = MPI_SUCCESS, i;
-
-    if ((ret = ptr_arg(newtype, func, "newtype")) != MPI_SUCCESS)
-        return ret;
-    if ((combiner != MPI_COMBINER_F90_INTEGER && p == MPI_UNDEFINED && r == MPI_UNDEFINED) ||
-        (combiner != MPI_COMBINER_F90_INTEGER && p != MPI_UNDEFINED && p < 0) ||
-        (combiner == MPI_COMBINER_F90_INTEGER && r == MPI_UNDEFINED) ||
-        (r != MPI_UNDEFINED && r < 0) || base == MPI_DATATYPE_NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "no type has precision %d and range %d (MPI_UNDEFINED is %d)", p, r,
-                            MPI_UNDEFINED);
-    pthread_mutex_lock(&f90.lock);
-    for (i = 0; i < f90.n; i++) {
-        if (f90.types[i].combiner == combiner && f90.types[i].p == p && f90.types[i].r == r) {
-            h = f90.types[i].handle;
-            goto out;
-        }
-    }
-    if (f90.n == (int)(sizeof(f90.types) / sizeof(f90.types[0]))) {
-        ret = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                           "more than %d distinct f90 types asked for", f90.n);
-        goto out;
-    }
-    if ((ret = pb_eng_type_builder_begin(&b, combiner)) != MPI_SUCCESS) {
-        ret = build_error(ret, func);
-        goto out;
-    }
-    pb_eng_type_builder_add(&b, 0, pb_mpi_datatype(base), 1);
-    b.t->committed = 1;
-    if ((ret = type_handle_new(&b, 0, &h)) != MPI_SUCCESS) {
-        ret = build_error(ret, func);
-        goto out;
-    }
-    h->f90 = 1;
-    snprintf(h->type->name, sizeof(h->type->name), "%s(%d, %d)", func, p, r);
-    rec = rec_begin(0, combiner == MPI_COMBINER_F90_INTEGER ? 1 : 2, 0, 0, 0);
-    if (combiner != MPI_COMBINER_F90_INTEGER)
-        rec_int(&rec, p);
-    rec_int(&rec, r);
-    if ((ret = rec_end(func, &rec, NULL, &h)) != MPI_SUCCESS)
-        goto out;
-    f90.types[f90.n].combiner = combiner;
-    f90.types[f90.n].p = p;
-    f90.types[f90.n].r = r;
-    f90.types[f90.n++].handle = h;
-out:
-    pthread_mutex_unlock(&f90.lock);
-    if (ret == MPI_SUCCESS)
-        *newtype = h;
-    return ret;
-}
-
-/* The predefined type of Fortran's INTEGER(SELECTED_INT_KIND(@r)): a C
- * integer of 1, 2, 4 or 8 bytes (the Fortran types are not supported),
- * the same handle for the same @r; MPI_Type_get_envelope gives
- * MPI_COMBINER_F90_INTEGER and its contents @r.  It cannot be freed.
- * @return MPI_SUCCESS; MPI_ERR_ARG (no such integer: r > 18, newtype NULL). */
-PB_EXPORT int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_f90("MPI_Type_create_f90_integer", MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r,
-                    newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_integer, PMPI_Type_create_f90_integer);
-
-/* The predefined type of Fortran's REAL(SELECTED_REAL_KIND(@p, @r)) (either
- * may be MPI_UNDEFINED, not both): float, double or long double.
- * @return MPI_SUCCESS; MPI_ERR_ARG (no such real, newtype NULL). */
-PB_EXPORT int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_f90("MPI_Type_create_f90_real", MPI_COMBINER_F90_REAL, p, r, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_real, PMPI_Type_create_f90_real);
-
-/* The complex of MPI_Type_create_f90_real's real (MPI_C_FLOAT_COMPLEX,
- * ...); same errors. */
-PB_EXPORT int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype)
-{
-    PB_MPI_THREAD_GUARD;
-
-    return type_f90("MPI_Type_create_f90_complex", MPI_COMBINER_F90_COMPLEX, p, r, newtype);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_create_f90_complex, PMPI_Type_create_f90_complex);
-
-/* The predefined type of @typeclass (MPI_TYPECLASS_INTEGER, _REAL,
- * _COMPLEX) whose elements are @size bytes: MPI_INT8_T .. MPI_INT64_T;
- * MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE; MPI_C_FLOAT_COMPLEX,
- * MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX (the C types: Postbox
- * has no Fortran ones).  @return MPI_SUCCESS; MPI_ERR_ARG (an unknown
- * typeclass, no type of that size, datatype NULL). */
-PB_EXPORT int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype)
-{
-    PB_MPI_THREAD_GUARD;
-    const char *func = "MPI_Type_match_size";
-    static const MPI_Datatype integers[] = {MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T};
-    static const MPI_Datatype reals[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE};
-    static const MPI_Datatype complexes[] = {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
-                                             MPI_C_LONG_DOUBLE_COMPLEX};
-    const MPI_Datatype *list;
-    size_t n;
-    int ret;
-
-    if ((ret = ptr_arg(datatype, func, "datatype")) != MPI_SUCCESS)
-        return ret;
-    switch (typeclass) {
-    case MPI_TYPECLASS_INTEGER: list = integers, n = 4; break;
-    case MPI_TYPECLASS_REAL: list = reals, n = 3; break;
-    case MPI_TYPECLASS_COMPLEX: list = complexes, n = 3; break;
-    default:
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "typeclass %d is none of MPI_TYPECLASS_INTEGER, _REAL, _COMPLEX",
-                            typeclass);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (pb_mpi_datatype(list[i])->size == (size_t)size) {
-            *datatype = list[i];
-            return MPI_SUCCESS;
-        }
-    }
-    return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "typeclass %d has no type of %d bytes",
-                        typeclass, size);
-}
-PB_MPI_WEAK_ALIAS(MPI_Type_match_size, PMPI_Type_match_size);
-
 /* ---- how a type was made ------------------------------------------------------------------ */
 
 /* The envelope of @datatype for @func: its combiner and contents (NULL for
@@ -1706,9 +1153,9 @@ static int envelope_of(MPI_Datatype datatype, const char *func, int *combiner,
     pb_datatype_t *t;
     int ret;
 
-    if ((ret = type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(combiner, func, "combiner")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(combiner, func, "combiner")) != MPI_SUCCESS)
         return ret;
     *c_p = t->predefined ? NULL : t->contents;
     *combiner = t->predefined ? MPI_COMBINER_NAMED : t->combiner;
@@ -1728,10 +1175,10 @@ PB_EXPORT int PMPI_Type_get_envelope_c(MPI_Datatype datatype, MPI_Count *num_int
     const pb_eng_type_contents_t *c;
     int ret;
 
-    if ((ret = ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
-        (ret = ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
-        (ret = ptr_arg(num_large_counts, func, "num_large_counts")) != MPI_SUCCESS ||
-        (ret = ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(num_large_counts, func, "num_large_counts")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
         return ret;
     if ((ret = envelope_of(datatype, func, combiner, &c)) != MPI_SUCCESS)
         return ret;
@@ -1754,9 +1201,9 @@ PB_EXPORT int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, i
     MPI_Count ni, na, nl, nd;
     int ret;
 
-    if ((ret = ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
-        (ret = ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
-        (ret = ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(num_integers, func, "num_integers")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(num_addresses, func, "num_addresses")) != MPI_SUCCESS ||
+        (ret = pb_dt_ptr_arg(num_datatypes, func, "num_datatypes")) != MPI_SUCCESS)
         return ret;
     ret = PMPI_Type_get_envelope_c(datatype, &ni, &na, &nl, &nd, combiner);
     if (ret != MPI_SUCCESS)
@@ -1894,7 +1341,7 @@ PB_EXPORT int PMPI_Get_address(const void *location, MPI_Aint *address)
     PB_MPI_THREAD_GUARD;
     int ret;
 
-    if ((ret = ptr_arg(address, "MPI_Get_address", "address")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(address, "MPI_Get_address", "address")) != MPI_SUCCESS)
         return ret;
     *address = (MPI_Aint)(uintptr_t)location;
     return MPI_SUCCESS;
@@ -1929,7 +1376,7 @@ static int pack_common(const char *func, const char *count_name, MPI_Count count
         return ret;
     if ((ret = type_arg_committed(datatype, func, "datatype", t_p)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(position, func, "position")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(position, func, "position")) != MPI_SUCCESS)
         return ret;
     if (size < 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "%s %lld is negative", size_name,
@@ -1983,7 +1430,7 @@ PB_EXPORT int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, v
     int ret;
 
     if (position == NULL)
-        return ptr_arg(NULL, "MPI_Pack", "position");
+        return pb_dt_ptr_arg(NULL, "MPI_Pack", "position");
     pos = *position;
     ret = PMPI_Pack_c(inbuf, incount, datatype, outbuf, outsize, &pos, comm);
     if (ret == MPI_SUCCESS)
@@ -2035,7 +1482,7 @@ PB_EXPORT int PMPI_Unpack(const void *inbuf, int insize, int *position, void *ou
     int ret;
 
     if (position == NULL)
-        return ptr_arg(NULL, "MPI_Unpack", "position");
+        return pb_dt_ptr_arg(NULL, "MPI_Unpack", "position");
     pos = *position;
     ret = PMPI_Unpack_c(inbuf, insize, &pos, outbuf, outcount, datatype, comm);
     if (ret == MPI_SUCCESS)
@@ -2058,9 +1505,9 @@ PB_EXPORT int PMPI_Pack_size_c(MPI_Count incount, MPI_Datatype datatype, MPI_Com
 
     if ((ret = count_arg(incount, func, "incount")) != MPI_SUCCESS)
         return ret;
-    if ((ret = type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
+    if ((ret = pb_dt_type_arg(datatype, func, "datatype", &t)) != MPI_SUCCESS)
         return ret;
-    if ((ret = ptr_arg(size, func, "size")) != MPI_SUCCESS)
+    if ((ret = pb_dt_ptr_arg(size, func, "size")) != MPI_SUCCESS)
         return ret;
     if (__builtin_mul_overflow(incount, (MPI_Count)t->size, size))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COUNT, func, "incount %lld is too large",
@@ -2078,7 +1525,7 @@ PB_EXPORT int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, 
     int ret;
 
     if (size == NULL)
-        return ptr_arg(NULL, "MPI_Pack_size", "size");
+        return pb_dt_ptr_arg(NULL, "MPI_Pack_size", "size");
     ret = PMPI_Pack_size_c(incount, datatype, comm, &c);
     if (ret != MPI_SUCCESS)
         return ret;
