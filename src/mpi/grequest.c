@@ -93,6 +93,7 @@ PB_EXPORT int PMPI_Grequest_complete(MPI_Request request)
                             "the generalized request is complete already");
     g = request->ext;
     request->complete = 1;
+    pb_eng.completed++; /* a thread asleep in a wait looks again (engine/lock.h) */
     if (g->freed) {
         int rc = g->free_fn(g->extra_state);
 

@@ -239,6 +239,7 @@ static void complete(part_t *p)
         r->status.MPI_ERROR = p->error;
     }
     r->complete = 1;
+    pb_eng.completed++;
 }
 
 /* Advance running request @p.  @return the steps made; *@done_p once

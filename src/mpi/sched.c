@@ -365,6 +365,7 @@ static int advance(pb_sched_t *s, int *done_p)
         if (s->round == s->rounds) {
             s->owner->status.MPI_ERROR = s->status;
             s->owner->complete = 1;
+            pb_eng.completed++;
             *done_p = 1;
             return moved + 1;
         }

@@ -14,6 +14,7 @@ static struct {
     pthread_cond_t turn;  /* a thread left the library, or the doorbell's sleeper woke */
     int turn_waiters;     /* threads in pb_eng_lock_wait_turn */
     int doorbell_claimed; /* a thread sleeps on the doorbell */
+    void (*wake)(void);   /* wakes it (pb_eng_lock_set_wake) */
 } lock = {.mutex = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER};
 
 /* this thread's levels of hold (0: it does not hold the lock) */
@@ -30,10 +31,17 @@ void pb_eng_lock_acquire(void)
         pthread_mutex_lock(&lock.mutex);
 }
 
+void pb_eng_lock_set_wake(void (*wake)(void))
+{
+    lock.wake = wake;
+}
+
 void pb_eng_lock_release(void)
 {
     if (--depth > 0)
         return;
+    if (lock.doorbell_claimed && lock.wake != NULL)
+        lock.wake();
     if (lock.turn_waiters > 0)
         pthread_cond_broadcast(&lock.turn);
     pthread_mutex_unlock(&lock.mutex);

@@ -89,6 +89,11 @@ void pb_eng_lock_wait_turn(int timeout_ms);
 int pb_eng_lock_doorbell_claim(void);
 void pb_eng_lock_doorbell_done(void);
 
+/* Have @wake called when a thread leaves the library (under the lock)
+ * while another sleeps on the doorbell: it wakes the sleeper if the
+ * leaving thread's work may have completed what the sleeper waits for. */
+void pb_eng_lock_set_wake(void (*wake)(void));
+
 /* Give the lock up entirely (every level of this thread's hold) around a
  * blocking call: @return the levels given up, for pb_eng_lock_resume.
  * 0 when the thread held nothing. */

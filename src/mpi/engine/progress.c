@@ -44,6 +44,22 @@ void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook)
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
 #define SLEEP_CAP_MS 100
 
+/* MPI_THREAD_MULTIPLE: pb_eng.completed when the thread asleep on the
+ * doorbell went to sleep.  Another thread that leaves the library after
+ * requests completed, or with messages to this rank in its own ring, wakes
+ * it (its own doorbell): it may be what the sleeper waits for (a
+ * generalized request that thread completed, a message it sent to this
+ * rank, a receive its progress matched). */
+static uint64_t sleeper_saw;
+
+static void wake_sleeper(void)
+{
+    if (pb_eng.completed != sleeper_saw || pb_eng_channel_peek(pb_eng_channel.rank) != NULL) {
+        sleeper_saw = pb_eng.completed;
+        pb_eng_channel_wake(pb_eng_channel.rank);
+    }
+}
+
 /* Sources to poll under directed polling (POSTBOX_POLLALL=0): the peers of
  * posted receives (all of them for MPI_ANY_SOURCE), of sends waiting for a
  * CTS or a synchronous acknowledgement, of rendezvous data and eager
@@ -144,6 +160,8 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
             pb_eng_lock_doorbell_done();
             continue;
         }
+        sleeper_saw = pb_eng.completed;
+        pb_eng_lock_set_wake(wake_sleeper);
         levels = pb_eng_lock_suspend();
         pb_eng_channel_sleep(SLEEP_CAP_MS);
         pb_eng_lock_resume(levels);
