@@ -680,7 +680,7 @@ class PmiServer:
                               [("found", "FALSE")] + self._thrid(fields))
         else:
             conn.reply(True, "name-lookup-response",
-                       [("rc", 0), ("found", "TRUE"), ("value", port)] + self._thrid(fields))
+                       [("rc", 0), ("found", "TRUE"), ("port", port)] + self._thrid(fields))
 
     def _v2_finalize(self, conn: Connection, fields: Dict[str, str]) -> None:
         conn.finalized = True

@@ -1222,7 +1222,7 @@ pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, cha
         return status;
     if (refused)
         return PB_ERR_NOT_PUBLISHED;
-    text = pb_boot_pmi_msg_get(&reply, pmi->version == 2 ? "value" : "port");
+    text = pb_boot_pmi_msg_get(&reply, "port"); /* in both versions (Hydra's too) */
     if (text == NULL) {
         pb_error("PMI: the answer to the lookup of service %s carries no port", service);
         return PB_ERR_PROTOCOL;

@@ -60,7 +60,7 @@ def test_publish_lookup_unpublish_v2():
     assert ask_v2(server, sent, 0, b"cmd=name-publish;name=svc-a;port=q;thrid=7;") == \
         ("name-publish-response", {"rc": "0", "thrid": "7"})
     assert ask_v2(server, sent, 1, b"cmd=name-lookup;name=svc-a;") == \
-        ("name-lookup-response", {"rc": "0", "found": "TRUE", "value": "q"})
+        ("name-lookup-response", {"rc": "0", "found": "TRUE", "port": "q"})
     assert ask_v2(server, sent, 1, b"cmd=name-unpublish;name=svc-a;") == \
         ("name-unpublish-response", {"rc": "0"})
     cmd, fields = ask_v2(server, sent, 1, b"cmd=name-lookup;name=svc-a;")
