@@ -364,6 +364,10 @@ static int name_error(const char *func, const char *service, int result)
     }
 }
 
+/* the longest service name: with the longest port, every byte escaped,
+ * a PMI message still fits (PB_BOOT_PMI_MSG_MAX, 4096 bytes) */
+#define SERVICE_NAME_MAX 512
+
 /* The common checks of the name-service calls. */
 static int name_args(const char *func, const char *service, MPI_Info info)
 {
@@ -373,6 +377,9 @@ static int name_args(const char *func, const char *service, MPI_Info info)
         rc = pb_mpi_info_check(MPI_COMM_NULL, info, 1, func);
     if (rc == MPI_SUCCESS && (service == NULL || *service == '\0'))
         rc = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "service_name is NULL or empty");
+    if (rc == MPI_SUCCESS && strnlen(service, SERVICE_NAME_MAX + 1) > SERVICE_NAME_MAX)
+        rc = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "service_name is longer than %d bytes",
+                          SERVICE_NAME_MAX);
     return rc;
 }
 
@@ -381,8 +388,10 @@ int pb_mpi_publish_name_impl(const char *func, const char *service_name, MPI_Inf
 {
     int rc = name_args(func, service_name, info);
 
-    if (rc == MPI_SUCCESS && (port_name == NULL || *port_name == '\0'))
-        rc = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "port_name is NULL or empty");
+    if (rc == MPI_SUCCESS && (port_name == NULL || *port_name == '\0' ||
+                              strnlen(port_name, MPI_MAX_PORT_NAME) == MPI_MAX_PORT_NAME))
+        rc = pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                          "port_name is NULL, empty or longer than MPI_MAX_PORT_NAME - 1");
     if (rc != MPI_SUCCESS)
         return rc;
     return name_error(func, service_name, postbox_job_name_publish(service_name, port_name));

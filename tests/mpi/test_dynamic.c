@@ -4,8 +4,9 @@
  * group (world ranks 0..L-1) and a client group (the others); the
  * server's rank 0 opens a port (MPI_Open_port) and publishes it
  * (MPI_Publish_name), the clients find it (MPI_Lookup_name) and connect
- * (MPI_Comm_connect / MPI_Comm_accept); point-to-point and collectives on
- * the intercommunicator are checked, then MPI_Comm_disconnect.  A second
+ * (MPI_Comm_connect / MPI_Comm_accept); point-to-point, collectives and
+ * MPI_Intercomm_merge on the intercommunicator are checked, then
+ * MPI_Comm_disconnect.  A second
  * connection has the last rank of each group as root, on a port of the
  * last server.  Then the name service's errors (a name not published,
  * published twice), the port errors (a malformed port, another job's, a
@@ -109,6 +110,17 @@ static void check_link(MPI_Comm inter, int server, int servers, int root)
             want += first_remote + r;
         CHECK(sum == want, "allreduce gave %d, expected %d", sum, want);
     }
+    /* merged, the servers (high false) first: every process has its world rank */
+    {
+        MPI_Comm merged;
+        int mrank = -1, msize = -1;
+
+        OK(MPI_Intercomm_merge(inter, !server, &merged));
+        OK(MPI_Comm_rank(merged, &mrank));
+        OK(MPI_Comm_size(merged, &msize));
+        CHECK(mrank == rank && msize == nworld, "merged: rank %d of %d", mrank, msize);
+        OK(MPI_Comm_free(&merged));
+    }
 }
 
 /* the two connections between the halves of MPI_COMM_WORLD */
@@ -196,6 +208,32 @@ static void check_names(int have_service)
         CHECK(rc == MPI_SUCCESS && strcmp(found, "port-a") == 0, "lookup: %d '%s'", rc, found);
         OK(MPI_Unpublish_name("pbt-twice", MPI_INFO_NULL, "port-a"));
         CHECK_CLASS(MPI_Publish_name("", MPI_INFO_NULL, "p"), MPI_ERR_ARG, "an empty name");
+        {
+            char *long_name = malloc(600), *long_port = malloc(MPI_MAX_PORT_NAME + 1);
+
+            memset(long_name, 's', 599);
+            long_name[599] = '\0';
+            memset(long_port, 'p', MPI_MAX_PORT_NAME);
+            long_port[MPI_MAX_PORT_NAME] = '\0';
+            CHECK_CLASS(MPI_Publish_name(long_name, MPI_INFO_NULL, "p"), MPI_ERR_ARG,
+                        "a name of 599 bytes");
+            CHECK_CLASS(MPI_Lookup_name(long_name, MPI_INFO_NULL, found), MPI_ERR_ARG,
+                        "lookup of a name of 599 bytes");
+            CHECK_CLASS(MPI_Publish_name("pbt-long", MPI_INFO_NULL, long_port), MPI_ERR_ARG,
+                        "a port of MPI_MAX_PORT_NAME bytes");
+            /* the longest of each, every byte one PMI-1 escapes, still goes through */
+            memset(long_name, ' ', 512);
+            long_name[512] = '\0';
+            memset(long_port, '=', MPI_MAX_PORT_NAME - 1);
+            long_port[MPI_MAX_PORT_NAME - 1] = '\0';
+            OK(MPI_Publish_name(long_name, MPI_INFO_NULL, long_port));
+            rc = MPI_Lookup_name(long_name, MPI_INFO_NULL, found);
+            CHECK(rc == MPI_SUCCESS && strcmp(found, long_port) == 0, "lookup of the longest: %d",
+                  rc);
+            OK(MPI_Unpublish_name(long_name, MPI_INFO_NULL, long_port));
+            free(long_name);
+            free(long_port);
+        }
     }
 }
 
