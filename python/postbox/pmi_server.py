@@ -57,7 +57,7 @@ MAX_V2_MESSAGE = 4096
 PMI_SUBVERSION_1 = 1
 KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
 KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
-NAMES_PER_RANK = 256            # services one rank may have published at once
+NAMES_PER_RANK = 4096           # services one rank may have published at once
 # Postbox's own keys that name the rank that puts them: only that rank may
 _RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)(?:-[0-9]+)?$")
 
@@ -73,18 +73,24 @@ class NameService:
 
     def __init__(self) -> None:
         self.names: Dict[str, Tuple[str, Tuple[str, int]]] = {}
+        self.held: Dict[Tuple[str, int], int] = {}  # names each publisher has published
 
     def publish(self, service: str, port: str, owner: Tuple[str, int]) -> Optional[str]:
         """Publish @service as @port for @owner; the refusal, or None."""
         if service in self.names:
             return "service_already_published"
-        if sum(1 for _, who in self.names.values() if who == owner) >= NAMES_PER_RANK:
+        if self.held.get(owner, 0) >= NAMES_PER_RANK:
             return "more_than_%d_names_published_by_this_rank" % NAMES_PER_RANK
         self.names[service] = (port, owner)
+        self.held[owner] = self.held.get(owner, 0) + 1
         return None
 
     def unpublish(self, service: str) -> bool:
-        return self.names.pop(service, None) is not None
+        entry = self.names.pop(service, None)
+        if entry is None:
+            return False
+        self.held[entry[1]] -= 1
+        return True
 
     def lookup(self, service: str) -> Optional[str]:
         entry = self.names.get(service)

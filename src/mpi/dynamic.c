@@ -13,8 +13,10 @@
  * ranks, and each tells its group, which then makes the intercommunicator
  * as MPI_Intercomm_create does.  Only processes of one job connect: the
  * engine knows the processes of its world alone (docs/mpi.md, "Dynamic
- * processes").  A connect to a port whose process never accepts waits
- * (the standard allows a time-out; Postbox has none).
+ * processes").  An open port is recorded in the launcher's name service,
+ * so that a connect to a port closed or never opened is MPI_ERR_PORT; one
+ * to an open port whose process never accepts waits (the standard allows
+ * a time-out; Postbox has none).
  *
  * The name service is the launcher's (postbox/job.h postbox_job_name_*,
  * PMI publish/lookup/unpublish).
@@ -92,6 +94,29 @@ static int port_find(int id)
     return -1;
 }
 
+/* What port_record does. */
+enum {
+    PORT_RECORD_OPEN,
+    PORT_RECORD_CLOSE,
+    PORT_RECORD_LOOKUP
+};
+
+/* Record port @name open in the launcher's name service (under a service
+ * name of its own, "pb-open-port/<port>"), withdraw it, or look it up, so
+ * that a connect to a port closed or never opened fails (MPI_ERR_PORT)
+ * instead of waiting.  @return postbox_job_name_*'s result. */
+static int port_record(const char *name, int what)
+{
+    char service[sizeof("pb-open-port/") + MPI_MAX_PORT_NAME], found[8];
+
+    snprintf(service, sizeof(service), "pb-open-port/%s", name);
+    switch (what) {
+    case PORT_RECORD_OPEN: return postbox_job_name_publish(service, "1");
+    case PORT_RECORD_CLOSE: return postbox_job_name_unpublish(service);
+    default: return postbox_job_name_lookup(service, found, sizeof(found));
+    }
+}
+
 /* The error raised when the engine is not running (the calls that take no
  * communicator), or MPI_SUCCESS. */
 static int need_engine(const char *func)
@@ -122,9 +147,21 @@ int pb_mpi_open_port_impl(const char *func, MPI_Info info, char *port_name)
         ports.open = open;
         ports.cap = cap;
     }
-    ports.open[ports.count++] = ++ports.last_id;
     snprintf(port_name, MPI_MAX_PORT_NAME, PORT_PREFIX "%d:%d:%s", pb_mpi_comm_world()->rank,
-             ports.last_id, postbox_job_id());
+             ports.last_id + 1, postbox_job_id());
+    switch (port_record(port_name, PORT_RECORD_OPEN)) {
+    case 0:
+    case POSTBOX_JOB_NAME_NO_SERVICE: break;
+    case POSTBOX_JOB_NAME_TAKEN:
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
+                            "the launcher refused to record port %s (too many names and ports "
+                            "of this process?)",
+                            port_name);
+    default:
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
+                            "the launcher could not record port %s", port_name);
+    }
+    ports.open[ports.count++] = ++ports.last_id;
     return MPI_SUCCESS;
 }
 
@@ -143,6 +180,7 @@ int pb_mpi_close_port_impl(const char *func, const char *port_name)
     if (i < 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
                             "port %s is not open in this process", port_name);
+    port_record(port_name, PORT_RECORD_CLOSE);
     ports.open[i] = ports.open[--ports.count];
     return MPI_SUCCESS;
 }
@@ -269,6 +307,10 @@ static int port_link(const char *func, int accept, const char *port_name, MPI_In
         why = port_parse(port_name, &l.port);
         if (why == NULL && accept && l.port.world_rank != pb_mpi_comm_world()->rank)
             why = "names a port of another process";
+        /* without a name service a closed port cannot be told: the connect waits */
+        if (why == NULL && !accept &&
+            port_record(port_name, PORT_RECORD_LOOKUP) == POSTBOX_JOB_NAME_NOT_FOUND)
+            why = "is not open (closed, or never opened)";
         l.bad_port = why != NULL;
     }
     /* a bad port fails the root's exchange, and so every process of the group */

@@ -10,7 +10,7 @@
  * connection has the last rank of each group as root, on a port of the
  * last server.  Then the name service's errors (a name not published,
  * published twice), the port errors (a malformed port, another job's, a
- * closed one, another process's), MPI_Comm_join between world ranks 0
+ * closed one, one never opened, another process's), MPI_Comm_join between world ranks 0
  * and N-1 over a TCP socket and its errors, MPI_Comm_spawn and
  * _spawn_multiple (MPI_ERR_SPAWN: not built yet) and MPI_Comm_get_parent.
  *
@@ -237,8 +237,9 @@ static void check_names(int have_service)
     }
 }
 
-/* the errors of bad ports, on MPI_COMM_SELF */
-static void check_port_errors(void)
+/* the errors of bad ports, on MPI_COMM_SELF; @have_service: under a launcher
+ * with a name service, which knows which ports are open */
+static void check_port_errors(int have_service)
 {
     char port[MPI_MAX_PORT_NAME], bad[MPI_MAX_PORT_NAME + 64];
     MPI_Comm inter = MPI_COMM_WORLD;
@@ -265,6 +266,15 @@ static void check_port_errors(void)
     CHECK_CLASS(MPI_Close_port(port), MPI_ERR_PORT, "close of a closed port");
     CHECK_CLASS(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), MPI_ERR_PORT,
                 "accept on a closed port");
+    if (have_service) {
+        /* the launcher knows the port is closed (a singleton's connect would wait) */
+        CHECK_CLASS(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), MPI_ERR_PORT,
+                    "connect to a closed port");
+        snprintf(bad, sizeof(bad), "postbox-port:%d:%d%s", other, 1 << 23,
+                 strchr(strchr(port + 13, ':') + 1, ':'));
+        CHECK_CLASS(MPI_Comm_connect(bad, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter), MPI_ERR_PORT,
+                    "connect to a port never opened");
+    }
     CHECK_CLASS(MPI_Comm_disconnect(&inter), MPI_ERR_COMM, "disconnect of MPI_COMM_NULL");
     inter = MPI_COMM_WORLD;
     CHECK_CLASS(MPI_Comm_disconnect(&inter), MPI_ERR_COMM, "disconnect of MPI_COMM_WORLD");
@@ -377,7 +387,7 @@ int main(int argc, char **argv)
             check_join();
     }
     check_names(!singleton);
-    check_port_errors();
+    check_port_errors(!singleton);
     check_spawn();
     int status = check_summary("dynamic", MPI_COMM_WORLD, 99);
     MPI_Finalize();
