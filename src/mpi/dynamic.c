@@ -154,8 +154,8 @@ int pb_mpi_open_port_impl(const char *func, MPI_Info info, char *port_name)
     case POSTBOX_JOB_NAME_NO_SERVICE: break;
     case POSTBOX_JOB_NAME_TAKEN:
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
-                            "the launcher refused to record port %s (too many names and ports "
-                            "of this process?)",
+                            "the launcher refused to record port %s (under postbox run a "
+                            "process holds at most 4096 published names and open ports)",
                             port_name);
     default:
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
@@ -278,7 +278,6 @@ static int exchange_connect(uint32_t *mine_theirs, void *arg)
         return MPI_ERR_PORT;
     rc = world_exchange(request, 3, l->port.world_rank, TAG_PORT_FIRST + l->port.id, answer, 2,
                         l->port.world_rank, TAG_PORT_REPLY);
-
     if (rc != MPI_SUCCESS)
         return rc;
     l->remote_size = answer[1];
