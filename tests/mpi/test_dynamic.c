@@ -13,6 +13,7 @@
  * closed one, one never opened, another process's), MPI_Comm_join between world ranks 0
  * and N-1 over a TCP socket and its errors, MPI_Comm_spawn and
  * _spawn_multiple (MPI_ERR_SPAWN: not built yet) and MPI_Comm_get_parent.
+ * First of all, before MPI_Init, the processes of a session connect.
  *
  * Started alone with the argument "singleton" it checks that the name
  * service calls say there is none (MPI_ERR_UNSUPPORTED_OPERATION) and
@@ -370,10 +371,59 @@ static void check_spawn(void)
     CHECK(child == MPI_COMM_NULL, "spawn_multiple left the handle");
 }
 
+/* Before MPI_Init: a session's processes connect too.  The session's
+ * world splits in halves; the first process of the first half opens a
+ * port, which reaches the other half's first process over the session's
+ * communicator; a message each way between the two roots. */
+static void check_session(void)
+{
+    MPI_Session session;
+    MPI_Group group;
+    MPI_Comm all, half, inter = MPI_COMM_NULL;
+    char port[MPI_MAX_PORT_NAME];
+    int me = -1, size = 0, servers, server, value = -1, mine;
+
+    OK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session));
+    OK(MPI_Group_from_session_pset(session, "mpi://WORLD", &group));
+    OK(MPI_Comm_create_from_group(group, "pbt-dynamic", MPI_INFO_NULL, MPI_ERRORS_RETURN, &all));
+    OK(MPI_Comm_rank(all, &me));
+    rank = me;
+    OK(MPI_Comm_size(all, &size));
+    servers = (size + 1) / 2;
+    server = me < servers;
+    OK(MPI_Comm_split(all, server, me, &half));
+    memset(port, 0, sizeof(port));
+    if (me == 0)
+        OK(MPI_Open_port(MPI_INFO_NULL, port));
+    if (me == 0)
+        OK(MPI_Send(port, MPI_MAX_PORT_NAME, MPI_CHAR, servers, 5, all));
+    else if (me == servers)
+        OK(MPI_Recv(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, 5, all, MPI_STATUS_IGNORE));
+    if (server)
+        OK(MPI_Comm_accept(port, MPI_INFO_NULL, 0, half, &inter));
+    else
+        OK(MPI_Comm_connect(port, MPI_INFO_NULL, 0, half, &inter));
+    if (me == 0 || me == servers) {
+        mine = 500 + me;
+        OK(MPI_Sendrecv(&mine, 1, MPI_INT, 0, 4, &value, 1, MPI_INT, 0, 4, inter,
+                        MPI_STATUS_IGNORE));
+        CHECK(value == 500 + (me == 0 ? servers : 0), "session link gave %d", value);
+    }
+    OK(MPI_Comm_disconnect(&inter));
+    if (me == 0)
+        OK(MPI_Close_port(port));
+    OK(MPI_Comm_free(&half));
+    OK(MPI_Comm_free(&all));
+    OK(MPI_Group_free(&group));
+    OK(MPI_Session_finalize(&session));
+}
+
 int main(int argc, char **argv)
 {
     int singleton = argc > 1 && strcmp(argv[1], "singleton") == 0;
 
+    if (!singleton)
+        check_session();
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
