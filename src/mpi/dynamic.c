@@ -4,8 +4,9 @@
  * MPI_Comm_disconnect, the name service, MPI_Comm_join, and
  * MPI_Comm_spawn, which is not built yet.
  *
- * A port names one process of the job and a number it chose:
- * "postbox-port:<world rank>:<port id>:<job id>".  The connecting group's
+ * A port names one process of the job, a number it chose, and whether the
+ * launcher's name service records it open:
+ * "postbox-port:<world rank>:<port id>:<recorded 0|1>:<job id>".  The connecting group's
  * root sends its request to that process on MPI_COMM_WORLD's collective
  * context, tag TAG_PORT_FIRST + the port id; the accepting root takes the
  * first request of its port and answers.  The two roots trade their
@@ -13,10 +14,11 @@
  * ranks, and each tells its group, which then makes the intercommunicator
  * as MPI_Intercomm_create does.  Only processes of one job connect: the
  * engine knows the processes of its world alone (docs/mpi.md, "Dynamic
- * processes").  An open port is recorded in the launcher's name service,
- * so that a connect to a port closed or never opened is MPI_ERR_PORT; one
- * to an open port whose process never accepts waits (the standard allows
- * a time-out; Postbox has none).
+ * processes").  An open port is recorded in the launcher's name service
+ * when it has one, so that a connect to a recorded port closed since is
+ * MPI_ERR_PORT; one to an open port whose process never accepts waits (the
+ * standard allows a time-out; Postbox has none), and so does one to a
+ * closed port that was not recorded.
  *
  * The name service is the launcher's (postbox/job.h postbox_job_name_*,
  * PMI publish/lookup/unpublish).
@@ -61,25 +63,28 @@ static struct {
 /* A port name, taken apart. */
 typedef struct {
     int world_rank, id;
+    int recorded; /* in the launcher's name service (port_record) */
 } port_t;
 
 /* Parse @name into *@p.  @return NULL, or what is wrong with it. */
 static const char *port_parse(const char *name, port_t *p)
 {
     const char *job = postbox_job_id();
-    int rank, id, used = 0;
+    int rank, id, recorded, used = 0;
 
     if (name == NULL)
         return "is NULL";
     if (strnlen(name, MPI_MAX_PORT_NAME) == MPI_MAX_PORT_NAME)
         return "is longer than MPI_MAX_PORT_NAME";
-    if (sscanf(name, PORT_PREFIX "%d:%d:%n", &rank, &id, &used) != 2 || used == 0)
+    if (sscanf(name, PORT_PREFIX "%d:%d:%d:%n", &rank, &id, &recorded, &used) != 3 || used == 0 ||
+        (recorded != 0 && recorded != 1))
         return "is not a port name of MPI_Open_port";
     if (job == NULL || strcmp(name + used, job) != 0)
         return "names a process of another job (connecting jobs is not built yet)";
     if (rank < 0 || rank >= pb_mpi_comm_world()->size || id < 1 || id > PORT_ID_MAX)
         return "names no process of this job";
     p->world_rank = rank;
+    p->recorded = recorded;
     p->id = id;
     return NULL;
 }
@@ -147,19 +152,13 @@ int pb_mpi_open_port_impl(const char *func, MPI_Info info, char *port_name)
         ports.open = open;
         ports.cap = cap;
     }
-    snprintf(port_name, MPI_MAX_PORT_NAME, PORT_PREFIX "%d:%d:%s", pb_mpi_comm_world()->rank,
-             ports.last_id + 1, postbox_job_id());
-    switch (port_record(port_name, PORT_RECORD_OPEN)) {
-    case 0:
-    case POSTBOX_JOB_NAME_NO_SERVICE: break;
-    case POSTBOX_JOB_NAME_TAKEN:
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
-                            "the launcher refused to record port %s (under postbox run a "
-                            "process holds at most 4096 published names and open ports)",
-                            port_name);
-    default:
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
-                            "the launcher could not record port %s", port_name);
+    /* recorded if the launcher takes the record; else a connect to it once
+     * closed cannot be told (it waits) */
+    for (int recorded = 1; recorded >= 0; recorded--) {
+        snprintf(port_name, MPI_MAX_PORT_NAME, PORT_PREFIX "%d:%d:%d:%s", pb_mpi_comm_world()->rank,
+                 ports.last_id + 1, recorded, postbox_job_id());
+        if (recorded == 0 || port_record(port_name, PORT_RECORD_OPEN) == 0)
+            break;
     }
     ports.open[ports.count++] = ++ports.last_id;
     return MPI_SUCCESS;
@@ -180,7 +179,8 @@ int pb_mpi_close_port_impl(const char *func, const char *port_name)
     if (i < 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
                             "port %s is not open in this process", port_name);
-    port_record(port_name, PORT_RECORD_CLOSE);
+    if (p.recorded)
+        port_record(port_name, PORT_RECORD_CLOSE);
     ports.open[i] = ports.open[--ports.count];
     return MPI_SUCCESS;
 }
@@ -290,7 +290,7 @@ static int exchange_connect(uint32_t *mine_theirs, void *arg)
 static int port_link(const char *func, int accept, const char *port_name, MPI_Info info, int root,
                      MPI_Comm comm, MPI_Comm *newcomm, pb_comm_t *c)
 {
-    link_t l = {c, {0, 0}, 0, 0, NULL};
+    link_t l = {c, {0, 0, 0}, 0, 0, NULL};
     const char *why = NULL;
     uint32_t context;
     int info_size[2] = {MPI_SUCCESS, 0}, rc = pb_mpi_comm_check_intra(comm, func, c), brc;
@@ -306,8 +306,7 @@ static int port_link(const char *func, int accept, const char *port_name, MPI_In
         why = port_parse(port_name, &l.port);
         if (why == NULL && accept && l.port.world_rank != pb_mpi_comm_world()->rank)
             why = "names a port of another process";
-        /* without a name service a closed port cannot be told: the connect waits */
-        if (why == NULL && !accept &&
+        if (why == NULL && !accept && l.port.recorded &&
             port_record(port_name, PORT_RECORD_LOOKUP) == POSTBOX_JOB_NAME_NOT_FOUND)
             why = "is not open (closed, or never opened)";
         l.bad_port = why != NULL;

@@ -250,7 +250,7 @@ static void check_port_errors(int have_service)
                 "connect to a malformed port");
     CHECK(inter == MPI_COMM_NULL, "a failed connect left the handle");
     CHECK_CLASS(
-        MPI_Comm_connect("postbox-port:0:1:another-job", MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter),
+        MPI_Comm_connect("postbox-port:0:1:0:another-job", MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter),
         MPI_ERR_PORT, "connect to another job's port");
     OK(MPI_Open_port(MPI_INFO_NULL, port));
     /* the same port with a process number past the job's */
