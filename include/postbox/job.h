@@ -109,6 +109,24 @@ int postbox_job_kvs_get(const char *key, char *value, size_t len);
  */
 int postbox_job_fence(void);
 
+/* postbox_job_name_* results besides 0 and -1 */
+#define POSTBOX_JOB_NAME_TAKEN 1      /* publish: the service is published already */
+#define POSTBOX_JOB_NAME_NOT_FOUND 2  /* unpublish, lookup: no such service */
+#define POSTBOX_JOB_NAME_NO_SERVICE 3 /* a singleton, or a launcher without one */
+
+/**
+ * The launcher's name service, shared by every job it serves: publish
+ * @service (any text of 1 to 1023 bytes) as @port, withdraw it, or look
+ * it up into @port (@len bytes, NUL terminated).  `postbox run` offers it
+ * (PMI-1 publish_name, unpublish_name, lookup_name; PMI-2 name-publish,
+ * -unpublish, -lookup); a singleton has none.
+ * @return 0; POSTBOX_JOB_NAME_TAKEN, _NOT_FOUND or _NO_SERVICE (nothing
+ *         printed); -1 on a bad argument or a PMI failure (printed).
+ */
+int postbox_job_name_publish(const char *service, const char *port);
+int postbox_job_name_unpublish(const char *service);
+int postbox_job_name_lookup(const char *service, char *port, size_t len);
+
 /**
  * Leave the job: tell the process manager, close the connection, free the
  * node table.  RSM keeps working (the node id stays).

@@ -8,17 +8,24 @@ the launcher must act on (an ``abort``, a connection to close) through the
 
 PMI-1 (one line, ``cmd=NAME key=value ...\\n``, at most :data:`MAX_LINE` bytes):
 ``init``, ``get_maxes``, ``get_universe_size``, ``get_appnum``,
-``get_my_kvsname``, ``put``, ``get``, ``barrier_in``, ``finalize``, ``abort``.
+``get_my_kvsname``, ``put``, ``get``, ``barrier_in``, ``publish_name``,
+``unpublish_name``, ``lookup_name``, ``finalize``, ``abort``.
 
 PMI-2 (a 6-character decimal length, then ``cmd=NAME;key=value;...;``), used
 after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
 ``kvs-get``, ``kvs-fence``, ``info-getjobattr``, ``info-putnodeattr``,
-``info-getnodeattr``, ``finalize``, ``abort``.
+``info-getnodeattr``, ``name-publish``, ``name-unpublish``, ``name-lookup``,
+``finalize``, ``abort``.
 
 The job has one key-value space, named after the job id; ``barrier_in`` and
 ``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
 from the layout of the virtual nodes.  The launcher puts nothing in the
 key-value space (the job secret never travels over PMI).
+
+The name service (MPI_Publish_name, MPI_Unpublish_name, MPI_Lookup_name) maps
+a service name to a port name; its table (:class:`NameService`) may be shared
+by several servers, so that every job one launcher serves sees the same names.
+A rank publishes at most :data:`NAMES_PER_RANK` names.
 
 A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
 :data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
@@ -50,6 +57,7 @@ MAX_V2_MESSAGE = 4096
 PMI_SUBVERSION_1 = 1
 KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
 KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
+NAMES_PER_RANK = 4096           # services one rank may have published at once
 # Postbox's own keys that name the rank that puts them: only that rank may
 _RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)(?:-[0-9]+)?$")
 
@@ -58,6 +66,35 @@ _V2_HEADER = re.compile(rb"^ *[0-9]{1,6}$")
 
 class ProtocolError(Exception):
     """A message that cannot be parsed."""
+
+
+class NameService:
+    """Published service names: service -> (port, the publisher's (job, rank))."""
+
+    def __init__(self) -> None:
+        self.names: Dict[str, Tuple[str, Tuple[str, int]]] = {}
+        self.held: Dict[Tuple[str, int], int] = {}  # names each publisher has published
+
+    def publish(self, service: str, port: str, owner: Tuple[str, int]) -> Optional[str]:
+        """Publish @service as @port for @owner; the refusal, or None."""
+        if service in self.names:
+            return "service_already_published"
+        if self.held.get(owner, 0) >= NAMES_PER_RANK:
+            return "more_than_%d_names_published_by_this_rank" % NAMES_PER_RANK
+        self.names[service] = (port, owner)
+        self.held[owner] = self.held.get(owner, 0) + 1
+        return None
+
+    def unpublish(self, service: str) -> bool:
+        entry = self.names.pop(service, None)
+        if entry is None:
+            return False
+        self.held[entry[1]] -= 1
+        return True
+
+    def lookup(self, service: str) -> Optional[str]:
+        entry = self.names.get(service)
+        return entry[0] if entry else None
 
 
 # ---- the layout of virtual nodes ------------------------------------------
@@ -275,7 +312,8 @@ class PmiServer:
     def __init__(self, job_id: str, size: int, nodes: int,
                  send: Callable[[int, bytes], None],
                  abort: Callable[[int, int, str], None],
-                 close: Callable[[int, Optional[str]], None]):
+                 close: Callable[[int, Optional[str]], None],
+                 names: Optional[NameService] = None):
         if len(job_id) > KVSNAME_MAX:
             raise ValueError("job id longer than %d characters" % KVSNAME_MAX)
         self.job_id = job_id
@@ -300,6 +338,7 @@ class PmiServer:
         self.owner: Dict[Tuple[int, str], Tuple[int, int]] = {}
         self.held_keys = [0] * size
         self.held_bytes = [0] * size
+        self.names = names if names is not None else NameService()
 
     def attach(self, rank: int, v2: bool) -> None:
         """A PMI_PORT connection identified as @rank (after :class:`PortHandshake`)."""
@@ -459,6 +498,58 @@ class PmiServer:
     def _v1_barrier_in(self, conn: Connection, fields: Dict[str, str]) -> None:
         self._enter_barrier(conn, False, None)
 
+    def _name_fields(self, fields: Dict[str, str], key: str,
+                     with_port: bool) -> Tuple[Optional[str], str, str]:
+        """(the refusal or None, service, port) of a name-service request."""
+        service, port = fields.get(key, ""), fields.get("port", "")
+        if service == "":
+            return "missing_" + key, service, port
+        if len(service.encode("utf-8")) > VALLEN_MAX:
+            return "%s_longer_than_%d" % (key, VALLEN_MAX), service, port
+        if with_port and port == "":
+            return "missing_port", service, port
+        if len(port.encode("utf-8")) > VALLEN_MAX:
+            return "port_longer_than_%d" % VALLEN_MAX, service, port
+        return None, service, port
+
+    def _name_publish(self, conn: Connection, fields: Dict[str, str], key: str) -> Optional[str]:
+        error, service, port = self._name_fields(fields, key, True)
+        return error or self.names.publish(service, port, (self.job_id, conn.rank))
+
+    def _name_unpublish(self, conn: Connection, fields: Dict[str, str], key: str) -> Optional[str]:
+        error, service, _ = self._name_fields(fields, key, False)
+        if error is None and not self.names.unpublish(service):
+            error = "service_not_published"
+        return error
+
+    def _name_lookup(self, fields: Dict[str, str], key: str) -> Tuple[Optional[str], str]:
+        error, service, _ = self._name_fields(fields, key, False)
+        port = None if error else self.names.lookup(service)
+        if error is None and port is None:
+            error = "service_not_found"
+        return error, port or ""
+
+    def _v1_publish_name(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error = self._name_publish(conn, fields, "service")
+        if error:
+            conn._reply_error(False, "publish_result", error)
+        else:
+            conn.reply(False, "publish_result", [("rc", 0)])
+
+    def _v1_unpublish_name(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error = self._name_unpublish(conn, fields, "service")
+        if error:
+            conn._reply_error(False, "unpublish_result", error)
+        else:
+            conn.reply(False, "unpublish_result", [("rc", 0)])
+
+    def _v1_lookup_name(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error, port = self._name_lookup(fields, "service")
+        if error:
+            conn._reply_error(False, "lookup_result", error)
+        else:
+            conn.reply(False, "lookup_result", [("rc", 0), ("port", port)])
+
     def _v1_finalize(self, conn: Connection, fields: Dict[str, str]) -> None:
         conn.finalized = True
         conn.reply(False, "finalize_ack", [("rc", 0)])
@@ -573,6 +664,29 @@ class PmiServer:
         else:
             conn.reply(True, "info-getnodeattr-response",
                        [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
+
+    def _v2_name_publish(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error = self._name_publish(conn, fields, "name")
+        if error:
+            conn._reply_error(True, "name-publish-response", error, self._thrid(fields))
+        else:
+            conn.reply(True, "name-publish-response", [("rc", 0)] + self._thrid(fields))
+
+    def _v2_name_unpublish(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error = self._name_unpublish(conn, fields, "name")
+        if error:
+            conn._reply_error(True, "name-unpublish-response", error, self._thrid(fields))
+        else:
+            conn.reply(True, "name-unpublish-response", [("rc", 0)] + self._thrid(fields))
+
+    def _v2_name_lookup(self, conn: Connection, fields: Dict[str, str]) -> None:
+        error, port = self._name_lookup(fields, "name")
+        if error:
+            conn._reply_error(True, "name-lookup-response", error,
+                              [("found", "FALSE")] + self._thrid(fields))
+        else:
+            conn.reply(True, "name-lookup-response",
+                       [("rc", 0), ("found", "TRUE"), ("port", port)] + self._thrid(fields))
 
     def _v2_finalize(self, conn: Connection, fields: Dict[str, str]) -> None:
         conn.finalized = True

@@ -400,6 +400,57 @@ PB_EXPORT int postbox_job_fence(void)
     return pb_boot_pmi_fence(boot.pmi) == PB_OK ? 0 : -1;
 }
 
+/* ---- name service --------------------------------------------------------------- */
+
+/* A name-service call's @status as postbox_job_name_*'s result. */
+static int job_name_result(const char *caller, const char *service, pb_status_t status)
+{
+    switch (status) {
+    case PB_OK: return 0;
+    case PB_ERR_IN_USE: return POSTBOX_JOB_NAME_TAKEN;
+    case PB_ERR_NOT_PUBLISHED: return POSTBOX_JOB_NAME_NOT_FOUND;
+    case PB_ERR_UNSUPPORTED: return POSTBOX_JOB_NAME_NO_SERVICE;
+    case PB_ERR_INVALID_PARAM:
+        pb_error("%s: the service name '%.64s' or its port is empty or too long", caller,
+                 service != NULL ? service : "(null)");
+        return -1;
+    default: return -1;
+    }
+}
+
+PB_EXPORT int postbox_job_name_publish(const char *service, const char *port)
+{
+    if (!pb_boot_job_ready("postbox_job_name_publish"))
+        return -1;
+    if (port == NULL) {
+        pb_error("postbox_job_name_publish: NULL port for service %s", service ? service : "");
+        return -1;
+    }
+    return job_name_result("postbox_job_name_publish", service,
+                           pb_boot_pmi_name_publish(boot.pmi, service, port));
+}
+
+PB_EXPORT int postbox_job_name_unpublish(const char *service)
+{
+    if (!pb_boot_job_ready("postbox_job_name_unpublish"))
+        return -1;
+    return job_name_result("postbox_job_name_unpublish", service,
+                           pb_boot_pmi_name_unpublish(boot.pmi, service));
+}
+
+PB_EXPORT int postbox_job_name_lookup(const char *service, char *port, size_t len)
+{
+    if (!pb_boot_job_ready("postbox_job_name_lookup"))
+        return -1;
+    if (port == NULL || len == 0) {
+        pb_error("postbox_job_name_lookup: no room for the port of %s", service ? service : "");
+        return -1;
+    }
+    port[0] = '\0';
+    return job_name_result("postbox_job_name_lookup", service,
+                           pb_boot_pmi_name_lookup(boot.pmi, service, port, len));
+}
+
 /* ---- end ------------------------------------------------------------------------ */
 
 PB_EXPORT int postbox_job_finalize(void)

@@ -1140,6 +1140,99 @@ pb_status_t pb_boot_pmi_get(pb_boot_pmi_t *pmi, const char *key, char *value, si
     return PB_OK;
 }
 
+/* ---- name service -------------------------------------------------------------- */
+
+/* The three name-service requests, by wire form: the PMI-1 command and its
+ * answer, the PMI-2 command (answered by "<command>-response"). */
+typedef struct {
+    const char *v1, *v1_reply, *v2, *v2_reply;
+} pmi_name_op_t;
+
+static const pmi_name_op_t pmi_name_publish = {"publish_name", "publish_result", "name-publish",
+                                               "name-publish-response"};
+static const pmi_name_op_t pmi_name_unpublish = {"unpublish_name", "unpublish_result",
+                                                 "name-unpublish", "name-unpublish-response"};
+static const pmi_name_op_t pmi_name_lookup = {"lookup_name", "lookup_result", "name-lookup",
+                                              "name-lookup-response"};
+
+/* Send @op for @service (with @port, if not NULL) and receive the answer
+ * into @reply; *@refused_p = whether the process manager said no (rc not
+ * 0, or PMI-2 found=FALSE).  @return PB_OK; PB_ERR_UNSUPPORTED for a
+ * singleton or a process manager that answers with another command (it
+ * has no name service); PB_ERR_INVALID_PARAM for a service name or port
+ * too long for a message; PB_ERR_IO; PB_ERR_PROTOCOL. */
+static pb_status_t pmi_name_call(pb_boot_pmi_t *pmi, const pmi_name_op_t *op, const char *service,
+                                 const char *port, pb_boot_pmi_msg_t *reply, int *refused_p)
+{
+    pb_boot_pmi_msg_t query;
+    const char *found;
+    pb_status_t status;
+
+    if (pmi->version == 0)
+        return PB_ERR_UNSUPPORTED;
+    if (service == NULL || *service == '\0' || strlen(service) >= PB_BOOT_PMI_VALUE_MAX ||
+        (port != NULL && strlen(port) >= PB_BOOT_PMI_VALUE_MAX))
+        return PB_ERR_INVALID_PARAM;
+    pb_boot_pmi_msg_init(&query, pmi->version == 2 ? op->v2 : op->v1);
+    pb_boot_pmi_msg_add(&query, pmi->version == 2 ? "name" : "service", service);
+    if (port != NULL)
+        pb_boot_pmi_msg_add(&query, "port", port);
+    status = pmi_send(pmi, &query, pmi->version);
+    if (status == PB_OK)
+        status = pmi_recv(pmi, reply, pmi->version);
+    if (status != PB_OK)
+        return status;
+    if (strcmp(pb_boot_pmi_msg_cmd(reply), pmi->version == 2 ? op->v2_reply : op->v1_reply) != 0)
+        return PB_ERR_UNSUPPORTED;
+    found = pb_boot_pmi_msg_get(reply, "found");
+    *refused_p = !pmi_reply_ok(reply) || (found != NULL && strcmp(found, "FALSE") == 0);
+    return PB_OK;
+}
+
+pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, const char *port)
+{
+    pb_boot_pmi_msg_t reply;
+    int refused = 0;
+    pb_status_t status = pmi_name_call(pmi, &pmi_name_publish, service, port, &reply, &refused);
+
+    if (status == PB_OK && refused)
+        status = PB_ERR_IN_USE;
+    return status;
+}
+
+pb_status_t pb_boot_pmi_name_unpublish(pb_boot_pmi_t *pmi, const char *service)
+{
+    pb_boot_pmi_msg_t reply;
+    int refused = 0;
+    pb_status_t status = pmi_name_call(pmi, &pmi_name_unpublish, service, NULL, &reply, &refused);
+
+    if (status == PB_OK && refused)
+        status = PB_ERR_NOT_PUBLISHED;
+    return status;
+}
+
+pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, char *port, size_t len)
+{
+    pb_boot_pmi_msg_t reply;
+    int refused = 0;
+    const char *text;
+    pb_status_t status = pmi_name_call(pmi, &pmi_name_lookup, service, NULL, &reply, &refused);
+
+    if (status != PB_OK)
+        return status;
+    if (refused)
+        return PB_ERR_NOT_PUBLISHED;
+    text = pb_boot_pmi_msg_get(&reply, "port"); /* in both versions (Hydra's too) */
+    if (text == NULL) {
+        pb_error("PMI: the answer to the lookup of service %s carries no port", service);
+        return PB_ERR_PROTOCOL;
+    }
+    if (strlen(text) >= len)
+        return PB_ERR_INVALID_PARAM;
+    memcpy(port, text, strlen(text) + 1);
+    return PB_OK;
+}
+
 pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi)
 {
     pb_boot_pmi_msg_t query, reply;

@@ -134,6 +134,21 @@ pb_status_t pb_boot_pmi_get(pb_boot_pmi_t *pmi, const char *key, char *value, si
  * @return PB_OK; PB_ERR_IO; PB_ERR_PROTOCOL (logged). */
 pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi);
 
+/* The process manager's name service (MPI_Publish_name and the others):
+ * publish @service as @port; withdraw @service; look @service up into
+ * @port (@len bytes, NUL terminated).  PMI-1 publish_name/unpublish_name/
+ * lookup_name, PMI-2 name-publish/-unpublish/-lookup.
+ * @return PB_OK; PB_ERR_IN_USE (publish: the service is published
+ * already); PB_ERR_NOT_PUBLISHED (unpublish, lookup: no such service);
+ * PB_ERR_UNSUPPORTED (a singleton, or a process manager without a name
+ * service); PB_ERR_INVALID_PARAM (an empty or too long service or port, a
+ * port longer than @len - 1); PB_ERR_IO; PB_ERR_PROTOCOL.  Only the last
+ * two are logged. */
+pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, const char *port);
+pb_status_t pb_boot_pmi_name_unpublish(pb_boot_pmi_t *pmi, const char *service);
+pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, char *port,
+                                    size_t len);
+
 /* Ask the process manager to end the whole job with @exit_code, reporting
  * @message (may be NULL); then exit this process with @exit_code. */
 void pb_boot_pmi_abort(pb_boot_pmi_t *pmi, int exit_code, const char *message)

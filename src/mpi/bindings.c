@@ -4694,6 +4694,275 @@ PB_EXPORT int PMPI_Win_call_errhandler(MPI_Win win, int errorcode)
 }
 PB_MPI_WEAK_ALIAS(MPI_Win_call_errhandler, PMPI_Win_call_errhandler);
 
+static int comm_spawn_checked(const char *func, const char *command, char *argv[], int maxprocs,
+                              MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm,
+                              int array_of_errcodes[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, intercomm, "intercomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_spawn_impl(func, command, argv, maxprocs, info, root, comm, intercomm,
+                                  array_of_errcodes, c);
+}
+
+/* Not built yet: raise MPI_ERR_SPAWN (each of array_of_errcodes MPI_ERR_SPAWN at the root) and
+ * set *@intercomm to MPI_COMM_NULL. */
+PB_EXPORT int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info,
+                              int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
+{
+    return comm_spawn_checked("MPI_Comm_spawn", command, argv, maxprocs, info, root, comm,
+                              intercomm, array_of_errcodes);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_spawn, PMPI_Comm_spawn);
+
+static int comm_spawn_multiple_checked(const char *func, int count, char *array_of_commands[],
+                                       char **array_of_argv[], const int array_of_maxprocs[],
+                                       const MPI_Info array_of_info[], int root, MPI_Comm comm,
+                                       MPI_Comm *intercomm, int array_of_errcodes[])
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, intercomm, "intercomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_spawn_multiple_impl(func, count, array_of_commands, array_of_argv,
+                                           array_of_maxprocs, array_of_info, root, comm, intercomm,
+                                           array_of_errcodes, c);
+}
+
+/* Not built yet: raise MPI_ERR_SPAWN, as MPI_Comm_spawn. */
+PB_EXPORT int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
+                                       const int array_of_maxprocs[],
+                                       const MPI_Info array_of_info[], int root, MPI_Comm comm,
+                                       MPI_Comm *intercomm, int array_of_errcodes[])
+{
+    return comm_spawn_multiple_checked("MPI_Comm_spawn_multiple", count, array_of_commands,
+                                       array_of_argv, array_of_maxprocs, array_of_info, root, comm,
+                                       intercomm, array_of_errcodes);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_spawn_multiple, PMPI_Comm_spawn_multiple);
+
+static int comm_get_parent_checked(const char *func, MPI_Comm *parent)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, parent, "parent");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_get_parent_impl(func, parent);
+}
+
+/* *@parent = MPI_COMM_NULL: no process is spawned. @return MPI_SUCCESS; MPI_ERR_ARG,
+ * MPI_ERR_OTHER (MPI not initialized). */
+PB_EXPORT int PMPI_Comm_get_parent(MPI_Comm *parent)
+{
+    return comm_get_parent_checked("MPI_Comm_get_parent", parent);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_get_parent, PMPI_Comm_get_parent);
+
+static int open_port_checked(const char *func, MPI_Info info, char *port_name)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, port_name, "port_name");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_open_port_impl(func, info, port_name);
+}
+
+/* A new port of this process in @port_name (MPI_MAX_PORT_NAME bytes). @return MPI_SUCCESS;
+ * MPI_ERR_INFO, MPI_ERR_ARG, MPI_ERR_PORT (no ids left), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Open_port(MPI_Info info, char *port_name)
+{
+    return open_port_checked("MPI_Open_port", info, port_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Open_port, PMPI_Open_port);
+
+static int close_port_checked(const char *func, const char *port_name)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, port_name, "port_name");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_close_port_impl(func, port_name);
+}
+
+/* Close port @port_name of MPI_Open_port. @return MPI_SUCCESS; MPI_ERR_PORT (not a port open in
+ * this process). */
+PB_EXPORT int PMPI_Close_port(const char *port_name)
+{
+    return close_port_checked("MPI_Close_port", port_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Close_port, PMPI_Close_port);
+
+static int comm_accept_checked(const char *func, const char *port_name, MPI_Info info, int root,
+                               MPI_Comm comm, MPI_Comm *newcomm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, newcomm, "newcomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_accept_impl(func, port_name, info, root, comm, newcomm, c);
+}
+
+/* Make *@newcomm, the intercommunicator with the group that connects to @port_name (open in
+ * @root). Collective over @comm. @return MPI_SUCCESS; MPI_ERR_COMM, MPI_ERR_ROOT, MPI_ERR_ARG,
+ * MPI_ERR_INFO, MPI_ERR_PORT, MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                               MPI_Comm *newcomm)
+{
+    return comm_accept_checked("MPI_Comm_accept", port_name, info, root, comm, newcomm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_accept, PMPI_Comm_accept);
+
+static int comm_connect_checked(const char *func, const char *port_name, MPI_Info info, int root,
+                                MPI_Comm comm, MPI_Comm *newcomm)
+{
+    pb_comm_t *c;
+    int rc = pb_mpi_comm_check(comm, func, &c);
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_root(comm, func, root, c);
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(comm, func, newcomm, "newcomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_connect_impl(func, port_name, info, root, comm, newcomm, c);
+}
+
+/* Make *@newcomm, the intercommunicator with the group that accepts on @port_name (given at
+ * @root). Collective over @comm. @return as MPI_Comm_accept. */
+PB_EXPORT int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
+                                MPI_Comm *newcomm)
+{
+    return comm_connect_checked("MPI_Comm_connect", port_name, info, root, comm, newcomm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_connect, PMPI_Comm_connect);
+
+static int publish_name_checked(const char *func, const char *service_name, MPI_Info info,
+                                const char *port_name)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, service_name, "service_name");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, port_name, "port_name");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_publish_name_impl(func, service_name, info, port_name);
+}
+
+/* Publish @service_name as @port_name in the launcher's name service. @return MPI_SUCCESS;
+ * MPI_ERR_ARG, MPI_ERR_INFO, MPI_ERR_SERVICE (published already), MPI_ERR_UNSUPPORTED_OPERATION
+ * (no name service). */
+PB_EXPORT int PMPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return publish_name_checked("MPI_Publish_name", service_name, info, port_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Publish_name, PMPI_Publish_name);
+
+static int unpublish_name_checked(const char *func, const char *service_name, MPI_Info info,
+                                  const char *port_name)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, service_name, "service_name");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_unpublish_name_impl(func, service_name, info, port_name);
+}
+
+/* Withdraw @service_name, published as @port_name. @return MPI_SUCCESS; MPI_ERR_ARG,
+ * MPI_ERR_INFO, MPI_ERR_SERVICE (not published, or with another port),
+ * MPI_ERR_UNSUPPORTED_OPERATION. */
+PB_EXPORT int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
+{
+    return unpublish_name_checked("MPI_Unpublish_name", service_name, info, port_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Unpublish_name, PMPI_Unpublish_name);
+
+static int lookup_name_checked(const char *func, const char *service_name, MPI_Info info,
+                               char *port_name)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, port_name, "port_name");
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, service_name, "service_name");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_lookup_name_impl(func, service_name, info, port_name);
+}
+
+/* The port @service_name is published as, in @port_name. @return MPI_SUCCESS; MPI_ERR_ARG,
+ * MPI_ERR_INFO, MPI_ERR_NAME (not published), MPI_ERR_UNSUPPORTED_OPERATION. */
+PB_EXPORT int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name)
+{
+    return lookup_name_checked("MPI_Lookup_name", service_name, info, port_name);
+}
+PB_MPI_WEAK_ALIAS(MPI_Lookup_name, PMPI_Lookup_name);
+
+static int comm_disconnect_checked(const char *func, MPI_Comm *comm)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, comm, "comm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_disconnect_impl(func, comm);
+}
+
+/* Wait until every process of *@comm is here, then free it as MPI_Comm_free. Collective. @return
+ * MPI_SUCCESS; MPI_ERR_COMM (also MPI_COMM_WORLD, MPI_COMM_SELF), MPI_ERR_ARG. */
+PB_EXPORT int PMPI_Comm_disconnect(MPI_Comm *comm)
+{
+    return comm_disconnect_checked("MPI_Comm_disconnect", comm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_disconnect, PMPI_Comm_disconnect);
+
+static int comm_join_checked(const char *func, int fd, MPI_Comm *intercomm)
+{
+    int rc = MPI_SUCCESS;
+
+    if (rc == MPI_SUCCESS)
+        rc = pb_mpi_check_ptr(MPI_COMM_NULL, func, intercomm, "intercomm");
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return pb_mpi_comm_join_impl(func, fd, intercomm);
+}
+
+/* Make *@intercomm, the intercommunicator of this process and the one at the other end of socket
+ * @fd, of the same job. @return MPI_SUCCESS; MPI_ERR_ARG (the exchange over @fd failed),
+ * MPI_ERR_UNSUPPORTED_OPERATION (another job), MPI_ERR_NO_MEM. */
+PB_EXPORT int PMPI_Comm_join(int fd, MPI_Comm *intercomm)
+{
+    return comm_join_checked("MPI_Comm_join", fd, intercomm);
+}
+PB_MPI_WEAK_ALIAS(MPI_Comm_join, PMPI_Comm_join);
+
 static int win_create_checked(const char *func, void *base, MPI_Aint size, MPI_Aint disp_unit,
                               MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {

@@ -722,6 +722,64 @@ int pb_mpi_win_get_errhandler_impl(const char *func, MPI_Win win, MPI_Errhandler
  * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_win_call_errhandler_impl(const char *func, MPI_Win win, int errorcode, pb_win_t *w);
 
+/* The work of MPI_Comm_spawn once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_spawn_impl(const char *func, const char *command, char *argv[], int maxprocs,
+                           MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm,
+                           int array_of_errcodes[], pb_comm_t *c);
+
+/* The work of MPI_Comm_spawn_multiple once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_spawn_multiple_impl(const char *func, int count, char *array_of_commands[],
+                                    char **array_of_argv[], const int array_of_maxprocs[],
+                                    const MPI_Info array_of_info[], int root, MPI_Comm comm,
+                                    MPI_Comm *intercomm, int array_of_errcodes[], pb_comm_t *c);
+
+/* The work of MPI_Comm_get_parent once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_get_parent_impl(const char *func, MPI_Comm *parent);
+
+/* The work of MPI_Open_port once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_open_port_impl(const char *func, MPI_Info info, char *port_name);
+
+/* The work of MPI_Close_port once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_close_port_impl(const char *func, const char *port_name);
+
+/* The work of MPI_Comm_accept once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_accept_impl(const char *func, const char *port_name, MPI_Info info, int root,
+                            MPI_Comm comm, MPI_Comm *newcomm, pb_comm_t *c);
+
+/* The work of MPI_Comm_connect once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_connect_impl(const char *func, const char *port_name, MPI_Info info, int root,
+                             MPI_Comm comm, MPI_Comm *newcomm, pb_comm_t *c);
+
+/* The work of MPI_Publish_name once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_publish_name_impl(const char *func, const char *service_name, MPI_Info info,
+                             const char *port_name);
+
+/* The work of MPI_Unpublish_name once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_unpublish_name_impl(const char *func, const char *service_name, MPI_Info info,
+                               const char *port_name);
+
+/* The work of MPI_Lookup_name once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_lookup_name_impl(const char *func, const char *service_name, MPI_Info info,
+                            char *port_name);
+
+/* The work of MPI_Comm_disconnect once the checks of functions.txt passed, @func the name
+ * called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_disconnect_impl(const char *func, MPI_Comm *comm);
+
+/* The work of MPI_Comm_join once the checks of functions.txt passed, @func the name called:
+ * MPI_SUCCESS, or the error raised (pb_mpi_raise). */
+int pb_mpi_comm_join_impl(const char *func, int fd, MPI_Comm *intercomm);
+
 /* The work of MPI_Win_create and MPI_Win_create_c once the checks of functions.txt passed, @func
  * the name called: MPI_SUCCESS, or the error raised (pb_mpi_raise). */
 int pb_mpi_win_create_impl(const char *func, void *base, MPI_Aint size, MPI_Aint disp_unit,

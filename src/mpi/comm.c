@@ -951,12 +951,19 @@ PB_EXPORT int PMPI_Comm_free(MPI_Comm *comm)
     rc = pb_mpi_comm_check(*comm, "MPI_Comm_free", &c);
     if (rc != MPI_SUCCESS)
         return rc;
+    return pb_mpi_comm_free_object(comm, c, "MPI_Comm_free");
+}
+
+int pb_mpi_comm_free_object(MPI_Comm *comm, pb_comm_t *c, const char *func)
+{
+    int rc;
+
     if (c == &mpi.world || c == &mpi.self)
-        return pb_mpi_raise(*comm, MPI_ERR_COMM, "MPI_Comm_free",
+        return pb_mpi_raise(*comm, MPI_ERR_COMM, func,
                             "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
     rc = pb_mpi_attr_delete_all(c);
     if (rc != MPI_SUCCESS)
-        return pb_mpi_raise(*comm, rc, "MPI_Comm_free", "an attribute delete callback failed");
+        return pb_mpi_raise(*comm, rc, func, "an attribute delete callback failed");
     pb_mpi_bsend_comm_free(c);
     pb_coll_node_release(c);
     comm_delete(c);

@@ -128,6 +128,12 @@ pb_comm_t *pb_mpi_comm(MPI_Comm handle);
  * force). */
 int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p);
 
+/* Free communicator @c, the one *@comm names (checked by @func, which
+ * raises the errors), as MPI_Comm_free does, and set *@comm to
+ * MPI_COMM_NULL.  @return MPI_SUCCESS; MPI_ERR_COMM (MPI_COMM_WORLD or
+ * MPI_COMM_SELF); an attribute delete callback's error. */
+int pb_mpi_comm_free_object(MPI_Comm *comm, pb_comm_t *c, const char *func);
+
 /* Keep @comm alive while a request uses it, though the program frees it
  * meanwhile (the standard allows MPI_Comm_free with operations pending). */
 void pb_mpi_comm_retain(pb_comm_t *comm);

@@ -136,9 +136,7 @@ static void *block_addr(const void *buf, const pb_coll_vec_t *v, int i, MPI_Data
  * trade it with the other group's leader for theirs, and tells the group
  * the larger of the two (or the error the exchange met); rounds until one
  * decides.  The ids up to the result + 3 are taken. */
-typedef int (*leader_exchange_func_t)(uint32_t *mine_theirs, void *arg);
-
-static int group_agree_context(pb_comm_t *group, int leader, leader_exchange_func_t exchange,
+static int group_agree_context(pb_comm_t *group, int leader, pb_mpi_leader_exchange_func_t exchange,
                                void *arg, uint32_t *context_p)
 {
     for (;;) {
@@ -169,6 +167,12 @@ static int group_agree_context(pb_comm_t *group, int leader, leader_exchange_fun
             return MPI_SUCCESS;
         }
     }
+}
+
+int pb_mpi_group_agree_context(pb_comm_t *group, int leader, pb_mpi_leader_exchange_func_t exchange,
+                               void *arg, uint32_t *context_p)
+{
+    return group_agree_context(group, leader, exchange, arg, context_p);
 }
 
 /* the leaders' exchange of an intercommunicator: rank 0 with remote rank 0 */

@@ -28,6 +28,18 @@
  * @return MPI_SUCCESS or an error class. */
 int pb_mpi_inter_agree_context(pb_comm_t *c, uint32_t *context_p);
 
+/* The agreement of one group of a new intercommunicator whose other group
+ * is reached by @leader alone: every process of @group proposes its next
+ * free context id, @leader gets the largest and calls @exchange(&id, @arg)
+ * to trade it for the other group's (or fail with an error class), and
+ * the group learns the larger of the two, in *@context_p, or the error.
+ * The new communicator uses the id and the next, its local groups the two
+ * after.  Collective over @group.  @return MPI_SUCCESS or an error class
+ * (the exchange's, at every process). */
+typedef int (*pb_mpi_leader_exchange_func_t)(uint32_t *mine_theirs, void *arg);
+int pb_mpi_group_agree_context(pb_comm_t *group, int leader, pb_mpi_leader_exchange_func_t exchange,
+                               void *arg, uint32_t *context_p);
+
 /* MPI_Comm_split of intercommunicator @c (@func the name called): each
  * group splits by @color and @key, and the processes of one color in both
  * groups make a new intercommunicator; a process whose color is
