@@ -506,6 +506,39 @@ static int join_io(int fd, void *buf, size_t len, int out)
     return 0;
 }
 
+/* One round of MPI_Comm_join's exchange over @fd: *@mine out, *@theirs in,
+ * checked (the same job, another process of it).  @return MPI_SUCCESS or
+ * the error raised for @func. */
+static int join_exchange(int fd, const char *func, const pb_comm_t *w, join_record_t *mine,
+                         join_record_t *theirs)
+{
+    /* the socket may wait for a while: this process's other threads run
+     * meanwhile (engine/lock.h) */
+    unsigned levels = pb_eng_lock_suspend();
+    int failed =
+        join_io(fd, mine, sizeof(*mine), 1) != 0 || join_io(fd, theirs, sizeof(*theirs), 0) != 0;
+
+    pb_eng_lock_resume(levels);
+    if (failed)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "fd %d: the exchange with the other process failed: %s", fd,
+                            errno != 0 ? strerror(errno) : "the other end closed the socket");
+    if (memcmp(theirs->magic, JOIN_MAGIC, sizeof(JOIN_MAGIC)) != 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "fd %d: the other end is not in MPI_Comm_join", fd);
+    theirs->job[sizeof(theirs->job) - 1] = '\0';
+    if (strcmp(theirs->job, mine->job) != 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_UNSUPPORTED_OPERATION, func,
+                            "fd %d: the other process is of job %.100s, this one of %.100s "
+                            "(joining two jobs is not built yet)",
+                            fd, theirs->job, mine->job);
+    if (theirs->world_rank < 0 || theirs->world_rank >= w->size || theirs->world_rank == w->rank)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "fd %d: the other end is %s", fd,
+                            theirs->world_rank == w->rank ? "this process"
+                                                          : "no process of the job");
+    return MPI_SUCCESS;
+}
+
 int pb_mpi_comm_join_impl(const char *func, int fd, MPI_Comm *intercomm)
 {
     join_record_t mine, theirs;
@@ -520,27 +553,21 @@ int pb_mpi_comm_join_impl(const char *func, int fd, MPI_Comm *intercomm)
     memset(&mine, 0, sizeof(mine));
     memcpy(mine.magic, JOIN_MAGIC, sizeof(mine.magic));
     mine.world_rank = w->rank;
-    mine.context = pb_mpi_context_next();
     snprintf(mine.job, sizeof(mine.job), "%s", postbox_job_id());
-    if (join_io(fd, &mine, sizeof(mine), 1) != 0 || join_io(fd, &theirs, sizeof(theirs), 0) != 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "fd %d: the exchange with the other process failed: %s", fd,
-                            errno != 0 ? strerror(errno) : "the other end closed the socket");
-    if (memcmp(theirs.magic, JOIN_MAGIC, sizeof(JOIN_MAGIC)) != 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "fd %d: the other end is not in MPI_Comm_join", fd);
-    theirs.job[sizeof(theirs.job) - 1] = '\0';
-    if (strcmp(theirs.job, mine.job) != 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_UNSUPPORTED_OPERATION, func,
-                            "fd %d: the other process is of job %.100s, this one of %.100s "
-                            "(joining two jobs is not built yet)",
-                            fd, theirs.job, mine.job);
-    if (theirs.world_rank < 0 || theirs.world_rank >= w->size || theirs.world_rank == w->rank)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "fd %d: the other end is %s", fd,
-                            theirs.world_rank == w->rank ? "this process"
-                                                         : "no process of the job");
-    context = mine.context > theirs.context ? mine.context : theirs.context;
-    pb_mpi_context_take(context + 2);
+    /* rounds of the context agreement (comm.h) over the socket, with
+     * MPI_COMM_WORLD's context as priority */
+    for (;;) {
+        mine.context = pb_mpi_context_propose(w->context);
+        rc = join_exchange(fd, func, w, &mine, &theirs);
+        if (rc != MPI_SUCCESS) {
+            pb_mpi_context_abandon(w->context, mine.context);
+            return rc;
+        }
+        context = mine.context > theirs.context ? mine.context : theirs.context;
+        if (pb_mpi_context_settle(w->context, mine.context,
+                                  context == PB_MPI_CONTEXT_RETRY ? context : context + 2))
+            break;
+    }
     n = pb_mpi_comm_make_inter(1, &theirs.world_rank, 1, &mine.world_rank, context,
                                pb_mpi_comm(MPI_COMM_SELF)->errhandler);
     if (n == NULL)
