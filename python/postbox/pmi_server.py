@@ -180,6 +180,27 @@ def parse_v1(line: bytes) -> Tuple[str, Dict[str, str]]:
     return _fields(_split_escaped(text.rstrip("\r"), " "))
 
 
+def _split_v2(text: str) -> List[str]:
+    """Split a PMI-2 body at its ``;``; ``;;`` is a literal ``;`` (the
+    wire's only escape, as the library's client writes it)."""
+    parts: List[str] = []
+    current: List[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == ";":
+            if text[i + 1:i + 2] == ";":
+                current.append(";")
+                i += 2
+                continue
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(text[i])
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
 def parse_v2(body: bytes) -> Tuple[str, Dict[str, str]]:
     """``cmd=NAME;a=1;b=2;`` -> ("NAME", {"a": "1", "b": "2"})."""
     try:
@@ -188,7 +209,7 @@ def parse_v2(body: bytes) -> Tuple[str, Dict[str, str]]:
         raise ProtocolError("not_utf-8") from None
     if "\0" in text:
         raise ProtocolError("nul_byte")
-    return _fields(_split_escaped(text, ";"))
+    return _fields(_split_v2(text))
 
 
 def format_v1(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
@@ -197,7 +218,7 @@ def format_v1(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
 
 
 def format_v2(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
-    body = "cmd=%s;" % cmd + "".join("%s=%s;" % (k, _escape(str(v), ";")) for k, v in fields)
+    body = "cmd=%s;" % cmd + "".join("%s=%s;" % (k, str(v).replace(";", ";;")) for k, v in fields)
     data = body.encode("utf-8")
     return b"%6u" % len(data) + data
 

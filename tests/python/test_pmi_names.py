@@ -67,6 +67,19 @@ def test_publish_lookup_unpublish_v2():
     assert cmd == "name-lookup-response" and fields["rc"] == "-1" and fields["found"] == "FALSE"
 
 
+def test_v2_semicolons_are_doubled_both_ways():
+    # ";;" is a literal ";" in a PMI-2 value, as src/boot/pmi.c writes and reads it
+    server, sent = make_server()
+    server.feed(0, b"cmd=init pmi_version=2 pmi_subversion=0\n")
+    server.feed(1, b"cmd=init pmi_version=2 pmi_subversion=0\n")
+    assert ask_v2(server, sent, 0, b"cmd=name-publish;name=a;;b;port=p;;q;") == \
+        ("name-publish-response", {"rc": "0"})
+    sent.clear()
+    server.feed(1, b"%6d" % len(b"cmd=name-lookup;name=a;;b;") + b"cmd=name-lookup;name=a;;b;")
+    assert b"port=p;;q;" in sent[0][1]
+    assert pmi_server.parse_v2(sent[0][1][6:])[1]["port"] == "p;q"
+
+
 def test_names_shared_between_jobs_and_limited_per_rank():
     names = pmi_server.NameService()
     one, sent_one = make_server("job-1", names=names)
