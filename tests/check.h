@@ -16,10 +16,11 @@
 #define PBT_CHECK_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
-static int rank;     /* this process's rank in MPI_COMM_WORLD (the program sets it) */
-static int failures; /* checks this rank failed */
+static int rank;             /* this process's rank in MPI_COMM_WORLD (the program sets it) */
+static _Atomic int failures; /* checks this rank failed (threads may check at once) */
 
 /* @cond must hold; else print "FAIL rank R: function:line: " and the
  * printf-style message, and count the failure */
@@ -64,7 +65,7 @@ static inline int check_summary(const char *name, MPI_Comm comm, int tag)
             printf("%s: %d failures\n", name, total);
         fflush(stdout);
     } else {
-        MPI_Send(&failures, 1, MPI_INT, 0, tag, comm);
+        MPI_Send(&total, 1, MPI_INT, 0, tag, comm);
     }
     return total != 0;
 }

@@ -4716,6 +4716,8 @@ static int comm_spawn_checked(const char *func, const char *command, char *argv[
 PB_EXPORT int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info,
                               int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_spawn_checked("MPI_Comm_spawn", command, argv, maxprocs, info, root, comm,
                               intercomm, array_of_errcodes);
 }
@@ -4746,6 +4748,8 @@ PB_EXPORT int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], cha
                                        const MPI_Info array_of_info[], int root, MPI_Comm comm,
                                        MPI_Comm *intercomm, int array_of_errcodes[])
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_spawn_multiple_checked("MPI_Comm_spawn_multiple", count, array_of_commands,
                                        array_of_argv, array_of_maxprocs, array_of_info, root, comm,
                                        intercomm, array_of_errcodes);
@@ -4767,6 +4771,8 @@ static int comm_get_parent_checked(const char *func, MPI_Comm *parent)
  * MPI_ERR_OTHER (MPI not initialized). */
 PB_EXPORT int PMPI_Comm_get_parent(MPI_Comm *parent)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_get_parent_checked("MPI_Comm_get_parent", parent);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_get_parent, PMPI_Comm_get_parent);
@@ -4786,6 +4792,8 @@ static int open_port_checked(const char *func, MPI_Info info, char *port_name)
  * MPI_ERR_INFO, MPI_ERR_ARG, MPI_ERR_PORT (no ids left), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Open_port(MPI_Info info, char *port_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return open_port_checked("MPI_Open_port", info, port_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Open_port, PMPI_Open_port);
@@ -4805,6 +4813,8 @@ static int close_port_checked(const char *func, const char *port_name)
  * this process). */
 PB_EXPORT int PMPI_Close_port(const char *port_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return close_port_checked("MPI_Close_port", port_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Close_port, PMPI_Close_port);
@@ -4830,6 +4840,8 @@ static int comm_accept_checked(const char *func, const char *port_name, MPI_Info
 PB_EXPORT int PMPI_Comm_accept(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
                                MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_accept_checked("MPI_Comm_accept", port_name, info, root, comm, newcomm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_accept, PMPI_Comm_accept);
@@ -4854,6 +4866,8 @@ static int comm_connect_checked(const char *func, const char *port_name, MPI_Inf
 PB_EXPORT int PMPI_Comm_connect(const char *port_name, MPI_Info info, int root, MPI_Comm comm,
                                 MPI_Comm *newcomm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_connect_checked("MPI_Comm_connect", port_name, info, root, comm, newcomm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_connect, PMPI_Comm_connect);
@@ -4877,6 +4891,8 @@ static int publish_name_checked(const char *func, const char *service_name, MPI_
  * (no name service). */
 PB_EXPORT int PMPI_Publish_name(const char *service_name, MPI_Info info, const char *port_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return publish_name_checked("MPI_Publish_name", service_name, info, port_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Publish_name, PMPI_Publish_name);
@@ -4898,6 +4914,8 @@ static int unpublish_name_checked(const char *func, const char *service_name, MP
  * MPI_ERR_UNSUPPORTED_OPERATION. */
 PB_EXPORT int PMPI_Unpublish_name(const char *service_name, MPI_Info info, const char *port_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return unpublish_name_checked("MPI_Unpublish_name", service_name, info, port_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Unpublish_name, PMPI_Unpublish_name);
@@ -4920,6 +4938,8 @@ static int lookup_name_checked(const char *func, const char *service_name, MPI_I
  * MPI_ERR_INFO, MPI_ERR_NAME (not published), MPI_ERR_UNSUPPORTED_OPERATION. */
 PB_EXPORT int PMPI_Lookup_name(const char *service_name, MPI_Info info, char *port_name)
 {
+    PB_MPI_THREAD_GUARD;
+
     return lookup_name_checked("MPI_Lookup_name", service_name, info, port_name);
 }
 PB_MPI_WEAK_ALIAS(MPI_Lookup_name, PMPI_Lookup_name);
@@ -4939,6 +4959,8 @@ static int comm_disconnect_checked(const char *func, MPI_Comm *comm)
  * MPI_SUCCESS; MPI_ERR_COMM (also MPI_COMM_WORLD, MPI_COMM_SELF), MPI_ERR_ARG. */
 PB_EXPORT int PMPI_Comm_disconnect(MPI_Comm *comm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_disconnect_checked("MPI_Comm_disconnect", comm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_disconnect, PMPI_Comm_disconnect);
@@ -4959,6 +4981,8 @@ static int comm_join_checked(const char *func, int fd, MPI_Comm *intercomm)
  * MPI_ERR_UNSUPPORTED_OPERATION (another job), MPI_ERR_NO_MEM. */
 PB_EXPORT int PMPI_Comm_join(int fd, MPI_Comm *intercomm)
 {
+    PB_MPI_THREAD_GUARD;
+
     return comm_join_checked("MPI_Comm_join", fd, intercomm);
 }
 PB_MPI_WEAK_ALIAS(MPI_Comm_join, PMPI_Comm_join);

@@ -17,12 +17,10 @@
  * (a waiting thread lets the others run); and a generalized request is
  * completed by another thread than the one waiting for it.
  *
- * Failures of the threads are counted in one atomic counter and added to
- * check.h's at the end.
+ * The threads check with check.h's CHECK and OK, whose count is atomic.
  */
 #include <mpi.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,25 +38,6 @@
 
 static int size, nthreads, iterations;
 static MPI_Comm comms[THREADS_MAX];
-static _Atomic int thread_failures;
-
-/* @cond must hold, in a thread: print and count as CHECK does, atomically */
-#define TCHECK(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL rank %d: %s:%d: ", rank, __func__, __LINE__);                             \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-            atomic_fetch_add(&thread_failures, 1);                                                 \
-        }                                                                                          \
-    } while (0)
-
-#define TOK(call)                                                                                  \
-    do {                                                                                           \
-        int tok_rc_ = (call);                                                                      \
-        TCHECK(tok_rc_ == MPI_SUCCESS, "%s returned %d", #call, tok_rc_);                          \
-    } while (0)
 
 /* the value that rank @from's thread @t sends in round @i, word @k */
 static int64_t pattern(int from, int t, int i, int k)
@@ -75,12 +54,12 @@ static void ring_round(MPI_Comm comm, int t, int i)
 
     for (int k = 0; k < 4; k++)
         out[k] = pattern(rank, t, i, k);
-    TOK(MPI_Irecv(in, 4, MPI_INT64_T, left, TAG_RING, comm, &reqs[0]));
-    TOK(MPI_Isend(out, 4, MPI_INT64_T, right, TAG_RING, comm, &reqs[1]));
-    TOK(MPI_Waitall(2, reqs, st));
+    OK(MPI_Irecv(in, 4, MPI_INT64_T, left, TAG_RING, comm, &reqs[0]));
+    OK(MPI_Isend(out, 4, MPI_INT64_T, right, TAG_RING, comm, &reqs[1]));
+    OK(MPI_Waitall(2, reqs, st));
     for (int k = 0; k < 4; k++)
-        TCHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: word %d from %d wrong", t, i,
-               k, left);
+        CHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: word %d from %d wrong", t, i, k,
+              left);
 }
 
 /* the right neighbour's message found by a probe, then received */
@@ -95,23 +74,22 @@ static void probe_round(MPI_Comm comm, int t, int i)
 
     for (int k = 0; k < n; k++)
         out[k] = pattern(rank, t, i, k);
-    TOK(MPI_Isend(out, n, MPI_INT64_T, right, TAG_PROBE, comm, &req));
+    OK(MPI_Isend(out, n, MPI_INT64_T, right, TAG_PROBE, comm, &req));
     if (i % 2 == 0) {
-        TOK(MPI_Probe(left, TAG_PROBE, comm, &st));
-        TOK(MPI_Get_count(&st, MPI_INT64_T, &count));
-        TCHECK(count == n, "thread %d round %d: probe counts %d, not %d", t, i, count, n);
-        TOK(MPI_Recv(in, count, MPI_INT64_T, left, TAG_PROBE, comm, MPI_STATUS_IGNORE));
+        OK(MPI_Probe(left, TAG_PROBE, comm, &st));
+        OK(MPI_Get_count(&st, MPI_INT64_T, &count));
+        CHECK(count == n, "thread %d round %d: probe counts %d, not %d", t, i, count, n);
+        OK(MPI_Recv(in, count, MPI_INT64_T, left, TAG_PROBE, comm, MPI_STATUS_IGNORE));
     } else {
         while (!flag)
-            TOK(MPI_Improbe(left, TAG_PROBE, comm, &flag, &msg, &st));
-        TOK(MPI_Get_count(&st, MPI_INT64_T, &count));
-        TCHECK(count == n, "thread %d round %d: improbe counts %d, not %d", t, i, count, n);
-        TOK(MPI_Mrecv(in, count, MPI_INT64_T, &msg, MPI_STATUS_IGNORE));
+            OK(MPI_Improbe(left, TAG_PROBE, comm, &flag, &msg, &st));
+        OK(MPI_Get_count(&st, MPI_INT64_T, &count));
+        CHECK(count == n, "thread %d round %d: improbe counts %d, not %d", t, i, count, n);
+        OK(MPI_Mrecv(in, count, MPI_INT64_T, &msg, MPI_STATUS_IGNORE));
     }
-    TOK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
     for (int k = 0; k < n && k < count; k++)
-        TCHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: probed word %d wrong", t, i,
-               k);
+        CHECK(in[k] == pattern(left, t, i, k), "thread %d round %d: probed word %d wrong", t, i, k);
 }
 
 static void large_round(MPI_Comm comm, int t, int i, int *out, int *in)
@@ -120,11 +98,11 @@ static void large_round(MPI_Comm comm, int t, int i, int *out, int *in)
 
     for (int k = 0; k < LARGE_INTS; k++)
         out[k] = (int)pattern(rank, t, i, k);
-    TOK(MPI_Sendrecv(out, LARGE_INTS, MPI_INT, right, TAG_LARGE, in, LARGE_INTS, MPI_INT, left,
-                     TAG_LARGE, comm, MPI_STATUS_IGNORE));
+    OK(MPI_Sendrecv(out, LARGE_INTS, MPI_INT, right, TAG_LARGE, in, LARGE_INTS, MPI_INT, left,
+                    TAG_LARGE, comm, MPI_STATUS_IGNORE));
     for (int k = 0; k < LARGE_INTS; k += 997)
-        TCHECK(in[k] == (int)pattern(left, t, i, k), "thread %d round %d: large word %d wrong", t,
-               i, k);
+        CHECK(in[k] == (int)pattern(left, t, i, k), "thread %d round %d: large word %d wrong", t, i,
+              k);
 }
 
 static void reduce_round(MPI_Comm comm, int t, int i)
@@ -133,9 +111,9 @@ static void reduce_round(MPI_Comm comm, int t, int i)
     int64_t want0 = (int64_t)size * (t + i) + (int64_t)size * (size - 1) / 2;
     int64_t want1 = (int64_t)i * size * (size - 1) / 2;
 
-    TOK(MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, comm));
-    TCHECK(sum[0] == want0 && sum[1] == want1, "thread %d round %d: allreduce gave %lld %lld", t, i,
-           (long long)sum[0], (long long)sum[1]);
+    OK(MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, comm));
+    CHECK(sum[0] == want0 && sum[1] == want1, "thread %d round %d: allreduce gave %lld %lld", t, i,
+          (long long)sum[0], (long long)sum[1]);
 }
 
 /* all threads on MPI_COMM_WORLD at once, a tag each */
@@ -144,9 +122,9 @@ static void world_round(int t, int i)
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int64_t out = pattern(rank, t, i, 0), in = -1;
 
-    TOK(MPI_Sendrecv(&out, 1, MPI_INT64_T, right, TAG_WORLD + t, &in, 1, MPI_INT64_T, left,
-                     TAG_WORLD + t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    TCHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
+    OK(MPI_Sendrecv(&out, 1, MPI_INT64_T, right, TAG_WORLD + t, &in, 1, MPI_INT64_T, left,
+                    TAG_WORLD + t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
 }
 
 /* one-sided on the thread's window: a put between fences, then a
@@ -156,15 +134,15 @@ static void rma_round(MPI_Win win, int64_t *base, int t, int i)
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int64_t value = pattern(rank, t, i, 0), one = 1, old = -1;
 
-    TOK(MPI_Win_fence(0, win));
-    TOK(MPI_Put(&value, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, win));
-    TOK(MPI_Win_fence(0, win));
-    TCHECK(base[0] == pattern(left, t, i, 0), "thread %d round %d: the put brought %llx", t, i,
-           (unsigned long long)base[0]);
-    TOK(MPI_Win_lock_all(0, win));
-    TOK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 1, MPI_SUM, win));
-    TOK(MPI_Win_unlock_all(win));
-    TCHECK(old >= 0, "thread %d round %d: the counter read %lld", t, i, (long long)old);
+    OK(MPI_Win_fence(0, win));
+    OK(MPI_Put(&value, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, win));
+    OK(MPI_Win_fence(0, win));
+    CHECK(base[0] == pattern(left, t, i, 0), "thread %d round %d: the put brought %llx", t, i,
+          (unsigned long long)base[0]);
+    OK(MPI_Win_lock_all(0, win));
+    OK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 1, MPI_SUM, win));
+    OK(MPI_Win_unlock_all(win));
+    CHECK(old >= 0, "thread %d round %d: the counter read %lld", t, i, (long long)old);
 }
 
 static void *worker(void *arg)
@@ -175,12 +153,12 @@ static void *worker(void *arg)
     int64_t *base = NULL;
     MPI_Win win;
 
-    TCHECK(out != NULL && in != NULL, "out of memory");
-    TOK(MPI_Is_thread_main(&flag));
-    TCHECK(flag == 0, "MPI_Is_thread_main says %d in a thread of its own", flag);
-    TOK(MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &base, &win));
+    CHECK(out != NULL && in != NULL, "out of memory");
+    OK(MPI_Is_thread_main(&flag));
+    CHECK(flag == 0, "MPI_Is_thread_main says %d in a thread of its own", flag);
+    OK(MPI_Win_allocate(2 * sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, comm, &base, &win));
     base[0] = base[1] = 0;
-    TOK(MPI_Barrier(comm));
+    OK(MPI_Barrier(comm));
     for (int i = 0; i < iterations && out != NULL && in != NULL; i++) {
         ring_round(comm, t, i);
         if (i % 16 == t % 16)
@@ -192,17 +170,17 @@ static void *worker(void *arg)
         if (i % 256 == 9)
             large_round(comm, t, i, out, in);
         if (i % 512 == 11)
-            TOK(MPI_Barrier(comm));
+            OK(MPI_Barrier(comm));
         if (i % 128 == 17) { /* threads make communicators at once: distinct contexts */
             MPI_Comm dup, split;
 
-            TOK(MPI_Comm_dup(comm, &dup));
-            TOK(MPI_Comm_split(comm, rank % 2, -rank, &split));
+            OK(MPI_Comm_dup(comm, &dup));
+            OK(MPI_Comm_split(comm, rank % 2, -rank, &split));
             ring_round(dup, t, i);
             reduce_round(dup, t, i);
-            TOK(MPI_Barrier(split));
-            TOK(MPI_Comm_free(&split));
-            TOK(MPI_Comm_free(&dup));
+            OK(MPI_Barrier(split));
+            OK(MPI_Comm_free(&split));
+            OK(MPI_Comm_free(&dup));
         }
         if (i % 128 == 13) {
             rma_round(win, base, t, i);
@@ -210,11 +188,11 @@ static void *worker(void *arg)
         }
     }
     /* every rank added one per round to rank 0's counter */
-    TOK(MPI_Win_fence(0, win));
+    OK(MPI_Win_fence(0, win));
     if (rank == 0)
-        TCHECK(base[1] == (int64_t)rma_rounds * size, "thread %d: the counter is %lld, not %lld", t,
-               (long long)base[1], (long long)rma_rounds * size);
-    TOK(MPI_Win_free(&win));
+        CHECK(base[1] == (int64_t)rma_rounds * size, "thread %d: the counter is %lld, not %lld", t,
+              (long long)base[1], (long long)rma_rounds * size);
+    OK(MPI_Win_free(&win));
     free(out);
     free(in);
     return NULL;
@@ -225,8 +203,8 @@ static void *blocked_receiver(void *arg)
     int got = -1;
 
     (void)arg;
-    TOK(MPI_Recv(&got, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF, MPI_STATUS_IGNORE));
-    TCHECK(got == 4242, "the blocked receive got %d", got);
+    OK(MPI_Recv(&got, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    CHECK(got == 4242, "the blocked receive got %d", got);
     return NULL;
 }
 
@@ -267,7 +245,7 @@ static int cancel_fn(void *extra, int complete)
 static void *completer(void *arg)
 {
     nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
-    TOK(MPI_Grequest_complete(*(MPI_Request *)arg));
+    OK(MPI_Grequest_complete(*(MPI_Request *)arg));
     return NULL;
 }
 
@@ -320,7 +298,6 @@ int main(int argc, char **argv)
     for (int t = 0; t < nthreads; t++)
         OK(MPI_Comm_free(&comms[t]));
 
-    failures += atomic_load(&thread_failures);
     {
         int rc = check_summary("threads", MPI_COMM_WORLD, 77);
 
