@@ -58,12 +58,17 @@ int pb_mpi_datatype_check(MPI_Datatype handle)
 int pb_dt_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datatype *newtype)
 {
     pb_datatype_t *t;
-    MPI_Datatype h;
     int ret = pb_eng_type_builder_end(b, pad_to_align, &t);
 
-    if (ret != MPI_SUCCESS)
-        return ret;
-    h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
+    return ret == MPI_SUCCESS ? pb_dt_handle_of(t, newtype) : ret;
+}
+
+/* Give the engine type @t (one reference, taken over) a handle in
+ * *@newtype.  @return MPI_SUCCESS or MPI_ERR_NO_MEM (@t released). */
+int pb_dt_handle_of(pb_datatype_t *t, MPI_Datatype *newtype)
+{
+    MPI_Datatype h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
+
     if (h == NULL) {
         pb_eng_type_release(t);
         return MPI_ERR_NO_MEM;

@@ -91,21 +91,6 @@ static int array_type(const dim_runs_t *dims, int ndims, pb_datatype_t *old, int
     return ret;
 }
 
-/* Give the engine type @t (one reference) a handle in *@newtype. */
-static int array_handle_new(pb_datatype_t *t, MPI_Datatype *newtype)
-{
-    MPI_Datatype h = pb_eng_handle_new(PB_ENG_HANDLE_DATATYPE, sizeof(*h));
-
-    if (h == NULL) {
-        pb_eng_type_release(t);
-        return MPI_ERR_NO_MEM;
-    }
-    h->type = t;
-    t->handle = h;
-    *newtype = h;
-    return MPI_SUCCESS;
-}
-
 static int order_arg(int order, const char *func)
 {
     if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
@@ -167,7 +152,7 @@ static int type_subarray(int large, int ndims, const void *sizes, const void *su
     ret = array_type(dims, ndims, old, MPI_COMBINER_SUBARRAY, &t);
     free(dims);
     if (ret == MPI_SUCCESS)
-        ret = array_handle_new(t, newtype);
+        ret = pb_dt_handle_of(t, newtype);
     if (ret != MPI_SUCCESS)
         return pb_dt_build_error(ret, func);
     r = large ? pb_dt_rec_begin(1, 2, 0, 3 * (MPI_Count)ndims, 1)
@@ -318,7 +303,7 @@ static int type_darray(int large, int size, int rank, int ndims, const void *gsi
     ret = array_type(dims, ndims, old, MPI_COMBINER_DARRAY, &t);
     free(dims);
     if (ret == MPI_SUCCESS)
-        ret = array_handle_new(t, newtype);
+        ret = pb_dt_handle_of(t, newtype);
     if (ret != MPI_SUCCESS)
         return pb_dt_build_error(ret, func);
     r = large ? pb_dt_rec_begin(1, 3 * (MPI_Count)ndims + 4, 0, ndims, 1)

@@ -31,6 +31,10 @@ MPI_Count pb_dt_arr_get(const void *arr, pb_dt_arr_kind_t kind, MPI_Count i);
  * (too large); on failure everything is freed. */
 int pb_dt_handle_new(pb_eng_type_builder_t *b, int pad_to_align, MPI_Datatype *newtype);
 
+/* Give the engine type @t (one reference, taken over) a handle in
+ * *@newtype.  @return MPI_SUCCESS or MPI_ERR_NO_MEM (@t released). */
+int pb_dt_handle_of(pb_datatype_t *t, MPI_Datatype *newtype);
+
 /* The datatype @handle (argument @what of @func) in *@t_p.  @return
  * MPI_SUCCESS or MPI_ERR_TYPE raised. */
 int pb_dt_type_arg(MPI_Datatype handle, const char *func, const char *what, pb_datatype_t **t_p);
