@@ -404,6 +404,7 @@ class Rank:
         self.world = 0
         self.world_rank = rank
         self.world_size = 0
+        self.job_id = ""          # POSTBOX_JOB_ID of a spawned process
         self.host = host          # --hosts: started over rsh on this host
         self.claimed = False      # --hosts: a connection proved its token
         self.token = b""          # --hosts: its one-time PMI token
@@ -604,7 +605,7 @@ class Launcher:
             "PMI_FD": str(fd),
             "PMI_RANK": str(rank.world_rank),
             "PMI_SIZE": str(rank.world_size),
-            "POSTBOX_JOB_ID": self.job_id,
+            "POSTBOX_JOB_ID": rank.job_id or self.job_id,
             "POSTBOX_JOB_SECRET": self.secret,
             "POSTBOX_VNODE": str(rank.vnode),
             "POSTBOX_NODE_ID": str(rank.vnode),
@@ -755,7 +756,13 @@ class Launcher:
         """Serve a PMI spawn: start @apps in @world's slots (their own ranks,
         PMI_SPAWNED=1); None, or why not.  Of the info keys, wdir (the working
         directory) is honoured, the others are ignored.  A process that cannot
-        be started ends the job, as at the start."""
+        be started ends the job, as at the start.
+
+        The world's POSTBOX_JOB_ID is its kvsname, the secret the job's: until
+        the library joins spawned processes to their parents' universe (its
+        per-peer tables and node areas are sized by the processes that start
+        together), a Postbox program spawned runs as a job of its own, and
+        never takes the parents' node areas for its own."""
         if self.ending:
             return "the job is ending"
         programs = []
@@ -779,6 +786,7 @@ class Launcher:
                 rank.world = world.number
                 rank.world_rank = rank.rank - world.slots[0]
                 rank.world_size = world.size
+                rank.job_id = world.kvsname
                 code = self._start_local(rank, [program] + app.args, subprocess.DEVNULL, wdir)
                 if code is not None:
                     self._end("cannot start %s; ending the job" % self.who(rank.rank), code)

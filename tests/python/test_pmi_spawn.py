@@ -253,15 +253,19 @@ out = {"rank": int(os.environ["PMI_RANK"]), "size": int(os.environ["PMI_SIZE"]),
        "kvs": kvs, "spawned": os.environ.get("PMI_SPAWNED"), "argv": sys.argv[1:],
        "universe": ask("cmd=get_universe_size\n")["size"],
        "appnum": ask("cmd=get_appnum\n")["appnum"], "cwd": os.getcwd()}
+out["job"] = os.environ["POSTBOX_JOB_ID"]
 if out["spawned"] is None and out["rank"] == 0:
     counts = [int(n) for n in os.environ["SPAWN"].split(",")]
+    program = os.environ.get("SPAWN_PROGRAM")
     for i, n in enumerate(counts):
+        args = [] if program else [sys.argv[0], "child", str(i)]
         block = ("mcmd=spawn\nnprocs=%d\nexecname=%s\ntotspawns=%d\nspawnssofar=%d\n"
-                 "argcnt=3\narg1=%s\narg2=child\narg3=%d\npreput_num=1\n"
+                 "argcnt=%d\n%spreput_num=1\n"
                  "preput_key_0=PARENT_ROOT_PORT_NAME\npreput_val_0=port of %s\n"
                  "info_num=1\ninfo_key_0=wdir\ninfo_val_0=%s\nendcmd\n"
-                 % (n, sys.executable, len(counts), i + 1, sys.argv[0], i, kvs,
-                    os.environ.get("WDIR", "")))
+                 % (n, program or sys.executable, len(counts), i + 1, len(args),
+                    "".join("arg%d=%s\n" % (j + 1, a) for j, a in enumerate(args)),
+                    kvs, os.environ.get("WDIR", "")))
         if i + 1 < len(counts):
             os.write(fd, block.encode())
         else:
@@ -308,6 +312,25 @@ def test_run_serves_spawn_of_two_commands(tmp_path):
         assert child["argv"] == ["child", appnum]
         assert child["parent_port"] == "port of " + parent["kvs"]
         assert child["fence"] == "0" and child["cwd"] == str(wdir)
+        # a job of its own until the library joins spawned processes to their parents
+        assert child["job"] == child["kvs"] and parent["job"] == parent["kvs"]
+
+
+def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
+    view = REPO / "build" / "bin" / "postbox-job-view"
+    if not view.exists():
+        pytest.skip("%s is missing: run `make` first" % view)
+    result = run_spawner(tmp_path, "-n", 2, "--nodes", 2, "--universe", 5,
+                         env={"SPAWN": "3", "SPAWN_PROGRAM": str(view)})
+    assert result.returncode == 0, result.stderr
+    parents = [json.loads(line) for line in result.stdout.splitlines() if line[:1] == "{"]
+    views = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
+    assert len(parents) == 2 and len(views) == 3, result.stdout
+    job = parents[0]["kvs"] + "-s1"
+    # slots 2, 3, 4 of a universe of 5 over 2 virtual nodes: 2 on node 0, 1 on node 1
+    for rank, line in enumerate(views):
+        assert line.startswith("rank %d size 3 node %d nodes 2 " % (rank, rank // 2)), line
+        assert line.endswith(" job " + job), line
 
 
 def test_spawn_past_the_universe_fails_in_the_spawner(tmp_path):
