@@ -357,3 +357,74 @@ def test_a_missing_wdir_is_refused(tmp_path):
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["spawn"]["rc"] == "-1" and "_is_not_a_directory" in out["spawn"]["msg"]
+
+
+# ---- hostile spawn requests ---------------------------------------------------
+
+SPAWN_SEEDS = [
+    mcmd(2, "/bin/a", 1, 1, args=["x y"], preput=[("k", "v")], info=[("wdir", "/")]),
+    mcmd(1, "/bin/a", 2, 1) + mcmd(3, "b", 2, 2, args=["1", "2", "3"]),
+    mcmd(40, "/bin/a", 1, 1),
+    b"cmd=init pmi_version=2 pmi_subversion=0\n" + v2(
+        "cmd=spawn;ncmds=2;preputcount=1;ppkey0=k;ppval0=v;subcmd=a;maxprocs=2;argc=1;"
+        "argv0=x;;y;infokeycount=1;infokey0=wdir;infoval0=/;subcmd=b;maxprocs=1;argc=0;"),
+]
+
+
+def mutate_spawn(rng, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        pos = rng.randint(0, len(out))
+        choice = rng.randrange(6)
+        if choice == 0 and out:
+            out[rng.randrange(len(out))] = rng.randrange(256)
+        elif choice == 1 and out:
+            del out[pos:pos + rng.randint(1, 12)]
+        elif choice == 2:
+            out[pos:pos] = rng.choice([b"\n", b"=", b";", b";;", b"endcmd\n", b"mcmd=spawn\n",
+                                       b"nprocs=-1\n", b"totspawns=99999999999\n",
+                                       b"argcnt=300\n", b"subcmd=", b"maxprocs=0;", b"\0"])
+        elif choice == 3:
+            lines = bytes(out).split(b"\n")
+            if len(lines) > 2:
+                i = rng.randrange(len(lines))
+                lines.insert(rng.randrange(len(lines)), lines[i])
+            out = bytearray(b"\n".join(lines))
+        elif choice == 4:
+            out += rng.choice(SPAWN_SEEDS)
+        else:
+            digits = [i for i, c in enumerate(out) if 0x30 <= c <= 0x39]
+            if digits:
+                out[rng.choice(digits)] = rng.choice(b"0123456789-")
+    return bytes(out)
+
+
+def test_mutated_spawn_requests_never_break_the_server():
+    import random
+    rng = random.Random(1616)
+    for round_ in range(300):
+        h = Harness(size=2, universe=40, nodes=3)
+        for _ in range(5):
+            data = mutate_spawn(rng, rng.choice(SPAWN_SEEDS))
+            slot = rng.randrange(2)
+            h.server.feed(slot, data)
+        taken = []
+        for world, apps in h.started:
+            assert world.slots == list(range(world.slots[0], world.slots[0] + world.size))
+            assert sum(app.nprocs for app in apps) == world.size >= 1
+            assert world.appnums == [app.appnum for app in apps for _ in range(app.nprocs)]
+            taken += world.slots
+        assert len(taken) == len(set(taken)) and all(2 <= s < 40 for s in taken)
+        assert h.server.next_free == 2 + len(taken)
+        # whatever came before, a well-formed spawn of what is free is still served
+        free = 40 - h.server.next_free
+        slot = next((s for s in range(2) if not h.server.connections[s].closed), None)
+        if free and slot is not None and not h.server.connections[slot].v2:
+            # (a block left unfinished would take the next bytes into it)
+            h.server.spawn_blocks.pop(slot, None)
+            h.server.connections[slot].buffer = b""
+            h.server.connections[slot].start = 0
+            before = len(h.sent)
+            h.server.feed(slot, mcmd(free, "/bin/ok", 1, 1))
+            replies = [d for s, d in h.sent[before:] if s == slot]
+            assert replies[-1].startswith(b"cmd=spawn_result rc=0 "), (round_, replies)
