@@ -89,8 +89,8 @@ RSH_WRAPPER = ('IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R]]] [--tag-output]
-       {indent} [--timeout S]
-       {indent} [-x VAR=value]... [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
+       {indent} [--timeout S] [-x VAR=value]...
+       {indent} [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
        {indent} PROGRAM [ARGS...]
 
 Start N ranks of PROGRAM on this host (or on the --hosts) as one job and
@@ -100,13 +100,15 @@ options:
   -n N, -np N       number of ranks (default 1); N may exceed the number of cores
   --universe U      slots for U processes in all (U >= N, default N): the N
                     ranks, and U - N more that the ranks may start at run time
-                    (MPI_Comm_spawn, PMI spawn); these are laid out in blocks
-                    over the virtual nodes too.  Not with --hosts
+                    with PMI spawn (Postbox's MPI_Comm_spawn does not use it
+                    yet), laid out in blocks over the virtual nodes too.  Not
+                    with --hosts
   --nodes K         split the ranks into K virtual nodes, in blocks: ranks
                     0..N/K-1 on node 0, and so on (when K does not divide N the
                     first N%K nodes get one rank more); ranks on different
                     virtual nodes must talk as if over the network (default 1)
-  --tag-output      prefix every line a rank prints with "[rank] "
+  --tag-output      prefix every line a rank prints with "[rank] " (a spawned
+                    process: "[spawn:rank] ")
   --timeout S       end the job after S seconds (exit status 124)
   -x VAR=value      set VAR in the environment of every rank (repeatable);
                     -x VAR passes the launcher's own value of VAR
