@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_DIR, REPO
-from postbox import launch, pmi_server
+from conftest import PYTHON_DIR, REPO, built
+from postbox import launch, paths, pmi_server
 
 pytestmark = pytest.mark.short
 
@@ -317,9 +317,7 @@ def test_run_serves_spawn_of_two_commands(tmp_path):
 
 
 def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
-    view = REPO / "build" / "bin" / "postbox-job-view"
-    if not view.exists():
-        pytest.skip("%s is missing: run `make` first" % view)
+    view = built(paths.bin_dir() / "postbox-job-view")
     result = run_spawner(tmp_path, "-n", 2, "--nodes", 2, "--universe", 5,
                          env={"SPAWN": "3", "SPAWN_PROGRAM": str(view)})
     assert result.returncode == 0, result.stderr
