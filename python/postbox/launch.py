@@ -730,7 +730,8 @@ class Launcher:
             self.deadline = time.monotonic() + opts.timeout
         return None
 
-    def _start_local(self, rank: Rank, argv: List[str], stdin, cwd: Optional[str]) -> Optional[int]:
+    def _start_local(self, rank: Rank, argv: List[str], stdin,
+                     cwd: Optional[str]) -> Optional[int]:
         """Start @rank's process on this host with PMI on a socket pair; an
         exit status when that failed (said), else None."""
         assert self.sel is not None

@@ -1055,7 +1055,8 @@ class PmiServer:
             conn._reply_error(True, "info-getnodeattr-response", error, self._thrid(fields))
             return
         assert conn.world is not None
-        value = conn.world.node_kvs.get(self.vnode[conn.slot], {}).get(key)  # type: ignore[arg-type]
+        node_kvs = conn.world.node_kvs.get(self.vnode[conn.slot], {})
+        value = node_kvs.get(key)  # type: ignore[arg-type]
         if value is not None:
             conn.reply(True, "info-getnodeattr-response",
                        [("rc", 0), ("found", "TRUE"), ("value", value)] + self._thrid(fields))
