@@ -88,8 +88,9 @@ RSH_WRAPPER = ('IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
                'export POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET; exec "$0" "$@"')
 
 HELP = """\
-usage: {prog} [-n N] [--nodes K [--netns [--rails R]]] [--tag-output] [--timeout S]
-       {indent} [-x VAR=value]... [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
+usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R]]] [--tag-output]
+       {indent} [--timeout S] [-x VAR=value]...
+       {indent} [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
        {indent} PROGRAM [ARGS...]
 
 Start N ranks of PROGRAM on this host (or on the --hosts) as one job and
@@ -97,11 +98,17 @@ serve them PMI.
 
 options:
   -n N, -np N       number of ranks (default 1); N may exceed the number of cores
+  --universe U      slots for U processes in all (U >= N, default N): the N
+                    ranks, and U - N more that the ranks may start at run time
+                    with PMI spawn (Postbox's MPI_Comm_spawn does not use it
+                    yet), laid out in blocks over the virtual nodes too.  Not
+                    with --hosts
   --nodes K         split the ranks into K virtual nodes, in blocks: ranks
                     0..N/K-1 on node 0, and so on (when K does not divide N the
                     first N%K nodes get one rank more); ranks on different
                     virtual nodes must talk as if over the network (default 1)
-  --tag-output      prefix every line a rank prints with "[rank] "
+  --tag-output      prefix every line a rank prints with "[rank] " (a spawned
+                    process: "[spawn:rank] ")
   --timeout S       end the job after S seconds (exit status 124)
   -x VAR=value      set VAR in the environment of every rank (repeatable);
                     -x VAR passes the launcher's own value of VAR
@@ -154,6 +161,7 @@ class UsageError(Exception):
 @dataclass
 class Options:
     size: int = 1
+    universe: Optional[int] = None
     nodes: int = 1
     tag_output: bool = False
     timeout: Optional[float] = None
@@ -221,6 +229,8 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             return None
         elif name in ("-n", "-np", "--np", "--n"):
             opts.size = _positive_int(name, value())
+        elif name == "--universe":
+            opts.universe = _positive_int(name, value())
         elif name == "--nodes":
             opts.nodes = _positive_int(name, value())
             nodes_given = True
@@ -301,6 +311,14 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         for given, option in ((opts.rsh, "--rsh"), (opts.pmi_address, "--pmi-address")):
             if given is not None:
                 raise UsageError("%s only applies with --hosts" % option)
+    if opts.universe is not None:
+        if opts.universe < opts.size:
+            raise UsageError("--universe %d is less than the %d rank%s started (the universe "
+                             "holds them)" % (opts.universe, opts.size,
+                                              "" if opts.size == 1 else "s"))
+        if opts.hosts:
+            raise UsageError("--universe and --hosts cannot be combined (processes are "
+                             "spawned on this host only)")
     if opts.nodes > opts.size:
         raise UsageError("--nodes %d is more than the %d rank%s (every virtual node needs "
                          "a rank)" % (opts.nodes, opts.size, "" if opts.size == 1 else "s"))
@@ -379,9 +397,16 @@ class Stream:
 # ---- the launcher ------------------------------------------------------------
 
 class Rank:
+    """One slot of the universe: rank @rank of the job until a spawn puts a
+    process of another world in it (world, world_rank, world_size)."""
+
     def __init__(self, rank: int, vnode: int, host: Optional[str] = None):
         self.rank = rank
         self.vnode = vnode
+        self.world = 0
+        self.world_rank = rank
+        self.world_size = 0
+        self.job_id = ""          # POSTBOX_JOB_ID of a spawned process
         self.host = host          # --hosts: started over rsh on this host
         self.claimed = False      # --hosts: a connection proved its token
         self.token = b""          # --hosts: its one-time PMI token
@@ -468,13 +493,17 @@ class Launcher:
         self.secret = secrets.token_hex(16)
         self.stdout = Output(1)
         self.stderr = Output(2)
-        vnodes = pmi_server.vnode_of_ranks(opts.size, opts.nodes)
+        self.universe = opts.universe or opts.size
+        vnodes = pmi_server.universe_vnodes(opts.size, self.universe, opts.nodes)
         self.ranks = [Rank(rank, vnodes[rank],
                            opts.hosts[vnodes[rank]] if opts.hosts else None)
-                      for rank in range(opts.size)]
+                      for rank in range(self.universe)]
+        for rank in self.ranks[:opts.size]:
+            rank.world_size = opts.size
         self.server = pmi_server.PmiServer(self.job_id, opts.size, opts.nodes,
                                            send=self._pmi_send, abort=self._pmi_abort,
-                                           close=self._pmi_close)
+                                           close=self._pmi_close, universe=self.universe,
+                                           spawn=self._spawn)
         # --netns
         self.network: Optional[netns.JobNetwork] = None
         self.guardian: Optional[Tuple[int, int]] = None
@@ -509,6 +538,14 @@ class Launcher:
 
     def log(self, message: str) -> None:
         self.stderr.write(("%s: %s\n" % (self.prog, message)).encode("utf-8", "replace"))
+
+    def who(self, slot: int) -> str:
+        """"rank R" for a rank started first, "rank R of spawn W (slot S)" for
+        a spawned process."""
+        rank = self.ranks[slot]
+        if rank.world == 0:
+            return "rank %d" % slot
+        return "rank %d of spawn %d (slot %d)" % (rank.world_rank, rank.world, slot)
 
     def node(self, rank: int) -> str:
         if self.ranks[rank].host is not None:
@@ -568,13 +605,15 @@ class Launcher:
         env.update(self.opts.env)
         env.update({
             "PMI_FD": str(fd),
-            "PMI_RANK": str(rank.rank),
-            "PMI_SIZE": str(self.opts.size),
-            "POSTBOX_JOB_ID": self.job_id,
+            "PMI_RANK": str(rank.world_rank),
+            "PMI_SIZE": str(rank.world_size),
+            "POSTBOX_JOB_ID": rank.job_id or self.job_id,
             "POSTBOX_JOB_SECRET": self.secret,
             "POSTBOX_VNODE": str(rank.vnode),
             "POSTBOX_NODE_ID": str(rank.vnode),
         })
+        if rank.world != 0:
+            env["PMI_SPAWNED"] = "1"
         if self.network is not None:
             env["POSTBOX_NETNS_ADDR"] = self.network.address(rank.vnode)
             env["POSTBOX_NETNS_RAILS"] = ",".join(self.network.addresses(rank.vnode))
@@ -622,7 +661,7 @@ class Launcher:
         return True
 
     def _raise_fd_limit(self) -> bool:
-        need = 8 * self.opts.size + 64
+        need = 8 * self.universe + 64
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft != resource.RLIM_INFINITY and soft < need:
             target = need if hard == resource.RLIM_INFINITY else min(need, hard)
@@ -646,8 +685,9 @@ class Launcher:
             self.log("%s: no such file" % program)
             return EXIT_NOT_FOUND
         if not self._raise_fd_limit():
-            self.log("-n %d needs more open files than the limit allows (ulimit -n)"
-                     % opts.size)
+            self.log("-n %d%s needs more open files than the limit allows (ulimit -n)"
+                     % (opts.size, " --universe %d" % self.universe
+                        if self.universe > opts.size else ""))
             return EXIT_USAGE
         if opts.netns:
             code = self._start_netns()
@@ -659,7 +699,7 @@ class Launcher:
                 return code
         forward_stdin = self._can_forward_stdin()
         assert self.sel is not None
-        for rank in self.ranks:
+        for rank in self.ranks[:opts.size]:
             stdin = subprocess.PIPE if rank.rank == 0 and forward_stdin else subprocess.DEVNULL
             if rank.host is not None:
                 rank.token = secrets.token_bytes(pmi_server.TOKEN_LEN)
@@ -683,32 +723,83 @@ class Launcher:
                     rank.proc.stdin = None
                 self._watch_output(rank)
                 continue
-            parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            netns_fd = self.network.fds[rank.vnode] if self.network is not None else None
-            try:
-                rank.proc = subprocess.Popen(
-                    [program] + opts.args, stdin=stdin,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    env=self._rank_env(rank, child.fileno()), pass_fds=(child.fileno(),),
-                    preexec_fn=lambda: self._child_setup(netns_fd))
-            except OSError as exc:
-                parent.close()
-                self.log("cannot start %s: %s" % (program, exc.strerror or exc))
-                return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
-            finally:
-                child.close()
-            rank.pgid = rank.proc.pid
-            parent.setblocking(False)
-            rank.sock = parent
-            self.sel.register(parent, selectors.EVENT_READ, ("pmi", rank))
-            self._watch_output(rank)
+            code = self._start_local(rank, [program] + opts.args, stdin, None)
+            if code is not None:
+                return code
         if opts.timeout is not None:
             self.deadline = time.monotonic() + opts.timeout
         return None
 
+    def _start_local(self, rank: Rank, argv: List[str], stdin,
+                     cwd: Optional[str]) -> Optional[int]:
+        """Start @rank's process on this host with PMI on a socket pair; an
+        exit status when that failed (said), else None."""
+        assert self.sel is not None
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        netns_fd = self.network.fds[rank.vnode] if self.network is not None else None
+        try:
+            rank.proc = subprocess.Popen(
+                argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=self._rank_env(rank, child.fileno()), pass_fds=(child.fileno(),), cwd=cwd,
+                preexec_fn=lambda: self._child_setup(netns_fd))
+        except OSError as exc:
+            parent.close()
+            self.log("cannot start %s: %s" % (argv[0], exc.strerror or exc))
+            return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
+        finally:
+            child.close()
+        rank.pgid = rank.proc.pid
+        parent.setblocking(False)
+        rank.sock = parent
+        self.sel.register(parent, selectors.EVENT_READ, ("pmi", rank))
+        self._watch_output(rank)
+        return None
+
+    def _spawn(self, world: pmi_server.World, apps: List[pmi_server.SpawnApp]) -> Optional[str]:
+        """Serve a PMI spawn: start @apps in @world's slots (their own ranks,
+        PMI_SPAWNED=1); None, or why not.  Of the info keys, wdir (the working
+        directory) is honoured, the others are ignored.  A process that cannot
+        be started ends the job, as at the start.
+
+        The world's POSTBOX_JOB_ID is its kvsname, the secret the job's: until
+        the library joins spawned processes to their parents' universe (its
+        per-peer tables and node areas are sized by the processes that start
+        together), a Postbox program spawned runs as a job of its own, and
+        never takes the parents' node areas for its own."""
+        if self.ending:
+            return "the job is ending"
+        programs = []
+        for app in apps:
+            wdir = app.info.get("wdir") or None
+            if wdir is not None and not os.path.isdir(wdir):
+                return "wdir %s is not a directory" % wdir
+            program = app.command
+            if "/" not in program:
+                found = shutil.which(program)
+                if found is None:
+                    return "%s: command not found" % program
+                program = found
+            elif not os.path.exists(os.path.join(wdir or "", program)):
+                return "%s: no such file" % program
+            programs.append((program, wdir))
+        slots = iter(world.slots)
+        for app, (program, wdir) in zip(apps, programs):
+            for _ in range(app.nprocs):
+                rank = self.ranks[next(slots)]
+                rank.world = world.number
+                rank.world_rank = rank.rank - world.slots[0]
+                rank.world_size = world.size
+                rank.job_id = world.kvsname
+                code = self._start_local(rank, [program] + app.args, subprocess.DEVNULL, wdir)
+                if code is not None:
+                    self._end("cannot start %s; ending the job" % self.who(rank.rank), code)
+                    return "cannot start %s" % program
+        return None
+
     def _watch_output(self, rank: Rank) -> None:
         assert self.sel is not None and rank.proc is not None
-        prefix = ("[%d] " % rank.rank).encode() if self.opts.tag_output else b""
+        tag = "%d" % rank.rank if rank.world == 0 else "%d:%d" % (rank.world, rank.world_rank)
+        prefix = ("[%s] " % tag).encode() if self.opts.tag_output else b""
         for pipe, out in ((rank.proc.stdout, self.stdout), (rank.proc.stderr, self.stderr)):
             assert pipe is not None
             fd = pipe.fileno()
@@ -1114,8 +1205,8 @@ class Launcher:
     def _pmi_close(self, rank_no: int, reason: Optional[str]) -> None:
         rank = self.ranks[rank_no]
         if reason is not None and not self.ending:
-            self.log("rank %d (node %s) sent %s; closing its PMI connection"
-                     % (rank_no, self.node(rank_no), reason))
+            self.log("%s (node %s) sent %s; closing its PMI connection"
+                     % (self.who(rank_no), self.node(rank_no), reason))
         if rank.sock is not None:
             assert self.sel is not None
             self.sel.unregister(rank.sock)
@@ -1124,8 +1215,8 @@ class Launcher:
             rank.pmi_out = bytearray()
 
     def _pmi_abort(self, rank_no: int, code: int, message: str) -> None:
-        text = "rank %d (node %s) called PMI abort with exit code %d" % (
-            rank_no, self.node(rank_no), code)
+        text = "%s (node %s) called PMI abort with exit code %d" % (
+            self.who(rank_no), self.node(rank_no), code)
         if message:
             text += " (%s)" % message
         if not 0 < code < 256:
@@ -1169,7 +1260,7 @@ class Launcher:
                 what = "exited with status %d" % returncode
             if status == 0:
                 continue
-            text = "rank %d (node %s) %s" % (rank.rank, self.node(rank.rank), what)
+            text = "%s (node %s) %s" % (self.who(rank.rank), self.node(rank.rank), what)
             if any(other.alive for other in self.ranks):
                 self._end(text + "; ending the job", status)
             else:
@@ -1184,13 +1275,21 @@ class Launcher:
         if not waiting:
             return
         for rank in self.ranks:
-            if rank.returncode is not None and rank.rank not in waiting:
-                shown = ",".join(str(r) for r in waiting[:8]) + (",..." if len(waiting) > 8
-                                                                  else "")
-                self._end("rank %d (node %s) exited while rank%s %s wait%s in a PMI barrier; "
-                          "ending the job" % (rank.rank, self.node(rank.rank),
-                                              "s" if len(waiting) > 1 else "", shown,
-                                              "" if len(waiting) > 1 else "s"), 1)
+            if rank.returncode is None or rank.rank in waiting:
+                continue
+            # a fence is over the processes of one world
+            world = self.server.world_of(rank.rank)
+            peers = [self.ranks[s].world_rank for s in waiting
+                     if self.server.world_of(s) is world]
+            if peers:
+                shown = ",".join(str(r) for r in peers[:8]) + (",..." if len(peers) > 8
+                                                                else "")
+                self._end("%s (node %s) exited while rank%s %s%s wait%s in a PMI barrier; "
+                          "ending the job" % (self.who(rank.rank), self.node(rank.rank),
+                                              "s" if len(peers) > 1 else "", shown,
+                                              "" if rank.world == 0 else
+                                              " of spawn %d" % rank.world,
+                                              "" if len(peers) > 1 else "s"), 1)
                 return
 
     # -- ending the job

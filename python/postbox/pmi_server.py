@@ -9,18 +9,28 @@ the launcher must act on (an ``abort``, a connection to close) through the
 PMI-1 (one line, ``cmd=NAME key=value ...\\n``, at most :data:`MAX_LINE` bytes):
 ``init``, ``get_maxes``, ``get_universe_size``, ``get_appnum``,
 ``get_my_kvsname``, ``put``, ``get``, ``barrier_in``, ``publish_name``,
-``unpublish_name``, ``lookup_name``, ``finalize``, ``abort``.
+``unpublish_name``, ``lookup_name``, ``finalize``, ``abort``, and the
+multi-line ``mcmd=spawn`` ... ``endcmd`` (one block per command of a spawn).
 
 PMI-2 (a 6-character decimal length, then ``cmd=NAME;key=value;...;``), used
 after ``cmd=init pmi_version=2``: ``fullinit``, ``job-getid``, ``kvs-put``,
 ``kvs-get``, ``kvs-fence``, ``info-getjobattr``, ``info-putnodeattr``,
 ``info-getnodeattr``, ``name-publish``, ``name-unpublish``, ``name-lookup``,
-``finalize``, ``abort``.
+``spawn``, ``finalize``, ``abort``.
 
-The job has one key-value space, named after the job id; ``barrier_in`` and
-``kvs-fence`` are the same collective.  ``PMI_process_mapping`` is answered
-from the layout of the virtual nodes.  The launcher puts nothing in the
-key-value space (the job secret never travels over PMI).
+The job has a universe of slots (``postbox run --universe U``, U at least the
+N ranks started first; a connection is known by its slot).  The processes
+started together form a world (:class:`World`): the first N ranks are world 0,
+and each spawn makes the next world of the processes it starts, in the next
+free slots.  A world has its own rank space (rank 0 up, in slot order), its
+own key-value space (world 0's named after the job id, world k's
+``<job id>-s<k>``), its own node attributes, and its own fence: ``barrier_in``
+and ``kvs-fence`` are the same collective, over the world's processes.
+``PMI_process_mapping`` is answered from the layout of the world's virtual
+nodes, ``get_universe_size`` and ``universeSize`` with U.  The launcher puts
+nothing in world 0's key-value space (the job secret never travels over
+PMI); a spawn's ``preput`` keys go into the new world's before it starts.
+A spawn the launcher does not serve (no ``spawn`` callback) is refused.
 
 The name service (MPI_Publish_name, MPI_Unpublish_name, MPI_Lookup_name) maps
 a service name to a port name; its table (:class:`NameService`) may be shared
@@ -58,6 +68,12 @@ PMI_SUBVERSION_1 = 1
 KVS_KEYS_PER_RANK = 4096        # keys one rank may hold (job and node spaces together)
 KVS_BYTES_PER_RANK = 1 << 20    # bytes of keys and values one rank may hold
 NAMES_PER_RANK = 4096           # services one rank may have published at once
+# a spawn: at most so many commands, arguments per command, info and preput keys,
+# and bytes in one PMI-1 mcmd block (PMI-2 messages stay within MAX_V2_MESSAGE)
+SPAWN_COMMANDS_MAX = 64
+SPAWN_ARGS_MAX = 256
+SPAWN_KEYS_MAX = 64
+MAX_SPAWN_BLOCK = 65536
 # Postbox's own keys that name the rank that puts them: only that rank may
 _RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)(?:-[0-9]+)?$")
 
@@ -113,16 +129,35 @@ def vnode_of_ranks(size: int, nodes: int) -> List[int]:
     return out
 
 
-def process_mapping(size: int, nodes: int) -> str:
-    """MPICH's PMI_process_mapping: (vector,(start_node,num_nodes,ranks_per_node),...)."""
+def universe_vnodes(size: int, universe: int, nodes: int) -> List[int]:
+    """The virtual node of each of @universe slots: the first @size as
+    :func:`vnode_of_ranks`, the other universe - size in blocks over the nodes
+    too (the first nodes get one more; a node may get none)."""
+    return vnode_of_ranks(size, nodes) + vnode_of_ranks(universe - size, nodes)
+
+
+def mapping_of(vnodes: Sequence[int]) -> str:
+    """MPICH's PMI_process_mapping of ranks on @vnodes (each node's ranks
+    consecutive): (vector,(start_node,num_nodes,ranks_per_node),...)."""
     blocks: List[Tuple[int, int, int]] = []
-    for node, count in enumerate(node_sizes(size, nodes)):
-        if blocks and blocks[-1][2] == count:
+    counts: List[Tuple[int, int]] = []   # (node, ranks) in rank order
+    for vnode in vnodes:
+        if counts and counts[-1][0] == vnode:
+            counts[-1] = (vnode, counts[-1][1] + 1)
+        else:
+            counts.append((vnode, 1))
+    for node, count in counts:
+        if blocks and blocks[-1][2] == count and blocks[-1][0] + blocks[-1][1] == node:
             start, num, per = blocks[-1]
             blocks[-1] = (start, num + 1, per)
         else:
             blocks.append((node, 1, count))
     return "(vector,%s)" % ",".join("(%d,%d,%d)" % block for block in blocks)
+
+
+def process_mapping(size: int, nodes: int) -> str:
+    """MPICH's PMI_process_mapping of @size ranks in blocks over @nodes."""
+    return mapping_of(vnode_of_ranks(size, nodes))
 
 
 # ---- wire formats -----------------------------------------------------------
@@ -212,6 +247,25 @@ def parse_v2(body: bytes) -> Tuple[str, Dict[str, str]]:
     return _fields(_split_v2(text))
 
 
+def parse_v2_pairs(body: bytes) -> List[Tuple[str, str]]:
+    """The ``key=value`` fields of a PMI-2 body in order, repeated keys kept
+    (a ``spawn`` repeats ``subcmd``, ``maxprocs``, ...); ProtocolError when
+    malformed."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("not_utf-8") from None
+    pairs = []
+    for token in _split_v2(text):
+        if not token:
+            continue
+        if "=" not in token:
+            raise ProtocolError("field_without_=")
+        key, value = token.split("=", 1)
+        pairs.append((key, value))
+    return pairs
+
+
 def format_v1(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
     parts = ["cmd=" + cmd] + ["%s=%s" % (k, _escape(str(v), " \n")) for k, v in fields]
     return (" ".join(parts) + "\n").encode("utf-8")
@@ -223,14 +277,77 @@ def format_v2(cmd: str, fields: Sequence[Tuple[str, object]]) -> bytes:
     return b"%6u" % len(data) + data
 
 
+def parse_mcmd(block: bytes) -> List[Tuple[str, str]]:
+    """A PMI-1 ``mcmd=...`` block (its lines up to, without, ``endcmd``) ->
+    its ``key=value`` lines in order; a value is the rest of its line, as is
+    (no escapes: an argument may hold spaces and ``=``)."""
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("not_utf-8") from None
+    if "\0" in text:
+        raise ProtocolError("nul_byte")
+    pairs = []
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line:
+            continue
+        if "=" not in line:
+            raise ProtocolError("line_without_=")
+        key, value = line.split("=", 1)
+        pairs.append((key, value))
+    return pairs
+
+
 # ---- the server ------------------------------------------------------------
 
-class Connection:
-    """The PMI state of one rank: its read buffer, wire version, progress."""
+class SpawnApp:
+    """One command of a spawn: the program, its arguments, how many
+    processes, the info keys given with it, and its appnum (its index)."""
 
-    def __init__(self, server: "PmiServer", rank: int):
+    def __init__(self, command: str, args: List[str], nprocs: int, info: Dict[str, str],
+                 appnum: int):
+        self.command = command
+        self.args = args
+        self.nprocs = nprocs
+        self.info = info
+        self.appnum = appnum
+
+
+class World:
+    """Processes started together (world 0: the first ranks; then one per
+    spawn): their slots in rank order, appnums, key-value space, node
+    attributes (by virtual node) and fence."""
+
+    def __init__(self, number: int, kvsname: str, slots: List[int], appnums: List[int],
+                 vnodes: List[int], universe: int, parent: Optional[str] = None):
+        self.number = number
+        self.kvsname = kvsname
+        self.parent = parent   # the spawning world's kvsname
+        self.slots = slots
+        self.appnums = appnums
+        self.kvs: Dict[str, str] = {}
+        self.node_kvs: Dict[int, Dict[str, str]] = {}
+        self.job_attrs = {
+            "PMI_process_mapping": mapping_of(vnodes),
+            "universeSize": str(universe),
+        }
+        self.barriers_done = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.slots)
+
+
+class Connection:
+    """The PMI state of one slot: its read buffer, wire version, progress,
+    and once its process is started, its world and rank in it."""
+
+    def __init__(self, server: "PmiServer", slot: int):
         self.server = server
-        self.rank = rank
+        self.slot = slot
+        self.world: Optional[World] = None
+        self.rank = -1   # in its world
         self.buffer = b""
         self.start = 0   # where the next message begins in buffer
         self.v2 = False
@@ -255,10 +372,22 @@ class Connection:
             if message is None:
                 return
             body, v2 = message
+            if not v2 and body.startswith(b"mcmd="):
+                try:
+                    pairs = parse_mcmd(body)
+                except ProtocolError as exc:
+                    self._reply_error(False, "spawn_result", "malformed_message_" + str(exc))
+                    continue
+                self.server._mcmd(self, pairs)
+                continue
             try:
                 cmd, fields = parse_v2(body) if v2 else parse_v1(body)
+                pairs = parse_v2_pairs(body) if v2 and cmd == "spawn" else []
             except ProtocolError as exc:
                 self._reply_error(v2, "error", "malformed_message_" + str(exc))
+                continue
+            if pairs:
+                self.server._v2_spawn(self, pairs)
                 continue
             self.server._dispatch(self, cmd, fields, v2)
 
@@ -286,6 +415,15 @@ class Connection:
             self.start = pos + 6 + length
             self.v2 = True
             return buf[pos + 6:pos + 6 + length], True
+        if buf.startswith(b"mcmd=", pos):
+            # a multi-line block, up to its line "endcmd"
+            end = buf.find(b"\nendcmd\n", pos)
+            if end < 0 or end + 8 - pos > MAX_SPAWN_BLOCK:
+                if (avail if end < 0 else end + 8 - pos) > MAX_SPAWN_BLOCK:
+                    self.close("a PMI mcmd block longer than %d bytes" % MAX_SPAWN_BLOCK)
+                return None
+            self.start = end + 8
+            return buf[pos:end + 1], False
         end = buf.find(b"\n", pos)
         if end < 0:
             if avail > MAX_LINE:
@@ -302,7 +440,7 @@ class Connection:
     def reply(self, v2: bool, cmd: str, fields: Sequence[Tuple[str, object]]) -> None:
         if self.closed:
             return
-        self.server.send(self.rank, format_v2(cmd, fields) if v2 else format_v1(cmd, fields))
+        self.server.send(self.slot, format_v2(cmd, fields) if v2 else format_v1(cmd, fields))
 
     def _reply_error(self, v2: bool, cmd: str, msg: str,
                      extra: Sequence[Tuple[str, object]] = ()) -> None:
@@ -322,44 +460,73 @@ class Connection:
 
 
 class PmiServer:
-    """The PMI service of one job.
+    """The PMI service of one job.  Every callback names a slot (the rank,
+    for the first ranks).
 
-    send(rank, data)            bytes to write to the rank's PMI_FD
-    abort(rank, code, message)  the rank called abort: end the job with code
-    close(rank, reason)         stop serving the rank (reason is one line, or
-                                None when the rank simply closed its end)
+    send(slot, data)            bytes to write to the slot's PMI_FD
+    abort(slot, code, message)  the process called abort: end the job with code
+    close(slot, reason)         stop serving the slot (reason is one line, or
+                                None when the process simply closed its end)
+    spawn(world, apps)          start the processes of a new :class:`World`
+                                (apps: :class:`SpawnApp`, in order, filling
+                                world.slots); returns None when every one was
+                                started, else why not (one line).  Without
+                                it, a spawn is refused.
     """
 
     def __init__(self, job_id: str, size: int, nodes: int,
                  send: Callable[[int, bytes], None],
                  abort: Callable[[int, int, str], None],
                  close: Callable[[int, Optional[str]], None],
-                 names: Optional[NameService] = None):
+                 names: Optional[NameService] = None,
+                 universe: Optional[int] = None,
+                 spawn: Optional[Callable[[World, List[SpawnApp]], Optional[str]]] = None):
         if len(job_id) > KVSNAME_MAX:
             raise ValueError("job id longer than %d characters" % KVSNAME_MAX)
+        universe = size if universe is None else universe
+        if universe < size:
+            raise ValueError("a universe of %d slots is smaller than the %d ranks"
+                             % (universe, size))
         self.job_id = job_id
         self.size = size
+        self.universe = universe
         self.nodes = nodes
         self.send = send
         self._abort = abort
         self._close = close
-        self.vnode = vnode_of_ranks(size, nodes)
-        self.kvs: Dict[str, str] = {}
-        self.node_kvs: List[Dict[str, str]] = [{} for _ in range(nodes)]
+        self._spawn = spawn
+        self.vnode = universe_vnodes(size, universe, nodes)
         # (connection, key, thrid) waiting in info-getnodeattr wait=TRUE
         self.node_waiters: List[Tuple[Connection, str, Optional[str]]] = []
-        self.job_attrs = {
-            "PMI_process_mapping": process_mapping(size, nodes),
-            "universeSize": str(size),
-        }
-        self.connections = [Connection(self, rank) for rank in range(size)]
+        self.connections = [Connection(self, slot) for slot in range(universe)]
+        self.worlds: List[World] = []
+        self.next_free = 0   # the lowest slot no world holds
+        self._add_world(job_id, [0] * size)
         self.barriers_done = 0
-        # (space, key) -> (the rank that put it, its bytes); space -1 is the
-        # job's key-value space, n >= 0 node n's attributes
-        self.owner: Dict[Tuple[int, str], Tuple[int, int]] = {}
-        self.held_keys = [0] * size
-        self.held_bytes = [0] * size
+        # (world, space, key) -> (the slot that put it, its bytes); space -1 is
+        # the world's key-value space, n >= 0 its node n's attributes
+        self.owner: Dict[Tuple[int, int, str], Tuple[int, int]] = {}
+        self.held_keys = [0] * universe
+        self.held_bytes = [0] * universe
         self.names = names if names is not None else NameService()
+        # PMI-1 spawn blocks received so far, per slot: (apps, preput)
+        self.spawn_blocks: Dict[int, Tuple[List[SpawnApp], List[Tuple[str, str]]]] = {}
+
+    def _add_world(self, kvsname: str, appnums: List[int],
+                   parent: Optional[str] = None) -> World:
+        slots = list(range(self.next_free, self.next_free + len(appnums)))
+        world = World(len(self.worlds), kvsname, slots, appnums,
+                      [self.vnode[slot] for slot in slots], self.universe, parent)
+        for rank, slot in enumerate(slots):
+            self.connections[slot].world = world
+            self.connections[slot].rank = rank
+        self.worlds.append(world)
+        self.next_free += len(slots)
+        return world
+
+    def world_of(self, slot: int) -> Optional[World]:
+        """The world of @slot; None while no process was started in it."""
+        return self.connections[slot].world
 
     def attach(self, rank: int, v2: bool) -> None:
         """A PMI_PORT connection identified as @rank (after :class:`PortHandshake`)."""
@@ -378,15 +545,20 @@ class PmiServer:
             self._closed(conn, None)
 
     def waiting_in_barrier(self) -> List[int]:
-        return [c.rank for c in self.connections if c.in_barrier]
+        """The slots waiting in a fence."""
+        return [c.slot for c in self.connections if c.in_barrier]
 
     # -- internals
 
     def _closed(self, conn: Connection, reason: Optional[str]) -> None:
         self.node_waiters = [w for w in self.node_waiters if w[0] is not conn]
-        self._close(conn.rank, reason)
+        self._close(conn.slot, reason)
 
     def _dispatch(self, conn: Connection, cmd: str, fields: Dict[str, str], v2: bool) -> None:
+        if conn.world is None:
+            # bytes for a slot no process was started in (only a test does this)
+            conn._reply_error(v2, cmd + "-response" if v2 else "error", "no_process_in_this_slot")
+            return
         name = ("_v2_" if v2 else "_v1_") + cmd.replace("-", "_")
         handler = getattr(self, name, None)
         if handler is None:
@@ -405,13 +577,16 @@ class PmiServer:
         return None
 
     def _charge(self, conn: Connection, space: int, key: str, value: str) -> Optional[str]:
-        """Account @conn's put of @key = @value in @space; the refusal, or None."""
+        """Account @conn's put of @key = @value in @space of its world; the
+        refusal, or None."""
         match = _RANK_KEY.match(key)
         if match and int(match.group(1)) != conn.rank:
             return "key_%s_belongs_to_another_rank" % key
         size = len(key.encode("utf-8")) + len(value.encode("utf-8"))
-        rank = conn.rank
-        old = self.owner.get((space, key))
+        rank = conn.slot
+        assert conn.world is not None
+        where = (conn.world.number, space, key)
+        old = self.owner.get(where)
         keys, held = self.held_keys[rank] + 1, self.held_bytes[rank] + size
         if old is not None and old[0] == rank:
             keys, held = keys - 1, held - old[1]
@@ -424,14 +599,15 @@ class PmiServer:
             self.held_bytes[old[0]] -= old[1]
         self.held_keys[rank] += 1
         self.held_bytes[rank] += size
-        self.owner[(space, key)] = (rank, size)
+        self.owner[where] = (rank, size)
         return None
 
-    def _check_kvsname(self, fields: Dict[str, str]) -> Optional[str]:
+    def _check_kvsname(self, conn: Connection, fields: Dict[str, str]) -> Optional[str]:
         name = fields.get("kvsname")
         if name is None:
             return "missing_kvsname"
-        if name != self.job_id:
+        assert conn.world is not None
+        if name != conn.world.kvsname:
             return "unknown_kvsname_" + _escape(name[:KVSNAME_MAX], " ")
         return None
 
@@ -445,9 +621,12 @@ class PmiServer:
         conn.in_barrier = True
         conn.barrier_v2 = v2
         conn.barrier_thrid = thrid
-        if all(c.in_barrier for c in self.connections):
+        assert conn.world is not None
+        members = [self.connections[slot] for slot in conn.world.slots]
+        if all(c.in_barrier for c in members):
             self.barriers_done += 1
-            for c in self.connections:
+            conn.world.barriers_done += 1
+            for c in members:
                 c.in_barrier = False
                 if c.barrier_v2:
                     extra = [("thrid", c.barrier_thrid)] if c.barrier_thrid else []
@@ -477,22 +656,26 @@ class PmiServer:
                                     ("keylen_max", KEYLEN_MAX), ("vallen_max", VALLEN_MAX)])
 
     def _v1_get_universe_size(self, conn: Connection, fields: Dict[str, str]) -> None:
-        conn.reply(False, "universe_size", [("rc", 0), ("size", self.size)])
+        conn.reply(False, "universe_size", [("rc", 0), ("size", self.universe)])
 
     def _v1_get_appnum(self, conn: Connection, fields: Dict[str, str]) -> None:
-        conn.reply(False, "appnum", [("rc", 0), ("appnum", 0)])
+        assert conn.world is not None
+        conn.reply(False, "appnum", [("rc", 0), ("appnum", conn.world.appnums[conn.rank])])
 
     def _v1_get_my_kvsname(self, conn: Connection, fields: Dict[str, str]) -> None:
-        conn.reply(False, "my_kvsname", [("rc", 0), ("kvsname", self.job_id)])
+        assert conn.world is not None
+        conn.reply(False, "my_kvsname", [("rc", 0), ("kvsname", conn.world.kvsname)])
 
     def _v1_put(self, conn: Connection, fields: Dict[str, str]) -> None:
-        error = self._check_kvsname(fields) or self._check_key(fields.get("key"))
+        error = self._check_kvsname(conn, fields) or self._check_key(fields.get("key"))
         value = fields.get("value")
         if error is None and value is None:
             error = "missing_value"
         if error is None and len(value.encode("utf-8")) > VALLEN_MAX:  # type: ignore[union-attr]
             error = "value_longer_than_%d" % VALLEN_MAX
-        if error is None and fields["key"] in self.job_attrs:
+        assert conn.world is not None
+        world = conn.world
+        if error is None and fields["key"] in world.job_attrs:
             error = "key_%s_is_reserved" % fields["key"]
         if error:
             conn._reply_error(False, "put_result", error)
@@ -501,16 +684,28 @@ class PmiServer:
         if error:
             conn._reply_error(False, "put_result", error)
             return
-        self.kvs[fields["key"]] = value  # type: ignore[assignment]
+        world.kvs[fields["key"]] = value  # type: ignore[assignment]
         conn.reply(False, "put_result", [("rc", 0)])
 
+    def _world_named(self, kvsname: str) -> Optional[World]:
+        for world in self.worlds:
+            if world.kvsname == kvsname:
+                return world
+        return None
+
     def _v1_get(self, conn: Connection, fields: Dict[str, str]) -> None:
+        """A get from the caller's world's space, or another world's of the
+        job (read only: a spawned world reads its parents' keys)."""
         key = fields.get("key", "")
-        error = self._check_kvsname(fields) or self._check_key(key)
+        world = self._world_named(fields.get("kvsname", ""))
+        error = (self._check_kvsname(conn, fields) if world is None else None) or \
+            self._check_key(key)
         if error:
             conn._reply_error(False, "get_result", error)
             return
-        value = self.job_attrs[key] if key in self.job_attrs else self.kvs.get(key)
+        assert world is not None
+        attrs = world.job_attrs
+        value = attrs[key] if key in attrs else world.kvs.get(key)
         if value is None:
             conn._reply_error(False, "get_result", "key_%s_not_found" % _escape(key, " "))
         else:
@@ -535,7 +730,7 @@ class PmiServer:
 
     def _name_publish(self, conn: Connection, fields: Dict[str, str], key: str) -> Optional[str]:
         error, service, port = self._name_fields(fields, key, True)
-        return error or self.names.publish(service, port, (self.job_id, conn.rank))
+        return error or self.names.publish(service, port, (self.job_id, conn.slot))
 
     def _name_unpublish(self, conn: Connection, fields: Dict[str, str], key: str) -> Optional[str]:
         error, service, _ = self._name_fields(fields, key, False)
@@ -580,7 +775,171 @@ class PmiServer:
             code = int(fields.get("exitcode", "1"))
         except ValueError:
             code = 1
-        self._abort(conn.rank, code, fields.get("message", ""))
+        self._abort(conn.slot, code, fields.get("message", ""))
+
+    # -- spawn (PMI-1 mcmd blocks and PMI-2 spawn)
+
+    def _spawn_app(self, command: Optional[str], nprocs: Optional[str], args: List[str],
+                   info: Dict[str, str], appnum: int) -> Tuple[Optional[str], Optional[SpawnApp]]:
+        """One command of a spawn, checked: (the refusal, None) or (None, app)."""
+        if not command:
+            return "missing_command", None
+        try:
+            count = int(nprocs or "", 10)
+        except ValueError:
+            return "bad_number_of_processes_%r" % (nprocs or ""), None
+        if count < 1:
+            return "bad_number_of_processes_%d" % count, None
+        if len(args) > SPAWN_ARGS_MAX:
+            return "more_than_%d_arguments" % SPAWN_ARGS_MAX, None
+        if len(info) > SPAWN_KEYS_MAX:
+            return "more_than_%d_info_keys" % SPAWN_KEYS_MAX, None
+        return None, SpawnApp(command, args, count, info, appnum)
+
+    def _spawn_world(self, conn: Connection, apps: List[SpawnApp],
+                     preput: List[Tuple[str, str]]) -> Tuple[Optional[str], Optional[World]]:
+        """Make the world of @apps in the next free slots, put @preput in its
+        key-value space and have the launcher start it: (refusal, None) or
+        (None, world)."""
+        assert conn.world is not None
+        if self._spawn is None:
+            return "this_process_manager_does_not_spawn", None
+        if not apps or len(apps) > SPAWN_COMMANDS_MAX:
+            return "a_spawn_of_%d_commands_(1_to_%d)" % (len(apps), SPAWN_COMMANDS_MAX), None
+        if len(preput) > SPAWN_KEYS_MAX:
+            return "more_than_%d_preput_keys" % SPAWN_KEYS_MAX, None
+        for key, value in preput:
+            error = self._check_key(key)
+            if error is None and len(value.encode("utf-8")) > VALLEN_MAX:
+                error = "value_longer_than_%d" % VALLEN_MAX
+            if error is None and key in conn.world.job_attrs:
+                error = "key_%s_is_reserved" % key
+            if error:
+                return "preput_" + error, None
+        total = sum(app.nprocs for app in apps)
+        free = self.universe - self.next_free
+        if total > free:
+            return ("spawning_%d_processes_but_only_%d_of_the_universe's_%d_slots_are_free_"
+                    "(postbox_run_--universe)" % (total, free, self.universe)), None
+        kvsname = "%s-s%d" % (self.job_id, len(self.worlds))
+        if len(kvsname) > KVSNAME_MAX:
+            return "the_job_id_is_too_long_to_name_a_spawned_world", None
+        appnums = [app.appnum for app in apps for _ in range(app.nprocs)]
+        world = self._add_world(kvsname, appnums, conn.world.kvsname)
+        world.kvs.update(preput)
+        error = self._spawn(world, apps)
+        if error is not None:
+            return error.replace(" ", "_"), None
+        return None, world
+
+    def _mcmd(self, conn: Connection, pairs: List[Tuple[str, str]]) -> None:
+        """A PMI-1 ``mcmd=spawn`` block: kept until the last of the spawn's
+        blocks (``spawnssofar`` = ``totspawns``), then served at once."""
+        fields: Dict[str, str] = {}
+        for key, value in pairs:
+            fields.setdefault(key, value)
+        if conn.world is None or fields.get("mcmd") != "spawn":
+            self.spawn_blocks.pop(conn.slot, None)
+            conn._reply_error(False, "spawn_result", "unknown_mcmd_" + _escape(
+                fields.get("mcmd", "")[:64], " "))
+            return
+        apps, preput = self.spawn_blocks.pop(conn.slot, ([], []))
+        try:
+            total, sofar = int(fields.get("totspawns", ""), 10), \
+                int(fields.get("spawnssofar", ""), 10)
+            argcnt = int(fields.get("argcnt", "0"), 10)
+            infos = int(fields.get("info_num", "0"), 10)
+            preputs = int(fields.get("preput_num", "0"), 10)
+        except ValueError:
+            conn._reply_error(False, "spawn_result", "bad_number_in_a_spawn_block")
+            return
+        if not 1 <= sofar <= total or sofar != len(apps) + 1:
+            conn._reply_error(False, "spawn_result", "spawn_block_%d_of_%d_out_of_order"
+                              % (sofar, total))
+            return
+        if min(argcnt, infos, preputs) < 0 or max(argcnt, infos, preputs) > SPAWN_ARGS_MAX:
+            conn._reply_error(False, "spawn_result", "bad_count_in_a_spawn_block")
+            return
+        args = [fields.get("arg%d" % (i + 1), "") for i in range(argcnt)]
+        info = {fields.get("info_key_%d" % i, ""): fields.get("info_val_%d" % i, "")
+                for i in range(infos)}
+        error, app = self._spawn_app(fields.get("execname"), fields.get("nprocs"), args, info,
+                                     len(apps))
+        if error is not None:
+            conn._reply_error(False, "spawn_result", error)
+            return
+        assert app is not None
+        apps.append(app)
+        if sofar == 1:
+            # every block repeats the preput keys; those of the first count
+            preput = [(fields.get("preput_key_%d" % i, ""), fields.get("preput_val_%d" % i, ""))
+                      for i in range(preputs)]
+        if sofar < total:
+            self.spawn_blocks[conn.slot] = (apps, preput)
+            return
+        error, world = self._spawn_world(conn, apps, preput)
+        if error is not None:
+            conn._reply_error(False, "spawn_result", error)
+            return
+        assert world is not None
+        conn.reply(False, "spawn_result", [("rc", 0), ("errcodes", ",".join(
+            "0" for _ in world.slots))])
+
+    def _v2_spawn(self, conn: Connection, pairs: List[Tuple[str, str]]) -> None:
+        """PMI-2 ``spawn``: ``ncmds``, ``preputcount``, ``ppkeyN``/``ppvalN``,
+        then per command ``subcmd`` (the program), ``maxprocs``, ``argc``,
+        ``argvN``, ``infokeycount``, ``infokeyN``/``infovalN``."""
+        thrid = [("thrid", v) for k, v in pairs if k == "thrid"][:1]
+        if conn.world is None:
+            conn._reply_error(True, "spawn-response", "no_process_in_this_slot", thrid)
+            return
+        head: Dict[str, str] = {}
+        commands: List[Dict[str, str]] = []
+        for key, value in pairs:
+            if key == "subcmd":
+                commands.append({})
+            target = commands[-1] if commands else head
+            target.setdefault(key, value)
+        apps: List[SpawnApp] = []
+        error: Optional[str] = None
+        try:
+            ncmds = int(head.get("ncmds", ""), 10)
+            preputs = int(head.get("preputcount", "0"), 10)
+        except ValueError:
+            ncmds, preputs, error = 0, 0, "bad_ncmds_or_preputcount"
+        if error is None and (ncmds != len(commands) or not 0 <= preputs <= SPAWN_KEYS_MAX):
+            error = "ncmds_%d_but_%d_subcmd" % (ncmds, len(commands)) \
+                if ncmds != len(commands) else "bad_preputcount"
+        for appnum, command in enumerate(commands):
+            if error is not None:
+                break
+            try:
+                argc = int(command.get("argc", "0"), 10)
+                infos = int(command.get("infokeycount", "0"), 10)
+            except ValueError:
+                error = "bad_argc_or_infokeycount"
+                break
+            if not 0 <= argc <= SPAWN_ARGS_MAX or not 0 <= infos <= SPAWN_KEYS_MAX:
+                error = "bad_argc_or_infokeycount"
+                break
+            args = [command.get("argv%d" % i, "") for i in range(argc)]
+            info = {command.get("infokey%d" % i, ""): command.get("infoval%d" % i, "")
+                    for i in range(infos)}
+            error, app = self._spawn_app(command.get("subcmd"), command.get("maxprocs"), args,
+                                         info, appnum)
+            if app is not None:
+                apps.append(app)
+        world = None
+        if error is None:
+            preput = [(head.get("ppkey%d" % i, ""), head.get("ppval%d" % i, ""))
+                      for i in range(preputs)]
+            error, world = self._spawn_world(conn, apps, preput)
+        if error is not None:
+            conn._reply_error(True, "spawn-response", error, thrid)
+            return
+        assert world is not None
+        conn.reply(True, "spawn-response", [("rc", 0), ("jobid", world.kvsname),
+                                            ("nerrs", 0)] + thrid)
 
     # -- PMI-2
 
@@ -589,15 +948,20 @@ class PmiServer:
         return [("thrid", fields["thrid"])] if "thrid" in fields else []
 
     def _v2_fullinit(self, conn: Connection, fields: Dict[str, str]) -> None:
+        assert conn.world is not None
         conn.initialized = True
         conn.reply(True, "fullinit-response",
                    [("rc", 0), ("pmi-version", 2), ("pmi-subversion", 0),
-                    ("rank", conn.rank), ("size", self.size), ("appnum", 0),
-                    ("debugged", "FALSE"), ("pmiverbose", "FALSE")] + self._thrid(fields))
+                    ("rank", conn.rank), ("size", conn.world.size),
+                    ("appnum", conn.world.appnums[conn.rank]),
+                    ("debugged", "FALSE"), ("pmiverbose", "FALSE")]
+                   + ([("spawner-jobid", conn.world.parent)] if conn.world.parent else [])
+                   + self._thrid(fields))
 
     def _v2_job_getid(self, conn: Connection, fields: Dict[str, str]) -> None:
+        assert conn.world is not None
         conn.reply(True, "job-getid-response",
-                   [("rc", 0), ("jobid", self.job_id)] + self._thrid(fields))
+                   [("rc", 0), ("jobid", conn.world.kvsname)] + self._thrid(fields))
 
     def _v2_kvs_put(self, conn: Connection, fields: Dict[str, str]) -> None:
         key, value = fields.get("key"), fields.get("value")
@@ -606,7 +970,9 @@ class PmiServer:
             error = "missing_value"
         if error is None and len(value.encode("utf-8")) > VALLEN_MAX:  # type: ignore[union-attr]
             error = "value_longer_than_%d" % VALLEN_MAX
-        if error is None and key in self.job_attrs:
+        assert conn.world is not None
+        world = conn.world
+        if error is None and key in world.job_attrs:
             error = "key_%s_is_reserved" % key
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
@@ -615,7 +981,7 @@ class PmiServer:
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
             return
-        self.kvs[key] = value  # type: ignore[index,assignment]
+        world.kvs[key] = value  # type: ignore[index,assignment]
         conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
 
     def _v2_kvs_get(self, conn: Connection, fields: Dict[str, str]) -> None:
@@ -624,9 +990,18 @@ class PmiServer:
         if error:
             conn._reply_error(True, "kvs-get-response", error, self._thrid(fields))
             return
-        value = self.kvs.get(key)  # type: ignore[arg-type]
+        assert conn.world is not None
+        world = conn.world
+        if fields.get("jobid"):
+            # another world's space of the job (read only), as PMI-1 get's kvsname
+            world = self._world_named(fields["jobid"])  # type: ignore[assignment]
+            if world is None:
+                conn._reply_error(True, "kvs-get-response", "unknown_jobid_" +
+                                  fields["jobid"][:KVSNAME_MAX], self._thrid(fields))
+                return
+        value = world.kvs.get(key)  # type: ignore[arg-type]
         if value is None:
-            value = self.job_attrs.get(key)  # type: ignore[arg-type]
+            value = world.job_attrs.get(key)  # type: ignore[arg-type]
         if value is None:
             conn.reply(True, "kvs-get-response",
                        [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
@@ -638,7 +1013,8 @@ class PmiServer:
         self._enter_barrier(conn, True, fields.get("thrid"))
 
     def _v2_info_getjobattr(self, conn: Connection, fields: Dict[str, str]) -> None:
-        value = self.job_attrs.get(fields.get("key", ""))
+        assert conn.world is not None
+        value = conn.world.job_attrs.get(fields.get("key", ""))
         if value is None:
             conn.reply(True, "info-getjobattr-response",
                        [("rc", 0), ("found", "FALSE")] + self._thrid(fields))
@@ -651,18 +1027,20 @@ class PmiServer:
         error = self._check_key(key)
         if error is None and (value is None or len(value.encode("utf-8")) > VALLEN_MAX):
             error = "missing_value" if value is None else "value_longer_than_%d" % VALLEN_MAX
-        node = self.vnode[conn.rank]
+        node = self.vnode[conn.slot]
+        assert conn.world is not None
+        world = conn.world
         if error is None:
             error = self._charge(conn, node, key, value)  # type: ignore[arg-type]
         if error:
             conn._reply_error(True, "info-putnodeattr-response", error, self._thrid(fields))
             return
-        self.node_kvs[node][key] = value  # type: ignore[index,assignment]
+        world.node_kvs.setdefault(node, {})[key] = value  # type: ignore[index,assignment]
         conn.reply(True, "info-putnodeattr-response", [("rc", 0)] + self._thrid(fields))
         waiting = []
         for waiter in self.node_waiters:
             other, wkey, thrid = waiter
-            if wkey == key and self.vnode[other.rank] == node:
+            if wkey == key and self.vnode[other.slot] == node and other.world is world:
                 other.reply(True, "info-getnodeattr-response",
                             [("rc", 0), ("found", "TRUE"), ("value", value)]
                             + ([("thrid", thrid)] if thrid else []))
@@ -676,7 +1054,9 @@ class PmiServer:
         if error:
             conn._reply_error(True, "info-getnodeattr-response", error, self._thrid(fields))
             return
-        value = self.node_kvs[self.vnode[conn.rank]].get(key)  # type: ignore[arg-type]
+        assert conn.world is not None
+        node_kvs = conn.world.node_kvs.get(self.vnode[conn.slot], {})
+        value = node_kvs.get(key)  # type: ignore[arg-type]
         if value is not None:
             conn.reply(True, "info-getnodeattr-response",
                        [("rc", 0), ("found", "TRUE"), ("value", value)] + self._thrid(fields))
@@ -714,7 +1094,7 @@ class PmiServer:
         conn.reply(True, "finalize-response", [("rc", 0)] + self._thrid(fields))
 
     def _v2_abort(self, conn: Connection, fields: Dict[str, str]) -> None:
-        self._abort(conn.rank, 1, fields.get("msg", ""))
+        self._abort(conn.slot, 1, fields.get("msg", ""))
 
 
 # ---- PMI_PORT connections -------------------------------------------------------

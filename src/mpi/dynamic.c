@@ -597,8 +597,10 @@ static int spawn_refused(const char *func, MPI_Comm comm, int n, int *errcodes, 
         errcodes[i] = MPI_ERR_SPAWN;
     *intercomm = MPI_COMM_NULL;
     return pb_mpi_raise(comm, MPI_ERR_SPAWN, func,
-                        "starting processes at run time is not built yet: start every process "
-                        "with `postbox run -n N` and connect groups with MPI_Comm_connect/accept");
+                        "the MPI library does not start processes at run time yet (postbox run "
+                        "--universe serves PMI spawn, which it does not use): start every "
+                        "process with `postbox run -n N` and connect groups with "
+                        "MPI_Comm_connect/accept");
 }
 
 int pb_mpi_comm_spawn_impl(const char *func, const char *command, char *argv[], int maxprocs,
