@@ -11,17 +11,19 @@
  * MPI_Barrier, and one-sided rounds on a window of the thread's (a put
  * between fences, a fetch-and-add under MPI_Win_lock_all), and new
  * communicators made at once by every thread (MPI_Comm_dup, _split: their
- * context ids must not collide) and used.  Besides, all threads exchange on
- * MPI_COMM_WORLD at once with a tag each (one matching queue, many threads); one thread blocks in
- * MPI_Recv while the main thread must still get in to send it its message
- * (a waiting thread lets the others run); and a generalized request is
- * completed by another thread than the one waiting for it.
+ * context ids must not collide) and used, and local objects (datatypes,
+ * info objects, keyvals and attributes, names) made and freed at once.  Besides, all threads
+ * exchange on MPI_COMM_WORLD at once with a tag each (one matching queue, many threads); one thread
+ * blocks in MPI_Recv while the main thread must still get in to send it its message (a waiting
+ * thread lets the others run); and a generalized request is completed by another thread than the
+ * one waiting for it.
  *
  * The threads check with check.h's CHECK and OK, whose count is atomic.
  */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -127,6 +129,39 @@ static void world_round(int t, int i)
     CHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
 }
 
+/* the library's local objects made and freed by every thread at once:
+ * datatypes, info objects, a keyval and its attribute, names */
+static void local_round(MPI_Comm comm, int t, int i)
+{
+    MPI_Datatype vec;
+    MPI_Info info;
+    int keyval, flag = 0, len = 0, bytes = -1;
+    int *got = NULL;
+    char value[32], name[MPI_MAX_OBJECT_NAME];
+
+    OK(MPI_Type_vector(3, 2, 4, MPI_INT, &vec));
+    OK(MPI_Type_commit(&vec));
+    OK(MPI_Type_size(vec, &bytes));
+    CHECK(bytes == 6 * (int)sizeof(int), "thread %d: the vector's size is %d", t, bytes);
+    OK(MPI_Info_create(&info));
+    snprintf(value, sizeof(value), "%d-%d", t, i);
+    OK(MPI_Info_set(info, "round", value));
+    len = (int)sizeof(name);
+    OK(MPI_Info_get_string(info, "round", &len, name, &flag));
+    CHECK(flag && strcmp(name, value) == 0, "thread %d: the info says %s", t, name);
+    OK(MPI_Info_free(&info));
+    OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL));
+    OK(MPI_Comm_set_attr(comm, keyval, &comms[t]));
+    OK(MPI_Comm_get_attr(comm, keyval, &got, &flag));
+    CHECK(flag && got == (int *)&comms[t], "thread %d: the attribute is lost", t);
+    OK(MPI_Comm_delete_attr(comm, keyval));
+    OK(MPI_Comm_free_keyval(&keyval));
+    snprintf(value, sizeof(value), "thread-%d", t);
+    OK(MPI_Comm_set_name(comm, value));
+    OK(MPI_Comm_get_name(comm, name, &len));
+    CHECK(strcmp(name, value) == 0, "thread %d: the communicator is named %s", t, name);
+}
+
 /* one-sided on the thread's window: a put between fences, then a
  * fetch-and-add on rank 0's counter under a shared lock of every rank */
 static void rma_round(MPI_Win win, int64_t *base, int t, int i)
@@ -171,6 +206,8 @@ static void *worker(void *arg)
             large_round(comm, t, i, out, in);
         if (i % 512 == 11)
             OK(MPI_Barrier(comm));
+        if (i % 16 == 3)
+            local_round(comm, t, i);
         if (i % 128 == 17) { /* threads make communicators at once: distinct contexts */
             MPI_Comm dup, split;
 
