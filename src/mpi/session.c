@@ -58,8 +58,14 @@ struct MPI_ABI_Session {
  * count up from 4 by 2. */
 #define FROM_GROUP_CONTEXT 0xfffffff0u
 
-static const char *const thread_level_names[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED",
-                                                 "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"};
+/* the thread levels by name (the ABI's values are not 0..3) */
+static const struct {
+    int level;
+    const char *name;
+} thread_levels[] = {{MPI_THREAD_SINGLE, "MPI_THREAD_SINGLE"},
+                     {MPI_THREAD_FUNNELED, "MPI_THREAD_FUNNELED"},
+                     {MPI_THREAD_SERIALIZED, "MPI_THREAD_SERIALIZED"},
+                     {MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE"}};
 
 /* ---- sessions ------------------------------------------------------------------ */
 
@@ -95,11 +101,21 @@ static int info_ok(MPI_Info info)
 /* The thread level named @value ("MPI_THREAD_FUNNELED"...), or @otherwise. */
 static int thread_level_of(const char *value, int otherwise)
 {
-    for (int l = 0; value != NULL && l < 4; l++) {
-        if (strcasecmp(value, thread_level_names[l]) == 0)
-            return l;
+    for (size_t l = 0; value != NULL && l < PB_ARRAY_SIZE(thread_levels); l++) {
+        if (strcasecmp(value, thread_levels[l].name) == 0)
+            return thread_levels[l].level;
     }
     return otherwise;
+}
+
+/* The name of the thread level @level. */
+static const char *thread_level_name(int level)
+{
+    for (size_t l = 0; l < PB_ARRAY_SIZE(thread_levels); l++) {
+        if (thread_levels[l].level == level)
+            return thread_levels[l].name;
+    }
+    return thread_levels[0].name;
 }
 
 /* Start a session: join the job and start the engine if nothing runs it
@@ -193,7 +209,7 @@ PB_EXPORT int PMPI_Session_get_info(MPI_Session session, MPI_Info *info_used)
         return pb_mpi_raise_session(session, s->errhandler, MPI_ERR_ARG, func, "info_used is NULL");
     rc = PMPI_Info_create(&info);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Info_set(info, "thread_level", thread_level_names[s->thread_level]);
+        rc = PMPI_Info_set(info, "thread_level", thread_level_name(s->thread_level));
     if (rc == MPI_SUCCESS)
         rc = PMPI_Info_set(info, "mpi_memory_alloc_kinds", "mpi,system");
     if (rc != MPI_SUCCESS)

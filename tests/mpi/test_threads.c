@@ -1,7 +1,7 @@
 /*
  * MPI_THREAD_MULTIPLE (issue 16): any thread calls any function at once.
  *
- *   pbt-mpi-threads [THREADS [ITERATIONS]]     (default 4 threads, 2000 iterations)
+ *   pbt-mpi-threads [--session] [THREADS [ITERATIONS]]   (default 4 threads, 2000 rounds)
  *
  * Every rank runs THREADS threads, each on a communicator of its own (a
  * duplicate of MPI_COMM_WORLD), each for ITERATIONS rounds of: a ring
@@ -18,7 +18,10 @@
  * thread lets the others run); and a generalized request is completed by another thread than the
  * one waiting for it.
  *
- * The threads check with check.h's CHECK and OK, whose count is atomic.
+ * With --session the program never calls MPI_Init: a session asks for
+ * MPI_THREAD_MULTIPLE and the same runs on its communicators of
+ * mpi://WORLD and mpi://SELF.  The threads check with check.h's CHECK and
+ * OK, whose count is atomic.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -40,6 +43,9 @@
 
 static int size, nthreads, iterations;
 static MPI_Comm comms[THREADS_MAX];
+/* MPI_COMM_WORLD and MPI_COMM_SELF, or the session's communicators of
+ * mpi://WORLD and mpi://SELF (--session) */
+static MPI_Comm world_comm, self_comm;
 
 /* the value that rank @from's thread @t sends in round @i, word @k */
 static int64_t pattern(int from, int t, int i, int k)
@@ -118,14 +124,14 @@ static void reduce_round(MPI_Comm comm, int t, int i)
           (long long)sum[0], (long long)sum[1]);
 }
 
-/* all threads on MPI_COMM_WORLD at once, a tag each */
+/* all threads on the world's communicator at once, a tag each */
 static void world_round(int t, int i)
 {
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int64_t out = pattern(rank, t, i, 0), in = -1;
 
     OK(MPI_Sendrecv(&out, 1, MPI_INT64_T, right, TAG_WORLD + t, &in, 1, MPI_INT64_T, left,
-                    TAG_WORLD + t, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                    TAG_WORLD + t, world_comm, MPI_STATUS_IGNORE));
     CHECK(in == pattern(left, t, i, 0), "thread %d round %d: world message wrong", t, i);
 }
 
@@ -240,7 +246,7 @@ static void *blocked_receiver(void *arg)
     int got = -1;
 
     (void)arg;
-    OK(MPI_Recv(&got, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    OK(MPI_Recv(&got, 1, MPI_INT, 0, TAG_SELF, self_comm, MPI_STATUS_IGNORE));
     CHECK(got == 4242, "the blocked receive got %d", got);
     return NULL;
 }
@@ -253,7 +259,7 @@ static void test_blocked_receive(void)
 
     CHECK(pthread_create(&th, NULL, blocked_receiver, NULL) == 0, "pthread_create");
     nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* it is blocked by now */
-    OK(MPI_Send(&msg, 1, MPI_INT, 0, TAG_SELF, MPI_COMM_SELF));
+    OK(MPI_Send(&msg, 1, MPI_INT, 0, TAG_SELF, self_comm));
     pthread_join(th, NULL);
 }
 
@@ -302,31 +308,77 @@ static void test_grequest_other_thread(void)
     pthread_join(th, NULL);
 }
 
-int main(int argc, char **argv)
+/* The session of --session: asks for MPI_THREAD_MULTIPLE in its info, and
+ * gives the communicators of mpi://WORLD and mpi://SELF. */
+static MPI_Session session_start(void)
+{
+    MPI_Session session = MPI_SESSION_NULL;
+    MPI_Info info, used;
+    MPI_Group group;
+    char value[MPI_MAX_INFO_VAL];
+    int len = (int)sizeof(value), flag = 0;
+
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "thread_level", "MPI_THREAD_MULTIPLE");
+    MPI_Session_init(info, MPI_ERRORS_ARE_FATAL, &session);
+    MPI_Info_free(&info);
+    MPI_Group_from_session_pset(session, "mpi://WORLD", &group);
+    MPI_Comm_create_from_group(group, "threads-world", MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL,
+                               &world_comm);
+    MPI_Group_free(&group);
+    MPI_Group_from_session_pset(session, "mpi://SELF", &group);
+    MPI_Comm_create_from_group(group, "threads-self", MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL,
+                               &self_comm);
+    MPI_Group_free(&group);
+    MPI_Comm_rank(world_comm, &rank);
+    OK(MPI_Session_get_info(session, &used));
+    OK(MPI_Info_get_string(used, "thread_level", &len, value, &flag));
+    CHECK(flag && strcmp(value, "MPI_THREAD_MULTIPLE") == 0, "the session's thread_level is %s",
+          flag ? value : "(none)");
+    OK(MPI_Info_free(&used));
+    return session;
+}
+
+/* MPI_Init_thread asking for MPI_THREAD_MULTIPLE, and what it says. */
+static void world_start(int *argc, char ***argv)
 {
     int provided = -1, level = -1, flag = -1;
-    pthread_t threads[THREADS_MAX];
 
-    nthreads = argc > 1 ? atoi(argv[1]) : 4;
-    iterations = argc > 2 ? atoi(argv[2]) : 2000;
-    if (nthreads < 1 || nthreads > THREADS_MAX || iterations < 1) {
-        fprintf(stderr, "usage: %s [THREADS (1-%d) [ITERATIONS]]\n", argv[0], THREADS_MAX);
-        return 2;
-    }
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    world_comm = MPI_COMM_WORLD;
+    self_comm = MPI_COMM_SELF;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(provided == MPI_THREAD_MULTIPLE, "MPI_Init_thread provided %d", provided);
     OK(MPI_Query_thread(&level));
     CHECK(level == MPI_THREAD_MULTIPLE, "MPI_Query_thread says %d", level);
     OK(MPI_Is_thread_main(&flag));
     CHECK(flag == 1, "MPI_Is_thread_main says %d in the main thread", flag);
+}
+
+int main(int argc, char **argv)
+{
+    int use_session = argc > 1 && strcmp(argv[1], "--session") == 0, rc;
+    MPI_Session session = MPI_SESSION_NULL;
+    pthread_t threads[THREADS_MAX];
+
+    nthreads = argc > 1 + use_session ? atoi(argv[1 + use_session]) : 4;
+    iterations = argc > 2 + use_session ? atoi(argv[2 + use_session]) : 2000;
+    if (nthreads < 1 || nthreads > THREADS_MAX || iterations < 1) {
+        fprintf(stderr, "usage: %s [--session] [THREADS (1-%d) [ITERATIONS]]\n", argv[0],
+                THREADS_MAX);
+        return 2;
+    }
+    if (use_session)
+        session = session_start();
+    else
+        world_start(&argc, &argv);
+    MPI_Comm_size(world_comm, &size);
 
     test_blocked_receive();
     test_grequest_other_thread();
 
     for (int t = 0; t < nthreads; t++)
-        OK(MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]));
+        OK(MPI_Comm_dup(world_comm, &comms[t]));
     for (int t = 0; t < nthreads; t++)
         CHECK(pthread_create(&threads[t], NULL, worker, (void *)(intptr_t)t) == 0,
               "pthread_create");
@@ -335,10 +387,13 @@ int main(int argc, char **argv)
     for (int t = 0; t < nthreads; t++)
         OK(MPI_Comm_free(&comms[t]));
 
-    {
-        int rc = check_summary("threads", MPI_COMM_WORLD, 77);
-
+    rc = check_summary(use_session ? "threads-session" : "threads", world_comm, 77);
+    if (use_session) {
+        MPI_Comm_free(&world_comm);
+        MPI_Comm_free(&self_comm);
+        MPI_Session_finalize(&session);
+    } else {
         MPI_Finalize();
-        return rc;
     }
+    return rc;
 }
