@@ -244,6 +244,14 @@ static void cache_drop(cache_t *cache)
     free(cache);
 }
 
+void pb_mpi_attr_context_changed(pb_comm_t *c, uint32_t old)
+{
+    for (cache_t *p = attr.caches; p != NULL; p = p->next) {
+        if (p->kind == KIND_COMM && p->key == c && p->context == old)
+            p->context = c->context;
+    }
+}
+
 /* The cache of @o; a new one when @create (NULL if out of memory), else
  * NULL if @o has no attribute. */
 static cache_t *cache_of(const attr_obj_t *o, int create)

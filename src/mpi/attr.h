@@ -15,6 +15,10 @@
  * copied so far are deleted again; the caller frees @newc). */
 int pb_mpi_attr_copy(pb_comm_t *oldc, pb_comm_t *newc);
 
+/* @c's context changed from @old (a nonblocking duplicate's, agreed after
+ * its attributes were copied): its attributes stay its own. */
+void pb_mpi_attr_context_changed(pb_comm_t *c, uint32_t old);
+
 /* Delete every attribute of @c (NULL: nothing), last set first, through
  * the delete callbacks (MPI_Comm_free, before the communicator goes).
  * @return MPI_SUCCESS, or the first error a callback returned (the

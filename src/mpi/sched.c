@@ -26,7 +26,8 @@ enum {
     STEP_SEND,
     STEP_RECV,
     STEP_COPY,
-    STEP_REDUCE
+    STEP_REDUCE,
+    STEP_CALL
 };
 
 typedef struct {
@@ -39,6 +40,7 @@ typedef struct {
     int peer;
     pb_comm_t *comm; /* a transfer's communicator (the schedule's, or its local group) */
     MPI_Op op;
+    pb_sched_call_t call; /* a call step's function, with dst its argument */
 } step_t;
 
 /* a datatype the program created, and the schedule's own duplicate of it */
@@ -267,6 +269,11 @@ void pb_sched_reduce(pb_sched_t *s, MPI_Op op, const void *in, void *inout, MPI_
                              .op = op});
 }
 
+void pb_sched_call(pb_sched_t *s, pb_sched_call_t call, void *arg)
+{
+    add_step(s, (step_t){.kind = STEP_CALL, .call = call, .dst = arg});
+}
+
 void pb_sched_free(pb_sched_t *s)
 {
     if (s == NULL)
@@ -334,25 +341,34 @@ static int round_done(pb_sched_t *s)
     return 1;
 }
 
-/* Run the local steps of round s->round. */
-static void round_local(pb_sched_t *s)
+/* Run the local steps of round s->round.  @return 1 when a call step
+ * answered PB_SCHED_AGAIN (the schedule starts over), else 0. */
+static int round_local(pb_sched_t *s)
 {
     int first = s->round > 0 ? s->round_end[s->round - 1] : 0;
 
     for (int i = first; i < s->round_end[s->round]; i++) {
         const step_t *st = &s->steps[i];
 
-        if (st->kind == STEP_COPY)
+        if (st->kind == STEP_CALL) {
+            int rc = st->call(st->dst);
+
+            if (rc == PB_SCHED_AGAIN)
+                return 1;
+            note_error(s, rc);
+        } else if (st->kind == STEP_COPY) {
             note_error(s, pb_coll_copy_typed(st->src, st->count, st->type, st->dst, st->dcount,
                                              st->dtype));
-        else if (st->kind == STEP_REDUCE)
+        } else if (st->kind == STEP_REDUCE) {
             /* a user op gets the datatype handle of the call (the standard
              * says so), while the program still holds it; else the
              * schedule's own (the same layout) */
             pb_mpi_op_apply(st->op, st->src, st->dst, st->count,
                             pb_mpi_datatype(st->program_type) != NULL ? st->program_type
                                                                       : st->type);
+        }
     }
+    return 0;
 }
 
 /* Advance @s as far as it goes now.  @return the rounds finished; *@done_p
@@ -375,7 +391,13 @@ static int advance(pb_sched_t *s, int *done_p)
         }
         if (!round_done(s))
             return moved;
-        round_local(s);
+        if (round_local(s)) {
+            /* from the first round again, at the next progress: the
+             * others this one waits for run meanwhile */
+            s->round = 0;
+            s->posted = 0;
+            return moved + 1;
+        }
         s->round++;
         s->posted = 0;
         moved++;

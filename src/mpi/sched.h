@@ -80,6 +80,14 @@ void pb_sched_copy(pb_sched_t *s, const void *src, MPI_Count scount, MPI_Datatyp
 void pb_sched_reduce(pb_sched_t *s, MPI_Op op, const void *in, void *inout, MPI_Count count,
                      MPI_Datatype type);
 
+/* A local step that calls @call(@arg): it returns MPI_SUCCESS, an error
+ * (the schedule's), or PB_SCHED_AGAIN, after which the schedule runs again
+ * from its first round (at the next progress).  @arg lives as long as the
+ * schedule (pb_sched_bytes). */
+#define PB_SCHED_AGAIN (-1)
+typedef int (*pb_sched_call_t)(void *arg);
+void pb_sched_call(pb_sched_t *s, pb_sched_call_t call, void *arg);
+
 /* Close the open round: what is added next runs after it. */
 void pb_sched_round_end(pb_sched_t *s);
 

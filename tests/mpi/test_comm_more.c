@@ -3,7 +3,8 @@
  * run under `postbox run -n N [--nodes K] pbt-mpi-comm_more one two`:
  * MPI_Info_create_env before and after MPI_Init (every key of the
  * standard), communicator hints (MPI_Comm_set_info, _get_info,
- * _dup_with_info), MPI_Comm_idup(_with_info), MPI_Comm_call_errhandler,
+ * _dup_with_info), MPI_Comm_idup(_with_info) (which waits for no other
+ * rank), MPI_Comm_call_errhandler,
  * and the program's error classes, codes and strings.  Written to the
  * standard API only; rank 0 prints "comm_more: ok".
  */
@@ -126,6 +127,60 @@ static void check_hints(void)
 
 static int handler_calls, handler_code;
 
+/* MPI_Comm_idup does not wait for the other ranks: started in opposite
+ * orders on two communicators by the two halves, several at once on one,
+ * with a rank that blocks on a message the other sends only after its own
+ * call; the duplicates get the attributes as they were at the call. */
+static void check_idup_nonblocking(int size)
+{
+    MPI_Comm a, b, dups[4], early;
+    MPI_Request reqs[4];
+    int keyval, sum = -1, flag = 0, token = 0, *got = NULL;
+    static int before = 1, after = 2;
+
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+    OK(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+    /* the even ranks start a's first, the odd ones b's */
+    if (rank % 2 == 0) {
+        OK(MPI_Comm_idup(a, &dups[0], &reqs[0]));
+        OK(MPI_Comm_idup(b, &dups[1], &reqs[1]));
+    } else {
+        OK(MPI_Comm_idup(b, &dups[1], &reqs[1]));
+        OK(MPI_Comm_idup(a, &dups[0], &reqs[0]));
+    }
+    /* two more on a, outstanding together */
+    OK(MPI_Comm_idup(a, &dups[2], &reqs[2]));
+    OK(MPI_Comm_idup(a, &dups[3], &reqs[3]));
+    OK(MPI_Waitall(4, reqs, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < 4; i++) {
+        OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, dups[i]));
+        CHECK(sum == size * (size - 1) / 2, "allreduce on duplicate %d: %d", i, sum);
+    }
+    for (int i = 0; i < 4; i++)
+        OK(MPI_Comm_free(&dups[i]));
+
+    /* rank 1 makes a synchronous send to rank 0 before its MPI_Comm_idup,
+     * and rank 0 receives it after its own: rank 0's must not wait for
+     * rank 1's */
+    OK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &keyval, NULL));
+    OK(MPI_Comm_set_attr(a, keyval, &before));
+    if (rank == 1)
+        OK(MPI_Ssend(&token, 1, MPI_INT, 0, 5, MPI_COMM_WORLD));
+    OK(MPI_Comm_idup(a, &early, &reqs[0]));
+    OK(MPI_Comm_set_attr(a, keyval, &after));
+    if (rank == 0 && size > 1)
+        OK(MPI_Recv(&token, 1, MPI_INT, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    OK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+    OK(MPI_Comm_get_attr(early, keyval, &got, &flag));
+    CHECK(flag && got == &before, "the duplicate's attribute is not the one of the call");
+    OK(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, early));
+    CHECK(sum == size * (size - 1) / 2, "allreduce on the early duplicate: %d", sum);
+    OK(MPI_Comm_free(&early));
+    OK(MPI_Comm_free_keyval(&keyval));
+    OK(MPI_Comm_free(&a));
+    OK(MPI_Comm_free(&b));
+}
+
 static void count_errors(MPI_Comm *comm, int *code, ...)
 {
     (void)comm;
@@ -222,6 +277,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     check_env(argc, argv, size);
     check_hints();
+    check_idup_nonblocking(size);
     check_call_errhandler();
     check_error_classes();
     rc = check_summary("comm_more", MPI_COMM_WORLD, 99);
