@@ -7,8 +7,9 @@ Issue 16's acceptance, from one bench run (threadbench):
   LIMIT_MULTIPLE_OVER_FUNNELED times the same figure with MPI_THREAD_FUNNELED:
   the two levels run in interleaved rounds (key ``round``), each round's
   ratio MULTIPLE / FUNNELED is a pair, and the ratio is the median over the
-  pairs whose two records are settled and in the same probe state (all
-  pairs, said so, when none is);
+  pairs whose two records are settled, in the same probe state and with
+  their four probes within PROBE_AGREEMENT of each other (as the engine's
+  interleaved ratios count a pair); all pairs, said so, when none is;
 - ``msgrate_threads``: 4 threads per rank, each on its own communicator,
   every message checked: each library's aggregate messages per second and
   how many messages were checked.
@@ -36,6 +37,9 @@ MSGRATE = "msgrate_threads"
 MULTIPLE, FUNNELED = "multiple", "funneled"
 LIMIT_MULTIPLE_OVER_FUNNELED = 1.1
 RATIO_TEST = "ratio_pingpong_8B_multiple_vs_funneled"
+# the probes around the two runs of a round agree when the largest is at
+# most this many times the smallest (bench/engine.c's settled rule)
+PROBE_AGREEMENT = 1.5
 
 
 def is_thread_run(record: dict) -> bool:
@@ -67,6 +71,12 @@ def _usable(a: dict, b: dict) -> Optional[str]:
         return "no probe state"
     if states[0] != states[1]:
         return "different states"
+    try:
+        probes = [float(r[key]) for r in (a, b) for key in ("probe_before", "probe_after")]
+    except (KeyError, TypeError, ValueError):
+        return "no probe state"
+    if min(probes) <= 0 or max(probes) > PROBE_AGREEMENT * min(probes):
+        return "probes disagree"
     return None
 
 
@@ -106,9 +116,9 @@ class LevelRatio:
 
 def level_ratio(records: Sequence[dict], library: str = POSTBOX) -> LevelRatio:
     """@library's MULTIPLE/FUNNELED ratio of the 8 B ping-pong: a pair per
-    round measured at both levels; the median over the pairs in the
-    commonest probe state whose records are settled (every pair, marked
-    mixed, when none is)."""
+    round measured at both levels; the median over the pairs that count
+    (_usable) in the commonest probe state (every pair, marked mixed, when
+    none counts)."""
     funneled = {r.get("round"): r for r in pingpong_records(records, FUNNELED, library)}
     multiple = {r.get("round"): r for r in pingpong_records(records, MULTIPLE, library)}
     out = LevelRatio()
@@ -231,8 +241,9 @@ def section(records: Sequence[dict], description: Optional[dict] = None) -> list
            "<p>The two levels run one after the other in each round (the order alternating "
            "round by round), one program run each; the FUNNELED and MULTIPLE columns are "
            "the medians over the rounds, the ratio the median of the rounds' ratios "
-           "counted: a round counts when both its records are settled and in the same "
-           "probe state.</p>"]
+           "counted: a round counts when both its records are settled, in the same "
+           "probe state, and their four probes within %gx of each other.</p>"
+           % PROBE_AGREEMENT]
     if ratio.pairs:
         out.append('<table class="threads-rounds"><tr><th>round</th><th>FUNNELED (us)</th>'
                    '<th>MULTIPLE (us)</th><th>ratio</th><th class="text">counted</th></tr>')
