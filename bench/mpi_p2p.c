@@ -578,15 +578,17 @@ static int size_cmp(const void *a, const void *b)
 static unsigned test_sizes(const test_t *t, size_t *sizes)
 {
     bool sparse = t->kind == K_DISTANCE || t->kind == K_MULTIPAIR;
-
-    /* a message rate: 8 B (the stamp), or the --sizes from 8 B to 64 KB */
-    if (t->kind == K_MSGRATE)
-        return g.opts.nsizes > 0 ? pb_bench_sizes_make(&g.opts, MR_STAMP, 64 << 10, 2, 8, sizes)
-                                 : (sizes[0] = MR_STAMP, 1);
-
     bool bw = t->kind == K_BW_UNI || t->kind == K_BW_BI || sparse;
     size_t lo = bw ? 1 : 0, hi = SIZE_MAX_DEFAULT;
     unsigned n = 0, m;
+
+    /* a message rate: 8 B (the stamp), or the --sizes from 8 B to 64 KB */
+    if (t->kind == K_MSGRATE && g.opts.nsizes > 0)
+        return pb_bench_sizes_make(&g.opts, MR_STAMP, 64 << 10, 2, 8, sizes);
+    if (t->kind == K_MSGRATE) {
+        sizes[0] = MR_STAMP;
+        return 1;
+    }
 
     if (g.opts.nsizes > 0 || lo > 0)
         n = pb_bench_sizes_make(&g.opts, lo, hi, sparse ? 4 : 2, sparse ? 16 : 8, sizes);
