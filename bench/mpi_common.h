@@ -4,7 +4,9 @@
  * --placement, --nodes, --path, --path-how, --round, --no-check), the --tests list,
  * the library's identity (MPI_Get_library_version), the job's shape (ranks
  * on rank 0's host, the CPUs rank 0 may use) and the record keys that come
- * from them.  Written to the standard MPI C API only, like the programs.
+ * from them, the thread support levels by name and MPI initialisation at
+ * one of them (mpi_p2p's --thread-level).  Written to the standard MPI C API
+ * only, like the programs.
  */
 #ifndef PB_BENCH_MPI_COMMON_H
 #define PB_BENCH_MPI_COMMON_H
