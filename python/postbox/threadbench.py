@@ -104,14 +104,19 @@ def run_command(lib: mpibench.Library, run: Run, jsonl: Path, quick: bool,
     return argv + list(extra)
 
 
+# what mpi_p2p is made of besides mpibench.SOURCES
+HEADERS = ("bench/mpi_common.h", "bench/engine.h")
+
+
 def up_to_date(lib: mpibench.Library, root: Optional[Path] = None) -> bool:
     """Whether build/mpibench/<label>/mpi_p2p exists and is newer than its
-    sources (part mpi built it moments ago)."""
+    sources and headers (part mpi built it moments ago)."""
     program = mpibench.build_dir(lib) / PROGRAM
     root = root or paths.repo_root()
     try:
         built = program.stat().st_mtime
-        return all((root / source).stat().st_mtime <= built for source in mpibench.SOURCES)
+        return all((root / source).stat().st_mtime <= built
+                   for source in mpibench.SOURCES + HEADERS)
     except OSError:
         return False
 

@@ -77,6 +77,23 @@ def test_commands_ask_for_the_level(tmp_path):
     assert argv[-1] == "--no-probe"
 
 
+def test_program_is_rebuilt_only_when_older_than_its_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSTBOX_BUILD_DIR", str(tmp_path / "build"))
+    root = tmp_path / "repo"
+    for source in mpibench.SOURCES + threadbench.HEADERS:
+        (root / source).parent.mkdir(parents=True, exist_ok=True)
+        (root / source).write_text("")
+    lib = _libraries(tmp_path)[1]
+    assert not threadbench.up_to_date(lib, root)  # not built
+    program = mpibench.build_dir(lib) / threadbench.PROGRAM
+    program.parent.mkdir(parents=True)
+    program.write_text("")
+    assert threadbench.up_to_date(lib, root)
+    later = program.stat().st_mtime + 10
+    os.utime(root / "bench" / "mpi_common.h", (later, later))
+    assert not threadbench.up_to_date(lib, root)
+
+
 # ---- the ratio ---------------------------------------------------------------
 
 def _rounds(pairs, **fields) -> list:
