@@ -10,8 +10,8 @@ folder:
   with MPI_THREAD_MULTIPLE (one thread communicating), in ROUNDS rounds of
   one run each (about a second a run), the order of the two alternating
   round by round; the
-  report's ratio MULTIPLE / FUNNELED is the median of the rounds' ratios
-  (threadreport.level_ratio), against issue 16's 1.1, and is appended to
+  ratio MULTIPLE / FUNNELED of their medians over the rounds that count
+  (threadreport.level_ratio), against issue 16's 1.1, is appended to
   ``threads.jsonl`` as a ratio record with that limit;
 - ``msgrate_threads`` (THREADS threads per rank, each on its own
   communicator, every message checked) for every library: Postbox, and

@@ -5,11 +5,13 @@ Issue 16's acceptance, from one bench run (threadbench):
 - the 8 B on-node ping-pong (``pingpong_standard``) of Postbox with
   MPI_THREAD_MULTIPLE granted, one thread communicating, at most
   LIMIT_MULTIPLE_OVER_FUNNELED times the same figure with MPI_THREAD_FUNNELED:
-  the two levels run in interleaved rounds (key ``round``), each round's
-  ratio MULTIPLE / FUNNELED is a pair, and the ratio is the median over the
-  pairs whose two records are settled, in the same probe state and with
-  their four probes within PROBE_AGREEMENT of each other (as the engine's
-  interleaved ratios count a pair); all pairs, said so, when none is;
+  the two levels run in interleaved rounds (key ``round``); a round counts
+  when its two records are settled, in the same probe state and with their
+  four probes within PROBE_AGREEMENT of each other (as the engine's
+  interleaved ratios count a pair), and the ratio is the median of
+  MULTIPLE's over the counted rounds of the commonest state over the same
+  of FUNNELED's (the median over rounds of the collective and one-sided
+  sections); every round, said so, when none counts;
 - ``msgrate_threads``: 4 threads per rank, each on its own communicator,
   every message checked: each library's aggregate messages per second and
   how many messages were checked.
@@ -85,10 +87,10 @@ class LevelRatio:
     """MULTIPLE over FUNNELED of the 8 B ping-pong, from interleaved rounds."""
 
     pairs: list = field(default_factory=list)  # (round, funneled us, multiple us, ratio, why)
-    funneled: Optional[float] = None  # median over the rounds (us)
+    funneled: Optional[float] = None  # median over the rounds counted (us)
     multiple: Optional[float] = None
-    value: Optional[float] = None  # median of the counted pairs' ratios
-    low: Optional[float] = None
+    value: Optional[float] = None  # multiple / funneled
+    low: Optional[float] = None  # the least and greatest ratio of a counted round
     high: Optional[float] = None
     used: int = 0  # pairs counted
     state: str = "unknown"  # the probe state of the pairs counted
@@ -106,7 +108,7 @@ class LevelRatio:
             return ("8 B ping-pong MULTIPLE/FUNNELED: missing (%d FUNNELED, %d MULTIPLE "
                     "rounds)" % (sum(1 for p in self.pairs if p[1] is not None),
                                  sum(1 for p in self.pairs if p[2] is not None)))
-        return ("8 B ping-pong MULTIPLE/FUNNELED %.3f us / %.3f us = %.2f (%s of %d rounds%s) "
+        return ("8 B ping-pong MULTIPLE/FUNNELED %.3f us / %.3f us = %.3f (%s of %d rounds%s) "
                 "<= %g: %s" % (self.multiple, self.funneled, self.value,
                                "all, states mixed" if self.mixed else "%d" % self.used,
                                len(self.pairs),
@@ -115,10 +117,11 @@ class LevelRatio:
 
 
 def level_ratio(records: Sequence[dict], library: str = POSTBOX) -> LevelRatio:
-    """@library's MULTIPLE/FUNNELED ratio of the 8 B ping-pong: a pair per
-    round measured at both levels; the median over the pairs that count
-    (_usable) in the commonest probe state (every pair, marked mixed, when
-    none counts)."""
+    """@library's MULTIPLE/FUNNELED ratio of the 8 B ping-pong: each level's
+    median over the rounds that count (both levels measured, the pair
+    _usable, in the commonest probe state; every round measured at both
+    levels, marked mixed, when none counts), MULTIPLE's over FUNNELED's;
+    low and high: the least and greatest ratio of one of those rounds."""
     funneled = {r.get("round"): r for r in pingpong_records(records, FUNNELED, library)}
     multiple = {r.get("round"): r for r in pingpong_records(records, MULTIPLE, library)}
     out = LevelRatio()
@@ -135,20 +138,23 @@ def level_ratio(records: Sequence[dict], library: str = POSTBOX) -> LevelRatio:
             out.pairs.append((k, a and a.get("median"), b and b.get("median"), None,
                               "one level only"))
             continue
-        ratio = float(b["median"]) / float(a["median"])
+        pair = (float(a["median"]), float(b["median"]))
         why = _usable(a, b)
-        out.pairs.append((k, a["median"], b["median"], ratio, why))
-        every.append(ratio)
+        out.pairs.append((k, pair[0], pair[1], pair[1] / pair[0], why))
+        every.append(pair)
         if why is None:
-            good.setdefault(a["state"], []).append(ratio)
+            good.setdefault(a["state"], []).append(pair)
     if good:
         out.state, chosen = max(good.items(), key=lambda item: len(item[1]))
     elif every:
         out.mixed, chosen = True, every
     else:
         return out
-    out.value = statistics.median(chosen)
-    out.low, out.high = min(chosen), max(chosen)
+    out.funneled = statistics.median(f for f, _ in chosen)
+    out.multiple = statistics.median(m for _, m in chosen)
+    out.value = out.multiple / out.funneled
+    out.low = min(m / f for f, m in chosen)
+    out.high = max(m / f for f, m in chosen)
     out.used = len(chosen)
     return out
 
@@ -168,8 +174,9 @@ def ratio_record(ratio: LevelRatio, host: Optional[str] = None,
         "settled": not ratio.mixed, "state": ratio.state, "target": LIMIT_MULTIPLE_OVER_FUNNELED,
         "target_op": "<=", "numerator": "pingpong_standard 8 B, MPI_THREAD_MULTIPLE",
         "denominator": "pingpong_standard 8 B, MPI_THREAD_FUNNELED",
-        "note": "median over %s of %d interleaved rounds of the per-round ratio"
-                % ("all (probe states mixed)" if ratio.mixed
+        "note": "median of MULTIPLE over median of FUNNELED (%.4g us / %.4g us) over %s of %d "
+                "interleaved rounds; min, max: one round's ratio"
+                % (ratio.multiple, ratio.funneled, "all (probe states mixed)" if ratio.mixed
                    else "the %d in the %s state" % (ratio.used, ratio.state),
                    len(ratio.pairs)),
     }
@@ -233,16 +240,17 @@ def section(records: Sequence[dict], description: Optional[dict] = None) -> list
            'MPI_THREAD_MULTIPLE (one thread communicating) over MPI_THREAD_FUNNELED</td>'
            '%s%s%s%s%s<td class="text">%s</td><td class="text">&lt;= %g</td>'
            '<td class="text">%s</td></tr></table>'
-           % (_cell(ratio.funneled), _cell(ratio.multiple), _cell(ratio.value, "%.2f"),
+           % (_cell(ratio.funneled), _cell(ratio.multiple), _cell(ratio.value),
               _cell(ratio.low, "%.2f"), _cell(ratio.high, "%.2f"),
               esc("all %d, probe states mixed" % len(ratio.pairs) if ratio.mixed
                   else "%d of %d (%s state)" % (ratio.used, len(ratio.pairs), ratio.state)),
               LIMIT_MULTIPLE_OVER_FUNNELED, _verdict_html(ratio.verdict)),
            "<p>The two levels run one after the other in each round (the order alternating "
-           "round by round), one program run each; the FUNNELED and MULTIPLE columns are "
-           "the medians over the rounds, the ratio the median of the rounds' ratios "
-           "counted: a round counts when both its records are settled, in the same "
-           "probe state, and their four probes within %gx of each other.</p>"
+           "round by round), one program run each. A round counts when both its records "
+           "are settled, in the same probe state, and their four probes within %gx of each "
+           "other; the FUNNELED and MULTIPLE columns are the medians over the rounds "
+           "counted (those of the commonest state), the ratio MULTIPLE's over FUNNELED's, "
+           "min and max the least and greatest ratio of one counted round.</p>"
            % PROBE_AGREEMENT]
     if ratio.pairs:
         out.append('<table class="threads-rounds"><tr><th>round</th><th>FUNNELED (us)</th>'

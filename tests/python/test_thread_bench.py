@@ -108,14 +108,17 @@ def _rounds(pairs, **fields) -> list:
     return out
 
 
-def test_ratio_is_the_median_of_the_rounds():
-    ratio = threadreport.level_ratio(_rounds([(1.0, 1.05), (1.0, 1.2), (2.0, 2.0)]))
-    assert ratio.value == pytest.approx(1.05)
-    assert (ratio.low, ratio.high) == (pytest.approx(1.0), pytest.approx(1.2))
-    assert ratio.funneled == 1.0 and ratio.multiple == pytest.approx(1.2)
+def test_ratio_is_of_the_medians_over_the_rounds():
+    ratio = threadreport.level_ratio(_rounds([(1.0, 1.04), (1.1, 1.2), (0.9, 0.95)]))
+    # median of MULTIPLE over median of FUNNELED (not the median of the
+    # rounds' ratios, 1.056); min and max: one round's ratio
+    assert ratio.funneled == 1.0 and ratio.multiple == pytest.approx(1.04)
+    assert ratio.value == pytest.approx(1.04)
+    assert (ratio.low, ratio.high) == (pytest.approx(1.04), pytest.approx(1.2 / 1.1))
     assert ratio.used == 3 and ratio.state == "fast" and not ratio.mixed
     assert ratio.verdict == "pass"
-    assert "= 1.05 (3 of 3 rounds, fast state) <= 1.1: pass" in ratio.text()
+    assert "1.040 us / 1.000 us = 1.040 (3 of 3 rounds, fast state) <= 1.1: pass" \
+        in ratio.text()
     assert threadreport.level_ratio(_rounds([(1.0, 1.2), (1.0, 1.15)])).verdict == "FAIL"
 
 
@@ -140,6 +143,7 @@ def test_ratio_counts_only_pairs_in_one_probe_state():
 def test_ratio_falls_back_to_every_pair_marked_mixed():
     ratio = threadreport.level_ratio(_rounds([(1.0, 1.3), (1.0, 1.0)], settled=False))
     assert ratio.mixed and ratio.used == 2 and ratio.value == pytest.approx(1.15)
+    assert (ratio.low, ratio.high) == (pytest.approx(1.0), pytest.approx(1.3))
     assert "all, states mixed" in ratio.text()
     record_ = threadreport.ratio_record(ratio)
     assert record_["settled"] is False and "probe states mixed" in record_["note"]
@@ -200,7 +204,7 @@ def test_report_section_and_the_p2p_figures_leave_thread_runs_out():
     names = [figure.name for figure in report.figures(records)]
     assert not [name for name in names if "msgrate" in name or "threads" in name]
     summary = threadreport.summary(records)
-    assert summary.startswith("8 B ping-pong MULTIPLE/FUNNELED 1.050 us / 1.000 us = 1.05")
+    assert summary.startswith("8 B ping-pong MULTIPLE/FUNNELED 1.050 us / 1.000 us = 1.050")
     assert "msgrate_threads postbox %s msg/s at 8 B (4 threads per rank, 17664 messages " \
            "checked, none wrong)" % threadreport.format_value(1e6) in summary
     assert report.render(plain).count("Threads (issue 16)") == 0
@@ -238,7 +242,7 @@ def test_part_measures_rounds_and_rates(fake_build, tmp_path):
     assert {r["library"] for r in records if r["test"] == "msgrate_threads"} == {
         "postbox", "mpich", "openmpi"}
     rounds = threadbench.ROUNDS[True]
-    assert "= 1.05 (%d of %d rounds, fast state) <= 1.1: pass" % (rounds, rounds) in text
+    assert "= 1.050 (%d of %d rounds, fast state) <= 1.1: pass" % (rounds, rounds) in text
     assert "msgrate_threads mpich" in text
     assert "[threads 1/%d]" % (2 * rounds + 3) in log and "round 1/%d" % rounds in log
     assert [entry["granted"] for entry in description["threads_libraries"]] == [True] * 3
@@ -258,7 +262,7 @@ def test_part_skips_a_library_without_multiple_and_fails_on_a_failed_run(
     assert outcome.failed == ["threads/mpich/msgrate_threads/multiple"]
     assert verdict == "FAILED"
     assert "openmpi skipped: does not grant MPI_THREAD_MULTIPLE" in text
-    assert "= 1.30" in text and ": FAIL" in text
+    assert "= 1.300" in text and ": FAIL" in text
     granted = {e["label"]: e.get("granted") for e in description["threads_libraries"]}
     assert granted["openmpi"] is False and granted["postbox"] is True
 
@@ -266,7 +270,7 @@ def test_part_skips_a_library_without_multiple_and_fails_on_a_failed_run(
 def test_part_ratio_over_its_limit_is_said_not_failed(fake_build, tmp_path, monkeypatch):
     _, _, outcome, verdict, text, _ = _part(tmp_path, _libraries(tmp_path)[:1], monkeypatch,
                                             FAKE_MPI_MULTIPLE_US="1.5")
-    assert verdict == "ok" and "= 1.50" in text and ": FAIL" in text
+    assert verdict == "ok" and "= 1.500" in text and ": FAIL" in text
 
 
 def test_part_in_the_bench_job(fake_build, tmp_path, monkeypatch):
