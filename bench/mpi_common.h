@@ -4,7 +4,9 @@
  * --placement, --nodes, --path, --path-how, --round, --no-check), the --tests list,
  * the library's identity (MPI_Get_library_version), the job's shape (ranks
  * on rank 0's host, the CPUs rank 0 may use) and the record keys that come
- * from them.  Written to the standard MPI C API only, like the programs.
+ * from them, the thread support levels by name and MPI initialisation at
+ * one of them (mpi_p2p's --thread-level).  Written to the standard MPI C API
+ * only, like the programs.
  */
 #ifndef PB_BENCH_MPI_COMMON_H
 #define PB_BENCH_MPI_COMMON_H
@@ -23,11 +25,14 @@ typedef struct {
     const char *library, *transport, *placement;
     const char *path, *path_how; /* on-node or network, and how it was forced */
     int nodes;
-    int round;         /* which of several runs of the same figures (--round), or -1 */
-    bool check;        /* verify results (--no-check: false) */
-    int cores;         /* CPUs rank 0 may run on */
-    int host_ranks;    /* ranks on rank 0's host */
-    char version[256]; /* first line of MPI_Get_library_version */
+    int round;           /* which of several runs of the same figures (--round), or -1 */
+    bool check;          /* verify results (--no-check: false) */
+    int thread_required; /* --thread-level: the level asked of MPI_Init_thread, or -1
+                          * (MPI_Init) */
+    int thread_provided; /* the level the library granted (MPI_Query_thread) */
+    int cores;           /* CPUs rank 0 may run on */
+    int host_ranks;      /* ranks on rank 0's host */
+    char version[256];   /* first line of MPI_Get_library_version */
 } pb_mpi_bench_t;
 
 /* The defaults of @prog: transport shm, placement and path on-node, one
@@ -35,7 +40,7 @@ typedef struct {
 #define PB_MPI_BENCH_INIT(prog_name)                                                               \
     {                                                                                              \
         .prog = (prog_name), .transport = "shm", .placement = "on-node", .path = "on-node",        \
-        .nodes = 1, .round = -1, .check = true                                                     \
+        .nodes = 1, .round = -1, .check = true, .thread_required = -1                              \
     }
 
 /*
@@ -62,6 +67,26 @@ int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i);
  */
 int pb_mpi_bench_select(const char *prog, const char *list, const char *const *names, unsigned n,
                         bool *selected);
+
+/*
+ * The thread support level named @name (single, funneled, serialized,
+ * multiple: --thread-level's values) into *@level (MPI_THREAD_SINGLE ...).
+ * @return 0, or -1 on another name (nothing printed).
+ */
+int pb_mpi_bench_thread_level_parse(const char *name, int *level);
+
+/* The short name of thread support level @level ("multiple"), or
+ * "unknown". */
+const char *pb_mpi_bench_thread_level_name(int level);
+
+/*
+ * Initialise MPI: MPI_Init_thread at @b->thread_required when it is set
+ * (--thread-level), else MPI_Init; then @b->thread_provided from
+ * MPI_Query_thread.  @return 0, or 3 when the library granted less than
+ * was asked: rank 0 then printed both levels, and the caller should
+ * MPI_Finalize and exit with that status.
+ */
+int pb_mpi_bench_init(pb_mpi_bench_t *b, int *argc, char ***argv);
 
 /* Whether the launcher's environment says this process is not rank 0
  * (before MPI_Init: only rank 0 forks the probe helper). */

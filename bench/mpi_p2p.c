@@ -24,6 +24,16 @@
  *       al. Fig. 9 and 12; Sistare and Jackson, 'Ultra-High Performance
  *       Communication with MPI and the Sun Fire Link Interconnect' (2002),
  *       Fig. 5-6); records multipair_latency and multipair_bandwidth
+ *   msgrate_threads     T threads per rank (--threads, default 4), each on
+ *       its own MPI_Comm_dup of the world: windows of MPI_Isend from rank 0's
+ *       threads into MPI_Irecv windows of rank 1's, every message's payload
+ *       checked; the aggregate messages per second (osu_mbw_mr's measure,
+ *       with threads for processes).  Needs MPI_THREAD_MULTIPLE granted
+ *       (--thread-level multiple); skipped with a line saying so otherwise.
+ *
+ * --thread-level single|funneled|serialized|multiple initialises with
+ * MPI_Init_thread at that level and exits 3 when the library grants less;
+ * every record says the level granted (thread_level).
  *
  * Protocol between rank 0 and its partner (tag CTRL; the partner is rank 1,
  * or rank d for pingpong_distance): FIGURE(test, size, partner) opens a
@@ -43,6 +53,7 @@
 #include "mpi_common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +76,10 @@
 #define LLC_DEFAULT ((size_t)8 << 20) /* IMB's default cache size, when unknown */
 #define ADD_SIZES_MAX 32
 #define MPI_P2P_DONE "# mpi_p2p: done, status" /* rank 0's last line */
+#define THREADS_DEFAULT 4                      /* msgrate_threads: threads per rank */
+#define THREADS_MAX 64
+#define MR_WINDOW 64 /* msgrate_threads: messages per window of a thread */
+#define MR_STAMP 8   /* its smallest size: the bytes of a message's stamp */
 
 enum cmd {
     CMD_FIGURE,
@@ -85,7 +100,8 @@ enum kind {
     K_BW_BI,
     K_PINGPING,
     K_DISTANCE,
-    K_MULTIPAIR
+    K_MULTIPAIR,
+    K_MSGRATE
 };
 enum mode {
     M_STANDARD,
@@ -128,6 +144,8 @@ static const test_t tests[] = {
      "IMB PingPong bandwidth (size / half round trip) of rank 0 with rank d"},
     {"multipair", K_MULTIPAIR, M_STANDARD, false, "latency", "us",
      "N pairs (i, i+N) ping-pong at once: latency per pair, aggregate bandwidth"},
+    {"msgrate_threads", K_MSGRATE, M_STANDARD, false, "message_rate", "msg/s",
+     "threads each on its own communicator, windows of MPI_Isend/MPI_Irecv: messages/s"},
 };
 
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))
@@ -164,6 +182,9 @@ static struct {
     bool selected[NTESTS];
     size_t add_sizes[ADD_SIZES_MAX]; /* --add-sizes: merged into every list */
     unsigned nadd;
+    unsigned nthreads;                  /* --threads: msgrate_threads' threads per rank */
+    MPI_Comm thread_comms[THREADS_MAX]; /* their communicators (MPI_Comm_dup) */
+    unsigned ncomms;
 } g = {.b = PB_MPI_BENCH_INIT("mpi_p2p")};
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -429,6 +450,7 @@ static void run_iters(fig_t *f, uint64_t iters)
     case K_PINGPONG:
     case K_DISTANCE:
     case K_MULTIPAIR: run_pingpong(f, iters); break;
+    case K_MSGRATE: break; /* its threads run it: mr_batch */
     case K_UNIDIR:
         if (initiator(f)) {
             for (uint64_t i = 0; i < iters; i++)
@@ -560,6 +582,14 @@ static unsigned test_sizes(const test_t *t, size_t *sizes)
     size_t lo = bw ? 1 : 0, hi = SIZE_MAX_DEFAULT;
     unsigned n = 0, m;
 
+    /* a message rate: 8 B (the stamp), or the --sizes from 8 B to 64 KB */
+    if (t->kind == K_MSGRATE && g.opts.nsizes > 0)
+        return pb_bench_sizes_make(&g.opts, MR_STAMP, 64 << 10, 2, 8, sizes);
+    if (t->kind == K_MSGRATE) {
+        sizes[0] = MR_STAMP;
+        return 1;
+    }
+
     if (g.opts.nsizes > 0 || lo > 0)
         n = pb_bench_sizes_make(&g.opts, lo, hi, sparse ? 4 : 2, sparse ? 16 : 8, sizes);
     else {
@@ -589,11 +619,11 @@ static unsigned test_sizes(const test_t *t, size_t *sizes)
 }
 
 /* The keys every record of this run carries besides the engine's. */
-static void record_common(pb_bench_record_t *rec, const fig_t *f)
+static void record_common(pb_bench_record_t *rec, const test_t *t)
 {
     pb_bench_record_add_bool(rec, "checked", g.b.check);
     pb_bench_record_add_str(rec, "library_version", g.b.version);
-    pb_bench_record_add_str(rec, "mode", mode_names[f->t->mode]);
+    pb_bench_record_add_str(rec, "mode", mode_names[t->mode]);
     pb_bench_record_add_str(rec, "path", g.b.path);
     if (g.b.path_how != NULL)
         pb_bench_record_add_str(rec, "path_how", g.b.path_how);
@@ -602,9 +632,16 @@ static void record_common(pb_bench_record_t *rec, const fig_t *f)
         pb_bench_record_add_num(rec, "cache_bytes", (double)g.llc_bytes);
     /* more ranks on the host than CPUs rank 0 may use: ranks share cores */
     pb_bench_record_add_bool(rec, "oversubscribed", pb_mpi_bench_oversubscribed(&g.b));
+    pb_bench_record_add_str(rec, "thread_level",
+                            pb_mpi_bench_thread_level_name(g.b.thread_provided));
+    if (g.b.thread_required >= 0)
+        pb_bench_record_add_str(rec, "thread_level_required",
+                                pb_mpi_bench_thread_level_name(g.b.thread_required));
+    if (g.b.round >= 0)
+        pb_bench_record_add_num(rec, "round", g.b.round);
 }
 
-static pb_bench_record_t record_begin(const fig_t *f, const char *test, size_t size)
+static pb_bench_record_t record_begin(const test_t *t, const char *test, size_t size)
 {
     pb_bench_record_t rec = {
         .suite = "p2p",
@@ -616,8 +653,8 @@ static pb_bench_record_t record_begin(const fig_t *f, const char *test, size_t s
         .nodes = g.b.nodes,
         .pairs = 1,
         .size = size,
-        .metric = f->t->metric,
-        .unit = f->t->unit,
+        .metric = t->metric,
+        .unit = t->unit,
     };
 
     return rec;
@@ -636,7 +673,7 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
 
     ctrl_send(CMD_FIGURE, test, (int64_t)size, 0, 0);
     fig_setup(&f, test, size, g.partner);
-    rec = record_begin(&f, t->name, size);
+    rec = record_begin(t, t->name, size);
     rec.probe_before = before;
     pb_bench_sample_run_prep(&g.opts, op0, prep0, &f, &rec.stats);
     if (g.b.check)
@@ -670,9 +707,10 @@ static int figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq
         /* IMB PingPong: size over the half round trip */
         pb_bench_stats_to_bandwidth(&rec.stats, 2 * size);
         break;
-    case K_MULTIPAIR: break; /* not a two-rank test */
+    case K_MULTIPAIR:
+    case K_MSGRATE: break; /* figures of their own */
     }
-    record_common(&rec, &f);
+    record_common(&rec, t);
     if (t->kind == K_BW_UNI || t->kind == K_BW_BI)
         pb_bench_record_add_num(&rec, "window", f.window);
     if (t->diffbuf)
@@ -824,9 +862,9 @@ static int multipair_figure(pb_bench_out_t *out, unsigned test, size_t size, uin
     for (int r = 1; r < g.ranks; r++)
         ctrl_send_to(r, CMD_FIGURE, test, (int64_t)size, 0, 0);
     mp_setup(m, test, size);
-    lat = record_begin(&m->f, "multipair_latency", size);
+    lat = record_begin(t, "multipair_latency", size);
     pb_bench_sample_run_timed(&g.opts, mp_op0, m, &lat.stats);
-    bw = record_begin(&m->f, "multipair_bandwidth", size);
+    bw = record_begin(t, "multipair_bandwidth", size);
     bw.metric = "bandwidth";
     bw.unit = "MB/s";
     bw.stats.iters = lat.stats.iters;
@@ -859,14 +897,310 @@ static int multipair_figure(pb_bench_out_t *out, unsigned test, size_t size, uin
     lat.pairs = bw.pairs = m->npairs;
     lat.probe_before = bw.probe_before = before;
     lat.probe_after = bw.probe_after = after;
-    record_common(&lat, &m->f);
-    record_common(&bw, &m->f);
+    record_common(&lat, t);
+    record_common(&bw, t);
     pb_bench_record_add_num(&lat, "slowest_pair", worst.median);
     lat.note = "mean over the pairs of each pair's half round trip; slowest_pair: the slowest";
     bw.note = "sum over the pairs of 2 x size / round trip";
     pb_bench_record_emit(out, &lat);
     pb_bench_record_emit(out, &bw);
     free(m);
+    return 0;
+}
+
+/* ---- msgrate_threads: threads on communicators of their own --------------- */
+
+typedef struct mr mr_t;
+
+/* One thread of a msgrate_threads figure: its communicator, its window of
+ * send or receive slots and what it checked. */
+typedef struct {
+    mr_t *m;
+    unsigned index;
+    MPI_Comm comm;
+    char *slots; /* MR_WINDOW slots, slot_stride apart */
+    MPI_Request reqs[MR_WINDOW];
+    MPI_Status stats[MR_WINDOW];
+    uint64_t checked;  /* messages whose payload it verified */
+    unsigned failures; /* messages that did not match */
+    pthread_t tid;
+} mr_thread_t;
+
+/* One msgrate_threads figure on either rank: rank 0's threads send, its
+ * partner's receive; the main thread starts each batch and waits for it. */
+struct mr {
+    const test_t *t;
+    int rank, peer;
+    bool sender;
+    size_t size, slot_stride;
+    int count;
+    unsigned nthreads;
+    pthread_barrier_t start, done; /* the threads and the main thread */
+    /* set by the main thread before each start, read by the threads after */
+    uint64_t iters, batch;
+    bool full_check; /* a CHECK batch: every byte patterned and verified */
+    bool quit;
+    mr_thread_t th[THREADS_MAX];
+};
+
+/* The stamp in the first 8 bytes of message @j of window @i of thread
+ * @thread in batch @batch: a message delivered to another thread, slot or
+ * window, or left from an earlier one, does not carry the stamp expected. */
+static uint64_t mr_stamp(uint64_t batch, unsigned thread, uint64_t i, unsigned j)
+{
+    uint64_t x = batch * UINT64_C(0x9E3779B97F4A7C15) ^ ((uint64_t)thread << 56) ^ (i << 8) ^ j;
+
+    x ^= x >> 29;
+    x *= UINT64_C(0xBF58476D1CE4E5B9);
+    return x ^ (x >> 32);
+}
+
+static void mr_send_window(mr_thread_t *th, uint64_t i)
+{
+    mr_t *m = th->m;
+
+    for (unsigned j = 0; j < MR_WINDOW; j++) {
+        char *slot = th->slots + j * m->slot_stride;
+        uint64_t stamp = mr_stamp(m->batch, th->index, i, j);
+
+        memcpy(slot, &stamp, sizeof(stamp));
+        if (m->full_check)
+            for (size_t k = MR_STAMP; k < m->size; k++)
+                slot[k] = (char)pattern_byte(stamp, m->size, m->rank, k);
+        MPI_Isend(slot, m->count, MPI_BYTE, m->peer, TAG_DATA, th->comm, &th->reqs[j]);
+    }
+    MPI_Waitall(MR_WINDOW, th->reqs, th->stats);
+    MPI_Recv(NULL, 0, MPI_BYTE, m->peer, TAG_ACK, th->comm, MPI_STATUS_IGNORE);
+}
+
+/* Whether @slot holds message @j of window @i (its stamp; in a CHECK batch
+ * every byte); the first mismatch of a thread is printed. */
+static bool mr_verify(mr_thread_t *th, const char *slot, uint64_t i, unsigned j)
+{
+    mr_t *m = th->m;
+    uint64_t want = mr_stamp(m->batch, th->index, i, j), got;
+    size_t bad = 0;
+
+    memcpy(&got, slot, sizeof(got));
+    if (got != want)
+        bad = 1;
+    for (size_t k = MR_STAMP; bad == 0 && m->full_check && k < m->size; k++)
+        if ((uint8_t)slot[k] != pattern_byte(want, m->size, m->peer, k))
+            bad = k + 1;
+    if (bad == 0)
+        return true;
+    if (th->failures == 0)
+        fprintf(stderr,
+                "mpi_p2p: check failed: %s size %zu: rank %d thread %u received %s in message "
+                "%u of window %llu (stamp 0x%016llx, expected 0x%016llx)\n",
+                m->t->name, m->size, m->rank, th->index,
+                bad == 1 ? "a wrong stamp" : "a wrong byte after the stamp", j,
+                (unsigned long long)i, (unsigned long long)got, (unsigned long long)want);
+    return false;
+}
+
+static void mr_recv_window(mr_thread_t *th, uint64_t i)
+{
+    mr_t *m = th->m;
+
+    for (unsigned j = 0; j < MR_WINDOW; j++) {
+        char *slot = th->slots + j * m->slot_stride;
+
+        if (m->full_check)
+            memset(slot, 0, m->size); /* no stamp is 0 but by chance */
+        MPI_Irecv(slot, m->count, MPI_BYTE, m->peer, TAG_DATA, th->comm, &th->reqs[j]);
+    }
+    MPI_Waitall(MR_WINDOW, th->reqs, th->stats);
+#ifdef MPI_P2P_INJECT_FAULT
+    /* test builds only: spoil one message, to see the check fail */
+    if (th->index == m->nthreads - 1 && i == 0)
+        th->slots[(MR_WINDOW - 1) * m->slot_stride] ^= 1;
+#endif
+    if (g.b.check)
+        for (unsigned j = 0; j < MR_WINDOW; j++) {
+            th->checked++;
+            if (!mr_verify(th, th->slots + j * m->slot_stride, i, j))
+                th->failures++;
+        }
+    MPI_Send(NULL, 0, MPI_BYTE, m->peer, TAG_ACK, th->comm);
+}
+
+static void *mr_thread(void *arg)
+{
+    mr_thread_t *th = arg;
+    mr_t *m = th->m;
+
+    for (;;) {
+        pthread_barrier_wait(&m->start);
+        if (m->quit)
+            return NULL;
+        for (uint64_t i = 0; i < m->iters; i++) {
+            if (m->sender)
+                mr_send_window(th, i);
+            else
+                mr_recv_window(th, i);
+        }
+        pthread_barrier_wait(&m->done);
+    }
+}
+
+/* Buffers, barriers and g.nthreads threads (each on its own communicator)
+ * for a figure of @size bytes with @peer. */
+static mr_t *mr_setup(unsigned test, size_t size, int peer)
+{
+    mr_t *m = calloc(1, sizeof(*m));
+    int err;
+
+    if (m == NULL) {
+        fprintf(stderr, "mpi_p2p: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    m->t = &tests[test];
+    m->rank = g.rank;
+    m->peer = peer;
+    m->sender = g.rank < peer;
+    m->size = size;
+    m->count = (int)size;
+    m->slot_stride = round_up(size, 64);
+    m->nthreads = g.nthreads;
+    pthread_barrier_init(&m->start, NULL, m->nthreads + 1);
+    pthread_barrier_init(&m->done, NULL, m->nthreads + 1);
+    for (unsigned k = 0; k < m->nthreads; k++) {
+        mr_thread_t *th = &m->th[k];
+
+        th->m = m;
+        th->index = k;
+        th->comm = g.thread_comms[k];
+        th->slots = alloc_touched(m->slot_stride * MR_WINDOW);
+        err = pthread_create(&th->tid, NULL, mr_thread, th);
+        if (err != 0) {
+            fprintf(stderr, "mpi_p2p: rank %d: cannot start thread %u of %s: %s\n", g.rank, k,
+                    m->t->name, strerror(err));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return m;
+}
+
+/* One batch: every thread runs @iters windows (a CHECK batch with @full). */
+static void mr_batch(mr_t *m, uint64_t iters, bool full)
+{
+    m->iters = iters;
+    m->full_check = full;
+    m->batch++;
+    pthread_barrier_wait(&m->start);
+    pthread_barrier_wait(&m->done);
+}
+
+static int mr_op0(void *arg, uint64_t iters)
+{
+    mr_batch(arg, iters, false);
+    return 0;
+}
+
+/* The threads' failed messages, and the messages they checked in *@checked. */
+static unsigned mr_failures(const mr_t *m, uint64_t *checked)
+{
+    unsigned failures = 0;
+
+    *checked = 0;
+    for (unsigned k = 0; k < m->nthreads; k++) {
+        failures += m->th[k].failures;
+        *checked += m->th[k].checked;
+    }
+    return failures;
+}
+
+/* End the threads and free the figure. */
+static void mr_teardown(mr_t *m)
+{
+    m->quit = true;
+    pthread_barrier_wait(&m->start);
+    for (unsigned k = 0; k < m->nthreads; k++) {
+        pthread_join(m->th[k].tid, NULL);
+        free(m->th[k].slots);
+    }
+    pthread_barrier_destroy(&m->start);
+    pthread_barrier_destroy(&m->done);
+    free(m);
+}
+
+/* Rank 0's partner in a msgrate_threads figure: batches until END, then
+ * its failures and checked messages to rank 0; returns its failures. */
+static unsigned mr_follow(unsigned test, size_t size)
+{
+    mr_t *m = mr_setup(test, size, 0);
+    int64_t status[2];
+    uint64_t checked;
+    unsigned failures;
+
+    for (;;) {
+        ctrl_t c;
+
+        MPI_Recv(&c, (int)sizeof(c), MPI_BYTE, 0, TAG_CTRL, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (c.cmd == CMD_END)
+            break;
+        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+        mr_batch(m, (uint64_t)c.iters, c.cmd == CMD_CHECK);
+    }
+    failures = mr_failures(m, &checked);
+    status[0] = failures;
+    status[1] = (int64_t)checked;
+    MPI_Send(status, 2, MPI_INT64_T, 0, TAG_STATUS, MPI_COMM_WORLD);
+    mr_teardown(m);
+    return failures;
+}
+
+/* Measure one msgrate_threads figure (rank 0's threads send to
+ * g.partner's) and emit its record; returns 0, or 1 when a message did
+ * not match (the message is printed). */
+static int msgrate_figure(pb_bench_out_t *out, unsigned test, size_t size, uint64_t *seq)
+{
+    const test_t *t = &tests[test];
+    pb_bench_record_t rec;
+    int64_t peer[2] = {0, 0}; /* its failures and checked messages */
+    uint64_t checked;
+    unsigned failures;
+    double before = probe();
+    mr_t *m;
+
+    ctrl_send(CMD_FIGURE, test, (int64_t)size, 0, 0);
+    m = mr_setup(test, size, g.partner);
+    rec = record_begin(t, t->name, size);
+    rec.probe_before = before;
+    pb_bench_sample_run_prep(&g.opts, mr_op0, prep0, m, &rec.stats);
+    if (g.b.check)
+        for (unsigned k = 0; k < CHECKS; k++) {
+            ctrl_send(CMD_CHECK, 0, 0, 1, (int64_t)++ * seq);
+            MPI_Recv(NULL, 0, MPI_BYTE, g.partner, TAG_READY, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            mr_batch(m, 1, true);
+        }
+    ctrl_send(CMD_END, 0, 0, 0, 0);
+    MPI_Recv(peer, 2, MPI_INT64_T, g.partner, TAG_STATUS, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    failures = mr_failures(m, &checked);
+    mr_teardown(m);
+    rec.probe_after = probe();
+    if (failures > 0 || peer[0] > 0) {
+        fprintf(stderr,
+                "mpi_p2p: %s at %zu B (rank 0 with rank %d, %u threads each): %lld of %lld "
+                "messages received did not match what was sent; stopping (exit 1)\n",
+                t->name, size, g.partner, g.nthreads, (long long)peer[0], (long long)peer[1]);
+        return 1;
+    }
+    /* an iteration is one window of every thread: messages per second */
+    pb_bench_stats_to_bandwidth(&rec.stats, (size_t)g.nthreads * MR_WINDOW);
+    pb_bench_stats_scale(&rec.stats, 1e6);
+    record_common(&rec, t);
+    pb_bench_record_add_num(&rec, "threads", g.nthreads);
+    pb_bench_record_add_num(&rec, "window", MR_WINDOW);
+    pb_bench_record_add_num(&rec, "messages_checked", (double)peer[1]);
+    rec.note = "rank 0's threads send, rank 1's receive, each pair of threads on a "
+               "communicator of its own; messages per second of all threads";
+    pb_bench_record_emit(out, &rec);
+    if (g.b.check)
+        printf("# mpi_p2p: %s at %zu B: %u threads per rank, %lld messages checked, none "
+               "wrong\n",
+               t->name, size, g.nthreads, (long long)peer[1]);
     return 0;
 }
 
@@ -884,11 +1218,14 @@ static int driver(void)
         return 1;
     }
     printf("# mpi_p2p: library %s, %s, ranks %d (%d on this host, %d CPUs), transport %s, "
-           "placement %s, path %s%s%s, check %s%s\n",
+           "placement %s, path %s%s%s, check %s%s, thread level %s%s%s%s\n",
            g.b.library, g.b.version, g.ranks, g.b.host_ranks, g.b.cores, g.b.transport,
            g.b.placement, g.b.path, g.b.path_how != NULL ? " " : "",
            g.b.path_how != NULL ? g.b.path_how : "", g.b.check ? "on" : "off",
-           g.off_cache ? ", off-cache" : "");
+           g.off_cache ? ", off-cache" : "", pb_mpi_bench_thread_level_name(g.b.thread_provided),
+           g.b.thread_required >= 0 ? " (asked " : "",
+           g.b.thread_required >= 0 ? pb_mpi_bench_thread_level_name(g.b.thread_required) : "",
+           g.b.thread_required >= 0 ? ")" : "");
     for (unsigned test = 0; test < NTESTS && status == 0; test++) {
         const test_t *t = &tests[test];
         char title[256];
@@ -897,6 +1234,12 @@ static int driver(void)
 
         if (!g.selected[test])
             continue;
+        if (t->kind == K_MSGRATE && g.ncomms == 0) {
+            printf("# mpi_p2p: %s skipped: it needs MPI_THREAD_MULTIPLE, the library granted "
+                   "%s (ask with --thread-level multiple)\n",
+                   t->name, pb_mpi_bench_thread_level_name(g.b.thread_provided));
+            continue;
+        }
         n = test_sizes(t, sizes);
         if (n == 0)
             continue;
@@ -910,6 +1253,7 @@ static int driver(void)
             pb_bench_table_begin(&out, title, t->kind == K_MULTIPAIR ? "us|MB/s" : t->unit);
             for (unsigned i = 0; i < n && status == 0; i++)
                 status = t->kind == K_MULTIPAIR ? multipair_figure(&out, test, sizes[i], &seq)
+                         : t->kind == K_MSGRATE ? msgrate_figure(&out, test, sizes[i], &seq)
                                                 : figure(&out, test, sizes[i], &seq);
         }
         g.partner = 1;
@@ -943,6 +1287,10 @@ static int responder(void)
             failures += mp_follow((unsigned)c.test, (size_t)c.size);
             continue;
         }
+        if (tests[c.test].kind == K_MSGRATE) {
+            failures += mr_follow((unsigned)c.test, (size_t)c.size);
+            continue;
+        }
         fig_setup(&f, (unsigned)c.test, (size_t)c.size, 0);
         for (;;) {
             int nfail;
@@ -974,7 +1322,9 @@ static const char what[] =
     "and with a different buffer each time, unidirectional latency, IMB PingPing, OSU-style\n"
     "uni- and bidirectional bandwidth (2 ranks: rank 0 with rank 1; other ranks wait);\n"
     "pingpong_distance (rank 0 with each rank d); multipair (N = ranks/2 pairs (i, i+N) at\n"
-    "once: latency under load and aggregate bandwidth).  Rank 0 reports.\n"
+    "once: latency under load and aggregate bandwidth); msgrate_threads (T threads per rank\n"
+    "on communicators of their own: messages per second; needs --thread-level multiple).\n"
+    "Rank 0 reports.\n"
     "\n"
     "Options of this program (before the common ones):\n"
     "  --library NAME     library name in the records (default: guessed from the library)\n"
@@ -989,6 +1339,10 @@ static const char what[] =
     "  --add-sizes a,b    also these sizes in every test (e.g. protocol thresholds +-1)\n"
     "  --off-cache        rotate over send and receive buffers spanning twice the\n"
     "                     last-level cache, as IMB -off_cache (record key off_cache)\n"
+    "  --thread-level L   MPI_Init_thread at L: single, funneled, serialized or multiple\n"
+    "                     (exit 3 when the library grants less); records say the level\n"
+    "                     granted (thread_level) and the one asked (thread_level_required)\n"
+    "  --threads T        msgrate_threads: threads per rank (default 4, at most 64)\n"
     "  --no-check         do not verify the received data (records say checked: false)";
 
 /* Parse "4096", "64K", "4M" into *@v_p; -1 when it is not a size. */
@@ -1029,6 +1383,22 @@ static int parse_add_sizes(const char *val)
     return 0;
 }
 
+/* --threads @val: 1 to THREADS_MAX; -1 with a message otherwise. */
+static int parse_threads(const char *val)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(val, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1 || v > THREADS_MAX) {
+        fprintf(stderr, "mpi_p2p: bad --threads '%s' (1 to %d)\n", val, THREADS_MAX);
+        return -1;
+    }
+    g.nthreads = (unsigned)v;
+    return 0;
+}
+
 /* Take this program's own options out of @argv (in place); the rest go to
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
@@ -1036,9 +1406,12 @@ static int own_options(int argc, char **argv)
     const char *names[NTESTS];
     int n = 1;
 
-    /* every test but the ones that need a job of their own shape */
+    /* every test but the ones that need a job of their own shape or
+     * MPI_THREAD_MULTIPLE */
+    g.nthreads = THREADS_DEFAULT;
     for (unsigned t = 0; t < NTESTS; t++) {
-        g.selected[t] = tests[t].kind != K_MULTIPAIR && tests[t].kind != K_DISTANCE;
+        g.selected[t] = tests[t].kind != K_MULTIPAIR && tests[t].kind != K_DISTANCE &&
+                        tests[t].kind != K_MSGRATE;
         names[t] = tests[t].name;
     }
     for (int i = 1; i < argc; i++) {
@@ -1059,6 +1432,21 @@ static int own_options(int argc, char **argv)
         if (found == 0) {
             found = pb_mpi_bench_option_value("mpi_p2p", "--add-sizes", argc, argv, &i, &val);
             if (found == 1 && parse_add_sizes(val) != 0)
+                return -1;
+        }
+        if (found == 0) {
+            found = pb_mpi_bench_option_value("mpi_p2p", "--thread-level", argc, argv, &i, &val);
+            if (found == 1 && pb_mpi_bench_thread_level_parse(val, &g.b.thread_required) != 0) {
+                fprintf(stderr,
+                        "mpi_p2p: bad --thread-level '%s' (single, funneled, serialized or "
+                        "multiple)\n",
+                        val);
+                return -1;
+            }
+        }
+        if (found == 0) {
+            found = pb_mpi_bench_option_value("mpi_p2p", "--threads", argc, argv, &i, &val);
+            if (found == 1 && parse_threads(val) != 0)
                 return -1;
         }
         if (found < 0)
@@ -1121,7 +1509,14 @@ int main(int argc, char **argv)
         else
             probing = true;
     }
-    MPI_Init(&argc, &argv);
+    status = pb_mpi_bench_init(&g.b, &argc, &argv);
+    if (status != 0) {
+        MPI_Finalize();
+        if (probing)
+            pb_bench_probe_fini();
+        free(args);
+        return status;
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g.ranks);
     pb_mpi_bench_identity(&g.b);
@@ -1136,6 +1531,13 @@ int main(int argc, char **argv)
     pb_mpi_bench_job_shape(&g.b, MPI_COMM_WORLD);
     if (g.off_cache)
         g.llc_bytes = last_level_cache();
+    /* msgrate_threads' communicators, one per thread: MPI_Comm_dup is
+     * collective, so every rank makes them here, in the same order */
+    for (unsigned t = 0; t < NTESTS; t++)
+        if (tests[t].kind == K_MSGRATE && g.selected[t] &&
+            g.b.thread_provided == MPI_THREAD_MULTIPLE)
+            for (; g.ncomms < g.nthreads; g.ncomms++)
+                MPI_Comm_dup(MPI_COMM_WORLD, &g.thread_comms[g.ncomms]);
     if (g.rank == 0) {
         status = driver();
         /* every record is written: a runner that sees this line may end a
@@ -1147,6 +1549,8 @@ int main(int argc, char **argv)
         status = responder();
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    while (g.ncomms > 0)
+        MPI_Comm_free(&g.thread_comms[--g.ncomms]);
     MPI_Finalize();
     if (probing)
         pb_bench_probe_fini();

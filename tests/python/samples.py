@@ -73,6 +73,26 @@ def p2p_records(library: str, tests=P2P_TESTS, sizes=(0, 1, 64, 4096, 65536),
     return out
 
 
+def thread_records(library: str, test: str, level: str, round_=None,
+                   scale: float = 1.0, **fields) -> list:
+    """What mpi_p2p --thread-level @level writes for @library: the 8 B
+    ping-pong at scale us, or msgrate_threads at 1e6 / scale msg/s with
+    4 threads and every message checked."""
+    common = dict(suite="p2p", test=test, library=library, size=8, thread_level=level,
+                  thread_level_required=level, library_version="%s 1.0" % library,
+                  checked=True, path="on-node")
+    if round_ is not None:
+        common["round"] = round_
+    if test == "msgrate_threads":
+        rate = 1e6 / scale
+        common.update(metric="message_rate", unit="msg/s", median=rate, min=rate * 0.5,
+                      max=rate * 2, threads=4, window=64, messages_checked=17664)
+    else:
+        common.update(median=scale, min=scale * 0.9, max=scale * 1.2)
+    common.update(fields)
+    return [record(**common)]
+
+
 COLL_TESTS = ("barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter",
               "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter",
               "reduce_scatter_block", "scan", "exscan")

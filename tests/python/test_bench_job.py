@@ -43,10 +43,11 @@ def fake_mpi(fake_build, monkeypatch):
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
-    """bench.run with the fakes; the collective and one-sided parts only when
-    asked (coll=True, rma=True)."""
+    """bench.run with the fakes; the collective, one-sided and thread parts
+    only when asked (coll=True, rma=True, threads=True)."""
     kwargs.setdefault("coll", False)
     kwargs.setdefault("rma", False)
+    kwargs.setdefault("threads", False)
     terminal = io.StringIO()
     status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
     return status, terminal.getvalue()
