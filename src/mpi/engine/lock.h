@@ -14,7 +14,9 @@
  * that is never taken: the single-threaded path stays as it was.
  *
  * The lock is recursive per thread (a callback the library calls, such as
- * an attribute's delete function or an error handler, may call MPI).  Of
+ * an attribute's delete function or an error handler, may call MPI).  A
+ * spinning wait gives it up only when a thread is blocked taking it, so
+ * one thread alone polls as fast as under MPI_THREAD_FUNNELED.  Of
  * the threads that reach the sleeping stage of a wait, one sleeps on the
  * channel's doorbell, the others on a condition variable that a thread
  * leaving the library, or the doorbell's sleeper waking, broadcasts.
