@@ -382,7 +382,9 @@ void pb_eng_channel_finalize(void)
 
         if (o->ops != NULL)
             o->ops->disconnect(o);
-        else if (o->bell != NULL) /* imported by pb_eng_channel_wake alone */
+        /* a doorbell imported by pb_eng_channel_wake alone: a collective's
+         * peer's, or this rank's own (a thread waking its sleeper) */
+        if (o->bell != NULL)
             rsm_memseg_import_disconnect(o->bell);
         o->bell = NULL;
         free(o->slot_first);
