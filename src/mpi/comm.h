@@ -93,6 +93,20 @@ int pb_mpi_comm_check_intra(MPI_Comm comm, const char *func, const pb_comm_t *c)
  */
 #define PB_MPI_CONTEXT_RETRY UINT32_MAX
 
+/* The context of a nonblocking duplicate until its agreement ends: no
+ * communicator's (a program that uses it early, which is erroneous,
+ * disturbs no other). */
+#define PB_MPI_CONTEXT_PENDING 0x3ffffffeu
+
+/* Forget every agreement and start the ids over (the engine starts). */
+void pb_mpi_context_reset(void);
+
+/* Start agreeing on the context of @n, the duplicate of the
+ * intracommunicator @c made on PB_MPI_CONTEXT_PENDING (MPI_Comm_idup): the
+ * request *@request_p sets it once agreed, in the background.  @return
+ * MPI_SUCCESS or MPI_ERR_NO_MEM. */
+int pb_mpi_context_idup_start(pb_comm_t *c, pb_comm_t *n, MPI_Request *request_p);
+
 /* This rank's proposal in a round of the agreement @priority (registered
  * in flight by its first call): the lowest id it has not used, or
  * PB_MPI_CONTEXT_RETRY when another agreement's round holds the proposal
