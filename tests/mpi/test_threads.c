@@ -15,8 +15,10 @@
  * info objects, keyvals and attributes, names) made and freed at once.  Besides, all threads
  * exchange on MPI_COMM_WORLD at once with a tag each (one matching queue, many threads); one thread
  * blocks in MPI_Recv while the main thread must still get in to send it its message (a waiting
- * thread lets the others run); and a generalized request is completed by another thread than the
- * one waiting for it.
+ * thread lets the others run); a generalized request is completed by another thread than the
+ * one waiting for it; and, first of all, a second thread starts sending while the main thread
+ * (the one the library lock is biased toward) is busy in MPI calls, so the bias is revoked
+ * under way.
  *
  * With --session the program never calls MPI_Init: a session asks for
  * MPI_THREAD_MULTIPLE and the same runs on its communicators of
@@ -40,6 +42,8 @@
 #define TAG_LARGE 3
 #define TAG_WORLD 10 /* + the thread's index */
 #define TAG_SELF 99
+#define TAG_BIAS 98
+#define BIAS_MESSAGES 2000
 
 static int size, nthreads, iterations;
 static MPI_Comm comms[THREADS_MAX];
@@ -251,6 +255,38 @@ static void *blocked_receiver(void *arg)
     return NULL;
 }
 
+static void *bias_sender(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < BIAS_MESSAGES; i++)
+        OK(MPI_Send(&i, 1, MPI_INT, 0, TAG_BIAS, self_comm));
+    return NULL;
+}
+
+/* the lock starts biased toward the thread granted MPI_THREAD_MULTIPLE
+ * (here the main thread); the first other thread to call MPI revokes the
+ * bias, here while the main thread is in and out of MPI_Testall: from
+ * then on both must hold one lock (the ThreadSanitizer build sees a race
+ * in the library if they do not) */
+static void test_bias_revoked_while_busy(void)
+{
+    static int got[BIAS_MESSAGES];
+    static MPI_Request requests[BIAS_MESSAGES];
+    int done = 0, wrong = 0;
+    pthread_t th;
+
+    for (int i = 0; i < BIAS_MESSAGES; i++)
+        OK(MPI_Irecv(&got[i], 1, MPI_INT, 0, TAG_BIAS, self_comm, &requests[i]));
+    CHECK(pthread_create(&th, NULL, bias_sender, NULL) == 0, "pthread_create");
+    while (!done)
+        OK(MPI_Testall(BIAS_MESSAGES, requests, &done, MPI_STATUSES_IGNORE));
+    pthread_join(th, NULL);
+    for (int i = 0; i < BIAS_MESSAGES; i++)
+        wrong += got[i] != i;
+    CHECK(wrong == 0, "%d of %d messages from one sender arrived out of order", wrong,
+          BIAS_MESSAGES);
+}
+
 /* a thread blocked in MPI_Recv must not keep the main thread out */
 static void test_blocked_receive(void)
 {
@@ -374,6 +410,7 @@ int main(int argc, char **argv)
         world_start(&argc, &argv);
     MPI_Comm_size(world_comm, &size);
 
+    test_bias_revoked_while_busy();
     test_blocked_receive();
     test_grequest_other_thread();
 

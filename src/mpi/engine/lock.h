@@ -18,7 +18,7 @@
  * spinning wait gives it up only when a thread is blocked taking it, so
  * one thread alone polls as fast as under MPI_THREAD_FUNNELED.  Of
  * the threads that reach the sleeping stage of a wait, one sleeps on the
- * channel's doorbell, the others on a condition variable that a thread
+ * channel's doorbell, the others on a futex that a thread
  * leaving the library, or the doorbell's sleeper waking, broadcasts.
  *
  * Decision and its measurements: docs/mpi.md, "MPI_THREAD_MULTIPLE".
@@ -34,12 +34,24 @@
  * taken while it is not 0.  Read with pb_eng_lock_enter. */
 extern _Atomic int pb_eng_lock_users;
 
-/* Take the library lock for the calling thread (recursive). */
-void pb_eng_lock_acquire(void);
+/* The lock's bias toward one thread (lock.c says how it is revoked), read
+ * by the inline fast path below.  Only the owner writes owner (but for the
+ * first grant) and busy. */
+struct pb_eng_lock_bias {
+    _Alignas(64) _Atomic(const void *) owner; /* the owner's &pb_eng_lock_depth; NULL: none */
+    _Atomic unsigned busy;                    /* 1 while the owner holds the lock by the bias */
+    _Alignas(64) _Atomic unsigned revoked;    /* 1: the bias is over, for good */
+};
+extern struct pb_eng_lock_bias pb_eng_lock_bias;
 
-/* Give back one level of the calling thread's hold (the last one unlocks
- * and wakes the threads waiting for their turn to sleep). */
-void pb_eng_lock_release(void);
+/* The calling thread's levels of hold (0: it holds nothing); initial-exec,
+ * so reading it costs no call. */
+extern _Thread_local unsigned pb_eng_lock_depth __attribute__((tls_model("initial-exec")));
+
+/* The slow paths of pb_eng_lock_enter and pb_eng_lock_leave (the
+ * outermost level taken or given back not by the bias). */
+void pb_eng_lock_take(void);
+void pb_eng_lock_give(void);
 
 /* 1 when the lock is in force (MPI_THREAD_MULTIPLE granted). */
 static PB_ALWAYS_INLINE int pb_eng_lock_active(void)
@@ -47,22 +59,48 @@ static PB_ALWAYS_INLINE int pb_eng_lock_active(void)
     return PB_UNLIKELY(atomic_load_explicit(&pb_eng_lock_users, memory_order_relaxed) > 0);
 }
 
-/* Enter the library: take the lock if it is in force.  @return 1 when it
- * was taken (pb_eng_lock_leave gives it back), else 0. */
+/* 1 when the calling thread is the owner of the bias and holds the lock
+ * by it. */
+static PB_ALWAYS_INLINE int pb_eng_lock_by_bias(void)
+{
+    return atomic_load_explicit(&pb_eng_lock_bias.owner, memory_order_relaxed) ==
+               &pb_eng_lock_depth &&
+           atomic_load_explicit(&pb_eng_lock_bias.busy, memory_order_relaxed);
+}
+
+/* Enter the library: take the lock (recursively) if it is in force.
+ * @return 1 when it was taken (pb_eng_lock_leave gives it back), else 0.
+ * The bias's owner takes it with two plain stores and two loads. */
 static PB_ALWAYS_INLINE int pb_eng_lock_enter(void)
 {
     if (PB_LIKELY(!pb_eng_lock_active()))
         return 0;
-    pb_eng_lock_acquire();
+    if (pb_eng_lock_depth++ > 0)
+        return 1;
+    if (PB_LIKELY(atomic_load_explicit(&pb_eng_lock_bias.owner, memory_order_relaxed) ==
+                  &pb_eng_lock_depth)) {
+        atomic_store_explicit(&pb_eng_lock_bias.busy, 1, memory_order_relaxed);
+        /* no CPU fence: the revoking thread's membarrier stands for it */
+        atomic_signal_fence(memory_order_seq_cst);
+        if (PB_LIKELY(!atomic_load_explicit(&pb_eng_lock_bias.revoked, memory_order_acquire)))
+            return 1;
+    }
+    pb_eng_lock_take();
     return 1;
 }
 
-/* Leave the library: give the lock back if *@held (the cleanup of
- * PB_MPI_THREAD_GUARD). */
+/* Leave the library: give back one level of the lock if *@held (the
+ * cleanup of PB_MPI_THREAD_GUARD). */
 static PB_ALWAYS_INLINE void pb_eng_lock_leave(const int *held)
 {
-    if (PB_UNLIKELY(*held))
-        pb_eng_lock_release();
+    if (PB_LIKELY(!*held) || --pb_eng_lock_depth > 0)
+        return;
+    if (PB_LIKELY(pb_eng_lock_by_bias())) {
+        /* nobody else is in the library while the bias holds: no wake-ups */
+        atomic_store_explicit(&pb_eng_lock_bias.busy, 0, memory_order_release);
+        return;
+    }
+    pb_eng_lock_give();
 }
 
 /* The first statement of every exported MPI function: holds the library
@@ -72,7 +110,8 @@ static PB_ALWAYS_INLINE void pb_eng_lock_leave(const int *held)
         pb_eng_lock_enter()
 
 /* Count one more (@on 1) or one fewer (@on 0) instance granted
- * MPI_THREAD_MULTIPLE. */
+ * MPI_THREAD_MULTIPLE.  The first grant biases the lock toward the calling
+ * thread. */
 void pb_eng_lock_use(int on);
 
 /* The stages of a wait, each of which lets other threads of this process
