@@ -735,15 +735,41 @@ static const void *input_piece(const pb_coll_node_t *cn, int j, const void *send
     return buf;
 }
 
+/* Deliver piece @first .. @first + @elems of the result, reduced in @acc,
+ * to every local rank that wants it (all, or @root): this rank's own by
+ * memcpy, the others' by process_vm_writev into the result they published.
+ * @return MPI_SUCCESS or MPI_ERR_OTHER (a write failed). */
+static int deliver_piece(const pb_coll_node_t *cn, const void *acc, MPI_Count first,
+                         MPI_Count elems, size_t esize, void *result, int root)
+{
+    size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+
+    for (int j = 0; j < cn->n; j++) {
+        if (root >= 0 && j != root)
+            continue;
+        if (j == cn->me) {
+            memcpy((char *)result + off, acc, len);
+            continue;
+        }
+        if (pb_eng_cma_write(published(cn, j).pid, published(cn, j).addr2 + off, acc, len) !=
+            PB_ENG_PEER_COPY_OK)
+            return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
+}
+
 /*
  * Reduce by slices with single copies (@root: local rank, or -1 for every
- * rank): every rank publishes its input and where its slice of the result
- * goes; rank i combines slice i of all inputs, reading the others' with
+ * rank): every rank publishes its input and its result buffer; rank i
+ * combines slice i of all inputs, reading the others' with
  * process_vm_readv in pieces of REDUCE_PIECE bytes, in rank order (acc
- * starts as x_{n-1} and takes x_j op acc); the ranks that need the result
- * read the others' slices of it; each returns once nobody reads its
- * buffers.  Three phases whatever the size.  @return MPI_SUCCESS,
- * MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER (a read failed).
+ * starts as x_{n-1} and takes x_j op acc), and writes each piece, still in
+ * its cache, into the result of every rank that wants it
+ * (deliver_piece); each returns once nobody reads or writes its buffers.
+ * Two phases whatever the size.  Only rank i reads and writes slice i of
+ * any buffer, and it reads a piece of every input before it writes that
+ * piece of a result, so MPI_IN_PLACE is safe.  @return MPI_SUCCESS,
+ * MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER (a copy failed).
  */
 static int reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                       MPI_Datatype type, MPI_Op op, int root)
@@ -753,20 +779,15 @@ static int reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI
     MPI_Count per_piece = REDUCE_PIECE / esize > 0 ? (MPI_Count)(REDUCE_PIECE / esize) : 1;
     int wants = root < 0 || root == cn->me, rc = MPI_SUCCESS;
     char *acc = malloc((size_t)per_piece * esize), *tmp = malloc((size_t)per_piece * esize);
-    char *slice =
-        wants ? (char *)result + (size_t)lo * esize : malloc((size_t)(hi - lo) * esize + 1);
     uint64_t base = cn->step;
 
-    if (acc == NULL || tmp == NULL || slice == NULL) {
+    if (acc == NULL || tmp == NULL) {
         free(acc);
         free(tmp);
-        if (!wants)
-            free(slice);
         return MPI_ERR_NO_MEM;
     }
     wait_all(cn, base);
-    /* the result's slice j of every rank j is at addr2 + lo_j * esize */
-    publish2(cn, sendbuf, (uint64_t)(uintptr_t)slice - (uint64_t)lo * esize);
+    publish2(cn, sendbuf, wants ? (uint64_t)(uintptr_t)result : 0);
     post(cn);
     wait_others(cn, base + 1);
     for (MPI_Count first = lo; first < hi && rc == MPI_SUCCESS; first += per_piece) {
@@ -780,33 +801,15 @@ static int reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI
             if (in != NULL)
                 pb_mpi_op_apply(op, in, acc, elems, type);
         }
-        if (in == NULL)
-            rc = MPI_ERR_OTHER;
-        else
-            memcpy(slice + (size_t)(first - lo) * esize, acc, (size_t)elems * esize);
+        rc = in == NULL ? MPI_ERR_OTHER : deliver_piece(cn, acc, first, elems, esize, result, root);
     }
     post(cn);
-    if (wants) {
-        wait_others(cn, base + 2);
-        for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
-            MPI_Count jlo = count * j / cn->n, jhi = count * (j + 1) / cn->n;
-            published_t p = published(cn, j);
-
-            if (j != cn->me && jhi > jlo &&
-                pb_eng_cma_read(p.pid, p.addr2 + (uint64_t)jlo * esize,
-                                (char *)result + (size_t)jlo * esize,
-                                (size_t)(jhi - jlo) * esize) != PB_ENG_PEER_COPY_OK)
-                rc = MPI_ERR_OTHER;
-        }
-    }
-    post(cn);
-    wait_others(cn, base + 3);
+    wait_others(cn, base + 2);
     if (rc != MPI_SUCCESS)
-        pb_error("a reduction could not read a rank's buffer on its node (process_vm_readv)");
+        pb_error("a reduction could not copy to or from a rank's buffer on its node "
+                 "(process_vm_readv/writev)");
     free(acc);
     free(tmp);
-    if (!wants)
-        free(slice);
     return rc;
 }
 

@@ -785,10 +785,12 @@ PB_EXPORT int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local
     qsort(all, (size_t)(nl + nr), sizeof(int), cmp_int);
     for (int i = 0; i < nl + nr; i++) {
         if (i > 0 && all[i] == all[i - 1]) {
+            int twice = all[i];
+
             free(all);
             return pb_mpi_raise_handler(errhandler, MPI_ERR_GROUP, func,
                                         "world rank %d is in both groups: they must not overlap",
-                                        all[i]);
+                                        twice);
         }
         if (all[i] == lworld[me])
             bridge_me = i;
