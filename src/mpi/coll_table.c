@@ -343,10 +343,16 @@ pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind)
     return kind_algs[kind][0];
 }
 
+_Atomic(pb_coll_ran_hook_t *) pb_coll_ran_hook;
+
 void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg)
 {
+    pb_coll_ran_hook_t *hook = atomic_load_explicit(&pb_coll_ran_hook, memory_order_relaxed);
+
     atomic_store_explicit(&table.runs[kind][alg], pb_coll_runs(kind, alg) + 1,
                           memory_order_relaxed);
+    if (PB_UNLIKELY(hook != NULL))
+        hook(kind, alg);
 }
 
 const char *pb_coll_kind_name(pb_coll_kind_t kind)

@@ -10,6 +10,7 @@
 #ifndef PB_MPI_COLL_TABLE_H
 #define PB_MPI_COLL_TABLE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "mpi/comm.h"
@@ -55,8 +56,14 @@ pb_coll_alg_t pb_coll_choose(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes);
  * declines. */
 pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind);
 
-/* Count a run of @alg for @kind (POSTBOX_COLL_STATS). */
+/* Count a run of @alg for @kind (POSTBOX_COLL_STATS, the MPI_T counters),
+ * and call pb_coll_ran_hook when set. */
 void pb_coll_ran(pb_coll_kind_t kind, pb_coll_alg_t alg);
+
+/* Called, when set, by pb_coll_ran (the MPI_T event postbox_coll_run,
+ * tools_event.c): set while a tool has a callback for that event. */
+typedef void pb_coll_ran_hook_t(pb_coll_kind_t kind, pb_coll_alg_t alg);
+extern _Atomic(pb_coll_ran_hook_t *) pb_coll_ran_hook;
 
 /* The names of collective @kind and algorithm @alg as the table writes
  * them ("allreduce", "recursive_doubling"). */

@@ -217,6 +217,11 @@ int pb_mpi_info_check(MPI_Comm comm, MPI_Info info, int null_ok, const char *fun
     return MPI_SUCCESS;
 }
 
+int pb_mpi_info_valid(MPI_Info info)
+{
+    return info != MPI_INFO_NULL && info_of(info) != NULL;
+}
+
 const char *pb_mpi_info_value(MPI_Info info, const char *key)
 {
     pb_info_t *i = info == MPI_INFO_NULL ? NULL : info_of(info);

@@ -12,6 +12,10 @@
  * on @comm. */
 int pb_mpi_info_check(MPI_Comm comm, MPI_Info info, int null_ok, const char *func);
 
+/* 1 when @info is a live info object or MPI_INFO_ENV (no error raised:
+ * for the tools interface, whose calls never call an error handler). */
+int pb_mpi_info_valid(MPI_Info info);
+
 /* The value of @key in @info (checked), or NULL when @info is
  * MPI_INFO_NULL or lacks @key.  The string lives until the key is set,
  * deleted or the info freed. */

@@ -1,9 +1,10 @@
 /*
  * The MPI tool information interface (tools.h): control variables,
- * performance variables and their sessions, categories, enumerations, the
- * time source, and the event calls (no event exists).
+ * performance variables and their sessions, categories, enumerations and
+ * the time source.  The events are in tools_event.c.
  */
 #include "mpi/tools.h"
+#include "mpi/tools_impl.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -20,19 +21,8 @@
 
 /* ---- enumerations -------------------------------------------------------- */
 
-typedef struct {
-    int value;
-    const char *name;
-} enum_item_t;
-
-struct MPI_T_enum_t {
-    const char *name;
-    int count;
-    const enum_item_t *items;
-};
-
-static const enum_item_t switch_items[] = {{0, "off"}, {1, "on"}};
-static const enum_item_t polling_items[] = {{0, "directed"}, {1, "all"}};
+static const pb_mpi_t_enum_item_t switch_items[] = {{0, "off"}, {1, "on"}};
+static const pb_mpi_t_enum_item_t polling_items[] = {{0, "directed"}, {1, "all"}};
 
 static const struct MPI_T_enum_t enum_switch = {"postbox_switch", 2, switch_items};
 static const struct MPI_T_enum_t enum_polling = {"postbox_polling", 2, polling_items};
@@ -41,27 +31,22 @@ static const struct MPI_T_enum_t *const enums[] = {&enum_switch, &enum_polling};
 
 /* ---- categories ---------------------------------------------------------- */
 
-enum {
-    CAT_RSM,
-    CAT_ENGINE,
-    CAT_P2P,
-    CAT_COLL,
-    CAT_RMA,
-    CATEGORIES
-};
-
 static const struct {
     const char *name, *desc;
-} categories[CATEGORIES] = {
-    [CAT_RSM] = {"postbox_rsm", "The RSM layer (libpostbox): the job, the launcher's settings, "
-                                "the segment ids and the tcp transport."},
-    [CAT_ENGINE] = {"postbox_engine", "The MPI engine: postbox rings, buffer pools, polling and "
-                                      "waiting."},
-    [CAT_P2P] = {"postbox_p2p", "Point-to-point: the protocol thresholds, the messages sent by "
-                                "each protocol and the unexpected messages."},
-    [CAT_COLL] = {"postbox_coll", "Collectives: the node path, the algorithm table and how many "
-                                  "times each algorithm ran."},
-    [CAT_RMA] = {"postbox_rma", "One-sided communication: the calls this process made."},
+} categories[PB_MPI_T_CATEGORIES] = {
+    [PB_MPI_T_CAT_RSM] = {"postbox_rsm",
+                          "The RSM layer (libpostbox): the job, the launcher's settings, "
+                          "the segment ids and the tcp transport."},
+    [PB_MPI_T_CAT_ENGINE] = {"postbox_engine",
+                             "The MPI engine: postbox rings, buffer pools, polling and "
+                             "waiting."},
+    [PB_MPI_T_CAT_P2P] = {"postbox_p2p",
+                          "Point-to-point: the protocol thresholds, the messages sent by "
+                          "each protocol and the unexpected messages."},
+    [PB_MPI_T_CAT_COLL] = {"postbox_coll",
+                           "Collectives: the node path, the algorithm table and how many "
+                           "times each algorithm ran."},
+    [PB_MPI_T_CAT_RMA] = {"postbox_rma", "One-sided communication: the calls this process made."},
 };
 
 /* ---- control variables --------------------------------------------------- */
@@ -99,73 +84,73 @@ typedef struct {
  * transport's start).  docs/mpi.md gives the reason for each. */
 static const cvar_meta_t cvar_metas[] = {
     /* the RSM layer (src/util/config.c) */
-    {"POSTBOX_LOG_LEVEL", VAL_STRING, MPI_T_VERBOSITY_USER_BASIC, CAT_RSM, MPI_T_SCOPE_READONLY,
-     NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_JOB_ID", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_BASIC, CAT_RSM, MPI_T_SCOPE_CONSTANT,
-     NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_JOB_SECRET", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, CAT_RSM, MPI_T_SCOPE_CONSTANT,
-     NULL, 1, IN_TABLE, 0},
-    {"POSTBOX_NODE_ID", VAL_INT, MPI_T_VERBOSITY_MPIDEV_BASIC, CAT_RSM, MPI_T_SCOPE_CONSTANT, NULL,
-     0, IN_TABLE, 0},
-    {"POSTBOX_VNODE", VAL_INT, MPI_T_VERBOSITY_MPIDEV_BASIC, CAT_RSM, MPI_T_SCOPE_CONSTANT, NULL, 0,
-     IN_TABLE, 0},
-    {"POSTBOX_PMI_VERSION", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, CAT_RSM,
+    {"POSTBOX_LOG_LEVEL", VAL_STRING, MPI_T_VERBOSITY_USER_BASIC, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_JOB_ID", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_BASIC, PB_MPI_T_CAT_RSM,
      MPI_T_SCOPE_CONSTANT, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_PMI_TOKEN", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, CAT_RSM, MPI_T_SCOPE_CONSTANT,
-     NULL, 1, IN_TABLE, 0},
-    {"POSTBOX_RSM_SEGMENTID_FILE", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, CAT_RSM,
-     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_RSM_SIGNAL_SPIN", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_RSM,
-     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_ADDR", VAL_STRING, MPI_T_VERBOSITY_USER_DETAIL, CAT_RSM, MPI_T_SCOPE_READONLY,
+    {"POSTBOX_JOB_SECRET", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_CONSTANT, NULL, 1, IN_TABLE, 0},
+    {"POSTBOX_NODE_ID", VAL_INT, MPI_T_VERBOSITY_MPIDEV_BASIC, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_CONSTANT, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_VNODE", VAL_INT, MPI_T_VERBOSITY_MPIDEV_BASIC, PB_MPI_T_CAT_RSM, MPI_T_SCOPE_CONSTANT,
      NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_PAYLOAD_MAC", VAL_STRING, MPI_T_VERBOSITY_USER_DETAIL, CAT_RSM,
+    {"POSTBOX_PMI_VERSION", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_CONSTANT, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_PMI_TOKEN", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_CONSTANT, NULL, 1, IN_TABLE, 0},
+    {"POSTBOX_RSM_SEGMENTID_FILE", VAL_STRING, MPI_T_VERBOSITY_MPIDEV_DETAIL, PB_MPI_T_CAT_RSM,
      MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_REPLY_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_RSM,
+    {"POSTBOX_RSM_SIGNAL_SPIN", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_RSM,
      MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_REQUEST_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_RSM,
+    {"POSTBOX_TCP_ADDR", VAL_STRING, MPI_T_VERBOSITY_USER_DETAIL, PB_MPI_T_CAT_RSM,
      MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_SPIN_US", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_RSM, MPI_T_SCOPE_READONLY,
-     NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_STRIPE_MIN", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_RSM, MPI_T_SCOPE_READONLY,
-     NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_TCP_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_RSM, MPI_T_SCOPE_READONLY,
-     NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_PAYLOAD_MAC", VAL_STRING, MPI_T_VERBOSITY_USER_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_REPLY_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_REQUEST_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_SPIN_US", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_STRIPE_MIN", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_TCP_TIMEOUT_MS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_RSM,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
     /* the MPI engine (src/mpi/engine/tunables.c) */
-    {"POSTBOX_NUMPOSTBOX", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE, MPI_T_SCOPE_READONLY,
-     NULL, 0, PARAM(postboxes)},
-    {"POSTBOX_POOL_BLOCKS", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE, MPI_T_SCOPE_READONLY,
-     NULL, 0, PARAM(blocks)},
-    {"POSTBOX_POOL_BLOCKS_NET", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE,
+    {"POSTBOX_NUMPOSTBOX", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_READONLY, NULL, 0, PARAM(postboxes)},
+    {"POSTBOX_POOL_BLOCKS", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_READONLY, NULL, 0, PARAM(blocks)},
+    {"POSTBOX_POOL_BLOCKS_NET", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE,
      MPI_T_SCOPE_READONLY, NULL, 0, PARAM(blocks_net)},
-    {"POSTBOX_BLOCK_SIZE", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE, MPI_T_SCOPE_READONLY,
-     NULL, 0, PARAM(block_size)},
-    {"POSTBOX_RENDEZVOUS", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, CAT_P2P, MPI_T_SCOPE_LOCAL, NULL,
-     0, PARAM(rendezvous)},
-    {"POSTBOX_SINGLE_COPY", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, CAT_P2P, MPI_T_SCOPE_LOCAL,
-     NULL, 0, PARAM(single_copy)},
-    {"POSTBOX_SPLIT_COPY", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_P2P, MPI_T_SCOPE_LOCAL,
-     NULL, 0, PARAM(split_copy)},
-    {"POSTBOX_POLLALL", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE, MPI_T_SCOPE_LOCAL,
-     &enum_polling, 0, PARAM(pollall)},
-    {"POSTBOX_SPIN", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_ENGINE, MPI_T_SCOPE_LOCAL, NULL, 0,
-     PARAM(spin)},
-    {"POSTBOX_YIELDS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_ENGINE, MPI_T_SCOPE_LOCAL, NULL,
-     0, PARAM(yields)},
-    {"POSTBOX_COLL_NODE", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, CAT_COLL, MPI_T_SCOPE_READONLY,
-     &enum_switch, 0, PARAM(coll_node)},
-    {"POSTBOX_COLL_CELL", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_COLL, MPI_T_SCOPE_READONLY,
-     NULL, 0, PARAM(coll_cell)},
-    {"POSTBOX_COLL_AREA_MAX", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, CAT_COLL,
+    {"POSTBOX_BLOCK_SIZE", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_READONLY, NULL, 0, PARAM(block_size)},
+    {"POSTBOX_RENDEZVOUS", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_P2P,
+     MPI_T_SCOPE_LOCAL, NULL, 0, PARAM(rendezvous)},
+    {"POSTBOX_SINGLE_COPY", VAL_ULONG, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_P2P,
+     MPI_T_SCOPE_LOCAL, NULL, 0, PARAM(single_copy)},
+    {"POSTBOX_SPLIT_COPY", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_P2P,
+     MPI_T_SCOPE_LOCAL, NULL, 0, PARAM(split_copy)},
+    {"POSTBOX_POLLALL", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_LOCAL, &enum_polling, 0, PARAM(pollall)},
+    {"POSTBOX_SPIN", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_ENGINE, MPI_T_SCOPE_LOCAL,
+     NULL, 0, PARAM(spin)},
+    {"POSTBOX_YIELDS", VAL_INT, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_LOCAL, NULL, 0, PARAM(yields)},
+    {"POSTBOX_COLL_NODE", VAL_INT, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_COLL,
+     MPI_T_SCOPE_READONLY, &enum_switch, 0, PARAM(coll_node)},
+    {"POSTBOX_COLL_CELL", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_COLL,
+     MPI_T_SCOPE_READONLY, NULL, 0, PARAM(coll_cell)},
+    {"POSTBOX_COLL_AREA_MAX", VAL_ULONG, MPI_T_VERBOSITY_TUNER_DETAIL, PB_MPI_T_CAT_COLL,
      MPI_T_SCOPE_READONLY, NULL, 0, PARAM(coll_area_max)},
-    {"POSTBOX_COLL_TABLE", VAL_STRING, MPI_T_VERBOSITY_TUNER_BASIC, CAT_COLL, MPI_T_SCOPE_READONLY,
-     NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_COLL_ALGORITHM", VAL_STRING, MPI_T_VERBOSITY_TUNER_BASIC, CAT_COLL,
+    {"POSTBOX_COLL_TABLE", VAL_STRING, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_COLL,
      MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
-    {"POSTBOX_COLL_STATS", VAL_INT, MPI_T_VERBOSITY_USER_BASIC, CAT_COLL, MPI_T_SCOPE_LOCAL,
-     &enum_switch, 0, IN_COLL_STATS, 0},
-    {"POSTBOX_SHOW_TRANSPORTS", VAL_INT, MPI_T_VERBOSITY_USER_BASIC, CAT_ENGINE, MPI_T_SCOPE_LOCAL,
-     &enum_switch, 0, PARAM(show)},
+    {"POSTBOX_COLL_ALGORITHM", VAL_STRING, MPI_T_VERBOSITY_TUNER_BASIC, PB_MPI_T_CAT_COLL,
+     MPI_T_SCOPE_READONLY, NULL, 0, IN_TABLE, 0},
+    {"POSTBOX_COLL_STATS", VAL_INT, MPI_T_VERBOSITY_USER_BASIC, PB_MPI_T_CAT_COLL,
+     MPI_T_SCOPE_LOCAL, &enum_switch, 0, IN_COLL_STATS, 0},
+    {"POSTBOX_SHOW_TRANSPORTS", VAL_INT, MPI_T_VERBOSITY_USER_BASIC, PB_MPI_T_CAT_ENGINE,
+     MPI_T_SCOPE_LOCAL, &enum_switch, 0, PARAM(show)},
 };
 
 #define CVAR_METAS ((int)(sizeof(cvar_metas) / sizeof(cvar_metas[0])))
@@ -324,35 +309,35 @@ static void pvars_list(void)
     pvar_t *p;
 
     for (int proto = 0; proto < PB_ENG_PROTOS; proto++) {
-        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_P2P, read_messages, proto);
+        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_P2P, read_messages, proto);
         snprintf(p->name, sizeof(p->name), "p2p_%s_messages", proto_names[proto]);
         snprintf(p->desc, sizeof(p->desc),
                  "Messages this process sent by the %s protocol (as the sender chose it).",
                  proto_names[proto]);
-        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_P2P, read_bytes, proto);
+        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_P2P, read_bytes, proto);
         snprintf(p->name, sizeof(p->name), "p2p_%s_bytes", proto_names[proto]);
         snprintf(p->desc, sizeof(p->desc), "Bytes of the messages counted by p2p_%s_messages.",
                  proto_names[proto]);
     }
-    p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_P2P, read_unexpected, 0);
+    p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_P2P, read_unexpected, 0);
     snprintf(p->name, sizeof(p->name), "p2p_unexpected_messages");
     snprintf(p->desc, sizeof(p->desc),
              "Messages that arrived at this process before a receive matched them.");
-    p = pvar_add(MPI_T_PVAR_CLASS_LEVEL, CAT_P2P, read_unexpected_queued, 0);
+    p = pvar_add(MPI_T_PVAR_CLASS_LEVEL, PB_MPI_T_CAT_P2P, read_unexpected_queued, 0);
     snprintf(p->name, sizeof(p->name), "p2p_unexpected_queue_length");
     snprintf(p->desc, sizeof(p->desc), "Unexpected messages waiting for a receive now.");
-    p = pvar_add(MPI_T_PVAR_CLASS_HIGHWATERMARK, CAT_P2P, read_unexpected_most, 0);
+    p = pvar_add(MPI_T_PVAR_CLASS_HIGHWATERMARK, PB_MPI_T_CAT_P2P, read_unexpected_most, 0);
     snprintf(p->name, sizeof(p->name), "p2p_unexpected_queue_max");
     snprintf(p->desc, sizeof(p->desc),
              "The longest the unexpected queue has been since the process started.");
-    p = pvar_add(MPI_T_PVAR_CLASS_TIMER, CAT_ENGINE, read_wait_ns, 0);
+    p = pvar_add(MPI_T_PVAR_CLASS_TIMER, PB_MPI_T_CAT_ENGINE, read_wait_ns, 0);
     p->seconds = 1;
     snprintf(p->name, sizeof(p->name), "engine_wait_time");
     snprintf(p->desc, sizeof(p->desc),
              "Seconds the process spent waiting for communication to complete (blocking "
              "calls, MPI_Wait*), while the timer runs.");
     for (int kind = 0; kind < PB_ENG_RMA_KINDS; kind++) {
-        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_RMA, read_rma_calls, kind);
+        p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_RMA, read_rma_calls, kind);
         snprintf(p->name, sizeof(p->name), "rma_%s_calls", rma_names[kind]);
         snprintf(p->desc, sizeof(p->desc), "Calls of MPI_%c%s%s this process made as an origin.",
                  rma_names[kind][0] - 'a' + 'A', rma_names[kind] + 1,
@@ -362,7 +347,8 @@ static void pvars_list(void)
         for (int a = 0; a < PB_ALG_COUNT; a++) {
             if (!pb_coll_kind_has_alg((pb_coll_kind_t)k, (pb_coll_alg_t)a))
                 continue;
-            p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, CAT_COLL, read_coll_runs, k * PB_ALG_COUNT + a);
+            p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_COLL, read_coll_runs,
+                         k * PB_ALG_COUNT + a);
             snprintf(p->name, sizeof(p->name), "coll_%s_%s", pb_coll_kind_name((pb_coll_kind_t)k),
                      pb_coll_alg_name((pb_coll_alg_t)a));
             snprintf(p->desc, sizeof(p->desc),
@@ -379,6 +365,7 @@ static void build(void)
     cvars_add(pb_config_table());
     cvars_add(pb_eng_tunables_table());
     pvars_list();
+    pb_mpi_t_events_build();
     tools.built = 1;
 }
 
@@ -411,6 +398,21 @@ static void put_string(const char *s, char *buf, int *len)
         buf[k] = '\0';
     }
     *len = (int)n + 1;
+}
+
+int pb_mpi_t_enter(void)
+{
+    return enter();
+}
+
+int pb_mpi_t_leave(int rc)
+{
+    return leave(rc);
+}
+
+void pb_mpi_t_put_string(const char *s, char *buf, int *len)
+{
+    put_string(s, buf, len);
 }
 
 /* ---- initialization ------------------------------------------------------ */
@@ -456,6 +458,7 @@ PB_EXPORT int PMPI_T_finalize(void)
     if (rc != MPI_SUCCESS)
         return leave(rc);
     if (--tools.inits == 0) {
+        pb_mpi_t_events_finalize();
         while (tools.cvar_handles != NULL) {
             struct MPI_T_cvar_handle_t *h = tools.cvar_handles;
 
@@ -477,6 +480,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_finalize, PMPI_T_finalize);
 
 static int enum_valid(MPI_T_enum e)
 {
+    if (e != NULL && e == pb_mpi_t_event_enum())
+        return 1;
     for (size_t i = 0; i < sizeof(enums) / sizeof(enums[0]); i++) {
         if (e == enums[i])
             return 1;
@@ -1182,190 +1187,6 @@ PB_EXPORT int PMPI_T_pvar_readreset(MPI_T_pvar_session session, MPI_T_pvar_handl
 }
 PB_MPI_WEAK_ALIAS(MPI_T_pvar_readreset, PMPI_T_pvar_readreset);
 
-/* ---- events: none -------------------------------------------------------- */
-
-/* *@num_events = 0: the library has no event sources cheap enough to keep.
- * @return MPI_SUCCESS; MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID (NULL). */
-PB_EXPORT int PMPI_T_event_get_num(int *num_events)
-{
-    PB_MPI_THREAD_GUARD;
-    int rc = enter();
-
-    if (rc == MPI_SUCCESS && num_events == NULL)
-        rc = MPI_T_ERR_INVALID;
-    if (rc == MPI_SUCCESS)
-        *num_events = 0;
-    return leave(rc);
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_get_num, PMPI_T_event_get_num);
-
-/* No event type exists.  @return MPI_T_ERR_NOT_INITIALIZED, else
- * MPI_T_ERR_INVALID_INDEX. */
-PB_EXPORT int PMPI_T_event_get_info(int event_index, char *name, int *name_len, int *verbosity,
-                                    MPI_Datatype array_of_datatypes[],
-                                    MPI_Aint array_of_displacements[], int *num_elements,
-                                    MPI_T_enum *enumtype, MPI_Info *info, char *desc, int *desc_len,
-                                    int *bind)
-{
-    PB_MPI_THREAD_GUARD;
-    int rc = enter();
-
-    (void)event_index, (void)name, (void)name_len, (void)verbosity, (void)array_of_datatypes;
-    (void)array_of_displacements, (void)num_elements, (void)enumtype, (void)info, (void)desc;
-    (void)desc_len, (void)bind;
-    return leave(rc == MPI_SUCCESS ? MPI_T_ERR_INVALID_INDEX : rc);
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_get_info, PMPI_T_event_get_info);
-
-/* No event type has a name.  @return MPI_T_ERR_NOT_INITIALIZED,
- * MPI_T_ERR_INVALID (NULL), else MPI_T_ERR_INVALID_NAME. */
-PB_EXPORT int PMPI_T_event_get_index(const char *name, int *event_index)
-{
-    PB_MPI_THREAD_GUARD;
-    int rc = enter();
-
-    if (rc == MPI_SUCCESS)
-        rc = name == NULL || event_index == NULL ? MPI_T_ERR_INVALID : MPI_T_ERR_INVALID_NAME;
-    return leave(rc);
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_get_index, PMPI_T_event_get_index);
-
-/* No event type to register for.  @return MPI_T_ERR_NOT_INITIALIZED, else
- * MPI_T_ERR_INVALID_INDEX. */
-PB_EXPORT int PMPI_T_event_handle_alloc(int event_index, void *obj_handle, MPI_Info info,
-                                        MPI_T_event_registration *event_registration)
-{
-    PB_MPI_THREAD_GUARD;
-    int rc = enter();
-
-    (void)event_index, (void)obj_handle, (void)info, (void)event_registration;
-    return leave(rc == MPI_SUCCESS ? MPI_T_ERR_INVALID_INDEX : rc);
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_handle_alloc, PMPI_T_event_handle_alloc);
-
-/* The answer of every call on a registration or an event instance: none
- * can exist (MPI_T_event_handle_alloc never makes one). */
-static int no_registration(void)
-{
-    int rc = enter();
-
-    return leave(rc == MPI_SUCCESS ? MPI_T_ERR_INVALID_HANDLE : rc);
-}
-
-/* No registration exists.  @return MPI_T_ERR_NOT_INITIALIZED, else
- * MPI_T_ERR_INVALID_HANDLE (the same for every call on a registration or an
- * event instance below). */
-PB_EXPORT int PMPI_T_event_handle_set_info(MPI_T_event_registration event_registration,
-                                           MPI_Info info)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)info;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_handle_set_info, PMPI_T_event_handle_set_info);
-
-PB_EXPORT int PMPI_T_event_handle_get_info(MPI_T_event_registration event_registration,
-                                           MPI_Info *info_used)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)info_used;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_handle_get_info, PMPI_T_event_handle_get_info);
-
-PB_EXPORT int PMPI_T_event_register_callback(MPI_T_event_registration event_registration,
-                                             MPI_T_cb_safety cb_safety, MPI_Info info,
-                                             void *user_data,
-                                             MPI_T_event_cb_function event_cb_function)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)cb_safety, (void)info, (void)user_data;
-    (void)event_cb_function;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_register_callback, PMPI_T_event_register_callback);
-
-PB_EXPORT int PMPI_T_event_callback_set_info(MPI_T_event_registration event_registration,
-                                             MPI_T_cb_safety cb_safety, MPI_Info info)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)cb_safety, (void)info;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_callback_set_info, PMPI_T_event_callback_set_info);
-
-PB_EXPORT int PMPI_T_event_callback_get_info(MPI_T_event_registration event_registration,
-                                             MPI_T_cb_safety cb_safety, MPI_Info *info_used)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)cb_safety, (void)info_used;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_callback_get_info, PMPI_T_event_callback_get_info);
-
-PB_EXPORT int PMPI_T_event_handle_free(MPI_T_event_registration event_registration, void *user_data,
-                                       MPI_T_event_free_cb_function free_cb_function)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)user_data, (void)free_cb_function;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_handle_free, PMPI_T_event_handle_free);
-
-PB_EXPORT int PMPI_T_event_set_dropped_handler(MPI_T_event_registration event_registration,
-                                               MPI_T_event_dropped_cb_function dropped_cb_function)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_registration, (void)dropped_cb_function;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_set_dropped_handler, PMPI_T_event_set_dropped_handler);
-
-PB_EXPORT int PMPI_T_event_read(MPI_T_event_instance event_instance, int element_index,
-                                void *buffer)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_instance, (void)element_index, (void)buffer;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_read, PMPI_T_event_read);
-
-PB_EXPORT int PMPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_instance, (void)buffer;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_copy, PMPI_T_event_copy);
-
-PB_EXPORT int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance,
-                                         MPI_Count *event_timestamp)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_instance, (void)event_timestamp;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_get_timestamp, PMPI_T_event_get_timestamp);
-
-PB_EXPORT int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index)
-{
-    PB_MPI_THREAD_GUARD;
-
-    (void)event_instance, (void)source_index;
-    return no_registration();
-}
-PB_MPI_WEAK_ALIAS(MPI_T_event_get_source, PMPI_T_event_get_source);
-
 /* ---- the time source ----------------------------------------------------- */
 
 /* *@num_sources = 1: the process's clock.  @return MPI_SUCCESS;
@@ -1443,7 +1264,7 @@ PB_EXPORT int PMPI_T_category_get_num(int *num_cat)
     if (rc == MPI_SUCCESS && num_cat == NULL)
         rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS)
-        *num_cat = CATEGORIES;
+        *num_cat = PB_MPI_T_CATEGORIES;
     return leave(rc);
 }
 PB_MPI_WEAK_ALIAS(MPI_T_category_get_num, PMPI_T_category_get_num);
@@ -1478,7 +1299,7 @@ PB_EXPORT int PMPI_T_category_get_info(int cat_index, char *name, int *name_len,
     PB_MPI_THREAD_GUARD;
     int rc = enter();
 
-    if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= CATEGORIES))
+    if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= PB_MPI_T_CATEGORIES))
         rc = MPI_T_ERR_INVALID_INDEX;
     if (rc == MPI_SUCCESS) {
         put_string(categories[cat_index].name, name, name_len);
@@ -1494,19 +1315,19 @@ PB_EXPORT int PMPI_T_category_get_info(int cat_index, char *name, int *name_len,
 }
 PB_MPI_WEAK_ALIAS(MPI_T_category_get_info, PMPI_T_category_get_info);
 
-/* *@num_events = 0 (no events).  @return MPI_SUCCESS;
+/* *@num_events = how many events category @cat_index holds.  @return MPI_SUCCESS;
  * MPI_T_ERR_NOT_INITIALIZED, MPI_T_ERR_INVALID_INDEX, MPI_T_ERR_INVALID (NULL). */
 PB_EXPORT int PMPI_T_category_get_num_events(int cat_index, int *num_events)
 {
     PB_MPI_THREAD_GUARD;
     int rc = enter();
 
-    if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= CATEGORIES))
+    if (rc == MPI_SUCCESS && (cat_index < 0 || cat_index >= PB_MPI_T_CATEGORIES))
         rc = MPI_T_ERR_INVALID_INDEX;
     else if (rc == MPI_SUCCESS && num_events == NULL)
         rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS)
-        *num_events = 0;
+        *num_events = pb_mpi_t_category_events(cat_index, 0, NULL);
     return leave(rc);
 }
 PB_MPI_WEAK_ALIAS(MPI_T_category_get_num_events, PMPI_T_category_get_num_events);
@@ -1523,7 +1344,7 @@ PB_EXPORT int PMPI_T_category_get_index(const char *name, int *cat_index)
         rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS) {
         rc = MPI_T_ERR_INVALID_NAME;
-        for (int i = 0; i < CATEGORIES; i++) {
+        for (int i = 0; i < PB_MPI_T_CATEGORIES; i++) {
             if (strcmp(categories[i].name, name) == 0) {
                 *cat_index = i;
                 rc = MPI_SUCCESS;
@@ -1538,7 +1359,7 @@ PB_MPI_WEAK_ALIAS(MPI_T_category_get_index, PMPI_T_category_get_index);
 /* Check the arguments common to the MPI_T_category_get_<members> calls. */
 static int check_members(int cat_index, int len, const int indices[])
 {
-    if (cat_index < 0 || cat_index >= CATEGORIES)
+    if (cat_index < 0 || cat_index >= PB_MPI_T_CATEGORIES)
         return MPI_T_ERR_INVALID_INDEX;
     if (len < 0 || (len > 0 && indices == NULL))
         return MPI_T_ERR_INVALID;
@@ -1575,8 +1396,7 @@ PB_EXPORT int PMPI_T_category_get_pvars(int cat_index, int len, int indices[])
 }
 PB_MPI_WEAK_ALIAS(MPI_T_category_get_pvars, PMPI_T_category_get_pvars);
 
-/* MPI_T_category_get_cvars for events: a category holds none, so nothing
- * is written; the same errors. */
+/* MPI_T_category_get_cvars for events; the same errors. */
 PB_EXPORT int PMPI_T_category_get_events(int cat_index, int len, int indices[])
 {
     PB_MPI_THREAD_GUARD;
@@ -1584,6 +1404,8 @@ PB_EXPORT int PMPI_T_category_get_events(int cat_index, int len, int indices[])
 
     if (rc == MPI_SUCCESS)
         rc = check_members(cat_index, len, indices);
+    if (rc == MPI_SUCCESS)
+        pb_mpi_t_category_events(cat_index, len, indices);
     return leave(rc);
 }
 PB_MPI_WEAK_ALIAS(MPI_T_category_get_events, PMPI_T_category_get_events);

@@ -14,8 +14,9 @@
  * and bytes per protocol, the unexpected queue, time spent waiting) and the
  * collectives' algorithm counts (coll_table.h).
  *
- * No event sources (MPI_T_event_get_num gives 0); one time source, the
- * process's monotonic clock in nanoseconds.
+ * Events (tools_event.c): the unexpected messages and the collectives'
+ * algorithm runs; one time source, the process's monotonic clock in
+ * nanoseconds.
  *
  * Every MPI_T_ function takes one mutex: any thread may call them at any
  * time, before MPI_Init and after MPI_Finalize too.  They return their

@@ -11,7 +11,11 @@
  *                     messages per protocol they change; the unexpected
  *                     queue's length and high-water mark; the waiting timer;
  *                     a collective's algorithm count; one-sided calls; sessions, handles and
- *                     their errors; categories, events, the time source
+ *                     their errors; categories; events: the unexpected
+ *                     messages and the collectives' algorithms seen by
+ *                     callbacks, element by element, dropped for a
+ *                     callback that needs no restriction, a registration
+ *                     freed from its own callback; the time source
  *   after MPI_Finalize  MPI_T still answers, writes are refused
  *
  * `pbt-mpi-mpit --cvars` (no launcher, no MPI_Init) prints one line per
@@ -574,6 +578,7 @@ static void pvars_each(void)
 static void categories(void)
 {
     int cats = 0, cvars = 0, pvars = 0, sum_c = 0, sum_p = 0, index = -1, first = 0, second = 1;
+    int events = 0, sum_e = 0;
     int *seen_c, *seen_p;
 
     OK(MPI_T_category_get_num(&cats));
@@ -592,7 +597,8 @@ static void categories(void)
         CHECK(index == c, "%s: index %d", name, index);
         CHECK(nsub == 0, "%s: %d subcategories", name, nsub);
         OK(MPI_T_category_get_num_events(c, &nev));
-        CHECK(nev == 0, "%s: %d events", name, nev);
+        CHECK(nev >= 0 && nev <= 64, "%s: %d events", name, nev);
+        sum_e += nev;
         CHECK(nc <= 64 && np <= 64, "%s: %d cvars, %d pvars", name, nc, np);
         OK(MPI_T_category_get_cvars(c, nc, indices));
         for (int i = 0; i < nc; i++)
@@ -602,11 +608,21 @@ static void categories(void)
             seen_p[indices[i]]++;
         sum_c += nc;
         sum_p += np;
-        OK(MPI_T_category_get_events(c, 0, NULL));
+        OK(MPI_T_category_get_events(c, nev, indices));
+        for (int i = 0; i < nev; i++) {
+            char ename[64];
+            int elen = sizeof(ename);
+
+            OK(MPI_T_event_get_info(indices[i], ename, &elen, NULL, NULL, NULL, NULL, NULL, NULL,
+                                    NULL, NULL, NULL));
+            CHECK(strncmp(ename, name, strlen(name)) == 0, "event %s in category %s", ename, name);
+        }
         OK(MPI_T_category_get_categories(c, 0, NULL));
     }
     CHECK(sum_c == cvars && sum_p == pvars, "categories hold %d of %d cvars, %d of %d pvars", sum_c,
           cvars, sum_p, pvars);
+    OK(MPI_T_event_get_num(&events));
+    CHECK(sum_e == events, "categories hold %d of %d events", sum_e, events);
     for (int i = 0; i < cvars; i++)
         CHECK(seen_c[i] == 1, "cvar %d in %d categories", i, seen_c[i]);
     for (int i = 0; i < pvars; i++)
@@ -623,25 +639,260 @@ static void categories(void)
     CHECK(first == second, "categories changed: %d, then %d", first, second);
 }
 
+/* what the callbacks of events() saw */
+#define SEEN_MAX 16
+typedef struct {
+    int calls, dropped, freed, source_index;
+    int source[SEEN_MAX], tag[SEEN_MAX], copy_tag[SEEN_MAX];
+    MPI_Count bytes[SEEN_MAX], copy_bytes[SEEN_MAX], stamp[SEEN_MAX];
+    int run[SEEN_MAX];
+    MPI_T_cb_safety level;
+    MPI_Aint displs[3];
+    MPI_T_event_registration self_freeing;
+} seen_t;
+
+static void on_unexpected(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb_safety level,
+                          void *user_data)
+{
+    seen_t *s = user_data;
+    int k = s->calls++;
+    char copy[64];
+
+    (void)r;
+    s->level = level;
+    if (k >= SEEN_MAX)
+        return;
+    OK(MPI_T_event_read(e, 0, &s->source[k]));
+    OK(MPI_T_event_read(e, 1, &s->tag[k]));
+    OK(MPI_T_event_read(e, 2, &s->bytes[k]));
+    OK(MPI_T_event_copy(e, copy));
+    memcpy(&s->copy_tag[k], copy + s->displs[1], sizeof(int));
+    memcpy(&s->copy_bytes[k], copy + s->displs[2], sizeof(MPI_Count));
+    OK(MPI_T_event_get_timestamp(e, &s->stamp[k]));
+    OK(MPI_T_event_get_source(e, &s->source_index));
+    RC(MPI_T_event_read(e, 3, copy), MPI_T_ERR_INVALID_INDEX);
+}
+
+static void on_coll_run(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb_safety level,
+                        void *user_data)
+{
+    seen_t *s = user_data;
+
+    (void)r;
+    (void)level;
+    if (s->calls < SEEN_MAX)
+        OK(MPI_T_event_read(e, 0, &s->run[s->calls]));
+    s->calls++;
+}
+
+/* a callback that frees its own registration at its first event */
+static void on_coll_run_free_self(MPI_T_event_instance e, MPI_T_event_registration r,
+                                  MPI_T_cb_safety level, void *user_data)
+{
+    seen_t *s = user_data;
+
+    (void)e;
+    (void)level;
+    s->calls++;
+    if (r == s->self_freeing) {
+        s->self_freeing = NULL;
+        OK(MPI_T_event_handle_free(r, s, NULL));
+    }
+}
+
+static void never_called(MPI_T_event_instance e, MPI_T_event_registration r, MPI_T_cb_safety level,
+                         void *user_data)
+{
+    seen_t *s = user_data;
+
+    (void)e;
+    (void)r;
+    (void)level;
+    s->calls++;
+}
+
+static void on_dropped(MPI_Count count, MPI_T_event_registration r, int source_index,
+                       MPI_T_cb_safety level, void *user_data)
+{
+    seen_t *s = user_data;
+
+    (void)r;
+    (void)source_index;
+    (void)level;
+    s->dropped += (int)count;
+}
+
+static void on_free(MPI_T_event_registration r, MPI_T_cb_safety level, void *user_data)
+{
+    seen_t *s = user_data;
+
+    (void)r;
+    s->freed++;
+    s->level = level;
+}
+
+static int event_index(const char *name)
+{
+    int i = -1;
+
+    OK(MPI_T_event_get_index(name, &i));
+    return i;
+}
+
+/* rank 0 sends 3 messages rank 1 has no receive for yet: 4, 100, 4000 bytes */
+static void send_unexpected(void)
+{
+    static int data[1000];
+    int go = 0;
+
+    if (rank == 0) {
+        OK(MPI_Recv(&go, 1, MPI_INT, peer, 19, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Send(data, 1, MPI_INT, peer, 20, MPI_COMM_WORLD));
+        OK(MPI_Send(data, 25, MPI_INT, peer, 21, MPI_COMM_WORLD));
+        OK(MPI_Send(data, 1000, MPI_INT, peer, 22, MPI_COMM_WORLD));
+        OK(MPI_Send(data, 1, MPI_INT, peer, 23, MPI_COMM_WORLD));
+        OK(MPI_Recv(&go, 1, MPI_INT, peer, 24, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    } else {
+        OK(MPI_Send(&go, 1, MPI_INT, peer, 19, MPI_COMM_WORLD));
+        /* one sender's messages keep their order: 20..22 are queued by now */
+        OK(MPI_Recv(data, 1, MPI_INT, peer, 23, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(data, 1, MPI_INT, peer, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(data, 25, MPI_INT, peer, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Recv(data, 1000, MPI_INT, peer, 22, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        OK(MPI_Send(&go, 1, MPI_INT, peer, 24, MPI_COMM_WORLD));
+    }
+}
+
+static void events_unexpected(void)
+{
+    static seen_t seen, none;
+    MPI_T_event_registration reg, none_reg;
+    MPI_Datatype types[3];
+    MPI_T_enum enumtype = NULL;
+    MPI_Info info = MPI_INFO_NULL;
+    int n = 3, bind = -1, verbosity = -1, ev = event_index("postbox_p2p_unexpected");
+    MPI_Count before = 0;
+
+    OK(MPI_T_event_get_info(ev, NULL, NULL, &verbosity, types, seen.displs, &n, &enumtype, &info,
+                            NULL, NULL, &bind));
+    CHECK(n == 3 && types[0] == MPI_INT && types[1] == MPI_INT && types[2] == MPI_COUNT,
+          "postbox_p2p_unexpected: %d elements", n);
+    CHECK(bind == MPI_T_BIND_NO_OBJECT && enumtype == MPI_T_ENUM_NULL && info != MPI_INFO_NULL,
+          "postbox_p2p_unexpected: bind %d", bind);
+    MPI_Info_free(&info);
+    OK(MPI_T_event_handle_alloc(ev, NULL, MPI_INFO_NULL, &reg));
+    OK(MPI_T_event_register_callback(reg, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL, &seen,
+                                     on_unexpected));
+    OK(MPI_T_event_callback_get_info(reg, MPI_T_CB_REQUIRE_MPI_RESTRICTED, &info));
+    MPI_Info_free(&info);
+    RC(MPI_T_event_callback_get_info(reg, MPI_T_CB_REQUIRE_THREAD_SAFE, &info), MPI_T_ERR_INVALID);
+    RC(MPI_T_event_register_callback(reg, (MPI_T_cb_safety)7, MPI_INFO_NULL, NULL, on_unexpected),
+       MPI_T_ERR_INVALID);
+    /* a callback that needs no restriction cannot run inside MPI: dropped */
+    OK(MPI_T_event_handle_alloc(ev, NULL, MPI_INFO_NULL, &none_reg));
+    OK(MPI_T_event_register_callback(none_reg, MPI_T_CB_REQUIRE_NONE, MPI_INFO_NULL, &none,
+                                     never_called));
+    OK(MPI_T_event_set_dropped_handler(none_reg, on_dropped));
+    OK(MPI_T_source_get_timestamp(0, &before));
+    send_unexpected();
+    if (rank == 1) {
+        CHECK(seen.calls == 3 || seen.calls == 4, "%d unexpected events, not 3 (or 4)", seen.calls);
+        for (int k = 0; k < 3; k++) {
+            MPI_Count want = k == 0 ? 4 : k == 1 ? 100 : 4000;
+
+            CHECK(seen.source[k] == 0 && seen.tag[k] == 20 + k && seen.bytes[k] == want,
+                  "unexpected event %d: source %d tag %d %lld bytes", k, seen.source[k],
+                  seen.tag[k], (long long)seen.bytes[k]);
+            CHECK(seen.copy_tag[k] == seen.tag[k] && seen.copy_bytes[k] == seen.bytes[k],
+                  "event %d copied: tag %d, %lld bytes", k, seen.copy_tag[k],
+                  (long long)seen.copy_bytes[k]);
+            CHECK(seen.stamp[k] >= before && (k == 0 || seen.stamp[k] >= seen.stamp[k - 1]),
+                  "event %d at %lld", k, (long long)seen.stamp[k]);
+        }
+        CHECK(seen.level == MPI_T_CB_REQUIRE_MPI_RESTRICTED && seen.source_index == 0,
+              "called at level %d, source %d", (int)seen.level, seen.source_index);
+        CHECK(none.calls == 0 && none.dropped == seen.calls,
+              "the unrestricted callback: %d calls, %d dropped of %d", none.calls, none.dropped,
+              seen.calls);
+    }
+    OK(MPI_T_event_handle_free(reg, &seen, on_free));
+    CHECK(seen.freed == 1 && seen.level == MPI_T_CB_REQUIRE_NONE,
+          "free callback: %d calls, level %d", seen.freed, (int)seen.level);
+    RC(MPI_T_event_handle_free(reg, NULL, NULL), MPI_T_ERR_INVALID_HANDLE);
+    OK(MPI_T_event_handle_free(none_reg, NULL, NULL));
+    /* nobody listens: nothing is called */
+    seen.calls = 0;
+    send_unexpected();
+    CHECK(seen.calls == 0, "%d events after the registration was freed", seen.calls);
+}
+
+static void events_coll_run(void)
+{
+    static seen_t seen, self;
+    MPI_T_event_registration reg, self_reg;
+    MPI_T_enum enumtype = NULL;
+    int n = 1, ev = event_index("postbox_coll_run"), items = 0, found = 0;
+    MPI_Datatype type;
+    MPI_Aint displ;
+
+    OK(MPI_T_event_get_info(ev, NULL, NULL, NULL, &type, &displ, &n, &enumtype, NULL, NULL, NULL,
+                            NULL));
+    CHECK(n == 1 && type == MPI_INT && displ == 0 && enumtype != MPI_T_ENUM_NULL,
+          "postbox_coll_run: %d elements", n);
+    OK(MPI_T_event_handle_alloc(ev, NULL, MPI_INFO_NULL, &reg));
+    OK(MPI_T_event_register_callback(reg, MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE, MPI_INFO_NULL, &seen,
+                                     on_coll_run));
+    OK(MPI_T_event_handle_alloc(ev, NULL, MPI_INFO_NULL, &self_reg));
+    self.self_freeing = self_reg;
+    OK(MPI_T_event_register_callback(self_reg, MPI_T_CB_REQUIRE_MPI_RESTRICTED, MPI_INFO_NULL,
+                                     &self, on_coll_run_free_self));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK(seen.calls == 2, "%d collective events for 2 barriers", seen.calls);
+    CHECK(self.calls == 1 && self.self_freeing == NULL, "the self-freeing callback ran %d times",
+          self.calls);
+    OK(MPI_T_enum_get_info(enumtype, &items, NULL, NULL));
+    for (int i = 0; i < items; i++) {
+        char name[64];
+        int len = sizeof(name), value = -1;
+
+        OK(MPI_T_enum_get_item(enumtype, i, &value, name, &len));
+        if (value == seen.run[0])
+            found = strncmp(name, "barrier_", 8) == 0;
+    }
+    CHECK(found, "the barrier's run %d is no barrier_ item of %d", seen.run[0], items);
+    OK(MPI_T_event_handle_free(reg, NULL, NULL));
+}
+
 static void events_and_source(void)
 {
     char name[64];
-    int n = -1, len = sizeof(name), source = -1;
+    int n = -1, len = sizeof(name), source = -1, index = -1;
     MPI_Count ticks = 0, max = 0, t1 = 0, t2 = 0;
     MPI_T_source_order order = MPI_T_SOURCE_UNORDERED;
     MPI_Info info = MPI_INFO_ENV;
     MPI_T_event_registration reg = NULL;
 
     OK(MPI_T_event_get_num(&n));
-    CHECK(n == 0, "%d events", n);
-    RC(MPI_T_event_get_info(0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+    CHECK(n == 2, "%d events", n);
+    for (int i = 0; i < n; i++) {
+        len = sizeof(name);
+        OK(MPI_T_event_get_info(i, name, &len, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                NULL));
+        OK(MPI_T_event_get_index(name, &index));
+        CHECK(index == i, "event %s: index %d", name, index);
+    }
+    RC(MPI_T_event_get_info(n, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
        MPI_T_ERR_INVALID_INDEX);
     RC(MPI_T_event_get_index("anything", &n), MPI_T_ERR_INVALID_NAME);
-    RC(MPI_T_event_handle_alloc(0, NULL, MPI_INFO_NULL, &reg), MPI_T_ERR_INVALID_INDEX);
+    RC(MPI_T_event_handle_alloc(-1, NULL, MPI_INFO_NULL, &reg), MPI_T_ERR_INVALID_INDEX);
     RC(MPI_T_event_handle_free(reg, NULL, NULL), MPI_T_ERR_INVALID_HANDLE);
     RC(MPI_T_event_register_callback(reg, MPI_T_CB_REQUIRE_NONE, MPI_INFO_NULL, NULL, NULL),
        MPI_T_ERR_INVALID_HANDLE);
     RC(MPI_T_event_get_source(NULL, &source), MPI_T_ERR_INVALID_HANDLE);
+    events_unexpected();
+    events_coll_run();
+    len = sizeof(name);
     OK(MPI_T_source_get_num(&n));
     CHECK(n == 1, "%d sources", n);
     OK(MPI_T_source_get_info(0, name, &len, NULL, NULL, &order, &ticks, &max, &info));

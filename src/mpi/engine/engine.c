@@ -13,6 +13,7 @@
 
 pb_eng_t pb_eng;
 pb_eng_stats_t pb_eng_stats;
+_Atomic(pb_eng_unexpected_hook_t *) pb_eng_unexpected_hook;
 
 uint64_t pb_eng_stats_now_ns(void)
 {

@@ -219,6 +219,10 @@ static void on_envelope(int source, const pb_eng_postbox_t *pb)
     *pb_eng.unexp_tail = u;
     pb_eng.unexp_tail = &u->next;
     pb_eng_stat_unexpected(1);
+    pb_eng_unexpected_hook_t *hook =
+        atomic_load_explicit(&pb_eng_unexpected_hook, memory_order_relaxed);
+    if (PB_UNLIKELY(hook != NULL))
+        hook(source, u->tag, u->total);
 }
 
 static void on_eager_more(int source, const pb_eng_postbox_t *pb)

@@ -83,6 +83,14 @@ static inline void pb_eng_stat_unexpected(int joined)
         atomic_store_explicit(&pb_eng_stats.unexpected_most, queued + 1, memory_order_relaxed);
 }
 
+/* Called, when set, for each message that arrives before a receive
+ * matches it (the MPI_T event postbox_p2p_unexpected, tools_event.c): the
+ * sender's rank in the job, the tag and the message's bytes.  Set while a
+ * tool has a callback for that event; NULL otherwise, when the cost is one
+ * load and an untaken branch per unexpected message. */
+typedef void pb_eng_unexpected_hook_t(int source, int tag, uint64_t bytes);
+extern _Atomic(pb_eng_unexpected_hook_t *) pb_eng_unexpected_hook;
+
 /* Nanoseconds of CLOCK_MONOTONIC (also the MPI_T source's timestamps). */
 uint64_t pb_eng_stats_now_ns(void);
 
