@@ -116,7 +116,9 @@ static char *cell(const pb_coll_node_t *cn, int i)
     return cn->area + cn->cells_at + (size_t)i * cn->cell;
 }
 
-/* Where rank i's payload of @bytes goes: its line or its cell. */
+/* Where rank i's payload of @bytes goes: its line (one cache line carries
+ * the step and the data: a reader takes one line's transfer) or its
+ * cell. */
 static char *slot(const pb_coll_node_t *cn, int i, size_t bytes)
 {
     return bytes <= INLINE_MAX ? line_data(cn, i) : cell(cn, i);
@@ -1135,7 +1137,7 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
     base = cn->step;
     if (c->rank != root) {
         wait_all(cn, base);
-        pack(sendbuf, sendcount, sendtype, 0, cell(cn, cn->me), bytes);
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
         post(cn);
         return MPI_SUCCESS;
     }
@@ -1146,8 +1148,9 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
                                 recvtype);
     wait_others(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        if (j != cn->me && unpack(cell(cn, j), bytes, block_addr(recvbuf, j, recvcount, recvtype),
-                                  recvcount, recvtype, 0) != MPI_SUCCESS)
+        if (j != cn->me &&
+            unpack(slot(cn, j, bytes), bytes, block_addr(recvbuf, j, recvcount, recvtype),
+                   recvcount, recvtype, 0) != MPI_SUCCESS)
             rc = MPI_ERR_TRUNCATE;
     }
     post(cn);
@@ -1176,7 +1179,7 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
         for (int j = 0; j < cn->n; j++) {
             if (j != cn->me)
                 pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
-                     cell(cn, cn->me) + (size_t)j * bytes, bytes);
+                     slot(cn, cn->me, bytes * (size_t)cn->n) + (size_t)j * bytes, bytes);
         }
         post(cn);
         if (!in_place)
@@ -1185,7 +1188,8 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
         return MPI_SUCCESS;
     }
     wait_one(cn, root, base + 1);
-    rc = unpack(cell(cn, root) + (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype, 0);
+    rc = unpack(slot(cn, root, bytes * (size_t)cn->n) + (size_t)cn->me * bytes, bytes, recvbuf,
+                recvcount, recvtype, 0);
     post(cn);
     return rc;
 }
@@ -1329,11 +1333,11 @@ int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
     wait_all(cn, base);
     for (int j = 0; j < cn->n; j++)
         pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
-             cell(cn, cn->me) + (size_t)j * bytes, bytes);
+             slot(cn, cn->me, bytes * (size_t)cn->n) + (size_t)j * bytes, bytes);
     post(cn);
     wait_all(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        if (unpack(cell(cn, j) + (size_t)cn->me * bytes, bytes,
+        if (unpack(slot(cn, j, bytes * (size_t)cn->n) + (size_t)cn->me * bytes, bytes,
                    block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
                    0) != MPI_SUCCESS)
             rc = MPI_ERR_TRUNCATE;
