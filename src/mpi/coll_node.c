@@ -64,6 +64,9 @@
 
 #define LINE 64
 #define INLINE_MAX (LINE - 8)
+/* payloads of at most this many bytes alternate between the two halves of
+ * the line, call by call, and need one phase (exchange_halves) */
+#define HALF_MAX (INLINE_MAX / 2)
 #define PAGE 4096
 /* reductions of at most this many bytes are done whole by each rank that
  * needs the result (two phases); longer ones by slices, each rank one
@@ -90,8 +93,9 @@ typedef struct pb_coll_node {
     size_t size, cell, cells_at;
     rsm_memseg_export_handle_t ex;
     rsm_memseg_import_handle_t im;
-    uint64_t step; /* this rank's phases done (= every local rank's, between collectives) */
-    int cma;       /* the ranks of every node can read each other's memory (process_vm_readv) */
+    uint64_t step;       /* this rank's phases done (= every local rank's, between collectives) */
+    uint64_t halves_end; /* the step after the last one-phase exchange (exchange_halves) */
+    int cma; /* the ranks of every node can read each other's memory (process_vm_readv) */
     pb_comm_t *comm;
     struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
 } pb_coll_node_t;
@@ -178,6 +182,17 @@ static void wait_all(const pb_coll_node_t *cn, uint64_t step)
 static void wait_others(const pb_coll_node_t *cn, uint64_t step)
 {
     wait_for((wait_arg_t){cn, 0, cn->n, cn->me, step});
+}
+
+/* The first collective after a one-phase exchange (exchange_halves) that
+ * writes this rank's line: the others read their halves after they
+ * posted, so one more phase lets every rank finish reading first. */
+static void settle_halves(pb_coll_node_t *cn)
+{
+    if (cn->halves_end != 0 && cn->halves_end == cn->step) {
+        post(cn);
+        wait_all(cn, cn->step);
+    }
 }
 
 /* What a rank publishes in its line for the others to read with one
@@ -988,6 +1003,7 @@ int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, 
 
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    settle_halves(cn);
     root_node = cn->rank_node[root];
     if (cn->node == root_node && cn->n > 1) {
         int local_root = 0;
@@ -1037,6 +1053,7 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    settle_halves(cn);
     if (cn->nodes == 1)
         return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, -1);
     rc = cn->n > 1 ? local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, 0) : MPI_SUCCESS;
@@ -1062,6 +1079,7 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    settle_halves(cn);
     if (cn->nodes == 1) {
         int local_root = 0;
 
@@ -1131,6 +1149,7 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    settle_halves(cn);
     if (alg == PB_ALG_NODE_CMA)
         return gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                           bytes);
@@ -1170,6 +1189,7 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    settle_halves(cn);
     if (alg == PB_ALG_NODE_CMA)
         return scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                            bytes);
@@ -1270,6 +1290,46 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     return rc;
 }
 
+/*
+ * Allgather (@n_blocks 1: every rank's one block of @bytes) or Alltoall
+ * (@n_blocks n: block j for local rank j) of small payloads in one phase:
+ * each rank writes its blocks into one half of its line, the half the
+ * call's parity chooses, posts, waits for all, and reads the others'.
+ * One post per call is enough because the halves alternate: when a rank
+ * writes half h again, two calls later, it has since seen every rank post
+ * in the call between, which each does after reading half h.  After any
+ * other collective a rank first waits for all to finish it, as the
+ * two-phase paths do; and the first other collective after it that
+ * writes the line settles first (settle_halves).  @return
+ * MPI_SUCCESS or MPI_ERR_TRUNCATE.
+ */
+static int exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                           MPI_Datatype recvtype, size_t bytes, int n_blocks, int skip_own)
+{
+    uint64_t base = cn->step;
+    size_t half = (size_t)(base & 1) * HALF_MAX;
+    int rc = MPI_SUCCESS;
+
+    if (cn->halves_end != base)
+        wait_all(cn, base);
+    for (int j = 0; j < n_blocks; j++)
+        pack(n_blocks == 1 ? sendbuf : block_addr(sendbuf, j, sendcount, sendtype), sendcount,
+             sendtype, 0, line_data(cn, cn->me) + half + (size_t)j * bytes, bytes);
+    post(cn);
+    wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        const char *from = line_data(cn, j) + half + (n_blocks == 1 ? 0 : (size_t)cn->me * bytes);
+
+        if ((j != cn->me || !skip_own) &&
+            unpack(from, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
+                   0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
+    cn->halves_end = cn->step;
+    return rc;
+}
+
 int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
                            pb_coll_alg_t alg)
@@ -1286,6 +1346,14 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     cn = mover_state(c, alg, bytes);
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
+    if (alg != PB_ALG_NODE_CMA && bytes <= HALF_MAX) {
+        if (in_place)
+            return exchange_halves(cn, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                                   recvtype, recvbuf, recvcount, recvtype, bytes, 1, 1);
+        return exchange_halves(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               bytes, 1, 0);
+    }
+    settle_halves(cn);
     if (alg == PB_ALG_NODE_CMA)
         return exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, bytes,
                             0);
@@ -1318,17 +1386,21 @@ int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
     uint64_t base;
     int rc = MPI_SUCCESS;
 
-    if (cn == NULL)
+    if (cn == NULL || (alg == PB_ALG_NODE_CMA && in_place)) /* in place, CMA would read blocks
+                                                                being replaced */
         return PB_COLL_NODE_DECLINED;
-    if (alg == PB_ALG_NODE_CMA) /* in place, the blocks others read are being replaced */
-        return in_place ? PB_COLL_NODE_DECLINED
-                        : exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                       recvtype, bytes, 1);
     if (in_place) {
         sendbuf = recvbuf;
         sendcount = recvcount;
         sendtype = recvtype;
     }
+    if (alg != PB_ALG_NODE_CMA && bytes * (size_t)cn->n <= HALF_MAX)
+        return exchange_halves(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               bytes, cn->n, 0);
+    settle_halves(cn);
+    if (alg == PB_ALG_NODE_CMA)
+        return exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, bytes,
+                            1);
     base = cn->step;
     wait_all(cn, base);
     for (int j = 0; j < cn->n; j++)
