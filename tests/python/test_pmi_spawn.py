@@ -110,16 +110,21 @@ def test_pmi1_spawn_of_two_commands_makes_a_world_of_its_own():
     assert h.ask(2, b"cmd=get_my_kvsname\n")[0][2]["kvsname"] == "job-s-s1"
     got = h.ask(4, b"cmd=get kvsname=job-s-s1 key=PARENT_ROOT_PORT_NAME\n")[0][2]
     assert got["value"] == "port 1"
-    # pb-node-<r> belongs to rank r of the world: rank 0 of the children may
-    # put pb-node-0 although the parents' rank 0 put its own
+    # Postbox's keys (pb-) are the job's, named by slot: the child of slot 2
+    # puts pb-node-2 (wherever it names its own space), not pb-node-0
     assert h.ask(0, b"cmd=put kvsname=job-s key=pb-node-0 value=parent\n")[0][2]["rc"] == "0"
-    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=child\n")[0][2]["rc"] == "0"
-    assert h.ask(3, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=x\n")[0][2]["rc"] == "-1"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-2 value=child\n")[0][2]["rc"] == "0"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=x\n")[0][2]["rc"] == "-1"
+    assert h.ask(3, b"cmd=put kvsname=job-s-s1 key=pb-node-2 value=x\n")[0][2]["rc"] == "-1"
     # a world cannot put in another's space, but reads it
     assert h.ask(2, b"cmd=put kvsname=job-s key=k value=v\n")[0][2]["rc"] == "-1"
-    assert h.ask(2, b"cmd=get kvsname=job-s key=pb-node-0\n")[0][2]["value"] == "parent"
-    assert h.ask(0, b"cmd=get kvsname=job-s key=pb-node-0\n")[0][2]["value"] == "parent"
-    assert h.ask(1, b"cmd=get kvsname=job-s-s1 key=pb-node-0\n")[0][2]["value"] == "child"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=k value=child\n")[0][2]["rc"] == "0"
+    assert h.ask(0, b"cmd=get kvsname=job-s-s1 key=k\n")[0][2]["value"] == "child"
+    assert h.ask(0, b"cmd=get kvsname=job-s key=k\n")[0][2]["rc"] == "-1"
+    for slot, space in ((0, "job-s"), (1, "job-s-s1"), (2, "job-s"), (4, "job-s-s1")):
+        for key, value in (("pb-node-0", "parent"), ("pb-node-2", "child")):
+            got = h.ask(slot, b"cmd=get kvsname=%s key=%s\n" % (space.encode(), key.encode()))
+            assert got[0][2]["value"] == value
     # the children's fence is theirs alone; the parents' is not held up by them
     assert h.ask(2, b"cmd=barrier_in\n") == []
     assert h.ask(0, b"cmd=barrier_in\n") == []

@@ -76,6 +76,7 @@ static void channel_key(char *key, size_t len, const char *format, int id)
 }
 
 static void network_claim(int claim);
+static void send_ack(int source);
 
 static size_t round_up(size_t n, size_t to)
 {
@@ -373,7 +374,17 @@ static void release_export(rsm_memseg_export_handle_t ex)
 
 void pb_eng_channel_finalize(void)
 {
-    pb_eng_channel_flush_acks();
+    int first = postbox_job_world_first(), last = first + postbox_job_world_size();
+
+    /* acknowledgements owed to this world's processes, which fence with
+     * this one below; those of another world (a universe's spawned
+     * processes or parents) may have left already, and met this process in
+     * MPI_Finalize's barrier over the connections (dynamic.c), after which
+     * neither sends the other anything */
+    for (int s = first; s < last; s++) {
+        if (pb_eng_channel.in[s].consumed != pb_eng_channel.in[s].ack_sent)
+            send_ack(s);
+    }
     if (pb_eng_channel.tcp_ctl != NULL)
         network_claim(0); /* nobody polls from here: the service thread reads */
     postbox_job_fence();  /* every peer is done writing postboxes and acks */
