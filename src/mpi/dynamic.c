@@ -4,16 +4,17 @@
  * MPI_Comm_disconnect, the name service, MPI_Comm_join, and MPI_Comm_spawn
  * (over the launcher's universe of slots: docs/mpi.md, "Spawning").
  *
- * A port names one process of the job, a number it chose, and whether the
- * launcher's name service records it open:
- * "postbox-port:<world rank>:<port id>:<recorded 0|1>:<job id>".  The connecting group's
- * root sends its request to that process on MPI_COMM_WORLD's collective
- * context, tag TAG_PORT_FIRST + the port id; the accepting root takes the
- * first request of its port and answers.  The two roots trade their
+ * A port names one process of the job (its slot, pb_mpi_slots), a number
+ * it chose, and whether the launcher's name service records it open:
+ * "postbox-port:<slot>:<port id>:<recorded 0|1>:<job id>".  The connecting
+ * group's root sends its request to that process on MPI_COMM_WORLD's
+ * collective context (over pb_mpi_comm_universe, which reaches the slots
+ * of other worlds too), tag TAG_PORT_FIRST + the port id; the accepting
+ * root takes the first request of its port and answers.  The two roots trade their
  * groups' context proposals (intercomm.h's agreement), sizes and world
  * ranks, and each tells its group, which then makes the intercommunicator
  * as MPI_Intercomm_create does.  Only processes of one job connect: the
- * engine knows the processes of its world alone (docs/mpi.md, "Dynamic
+ * engine knows the processes of its job alone (docs/mpi.md, "Dynamic
  * processes").  An open port is recorded in the launcher's name service
  * when it has one, so that a connect to a recorded port closed since is
  * MPI_ERR_PORT; one to an open port whose process never accepts waits (the

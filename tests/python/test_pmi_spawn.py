@@ -259,6 +259,8 @@ out = {"rank": int(os.environ["PMI_RANK"]), "size": int(os.environ["PMI_SIZE"]),
        "universe": ask("cmd=get_universe_size\n")["size"],
        "appnum": ask("cmd=get_appnum\n")["appnum"], "cwd": os.getcwd()}
 out["job"] = os.environ["POSTBOX_JOB_ID"]
+out["slot"] = os.environ.get("POSTBOX_SLOT")
+out["slot_nodes"] = os.environ.get("POSTBOX_UNIVERSE_NODES")
 if out["spawned"] is None and out["rank"] == 0:
     counts = [int(n) for n in os.environ["SPAWN"].split(",")]
     program = os.environ.get("SPAWN_PROGRAM")
@@ -317,11 +319,15 @@ def test_run_serves_spawn_of_two_commands(tmp_path):
         assert child["argv"] == ["child", appnum]
         assert child["parent_port"] == "port of " + parent["kvs"]
         assert child["fence"] == "0" and child["cwd"] == str(wdir)
-        # a job of its own until the library joins spawned processes to their parents
-        assert child["job"] == child["kvs"] and parent["job"] == parent["kvs"]
+        # the job's id, and the universe's slots, for the library to join
+        # spawned processes to their parents
+        assert child["job"] == parent["job"] == parent["kvs"]
+        assert child["slot"] == str(2 + rank) and child["slot_nodes"] == "0,1,0,0,1,1"
+    assert parent["slot"] == "0" and lines["[1]"]["slot"] == "1"
+    assert parent["slot_nodes"] == "0,1,0,0,1,1"
 
 
-def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
+def test_a_spawned_postbox_program_joins_the_universe(tmp_path):
     view = built(paths.bin_dir() / "postbox-job-view")
     result = run_spawner(tmp_path, "-n", 2, "--nodes", 2, "--universe", 5,
                          env={"SPAWN": "3", "SPAWN_PROGRAM": str(view)})
@@ -329,11 +335,12 @@ def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
     parents = [json.loads(line) for line in result.stdout.splitlines() if line[:1] == "{"]
     views = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
     assert len(parents) == 2 and len(views) == 3, result.stdout
-    job = parents[0]["kvs"] + "-s1"
-    # slots 2, 3, 4 of a universe of 5 over 2 virtual nodes: 2 on node 0, 1 on node 1
-    for rank, line in enumerate(views):
-        assert line.startswith("rank %d size 3 node %d nodes 2 " % (rank, rank // 2)), line
-        assert line.endswith(" job " + job), line
+    # slots 2, 3, 4 of a universe of 5 over 2 virtual nodes: 2 on node 0, 1 on
+    # node 1; the job's ranks are the slots, the nodes the universe's
+    for slot, node, local in ((2, 0, "0,2,3"), (3, 0, "0,2,3"), (4, 1, "1,4")):
+        line = views[slot - 2]
+        assert line.startswith("rank %d size 5 node %d nodes 2 " % (slot, node)), line
+        assert line.endswith(" local %s job %s" % (local, parents[0]["job"])), line
 
 
 def test_spawn_past_the_universe_fails_in_the_spawner(tmp_path):
