@@ -6,8 +6,10 @@
  *      point-to-point between every parent and child both ways,
  *      MPI_Bcast from parent 0 to the children, MPI_Allreduce across the
  *      intercommunicator, MPI_Intercomm_merge and an MPI_Allreduce on the
- *      merged communicator, the children's MPI_Comm_get_parent, their
- *      MPI_APPNUM, MPI_UNIVERSE_SIZE and working directory;
+ *      merged communicator, a connection over a port the parents publish
+ *      (MPI_Publish_name, MPI_Lookup_name, MPI_Comm_accept/connect), the
+ *      children's MPI_Comm_get_parent, their MPI_APPNUM, MPI_UNIVERSE_SIZE
+ *      and working directory;
  *   2. MPI_Comm_spawn_multiple of two commands, 1 process of this program
  *      ("child B") and 2 of pbt-mpi-spawn-other (this source, another
  *      program): every child reports its appnum, rank, size and arguments
@@ -52,6 +54,40 @@ static int world_attr(int keyval)
 
 /* ---- the children ------------------------------------------------------------------- */
 
+/* Across worlds by the name service: parent 0 publishes a port, child 0
+ * looks it up once a barrier over @spawned (the spawn's intercommunicator)
+ * says it is there, and the groups connect over their MPI_COMM_WORLDs
+ * (@parents: accept); the roots trade a number; everyone disconnects. */
+static void connect_by_name(MPI_Comm spawned, int parents)
+{
+    char port[MPI_MAX_PORT_NAME] = "";
+    int value = parents ? 31 : 32, got = -1;
+    MPI_Comm inter = MPI_COMM_NULL;
+
+    if (parents && rank == 0) {
+        OK(MPI_Open_port(MPI_INFO_NULL, port));
+        OK(MPI_Publish_name("pbt-spawn", MPI_INFO_NULL, port));
+    }
+    OK(MPI_Barrier(spawned));
+    if (parents) {
+        OK(MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter));
+    } else {
+        if (rank == 0)
+            OK(MPI_Lookup_name("pbt-spawn", MPI_INFO_NULL, port));
+        OK(MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter));
+    }
+    if (rank == 0 && inter != MPI_COMM_NULL)
+        OK(MPI_Sendrecv(&value, 1, MPI_INT, 0, 5, &got, 1, MPI_INT, 0, 5, inter,
+                        MPI_STATUS_IGNORE));
+    CHECK(rank != 0 || got == (parents ? 32 : 31), "over the named port: %d", got);
+    if (inter != MPI_COMM_NULL)
+        OK(MPI_Comm_disconnect(&inter));
+    if (parents && rank == 0) {
+        OK(MPI_Unpublish_name("pbt-spawn", MPI_INFO_NULL, port));
+        OK(MPI_Close_port(port));
+    }
+}
+
 /* A child of spawn 1: the exchanges of the parents' check_first. */
 static void child_first(MPI_Comm parent, int size)
 {
@@ -82,6 +118,7 @@ static void child_first(MPI_Comm parent, int size)
     OK(MPI_Allreduce(&merged_rank, &total, 1, MPI_INT, MPI_SUM, merged));
     CHECK(total == 6, "merged allreduce %d, expected 6", total);
     OK(MPI_Comm_free(&merged));
+    connect_by_name(parent, 0);
 }
 
 /* A child of spawn 2 (this program's, or pbt-mpi-spawn-other's): report
@@ -188,6 +225,7 @@ static void check_first(const char *self)
     OK(MPI_Allreduce(&merged_rank, &total, 1, MPI_INT, MPI_SUM, merged));
     CHECK(total == 6, "merged allreduce %d, expected 6", total);
     OK(MPI_Comm_free(&merged));
+    connect_by_name(inter, 1);
     collect_failures(inter, nchildren);
     OK(MPI_Comm_disconnect(&inter));
 }
