@@ -146,22 +146,25 @@ static _Atomic uint32_t *sleeping_word(int local)
 
 /* Whether this host runs more ranks of the job than this process may use
  * CPUs (virtual nodes share their host's cores).  Then a waiting rank
- * holds a core another rank needs to answer it. */
+ * holds a core another rank needs to answer it.  Of a universe of slots
+ * (postbox run --universe) the ranks counted are those started before
+ * this process and with it: the slots up to the end of its world (the
+ * empty slots would make every job with a universe look oversubscribed). */
 static int host_oversubscribed(void)
 {
     const char *mine = postbox_job_node_name(pb_eng_channel.node);
     const char *slash = mine != NULL ? strrchr(mine, '/') : NULL;
-    int ranks = 0;
+    int ranks = 0, started = postbox_job_world_first() + postbox_job_world_size();
     cpu_set_t cpus;
 
     if (slash == NULL || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
         return 0;
     /* node names are "<host>/<virtual node>" */
-    for (int node = 0; node < pb_eng_channel.nodes; node++) {
-        const char *name = postbox_job_node_name((rsm_node_id_t)node);
+    for (int r = 0; r < started; r++) {
+        const char *name = postbox_job_node_name((rsm_node_id_t)pb_eng_channel.node_of[r]);
 
         if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
-            ranks += pb_eng_channel.node_ranks[node];
+            ranks++;
     }
     return ranks > CPU_COUNT(&cpus);
 }
