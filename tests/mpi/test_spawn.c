@@ -20,6 +20,11 @@
  *
  * Each child sends its failures to parent 0, which prints "spawn: ok".
  *
+ * With the argument "nested" (`-n 2 --universe 6`) the parents spawn 3
+ * children, child 0 spawns a grandchild, and once that is done the parents
+ * send each child a message and end while the children go on among
+ * themselves; the children's rank 0 prints "spawn nested: ok".
+ *
  * With the argument "fatal" rank 0 spawns one process more than the
  * universe holds under the default error handler: the job must end with
  * a message naming --universe (run also without --universe).
@@ -169,6 +174,121 @@ static int child(int argc, char **argv, int other)
     return failures != 0;
 }
 
+/* ---- nested spawns, and parents that end first ----------------------------------------- */
+
+#define NESTED_UNIVERSE 6
+#define NESTED_CHILDREN 3
+#define NESTED_BYTES (1 << 18)
+
+/* The grandchild: doubles what child 0 sends, and reports its world. */
+static int grandchild(void)
+{
+    MPI_Comm parent;
+    int value[2] = {0, 0};
+
+    MPI_Comm_get_parent(&parent);
+    CHECK(parent != MPI_COMM_NULL, "the grandchild has no parent");
+    if (parent == MPI_COMM_NULL)
+        return 1;
+    OK(MPI_Recv(value, 1, MPI_INT, 0, 7, parent, MPI_STATUS_IGNORE));
+    value[0] *= 2;
+    value[1] = failures;
+    OK(MPI_Send(value, 2, MPI_INT, 0, 7, parent));
+    OK(MPI_Comm_disconnect(&parent));
+    MPI_Finalize();
+    return 0;
+}
+
+/* A child of "nested": child 0 spawns a grandchild (a spawn from a spawned
+ * world) and tells parent 0 when it is done; then the parents send each
+ * child a message, free the intercommunicator and end.  The children take
+ * the messages once the parents are gone (they then owe acknowledgements to
+ * processes that ended, which they never sent anything to) and go on among
+ * themselves across the nodes: reductions, a rendezvous message. */
+static int child_nested(MPI_Comm parent, const char *self)
+{
+    char *args[] = {"child", "grand", NULL};
+    int size = 0, value[2] = {21, 0}, sum = 0, result;
+    MPI_Comm inter;
+    unsigned char *big = malloc(NESTED_BYTES);
+
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(size == NESTED_CHILDREN && big != NULL, "%d children", size);
+    if (rank == 0) {
+        OK(MPI_Comm_spawn(self, args, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter,
+                          MPI_ERRCODES_IGNORE));
+        OK(MPI_Send(value, 1, MPI_INT, 0, 7, inter));
+        OK(MPI_Recv(value, 2, MPI_INT, 0, 7, inter, MPI_STATUS_IGNORE));
+        CHECK(value[0] == 42 && value[1] == 0, "the grandchild answered %d (%d failures)", value[0],
+              value[1]);
+        OK(MPI_Comm_disconnect(&inter));
+        OK(MPI_Send(value, 1, MPI_INT, 0, 6, parent));
+    }
+    /* the parents end meanwhile */
+    usleep(300 * 1000);
+    for (int p = 0; p < 2; p++) {
+        OK(MPI_Recv(&value[1], 1, MPI_INT, p, 9, parent, MPI_STATUS_IGNORE));
+        CHECK(value[1] == 10 * p + rank, "from parent %d: %d", p, value[1]);
+    }
+    OK(MPI_Comm_free(&parent));
+    /* child 0 waits for the last child long enough to sleep, which first
+     * sends the acknowledgements owed */
+    if (rank == size - 1) {
+        usleep(200 * 1000);
+        OK(MPI_Send(&rank, 1, MPI_INT, 0, 10, MPI_COMM_WORLD));
+    } else if (rank == 0) {
+        OK(MPI_Recv(&value[1], 1, MPI_INT, size - 1, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    }
+    for (int i = 0; i < 500; i++) {
+        int mine = i + rank, all = 0;
+
+        OK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        sum += all == 3 * i + 3 ? 0 : 1;
+    }
+    CHECK(sum == 0, "%d of 500 reductions wrong after the parents ended", sum);
+    if (big != NULL && size == NESTED_CHILDREN && (rank == 0 || rank == size - 1)) {
+        int peer = rank == 0 ? size - 1 : 0, bad = 0;
+
+        for (int i = 0; i < NESTED_BYTES; i++)
+            big[i] = (unsigned char)(i * 7 + rank);
+        OK(MPI_Sendrecv_replace(big, NESTED_BYTES, MPI_BYTE, peer, 8, peer, 8, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+        for (int i = 0; i < NESTED_BYTES; i++)
+            bad += big[i] != (unsigned char)(i * 7 + peer);
+        CHECK(bad == 0, "%d bytes wrong from child %d", bad, peer);
+    }
+    free(big);
+    result = check_summary("spawn nested", MPI_COMM_WORLD, 98);
+    MPI_Finalize();
+    return result;
+}
+
+/* The parents of "nested": spawn the children, wait until child 0's
+ * grandchild is done (the parents made their nodes' postbox areas, which a
+ * process spawned later maps), send each child a message and end. */
+static void check_nested(const char *self)
+{
+    char *args[] = {"child", "nested", NULL};
+    MPI_Comm inter = MPI_COMM_NULL;
+    int done;
+
+    CHECK(world_attr(MPI_UNIVERSE_SIZE) == NESTED_UNIVERSE, "run with --universe %d",
+          NESTED_UNIVERSE);
+    OK(MPI_Comm_spawn(self, args, NESTED_CHILDREN, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                      MPI_ERRCODES_IGNORE));
+    if (inter == MPI_COMM_NULL)
+        return;
+    if (rank == 0)
+        OK(MPI_Recv(&done, 1, MPI_INT, 0, 6, inter, MPI_STATUS_IGNORE));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int c = 0; c < NESTED_CHILDREN; c++) {
+        int value = 10 * rank + c;
+
+        OK(MPI_Send(&value, 1, MPI_INT, c, 9, inter));
+    }
+    OK(MPI_Comm_free(&inter));
+}
+
 /* ---- the parents -------------------------------------------------------------------- */
 
 /* The children's failures, at parent 0. */
@@ -297,13 +417,27 @@ int main(int argc, char **argv)
 #ifdef SPAWN_OTHER
     return child(argc, argv, 1);
 #endif
-    if (argc > 1 && strcmp(argv[1], "child") == 0)
-        return child(argc, argv, 0);
     if (len <= 0) {
         printf("FAIL rank %d: cannot read /proc/self/exe\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     self[len] = '\0';
+    if (argc > 2 && strcmp(argv[1], "child") == 0 && strcmp(argv[2], "grand") == 0)
+        return grandchild();
+    if (argc > 2 && strcmp(argv[1], "child") == 0 && strcmp(argv[2], "nested") == 0) {
+        MPI_Comm parent;
+
+        MPI_Comm_get_parent(&parent);
+        return child_nested(parent, self);
+    }
+    if (argc > 1 && strcmp(argv[1], "child") == 0)
+        return child(argc, argv, 0);
+    if (argc > 1 && strcmp(argv[1], "nested") == 0) {
+        check_nested(self);
+        result = check_summary("spawn parents", MPI_COMM_WORLD, 98);
+        MPI_Finalize();
+        return result;
+    }
     if (argc > 1 && strcmp(argv[1], "fatal") == 0) {
         /* the default handler: the message ends the job */
         MPI_Comm inter;
