@@ -349,7 +349,17 @@ def test_spawn_past_the_universe_fails_in_the_spawner(tmp_path):
     out = json.loads(result.stdout)
     assert out["spawn"]["rc"] == "-1" and "(postbox_run_--universe)" in out["spawn"]["msg"]
     result = run_spawner(tmp_path, "-n", 1, env={"SPAWN": "1"})
-    assert "only_0_of_the_universe's_1_slots_are_free" in json.loads(result.stdout)["spawn"]["msg"]
+    out = json.loads(result.stdout)
+    assert "only_0_of_the_universe's_1_slots_are_free" in out["spawn"]["msg"]
+    # without free slots the launcher gives no universe to the library
+    assert out["slot"] is None and out["slot_nodes"] is None
+
+
+def test_the_universe_variables_are_the_launchers(tmp_path):
+    for var in ("POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES"):
+        result = run_spawner(tmp_path, "-n", 1, "--universe", 2, "-x", var + "=1",
+                             env={"SPAWN": "1"})
+        assert result.returncode == 2 and "the launcher sets %s itself" % var in result.stderr
 
 
 def test_a_failing_child_ends_the_job(tmp_path):
