@@ -50,6 +50,62 @@ int postbox_job_rank(void);
 /** The number of ranks in the job; -1 before postbox_job_init. */
 int postbox_job_size(void);
 
+/*
+ * A job started by `postbox run --universe U` with U greater than the
+ * ranks it starts is a *universe* of U slots: postbox_job_size() is U,
+ * postbox_job_rank() this process's slot, and the processes started
+ * together (the first ranks; then those of each spawn) form a *world*, a
+ * block of slots.  The node of every slot is known from the start, also of
+ * the slots no process runs in yet.  Without a universe the job is one
+ * world.  See docs/launch.md, "Spawning".
+ */
+
+/** Whether the job is a universe of slots that postbox_job_spawn can
+ *  start processes in: 1, else 0 (also before postbox_job_init). */
+int postbox_job_universe(void);
+
+/** The first rank of this process's world (0 without a universe); its
+ *  world is ranks first .. first + postbox_job_world_size() - 1.  -1
+ *  before postbox_job_init. */
+int postbox_job_world_first(void);
+
+/** The number of processes of this process's world (postbox_job_size()
+ *  without a universe); -1 before postbox_job_init. */
+int postbox_job_world_size(void);
+
+/** The index of this process's command in the spawn that started it (0
+ *  for the first ranks; PMI's appnum); -1 before postbox_job_init. */
+int postbox_job_appnum(void);
+
+/* One command of postbox_job_spawn. */
+typedef struct {
+    const char *command; /* the program; without '/' it is searched in the PATH */
+    char *const *argv;   /* its arguments, NULL-terminated (NULL: none) */
+    int nprocs;          /* how many processes run it, at least 1 */
+    int ninfo;           /* the info keys given with it (the launcher reads `wdir`) */
+    const char *const *info_keys;
+    const char *const *info_values;
+} postbox_job_spawn_cmd_t;
+
+/* postbox_job_spawn results besides 0 and -1 */
+#define POSTBOX_JOB_SPAWN_REFUSED 1    /* the launcher refused: @why says why */
+#define POSTBOX_JOB_SPAWN_NO_SERVICE 2 /* a launcher without spawn, or a singleton */
+
+/**
+ * Start the processes of @count commands as one new world in the next
+ * free slots of the universe (PMI spawn), with the @npreput keys
+ * @preput_keys = @preput_values in the new world's key-value space.  Not
+ * collective: one process asks.  The launcher starts every process or
+ * none.
+ * @return 0 (every process started); POSTBOX_JOB_SPAWN_REFUSED (the
+ *         launcher's reason in @why, @why_len bytes: too few free slots, a
+ *         program not found, ...); POSTBOX_JOB_SPAWN_NO_SERVICE (nothing
+ *         printed); -1 on a bad argument or a PMI failure (printed).
+ */
+int postbox_job_spawn(int count, const postbox_job_spawn_cmd_t *cmds, int npreput,
+                      const char *const *preput_keys, const char *const *preput_values, char *why,
+                      size_t why_len);
+
 /**
  * The job id: POSTBOX_JOB_ID under `postbox run`, "pmi-<kvsname>" under
  * Hydra or Slurm, "solo-<uid>" for a singleton.  Processes of different

@@ -71,10 +71,11 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # variables the launcher sets itself; -x may not set them
 RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
             "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
-            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS")
+            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS", "POSTBOX_SLOT",
+            "POSTBOX_UNIVERSE_NODES")
 # inherited variables that would mislead a PMI client
 SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
-            "POSTBOX_PMI_TOKEN")
+            "POSTBOX_PMI_TOKEN", "POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
 # The remote command's wrapper: its first line of stdin is "<token> <secret>"
@@ -100,9 +101,8 @@ options:
   -n N, -np N       number of ranks (default 1); N may exceed the number of cores
   --universe U      slots for U processes in all (U >= N, default N): the N
                     ranks, and U - N more that the ranks may start at run time
-                    with PMI spawn (Postbox's MPI_Comm_spawn does not use it
-                    yet), laid out in blocks over the virtual nodes too.  Not
-                    with --hosts
+                    with PMI spawn (MPI_Comm_spawn), laid out in blocks over
+                    the virtual nodes too.  Not with --hosts
   --nodes K         split the ranks into K virtual nodes, in blocks: ranks
                     0..N/K-1 on node 0, and so on (when K does not divide N the
                     first N%K nodes get one rank more); ranks on different
@@ -406,7 +406,6 @@ class Rank:
         self.world = 0
         self.world_rank = rank
         self.world_size = 0
-        self.job_id = ""          # POSTBOX_JOB_ID of a spawned process
         self.host = host          # --hosts: started over rsh on this host
         self.claimed = False      # --hosts: a connection proved its token
         self.token = b""          # --hosts: its one-time PMI token
@@ -495,6 +494,7 @@ class Launcher:
         self.stderr = Output(2)
         self.universe = opts.universe or opts.size
         vnodes = pmi_server.universe_vnodes(opts.size, self.universe, opts.nodes)
+        self.universe_nodes = ",".join(str(v) for v in vnodes)
         self.ranks = [Rank(rank, vnodes[rank],
                            opts.hosts[vnodes[rank]] if opts.hosts else None)
                       for rank in range(self.universe)]
@@ -607,13 +607,18 @@ class Launcher:
             "PMI_FD": str(fd),
             "PMI_RANK": str(rank.world_rank),
             "PMI_SIZE": str(rank.world_size),
-            "POSTBOX_JOB_ID": rank.job_id or self.job_id,
+            "POSTBOX_JOB_ID": self.job_id,
             "POSTBOX_JOB_SECRET": self.secret,
             "POSTBOX_VNODE": str(rank.vnode),
             "POSTBOX_NODE_ID": str(rank.vnode),
         })
         if rank.world != 0:
             env["PMI_SPAWNED"] = "1"
+        if self.universe > self.opts.size:
+            # the universe of slots, for the library to join spawned
+            # processes to their parents (docs/launch.md, Spawning)
+            env["POSTBOX_SLOT"] = str(rank.rank)
+            env["POSTBOX_UNIVERSE_NODES"] = self.universe_nodes
         if self.network is not None:
             env["POSTBOX_NETNS_ADDR"] = self.network.address(rank.vnode)
             env["POSTBOX_NETNS_RAILS"] = ",".join(self.network.addresses(rank.vnode))
@@ -761,11 +766,10 @@ class Launcher:
         directory) is honoured, the others are ignored.  A process that cannot
         be started ends the job, as at the start.
 
-        The world's POSTBOX_JOB_ID is its kvsname, the secret the job's: until
-        the library joins spawned processes to their parents' universe (its
-        per-peer tables and node areas are sized by the processes that start
-        together), a Postbox program spawned runs as a job of its own, and
-        never takes the parents' node areas for its own."""
+        Every world has the job's POSTBOX_JOB_ID and secret (the RSM layer lets
+        processes of one job only reach each other's memory), and with the
+        ranks POSTBOX_SLOT and POSTBOX_UNIVERSE_NODES, from which the library
+        joins the spawned processes to their parents."""
         if self.ending:
             return "the job is ending"
         programs = []
@@ -789,7 +793,6 @@ class Launcher:
                 rank.world = world.number
                 rank.world_rank = rank.rank - world.slots[0]
                 rank.world_size = world.size
-                rank.job_id = world.kvsname
                 code = self._start_local(rank, [program] + app.args, subprocess.DEVNULL, wdir)
                 if code is not None:
                     self._end("cannot start %s; ending the job" % self.who(rank.rank), code)

@@ -39,8 +39,12 @@ A rank publishes at most :data:`NAMES_PER_RANK` names.
 
 A rank holds at most :data:`KVS_KEYS_PER_RANK` keys and
 :data:`KVS_BYTES_PER_RANK` bytes of keys and values (a put past either is
-refused), and only rank r may put ``pb-node-<r>``, ``pb-tcp-<r>`` and
-``pb-mpi-rank-<r>`` (and ``pb-mpi-rank-<r>-<k>``, of the engine's k-th restart).
+refused), and only the process of slot r (rank r of world 0) may put
+``pb-node-<r>``, ``pb-tcp-<r>`` and ``pb-mpi-rank-<r>`` (and
+``pb-mpi-rank-<r>-<k>``, of the engine's k-th restart).  Postbox's own keys
+(``pb-``) are the job's: whichever world puts or reads one, it is in world 0's
+space, so that the library of a spawned process and its parents' read each
+other's (the library names them by slot).
 
 A connection over TCP (``PMI_PORT``) first goes through
 :class:`PortHandshake`, which learns which rank it claims to be (``initack
@@ -580,12 +584,13 @@ class PmiServer:
         """Account @conn's put of @key = @value in @space of its world; the
         refusal, or None."""
         match = _RANK_KEY.match(key)
-        if match and int(match.group(1)) != conn.rank:
+        if match and int(match.group(1)) != conn.slot:
             return "key_%s_belongs_to_another_rank" % key
         size = len(key.encode("utf-8")) + len(value.encode("utf-8"))
         rank = conn.slot
         assert conn.world is not None
-        where = (conn.world.number, space, key)
+        where = (self._space_of(conn.world, key).number if space == -1 else conn.world.number,
+                 space, key)
         old = self.owner.get(where)
         keys, held = self.held_keys[rank] + 1, self.held_bytes[rank] + size
         if old is not None and old[0] == rank:
@@ -601,6 +606,12 @@ class PmiServer:
         self.held_bytes[rank] += size
         self.owner[where] = (rank, size)
         return None
+
+    def _space_of(self, world: World, key: str) -> World:
+        """The world whose key-value space holds @key of @world: Postbox's own
+        keys (``pb-``) are the job's, in world 0's space, whichever world puts
+        or reads them (the library names them by slot); others are @world's."""
+        return self.worlds[0] if key.startswith("pb-") else world
 
     def _check_kvsname(self, conn: Connection, fields: Dict[str, str]) -> Optional[str]:
         name = fields.get("kvsname")
@@ -684,7 +695,7 @@ class PmiServer:
         if error:
             conn._reply_error(False, "put_result", error)
             return
-        world.kvs[fields["key"]] = value  # type: ignore[assignment]
+        self._space_of(world, fields["key"]).kvs[fields["key"]] = value  # type: ignore[assignment]
         conn.reply(False, "put_result", [("rc", 0)])
 
     def _world_named(self, kvsname: str) -> Optional[World]:
@@ -705,7 +716,7 @@ class PmiServer:
             return
         assert world is not None
         attrs = world.job_attrs
-        value = attrs[key] if key in attrs else world.kvs.get(key)
+        value = attrs[key] if key in attrs else self._space_of(world, key).kvs.get(key)
         if value is None:
             conn._reply_error(False, "get_result", "key_%s_not_found" % _escape(key, " "))
         else:
@@ -981,7 +992,7 @@ class PmiServer:
         if error:
             conn._reply_error(True, "kvs-put-response", error, self._thrid(fields))
             return
-        world.kvs[key] = value  # type: ignore[index,assignment]
+        self._space_of(world, key).kvs[key] = value  # type: ignore[arg-type]
         conn.reply(True, "kvs-put-response", [("rc", 0)] + self._thrid(fields))
 
     def _v2_kvs_get(self, conn: Connection, fields: Dict[str, str]) -> None:
@@ -999,7 +1010,7 @@ class PmiServer:
                 conn._reply_error(True, "kvs-get-response", "unknown_jobid_" +
                                   fields["jobid"][:KVSNAME_MAX], self._thrid(fields))
                 return
-        value = world.kvs.get(key)  # type: ignore[arg-type]
+        value = self._space_of(world, key).kvs.get(key)  # type: ignore[arg-type]
         if value is None:
             value = world.job_attrs.get(key)  # type: ignore[arg-type]
         if value is None:

@@ -45,6 +45,9 @@ static struct {
     pb_boot_pmi_t *pmi;
     int rank;
     int size;
+    int world_first; /* this process's world: ranks world_first .. + world_size - 1 */
+    int world_size;
+    int universe; /* the job is a universe of slots (postbox run --universe) */
     int node_count;
     uint32_t *rank_node; /* size entries */
     char **node_names;   /* node_count entries */
@@ -168,6 +171,87 @@ static pb_status_t pb_boot_job_nodes_build(pb_boot_pmi_t *pmi, int size)
     return PB_OK;
 }
 
+/* Number the nodes of the universe's @size slots from the launcher's
+ * POSTBOX_UNIVERSE_NODES, the virtual node of each slot ("0,0,1,1,0,1"),
+ * on this host: an empty slot puts no pb-node-<r>. */
+static pb_status_t pb_boot_job_universe_nodes(const char *list, int size)
+{
+    char host[256], name[JOB_NODE_NAME_MAX];
+    const char *p = list;
+
+    if (gethostname(host, sizeof(host)) < 0) {
+        pb_error("gethostname failed: %m");
+        return PB_ERR_IO;
+    }
+    host[sizeof(host) - 1] = '\0';
+    boot.rank_node = calloc((size_t)size, sizeof(*boot.rank_node));
+    boot.node_names = calloc((size_t)size, sizeof(*boot.node_names));
+    if (boot.rank_node == NULL || boot.node_names == NULL) {
+        pb_error("out of memory for the node table of %d slots", size);
+        return PB_ERR_NO_MEMORY;
+    }
+    boot.node_count = 0;
+    for (int r = 0; r < size; r++) {
+        char *end;
+        long vnode = strtol(p, &end, 10);
+        int node;
+
+        if (end == p || vnode < 0 || vnode > (1L << 30) || (*end != ',' && *end != '\0')) {
+            pb_error("POSTBOX_UNIVERSE_NODES is malformed at slot %d", r);
+            return PB_ERR_INVALID_PARAM;
+        }
+        p = *end == ',' ? end + 1 : end;
+        snprintf(name, sizeof(name), "%s/%ld", host, vnode);
+        for (node = 0; node < boot.node_count; node++) {
+            if (strcmp(boot.node_names[node], name) == 0)
+                break;
+        }
+        if (node == boot.node_count) {
+            boot.node_names[node] = strdup(name);
+            if (boot.node_names[node] == NULL) {
+                pb_error("out of memory for the node table");
+                return PB_ERR_NO_MEMORY;
+            }
+            boot.node_count++;
+        }
+        boot.rank_node[r] = (uint32_t)node;
+    }
+    return PB_OK;
+}
+
+/* Under `postbox run --universe`: make the job the universe of slots,
+ * this process rank POSTBOX_SLOT of it, and its world the ranks the PMI
+ * rank and size say.  Without the universe the job is the world.
+ * @return PB_OK; PB_ERR_INVALID_PARAM (logged) when the launcher's
+ * variables disagree with PMI. */
+static pb_status_t pb_boot_job_universe(pb_boot_pmi_t *pmi, int foreign)
+{
+    const char *slot_text = getenv("POSTBOX_SLOT"), *list = getenv("POSTBOX_UNIVERSE_NODES");
+    long slot;
+    char *end;
+    int size = 1;
+
+    boot.world_first = 0;
+    boot.world_size = boot.size;
+    boot.universe = 0;
+    if (foreign || pb_boot_pmi_version(pmi) == 0 || slot_text == NULL || list == NULL)
+        return PB_OK;
+    for (const char *p = list; *p != '\0'; p++)
+        size += *p == ',';
+    slot = strtol(slot_text, &end, 10);
+    if (*slot_text == '\0' || *end != '\0' || slot < boot.rank || slot >= size ||
+        slot - boot.rank + boot.size > size) {
+        pb_error("POSTBOX_SLOT=%s does not fit a universe of %d slots with rank %d of %d",
+                 slot_text, size, boot.rank, boot.size);
+        return PB_ERR_INVALID_PARAM;
+    }
+    boot.world_first = (int)slot - boot.rank;
+    boot.rank = (int)slot;
+    boot.size = size;
+    boot.universe = 1;
+    return PB_OK;
+}
+
 static void pb_boot_job_nodes_free(void)
 {
     if (boot.node_names != NULL) {
@@ -230,11 +314,14 @@ static pb_status_t pb_boot_job_init(void)
     if (foreign)
         pb_boot_job_id_from_kvsname(pb_boot_pmi_kvsname(pmi), foreign_id, sizeof(foreign_id));
 
+    status = pb_boot_job_universe(pmi, foreign);
+    if (status != PB_OK)
+        goto err_finalize;
     status = pb_boot_job_node_name(name, sizeof(name));
     if (status != PB_OK)
         goto err_finalize;
     snprintf(key, sizeof(key), JOB_NODE_KEY_FMT, boot.rank);
-    status = pb_boot_pmi_put(pmi, key, name);
+    status = boot.universe ? PB_OK : pb_boot_pmi_put(pmi, key, name);
     if (status != PB_OK)
         goto err_finalize;
     for (int i = 0; i < job_contributor_count; i++) {
@@ -250,7 +337,13 @@ static pb_status_t pb_boot_job_init(void)
     status = pb_boot_pmi_fence(pmi);
     if (status != PB_OK)
         goto err_finalize;
-    status = pb_boot_job_nodes_build(pmi, boot.size);
+    status = boot.universe ? pb_boot_job_universe_nodes(getenv("POSTBOX_UNIVERSE_NODES"), boot.size)
+                           : pb_boot_job_nodes_build(pmi, boot.size);
+    if (status == PB_OK && strcmp(boot.node_names[boot.rank_node[boot.rank]], name) != 0) {
+        pb_error("slot %d is on node %s by POSTBOX_UNIVERSE_NODES, but this process on %s",
+                 boot.rank, boot.node_names[boot.rank_node[boot.rank]], name);
+        status = PB_ERR_INVALID_PARAM;
+    }
     if (status != PB_OK)
         goto err_free_nodes;
     if (foreign || need_secret) {
@@ -317,6 +410,26 @@ PB_EXPORT int postbox_job_rank(void)
 PB_EXPORT int postbox_job_size(void)
 {
     return boot.state == JOB_STATE_READY ? boot.size : -1;
+}
+
+PB_EXPORT int postbox_job_world_first(void)
+{
+    return boot.state == JOB_STATE_READY ? boot.world_first : -1;
+}
+
+PB_EXPORT int postbox_job_world_size(void)
+{
+    return boot.state == JOB_STATE_READY ? boot.world_size : -1;
+}
+
+PB_EXPORT int postbox_job_appnum(void)
+{
+    return boot.state == JOB_STATE_READY ? pb_boot_pmi_appnum(boot.pmi) : -1;
+}
+
+PB_EXPORT int postbox_job_universe(void)
+{
+    return boot.state == JOB_STATE_READY && boot.universe;
 }
 
 PB_EXPORT const char *postbox_job_id(void)
@@ -449,6 +562,43 @@ PB_EXPORT int postbox_job_name_lookup(const char *service, char *port, size_t le
     port[0] = '\0';
     return job_name_result("postbox_job_name_lookup", service,
                            pb_boot_pmi_name_lookup(boot.pmi, service, port, len));
+}
+
+/* ---- spawn ---------------------------------------------------------------------- */
+
+PB_EXPORT int postbox_job_spawn(int count, const postbox_job_spawn_cmd_t *cmds, int npreput,
+                                const char *const *preput_keys, const char *const *preput_values,
+                                char *why, size_t why_len)
+{
+    pb_status_t status;
+
+    if (!pb_boot_job_ready("postbox_job_spawn"))
+        return -1;
+    if (count < 1 || cmds == NULL || npreput < 0 || why == NULL || why_len == 0 ||
+        (npreput > 0 && (preput_keys == NULL || preput_values == NULL))) {
+        pb_error("postbox_job_spawn: bad arguments (%d commands, %d preput keys)", count, npreput);
+        return -1;
+    }
+    why[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        if (cmds[i].command == NULL || cmds[i].nprocs < 1 || cmds[i].ninfo < 0) {
+            pb_error("postbox_job_spawn: command %d has no program or fewer than 1 process", i);
+            return -1;
+        }
+    }
+    status =
+        pb_boot_pmi_spawn(boot.pmi, count, cmds, npreput, preput_keys, preput_values, why, why_len);
+    switch (status) {
+    case PB_OK: return 0;
+    case PB_ERR_NO_RESOURCE: return POSTBOX_JOB_SPAWN_REFUSED;
+    case PB_ERR_UNSUPPORTED: return POSTBOX_JOB_SPAWN_NO_SERVICE;
+    case PB_ERR_INVALID_PARAM:
+        snprintf(why, why_len,
+                 "the request does not fit a PMI message (too many or too long "
+                 "arguments, or one with a newline)");
+        return POSTBOX_JOB_SPAWN_REFUSED;
+    default: return -1;
+    }
 }
 
 /* ---- end ------------------------------------------------------------------------ */

@@ -1233,6 +1233,167 @@ pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, cha
     return PB_OK;
 }
 
+/* ---- spawn ----------------------------------------------------------------------- */
+
+/* Append "@key@index=@value@end" to @w (PMI-1 block lines: no escapes, so
+ * a value must hold no newline; PMI-2: ';' doubled). */
+static void pmi_spawn_field(pmi_writer_t *w, int v2, const char *key, int index, const char *value)
+{
+    char number[16] = "";
+
+    if (index >= 0)
+        snprintf(number, sizeof(number), "%d", index);
+    pmi_writer_puts(w, key);
+    pmi_writer_puts(w, number);
+    pmi_writer_putc(w, '=');
+    for (const char *v = value; *v != '\0'; v++) {
+        if (*v == '\n' && !v2)
+            w->overflow = 1; /* (cannot be written) */
+        if (*v == ';' && v2)
+            pmi_writer_putc(w, ';');
+        pmi_writer_putc(w, *v);
+    }
+    pmi_writer_putc(w, v2 ? ';' : '\n');
+}
+
+static void pmi_spawn_int(pmi_writer_t *w, int v2, const char *key, int value)
+{
+    char text[16];
+
+    snprintf(text, sizeof(text), "%d", value);
+    pmi_spawn_field(w, v2, key, -1, text);
+}
+
+static int pmi_argc(const postbox_job_spawn_cmd_t *cmd)
+{
+    int n = 0;
+
+    while (cmd->argv != NULL && cmd->argv[n] != NULL)
+        n++;
+    return n;
+}
+
+/* The preput keys and values, PMI-1 or PMI-2 names. */
+static void pmi_spawn_preput(pmi_writer_t *w, int v2, int npreput, const char *const *keys,
+                             const char *const *values)
+{
+    pmi_spawn_int(w, v2, v2 ? "preputcount" : "preput_num", npreput);
+    for (int i = 0; i < npreput; i++) {
+        pmi_spawn_field(w, v2, v2 ? "ppkey" : "preput_key_", i, keys[i]);
+        pmi_spawn_field(w, v2, v2 ? "ppval" : "preput_val_", i, values[i]);
+    }
+}
+
+/* One command's fields (after PMI-1's counts, PMI-2's subcmd). */
+static void pmi_spawn_command(pmi_writer_t *w, int v2, const postbox_job_spawn_cmd_t *cmd)
+{
+    int argc = pmi_argc(cmd);
+
+    pmi_spawn_int(w, v2, v2 ? "argc" : "argcnt", argc);
+    for (int a = 0; a < argc; a++)
+        pmi_spawn_field(w, v2, v2 ? "argv" : "arg", v2 ? a : a + 1, cmd->argv[a]);
+}
+
+static void pmi_spawn_info(pmi_writer_t *w, int v2, const postbox_job_spawn_cmd_t *cmd)
+{
+    pmi_spawn_int(w, v2, v2 ? "infokeycount" : "info_num", cmd->ninfo);
+    for (int k = 0; k < cmd->ninfo; k++) {
+        pmi_spawn_field(w, v2, v2 ? "infokey" : "info_key_", k, cmd->info_keys[k]);
+        pmi_spawn_field(w, v2, v2 ? "infoval" : "info_val_", k, cmd->info_values[k]);
+    }
+}
+
+/* Write the PMI-1 block of command @i into @buf (@cap bytes).  @return its
+ * length, or 0 when it does not fit or cannot be written. */
+static size_t pmi_spawn_block_v1(char *buf, size_t cap, int count, int i,
+                                 const postbox_job_spawn_cmd_t *cmd, int npreput,
+                                 const char *const *keys, const char *const *values)
+{
+    pmi_writer_t w = {buf, cap - 1, 0, 0};
+
+    pmi_writer_puts(&w, "mcmd=spawn\n");
+    pmi_spawn_int(&w, 0, "nprocs", cmd->nprocs);
+    pmi_spawn_field(&w, 0, "execname", -1, cmd->command);
+    pmi_spawn_int(&w, 0, "totspawns", count);
+    pmi_spawn_int(&w, 0, "spawnssofar", i + 1);
+    pmi_spawn_command(&w, 0, cmd);
+    pmi_spawn_preput(&w, 0, npreput, keys, values);
+    pmi_spawn_info(&w, 0, cmd);
+    pmi_writer_puts(&w, "endcmd\n");
+    return w.overflow ? 0 : w.pos;
+}
+
+/* Write the PMI-2 spawn message (length field included) into @buf (@cap
+ * bytes).  @return its length, or 0 when it does not fit. */
+static size_t pmi_spawn_message_v2(char *buf, size_t cap, int count,
+                                   const postbox_job_spawn_cmd_t *cmds, int npreput,
+                                   const char *const *keys, const char *const *values)
+{
+    pmi_writer_t w = {buf, cap - 1, PMI_V2_HEADER, 0};
+    char header[PMI_V2_HEADER + 1];
+
+    if (cap <= PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX)
+        w.cap = cap - 1;
+    else
+        w.cap = PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX;
+    pmi_writer_puts(&w, "cmd=spawn;");
+    pmi_spawn_int(&w, 1, "ncmds", count);
+    pmi_spawn_preput(&w, 1, npreput, keys, values);
+    for (int i = 0; i < count; i++) {
+        pmi_spawn_field(&w, 1, "subcmd", -1, cmds[i].command);
+        pmi_spawn_int(&w, 1, "maxprocs", cmds[i].nprocs);
+        pmi_spawn_command(&w, 1, &cmds[i]);
+        pmi_spawn_info(&w, 1, &cmds[i]);
+    }
+    if (w.overflow)
+        return 0;
+    snprintf(header, sizeof(header), "%6u", (unsigned)(w.pos - PMI_V2_HEADER));
+    memcpy(buf, header, PMI_V2_HEADER);
+    return w.pos;
+}
+
+pb_status_t pb_boot_pmi_spawn(pb_boot_pmi_t *pmi, int count, const postbox_job_spawn_cmd_t *cmds,
+                              int npreput, const char *const *preput_keys,
+                              const char *const *preput_values, char *why, size_t why_len)
+{
+    /* a PMI-1 block may be longer than any other message */
+    size_t cap = 65536, len;
+    char *buf = malloc(cap);
+    pb_boot_pmi_msg_t reply;
+    const char *expect = pmi->version == 2 ? "spawn-response" : "spawn_result", *msg;
+    pb_status_t status = PB_OK;
+
+    if (pmi->version == 0) {
+        free(buf);
+        return PB_ERR_UNSUPPORTED;
+    }
+    if (buf == NULL)
+        return PB_ERR_NO_MEMORY;
+    for (int i = 0; i < (pmi->version == 2 ? 1 : count) && status == PB_OK; i++) {
+        len = pmi->version == 2
+                  ? pmi_spawn_message_v2(buf, cap, count, cmds, npreput, preput_keys, preput_values)
+                  : pmi_spawn_block_v1(buf, cap, count, i, &cmds[i], npreput, preput_keys,
+                                       preput_values);
+        status = len == 0 ? PB_ERR_INVALID_PARAM : pmi_send_all(pmi, buf, len);
+    }
+    free(buf);
+    if (status == PB_OK)
+        status = pmi_recv(pmi, &reply, pmi->version);
+    if (status != PB_OK)
+        return status;
+    if (strcmp(pb_boot_pmi_msg_cmd(&reply), expect) != 0)
+        return PB_ERR_UNSUPPORTED;
+    if (pmi_reply_ok(&reply))
+        return PB_OK;
+    msg = pb_boot_pmi_msg_get(&reply, pmi->version == 2 ? "errmsg" : "msg");
+    snprintf(why, why_len, "%s", msg != NULL ? msg : "no reason given");
+    for (char *p = why; *p != '\0'; p++) {
+        if (*p == '_')
+            *p = ' ';
+    }
+    return PB_ERR_NO_RESOURCE;
+}
+
 pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi)
 {
     pb_boot_pmi_msg_t query, reply;

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 
+#include "postbox/job.h"
 #include "util/status.h"
 
 /* longest wire message (a v1 line with its newline, or a v2 body): the
@@ -148,6 +149,21 @@ pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, co
 pb_status_t pb_boot_pmi_name_unpublish(pb_boot_pmi_t *pmi, const char *service);
 pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, char *port,
                                     size_t len);
+
+/* Ask the process manager to start the processes of @count commands
+ * (@cmds, postbox/job.h) as one new world, with the @npreput keys
+ * @preput_keys = @preput_values in its key-value space: PMI-1 mcmd=spawn
+ * blocks, PMI-2 spawn.  On a refusal the process manager's reason (its
+ * msg, underscores made spaces) is written to @why (@why_len bytes).
+ * @return PB_OK when it started every process; PB_ERR_NO_RESOURCE when it
+ * refused (nothing logged); PB_ERR_UNSUPPORTED for a singleton or a
+ * process manager that answers with another command; PB_ERR_INVALID_PARAM
+ * when a request would not fit a message (a PMI-2 body of more than
+ * PB_BOOT_PMI_MSG_MAX bytes, a PMI-1 line with a newline); PB_ERR_IO;
+ * PB_ERR_PROTOCOL. */
+pb_status_t pb_boot_pmi_spawn(pb_boot_pmi_t *pmi, int count, const postbox_job_spawn_cmd_t *cmds,
+                              int npreput, const char *const *preput_keys,
+                              const char *const *preput_values, char *why, size_t why_len);
 
 /* Ask the process manager to end the whole job with @exit_code, reporting
  * @message (may be NULL); then exit this process with @exit_code. */

@@ -25,15 +25,18 @@
  *   MPI_HOST             MPI_PROC_NULL (no host is special)
  *   MPI_IO               MPI_ANY_SOURCE (every rank can do I/O)
  *   MPI_WTIME_IS_GLOBAL  0 (MPI_Wtime is each process's monotonic clock)
- *   MPI_APPNUM           0 (`postbox run` starts one program)
+ *   MPI_APPNUM           PMI's appnum: the index of the process's command in the
+ *                        spawn that started it, 0 for the ranks `postbox run` started
  *   MPI_LASTUSEDCODE     the largest error class or code so far (error.h)
- *   MPI_UNIVERSE_SIZE    the size of MPI_COMM_WORLD (no spawning)
+ *   MPI_UNIVERSE_SIZE    the slots of `postbox run --universe U` (U), else the
+ *                        size of MPI_COMM_WORLD
  */
 #include "mpi/attr.h"
 
 #include "mpi/datatype.h"
 
 #include <limits.h>
+#include <postbox/job.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -600,13 +603,16 @@ static int get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag, c
     case MPI_HOST: predef = &predef_host; break;
     case MPI_IO: predef = &predef_io; break;
     case MPI_WTIME_IS_GLOBAL: predef = &predef_wtime_is_global; break;
-    case MPI_APPNUM: predef = &predef_appnum; break;
+    case MPI_APPNUM:
+        predef_appnum = postbox_job_appnum();
+        predef = &predef_appnum;
+        break;
     case MPI_LASTUSEDCODE:
         predef_lastusedcode = pb_mpi_error_last_used();
         predef = &predef_lastusedcode;
         break;
     case MPI_UNIVERSE_SIZE:
-        predef_universe_size = pb_mpi_comm(MPI_COMM_WORLD)->size;
+        predef_universe_size = pb_mpi_slots();
         predef = &predef_universe_size;
         break;
     default: break;

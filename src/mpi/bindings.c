@@ -4711,8 +4711,13 @@ static int comm_spawn_checked(const char *func, const char *command, char *argv[
                                   array_of_errcodes, c);
 }
 
-/* Not built yet: raise MPI_ERR_SPAWN (each of array_of_errcodes MPI_ERR_SPAWN at the root) and
- * set *@intercomm to MPI_COMM_NULL. */
+/* Start @maxprocs processes of @command (its arguments @argv, may be MPI_ARGV_NULL) in free
+ * slots of `postbox run --universe`, which connect to the processes of @comm: *@intercomm joins
+ * them (collective over @comm; @command, @argv, @maxprocs, @info read at @root; @info's `wdir`
+ * is honoured). @return MPI_SUCCESS, each of array_of_errcodes (at every process, maxprocs
+ * entries) MPI_SUCCESS; MPI_ERR_SPAWN (too few free slots, a program not found, a launcher
+ * without a universe: each errcode MPI_ERR_SPAWN, *@intercomm MPI_COMM_NULL); MPI_ERR_ARG;
+ * MPI_ERR_INFO; MPI_ERR_COMM; MPI_ERR_ROOT. */
 PB_EXPORT int PMPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info,
                               int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[])
 {
@@ -4742,7 +4747,8 @@ static int comm_spawn_multiple_checked(const char *func, int count, char *array_
                                            array_of_errcodes, c);
 }
 
-/* Not built yet: raise MPI_ERR_SPAWN, as MPI_Comm_spawn. */
+/* MPI_Comm_spawn of @count commands, started together as one MPI_COMM_WORLD in command order
+ * (MPI_APPNUM: the command's index). @return as MPI_Comm_spawn. */
 PB_EXPORT int PMPI_Comm_spawn_multiple(int count, char *array_of_commands[], char **array_of_argv[],
                                        const int array_of_maxprocs[],
                                        const MPI_Info array_of_info[], int root, MPI_Comm comm,
@@ -4767,7 +4773,8 @@ static int comm_get_parent_checked(const char *func, MPI_Comm *parent)
     return pb_mpi_comm_get_parent_impl(func, parent);
 }
 
-/* *@parent = MPI_COMM_NULL: no process is spawned. @return MPI_SUCCESS; MPI_ERR_ARG,
+/* *@parent = the intercommunicator to the processes that spawned this one (made in MPI_Init),
+ * MPI_COMM_NULL when it was not spawned or freed it. @return MPI_SUCCESS; MPI_ERR_ARG,
  * MPI_ERR_OTHER (MPI not initialized). */
 PB_EXPORT int PMPI_Comm_get_parent(MPI_Comm *parent)
 {

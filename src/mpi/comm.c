@@ -50,7 +50,28 @@ static struct {
     int thread_requested; /* the level MPI_Init_thread was asked for */
     pthread_t main_thread;
     pb_comm_t world, self;
+    /* every slot of the universe (postbox run --universe), when the job
+     * has one: MPI_COMM_WORLD is then the slots of this process's world */
+    pb_comm_t universe;
+    int slots, slot; /* the engine's processes (pb_mpi_slots), this one's */
 } mpi;
+
+int pb_mpi_slots(void)
+{
+    return mpi.slots;
+}
+
+int pb_mpi_my_slot(void)
+{
+    return mpi.slot;
+}
+
+pb_comm_t *pb_mpi_comm_universe(void)
+{
+    if (!mpi.engine_on)
+        return NULL;
+    return mpi.universe.world != NULL ? &mpi.universe : &mpi.world;
+}
 
 int pb_mpi_active(void)
 {
@@ -340,7 +361,7 @@ int pb_mpi_comm_check(MPI_Comm handle, const char *func, pb_comm_t **comm_p)
 
 static int comm_fill(pb_comm_t *c, int rank, int size, uint32_t context)
 {
-    int world = mpi.world.size > 0 ? mpi.world.size : size;
+    int world = mpi.slots > 0 ? mpi.slots : size;
 
     c->rank = rank;
     c->size = size;
@@ -380,7 +401,7 @@ static int comm_fill_ranks(pb_comm_t *c, int size, const int *world, uint32_t co
     int me = -1, rc;
 
     for (int i = 0; i < size; i++) {
-        if (world[i] == mpi.world.rank)
+        if (world[i] == mpi.slot)
             me = i;
     }
     if (me < 0)
@@ -977,7 +998,7 @@ int pb_mpi_thread_level_grant(int required)
  * @return MPI_SUCCESS or the error raised by @func. */
 static int engine_start(const char *func)
 {
-    int rc;
+    int rc, first;
 
     if (postbox_job_init() != 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_OTHER, func,
@@ -988,23 +1009,36 @@ static int engine_start(const char *func)
     mpi.world.errhandler = mpi.self.errhandler = MPI_ERRORS_ARE_FATAL;
     snprintf(mpi.world.name, sizeof(mpi.world.name), "MPI_COMM_WORLD");
     snprintf(mpi.self.name, sizeof(mpi.self.name), "MPI_COMM_SELF");
-    mpi.world.size = postbox_job_size();
-    if (comm_fill(&mpi.world, postbox_job_rank(), postbox_job_size(), 0) != MPI_SUCCESS ||
-        comm_fill(&mpi.self, 0, 1, 2) != MPI_SUCCESS) {
+    /* the engine's processes are the job's ranks: with a universe of slots
+     * every slot, MPI_COMM_WORLD the block of this process's world */
+    mpi.slots = postbox_job_size();
+    mpi.slot = postbox_job_rank();
+    first = postbox_job_world_first();
+    if (comm_fill(&mpi.world, mpi.slot - first, postbox_job_world_size(), 0) != MPI_SUCCESS ||
+        comm_fill(&mpi.self, 0, 1, 2) != MPI_SUCCESS ||
+        (postbox_job_universe() &&
+         comm_fill(&mpi.universe, mpi.slot, mpi.slots, 0) != MPI_SUCCESS)) {
         comm_release(&mpi.world);
         comm_release(&mpi.self);
+        comm_release(&mpi.universe);
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_NO_MEM, func, "out of memory");
     }
-    for (int r = 0; r < mpi.world.size; r++)
-        mpi.world.world[r] = mpi.world.local[r] = r;
-    mpi.self.world[0] = mpi.world.rank;
-    mpi.self.local[mpi.world.rank] = 0;
+    for (int r = 0; r < mpi.world.size; r++) {
+        mpi.world.world[r] = first + r;
+        mpi.world.local[first + r] = r;
+    }
+    for (int r = 0; mpi.universe.world != NULL && r < mpi.slots; r++)
+        mpi.universe.world[r] = mpi.universe.local[r] = r;
+    mpi.universe.handle = MPI_COMM_NULL;
+    mpi.universe.errhandler = MPI_ERRORS_RETURN;
+    mpi.self.world[0] = mpi.slot;
+    mpi.self.local[mpi.slot] = 0;
     pb_mpi_context_reset();
     rc = pb_mpi_p2p_init();
     if (rc != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, rc, func, "cannot set up the messaging engine");
     mpi.engine_on = 1;
-    return MPI_SUCCESS;
+    return pb_mpi_spawn_start(func);
 }
 
 /* Stop the engine: free every communicator left, tear down what the
@@ -1025,6 +1059,7 @@ static void engine_stop(void)
         comm_delete(c);
     comm_release(&mpi.world);
     comm_release(&mpi.self);
+    comm_release(&mpi.universe);
     mpi.engine_on = 0;
 }
 
@@ -1202,7 +1237,7 @@ PB_EXPORT int PMPI_Get_processor_name(char *name, int *resultlen)
 
     if (name == NULL || resultlen == NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, "MPI_Get_processor_name", "NULL argument");
-    node = mpi.engine_on ? postbox_job_node_name(postbox_job_node(mpi.world.rank)) : NULL;
+    node = mpi.engine_on ? postbox_job_node_name(postbox_job_node(mpi.slot)) : NULL;
     if (node != NULL) {
         *resultlen = snprintf(name, MPI_MAX_PROCESSOR_NAME, "%s", node);
     } else {

@@ -178,6 +178,28 @@ void pb_mpi_errhandler_call_win(MPI_Errhandler eh, MPI_Win *win, int *code);
  * between MPI_Init and MPI_Finalize (pb_mpi_comm). */
 pb_comm_t *pb_mpi_comm_world(void);
 
+/* The processes the engine reaches while it runs, 0 .. pb_mpi_slots() - 1:
+ * the job's ranks (postbox/job.h), which under `postbox run --universe`
+ * are the universe's slots, also those no process was started in yet, and
+ * otherwise MPI_COMM_WORLD's ranks.  A communicator's world[] holds them
+ * and its local[] has one entry for each.  pb_mpi_my_slot() is this
+ * process's. */
+int pb_mpi_slots(void);
+int pb_mpi_my_slot(void);
+
+/* A hidden communicator of every slot in slot order, on MPI_COMM_WORLD's
+ * context, to reach processes of other worlds (dynamic.c); MPI_COMM_WORLD's
+ * object itself without a universe; NULL when the engine is stopped. */
+pb_comm_t *pb_mpi_comm_universe(void);
+
+/* At the engine's first start in a process that MPI_Comm_spawn started:
+ * connect its MPI_COMM_WORLD to the spawning group, whose root accepts on
+ * the port in the world's key-value space (MPI_Comm_get_parent's
+ * intercommunicator; dynamic.c).  Collective over MPI_COMM_WORLD.
+ * @return MPI_SUCCESS (also when the process was not spawned), or the
+ * error raised for @func. */
+int pb_mpi_spawn_start(const char *func);
+
 /* The engine, reference-counted: MPI_Init and each MPI_Session_init take a
  * reference (the first starts the engine, collective over the job),
  * MPI_Finalize and each MPI_Session_finalize drop one (the last stops it;

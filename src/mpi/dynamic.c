@@ -1,19 +1,20 @@
 /*
  * Dynamic processes (MPI-5.0 chapter 11, "Process Initialization,
  * Creation, and Management"): ports, MPI_Comm_accept/connect,
- * MPI_Comm_disconnect, the name service, MPI_Comm_join, and
- * MPI_Comm_spawn, which is not built yet.
+ * MPI_Comm_disconnect, the name service, MPI_Comm_join, and MPI_Comm_spawn
+ * (over the launcher's universe of slots: docs/mpi.md, "Spawning").
  *
- * A port names one process of the job, a number it chose, and whether the
- * launcher's name service records it open:
- * "postbox-port:<world rank>:<port id>:<recorded 0|1>:<job id>".  The connecting group's
- * root sends its request to that process on MPI_COMM_WORLD's collective
- * context, tag TAG_PORT_FIRST + the port id; the accepting root takes the
- * first request of its port and answers.  The two roots trade their
+ * A port names one process of the job (its slot, pb_mpi_slots), a number
+ * it chose, and whether the launcher's name service records it open:
+ * "postbox-port:<slot>:<port id>:<recorded 0|1>:<job id>".  The connecting
+ * group's root sends its request to that process on MPI_COMM_WORLD's
+ * collective context (over pb_mpi_comm_universe, which reaches the slots
+ * of other worlds too), tag TAG_PORT_FIRST + the port id; the accepting
+ * root takes the first request of its port and answers.  The two roots trade their
  * groups' context proposals (intercomm.h's agreement), sizes and world
  * ranks, and each tells its group, which then makes the intercommunicator
  * as MPI_Intercomm_create does.  Only processes of one job connect: the
- * engine knows the processes of its world alone (docs/mpi.md, "Dynamic
+ * engine knows the processes of its job alone (docs/mpi.md, "Dynamic
  * processes").  An open port is recorded in the launcher's name service
  * when it has one, so that a connect to a recorded port closed since is
  * MPI_ERR_PORT; one to an open port whose process never accepts waits (the
@@ -36,6 +37,7 @@
 #include "mpi/coll_node.h"
 #include "mpi/coll_p2p.h"
 #include "mpi/comm.h"
+#include "mpi/engine/handle.h"
 #include "mpi/info.h"
 #include "mpi/intercomm.h"
 #include "mpi/p2p.h"
@@ -81,7 +83,7 @@ static const char *port_parse(const char *name, port_t *p)
         return "is not a port name of MPI_Open_port";
     if (job == NULL || strcmp(name + used, job) != 0)
         return "names a process of another job (connecting jobs is not built yet)";
-    if (rank < 0 || rank >= pb_mpi_comm_world()->size || id < 1 || id > PORT_ID_MAX)
+    if (rank < 0 || rank >= pb_mpi_slots() || id < 1 || id > PORT_ID_MAX)
         return "names no process of this job";
     p->world_rank = rank;
     p->recorded = recorded;
@@ -155,7 +157,7 @@ int pb_mpi_open_port_impl(const char *func, MPI_Info info, char *port_name)
     /* recorded if the launcher takes the record; else a connect to it once
      * closed cannot be told (it waits) */
     for (int recorded = 1; recorded >= 0; recorded--) {
-        snprintf(port_name, MPI_MAX_PORT_NAME, PORT_PREFIX "%d:%d:%d:%s", pb_mpi_comm_world()->rank,
+        snprintf(port_name, MPI_MAX_PORT_NAME, PORT_PREFIX "%d:%d:%d:%s", pb_mpi_my_slot(),
                  ports.last_id + 1, recorded, postbox_job_id());
         if (recorded == 0 || port_record(port_name, PORT_RECORD_OPEN) == 0)
             break;
@@ -175,7 +177,7 @@ int pb_mpi_close_port_impl(const char *func, const char *port_name)
     why = port_parse(port_name, &p);
     if (why != NULL)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func, "port_name %s", why);
-    i = p.world_rank == pb_mpi_comm_world()->rank ? port_find(p.id) : -1;
+    i = p.world_rank == pb_mpi_my_slot() ? port_find(p.id) : -1;
     if (i < 0)
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_PORT, func,
                             "port %s is not open in this process", port_name);
@@ -196,11 +198,12 @@ typedef struct {
     int *remote; /* malloc'ed world ranks */
 } link_t;
 
-/* Send and receive on MPI_COMM_WORLD's collective context, waited for. */
+/* Send to and receive from slots (pb_mpi_slots) on MPI_COMM_WORLD's
+ * collective context, waited for. */
 static int world_exchange(const void *sbuf, int scount, int dest, int stag, void *rbuf, int rcount,
                           int source, int rtag)
 {
-    pb_comm_t *w = pb_mpi_comm_world();
+    pb_comm_t *w = pb_mpi_comm_universe();
     MPI_Request reqs[2];
     int n = 0, rc = MPI_SUCCESS;
 
@@ -225,7 +228,7 @@ static int world_exchange(const void *sbuf, int scount, int dest, int stag, void
  * theirs (@l->remote_size of them) into @l->remote. */
 static int link_trade_groups(link_t *l, int peer)
 {
-    int world_size = pb_mpi_comm_world()->size, rc;
+    int world_size = pb_mpi_slots(), rc;
 
     if (l->remote_size < 1 || l->remote_size > world_size)
         return MPI_ERR_INTERN;
@@ -255,7 +258,7 @@ static int exchange_accept(uint32_t *mine_theirs, void *arg)
     rc = world_exchange(NULL, 0, 0, 0, request, 3, MPI_ANY_SOURCE, TAG_PORT_FIRST + l->port.id);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (request[0] < 0 || request[0] >= pb_mpi_comm_world()->size)
+    if (request[0] < 0 || request[0] >= pb_mpi_slots())
         return MPI_ERR_INTERN;
     rc = world_exchange(answer, 2, request[0], TAG_PORT_REPLY, NULL, 0, 0, 0);
     l->remote_size = request[2];
@@ -270,7 +273,7 @@ static int exchange_accept(uint32_t *mine_theirs, void *arg)
 static int exchange_connect(uint32_t *mine_theirs, void *arg)
 {
     link_t *l = arg;
-    int32_t request[3] = {pb_mpi_comm_world()->rank, (int32_t)*mine_theirs, l->local->size};
+    int32_t request[3] = {pb_mpi_my_slot(), (int32_t)*mine_theirs, l->local->size};
     int32_t answer[2];
     int rc;
 
@@ -304,7 +307,7 @@ static int port_link(const char *func, int accept, const char *port_name, MPI_In
         if (rc != MPI_SUCCESS)
             return rc;
         why = port_parse(port_name, &l.port);
-        if (why == NULL && accept && l.port.world_rank != pb_mpi_comm_world()->rank)
+        if (why == NULL && accept && l.port.world_rank != pb_mpi_my_slot())
             why = "names a port of another process";
         if (why == NULL && !accept && l.port.recorded &&
             port_record(port_name, PORT_RECORD_LOOKUP) == POSTBOX_JOB_NAME_NOT_FOUND)
@@ -532,10 +535,11 @@ static int join_exchange(int fd, const char *func, const pb_comm_t *w, join_reco
                             "fd %d: the other process is of job %.100s, this one of %.100s "
                             "(joining two jobs is not built yet)",
                             fd, theirs->job, mine->job);
-    if (theirs->world_rank < 0 || theirs->world_rank >= w->size || theirs->world_rank == w->rank)
+    if (theirs->world_rank < 0 || theirs->world_rank >= pb_mpi_slots() ||
+        theirs->world_rank == pb_mpi_my_slot())
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "fd %d: the other end is %s", fd,
-                            theirs->world_rank == w->rank ? "this process"
-                                                          : "no process of the job");
+                            theirs->world_rank == pb_mpi_my_slot() ? "this process"
+                                                                   : "no process of the job");
     return MPI_SUCCESS;
 }
 
@@ -552,7 +556,7 @@ int pb_mpi_comm_join_impl(const char *func, int fd, MPI_Comm *intercomm)
     w = pb_mpi_comm_world();
     memset(&mine, 0, sizeof(mine));
     memcpy(mine.magic, JOIN_MAGIC, sizeof(mine.magic));
-    mine.world_rank = w->rank;
+    mine.world_rank = pb_mpi_my_slot();
     snprintf(mine.job, sizeof(mine.job), "%s", postbox_job_id());
     /* rounds of the context agreement (comm.h) over the socket, with
      * MPI_COMM_WORLD's context as priority */
@@ -578,40 +582,249 @@ int pb_mpi_comm_join_impl(const char *func, int fd, MPI_Comm *intercomm)
 
 /* ---- spawn ---------------------------------------------------------------------------- */
 
-int pb_mpi_comm_get_parent_impl(const char *func, MPI_Comm *parent)
+/* the key of a spawned world's key-value space that holds the port its
+ * parents' root accepts on (the launcher puts it before they start) */
+#define PARENT_PORT_KEY "PARENT_ROOT_PORT_NAME"
+/* the longest message a root's refusal carries to its group */
+#define SPAWN_WHY_MAX 400
+
+/* MPI_Comm_get_parent's intercommunicator: made at MPI_Init (or the first
+ * MPI_Session_init) of a spawned process, MPI_COMM_NULL otherwise, and
+ * once freed or disconnected by the program */
+static MPI_Comm parent = MPI_COMM_NULL;
+static uint32_t parent_context; /* its context: a handle reused names another */
+/* whether this process connected to its parents (the first start only) */
+static int parent_tried;
+
+int pb_mpi_spawn_start(const char *func)
+{
+    char port[MPI_MAX_PORT_NAME];
+    pb_comm_t *w = pb_mpi_comm_world();
+    int rc, found;
+
+    parent = MPI_COMM_NULL;
+    if (parent_tried || !postbox_job_universe() || postbox_job_world_first() == 0)
+        return MPI_SUCCESS;
+    parent_tried = 1;
+    /* every process of the world reads the port; the root's is used */
+    found = postbox_job_kvs_get(PARENT_PORT_KEY, port, sizeof(port));
+    if (found != 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_SPAWN, func,
+                            "this process was spawned, but its world's key-value space has no "
+                            "%s (was it started by MPI_Comm_spawn?)",
+                            PARENT_PORT_KEY);
+    rc = port_link(func, 0, port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &parent, w);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    parent_context = ((pb_comm_t *)parent)->context;
+    snprintf(((pb_comm_t *)parent)->name, sizeof(((pb_comm_t *)parent)->name), "MPI_COMM_PARENT");
+    return MPI_SUCCESS;
+}
+
+int pb_mpi_comm_get_parent_impl(const char *func, MPI_Comm *parent_p)
 {
     int rc = need_engine(func);
 
     if (rc != MPI_SUCCESS)
         return rc;
-    /* no process is spawned (MPI_Comm_spawn is not built yet) */
-    *parent = MPI_COMM_NULL;
+    if (parent != MPI_COMM_NULL && (!pb_eng_handle_valid(PB_ENG_HANDLE_COMM, parent) ||
+                                    ((pb_comm_t *)parent)->context != parent_context))
+        parent = MPI_COMM_NULL; /* freed or disconnected: the standard's MPI_COMM_NULL */
+    *parent_p = parent;
     return MPI_SUCCESS;
 }
 
-/* The error of the spawn calls, and MPI_ERR_SPAWN in each of the @n
- * @errcodes (unless MPI_ERRCODES_IGNORE). */
-static int spawn_refused(const char *func, MPI_Comm comm, int n, int *errcodes, MPI_Comm *intercomm)
+/* Why this process cannot spawn (its job has no free slots to start
+ * processes in), in @why. */
+static void spawn_no_universe(char *why, size_t len)
 {
-    for (int i = 0; errcodes != MPI_ERRCODES_IGNORE && i < n; i++)
-        errcodes[i] = MPI_ERR_SPAWN;
+    const char *job = postbox_job_id();
+
+    if (job != NULL && strncmp(job, "solo-", 5) == 0)
+        snprintf(why, len,
+                 "this process runs alone (a singleton), without a launcher to start "
+                 "processes: run it with `postbox run -n N --universe U`");
+    else if (job != NULL && strncmp(job, "pmi-", 4) == 0)
+        snprintf(why, len,
+                 "the launcher (mpiexec, srun: not `postbox run`) gives Postbox no "
+                 "universe of slots to spawn processes into: run the program with "
+                 "`postbox run -n N --universe U`");
+    else
+        snprintf(why, len,
+                 "the job has no free slots: `postbox run` was started without "
+                 "`--universe U` (U > N slots for the ranks and the processes they "
+                 "spawn)");
+}
+
+/* the most commands and info keys a spawn passes (the launcher's limits) */
+#define SPAWN_COMMANDS_MAX 64
+#define SPAWN_INFO_MAX 64
+/* room for one info key and its value */
+#define SPAWN_INFO_ROOM (MPI_MAX_INFO_KEY + MPI_MAX_INFO_VAL)
+
+/* The string keys of @info (MPI_INFO_NULL: none) as @cmd's, copied into
+ * @text (SPAWN_INFO_MAX * SPAWN_INFO_ROOM bytes), pointed to by @keys and
+ * @values (SPAWN_INFO_MAX each). */
+static void spawn_info(MPI_Info info, postbox_job_spawn_cmd_t *cmd, const char **keys,
+                       const char **values, char *text)
+{
+    int nkeys = 0, flag, vlen;
+
+    cmd->ninfo = 0;
+    cmd->info_keys = keys;
+    cmd->info_values = values;
+    if (info == MPI_INFO_NULL || PMPI_Info_get_nkeys(info, &nkeys) != MPI_SUCCESS)
+        return;
+    for (int k = 0; k < nkeys && k < SPAWN_INFO_MAX; k++) {
+        char *key = text + (size_t)k * SPAWN_INFO_ROOM, *value = key + MPI_MAX_INFO_KEY;
+
+        vlen = MPI_MAX_INFO_VAL;
+        if (PMPI_Info_get_nthkey(info, k, key) != MPI_SUCCESS ||
+            PMPI_Info_get_string(info, key, &vlen, value, &flag) != MPI_SUCCESS || !flag)
+            continue;
+        keys[cmd->ninfo] = key;
+        values[cmd->ninfo] = value;
+        cmd->ninfo++;
+    }
+}
+
+/* Check the root's arguments of a spawn; *@total_p = the processes asked
+ * for.  @return MPI_SUCCESS, or the error class with @why filled. */
+static int spawn_check(int count, char *commands[], const int maxprocs[], const MPI_Info infos[],
+                       int *total_p, char *why, size_t len)
+{
+    long total = 0;
+
+    if (count < 1 || count > SPAWN_COMMANDS_MAX || commands == NULL || maxprocs == NULL) {
+        snprintf(why, len, "count %d is not 1 to %d, or array_of_commands or maxprocs is NULL",
+                 count, SPAWN_COMMANDS_MAX);
+        return MPI_ERR_ARG;
+    }
+    for (int i = 0; i < count; i++) {
+        if (commands[i] == NULL || commands[i][0] == '\0' || maxprocs[i] < 1) {
+            snprintf(why, len, "command %d: %s", i,
+                     maxprocs[i] < 1 ? "maxprocs is less than 1" : "the command is NULL or empty");
+            return MPI_ERR_ARG;
+        }
+        if (infos != NULL && infos[i] != MPI_INFO_NULL &&
+            pb_mpi_info_check(MPI_COMM_SELF, infos[i], 1, "MPI_Comm_spawn") != MPI_SUCCESS) {
+            snprintf(why, len, "command %d: the info is no info object", i);
+            return MPI_ERR_INFO;
+        }
+        total += maxprocs[i];
+    }
+    if (total > INT32_MAX / 2) {
+        snprintf(why, len, "%ld processes are too many", total);
+        return MPI_ERR_ARG;
+    }
+    *total_p = (int)total;
+    return MPI_SUCCESS;
+}
+
+/* The root's part of a spawn: open @port, ask the launcher to start the
+ * processes with it.  @return MPI_SUCCESS (every process was started), or
+ * the error class with @why filled (the port is closed again). */
+static int spawn_root(int count, char *commands[], char **argvs[], const int maxprocs[],
+                      const MPI_Info infos[], char *port, char *why, size_t len)
+{
+    postbox_job_spawn_cmd_t cmds[SPAWN_COMMANDS_MAX];
+    const char *pkey = PARENT_PORT_KEY, *pvalue = port, **kv;
+    char *text;
+    int rc, result;
+
+    if (!postbox_job_universe()) {
+        spawn_no_universe(why, len);
+        return MPI_ERR_SPAWN;
+    }
+    text = malloc((size_t)count * SPAWN_INFO_MAX * SPAWN_INFO_ROOM);
+    kv = malloc((size_t)count * 2 * SPAWN_INFO_MAX * sizeof(*kv));
+    if (text == NULL || kv == NULL) {
+        free(text);
+        free(kv);
+        snprintf(why, len, "out of memory");
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < count; i++) {
+        cmds[i].command = commands[i];
+        cmds[i].argv = argvs != MPI_ARGVS_NULL && argvs[i] != MPI_ARGV_NULL ? argvs[i] : NULL;
+        cmds[i].nprocs = maxprocs[i];
+        spawn_info(infos != NULL ? infos[i] : MPI_INFO_NULL, &cmds[i],
+                   kv + (size_t)i * 2 * SPAWN_INFO_MAX,
+                   kv + (size_t)i * 2 * SPAWN_INFO_MAX + SPAWN_INFO_MAX,
+                   text + (size_t)i * SPAWN_INFO_MAX * SPAWN_INFO_ROOM);
+    }
+    rc = pb_mpi_open_port_impl("MPI_Comm_spawn", MPI_INFO_NULL, port);
+    result = rc == MPI_SUCCESS ? postbox_job_spawn(count, cmds, 1, &pkey, &pvalue, why, len) : -1;
+    free(text);
+    free(kv);
+    if (rc != MPI_SUCCESS) {
+        snprintf(why, len, "the root could not open a port for the children");
+        return rc;
+    }
+    if (result == 0)
+        return MPI_SUCCESS;
+    pb_mpi_close_port_impl("MPI_Comm_spawn", port);
+    if (result == POSTBOX_JOB_SPAWN_NO_SERVICE)
+        spawn_no_universe(why, len);
+    else if (result != POSTBOX_JOB_SPAWN_REFUSED)
+        snprintf(why, len, "the launcher could not be asked (PMI failed)");
+    return MPI_ERR_SPAWN;
+}
+
+/* MPI_Comm_spawn_multiple, and MPI_Comm_spawn as its one command: the
+ * root starts the processes (postbox_job_spawn, with a port of its own in
+ * the children's key-value space), tells its group how it went, and the
+ * group accepts the children's MPI_COMM_WORLD on the port (they connect in
+ * MPI_Init: pb_mpi_spawn_start). */
+static int spawn(const char *func, int count, char *commands[], char **argvs[],
+                 const int maxprocs[], const MPI_Info infos[], int root, MPI_Comm comm,
+                 MPI_Comm *intercomm, int errcodes[], pb_comm_t *c)
+{
+    char port[MPI_MAX_PORT_NAME] = "";
+    /* the root's outcome: the error class, the processes asked for, why */
+    struct {
+        int32_t rc, total;
+        char why[SPAWN_WHY_MAX];
+    } out;
+    int rc = pb_mpi_comm_check_intra(comm, func, c);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
     *intercomm = MPI_COMM_NULL;
-    return pb_mpi_raise(comm, MPI_ERR_SPAWN, func,
-                        "the MPI library does not start processes at run time yet (postbox run "
-                        "--universe serves PMI spawn, which it does not use): start every "
-                        "process with `postbox run -n N` and connect groups with "
-                        "MPI_Comm_connect/accept");
+    memset(&out, 0, sizeof(out));
+    if (c->rank == root) {
+        int total = 0;
+
+        out.rc = spawn_check(count, commands, maxprocs, infos, &total, out.why, sizeof(out.why));
+        out.total = total;
+        if (out.rc == MPI_SUCCESS)
+            out.rc =
+                spawn_root(count, commands, argvs, maxprocs, infos, port, out.why, sizeof(out.why));
+    }
+    rc = pb_coll_bcast_binomial(&out, (int)sizeof(out), MPI_BYTE, root, c);
+    if (rc != MPI_SUCCESS)
+        return pb_mpi_raise(comm, rc, func, "the root could not tell its group about the spawn");
+    for (int i = 0; errcodes != MPI_ERRCODES_IGNORE && i < out.total; i++)
+        errcodes[i] = out.rc == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_SPAWN;
+    if (out.rc != MPI_SUCCESS) {
+        out.why[sizeof(out.why) - 1] = '\0';
+        return pb_mpi_raise(comm, out.rc, func, "%s", out.why);
+    }
+    rc = port_link(func, 1, port, MPI_INFO_NULL, root, comm, intercomm, c);
+    if (c->rank == root)
+        pb_mpi_close_port_impl(func, port);
+    return rc;
 }
 
 int pb_mpi_comm_spawn_impl(const char *func, const char *command, char *argv[], int maxprocs,
                            MPI_Info info, int root, MPI_Comm comm, MPI_Comm *intercomm,
                            int array_of_errcodes[], pb_comm_t *c)
 {
-    (void)command;
-    (void)argv;
-    (void)info;
-    return spawn_refused(func, comm, c->rank == root && maxprocs > 0 ? maxprocs : 0,
-                         array_of_errcodes, intercomm);
+    char *commands[1] = {(char *)command};
+    char **argvs[1] = {argv};
+
+    return spawn(func, 1, commands, argvs, &maxprocs, &info, root, comm, intercomm,
+                 array_of_errcodes, c);
 }
 
 int pb_mpi_comm_spawn_multiple_impl(const char *func, int count, char *array_of_commands[],
@@ -619,12 +832,6 @@ int pb_mpi_comm_spawn_multiple_impl(const char *func, int count, char *array_of_
                                     const MPI_Info array_of_info[], int root, MPI_Comm comm,
                                     MPI_Comm *intercomm, int array_of_errcodes[], pb_comm_t *c)
 {
-    int total = 0;
-
-    (void)array_of_commands;
-    (void)array_of_argv;
-    (void)array_of_info;
-    for (int i = 0; c->rank == root && array_of_maxprocs != NULL && i < count; i++)
-        total += array_of_maxprocs[i] > 0 ? array_of_maxprocs[i] : 0;
-    return spawn_refused(func, comm, total, array_of_errcodes, intercomm);
+    return spawn(func, count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info,
+                 root, comm, intercomm, array_of_errcodes, c);
 }

@@ -35,13 +35,6 @@ struct MPI_ABI_Group {
 
 static pb_group_t group_empty = {0, MPI_UNDEFINED, NULL, NULL};
 
-/* MPI_COMM_WORLD's object (MPI is running, in the world model or a
- * session: the callers checked). */
-static pb_comm_t *world_comm(void)
-{
-    return pb_mpi_comm_world();
-}
-
 /* The group @handle stands for, or NULL (MPI_GROUP_NULL, freed, made up). */
 static pb_group_t *group_of(MPI_Group handle)
 {
@@ -75,7 +68,7 @@ static int group_arg(MPI_Group handle, const char *func, const char *what, pb_gr
 static int group_new(int n, int *world, void *session, const char *func, MPI_Group *out)
 {
     pb_group_t *g;
-    int me = world_comm()->rank;
+    int me = pb_mpi_my_slot();
 
     if (n == 0) {
         free(world);
@@ -125,7 +118,7 @@ int pb_mpi_group_from_world(int n, const int *world, void *session, const char *
  * world's size, or NULL after raising MPI_ERR_NO_MEM in @rc_p. */
 static int *group_positions(const pb_group_t *g, const char *func, int *rc_p)
 {
-    int nworld = world_comm()->size;
+    int nworld = pb_mpi_slots();
     int *pos = rank_array((size_t)nworld, func, rc_p);
 
     if (pos == NULL)
@@ -803,7 +796,7 @@ void *pb_mpi_group_session(MPI_Group handle)
 int pb_mpi_group_make(int n, const int *world, void *session, MPI_Group *out)
 {
     pb_group_t *g;
-    int *copy, me = world_comm()->rank;
+    int *copy, me = pb_mpi_my_slot();
 
     if (n == 0) {
         *out = MPI_GROUP_EMPTY;

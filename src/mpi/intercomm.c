@@ -282,7 +282,7 @@ PB_EXPORT int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_C
             rc = brc;
     }
     for (int i = 0; rc == MPI_SUCCESS && i < info[1]; i++) {
-        if (remote[i] < 0 || remote[i] >= pb_mpi_comm(MPI_COMM_WORLD)->size)
+        if (remote[i] < 0 || remote[i] >= pb_mpi_slots())
             rc = MPI_ERR_INTERN;
         else if (l->local[remote[i]] >= 0)
             rc = MPI_ERR_COMM;

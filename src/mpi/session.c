@@ -290,7 +290,7 @@ static void pset_name_of(int n, char *name, size_t len)
     else if (n == 1)
         snprintf(name, len, "%s", PSET_SELF);
     else
-        snprintf(name, len, "%s%u", PSET_NODE, (unsigned)postbox_job_node(postbox_job_rank()));
+        snprintf(name, len, "%s%u", PSET_NODE, (unsigned)postbox_job_node(pb_mpi_my_slot()));
 }
 
 /* The members of the process set @name as world ranks, ascending, in
@@ -298,7 +298,9 @@ static void pset_name_of(int n, char *name, size_t len)
  * set has that name; -2 when out of memory. */
 static int pset_members(const char *name, int **world_p)
 {
-    int size = postbox_job_size(), nodes = postbox_job_node_count(), n = 0, node = -1;
+    /* the processes of this world: MPI_COMM_WORLD's slots */
+    int first = postbox_job_world_first(), size = postbox_job_world_size();
+    int nodes = postbox_job_node_count(), n = 0, node = -1;
     size_t prefix = strlen(PSET_NODE);
     int *world;
 
@@ -316,9 +318,9 @@ static int pset_members(const char *name, int **world_p)
     if (world == NULL)
         return -2;
     if (strcasecmp(name, PSET_SELF) == 0) {
-        world[n++] = postbox_job_rank();
+        world[n++] = pb_mpi_my_slot();
     } else {
-        for (int r = 0; r < size; r++) {
+        for (int r = first; r < first + size; r++) {
             if (node < 0 || postbox_job_node(r) == (uint32_t)node)
                 world[n++] = r;
         }
@@ -342,7 +344,7 @@ int pb_mpi_pset_color(const char *name, int world_rank)
         return 0;
     if (strcasecmp(name, PSET_SELF) == 0)
         return 1 + world_rank; /* a set of its own for each process */
-    return 1 + postbox_job_size() + (int)postbox_job_node(world_rank);
+    return 1 + pb_mpi_slots() + (int)postbox_job_node(world_rank);
 }
 
 /* Store in *@npset_names how many process sets @session lists: those this
@@ -534,7 +536,7 @@ static int from_group_agree(int n, const int *world, int me, const char *stringt
     from_group_msg_t mine, theirs;
     uint32_t digest = fnv1a(2166136261u, world, (size_t)n * sizeof(int));
     int tag = (int)(fnv1a(2166136261u, stringtag, strlen(stringtag)) & 0x3fffffff);
-    int status = MPI_SUCCESS, rc = MPI_SUCCESS, world_size = pb_mpi_comm_world()->size;
+    int status = MPI_SUCCESS, rc = MPI_SUCCESS, world_size = pb_mpi_slots();
     uint32_t priority = (uint32_t)tag, proposal;
     MPI_Request req;
 

@@ -3,7 +3,8 @@
  *
  *   rank 1 size 4 node 0 nodes 2 name host/0 local 0,1 job pmi-kvs_123_0
  *
- * It also checks that the RSM layer agrees (rsm_get_local_nodeid and the
+ * Under `postbox run --universe` rank and size are the process's slot and
+ * the universe's.  It also checks that the RSM layer agrees (rsm_get_local_nodeid and the
  * shm controller's topology name the same node) and that the key-value
  * space carries a value from rank to rank; on a mismatch it prints
  * "FAIL ..." and exits 1.  Run it under `postbox run`, mpiexec.hydra,
@@ -47,11 +48,14 @@ static int check_topology(rsm_node_id_t node)
     return shm_ok ? 0 : fail("the shm controller does not list the local node (only)");
 }
 
-/* Each rank puts a value; after a fence it reads its right neighbour's. */
-static int check_kvs(int rank, int size)
+/* Each rank puts a value; after a fence it reads its right neighbour's in
+ * its world (the processes started with it: all of the job, unless the
+ * job is a universe of slots that a spawn started this one in). */
+static int check_kvs(int rank)
 {
     char key[64], want[64], got[64];
-    int next = (rank + 1) % size;
+    int first = postbox_job_world_first(), size = postbox_job_world_size();
+    int next = first + (rank - first + 1) % size;
 
     snprintf(key, sizeof(key), "view-%d", rank);
     snprintf(want, sizeof(want), "hello-from-%d", rank);
@@ -88,7 +92,7 @@ int main(void)
         pos += (size_t)snprintf(list + pos, sizeof(list) - pos, "%s%d", i ? "," : "", local[i]);
     if (node != rsm_get_local_nodeid())
         return fail("rsm_get_local_nodeid differs from postbox_job_node");
-    if (check_topology(node) != 0 || check_kvs(rank, size) != 0)
+    if (check_topology(node) != 0 || check_kvs(rank) != 0)
         return 1;
     printf("rank %d size %d node %u nodes %d name %s local %s job %s\n", rank, size, (unsigned)node,
            postbox_job_node_count(), postbox_job_node_name(node), list, postbox_job_id());

@@ -12,7 +12,9 @@
  * published twice), the port errors (a malformed port, another job's, a
  * closed one, one never opened, another process's), MPI_Comm_join between world ranks 0
  * and N-1 over a TCP socket and its errors, MPI_Comm_spawn and
- * _spawn_multiple (MPI_ERR_SPAWN: not built yet) and MPI_Comm_get_parent.
+ * _spawn_multiple (MPI_ERR_SPAWN: no free slots without `postbox run
+ * --universe`; Hydra and a singleton have none either) and
+ * MPI_Comm_get_parent.
  * First of all, before MPI_Init, the processes of a session connect.
  *
  * Started alone with the argument "singleton" it checks that the name

@@ -110,16 +110,21 @@ def test_pmi1_spawn_of_two_commands_makes_a_world_of_its_own():
     assert h.ask(2, b"cmd=get_my_kvsname\n")[0][2]["kvsname"] == "job-s-s1"
     got = h.ask(4, b"cmd=get kvsname=job-s-s1 key=PARENT_ROOT_PORT_NAME\n")[0][2]
     assert got["value"] == "port 1"
-    # pb-node-<r> belongs to rank r of the world: rank 0 of the children may
-    # put pb-node-0 although the parents' rank 0 put its own
+    # Postbox's keys (pb-) are the job's, named by slot: the child of slot 2
+    # puts pb-node-2 (wherever it names its own space), not pb-node-0
     assert h.ask(0, b"cmd=put kvsname=job-s key=pb-node-0 value=parent\n")[0][2]["rc"] == "0"
-    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=child\n")[0][2]["rc"] == "0"
-    assert h.ask(3, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=x\n")[0][2]["rc"] == "-1"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-2 value=child\n")[0][2]["rc"] == "0"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=pb-node-0 value=x\n")[0][2]["rc"] == "-1"
+    assert h.ask(3, b"cmd=put kvsname=job-s-s1 key=pb-node-2 value=x\n")[0][2]["rc"] == "-1"
     # a world cannot put in another's space, but reads it
     assert h.ask(2, b"cmd=put kvsname=job-s key=k value=v\n")[0][2]["rc"] == "-1"
-    assert h.ask(2, b"cmd=get kvsname=job-s key=pb-node-0\n")[0][2]["value"] == "parent"
-    assert h.ask(0, b"cmd=get kvsname=job-s key=pb-node-0\n")[0][2]["value"] == "parent"
-    assert h.ask(1, b"cmd=get kvsname=job-s-s1 key=pb-node-0\n")[0][2]["value"] == "child"
+    assert h.ask(2, b"cmd=put kvsname=job-s-s1 key=k value=child\n")[0][2]["rc"] == "0"
+    assert h.ask(0, b"cmd=get kvsname=job-s-s1 key=k\n")[0][2]["value"] == "child"
+    assert h.ask(0, b"cmd=get kvsname=job-s key=k\n")[0][2]["rc"] == "-1"
+    for slot, space in ((0, "job-s"), (1, "job-s-s1"), (2, "job-s"), (4, "job-s-s1")):
+        for key, value in (("pb-node-0", "parent"), ("pb-node-2", "child")):
+            got = h.ask(slot, b"cmd=get kvsname=%s key=%s\n" % (space.encode(), key.encode()))
+            assert got[0][2]["value"] == value
     # the children's fence is theirs alone; the parents' is not held up by them
     assert h.ask(2, b"cmd=barrier_in\n") == []
     assert h.ask(0, b"cmd=barrier_in\n") == []
@@ -254,6 +259,8 @@ out = {"rank": int(os.environ["PMI_RANK"]), "size": int(os.environ["PMI_SIZE"]),
        "universe": ask("cmd=get_universe_size\n")["size"],
        "appnum": ask("cmd=get_appnum\n")["appnum"], "cwd": os.getcwd()}
 out["job"] = os.environ["POSTBOX_JOB_ID"]
+out["slot"] = os.environ.get("POSTBOX_SLOT")
+out["slot_nodes"] = os.environ.get("POSTBOX_UNIVERSE_NODES")
 if out["spawned"] is None and out["rank"] == 0:
     counts = [int(n) for n in os.environ["SPAWN"].split(",")]
     program = os.environ.get("SPAWN_PROGRAM")
@@ -312,11 +319,15 @@ def test_run_serves_spawn_of_two_commands(tmp_path):
         assert child["argv"] == ["child", appnum]
         assert child["parent_port"] == "port of " + parent["kvs"]
         assert child["fence"] == "0" and child["cwd"] == str(wdir)
-        # a job of its own until the library joins spawned processes to their parents
-        assert child["job"] == child["kvs"] and parent["job"] == parent["kvs"]
+        # the job's id, and the universe's slots, for the library to join
+        # spawned processes to their parents
+        assert child["job"] == parent["job"] == parent["kvs"]
+        assert child["slot"] == str(2 + rank) and child["slot_nodes"] == "0,1,0,0,1,1"
+    assert parent["slot"] == "0" and lines["[1]"]["slot"] == "1"
+    assert parent["slot_nodes"] == "0,1,0,0,1,1"
 
 
-def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
+def test_a_spawned_postbox_program_joins_the_universe(tmp_path):
     view = built(paths.bin_dir() / "postbox-job-view")
     result = run_spawner(tmp_path, "-n", 2, "--nodes", 2, "--universe", 5,
                          env={"SPAWN": "3", "SPAWN_PROGRAM": str(view)})
@@ -324,11 +335,12 @@ def test_a_spawned_postbox_program_runs_as_a_job_of_its_own(tmp_path):
     parents = [json.loads(line) for line in result.stdout.splitlines() if line[:1] == "{"]
     views = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
     assert len(parents) == 2 and len(views) == 3, result.stdout
-    job = parents[0]["kvs"] + "-s1"
-    # slots 2, 3, 4 of a universe of 5 over 2 virtual nodes: 2 on node 0, 1 on node 1
-    for rank, line in enumerate(views):
-        assert line.startswith("rank %d size 3 node %d nodes 2 " % (rank, rank // 2)), line
-        assert line.endswith(" job " + job), line
+    # slots 2, 3, 4 of a universe of 5 over 2 virtual nodes: 2 on node 0, 1 on
+    # node 1; the job's ranks are the slots, the nodes the universe's
+    for slot, node, local in ((2, 0, "0,2,3"), (3, 0, "0,2,3"), (4, 1, "1,4")):
+        line = views[slot - 2]
+        assert line.startswith("rank %d size 5 node %d nodes 2 " % (slot, node)), line
+        assert line.endswith(" local %s job %s" % (local, parents[0]["job"])), line
 
 
 def test_spawn_past_the_universe_fails_in_the_spawner(tmp_path):
@@ -337,7 +349,17 @@ def test_spawn_past_the_universe_fails_in_the_spawner(tmp_path):
     out = json.loads(result.stdout)
     assert out["spawn"]["rc"] == "-1" and "(postbox_run_--universe)" in out["spawn"]["msg"]
     result = run_spawner(tmp_path, "-n", 1, env={"SPAWN": "1"})
-    assert "only_0_of_the_universe's_1_slots_are_free" in json.loads(result.stdout)["spawn"]["msg"]
+    out = json.loads(result.stdout)
+    assert "only_0_of_the_universe's_1_slots_are_free" in out["spawn"]["msg"]
+    # without free slots the launcher gives no universe to the library
+    assert out["slot"] is None and out["slot_nodes"] is None
+
+
+def test_the_universe_variables_are_the_launchers(tmp_path):
+    for var in ("POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES"):
+        result = run_spawner(tmp_path, "-n", 1, "--universe", 2, "-x", var + "=1",
+                             env={"SPAWN": "1"})
+        assert result.returncode == 2 and "the launcher sets %s itself" % var in result.stderr
 
 
 def test_a_failing_child_ends_the_job(tmp_path):

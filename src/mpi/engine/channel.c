@@ -76,6 +76,7 @@ static void channel_key(char *key, size_t len, const char *format, int id)
 }
 
 static void network_claim(int claim);
+static void send_ack(int source);
 
 static size_t round_up(size_t n, size_t to)
 {
@@ -145,22 +146,25 @@ static _Atomic uint32_t *sleeping_word(int local)
 
 /* Whether this host runs more ranks of the job than this process may use
  * CPUs (virtual nodes share their host's cores).  Then a waiting rank
- * holds a core another rank needs to answer it. */
+ * holds a core another rank needs to answer it.  Of a universe of slots
+ * (postbox run --universe) the ranks counted are those started before
+ * this process and with it: the slots up to the end of its world (the
+ * empty slots would make every job with a universe look oversubscribed). */
 static int host_oversubscribed(void)
 {
     const char *mine = postbox_job_node_name(pb_eng_channel.node);
     const char *slash = mine != NULL ? strrchr(mine, '/') : NULL;
-    int ranks = 0;
+    int ranks = 0, started = pb_eng_channel.world_end;
     cpu_set_t cpus;
 
     if (slash == NULL || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
         return 0;
     /* node names are "<host>/<virtual node>" */
-    for (int node = 0; node < pb_eng_channel.nodes; node++) {
-        const char *name = postbox_job_node_name((rsm_node_id_t)node);
+    for (int r = 0; r < started; r++) {
+        const char *name = postbox_job_node_name((rsm_node_id_t)pb_eng_channel.node_of[r]);
 
         if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
-            ranks += pb_eng_channel.node_ranks[node];
+            ranks++;
     }
     return ranks > CPU_COUNT(&cpus);
 }
@@ -256,6 +260,17 @@ static int area_map(void)
             pb_eng_channel.area_im = NULL;
         }
     }
+    if (rc != RSM_SUCCESS && pb_eng_channel.world_first > 0) {
+        int maker = 0;
+
+        while (pb_eng_channel.node_of[maker] != (int)pb_eng_channel.node)
+            maker++;
+        pb_error("MPI_Init: cannot map the node's postbox area: %s; its maker, slot %d (the "
+                 "node's first rank of `postbox run`), has ended: a process can be spawned onto "
+                 "a node only while that rank runs",
+                 rsm_strerror(rc), maker);
+        return MPI_ERR_OTHER;
+    }
     if (rc != RSM_SUCCESS) {
         pb_error("MPI_Init: cannot map the node's postbox area: %s", rsm_strerror(rc));
         return MPI_ERR_OTHER;
@@ -275,6 +290,8 @@ int pb_eng_channel_init(void)
     pb_eng_channel.rank = postbox_job_rank();
     pb_eng_channel.size = postbox_job_size();
     pb_eng_channel.node = postbox_job_node(pb_eng_channel.rank);
+    pb_eng_channel.world_first = postbox_job_world_first();
+    pb_eng_channel.world_end = pb_eng_channel.world_first + postbox_job_world_size();
     pb_eng_channel.ring_size = (size_t)pb_eng_params.postboxes * PB_ENG_POSTBOX_SIZE;
     pb_eng_channel.out = calloc((size_t)pb_eng_channel.size, sizeof(*pb_eng_channel.out));
     pb_eng_channel.in = calloc((size_t)pb_eng_channel.size, sizeof(*pb_eng_channel.in));
@@ -373,7 +390,15 @@ static void release_export(rsm_memseg_export_handle_t ex)
 
 void pb_eng_channel_finalize(void)
 {
-    pb_eng_channel_flush_acks();
+    /* acknowledgements owed to this world's processes, which fence with
+     * this one below; those of another world (a universe's spawned
+     * processes or parents) may have left already, and met this process in
+     * MPI_Finalize's barrier over the connections (dynamic.c), after which
+     * neither sends the other anything */
+    for (int s = pb_eng_channel.world_first; s < pb_eng_channel.world_end; s++) {
+        if (pb_eng_channel.in[s].consumed != pb_eng_channel.in[s].ack_sent)
+            send_ack(s);
+    }
     if (pb_eng_channel.tcp_ctl != NULL)
         network_claim(0); /* nobody polls from here: the service thread reads */
     postbox_job_fence();  /* every peer is done writing postboxes and acks */
@@ -683,9 +708,14 @@ static void send_ack(int source)
     pb_eng_out_t *o = &pb_eng_channel.out[source];
 
     if (PB_UNLIKELY(o->ops == NULL)) {
-        if (o->failed)
+        if (o->failed ||
+            (pb_eng_channel_connect(source) != MPI_SUCCESS && !pb_eng_channel_same_world(source))) {
+            /* (a process of another world that ended) */
+            in->ack_sent = in->consumed;
+            in->blocks_owed = 0;
             return;
-        if (pb_eng_channel_connect(source) != MPI_SUCCESS)
+        }
+        if (o->ops == NULL)
             pb_eng_fatal("cannot open the channel to acknowledge to a rank");
     }
     o->ops->ack(o, source, in->consumed);

@@ -158,6 +158,9 @@ typedef struct {
  * read it. */
 typedef struct {
     int rank, size, nodes;
+    /* the ranks started with this one (its world of a universe of slots;
+     * every rank without one): world_first .. world_end - 1 */
+    int world_first, world_end;
     rsm_node_id_t node;
     int local;       /* this rank's index among its node's ranks */
     int *node_of;    /* [size]: each rank's node */
@@ -197,6 +200,15 @@ void pb_eng_channel_finalize(void);
  * @return MPI_SUCCESS or MPI_ERR_OTHER (logged once; the channel stays
  * failed). */
 int pb_eng_channel_connect(int dest);
+
+/* Whether @rank was started with this one (postbox_job_world_first): a
+ * rank of another world of a universe (a spawned process, or its parents)
+ * may end while this one runs, so what this rank still owes it (an
+ * acknowledgement) is dropped when it cannot be delivered. */
+static inline int pb_eng_channel_same_world(int rank)
+{
+    return rank >= pb_eng_channel.world_first && rank < pb_eng_channel.world_end;
+}
 
 /* The ids @dest published: its doorbell's (shm) and its area's export on
  * tcp.  @return 0, or -1 (logged). */

@@ -41,7 +41,13 @@ static int tcp_connect(pb_eng_out_t *o, int dest)
             tcp_disconnect(o);
     }
     if (rc != RSM_SUCCESS) {
-        pb_error("cannot reach the postbox area of rank %d: %s", dest, rsm_strerror(rc));
+        /* a rank of another world may have ended (channel.h): its caller
+         * says whether that matters */
+        if (pb_eng_channel_same_world(dest))
+            pb_error("cannot reach the postbox area of rank %d: %s", dest, rsm_strerror(rc));
+        else
+            pb_debug("cannot reach the postbox area of rank %d (another world's): %s", dest,
+                     rsm_strerror(rc));
         return MPI_ERR_OTHER;
     }
     return MPI_SUCCESS;
@@ -118,9 +124,14 @@ static void tcp_ack(pb_eng_out_t *o, int dest, uint64_t count)
                           .remote_handle = o->im,
                           .iovec = &iov};
 
-    (void)dest;
-    if (rsm_memseg_import_putv(&sg) != RSM_SUCCESS)
-        pb_eng_fatal("cannot acknowledge to a rank over tcp");
+    if (rsm_memseg_import_putv(&sg) == RSM_SUCCESS)
+        return;
+    /* a process of another world (a universe's spawned processes and their
+     * parents) may end while this one runs: it needs no acknowledgement
+     * any more */
+    if (!pb_eng_channel_same_world(dest))
+        return;
+    pb_eng_fatal("cannot acknowledge to a rank over tcp");
 }
 
 const pb_eng_path_ops_t pb_eng_path_tcp_ops = {
