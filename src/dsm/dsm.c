@@ -728,6 +728,8 @@ PB_EXPORT int postbox_dsm_serve(void)
         pb_error("dsm: process 0 runs the program; postbox_dsm_serve is for the others");
         return POSTBOX_DSM_ERR_WRONG_PROCESS;
     }
+    /* (a thread in serve arrives at no barrier: it counts for none) */
+    pb_dsm_slot_release();
     pb_dsm_wait(stop_seen, NULL);
     dsm_served = 1;
     return dsm_end();

@@ -307,6 +307,10 @@ int pb_dsm_barrier_catch_up(void);
 void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                         pb_dsm_reply_t *reply);
 
+/* threads of this process waiting in postbox_dsm_thread_join (they arrive
+ * at no barrier meanwhile) */
+extern _Atomic int pb_dsm_joining;
+
 /* ---- thread.c ---- */
 int pb_dsm_image_init(void);
 void pb_dsm_thread_serve_queue(void);

@@ -133,6 +133,14 @@ static void *thread_work(void *arg)
 
     work(id, shared->nthreads);
     shared->results[id] = 1000 + id;
+    if (getenv("PBT_DSM_VERBOSE") != NULL) {
+        postbox_dsm_stats_t stats;
+
+        OK(postbox_dsm_stats(&stats));
+        fprintf(stderr, "thread %d on process %d: %llu barrier calls, %llu barrier messages\n", id,
+                postbox_dsm_process(), (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
+    }
     return (void *)(intptr_t)(id * 3);
 }
 
@@ -273,13 +281,18 @@ int main(int argc, char **argv)
         return 2;
     }
     OK(postbox_dsm_stats(&stats));
+    if (getenv("PBT_DSM_VERBOSE") != NULL)
+        fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
+                (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
     if (me == 0) {
         OK(postbox_dsm_finalize());
         printf("dsm %s: ok (process 0: %llu read faults, %llu write faults, %llu fetches, %llu "
-               "diffs)\n",
+               "diffs, %llu barrier calls, %llu barrier messages)\n",
                test_name, (unsigned long long)stats.read_faults,
                (unsigned long long)stats.write_faults, (unsigned long long)stats.page_fetches,
-               (unsigned long long)stats.diffs);
+               (unsigned long long)stats.diffs, (unsigned long long)stats.barriers,
+               (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
     } else {
         OK(postbox_dsm_serve());
     }
