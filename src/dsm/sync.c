@@ -125,6 +125,8 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
         area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
+    memcpy(ctl->area_heads[a], ctl->bar_heads, sizeof(ctl->bar_heads));
+    memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
     ctl->area_epoch[a] = ctl->episode;
     ctl->area_count[a] = ctl->touched_count;
     ctl->area_acks[a] = 0;
@@ -167,6 +169,8 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
         ctl->bar_id = (uint32_t)req->a;
         ctl->bar_expected = (uint32_t)req->c;
         merge_notices(ctl, (int32_t)req->b, pages, req->npages);
+        if (req->b < PB_DSM_MAX_PROCS && req->e > ctl->bar_heads[req->b])
+            ctl->bar_heads[req->b] = req->e;
         ctl->bar_count += (uint32_t)req->d;
         reply->a = ctl->episode;
         if (ctl->bar_count >= ctl->bar_expected)
@@ -443,7 +447,7 @@ PB_EXPORT int postbox_dsm_lock(int id)
     }
     if (reply.status == PB_DSM_LOCK_QUEUED)
         pb_dsm_wait(granted, &wait);
-    return pb_dsm_acquire_all();
+    return pb_dsm_acquire_logs();
 }
 
 PB_EXPORT int postbox_dsm_unlock(int id)
@@ -514,7 +518,8 @@ static int episode_done(void *arg)
 /* Apply one finished episode's notices (the service thread). */
 static int apply_episode(uint64_t e)
 {
-    pb_dsm_ctl_t hdr;
+    static pb_dsm_ctl_t hdr; /* (large; only the catch-up, one at a time, uses it) */
+    uint64_t heads[PB_DSM_MAX_PROCS];
     uint64_t count, *entries;
     unsigned a = (unsigned)(e % 2);
     size_t area_off;
@@ -536,9 +541,17 @@ static int apply_episode(uint64_t e)
         if (pb_dsm.me != 0)
             pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, count * sizeof(uint64_t));
     }
+    if (rc == 0)
+        rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, area_heads) + a * sizeof(hdr.area_heads[0]),
+                             heads, (size_t)pb_dsm.nprocs * sizeof(uint64_t));
     if (rc == 0) {
         pthread_mutex_lock(&pb_dsm.protocol);
         rc = pb_dsm_invalidate_notices_locked(entries, count);
+        /* the pages others released before their arrivals are invalid
+         * here now: their release logs need not be read up to there */
+        for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
+            if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = heads[q];
         pthread_mutex_unlock(&pb_dsm.protocol);
     }
     free(entries);
@@ -599,7 +612,8 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
                             .a = (uint64_t)id,
                             .b = (uint64_t)pb_dsm.me,
                             .c = (uint64_t)nthreads,
-                            .d = (uint64_t)count};
+                            .d = (uint64_t)count,
+                            .e = atomic_load(&pb_dsm.ctl->log_head)};
 
         rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
         if (rc == 0 && reply->status < 0)

@@ -5,7 +5,10 @@
  *   pbt-dsm spmd          every process works in main: collective
  *                         allocation, many writers to one page, false
  *                         sharing, barriers in a loop checked after each,
- *                         a lock-protected counter, postbox_dsm_malloc
+ *                         a lock-protected counter and chain (each entry
+ *                         checks the one before, across pages), a relay
+ *                         through two locks (transitivity, 3 threads or
+ *                         more), postbox_dsm_malloc
  *   pbt-dsm threads T     process 0 creates T threads per process in all
  *                         (placed round-robin, several per process when
  *                         T > 1) that reach the shared data through a C
@@ -31,19 +34,30 @@
 
 /* the shared data, reached through this global (set by main before any
  * thread is created, as SPLASH programs do) */
+#define CHAIN (256 * INCREMENTS)
+#define RELAY_WORDS (3 * PAGE / sizeof(int))
+
 typedef struct {
     int lock;
     int barrier;
     int nthreads;
     long counter;
-    char pad[PAGE - 4 * sizeof(long)];
+    int relay_lock[2];
+    int relay_flag[2];
+    int chain_count;
+    int chain_last;
+    char pad[PAGE - 10 * sizeof(long)];
     int one_page[PAGE / sizeof(int)];          /* many writers, one word each */
     int false_sharing[4 * PAGE / sizeof(int)]; /* thread t writes words t, t + n, ... */
     long results[256];
+    int chain[CHAIN];       /* appended under the lock: each entry checks the one before */
+    int relay[RELAY_WORDS]; /* written by thread 0, read by thread 2 through two locks */
 } shared_t;
 
 static shared_t *shared;
-static const char *test_name = "?";
+/* (an array, not a pointer into argv: the globals go to the processes
+ * that run created threads, where argv lies elsewhere) */
+static char test_name[32] = "?";
 static int me;
 
 #define CHECK(cond, ...)                                                                           \
@@ -62,6 +76,52 @@ static int me;
         int rc_ = (call);                                                                          \
         CHECK(rc_ >= 0, "%s returned %d (%s)", #call, rc_, postbox_dsm_strerror(rc_));             \
     } while (0)
+
+/* wait (asleep between looks) until relay flag @k is up, under its lock */
+static void relay_wait(int k)
+{
+    for (;;) {
+        int up;
+
+        OK(postbox_dsm_lock(shared->relay_lock[k]));
+        up = shared->relay_flag[k];
+        OK(postbox_dsm_unlock(shared->relay_lock[k]));
+        if (up)
+            return;
+        usleep(200);
+    }
+}
+
+/* Transitivity: thread 0 writes pages thread 2 holds cached, raises flag 0
+ * under lock 0; thread 1 sees it and raises flag 1 under lock 1; thread 2
+ * sees that and must see thread 0's writes, ordered before it only
+ * through the two locks. */
+static void relay(int id)
+{
+    int words = (int)RELAY_WORDS;
+
+    if (id == 2)
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == 0, "relay word %d is %d before the relay", w,
+                  shared->relay[w]);
+    OK(postbox_dsm_barrier(shared->barrier, shared->nthreads));
+    if (id == 0) {
+        for (int w = 0; w < words; w++)
+            shared->relay[w] = w + 1;
+        OK(postbox_dsm_lock(shared->relay_lock[0]));
+        shared->relay_flag[0] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[0]));
+    } else if (id == 1) {
+        relay_wait(0);
+        OK(postbox_dsm_lock(shared->relay_lock[1]));
+        shared->relay_flag[1] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[1]));
+    } else if (id == 2) {
+        relay_wait(1);
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == w + 1, "relay word %d is %d", w, shared->relay[w]);
+    }
+}
 
 /* The work of thread @id of @n: every check of the data-race-free
  * patterns. */
@@ -85,8 +145,17 @@ static void work(int id, int n)
     for (int i = 0; i < INCREMENTS; i++) {
         OK(postbox_dsm_lock(shared->lock));
         shared->counter++;
+        /* the previous entry may lie on a page another process wrote */
+        if (shared->chain_count > 0)
+            CHECK(shared->chain[shared->chain_count - 1] == shared->chain_last,
+                  "chain entry %d is %d, not %d", shared->chain_count - 1,
+                  shared->chain[shared->chain_count - 1], shared->chain_last);
+        shared->chain_last = id * 1000 + i + 1;
+        shared->chain[shared->chain_count++] = shared->chain_last;
         OK(postbox_dsm_unlock(shared->lock));
     }
+    if (n >= 3)
+        relay(id);
     OK(postbox_dsm_barrier(shared->barrier, n));
     CHECK(shared->counter == (long)n * INCREMENTS, "the counter is %ld, not %ld", shared->counter,
           (long)n * INCREMENTS);
@@ -102,8 +171,13 @@ static int run_spmd(void)
     CHECK(shared != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
     if (me == 0) {
         shared->lock = postbox_dsm_lock_create();
+        shared->relay_lock[0] = postbox_dsm_lock_create();
+        shared->relay_lock[1] = postbox_dsm_lock_create();
         shared->barrier = postbox_dsm_barrier_create();
+        shared->nthreads = n;
         OK(shared->lock);
+        OK(shared->relay_lock[0]);
+        OK(shared->relay_lock[1]);
         OK(shared->barrier);
     }
     /* (ids 0 are the first of each: every process may use them now) */
@@ -153,8 +227,12 @@ static int run_threads(int per_process)
     shared = postbox_dsm_malloc(sizeof(*shared));
     CHECK(shared != NULL, "postbox_dsm_malloc failed");
     shared->lock = postbox_dsm_lock_create();
+    shared->relay_lock[0] = postbox_dsm_lock_create();
+    shared->relay_lock[1] = postbox_dsm_lock_create();
     shared->barrier = postbox_dsm_barrier_create();
     OK(shared->lock);
+    OK(shared->relay_lock[0]);
+    OK(shared->relay_lock[1]);
     OK(shared->barrier);
     shared->nthreads = n;
     for (int t = 1; t < n; t++) {
@@ -263,7 +341,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pbt-dsm spmd | threads T | errors | segv\n");
         return 2;
     }
-    test_name = argv[1];
+    snprintf(test_name, sizeof(test_name), "%s", argv[1]);
     if (strcmp(test_name, "errors") == 0)
         return run_errors();
     if (strcmp(test_name, "segv") == 0)
