@@ -9,8 +9,11 @@
  * fetches it from its home (an RSM get into the system view); a store
  * makes the twin.  A release write-protects the dirty pages, then sends
  * each home, in putvs closed by one RSM barrier, the runs of 4-byte words
- * that differ from the twin.  An acquire invalidates cached pages others
- * wrote.  Everything runs under pb_dsm.protocol, faults included, so two
+ * that differ from the twin, and logs the pages it released in this
+ * process's release log.  An acquire invalidates cached pages others
+ * released: a barrier's notices (sync.c), the others' release logs (a
+ * lock), or every cached page (a thread's start or join).  Everything runs
+ * under pb_dsm.protocol, faults included, so two
  * threads faulting on one page fetch it once.
  */
 #include <signal.h>

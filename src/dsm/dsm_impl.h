@@ -25,6 +25,8 @@
  *   | pb_dsm_ctl_t header     |  offsets of the parts below
  *   +-------------------------+ locks_off
  *   | pb_dsm_lock_rec_t[n]    |  the locks this process manages (id % P)
+ *   +-------------------------+ log_off
+ *   | uint64 log[16384]       |  pages this process released (release log)
  *   +-------------------------+ image_off
  *   | executable data image   |  staged here for a thread creation
  *   +-------------------------+ writer_off  (process 0 only from here)

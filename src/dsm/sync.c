@@ -6,12 +6,13 @@
  * Locks: lock id's manager is process id % P.  An acquire asks the
  * manager; a lock held by another is queued there, and its release hands
  * it to the first waiter by raising the waiter's grant word (and a
- * signal).  The acquirer then invalidates every cached non-home page
- * (invalidate-all: docs/dsm.md says why and what comes next).
+ * signal).  The acquirer then invalidates the pages the other processes
+ * released since it last read their release logs (coherence.c).
  *
- * Barriers: one episode at a time, managed by process 0.  An arriving
- * thread releases this process's dirty pages and sends the pages it wrote
- * since its last arrival (write notices); the manager gathers them per
+ * Barriers: one episode at a time, managed by process 0.  The threads of
+ * a process that arrive together send one arrival, which releases the
+ * process's dirty pages and carries the pages it released since its last
+ * arrival (write notices) and its release log's head; the manager gathers them per
  * page (one writer, or many).  The last arrival turns them into the
  * episode's notice list (one of two areas, alternating) and raises every
  * process's release word; each process's service thread then reads the
