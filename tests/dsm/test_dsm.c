@@ -8,13 +8,14 @@
  *                         a lock-protected counter and chain (each entry
  *                         checks the one before, across pages), a relay
  *                         through two locks (transitivity, 3 threads or
- *                         more), postbox_dsm_malloc
+ *                         more), a fault storm (every thread reads 64
+ *                         pages at once), postbox_dsm_malloc
  *   pbt-dsm threads T     process 0 creates T threads per process in all
  *                         (placed round-robin, several per process when
  *                         T > 1) that reach the shared data through a C
  *                         global set by main; the same checks, and the
  *                         threads' return values through join
- *   pbt-dsm errors        bad input gets its error code
+ *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm segv          a fault outside the shared range still kills
  *                         the process with SIGSEGV (run alone)
  *
@@ -35,6 +36,7 @@
 /* the shared data, reached through this global (set by main before any
  * thread is created, as SPLASH programs do) */
 #define CHAIN (256 * INCREMENTS)
+#define STORM_PAGES 64
 #define RELAY_WORDS (3 * PAGE / sizeof(int))
 
 typedef struct {
@@ -52,6 +54,7 @@ typedef struct {
     long results[256];
     int chain[CHAIN];       /* appended under the lock: each entry checks the one before */
     int relay[RELAY_WORDS]; /* written by thread 0, read by thread 2 through two locks */
+    long storm[STORM_PAGES * PAGE / sizeof(long)]; /* read by every thread at once */
 } shared_t;
 
 static shared_t *shared;
@@ -141,6 +144,17 @@ static void work(int id, int n)
             CHECK(shared->false_sharing[w] == round * 100000 + w, "round %d: word %d is %d", round,
                   w, shared->false_sharing[w]);
         OK(postbox_dsm_barrier(shared->barrier, n));
+    }
+    /* a fault storm: thread 0 writes, then every thread reads every page
+     * at once, half of them backwards */
+    if (id == 0)
+        for (size_t w = 0; w < sizeof(shared->storm) / sizeof(long); w++)
+            shared->storm[w] = (long)w * 3 + 1;
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    for (size_t k = 0; k < sizeof(shared->storm) / sizeof(long); k++) {
+        size_t w = id % 2 ? sizeof(shared->storm) / sizeof(long) - 1 - k : k;
+
+        CHECK(shared->storm[w] == (long)w * 3 + 1, "storm word %zu is %ld", w, shared->storm[w]);
     }
     for (int i = 0; i < INCREMENTS; i++) {
         OK(postbox_dsm_lock(shared->lock));
@@ -299,6 +313,32 @@ static int run_errors(void)
     OK(postbox_dsm_free(p));
     CHECK(postbox_dsm_free(p) == POSTBOX_DSM_ERR_BAD_POINTER, "a second free");
     CHECK(postbox_dsm_free(NULL) == 0, "free of NULL");
+    /* allocation limits: the 1 MiB range's upper half is the allocator's */
+    {
+        void *blocks[16];
+        int got = 0;
+
+        CHECK(postbox_dsm_malloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "malloc of more than the allocator's half");
+        while (got < 16 && (blocks[got] = postbox_dsm_malloc(64 << 10)) != NULL)
+            got++;
+        CHECK(got == 8 && postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "%d blocks of 64 KiB in 512 KiB", got);
+        for (int b = 0; b < got; b++)
+            OK(postbox_dsm_free(blocks[b]));
+        blocks[0] = postbox_dsm_malloc(512 << 10);
+        CHECK(blocks[0] != NULL, "the freed blocks did not merge back");
+        OK(postbox_dsm_free(blocks[0]));
+        CHECK(postbox_dsm_alloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc of more than the collective half");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB more");
+        CHECK(postbox_dsm_alloc(PAGE) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc past the collective half");
+    }
     bar = postbox_dsm_barrier_create();
     OK(bar);
     CHECK(postbox_dsm_barrier(bar + 1, 1) == POSTBOX_DSM_ERR_BAD_BARRIER, "a barrier never made");
