@@ -368,8 +368,7 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
-/* The control segment's size and layout for this process. */
-static size_t ctl_layout(pb_dsm_ctl_t *hdr, int proc)
+size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
 {
     size_t off = round_up(sizeof(pb_dsm_ctl_t), 64);
 
@@ -500,7 +499,8 @@ static int connect_peer(int q)
         rc = rsm_memseg_import_connect(ctl, peer->node, ctl_id, RSM_PERM_RDWR, &peer->ctl);
     if (rc == RSM_SUCCESS && peer->local) {
         void *addr = NULL;
-        size_t size = ctl_layout(&(pb_dsm_ctl_t){0}, q);
+        static pb_dsm_ctl_t layout; /* (large: not on the stack) */
+        size_t size = pb_dsm_ctl_layout(&layout, q);
 
         rc = rsm_memseg_import_map(peer->ctl, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, size);
         peer->ctl_map = addr;
@@ -567,11 +567,11 @@ static void teardown(void)
 static int init_memory(void)
 {
     rsm_memseg_id_t data_ids[2], ctl_ids[2];
+    static pb_dsm_ctl_t hdr; /* (large: not on the stack) */
     uintptr_t addr = 0;
-    pb_dsm_ctl_t hdr = {0};
     int rc;
 
-    pb_dsm.ctl_size = ctl_layout(&hdr, pb_dsm.me);
+    pb_dsm.ctl_size = pb_dsm_ctl_layout(&hdr, pb_dsm.me);
     pb_dsm.ctl = mmap(NULL, pb_dsm.ctl_size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     pb_dsm.sys = mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE,
@@ -584,7 +584,7 @@ static int init_memory(void)
             pb_dsm.sys = NULL;
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
-    memcpy(pb_dsm.ctl, &hdr, sizeof(hdr));
+    memcpy(pb_dsm.ctl, &hdr, offsetof(pb_dsm_ctl_t, spin));
     /* barrier 0 exists from the start: every process may use it at once */
     if (pb_dsm.me == 0)
         pb_dsm.ctl->next_barrier = 1;

@@ -16,6 +16,8 @@
  *                         global set by main; the same checks, and the
  *                         threads' return values through join
  *   pbt-dsm errors        bad input gets its error code; allocation limits
+ *   pbt-dsm timing        indicative costs (2 processes or more): a page
+ *                         fetch, a lock and unlock, a barrier
  *   pbt-dsm segv          a fault outside the shared range still kills
  *                         the process with SIGSEGV (run alone)
  *
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS 6
@@ -215,6 +218,68 @@ static int run_spmd(void)
     return 0;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Indicative costs: a page fetch (a read fault on a page another process
+ * homes and wrote), an uncontended lock and unlock managed by another
+ * process, a barrier of every process. */
+static int run_timing(void)
+{
+    int n = postbox_dsm_process_count(), pages = 512, fetched = 0, reps = 300, lock = 0;
+    char *region = postbox_dsm_alloc((size_t)pages * PAGE); /* the range's first pages */
+    double t0, fetch_us = 0, lock_us = 0, barrier_us;
+    long sum = 0;
+
+    CHECK(region != NULL && n >= 2, "timing needs 2 processes");
+    if (me == 0) {
+        for (int p = 0; p < pages; p += 1)
+            region[(size_t)p * PAGE] = 1;
+        lock = postbox_dsm_lock_create();
+        while (lock % n != 1)
+            lock = postbox_dsm_lock_create();
+        *(int *)(region + PAGE) = lock;
+    }
+    OK(postbox_dsm_barrier(0, n));
+    lock = *(int *)(region + PAGE);
+    if (me == 1) {
+        t0 = now_us();
+        /* pages homed at process 0: blocks of 16 pages, round-robin */
+        for (int p = 0; p < pages; p++)
+            if ((p / 16) % n == 0 && p != 1) {
+                sum += region[(size_t)p * PAGE];
+                fetched++;
+            }
+        fetch_us = (now_us() - t0) / fetched;
+        CHECK(sum == fetched, "read %ld ones in %d pages", sum, fetched);
+        printf("dsm timing: page fetch %.1f us (%d pages)\n", fetch_us, fetched);
+        fflush(stdout);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    if (me == 0) {
+        t0 = now_us();
+        for (int i = 0; i < reps; i++) {
+            OK(postbox_dsm_lock(lock));
+            OK(postbox_dsm_unlock(lock));
+        }
+        lock_us = (now_us() - t0) / reps;
+        printf("dsm timing: lock and unlock managed by process 1 %.1f us\n", lock_us);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    t0 = now_us();
+    for (int i = 0; i < reps; i++)
+        OK(postbox_dsm_barrier(0, n));
+    barrier_us = (now_us() - t0) / reps;
+    if (me == 0)
+        printf("dsm timing: barrier of %d processes %.1f us\n", n, barrier_us);
+    return 0;
+}
+
 static void *thread_work(void *arg)
 {
     int id = (int)(intptr_t)arg;
@@ -378,7 +443,7 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | threads T | errors | segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -390,6 +455,8 @@ int main(int argc, char **argv)
     me = postbox_dsm_process();
     if (strcmp(test_name, "spmd") == 0) {
         rc = run_spmd();
+    } else if (strcmp(test_name, "timing") == 0) {
+        rc = run_timing();
     } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
         if (me != 0)
             return postbox_dsm_serve() == 0 ? 0 : 1;
