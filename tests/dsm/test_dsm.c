@@ -18,6 +18,8 @@
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
+ *   pbt-dsm killed        process 1 is killed while the others wait for it
+ *                         at a barrier (the launcher must end the job)
  *   pbt-dsm segv          a fault outside the shared range still kills
  *                         the process with SIGSEGV (run alone)
  *
@@ -25,6 +27,7 @@
  * makes the process exit 1.
  */
 #include <postbox/dsm.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,7 +446,7 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | errors | segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -455,6 +458,17 @@ int main(int argc, char **argv)
     me = postbox_dsm_process();
     if (strcmp(test_name, "spmd") == 0) {
         rc = run_spmd();
+    } else if (strcmp(test_name, "killed") == 0) {
+        /* process 1 dies while the others wait at a barrier for it */
+        if (me == 1) {
+            shared = postbox_dsm_alloc(PAGE);
+            shared->lock = 1;
+            kill(getpid(), SIGKILL);
+        }
+        rc = postbox_dsm_barrier(0, postbox_dsm_process_count());
+        printf("dsm killed: process %d's barrier returned %d (%s)\n", me, rc,
+               postbox_dsm_strerror(rc));
+        return 1;
     } else if (strcmp(test_name, "timing") == 0) {
         rc = run_timing();
     } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
