@@ -363,6 +363,22 @@ fail:
     free(cmdline);
 }
 
+/* Warn when the range has so many pages that their protections, mixed,
+ * could split it into more mappings than the kernel allows a process. */
+static void check_map_count(void)
+{
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    unsigned long limit = 0;
+
+    if (f == NULL)
+        return;
+    if (fscanf(f, "%lu", &limit) == 1 && pb_dsm.npages > limit / 2)
+        pb_warn("dsm: %zu pages of shared memory may need up to that many mappings; "
+                "vm.max_map_count is %lu: a protection change may then fail",
+                pb_dsm.npages, limit);
+    fclose(f);
+}
+
 static size_t round_up(size_t n, size_t to)
 {
     return (n + to - 1) / to * to;
@@ -664,6 +680,7 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
         pb_error("dsm: a shared range of %zu bytes is too large", global_size);
         return POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+    check_map_count();
     rc = init_job();
     if (rc == 0)
         rc = pb_dsm_image_init();
