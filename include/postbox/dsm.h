@@ -46,7 +46,7 @@ extern "C" {
 #define POSTBOX_DSM_ERR_BARRIER_MISMATCH (-11) /* another barrier or count is in progress */
 #define POSTBOX_DSM_ERR_TOO_MANY (-12)         /* a fixed table is full (locks, threads, ...) */
 #define POSTBOX_DSM_ERR_BAD_THREAD (-13)       /* join of a thread never created or joined */
-#define POSTBOX_DSM_ERR_WRONG_PROCESS (-14)    /* a call only process 0 (or only others) makes */
+#define POSTBOX_DSM_ERR_WRONG_PROCESS (-14)    /* postbox_dsm_serve on process 0 */
 #define POSTBOX_DSM_ERR_BAD_POINTER (-15)      /* free of memory not from postbox_dsm_malloc */
 
 /** A static text for a POSTBOX_DSM_* code ("unknown DSM error" otherwise). */
@@ -75,9 +75,9 @@ int postbox_dsm_init(size_t global_size);
  * Process 0: end the DSM.  Tells every other process (whose
  * postbox_dsm_serve then returns), waits for them, and releases the
  * shared range; threads still running are the caller's error.  Other
- * processes: release their side after postbox_dsm_serve returned (a call
- * they may omit: exit releases it).
- * @return 0; ERR_NOT_INITIALIZED; ERR_JOB.
+ * processes: the same as postbox_dsm_serve (an SPMD program may end with
+ * postbox_dsm_finalize everywhere), or nothing once it returned.
+ * @return 0; ERR_NOT_INITIALIZED; ERR_JOB; ERR_COMMUNICATION.
  */
 int postbox_dsm_finalize(void);
 

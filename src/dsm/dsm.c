@@ -766,10 +766,8 @@ PB_EXPORT int postbox_dsm_finalize(void)
 
     if (!pb_dsm.initialized)
         return dsm_served ? 0 : pb_dsm_check();
-    if (pb_dsm.me != 0) {
-        pb_error("dsm: process %d finalizes through postbox_dsm_serve", pb_dsm.me);
-        return POSTBOX_DSM_ERR_WRONG_PROCESS;
-    }
+    if (pb_dsm.me != 0)
+        return postbox_dsm_serve();
     rc = pb_dsm_release();
     for (int q = 1; q < pb_dsm.nprocs; q++) {
         int err = pb_dsm_notify(q, POSTBOX_DSM_MSG_THREAD, offsetof(pb_dsm_ctl_t, stop), 1);
