@@ -363,8 +363,8 @@ fail:
     free(cmdline);
 }
 
-/* Warn when the range has so many pages that their protections, mixed,
- * could split it into more mappings than the kernel allows a process. */
+/* Warn when the range has more pages than the kernel allows a process
+ * mappings: their protections, mixed, could split it into that many. */
 static void check_map_count(void)
 {
     FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
@@ -372,7 +372,7 @@ static void check_map_count(void)
 
     if (f == NULL)
         return;
-    if (fscanf(f, "%lu", &limit) == 1 && pb_dsm.npages > limit / 2)
+    if (fscanf(f, "%lu", &limit) == 1 && pb_dsm.npages > limit)
         pb_warn("dsm: %zu pages of shared memory may need up to that many mappings; "
                 "vm.max_map_count is %lu: a protection change may then fail",
                 pb_dsm.npages, limit);
