@@ -21,6 +21,7 @@
 
 #include "dsm/dsm_impl.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/log.h"
 
 pb_dsm_t pb_dsm = {
@@ -413,7 +414,7 @@ size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
 }
 
 static int export_both(void *mem, size_t size, rsm_memseg_export_handle_t ex[2],
-                       rsm_memseg_id_t ids[2], int with_handler)
+                       rsm_memseg_id_t ids[2], pb_rsm_call_handler_t tcp_handler)
 {
     rsmapi_controller_handle_t ctls[2] = {pb_dsm.shm_ctl, pb_dsm.tcp_ctl};
 
@@ -424,8 +425,8 @@ static int export_both(void *mem, size_t size, rsm_memseg_export_handle_t ex[2],
         if (ctls[t] == NULL)
             continue;
         rc = rsm_memseg_export_create(ctls[t], &ex[t], mem, size, 0);
-        if (rc == RSM_SUCCESS && with_handler && t == 1)
-            rc = pb_rsm_memseg_export_set_handler(ex[t], pb_dsm_handler, NULL);
+        if (rc == RSM_SUCCESS && t == 1)
+            rc = pb_rsm_memseg_export_set_handler(ex[t], tcp_handler, NULL);
         if (rc == RSM_SUCCESS)
             rc = rsm_memseg_export_publish(ex[t], &ids[t], NULL, 0);
         if (rc != RSM_SUCCESS) {
@@ -607,9 +608,9 @@ static int init_memory(void)
     if (pb_dsm.me == 0)
         for (size_t p = 0; p < pb_dsm.npages; p++)
             ((int32_t *)((char *)pb_dsm.ctl + hdr.writer_off))[p] = PB_DSM_WRITER_NONE;
-    rc = export_both(pb_dsm.sys, pb_dsm.size, pb_dsm.data_ex, data_ids, 0);
+    rc = export_both(pb_dsm.sys, pb_dsm.size, pb_dsm.data_ex, data_ids, pb_dsm_diff_handler);
     if (rc == 0)
-        rc = export_both(pb_dsm.ctl, pb_dsm.ctl_size, pb_dsm.ctl_ex, ctl_ids, 1);
+        rc = export_both(pb_dsm.ctl, pb_dsm.ctl_size, pb_dsm.ctl_ex, ctl_ids, pb_dsm_handler);
     if (rc == 0)
         rc = publish_ids(data_ids, ctl_ids);
     if (rc == 0 && pb_dsm.me == 0)
@@ -726,10 +727,39 @@ static int stop_seen(void *unused)
     return atomic_load_explicit(&pb_dsm.ctl->stop, memory_order_acquire) != 0;
 }
 
+/* POSTBOX_DSM_STATS=1: this process's counters, one line on stderr (output
+ * the user asked for, not a log message) */
+static void print_stats(void)
+{
+    static const char *const types[POSTBOX_DSM_MSG_TYPES] = {"page",    "diff",  "lock",
+                                                             "barrier", "alloc", "thread"};
+    postbox_dsm_stats_t st;
+    char line[1024];
+    int len;
+
+    if (pb_config_get_long("POSTBOX_DSM_STATS") <= 0 || postbox_dsm_stats(&st) != 0)
+        return;
+    len = snprintf(line, sizeof(line),
+                   "postbox dsm: process %d: read_faults %llu write_faults %llu fetches %llu "
+                   "diffs %llu diff_runs %llu diff_bytes %llu invalidations %llu locks %llu "
+                   "barriers %llu",
+                   pb_dsm.me, (unsigned long long)st.read_faults,
+                   (unsigned long long)st.write_faults, (unsigned long long)st.page_fetches,
+                   (unsigned long long)st.diffs, (unsigned long long)st.diff_runs,
+                   (unsigned long long)st.diff_bytes, (unsigned long long)st.invalidations,
+                   (unsigned long long)st.lock_acquires, (unsigned long long)st.barriers);
+    for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && len > 0 && (size_t)len < sizeof(line); t++)
+        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s_msgs %llu %s_bytes %llu",
+                        types[t], (unsigned long long)st.messages[t], types[t],
+                        (unsigned long long)st.bytes[t]);
+    fprintf(stderr, "%s\n", line);
+}
+
 static int dsm_end(void)
 {
     int rc = 0;
 
+    print_stats();
     if (postbox_job_fence() != 0)
         rc = POSTBOX_DSM_ERR_JOB;
     pb_dsm.initialized = 0;

@@ -310,6 +310,9 @@ int pb_dsm_home(size_t page);
 size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc);
 
 /* ---- coherence.c ---- */
+/* the handler of the data segment's tcp export: applies packed diffs */
+void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
 int pb_dsm_coherence_init(void);
 void pb_dsm_coherence_fini(void);
 /* under @protocol: send every dirty page's changes home (a release) */
@@ -319,9 +322,8 @@ int pb_dsm_invalidate_all_locked(void);
 /* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine */
 int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
 int pb_dsm_release(void);
-int pb_dsm_acquire_all(void);
-/* an acquire of a lock: invalidate the pages others released since this
- * process last read their release logs */
+/* an acquire (a lock, a thread's start, a join): invalidate the pages
+ * others released since this process last read their release logs */
 int pb_dsm_acquire_logs(void);
 
 /* ---- sync.c ---- */
