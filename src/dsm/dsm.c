@@ -530,13 +530,11 @@ static int connect_peer(int q)
     return 0;
 }
 
+static void service_stop(void);
+
 static void teardown(void)
 {
-    if (pb_dsm.service_started) {
-        atomic_store(&pb_dsm.stopping, 1);
-        pthread_join(pb_dsm.service, NULL);
-        pb_dsm.service_started = 0;
-    }
+    service_stop();
     pb_dsm_coherence_fini();
     for (int q = 0; pb_dsm.peers != NULL && q < pb_dsm.nprocs; q++) {
         pb_dsm_peer_t *peer = &pb_dsm.peers[q];
@@ -755,11 +753,23 @@ static void print_stats(void)
     fprintf(stderr, "%s\n", line);
 }
 
+static void service_stop(void)
+{
+    if (pb_dsm.service_started) {
+        atomic_store(&pb_dsm.stopping, 1);
+        pthread_join(pb_dsm.service, NULL);
+        pb_dsm.service_started = 0;
+    }
+}
+
 static int dsm_end(void)
 {
     int rc = 0;
 
     print_stats();
+    /* (before the fence: no service thread is then in the middle of a
+     * request to a process that tears its segments down) */
+    service_stop();
     if (postbox_job_fence() != 0)
         rc = POSTBOX_DSM_ERR_JOB;
     pb_dsm.initialized = 0;

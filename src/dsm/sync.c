@@ -35,8 +35,7 @@ static void handle_lock(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, pb_dsm_reply
     uint64_t id = req->a;
     pb_dsm_lock_rec_t *lock;
 
-    if (id >= POSTBOX_DSM_MAX_LOCKS || id % ctl->nprocs >= ctl->nprocs ||
-        id / ctl->nprocs >= ctl->nlocks) {
+    if (id >= POSTBOX_DSM_MAX_LOCKS || id / ctl->nprocs >= ctl->nlocks) {
         reply->status = POSTBOX_DSM_ERR_BAD_LOCK;
         return;
     }
@@ -314,7 +313,9 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
 {
     switch (req->op) {
     case PB_DSM_OP_NOTIFY_MAX:
-        if (req->a % 8 != 0 || req->a + 8 > offsetof(pb_dsm_ctl_t, creates)) {
+        /* (the mailbox words only) */
+        if (req->a % 8 != 0 || req->a < offsetof(pb_dsm_ctl_t, release_epoch) ||
+            req->a + 8 > offsetof(pb_dsm_ctl_t, joins)) {
             reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
             return;
         }
