@@ -65,9 +65,11 @@ int postbox_dsm_last_error(void);
  * connects to every other process's.  If address-space randomisation is
  * on, re-executes the program (same arguments and environment) with it
  * off before anything else, once.
- * @return 0; ERR_ALREADY_INITIALIZED; ERR_BAD_ARGUMENT (@global_size 0);
- *         ERR_ADDRESS_TAKEN (the chosen address is mapped in this
- *         process); ERR_NO_MEMORY; ERR_JOB; ERR_COMMUNICATION.
+ * Every process commits the whole range (docs/dsm.md).
+ * @return 0; ERR_ALREADY_INITIALIZED; ERR_BAD_ARGUMENT (@global_size 0,
+ *         or above 1 TiB); ERR_NO_MEMORY (more than the machine's memory,
+ *         or no memory to map it); ERR_ADDRESS_TAKEN (the chosen address is
+ *         mapped in this process); ERR_JOB; ERR_COMMUNICATION.
  */
 int postbox_dsm_init(size_t global_size);
 

@@ -671,6 +671,11 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
         pb_error("dsm: a shared range of %zu bytes (1 byte to 1 TiB)", global_size);
         return POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+    /* every process commits the whole range (its shm export copies it) */
+    if (global_size > (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)page) {
+        pb_error("dsm: a shared range of %zu bytes, more than this machine's memory", global_size);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
     reexec_without_aslr();
     pb_dsm.page_size = (size_t)page;
     pb_dsm.size = round_up(global_size, (size_t)page * PB_DSM_HOME_BLOCK);

@@ -350,6 +350,10 @@ static int run_errors(void)
               postbox_dsm_last_error() == POSTBOX_DSM_ERR_NOT_INITIALIZED,
           "alloc before init");
     CHECK(postbox_dsm_init(0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "init of 0 bytes");
+    CHECK(postbox_dsm_init(((size_t)1 << 40) + 1) == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "init of more than 1 TiB");
+    CHECK(postbox_dsm_init((size_t)1 << 40) == POSTBOX_DSM_ERR_NO_MEMORY,
+          "init of more than the machine's memory");
     OK(postbox_dsm_init(1 << 20));
     me = postbox_dsm_process();
     if (me != 0)
