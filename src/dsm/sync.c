@@ -506,17 +506,6 @@ PB_EXPORT int postbox_dsm_barrier_create(void)
     return rc != 0 ? rc : (int)reply.a;
 }
 
-/* (a waiter applies finished episodes itself: its own process's release
- * raises no signal to wake the service thread) */
-static int episode_done(void *arg)
-{
-    if (atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg)
-        return 1;
-    if (pb_dsm_barrier_catch_up() != 0)
-        pb_error("dsm: applying a barrier's notices failed");
-    return atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg;
-}
-
 /* Apply one finished episode's notices (the service thread, or a thread
  * waiting at the barrier): two reads of process 0's control segment (the
  * episode's count and log heads; its notices) and an acknowledgement. */
@@ -553,13 +542,17 @@ static int apply_episode(uint64_t e)
         pthread_mutex_unlock(&pb_dsm.protocol);
     }
     free(entries);
-    if (rc == 0) {
-        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
-        pb_dsm_reply_t reply;
-
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
-    }
     return rc;
+}
+
+/* Tell process 0 that episode @e's notices were read: its area may serve
+ * again. */
+static int ack_episode(uint64_t e)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
+    pb_dsm_reply_t reply;
+
+    return pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
 }
 
 int pb_dsm_barrier_catch_up(void)
@@ -575,8 +568,12 @@ int pb_dsm_barrier_catch_up(void)
         uint64_t e = atomic_load(&pb_dsm.processed_epoch) + 1;
 
         rc = apply_episode(e);
-        if (rc == 0)
-            atomic_store(&pb_dsm.processed_epoch, e);
+        if (rc != 0)
+            break;
+        /* the waiters go on at once; the acknowledgement follows */
+        atomic_store(&pb_dsm.processed_epoch, e);
+        pb_dsm_wake_local();
+        rc = ack_episode(e);
     }
     pthread_mutex_unlock(&catch_up_mutex);
     return rc;
@@ -792,8 +789,27 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
     rc = barrier_combine(id, nthreads, &episode);
     if (rc != 0)
         return rc;
-    pb_dsm_wait(episode_done, &episode);
-    return 0;
+    /* A waiter applies finished episodes itself (its own process's release
+     * raises no signal that would wake the service thread), outside the
+     * wait mutex: the catch-up takes it to wake the others. */
+    for (;;) {
+        int done;
+
+        if (pb_dsm_barrier_catch_up() != 0)
+            pb_error("dsm: applying a barrier's notices failed");
+        pthread_mutex_lock(&pb_dsm.wait_mutex);
+        done = atomic_load(&pb_dsm.processed_epoch) >= episode;
+        if (!done) {
+            struct timespec wake;
+
+            deadline_after(&wake, 20 * 1000 * 1000);
+            pthread_cond_timedwait(&pb_dsm.cv, &pb_dsm.wait_mutex, &wake);
+            done = atomic_load(&pb_dsm.processed_epoch) >= episode;
+        }
+        pthread_mutex_unlock(&pb_dsm.wait_mutex);
+        if (done)
+            return 0;
+    }
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
