@@ -579,6 +579,28 @@ static void teardown(void)
     pb_dsm.image_ranges = NULL;
 }
 
+/* The system view.  With processes of this node to share it with, private
+ * memory that the shm export replaces by its memory file (copying it, so
+ * committing the whole range); alone on its node, a memory file of its
+ * own, whose pages exist once touched. */
+static void *map_system_view(void)
+{
+    void *mem;
+    int fd;
+
+    if (pb_dsm.shm_ctl != NULL)
+        return mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    fd = memfd_create("postbox-dsm", MFD_CLOEXEC);
+    if (fd < 0)
+        return MAP_FAILED;
+    mem = ftruncate(fd, (off_t)pb_dsm.size) == 0
+              ? mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+              : MAP_FAILED;
+    close(fd);
+    return mem;
+}
+
 static int init_memory(void)
 {
     rsm_memseg_id_t data_ids[2], ctl_ids[2];
@@ -589,8 +611,7 @@ static int init_memory(void)
     pb_dsm.ctl_size = pb_dsm_ctl_layout(&hdr, pb_dsm.me);
     pb_dsm.ctl = mmap(NULL, pb_dsm.ctl_size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    pb_dsm.sys = mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    pb_dsm.sys = map_system_view();
     if (pb_dsm.ctl == MAP_FAILED || pb_dsm.sys == MAP_FAILED) {
         pb_error("dsm: cannot map %zu bytes: %m", pb_dsm.size + pb_dsm.ctl_size);
         if (pb_dsm.ctl == MAP_FAILED)
@@ -645,7 +666,9 @@ static int init_job(void)
         pb_error("dsm: %d processes: the DSM takes at most %d", pb_dsm.nprocs, PB_DSM_MAX_PROCS);
         return POSTBOX_DSM_ERR_TOO_MANY;
     }
-    if (rsm_get_controller("shm", &pb_dsm.shm_ctl) != RSM_SUCCESS) {
+    /* (a process alone on its node exports nothing on shm) */
+    if ((pb_dsm.nnodes == 1 || postbox_job_local_ranks(NULL, 0) > 1) &&
+        rsm_get_controller("shm", &pb_dsm.shm_ctl) != RSM_SUCCESS) {
         pb_error("dsm: no shm controller");
         pb_dsm.shm_ctl = NULL;
         return POSTBOX_DSM_ERR_COMMUNICATION;
