@@ -191,8 +191,10 @@ typedef struct {
  * memory), and the executable's writable globals (.data and .bss, less
  * RELRO and copy-relocated library objects) go to the thread's process as
  * they are at the call: globals written after threads start are not
- * shared (keep shared data in DSM memory).  @fn and @arg are used as they
- * are: @arg should point into shared memory or be a plain value.
+ * shared (keep shared data in DSM memory).  A thread placed on a process
+ * other than 0 starts once that process calls postbox_dsm_serve.  @fn and
+ * @arg are used as they are: @arg should point into shared memory or be a
+ * plain value.
  * @return 0 and *@thread; ERR_NOT_INITIALIZED; ERR_BAD_ARGUMENT (@thread
  *         or @fn NULL); ERR_TOO_MANY; ERR_COMMUNICATION.
  */
