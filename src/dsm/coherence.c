@@ -1,0 +1,701 @@
+/*
+ * Page coherence: home-based lazy release consistency with multiple
+ * writers (docs/dsm.md).
+ *
+ * Each page of the application view is, in this process, INVALID
+ * (PROT_NONE), READ (PROT_READ: a valid copy, or a home page not written
+ * since the last release) or WRITE (read-write; a non-home page then has a
+ * twin, its contents at the first write).  A load of an invalid page
+ * fetches it from its home (an RSM get into the system view); a store
+ * makes the twin.  A release write-protects the dirty pages, then sends
+ * each home, in putvs closed by one RSM barrier, the runs of 4-byte words
+ * that differ from the twin, and logs the pages it released in this
+ * process's release log.  An acquire invalidates cached pages others
+ * released: a barrier's notices (sync.c), or the others' release logs (a
+ * lock, a thread's start, a join).  Everything runs
+ * under pb_dsm.protocol, faults included, so two
+ * threads faulting on one page fetch it once.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "dsm/dsm_impl.h"
+#include "util/log.h"
+
+static size_t page_of(const void *addr)
+{
+    return (size_t)((const char *)addr - pb_dsm.base) / pb_dsm.page_size;
+}
+
+static int protect(size_t first, size_t count, int prot)
+{
+    if (mprotect(pb_dsm.base + first * pb_dsm.page_size, count * pb_dsm.page_size, prot) != 0) {
+        pb_error("dsm: mprotect of pages %zu..%zu failed: %m (vm.max_map_count?)", first,
+                 first + count - 1);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    return 0;
+}
+
+/* Fetch page @p from its home into the system view. */
+static int fetch_page(size_t p)
+{
+    int home = pb_dsm_home(p);
+    size_t off = p * pb_dsm.page_size;
+    int rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
+                                   pb_dsm.page_size);
+
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: fetching page %zu from process %d failed: %s", p, home, rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    pb_dsm_count(&pb_dsm_counters.page_fetches, 1);
+    pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, pb_dsm.page_size);
+    return 0;
+}
+
+/* under @protocol: a store hits page @p, valid and read-only */
+static int make_dirty(size_t p)
+{
+    if (pb_dsm_home(p) != pb_dsm.me) {
+        char *twin = malloc(pb_dsm.page_size);
+
+        if (twin == NULL) {
+            pb_error("dsm: no memory for a twin page");
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
+        pb_dsm.twins[p] = twin;
+    }
+    pb_dsm.dirty[pb_dsm.ndirty++] = (uint32_t)p;
+    pb_dsm.state[p] = PB_DSM_WRITE;
+    pb_dsm_count(&pb_dsm_counters.write_faults, 1);
+    return protect(p, 1, PROT_READ | PROT_WRITE);
+}
+
+/* under @protocol: the fault at page @p (@write: by a store, when known) */
+static int handle_fault(size_t p, int write)
+{
+    int rc = 0;
+
+    switch (pb_dsm.state[p]) {
+    case PB_DSM_INVALID:
+        pb_dsm_count(&pb_dsm_counters.read_faults, !write);
+        rc = fetch_page(p);
+        if (rc == 0) {
+            pb_dsm.state[p] = PB_DSM_READ;
+            rc = protect(p, 1, PROT_READ);
+        }
+        if (rc == 0 && write)
+            rc = make_dirty(p);
+        break;
+    case PB_DSM_READ:
+        /* a load faulting on a page another thread made valid meanwhile */
+        if (write)
+            rc = make_dirty(p);
+        break;
+    default: break;
+    }
+    return rc;
+}
+
+static struct sigaction old_segv;
+
+static void segv_handler(int sig, siginfo_t *info, void *context)
+{
+    char *addr = info->si_addr;
+    int write = 1, rc;
+
+    if (pb_dsm.base == NULL || addr < pb_dsm.base || addr >= pb_dsm.base + pb_dsm.size) {
+        /* not ours: the previous handler, or the default action again */
+        if (old_segv.sa_flags & SA_SIGINFO) {
+            if (old_segv.sa_sigaction != NULL) {
+                old_segv.sa_sigaction(sig, info, context);
+                return;
+            }
+        } else if (old_segv.sa_handler != SIG_DFL && old_segv.sa_handler != SIG_IGN) {
+            old_segv.sa_handler(sig);
+            return;
+        }
+        signal(SIGSEGV, SIG_DFL);
+        return; /* the instruction faults again, now fatally */
+    }
+#if defined(__x86_64__)
+    write = (((ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    pthread_mutex_lock(&pb_dsm.protocol);
+    rc = handle_fault(page_of(addr), write);
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    if (rc != 0) {
+        pb_error("dsm: cannot serve a fault at %p: %s", (void *)addr, postbox_dsm_strerror(rc));
+        abort();
+    }
+}
+
+int pb_dsm_coherence_init(void)
+{
+    struct sigaction sa;
+    size_t n = pb_dsm.npages;
+
+    pb_dsm.state = calloc(n, 1);
+    pb_dsm.twins = calloc(n, sizeof(char *));
+    pb_dsm.dirty = calloc(n, sizeof(uint32_t));
+    pb_dsm.unsent = calloc(n, sizeof(uint32_t));
+    pb_dsm.unsent_mark = calloc(n, 1);
+    pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
+    if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
+        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL) {
+        pb_error("dsm: no memory for the page tables of %zu pages", n);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    /* every copy starts as zeros: valid everywhere */
+    memset(pb_dsm.state, PB_DSM_READ, n);
+    if (protect(0, n, PROT_READ) != 0)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = segv_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) != 0) {
+        pb_error("dsm: cannot install the SIGSEGV handler: %m");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    return 0;
+}
+
+void pb_dsm_coherence_fini(void)
+{
+    if (pb_dsm.state != NULL)
+        sigaction(SIGSEGV, &old_segv, NULL);
+    for (size_t p = 0; pb_dsm.twins != NULL && p < pb_dsm.npages; p++)
+        free(pb_dsm.twins[p]);
+    free(pb_dsm.state);
+    free(pb_dsm.twins);
+    free(pb_dsm.dirty);
+    free(pb_dsm.unsent);
+    free(pb_dsm.unsent_mark);
+    free(pb_dsm.log_seen);
+    pb_dsm.log_seen = NULL;
+    pb_dsm.state = NULL;
+    pb_dsm.twins = NULL;
+    pb_dsm.dirty = pb_dsm.unsent = NULL;
+    pb_dsm.unsent_mark = NULL;
+    pb_dsm.ndirty = pb_dsm.nunsent = 0;
+}
+
+/* ---- release ----------------------------------------------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Set @prot on the sorted pages @pages, one mprotect per run. */
+static int protect_list(const uint32_t *pages, size_t n, int prot)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        size_t j = i + 1;
+
+        while (j < n && pages[j] == pages[j - 1] + 1)
+            j++;
+        if (protect(pages[i], j - i, prot) != 0)
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        i = j;
+    }
+    return 0;
+}
+
+/* the runs toward one home */
+typedef struct {
+    rsm_iovec_t *iov;
+    size_t n, cap;
+} run_list_t;
+
+static int run_add(run_list_t *list, size_t offset, size_t length)
+{
+    rsm_iovec_t *last = list->n > 0 ? &list->iov[list->n - 1] : NULL;
+
+    if (last != NULL && last->remote_offset + last->transfer_length == offset) {
+        last->transfer_length += length;
+        return 0;
+    }
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 64;
+        rsm_iovec_t *bigger = realloc(list->iov, cap * sizeof(*bigger));
+
+        if (bigger == NULL) {
+            pb_error("dsm: no memory for a diff's runs");
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        list->iov = bigger;
+        list->cap = cap;
+    }
+    list->iov[list->n++] = (rsm_iovec_t){.io_type = RSM_VA_TYPE,
+                                         .local.vaddr = pb_dsm.sys,
+                                         .local_offset = offset,
+                                         .remote_offset = offset,
+                                         .transfer_length = length};
+    return 0;
+}
+
+/* The runs of 4-byte words of page @p that differ from its twin. */
+static int diff_page(size_t p, run_list_t *list)
+{
+    const uint32_t *cur = (const uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size);
+    const uint32_t *twin = (const uint32_t *)pb_dsm.twins[p];
+    size_t words = pb_dsm.page_size / 4, i = 0;
+    int rc = 0;
+
+    while (i < words && rc == 0) {
+        size_t start;
+
+        /* 8 bytes at a time through the unchanged stretches */
+        while (i + 2 <= words && i % 2 == 0 &&
+               *(const uint64_t *)(cur + i) == *(const uint64_t *)(twin + i))
+            i += 2;
+        while (i < words && cur[i] == twin[i])
+            i++;
+        if (i == words)
+            break;
+        start = i;
+        while (i < words && cur[i] != twin[i])
+            i++;
+        pb_dsm_count(&pb_dsm_counters.diff_runs, 1);
+        pb_dsm_count(&pb_dsm_counters.diff_bytes, (i - start) * 4);
+        rc = run_add(list, p * pb_dsm.page_size + start * 4, (i - start) * 4);
+    }
+    return rc;
+}
+
+/* Put @list's runs into @home's copy: putvs of RSM_MAX_SGIOREQS entries,
+ * all closed by one barrier. */
+static int send_runs(int home, run_list_t *list)
+{
+    pb_dsm_peer_t *peer = &pb_dsm.peers[home];
+    int rc = rsm_memseg_import_open_barrier(&peer->data_bar);
+    size_t bytes = 0;
+
+    for (size_t i = 0; rc == RSM_SUCCESS && i < list->n; i += RSM_MAX_SGIOREQS) {
+        rsm_scat_gath_t sg = {0};
+        size_t n = list->n - i < RSM_MAX_SGIOREQS ? list->n - i : RSM_MAX_SGIOREQS;
+
+        sg.io_request_count = n;
+        sg.remote_handle = peer->data;
+        sg.iovec = &list->iov[i];
+        for (size_t k = 0; k < n; k++)
+            bytes += list->iov[i + k].transfer_length;
+        rc = rsm_memseg_import_putv(&sg);
+        pb_dsm_count_msg(POSTBOX_DSM_MSG_DIFF, 0);
+    }
+    if (rc == RSM_SUCCESS)
+        rc = rsm_memseg_import_close_barrier(&peer->data_bar);
+    else
+        rsm_memseg_import_close_barrier(&peer->data_bar);
+    pb_dsm_count(&pb_dsm_counters.bytes[POSTBOX_DSM_MSG_DIFF], bytes);
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: sending diffs to process %d failed: %s", home, rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    return 0;
+}
+
+/*
+ * Diffs toward a home on another node go as RSM calls that the home's
+ * service side applies (pb_dsm_diff_handler): a putv carries at most 16
+ * runs, and a page of doubles whose low words did not change has a run
+ * per double.  Each page is its number, a bitmap of its changed 4-byte
+ * words and those words, packed:
+ *
+ *   pb_dsm_diff_msg_t | page (u64) | bitmap (u32[page/128]) | words | page ...
+ */
+typedef struct {
+    uint32_t magic;
+    uint32_t page_size;
+    uint32_t npages;
+    uint32_t pad;
+} pb_dsm_diff_msg_t;
+
+#define DIFF_MSG_MAGIC 0x64696666u /* "diff" */
+#define DIFF_MSG_MAX (512 * 1024)
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int open; /* the import's barrier is open */
+} pack_t;
+
+static size_t bitmap_words(size_t page_size)
+{
+    return page_size / 4 / 32;
+}
+
+/* Append page @p's changed words to @pack; 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
+static int pack_page(size_t p, pack_t *pack)
+{
+    size_t ps = pb_dsm.page_size, nbits = bitmap_words(ps), words = ps / 4;
+    size_t need = sizeof(uint64_t) + nbits * 4 + ps;
+    const uint32_t *cur = (const uint32_t *)(pb_dsm.sys + p * ps);
+    const uint32_t *twin = (const uint32_t *)pb_dsm.twins[p];
+    uint32_t *bits, *out;
+    size_t changed = 0, runs = 0;
+    uint64_t page = p;
+
+    if (pack->len + need > pack->cap) {
+        size_t cap = pack->cap ? 2 * pack->cap : DIFF_MSG_MAX + need;
+        char *bigger = realloc(pack->buf, cap);
+
+        if (bigger == NULL) {
+            pb_error("dsm: no memory for a diff message");
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        pack->buf = bigger;
+        pack->cap = cap;
+    }
+    if (pack->len == 0) {
+        memset(pack->buf, 0, sizeof(pb_dsm_diff_msg_t));
+        pack->len = sizeof(pb_dsm_diff_msg_t);
+    }
+    memcpy(pack->buf + pack->len, &page, sizeof(page));
+    bits = (uint32_t *)(pack->buf + pack->len + sizeof(page));
+    out = bits + nbits;
+    memset(bits, 0, nbits * 4);
+    for (size_t i = 0; i < words; i++) {
+        if (cur[i] == twin[i])
+            continue;
+        runs += i == 0 || cur[i - 1] == twin[i - 1];
+        bits[i / 32] |= UINT32_C(1) << (i % 32);
+        out[changed++] = cur[i];
+    }
+    if (changed == 0)
+        return 0; /* (nothing appended: len stays) */
+    pack->len += sizeof(page) + nbits * 4 + changed * 4;
+    ((pb_dsm_diff_msg_t *)pack->buf)->npages++;
+    pb_dsm_count(&pb_dsm_counters.diff_runs, runs);
+    pb_dsm_count(&pb_dsm_counters.diff_bytes, changed * 4);
+    return 0;
+}
+
+/* Send @pack's message as a call without reply (inside the open barrier). */
+static int pack_send(int home, pack_t *pack)
+{
+    pb_dsm_diff_msg_t *msg = (pb_dsm_diff_msg_t *)pack->buf;
+    int rc;
+
+    if (pack->len == 0 || msg->npages == 0) {
+        pack->len = 0;
+        return 0;
+    }
+    msg->magic = DIFF_MSG_MAGIC;
+    msg->page_size = (uint32_t)pb_dsm.page_size;
+    rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, pack->buf, pack->len, NULL, 0, NULL,
+                                   PB_RSM_CALL_NO_REPLY);
+    pb_dsm_count_msg(POSTBOX_DSM_MSG_DIFF, pack->len);
+    pack->len = 0;
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: sending diffs to process %d failed: %s", home, rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    return 0;
+}
+
+void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    const char *at = request, *end = at + request_len;
+    pb_dsm_diff_msg_t msg;
+    size_t nbits;
+
+    if (request_len < sizeof(msg))
+        return;
+    memcpy(&msg, at, sizeof(msg));
+    if (msg.magic != DIFF_MSG_MAGIC || msg.page_size < 128 || msg.page_size % 128 != 0)
+        return;
+    nbits = bitmap_words(msg.page_size);
+    at += sizeof(msg);
+    for (uint32_t n = 0; n < msg.npages; n++) {
+        uint32_t bits[1024];
+        uint64_t page;
+        uint32_t *dst;
+        size_t k = 0;
+
+        if (nbits > PB_ARRAY_SIZE(bits) || (size_t)(end - at) < sizeof(page) + nbits * 4)
+            return;
+        memcpy(&page, at, sizeof(page));
+        memcpy(bits, at + sizeof(page), nbits * 4);
+        at += sizeof(page) + nbits * 4;
+        if (page >= seg_size / msg.page_size)
+            return;
+        dst = (uint32_t *)((char *)seg_base + page * msg.page_size);
+        for (size_t i = 0; i < nbits * 32; i++) {
+            if (!(bits[i / 32] & (UINT32_C(1) << (i % 32))))
+                continue;
+            if ((size_t)(end - at) < (k + 1) * 4)
+                return;
+            memcpy(&dst[i], at + k * 4, 4);
+            k++;
+        }
+        at += k * 4;
+    }
+}
+
+static void note_unsent(uint32_t p)
+{
+    if (!pb_dsm.unsent_mark[p]) {
+        pb_dsm.unsent_mark[p] = 1;
+        pb_dsm.unsent[pb_dsm.nunsent++] = p;
+    }
+}
+
+/* Append @n released pages to this process's release log: the entries,
+ * then the head (a release store: a reader that sees the head sees them). */
+static void log_append(const uint32_t *pages, size_t n)
+{
+    pb_dsm_ctl_t *ctl = pb_dsm.ctl;
+    uint64_t *log = (uint64_t *)((char *)ctl + ctl->log_off);
+    uint64_t head = atomic_load_explicit(&ctl->log_head, memory_order_relaxed);
+
+    for (size_t i = 0; i < n; i++, head++)
+        log[head % PB_DSM_LOG_ENTRIES] = (head & 0xffffffffu) << 32 | pages[i];
+    atomic_store_explicit(&ctl->log_head, head, memory_order_release);
+}
+
+int pb_dsm_flush_locked(void)
+{
+    run_list_t *lists;
+    pack_t *packs;
+    int rc;
+
+    if (pb_dsm.ndirty == 0)
+        return 0;
+    qsort(pb_dsm.dirty, pb_dsm.ndirty, sizeof(uint32_t), cmp_u32);
+    /* write-protect first: a store from another thread now faults and
+     * waits for us, so no store lands between the diff and the end */
+    rc = protect_list(pb_dsm.dirty, pb_dsm.ndirty, PROT_READ);
+    if (rc != 0)
+        return rc;
+    lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
+    packs = calloc((size_t)pb_dsm.nprocs, sizeof(*packs));
+    if (lists == NULL || packs == NULL) {
+        free(lists);
+        free(packs);
+        pb_error("dsm: no memory for a release");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    /* homes of this node: runs put by putv; of other nodes: packed calls,
+     * all between an open and a close of the import's barrier */
+    for (size_t i = 0; i < pb_dsm.ndirty && rc == 0; i++) {
+        uint32_t p = pb_dsm.dirty[i];
+        int home = pb_dsm_home(p);
+
+        if (pb_dsm.twins[p] == NULL)
+            continue;
+        pb_dsm_count(&pb_dsm_counters.diffs, 1);
+        if (pb_dsm.peers[home].local) {
+            rc = diff_page(p, &lists[home]);
+            continue;
+        }
+        if (!packs[home].open) {
+            if (rsm_memseg_import_open_barrier(&pb_dsm.peers[home].data_bar) != RSM_SUCCESS) {
+                pb_error("dsm: cannot open a barrier toward process %d", home);
+                rc = POSTBOX_DSM_ERR_COMMUNICATION;
+                break;
+            }
+            packs[home].open = 1;
+        }
+        if (rc == 0)
+            rc = pack_page(p, &packs[home]);
+        if (rc == 0 && packs[home].len >= DIFF_MSG_MAX)
+            rc = pack_send(home, &packs[home]);
+    }
+    for (int home = 0; home < pb_dsm.nprocs; home++) {
+        if (rc == 0 && lists[home].n > 0)
+            rc = send_runs(home, &lists[home]);
+        if (!packs[home].open)
+            continue;
+        if (rc == 0)
+            rc = pack_send(home, &packs[home]);
+        /* (closed whatever happened: the barrier must not stay open) */
+        if (rsm_memseg_import_close_barrier(&pb_dsm.peers[home].data_bar) != RSM_SUCCESS &&
+            rc == 0) {
+            pb_error("dsm: the diffs toward process %d did not arrive", home);
+            rc = POSTBOX_DSM_ERR_COMMUNICATION;
+        }
+    }
+    for (int home = 0; home < pb_dsm.nprocs; home++) {
+        free(lists[home].iov);
+        free(packs[home].buf);
+    }
+    free(lists);
+    free(packs);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
+        uint32_t p = pb_dsm.dirty[i];
+
+        free(pb_dsm.twins[p]);
+        pb_dsm.twins[p] = NULL;
+        pb_dsm.state[p] = PB_DSM_READ;
+        note_unsent(p);
+    }
+    log_append(pb_dsm.dirty, pb_dsm.ndirty);
+    pb_dsm.ndirty = 0;
+    return 0;
+}
+
+int pb_dsm_release(void)
+{
+    int rc;
+
+    pthread_mutex_lock(&pb_dsm.protocol);
+    rc = pb_dsm_flush_locked();
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    return rc;
+}
+
+/* ---- acquire ------------------------------------------------------------------ */
+
+/* under @protocol, no page dirty: invalidate the pages of @pages (sorted) */
+static int invalidate_list(uint32_t *pages, size_t n)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = pages[i];
+
+        if (pb_dsm_home(p) == pb_dsm.me || pb_dsm.state[p] == PB_DSM_INVALID)
+            continue;
+        pb_dsm.state[p] = PB_DSM_INVALID;
+        pages[kept++] = p;
+    }
+    pb_dsm_count(&pb_dsm_counters.invalidations, kept);
+    return protect_list(pages, kept, PROT_NONE);
+}
+
+int pb_dsm_invalidate_all_locked(void)
+{
+    int rc = pb_dsm_flush_locked();
+    size_t n = 0;
+
+    if (rc != 0)
+        return rc;
+    for (size_t p = 0; p < pb_dsm.npages; p++)
+        if (pb_dsm.state[p] != PB_DSM_INVALID && pb_dsm_home(p) != pb_dsm.me)
+            pb_dsm.dirty[n++] = (uint32_t)p; /* (the dirty list is empty: a scratch list) */
+    rc = invalidate_list(pb_dsm.dirty, n);
+    return rc;
+}
+
+int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
+{
+    uint32_t *pages;
+    size_t count = 0;
+    int rc = pb_dsm_flush_locked();
+
+    if (rc != 0 || n == 0)
+        return rc;
+    pages = malloc(n * sizeof(*pages));
+    if (pages == NULL) {
+        pb_error("dsm: no memory for %zu notices", n);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = (uint32_t)(entries[i] >> 32);
+        int32_t writer = (int32_t)(uint32_t)entries[i];
+
+        if (p < pb_dsm.npages && writer != pb_dsm.me)
+            pages[count++] = p;
+    }
+    qsort(pages, count, sizeof(*pages), cmp_u32);
+    rc = invalidate_list(pages, count);
+    free(pages);
+    return rc;
+}
+
+/* Read process @q's release log from *@seen_p to @head, appending its
+ * pages (as notices of writer @q) to @list.  Returns 1 if entries were
+ * overwritten before they were read (the log wrapped), 0, or an error. */
+static int log_read(int q, uint64_t seen, uint64_t head, uint64_t **list, size_t *n, size_t *cap)
+{
+    size_t count = (size_t)(head - seen), first = 0;
+    uint64_t *entries;
+    int rc = 0;
+
+    if (head - seen > PB_DSM_LOG_ENTRIES)
+        return 1;
+    if (*n + count > *cap) {
+        size_t want = (*n + count) * 2;
+        uint64_t *bigger = realloc(*list, want * sizeof(uint64_t));
+
+        if (bigger == NULL) {
+            pb_error("dsm: no memory for %zu notices", *n + count);
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        *list = bigger;
+        *cap = want;
+    }
+    entries = *list + *n;
+    /* at most two stretches of the ring */
+    while (first < count && rc == 0) {
+        size_t at = (size_t)((seen + first) % PB_DSM_LOG_ENTRIES);
+        size_t len =
+            PB_DSM_LOG_ENTRIES - at < count - first ? PB_DSM_LOG_ENTRIES - at : count - first;
+
+        rc = pb_dsm_ctl_read(q, pb_dsm.ctl->log_off + at * sizeof(uint64_t), entries + first,
+                             len * sizeof(uint64_t));
+        first += len;
+    }
+    if (rc != 0)
+        return rc;
+    if (q != pb_dsm.me)
+        pb_dsm_count_msg(POSTBOX_DSM_MSG_LOCK, count * sizeof(uint64_t));
+    for (size_t i = 0; i < count; i++) {
+        if (entries[i] >> 32 != ((seen + i) & 0xffffffffu))
+            return 1;
+        entries[i] = (entries[i] & 0xffffffffu) << 32 | (uint32_t)q;
+    }
+    *n += count;
+    return 0;
+}
+
+int pb_dsm_acquire_logs(void)
+{
+    uint64_t *heads = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t)), *list = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, wrapped = 0;
+
+    if (heads == NULL) {
+        pb_error("dsm: no memory for an acquire");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    pthread_mutex_lock(&pb_dsm.protocol);
+    for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
+        if (q != pb_dsm.me)
+            rc = pb_dsm_ctl_read(q, offsetof(pb_dsm_ctl_t, log_head), &heads[q], sizeof(uint64_t));
+    for (int q = 0; q < pb_dsm.nprocs && rc == 0 && !wrapped; q++) {
+        if (q == pb_dsm.me || heads[q] <= pb_dsm.log_seen[q])
+            continue;
+        rc = log_read(q, pb_dsm.log_seen[q], heads[q], &list, &n, &cap);
+        if (rc == 1) {
+            wrapped = 1;
+            rc = 0;
+        }
+    }
+    if (rc == 0)
+        rc = wrapped ? pb_dsm_invalidate_all_locked() : pb_dsm_invalidate_notices_locked(list, n);
+    if (rc == 0)
+        for (int q = 0; q < pb_dsm.nprocs; q++)
+            if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = heads[q];
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    free(list);
+    free(heads);
+    return rc;
+}

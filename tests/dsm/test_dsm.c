@@ -1,0 +1,507 @@
+/*
+ * pbt-dsm: the DSM (include/postbox/dsm.h) under `postbox run`, on one
+ * node and across virtual nodes (tests/dsm/CMakeLists.txt).
+ *
+ *   pbt-dsm spmd          every process works in main: collective
+ *                         allocation, many writers to one page, false
+ *                         sharing, barriers in a loop checked after each,
+ *                         a lock-protected counter and chain (each entry
+ *                         checks the one before, across pages), a relay
+ *                         through two locks (transitivity, 3 threads or
+ *                         more), a fault storm (every thread reads 64
+ *                         pages at once), postbox_dsm_malloc
+ *   pbt-dsm threads T     process 0 creates T threads per process in all
+ *                         (placed round-robin, several per process when
+ *                         T > 1) that reach the shared data through a C
+ *                         global set by main; the same checks, and the
+ *                         threads' return values through join
+ *   pbt-dsm errors        bad input gets its error code; allocation limits
+ *   pbt-dsm timing        indicative costs (2 processes or more): a page
+ *                         fetch, a lock and unlock, a barrier
+ *   pbt-dsm killed        process 1 is killed while the others wait for it
+ *                         at a barrier (the launcher must end the job)
+ *   pbt-dsm segv          a fault outside the shared range still kills
+ *                         the process with SIGSEGV (run alone)
+ *
+ * Process 0 prints "dsm NAME: ok"; any failed check prints a line and
+ * makes the process exit 1.
+ */
+#include <postbox/dsm.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUNDS 6
+#define INCREMENTS 50
+#define PAGE 4096
+
+/* the shared data, reached through this global (set by main before any
+ * thread is created, as SPLASH programs do) */
+#define CHAIN (256 * INCREMENTS)
+#define STORM_PAGES 64
+#define RELAY_WORDS (3 * PAGE / sizeof(int))
+
+typedef struct {
+    int lock;
+    int barrier;
+    int nthreads;
+    long counter;
+    int relay_lock[2];
+    int relay_flag[2];
+    int chain_count;
+    int chain_last;
+    char pad[PAGE - 10 * sizeof(long)];
+    int one_page[PAGE / sizeof(int)];          /* many writers, one word each */
+    int false_sharing[4 * PAGE / sizeof(int)]; /* thread t writes words t, t + n, ... */
+    long results[256];
+    int chain[CHAIN];       /* appended under the lock: each entry checks the one before */
+    int relay[RELAY_WORDS]; /* written by thread 0, read by thread 2 through two locks */
+    long storm[STORM_PAGES * PAGE / sizeof(long)]; /* read by every thread at once */
+} shared_t;
+
+static shared_t *shared;
+/* (an array, not a pointer into argv: the globals go to the processes
+ * that run created threads, where argv lies elsewhere) */
+static char test_name[32] = "?";
+static int me;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL process %d: %s:%d: ", me, __func__, __LINE__);                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fflush(stdout);                                                                        \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        CHECK(rc_ >= 0, "%s returned %d (%s)", #call, rc_, postbox_dsm_strerror(rc_));             \
+    } while (0)
+
+/* wait (asleep between looks) until relay flag @k is up, under its lock */
+static void relay_wait(int k)
+{
+    for (;;) {
+        int up;
+
+        OK(postbox_dsm_lock(shared->relay_lock[k]));
+        up = shared->relay_flag[k];
+        OK(postbox_dsm_unlock(shared->relay_lock[k]));
+        if (up)
+            return;
+        usleep(200);
+    }
+}
+
+/* Transitivity: thread 0 writes pages thread 2 holds cached, raises flag 0
+ * under lock 0; thread 1 sees it and raises flag 1 under lock 1; thread 2
+ * sees that and must see thread 0's writes, ordered before it only
+ * through the two locks. */
+static void relay(int id)
+{
+    int words = (int)RELAY_WORDS;
+
+    if (id == 2)
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == 0, "relay word %d is %d before the relay", w,
+                  shared->relay[w]);
+    OK(postbox_dsm_barrier(shared->barrier, shared->nthreads));
+    if (id == 0) {
+        for (int w = 0; w < words; w++)
+            shared->relay[w] = w + 1;
+        OK(postbox_dsm_lock(shared->relay_lock[0]));
+        shared->relay_flag[0] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[0]));
+    } else if (id == 1) {
+        relay_wait(0);
+        OK(postbox_dsm_lock(shared->relay_lock[1]));
+        shared->relay_flag[1] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[1]));
+    } else if (id == 2) {
+        relay_wait(1);
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == w + 1, "relay word %d is %d", w, shared->relay[w]);
+    }
+}
+
+/* The work of thread @id of @n: every check of the data-race-free
+ * patterns. */
+static void work(int id, int n)
+{
+    int words = (int)(sizeof(shared->false_sharing) / sizeof(int));
+
+    for (int round = 1; round <= ROUNDS; round++) {
+        shared->one_page[id] = round * 1000 + id;
+        for (int w = id; w < words; w += n)
+            shared->false_sharing[w] = round * 100000 + w;
+        OK(postbox_dsm_barrier(shared->barrier, n));
+        for (int t = 0; t < n; t++)
+            CHECK(shared->one_page[t] == round * 1000 + t, "round %d: word %d is %d", round, t,
+                  shared->one_page[t]);
+        for (int w = 0; w < words; w++)
+            CHECK(shared->false_sharing[w] == round * 100000 + w, "round %d: word %d is %d", round,
+                  w, shared->false_sharing[w]);
+        OK(postbox_dsm_barrier(shared->barrier, n));
+    }
+    /* a fault storm: thread 0 writes, then every thread reads every page
+     * at once, half of them backwards */
+    if (id == 0)
+        for (size_t w = 0; w < sizeof(shared->storm) / sizeof(long); w++)
+            shared->storm[w] = (long)w * 3 + 1;
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    for (size_t k = 0; k < sizeof(shared->storm) / sizeof(long); k++) {
+        size_t w = id % 2 ? sizeof(shared->storm) / sizeof(long) - 1 - k : k;
+
+        CHECK(shared->storm[w] == (long)w * 3 + 1, "storm word %zu is %ld", w, shared->storm[w]);
+    }
+    for (int i = 0; i < INCREMENTS; i++) {
+        OK(postbox_dsm_lock(shared->lock));
+        shared->counter++;
+        /* the previous entry may lie on a page another process wrote */
+        if (shared->chain_count > 0)
+            CHECK(shared->chain[shared->chain_count - 1] == shared->chain_last,
+                  "chain entry %d is %d, not %d", shared->chain_count - 1,
+                  shared->chain[shared->chain_count - 1], shared->chain_last);
+        shared->chain_last = id * 1000 + i + 1;
+        shared->chain[shared->chain_count++] = shared->chain_last;
+        OK(postbox_dsm_unlock(shared->lock));
+    }
+    if (n >= 3)
+        relay(id);
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    CHECK(shared->counter == (long)n * INCREMENTS, "the counter is %ld, not %ld", shared->counter,
+          (long)n * INCREMENTS);
+    OK(postbox_dsm_barrier(shared->barrier, n));
+}
+
+static int run_spmd(void)
+{
+    int n = postbox_dsm_process_count();
+    long *block;
+
+    shared = postbox_dsm_alloc(sizeof(*shared));
+    CHECK(shared != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    if (me == 0) {
+        shared->lock = postbox_dsm_lock_create();
+        shared->relay_lock[0] = postbox_dsm_lock_create();
+        shared->relay_lock[1] = postbox_dsm_lock_create();
+        shared->barrier = postbox_dsm_barrier_create();
+        shared->nthreads = n;
+        OK(shared->lock);
+        OK(shared->relay_lock[0]);
+        OK(shared->relay_lock[1]);
+        OK(shared->barrier);
+    }
+    /* (ids 0 are the first of each: every process may use them now) */
+    OK(postbox_dsm_barrier(0, n));
+    work(me, n);
+    /* a block from the allocator, filled by its owner, read by all */
+    if (me == 0) {
+        block = postbox_dsm_malloc(3 * PAGE);
+        CHECK(block != NULL, "postbox_dsm_malloc failed");
+        for (int i = 0; i < 3 * PAGE / 8; i++)
+            block[i] = i * 7;
+        shared->results[0] = (long)(uintptr_t)block;
+    }
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    block = (long *)(uintptr_t)shared->results[0];
+    for (int i = 0; i < 3 * PAGE / 8; i++)
+        CHECK(block[i] == i * 7, "block word %d is %ld", i, block[i]);
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    if (me == 0)
+        OK(postbox_dsm_free(block));
+    return 0;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Indicative costs: a page fetch (a read fault on a page another process
+ * homes and wrote), an uncontended lock and unlock managed by another
+ * process, a barrier of every process. */
+static int run_timing(void)
+{
+    int n = postbox_dsm_process_count(), pages = 512, fetched = 0, reps = 300, lock = 0;
+    char *region = postbox_dsm_alloc((size_t)pages * PAGE); /* the range's first pages */
+    double t0, fetch_us = 0, lock_us = 0, barrier_us;
+    long sum = 0;
+
+    CHECK(region != NULL && n >= 2, "timing needs 2 processes");
+    if (me == 0) {
+        for (int p = 0; p < pages; p += 1)
+            region[(size_t)p * PAGE] = 1;
+        lock = postbox_dsm_lock_create();
+        while (lock % n != 1)
+            lock = postbox_dsm_lock_create();
+        *(int *)(region + PAGE) = lock;
+    }
+    OK(postbox_dsm_barrier(0, n));
+    lock = *(int *)(region + PAGE);
+    if (me == 1) {
+        t0 = now_us();
+        /* pages homed at process 0: blocks of 16 pages, round-robin */
+        for (int p = 0; p < pages; p++)
+            if ((p / 16) % n == 0 && p != 1) {
+                sum += region[(size_t)p * PAGE];
+                fetched++;
+            }
+        fetch_us = (now_us() - t0) / fetched;
+        CHECK(sum == fetched, "read %ld ones in %d pages", sum, fetched);
+        printf("dsm timing: page fetch %.1f us (%d pages)\n", fetch_us, fetched);
+        fflush(stdout);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    if (me == 0) {
+        t0 = now_us();
+        for (int i = 0; i < reps; i++) {
+            OK(postbox_dsm_lock(lock));
+            OK(postbox_dsm_unlock(lock));
+        }
+        lock_us = (now_us() - t0) / reps;
+        printf("dsm timing: lock and unlock managed by process 1 %.1f us\n", lock_us);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    t0 = now_us();
+    for (int i = 0; i < reps; i++)
+        OK(postbox_dsm_barrier(0, n));
+    barrier_us = (now_us() - t0) / reps;
+    if (me == 0)
+        printf("dsm timing: barrier of %d processes %.1f us\n", n, barrier_us);
+    return 0;
+}
+
+static void *thread_work(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+
+    work(id, shared->nthreads);
+    shared->results[id] = 1000 + id;
+    if (getenv("PBT_DSM_VERBOSE") != NULL) {
+        postbox_dsm_stats_t stats;
+
+        OK(postbox_dsm_stats(&stats));
+        fprintf(stderr, "thread %d on process %d: %llu barrier calls, %llu barrier messages\n", id,
+                postbox_dsm_process(), (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
+    }
+    return (void *)(intptr_t)(id * 3);
+}
+
+static int run_threads(int per_process)
+{
+    int n = postbox_dsm_process_count() * per_process;
+    postbox_dsm_thread_t threads[256];
+
+    CHECK(n <= 256, "too many threads");
+    shared = postbox_dsm_malloc(sizeof(*shared));
+    CHECK(shared != NULL, "postbox_dsm_malloc failed");
+    shared->lock = postbox_dsm_lock_create();
+    shared->relay_lock[0] = postbox_dsm_lock_create();
+    shared->relay_lock[1] = postbox_dsm_lock_create();
+    shared->barrier = postbox_dsm_barrier_create();
+    OK(shared->lock);
+    OK(shared->relay_lock[0]);
+    OK(shared->relay_lock[1]);
+    OK(shared->barrier);
+    shared->nthreads = n;
+    for (int t = 1; t < n; t++) {
+        OK(postbox_dsm_thread_create(&threads[t], thread_work, (void *)(intptr_t)t));
+        CHECK(threads[t].process == t % postbox_dsm_process_count(),
+              "thread %d placed on process %d", t, threads[t].process);
+    }
+    thread_work(0);
+    for (int t = 1; t < n; t++) {
+        void *ret = NULL;
+
+        OK(postbox_dsm_thread_join(threads[t], &ret));
+        CHECK((intptr_t)ret == t * 3, "thread %d returned %ld", t, (long)(intptr_t)ret);
+        CHECK(shared->results[t] == 1000 + t, "thread %d's result is %ld", t, shared->results[t]);
+    }
+    {
+        void *ret;
+
+        CHECK(postbox_dsm_thread_join(threads[1], &ret) == POSTBOX_DSM_ERR_BAD_THREAD || n < 2,
+              "a second join of a thread succeeded");
+    }
+    return 0;
+}
+
+static int run_errors(void)
+{
+    int id, bar, held;
+    void *p;
+
+    CHECK(postbox_dsm_lock(0) == POSTBOX_DSM_ERR_NOT_INITIALIZED, "lock before init");
+    CHECK(postbox_dsm_process() == POSTBOX_DSM_ERR_NOT_INITIALIZED, "process before init");
+    CHECK(postbox_dsm_alloc(16) == NULL &&
+              postbox_dsm_last_error() == POSTBOX_DSM_ERR_NOT_INITIALIZED,
+          "alloc before init");
+    CHECK(postbox_dsm_init(0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "init of 0 bytes");
+    CHECK(postbox_dsm_init(((size_t)1 << 40) + 1) == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "init of more than 1 TiB");
+    CHECK(postbox_dsm_init((size_t)1 << 40) == POSTBOX_DSM_ERR_NO_MEMORY,
+          "init of more than the machine's memory");
+    OK(postbox_dsm_init(1 << 20));
+    me = postbox_dsm_process();
+    if (me != 0)
+        return postbox_dsm_serve();
+    CHECK(postbox_dsm_init(1 << 20) == POSTBOX_DSM_ERR_ALREADY_INITIALIZED, "a second init");
+    CHECK(postbox_dsm_serve() == POSTBOX_DSM_ERR_WRONG_PROCESS, "serve on process 0");
+    id = postbox_dsm_lock_create();
+    OK(id);
+    CHECK(postbox_dsm_lock(id + 1) == POSTBOX_DSM_ERR_BAD_LOCK, "a lock never created");
+    CHECK(postbox_dsm_lock(id + 2) == POSTBOX_DSM_ERR_BAD_LOCK, "a lock never created");
+    CHECK(postbox_dsm_lock(-1) == POSTBOX_DSM_ERR_BAD_LOCK, "lock -1");
+    CHECK(postbox_dsm_lock(POSTBOX_DSM_MAX_LOCKS) == POSTBOX_DSM_ERR_BAD_LOCK, "lock MAX");
+    CHECK(postbox_dsm_unlock(id) == POSTBOX_DSM_ERR_NOT_HELD, "unlock of a free lock");
+    held = postbox_dsm_lock_create();
+    OK(postbox_dsm_lock(held));
+    OK(postbox_dsm_unlock(held));
+    CHECK(postbox_dsm_unlock(held) == POSTBOX_DSM_ERR_NOT_HELD, "a second unlock");
+    CHECK(postbox_dsm_alloc(0) == NULL && postbox_dsm_last_error() == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "alloc of 0");
+    CHECK(postbox_dsm_malloc(0) == NULL && postbox_dsm_last_error() == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "malloc of 0");
+    CHECK(postbox_dsm_malloc((size_t)1 << 30) == NULL &&
+              postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+          "malloc of more than the range");
+    p = postbox_dsm_malloc(100);
+    CHECK(p != NULL, "malloc of 100 bytes");
+    CHECK(postbox_dsm_free((char *)p + 8) == POSTBOX_DSM_ERR_BAD_POINTER, "free inside a block");
+    CHECK(postbox_dsm_free(&id) == POSTBOX_DSM_ERR_BAD_POINTER, "free of a stack address");
+    OK(postbox_dsm_free(p));
+    CHECK(postbox_dsm_free(p) == POSTBOX_DSM_ERR_BAD_POINTER, "a second free");
+    CHECK(postbox_dsm_free(NULL) == 0, "free of NULL");
+    /* allocation limits: the 1 MiB range's upper half is the allocator's */
+    {
+        void *blocks[16];
+        int got = 0;
+
+        CHECK(postbox_dsm_malloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "malloc of more than the allocator's half");
+        while (got < 16 && (blocks[got] = postbox_dsm_malloc(64 << 10)) != NULL)
+            got++;
+        CHECK(got == 8 && postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "%d blocks of 64 KiB in 512 KiB", got);
+        for (int b = 0; b < got; b++)
+            OK(postbox_dsm_free(blocks[b]));
+        blocks[0] = postbox_dsm_malloc(512 << 10);
+        CHECK(blocks[0] != NULL, "the freed blocks did not merge back");
+        OK(postbox_dsm_free(blocks[0]));
+        CHECK(postbox_dsm_alloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc of more than the collective half");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB more");
+        CHECK(postbox_dsm_alloc(PAGE) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc past the collective half");
+    }
+    bar = postbox_dsm_barrier_create();
+    OK(bar);
+    CHECK(postbox_dsm_barrier(bar + 1, 1) == POSTBOX_DSM_ERR_BAD_BARRIER, "a barrier never made");
+    CHECK(postbox_dsm_barrier(bar, 0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "a barrier of 0 threads");
+    OK(postbox_dsm_barrier(bar, 1));
+    CHECK(postbox_dsm_thread_join((postbox_dsm_thread_t){0, 5}, NULL) == POSTBOX_DSM_ERR_BAD_THREAD,
+          "join of a thread never created");
+    CHECK(postbox_dsm_thread_create(NULL, NULL, NULL) == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "create with NULLs");
+    CHECK(postbox_dsm_stats(NULL) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "stats into NULL");
+    CHECK(strcmp(postbox_dsm_strerror(1), "unknown DSM error") == 0, "strerror of 1");
+    OK(postbox_dsm_finalize());
+    CHECK(postbox_dsm_lock(id) == POSTBOX_DSM_ERR_NOT_INITIALIZED, "lock after finalize");
+    printf("dsm errors: ok\n");
+    return 0;
+}
+
+static int run_segv(void)
+{
+    volatile uintptr_t low = 64; /* (through a variable: the compiler would refuse a constant) */
+    volatile int *outside = (volatile int *)low;
+
+    OK(postbox_dsm_init(1 << 20));
+    /* a fault in the shared range is served; one outside it is the program's */
+    shared = postbox_dsm_alloc(PAGE);
+    shared->lock = 1;
+    printf("dsm segv: faulting outside the shared range\n");
+    fflush(stdout);
+    *outside = 1;
+    printf("dsm segv: the fault did not kill the process\n");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    postbox_dsm_stats_t stats;
+    int rc;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | killed | errors | segv\n");
+        return 2;
+    }
+    snprintf(test_name, sizeof(test_name), "%s", argv[1]);
+    if (strcmp(test_name, "errors") == 0)
+        return run_errors();
+    if (strcmp(test_name, "segv") == 0)
+        return run_segv();
+    OK(postbox_dsm_init((size_t)16 << 20));
+    me = postbox_dsm_process();
+    if (strcmp(test_name, "spmd") == 0) {
+        rc = run_spmd();
+    } else if (strcmp(test_name, "killed") == 0) {
+        /* process 1 dies while the others wait at a barrier for it */
+        if (me == 1) {
+            shared = postbox_dsm_alloc(PAGE);
+            shared->lock = 1;
+            kill(getpid(), SIGKILL);
+        }
+        rc = postbox_dsm_barrier(0, postbox_dsm_process_count());
+        printf("dsm killed: process %d's barrier returned %d (%s)\n", me, rc,
+               postbox_dsm_strerror(rc));
+        return 1;
+    } else if (strcmp(test_name, "timing") == 0) {
+        rc = run_timing();
+    } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
+        if (me != 0)
+            return postbox_dsm_serve() == 0 ? 0 : 1;
+        rc = run_threads(atoi(argv[2]));
+    } else {
+        fprintf(stderr, "pbt-dsm: unknown test %s\n", test_name);
+        return 2;
+    }
+    OK(postbox_dsm_stats(&stats));
+    if (getenv("PBT_DSM_VERBOSE") != NULL)
+        fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
+                (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
+    if (me == 0 || strcmp(test_name, "spmd") == 0) {
+        /* (an SPMD program's other processes may end with finalize too) */
+        OK(postbox_dsm_finalize());
+    } else {
+        OK(postbox_dsm_serve());
+        OK(postbox_dsm_finalize()); /* nothing left to do: 0 */
+    }
+    if (me == 0) {
+        printf("dsm %s: ok (process 0: %llu read faults, %llu write faults, %llu fetches, %llu "
+               "diffs, %llu barrier calls, %llu barrier messages)\n",
+               test_name, (unsigned long long)stats.read_faults,
+               (unsigned long long)stats.write_faults, (unsigned long long)stats.page_fetches,
+               (unsigned long long)stats.diffs, (unsigned long long)stats.barriers,
+               (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
+    }
+    return rc;
+}
