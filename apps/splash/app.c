@@ -152,3 +152,14 @@ size_t app_shared_bytes(size_t bytes, int allocations)
 {
     return bytes + (size_t)allocations * (app_page_size() + 64) + (1u << 20);
 }
+
+long app_page_elements(size_t element_size)
+{
+    size_t page = app_page_size(), a = page, b = element_size;
+    while (b != 0) { /* a = gcd(page, element_size) */
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return (long)(page / a);
+}

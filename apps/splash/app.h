@@ -44,6 +44,9 @@ size_t app_page_size(void);
 size_t app_page_round(size_t bytes);
 /* The first page boundary at or after P (allocate a page more than needed). */
 void *app_page_align(void *p);
+/* The fewest elements of ELEMENT_SIZE bytes that fill whole pages: a
+ * partition stride of a multiple of it keeps every partition page-aligned. */
+long app_page_elements(size_t element_size);
 /* What MAIN_INITENV should declare for BYTES of data in ALLOCATIONS
  * G_MALLOCs, each of which may be padded by a page for alignment. */
 size_t app_shared_bytes(size_t bytes, int allocations);
