@@ -43,10 +43,11 @@ typedef struct pb_parmacs_gs {
 
 extern pb_parmacs_env_t *pb_parmacs_env;
 
-/* Print "parmacs: WHAT failed (RET)" and end the program (status 2). */
-static inline void pb_parmacs_die(const char *what, long ret)
+/* Print "parmacs: WHAT: the DSM's text for RET" and end the program
+ * (status 2). */
+static inline void pb_parmacs_die(const char *what, int ret)
 {
-    fprintf(stderr, "parmacs: %s failed (%ld)\n", what, ret);
+    fprintf(stderr, "parmacs: %s: %s\n", what, postbox_dsm_strerror(ret));
     fflush(stdout);
     fflush(stderr);
     _exit(2);
@@ -69,20 +70,23 @@ static inline void pb_parmacs_main_init(size_t global_size)
     }
     pb_parmacs_env = calloc(1, sizeof *pb_parmacs_env);
     if (pb_parmacs_env == NULL)
-        pb_parmacs_die("MAIN_INITENV: calloc", 0);
+        pb_parmacs_die("MAIN_INITENV: calloc", POSTBOX_DSM_ERR_NO_MEMORY);
 }
 
 static inline void *pb_parmacs_malloc(size_t size)
 {
     void *p = postbox_dsm_malloc(size);
     if (p == NULL) {
-        fprintf(stderr, "parmacs: G_MALLOC(%zu): the DSM has no room left\n", size);
+        fprintf(stderr, "parmacs: G_MALLOC(%zu): %s\n", size,
+                postbox_dsm_strerror(postbox_dsm_last_error()));
         fflush(stderr);
         _exit(2);
     }
     return p;
 }
 
+/* HANDLE, a lock or barrier id, or the end of the program if it is an
+ * error code */
 static inline int pb_parmacs_handle(int handle, const char *what)
 {
     if (handle < 0)
@@ -104,7 +108,7 @@ static inline void pb_parmacs_create(void (*entry)(void))
         int capacity = env->capacity ? 2 * env->capacity : 16;
         postbox_dsm_thread_t *threads = realloc(env->threads, (size_t)capacity * sizeof *threads);
         if (threads == NULL)
-            pb_parmacs_die("CREATE: realloc", 0);
+            pb_parmacs_die("CREATE: realloc", POSTBOX_DSM_ERR_NO_MEMORY);
         env->threads = threads;
         env->capacity = capacity;
     }
