@@ -59,9 +59,12 @@ static inline void pb_parmacs_check(int ret, const char *what)
         pb_parmacs_die(what, ret);
 }
 
+/* The DSM's range is twice GLOBAL_SIZE: postbox_dsm_malloc serves the
+ * upper half of it (the lower half is postbox_dsm_alloc's, for collective
+ * allocations, which no PARMACS macro makes). */
 static inline void pb_parmacs_main_init(size_t global_size)
 {
-    int ret = postbox_dsm_init(global_size);
+    int ret = postbox_dsm_init(2 * global_size);
     if (ret != 0)
         pb_parmacs_die("MAIN_INITENV: postbox_dsm_init", ret);
     if (postbox_dsm_process() != 0) {
