@@ -44,8 +44,8 @@ TSAN_BUILD_TYPE ?= Debug
 # protocol logic that the other MPI tests drive through the same threads,
 # and most of the tests' time under TSan, some near their launcher's 60 s
 # --timeout on a loaded machine
-TSAN_LABELS     ?= ^(rsm|mpi)$$
-TSAN_EXCLUDE_LABELS ?= ^(thresholds|coll)$$
+TSAN_LABELS     ?= ^(rsm|mpi|splash)$$
+TSAN_EXCLUDE_LABELS ?= ^(thresholds|coll|dsm)$$
 TSAN_EXCLUDE    ?= ^mpi_p2p_shared_pool$$
 SOAK_SECONDS    ?= 300
 SOAK_SEED       ?=
