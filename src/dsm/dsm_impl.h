@@ -1,0 +1,314 @@
+/*
+ * The DSM's internal state and the layout of each process's control
+ * segment (docs/dsm.md describes the protocol).
+ *
+ * Every process exports two things over RSM (on shm, and on tcp when the
+ * job spans nodes):
+ *
+ *   data: its copy of the shared range, seen through a second mapping of
+ *         the same pages (the "system view", always read-write) so that
+ *         fetches, diffs and remote puts never fault; the application
+ *         view at the shared address is the one under mprotect.
+ *   ctl:  its control segment: mailbox words others raise (barrier
+ *         releases, lock grants, thread completions, stop), the locks it
+ *         manages, its thread-creation queue, and on process 0 the
+ *         barrier, the lock and barrier counters and the allocator.
+ *
+ * Requests on a ctl segment ("rpcs") run the same handler whatever the
+ * path: on the caller's own process for its own ctl, on the caller's
+ * mapping of a ctl of its node (shm), or on the owner's RSM service side
+ * through pb_rsm_memseg_import_call (tcp).  A handler touches the segment
+ * only, under the segment's spin word, and is short.
+ *
+ *   ctl segment
+ *   +-------------------------+ 0
+ *   | pb_dsm_ctl_t header     |  offsets of the parts below
+ *   +-------------------------+ locks_off
+ *   | pb_dsm_lock_rec_t[n]    |  the locks this process manages (id % P)
+ *   +-------------------------+ image_off
+ *   | executable data image   |  staged here for a thread creation
+ *   +-------------------------+ writer_off  (process 0 only from here)
+ *   | int32 writer[npages]    |  barrier notices being gathered
+ *   | uint32 touched[npages]  |  pages with a writer entry
+ *   | uint64 area[2][npages]  |  a finished episode's notices
+ *   +-------------------------+
+ */
+#ifndef PB_DSM_IMPL_H
+#define PB_DSM_IMPL_H
+
+#include <postbox/dsm.h>
+#include <postbox/rsm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0001) /* "pb-dsm" + version 1 */
+#define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
+#define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
+#define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
+#define PB_DSM_LOCK_QUEUE 32  /* waiters queued at one lock */
+#define PB_DSM_MAX_BARRIERS 1024
+#define PB_DSM_MAX_BLOCKS 16384                      /* blocks of process 0's allocator */
+#define PB_DSM_HOME_BLOCK 16                         /* pages of one home block */
+#define PB_DSM_BASE_HINT ((uintptr_t)0x300000000000) /* clear of ASan's shadow */
+#define PB_DSM_WRITER_NONE (-1)
+#define PB_DSM_WRITER_MANY (-2)
+
+/* a waiter: process << 8 | slot */
+typedef struct {
+    uint32_t who;
+    uint32_t ticket;
+} pb_dsm_waiter_t;
+
+typedef struct {
+    uint32_t created;
+    uint32_t held;
+    uint32_t holder;
+    uint32_t head;
+    uint32_t count;
+    uint32_t pad;
+    pb_dsm_waiter_t queue[PB_DSM_LOCK_QUEUE];
+} pb_dsm_lock_rec_t;
+
+/* a thread creation queued at its process */
+typedef struct {
+    uint64_t fn;
+    uint64_t arg;
+    uint32_t creator;    /* process */
+    uint32_t join_index; /* in the creator's join table */
+} pb_dsm_create_req_t;
+
+/* a block of process 0's allocator (offsets in the shared range) */
+typedef struct {
+    uint64_t offset;
+    uint64_t size;
+    uint64_t used;
+} pb_dsm_block_t;
+
+typedef struct {
+    _Atomic uint64_t done; /* 1 once the thread ended */
+    uint64_t ret;
+} pb_dsm_join_t;
+
+typedef struct {
+    uint64_t magic;
+    uint32_t nprocs;
+    uint32_t npages;
+    uint64_t size;      /* bytes of the segment */
+    uint64_t locks_off; /* pb_dsm_lock_rec_t[nlocks] */
+    uint32_t nlocks;
+    uint32_t pad0;
+    uint64_t image_off; /* image_len bytes */
+    uint64_t image_len;
+    uint64_t writer_off; /* process 0: int32 writer[npages] */
+    uint64_t touched_off;
+    uint64_t area_off; /* uint64 area[2][npages] */
+
+    _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
+
+    /* mailbox: raised by others (NOTIFY_MAX), read by this process */
+    _Alignas(64) _Atomic uint64_t release_epoch; /* last barrier episode finished */
+    _Atomic uint64_t stop;                       /* process 0 finalizes */
+    _Atomic uint64_t image_taken;                /* creations whose image was copied */
+    _Atomic uint64_t grant[PB_DSM_MAX_THREADS];  /* lock tickets granted per slot */
+    pb_dsm_join_t joins[PB_DSM_MAX_JOINS];
+
+    /* thread creations queued here */
+    uint32_t create_head;
+    uint32_t create_count;
+    pb_dsm_create_req_t creates[PB_DSM_CREATE_RING];
+
+    /* process 0 only */
+    uint32_t next_lock;
+    uint32_t next_barrier;
+    uint64_t episode;      /* the barrier episode arrivals count toward */
+    uint32_t bar_count;    /* threads arrived */
+    uint32_t bar_expected; /* its nthreads (0: none open) */
+    uint32_t bar_id;
+    uint32_t bar_final_pending;
+    uint32_t touched_count;
+    uint32_t pad1;
+    uint64_t area_epoch[2];
+    uint64_t area_count[2];
+    uint64_t area_acks[2];
+    uint64_t coll_end;   /* collective allocations end here (from the range's start) */
+    uint64_t heap_start; /* postbox_dsm_malloc blocks lie at and above it */
+    uint32_t nblocks;
+    uint32_t pad2;
+    pb_dsm_block_t blocks[PB_DSM_MAX_BLOCKS];
+} pb_dsm_ctl_t;
+
+/* rpc operations */
+enum {
+    PB_DSM_OP_NOTIFY_MAX = 1, /* a = offset of a uint64 word, b = value */
+    PB_DSM_OP_LOCK_CREATE,
+    PB_DSM_OP_LOCK_MARK,    /* a = id */
+    PB_DSM_OP_LOCK_ACQUIRE, /* a = id, b = who, c = ticket */
+    PB_DSM_OP_LOCK_RELEASE, /* a = id, b = who */
+    PB_DSM_OP_BARRIER_CREATE,
+    PB_DSM_OP_BARRIER_NOTICES, /* b = process; pages follow */
+    PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count; pages follow */
+    PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
+    PB_DSM_OP_BARRIER_ACK,     /* a = episode */
+    PB_DSM_OP_MALLOC,          /* a = size */
+    PB_DSM_OP_FREE,            /* a = offset */
+    PB_DSM_OP_COLL_RESERVE,    /* a = end offset */
+    PB_DSM_OP_THREAD_QUEUE,    /* a = fn, b = arg, c = creator, d = join index */
+    PB_DSM_OP_THREAD_DEQUEUE,  /* reply: a = fn, b = arg, c = creator << 32 | join index */
+    PB_DSM_OP_THREAD_DONE,     /* a = join index, b = return value */
+};
+
+typedef struct {
+    uint32_t op;
+    uint32_t npages; /* page numbers following the header */
+    uint64_t a, b, c, d;
+} pb_dsm_req_t;
+
+/* rpc results (status): >= 0 as the op says, or a POSTBOX_DSM_ERR_* */
+enum {
+    PB_DSM_LOCK_GRANTED = 0,
+    PB_DSM_LOCK_QUEUED = 1,
+    PB_DSM_LOCK_RETRY = 2,
+    PB_DSM_BARRIER_WAIT = 0,
+    PB_DSM_BARRIER_LAST = 1,
+    PB_DSM_BARRIER_PENDING = 2,
+};
+
+typedef struct {
+    int64_t status;
+    uint64_t a, b, c;
+} pb_dsm_reply_t;
+
+/* pages sent in one rpc at most */
+#define PB_DSM_RPC_PAGES 32768
+
+/* page states in this process */
+enum {
+    PB_DSM_INVALID = 0,
+    PB_DSM_READ = 1,
+    PB_DSM_WRITE = 2
+};
+
+/* another process, as this one reaches it */
+typedef struct {
+    uint32_t node;
+    int local;                       /* on this node: shm */
+    rsm_memseg_import_handle_t data; /* its copy of the range */
+    rsmapi_barrier_t data_bar;       /* explicit barrier of @data */
+    rsm_memseg_import_handle_t ctl;  /* its control segment */
+    pb_dsm_ctl_t *ctl_map;           /* mapped (local peers) */
+} pb_dsm_peer_t;
+
+typedef struct {
+    int initialized;
+    int me, nprocs, node, nnodes;
+    size_t page_size;
+    size_t size; /* of the shared range */
+    size_t npages;
+    char *base; /* the application view (shared address) */
+    char *sys;  /* the system view of the same pages */
+    pb_dsm_ctl_t *ctl;
+    size_t ctl_size;
+    rsmapi_controller_handle_t shm_ctl, tcp_ctl;
+    rsm_memseg_export_handle_t data_ex[2], ctl_ex[2]; /* [0] shm, [1] tcp */
+    pb_dsm_peer_t *peers;
+
+    /* coherence, under @protocol */
+    pthread_mutex_t protocol;
+    uint8_t *state;  /* per page */
+    char **twins;    /* per page: the twin of a dirty non-home page */
+    uint32_t *dirty; /* dirty pages */
+    size_t ndirty;
+    uint32_t *unsent; /* pages released since the last barrier arrival */
+    size_t nunsent;
+    uint8_t *unsent_mark;
+
+    /* waiting: every thread that waits for its mailbox sleeps on @cv */
+    pthread_mutex_t wait_mutex;
+    pthread_cond_t cv;
+    pthread_t service;
+    int service_started;
+    _Atomic int stopping;
+    _Atomic uint64_t processed_epoch; /* barrier episodes whose notices were applied */
+
+    /* threads */
+    pthread_mutex_t slots_mutex;
+    uint64_t slots_used; /* bitmap of PB_DSM_MAX_THREADS */
+    _Atomic uint32_t tickets[PB_DSM_MAX_THREADS];
+    pthread_mutex_t create_mutex; /* one creation at a time (the image area) */
+    uint32_t created;             /* threads this process created */
+    uint64_t coll_end;            /* collective allocations so far */
+
+    /* the executable's writable data shipped at thread creation */
+    struct pb_dsm_range {
+        uintptr_t start, end;
+    } * image_ranges;
+    size_t nimage_ranges;
+    size_t image_len;
+} pb_dsm_t;
+
+extern pb_dsm_t pb_dsm;
+
+/* statistics (relaxed atomic counters) */
+typedef struct {
+    _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
+        invalidations, lock_acquires, barriers;
+    _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
+} pb_dsm_counters_t;
+
+extern pb_dsm_counters_t pb_dsm_counters;
+
+static inline void pb_dsm_count(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+static inline void pb_dsm_count_msg(int type, uint64_t bytes)
+{
+    pb_dsm_count(&pb_dsm_counters.messages[type], 1);
+    pb_dsm_count(&pb_dsm_counters.bytes[type], bytes);
+}
+
+/* ---- dsm.c ---- */
+int pb_dsm_check(void);
+void pb_dsm_set_error(int code);
+int pb_dsm_slot(void); /* this thread's slot (one is taken on first use) */
+void pb_dsm_slot_release(void);
+/* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
+int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
+               pb_dsm_reply_t *reply);
+/* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
+int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);
+/* read @len bytes at @offset of @proc's ctl */
+int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len);
+/* sleep on the wait condition until @done(@arg) is true */
+void pb_dsm_wait(int (*done)(void *arg), void *arg);
+void pb_dsm_wake_local(void);
+void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                    size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
+int pb_dsm_home(size_t page);
+
+/* ---- coherence.c ---- */
+int pb_dsm_coherence_init(void);
+void pb_dsm_coherence_fini(void);
+/* under @protocol: send every dirty page's changes home (a release) */
+int pb_dsm_flush_locked(void);
+/* under @protocol: invalidate every cached non-home page */
+int pb_dsm_invalidate_all_locked(void);
+/* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine */
+int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
+int pb_dsm_release(void);
+int pb_dsm_acquire_all(void);
+
+/* ---- sync.c ---- */
+/* apply barrier episodes up to the one posted (the service thread) */
+int pb_dsm_barrier_catch_up(void);
+void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                        pb_dsm_reply_t *reply);
+
+/* ---- thread.c ---- */
+int pb_dsm_image_init(void);
+void pb_dsm_thread_serve_queue(void);
+
+#endif

@@ -1,0 +1,748 @@
+/*
+ * Locks, barriers and the shared-memory allocator: the handlers that run
+ * on a control segment (their managers' state lives there, dsm_impl.h)
+ * and the calls that use them.
+ *
+ * Locks: lock id's manager is process id % P.  An acquire asks the
+ * manager; a lock held by another is queued there, and its release hands
+ * it to the first waiter by raising the waiter's grant word (and a
+ * signal).  The acquirer then invalidates every cached non-home page
+ * (invalidate-all: docs/dsm.md says why and what comes next).
+ *
+ * Barriers: one episode at a time, managed by process 0.  An arriving
+ * thread releases this process's dirty pages and sends the pages it wrote
+ * since its last arrival (write notices); the manager gathers them per
+ * page (one writer, or many).  The last arrival turns them into the
+ * episode's notice list (one of two areas, alternating) and raises every
+ * process's release word; each process's service thread then reads the
+ * list, invalidates the cached pages another process wrote and
+ * acknowledges, so the area may be used again two episodes later.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dsm/dsm_impl.h"
+#include "util/log.h"
+
+#define CTL_AT(ctl, off, type) ((type)((char *)(ctl) + (off)))
+
+/* ---- handlers (under the segment's spin word) ---------------------------------- */
+
+static void handle_lock(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, pb_dsm_reply_t *reply)
+{
+    uint64_t id = req->a;
+    pb_dsm_lock_rec_t *lock;
+
+    if (id >= POSTBOX_DSM_MAX_LOCKS || id % ctl->nprocs >= ctl->nprocs ||
+        id / ctl->nprocs >= ctl->nlocks) {
+        reply->status = POSTBOX_DSM_ERR_BAD_LOCK;
+        return;
+    }
+    lock = CTL_AT(ctl, ctl->locks_off, pb_dsm_lock_rec_t *) + id / ctl->nprocs;
+    if (req->op == PB_DSM_OP_LOCK_MARK) {
+        lock->created = 1;
+        reply->status = 0;
+        return;
+    }
+    if (!lock->created) {
+        reply->status = POSTBOX_DSM_ERR_BAD_LOCK;
+        return;
+    }
+    if (req->op == PB_DSM_OP_LOCK_ACQUIRE) {
+        if (!lock->held) {
+            lock->held = 1;
+            lock->holder = (uint32_t)req->b;
+            reply->status = PB_DSM_LOCK_GRANTED;
+        } else if (lock->count == PB_DSM_LOCK_QUEUE) {
+            reply->status = PB_DSM_LOCK_RETRY;
+        } else {
+            lock->queue[(lock->head + lock->count) % PB_DSM_LOCK_QUEUE] =
+                (pb_dsm_waiter_t){.who = (uint32_t)req->b, .ticket = (uint32_t)req->c};
+            lock->count++;
+            reply->status = PB_DSM_LOCK_QUEUED;
+        }
+        return;
+    }
+    /* release */
+    if (!lock->held || lock->holder != (uint32_t)req->b) {
+        reply->status = POSTBOX_DSM_ERR_NOT_HELD;
+        return;
+    }
+    reply->status = 0;
+    reply->a = 0;
+    if (lock->count == 0) {
+        lock->held = 0;
+        return;
+    }
+    {
+        pb_dsm_waiter_t next = lock->queue[lock->head];
+
+        lock->head = (lock->head + 1) % PB_DSM_LOCK_QUEUE;
+        lock->count--;
+        lock->holder = next.who;
+        reply->a = 1;
+        reply->b = (uint64_t)next.who << 32 | next.ticket;
+    }
+}
+
+static void merge_notices(pb_dsm_ctl_t *ctl, int32_t proc, const uint32_t *pages, uint32_t n)
+{
+    int32_t *writer = CTL_AT(ctl, ctl->writer_off, int32_t *);
+    uint32_t *touched = CTL_AT(ctl, ctl->touched_off, uint32_t *);
+
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t p = pages[i];
+
+        if (p >= ctl->npages)
+            continue;
+        if (writer[p] == PB_DSM_WRITER_NONE) {
+            writer[p] = proc;
+            touched[ctl->touched_count++] = p;
+        } else if (writer[p] != proc) {
+            writer[p] = PB_DSM_WRITER_MANY;
+        }
+    }
+}
+
+/* the episode's arrivals are all in: build its notice list if its area is free */
+static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
+{
+    unsigned a = (unsigned)(ctl->episode % 2);
+    int32_t *writer = CTL_AT(ctl, ctl->writer_off, int32_t *);
+    uint32_t *touched = CTL_AT(ctl, ctl->touched_off, uint32_t *);
+    uint64_t *area = CTL_AT(ctl, ctl->area_off, uint64_t *) + (size_t)a * ctl->npages;
+
+    reply->a = ctl->episode;
+    if (ctl->area_epoch[a] != 0 && ctl->area_acks[a] < ctl->nprocs) {
+        ctl->bar_final_pending = 1;
+        reply->status = PB_DSM_BARRIER_PENDING;
+        return;
+    }
+    for (uint32_t i = 0; i < ctl->touched_count; i++) {
+        uint32_t p = touched[i];
+
+        area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
+        writer[p] = PB_DSM_WRITER_NONE;
+    }
+    ctl->area_epoch[a] = ctl->episode;
+    ctl->area_count[a] = ctl->touched_count;
+    ctl->area_acks[a] = 0;
+    ctl->touched_count = 0;
+    ctl->bar_count = 0;
+    ctl->bar_expected = 0;
+    ctl->bar_final_pending = 0;
+    ctl->episode++;
+    reply->status = PB_DSM_BARRIER_LAST;
+}
+
+static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                           pb_dsm_reply_t *reply)
+{
+    if (ctl->writer_off == 0) {
+        reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
+        return;
+    }
+    if (ctl->episode == 0)
+        ctl->episode = 1;
+    switch (req->op) {
+    case PB_DSM_OP_BARRIER_NOTICES:
+        merge_notices(ctl, (int32_t)req->b, pages, req->npages);
+        reply->status = 0;
+        return;
+    case PB_DSM_OP_BARRIER_ARRIVE:
+        if (req->a >= ctl->next_barrier) {
+            reply->status = POSTBOX_DSM_ERR_BAD_BARRIER;
+            return;
+        }
+        if (ctl->bar_expected != 0 && (ctl->bar_id != req->a || ctl->bar_expected != req->c)) {
+            reply->status = POSTBOX_DSM_ERR_BARRIER_MISMATCH;
+            return;
+        }
+        if (ctl->bar_final_pending) {
+            /* the episode is complete: a thread arriving now is another's */
+            reply->status = POSTBOX_DSM_ERR_BARRIER_MISMATCH;
+            return;
+        }
+        ctl->bar_id = (uint32_t)req->a;
+        ctl->bar_expected = (uint32_t)req->c;
+        merge_notices(ctl, (int32_t)req->b, pages, req->npages);
+        ctl->bar_count += (uint32_t)req->d;
+        reply->a = ctl->episode;
+        if (ctl->bar_count >= ctl->bar_expected)
+            barrier_finish(ctl, reply);
+        else
+            reply->status = PB_DSM_BARRIER_WAIT;
+        return;
+    case PB_DSM_OP_BARRIER_FINISH:
+        if (ctl->bar_final_pending && ctl->episode == req->a)
+            barrier_finish(ctl, reply);
+        else
+            reply->status = POSTBOX_DSM_ERR_BARRIER_MISMATCH;
+        return;
+    case PB_DSM_OP_BARRIER_ACK:
+        if (ctl->area_epoch[req->a % 2] == req->a)
+            ctl->area_acks[req->a % 2]++;
+        reply->status = 0;
+        return;
+    default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+    }
+}
+
+static void heap_init(pb_dsm_ctl_t *ctl, size_t range)
+{
+    if (ctl->nblocks != 0)
+        return;
+    ctl->heap_start = range / 2;
+    ctl->blocks[0] = (pb_dsm_block_t){.offset = range / 2, .size = range - range / 2, .used = 0};
+    ctl->nblocks = 1;
+}
+
+static void handle_alloc(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, pb_dsm_reply_t *reply)
+{
+    uint32_t i;
+
+    if (ctl->writer_off == 0) {
+        reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
+        return;
+    }
+    heap_init(ctl, (size_t)req->d);
+    if (req->op == PB_DSM_OP_COLL_RESERVE) {
+        if (req->a > ctl->heap_start) {
+            reply->status = POSTBOX_DSM_ERR_NO_MEMORY;
+            return;
+        }
+        if (req->a > ctl->coll_end)
+            ctl->coll_end = req->a;
+        reply->status = 0;
+        return;
+    }
+    if (req->op == PB_DSM_OP_MALLOC) {
+        uint64_t size = (req->a + 63) & ~(uint64_t)63;
+
+        for (i = 0; i < ctl->nblocks; i++) {
+            pb_dsm_block_t *b = &ctl->blocks[i];
+
+            if (b->used || b->size < size)
+                continue;
+            if (b->size > size) {
+                if (ctl->nblocks == PB_DSM_MAX_BLOCKS)
+                    continue;
+                memmove(b + 2, b + 1, (ctl->nblocks - i - 1) * sizeof(*b));
+                b[1] = (pb_dsm_block_t){.offset = b->offset + size, .size = b->size - size};
+                ctl->nblocks++;
+                b->size = size;
+            }
+            b->used = 1;
+            reply->status = 0;
+            reply->a = b->offset;
+            return;
+        }
+        reply->status = POSTBOX_DSM_ERR_NO_MEMORY;
+        return;
+    }
+    /* free */
+    for (i = 0; i < ctl->nblocks; i++)
+        if (ctl->blocks[i].offset == req->a)
+            break;
+    if (i == ctl->nblocks || !ctl->blocks[i].used) {
+        reply->status = POSTBOX_DSM_ERR_BAD_POINTER;
+        return;
+    }
+    ctl->blocks[i].used = 0;
+    /* merge with the free neighbours */
+    if (i + 1 < ctl->nblocks && !ctl->blocks[i + 1].used) {
+        ctl->blocks[i].size += ctl->blocks[i + 1].size;
+        memmove(&ctl->blocks[i + 1], &ctl->blocks[i + 2],
+                (ctl->nblocks - i - 2) * sizeof(pb_dsm_block_t));
+        ctl->nblocks--;
+    }
+    if (i > 0 && !ctl->blocks[i - 1].used) {
+        ctl->blocks[i - 1].size += ctl->blocks[i].size;
+        memmove(&ctl->blocks[i], &ctl->blocks[i + 1],
+                (ctl->nblocks - i - 1) * sizeof(pb_dsm_block_t));
+        ctl->nblocks--;
+    }
+    reply->status = 0;
+}
+
+static void handle_thread(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, pb_dsm_reply_t *reply)
+{
+    if (req->op == PB_DSM_OP_THREAD_DEQUEUE) {
+        pb_dsm_create_req_t *c = &ctl->creates[ctl->create_head];
+
+        reply->status = ctl->create_count > 0;
+        if (ctl->create_count > 0) {
+            reply->a = c->fn;
+            reply->b = c->arg;
+            reply->c = (uint64_t)c->creator << 32 | c->join_index;
+            ctl->create_head = (ctl->create_head + 1) % PB_DSM_CREATE_RING;
+            ctl->create_count--;
+        }
+        return;
+    }
+    if (req->op == PB_DSM_OP_THREAD_QUEUE) {
+        if (ctl->create_count == PB_DSM_CREATE_RING) {
+            reply->status = POSTBOX_DSM_ERR_TOO_MANY;
+            return;
+        }
+        ctl->creates[(ctl->create_head + ctl->create_count) % PB_DSM_CREATE_RING] =
+            (pb_dsm_create_req_t){.fn = req->a,
+                                  .arg = req->b,
+                                  .creator = (uint32_t)req->c,
+                                  .join_index = (uint32_t)req->d};
+        ctl->create_count++;
+        reply->status = 0;
+        return;
+    }
+    if (req->a >= PB_DSM_MAX_JOINS) {
+        reply->status = POSTBOX_DSM_ERR_BAD_THREAD;
+        return;
+    }
+    ctl->joins[req->a].ret = req->b;
+    atomic_store_explicit(&ctl->joins[req->a].done, 1, memory_order_release);
+    reply->status = 0;
+}
+
+void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                        pb_dsm_reply_t *reply)
+{
+    switch (req->op) {
+    case PB_DSM_OP_NOTIFY_MAX:
+        if (req->a % 8 != 0 || req->a + 8 > offsetof(pb_dsm_ctl_t, creates)) {
+            reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+            return;
+        }
+        {
+            _Atomic uint64_t *word = CTL_AT(ctl, req->a, _Atomic uint64_t *);
+            uint64_t cur = atomic_load(word);
+
+            while (cur < req->b && !atomic_compare_exchange_weak(word, &cur, req->b))
+                ;
+        }
+        reply->status = 0;
+        return;
+    case PB_DSM_OP_LOCK_CREATE:
+        if (ctl->writer_off == 0) {
+            reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
+        } else if (ctl->next_lock >= POSTBOX_DSM_MAX_LOCKS) {
+            reply->status = POSTBOX_DSM_ERR_TOO_MANY;
+        } else {
+            reply->status = 0;
+            reply->a = ctl->next_lock++;
+        }
+        return;
+    case PB_DSM_OP_BARRIER_CREATE:
+        if (ctl->writer_off == 0) {
+            reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
+        } else if (ctl->next_barrier >= PB_DSM_MAX_BARRIERS) {
+            reply->status = POSTBOX_DSM_ERR_TOO_MANY;
+        } else {
+            reply->status = 0;
+            reply->a = ctl->next_barrier++;
+        }
+        return;
+    case PB_DSM_OP_LOCK_MARK:
+    case PB_DSM_OP_LOCK_ACQUIRE:
+    case PB_DSM_OP_LOCK_RELEASE: handle_lock(ctl, req, reply); return;
+    case PB_DSM_OP_BARRIER_NOTICES:
+    case PB_DSM_OP_BARRIER_ARRIVE:
+    case PB_DSM_OP_BARRIER_FINISH:
+    case PB_DSM_OP_BARRIER_ACK: handle_barrier(ctl, req, pages, reply); return;
+    case PB_DSM_OP_MALLOC:
+    case PB_DSM_OP_FREE:
+    case PB_DSM_OP_COLL_RESERVE: handle_alloc(ctl, req, reply); return;
+    case PB_DSM_OP_THREAD_QUEUE:
+    case PB_DSM_OP_THREAD_DEQUEUE:
+    case PB_DSM_OP_THREAD_DONE: handle_thread(ctl, req, reply); return;
+    default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+    }
+}
+
+/* ---- locks --------------------------------------------------------------------- */
+
+PB_EXPORT int postbox_dsm_lock_create(void)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_LOCK_CREATE};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_check();
+
+    if (rc == 0)
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, NULL, &reply);
+    if (rc == 0 && reply.status < 0)
+        rc = (int)reply.status;
+    if (rc != 0) {
+        if (rc == POSTBOX_DSM_ERR_TOO_MANY)
+            pb_error("dsm: all %d lock ids are taken", POSTBOX_DSM_MAX_LOCKS);
+        return rc;
+    }
+    req = (pb_dsm_req_t){.op = PB_DSM_OP_LOCK_MARK, .a = reply.a};
+    rc = pb_dsm_rpc((int)(reply.a % (uint64_t)pb_dsm.nprocs), POSTBOX_DSM_MSG_ALLOC, &req, NULL,
+                    &reply);
+    if (rc == 0 && reply.status < 0)
+        rc = (int)reply.status;
+    return rc != 0 ? rc : (int)req.a;
+}
+
+typedef struct {
+    int slot;
+    uint32_t ticket;
+} grant_wait_t;
+
+static int granted(void *arg)
+{
+    grant_wait_t *w = arg;
+
+    return atomic_load_explicit(&pb_dsm.ctl->grant[w->slot], memory_order_acquire) >= w->ticket;
+}
+
+static int lock_check(int id)
+{
+    int rc = pb_dsm_check();
+
+    if (rc != 0)
+        return rc;
+    if (id < 0 || id >= POSTBOX_DSM_MAX_LOCKS) {
+        pb_error("dsm: lock id %d was never created", id);
+        return POSTBOX_DSM_ERR_BAD_LOCK;
+    }
+    return 0;
+}
+
+PB_EXPORT int postbox_dsm_lock(int id)
+{
+    int rc = lock_check(id), slot;
+    pb_dsm_req_t req;
+    pb_dsm_reply_t reply;
+    grant_wait_t wait;
+
+    if (rc != 0)
+        return rc;
+    slot = pb_dsm_slot();
+    if (slot < 0)
+        return POSTBOX_DSM_ERR_TOO_MANY;
+    pb_dsm_count(&pb_dsm_counters.lock_acquires, 1);
+    wait.slot = slot;
+    wait.ticket = atomic_fetch_add(&pb_dsm.tickets[slot], 1) + 1;
+    req = (pb_dsm_req_t){.op = PB_DSM_OP_LOCK_ACQUIRE,
+                         .a = (uint64_t)id,
+                         .b = (uint64_t)pb_dsm.me << 8 | (uint64_t)slot,
+                         .c = wait.ticket};
+    for (;;) {
+        rc = pb_dsm_rpc(id % pb_dsm.nprocs, POSTBOX_DSM_MSG_LOCK, &req, NULL, &reply);
+        if (rc != 0)
+            return rc;
+        if (reply.status != PB_DSM_LOCK_RETRY)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
+    }
+    if (reply.status < 0) {
+        if (reply.status == POSTBOX_DSM_ERR_BAD_LOCK)
+            pb_error("dsm: lock id %d was never created", id);
+        return (int)reply.status;
+    }
+    if (reply.status == PB_DSM_LOCK_QUEUED)
+        pb_dsm_wait(granted, &wait);
+    return pb_dsm_acquire_all();
+}
+
+PB_EXPORT int postbox_dsm_unlock(int id)
+{
+    int rc = lock_check(id), slot;
+    pb_dsm_req_t req;
+    pb_dsm_reply_t reply;
+
+    if (rc != 0)
+        return rc;
+    slot = pb_dsm_slot();
+    if (slot < 0)
+        return POSTBOX_DSM_ERR_TOO_MANY;
+    rc = pb_dsm_release();
+    if (rc != 0)
+        return rc;
+    req = (pb_dsm_req_t){.op = PB_DSM_OP_LOCK_RELEASE,
+                         .a = (uint64_t)id,
+                         .b = (uint64_t)pb_dsm.me << 8 | (uint64_t)slot};
+    rc = pb_dsm_rpc(id % pb_dsm.nprocs, POSTBOX_DSM_MSG_LOCK, &req, NULL, &reply);
+    if (rc != 0)
+        return rc;
+    if (reply.status < 0) {
+        if (reply.status == POSTBOX_DSM_ERR_NOT_HELD)
+            pb_error("dsm: unlock of lock %d, which this thread does not hold", id);
+        else if (reply.status == POSTBOX_DSM_ERR_BAD_LOCK)
+            pb_error("dsm: lock id %d was never created", id);
+        return (int)reply.status;
+    }
+    if (reply.a) {
+        uint32_t who = (uint32_t)(reply.b >> 32), ticket = (uint32_t)reply.b;
+
+        return pb_dsm_notify((int)(who >> 8), POSTBOX_DSM_MSG_LOCK,
+                             offsetof(pb_dsm_ctl_t, grant) + (who & 0xff) * sizeof(uint64_t),
+                             ticket);
+    }
+    return 0;
+}
+
+/* ---- barriers ---------------------------------------------------------------------- */
+
+PB_EXPORT int postbox_dsm_barrier_create(void)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_CREATE};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_check();
+
+    if (rc == 0)
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, NULL, &reply);
+    if (rc == 0 && reply.status < 0) {
+        rc = (int)reply.status;
+        pb_error("dsm: all %d barrier ids are taken", PB_DSM_MAX_BARRIERS);
+    }
+    return rc != 0 ? rc : (int)reply.a;
+}
+
+/* (a waiter applies finished episodes itself: its own process's release
+ * raises no signal to wake the service thread) */
+static int episode_done(void *arg)
+{
+    if (atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg)
+        return 1;
+    if (pb_dsm_barrier_catch_up() != 0)
+        pb_error("dsm: applying a barrier's notices failed");
+    return atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg;
+}
+
+/* Apply one finished episode's notices (the service thread). */
+static int apply_episode(uint64_t e)
+{
+    pb_dsm_ctl_t hdr;
+    uint64_t count, *entries;
+    unsigned a = (unsigned)(e % 2);
+    size_t area_off;
+    int rc;
+
+    /* process 0's layout is its own: read its header's offsets */
+    rc = pb_dsm_ctl_read(0, 0, &hdr, offsetof(pb_dsm_ctl_t, spin));
+    if (rc == 0)
+        rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, area_count) + a * sizeof(uint64_t), &count,
+                             sizeof(count));
+    if (rc != 0)
+        return rc;
+    area_off = hdr.area_off + (size_t)a * hdr.npages * sizeof(uint64_t);
+    entries = malloc(count > 0 ? count * sizeof(uint64_t) : 1);
+    if (entries == NULL)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    if (count > 0) {
+        rc = pb_dsm_ctl_read(0, area_off, entries, count * sizeof(uint64_t));
+        if (pb_dsm.me != 0)
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, count * sizeof(uint64_t));
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&pb_dsm.protocol);
+        rc = pb_dsm_invalidate_notices_locked(entries, count);
+        pthread_mutex_unlock(&pb_dsm.protocol);
+    }
+    free(entries);
+    if (rc == 0) {
+        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
+        pb_dsm_reply_t reply;
+
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+    }
+    return rc;
+}
+
+int pb_dsm_barrier_catch_up(void)
+{
+    static pthread_mutex_t catch_up_mutex = PTHREAD_MUTEX_INITIALIZER;
+    uint64_t posted = atomic_load_explicit(&pb_dsm.ctl->release_epoch, memory_order_acquire);
+    int rc = 0;
+
+    if (atomic_load(&pb_dsm.processed_epoch) >= posted)
+        return 0;
+    pthread_mutex_lock(&catch_up_mutex);
+    while (rc == 0 && atomic_load(&pb_dsm.processed_epoch) < posted) {
+        uint64_t e = atomic_load(&pb_dsm.processed_epoch) + 1;
+
+        rc = apply_episode(e);
+        if (rc == 0)
+            atomic_store(&pb_dsm.processed_epoch, e);
+    }
+    pthread_mutex_unlock(&catch_up_mutex);
+    return rc;
+}
+
+/* Send this process's unsent write notices; the last chunk with the arrival. */
+static int barrier_arrive(int id, int nthreads, pb_dsm_reply_t *reply)
+{
+    uint32_t *pages;
+    size_t n;
+    int rc;
+
+    pthread_mutex_lock(&pb_dsm.protocol);
+    rc = pb_dsm_flush_locked();
+    n = pb_dsm.nunsent;
+    pages = pb_dsm.unsent;
+    /* (the lists are process-wide: hold the lock while they go out) */
+    while (rc == 0 && n > PB_DSM_RPC_PAGES) {
+        pb_dsm_req_t req = {
+            .op = PB_DSM_OP_BARRIER_NOTICES, .npages = PB_DSM_RPC_PAGES, .b = (uint64_t)pb_dsm.me};
+
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
+        if (rc == 0 && reply->status < 0)
+            rc = (int)reply->status;
+        pages += PB_DSM_RPC_PAGES;
+        n -= PB_DSM_RPC_PAGES;
+    }
+    if (rc == 0) {
+        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ARRIVE,
+                            .npages = (uint32_t)n,
+                            .a = (uint64_t)id,
+                            .b = (uint64_t)pb_dsm.me,
+                            .c = (uint64_t)nthreads,
+                            .d = 1};
+
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
+        if (rc == 0 && reply->status < 0)
+            rc = (int)reply->status;
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < pb_dsm.nunsent; i++)
+            pb_dsm.unsent_mark[pb_dsm.unsent[i]] = 0;
+        pb_dsm.nunsent = 0;
+    }
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    return rc;
+}
+
+PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
+{
+    pb_dsm_reply_t reply;
+    uint64_t episode;
+    int rc = pb_dsm_check();
+
+    if (rc != 0)
+        return rc;
+    if (id < 0 || id >= PB_DSM_MAX_BARRIERS) {
+        pb_error("dsm: barrier id %d was never created", id);
+        return POSTBOX_DSM_ERR_BAD_BARRIER;
+    }
+    if (nthreads < 1) {
+        pb_error("dsm: a barrier of %d threads", nthreads);
+        return POSTBOX_DSM_ERR_BAD_ARGUMENT;
+    }
+    pb_dsm_count(&pb_dsm_counters.barriers, 1);
+    rc = barrier_arrive(id, nthreads, &reply);
+    if (rc != 0) {
+        if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
+            pb_error("dsm: barrier id %d was never created", id);
+        else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
+            pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
+                     nthreads);
+        return rc;
+    }
+    episode = reply.a;
+    while (reply.status == PB_DSM_BARRIER_PENDING) {
+        /* a process has not yet applied the episode before last */
+        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = episode};
+
+        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+        if (rc == 0 && reply.status < 0)
+            rc = (int)reply.status;
+        if (rc != 0)
+            return rc;
+    }
+    if (reply.status == PB_DSM_BARRIER_LAST) {
+        for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
+            rc = pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, release_epoch),
+                               episode);
+        if (rc != 0)
+            return rc;
+    }
+    pb_dsm_wait(episode_done, &episode);
+    return 0;
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+PB_EXPORT void *postbox_dsm_alloc(size_t size)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_COLL_RESERVE};
+    pb_dsm_reply_t reply;
+    size_t start, end;
+    int rc = pb_dsm_check();
+
+    if (rc == 0 && size == 0) {
+        pb_error("dsm: postbox_dsm_alloc of 0 bytes");
+        rc = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+    }
+    if (rc != 0) {
+        pb_dsm_set_error(rc);
+        return NULL;
+    }
+    start = pb_dsm.coll_end;
+    if (size > pb_dsm.size / 2 - start) {
+        pb_error("dsm: postbox_dsm_alloc of %zu bytes: the collective half of the range has %zu",
+                 size, pb_dsm.size / 2 - start);
+        pb_dsm_set_error(POSTBOX_DSM_ERR_NO_MEMORY);
+        return NULL;
+    }
+    end = start + (size + pb_dsm.page_size - 1) / pb_dsm.page_size * pb_dsm.page_size;
+    req.a = end;
+    req.d = pb_dsm.size;
+    rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, NULL, &reply);
+    if (rc == 0 && reply.status < 0)
+        rc = (int)reply.status;
+    if (rc != 0) {
+        pb_dsm_set_error(rc);
+        return NULL;
+    }
+    pb_dsm.coll_end = end;
+    return pb_dsm.base + start;
+}
+
+PB_EXPORT void *postbox_dsm_malloc(size_t size)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_MALLOC, .a = size};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_check();
+
+    if (rc == 0 && (size == 0 || size > pb_dsm.size)) {
+        pb_error("dsm: postbox_dsm_malloc of %zu bytes", size);
+        rc = size == 0 ? POSTBOX_DSM_ERR_BAD_ARGUMENT : POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    req.d = pb_dsm.size;
+    if (rc == 0)
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, NULL, &reply);
+    if (rc == 0 && reply.status < 0) {
+        rc = (int)reply.status;
+        pb_error("dsm: postbox_dsm_malloc of %zu bytes: the shared range is full", size);
+    }
+    if (rc != 0) {
+        pb_dsm_set_error(rc);
+        return NULL;
+    }
+    return pb_dsm.base + reply.a;
+}
+
+PB_EXPORT int postbox_dsm_free(void *ptr)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_FREE};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_check();
+
+    if (rc != 0 || ptr == NULL)
+        return rc;
+    if ((char *)ptr < pb_dsm.base || (char *)ptr >= pb_dsm.base + pb_dsm.size) {
+        pb_error("dsm: postbox_dsm_free of %p, outside the shared range", ptr);
+        return POSTBOX_DSM_ERR_BAD_POINTER;
+    }
+    req.a = (uint64_t)((char *)ptr - pb_dsm.base);
+    req.d = pb_dsm.size;
+    rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, NULL, &reply);
+    if (rc == 0 && reply.status < 0) {
+        rc = (int)reply.status;
+        pb_error("dsm: postbox_dsm_free of %p, not a live block of postbox_dsm_malloc", ptr);
+    }
+    return rc;
+}

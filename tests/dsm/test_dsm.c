@@ -1,0 +1,287 @@
+/*
+ * pbt-dsm: the DSM (include/postbox/dsm.h) under `postbox run`, on one
+ * node and across virtual nodes (tests/dsm/CMakeLists.txt).
+ *
+ *   pbt-dsm spmd          every process works in main: collective
+ *                         allocation, many writers to one page, false
+ *                         sharing, barriers in a loop checked after each,
+ *                         a lock-protected counter, postbox_dsm_malloc
+ *   pbt-dsm threads T     process 0 creates T threads per process in all
+ *                         (placed round-robin, several per process when
+ *                         T > 1) that reach the shared data through a C
+ *                         global set by main; the same checks, and the
+ *                         threads' return values through join
+ *   pbt-dsm errors        bad input gets its error code
+ *   pbt-dsm segv          a fault outside the shared range still kills
+ *                         the process with SIGSEGV (run alone)
+ *
+ * Process 0 prints "dsm NAME: ok"; any failed check prints a line and
+ * makes the process exit 1.
+ */
+#include <postbox/dsm.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUNDS 6
+#define INCREMENTS 50
+#define PAGE 4096
+
+/* the shared data, reached through this global (set by main before any
+ * thread is created, as SPLASH programs do) */
+typedef struct {
+    int lock;
+    int barrier;
+    int nthreads;
+    long counter;
+    char pad[PAGE - 4 * sizeof(long)];
+    int one_page[PAGE / sizeof(int)];          /* many writers, one word each */
+    int false_sharing[4 * PAGE / sizeof(int)]; /* thread t writes words t, t + n, ... */
+    long results[256];
+} shared_t;
+
+static shared_t *shared;
+static const char *test_name = "?";
+static int me;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL process %d: %s:%d: ", me, __func__, __LINE__);                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fflush(stdout);                                                                        \
+            _exit(1);                                                                              \
+        }                                                                                          \
+    } while (0)
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        int rc_ = (call);                                                                          \
+        CHECK(rc_ >= 0, "%s returned %d (%s)", #call, rc_, postbox_dsm_strerror(rc_));             \
+    } while (0)
+
+/* The work of thread @id of @n: every check of the data-race-free
+ * patterns. */
+static void work(int id, int n)
+{
+    int words = (int)(sizeof(shared->false_sharing) / sizeof(int));
+
+    for (int round = 1; round <= ROUNDS; round++) {
+        shared->one_page[id] = round * 1000 + id;
+        for (int w = id; w < words; w += n)
+            shared->false_sharing[w] = round * 100000 + w;
+        OK(postbox_dsm_barrier(shared->barrier, n));
+        for (int t = 0; t < n; t++)
+            CHECK(shared->one_page[t] == round * 1000 + t, "round %d: word %d is %d", round, t,
+                  shared->one_page[t]);
+        for (int w = 0; w < words; w++)
+            CHECK(shared->false_sharing[w] == round * 100000 + w, "round %d: word %d is %d", round,
+                  w, shared->false_sharing[w]);
+        OK(postbox_dsm_barrier(shared->barrier, n));
+    }
+    for (int i = 0; i < INCREMENTS; i++) {
+        OK(postbox_dsm_lock(shared->lock));
+        shared->counter++;
+        OK(postbox_dsm_unlock(shared->lock));
+    }
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    CHECK(shared->counter == (long)n * INCREMENTS, "the counter is %ld, not %ld", shared->counter,
+          (long)n * INCREMENTS);
+    OK(postbox_dsm_barrier(shared->barrier, n));
+}
+
+static int run_spmd(void)
+{
+    int n = postbox_dsm_process_count();
+    long *block;
+
+    shared = postbox_dsm_alloc(sizeof(*shared));
+    CHECK(shared != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    if (me == 0) {
+        shared->lock = postbox_dsm_lock_create();
+        shared->barrier = postbox_dsm_barrier_create();
+        OK(shared->lock);
+        OK(shared->barrier);
+    }
+    /* (ids 0 are the first of each: every process may use them now) */
+    OK(postbox_dsm_barrier(0, n));
+    work(me, n);
+    /* a block from the allocator, filled by its owner, read by all */
+    if (me == 0) {
+        block = postbox_dsm_malloc(3 * PAGE);
+        CHECK(block != NULL, "postbox_dsm_malloc failed");
+        for (int i = 0; i < 3 * PAGE / 8; i++)
+            block[i] = i * 7;
+        shared->results[0] = (long)(uintptr_t)block;
+    }
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    block = (long *)(uintptr_t)shared->results[0];
+    for (int i = 0; i < 3 * PAGE / 8; i++)
+        CHECK(block[i] == i * 7, "block word %d is %ld", i, block[i]);
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    if (me == 0)
+        OK(postbox_dsm_free(block));
+    return 0;
+}
+
+static void *thread_work(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+
+    work(id, shared->nthreads);
+    shared->results[id] = 1000 + id;
+    return (void *)(intptr_t)(id * 3);
+}
+
+static int run_threads(int per_process)
+{
+    int n = postbox_dsm_process_count() * per_process;
+    postbox_dsm_thread_t threads[256];
+
+    CHECK(n <= 256, "too many threads");
+    shared = postbox_dsm_malloc(sizeof(*shared));
+    CHECK(shared != NULL, "postbox_dsm_malloc failed");
+    shared->lock = postbox_dsm_lock_create();
+    shared->barrier = postbox_dsm_barrier_create();
+    OK(shared->lock);
+    OK(shared->barrier);
+    shared->nthreads = n;
+    for (int t = 1; t < n; t++) {
+        OK(postbox_dsm_thread_create(&threads[t], thread_work, (void *)(intptr_t)t));
+        CHECK(threads[t].process == t % postbox_dsm_process_count(),
+              "thread %d placed on process %d", t, threads[t].process);
+    }
+    thread_work(0);
+    for (int t = 1; t < n; t++) {
+        void *ret = NULL;
+
+        OK(postbox_dsm_thread_join(threads[t], &ret));
+        CHECK((intptr_t)ret == t * 3, "thread %d returned %ld", t, (long)(intptr_t)ret);
+        CHECK(shared->results[t] == 1000 + t, "thread %d's result is %ld", t, shared->results[t]);
+    }
+    {
+        void *ret;
+
+        CHECK(postbox_dsm_thread_join(threads[1], &ret) == POSTBOX_DSM_ERR_BAD_THREAD || n < 2,
+              "a second join of a thread succeeded");
+    }
+    return 0;
+}
+
+static int run_errors(void)
+{
+    int id, bar, held;
+    void *p;
+
+    CHECK(postbox_dsm_lock(0) == POSTBOX_DSM_ERR_NOT_INITIALIZED, "lock before init");
+    CHECK(postbox_dsm_process() == POSTBOX_DSM_ERR_NOT_INITIALIZED, "process before init");
+    CHECK(postbox_dsm_alloc(16) == NULL &&
+              postbox_dsm_last_error() == POSTBOX_DSM_ERR_NOT_INITIALIZED,
+          "alloc before init");
+    CHECK(postbox_dsm_init(0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "init of 0 bytes");
+    OK(postbox_dsm_init(1 << 20));
+    me = postbox_dsm_process();
+    if (me != 0)
+        return postbox_dsm_serve();
+    CHECK(postbox_dsm_init(1 << 20) == POSTBOX_DSM_ERR_ALREADY_INITIALIZED, "a second init");
+    CHECK(postbox_dsm_serve() == POSTBOX_DSM_ERR_WRONG_PROCESS, "serve on process 0");
+    id = postbox_dsm_lock_create();
+    OK(id);
+    CHECK(postbox_dsm_lock(id + 1) == POSTBOX_DSM_ERR_BAD_LOCK, "a lock never created");
+    CHECK(postbox_dsm_lock(id + 2) == POSTBOX_DSM_ERR_BAD_LOCK, "a lock never created");
+    CHECK(postbox_dsm_lock(-1) == POSTBOX_DSM_ERR_BAD_LOCK, "lock -1");
+    CHECK(postbox_dsm_lock(POSTBOX_DSM_MAX_LOCKS) == POSTBOX_DSM_ERR_BAD_LOCK, "lock MAX");
+    CHECK(postbox_dsm_unlock(id) == POSTBOX_DSM_ERR_NOT_HELD, "unlock of a free lock");
+    held = postbox_dsm_lock_create();
+    OK(postbox_dsm_lock(held));
+    OK(postbox_dsm_unlock(held));
+    CHECK(postbox_dsm_unlock(held) == POSTBOX_DSM_ERR_NOT_HELD, "a second unlock");
+    CHECK(postbox_dsm_alloc(0) == NULL && postbox_dsm_last_error() == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "alloc of 0");
+    CHECK(postbox_dsm_malloc(0) == NULL && postbox_dsm_last_error() == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "malloc of 0");
+    CHECK(postbox_dsm_malloc((size_t)1 << 30) == NULL &&
+              postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+          "malloc of more than the range");
+    p = postbox_dsm_malloc(100);
+    CHECK(p != NULL, "malloc of 100 bytes");
+    CHECK(postbox_dsm_free((char *)p + 8) == POSTBOX_DSM_ERR_BAD_POINTER, "free inside a block");
+    CHECK(postbox_dsm_free(&id) == POSTBOX_DSM_ERR_BAD_POINTER, "free of a stack address");
+    OK(postbox_dsm_free(p));
+    CHECK(postbox_dsm_free(p) == POSTBOX_DSM_ERR_BAD_POINTER, "a second free");
+    CHECK(postbox_dsm_free(NULL) == 0, "free of NULL");
+    bar = postbox_dsm_barrier_create();
+    OK(bar);
+    CHECK(postbox_dsm_barrier(bar + 1, 1) == POSTBOX_DSM_ERR_BAD_BARRIER, "a barrier never made");
+    CHECK(postbox_dsm_barrier(bar, 0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "a barrier of 0 threads");
+    OK(postbox_dsm_barrier(bar, 1));
+    CHECK(postbox_dsm_thread_join((postbox_dsm_thread_t){0, 5}, NULL) == POSTBOX_DSM_ERR_BAD_THREAD,
+          "join of a thread never created");
+    CHECK(postbox_dsm_thread_create(NULL, NULL, NULL) == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "create with NULLs");
+    CHECK(postbox_dsm_stats(NULL) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "stats into NULL");
+    CHECK(strcmp(postbox_dsm_strerror(1), "unknown DSM error") == 0, "strerror of 1");
+    OK(postbox_dsm_finalize());
+    CHECK(postbox_dsm_lock(id) == POSTBOX_DSM_ERR_NOT_INITIALIZED, "lock after finalize");
+    printf("dsm errors: ok\n");
+    return 0;
+}
+
+static int run_segv(void)
+{
+    volatile uintptr_t low = 64; /* (through a variable: the compiler would refuse a constant) */
+    volatile int *outside = (volatile int *)low;
+
+    OK(postbox_dsm_init(1 << 20));
+    /* a fault in the shared range is served; one outside it is the program's */
+    shared = postbox_dsm_alloc(PAGE);
+    shared->lock = 1;
+    printf("dsm segv: faulting outside the shared range\n");
+    fflush(stdout);
+    *outside = 1;
+    printf("dsm segv: the fault did not kill the process\n");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    postbox_dsm_stats_t stats;
+    int rc;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: pbt-dsm spmd | threads T | errors | segv\n");
+        return 2;
+    }
+    test_name = argv[1];
+    if (strcmp(test_name, "errors") == 0)
+        return run_errors();
+    if (strcmp(test_name, "segv") == 0)
+        return run_segv();
+    OK(postbox_dsm_init((size_t)16 << 20));
+    me = postbox_dsm_process();
+    if (strcmp(test_name, "spmd") == 0) {
+        rc = run_spmd();
+    } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
+        if (me != 0)
+            return postbox_dsm_serve() == 0 ? 0 : 1;
+        rc = run_threads(atoi(argv[2]));
+    } else {
+        fprintf(stderr, "pbt-dsm: unknown test %s\n", test_name);
+        return 2;
+    }
+    OK(postbox_dsm_stats(&stats));
+    if (me == 0) {
+        OK(postbox_dsm_finalize());
+        printf("dsm %s: ok (process 0: %llu read faults, %llu write faults, %llu fetches, %llu "
+               "diffs)\n",
+               test_name, (unsigned long long)stats.read_faults,
+               (unsigned long long)stats.write_faults, (unsigned long long)stats.page_fetches,
+               (unsigned long long)stats.diffs);
+    } else {
+        OK(postbox_dsm_serve());
+    }
+    return rc;
+}
