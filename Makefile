@@ -58,7 +58,7 @@ PYTEST_ARGS     ?=
 
 VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
-C_SOURCES  = $(shell find src include bench tests tools -name '*.[ch]' 2>/dev/null | sort)
+C_SOURCES  = $(shell find src include bench tests tools apps -name '*.[ch]' 2>/dev/null | sort)
 
 .PHONY: all deps build venv test test-c test-python test-asan test-tsan soak fuzz bench docs \
         gen format format-check clean
