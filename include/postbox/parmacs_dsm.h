@@ -60,7 +60,9 @@ static inline void pb_parmacs_check(int ret, const char *what)
 
 static inline void pb_parmacs_main_init(size_t global_size)
 {
-    int ret = postbox_dsm_init(global_size);
+    /* G_MALLOC is postbox_dsm_malloc, whose allocator owns the upper half
+     * of the shared range (docs/dsm.md): a range twice the size declared */
+    int ret = postbox_dsm_init(2 * global_size);
     if (ret != 0)
         pb_parmacs_die("MAIN_INITENV: postbox_dsm_init", ret);
     if (postbox_dsm_process() != 0) {
