@@ -158,7 +158,8 @@ def run_record(run: Run, status: Optional[int], stdout: str, stderr: str, second
         "placement": "off-node" if c.nodes > 1 else "on-node", "ranks": c.processes,
         "processes": c.processes, "nodes": c.nodes, "threads": c.threads, "pairs": 0,
         "size": 0, "metric": "time", "unit": "us", "median": None, "min": None, "max": None,
-        "reps": 1, "probe_before": None, "probe_after": None, "round": run.round,
+        "reps": 1, "probe_before": None, "probe_after": None, "settled": None,
+        "state": "unknown", "round": run.round,
         "profile": "quick" if quick else "full", "seconds": round(seconds, 3),
         "exit_status": status,
     }
