@@ -28,12 +28,14 @@
 
 MAIN_ENV
 
+#define MAX_THREADS 256
+
 typedef struct global {
     LOCKDEC(id_lock)
     BARDEC(bar)
     int next_id;
     unsigned long start_us, end_us;
-    long share_sum[256]; /* keys in each thread's share of the digits */
+    long share_sum[MAX_THREADS]; /* keys in each thread's share of the digits */
 } global_t;
 
 /* set by main before the threads start, read-only after */
@@ -144,9 +146,12 @@ int main(int argc, char **argv)
         {'m', "max-key", &max_key, 524288, 524288, 1, 1L << 31, "keys are in [0, M)"},
     };
     nprocs = app_parse(argc, argv, "radix", "parallel radix sort", options, 3);
-    if ((radix & (radix - 1)) != 0 || nprocs > 256) {
-        fprintf(stderr, "radix: the radix %ld is not a power of 2 (or more than 256 threads)\n",
-                radix);
+    if ((radix & (radix - 1)) != 0) {
+        fprintf(stderr, "radix: -r %ld: the radix must be a power of 2\n", radix);
+        return 1;
+    }
+    if (nprocs > MAX_THREADS) {
+        fprintf(stderr, "radix: -p %d: at most %d threads\n", nprocs, MAX_THREADS);
         return 1;
     }
     for (digit_bits = 0; (1L << digit_bits) < radix; digit_bits++)

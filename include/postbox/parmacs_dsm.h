@@ -18,6 +18,7 @@
 #ifndef POSTBOX_PARMACS_DSM_H
 #define POSTBOX_PARMACS_DSM_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +44,42 @@ typedef struct pb_parmacs_gs {
 
 extern pb_parmacs_env_t *pb_parmacs_env;
 
-/* Print "parmacs: WHAT failed (RET)" and end the program (status 2). */
-static inline void pb_parmacs_die(const char *what, long ret)
+/* Print "parmacs: " and the message on stderr and end the program
+ * (status 2). */
+__attribute__((format(printf, 1, 2), noreturn)) static inline void
+pb_parmacs_fail(const char *format, ...)
 {
-    fprintf(stderr, "parmacs: %s failed (%ld)\n", what, ret);
+    va_list args;
+    va_start(args, format);
+    fputs("parmacs: ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
     fflush(stdout);
     fflush(stderr);
     _exit(2);
+}
+
+/* end the program with "parmacs: WHAT: the DSM's text for RET" */
+static inline void pb_parmacs_die(const char *what, int ret)
+{
+    pb_parmacs_fail("%s: %s", what, postbox_dsm_strerror(ret));
+}
+
+/* the environment, or the end of the program if MAIN_INITENV has not run */
+static inline pb_parmacs_env_t *pb_parmacs_env_of(const char *macro)
+{
+    if (pb_parmacs_env == NULL)
+        pb_parmacs_fail("%s before MAIN_INITENV", macro);
+    return pb_parmacs_env;
+}
+
+/* I, an index of an array of COUNT locks, or the end of the program */
+static inline long pb_parmacs_index(long i, long count, const char *macro)
+{
+    if (i < 0 || i >= count)
+        pb_parmacs_fail("%s: lock %ld of an array of %ld", macro, i, count);
+    return i;
 }
 
 static inline void pb_parmacs_check(int ret, const char *what)
@@ -58,10 +88,13 @@ static inline void pb_parmacs_check(int ret, const char *what)
         pb_parmacs_die(what, ret);
 }
 
+/* The DSM's range is twice GLOBAL_SIZE: postbox_dsm_malloc serves the
+ * upper half of it (the lower half is postbox_dsm_alloc's, for collective
+ * allocations, which no PARMACS macro makes). */
 static inline void pb_parmacs_main_init(size_t global_size)
 {
-    /* G_MALLOC is postbox_dsm_malloc, whose allocator owns the upper half
-     * of the shared range (docs/dsm.md): a range twice the size declared */
+    if (pb_parmacs_env != NULL)
+        pb_parmacs_fail("MAIN_INITENV a second time");
     int ret = postbox_dsm_init(2 * global_size);
     if (ret != 0)
         pb_parmacs_die("MAIN_INITENV: postbox_dsm_init", ret);
@@ -71,20 +104,20 @@ static inline void pb_parmacs_main_init(size_t global_size)
     }
     pb_parmacs_env = calloc(1, sizeof *pb_parmacs_env);
     if (pb_parmacs_env == NULL)
-        pb_parmacs_die("MAIN_INITENV: calloc", 0);
+        pb_parmacs_die("MAIN_INITENV: calloc", POSTBOX_DSM_ERR_NO_MEMORY);
 }
 
 static inline void *pb_parmacs_malloc(size_t size)
 {
+    pb_parmacs_env_of("G_MALLOC");
     void *p = postbox_dsm_malloc(size);
-    if (p == NULL) {
-        fprintf(stderr, "parmacs: G_MALLOC(%zu): the DSM has no room left\n", size);
-        fflush(stderr);
-        _exit(2);
-    }
+    if (p == NULL)
+        pb_parmacs_fail("G_MALLOC(%zu): %s", size, postbox_dsm_strerror(postbox_dsm_last_error()));
     return p;
 }
 
+/* HANDLE, a lock or barrier id, or the end of the program if it is an
+ * error code */
 static inline int pb_parmacs_handle(int handle, const char *what)
 {
     if (handle < 0)
@@ -101,12 +134,14 @@ static inline void *pb_parmacs_start(void *arg)
 
 static inline void pb_parmacs_create(void (*entry)(void))
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
+    pb_parmacs_env_t *env = pb_parmacs_env_of("CREATE");
+    if (entry == NULL)
+        pb_parmacs_fail("CREATE of a NULL function");
     if (env->created == env->capacity) {
         int capacity = env->capacity ? 2 * env->capacity : 16;
         postbox_dsm_thread_t *threads = realloc(env->threads, (size_t)capacity * sizeof *threads);
         if (threads == NULL)
-            pb_parmacs_die("CREATE: realloc", 0);
+            pb_parmacs_die("CREATE: realloc", POSTBOX_DSM_ERR_NO_MEMORY);
         env->threads = threads;
         env->capacity = capacity;
     }
@@ -118,13 +153,10 @@ static inline void pb_parmacs_create(void (*entry)(void))
 
 static inline void pb_parmacs_wait_for_end(int count)
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
-    if (count < 0 || count > env->created - env->joined) {
-        fprintf(stderr, "parmacs: WAIT_FOR_END(%d): %d threads are running\n", count,
-                env->created - env->joined);
-        fflush(stderr);
-        _exit(2);
-    }
+    pb_parmacs_env_t *env = pb_parmacs_env_of("WAIT_FOR_END");
+    if (count < 0 || count > env->created - env->joined)
+        pb_parmacs_fail("WAIT_FOR_END(%d): %d threads are running", count,
+                        env->created - env->joined);
     for (int i = 0; i < count; i++)
         pb_parmacs_check(postbox_dsm_thread_join(env->threads[env->joined++], NULL),
                          "WAIT_FOR_END: postbox_dsm_thread_join");
@@ -167,13 +199,9 @@ static inline unsigned long pb_parmacs_clock_us(void)
 
 static inline void pb_parmacs_main_end(int status)
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
-    if (env->joined != env->created) {
-        fprintf(stderr, "parmacs: MAIN_END: %d threads were never waited for\n",
-                env->created - env->joined);
-        fflush(stderr);
-        _exit(2);
-    }
+    pb_parmacs_env_t *env = pb_parmacs_env_of("MAIN_END");
+    if (env->joined != env->created)
+        pb_parmacs_fail("MAIN_END: %d threads were never waited for", env->created - env->joined);
     free(env->threads);
     free(env);
     fflush(stdout);
@@ -207,11 +235,18 @@ static inline void pb_parmacs_main_end(int status)
 #define ALOCKDEC(a, n) int a[n];
 #define ALOCKINIT(a, n)                                                                            \
     do {                                                                                           \
-        for (long pb_i_ = 0; pb_i_ < (long)(n); pb_i_++)                                           \
+        long pb_n_ = (long)(n);                                                                    \
+        if (pb_n_ > (long)(sizeof(a) / sizeof((a)[0])))                                            \
+            pb_parmacs_fail("ALOCKINIT of %ld locks: the array has %ld", pb_n_,                    \
+                            (long)(sizeof(a) / sizeof((a)[0])));                                   \
+        for (long pb_i_ = 0; pb_i_ < pb_n_; pb_i_++)                                               \
             (a)[pb_i_] = pb_parmacs_handle(postbox_dsm_lock_create(), "ALOCKINIT");                \
     } while (0)
-#define ALOCK(a, i) pb_parmacs_check(postbox_dsm_lock((a)[i]), "ALOCK")
-#define AULOCK(a, i) pb_parmacs_check(postbox_dsm_unlock((a)[i]), "AULOCK")
+#define PB_PARMACS_LOCK_OF(a, i, macro)                                                            \
+    ((a)[pb_parmacs_index((long)(i), (long)(sizeof(a) / sizeof((a)[0])), macro)])
+#define ALOCK(a, i) pb_parmacs_check(postbox_dsm_lock(PB_PARMACS_LOCK_OF(a, i, "ALOCK")), "ALOCK")
+#define AULOCK(a, i)                                                                               \
+    pb_parmacs_check(postbox_dsm_unlock(PB_PARMACS_LOCK_OF(a, i, "AULOCK")), "AULOCK")
 
 #define BARDEC(b) int b;
 /* BARINIT(b) or BARINIT(b, n): the count is BARRIER's */

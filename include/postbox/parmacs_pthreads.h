@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,8 @@ typedef struct pb_parmacs_env {
 typedef struct pb_parmacs_barrier {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
-    unsigned waiting;    /* threads in the current round */
-    unsigned long round; /* rounds completed */
+    unsigned long waiting; /* threads in the current round */
+    unsigned long round;   /* rounds completed */
 } pb_parmacs_barrier_t;
 
 /* A global self-scheduling subscript (GETSUB). */
@@ -63,14 +64,42 @@ extern pb_parmacs_env_t *pb_parmacs_env;
 /* the bounds of the program's writable data, from the linker and crt1 */
 extern char __data_start[], _end[];
 
-/* Print "parmacs: WHAT: the error of ERR" and end the program (status 2),
- * without running exit handlers (the globals may be read-only). */
-static inline void pb_parmacs_die(const char *what, int err)
+/* Print "parmacs: " and the message on stderr and end the program (status
+ * 2), without running exit handlers (the globals may be read-only). */
+__attribute__((format(printf, 1, 2), noreturn)) static inline void
+pb_parmacs_fail(const char *format, ...)
 {
-    fprintf(stderr, "parmacs: %s: %s\n", what, strerror(err));
+    va_list args;
+    va_start(args, format);
+    fputs("parmacs: ", stderr);
+    vfprintf(stderr, format, args);
+    fputc('\n', stderr);
+    va_end(args);
     fflush(stdout);
     fflush(stderr);
     _exit(2);
+}
+
+/* end the program with "parmacs: WHAT: the text of ERR" */
+static inline void pb_parmacs_die(const char *what, int err)
+{
+    pb_parmacs_fail("%s: %s", what, strerror(err));
+}
+
+/* the environment, or the end of the program if MAIN_INITENV has not run */
+static inline pb_parmacs_env_t *pb_parmacs_env_of(const char *macro)
+{
+    if (pb_parmacs_env == NULL)
+        pb_parmacs_fail("%s before MAIN_INITENV", macro);
+    return pb_parmacs_env;
+}
+
+/* I, an index of an array of COUNT locks, or the end of the program */
+static inline long pb_parmacs_index(long i, long count, const char *macro)
+{
+    if (i < 0 || i >= count)
+        pb_parmacs_fail("%s: lock %ld of an array of %ld", macro, i, count);
+    return i;
 }
 
 static inline void pb_parmacs_check(int ret, const char *what)
@@ -96,6 +125,8 @@ static inline void pb_parmacs_guard_globals(int read_only)
 
 static inline void pb_parmacs_main_init(size_t global_size)
 {
+    if (pb_parmacs_env != NULL)
+        pb_parmacs_fail("MAIN_INITENV a second time");
     pb_parmacs_env_t *env = calloc(1, sizeof *env);
     if (env == NULL)
         pb_parmacs_die("MAIN_INITENV", ENOMEM);
@@ -107,18 +138,14 @@ static inline void pb_parmacs_main_init(size_t global_size)
 /* Shared memory of SIZE bytes, 64-byte aligned, counted against the budget. */
 static inline void *pb_parmacs_malloc(size_t size)
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
+    pb_parmacs_env_t *env = pb_parmacs_env_of("G_MALLOC");
     size_t counted = (size + 63) & ~(size_t)63;
     void *p = NULL;
     pthread_mutex_lock(&env->mutex);
-    if (env->allocated + counted > env->budget) {
-        fprintf(stderr,
-                "parmacs: G_MALLOC(%zu): %zu bytes already allocated of the %zu "
-                "MAIN_INITENV declared\n",
-                size, env->allocated, env->budget);
-        fflush(stderr);
-        _exit(2);
-    }
+    if (env->allocated + counted > env->budget)
+        pb_parmacs_fail("G_MALLOC(%zu): %zu bytes already allocated of the %zu MAIN_INITENV "
+                        "declared",
+                        size, env->allocated, env->budget);
     env->allocated += counted;
     pthread_mutex_unlock(&env->mutex);
     if (posix_memalign(&p, 64, counted ? counted : 64) != 0)
@@ -135,7 +162,9 @@ static inline void *pb_parmacs_start(void *arg)
 
 static inline void pb_parmacs_create(void (*entry)(void))
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
+    pb_parmacs_env_t *env = pb_parmacs_env_of("CREATE");
+    if (entry == NULL)
+        pb_parmacs_fail("CREATE of a NULL function");
     if (env->created == env->capacity) {
         int capacity = env->capacity ? 2 * env->capacity : 16;
         pthread_t *threads = realloc(env->threads, (size_t)capacity * sizeof *threads);
@@ -154,13 +183,10 @@ static inline void pb_parmacs_create(void (*entry)(void))
 
 static inline void pb_parmacs_wait_for_end(int count)
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
-    if (count < 0 || count > env->created - env->joined) {
-        fprintf(stderr, "parmacs: WAIT_FOR_END(%d): %d threads are running\n", count,
-                env->created - env->joined);
-        fflush(stderr);
-        _exit(2);
-    }
+    pb_parmacs_env_t *env = pb_parmacs_env_of("WAIT_FOR_END");
+    if (count < 0 || count > env->created - env->joined)
+        pb_parmacs_fail("WAIT_FOR_END(%d): %d threads are running", count,
+                        env->created - env->joined);
     for (int i = 0; i < count; i++)
         pb_parmacs_check(pthread_join(env->threads[env->joined++], NULL), "WAIT_FOR_END");
     if (env->joined == env->created)
@@ -175,11 +201,13 @@ static inline void pb_parmacs_barrier_init(pb_parmacs_barrier_t *bar)
     bar->round = 0;
 }
 
-static inline void pb_parmacs_barrier(pb_parmacs_barrier_t *bar, unsigned nthreads)
+static inline void pb_parmacs_barrier(pb_parmacs_barrier_t *bar, long nthreads)
 {
+    if (nthreads < 1)
+        pb_parmacs_fail("BARRIER of %ld threads: at least 1", nthreads);
     pthread_mutex_lock(&bar->mutex);
     unsigned long round = bar->round;
-    if (++bar->waiting >= nthreads) {
+    if (++bar->waiting >= (unsigned long)nthreads) {
         bar->waiting = 0;
         bar->round++;
         pthread_cond_broadcast(&bar->cond);
@@ -226,13 +254,9 @@ static inline unsigned long pb_parmacs_clock_us(void)
 
 static inline void pb_parmacs_main_end(int status)
 {
-    pb_parmacs_env_t *env = pb_parmacs_env;
-    if (env->joined != env->created) {
-        fprintf(stderr, "parmacs: MAIN_END: %d threads were never waited for\n",
-                env->created - env->joined);
-        fflush(stderr);
-        _exit(2);
-    }
+    pb_parmacs_env_t *env = pb_parmacs_env_of("MAIN_END");
+    if (env->joined != env->created)
+        pb_parmacs_fail("MAIN_END: %d threads were never waited for", env->created - env->joined);
     free(env->threads);
     pthread_mutex_destroy(&env->mutex);
     free(env);
@@ -265,16 +289,23 @@ static inline void pb_parmacs_main_end(int status)
 #define ALOCKDEC(a, n) pthread_mutex_t a[n];
 #define ALOCKINIT(a, n)                                                                            \
     do {                                                                                           \
-        for (long pb_i_ = 0; pb_i_ < (long)(n); pb_i_++)                                           \
+        long pb_n_ = (long)(n);                                                                    \
+        if (pb_n_ > (long)(sizeof(a) / sizeof((a)[0])))                                            \
+            pb_parmacs_fail("ALOCKINIT of %ld locks: the array has %ld", pb_n_,                    \
+                            (long)(sizeof(a) / sizeof((a)[0])));                                   \
+        for (long pb_i_ = 0; pb_i_ < pb_n_; pb_i_++)                                               \
             pb_parmacs_check(pthread_mutex_init(&(a)[pb_i_], NULL), "ALOCKINIT");                  \
     } while (0)
-#define ALOCK(a, i) pb_parmacs_check(pthread_mutex_lock(&(a)[i]), "ALOCK")
-#define AULOCK(a, i) pb_parmacs_check(pthread_mutex_unlock(&(a)[i]), "AULOCK")
+#define PB_PARMACS_LOCK_OF(a, i, macro)                                                            \
+    (&(a)[pb_parmacs_index((long)(i), (long)(sizeof(a) / sizeof((a)[0])), macro)])
+#define ALOCK(a, i) pb_parmacs_check(pthread_mutex_lock(PB_PARMACS_LOCK_OF(a, i, "ALOCK")), "ALOCK")
+#define AULOCK(a, i)                                                                               \
+    pb_parmacs_check(pthread_mutex_unlock(PB_PARMACS_LOCK_OF(a, i, "AULOCK")), "AULOCK")
 
 #define BARDEC(b) pb_parmacs_barrier_t b;
 /* BARINIT(b) or BARINIT(b, n): the count is BARRIER's */
 #define BARINIT(b, ...) pb_parmacs_barrier_init(&(b))
-#define BARRIER(b, n) pb_parmacs_barrier(&(b), (unsigned)(n))
+#define BARRIER(b, n) pb_parmacs_barrier(&(b), (long)(n))
 
 #define GSDEC(gs) pb_parmacs_gs_t gs;
 #define GSINIT(gs) pb_parmacs_gs_init(&(gs))

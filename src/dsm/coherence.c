@@ -9,8 +9,11 @@
  * fetches it from its home (an RSM get into the system view); a store
  * makes the twin.  A release write-protects the dirty pages, then sends
  * each home, in putvs closed by one RSM barrier, the runs of 4-byte words
- * that differ from the twin.  An acquire invalidates cached pages others
- * wrote.  Everything runs under pb_dsm.protocol, faults included, so two
+ * that differ from the twin, and logs the pages it released in this
+ * process's release log.  An acquire invalidates cached pages others
+ * released: a barrier's notices (sync.c), the others' release logs (a
+ * lock), or every cached page (a thread's start or join).  Everything runs
+ * under pb_dsm.protocol, faults included, so two
  * threads faulting on one page fetch it once.
  */
 #include <signal.h>
@@ -145,8 +148,9 @@ int pb_dsm_coherence_init(void)
     pb_dsm.dirty = calloc(n, sizeof(uint32_t));
     pb_dsm.unsent = calloc(n, sizeof(uint32_t));
     pb_dsm.unsent_mark = calloc(n, 1);
+    pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
-        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL) {
+        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -176,6 +180,8 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.dirty);
     free(pb_dsm.unsent);
     free(pb_dsm.unsent_mark);
+    free(pb_dsm.log_seen);
+    pb_dsm.log_seen = NULL;
     pb_dsm.state = NULL;
     pb_dsm.twins = NULL;
     pb_dsm.dirty = pb_dsm.unsent = NULL;
@@ -311,6 +317,19 @@ static void note_unsent(uint32_t p)
     }
 }
 
+/* Append @n released pages to this process's release log: the entries,
+ * then the head (a release store: a reader that sees the head sees them). */
+static void log_append(const uint32_t *pages, size_t n)
+{
+    pb_dsm_ctl_t *ctl = pb_dsm.ctl;
+    uint64_t *log = (uint64_t *)((char *)ctl + ctl->log_off);
+    uint64_t head = atomic_load_explicit(&ctl->log_head, memory_order_relaxed);
+
+    for (size_t i = 0; i < n; i++, head++)
+        log[head % PB_DSM_LOG_ENTRIES] = (head & 0xffffffffu) << 32 | pages[i];
+    atomic_store_explicit(&ctl->log_head, head, memory_order_release);
+}
+
 int pb_dsm_flush_locked(void)
 {
     run_list_t *lists;
@@ -353,6 +372,7 @@ int pb_dsm_flush_locked(void)
         pb_dsm.state[p] = PB_DSM_READ;
         note_unsent(p);
     }
+    log_append(pb_dsm.dirty, pb_dsm.ndirty);
     pb_dsm.ndirty = 0;
     return 0;
 }
@@ -433,5 +453,86 @@ int pb_dsm_acquire_all(void)
     pthread_mutex_lock(&pb_dsm.protocol);
     rc = pb_dsm_invalidate_all_locked();
     pthread_mutex_unlock(&pb_dsm.protocol);
+    return rc;
+}
+
+/* Read process @q's release log from *@seen_p to @head, appending its
+ * pages (as notices of writer @q) to @list.  Returns 1 if entries were
+ * overwritten before they were read (the log wrapped), 0, or an error. */
+static int log_read(int q, uint64_t seen, uint64_t head, uint64_t **list, size_t *n, size_t *cap)
+{
+    size_t count = (size_t)(head - seen), first = 0;
+    uint64_t *entries;
+    int rc = 0;
+
+    if (head - seen > PB_DSM_LOG_ENTRIES)
+        return 1;
+    if (*n + count > *cap) {
+        size_t want = (*n + count) * 2;
+        uint64_t *bigger = realloc(*list, want * sizeof(uint64_t));
+
+        if (bigger == NULL) {
+            pb_error("dsm: no memory for %zu notices", *n + count);
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        *list = bigger;
+        *cap = want;
+    }
+    entries = *list + *n;
+    /* at most two stretches of the ring */
+    while (first < count && rc == 0) {
+        size_t at = (size_t)((seen + first) % PB_DSM_LOG_ENTRIES);
+        size_t len =
+            PB_DSM_LOG_ENTRIES - at < count - first ? PB_DSM_LOG_ENTRIES - at : count - first;
+
+        rc = pb_dsm_ctl_read(q, pb_dsm.ctl->log_off + at * sizeof(uint64_t), entries + first,
+                             len * sizeof(uint64_t));
+        first += len;
+    }
+    if (rc != 0)
+        return rc;
+    if (q != pb_dsm.me)
+        pb_dsm_count_msg(POSTBOX_DSM_MSG_LOCK, count * sizeof(uint64_t));
+    for (size_t i = 0; i < count; i++) {
+        if (entries[i] >> 32 != ((seen + i) & 0xffffffffu))
+            return 1;
+        entries[i] = (entries[i] & 0xffffffffu) << 32 | (uint32_t)q;
+    }
+    *n += count;
+    return 0;
+}
+
+int pb_dsm_acquire_logs(void)
+{
+    uint64_t *heads = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t)), *list = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0, wrapped = 0;
+
+    if (heads == NULL) {
+        pb_error("dsm: no memory for an acquire");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    pthread_mutex_lock(&pb_dsm.protocol);
+    for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
+        if (q != pb_dsm.me)
+            rc = pb_dsm_ctl_read(q, offsetof(pb_dsm_ctl_t, log_head), &heads[q], sizeof(uint64_t));
+    for (int q = 0; q < pb_dsm.nprocs && rc == 0 && !wrapped; q++) {
+        if (q == pb_dsm.me || heads[q] <= pb_dsm.log_seen[q])
+            continue;
+        rc = log_read(q, pb_dsm.log_seen[q], heads[q], &list, &n, &cap);
+        if (rc == 1) {
+            wrapped = 1;
+            rc = 0;
+        }
+    }
+    if (rc == 0)
+        rc = wrapped ? pb_dsm_invalidate_all_locked() : pb_dsm_invalidate_notices_locked(list, n);
+    if (rc == 0)
+        for (int q = 0; q < pb_dsm.nprocs; q++)
+            if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = heads[q];
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    free(list);
+    free(heads);
     return rc;
 }

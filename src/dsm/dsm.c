@@ -302,7 +302,10 @@ static void *service_main(void *unused)
         rsm_intr_signal_wait_pollfd(fds, nfds, 50, &n);
         if (pb_dsm_barrier_catch_up() != 0)
             pb_error("dsm: applying a barrier's notices failed");
-        pb_dsm_thread_serve_queue();
+        /* (threads placed here start once the program serves: its main
+         * may still be setting its globals, which a creation overwrites) */
+        if (pb_dsm.me == 0 || atomic_load(&pb_dsm.serving))
+            pb_dsm_thread_serve_queue();
         pb_dsm_wake_local();
     }
     for (int t = 0; t < 2; t++) {
@@ -382,6 +385,8 @@ static size_t ctl_layout(pb_dsm_ctl_t *hdr, int proc)
     hdr->nlocks = (uint32_t)((POSTBOX_DSM_MAX_LOCKS + pb_dsm.nprocs - 1) / pb_dsm.nprocs);
     hdr->locks_off = off;
     off += round_up(hdr->nlocks * sizeof(pb_dsm_lock_rec_t), 64);
+    hdr->log_off = off;
+    off += PB_DSM_LOG_ENTRIES * sizeof(uint64_t);
     hdr->image_off = off;
     hdr->image_len = pb_dsm.image_len;
     off += round_up(pb_dsm.image_len, 64);
@@ -627,8 +632,8 @@ static int init_job(void)
     pb_dsm.nnodes = postbox_job_node_count();
     if (pb_dsm.me < 0 || pb_dsm.nprocs < 1 || pb_dsm.nnodes < 1)
         return POSTBOX_DSM_ERR_JOB;
-    if (pb_dsm.nprocs > 255) {
-        pb_error("dsm: %d processes: the DSM takes at most 255", pb_dsm.nprocs);
+    if (pb_dsm.nprocs > PB_DSM_MAX_PROCS) {
+        pb_error("dsm: %d processes: the DSM takes at most %d", pb_dsm.nprocs, PB_DSM_MAX_PROCS);
         return POSTBOX_DSM_ERR_TOO_MANY;
     }
     if (rsm_get_controller("shm", &pb_dsm.shm_ctl) != RSM_SUCCESS) {
@@ -776,6 +781,11 @@ PB_EXPORT int postbox_dsm_serve(void)
         pb_error("dsm: process 0 runs the program; postbox_dsm_serve is for the others");
         return POSTBOX_DSM_ERR_WRONG_PROCESS;
     }
+    /* (a thread in serve arrives at no barrier: it counts for none) */
+    pb_dsm_slot_release();
+    atomic_store(&pb_dsm.serving, 1);
+    /* (the creations queued before now: the service thread takes the later) */
+    pb_dsm_thread_serve_queue();
     pb_dsm_wait(stop_seen, NULL);
     dsm_served = 1;
     return dsm_end();

@@ -25,6 +25,8 @@
  *   | pb_dsm_ctl_t header     |  offsets of the parts below
  *   +-------------------------+ locks_off
  *   | pb_dsm_lock_rec_t[n]    |  the locks this process manages (id % P)
+ *   +-------------------------+ log_off
+ *   | uint64 log[16384]       |  pages this process released (release log)
  *   +-------------------------+ image_off
  *   | executable data image   |  staged here for a thread creation
  *   +-------------------------+ writer_off  (process 0 only from here)
@@ -53,6 +55,8 @@
 #define PB_DSM_MAX_BLOCKS 16384                      /* blocks of process 0's allocator */
 #define PB_DSM_HOME_BLOCK 16                         /* pages of one home block */
 #define PB_DSM_BASE_HINT ((uintptr_t)0x300000000000) /* clear of ASan's shadow */
+#define PB_DSM_LOG_ENTRIES 16384                     /* pages of a process's release log */
+#define PB_DSM_MAX_PROCS 255
 #define PB_DSM_WRITER_NONE (-1)
 #define PB_DSM_WRITER_MANY (-2)
 
@@ -102,11 +106,15 @@ typedef struct {
     uint32_t pad0;
     uint64_t image_off; /* image_len bytes */
     uint64_t image_len;
+    uint64_t log_off;    /* uint64 log[PB_DSM_LOG_ENTRIES]: seq << 32 | page */
     uint64_t writer_off; /* process 0: int32 writer[npages] */
     uint64_t touched_off;
     uint64_t area_off; /* uint64 area[2][npages] */
 
     _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
+
+    /* the pages this process released, in order: entries [head - cap, head) */
+    _Alignas(64) _Atomic uint64_t log_head;
 
     /* mailbox: raised by others (NOTIFY_MAX), read by this process */
     _Alignas(64) _Atomic uint64_t release_epoch; /* last barrier episode finished */
@@ -133,6 +141,8 @@ typedef struct {
     uint64_t area_epoch[2];
     uint64_t area_count[2];
     uint64_t area_acks[2];
+    uint64_t bar_heads[PB_DSM_MAX_PROCS];     /* log heads sent with this episode's arrivals */
+    uint64_t area_heads[2][PB_DSM_MAX_PROCS]; /* ... of a finished episode */
     uint64_t coll_end;   /* collective allocations end here (from the range's start) */
     uint64_t heap_start; /* postbox_dsm_malloc blocks lie at and above it */
     uint32_t nblocks;
@@ -149,7 +159,8 @@ enum {
     PB_DSM_OP_LOCK_RELEASE, /* a = id, b = who */
     PB_DSM_OP_BARRIER_CREATE,
     PB_DSM_OP_BARRIER_NOTICES, /* b = process; pages follow */
-    PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count; pages follow */
+    PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count, e = log head;
+                                  pages follow */
     PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
     PB_DSM_OP_BARRIER_ACK,     /* a = episode */
     PB_DSM_OP_MALLOC,          /* a = size */
@@ -163,7 +174,7 @@ enum {
 typedef struct {
     uint32_t op;
     uint32_t npages; /* page numbers following the header */
-    uint64_t a, b, c, d;
+    uint64_t a, b, c, d, e;
 } pb_dsm_req_t;
 
 /* rpc results (status): >= 0 as the op says, or a POSTBOX_DSM_ERR_* */
@@ -224,6 +235,7 @@ typedef struct {
     uint32_t *unsent; /* pages released since the last barrier arrival */
     size_t nunsent;
     uint8_t *unsent_mark;
+    uint64_t *log_seen; /* per process: its release log read up to here */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
     pthread_mutex_t wait_mutex;
@@ -231,6 +243,7 @@ typedef struct {
     pthread_t service;
     int service_started;
     _Atomic int stopping;
+    _Atomic int serving;              /* the program called postbox_dsm_serve */
     _Atomic uint64_t processed_epoch; /* barrier episodes whose notices were applied */
 
     /* threads */
@@ -321,12 +334,19 @@ int pb_dsm_invalidate_all_locked(void);
 int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
 int pb_dsm_release(void);
 int pb_dsm_acquire_all(void);
+/* an acquire of a lock: invalidate the pages others released since this
+ * process last read their release logs */
+int pb_dsm_acquire_logs(void);
 
 /* ---- sync.c ---- */
 /* apply barrier episodes up to the one posted (the service thread) */
 int pb_dsm_barrier_catch_up(void);
 void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                         pb_dsm_reply_t *reply);
+
+/* threads of this process waiting in postbox_dsm_thread_join (they arrive
+ * at no barrier meanwhile) */
+extern _Atomic int pb_dsm_joining;
 
 /* ---- thread.c ---- */
 int pb_dsm_image_init(void);

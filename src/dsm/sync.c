@@ -6,12 +6,13 @@
  * Locks: lock id's manager is process id % P.  An acquire asks the
  * manager; a lock held by another is queued there, and its release hands
  * it to the first waiter by raising the waiter's grant word (and a
- * signal).  The acquirer then invalidates every cached non-home page
- * (invalidate-all: docs/dsm.md says why and what comes next).
+ * signal).  The acquirer then invalidates the pages the other processes
+ * released since it last read their release logs (coherence.c).
  *
- * Barriers: one episode at a time, managed by process 0.  An arriving
- * thread releases this process's dirty pages and sends the pages it wrote
- * since its last arrival (write notices); the manager gathers them per
+ * Barriers: one episode at a time, managed by process 0.  The threads of
+ * a process that arrive together send one arrival, which releases the
+ * process's dirty pages and carries the pages it released since its last
+ * arrival (write notices) and its release log's head; the manager gathers them per
  * page (one writer, or many).  The last arrival turns them into the
  * episode's notice list (one of two areas, alternating) and raises every
  * process's release word; each process's service thread then reads the
@@ -125,6 +126,8 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
         area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
+    memcpy(ctl->area_heads[a], ctl->bar_heads, sizeof(ctl->bar_heads));
+    memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
     ctl->area_epoch[a] = ctl->episode;
     ctl->area_count[a] = ctl->touched_count;
     ctl->area_acks[a] = 0;
@@ -167,6 +170,8 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
         ctl->bar_id = (uint32_t)req->a;
         ctl->bar_expected = (uint32_t)req->c;
         merge_notices(ctl, (int32_t)req->b, pages, req->npages);
+        if (req->b < PB_DSM_MAX_PROCS && req->e > ctl->bar_heads[req->b])
+            ctl->bar_heads[req->b] = req->e;
         ctl->bar_count += (uint32_t)req->d;
         reply->a = ctl->episode;
         if (ctl->bar_count >= ctl->bar_expected)
@@ -443,7 +448,7 @@ PB_EXPORT int postbox_dsm_lock(int id)
     }
     if (reply.status == PB_DSM_LOCK_QUEUED)
         pb_dsm_wait(granted, &wait);
-    return pb_dsm_acquire_all();
+    return pb_dsm_acquire_logs();
 }
 
 PB_EXPORT int postbox_dsm_unlock(int id)
@@ -514,7 +519,8 @@ static int episode_done(void *arg)
 /* Apply one finished episode's notices (the service thread). */
 static int apply_episode(uint64_t e)
 {
-    pb_dsm_ctl_t hdr;
+    static pb_dsm_ctl_t hdr; /* (large; only the catch-up, one at a time, uses it) */
+    uint64_t heads[PB_DSM_MAX_PROCS];
     uint64_t count, *entries;
     unsigned a = (unsigned)(e % 2);
     size_t area_off;
@@ -536,9 +542,17 @@ static int apply_episode(uint64_t e)
         if (pb_dsm.me != 0)
             pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, count * sizeof(uint64_t));
     }
+    if (rc == 0)
+        rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, area_heads) + a * sizeof(hdr.area_heads[0]),
+                             heads, (size_t)pb_dsm.nprocs * sizeof(uint64_t));
     if (rc == 0) {
         pthread_mutex_lock(&pb_dsm.protocol);
         rc = pb_dsm_invalidate_notices_locked(entries, count);
+        /* the pages others released before their arrivals are invalid
+         * here now: their release logs need not be read up to there */
+        for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
+            if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = heads[q];
         pthread_mutex_unlock(&pb_dsm.protocol);
     }
     free(entries);
@@ -572,7 +586,7 @@ int pb_dsm_barrier_catch_up(void)
 }
 
 /* Send this process's unsent write notices; the last chunk with the arrival. */
-static int barrier_arrive(int id, int nthreads, pb_dsm_reply_t *reply)
+static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply)
 {
     uint32_t *pages;
     size_t n;
@@ -599,7 +613,8 @@ static int barrier_arrive(int id, int nthreads, pb_dsm_reply_t *reply)
                             .a = (uint64_t)id,
                             .b = (uint64_t)pb_dsm.me,
                             .c = (uint64_t)nthreads,
-                            .d = 1};
+                            .d = (uint64_t)count,
+                            .e = atomic_load(&pb_dsm.ctl->log_head)};
 
         rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
         if (rc == 0 && reply->status < 0)
@@ -614,9 +629,153 @@ static int barrier_arrive(int id, int nthreads, pb_dsm_reply_t *reply)
     return rc;
 }
 
-PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
+/* Arrive for @count threads of this process; the episode they count
+ * toward goes to *@episode_p.  The last arrival of the job releases
+ * every process. */
+static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
 {
     pb_dsm_reply_t reply;
+    int rc = barrier_arrive(id, nthreads, count, &reply);
+
+    if (rc != 0) {
+        if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
+            pb_error("dsm: barrier id %d was never created", id);
+        else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
+            pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
+                     nthreads);
+        return rc;
+    }
+    *episode_p = reply.a;
+    while (reply.status == PB_DSM_BARRIER_PENDING) {
+        /* a process has not yet applied the episode before last */
+        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = *episode_p};
+
+        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
+        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+        if (rc == 0 && reply.status < 0)
+            rc = (int)reply.status;
+        if (rc != 0)
+            return rc;
+    }
+    if (reply.status == PB_DSM_BARRIER_LAST) {
+        for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
+            rc = pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, release_epoch),
+                               *episode_p);
+    }
+    return rc;
+}
+
+/*
+ * Combining: the threads of a process that arrive together go in one
+ * arrival.  Arrivals are numbered in batches; a batch is sent when every
+ * thread of the process that uses the DSM (less those waiting in a join)
+ * is in it, or after BARRIER_COMBINE_NS, or, when a send is under way,
+ * once it ends.  Any split is correct (the manager sums the counts); the
+ * wait only saves messages when a process's threads arrive together.
+ */
+#define BARRIER_COMBINE_NS (2 * 1000 * 1000)
+#define BARRIER_RESULTS 64
+
+static struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cv;
+    uint64_t batch;   /* the batch arrivals join now */
+    uint64_t sent;    /* batches sent */
+    int count;        /* threads in @batch */
+    int sending;      /* a thread is sending a batch */
+    int id, nthreads; /* of @batch */
+    struct {
+        uint64_t episode;
+        int rc;
+    } results[BARRIER_RESULTS]; /* of batch b at b % BARRIER_RESULTS */
+} combine = {.mutex = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+_Atomic int pb_dsm_joining;
+
+static int local_threads(void)
+{
+    int n;
+
+    pthread_mutex_lock(&pb_dsm.slots_mutex);
+    n = __builtin_popcountll(pb_dsm.slots_used);
+    pthread_mutex_unlock(&pb_dsm.slots_mutex);
+    return n - atomic_load(&pb_dsm_joining);
+}
+
+static void deadline_after(struct timespec *ts, long ns)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += ns;
+    while (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static int passed(const struct timespec *deadline)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > deadline->tv_sec ||
+           (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static int barrier_combine(int id, int nthreads, uint64_t *episode_p)
+{
+    struct timespec deadline;
+    uint64_t mine;
+    int rc;
+
+    pthread_mutex_lock(&combine.mutex);
+    if (combine.count > 0 && (combine.id != id || combine.nthreads != nthreads)) {
+        pthread_mutex_unlock(&combine.mutex);
+        pb_error("dsm: barrier %d of %d threads while this process's threads arrive at barrier "
+                 "%d of %d",
+                 id, nthreads, combine.id, combine.nthreads);
+        return POSTBOX_DSM_ERR_BARRIER_MISMATCH;
+    }
+    combine.id = id;
+    combine.nthreads = nthreads;
+    mine = combine.batch;
+    combine.count++;
+    deadline_after(&deadline, BARRIER_COMBINE_NS);
+    while (combine.sent <= mine) {
+        if (!combine.sending && combine.batch == mine &&
+            (combine.count >= local_threads() || passed(&deadline))) {
+            int count = combine.count;
+            uint64_t episode = 0;
+
+            combine.sending = 1;
+            combine.batch++;
+            combine.count = 0;
+            pthread_mutex_unlock(&combine.mutex);
+            rc = barrier_send(id, nthreads, count, &episode);
+            pthread_mutex_lock(&combine.mutex);
+            combine.results[mine % BARRIER_RESULTS].episode = episode;
+            combine.results[mine % BARRIER_RESULTS].rc = rc;
+            combine.sent = mine + 1;
+            combine.sending = 0;
+            pthread_cond_broadcast(&combine.cv);
+            continue;
+        }
+        if (combine.sending || combine.batch != mine) {
+            pthread_cond_wait(&combine.cv, &combine.mutex);
+        } else {
+            struct timespec wake;
+
+            deadline_after(&wake, BARRIER_COMBINE_NS / 4);
+            pthread_cond_timedwait(&combine.cv, &combine.mutex, &wake);
+        }
+    }
+    *episode_p = combine.results[mine % BARRIER_RESULTS].episode;
+    rc = combine.results[mine % BARRIER_RESULTS].rc;
+    pthread_mutex_unlock(&combine.mutex);
+    return rc;
+}
+
+PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
+{
     uint64_t episode;
     int rc = pb_dsm_check();
 
@@ -630,35 +789,12 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
         pb_error("dsm: a barrier of %d threads", nthreads);
         return POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+    if (pb_dsm_slot() < 0)
+        return POSTBOX_DSM_ERR_TOO_MANY;
     pb_dsm_count(&pb_dsm_counters.barriers, 1);
-    rc = barrier_arrive(id, nthreads, &reply);
-    if (rc != 0) {
-        if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
-            pb_error("dsm: barrier id %d was never created", id);
-        else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
-            pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
-                     nthreads);
+    rc = barrier_combine(id, nthreads, &episode);
+    if (rc != 0)
         return rc;
-    }
-    episode = reply.a;
-    while (reply.status == PB_DSM_BARRIER_PENDING) {
-        /* a process has not yet applied the episode before last */
-        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = episode};
-
-        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
-        if (rc == 0 && reply.status < 0)
-            rc = (int)reply.status;
-        if (rc != 0)
-            return rc;
-    }
-    if (reply.status == PB_DSM_BARRIER_LAST) {
-        for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
-            rc = pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, release_epoch),
-                               episode);
-        if (rc != 0)
-            return rc;
-    }
     pb_dsm_wait(episode_done, &episode);
     return 0;
 }

@@ -360,7 +360,9 @@ PB_EXPORT int postbox_dsm_thread_join(postbox_dsm_thread_t thread, void **ret)
     }
     joined[index] = 1;
     pthread_mutex_unlock(&pb_dsm.create_mutex);
+    atomic_fetch_add(&pb_dsm_joining, 1);
     pb_dsm_wait(thread_done, &index);
+    atomic_fetch_sub(&pb_dsm_joining, 1);
     if (ret != NULL)
         *ret = (void *)(uintptr_t)pb_dsm.ctl->joins[index].ret;
     return pb_dsm_acquire_all();

@@ -5,13 +5,17 @@
  *   pbt-dsm spmd          every process works in main: collective
  *                         allocation, many writers to one page, false
  *                         sharing, barriers in a loop checked after each,
- *                         a lock-protected counter, postbox_dsm_malloc
+ *                         a lock-protected counter and chain (each entry
+ *                         checks the one before, across pages), a relay
+ *                         through two locks (transitivity, 3 threads or
+ *                         more), a fault storm (every thread reads 64
+ *                         pages at once), postbox_dsm_malloc
  *   pbt-dsm threads T     process 0 creates T threads per process in all
  *                         (placed round-robin, several per process when
  *                         T > 1) that reach the shared data through a C
  *                         global set by main; the same checks, and the
  *                         threads' return values through join
- *   pbt-dsm errors        bad input gets its error code
+ *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm segv          a fault outside the shared range still kills
  *                         the process with SIGSEGV (run alone)
  *
@@ -31,19 +35,32 @@
 
 /* the shared data, reached through this global (set by main before any
  * thread is created, as SPLASH programs do) */
+#define CHAIN (256 * INCREMENTS)
+#define STORM_PAGES 64
+#define RELAY_WORDS (3 * PAGE / sizeof(int))
+
 typedef struct {
     int lock;
     int barrier;
     int nthreads;
     long counter;
-    char pad[PAGE - 4 * sizeof(long)];
+    int relay_lock[2];
+    int relay_flag[2];
+    int chain_count;
+    int chain_last;
+    char pad[PAGE - 10 * sizeof(long)];
     int one_page[PAGE / sizeof(int)];          /* many writers, one word each */
     int false_sharing[4 * PAGE / sizeof(int)]; /* thread t writes words t, t + n, ... */
     long results[256];
+    int chain[CHAIN];       /* appended under the lock: each entry checks the one before */
+    int relay[RELAY_WORDS]; /* written by thread 0, read by thread 2 through two locks */
+    long storm[STORM_PAGES * PAGE / sizeof(long)]; /* read by every thread at once */
 } shared_t;
 
 static shared_t *shared;
-static const char *test_name = "?";
+/* (an array, not a pointer into argv: the globals go to the processes
+ * that run created threads, where argv lies elsewhere) */
+static char test_name[32] = "?";
 static int me;
 
 #define CHECK(cond, ...)                                                                           \
@@ -62,6 +79,52 @@ static int me;
         int rc_ = (call);                                                                          \
         CHECK(rc_ >= 0, "%s returned %d (%s)", #call, rc_, postbox_dsm_strerror(rc_));             \
     } while (0)
+
+/* wait (asleep between looks) until relay flag @k is up, under its lock */
+static void relay_wait(int k)
+{
+    for (;;) {
+        int up;
+
+        OK(postbox_dsm_lock(shared->relay_lock[k]));
+        up = shared->relay_flag[k];
+        OK(postbox_dsm_unlock(shared->relay_lock[k]));
+        if (up)
+            return;
+        usleep(200);
+    }
+}
+
+/* Transitivity: thread 0 writes pages thread 2 holds cached, raises flag 0
+ * under lock 0; thread 1 sees it and raises flag 1 under lock 1; thread 2
+ * sees that and must see thread 0's writes, ordered before it only
+ * through the two locks. */
+static void relay(int id)
+{
+    int words = (int)RELAY_WORDS;
+
+    if (id == 2)
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == 0, "relay word %d is %d before the relay", w,
+                  shared->relay[w]);
+    OK(postbox_dsm_barrier(shared->barrier, shared->nthreads));
+    if (id == 0) {
+        for (int w = 0; w < words; w++)
+            shared->relay[w] = w + 1;
+        OK(postbox_dsm_lock(shared->relay_lock[0]));
+        shared->relay_flag[0] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[0]));
+    } else if (id == 1) {
+        relay_wait(0);
+        OK(postbox_dsm_lock(shared->relay_lock[1]));
+        shared->relay_flag[1] = 1;
+        OK(postbox_dsm_unlock(shared->relay_lock[1]));
+    } else if (id == 2) {
+        relay_wait(1);
+        for (int w = 0; w < words; w++)
+            CHECK(shared->relay[w] == w + 1, "relay word %d is %d", w, shared->relay[w]);
+    }
+}
 
 /* The work of thread @id of @n: every check of the data-race-free
  * patterns. */
@@ -82,11 +145,31 @@ static void work(int id, int n)
                   w, shared->false_sharing[w]);
         OK(postbox_dsm_barrier(shared->barrier, n));
     }
+    /* a fault storm: thread 0 writes, then every thread reads every page
+     * at once, half of them backwards */
+    if (id == 0)
+        for (size_t w = 0; w < sizeof(shared->storm) / sizeof(long); w++)
+            shared->storm[w] = (long)w * 3 + 1;
+    OK(postbox_dsm_barrier(shared->barrier, n));
+    for (size_t k = 0; k < sizeof(shared->storm) / sizeof(long); k++) {
+        size_t w = id % 2 ? sizeof(shared->storm) / sizeof(long) - 1 - k : k;
+
+        CHECK(shared->storm[w] == (long)w * 3 + 1, "storm word %zu is %ld", w, shared->storm[w]);
+    }
     for (int i = 0; i < INCREMENTS; i++) {
         OK(postbox_dsm_lock(shared->lock));
         shared->counter++;
+        /* the previous entry may lie on a page another process wrote */
+        if (shared->chain_count > 0)
+            CHECK(shared->chain[shared->chain_count - 1] == shared->chain_last,
+                  "chain entry %d is %d, not %d", shared->chain_count - 1,
+                  shared->chain[shared->chain_count - 1], shared->chain_last);
+        shared->chain_last = id * 1000 + i + 1;
+        shared->chain[shared->chain_count++] = shared->chain_last;
         OK(postbox_dsm_unlock(shared->lock));
     }
+    if (n >= 3)
+        relay(id);
     OK(postbox_dsm_barrier(shared->barrier, n));
     CHECK(shared->counter == (long)n * INCREMENTS, "the counter is %ld, not %ld", shared->counter,
           (long)n * INCREMENTS);
@@ -102,8 +185,13 @@ static int run_spmd(void)
     CHECK(shared != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
     if (me == 0) {
         shared->lock = postbox_dsm_lock_create();
+        shared->relay_lock[0] = postbox_dsm_lock_create();
+        shared->relay_lock[1] = postbox_dsm_lock_create();
         shared->barrier = postbox_dsm_barrier_create();
+        shared->nthreads = n;
         OK(shared->lock);
+        OK(shared->relay_lock[0]);
+        OK(shared->relay_lock[1]);
         OK(shared->barrier);
     }
     /* (ids 0 are the first of each: every process may use them now) */
@@ -133,6 +221,14 @@ static void *thread_work(void *arg)
 
     work(id, shared->nthreads);
     shared->results[id] = 1000 + id;
+    if (getenv("PBT_DSM_VERBOSE") != NULL) {
+        postbox_dsm_stats_t stats;
+
+        OK(postbox_dsm_stats(&stats));
+        fprintf(stderr, "thread %d on process %d: %llu barrier calls, %llu barrier messages\n", id,
+                postbox_dsm_process(), (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
+    }
     return (void *)(intptr_t)(id * 3);
 }
 
@@ -145,8 +241,12 @@ static int run_threads(int per_process)
     shared = postbox_dsm_malloc(sizeof(*shared));
     CHECK(shared != NULL, "postbox_dsm_malloc failed");
     shared->lock = postbox_dsm_lock_create();
+    shared->relay_lock[0] = postbox_dsm_lock_create();
+    shared->relay_lock[1] = postbox_dsm_lock_create();
     shared->barrier = postbox_dsm_barrier_create();
     OK(shared->lock);
+    OK(shared->relay_lock[0]);
+    OK(shared->relay_lock[1]);
     OK(shared->barrier);
     shared->nthreads = n;
     for (int t = 1; t < n; t++) {
@@ -213,6 +313,32 @@ static int run_errors(void)
     OK(postbox_dsm_free(p));
     CHECK(postbox_dsm_free(p) == POSTBOX_DSM_ERR_BAD_POINTER, "a second free");
     CHECK(postbox_dsm_free(NULL) == 0, "free of NULL");
+    /* allocation limits: the 1 MiB range's upper half is the allocator's */
+    {
+        void *blocks[16];
+        int got = 0;
+
+        CHECK(postbox_dsm_malloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "malloc of more than the allocator's half");
+        while (got < 16 && (blocks[got] = postbox_dsm_malloc(64 << 10)) != NULL)
+            got++;
+        CHECK(got == 8 && postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "%d blocks of 64 KiB in 512 KiB", got);
+        for (int b = 0; b < got; b++)
+            OK(postbox_dsm_free(blocks[b]));
+        blocks[0] = postbox_dsm_malloc(512 << 10);
+        CHECK(blocks[0] != NULL, "the freed blocks did not merge back");
+        OK(postbox_dsm_free(blocks[0]));
+        CHECK(postbox_dsm_alloc(600 << 10) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc of more than the collective half");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB");
+        CHECK(postbox_dsm_alloc(256 << 10) != NULL, "alloc of 256 KiB more");
+        CHECK(postbox_dsm_alloc(PAGE) == NULL &&
+                  postbox_dsm_last_error() == POSTBOX_DSM_ERR_NO_MEMORY,
+              "alloc past the collective half");
+    }
     bar = postbox_dsm_barrier_create();
     OK(bar);
     CHECK(postbox_dsm_barrier(bar + 1, 1) == POSTBOX_DSM_ERR_BAD_BARRIER, "a barrier never made");
@@ -255,7 +381,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pbt-dsm spmd | threads T | errors | segv\n");
         return 2;
     }
-    test_name = argv[1];
+    snprintf(test_name, sizeof(test_name), "%s", argv[1]);
     if (strcmp(test_name, "errors") == 0)
         return run_errors();
     if (strcmp(test_name, "segv") == 0)
@@ -273,13 +399,18 @@ int main(int argc, char **argv)
         return 2;
     }
     OK(postbox_dsm_stats(&stats));
+    if (getenv("PBT_DSM_VERBOSE") != NULL)
+        fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
+                (unsigned long long)stats.barriers,
+                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
     if (me == 0) {
         OK(postbox_dsm_finalize());
         printf("dsm %s: ok (process 0: %llu read faults, %llu write faults, %llu fetches, %llu "
-               "diffs)\n",
+               "diffs, %llu barrier calls, %llu barrier messages)\n",
                test_name, (unsigned long long)stats.read_faults,
                (unsigned long long)stats.write_faults, (unsigned long long)stats.page_fetches,
-               (unsigned long long)stats.diffs);
+               (unsigned long long)stats.diffs, (unsigned long long)stats.barriers,
+               (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
     } else {
         OK(postbox_dsm_serve());
     }

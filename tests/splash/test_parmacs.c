@@ -10,6 +10,13 @@
  *                  program with status 2 and a message
  *   global-write   a thread writing a C global faults (SIGSEGV)
  *   after-join     main writes a global once every thread is joined (exit 0)
+ *   before-init    G_MALLOC before MAIN_INITENV
+ *   barrier-zero   BARRIER of 0 threads
+ *   alock-range    ALOCK of a lock past the end of its array
+ *   alockinit-range  ALOCKINIT of more locks than the array has
+ *
+ * The last four end the program with status 2 and a message saying what
+ * was wrong.
  */
 #include "postbox/parmacs.h"
 
@@ -148,6 +155,25 @@ int main(int argc, char **argv)
         printf("%s: the global is %ld\n", mode, written_global);
         MAIN_EXIT(after_join && written_global == 11 ? 0 : 1);
     }
-    fprintf(stderr, "usage: test_parmacs sync|budget|global-write|after-join\n");
+    if (strcmp(mode, "before-init") == 0) {
+        (void)G_MALLOC(64);
+        printf("before-init: G_MALLOC returned\n");
+        return 1;
+    }
+    if (strcmp(mode, "barrier-zero") == 0 || strcmp(mode, "alock-range") == 0 ||
+        strcmp(mode, "alockinit-range") == 0) {
+        MAIN_INITENV(sizeof(global_t) + 4096);
+        setup();
+        if (strcmp(mode, "barrier-zero") == 0)
+            BARRIER(Global->bar, 0);
+        else if (strcmp(mode, "alock-range") == 0)
+            ALOCK(Global->counter_locks, LOCKS);
+        else
+            ALOCKINIT(Global->counter_locks, LOCKS + 1);
+        printf("%s: the macro returned\n", mode);
+        MAIN_EXIT(1);
+    }
+    fprintf(stderr, "usage: test_parmacs sync|budget|global-write|after-join|before-init|"
+                    "barrier-zero|alock-range|alockinit-range\n");
     return 2;
 }
