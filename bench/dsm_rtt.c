@@ -17,9 +17,10 @@
  * whose pages are homed round-robin in blocks of HOME_BLOCK_PAGES
  * (docs/dsm.md), so with 2 processes every other block is process 1's.
  * Process 1 writes a pattern into them before the first barrier; process 0
- * reads the first word of one page per timed operation, then the next page,
- * and between rounds over the pool acquires a lock it manages itself, which
- * invalidates every cached page (untimed).  Each timed read is checked
+ * reads the first word of one page per timed operation, then the next page.
+ * Between rounds over the pool (untimed) process 0 asks process 1 to write
+ * the pattern again and both pass a barrier: the barrier's write notices
+ * invalidate the pages in process 0 (docs/dsm.md).  Each timed read is checked
  * against the pattern, and the DSM's page-fetch counter must grow by one per
  * read: a read that fetched nothing fails the program.
  */
@@ -44,6 +45,7 @@
 #define KEY_ADDR "dsm-rtt-addr"
 #define CMD_TCP_RR (PB_RAWNET_CMD_USER + 0) /* TCP request/reply of the command's size */
 #define CMD_UDP_RR (PB_RAWNET_CMD_USER + 1) /* UDP request/reply */
+#define CMD_TOUCH (PB_RAWNET_CMD_USER + 2)  /* process 1 writes its pages, then the barrier */
 #define RATIO_SIZE 4096
 #define RATIO_TARGET 1.5
 
@@ -57,7 +59,6 @@ static struct {
     size_t page;
     char *pool[POOL_PAGES]; /* pages homed at process 1 */
     unsigned next;          /* next page of the pool to read */
-    int lock;               /* managed by process 0: its acquire invalidates */
 } g;
 
 static _Noreturn void die(void)
@@ -88,6 +89,14 @@ static uint64_t pattern(unsigned i)
 
 /* ---- the pages ------------------------------------------------------------ */
 
+/* Process 1: write the pattern into every page of the pool (each store to
+ * a home page is a write notice of the next barrier). */
+static void touch_pages(void)
+{
+    for (unsigned i = 0; i < POOL_PAGES; i++)
+        *(volatile uint64_t *)g.pool[i] = pattern(i);
+}
+
 /* Collective: allocate the blocks, find process 1's pages, and have it fill
  * them before the barrier that makes them visible. */
 static void pages_setup(void)
@@ -102,24 +111,17 @@ static void pages_setup(void)
         for (unsigned p = 0; p < HOME_BLOCK_PAGES; p++)
             g.pool[n++] = range + b * block + p * g.page;
     if (g.me == 1)
-        for (unsigned i = 0; i < POOL_PAGES; i++)
-            *(uint64_t *)g.pool[i] = pattern(i);
-    /* a lock whose manager (id mod processes) is process 0 */
-    if (g.me == 0) {
-        do {
-            g.lock = postbox_dsm_lock_create();
-            check_dsm(g.lock, "postbox_dsm_lock_create");
-        } while (g.lock % 2 != 0);
-    }
+        touch_pages();
     check_dsm(postbox_dsm_barrier(0, 2), "postbox_dsm_barrier");
     g.next = POOL_PAGES;
 }
 
-/* Invalidate every cached page: acquire and release a lock (untimed). */
+/* Process 0: have process 1 write its pages again and pass a barrier with
+ * it, which invalidates them here (untimed). */
 static void invalidate(void)
 {
-    check_dsm(postbox_dsm_lock(g.lock), "postbox_dsm_lock");
-    check_dsm(postbox_dsm_unlock(g.lock), "postbox_dsm_unlock");
+    pb_rawnet_cmd_send(&g.net, CMD_TOUCH, 1);
+    check_dsm(postbox_dsm_barrier(0, 2), "postbox_dsm_barrier");
     g.next = 0;
 }
 
@@ -157,8 +159,9 @@ static int op_dsm_fetch(void *arg, uint64_t iters, uint64_t *ns_p)
         g.next++;
     }
     if (fetched != iters)
-        fail_msg("a read of a page homed on process 1 fetched no page (was it cached, or is "
-                 "the home rule of docs/dsm.md no longer blocks of 16 pages?)");
+        fail_msg("a read of a page homed on process 1 fetched no page (did the barrier not "
+                 "invalidate it, or is the home rule of docs/dsm.md no longer blocks of 16 "
+                 "pages?)");
     *ns_p = total;
     return 0;
 }
@@ -248,7 +251,10 @@ static void server_main(void)
         pb_rawnet_cmd_recv(fd, &c);
         if (c.cmd == PB_RAWNET_CMD_QUIT)
             break;
-        if (c.cmd == CMD_TCP_RR && c.size <= PB_RAWNET_BUF_SIZE) {
+        if (c.cmd == CMD_TOUCH) {
+            touch_pages();
+            check_dsm(postbox_dsm_barrier(0, 2), "postbox_dsm_barrier");
+        } else if (c.cmd == CMD_TCP_RR && c.size <= PB_RAWNET_BUF_SIZE) {
             pb_rawnet_where("raw_tcp_request_reply", c.size);
             serve_tcp_rr(fd, buf, c.size);
         } else if (c.cmd == CMD_UDP_RR && c.size <= PB_RAWNET_UDP_MAX) {
