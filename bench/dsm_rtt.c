@@ -353,6 +353,7 @@ static void bench_ratio(void)
     static char note[192];
     pb_bench_stats_t st, a, b;
     pb_bench_record_t rec;
+    double dsm_min = 0, tcp_min = 0; /* the fastest sample of each over the pairs */
 
     for (unsigned i = 0; i < n; i++) {
         measure_dsm(&a);
@@ -360,6 +361,8 @@ static void bench_ratio(void)
         dsm[i] = a.median;
         tcp[i] = b.median;
         ratios[i] = a.median / b.median;
+        dsm_min = i == 0 || a.min < dsm_min ? a.min : dsm_min;
+        tcp_min = i == 0 || b.min < tcp_min ? b.min : tcp_min;
     }
     pb_bench_stats_from_samples(ratios, n, 1, &st);
     pb_bench_stats_from_samples(dsm, n, 1, &a);
@@ -389,10 +392,15 @@ static void bench_ratio(void)
     pb_bench_record_add_str(&rec, "denominator", "raw_tcp_request_reply 4 KB round trip");
     pb_bench_record_add_num(&rec, "dsm_us", a.median * 1e-3);
     pb_bench_record_add_num(&rec, "raw_tcp_us", b.median * 1e-3);
+    /* the fastest DSM sample over the fastest raw TCP sample: what a quiet
+     * machine would show, when other load spreads the pairs */
+    pb_bench_record_add_num(&rec, "ratio_of_minima", dsm_min / tcp_min);
     pb_bench_table_begin(&g.out, "Ratio (issue 17: at most 1.5)", "x");
     pb_bench_record_emit(&g.out, &rec);
-    printf("DSM 4 KB page round trip / raw TCP 4 KB request/reply = %.3f (<= %.1f: %s)\n",
-           st.median, RATIO_TARGET, st.median <= RATIO_TARGET ? "pass" : "FAIL");
+    printf("DSM 4 KB page round trip / raw TCP 4 KB request/reply = %.3f (<= %.1f: %s; pairs "
+           "%.2f to %.2f, fastest over fastest %.2f)\n",
+           st.median, RATIO_TARGET, st.median <= RATIO_TARGET ? "pass" : "FAIL", st.min, st.max,
+           dsm_min / tcp_min);
 }
 
 static void client_main(void)

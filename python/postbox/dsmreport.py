@@ -432,10 +432,12 @@ def acceptance(summary: Summary, records: Sequence[dict]) -> list:
     value = number(ratio.get("median")) if ratio else None
     detail = ""
     if ratio is not None:
-        detail = "%s us / %s us, %s" % (format_value(ratio.get("dsm_us")),
-                                        format_value(ratio.get("raw_tcp_us")),
-                                        "across %s nodes" % ratio.get("nodes")
-                                        if (ratio.get("nodes") or 1) > 1 else "on one node")
+        detail = "%s us / %s us, %s; pairs %s to %s%s" % (
+            format_value(ratio.get("dsm_us")), format_value(ratio.get("raw_tcp_us")),
+            "across %s nodes" % ratio.get("nodes") if (ratio.get("nodes") or 1) > 1
+            else "on one node", format_value(ratio.get("min")), format_value(ratio.get("max")),
+            "; fastest over fastest %s" % format_value(ratio.get("ratio_of_minima"))
+            if number(ratio.get("ratio_of_minima")) is not None else "")
     lines.append(Line("DSM 4 KB page round trip over raw TCP 4 KB request/reply", value, "<=",
                       LIMIT_RTT, detail))
     return lines

@@ -173,7 +173,8 @@ GOOD = {SEQUENTIAL: 100000, Config("pthreads", 1, 1, 2): 60000,
         Config("dsm", 1, 1, 1): 110000, Config("dsm", 2, 1, 2): 70000,
         Config("dsm", 2, 2, 2): 50000}
 RTT_OK = {"suite": "dsm", "test": dsmreport.RTT_RATIO_TEST, "metric": "ratio", "median": 1.2,
-          "nodes": 2, "dsm_us": 36.0, "raw_tcp_us": 30.0, "target": 1.5, "target_op": "<="}
+          "nodes": 2, "dsm_us": 36.0, "raw_tcp_us": 30.0, "target": 1.5, "target_op": "<=",
+          "min": 1.05, "max": 1.4, "ratio_of_minima": 1.1}
 
 
 def test_acceptance_passes_and_fails_on_the_medians():
@@ -186,6 +187,8 @@ def test_acceptance_passes_and_fails_on_the_medians():
     assert len(lines) == 7
     assert [line.verdict for line in lines] == ["pass"] * 7
     assert lines[0].value == pytest.approx(70001 / 60001)
+    assert lines[6].detail == ("36 us / 30 us, across 2 nodes; pairs 1.05 to 1.4; fastest over "
+                               "fastest 1.1")
     bad = dict(GOOD)
     bad[Config("dsm", 2, 1, 2)] = 80000  # 1.33x pthreads
     bad[Config("dsm", 2, 2, 2)] = 70000  # speedup 1.43
