@@ -6,8 +6,11 @@
  * in the same run: a request of REQUEST_BYTES (Strings' Get Page request,
  * its Table 1) answered by a reply of 64 B to 4 KB, through plain sockets on
  * the address the tcp transport uses (127.0.0.1, or the --netns address).
- * Then the acceptance ratio of issue 17: the 4 KB DSM round trip over the
- * 4 KB raw TCP round trip, from interleaved pairs.
+ * Also the DSM's small requests: a lock acquired and released, its manager
+ * the other process (requests on the manager's control segment, and the
+ * release log read at the acquire), timed per pair, with the lock messages
+ * each pair sent.  Then the acceptance ratio of issue 17: the 4 KB DSM
+ * round trip over the 4 KB raw TCP round trip, from interleaved pairs.
  *
  * Runs only under `postbox run -n 2 [--nodes 2] [--netns]`: process 1 is the
  * home of the pages and the raw server; process 0 measures.  Every figure
@@ -59,6 +62,7 @@ static struct {
     size_t page;
     char *pool[POOL_PAGES]; /* pages homed at process 1 */
     unsigned next;          /* next page of the pool to read */
+    int remote_lock;        /* a lock managed by process 1 (id mod 2 == 1) */
 } g;
 
 static _Noreturn void die(void)
@@ -112,6 +116,12 @@ static void pages_setup(void)
             g.pool[n++] = range + b * block + p * g.page;
     if (g.me == 1)
         touch_pages();
+    if (g.me == 0) {
+        do {
+            g.remote_lock = postbox_dsm_lock_create();
+            check_dsm(g.remote_lock, "postbox_dsm_lock_create");
+        } while (g.remote_lock % 2 != 1);
+    }
     check_dsm(postbox_dsm_barrier(0, 2), "postbox_dsm_barrier");
     g.next = POOL_PAGES;
 }
@@ -163,6 +173,24 @@ static int op_dsm_fetch(void *arg, uint64_t iters, uint64_t *ns_p)
                  "invalidate it, or is the home rule of docs/dsm.md no longer blocks of 16 "
                  "pages?)");
     *ns_p = total;
+    return 0;
+}
+
+static uint64_t lock_messages(void)
+{
+    postbox_dsm_stats_t s;
+
+    check_dsm(postbox_dsm_stats(&s), "postbox_dsm_stats");
+    return s.messages[POSTBOX_DSM_MSG_LOCK];
+}
+
+/* pb_bench_op_func_t: @iters acquires and releases of the remote lock. */
+static int op_dsm_lock(void *arg, uint64_t iters)
+{
+    for (uint64_t k = 0; k < iters; k++) {
+        check_dsm(postbox_dsm_lock(g.remote_lock), "postbox_dsm_lock");
+        check_dsm(postbox_dsm_unlock(g.remote_lock), "postbox_dsm_unlock");
+    }
     return 0;
 }
 
@@ -329,6 +357,25 @@ static void emit_dsm(const pb_bench_stats_t *st)
     pb_bench_record_emit(&g.out, &rec);
 }
 
+/* The lock pair: its time and the lock messages each pair sent. */
+static void bench_lock(void)
+{
+    pb_bench_stats_t st;
+    pb_bench_record_t rec;
+    uint64_t before = lock_messages(), per_pair;
+
+    /* the messages of a pair, from 10 pairs run alone */
+    op_dsm_lock(NULL, 10);
+    per_pair = (lock_messages() - before + 5) / 10;
+    pb_bench_sample_run(&g.opts, op_dsm_lock, NULL, &st);
+    record_init(&rec, "dsm_lock_pair", "postbox", dsm_transport(), sizeof(uint64_t) * 5, &st);
+    pb_bench_record_add_str(&rec, "what",
+                            "postbox_dsm_lock + postbox_dsm_unlock of a free lock managed by the "
+                            "other process: request/reply exchanges on its control segment");
+    pb_bench_record_add_num(&rec, "lock_messages_per_pair", (double)per_pair);
+    pb_bench_record_emit(&g.out, &rec);
+}
+
 static void emit_raw(uint32_t cmd, size_t size, const pb_bench_stats_t *st)
 {
     pb_bench_record_t rec;
@@ -421,6 +468,8 @@ static void client_main(void)
     pb_bench_table_begin(&g.out, "DSM page fetch (read fault, page homed on process 1)", "us");
     measure_dsm(&st);
     emit_dsm(&st);
+    pb_bench_table_begin(&g.out, "DSM lock + unlock, the lock managed by process 1", "us");
+    bench_lock();
     for (int tcp = 1; tcp >= 0; tcp--) {
         pb_bench_table_begin(&g.out, tcp ? "raw TCP request/reply" : "raw UDP request/reply", "us");
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {

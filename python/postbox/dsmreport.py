@@ -48,7 +48,8 @@ LIMIT_SPEEDUP_2_NODES = 1.6
 # the DSM's 4 KB round trip over raw TCP's, at most
 LIMIT_RTT = 1.5
 RTT_RATIO_TEST = "ratio_dsm_page_4KB_vs_raw_tcp"
-RTT_TESTS = ("dsm_page_fetch", "raw_tcp_request_reply", "raw_udp_request_reply")
+RTT_TESTS = ("dsm_page_fetch", "dsm_lock_pair", "raw_tcp_request_reply",
+             "raw_udp_request_reply")
 # the message types of postbox_dsm_stats, in its order
 MESSAGE_TYPES = ("page", "diff", "lock", "barrier", "alloc", "thread")
 # seed 004, Table 3: the average message size (bytes) per application (the
@@ -699,9 +700,11 @@ def section(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += _table1(summary)
     out.append('<h3 id="dsm-rtt">Round trips (Fig. 13)</h3>')
     out.append("<p>postbox-dsm-rtt: the DSM's page request/reply (a read fault on a 4 KB "
-               "page homed on the other process: fault, RSM get, page mapped) beside raw TCP "
-               "and UDP request/reply (40 B requests, replies of the size) between the same "
-               "two processes, full round trips.</p>")
+               "page homed on the other process: fault, RSM get, page mapped) and a lock "
+               "acquired and released whose manager is the other process "
+               "(<code>dsm_lock_pair</code>: two requests on its control segment and a read "
+               "of its release log) beside raw TCP and UDP request/reply (40 B requests, "
+               "replies of the size) between the same two processes, full round trips.</p>")
     out += _rtt_table(mine)
     return out
 
@@ -716,14 +719,17 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
         series = []
         for test, label in (("raw_udp_request_reply", "raw UDP"),
                             ("raw_tcp_request_reply", "raw TCP"),
-                            ("dsm_page_fetch", "DSM page fetch")):
+                            ("dsm_page_fetch", "DSM page fetch"),
+                            ("dsm_lock_pair", "DSM lock + unlock (2 requests)")):
             pts = sorted((float(r["size"]), float(r["median"]), True)
                          for r in rtt if r["test"] == test)
             if pts:
                 series.append(Series(label, pts))
         out.append(Figure("Seed 004 Fig. 13: request/reply round trip against size",
-                          "The DSM's page fetch (4 KB) beside raw UDP and TCP request/reply "
-                          "between the same two processes in the same run.",
+                          "The DSM's page fetch (4 KB) and a lock acquired and released (its "
+                          "manager the other process: two 40 B requests and a read of the "
+                          "manager's release log) beside raw UDP and TCP request/reply between "
+                          "the same two processes in the same run.",
                           "reply size (bytes)", "round trip (us)", series, name="dsm-fig13",
                           source=["postbox run -n 2 --nodes 2 build/bin/postbox-dsm-rtt"]))
     summary = summarize(mine)

@@ -261,7 +261,8 @@ def _rtt_records():
     out = [RTT_OK]
     for test, sizes, base in (("raw_tcp_request_reply", (64, 4096), 30.0),
                               ("raw_udp_request_reply", (64, 4096), 25.0),
-                              ("dsm_page_fetch", (4096,), 36.0)):
+                              ("dsm_page_fetch", (4096,), 36.0),
+                              ("dsm_lock_pair", (40,), 60.0)):
         for size in sizes:
             out.append({"suite": "dsm", "test": test, "size": size, "nodes": 2,
                         "median": base + size / 4096, "min": base, "max": base + 2,
@@ -280,8 +281,8 @@ def test_section_and_figures():
     assert 'class="fail" colspan="2">failed' in page and "boom" in page
     assert "Get Page" in page and "raw_udp_request_reply" in page
     figs = {f.name: f for f in dsmreport.figures(records)}
-    assert [s.label for s in figs["dsm-fig13"].series] == ["raw UDP", "raw TCP",
-                                                           "DSM page fetch"]
+    assert [s.label for s in figs["dsm-fig13"].series] == [
+        "raw UDP", "raw TCP", "DSM page fetch", "DSM lock + unlock (2 requests)"]
     assert figs["dsm-fig13"].series[2].points == [(4096.0, 37.0, True)]
     speedup = figs["dsm-speedup-2node"].series[0]
     assert speedup.points == [(1.0, pytest.approx(100001 / 110001), True),
