@@ -46,7 +46,7 @@ extern "C" {
 #define POSTBOX_DSM_ERR_BARRIER_MISMATCH (-11) /* another barrier or count is in progress */
 #define POSTBOX_DSM_ERR_TOO_MANY (-12)         /* a fixed table is full (locks, threads, ...) */
 #define POSTBOX_DSM_ERR_BAD_THREAD (-13)       /* join of a thread never created or joined */
-#define POSTBOX_DSM_ERR_WRONG_PROCESS (-14)    /* a call only process 0 (or only others) makes */
+#define POSTBOX_DSM_ERR_WRONG_PROCESS (-14)    /* postbox_dsm_serve on process 0 */
 #define POSTBOX_DSM_ERR_BAD_POINTER (-15)      /* free of memory not from postbox_dsm_malloc */
 
 /** A static text for a POSTBOX_DSM_* code ("unknown DSM error" otherwise). */
@@ -65,9 +65,11 @@ int postbox_dsm_last_error(void);
  * connects to every other process's.  If address-space randomisation is
  * on, re-executes the program (same arguments and environment) with it
  * off before anything else, once.
- * @return 0; ERR_ALREADY_INITIALIZED; ERR_BAD_ARGUMENT (@global_size 0);
- *         ERR_ADDRESS_TAKEN (the chosen address is mapped in this
- *         process); ERR_NO_MEMORY; ERR_JOB; ERR_COMMUNICATION.
+ * Every process commits the whole range (docs/dsm.md).
+ * @return 0; ERR_ALREADY_INITIALIZED; ERR_BAD_ARGUMENT (@global_size 0,
+ *         or above 1 TiB); ERR_NO_MEMORY (more than the machine's memory,
+ *         or no memory to map it); ERR_ADDRESS_TAKEN (the chosen address is
+ *         mapped in this process); ERR_JOB; ERR_COMMUNICATION.
  */
 int postbox_dsm_init(size_t global_size);
 
@@ -75,9 +77,9 @@ int postbox_dsm_init(size_t global_size);
  * Process 0: end the DSM.  Tells every other process (whose
  * postbox_dsm_serve then returns), waits for them, and releases the
  * shared range; threads still running are the caller's error.  Other
- * processes: release their side after postbox_dsm_serve returned (a call
- * they may omit: exit releases it).
- * @return 0; ERR_NOT_INITIALIZED; ERR_JOB.
+ * processes: the same as postbox_dsm_serve (an SPMD program may end with
+ * postbox_dsm_finalize everywhere), or nothing once it returned.
+ * @return 0; ERR_NOT_INITIALIZED; ERR_JOB; ERR_COMMUNICATION.
  */
 int postbox_dsm_finalize(void);
 
@@ -189,8 +191,10 @@ typedef struct {
  * memory), and the executable's writable globals (.data and .bss, less
  * RELRO and copy-relocated library objects) go to the thread's process as
  * they are at the call: globals written after threads start are not
- * shared (keep shared data in DSM memory).  @fn and @arg are used as they
- * are: @arg should point into shared memory or be a plain value.
+ * shared (keep shared data in DSM memory).  A thread placed on a process
+ * other than 0 starts once that process calls postbox_dsm_serve.  @fn and
+ * @arg are used as they are: @arg should point into shared memory or be a
+ * plain value.
  * @return 0 and *@thread; ERR_NOT_INITIALIZED; ERR_BAD_ARGUMENT (@thread
  *         or @fn NULL); ERR_TOO_MANY; ERR_COMMUNICATION.
  */

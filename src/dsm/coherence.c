@@ -11,8 +11,8 @@
  * each home, in putvs closed by one RSM barrier, the runs of 4-byte words
  * that differ from the twin, and logs the pages it released in this
  * process's release log.  An acquire invalidates cached pages others
- * released: a barrier's notices (sync.c), the others' release logs (a
- * lock), or every cached page (a thread's start or join).  Everything runs
+ * released: a barrier's notices (sync.c), or the others' release logs (a
+ * lock, a thread's start, a join).  Everything runs
  * under pb_dsm.protocol, faults included, so two
  * threads faulting on one page fetch it once.
  */
@@ -309,6 +309,145 @@ static int send_runs(int home, run_list_t *list)
     return 0;
 }
 
+/*
+ * Diffs toward a home on another node go as RSM calls that the home's
+ * service side applies (pb_dsm_diff_handler): a putv carries at most 16
+ * runs, and a page of doubles whose low words did not change has a run
+ * per double.  Each page is its number, a bitmap of its changed 4-byte
+ * words and those words, packed:
+ *
+ *   pb_dsm_diff_msg_t | page (u64) | bitmap (u32[page/128]) | words | page ...
+ */
+typedef struct {
+    uint32_t magic;
+    uint32_t page_size;
+    uint32_t npages;
+    uint32_t pad;
+} pb_dsm_diff_msg_t;
+
+#define DIFF_MSG_MAGIC 0x64696666u /* "diff" */
+#define DIFF_MSG_MAX (512 * 1024)
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int open; /* the import's barrier is open */
+} pack_t;
+
+static size_t bitmap_words(size_t page_size)
+{
+    return page_size / 4 / 32;
+}
+
+/* Append page @p's changed words to @pack; 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
+static int pack_page(size_t p, pack_t *pack)
+{
+    size_t ps = pb_dsm.page_size, nbits = bitmap_words(ps), words = ps / 4;
+    size_t need = sizeof(uint64_t) + nbits * 4 + ps;
+    const uint32_t *cur = (const uint32_t *)(pb_dsm.sys + p * ps);
+    const uint32_t *twin = (const uint32_t *)pb_dsm.twins[p];
+    uint32_t *bits, *out;
+    size_t changed = 0, runs = 0;
+    uint64_t page = p;
+
+    if (pack->len + need > pack->cap) {
+        size_t cap = pack->cap ? 2 * pack->cap : DIFF_MSG_MAX + need;
+        char *bigger = realloc(pack->buf, cap);
+
+        if (bigger == NULL) {
+            pb_error("dsm: no memory for a diff message");
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        }
+        pack->buf = bigger;
+        pack->cap = cap;
+    }
+    if (pack->len == 0) {
+        memset(pack->buf, 0, sizeof(pb_dsm_diff_msg_t));
+        pack->len = sizeof(pb_dsm_diff_msg_t);
+    }
+    memcpy(pack->buf + pack->len, &page, sizeof(page));
+    bits = (uint32_t *)(pack->buf + pack->len + sizeof(page));
+    out = bits + nbits;
+    memset(bits, 0, nbits * 4);
+    for (size_t i = 0; i < words; i++) {
+        if (cur[i] == twin[i])
+            continue;
+        runs += i == 0 || cur[i - 1] == twin[i - 1];
+        bits[i / 32] |= UINT32_C(1) << (i % 32);
+        out[changed++] = cur[i];
+    }
+    if (changed == 0)
+        return 0; /* (nothing appended: len stays) */
+    pack->len += sizeof(page) + nbits * 4 + changed * 4;
+    ((pb_dsm_diff_msg_t *)pack->buf)->npages++;
+    pb_dsm_count(&pb_dsm_counters.diff_runs, runs);
+    pb_dsm_count(&pb_dsm_counters.diff_bytes, changed * 4);
+    return 0;
+}
+
+/* Send @pack's message as a call without reply (inside the open barrier). */
+static int pack_send(int home, pack_t *pack)
+{
+    pb_dsm_diff_msg_t *msg = (pb_dsm_diff_msg_t *)pack->buf;
+    int rc;
+
+    if (pack->len == 0 || msg->npages == 0) {
+        pack->len = 0;
+        return 0;
+    }
+    msg->magic = DIFF_MSG_MAGIC;
+    msg->page_size = (uint32_t)pb_dsm.page_size;
+    rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, pack->buf, pack->len, NULL, 0, NULL,
+                                   PB_RSM_CALL_NO_REPLY);
+    pb_dsm_count_msg(POSTBOX_DSM_MSG_DIFF, pack->len);
+    pack->len = 0;
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: sending diffs to process %d failed: %s", home, rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    return 0;
+}
+
+void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
+{
+    const char *at = request, *end = at + request_len;
+    pb_dsm_diff_msg_t msg;
+    size_t nbits;
+
+    if (request_len < sizeof(msg))
+        return;
+    memcpy(&msg, at, sizeof(msg));
+    if (msg.magic != DIFF_MSG_MAGIC || msg.page_size < 128 || msg.page_size % 128 != 0)
+        return;
+    nbits = bitmap_words(msg.page_size);
+    at += sizeof(msg);
+    for (uint32_t n = 0; n < msg.npages; n++) {
+        uint32_t bits[1024];
+        uint64_t page;
+        uint32_t *dst;
+        size_t k = 0;
+
+        if (nbits > PB_ARRAY_SIZE(bits) || (size_t)(end - at) < sizeof(page) + nbits * 4)
+            return;
+        memcpy(&page, at, sizeof(page));
+        memcpy(bits, at + sizeof(page), nbits * 4);
+        at += sizeof(page) + nbits * 4;
+        if (page >= seg_size / msg.page_size)
+            return;
+        dst = (uint32_t *)((char *)seg_base + page * msg.page_size);
+        for (size_t i = 0; i < nbits * 32; i++) {
+            if (!(bits[i / 32] & (UINT32_C(1) << (i % 32))))
+                continue;
+            if ((size_t)(end - at) < (k + 1) * 4)
+                return;
+            memcpy(&dst[i], at + k * 4, 4);
+            k++;
+        }
+        at += k * 4;
+    }
+}
+
 static void note_unsent(uint32_t p)
 {
     if (!pb_dsm.unsent_mark[p]) {
@@ -333,6 +472,7 @@ static void log_append(const uint32_t *pages, size_t n)
 int pb_dsm_flush_locked(void)
 {
     run_list_t *lists;
+    pack_t *packs;
     int rc;
 
     if (pb_dsm.ndirty == 0)
@@ -344,24 +484,59 @@ int pb_dsm_flush_locked(void)
     if (rc != 0)
         return rc;
     lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
-    if (lists == NULL) {
+    packs = calloc((size_t)pb_dsm.nprocs, sizeof(*packs));
+    if (lists == NULL || packs == NULL) {
+        free(lists);
+        free(packs);
         pb_error("dsm: no memory for a release");
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
+    /* homes of this node: runs put by putv; of other nodes: packed calls,
+     * all between an open and a close of the import's barrier */
     for (size_t i = 0; i < pb_dsm.ndirty && rc == 0; i++) {
         uint32_t p = pb_dsm.dirty[i];
+        int home = pb_dsm_home(p);
 
-        if (pb_dsm.twins[p] != NULL) {
-            pb_dsm_count(&pb_dsm_counters.diffs, 1);
-            rc = diff_page(p, &lists[pb_dsm_home(p)]);
+        if (pb_dsm.twins[p] == NULL)
+            continue;
+        pb_dsm_count(&pb_dsm_counters.diffs, 1);
+        if (pb_dsm.peers[home].local) {
+            rc = diff_page(p, &lists[home]);
+            continue;
+        }
+        if (!packs[home].open) {
+            if (rsm_memseg_import_open_barrier(&pb_dsm.peers[home].data_bar) != RSM_SUCCESS) {
+                pb_error("dsm: cannot open a barrier toward process %d", home);
+                rc = POSTBOX_DSM_ERR_COMMUNICATION;
+                break;
+            }
+            packs[home].open = 1;
+        }
+        if (rc == 0)
+            rc = pack_page(p, &packs[home]);
+        if (rc == 0 && packs[home].len >= DIFF_MSG_MAX)
+            rc = pack_send(home, &packs[home]);
+    }
+    for (int home = 0; home < pb_dsm.nprocs; home++) {
+        if (rc == 0 && lists[home].n > 0)
+            rc = send_runs(home, &lists[home]);
+        if (!packs[home].open)
+            continue;
+        if (rc == 0)
+            rc = pack_send(home, &packs[home]);
+        /* (closed whatever happened: the barrier must not stay open) */
+        if (rsm_memseg_import_close_barrier(&pb_dsm.peers[home].data_bar) != RSM_SUCCESS &&
+            rc == 0) {
+            pb_error("dsm: the diffs toward process %d did not arrive", home);
+            rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
-    for (int home = 0; home < pb_dsm.nprocs && rc == 0; home++)
-        if (lists[home].n > 0)
-            rc = send_runs(home, &lists[home]);
-    for (int home = 0; home < pb_dsm.nprocs; home++)
+    for (int home = 0; home < pb_dsm.nprocs; home++) {
         free(lists[home].iov);
+        free(packs[home].buf);
+    }
     free(lists);
+    free(packs);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < pb_dsm.ndirty; i++) {
@@ -443,16 +618,6 @@ int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
     qsort(pages, count, sizeof(*pages), cmp_u32);
     rc = invalidate_list(pages, count);
     free(pages);
-    return rc;
-}
-
-int pb_dsm_acquire_all(void)
-{
-    int rc;
-
-    pthread_mutex_lock(&pb_dsm.protocol);
-    rc = pb_dsm_invalidate_all_locked();
-    pthread_mutex_unlock(&pb_dsm.protocol);
     return rc;
 }
 

@@ -369,13 +369,28 @@ fail:
     free(cmdline);
 }
 
+/* Warn when the range has more pages than the kernel allows a process
+ * mappings: their protections, mixed, could split it into that many. */
+static void check_map_count(void)
+{
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    unsigned long limit = 0;
+
+    if (f == NULL)
+        return;
+    if (fscanf(f, "%lu", &limit) == 1 && pb_dsm.npages > limit)
+        pb_warn("dsm: %zu pages of shared memory may need up to that many mappings; "
+                "vm.max_map_count is %lu: a protection change may then fail",
+                pb_dsm.npages, limit);
+    fclose(f);
+}
+
 static size_t round_up(size_t n, size_t to)
 {
     return (n + to - 1) / to * to;
 }
 
-/* The control segment's size and layout for this process. */
-static size_t ctl_layout(pb_dsm_ctl_t *hdr, int proc)
+size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
 {
     size_t off = round_up(sizeof(pb_dsm_ctl_t), 64);
 
@@ -404,7 +419,7 @@ static size_t ctl_layout(pb_dsm_ctl_t *hdr, int proc)
 }
 
 static int export_both(void *mem, size_t size, rsm_memseg_export_handle_t ex[2],
-                       rsm_memseg_id_t ids[2], int with_handler)
+                       rsm_memseg_id_t ids[2], pb_rsm_call_handler_t tcp_handler)
 {
     rsmapi_controller_handle_t ctls[2] = {pb_dsm.shm_ctl, pb_dsm.tcp_ctl};
 
@@ -415,8 +430,8 @@ static int export_both(void *mem, size_t size, rsm_memseg_export_handle_t ex[2],
         if (ctls[t] == NULL)
             continue;
         rc = rsm_memseg_export_create(ctls[t], &ex[t], mem, size, 0);
-        if (rc == RSM_SUCCESS && with_handler && t == 1)
-            rc = pb_rsm_memseg_export_set_handler(ex[t], pb_dsm_handler, NULL);
+        if (rc == RSM_SUCCESS && t == 1)
+            rc = pb_rsm_memseg_export_set_handler(ex[t], tcp_handler, NULL);
         if (rc == RSM_SUCCESS)
             rc = rsm_memseg_export_publish(ex[t], &ids[t], NULL, 0);
         if (rc != RSM_SUCCESS) {
@@ -506,7 +521,8 @@ static int connect_peer(int q)
         rc = rsm_memseg_import_connect(ctl, peer->node, ctl_id, RSM_PERM_RDWR, &peer->ctl);
     if (rc == RSM_SUCCESS && peer->local) {
         void *addr = NULL;
-        size_t size = ctl_layout(&(pb_dsm_ctl_t){0}, q);
+        static pb_dsm_ctl_t layout; /* (large: not on the stack) */
+        size_t size = pb_dsm_ctl_layout(&layout, q);
 
         rc = rsm_memseg_import_map(peer->ctl, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, size);
         peer->ctl_map = addr;
@@ -519,13 +535,11 @@ static int connect_peer(int q)
     return 0;
 }
 
+static void service_stop(void);
+
 static void teardown(void)
 {
-    if (pb_dsm.service_started) {
-        atomic_store(&pb_dsm.stopping, 1);
-        pthread_join(pb_dsm.service, NULL);
-        pb_dsm.service_started = 0;
-    }
+    service_stop();
     pb_dsm_coherence_fini();
     for (int q = 0; pb_dsm.peers != NULL && q < pb_dsm.nprocs; q++) {
         pb_dsm_peer_t *peer = &pb_dsm.peers[q];
@@ -570,18 +584,39 @@ static void teardown(void)
     pb_dsm.image_ranges = NULL;
 }
 
+/* The system view.  With processes of this node to share it with, private
+ * memory that the shm export replaces by its memory file (copying it, so
+ * committing the whole range); alone on its node, a memory file of its
+ * own, whose pages exist once touched. */
+static void *map_system_view(void)
+{
+    void *mem;
+    int fd;
+
+    if (pb_dsm.shm_ctl != NULL)
+        return mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    fd = memfd_create("postbox-dsm", MFD_CLOEXEC);
+    if (fd < 0)
+        return MAP_FAILED;
+    mem = ftruncate(fd, (off_t)pb_dsm.size) == 0
+              ? mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+              : MAP_FAILED;
+    close(fd);
+    return mem;
+}
+
 static int init_memory(void)
 {
     rsm_memseg_id_t data_ids[2], ctl_ids[2];
+    static pb_dsm_ctl_t hdr; /* (large: not on the stack) */
     uintptr_t addr = 0;
-    pb_dsm_ctl_t hdr = {0};
     int rc;
 
-    pb_dsm.ctl_size = ctl_layout(&hdr, pb_dsm.me);
+    pb_dsm.ctl_size = pb_dsm_ctl_layout(&hdr, pb_dsm.me);
     pb_dsm.ctl = mmap(NULL, pb_dsm.ctl_size, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    pb_dsm.sys = mmap(NULL, pb_dsm.size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    pb_dsm.sys = map_system_view();
     if (pb_dsm.ctl == MAP_FAILED || pb_dsm.sys == MAP_FAILED) {
         pb_error("dsm: cannot map %zu bytes: %m", pb_dsm.size + pb_dsm.ctl_size);
         if (pb_dsm.ctl == MAP_FAILED)
@@ -590,16 +625,16 @@ static int init_memory(void)
             pb_dsm.sys = NULL;
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
-    memcpy(pb_dsm.ctl, &hdr, sizeof(hdr));
+    memcpy(pb_dsm.ctl, &hdr, offsetof(pb_dsm_ctl_t, spin));
     /* barrier 0 exists from the start: every process may use it at once */
     if (pb_dsm.me == 0)
         pb_dsm.ctl->next_barrier = 1;
     if (pb_dsm.me == 0)
         for (size_t p = 0; p < pb_dsm.npages; p++)
             ((int32_t *)((char *)pb_dsm.ctl + hdr.writer_off))[p] = PB_DSM_WRITER_NONE;
-    rc = export_both(pb_dsm.sys, pb_dsm.size, pb_dsm.data_ex, data_ids, 0);
+    rc = export_both(pb_dsm.sys, pb_dsm.size, pb_dsm.data_ex, data_ids, pb_dsm_diff_handler);
     if (rc == 0)
-        rc = export_both(pb_dsm.ctl, pb_dsm.ctl_size, pb_dsm.ctl_ex, ctl_ids, 1);
+        rc = export_both(pb_dsm.ctl, pb_dsm.ctl_size, pb_dsm.ctl_ex, ctl_ids, pb_dsm_handler);
     if (rc == 0)
         rc = publish_ids(data_ids, ctl_ids);
     if (rc == 0 && pb_dsm.me == 0)
@@ -636,7 +671,9 @@ static int init_job(void)
         pb_error("dsm: %d processes: the DSM takes at most %d", pb_dsm.nprocs, PB_DSM_MAX_PROCS);
         return POSTBOX_DSM_ERR_TOO_MANY;
     }
-    if (rsm_get_controller("shm", &pb_dsm.shm_ctl) != RSM_SUCCESS) {
+    /* (a process alone on its node exports nothing on shm) */
+    if ((pb_dsm.nnodes == 1 || postbox_job_local_ranks(NULL, 0) > 1) &&
+        rsm_get_controller("shm", &pb_dsm.shm_ctl) != RSM_SUCCESS) {
         pb_error("dsm: no shm controller");
         pb_dsm.shm_ctl = NULL;
         return POSTBOX_DSM_ERR_COMMUNICATION;
@@ -662,6 +699,11 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
         pb_error("dsm: a shared range of %zu bytes (1 byte to 1 TiB)", global_size);
         return POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+    /* every process commits the whole range (its shm export copies it) */
+    if (global_size > (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)page) {
+        pb_error("dsm: a shared range of %zu bytes, more than this machine's memory", global_size);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
     reexec_without_aslr();
     pb_dsm.page_size = (size_t)page;
     pb_dsm.size = round_up(global_size, (size_t)page * PB_DSM_HOME_BLOCK);
@@ -670,6 +712,7 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
         pb_error("dsm: a shared range of %zu bytes is too large", global_size);
         return POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+    check_map_count();
     rc = init_job();
     if (rc == 0)
         rc = pb_dsm_image_init();
@@ -718,7 +761,8 @@ static int stop_seen(void *unused)
 
 /* With POSTBOX_DSM_STATS=1: this process's counters, its lifetime and its
  * round trips as one line on stderr ("postbox-dsm-stats: key=value ..."),
- * which the bench (python/postbox/dsmbench.py) reads. */
+ * which the bench (python/postbox/dsmbench.py) reads: output the user
+ * asked for, not a log message. */
 static void print_stats(void)
 {
     static const char *const types[POSTBOX_DSM_MSG_TYPES] = {"page",    "diff",  "lock",
@@ -756,11 +800,23 @@ static void print_stats(void)
     fflush(stderr);
 }
 
+static void service_stop(void)
+{
+    if (pb_dsm.service_started) {
+        atomic_store(&pb_dsm.stopping, 1);
+        pthread_join(pb_dsm.service, NULL);
+        pb_dsm.service_started = 0;
+    }
+}
+
 static int dsm_end(void)
 {
     int rc = 0;
 
     print_stats();
+    /* (before the fence: no service thread is then in the middle of a
+     * request to a process that tears its segments down) */
+    service_stop();
     if (postbox_job_fence() != 0)
         rc = POSTBOX_DSM_ERR_JOB;
     pb_dsm.initialized = 0;
@@ -797,10 +853,8 @@ PB_EXPORT int postbox_dsm_finalize(void)
 
     if (!pb_dsm.initialized)
         return dsm_served ? 0 : pb_dsm_check();
-    if (pb_dsm.me != 0) {
-        pb_error("dsm: process %d finalizes through postbox_dsm_serve", pb_dsm.me);
-        return POSTBOX_DSM_ERR_WRONG_PROCESS;
-    }
+    if (pb_dsm.me != 0)
+        return postbox_dsm_serve();
     rc = pb_dsm_release();
     for (int q = 1; q < pb_dsm.nprocs; q++) {
         int err = pb_dsm_notify(q, POSTBOX_DSM_MSG_THREAD, offsetof(pb_dsm_ctl_t, stop), 1);

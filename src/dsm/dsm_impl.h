@@ -96,6 +96,14 @@ typedef struct {
     uint64_t ret;
 } pb_dsm_join_t;
 
+/* a finished barrier episode (read by each process in one piece) */
+typedef struct {
+    uint64_t count;                   /* notices at area_off */
+    uint64_t heads[PB_DSM_MAX_PROCS]; /* release log heads at the last arrivals */
+    uint64_t epoch;
+    uint64_t acks;
+} pb_dsm_area_info_t;
+
 typedef struct {
     uint64_t magic;
     uint32_t nprocs;
@@ -138,11 +146,8 @@ typedef struct {
     uint32_t bar_final_pending;
     uint32_t touched_count;
     uint32_t pad1;
-    uint64_t area_epoch[2];
-    uint64_t area_count[2];
-    uint64_t area_acks[2];
-    uint64_t bar_heads[PB_DSM_MAX_PROCS];     /* log heads sent with this episode's arrivals */
-    uint64_t area_heads[2][PB_DSM_MAX_PROCS]; /* ... of a finished episode */
+    uint64_t bar_heads[PB_DSM_MAX_PROCS]; /* log heads sent with this episode's arrivals */
+    pb_dsm_area_info_t areas[2];          /* finished episodes (at area_off: their notices) */
     uint64_t coll_end;   /* collective allocations end here (from the range's start) */
     uint64_t heap_start; /* postbox_dsm_malloc blocks lie at and above it */
     uint32_t nblocks;
@@ -322,8 +327,13 @@ void pb_dsm_wake_local(void);
 void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                     size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
 int pb_dsm_home(size_t page);
+/* the control segment's size and layout of process @proc into *@hdr */
+size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc);
 
 /* ---- coherence.c ---- */
+/* the handler of the data segment's tcp export: applies packed diffs */
+void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
+                         size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
 int pb_dsm_coherence_init(void);
 void pb_dsm_coherence_fini(void);
 /* under @protocol: send every dirty page's changes home (a release) */
@@ -333,9 +343,8 @@ int pb_dsm_invalidate_all_locked(void);
 /* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine */
 int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
 int pb_dsm_release(void);
-int pb_dsm_acquire_all(void);
-/* an acquire of a lock: invalidate the pages others released since this
- * process last read their release logs */
+/* an acquire (a lock, a thread's start, a join): invalidate the pages
+ * others released since this process last read their release logs */
 int pb_dsm_acquire_logs(void);
 
 /* ---- sync.c ---- */

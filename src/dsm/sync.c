@@ -35,8 +35,7 @@ static void handle_lock(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, pb_dsm_reply
     uint64_t id = req->a;
     pb_dsm_lock_rec_t *lock;
 
-    if (id >= POSTBOX_DSM_MAX_LOCKS || id % ctl->nprocs >= ctl->nprocs ||
-        id / ctl->nprocs >= ctl->nlocks) {
+    if (id >= POSTBOX_DSM_MAX_LOCKS || id / ctl->nprocs >= ctl->nlocks) {
         reply->status = POSTBOX_DSM_ERR_BAD_LOCK;
         return;
     }
@@ -115,7 +114,7 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     uint64_t *area = CTL_AT(ctl, ctl->area_off, uint64_t *) + (size_t)a * ctl->npages;
 
     reply->a = ctl->episode;
-    if (ctl->area_epoch[a] != 0 && ctl->area_acks[a] < ctl->nprocs) {
+    if (ctl->areas[a].epoch != 0 && ctl->areas[a].acks < ctl->nprocs) {
         ctl->bar_final_pending = 1;
         reply->status = PB_DSM_BARRIER_PENDING;
         return;
@@ -126,11 +125,11 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
         area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
-    memcpy(ctl->area_heads[a], ctl->bar_heads, sizeof(ctl->bar_heads));
+    memcpy(ctl->areas[a].heads, ctl->bar_heads, sizeof(ctl->bar_heads));
     memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
-    ctl->area_epoch[a] = ctl->episode;
-    ctl->area_count[a] = ctl->touched_count;
-    ctl->area_acks[a] = 0;
+    ctl->areas[a].epoch = ctl->episode;
+    ctl->areas[a].count = ctl->touched_count;
+    ctl->areas[a].acks = 0;
     ctl->touched_count = 0;
     ctl->bar_count = 0;
     ctl->bar_expected = 0;
@@ -186,8 +185,8 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
             reply->status = POSTBOX_DSM_ERR_BARRIER_MISMATCH;
         return;
     case PB_DSM_OP_BARRIER_ACK:
-        if (ctl->area_epoch[req->a % 2] == req->a)
-            ctl->area_acks[req->a % 2]++;
+        if (ctl->areas[req->a % 2].epoch == req->a)
+            ctl->areas[req->a % 2].acks++;
         reply->status = 0;
         return;
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
@@ -314,7 +313,9 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
 {
     switch (req->op) {
     case PB_DSM_OP_NOTIFY_MAX:
-        if (req->a % 8 != 0 || req->a + 8 > offsetof(pb_dsm_ctl_t, creates)) {
+        /* (the mailbox words only) */
+        if (req->a % 8 != 0 || req->a < offsetof(pb_dsm_ctl_t, release_epoch) ||
+            req->a + 8 > offsetof(pb_dsm_ctl_t, joins)) {
             reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
             return;
         }
@@ -505,64 +506,53 @@ PB_EXPORT int postbox_dsm_barrier_create(void)
     return rc != 0 ? rc : (int)reply.a;
 }
 
-/* (a waiter applies finished episodes itself: its own process's release
- * raises no signal to wake the service thread) */
-static int episode_done(void *arg)
-{
-    if (atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg)
-        return 1;
-    if (pb_dsm_barrier_catch_up() != 0)
-        pb_error("dsm: applying a barrier's notices failed");
-    return atomic_load(&pb_dsm.processed_epoch) >= *(uint64_t *)arg;
-}
-
-/* Apply one finished episode's notices (the service thread). */
+/* Apply one finished episode's notices (the service thread, or a thread
+ * waiting at the barrier): two reads of process 0's control segment (the
+ * episode's count and log heads; its notices) and an acknowledgement. */
 static int apply_episode(uint64_t e)
 {
-    static pb_dsm_ctl_t hdr; /* (large; only the catch-up, one at a time, uses it) */
-    uint64_t heads[PB_DSM_MAX_PROCS];
-    uint64_t count, *entries;
+    static pb_dsm_ctl_t layout; /* process 0's (large: the catch-up, one at a time, uses it) */
+    size_t info_len =
+        offsetof(pb_dsm_area_info_t, heads) + (size_t)pb_dsm.nprocs * sizeof(uint64_t);
     unsigned a = (unsigned)(e % 2);
-    size_t area_off;
+    pb_dsm_area_info_t info;
+    uint64_t *entries = NULL;
     int rc;
 
-    /* process 0's layout is its own: read its header's offsets */
-    rc = pb_dsm_ctl_read(0, 0, &hdr, offsetof(pb_dsm_ctl_t, spin));
-    if (rc == 0)
-        rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, area_count) + a * sizeof(uint64_t), &count,
-                             sizeof(count));
-    if (rc != 0)
-        return rc;
-    area_off = hdr.area_off + (size_t)a * hdr.npages * sizeof(uint64_t);
-    entries = malloc(count > 0 ? count * sizeof(uint64_t) : 1);
-    if (entries == NULL)
-        return POSTBOX_DSM_ERR_NO_MEMORY;
-    if (count > 0) {
-        rc = pb_dsm_ctl_read(0, area_off, entries, count * sizeof(uint64_t));
+    if (layout.magic == 0)
+        pb_dsm_ctl_layout(&layout, 0);
+    rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, areas) + a * sizeof(info), &info, info_len);
+    if (rc == 0 && info.count > 0) {
+        entries = malloc(info.count * sizeof(uint64_t));
+        if (entries == NULL)
+            return POSTBOX_DSM_ERR_NO_MEMORY;
+        rc = pb_dsm_ctl_read(0, layout.area_off + (size_t)a * layout.npages * sizeof(uint64_t),
+                             entries, info.count * sizeof(uint64_t));
         if (pb_dsm.me != 0)
-            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, count * sizeof(uint64_t));
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, info.count * sizeof(uint64_t));
     }
-    if (rc == 0)
-        rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, area_heads) + a * sizeof(hdr.area_heads[0]),
-                             heads, (size_t)pb_dsm.nprocs * sizeof(uint64_t));
     if (rc == 0) {
         pthread_mutex_lock(&pb_dsm.protocol);
-        rc = pb_dsm_invalidate_notices_locked(entries, count);
+        rc = pb_dsm_invalidate_notices_locked(entries, info.count);
         /* the pages others released before their arrivals are invalid
          * here now: their release logs need not be read up to there */
         for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
-            if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])
-                pb_dsm.log_seen[q] = heads[q];
+            if (q != pb_dsm.me && info.heads[q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = info.heads[q];
         pthread_mutex_unlock(&pb_dsm.protocol);
     }
     free(entries);
-    if (rc == 0) {
-        pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
-        pb_dsm_reply_t reply;
-
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
-    }
     return rc;
+}
+
+/* Tell process 0 that episode @e's notices were read: its area may serve
+ * again. */
+static int ack_episode(uint64_t e)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
+    pb_dsm_reply_t reply;
+
+    return pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
 }
 
 int pb_dsm_barrier_catch_up(void)
@@ -578,8 +568,12 @@ int pb_dsm_barrier_catch_up(void)
         uint64_t e = atomic_load(&pb_dsm.processed_epoch) + 1;
 
         rc = apply_episode(e);
-        if (rc == 0)
-            atomic_store(&pb_dsm.processed_epoch, e);
+        if (rc != 0)
+            break;
+        /* the waiters go on at once; the acknowledgement follows */
+        atomic_store(&pb_dsm.processed_epoch, e);
+        pb_dsm_wake_local();
+        rc = ack_episode(e);
     }
     pthread_mutex_unlock(&catch_up_mutex);
     return rc;
@@ -795,8 +789,27 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
     rc = barrier_combine(id, nthreads, &episode);
     if (rc != 0)
         return rc;
-    pb_dsm_wait(episode_done, &episode);
-    return 0;
+    /* A waiter applies finished episodes itself (its own process's release
+     * raises no signal that would wake the service thread), outside the
+     * wait mutex: the catch-up takes it to wake the others. */
+    for (;;) {
+        int done;
+
+        if (pb_dsm_barrier_catch_up() != 0)
+            pb_error("dsm: applying a barrier's notices failed");
+        pthread_mutex_lock(&pb_dsm.wait_mutex);
+        done = atomic_load(&pb_dsm.processed_epoch) >= episode;
+        if (!done) {
+            struct timespec wake;
+
+            deadline_after(&wake, 20 * 1000 * 1000);
+            pthread_cond_timedwait(&pb_dsm.cv, &pb_dsm.wait_mutex, &wake);
+            done = atomic_load(&pb_dsm.processed_epoch) >= episode;
+        }
+        pthread_mutex_unlock(&pb_dsm.wait_mutex);
+        if (done)
+            return 0;
+    }
 }
 
 /* ---- memory ------------------------------------------------------------------------ */

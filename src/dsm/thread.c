@@ -6,7 +6,7 @@
  * its control segment and queues the creation at the target process
  * (an rpc), which its service thread takes: it copies the image (an RSM
  * get) into its own executable's data, acknowledges, invalidates every
- * cached page (an acquire) and starts the thread.  The thread's end is a
+ * cached page others released (an acquire) and starts the thread.  The thread's end is a
  * release, then its return value goes to the creator's join table.
  */
 #include <elf.h>
@@ -264,7 +264,7 @@ void pb_dsm_thread_serve_queue(void)
             rc = pb_dsm_notify(creator, POSTBOX_DSM_MSG_THREAD, offsetof(pb_dsm_ctl_t, image_taken),
                                (uint64_t)index + 1);
         if (rc == 0)
-            rc = pb_dsm_acquire_all();
+            rc = pb_dsm_acquire_logs();
         if (rc == 0)
             rc = thread_start((void *(*)(void *))(uintptr_t)reply.a, (void *)(uintptr_t)reply.b,
                               creator, index);
@@ -365,5 +365,5 @@ PB_EXPORT int postbox_dsm_thread_join(postbox_dsm_thread_t thread, void **ret)
     atomic_fetch_sub(&pb_dsm_joining, 1);
     if (ret != NULL)
         *ret = (void *)(uintptr_t)pb_dsm.ctl->joins[index].ret;
-    return pb_dsm_acquire_all();
+    return pb_dsm_acquire_logs();
 }

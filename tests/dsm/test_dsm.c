@@ -16,6 +16,10 @@
  *                         global set by main; the same checks, and the
  *                         threads' return values through join
  *   pbt-dsm errors        bad input gets its error code; allocation limits
+ *   pbt-dsm timing        indicative costs (2 processes or more): a page
+ *                         fetch, a lock and unlock, a barrier
+ *   pbt-dsm killed        process 1 is killed while the others wait for it
+ *                         at a barrier (the launcher must end the job)
  *   pbt-dsm segv          a fault outside the shared range still kills
  *                         the process with SIGSEGV (run alone)
  *
@@ -23,10 +27,12 @@
  * makes the process exit 1.
  */
 #include <postbox/dsm.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ROUNDS 6
@@ -215,6 +221,68 @@ static int run_spmd(void)
     return 0;
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Indicative costs: a page fetch (a read fault on a page another process
+ * homes and wrote), an uncontended lock and unlock managed by another
+ * process, a barrier of every process. */
+static int run_timing(void)
+{
+    int n = postbox_dsm_process_count(), pages = 512, fetched = 0, reps = 300, lock = 0;
+    char *region = postbox_dsm_alloc((size_t)pages * PAGE); /* the range's first pages */
+    double t0, fetch_us = 0, lock_us = 0, barrier_us;
+    long sum = 0;
+
+    CHECK(region != NULL && n >= 2, "timing needs 2 processes");
+    if (me == 0) {
+        for (int p = 0; p < pages; p += 1)
+            region[(size_t)p * PAGE] = 1;
+        lock = postbox_dsm_lock_create();
+        while (lock % n != 1)
+            lock = postbox_dsm_lock_create();
+        *(int *)(region + PAGE) = lock;
+    }
+    OK(postbox_dsm_barrier(0, n));
+    lock = *(int *)(region + PAGE);
+    if (me == 1) {
+        t0 = now_us();
+        /* pages homed at process 0: blocks of 16 pages, round-robin */
+        for (int p = 0; p < pages; p++)
+            if ((p / 16) % n == 0 && p != 1) {
+                sum += region[(size_t)p * PAGE];
+                fetched++;
+            }
+        fetch_us = (now_us() - t0) / fetched;
+        CHECK(sum == fetched, "read %ld ones in %d pages", sum, fetched);
+        printf("dsm timing: page fetch %.1f us (%d pages)\n", fetch_us, fetched);
+        fflush(stdout);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    if (me == 0) {
+        t0 = now_us();
+        for (int i = 0; i < reps; i++) {
+            OK(postbox_dsm_lock(lock));
+            OK(postbox_dsm_unlock(lock));
+        }
+        lock_us = (now_us() - t0) / reps;
+        printf("dsm timing: lock and unlock managed by process 1 %.1f us\n", lock_us);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    t0 = now_us();
+    for (int i = 0; i < reps; i++)
+        OK(postbox_dsm_barrier(0, n));
+    barrier_us = (now_us() - t0) / reps;
+    if (me == 0)
+        printf("dsm timing: barrier of %d processes %.1f us\n", n, barrier_us);
+    return 0;
+}
+
 static void *thread_work(void *arg)
 {
     int id = (int)(intptr_t)arg;
@@ -282,6 +350,10 @@ static int run_errors(void)
               postbox_dsm_last_error() == POSTBOX_DSM_ERR_NOT_INITIALIZED,
           "alloc before init");
     CHECK(postbox_dsm_init(0) == POSTBOX_DSM_ERR_BAD_ARGUMENT, "init of 0 bytes");
+    CHECK(postbox_dsm_init(((size_t)1 << 40) + 1) == POSTBOX_DSM_ERR_BAD_ARGUMENT,
+          "init of more than 1 TiB");
+    CHECK(postbox_dsm_init((size_t)1 << 40) == POSTBOX_DSM_ERR_NO_MEMORY,
+          "init of more than the machine's memory");
     OK(postbox_dsm_init(1 << 20));
     me = postbox_dsm_process();
     if (me != 0)
@@ -378,7 +450,7 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | threads T | errors | segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -390,6 +462,19 @@ int main(int argc, char **argv)
     me = postbox_dsm_process();
     if (strcmp(test_name, "spmd") == 0) {
         rc = run_spmd();
+    } else if (strcmp(test_name, "killed") == 0) {
+        /* process 1 dies while the others wait at a barrier for it */
+        if (me == 1) {
+            shared = postbox_dsm_alloc(PAGE);
+            shared->lock = 1;
+            kill(getpid(), SIGKILL);
+        }
+        rc = postbox_dsm_barrier(0, postbox_dsm_process_count());
+        printf("dsm killed: process %d's barrier returned %d (%s)\n", me, rc,
+               postbox_dsm_strerror(rc));
+        return 1;
+    } else if (strcmp(test_name, "timing") == 0) {
+        rc = run_timing();
     } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
         if (me != 0)
             return postbox_dsm_serve() == 0 ? 0 : 1;
@@ -403,16 +488,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
                 (unsigned long long)stats.barriers,
                 (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    if (me == 0) {
+    if (me == 0 || strcmp(test_name, "spmd") == 0) {
+        /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
+    } else {
+        OK(postbox_dsm_serve());
+        OK(postbox_dsm_finalize()); /* nothing left to do: 0 */
+    }
+    if (me == 0) {
         printf("dsm %s: ok (process 0: %llu read faults, %llu write faults, %llu fetches, %llu "
                "diffs, %llu barrier calls, %llu barrier messages)\n",
                test_name, (unsigned long long)stats.read_faults,
                (unsigned long long)stats.write_faults, (unsigned long long)stats.page_fetches,
                (unsigned long long)stats.diffs, (unsigned long long)stats.barriers,
                (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    } else {
-        OK(postbox_dsm_serve());
     }
     return rc;
 }
