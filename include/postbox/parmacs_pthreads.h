@@ -267,8 +267,16 @@ static inline void pb_parmacs_main_end(int status)
 
 #define MAIN_ENV pb_parmacs_env_t *pb_parmacs_env;
 #define EXTERN_ENV
-/* set up, with GLOBAL_SIZE bytes for all G_MALLOCs together */
-#define MAIN_INITENV(global_size) pb_parmacs_main_init(global_size)
+/* the last of one or two macro arguments: (size) or (, size) */
+#define PB_PARMACS_SIZE_ARG(...)                                                                   \
+    PB_PARMACS_PICK(__VA_ARGS__, PB_PARMACS_SECOND, PB_PARMACS_FIRST)(__VA_ARGS__)
+#define PB_PARMACS_PICK(a, b, name, ...) name
+#define PB_PARMACS_FIRST(a) (a)
+#define PB_PARMACS_SECOND(a, b) (b)
+
+/* set up, with SIZE bytes for all G_MALLOCs together: MAIN_INITENV(size),
+ * or the m4 macros' MAIN_INITENV(, size) */
+#define MAIN_INITENV(...) pb_parmacs_main_init(PB_PARMACS_SIZE_ARG(__VA_ARGS__))
 #define MAIN_END pb_parmacs_main_end(0)
 /* Postbox's addition: end the program with STATUS (SPLASH's MAIN_END is 0) */
 #define MAIN_EXIT(status) pb_parmacs_main_end(status)

@@ -2,7 +2,8 @@
  * test_parmacs: the PARMACS macros of postbox/parmacs_pthreads.h, one case
  * per run (the first argument):
  *
- *   sync           GETSUB hands out every subscript once per round, then
+ *   sync           (set up by MAIN_INITENV(, size), the m4 macros' form)
+ *                  GETSUB hands out every subscript once per round, then
  *                  -1, and starts over; a lock-protected counter and an
  *                  array of locks count every increment; BARRIER in a loop
  *                  holds every thread until all have arrived (exit 0)
@@ -127,7 +128,7 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "sync") == 0) {
-        MAIN_INITENV(sizeof(global_t) + 4096);
+        MAIN_INITENV(, sizeof(global_t) + 4096); /* the m4 macros' form */
         setup();
         for (int i = 1; i < THREADS; i++)
             CREATE(sync_worker);
