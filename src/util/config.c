@@ -11,6 +11,11 @@
 static const pb_config_entry_t config_table[] = {
     {"POSTBOX_LOG_LEVEL", PB_CONFIG_STRING, "warn",
      "Log level of the library: error, warn, info, debug or trace."},
+    {"POSTBOX_DSM_STATS", PB_CONFIG_INT, "0",
+     "1: each process of a DSM program prints its DSM statistics (faults, "
+     "fetches, diffs, messages, bytes and round trips by type, its "
+     "lifetime) as one line \"postbox-dsm-stats: ...\" on stderr when the "
+     "DSM ends (postbox_dsm_finalize or _serve); postbox bench reads it."},
     {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
      "Job identifier, set by the launcher; processes of different jobs cannot "
      "reach each other's segments.  Unset outside a job."},
@@ -30,11 +35,6 @@ static const pb_config_entry_t config_table[] = {
      "One-time PMI token of a rank started by postbox run --hosts (32 hex "
      "digits), handed over on stdin and removed from the environment (its "
      "bytes wiped) at PMI init; never set it by hand."},
-    {"POSTBOX_DSM_STATS", PB_CONFIG_INT, "0",
-     "1: each process of a DSM program prints its DSM statistics (faults, "
-     "fetches, diffs, messages, bytes and round trips by type, its "
-     "lifetime) as one line \"postbox-dsm-stats: ...\" on stderr when the "
-     "DSM ends (postbox_dsm_finalize or _serve); postbox bench reads it."},
     {"POSTBOX_RSM_SEGMENTID_FILE", PB_CONFIG_STRING, "/etc/rsm/rsm.segmentid",
      "Segment-id reservation file read by rsm_get_segmentid_range."},
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",
