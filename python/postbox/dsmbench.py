@@ -17,7 +17,10 @@ Into ``dsm.jsonl``/``dsm.txt`` of the results folder:
    POSTBOX_DSM_STATS=1: each process's statistics go into the run's record
    (``dsm_stats``).  A run that fails or does not verify is recorded as
    failed with its error, never dropped;
-3. the acceptance lines of issue 17 as ratio records (dsmreport.acceptance_records).
+3. a summary record per application and configuration (median time,
+   speedup against the sequential median: dsmreport.summary_records) and
+   the acceptance lines of issue 17 as ratio records
+   (dsmreport.acceptance_records).
 
 The quick profile runs the applications at their CI sizes (their
 defaults), two rounds; the full one at BENCH_SIZES (sequential parallel
@@ -299,14 +302,19 @@ def _clock(start: float) -> str:
 
 
 def append_acceptance(jsonl: Path) -> list:
-    """Append the acceptance ratio records made from @jsonl's runs to it;
-    returns them."""
+    """Append to @jsonl the summary records (each application and
+    configuration: median time and speedup) and the acceptance ratio
+    records made from its runs; returns the acceptance records."""
     try:
         records = results.load_jsonl(jsonl) if jsonl.exists() else []
     except results.ResultsError:
         return []
-    made = dsmreport.acceptance_records(dsmreport.summarize(records), records,
-                                        socket.gethostname(), _now())
+    summary = dsmreport.summarize(records)
+    host, now = socket.gethostname(), _now()
+    made = dsmreport.acceptance_records(summary, records, host, now)
+    with open(jsonl, "a", encoding="utf-8") as handle:
+        for record in dsmreport.summary_records(summary, host, now):
+            handle.write(json.dumps(record) + "\n")
     if made:
         with open(jsonl, "a", encoding="utf-8") as handle:
             for record in made:

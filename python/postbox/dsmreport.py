@@ -478,6 +478,35 @@ def acceptance_records(summary: Summary, records: Sequence[dict], host: Optional
     return out
 
 
+def summary_records(summary: Summary, host: Optional[str] = None,
+                    timestamp: Optional[str] = None) -> list:
+    """One record per application and configuration (``kind`` summary):
+    the median time over the verified runs, min and max, the rounds, the
+    speedup against the sequential median, and the runs that failed."""
+    out = []
+    for (app, config), cell in sorted(summary.cells.items(),
+                                      key=lambda item: (item[0][0], _config_order(item[0][1]))):
+        record = {
+            "suite": SUITE, "kind": "summary", "test": app, "config": config.name,
+            "build": config.build, "library": "postbox" if config.build == "dsm" else "pthreads",
+            "transport": "threads" if config.build == "pthreads"
+            else ("tcp" if config.nodes > 1 else "shm"),
+            "placement": "off-node" if config.nodes > 1 else "on-node",
+            "ranks": config.processes, "processes": config.processes, "nodes": config.nodes,
+            "threads": config.threads, "pairs": 0, "size": 0, "metric": "time", "unit": "us",
+            "median": cell.median, "min": min(cell.times) if cell.times else None,
+            "max": max(cell.times) if cell.times else None, "reps": len(cell.times),
+            "probe_before": None, "probe_after": None, "params": cell.params,
+            "speedup": summary.speedup(app, config), "failed_runs": len(cell.failures),
+        }
+        if host:
+            record["host"] = host
+        if timestamp:
+            record["timestamp"] = timestamp
+        out.append(record)
+    return out
+
+
 def shortfalls(summary: Summary) -> list:
     """(application, text) for every application whose DSM runs across
     nodes are no faster than the sequential run, or that failed, with what

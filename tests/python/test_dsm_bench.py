@@ -244,7 +244,16 @@ def test_append_acceptance_writes_to_the_results(tmp_path):
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in _records(GOOD)))
     made = dsmbench.append_acceptance(jsonl)
     assert len(made) == 6
-    assert len(results.load_jsonl(jsonl)) == len(_records(GOOD)) + 6
+    records = results.load_jsonl(jsonl)
+    summaries = [r for r in records if r.get("kind") == "summary"]
+    assert len(records) == len(_records(GOOD)) + len(summaries) + 6
+    assert len(summaries) == 3 * len(GOOD)  # every application in every configuration
+    one = next(r for r in summaries if r["test"] == "matmult" and r["config"] == "dsm-p2-n2-t2")
+    assert one["median"] == 50001 and one["reps"] == 3 and one["failed_runs"] == 0
+    assert one["speedup"] == pytest.approx(100001 / 50001)
+    # the summaries change nothing the report computes from the runs
+    again = dsmreport.summarize(records)
+    assert again.time("matmult", Config("dsm", 2, 2, 2)) == 50001
 
 
 def test_detail_fails_when_the_rtt_program_failed(tmp_path):
