@@ -65,7 +65,8 @@ SEED_TABLE1 = (("Get Page", 40, 8226), ("Lock Acquire", 36, 28), ("Lock Grant", 
 # what each of Postbox's message types is (docs/dsm.md)
 MESSAGE_MEANING = {
     "page": "a page got from its home (one RSM get; bytes: the page)",
-    "diff": "a putv of changed words toward a home (bytes: the runs)",
+    "diff": "changed words toward a home: a putv on one node, a packed call without reply "
+            "across nodes (bytes: the words sent)",
     "lock": "lock request, release, grant (requests on the manager's control segment)",
     "barrier": "barrier arrival with the pages released, release notice, acknowledgement",
     "alloc": "G_MALLOC, G_FREE, lock and barrier creation (requests to process 0)",
@@ -613,8 +614,9 @@ def _table3(summary: Summary) -> list:
            "over the rounds. BW: the bytes a process sent (pages fetched counted at the "
            "fetcher) over its lifetime, the mean over processes (Mb/s, as the seed's "
            "per-task figure); round trip: every request/reply exchange with another "
-           "process (page gets and requests to a control segment; diffs are one-way putvs "
-           "and not counted), the time the requester waited; message size: bytes over "
+           "process (page gets and requests to a control segment; diffs are one-way, "
+           "putvs on one node and calls without a reply across nodes, and not counted), "
+           "the time the requester waited; message size: bytes over "
            "messages, all types. Seed 004's average message size (16 tasks, 8 KB pages) "
            "beside it.</p>" % esc(off.label),
            '<table class="dsm-table3"><tr><th class="text">application</th><th>BW (Mb/s)</th>'
