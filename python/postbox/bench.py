@@ -31,7 +31,12 @@ The parts, in order:
   threadbench): Postbox's 8 B ping-pong at MPI_THREAD_FUNNELED and
   MPI_THREAD_MULTIPLE in interleaved rounds (their ratio against issue 16's
   1.1) and the 4-thread message rate of every library that grants
-  MULTIPLE, into ``threads.jsonl``/``threads.txt``.
+  MULTIPLE, into ``threads.jsonl``/``threads.txt``;
+- ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
+  13) across two virtual nodes, then every SPLASH-2-style application
+  sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
+  full profile) on one node and across two virtual nodes, in interleaved
+  rounds, into ``dsm.jsonl``/``dsm.txt``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
@@ -60,7 +65,8 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 # `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
 # hung job, far above the usual time (quick: seconds, full: about a minute)
 RSM_NET_TIMEOUT = {True: 240, False: 900}
-PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma", "mpi-threads")
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma", "mpi-threads",
+         "dsm")
 
 
 class BenchError(Exception):
@@ -276,6 +282,20 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
     job.finish(part, verdict, time.monotonic() - start, detail)
 
 
+def _run_dsm(job: _Job, quick: bool, threads_per_process: int = 1) -> None:
+    """Part dsm: the DSM bench (dsmbench), @threads_per_process threads in
+    each DSM process."""
+    from postbox import dsmbench
+
+    start = time.monotonic()
+    job.header("dsm", "postbox-dsm-rtt and the SPLASH-2-style applications on pthreads and "
+                      "on the DSM")
+    outcome = dsmbench.run_all(job.out, quick, job.description, job.terminal, job.err,
+                               threads_per_process=threads_per_process)
+    verdict, detail = dsmbench.detail(outcome, job.out / (dsmbench.RESULTS_NAME + ".jsonl"))
+    job.finish("dsm", verdict, time.monotonic() - start, detail)
+
+
 def _plan(out: Path, quick: bool, extra: Sequence[str], parts: Sequence[str]) -> tuple:
     """(planned, missing, skipped): (name, argv or None) of each program part
     in order, why a program is not built, why a part cannot run here."""
@@ -309,16 +329,18 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         terminal: TextIO = sys.stdout, net: bool = True, mpi: bool = True,
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
-        coll: bool = True, rma: bool = True, threads: bool = True) -> int:
+        coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
+        dsm_threads: int = 1) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
-    not @rma, the thread bench unless not @threads)."""
+    not @rma, the thread bench unless not @threads); @dsm: the DSM part
+    (@dsm_threads threads per DSM process)."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
                                    ("rsm-net-netns", net and use_netns), ("mpi", mpi),
                                    ("mpi-coll", mpi and coll), ("mpi-rma", mpi and rma),
-                                   ("mpi-threads", mpi and threads))
+                                   ("mpi-threads", mpi and threads), ("dsm", dsm))
              if on]
     planned, missing, skipped = _plan(out, quick, extra, parts)
     try:
@@ -355,6 +377,8 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
             from postbox import threadbench
 
             _run_mpi_part(job, "mpi-threads", threadbench, quick, libraries, extra, wheels)
+        if dsm:
+            _run_dsm(job, quick, dsm_threads)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

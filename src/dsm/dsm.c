@@ -37,6 +37,8 @@ static __thread int dsm_last_error;
 static __thread int dsm_slot = -1;
 /* postbox_dsm_serve returned: the process's side is released already */
 static int dsm_served;
+/* when the DSM's lifetime in this process started (POSTBOX_DSM_STATS) */
+static uint64_t dsm_started_ns;
 
 /* the environment variable that marks the re-executed program */
 #define DSM_REEXEC_ENV "POSTBOX_DSM_REEXECUTED"
@@ -180,6 +182,7 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     char *buf = len <= sizeof(stack_buf) ? stack_buf : malloc(len);
     pb_dsm_peer_t *peer = &pb_dsm.peers[proc];
     size_t got = 0;
+    uint64_t start = pb_dsm_now_ns();
     int rc = 0;
 
     if (buf == NULL) {
@@ -203,8 +206,10 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
-    if (proc != pb_dsm.me)
+    if (proc != pb_dsm.me) {
         pb_dsm_count_msg(type, len);
+        pb_dsm_count_round_trip(type, start);
+    }
     if (buf != stack_buf)
         free(buf);
     return rc;
@@ -737,6 +742,7 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
         return rc;
     }
     pb_dsm.initialized = 1;
+    dsm_started_ns = pb_dsm_now_ns();
     pb_dsm_slot();
     /* everyone connected before anyone asks anything */
     if (postbox_job_fence() != 0) {
@@ -753,32 +759,45 @@ static int stop_seen(void *unused)
     return atomic_load_explicit(&pb_dsm.ctl->stop, memory_order_acquire) != 0;
 }
 
-/* POSTBOX_DSM_STATS=1: this process's counters, one line on stderr (output
- * the user asked for, not a log message) */
+/* With POSTBOX_DSM_STATS=1: this process's counters, its lifetime and its
+ * round trips as one line on stderr ("postbox-dsm-stats: key=value ..."),
+ * which the bench (python/postbox/dsmbench.py) reads: output the user
+ * asked for, not a log message. */
 static void print_stats(void)
 {
     static const char *const types[POSTBOX_DSM_MSG_TYPES] = {"page",    "diff",  "lock",
                                                              "barrier", "alloc", "thread"};
-    postbox_dsm_stats_t st;
-    char line[1024];
-    int len;
+    pb_dsm_counters_t *c = &pb_dsm_counters;
+    char line[2048];
+    int n;
 
-    if (pb_config_get_long("POSTBOX_DSM_STATS") <= 0 || postbox_dsm_stats(&st) != 0)
+    if (pb_config_get_long("POSTBOX_DSM_STATS") <= 0)
         return;
-    len = snprintf(line, sizeof(line),
-                   "postbox dsm: process %d: read_faults %llu write_faults %llu fetches %llu "
-                   "diffs %llu diff_runs %llu diff_bytes %llu invalidations %llu locks %llu "
-                   "barriers %llu",
-                   pb_dsm.me, (unsigned long long)st.read_faults,
-                   (unsigned long long)st.write_faults, (unsigned long long)st.page_fetches,
-                   (unsigned long long)st.diffs, (unsigned long long)st.diff_runs,
-                   (unsigned long long)st.diff_bytes, (unsigned long long)st.invalidations,
-                   (unsigned long long)st.lock_acquires, (unsigned long long)st.barriers);
-    for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && len > 0 && (size_t)len < sizeof(line); t++)
-        len += snprintf(line + len, sizeof(line) - (size_t)len, " %s_msgs %llu %s_bytes %llu",
-                        types[t], (unsigned long long)st.messages[t], types[t],
-                        (unsigned long long)st.bytes[t]);
+    n = snprintf(line, sizeof(line),
+                 "postbox-dsm-stats: process=%d processes=%d node=%d nodes=%d "
+                 "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
+                 "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
+                 "lock_acquires=%llu barriers=%llu",
+                 pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
+                 (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
+                 (unsigned long long)atomic_load(&c->read_faults),
+                 (unsigned long long)atomic_load(&c->write_faults),
+                 (unsigned long long)atomic_load(&c->page_fetches),
+                 (unsigned long long)atomic_load(&c->diffs),
+                 (unsigned long long)atomic_load(&c->diff_runs),
+                 (unsigned long long)atomic_load(&c->diff_bytes),
+                 (unsigned long long)atomic_load(&c->invalidations),
+                 (unsigned long long)atomic_load(&c->lock_acquires),
+                 (unsigned long long)atomic_load(&c->barriers));
+    for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
+        n += snprintf(line + n, sizeof(line) - (size_t)n,
+                      " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",
+                      types[t], (unsigned long long)atomic_load(&c->messages[t]), types[t],
+                      (unsigned long long)atomic_load(&c->bytes[t]), types[t],
+                      (unsigned long long)atomic_load(&c->round_trips[t]), types[t],
+                      (unsigned long long)atomic_load(&c->round_trip_ns[t]));
     fprintf(stderr, "%s\n", line);
+    fflush(stderr);
 }
 
 static void service_stop(void)

@@ -44,6 +44,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0001) /* "pb-dsm" + version 1 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
@@ -273,6 +274,10 @@ typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
         invalidations, lock_acquires, barriers;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
+    /* request/reply exchanges with another process (page gets, requests on
+     * its control segment) and the nanoseconds they took, by type: printed
+     * with POSTBOX_DSM_STATS (the bench's average round trip) */
+    _Atomic uint64_t round_trips[POSTBOX_DSM_MSG_TYPES], round_trip_ns[POSTBOX_DSM_MSG_TYPES];
 } pb_dsm_counters_t;
 
 extern pb_dsm_counters_t pb_dsm_counters;
@@ -286,6 +291,22 @@ static inline void pb_dsm_count_msg(int type, uint64_t bytes)
 {
     pb_dsm_count(&pb_dsm_counters.messages[type], 1);
     pb_dsm_count(&pb_dsm_counters.bytes[type], bytes);
+}
+
+/* a monotonic clock in nanoseconds, for the round-trip counters */
+static inline uint64_t pb_dsm_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* one request/reply exchange of @type begun at @start_ns (pb_dsm_now_ns) */
+static inline void pb_dsm_count_round_trip(int type, uint64_t start_ns)
+{
+    pb_dsm_count(&pb_dsm_counters.round_trips[type], 1);
+    pb_dsm_count(&pb_dsm_counters.round_trip_ns[type], pb_dsm_now_ns() - start_ns);
 }
 
 /* ---- dsm.c ---- */

@@ -12,8 +12,10 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_LOG_LEVEL", PB_CONFIG_STRING, "warn",
      "Log level of the library: error, warn, info, debug or trace."},
     {"POSTBOX_DSM_STATS", PB_CONFIG_INT, "0",
-     "1: every process of a DSM job prints its postbox_dsm_stats counters "
-     "on stderr, one line, when it leaves the DSM (finalize or serve)."},
+     "1: each process of a DSM program prints its DSM statistics (faults, "
+     "fetches, diffs, messages, bytes and round trips by type, its "
+     "lifetime) as one line \"postbox-dsm-stats: ...\" on stderr when the "
+     "DSM ends (postbox_dsm_finalize or _serve); postbox bench reads it."},
     {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
      "Job identifier, set by the launcher; processes of different jobs cannot "
      "reach each other's segments.  Unset outside a job."},

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.short
 
 def test_bench_writes_the_results_folder(fake_build, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("bench", "--no-mpi", "--no-netns", "--quick", "--out", out)
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--no-netns", "--quick", "--out", out)
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in out.iterdir())
     assert [n for n in names if not n.startswith("fig-")] == [
@@ -41,7 +41,7 @@ def test_bench_writes_the_results_folder(fake_build, tmp_path):
 
 def test_machine_json_names_the_commands(fake_build, tmp_path):
     out = tmp_path / "run"
-    assert run_cli("bench", "--no-mpi", "--no-netns", "--quick", "--out", out,
+    assert run_cli("bench", "--no-mpi", "--no-dsm", "--no-netns", "--quick", "--out", out,
                    "--", "--sizes", "64").returncode == 0
     description = json.loads((out / "machine.json").read_text())
     program = str(fake_build / "bin" / "postbox-rsm-bench")
@@ -61,27 +61,27 @@ def test_machine_json_names_the_commands(fake_build, tmp_path):
 
 
 def test_check_passes(fake_build, tmp_path):
-    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run")
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--check", "--out", tmp_path / "run")
     assert result.returncode == 0, result.stderr
     assert "every acceptance limit holds" in result.stdout
 
 
 def test_check_fails_on_a_bad_ratio(fake_build, tmp_path):
-    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run",
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--check", "--out", tmp_path / "run",
                      env={"FAKE_BENCH_MODE": "badratio"})
     assert result.returncode == 1
     assert "check failed: ratio_pingpong_put_64_vs_cacheline" in result.stderr
 
 
 def test_bad_ratio_without_check_still_succeeds(fake_build, tmp_path):
-    result = run_cli("bench", "--no-mpi", "--out", tmp_path / "run",
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--out", tmp_path / "run",
                      env={"FAKE_BENCH_MODE": "badratio"})
     assert result.returncode == 0
     assert "FAIL" in result.stdout
 
 
 def test_check_fails_when_ratios_are_missing(fake_build, tmp_path):
-    result = run_cli("bench", "--no-mpi", "--check", "--out", tmp_path / "run",
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--check", "--out", tmp_path / "run",
                      env={"FAKE_BENCH_MODE": "noratio"})
     assert result.returncode == 1
     assert "missing" in result.stderr
@@ -89,7 +89,7 @@ def test_check_fails_when_ratios_are_missing(fake_build, tmp_path):
 
 def test_failing_program_is_reported(fake_build, tmp_path):
     out = tmp_path / "run"
-    result = run_cli("bench", "--no-mpi", "--out", out, env={"FAKE_BENCH_MODE": "fail"})
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--out", out, env={"FAKE_BENCH_MODE": "fail"})
     assert result.returncode == 1
     assert "postbox-rsm-bench failed with exit status 3" in result.stderr
     assert "FAILED: rsm" in result.stderr
@@ -104,7 +104,7 @@ def test_refuses_a_folder_with_results(fake_build, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "rsm.jsonl").write_text("{}\n")
-    result = run_cli("bench", "--no-mpi", "--out", out)
+    result = run_cli("bench", "--no-mpi", "--no-dsm", "--out", out)
     assert result.returncode == 1
     assert "already holds results" in result.stderr
     assert (out / "rsm.jsonl").read_text() == "{}\n"
@@ -117,6 +117,6 @@ def test_default_folder_is_dated():
 
 def test_fake_records_have_every_key(fake_build, tmp_path):
     out = tmp_path / "run"
-    assert run_cli("bench", "--no-mpi", "--out", out).returncode == 0
+    assert run_cli("bench", "--no-mpi", "--no-dsm", "--out", out).returncode == 0
     for rec in results.load_dir(out):
         assert results.missing_keys(rec) == []

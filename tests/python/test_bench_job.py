@@ -43,8 +43,9 @@ def fake_mpi(fake_build, monkeypatch):
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
-    """bench.run with the fakes; the collective, one-sided and thread parts
-    only when asked (coll=True, rma=True, threads=True)."""
+    """bench.run with the fakes; the collective, one-sided, thread and DSM
+    parts only when asked (coll=True, rma=True, threads=True, dsm=True)."""
+    kwargs.setdefault("dsm", False)
     kwargs.setdefault("coll", False)
     kwargs.setdefault("rma", False)
     kwargs.setdefault("threads", False)

@@ -53,8 +53,10 @@ def test_docs_config_md_is_current(real_build):
 def test_bench_quick_writes_records_with_every_key(real_build, tmp_path):
     out = tmp_path / "run"
     # the MPI part (and its wheel downloads) is left to `make bench`, and so
-    # is the --netns run of the tcp bench (root only)
-    result = run_cli("bench", "--quick", "--no-mpi", "--no-netns", "--out", out, timeout=300)
+    # are the --netns run of the tcp bench (root only) and the DSM part
+    # (tests/dsmbench and test_dsm_bench.py run its pieces)
+    result = run_cli("bench", "--quick", "--no-mpi", "--no-netns", "--no-dsm", "--out", out,
+                     timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     records = results.load_jsonl(out / "rsm.jsonl")
     assert records

@@ -1,0 +1,389 @@
+"""The DSM bench (issue 17, item 6): part ``dsm`` of ``postbox bench`` (and
+``postbox bench --dsm`` alone).
+
+Into ``dsm.jsonl``/``dsm.txt`` of the results folder:
+
+1. ``postbox-dsm-rtt`` under ``postbox run -n 2 --nodes 2``: seed 004's
+   Fig. 13 (the DSM's 4 KB page request/reply beside raw TCP and UDP
+   request/reply, 64 B to 4 KB) and its 4 KB ratio;
+2. every application of apps/splash in every configuration (dsmreport.Config):
+   the sequential run (``<app>-pthreads -p 1``), the pthreads build with 2
+   threads (and 4 in the full profile), and the DSM build
+   (``postbox run -n P [--nodes 2] <app>-dsm -p P*T``, T threads per
+   process, 1 unless asked) at 1 and 2 processes (and 4 in the full
+   profile) on one node and across 2 virtual nodes, in ROUNDS interleaved
+   rounds (every application in every configuration once per round, the
+   order of the configurations reversed in odd rounds).  The DSM runs have
+   POSTBOX_DSM_STATS=1: each process's statistics go into the run's record
+   (``dsm_stats``).  A run that fails or does not verify is recorded as
+   failed with its error, never dropped;
+3. a summary record per application and configuration (median time,
+   speedup against the sequential median: dsmreport.summary_records) and
+   the acceptance lines of issue 17 as ratio records
+   (dsmreport.acceptance_records).
+
+The quick profile runs the applications at their CI sizes (their
+defaults), two rounds; the full one at BENCH_SIZES (sequential parallel
+sections of a few hundred ms here), five rounds, 4 processes too.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, TextIO
+
+from postbox import dsmreport, machine, paths, results
+from postbox.dsmreport import Config
+
+RESULTS_NAME = "dsm"  # dsm.jsonl, dsm.txt
+APPS = tuple(app for app, _ in dsmreport.APPS)
+ROUNDS = {True: 2, False: 5}
+# processes of the DSM runs, {quick: ...}
+PROCESSES = {True: (1, 2), False: (1, 2, 4)}
+# threads of the pthreads runs besides the sequential one
+PTHREADS = {True: (2,), False: (2, 4)}
+# a run's guard against a hang, {quick: s} (the `postbox run --timeout`; the
+# subprocess gets 30 s more)
+RUN_TIMEOUT = {True: 60, False: 600}
+RTT_PROGRAM = "postbox-dsm-rtt"
+# the full profile's sizes: sequential parallel sections of 0.1 to 0.5 s on
+# this VM (the CI sizes last a few ms, too short to gain from a second process)
+BENCH_SIZES = {
+    "matmult": ("-n", "512", "-b", "16"),
+    "sor": ("-m", "1026", "-n", "514", "-i", "100"),
+    "lu_contig": ("-n", "1024", "-b", "32"),
+    "lu_noncontig": ("-n", "768", "-b", "32"),
+    "radix": ("-n", "4194304"),
+    "fft": ("-m", "20"),
+    "ocean": ("-n", "258"),
+    "water_nsquared": ("-n", "2048"),
+    "water_spatial": ("-n", "1000", "-s", "10"),
+}
+
+
+def configs(quick: bool, threads_per_process: int = 1) -> list[Config]:
+    """The configurations of each application: sequential, pthreads, DSM on
+    one node and (2 processes and more) across 2 virtual nodes."""
+    out = [dsmreport.SEQUENTIAL] + [Config("pthreads", 1, 1, t) for t in PTHREADS[quick]]
+    for p in PROCESSES[quick]:
+        out.append(Config("dsm", p, 1, p * threads_per_process))
+        if p >= 2:
+            out.append(Config("dsm", p, 2, p * threads_per_process))
+    return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of an application in a configuration, in a round."""
+
+    app: str
+    config: Config
+    round: int
+
+    @property
+    def name(self) -> str:
+        """Its name in machine.json's runs: dsm/<app>/<config>/round-<k>."""
+        return "dsm/%s/%s/round-%d" % (self.app, self.config.name, self.round)
+
+
+def plan_runs(quick: bool, apps: Sequence[str] = APPS, rounds: Optional[int] = None,
+              threads_per_process: int = 1) -> list[Run]:
+    """Every application in every configuration once per round; round by
+    round, application by application, the configurations in order in even
+    rounds and reversed in odd ones."""
+    chosen = configs(quick, threads_per_process)
+    runs = []
+    for k in range(ROUNDS[quick] if rounds is None else rounds):
+        order = chosen if k % 2 == 0 else list(reversed(chosen))
+        runs += [Run(app, config, k) for app in apps for config in order]
+    return runs
+
+
+def size_args(app: str, quick: bool) -> list[str]:
+    """The application's size options: none (its CI size) in the quick
+    profile, BENCH_SIZES in the full one."""
+    return [] if quick else list(BENCH_SIZES.get(app, ()))
+
+
+def run_command(run: Run, quick: bool) -> tuple[list[str], dict]:
+    """(argv, extra environment) of @run; MissingProgram when a program is
+    not built."""
+    c = run.config
+    args = ["-p", str(c.threads)] + size_args(run.app, quick)
+    if c.build == "pthreads":
+        return [str(paths.program("%s-pthreads" % run.app))] + args, {}
+    argv = [str(paths.program("postbox")), "run", "-n", str(c.processes)]
+    if c.nodes > 1:
+        argv += ["--nodes", str(c.nodes)]
+    argv += ["--timeout", str(RUN_TIMEOUT[quick]), str(paths.program("%s-dsm" % run.app))]
+    return argv + args, {"POSTBOX_DSM_STATS": "1"}
+
+
+def rtt_command(out: Path, quick: bool) -> list[str]:
+    """argv of postbox-dsm-rtt across 2 virtual nodes into @out/dsm.jsonl."""
+    argv = [str(paths.program("postbox")), "run", "-n", "2", "--nodes", "2", "--timeout",
+            str(RUN_TIMEOUT[quick]), str(paths.program(RTT_PROGRAM)), "--json",
+            str(out / (RESULTS_NAME + ".jsonl"))]
+    return argv + (["--quick"] if quick else [])
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_lines(text: str, count: int = 3) -> str:
+    """The last @count non-empty lines of @text, joined by " | "."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])
+
+
+def run_record(run: Run, status: Optional[int], stdout: str, stderr: str, seconds: float,
+               quick: bool, host: Optional[str] = None,
+               timestamp: Optional[str] = None) -> dict:
+    """The record of one run: its time when it printed a verified result
+    line for the right application and thread count and exited 0; else
+    status "failed" with the error (the output's last lines)."""
+    c = run.config
+    record = {
+        "suite": dsmreport.SUITE, "kind": "run", "test": run.app,
+        "library": "postbox" if c.build == "dsm" else "pthreads", "build": c.build,
+        "config": c.name, "transport": "threads" if c.build == "pthreads"
+        else ("tcp" if c.nodes > 1 else "shm"),
+        "placement": "off-node" if c.nodes > 1 else "on-node", "ranks": c.processes,
+        "processes": c.processes, "nodes": c.nodes, "threads": c.threads, "pairs": 0,
+        "size": 0, "metric": "time", "unit": "us", "median": None, "min": None, "max": None,
+        "reps": 1, "probe_before": None, "probe_after": None, "settled": None,
+        "state": "unknown", "round": run.round,
+        "profile": "quick" if quick else "full", "seconds": round(seconds, 3),
+        "exit_status": status,
+    }
+    result = dsmreport.parse_result_line(stdout)
+    error = None
+    if status is None:
+        error = "timed out after %.0f s" % seconds
+    elif status != 0:
+        error = "exit status %s: %s" % (status, last_lines(stderr + "\n" + stdout) or "no output")
+    elif result is None:
+        error = "no result line: %s" % (last_lines(stdout) or "no output")
+    elif result["app"] != run.app or result["threads"] != c.threads:
+        error = "a result line of %s with %d threads" % (result["app"], result["threads"])
+    elif result["verified"] != 1:
+        error = "not verified: %s" % (last_lines(stderr) or "verified=%d" % result["verified"])
+    if result is not None:
+        record["params"] = result["params"]
+        record["verified"] = result["verified"] == 1 and error is None
+    else:
+        record["verified"] = False
+    if error is None:
+        record["median"] = record["min"] = record["max"] = result["time_us"]
+        record["status"] = "ok"
+    else:
+        record["status"] = "failed"
+        record["error"] = error
+    if c.build == "dsm":
+        stats = dsmreport.parse_stats_lines(stderr)
+        if stats:
+            record["dsm_stats"] = stats
+    if host:
+        record["host"] = host
+    record["timestamp"] = timestamp or _now()
+    return record
+
+
+@dataclass
+class Outcome:
+    """What run_all did."""
+
+    runs: int = 0
+    failed: list = field(default_factory=list)   # run names that failed
+    missing: list = field(default_factory=list)  # programs not built
+    rtt_failed: bool = False
+    seconds: float = 0.0
+
+
+def _run(argv: Sequence[str], env: dict, timeout: float) -> tuple:
+    """(status or None on timeout, stdout, stderr, seconds) of @argv."""
+    start = time.monotonic()
+    try:
+        done = subprocess.run(list(argv), env=dict(os.environ, **env), capture_output=True,
+                              text=True, errors="replace", timeout=timeout)
+        return done.returncode, done.stdout, done.stderr, time.monotonic() - start
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else \
+            (exc.stdout or "")
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else \
+            (exc.stderr or "")
+        return None, out, err, time.monotonic() - start
+    except OSError as exc:
+        return -1, "", "cannot run %s: %s" % (argv[0], exc), time.monotonic() - start
+
+
+def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: TextIO,
+            rounds: Optional[int] = None, apps: Sequence[str] = APPS,
+            threads_per_process: int = 1, rtt: bool = True) -> Outcome:
+    """The RTT program, then the plan (plan_runs) into @out/dsm.jsonl, then
+    the acceptance records; every run in @description (machine.json: runs)."""
+    start = time.monotonic()
+    jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
+    host = socket.gethostname()
+    outcome = Outcome()
+    description.setdefault("runs", [])
+    copy = open(text, "a", encoding="utf-8")
+    try:
+        if rtt:
+            try:
+                argv = rtt_command(out, quick)
+            except paths.MissingProgram as exc:
+                argv = None
+                outcome.missing.append(str(exc))
+                outcome.rtt_failed = True
+                print("postbox bench: dsm: %s" % exc, file=err, flush=True)
+            if argv is not None:
+                print("[dsm rtt] %s" % shlex.join(argv), file=terminal, flush=True)
+                status, stdout, stderr, seconds = _run(argv, {}, RUN_TIMEOUT[quick] + 30)
+                copy.write("$ %s\n%s%s" % (shlex.join(argv), stdout, stderr))
+                terminal.write(stdout)
+                description["runs"].append({"name": "dsm/rtt", "command": argv,
+                                            "exit_status": status,
+                                            "seconds": round(seconds, 3)})
+                if status != 0:
+                    outcome.rtt_failed = True
+                    print("postbox bench: dsm: %s %s: %s" % (
+                        RTT_PROGRAM, "timed out" if status is None else
+                        "failed with exit status %s" % status, last_lines(stderr)),
+                        file=err, flush=True)
+        plan = plan_runs(quick, apps, rounds, threads_per_process)
+        for step, run in enumerate(plan, 1):
+            try:
+                argv, env = run_command(run, quick)
+            except paths.MissingProgram as exc:
+                if str(exc) not in outcome.missing:
+                    outcome.missing.append(str(exc))
+                    print("postbox bench: dsm: %s" % exc, file=err, flush=True)
+                outcome.failed.append(run.name)
+                continue
+            status, stdout, stderr, seconds = _run(argv, env, RUN_TIMEOUT[quick] + 30)
+            copy.write("$ %s%s\n%s%s" % ("".join("%s=%s " % kv for kv in env.items()),
+                                         shlex.join(argv), stdout, stderr))
+            copy.flush()
+            record = run_record(run, status, stdout, stderr, seconds, quick, host)
+            with open(jsonl, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
+            outcome.runs += 1
+            description["runs"].append({"name": run.name, "command": argv, "env": env,
+                                        "exit_status": status, "seconds": round(seconds, 3)})
+            verdict = ("%.2f ms" % (record["median"] / 1e3) if record["status"] == "ok"
+                       else "FAILED: %s" % record.get("error"))
+            print("[dsm %d/%d] [%s] %s %s round %d: %s" % (
+                step, len(plan), _clock(start), run.app, run.config.label, run.round + 1,
+                verdict), file=terminal, flush=True)
+            if record["status"] != "ok":
+                outcome.failed.append(run.name)
+        machine.write(out / "machine.json", description)
+    finally:
+        copy.close()
+    append_acceptance(jsonl)
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _clock(start: float) -> str:
+    seconds = int(time.monotonic() - start)
+    return "%d:%02d" % (seconds // 60, seconds % 60)
+
+
+def append_acceptance(jsonl: Path) -> list:
+    """Append to @jsonl the summary records (each application and
+    configuration: median time and speedup) and the acceptance ratio
+    records made from its runs; returns the acceptance records."""
+    try:
+        records = results.load_jsonl(jsonl) if jsonl.exists() else []
+    except results.ResultsError:
+        return []
+    summary = dsmreport.summarize(records)
+    host, now = socket.gethostname(), _now()
+    made = dsmreport.acceptance_records(summary, records, host, now)
+    with open(jsonl, "a", encoding="utf-8") as handle:
+        for record in dsmreport.summary_records(summary, host, now):
+            handle.write(json.dumps(record) + "\n")
+    if made:
+        with open(jsonl, "a", encoding="utf-8") as handle:
+            for record in made:
+                handle.write(json.dumps(record) + "\n")
+    return made
+
+
+def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
+    """(verdict, detail) of the dsm part: FAILED when a program was missing
+    or the RTT program failed; runs of applications that fail on the DSM are
+    said in the detail and the report (they are findings, not a broken
+    bench), as are the acceptance verdicts."""
+    parts = []
+    records = []
+    if jsonl is not None and jsonl.exists():
+        try:
+            records = results.load_jsonl(jsonl)
+        except results.ResultsError:
+            records = []
+    if records:
+        parts.append(dsmreport.summary_text(records))
+    if outcome.missing:
+        parts.append("not built: %s" % "; ".join(outcome.missing))
+    if outcome.rtt_failed:
+        parts.append("%s failed" % RTT_PROGRAM)
+    if outcome.failed:
+        parts.append("%d of %d runs failed" % (len(outcome.failed), outcome.runs))
+    parts.append("%.0f s" % outcome.seconds)
+    verdict = "FAILED" if outcome.missing or outcome.rtt_failed else (
+        "ok" if outcome.runs else "skipped")
+    return verdict, "; ".join(parts)
+
+
+def run(out: Optional[Path], quick: bool, terminal: TextIO = sys.stdout,
+        rounds: Optional[int] = None, threads_per_process: int = 1) -> int:
+    """`postbox bench --dsm`: the DSM part alone, then the report; returns
+    the exit status."""
+    from postbox import bench, report
+
+    err = sys.stderr
+    out = Path(out) if out is not None else bench.default_out_dir()
+    try:
+        bench.prepare_out_dir(out)
+    except bench.BenchError as exc:
+        print("postbox bench: %s" % exc, file=err)
+        return 1
+    description = machine.describe([])
+    description["runs"] = []
+    machine.write(out / "machine.json", description)
+    print("postbox bench: results in %s; part dsm%s" % (out, " (quick)" if quick else ""),
+          file=terminal, flush=True)
+    try:
+        outcome = run_all(out, quick, description, terminal, err, rounds=rounds,
+                          threads_per_process=threads_per_process)
+    except KeyboardInterrupt:
+        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
+        return 130
+    verdict, text = detail(outcome, out / (RESULTS_NAME + ".jsonl"))
+    description.setdefault("parts", []).append(
+        {"name": "dsm", "verdict": verdict, "seconds": round(outcome.seconds, 3),
+         "detail": text})
+    machine.write(out / "machine.json", description)
+    try:
+        records = results.load_dir(out)
+    except results.ResultsError as exc:
+        print("postbox bench: %s" % exc, file=err)
+        return 1
+    if records:
+        print("Report: %s" % report.write(out, records), file=terminal)
+    print("postbox bench: dsm %s (%s)" % (verdict, text),
+          file=err if verdict == "FAILED" else terminal)
+    return 1 if verdict == "FAILED" or not records else 0
