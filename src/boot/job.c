@@ -129,6 +129,23 @@ static pb_status_t pb_boot_job_identity_set(pb_boot_pmi_t *pmi, const char *id, 
     return status;
 }
 
+/* *@node = the number of the node named @name in the node table, added
+ * when new.  @return PB_OK or PB_ERR_NO_MEMORY. */
+static pb_status_t node_number(const char *name, int *node)
+{
+    for (*node = 0; *node < boot.node_count; (*node)++) {
+        if (strcmp(boot.node_names[*node], name) == 0)
+            return PB_OK;
+    }
+    boot.node_names[*node] = strdup(name);
+    if (boot.node_names[*node] == NULL) {
+        pb_error("out of memory for the node table");
+        return PB_ERR_NO_MEMORY;
+    }
+    boot.node_count++;
+    return PB_OK;
+}
+
 /* Fetch every rank's node name and number the nodes. */
 static pb_status_t pb_boot_job_nodes_build(pb_boot_pmi_t *pmi, int size)
 {
@@ -154,18 +171,9 @@ static pb_status_t pb_boot_job_nodes_build(pb_boot_pmi_t *pmi, int size)
             pb_error("rank %d put no %s: is every rank calling postbox_job_init?", r, key);
             return PB_ERR_PROTOCOL;
         }
-        for (node = 0; node < boot.node_count; node++) {
-            if (strcmp(boot.node_names[node], value) == 0)
-                break;
-        }
-        if (node == boot.node_count) {
-            boot.node_names[node] = strdup(value);
-            if (boot.node_names[node] == NULL) {
-                pb_error("out of memory for the node table");
-                return PB_ERR_NO_MEMORY;
-            }
-            boot.node_count++;
-        }
+        status = node_number(value, &node);
+        if (status != PB_OK)
+            return status;
         boot.rank_node[r] = (uint32_t)node;
     }
     return PB_OK;
@@ -202,18 +210,10 @@ static pb_status_t pb_boot_job_universe_nodes(const char *list, int size)
         }
         p = *end == ',' ? end + 1 : end;
         snprintf(name, sizeof(name), "%s/%ld", host, vnode);
-        for (node = 0; node < boot.node_count; node++) {
-            if (strcmp(boot.node_names[node], name) == 0)
-                break;
-        }
-        if (node == boot.node_count) {
-            boot.node_names[node] = strdup(name);
-            if (boot.node_names[node] == NULL) {
-                pb_error("out of memory for the node table");
-                return PB_ERR_NO_MEMORY;
-            }
-            boot.node_count++;
-        }
+        pb_status_t status = node_number(name, &node);
+
+        if (status != PB_OK)
+            return status;
         boot.rank_node[r] = (uint32_t)node;
     }
     return PB_OK;
