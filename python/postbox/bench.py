@@ -47,6 +47,7 @@ failed, and the report is written all the same.
 from __future__ import annotations
 
 import datetime
+import importlib
 import shlex
 import subprocess
 import sys
@@ -65,8 +66,32 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 # `postbox run --timeout` of an rsm-net run, {quick: s}: a guard against a
 # hung job, far above the usual time (quick: seconds, full: about a minute)
 RSM_NET_TIMEOUT = {True: 240, False: 900}
-PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi-rma", "mpi-threads",
-         "dsm")
+# the MPI parts run by _run_mpi_part after the p2p part, in this order:
+# (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
+MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"))
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
+    part for part, _ in MPI_PARTS) + ("dsm",)
+# `postbox bench --suite NAME,...`: the parts each suite name runs
+SUITES = {
+    "rsm": ("rsm",),
+    "net": ("net", "rsm-net", "rsm-net-netns"),
+    "p2p": ("mpi",),
+    "coll": ("mpi-coll",),
+    "rma": ("mpi-rma",),
+    "threads": ("mpi-threads",),
+    "dsm": ("dsm",),
+}
+
+
+def suite_parts(names: Sequence[str]) -> list:
+    """The parts of the suites @names, in the job's order; ValueError naming
+    an unknown suite."""
+    unknown = [name for name in names if name not in SUITES]
+    if unknown or not names:
+        raise ValueError("unknown suite %s; the suites are %s"
+                         % (", ".join(unknown) or "''", ", ".join(SUITES)))
+    wanted = {part for name in names for part in SUITES[name]}
+    return [part for part in PARTS if part in wanted]
 
 
 class BenchError(Exception):
@@ -330,18 +355,21 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
         coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
-        dsm_threads: int = 1) -> int:
+        dsm_threads: int = 1, only: Optional[Sequence[str]] = None) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
     not @rma, the thread bench unless not @threads); @dsm: the DSM part
-    (@dsm_threads threads per DSM process)."""
+    (@dsm_threads threads per DSM process); @only: run only these parts
+    (see suite_parts), the switches still turning parts off."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
-    parts = [part for part, on in (("rsm", True), ("net", net), ("rsm-net", net),
-                                   ("rsm-net-netns", net and use_netns), ("mpi", mpi),
-                                   ("mpi-coll", mpi and coll), ("mpi-rma", mpi and rma),
-                                   ("mpi-threads", mpi and threads), ("dsm", dsm))
-             if on]
+    switched_off = {"rsm": False, "net": not net, "rsm-net": not net, "rsm-net-netns": not (net and use_netns),
+                    "mpi": not mpi, "mpi-coll": not (mpi and coll),
+                    "mpi-rma": not (mpi and rma), "mpi-threads": not (mpi and threads),
+                    "dsm": not dsm}
+    # an MPI part without a switch of its own goes with @mpi
+    parts = [part for part in PARTS
+             if not switched_off.get(part, not mpi) and (only is None or part in only)]
     planned, missing, skipped = _plan(out, quick, extra, parts)
     try:
         prepare_out_dir(out)
@@ -363,21 +391,13 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
                 _skip_part(job, name, skipped[name])
             else:
                 _run_program(job, name, argv, missing.get(name))
-        if mpi:
+        if "mpi" in parts:
             _run_mpi(job, quick, libraries, extra, wheels, tests, pairs)
-        if mpi and coll:
-            from postbox import collbench
-
-            _run_mpi_part(job, "mpi-coll", collbench, quick, libraries, extra, wheels)
-        if mpi and rma:
-            from postbox import rmabench
-
-            _run_mpi_part(job, "mpi-rma", rmabench, quick, libraries, extra, wheels)
-        if mpi and threads:
-            from postbox import threadbench
-
-            _run_mpi_part(job, "mpi-threads", threadbench, quick, libraries, extra, wheels)
-        if dsm:
+        for part, module in MPI_PARTS:
+            if part in parts:
+                _run_mpi_part(job, part, importlib.import_module("postbox." + module), quick,
+                              libraries, extra, wheels)
+        if "dsm" in parts:
             _run_dsm(job, quick, dsm_threads)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)

@@ -8,6 +8,7 @@
     postbox bench --rma [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --threads [--libraries postbox,mpich] [--quick] [--out DIR] [-- ARGS]
     postbox bench --dsm [--dsm-threads T] [--quick] [--out DIR]
+    postbox bench --suite NAME,... [--quick] [--out DIR] [--libraries L,...] [-- ARGS]
     postbox report DIR
     postbox run [-n N] [--nodes K] [...] PROGRAM [ARGS...]   (also as mpirun, mpiexec)
 """
@@ -33,6 +34,8 @@ LAUNCHER_NAMES = ("mpirun", "mpiexec")
 
 
 def _parser() -> argparse.ArgumentParser:
+    from postbox import bench as bench_job
+
     parser = argparse.ArgumentParser(
         prog="postbox",
         description="Postbox: memory-based messaging for clusters, and the instrument that "
@@ -66,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
               "[--no-mpi] [--no-coll] [--no-rma] [--no-threads] [--no-dsm] [--no-wheels] "
-              "[--mpi] [--coll] [--rma] [--threads] [--dsm] "
+              "[--mpi] [--coll] [--rma] [--threads] [--dsm] [--suite NAME,...] "
               "[--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
@@ -120,6 +123,9 @@ def _parser() -> argparse.ArgumentParser:
                             "and every SPLASH-2-style application sequential, on pthreads and "
                             "on the DSM at 1 and 2 processes (4 too without --quick) on one "
                             "node and across 2 virtual nodes, in interleaved rounds")
+    bench.add_argument("--suite", metavar="NAME,...",
+                       help="run only these parts of the job, into one folder with one report: "
+                            "%s" % ", ".join(bench_job.SUITES))
     bench.add_argument("--dsm-threads", metavar="T", type=int, default=1,
                        help="DSM bench: threads per DSM process (default 1; the DSM runs "
                             "-p processes x T)")
@@ -229,6 +235,22 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: --dsm-threads wants 1 to 64 threads per process, not %d"
               % args.dsm_threads, file=sys.stderr)
         return 2
+    if args.suite is not None:
+        if args.dsm or args.threads or args.rma or args.coll or args.mpi:
+            print("postbox bench: --suite does not go with --mpi, --coll, --rma, --threads or "
+                  "--dsm (name them as suites)", file=sys.stderr)
+            return 2
+        try:
+            only = bench.suite_parts([name for name in args.suite.split(",") if name])
+        except ValueError as exc:
+            print("postbox bench: --suite: %s" % exc, file=sys.stderr)
+            return 2
+        return bench.run(args.out, args.quick, args.check, extra, net=not args.no_net,
+                         mpi=not args.no_mpi, wheels=not args.no_wheels,
+                         libraries=args.libraries, use_netns=not args.no_netns, tests=tests,
+                         pairs=pairs, coll=not args.no_coll, rma=not args.no_rma,
+                         threads=not args.no_threads, dsm=not args.no_dsm,
+                         dsm_threads=args.dsm_threads, only=only)
     if args.dsm:
         from postbox import dsmbench
 

@@ -322,3 +322,16 @@ def test_mpi_part_runs_both_paths_and_every_job_shape(fake_mpi, tmp_path, capsys
         assert (run / ("fig-%s.svg" % name)).exists(), name
     page = (run / "index.html").read_text()
     assert "Network path check" in page and "The papers' tables" in page
+
+
+def test_suite_parts_in_job_order_and_unknown_named():
+    assert bench.suite_parts(["dsm", "rsm"]) == ["rsm", "dsm"]
+    assert bench.suite_parts(["net"]) == ["net", "rsm-net", "rsm-net-netns"]
+    with pytest.raises(ValueError, match="unknown suite nope"):
+        bench.suite_parts(["coll", "nope"])
+
+
+def test_suite_runs_only_its_parts(fake_mpi, tmp_path):
+    status, out = _run(tmp_path, only=bench.suite_parts(["rsm"]))
+    assert "parts: rsm (quick)" in out
+    assert "mpi-coll" not in out
