@@ -417,6 +417,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
             % (shape.ranks, where),
             "message size (bytes)", "time per call (us)", series,
             name="coll-fig16-%d-%s" % (shape.ranks, "2nodes" if shape.two_nodes else "1node"),
+            seed="000-fig-16",
             log=True, source=_source(description, shape)))
     return out
 

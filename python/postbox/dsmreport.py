@@ -761,7 +761,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
                           "manager the other process: two 40 B requests and a read of the "
                           "manager's release log) beside raw UDP and TCP request/reply between "
                           "the same two processes in the same run.",
-                          "reply size (bytes)", "round trip (us)", series, name="dsm-fig13",
+                          "reply size (bytes)", "round trip (us)", series, name="dsm-fig13", seed="004-fig-13",
                           source=["postbox run -n 2 --nodes 2 build/bin/postbox-dsm-rtt"]))
     summary = summarize(mine)
     for nodes, title in ((1, "on one node"), (2, "across 2 virtual nodes")):

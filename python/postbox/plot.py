@@ -87,6 +87,8 @@ class Figure:
     log: bool = False  # log-log whatever the range
     source: list = field(default_factory=list)  # lines: command and library version
     xticks: list = field(default_factory=list)  # the x ticks, when not the axis' own
+    # the seed figure or table it redraws, e.g. "000-fig-16" (report.seed_contents)
+    seed: str = ""
 
 
 class _Axis:

@@ -502,7 +502,7 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
             "Fig. 9 and Sistare and Jackson 2002 Fig. 6). %s %s"
             % (_oversubscribed_text(latency), UNSETTLED_NOTE),
             "pairs at once (N)", "latency per pair (us)", series,
-            name="p2p%s-multipair-latency" % name_suffix,
+            name="p2p%s-multipair-latency" % name_suffix, seed="000-fig-9",
             xticks=sorted({x for line in series for x, _, _ in line.points}),
             source=_source_p2p(records, description, ["multipair"], libraries, path)))
     bandwidth = [r for r in p2p if r.get("test") == "multipair_bandwidth"
@@ -528,7 +528,7 @@ def _p2p_multipair_figures(p2p: list, records: Sequence[dict], description: Opti
             "2002 Fig. 5). MB = 10^6 bytes. %s %s"
             % (_oversubscribed_text(bandwidth), UNSETTLED_NOTE),
             "message size (bytes)", "aggregate bandwidth (MB/s)", series,
-            name="p2p%s-multipair-bandwidth" % name_suffix, log=True,
+            name="p2p%s-multipair-bandwidth" % name_suffix, log=True, seed="000-fig-12",
             source=_source_p2p(records, description, ["multipair"],
                                [str(lib) for lib in p2p_libraries(bandwidth)], path)))
     return out
@@ -563,7 +563,7 @@ def _p2p_distance_figure(p2p: list, records: Sequence[dict], description: Option
         "(d = 1 only), the full one 4 (oversubscribed on 2 cores). MB = 10^6 bytes. %s"
         % (" or ".join(str(n) for n in ranks), UNSETTLED_NOTE),
         "message size (bytes)", "bandwidth (MB/s)", series,
-        name="p2p%s-distance" % name_suffix, log=True,
+        name="p2p%s-distance" % name_suffix, log=True, seed="002-fig-2",
         source=_source_p2p(records, description, [P2P_DISTANCE],
                            [str(lib) for lib in p2p_libraries(members)], path))]
 
@@ -1264,7 +1264,67 @@ def _tables(records: Sequence[dict]) -> list:
     return out
 
 
-def _figure_html(figure: Figure, png: bool = False) -> str:
+# the seeds in ../shared/seeds, as the report cites them (seed_contents)
+SEEDS = {
+    "000": "Qian et al. 2006, the Sun Fire Link SMP clusters",
+    "001": "Sistare and Jackson 2002, MPI and the Sun Fire Link",
+    "002": "Fatoohi, Saini and Ciotti 2006, interconnect performance evaluation",
+    "003": "SSS-CORE's evaluation, memory-based communication against TCP/IP",
+    "004": "Strings' evaluation, a DSM on clusters of SMPs",
+}
+# a heading of a seed's figure or table redrawn: <h3 id="seedNNN-fig-K...">
+_HEADING = re.compile(r'<h3 id="([^"]+)"[^>]*>(.*?)</h3>', re.S)
+_SEED_ID = re.compile(r"seed(\d{3})-(fig|table)-([0-9A-Za-z.]+)")
+# headings that redraw a seed's table under an id of their own
+SEED_TABLE_IDS = {"paper-qian-IV": "seed000-table-IV", "paper-qian-V": "seed000-table-V",
+                  "paper-qian-VI": "seed000-table-VI", "paper-sistare-1": "seed001-table-1",
+                  "coll-table2": "seed001-table-2", "dsm-table1": "seed004-table-1",
+                  "dsm-table3": "seed004-table-3"}
+
+
+def _figure_number(text: str) -> tuple:
+    """A figure or table number as a sort key: 9 before 12, IV before V."""
+    roman = {"I": 1, "V": 5, "X": 10, "L": 50}
+    if text.isdigit():
+        return (int(text), text)
+    if text and all(ch in roman for ch in text):
+        values = [roman[ch] for ch in text]
+        return (sum(-v if i + 1 < len(values) and v < values[i + 1] else v
+                    for i, v in enumerate(values)), text)
+    digits = re.match(r"\d+", text)
+    return (int(digits.group()) if digits else 0, text)
+
+
+def seed_contents(body: str) -> list:
+    """The table of contents by seed figure and table: a row per heading of
+    @body whose id is seedNNN-fig-K or seedNNN-table-K (a suffix after K
+    tells several apart), in seed and figure order, each linking to it."""
+    found = []
+    for match in _HEADING.finditer(body):
+        anchor, title = match.groups()
+        seed_id = _SEED_ID.match(SEED_TABLE_IDS.get(anchor, anchor))
+        if seed_id is None:
+            continue
+        seed, kind, number = seed_id.groups()
+        found.append(((seed, kind, _figure_number(number)), anchor, seed, kind, number,
+                      re.sub(r"<[^>]+>", "", title)))
+    if not found:
+        return []
+    found.sort(key=lambda item: item[0])
+    esc = html.escape
+    out = ['<h2 id="seed-contents">Contents by seed figure and table</h2>',
+           '<table class="contents"><tr><th class="text">seed</th><th class="text">figure or '
+           'table</th><th class="text">redrawn here</th></tr>']
+    for _key, anchor, seed, kind, number, title in found:
+        out.append('<tr><td class="text">%s %s</td><td class="text">%s %s</td>'
+                   '<td class="text"><a href="#%s">%s</a></td></tr>'
+                   % (esc(seed), esc(SEEDS.get(seed, "")), "Fig." if kind == "fig" else "Table",
+                      esc(number), esc(anchor), esc(html.unescape(title))))
+    out.append("</table>")
+    return out
+
+
+def _figure_html(figure: Figure, png: bool = False, seed_id: str = "") -> str:
     esc = html.escape
     source = ""
     if figure.source:
@@ -1275,9 +1335,10 @@ def _figure_html(figure: Figure, png: bool = False) -> str:
     if png:
         files += ' and <a href="fig-%s.png"><code>fig-%s.png</code></a>' % (
             esc(figure.name), esc(figure.name))
-    return ('<figure id="figure-%s"><h3>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
+    return ('<figure id="figure-%s"><h3%s>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
             '%s</figure>'
-            % (esc(figure.name), esc(figure.title), svg_plot(figure), esc(figure.caption),
+            % (esc(figure.name), ' id="seed%s"' % esc(seed_id) if seed_id else "",
+               esc(figure.title), svg_plot(figure), esc(figure.caption),
                "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE, files,
                source))
 
@@ -1311,8 +1372,14 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     if plots:
         out.append("<h2>Figures</h2>")
         out.append('<div class="figures">')
+        seen: dict = {}
         for figure in plots:
-            out.append(_figure_html(figure, png))
+            seed_id = ""
+            if figure.seed:
+                seen[figure.seed] = seen.get(figure.seed, 0) + 1
+                seed_id = figure.seed + ("-%d" % seen[figure.seed] if seen[figure.seed] > 1
+                                         else "")
+            out.append(_figure_html(figure, png, seed_id))
         out.append("</div>")
         if not png:
             out.append("<p>PNG copies of the figures were not written: %s.</p>"
@@ -1320,6 +1387,8 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out.append("<h2>Measurements</h2>")
     out += _tables(records)
     out.append("</body></html>")
+    head = out.index("<h2>Machine</h2>")
+    out[head:head] = seed_contents("\n".join(out[head:]))
     return "\n".join(out) + "\n"
 
 

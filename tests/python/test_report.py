@@ -148,3 +148,21 @@ def test_plot_of_a_single_point_is_skipped():
 def test_format_size():
     assert [report.format_size(s) for s in (1, 64, 1024, 4096, 1 << 20, 3 << 30, 1000)] == [
         "1", "64", "1K", "4K", "1M", "3G", "1000"]
+
+
+def test_seed_contents_orders_by_seed_and_number_and_links_each_heading():
+    body = "\n".join([
+        '<h3 id="seed002-fig-7">Seed 002 Fig. 7: <em>pair-wise</em></h3>',
+        '<h3 id="paper-qian-V">latency</h3>',
+        '<h3 id="seed000-fig-12-2">bandwidth, network</h3>',
+        '<h3 id="seed000-fig-9">latency under load</h3>',
+        '<h3 id="paper-qian-IV">ping-pong</h3>',
+        '<h3 id="coll-nbc">not a seed figure</h3>',
+    ])
+    rows = [line for line in report.seed_contents(body) if line.startswith("<tr><td")]
+    anchors = [re.search(r'href="#([^"]+)"', row).group(1) for row in rows]
+    assert anchors == ["seed000-fig-9", "seed000-fig-12-2", "paper-qian-IV", "paper-qian-V",
+                       "seed002-fig-7"]
+    assert "Table IV" in rows[2] and "Fig. 12" in rows[1]
+    assert ">Seed 002 Fig. 7: pair-wise<" in rows[4]
+    assert report.seed_contents('<h3 id="other">x</h3>') == []
