@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from postbox import netns, pmi_server
 
@@ -82,16 +82,28 @@ _HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
 # (the shell's read takes exactly that line from a pipe, byte by byte), the
 # program inherits the rest of stdin and gets both in its environment, from
 # which the library takes them (and wipes them) in postbox_job_init.
-RSH_WRAPPER = ('IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
+# Its first line on stderr is STARTED_MARKER, which the launcher takes out: it
+# tells a remote shell that could not reach the host (ssh's status 255) from a
+# program that ran, so that only the former is tried again.
+STARTED_MARKER = b"\x01postbox: started\n"
+RSH_WRAPPER = ('printf "\\001postbox: started\\n" >&2; '
+               'IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
                '[ -n "$POSTBOX_JOB_SECRET" ] || '
                '{ echo "postbox run: no job line on the standard input of $0 (an rsh that '
                'does not pass stdin, like ssh -n?)" >&2; exit 126; }; '
                'export POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET; exec "$0" "$@"')
+# a remote shell that ends with this status before the wrapper started could
+# not reach its host (ssh's own failures): tried again with back-off, from
+# RSH_RETRY_FIRST s doubling to RSH_RETRY_MAX s, for POSTBOX_HOST_WAIT s
+RSH_UNREACHED = 255
+RSH_RETRY_FIRST = 0.25
+RSH_RETRY_MAX = 4.0
+HOST_WAIT = 30.0
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R]]] [--tag-output]
        {indent} [--timeout S] [-x VAR=value]...
-       {indent} [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
+       {indent} [--hosts H1[:N],H2,... | --hostfile FILE] [--rsh CMD] [--pmi-address A]
        {indent} PROGRAM [ARGS...]
 
 Start N ranks of PROGRAM on this host (or on the --hosts) as one job and
@@ -124,7 +136,17 @@ options:
                     node per host), each as: RSH HOST env VAR=... sh -c ...
                     PROGRAM ARGS, with the rank's token and the job secret on
                     the first line of its stdin (see docs/launch.md)
-  --rsh CMD         the remote shell for --hosts (default $POSTBOX_RSH or ssh)
+  --hostfile FILE   (also -f, --machinefile) the hosts, one a line: host,
+                    host:N or host slots=N (N ranks fill a host's slots, host
+                    by host; more ranks than slots fill them again); without
+                    --hosts, --nodes, --netns or --universe, $HYDRA_HOST_FILE
+                    or Open MPI's hostfile variable names it
+  --rsh CMD         the remote shell for --hosts (default $POSTBOX_RSH or ssh),
+                    plus the words of $POSTBOX_RSH_ARGS (or Hydra's or Open
+                    MPI's variable of extra ssh arguments); a host that does
+                    not resolve yet, or that ssh cannot reach yet (status
+                    255), is tried again with back-off for $POSTBOX_HOST_WAIT
+                    seconds (default 30)
   --pmi-address A   with --hosts: the address of this machine the hosts reach,
                     where the PMI port listens (default: found by routing)
   -h, --help        show this help and exit
@@ -151,6 +173,7 @@ examples:
   {prog} -n 4 --nodes 2 --netns build/bin/postbox-job-view
   {prog} -n 2 --nodes 2 --netns --rails 2 build/bin/postbox-rsm-net-bench
   {prog} -n 8 --hosts node1,node2 /opt/app/bin/solver input.dat
+  {prog} -n 8 --hostfile /etc/mpi/hostfile /opt/app/bin/solver input.dat
 """
 
 
@@ -169,6 +192,8 @@ class Options:
     netns: bool = False
     rails: int = 1
     hosts: List[str] = field(default_factory=list)
+    # --hosts/--hostfile: the ranks of each host, in host order (rank blocks)
+    host_ranks: List[int] = field(default_factory=list)
     rsh: Optional[str] = None
     pmi_address: Optional[str] = None
     program: str = ""
@@ -186,6 +211,96 @@ def _positive_int(option: str, text: str) -> int:
     if value < 1:
         raise UsageError("%s wants a positive integer, not %r" % (option, text))
     return value
+
+
+# variables naming a hostfile when the command line names no hosts: Hydra's,
+# then Open MPI's (PRRTE, then the older ORTE name)
+HOSTFILE_VARIABLES = ("HYDRA_HOST_FILE", "PRTE_MCA_prte_default_hostfile",
+                      "OMPI_MCA_orte_default_hostfile")
+# variables with extra arguments for the remote shell: Postbox's, Hydra's,
+# Open MPI's (the first one set is used)
+RSH_ARGS_VARIABLES = ("POSTBOX_RSH_ARGS", "HYDRA_LAUNCHER_EXTRA_ARGS", "PRTE_MCA_plm_ssh_args",
+                      "OMPI_MCA_plm_rsh_args")
+_HOST_COUNT = re.compile(r"^(.*[^:]):([0-9]+)$")
+
+
+def host_entry(text: str, where: str) -> Tuple[str, int]:
+    """(host, slots) of one entry "host" or "host:N" (an IPv6 address in
+    brackets: "[::1]:2"); slots 0 when not given.  UsageError naming @where."""
+    count = _HOST_COUNT.match(text)
+    host, slots = text, 0
+    if count is not None and (":" not in count.group(1) or count.group(1).endswith("]")):
+        host, slots = count.group(1), int(count.group(2))
+        if slots < 1:
+            raise UsageError("%s: %r gives a host no slots" % (where, text))
+    if not _HOST_NAME.match(host) or host.startswith("-"):
+        raise UsageError("%s: %r is not a host name" % (where, text))
+    return host, slots
+
+
+def parse_hostfile(text: str, source: str) -> List[Tuple[str, int]]:
+    """The (host, slots) of a hostfile's lines, in order, a host named twice
+    once with its slots added: "host", "host:N" (Hydra) or "host slots=N"
+    (Open MPI; max_slots= is accepted and ignored); "#" starts a comment.
+    Slots 0: not given.  UsageError naming @source and the line."""
+    hosts: Dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = "%s line %d" % (source, number)
+        host, slots = host_entry(words[0], where)
+        for word in words[1:]:
+            key, has_value, value = word.partition("=")
+            if key in ("slots", "max_slots", "max-slots") and has_value and value.isdigit() \
+                    and int(value) >= 1:
+                if key == "slots":
+                    if slots:
+                        raise UsageError("%s: slots given twice" % where)
+                    slots = int(value)
+            else:
+                raise UsageError("%s: %r is not slots=N (a host per line: host, host:N or "
+                                 "host slots=N)" % (where, word))
+        if host in hosts and (hosts[host] == 0) != (slots == 0):
+            raise UsageError("%s: %s is named again, with%s slots this time"
+                             % (where, host, "" if slots else "out"))
+        hosts[host] = hosts.get(host, 0) + slots
+    if not hosts:
+        raise UsageError("%s names no host" % source)
+    return list(hosts.items())
+
+
+def read_hostfile(path: str, what: str) -> List[Tuple[str, int]]:
+    """parse_hostfile of the file @path (@what says where its name came from)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 20)
+    except OSError as exc:
+        raise UsageError("%s %s: %s" % (what, path, exc.strerror or exc)) from None
+    return parse_hostfile(text, "%s %s" % (what, path))
+
+
+def place_ranks(size: int, hosts: Sequence[Tuple[str, int]]) -> Tuple[List[str], List[int]]:
+    """(hosts, ranks per host) for @size ranks on @hosts ((host, slots), slots
+    0 meaning as many as an even share): each host's slots are filled in
+    order, and when the ranks outnumber the slots the hosts are filled again
+    in the same proportions (oversubscribed); ranks stay in blocks, host by
+    host, and hosts left without a rank are dropped."""
+    if all(slots == 0 for _, slots in hosts):
+        # an even share, in blocks like --nodes
+        counts = pmi_server.node_sizes(size, len(hosts)) if size >= len(hosts) else \
+            [1] * size + [0] * (len(hosts) - size)
+    else:
+        slots = [s if s else 1 for _, s in hosts]
+        counts = [0] * len(hosts)
+        left = size
+        while left > 0:
+            for index, count in enumerate(slots):
+                take = min(count, left)
+                counts[index] += take
+                left -= take
+    used = [(host, count) for (host, _), count in zip(hosts, counts) if count > 0]
+    return [host for host, _ in used], [count for _, count in used]
 
 
 def _check_rsh(what: str, command: str) -> None:
@@ -206,6 +321,8 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     opts = Options()
     argv = list(argv)
     nodes_given = False
+    hosts_given: List[Tuple[str, int]] = []
+    hostfile: Optional[Tuple[str, str]] = None   # (option or variable, path)
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -270,12 +387,16 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             opts.rails = int(text)
         elif name == "--hosts":
             text = value()
-            hosts = text.split(",")
-            for host in hosts:
-                if not _HOST_NAME.match(host) or host.startswith("-"):
-                    raise UsageError("--hosts wants host names separated by commas, not %r"
-                                     % text)
-            opts.hosts = hosts
+            try:
+                entries = [host_entry(host, "--hosts") for host in text.split(",")]
+            except UsageError:
+                raise UsageError("--hosts wants host names (host or host:N) separated by "
+                                 "commas, not %r" % text) from None
+            if len({host for host, _ in entries}) < len(entries):
+                raise UsageError("--hosts names a host twice: %r" % text)
+            hosts_given = entries
+        elif name in ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f"):
+            hostfile = (name, value())
         elif name == "--rsh":
             opts.rsh = value()
             _check_rsh("--rsh", opts.rsh)
@@ -293,20 +414,38 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     if opts.rails > 1 and not opts.netns:
         raise UsageError("--rails needs --netns (the links are veth pairs between the "
                          "virtual nodes' network namespaces)")
+    if hosts_given and hostfile is not None:
+        raise UsageError("--hosts and %s cannot be combined" % hostfile[0])
+    if not hosts_given and hostfile is None and not (nodes_given or opts.netns
+                                                     or opts.universe is not None):
+        for variable in HOSTFILE_VARIABLES:
+            if os.environ.get(variable):
+                hostfile = (variable, os.environ[variable])
+                break
+    if hostfile is not None:
+        hosts_given = read_hostfile(hostfile[1], hostfile[0])
+    elif hosts_given and len(hosts_given) > opts.size:
+        raise UsageError("--hosts names %d hosts, more than the %d rank%s (every host "
+                         "needs a rank)" % (len(hosts_given), opts.size,
+                                            "" if opts.size == 1 else "s"))
+    if hosts_given:
+        opts.hosts, opts.host_ranks = place_ranks(opts.size, hosts_given)
     if opts.hosts:
+        what = "--hosts" if hostfile is None else hostfile[0]
         if nodes_given:
-            raise UsageError("--nodes and --hosts cannot be combined (each host is one node)")
+            raise UsageError("--nodes and %s cannot be combined (each host is one node)" % what)
         if opts.netns:
-            raise UsageError("--netns and --hosts cannot be combined (--netns splits this "
-                             "host into virtual nodes)")
-        if len(opts.hosts) > opts.size:
-            raise UsageError("--hosts names %d hosts, more than the %d rank%s (every host "
-                             "needs a rank)" % (len(opts.hosts), opts.size,
-                                                "" if opts.size == 1 else "s"))
+            raise UsageError("--netns and %s cannot be combined (--netns splits this "
+                             "host into virtual nodes)" % what)
         opts.nodes = len(opts.hosts)
         if opts.rsh is None:
             opts.rsh = os.environ.get("POSTBOX_RSH") or "ssh"
             _check_rsh("POSTBOX_RSH", opts.rsh)
+        for variable in RSH_ARGS_VARIABLES:
+            if os.environ.get(variable):
+                _check_rsh(variable, "rsh " + os.environ[variable])
+                opts.rsh += " " + os.environ[variable]
+                break
     else:
         for given, option in ((opts.rsh, "--rsh"), (opts.pmi_address, "--pmi-address")):
             if given is not None:
@@ -317,7 +456,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
                              "holds them)" % (opts.universe, opts.size,
                                               "" if opts.size == 1 else "s"))
         if opts.hosts:
-            raise UsageError("--universe and --hosts cannot be combined (processes are "
+            raise UsageError("--universe cannot be combined with hosts (processes are "
                              "spawned on this host only)")
     if opts.nodes > opts.size:
         raise UsageError("--nodes %d is more than the %d rank%s (every virtual node needs "
@@ -361,16 +500,28 @@ class Output:
 class Stream:
     """One rank's stdout or stderr: cut into lines, tagged, written out."""
 
-    def __init__(self, fd: int, out: Output, prefix: bytes):
+    def __init__(self, fd: int, out: Output, prefix: bytes,
+                 on_marker: Optional[Callable[[], None]] = None):
         self.fd = fd
         self.out = out
         self.prefix = prefix
         self.buffer = b""
         self.midline = False   # part of the current line is already written
         self.open = True
+        # a remote rank's stderr: its first line, when STARTED_MARKER, is
+        # taken out and reported to on_marker
+        self.on_marker = on_marker
 
     def feed(self, data: bytes) -> None:
         self.buffer += data
+        if self.on_marker is not None:
+            if len(self.buffer) < len(STARTED_MARKER) and \
+                    STARTED_MARKER.startswith(self.buffer):
+                return
+            if self.buffer.startswith(STARTED_MARKER):
+                self.buffer = self.buffer[len(STARTED_MARKER):]
+                self.on_marker()
+            self.on_marker = None
         end = self.buffer.rfind(b"\n")
         if end >= 0:
             lines, self.buffer = self.buffer[:end + 1], self.buffer[end + 1:]
@@ -409,6 +560,10 @@ class Rank:
         self.host = host          # --hosts: started over rsh on this host
         self.claimed = False      # --hosts: a connection proved its token
         self.token = b""          # --hosts: its one-time PMI token
+        self.started = False      # --hosts: the remote wrapper ran (STARTED_MARKER)
+        self.retry_at: Optional[float] = None   # --hosts: when to start the rsh again
+        self.retry_delay = RSH_RETRY_FIRST
+        self.start_deadline = 0.0
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
@@ -432,17 +587,18 @@ class Pending:
         self.deadline = deadline
 
 
-def _env_number(name: str, default: float, integer: bool) -> float:
-    """The launcher tunable @name from the environment (> 0), else @default."""
+def _env_number(name: str, default: float, integer: bool, zero: bool = False) -> float:
+    """The launcher tunable @name from the environment (> 0, or >= 0 when
+    @zero), else @default."""
     text = os.environ.get(name)
     if not text:
         return default
     try:
         value = int(text) if integer else float(text)
     except ValueError:
-        value = 0
-    if not 0 < value < float("inf"):
-        raise UsageError("%s wants a number > 0, not %r" % (name, text))
+        value = -1
+    if not (0 <= value if zero else 0 < value) or not value < float("inf"):
+        raise UsageError("%s wants a number %s 0, not %r" % (name, ">=" if zero else ">", text))
     return value
 
 
@@ -493,7 +649,10 @@ class Launcher:
         self.stdout = Output(1)
         self.stderr = Output(2)
         self.universe = opts.universe or opts.size
-        vnodes = pmi_server.universe_vnodes(opts.size, self.universe, opts.nodes)
+        if opts.host_ranks:
+            vnodes = [host for host, count in enumerate(opts.host_ranks) for _ in range(count)]
+        else:
+            vnodes = pmi_server.universe_vnodes(opts.size, self.universe, opts.nodes)
         self.universe_nodes = ",".join(str(v) for v in vnodes)
         self.ranks = [Rank(rank, vnodes[rank],
                            opts.hosts[vnodes[rank]] if opts.hosts else None)
@@ -503,7 +662,7 @@ class Launcher:
         self.server = pmi_server.PmiServer(self.job_id, opts.size, opts.nodes,
                                            send=self._pmi_send, abort=self._pmi_abort,
                                            close=self._pmi_close, universe=self.universe,
-                                           spawn=self._spawn)
+                                           spawn=self._spawn, vnodes=vnodes)
         # --netns
         self.network: Optional[netns.JobNetwork] = None
         self.guardian: Optional[Tuple[int, int]] = None
@@ -515,6 +674,7 @@ class Launcher:
         self.refusals = RefusalLog(self.log)
         self.handshake_time = HANDSHAKE_TIME
         self.pending_per_peer = PENDING_PER_PEER
+        self.host_wait = HOST_WAIT
         self.sel: Optional[selectors.BaseSelector] = None
         self.code: Optional[int] = None
         self.ending = False
@@ -708,25 +868,10 @@ class Launcher:
             stdin = subprocess.PIPE if rank.rank == 0 and forward_stdin else subprocess.DEVNULL
             if rank.host is not None:
                 rank.token = secrets.token_bytes(pmi_server.TOKEN_LEN)
-                try:
-                    rank.proc = subprocess.Popen(
-                        self._rsh_argv(rank), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, env=self._rsh_env(),
-                        preexec_fn=self._child_setup)
-                except OSError as exc:
-                    self.log("cannot start %s: %s" % (program, exc.strerror or exc))
-                    return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
-                rank.pgid = rank.proc.pid
-                assert rank.proc.stdin is not None
-                try:
-                    # a new pipe takes the ~70 bytes at once
-                    os.write(rank.proc.stdin.fileno(), self._job_line(rank))
-                except OSError:
-                    pass   # the rsh process is gone already: reaped as usual
-                if stdin is not subprocess.PIPE:
-                    rank.proc.stdin.close()
-                    rank.proc.stdin = None
-                self._watch_output(rank)
+                rank.start_deadline = time.monotonic() + self.host_wait
+                code = self._start_remote(rank, stdin is subprocess.PIPE)
+                if code is not None:
+                    return code
                 continue
             code = self._start_local(rank, [program] + opts.args, stdin, None)
             if code is not None:
@@ -734,6 +879,68 @@ class Launcher:
         if opts.timeout is not None:
             self.deadline = time.monotonic() + opts.timeout
         return None
+
+    def _start_remote(self, rank: Rank, forward_stdin: bool) -> Optional[int]:
+        """Start @rank over the remote shell (again, after a retry), its job
+        line on the shell's stdin; an exit status when that failed (said)."""
+        try:
+            rank.proc = subprocess.Popen(
+                self._rsh_argv(rank), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self._rsh_env(), preexec_fn=self._child_setup)
+        except OSError as exc:
+            self.log("cannot start %s: %s" % (self.opts.rsh_argv0(), exc.strerror or exc))
+            return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_EXECUTE
+        rank.returncode = None
+        rank.pgid = rank.proc.pid
+        assert rank.proc.stdin is not None
+        try:
+            # a new pipe takes the ~70 bytes at once
+            os.write(rank.proc.stdin.fileno(), self._job_line(rank))
+        except OSError:
+            pass   # the rsh process is gone already: reaped as usual
+        if not forward_stdin:
+            rank.proc.stdin.close()
+            rank.proc.stdin = None
+        self._watch_output(rank)
+        return None
+
+    def _retry_remote(self, rank: Rank, returncode: int) -> bool:
+        """Whether @rank's remote shell, ended with @returncode, is to be
+        started again: it did not reach the host (RSH_UNREACHED before the
+        wrapper ran) and the host wait is not over; if so it is scheduled."""
+        if rank.host is None or rank.started or returncode != RSH_UNREACHED or \
+                rank.world != 0:
+            return False
+        now = time.monotonic()
+        if now + rank.retry_delay > rank.start_deadline:
+            self.log("%s could not reach host %s for %g s (POSTBOX_HOST_WAIT); giving up"
+                     % (self.opts.rsh_argv0(), rank.host, self.host_wait))
+            return False
+        if rank.retry_delay == RSH_RETRY_FIRST:
+            self.log("%s could not reach host %s (status %d) for rank %d; trying again for up "
+                     "to %g s" % (self.opts.rsh_argv0(), rank.host, returncode, rank.rank,
+                                  self.host_wait))
+        rank.retry_at = now + rank.retry_delay
+        rank.retry_delay = min(2 * rank.retry_delay, RSH_RETRY_MAX)
+        return True
+
+    def _start_retries(self, now: float) -> None:
+        for rank in self.ranks:
+            if rank.retry_at is None or rank.retry_at > now:
+                continue
+            rank.retry_at = None
+            if self.ending:
+                continue
+            # rank 0's stdin goes to the new shell (what the failed one was
+            # handed is lost: it never reached the host)
+            forward_stdin = rank.rank == 0 and self.stdin_pipe is not None
+            if forward_stdin:
+                self._close_stdin_pipe()
+                self.stdin_buffer = b""
+            code = self._start_remote(rank, forward_stdin)
+            if code is not None:
+                self._end("%s (node %s) cannot be started again; ending the job"
+                          % (self.who(rank.rank), self.node(rank.rank)), code)
 
     def _start_local(self, rank: Rank, argv: List[str], stdin,
                      cwd: Optional[str]) -> Optional[int]:
@@ -807,14 +1014,18 @@ class Launcher:
             assert pipe is not None
             fd = pipe.fileno()
             os.set_blocking(fd, False)
-            stream = Stream(fd, out, prefix)
+            marker = None
+            if rank.host is not None and pipe is rank.proc.stderr:
+                marker = lambda rank=rank: setattr(rank, "started", True)  # noqa: E731
+            stream = Stream(fd, out, prefix, marker)
             rank.streams.append(stream)
             self.sel.register(fd, selectors.EVENT_READ, ("out", stream))
         if rank.rank == 0 and rank.proc.stdin is not None:
             self.stdin_pipe = rank.proc.stdin.fileno()
             os.set_blocking(self.stdin_pipe, False)
-            self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
-            self.stdin_reading = True
+            if not self.stdin_eof:
+                self.sel.register(0, selectors.EVENT_READ, ("stdin", None))
+                self.stdin_reading = True
 
     # -- --netns
 
@@ -842,13 +1053,32 @@ class Launcher:
 
     # -- --hosts: PMI over TCP
 
+    def _resolve(self, name: str, port: Optional[int], kind: int) -> list:
+        """getaddrinfo of host @name, tried again with back-off while the name
+        does not resolve yet (a cluster's name service may learn of a node after
+        the job starts), for up to POSTBOX_HOST_WAIT s; socket.gaierror after."""
+        deadline = time.monotonic() + self.host_wait
+        delay = RSH_RETRY_FIRST
+        while True:
+            try:
+                return socket.getaddrinfo(name, port, type=kind)
+            except socket.gaierror as exc:
+                if exc.errno not in (socket.EAI_NONAME, socket.EAI_AGAIN) or \
+                        time.monotonic() + delay > deadline or self.pending_signals:
+                    raise
+                if delay == RSH_RETRY_FIRST:
+                    self.log("host %s does not resolve yet (%s); trying again for up to %g s "
+                             "(POSTBOX_HOST_WAIT)" % (name, exc.strerror, self.host_wait))
+                time.sleep(delay)
+                delay = min(2 * delay, RSH_RETRY_MAX)
+
     def _host_addresses(self) -> set:
         """Every address the --hosts resolve to (UsageError when one does not)."""
         found = set()
         for host in self.opts.hosts:
             name = host.rsplit("@", 1)[-1].strip("[]")
             try:
-                infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+                infos = self._resolve(name, None, socket.SOCK_STREAM)
             except socket.gaierror as exc:
                 raise UsageError("cannot resolve host %s (%s): the PMI port accepts only the "
                                  "hosts' addresses" % (name, exc.strerror)) from None
@@ -859,9 +1089,9 @@ class Launcher:
         """This machine's address towards the hosts (UsageError when unclear)."""
         found: Dict[str, str] = {}
         for host in self.opts.hosts:
-            name = host.rsplit("@", 1)[-1]
+            name = host.rsplit("@", 1)[-1].strip("[]")
             try:
-                infos = socket.getaddrinfo(name, 9, type=socket.SOCK_DGRAM)
+                infos = self._resolve(name, 9, socket.SOCK_DGRAM)
             except socket.gaierror as exc:
                 raise UsageError("cannot resolve host %s (%s): give --pmi-address, the "
                                  "address of this machine that the hosts reach"
@@ -883,6 +1113,7 @@ class Launcher:
 
     def _start_pmi_port(self) -> Optional[int]:
         try:
+            self.host_wait = _env_number("POSTBOX_HOST_WAIT", HOST_WAIT, False, zero=True)
             address = self.opts.pmi_address or self._find_pmi_address()
             self.allowed_peers = self._host_addresses()
             self.handshake_time = _env_number("POSTBOX_PMI_HANDSHAKE_TIME", HANDSHAKE_TIME,
@@ -1050,6 +1281,7 @@ class Launcher:
                 wake_at.append(self.deadline)
             if self.drain_deadline is not None:
                 wake_at.append(self.drain_deadline)
+            wake_at += [rank.retry_at for rank in self.ranks if rank.retry_at is not None]
             for key, mask in self.sel.select(max(0.0, min(wake_at) - now)):
                 kind, obj = key.data
                 if kind == "wake":
@@ -1074,6 +1306,7 @@ class Launcher:
             self._reap()
             self._check_barrier_deadlock()
             now = time.monotonic()
+            self._start_retries(now)
             if self.pending:
                 self._expire_pending(now)
             if self.deadline is not None and not self.ending and now >= self.deadline:
@@ -1081,7 +1314,7 @@ class Launcher:
                           % self.opts.timeout, EXIT_TIMEOUT)
             while self.kill_schedule and self.kill_schedule[0][0] <= now:
                 self._signal_all(self.kill_schedule.pop(0)[1])
-            if not any(rank.alive for rank in self.ranks):
+            if not any(rank.alive or rank.retry_at is not None for rank in self.ranks):
                 if self.drain_deadline is None:
                     self.drain_deadline = now + DRAIN_TIME
                 open_streams = any(s.open for rank in self.ranks for s in rank.streams)
@@ -1254,6 +1487,8 @@ class Launcher:
                 continue
             rank.returncode = returncode
             if self.ending:
+                continue
+            if self._retry_remote(rank, returncode):
                 continue
             if returncode < 0:
                 status = 128 - returncode

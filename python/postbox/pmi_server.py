@@ -476,6 +476,9 @@ class PmiServer:
                                 world.slots); returns None when every one was
                                 started, else why not (one line).  Without
                                 it, a spawn is refused.
+
+    @vnodes, when given, is the node of each slot (a hostfile's blocks of
+    unequal size); else the slots lie in even blocks (universe_vnodes).
     """
 
     def __init__(self, job_id: str, size: int, nodes: int,
@@ -484,7 +487,8 @@ class PmiServer:
                  close: Callable[[int, Optional[str]], None],
                  names: Optional[NameService] = None,
                  universe: Optional[int] = None,
-                 spawn: Optional[Callable[[World, List[SpawnApp]], Optional[str]]] = None):
+                 spawn: Optional[Callable[[World, List[SpawnApp]], Optional[str]]] = None,
+                 vnodes: Optional[List[int]] = None):
         if len(job_id) > KVSNAME_MAX:
             raise ValueError("job id longer than %d characters" % KVSNAME_MAX)
         universe = size if universe is None else universe
@@ -499,7 +503,8 @@ class PmiServer:
         self._abort = abort
         self._close = close
         self._spawn = spawn
-        self.vnode = universe_vnodes(size, universe, nodes)
+        self.vnode = list(vnodes) if vnodes is not None else universe_vnodes(size, universe,
+                                                                             nodes)
         # (connection, key, thrid) waiting in info-getnodeattr wait=TRUE
         self.node_waiters: List[Tuple[Connection, str, Optional[str]]] = []
         self.connections = [Connection(self, slot) for slot in range(universe)]

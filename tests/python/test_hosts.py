@@ -310,6 +310,7 @@ def test_unresolvable_host_asks_for_pmi_address(monkeypatch, capfd):
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
+    monkeypatch.setenv("POSTBOX_HOST_WAIT", "0")
     assert launch.main(["-n", "2", "--hosts", "nowhere,b", "--rsh", "true", "true"]) == 2
     err = capfd.readouterr().err
     assert "cannot resolve host nowhere (Name or service not known): give --pmi-address" \
@@ -472,3 +473,122 @@ def test_an_rsh_that_does_not_pass_stdin_is_reported(tmp_path):
     assert result.returncode == 126
     assert result.stdout == ""
     assert "postbox run: no job line on the standard input of echo" in result.stderr
+
+
+# ---- hostfiles, slots, and hosts that are not up yet -------------------------
+
+def test_hostfile_lines_of_hydra_and_open_mpi():
+    text = ("# the job's hosts\nnode1:2\nnode2 slots=3 max_slots=8  # comment\n\n"
+            "[fe80::1]:2\nnode3\nnode1:1\n")
+    assert launch.parse_hostfile(text, "f") == [("node1", 3), ("node2", 3), ("[fe80::1]", 2),
+                                                ("node3", 0)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a:0\n", "f line 1: 'a:0' gives a host no slots"),
+    ("a\nb slots=two\n", "f line 2: 'slots=two' is not slots=N"),
+    ("a slots=1 slots=2\n", "f line 1: slots given twice"),
+    ("a:2\na\n", "f line 2: a is named again, without slots this time"),
+    ("-a\n", "f line 1: '-a' is not a host name"),
+    ("# nothing\n\n", "f names no host"),
+])
+def test_hostfile_errors_name_the_line(text, message):
+    with pytest.raises(launch.UsageError) as caught:
+        launch.parse_hostfile(text, "f")
+    assert str(caught.value).startswith(message)
+
+
+def test_ranks_fill_the_slots_in_blocks_and_wrap_when_oversubscribed():
+    slots = [("a", 2), ("b", 3)]
+    assert launch.place_ranks(3, slots) == (["a", "b"], [2, 1])
+    assert launch.place_ranks(5, slots) == (["a", "b"], [2, 3])
+    assert launch.place_ranks(7, slots) == (["a", "b"], [4, 3])
+    assert launch.place_ranks(2, slots) == (["a"], [2])   # b gets no rank: dropped
+    assert launch.place_ranks(5, [("a", 0), ("b", 0)]) == (["a", "b"], [3, 2])
+
+
+def test_hostfile_option_and_variable(tmp_path, monkeypatch):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("n1:2\nn2:2\n")
+    opts = launch.parse_args(["-n", "3", "-f", str(hostfile), "true"])
+    assert (opts.hosts, opts.host_ranks, opts.nodes) == (["n1", "n2"], [2, 1], 2)
+    monkeypatch.setenv("HYDRA_HOST_FILE", str(hostfile))
+    opts = launch.parse_args(["-n", "4", "true"])
+    assert (opts.hosts, opts.host_ranks) == (["n1", "n2"], [2, 2])
+    # virtual nodes asked for: the variable is not a request for hosts
+    assert launch.parse_args(["-n", "4", "--nodes", "2", "true"]).hosts == []
+    with pytest.raises(launch.UsageError, match="--hosts and --hostfile cannot be combined"):
+        launch.parse_args(["-n", "2", "--hosts", "a", "--hostfile", str(hostfile), "true"])
+    with pytest.raises(launch.UsageError, match="no-such: No such file"):
+        launch.parse_args(["-n", "2", "--hostfile", str(tmp_path / "no-such"), "true"])
+
+
+def test_rsh_extra_arguments_from_the_environment(monkeypatch):
+    monkeypatch.setenv("HYDRA_LAUNCHER_EXTRA_ARGS", "-p 2222 -o ConnectionAttempts=10")
+    opts = launch.parse_args(["-n", "2", "--hosts", "a,b", "true"])
+    assert opts.rsh == "ssh -p 2222 -o ConnectionAttempts=10"
+    monkeypatch.setenv("POSTBOX_RSH_ARGS", "-q")
+    assert launch.parse_args(["-n", "2", "--hosts", "a,b", "true"]).rsh == "ssh -q"
+
+
+def test_job_over_a_hostfile_with_slots(tmp_path, rsh):
+    rsh_path, log = rsh
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("%s slots=2\n%s slots=1\n" % (A, B))
+    prog = script(tmp_path, "where", "#!/bin/sh\necho \"rank $PMI_ID\"\n")
+    result = hosts_run(rsh_path, "-n", 3, "--hostfile", str(hostfile), prog, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.split("\n")[:-1]) == ["rank 0", "rank 1", "rank 2"]
+    started = [line.split()[0] for line in log.read_text().splitlines()]
+    assert sorted(started) == [A, A, B]
+    assert "postbox: started" not in result.stderr   # the wrapper's marker is taken out
+
+
+def test_host_that_is_not_up_yet_is_tried_again(tmp_path, rsh, monkeypatch):
+    rsh_path, log = rsh
+    # an rsh that fails as ssh does (status 255, nothing run) twice per host
+    flaky = script(tmp_path, "flaky-rsh", """#!/bin/sh
+count="$FAKE_RSH_LOG.$1"
+echo x >> "$count"
+if [ "$(wc -l < "$count")" -le 2 ]; then
+    echo "ssh: connect to host $1 port 22: Connection refused" >&2
+    exit 255
+fi
+exec %s "$@"
+""" % rsh_path)
+    result = hosts_run(flaky, "-n", 2, "--hosts", "%s,%s" % (A, B), "true", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "could not reach host %s (status 255) for rank 0; trying again" % A in result.stderr
+    assert len(log.read_text().splitlines()) == 2   # each rank ran once
+
+
+def test_program_ending_with_255_is_not_run_again(tmp_path, rsh):
+    rsh_path, log = rsh
+    result = hosts_run(rsh_path, "-n", 1, "--hosts", A, "sh", "-c", "exit 255", timeout=30)
+    assert result.returncode == 255
+    assert "trying again" not in result.stderr
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_host_that_never_comes_up_ends_the_job(tmp_path, monkeypatch):
+    down = script(tmp_path, "down-rsh", "#!/bin/sh\necho 'ssh: no route' >&2\nexit 255\n")
+    monkeypatch.setenv("POSTBOX_HOST_WAIT", "1")
+    result = hosts_run(down, "-n", 1, "--hosts", A, "true", timeout=30)
+    assert result.returncode == 255
+    assert "could not reach host %s for 1 s (POSTBOX_HOST_WAIT); giving up" % A in result.stderr
+
+
+def test_name_that_resolves_late_is_waited_for(monkeypatch, capfd):
+    real = socket.getaddrinfo
+    calls = []
+
+    def late(host, *args, **kwargs):
+        calls.append(host)
+        if host == "late-node" and calls.count(host) <= 2:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real("127.0.0.1" if host == "late-node" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", late)
+    launcher = launch.Launcher(launch.parse_args(["-n", "1", "--hosts", "late-node", "true"]))
+    assert launcher._host_addresses() == {"127.0.0.1"}
+    assert "host late-node does not resolve yet" in capfd.readouterr().err
