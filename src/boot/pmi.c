@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +569,24 @@ static pb_status_t pmi_answer_challenge(pb_boot_pmi_t *pmi, const pb_boot_pmi_ms
     return pmi_send(pmi, &query, version);
 }
 
+/* The IPv4 address of this end of the last PMI_PORT connection (network
+ * order; 0: none, or not IPv4). */
+static _Atomic uint32_t pmi_local_ipv4;
+
+static void record_local_ipv4(int fd)
+{
+    struct sockaddr_storage local;
+    socklen_t len = sizeof(local);
+
+    if (getsockname(fd, (struct sockaddr *)&local, &len) == 0 && local.ss_family == AF_INET)
+        atomic_store(&pmi_local_ipv4, ((struct sockaddr_in *)&local)->sin_addr.s_addr);
+}
+
+uint32_t pb_boot_pmi_local_ipv4(void)
+{
+    return atomic_load(&pmi_local_ipv4);
+}
+
 /* pmi_call for the message that names this rank (@id) to a PMI_PORT
  * server: a server that asks for the token proof first gets it. */
 static pb_status_t pmi_call_proven(pb_boot_pmi_t *pmi, const pb_boot_pmi_msg_t *query, int version,
@@ -716,6 +735,7 @@ static pb_status_t pmi_connect_port(const char *address, int *fd_p)
         return PB_ERR_UNREACHABLE;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    record_local_ipv4(fd);
     *fd_p = fd;
     return PB_OK;
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "boot/identity.h"
+#include "boot/pmi.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/config.h"
 #include "util/log.h"
@@ -89,12 +90,19 @@ int pb_tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS])
 int pb_tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS])
 {
     const char *text = pb_config_get_string("POSTBOX_TCP_ADDR");
+    uint32_t routed = pb_boot_pmi_local_ipv4();
     int count;
 
     if (text == NULL || text[0] == '\0')
         text = getenv("POSTBOX_NETNS_RAILS");
     if (text == NULL || text[0] == '\0')
         text = getenv("POSTBOX_NETNS_ADDR");
+    if ((text == NULL || text[0] == '\0') && routed != 0) {
+        /* started on a host by the launcher over the network: the address
+         * this host reached the launcher from, which the other hosts reach */
+        addrs[0] = routed;
+        return 1;
+    }
     if (text == NULL || text[0] == '\0')
         text = "127.0.0.1";
     count = pb_tcp_parse_addrs(text, addrs);
