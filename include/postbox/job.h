@@ -74,7 +74,8 @@ int postbox_job_world_first(void);
 int postbox_job_world_size(void);
 
 /** The index of this process's command in the spawn that started it (0
- *  for the first ranks; PMI's appnum); -1 before postbox_job_init. */
+ *  for the first ranks; PMI's appnum, 0 when the process manager does not
+ *  give one, as Slurm's PMI-2 does not); -1 before postbox_job_init. */
 int postbox_job_appnum(void);
 
 /* One command of postbox_job_spawn. */

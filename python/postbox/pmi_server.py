@@ -81,7 +81,8 @@ MAX_SPAWN_BLOCK = 65536
 # Postbox's own keys that name the rank that puts them: only that rank may
 _RANK_KEY = re.compile(r"^pb-(?:node|tcp|mpi-rank)-(-?[0-9]+)(?:-[0-9]+)?$")
 
-_V2_HEADER = re.compile(rb"^ *[0-9]{1,6}$")
+# digits padded with spaces on either side ("%6d" or, as Slurm's do, "%-6d")
+_V2_HEADER = re.compile(rb"^ *[0-9]{1,6} *$")
 
 
 class ProtocolError(Exception):

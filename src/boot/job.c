@@ -424,7 +424,13 @@ PB_EXPORT int postbox_job_world_size(void)
 
 PB_EXPORT int postbox_job_appnum(void)
 {
-    return boot.state == JOB_STATE_READY ? pb_boot_pmi_appnum(boot.pmi) : -1;
+    int appnum;
+
+    if (boot.state != JOB_STATE_READY)
+        return -1;
+    /* a process manager that does not say (Slurm's PMI-2) started one command */
+    appnum = pb_boot_pmi_appnum(boot.pmi);
+    return appnum >= 0 ? appnum : 0;
 }
 
 PB_EXPORT int postbox_job_universe(void)

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -398,18 +399,21 @@ static pb_status_t pmi_recv_v2(pb_boot_pmi_t *pmi, pb_boot_pmi_msg_t *msg)
             return status;
     }
     start = pmi->rbuf + pmi->rstart;
-    /* "%6u": leading spaces, then only digits */
-    for (int i = 0; i < PMI_V2_HEADER; i++) {
-        if (isdigit((unsigned char)start[i])) {
+    /* digits padded with spaces: "%6u" (Hydra) or "%-6u" (Slurm's slurmstepd) */
+    for (int i = 0, trailing = 0; i < PMI_V2_HEADER; i++) {
+        if (isdigit((unsigned char)start[i]) && !trailing) {
             body = body * 10 + (size_t)(start[i] - '0');
             digits++;
-        } else if (start[i] != ' ' || digits > 0) {
+        } else if (start[i] == ' ') {
+            trailing = digits > 0;
+        } else {
             digits = 0;
             break;
         }
     }
     if (digits == 0 || body > PB_BOOT_PMI_MSG_MAX) {
-        pb_error("PMI: bad length field '%.6s' from the process manager (\"%%6u\", at most %d)",
+        pb_error("PMI: bad length field '%.6s' from the process manager (6 characters: "
+                 "digits padded with spaces, at most %d)",
                  start, PB_BOOT_PMI_MSG_MAX);
         return PB_ERR_PROTOCOL;
     }
@@ -582,9 +586,36 @@ static void record_local_ipv4(int fd)
         atomic_store(&pmi_local_ipv4, ((struct sockaddr_in *)&local)->sin_addr.s_addr);
 }
 
+/* The source address the routing table picks towards IPv4 address @text
+ * (network order), or 0. */
+static uint32_t route_source_ipv4(const char *text)
+{
+    struct sockaddr_in peer = {.sin_family = AF_INET, .sin_port = htons(9)};
+    struct sockaddr_in local;
+    socklen_t len = sizeof(local);
+    uint32_t found = 0;
+    int fd;
+
+    if (text == NULL || inet_pton(AF_INET, text, &peer.sin_addr) != 1)
+        return 0;
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    /* a UDP connect sends nothing: it only chooses the route */
+    if (connect(fd, (struct sockaddr *)&peer, sizeof(peer)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&local, &len) == 0)
+        found = local.sin_addr.s_addr;
+    close(fd);
+    return found;
+}
+
 uint32_t pb_boot_pmi_local_ipv4(void)
 {
-    return atomic_load(&pmi_local_ipv4);
+    uint32_t found = atomic_load(&pmi_local_ipv4);
+
+    if (found == 0)
+        found = route_source_ipv4(getenv("SLURM_LAUNCH_NODE_IPADDR"));
+    return found;
 }
 
 /* pmi_call for the message that names this rank (@id) to a PMI_PORT

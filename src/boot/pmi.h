@@ -175,9 +175,10 @@ void pb_boot_pmi_abort(pb_boot_pmi_t *pmi, int exit_code, const char *message)
  * goodbye failed (logged; @pmi is freed anyway). */
 pb_status_t pb_boot_pmi_finalize(pb_boot_pmi_t *pmi);
 
-/* The IPv4 address (network order) from which this process reached its
- * launcher over PMI_PORT: the address of this host that the job's other
- * hosts reach.  0 when PMI does not go over IPv4 TCP (a local PMI_FD). */
+/* The IPv4 address (network order) of this host that the job's other hosts
+ * reach: the one this process reached its launcher from over PMI_PORT, or
+ * under Slurm the one the routing table picks towards the node srun ran on
+ * (SLURM_LAUNCH_NODE_IPADDR).  0 when neither applies (a local launcher). */
 uint32_t pb_boot_pmi_local_ipv4(void);
 
 #endif

@@ -213,6 +213,7 @@ static void case_v2_malformed_rejected(void)
 typedef enum {
     FAKE_V1,          /* a well-behaved PMI-1 server */
     FAKE_V2,          /* a well-behaved PMI-2 server */
+    FAKE_V2_SLURM,    /* FAKE_V2 with length fields left-justified ("%-6u"), as Slurm's */
     FAKE_INITACK,     /* PMI-1 port mode, rank and size on "cmd=set" lines */
     FAKE_PROOF,       /* FAKE_INITACK after a token proof (TEST_TOKEN) */
     FAKE_LONG_LINE,   /* answers init with a line 1000 bytes over the limit */
@@ -235,11 +236,14 @@ static void fake_send(int fd, const char *text)
     pbt_send(fd, text, strlen(text));
 }
 
+/* set by the server of FAKE_V2_SLURM */
+static int fake_left_justified;
+
 static void fake_send_v2(int fd, const char *body)
 {
     char head[8];
 
-    snprintf(head, sizeof(head), "%6u", (unsigned)strlen(body));
+    snprintf(head, sizeof(head), fake_left_justified ? "%-6u" : "%6u", (unsigned)strlen(body));
     pbt_send(fd, head, 6);
     fake_send(fd, body);
 }
@@ -313,6 +317,8 @@ static void fake_server(pbt_peer_t *self, void *varg)
     char line[PB_BOOT_PMI_MSG_MAX + 1024], key[64], value[1024], reply[2048];
     char kvs_key[8][64], kvs_value[8][1024];
     int nkvs = 0, fd = arg->fd;
+
+    fake_left_justified = arg->mode == FAKE_V2_SLURM;
 
     if (arg->other_fd >= 0)
         close(arg->other_fd);
@@ -520,11 +526,11 @@ static void case_session_v1_fd(void)
     pbt_peer_join(&peer, 10000, 0);
 }
 
-static void case_session_v2_fd(void)
+static void session_v2_fd(fake_mode_t mode)
 {
     pb_boot_pmi_t *pmi;
     int fd;
-    pbt_peer_t peer = fake_start(FAKE_V2, &fd);
+    pbt_peer_t peer = fake_start(mode, &fd);
 
     /* PMI_JOBID without POSTBOX_PMI_VERSION selects PMI-2, as under Slurm */
     setenv("PMI_JOBID", "job.7", 1);
@@ -537,6 +543,17 @@ static void case_session_v2_fd(void)
     CHECK_STR(pb_boot_pmi_kvsname(pmi), "job.7");
     session_check(pmi);
     pbt_peer_join(&peer, 10000, 0);
+}
+
+static void case_session_v2_fd(void)
+{
+    session_v2_fd(FAKE_V2);
+}
+
+/* slurmstepd writes the length fields left-justified */
+static void case_session_v2_fd_slurm(void)
+{
+    session_v2_fd(FAKE_V2_SLURM);
 }
 
 static void case_session_v1_port_initack(void)
@@ -712,6 +729,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(v1_advertised_maximum_fits),
     PBT_CASE(session_v1_fd),
     PBT_CASE(session_v2_fd),
+    PBT_CASE(session_v2_fd_slurm),
     PBT_CASE(session_v1_port_initack),
     PBT_CASE(session_v1_port_token_proof),
     PBT_CASE(session_v1_port_proof_after_a_closed_connection),

@@ -98,8 +98,8 @@ int pb_tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS])
     if (text == NULL || text[0] == '\0')
         text = getenv("POSTBOX_NETNS_ADDR");
     if ((text == NULL || text[0] == '\0') && routed != 0) {
-        /* started on a host by the launcher over the network: the address
-         * this host reached the launcher from, which the other hosts reach */
+        /* started by a launcher on another host (--hosts, srun): the
+         * address this host reaches it from, which the other hosts reach */
         addrs[0] = routed;
         return 1;
     }

@@ -430,8 +430,9 @@ int pb_tcp_parse_addrs(const char *text, uint32_t addrs[TCP_MAX_RAILS]);
 
 /* The addresses this process gives other nodes, one per rail:
  * POSTBOX_TCP_ADDR, else the --netns addresses the launcher gave, else
- * the address this host reached the launcher from over PMI_PORT (ranks
- * started on --hosts), else loopback.  @return how many, or 0 (logged) when the setting is wrong.
+ * the address this host reaches the launcher from (ranks started on
+ * --hosts, or by srun: pb_boot_pmi_local_ipv4), else loopback.  @return how many, or 0 (logged)
+ * when the setting is wrong.
  */
 int pb_tcp_local_addrs(uint32_t addrs[TCP_MAX_RAILS]);
 
