@@ -15,8 +15,6 @@ import pytest
 from conftest import built, run_cli
 from postbox import config, info, paths
 
-pytestmark = pytest.mark.short
-
 FAKE_PROBE = '''\
 #!{python}
 """A stand-in for postbox-transport-probe: shm works, tcp fails to publish."""
@@ -71,6 +69,7 @@ def _info_json(*args, env=None) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.short
 def test_json_has_every_part(fake_info_build, launchers_path):
     data = _info_json(env={"PATH": str(launchers_path), "SLURM_JOB_ID": "42",
                            "POSTBOX_NODE_ID": "3", "POSTBOX_JOB_SECRET": "f" * 32})
@@ -109,6 +108,7 @@ def test_json_has_every_part(fake_info_build, launchers_path):
     assert rows["POSTBOX_JOB_ID"]["value"] is None
 
 
+@pytest.mark.short
 def test_secrets_are_never_shown(fake_info_build):
     secret = "0123456789abcdef" * 2
     config_dump = fake_info_build / "bin" / "postbox-config-dump"
@@ -124,6 +124,7 @@ def test_secrets_are_never_shown(fake_info_build):
         assert "(hidden)" in result.stdout, args
 
 
+@pytest.mark.short
 def test_text_lists_every_section(fake_info_build, launchers_path):
     result = run_cli("info", env={"PATH": str(launchers_path), "POSTBOX_NODE_ID": "3"})
     assert result.returncode == 0, result.stderr
@@ -143,6 +144,7 @@ def test_text_lists_every_section(fake_info_build, launchers_path):
     assert "POSTBOX_LOG_LEVEL = warn  (default)" in text
 
 
+@pytest.mark.short
 def test_missing_parts_are_reported_not_fatal(empty_build):
     data = _info_json()
     assert "run `make`" in data["build"]["error"]
@@ -151,6 +153,7 @@ def test_missing_parts_are_reported_not_fatal(empty_build):
     assert [p["state"] for p in data["pmi"]] == ["unknown"] * 3
 
 
+@pytest.mark.short
 def test_a_crashing_probe_is_an_unavailable_transport(fake_info_build):
     _exe(fake_info_build / "bin" / info.PROBE_PROGRAM,
          "#!/bin/sh\n[ \"$1\" = --list ] && { echo shm; exit 0; }\n"
@@ -161,12 +164,14 @@ def test_a_crashing_probe_is_an_unavailable_transport(fake_info_build):
                              "postbox[2] error shm.c:9 no memfd"}
 
 
+@pytest.mark.short
 def test_json_and_config_exclude_each_other(fake_info_build):
     result = run_cli("info", "--json", "--config")
     assert result.returncode == 2
     assert "exclude each other" in result.stderr
 
 
+@pytest.mark.short
 def test_help_names_what_info_reports():
     result = run_cli("info", "--help")
     assert result.returncode == 0
