@@ -63,6 +63,8 @@ LIBRARY_VERSION_MAX = 8192
 
 
 def location() -> dict:
+    """Where the tool runs from: an install prefix, or a build tree and its
+    source tree."""
     prefix = paths.installed_prefix()
     if prefix is not None:
         return {"kind": "installed", "prefix": str(prefix), "bin": str(paths.bin_dir()),
@@ -73,6 +75,7 @@ def location() -> dict:
 
 
 def build_info() -> dict:
+    """build-info.json of the build tree or prefix, or {"error": why not}."""
     path = paths.data_dir() / "build-info.json"
     try:
         return json.loads(path.read_text())
@@ -175,6 +178,8 @@ def _probe_one(probe: str, name: str, environ: Mapping[str, str]) -> dict:
 
 
 def launchers(environ: Mapping[str, str]) -> list:
+    """Each launcher: its command and path on @environ's PATH (None when
+    not found); srun also the Slurm allocation it would run in."""
     path = environ.get("PATH", os.defpath)
     mpirun = paths.bin_dir() / "mpirun"
     out = [{"name": "postbox run", "command": "mpirun",
@@ -190,6 +195,8 @@ def launchers(environ: Mapping[str, str]) -> list:
 
 
 def pmi(build: Mapping) -> list:
+    """Each PMI flavour: supported, not built (by @build's list of PMI
+    clients), or unknown without one."""
     built = build.get("pmi")
     out = []
     for name, how in PMI_FLAVOURS:
@@ -202,6 +209,8 @@ def pmi(build: Mapping) -> list:
 
 
 def tunables(environ: Mapping[str, str]) -> dict:
+    """{"list": every tunable with its value and source under @environ}, with
+    "error" when the table cannot be read."""
     try:
         table = config.load()
     except (paths.MissingProgram, config.ConfigError) as exc:
@@ -215,6 +224,7 @@ def tunables(environ: Mapping[str, str]) -> dict:
 
 
 def gather(environ: Optional[Mapping[str, str]] = None) -> dict:
+    """All of `postbox info` under @environ (default: this process's)."""
     environ = os.environ if environ is None else environ
     build = build_info()
     return {
@@ -240,6 +250,7 @@ def _line(out: list, key: str, value: str, width: int = 14) -> None:
 
 
 def format_text(data: dict) -> str:
+    """@data (from gather) as the text `postbox info` prints."""
     out = ["Postbox %s" % data["version"]]
     where = data["location"]
     if where["kind"] == "installed":

@@ -48,10 +48,12 @@ def _in_prefix(directory: str) -> Path:
 
 
 def repo_root() -> Path:
+    """The source tree this package is in (meaningless for an installed one)."""
     return Path(__file__).resolve().parent.parent.parent
 
 
 def build_dir() -> Path:
+    """$POSTBOX_BUILD_DIR, else the source tree's build/."""
     override = os.environ.get(BUILD_DIR_VARIABLE)
     if override:
         return Path(override).resolve()
