@@ -5,7 +5,7 @@
 
 writes OUTDIR/postbox.1 (from the ``postbox`` command's argparse parser:
 each command with its description and options), OUTDIR/postbox-run.1 (from
-the launcher's help text, ``postbox.launch.HELP``: synopsis, description,
+the launcher's help, ``postbox run --help``: synopsis, description,
 options, exit status, examples) and OUTDIR/postbox-cc.1 (the compiler
 wrapper, whose text is below).  The build runs it (tools/CMakeLists.txt),
 so the pages say what the commands of the same build do; mpirun(1),
@@ -16,6 +16,8 @@ package from ../python beside this file.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
 import sys
 from pathlib import Path
@@ -108,9 +110,19 @@ def postbox_page() -> str:
 
 # ---- postbox-run(1) --------------------------------------------------------------
 
+def run_help(prog: str) -> str:
+    """What `@prog --help` prints (the launcher's own help, however it
+    makes it)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = launch.main(["--help"], prog=prog)
+    if status != 0:
+        raise SystemExit("gen_man.py: %s --help failed (%d)" % (prog, status))
+    return out.getvalue()
+
+
 def run_page() -> str:
-    prog = "postbox run"
-    text = launch.HELP.format(prog=prog, indent=" " * len(prog))
+    text = run_help("postbox run")
     blocks = re.split(r"\n\s*\n", text.strip("\n"))
     out = header("postbox-run", "start an MPI or Postbox job of N ranks (also mpirun, mpiexec)")
     out += [".SH SYNOPSIS", ".nf"]
@@ -145,7 +157,7 @@ def run_page() -> str:
             out += paragraphs(block)
             described = True
     if not (described and options and exits and examples):
-        raise SystemExit("gen_man.py: postbox.launch.HELP has lost a part (description, "
+        raise SystemExit("gen_man.py: `postbox run --help` has lost a part (description, "
                          "options:, exit status: or examples:)")
     out += [".SH SEE ALSO", "postbox(1), postbox\\-cc(1); docs/launch.md of the source"]
     return "\n".join(out) + "\n"
