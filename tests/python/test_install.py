@@ -12,10 +12,13 @@ must still work with nothing of the build or source tree on hand:
   prefix;
 - the moved `postbox info --json` sees the moved prefix, its library and
   transports;
-- `man -l` renders every manual page without a warning.
+- `man -l` renders every manual page without a warning;
+- the modulefile, loaded from the moved prefix and through a link to it in
+  another directory, puts the moved prefix's directories in the environment.
 
 The environment of the moved tools is scrubbed: no PYTHONPATH, no
-POSTBOX_BUILD_DIR, a PATH of the system directories only.
+POSTBOX_BUILD_DIR, no MANPATH or modules, a PATH of the system directories
+only.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ pytestmark = pytest.mark.slow
 
 def _clean_env(**extra: str) -> dict:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("POSTBOX_", "PMI_", "PYTHON", "LD_", "PKG_CONFIG", "CMAKE_"))
-           and k not in ("PATH", "VIRTUAL_ENV")}
+           if not k.startswith(("POSTBOX_", "PMI_", "PYTHON", "LD_", "PKG_CONFIG", "CMAKE_",
+                                "MODULE", "_LMFILES_", "LOADEDMODULES"))
+           and k not in ("PATH", "VIRTUAL_ENV", "MANPATH", "MPICC")}
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
     env.update(extra)
     return env
@@ -103,6 +107,7 @@ def test_layout(installed):
         assert (prefix / path).is_file(), path
     for page in ("postbox", "postbox-run", "postbox-cc", "mpirun", "mpiexec", "mpicc"):
         assert (prefix / "share" / "man" / "man1" / (page + ".1")).is_file(), page
+    assert len(list((prefix / "share" / "modulefiles" / "postbox").iterdir())) == 1
 
 
 def test_no_file_names_the_first_prefix(installed):
@@ -197,3 +202,23 @@ def test_man_pages_render(installed):
     run_page = _run(["man", "-l", prefix / "share" / "man" / "man1" / "mpirun.1"],
                     env={"MANWIDTH": "200", "MANPAGER": "cat", "PAGER": "cat"}).stdout
     assert "--timeout S" in run_page and "EXIT STATUS" in run_page
+
+
+def test_moved_modulefile(installed, tmp_path):
+    modulecmd = shutil.which("modulecmd", path="/usr/local/bin:/usr/bin:/bin")
+    if modulecmd is None:
+        pytest.skip("modulecmd not found (apt-get install environment-modules)")
+    prefix, _ = installed
+    # a site's central module tree often links to the install's modulefile
+    (version,) = (prefix / "share" / "modulefiles" / "postbox").iterdir()
+    central = tmp_path / "central" / "postbox"
+    central.mkdir(parents=True)
+    (central / version.name).symlink_to(version)
+    script = ('eval "$(%s bash load postbox)" && command -v mpicc && '
+              'printf "%%s\\n" "$MANPATH" "$PKG_CONFIG_PATH" "$CMAKE_PREFIX_PATH" "$MPICC" && '
+              'man -w ls >/dev/null' % modulecmd)
+    for where in (prefix / "share" / "modulefiles", central.parent):
+        out = _run(["bash", "-c", script], env={"MODULEPATH": str(where)}).stdout.splitlines()
+        assert out == [str(prefix / "bin" / "mpicc"), "%s/share/man:" % prefix,
+                       str(prefix / "lib" / "pkgconfig"), str(prefix),
+                       str(prefix / "bin" / "mpicc")], where
