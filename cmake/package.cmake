@@ -5,7 +5,7 @@
 #     include/mpi.h, include/postbox/*.h
 #     bin/postbox-cc, bin/mpicc, bin/postbox, bin/mpirun, bin/mpiexec,
 #     lib/postbox/python/, libexec/postbox/, share/postbox/build-info.json,
-#     share/man/man1/                            (tools/CMakeLists.txt)
+#     share/man/man1/, share/modulefiles/postbox/ (tools/CMakeLists.txt)
 #     lib/pkgconfig/postbox.pc                   pkg-config --cflags --libs postbox
 #     lib/pkgconfig/mpi.pc                       the same, with POSTBOX_INSTALL_MPI_PC=ON
 #     lib/cmake/Postbox/                         find_package(Postbox): Postbox::mpi
