@@ -3,8 +3,9 @@ Spack: it compiles; run against a stand-in for Spack's recipe API (the
 directives record what they are given) it declares class Postbox, a
 CMakePackage with version main from the git branch main of the clone it is
 in, the variants tests and mpi, mpi provided only with +mpi, the build
-dependencies (c, cmake, ninja) and Python at build and run time; and its
-cmake_args name CMake options the project has."""
+dependencies (c, cmake, ninja) and Python at build and run time, mpicc
+freed of Spack's compiler wrappers; and its cmake_args name CMake options
+the project has."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def recipe(monkeypatch):
 
     package.CMakePackage = CMakePackage
     package.join_path = lambda *parts: "/".join(parts)
-    for name in ("version", "variant", "provides", "depends_on", "generator", "conflicts"):
+    for name in ("version", "variant", "provides", "depends_on", "generator", "conflicts",
+                 "filter_compiler_wrappers"):
         setattr(package, name, recorder.directive(name))
     package.__all__ = [name for name in vars(package) if not name.startswith("_")]
     spack.package = package
@@ -91,6 +93,8 @@ def test_recipe_declares_what_it_must(recipe):
     assert depends["c"] == "build" and depends["cmake"] == "build"
     assert depends["ninja"] == "build"
     assert set(depends["python"]) == {"build", "run"}
+    # the installed mpicc must not run Spack's build-time compiler wrapper
+    assert (("postbox-cc",), {"relative_root": "bin"}) in rec.named("filter_compiler_wrappers")
     cmake_min = [args[0] for args, _ in rec.named("depends_on") if args[0].startswith("cmake")]
     required = re.search(r"cmake_minimum_required\(VERSION ([0-9.]+)\)",
                          (REPO / "CMakeLists.txt").read_text()).group(1)

@@ -55,6 +55,12 @@ class Postbox(CMakePackage):
     # the postbox command (and with it mpirun, mpiexec) is a Python program
     depends_on("python@3.9:", type=("build", "run"))
 
+    # mpicc runs the compiler Postbox was built with, and build-info.json
+    # names it: after the install, Spack's compiler wrappers there are
+    # replaced by the compilers they stand for
+    filter_compiler_wrappers("postbox-cc", relative_root="bin")
+    filter_compiler_wrappers("build-info.json", relative_root="share/postbox")
+
     def cmake_args(self):
         return [
             # the interpreter of the installed postbox command (its #! line)
