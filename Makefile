@@ -18,6 +18,10 @@
 #                      own venvs in build/mpi/) and the DSM bench (SPLASH-2 applications)
 #                      into results/<date-time>/, then its report;
 #                      `make bench BENCH_ARGS=` for the full profile (~10 min)
+#   make install       `cmake --install` the build into PREFIX (/usr/local): the
+#                      libraries, headers, mpicc, mpirun, postbox, pkg-config and
+#                      CMake files, man pages; the prefix can be moved afterwards
+#                      (docs/install.md)
 #   make docs          regenerate docs/config.md from the library's tunable table
 #   make gen           regenerate the MPI prototypes of include/mpi.h and the bindings
 #                      src/mpi/bindings.[ch] from src/mpi/api/functions.txt
@@ -52,6 +56,7 @@ TSAN_EXCLUDE    ?= ^mpi_p2p_shared_pool$$
 SOAK_SECONDS    ?= 300
 SOAK_SEED       ?=
 PYTHON          ?= python3
+PREFIX          ?= /usr/local
 CLANG_FORMAT    ?= clang-format
 JOBS            ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_JOBS       ?= 2
@@ -62,8 +67,8 @@ VENV      := $(BUILD)/venv
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 C_SOURCES  = $(shell find src include bench tests tools apps -name '*.[ch]' 2>/dev/null | sort)
 
-.PHONY: all deps build venv test test-c test-python test-asan test-tsan soak fuzz bench docs \
-        gen format format-check clean
+.PHONY: all deps build venv install test test-c test-python test-asan test-tsan soak fuzz bench \
+        docs gen format format-check clean
 
 all: venv build $(BUILD)/bin/postbox $(BUILD)/bin/mpirun $(BUILD)/bin/mpiexec
 
@@ -83,6 +88,11 @@ build: | $(BUILD)/.deps-ok
 	cmake -S . -B $(BUILD) $(if $(wildcard $(BUILD)/CMakeCache.txt),,$(GENERATOR)) \
 	    -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 	cmake --build $(BUILD) --parallel $(JOBS)
+
+# the installed postbox command is a Python script of its own (it needs no
+# venv): installing needs the C build only
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # ---- Python tools ---------------------------------------------------------
 

@@ -3,8 +3,11 @@
 #   cmake --install <build> --prefix <dir>   puts into <dir>:
 #     lib/libmpi_abi.so.1, lib/libpostbox.so.0   (and their .so links)
 #     include/mpi.h, include/postbox/*.h
-#     bin/postbox-cc, bin/mpicc                  (tools/CMakeLists.txt)
+#     bin/postbox-cc, bin/mpicc, bin/postbox, bin/mpirun, bin/mpiexec,
+#     lib/postbox/python/, libexec/postbox/, share/postbox/build-info.json,
+#     share/man/man1/, share/modulefiles/postbox/ (tools/CMakeLists.txt)
 #     lib/pkgconfig/postbox.pc                   pkg-config --cflags --libs postbox
+#     lib/pkgconfig/mpi.pc                       the same, with POSTBOX_INSTALL_MPI_PC=ON
 #     lib/cmake/Postbox/                         find_package(Postbox): Postbox::mpi
 #                                                (and Postbox::postbox, the RSM API)
 #
@@ -47,6 +50,17 @@ set(PB_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/postbox.pc.in
                ${CMAKE_BINARY_DIR}/package/postbox.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/package/postbox.pc DESTINATION ${PB_PKGCONFIG_DIR})
+
+# mpi.pc: the same file under the name build systems ask pkg-config for
+# ("mpi"), for a prefix that is Postbox's own (an HPC module, a Spack
+# prefix).  Off by default: in a shared prefix (/usr/local) that name may be
+# another MPI's (Debian's mpi alternative), and docs/mpi.md says why
+# postbox.pc is not called mpi.pc.
+option(POSTBOX_INSTALL_MPI_PC "Also install postbox.pc as lib/pkgconfig/mpi.pc" OFF)
+if(POSTBOX_INSTALL_MPI_PC)
+  install(FILES ${CMAKE_BINARY_DIR}/package/postbox.pc DESTINATION ${PB_PKGCONFIG_DIR}
+          RENAME mpi.pc)
+endif()
 
 # ---- CMake: find_package(Postbox) ------------------------------------------
 

@@ -1,6 +1,6 @@
 """The ``postbox`` command.
 
-    postbox info [--config [--markdown]]
+    postbox info [--json | --config [--markdown]]
     postbox bench [--quick] [--out DIR] [--check] [--no-net] [--no-netns] [--no-mpi]
                   [--no-wheels] [--libraries mpich,openmpi] [-- ARGS for the bench programs]
     postbox bench --mpi [--libraries mpich,openmpi] [--quick] [--out DIR] [-- ARGS]
@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -23,14 +24,18 @@ from typing import Optional, Sequence
 
 from postbox import __version__, paths
 
-# the transports the library has today; `postbox info` lists them
-TRANSPORTS = ("shm", "tcp")
-
 # commands designed but not built yet: their message
 NOT_BUILT: dict = {}
 
 # names under which the tool is `postbox run` (build/bin/mpirun -> postbox)
 LAUNCHER_NAMES = ("mpirun", "mpiexec")
+
+
+def _where() -> str:
+    prefix = paths.installed_prefix()
+    if prefix is not None:
+        return "Installed in %s (set POSTBOX_BUILD_DIR to use a build tree instead)." % prefix
+    return "Build directory: %s (set POSTBOX_BUILD_DIR to use another)." % paths.build_dir()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,16 +45,24 @@ def _parser() -> argparse.ArgumentParser:
         prog="postbox",
         description="Postbox: memory-based messaging for clusters, and the instrument that "
                     "measures it.",
-        epilog="Build directory: %s (set POSTBOX_BUILD_DIR to use another)." % paths.build_dir())
+        epilog=_where())
     parser.add_argument("--version", action="version", version="postbox %s" % __version__)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    info = commands.add_parser("info", help="show the version, build and tunables",
-                               description="Show the version, the build directory and the "
-                                           "transports; with --config, every POSTBOX_* "
-                                           "tunable with its value, default and meaning.")
+    info = commands.add_parser(
+        "info", help="show the version, build, transports, launchers, PMI and tunables",
+        description="Show what this Postbox is and what it finds here: the version and the "
+                    "prefix (or build tree); the build (compiler, flags, build type); the "
+                    "MPI standard and ABI versions, asked of libmpi_abi.so.1; each RSM "
+                    "transport, tried here, and whether it is available (or why not); the "
+                    "launchers found on PATH (postbox run, Hydra's mpiexec.hydra, Slurm's "
+                    "srun, prterun); the PMI flavours built in; and every POSTBOX_* tunable "
+                    "with its value and its source (environment or default).")
+    info.add_argument("--json", action="store_true",
+                      help="print all of it as one JSON object")
     info.add_argument("--config", action="store_true",
-                      help="list every POSTBOX_* tunable with its current value and default")
+                      help="list only the POSTBOX_* tunables, each with its current value, "
+                           "source, default, type and meaning")
     info.add_argument("--markdown", action="store_true",
                       help="with --config: print the table as Markdown (docs/config.md)")
 
@@ -169,6 +182,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.markdown and not args.config:
         print("postbox info: --markdown goes with --config", file=sys.stderr)
         return 2
+    if args.json and args.config:
+        print("postbox info: --json and --config exclude each other (--json includes the "
+              "tunables)", file=sys.stderr)
+        return 2
     if args.config:
         try:
             tunables = config.load()
@@ -180,17 +197,14 @@ def cmd_info(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(config.format_text(tunables))
         return 0
-    build = paths.build_dir()
-    print("postbox %s" % __version__)
-    print("repository:  %s" % paths.repo_root())
-    built = paths.bin_dir().is_dir()
-    print("build:       %s%s" % (build, "" if built else " (not built: run `make`)"))
-    programs = sorted(p.name for p in paths.bin_dir().glob("*")) if paths.bin_dir().is_dir() \
-        else []
-    print("programs:    %s" % (" ".join(programs) or "(none)"))
-    print("transports:  %s" % " ".join(TRANSPORTS))
-    print("python:      %s" % sys.executable)
-    print("tunables:    `postbox info --config`")
+    from postbox import info
+
+    data = info.gather()
+    if args.json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(info.format_text(data))
     return 0
 
 
@@ -226,6 +240,11 @@ def _bench_selection(args: argparse.Namespace, extra: Sequence[str]):
 def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
     from postbox import bench
 
+    if paths.installed_prefix() is not None:
+        print("postbox bench: the bench runs from a build tree (its programs and sources are "
+              "not installed): run <build>/bin/postbox bench, or set POSTBOX_BUILD_DIR=<build>",
+              file=sys.stderr)
+        return 2
     chosen = _bench_selection(args, extra)
     if isinstance(chosen, str):
         print("postbox bench: %s" % chosen, file=sys.stderr)

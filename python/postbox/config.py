@@ -35,6 +35,19 @@ class Tunable:
         """The value the library would use under @environ."""
         return environ.get(self.name, self.default)
 
+    @property
+    def secret(self) -> bool:
+        """Whether it holds a secret (the job secret, the one-time PMI
+        token; by name: *_SECRET, *_TOKEN): its value is never shown."""
+        return self.name.endswith("_SECRET") or self.name.endswith("_TOKEN")
+
+    def shown(self, environ: Mapping[str, str]) -> tuple[Optional[str], str]:
+        """(the value to show, its source) under @environ: the source is
+        "environment" or "default"; a secret's value shows as "(hidden)"."""
+        if self.name in environ:
+            return ("(hidden)" if self.secret else environ[self.name]), "environment"
+        return self.default, "default"
+
 
 def parse_dump(text: str) -> list[Tunable]:
     """Parse the JSON lines printed by postbox-config-dump."""
@@ -74,8 +87,7 @@ def format_text(tunables: Sequence[Tunable], environ: Optional[Mapping[str, str]
     environ = os.environ if environ is None else environ
     lines = []
     for tunable in tunables:
-        current = tunable.current(environ)
-        source = "set" if tunable.name in environ else "default"
+        current, source = tunable.shown(environ)
         lines.append(
             "%s = %s  (%s)" % (tunable.name, "(unset)" if current is None else current, source)
         )

@@ -27,7 +27,7 @@ def test_parse_dump_rejects_garbage():
 
 def test_text_shows_current_value_and_default():
     text = config.format_text(config.parse_dump(DUMP), {"POSTBOX_A": "debug"})
-    assert "POSTBOX_A = debug  (set)" in text
+    assert "POSTBOX_A = debug  (environment)" in text
     assert "default: warn; type: string" in text
     assert "POSTBOX_B = (unset)  (default)" in text
     assert "    Unset by default." in text
@@ -46,7 +46,7 @@ def test_info_config_runs_the_dump_program(fake_build):
     result = run_cli("info", "--config", env={"POSTBOX_NODE_ID": "3"})
     assert result.returncode == 0, result.stderr
     assert "POSTBOX_LOG_LEVEL = warn  (default)" in result.stdout
-    assert "POSTBOX_NODE_ID = 3  (set)" in result.stdout
+    assert "POSTBOX_NODE_ID = 3  (environment)" in result.stdout
 
 
 def test_info_config_markdown(fake_build):
