@@ -38,7 +38,8 @@
  *   times the whole exchange.  For each size: PRTT(1, 0, m), PRTT(n, 0, m),
  *   and PRTT(n, d, m) with d = PRTT(1, 0, m); and o_r_server: the mirror,
  *   sent n messages back to back, spins d before each MPI_Recv and times
- *   the call.  n = 10 (--prtt-n).  The reader fits g and G to
+ *   the call.  n = 10 (--prtt-n); each PRTT --prtt-reps times (20, quick 5;
+ *   at least 3 when the time cap ends it first).  The reader fits g and G to
  *   (PRTT(n,0,m) - PRTT(1,0,m)) / (n - 1) = g + (m - 1) G, takes
  *   o_s(m) = (PRTT(n,d,m) - PRTT(1,0,m)) / (n - 1) - d and L from PRTT(1,0,0).
  *
@@ -75,6 +76,7 @@
 #define SAT_STEPS_MAX 16
 #define PRTT_N_DEFAULT 10
 #define PRTT_REPS_MAX 256
+#define PRTT_REPS_MIN 3   /* repetitions of a PRTT figure whatever the time cap */
 #define CONFIDENCE_Z 1.96 /* two-sided 95 % of the normal distribution */
 #define EPS_DEFAULT 0.02
 #define EPS_QUICK 0.05
@@ -490,13 +492,24 @@ static void plogp_size(pb_bench_out_t *out, size_t size)
 
 /* ---- prtt ------------------------------------------------------------------ */
 
-/* PRTT(@n, @delay_ns, @size) @reps times into @s (ns). */
-static void measure_prtt(size_t size, unsigned n, double delay_ns, unsigned reps, series_t *s)
+/* Whether a PRTT figure started at @t0 has its @reps repetitions: all of
+ * g.prtt_reps, or PRTT_REPS_MIN once the time cap is spent. */
+static bool prtt_enough(unsigned reps, uint64_t t0)
 {
-    command(CMD_PRTT, size, reps, n, 0.0);
-    for (unsigned r = 0; r < reps; r++) {
-        uint64_t t0 = pb_bench_time_now();
+    return reps >= g.prtt_reps || (reps >= PRTT_REPS_MIN && capped(t0));
+}
 
+/* PRTT(@n, @delay_ns, @size), repeated (prtt_enough), into @s (ns); one
+ * command per repetition, so the time cap can end the figure. */
+static void measure_prtt(size_t size, unsigned n, double delay_ns, series_t *s)
+{
+    uint64_t start = pb_bench_time_now();
+
+    for (unsigned r = 0; !prtt_enough(r, start); r++) {
+        uint64_t t0;
+
+        command(CMD_PRTT, size, 1, n, 0.0);
+        t0 = pb_bench_time_now();
         for (unsigned k = 0; k < n; k++) {
             send_bytes(size, MIRROR);
             if (delay_ns > 0.0 && k + 1 < n)
@@ -508,20 +521,22 @@ static void measure_prtt(size_t size, unsigned n, double delay_ns, unsigned reps
 }
 
 /* The mirror's receive time after waiting @delay_ns, @n messages sent back
- * to back, @reps times: the mirror's mean per repetition into @s (ns). */
-static void measure_prtt_or(size_t size, unsigned n, double delay_ns, unsigned reps, series_t *s)
+ * to back, repeated (prtt_enough): the mirror's mean per repetition into
+ * @s (ns). */
+static void measure_prtt_or(size_t size, unsigned n, double delay_ns, series_t *s)
 {
-    double mean[PRTT_REPS_MAX];
+    uint64_t start = pb_bench_time_now();
 
-    command(CMD_PRTT_OR, size, reps, n, delay_ns);
-    for (unsigned r = 0; r < reps; r++) {
+    for (unsigned r = 0; !prtt_enough(r, start); r++) {
+        double mean;
+
+        command(CMD_PRTT_OR, size, 1, n, delay_ns);
         for (unsigned k = 0; k < n; k++)
             send_bytes(size, MIRROR);
         recv_bytes(size, MIRROR);
+        MPI_Recv(&mean, 1, MPI_DOUBLE, MIRROR, TAG_RESULT, g.pair, MPI_STATUS_IGNORE);
+        series_add(s, mean);
     }
-    MPI_Recv(mean, (int)reps, MPI_DOUBLE, MIRROR, TAG_RESULT, g.pair, MPI_STATUS_IGNORE);
-    for (unsigned r = 0; r < reps; r++)
-        series_add(s, mean[r]);
 }
 
 static void prtt_size(pb_bench_out_t *out, size_t size)
@@ -533,10 +548,11 @@ static void prtt_size(pb_bench_out_t *out, size_t size)
 
     for (unsigned i = 0; i < 4; i++)
         memset(all[i], 0, sizeof(series_t));
-    measure_prtt(size, 1, 0.0, 2, &one); /* warm-up */
-    memset(&one, 0, sizeof(one));
-    measure_prtt(size, 1, 0.0, g.prtt_reps, &one);
-    measure_prtt(size, g.prtt_n, 0.0, g.prtt_reps, &burst);
+    command(CMD_PRTT, size, 1, 1, 0.0); /* warm-up */
+    send_bytes(size, MIRROR);
+    recv_bytes(size, MIRROR);
+    measure_prtt(size, 1, 0.0, &one);
+    measure_prtt(size, g.prtt_n, 0.0, &burst);
     /* d = PRTT(1, 0, size): its median, like the record */
     {
         pb_bench_stats_t st;
@@ -546,8 +562,8 @@ static void prtt_size(pb_bench_out_t *out, size_t size)
         pb_bench_stats_from_samples(copy, one.n, 1, &st);
         d = st.median;
     }
-    measure_prtt(size, g.prtt_n, d, g.prtt_reps, &spaced);
-    measure_prtt_or(size, g.prtt_n, d, g.prtt_reps, &recv);
+    measure_prtt(size, g.prtt_n, d, &spaced);
+    measure_prtt_or(size, g.prtt_n, d, &recv);
 
     printf("%10zu %4u %11.3f", size, g.prtt_n, d * 1e-3);
     for (unsigned i = 0; i < 4; i++) {
@@ -615,9 +631,9 @@ static int run_measurer(void)
             plogp_size(&out, sizes[i]);
     }
     if (g.do_prtt) {
-        printf("\n# logp prtt (%s): netgauge's PRTT(n, d, m), medians of %u in us; "
-               "d = PRTT(1,0,m)\n",
-               g.b.library, g.prtt_reps);
+        printf("\n# logp prtt (%s): netgauge's PRTT(n, d, m), medians of %u (at least %d "
+               "within the time cap) in us; d = PRTT(1,0,m)\n",
+               g.b.library, g.prtt_reps, PRTT_REPS_MIN);
         printf("%10s %4s %11s %11s %11s %11s %11s\n", "#bytes", "n", "d", "prtt_1_0", "prtt_n_0",
                "prtt_n_d", "o_r_server");
         for (unsigned i = 0; i < n; i++)
@@ -676,7 +692,8 @@ static const char what[] =
     "  --flood            g by saturation at every size (default: at size 0 only)\n"
     "  --flood-sizes a,b  ... and at these sizes\n"
     "  --prtt-n N         messages of a PRTT burst (default 10)\n"
-    "  --prtt-reps N      repetitions of each PRTT (default 20, quick 5; at most 256)\n"
+    "  --prtt-reps N      repetitions of each PRTT (default 20, quick 5; at most 256; at\n"
+    "                     least 3 when the time cap ends a figure first)\n"
     "  (--sizes: default 0 and the powers of two to --max-size, 1 MiB; quick 0,16,256,4096,\n"
     "  65536; --reps-cap-ms: the time cap of a figure, default 200, quick 15)";
 
