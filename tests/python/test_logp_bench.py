@@ -3,12 +3,17 @@ place in the bench job (part mpi-logp, suite logp)."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+
 import pytest
 
 from conftest import fake_wheel_prefix
 from postbox import bench, logpbench, mpibench
 from postbox.loggp import LogGP
-from test_logpfit import records_of
+from samples import logp_records
+from test_bench_job import fake_mpi  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.short
 
@@ -62,8 +67,7 @@ def test_runs_and_commands(tmp_path, monkeypatch):
 def test_detail_names_the_fit(tmp_path):
     truth = LogGP(L=1e-6, o_s=0.5e-6, o_r=0.5e-6, g=1e-6, G=1e-9)
     jsonl = tmp_path / "logp.jsonl"
-    import json
-    jsonl.write_text("".join(json.dumps(r) + "\n" for r in records_of(
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in logp_records(
         truth, "postbox", "on-node", [0, 256, 4096])), encoding="utf-8")
     outcome = logpbench.Outcome(built=["postbox"], runs=2, seconds=12.5)
     verdict, text = logpbench.detail(outcome, jsonl)
@@ -73,3 +77,27 @@ def test_detail_names_the_fit(tmp_path):
     outcome.failed.append("logp/postbox/2-ranks-network")
     assert logpbench.detail(outcome)[0] == "FAILED"
     assert logpbench.detail(logpbench.Outcome())[0] == "skipped"
+
+
+def test_the_part_in_the_job(fake_mpi, tmp_path, capsys):
+    """`postbox bench --suite logp --quick` with two fake libraries: every
+    library on both paths, the time it took, the fit in the detail, the
+    section and Fig. 13 in the report."""
+    terminal = io.StringIO()
+    status = bench.run(tmp_path / "run", True, False, [], terminal=terminal,
+                       only=bench.suite_parts(["logp"]))
+    out = terminal.getvalue()
+    assert status == 0, out + capsys.readouterr().err
+    run = tmp_path / "run"
+    assert "part 1/1: mpi-logp" in out
+    assert "[logp 1/4]" in out and "[logp 4/4]" in out and "left" in out
+    assert re.search(r"mpi-logp: 4 run\(s\) of mpi_logp in [0-9.]+ s \(quick profile\)", out)
+    assert "LogGP fitted for 4: mpich/node L 1.00 us g 1.00 us" in out
+    assert "openmpi/net L 10.00 us g 10.00 us" in out
+    description = json.loads((run / "machine.json").read_text())
+    assert [(p["name"], p["verdict"]) for p in description["parts"]] == [("mpi-logp", "ok")]
+    assert "logp/openmpi/2-ranks-network" in [r["name"] for r in description["runs"]]
+    assert {lib["label"] for lib in description["logp_libraries"]} == {"mpich", "openmpi"}
+    page = (run / "index.html").read_text()
+    assert '<div id="seed000-fig-13">' in page and '<div id="seed000-table-7">' in page
+    assert (run / "fig-seed000-fig-13-net.svg").exists()

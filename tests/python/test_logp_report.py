@@ -15,7 +15,7 @@ import pytest
 
 from postbox import logpreport, report
 from postbox.loggp import LogGP
-from test_logpfit import records_of
+from samples import logp_records
 
 pytestmark = pytest.mark.short
 
@@ -31,7 +31,7 @@ def _records():
         for path, truth in (("on-node", NODE), ("network", NET)):
             scaled = LogGP(*(getattr(truth, name) * scale for name in ("L", "o_s", "o_r", "g",
                                                                         "G")))
-            out += records_of(scaled, library, path, SIZES)
+            out += logp_records(scaled, library, path, SIZES)
     return out
 
 

@@ -9,6 +9,9 @@ import pytest
 from postbox import logpfit
 from postbox.loggp import LogGP
 from postbox.logpfit import FitError, PrttPoint, SatStep
+from samples import logp_records
+
+pytestmark = pytest.mark.short
 
 # ---- the saturation method ---------------------------------------------------
 
@@ -185,43 +188,13 @@ def test_program_lines_parse(tmp_path):
     assert logpfit.saturated(0, steps[-1], steps[-2], sat["rtt_us"], sat["eps"])
 
 
-def records_of(truth: LogGP, library: str, path: str, sizes, methods=("plogp", "prtt"),
-               rounds=1):
-    """The records bench/mpi_logp.c would write on a machine following
-    @truth exactly (us)."""
-    common = {"suite": "logp", "library": library, "path": path, "unit": "us", "ranks": 2}
-    out = []
-    for _ in range(rounds):
-        for size in sizes:
-            one_way = truth.one_way(size) / 1e-6
-            if "plogp" in methods:
-                rtt = one_way + truth.one_way(0) / 1e-6
-                for metric, value in (("rtt", rtt), ("o_s", truth.o_s / 1e-6),
-                                      ("o_r", truth.o_r / 1e-6)):
-                    out.append(dict(common, test="plogp", metric=metric, size=size, median=value))
-                if size == 0:
-                    out.append(dict(common, test="plogp", metric="g_sat", size=0,
-                                    median=truth.g / 1e-6, saturated=True))
-            if "prtt" in methods:
-                prtt_1 = 2 * one_way
-                values = {"prtt_1_0": prtt_1, "prtt_n_0": prtt_1 + 9 * truth.gap(size) / 1e-6,
-                          "prtt_n_d": prtt_1 + 9 * (truth.o_s / 1e-6 + prtt_1),
-                          "o_r_server": truth.o_r / 1e-6}
-                for metric, value in values.items():
-                    out.append(dict(common, test="prtt", metric=metric, size=size,
-                                    median=value, n=1 if metric == "prtt_1_0" else 10,
-                                    d_us=prtt_1 if metric in ("prtt_n_d", "o_r_server")
-                                    else 0.0))
-    return out
-
-
 def test_fitted_parameters_one_per_library_and_path():
     node = LogGP(L=0.3e-6, o_s=0.2e-6, o_r=0.25e-6, g=0.4e-6, G=1e-10)
     net = LogGP(L=20e-6, o_s=3e-6, o_r=4e-6, g=5e-6, G=1e-8)
     sizes = [0, 16, 256, 4096, 65536]
-    records = (records_of(node, "postbox", "on-node", sizes, rounds=3)
-               + records_of(net, "postbox", "network", sizes)
-               + records_of(net, "mpich", "network", sizes, methods=("plogp",))
+    records = (logp_records(node, "postbox", "on-node", sizes, rounds=3)
+               + logp_records(net, "postbox", "network", sizes)
+               + logp_records(net, "mpich", "network", sizes, methods=("plogp",))
                + [{"suite": "coll", "test": "bcast", "median": 1.0, "size": 8}])
     fitted = logpfit.fitted_parameters(records)
     assert [(p.library, p.path) for p in fitted] == [
@@ -234,6 +207,6 @@ def test_fitted_parameters_one_per_library_and_path():
 def test_fitted_parameters_leaves_out_what_cannot_be_fitted():
     truth = LogGP(L=1e-6, o_s=1e-6, o_r=1e-6, g=1e-6, G=1e-9)
     # PRTT at one size only and no g(0): nothing to fit
-    records = [r for r in records_of(truth, "x", "on-node", [0]) if r["metric"] != "g_sat"]
+    records = [r for r in logp_records(truth, "x", "on-node", [0]) if r["metric"] != "g_sat"]
     assert logpfit.fitted_parameters(records) == []
     assert logpfit.fitted_parameters([]) == []
