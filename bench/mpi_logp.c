@@ -26,11 +26,12 @@
  *           one (maxruns = 2560); g_sat is the time per send of the last
  *           step.  At size 0 always; at every size with --flood (the full
  *           profile), else only where --flood-sizes lists it.
- *   Rounds of iterations go on until the 95 % confidence interval of the
- *   mean of rtt and o_s (o_r) is within 2 eps of it, or --max-iters, or the
- *   time cap (--reps-cap-ms) per figure.  Every time is less the timer's
- *   own cost.  L, g(m) = RTT(m) - RTT(0) + g(0) and L = RTT(0)/2 - g(0)
- *   are derived by the reader (python/postbox/logpfit.py).
+ *   Rounds of 10 iterations (after a first round of 2, not kept, up to
+ *   64 KiB) go on until the 95 % confidence interval of the mean of rtt and
+ *   o_s (o_r) is within 2 eps of it, or --max-iters, or the time cap
+ *   (--reps-cap-ms) per figure.  Every time is less the timer's own cost.
+ *   g(m) = RTT(m) - RTT(0) + g(0) and L = RTT(0)/2 - g(0) are derived by
+ *   the reader (python/postbox/logpfit.py).
  *
  * prtt: netgauge's LogGP pattern (Hoefler et al.).  PRTT(n, d, m): rank 0
  *   sends n messages of m bytes, spinning d between consecutive sends; the
@@ -70,7 +71,7 @@
 #define SIZE_MAX_DEFAULT ((size_t)1 << 20)
 #define SAMPLES_MAX 2048        /* iterations kept per figure */
 #define ROUND_ITERS 10          /* iterations per round of a plogp figure */
-#define WARMUP_ITERS 2          /* a first round, not kept, for sizes <= 1 KiB */
+#define WARMUP_ITERS 2          /* a first round, not kept, for sizes <= 64 KiB */
 #define SAT_START_RUNS 10       /* the saturation method's first step */
 #define SAT_MAX_RUNS (128 * 20) /* ... and its largest */
 #define SAT_STEPS_MAX 16
@@ -313,7 +314,7 @@ static bool capped(uint64_t t0)
 static void measure_rtt(size_t size, series_t *rtt, series_t *os)
 {
     uint64_t start = pb_bench_time_now();
-    bool warm = size > 1024;
+    bool warm = size > 65536;
 
     for (;;) {
         unsigned iters = warm ? ROUND_ITERS : WARMUP_ITERS;
@@ -344,7 +345,7 @@ static void measure_or(size_t size, double rtt_ns, series_t *or_)
 {
     uint64_t start = pb_bench_time_now();
     double delta = 1.2 * rtt_ns;
-    bool warm = size > 1024;
+    bool warm = size > 65536;
 
     if (delta < 100.0 * g.clock_ns)
         delta = 100.0 * g.clock_ns;
