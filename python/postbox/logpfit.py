@@ -103,11 +103,17 @@ def saturated(size: int, step: SatStep, previous: SatStep, rtt_us: float, eps: f
             and (2.0 * previous.total_us - rtt_us / 2.0) / step.total_us < 1.0 + eps)
 
 
-def saturation_gap(steps: Sequence[SatStep]) -> float:
-    """g by saturation: the time per send of the last step (us)."""
-    if not steps:
-        raise FitError("no saturation steps")
-    return steps[-1].avg_us
+def record_saturated(record: dict) -> bool:
+    """Whether a g_sat record's last step meets the stopping rule (its
+    steps, rtt_us and eps; a record without them: its key saturated)."""
+    try:
+        steps = parse_steps(record["steps"])
+        rtt, eps = float(record["rtt_us"]), float(record["eps"])
+    except (KeyError, TypeError, ValueError):
+        return record.get("saturated", True) is not False
+    if len(steps) < 2:
+        return steps[-1].runs >= SAT_MAX_RUNS
+    return saturated(int(record.get("size", 0)), steps[-1], steps[-2], rtt, eps)
 
 
 # ---- least squares -------------------------------------------------------------
@@ -267,7 +273,7 @@ def plogp_of(table: dict, library: str, path: str) -> Optional[PLogP]:
     for size, value in g_sat.items():
         if size in g:
             g[size] = value  # measured by saturation (--flood) where it was
-    done = all(r.get("saturated", True) is not False for r in sat_records.get(0, []))
+    done = all(record_saturated(r) for r in sat_records.get(0, []))
     return PLogP(library, path, L, g_sat[0], rtt,
                  _median_by_size(table.get(("plogp", "o_s"), {})),
                  _median_by_size(table.get(("plogp", "o_r"), {})), g, g_sat, done)

@@ -16,10 +16,9 @@ pytestmark = pytest.mark.short
 # ---- the saturation method ---------------------------------------------------
 
 
-def test_parse_steps_and_gap():
+def test_parse_steps():
     steps = logpfit.parse_steps("10:2.5000:30.0000,20:2.1000:50.0000,40:2.0900:90.5000")
     assert steps == [SatStep(10, 2.5, 30.0), SatStep(20, 2.1, 50.0), SatStep(40, 2.09, 90.5)]
-    assert logpfit.saturation_gap(steps) == 2.09
 
 
 @pytest.mark.parametrize("text", ["", "10:2.5", "10:2.5:30:1", "0:2.5:30", "10:-1:30",
@@ -184,8 +183,14 @@ def test_program_lines_parse(tmp_path):
     table = logpfit.group(records)[("mpich", "on-node")]
     sat = table[("plogp", "g_sat")][0][0]
     steps = logpfit.parse_steps(sat["steps"])
-    assert logpfit.saturation_gap(steps) == sat["median"]
+    assert steps[-1].avg_us == sat["median"]  # g: the time per send of the last step
     assert logpfit.saturated(0, steps[-1], steps[-2], sat["rtt_us"], sat["eps"])
+    assert logpfit.record_saturated(sat)
+    # cut short by the time cap after one step; no steps: the record's own word
+    assert not logpfit.record_saturated(dict(sat, steps="10:0.95:10.1"))
+    assert logpfit.record_saturated(dict(sat, steps="2560:0.95:3000"))
+    assert not logpfit.record_saturated({"saturated": False})
+    assert logpfit.record_saturated({"median": 1.0})
 
 
 def test_fitted_parameters_one_per_library_and_path():
