@@ -28,7 +28,9 @@ collectives' figures and tables of postbox.collreport (Fig. 16 of Qian et
 al., Table 2 of Sistare and Jackson, IMB Barrier/Reduce/Alltoall after
 Fatoohi et al., the acceptance grid of issue 14, the Allreduce against
 memcpy + vector add, the nonblocking overlap and the self-consistency
-checks).
+checks).  From ``logp.jsonl`` (bench/mpi_logp.c): the LogP section of
+postbox.logpreport (Fig. 13 and Table VII of Qian et al. beside this run's
+values, and the fitted LogGP).
 """
 
 from __future__ import annotations
