@@ -28,7 +28,9 @@ collectives' figures and tables of postbox.collreport (Fig. 16 of Qian et
 al., Table 2 of Sistare and Jackson, IMB Barrier/Reduce/Alltoall after
 Fatoohi et al., the acceptance grid of issue 14, the Allreduce against
 memcpy + vector add, the nonblocking overlap and the self-consistency
-checks).
+checks).  From ``logp.jsonl`` (bench/mpi_logp.c): the LogP section of
+postbox.logpreport (Fig. 13 and Table VII of Qian et al. beside this run's
+values, and the fitted LogGP).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from postbox import __version__, collreport, dsmreport, results, rmareport, threadreport
+from postbox import logpreport
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -727,9 +730,11 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += p2p_figures(records, description)
     out += collreport.figures(records, description)
     out += dsmreport.figures(records, description)
+    out += logpreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
                or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)}
+    plotted |= {id(r) for r in records if logpreport.is_logp(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -1368,7 +1373,10 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += rmareport.section(records)
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)
+    out += logpreport.section(records, description)
     plots = figures(records, description) if plots is None else plots
+    # the figures a section draws itself (under its seed figure's id)
+    plots = [figure for figure in plots if not logpreport.in_section(figure)]
     if plots:
         out.append("<h2>Figures</h2>")
         out.append('<div class="figures">')

@@ -118,7 +118,8 @@ import os, sys
 args = sys.argv[1:]
 out = args[args.index("-o") + 1]
 name = {{"mpi_coll": "fake_mpi_coll", "nbc_probe": "fake_mpi_coll",
-        "mpi_rma": "fake_mpi_rma", "rma_probe": "fake_mpi_rma"}}.get(
+        "mpi_rma": "fake_mpi_rma", "rma_probe": "fake_mpi_rma",
+        "mpi_logp": "fake_mpi_logp"}}.get(
     os.path.basename(out), "fake_mpi_p2p")
 with open(out, "w") as handle:
     handle.write(open(os.path.join(os.path.dirname(__file__), name)).read())
@@ -220,6 +221,7 @@ def fake_wheel_prefix(prefix: Path, header: str = '#define MPICH_VERSION "4.1"\n
     _script(prefix / "bin" / "fake_mpi_p2p", FAKE_MPI_P2P)
     _script(prefix / "bin" / "fake_mpi_coll", FAKE_MPI_COLL)
     _script(prefix / "bin" / "fake_mpi_rma", FAKE_MPI_RMA)
+    _script(prefix / "bin" / "fake_mpi_logp", FAKE_MPI_LOGP)
     return prefix
 
 
@@ -255,6 +257,29 @@ with open(out, "a") as handle:
         handle.write(json.dumps(rec) + "\\n")
 print("fake mpi_rma %s %s" % (library, path))
 print("# mpi_rma: done, status 0")
+'''
+
+
+FAKE_MPI_LOGP = '''\
+#!{python}
+"""A stand-in for mpi_logp: the records of a machine following a known
+LogGP (ten times slower on the network path)."""
+import json, sys
+sys.path.insert(0, {tests!r})
+sys.path.insert(0, {pkg!r})
+from postbox.loggp import LogGP
+from samples import logp_records
+args = sys.argv[1:]
+library, out = args[args.index("--library") + 1], args[args.index("--json") + 1]
+path = args[args.index("--path") + 1]
+scale = 10.0 if path == "network" else 1.0
+truth = LogGP(L=1e-6 * scale, o_s=0.5e-6 * scale, o_r=0.5e-6 * scale, g=1e-6 * scale,
+              G=1e-9 * scale)
+with open(out, "a") as handle:
+    for rec in logp_records(truth, library, path):
+        handle.write(json.dumps(rec) + "\\n")
+print("fake mpi_logp %s %s" % (library, path))
+print("# mpi_logp: done, status 0")
 '''
 
 

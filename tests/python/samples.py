@@ -204,6 +204,36 @@ def rsm_net_records(config: str = "loopback", latency_ratio: float = 1.1) -> lis
     return out
 
 
+def logp_records(truth, library: str, path: str, sizes=(0, 16, 256, 4096, 65536),
+                 methods=("plogp", "prtt"), rounds: int = 1) -> list:
+    """The records bench/mpi_logp.c would write on a machine following the
+    postbox.loggp.LogGP @truth exactly (times in us)."""
+    common = {"suite": "logp", "library": library, "path": path, "unit": "us", "ranks": 2}
+    out = []
+    for _ in range(rounds):
+        for size in sizes:
+            one_way = truth.one_way(size) / 1e-6
+            if "plogp" in methods:
+                rtt = one_way + truth.one_way(0) / 1e-6
+                for metric, value in (("rtt", rtt), ("o_s", truth.o_s / 1e-6),
+                                      ("o_r", truth.o_r / 1e-6)):
+                    out.append(dict(common, test="plogp", metric=metric, size=size, median=value))
+                if size == 0:
+                    out.append(dict(common, test="plogp", metric="g_sat", size=0,
+                                    median=truth.g / 1e-6, saturated=True))
+            if "prtt" in methods:
+                prtt_1 = 2 * one_way
+                values = {"prtt_1_0": prtt_1, "prtt_n_0": prtt_1 + 9 * truth.gap(size) / 1e-6,
+                          "prtt_n_d": prtt_1 + 9 * (truth.o_s / 1e-6 + prtt_1),
+                          "o_r_server": truth.o_r / 1e-6}
+                for metric, value in values.items():
+                    out.append(dict(common, test="prtt", metric=metric, size=size,
+                                    median=value, n=1 if metric == "prtt_1_0" else 10,
+                                    d_us=prtt_1 if metric in ("prtt_n_d", "o_r_server")
+                                    else 0.0))
+    return out
+
+
 def write_jsonl(path: Path, records) -> Path:
     with open(path, "w", encoding="utf-8") as handle:
         for rec in records:
