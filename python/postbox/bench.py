@@ -80,6 +80,10 @@ SUITES = {
     "rma": ("mpi-rma",),
     "threads": ("mpi-threads",),
     "dsm": ("dsm",),
+    # the model runs no program: its section of the report reads the
+    # records of these parts (p2p for the rough LogGP and the multi-pair
+    # figures, the collectives to validate against, the RSM memcpy)
+    "model": ("rsm", "mpi", "mpi-coll"),
 }
 
 

@@ -395,6 +395,10 @@ def _xor_steps(ranks: int, size_of: Callable[[int], float], combine: bool = Fals
     return [Step("xor", 1 << k, size_of(k), combine) for k in ks]
 
 
+def floor_power_of_two(n: int) -> int:
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
+
+
 def _fold_steps(ranks: int, size: float, combine: bool) -> tuple:
     """The extra steps that bring a number of ranks that is not a power of
     two to one (before, after): a shift of 1 with @size bytes each."""
@@ -409,7 +413,7 @@ def barrier_dissemination(m: Machine, c: Cluster, size: float = 0) -> float:
 
 def barrier_recursive_doubling(m: Machine, c: Cluster, size: float = 0) -> float:
     before, after = _fold_steps(c.ranks, 0, False)
-    return synchronised(m, c, before + _xor_steps(1 << (c.ranks.bit_length() - 1),
+    return synchronised(m, c, before + _xor_steps(floor_power_of_two(c.ranks),
                                                   lambda k: 0) + after)
 
 
@@ -444,23 +448,24 @@ def reduce_linear(m: Machine, c: Cluster, size: float) -> float:
 
 
 def _reduce_scatter_halving(ranks: int, size: float) -> list:
-    return _xor_steps(ranks, lambda k: size / (2 << k), combine=True)
+    return _xor_steps(floor_power_of_two(ranks), lambda k: size / (2 << k), combine=True)
 
 
 def reduce_rabenseifner(m: Machine, c: Cluster, size: float) -> float:
     before, _ = _fold_steps(c.ranks, size, True)
-    gather = _xor_steps(c.ranks, lambda k: size / (2 << k), reverse=True)
+    gather = _xor_steps(floor_power_of_two(c.ranks), lambda k: size / (2 << k), reverse=True)
     return synchronised(m, c, before + _reduce_scatter_halving(c.ranks, size) + gather)
 
 
 def allreduce_recursive_doubling(m: Machine, c: Cluster, size: float) -> float:
     before, after = _fold_steps(c.ranks, size, True)
-    return synchronised(m, c, before + _xor_steps(c.ranks, lambda k: size, True) + after)
+    return synchronised(m, c, before + _xor_steps(floor_power_of_two(c.ranks), lambda k: size,
+                                                  True) + after)
 
 
 def allreduce_rabenseifner(m: Machine, c: Cluster, size: float) -> float:
     before, after = _fold_steps(c.ranks, size, True)
-    gather = _xor_steps(c.ranks, lambda k: size / (2 << k), reverse=True)
+    gather = _xor_steps(floor_power_of_two(c.ranks), lambda k: size / (2 << k), reverse=True)
     return synchronised(m, c, before + _reduce_scatter_halving(c.ranks, size) + gather + after)
 
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, collreport, dsmreport, results, rmareport, threadreport
+from postbox import __version__, collreport, dsmreport, modelreport, results, rmareport, \
+    threadreport
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -726,6 +727,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += rsm_net_figures(records, description)
     out += p2p_figures(records, description)
     out += collreport.figures(records, description)
+    out += modelreport.figures(records, description)
     out += dsmreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
@@ -1304,6 +1306,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _library_ratio_section(records)
     out += paper_tables_section(records)
     out += collreport.section(records)
+    out += modelreport.section(records, description)
     out += rmareport.section(records)
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)
