@@ -533,22 +533,36 @@ CELL_BYTES = 1 << 20  # POSTBOX_COLL_CELL's default
 BLOCK_COLLECTIVES = ("gather", "scatter", "allgather", "alltoall")
 
 
-def node_phase(m: Machine) -> float:
-    """A step count stored by one rank and seen by the node's others."""
-    return m.node.one_way(0) + m.penalty(NODE)
+def node_phase(m: Machine, all_write: bool = False) -> float:
+    """A step count stored by one rank and seen by the node's others; with
+    @all_write every rank stores one and waits for all of them (ranks that
+    share cores must then all be scheduled: the penalty once per rank per
+    core)."""
+    return m.node.one_way(0) + m.penalty(NODE) * (m.share if all_write else 1.0)
+
+
+INLINE_BYTES = 56  # a payload this small travels in the writer's line
 
 
 def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> float:
-    """@collective through the node's area on one node of @ranks ranks."""
-    phase = node_phase(m)
+    """@collective through the node's area on one node of @ranks ranks (the
+    mean over the ranks of their time in the call)."""
+    phase, together = node_phase(m), node_phase(m, True)
     others = ranks - 1
 
-    def copy(bytes_: float) -> float:  # every rank of the node copies at once
-        return m.copy_time(bytes_, ranks)
+    def copy(bytes_: float) -> float:
+        # every rank of the node copies at once, through cells of
+        # CELL_BYTES: the copy's rate is that of its pieces
+        if bytes_ <= INLINE_BYTES:
+            return 0.0
+        pieces = max(1.0, bytes_ / CELL_BYTES)
+        return pieces * m.copy_time(bytes_ / pieces, ranks)
 
     if collective == "barrier":
-        return phase
+        return together
     if collective == "bcast":
+        if size <= INLINE_BYTES:
+            return phase
         # the root writes into its cell in halves, the others read one half
         # while it writes the other
         half = min(size, CELL_BYTES) / 2
@@ -556,22 +570,22 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
     if collective in ("reduce", "allreduce"):
         if size <= 4096:
             # every rank writes its vector, each that needs the result
-            # combines all of them
-            work = copy(size) + phase + others * m.reduce_time(size)
-            return work if collective == "allreduce" else \
-                (work + others * (copy(size) + phase)) / ranks
+            # combines all of them; the others of a Reduce leave once written
+            work = copy(size) + together + others * m.reduce_time(size)
+            return work if collective == "allreduce" else (work + others * copy(size)) / ranks
         # in pieces: every rank writes its piece, rank i combines slice i
         # of all, the ranks that need the result copy the slices
-        return copy(size) + phase + others * m.reduce_time(size / ranks) + phase + copy(size)
+        return copy(size) + together + others * m.reduce_time(size / ranks) + together + \
+            copy(size)
     if collective == "gather":
-        root = copy(size) + phase + copy(others * size)
+        root = copy(size) + together + copy(others * size)
         return (root + others * copy(size)) / ranks
     if collective == "scatter":
         return copy(others * size) + phase + copy(size)
     if collective == "allgather":
-        return copy(size) + phase + copy(others * size)
+        return copy(size) + together + copy(others * size)
     if collective == "alltoall":
-        return copy(others * size) + phase + copy(others * size)
+        return copy(others * size) + together + copy(others * size)
     raise ValueError("no node-area model of %s" % collective)
 
 
