@@ -131,18 +131,22 @@ class Machine:
 
     def memory_byte_time(self, streams: int, size: float) -> float:
         """Seconds per byte of each of @streams copies of @size bytes at
-        once sharing the node's memory bandwidth: only copies of
-        MEMORY_BOUND_BYTES or more, whose data leaves the caches."""
-        if self.node_bandwidth is None or size < MEMORY_BOUND_BYTES:
-            return 0.0
-        return streams / self.node_bandwidth.at(size)
+        once sharing the node's memory bandwidth: from MEMORY_BOUND_BYTES
+        on (the data leaves the caches) the multi-pair bandwidth, below it
+        one memcpy's rate shared by them all; 0 when unknown."""
+        if self.node_bandwidth is not None and size >= MEMORY_BOUND_BYTES:
+            return streams / self.node_bandwidth.at(size)
+        if self.copy is not None and streams > 1:
+            return streams / self.copy.at(size)
+        return 0.0
 
     def copy_time(self, size: float, streams: int = 1) -> float:
         """Seconds of one rank's copy of @size bytes while @streams ranks of
         the node copy at once."""
         if size <= 0:
             return 0.0
-        per_byte = (1.0 / self.copy.at(size)) if self.copy is not None else self.node.G
+        # a copy goes no faster than memcpy
+        per_byte = 1.0 / self.copy.at(size) if self.copy is not None else self.node.G
         per_byte = max(per_byte * self.share, self.memory_byte_time(streams, size))
         return size * per_byte
 
@@ -546,17 +550,17 @@ INLINE_BYTES = 56  # a payload this small travels in the writer's line
 
 def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> float:
     """@collective through the node's area on one node of @ranks ranks (the
-    mean over the ranks of their time in the call)."""
+    mean over the ranks of their time in the call); each copy is priced
+    with the number of ranks copying at the same time."""
     phase, together = node_phase(m), node_phase(m, True)
     others = ranks - 1
 
-    def copy(bytes_: float) -> float:
-        # every rank of the node copies at once, through cells of
-        # CELL_BYTES: the copy's rate is that of its pieces
+    def copy(bytes_: float, streams: int) -> float:
+        # through cells of CELL_BYTES: the copy's rate is that of its pieces
         if bytes_ <= INLINE_BYTES:
             return 0.0
         pieces = max(1.0, bytes_ / CELL_BYTES)
-        return pieces * m.copy_time(bytes_ / pieces, ranks)
+        return pieces * m.copy_time(bytes_ / pieces, streams)
 
     if collective == "barrier":
         return together
@@ -566,26 +570,27 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
         # the root writes into its cell in halves, the others read one half
         # while it writes the other
         half = min(size, CELL_BYTES) / 2
-        return 2 * phase + copy(size) + copy(half)
+        return 2 * phase + copy(size, ranks) + copy(half, ranks)
     if collective in ("reduce", "allreduce"):
         if size <= 4096:
             # every rank writes its vector, each that needs the result
             # combines all of them; the others of a Reduce leave once written
-            work = copy(size) + together + others * m.reduce_time(size)
-            return work if collective == "allreduce" else (work + others * copy(size)) / ranks
+            work = copy(size, ranks) + together + others * m.reduce_time(size)
+            return work if collective == "allreduce" else \
+                (work + others * copy(size, ranks)) / ranks
         # in pieces: every rank writes its piece, rank i combines slice i
         # of all, the ranks that need the result copy the slices
-        return copy(size) + together + others * m.reduce_time(size / ranks) + together + \
-            copy(size)
+        return copy(size, ranks) + together + others * m.reduce_time(size / ranks) + \
+            together + copy(size, ranks)
     if collective == "gather":
-        root = copy(size) + together + copy(others * size)
-        return (root + others * copy(size)) / ranks
+        root = copy(size, ranks) + together + copy(others * size, 1)
+        return (root + others * copy(size, ranks)) / ranks
     if collective == "scatter":
-        return copy(others * size) + phase + copy(size)
+        return copy(others * size, 1) + phase + copy(size, others)
     if collective == "allgather":
-        return copy(size) + together + copy(others * size)
+        return copy(size, ranks) + together + copy(others * size, ranks)
     if collective == "alltoall":
-        return copy(others * size) + together + copy(others * size)
+        return copy(others * size, ranks) + together + copy(others * size, ranks)
     raise ValueError("no node-area model of %s" % collective)
 
 

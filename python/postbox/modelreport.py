@@ -55,7 +55,9 @@ class Analysis:
         self.model = model.build(records, description)
         self.points = model.validate(self.model, records)
         self.chosen = model.best_algorithms(self.points)
-        self.libraries = [lib for lib in self.model.machines]
+        # the libraries the collective bench measured (and the model can price)
+        self.libraries = [lib for lib in self.model.machines
+                          if any(p.library == lib for p in self.points)]
         self._predicted: dict = {}
 
     @property
@@ -114,7 +116,7 @@ def _validation_figures(analysis: Analysis) -> list:
                 measured = Series("%s measured" % library, color=colors[library])
                 measured.points = [(x(p), p.measured * US, True) for p in mine]
                 predicted = Series("%s model" % library, color=colors[library],
-                                   dasharray=MODEL_DASH)
+                                   dasharray=MODEL_DASH, markers=False)
                 predicted.points = [(x(p), p.predicted * US, True) for p in mine]
                 series += [measured, predicted]
             if not series:
@@ -144,7 +146,7 @@ def _fig16_figures(analysis: Analysis) -> list:
                 continue
             for collective in FIG16_TESTS:
                 line = Series("%s %s model" % (library, collective), color=colors[library],
-                              dasharray=dashes[collective])
+                              dasharray=dashes[collective], markers=False)
                 line.points = [(float(size), analysis.predict(library, collective, cluster,
                                                               size)[1] * US, True)
                                for size in FIG16_SIZES]
@@ -176,7 +178,7 @@ def _scaling_figures(analysis: Analysis) -> list:
                     continue
                 line = Series("%s %s model" % (library, "" if collective == "barrier"
                                                else format_size(size)),
-                              color=colors[library], dasharray=dash)
+                              color=colors[library], dasharray=dash, markers=False)
                 line.points = [(float(ranks), analysis.predict(
                     library, collective, model.Cluster(ranks // SCALING_CORES, SCALING_CORES),
                     0 if collective == "barrier" else size)[1] * US, True)
@@ -269,6 +271,58 @@ def summary(points: Sequence[model.Point]) -> list:
     return [(library, ranks, sum(1 for p in found if p.within), len(found),
              statistics.median(abs(p.error) for p in found))
             for (library, ranks), found in groups.items()]
+
+
+def by_collective(points: Sequence[model.Point], min_ranks: int = 4) -> list:
+    """(library, collective, on one node or across, within, total, median
+    signed error) of the points at @min_ranks ranks or more."""
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for p in points:
+        if p.error is not None and p.cluster.ranks >= min_ranks:
+            where = "one node" if p.cluster.nodes == 1 else "across nodes"
+            groups.setdefault((p.library, p.collective, where), []).append(p)
+    return [key + (sum(1 for p in found if p.within), len(found),
+                   statistics.median(p.error for p in found))
+            for key, found in groups.items()]
+
+
+WHY = (
+    "Where the model misses (issue 18 asks 25 % at 4 and 8 ranks), the causes seen on this "
+    "machine are: (1) the 4- and 8-rank runs put 2 or 4 ranks on each core, so a rank often "
+    "waits for its peer to be scheduled; the model's per-step penalty comes from the "
+    "2-pair ping-pong, and a collective's phases, where every rank must run, cost more than "
+    "it (model low at small sizes); (2) across nodes the net path is TCP between processes "
+    "of this host, whose waits grow faster with ranks sharing cores than the 2-pair "
+    "ping-pong shows (model low, Postbox's virtual nodes most); (3) MPICH on one node with "
+    "ranks sharing cores takes milliseconds per call where 2 ranks take microseconds (its "
+    "waiting ranks poll): no LogGP of two ranks foresees it; (4) from 2 MB the copies of "
+    "all ranks share the memory's bandwidth and the caches, which the model holds only as "
+    "a per-size rate (model off by up to 2x either way); (5) a rough LogGP from ping-pongs "
+    "(no LogP records) carries the library's protocol switches only as one line through "
+    "the sizes."
+)
+
+
+def _collective_summary_html(analysis: Analysis) -> list:
+    esc = html.escape
+    rows = by_collective(analysis.points)
+    if not rows:
+        return []
+    out = ['<table class="model-summary"><tr><th class="text">library</th>'
+           '<th class="text">collective</th><th class="text">where</th>'
+           '<th>within %d %%</th><th>median error</th><th class="text">verdict</th></tr>'
+           % (model.LIMIT * 100)]
+    for library, collective, where, within, total, median in rows:
+        verdict = ('<span class="ok">within</span>' if within == total else
+                   '<span class="fail">model %s</span>' % ("low" if median < 0 else "high")
+                   if abs(median) > model.LIMIT else "mixed")
+        out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
+                   '</td><td>%d of %d</td><td>%+.0f %%</td><td class="text">%s</td></tr>'
+                   % (esc(library), esc(collective), esc(where), within, total,
+                      100 * median, verdict))
+    out.append("</table>")
+    out.append("<p>%s</p>" % esc(WHY))
+    return out
 
 
 def _errors_html(analysis: Analysis) -> list:
@@ -397,6 +451,9 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
     out += _params_html(analysis)
     out.append('<h3 id="model-algorithms">Algorithms priced</h3>')
     out += _algorithms_html(analysis)
+    out.append('<h3 id="model-summary">Prediction error at 4 ranks and more, by collective'
+               '</h3>')
+    out += _collective_summary_html(analysis)
     out.append('<h3 id="model-errors">Prediction error at every measured point</h3>')
     out.append("<p>error = (model - measured) / measured; the figures \"Model against "
                "measurement\" draw the same points.</p>")
