@@ -5,6 +5,13 @@ permutations of seed 000; and the report's model section."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+
 import pytest
 
 from postbox import model, modelreport, report
@@ -279,3 +286,45 @@ def test_report_section_and_figures_render():
 def test_report_without_coll_records_has_no_model_section():
     assert modelreport.section(synthetic_records()) == []
     assert modelreport.figures(synthetic_records()) == []
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason="%s not installed" % CHROMIUM)
+def test_model_section_in_headless_chromium(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "model.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _report_records()), encoding="utf-8")
+    page = report.write(folder)
+    profile = tmp_path / "chromium-profile"
+    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--no-first-run", "--disable-dev-shm-usage",
+            "--enable-logging=stderr", "--v=0", "--user-data-dir=%s" % profile,
+            "--dump-dom", page.resolve().as_uri()]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", start_new_session=True)
+    try:
+        dom, log = process.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("chromium did not load the page in 90 s")
+    finally:
+        try:  # whatever chromium left in its group
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(profile, ignore_errors=True)
+    assert process.returncode == 0
+    assert 'id="model"' in dom and 'id="model-errors"' in dom
+    assert dom.count('class="model-point"') == 12
+    # the Fig. 16 predictions and a validation figure, parsed as SVG with
+    # their dashed model lines
+    for name in ("seed000-fig-16a-model", "model-bcast-4-ranks-across-nodes"):
+        match = re.search(r'<svg[^>]*id="fig-%s"[^>]*>(.*?)</svg>' % re.escape(name), dom,
+                          re.S)
+        assert match, name
+        assert re.search(r'<path[^>]*stroke-dasharray', match.group(1))
+    assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
