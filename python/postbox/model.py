@@ -48,6 +48,7 @@ Nothing here runs anything: it reads records.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -232,11 +233,14 @@ class Step:
         return (rank + self.distance) % ranks
 
 
-def _crossing(step: Step, cluster: Cluster) -> tuple:
+@functools.lru_cache(maxsize=65536)
+def _crossing(kind: str, distance: int, cluster: Cluster) -> tuple:
     """(ranks of node 0 whose partner is on node 0, ranks of node 0 whose
-    partner is on another node): block placement makes every node alike
-    for shifts, and for xor when the cores are a power of two."""
+    partner is on another node) in a step @kind @distance: block placement
+    makes every node alike for shifts, and for xor when the cores are a
+    power of two."""
     local = crossing = 0
+    step = Step(kind, distance, 0)
     for rank in range(min(cluster.cores, cluster.ranks)):
         partner = step.partner(rank, cluster.ranks)
         if partner == rank or partner >= cluster.ranks:
@@ -252,7 +256,7 @@ def step_parts(machine: Machine, cluster: Cluster, step: Step) -> tuple:
     """(latency, occupancy, gap) of @step: latency o_s + L + o_r of its
     slowest path, occupancy its bytes' time (k ranks of a node crossing
     share its link: k (m - 1) G), gap the sender's max(g, o_s)."""
-    local, crossing = _crossing(step, cluster)
+    local, crossing = _crossing(step.kind, step.distance, cluster)
     bytes_ = max(step.size - 1, 0)
     latency = occupancy = gap = 0.0
     if local:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import statistics
+import time
 from collections import OrderedDict
 from typing import Optional, Sequence
 
@@ -52,6 +53,7 @@ class Analysis:
     """The model of a folder's records and its validation, computed once."""
 
     def __init__(self, records: Sequence[dict], description: Optional[dict] = None):
+        started = time.process_time()
         self.model = model.build(records, description)
         self.points = model.validate(self.model, records)
         self.chosen = model.best_algorithms(self.points)
@@ -59,6 +61,7 @@ class Analysis:
         self.libraries = [lib for lib in self.model.machines
                           if any(p.library == lib for p in self.points)]
         self._predicted: dict = {}
+        self.seconds = time.process_time() - started  # CPU time spent computing
 
     @property
     def usable(self) -> bool:
@@ -69,8 +72,10 @@ class Analysis:
         """(algorithm, seconds) of the extrapolation (computed once)."""
         key = (library, collective, cluster, size)
         if key not in self._predicted:
+            started = time.process_time()
             self._predicted[key] = model.extrapolate(self.model, library, collective, cluster,
                                                      size, self.chosen)
+            self.seconds += time.process_time() - started
         return self._predicted[key]
 
 
@@ -475,4 +480,6 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
                    "link taking its k messages one after the other.</p>"
                    % (esc(format_size(TRAFFIC_BYTES)), TRAFFIC_CORES))
         out += traffic
+    out.append('<p class="source">The model took %.1f s of CPU time to compute for this page '
+               '(no program runs for it).</p>' % analysis.seconds)
     return out
