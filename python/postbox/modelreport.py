@@ -130,8 +130,8 @@ def _validation_figures(analysis: Analysis) -> list:
                 "Model against measurement: %s, %s" % (collective, cluster_label),
                 "Solid: the collective bench's median time per call (bench/mpi_coll.c, the "
                 "mean over the ranks; across nodes each library on its own network path: "
-                "Postbox's virtual nodes, the others' TCP between every rank). Dashed, labelled \"model\": the LogGP model's "
-                "prediction of the same point (postbox.model), Postbox with the algorithm "
+                "Postbox's virtual nodes, the others' TCP between every rank). Dashed, "
+                "labelled \"model\": the LogGP model's prediction of the same point (postbox.model), Postbox with the algorithm "
                 "its table picks, the other libraries with the algorithm of theirs that "
                 "best matches (the section's table names it).",
                 "message size (bytes)", "time per call (us)", series,

@@ -17,6 +17,8 @@ import pytest
 from postbox import model, modelreport, report
 from postbox.loggp import LogGP
 
+pytestmark = pytest.mark.short
+
 US = 1e-6
 # a synthetic machine: on the node o = 1, L = 2, g = 3 us, G = 0.01 us/B;
 # between nodes L = 10 us, G = 0.02 us/B
