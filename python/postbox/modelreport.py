@@ -241,27 +241,35 @@ def _params_html(analysis: Analysis) -> list:
     return out
 
 
+def _runs(sizes: dict) -> str:
+    """"8-1K: binomial, 64K-4M: node" from {size: algorithm}."""
+    runs: list = []
+    for size in sorted(sizes):
+        if runs and runs[-1][2] == sizes[size]:
+            runs[-1][1] = size
+        else:
+            runs.append([size, size, sizes[size]])
+    return ", ".join("%s%s: %s" % (format_size(lo), "" if lo == hi else "-" + format_size(hi),
+                                   alg) for lo, hi, alg in runs)
+
+
 def _algorithms_html(analysis: Analysis) -> list:
     esc = html.escape
+    rows: "OrderedDict[tuple, dict]" = OrderedDict()
+    for p in analysis.points:
+        # Postbox's table chooses per shape; the others' match holds for all
+        shape = p.cluster.label if model.family_of(p.library) == "postbox" else "every shape"
+        rows.setdefault((p.library, p.collective, shape), {})[p.size] = p.algorithm
     out = ['<table class="model-algorithms"><tr><th class="text">library</th>'
-           '<th class="text">collective</th><th class="text">algorithm by size</th>'
-           '<th class="text">how chosen</th></tr>']
-    for (library, collective), sizes in analysis.chosen.items():
-        runs = []
-        for size in sorted(sizes):
-            if runs and runs[-1][2] == sizes[size]:
-                runs[-1][1] = size
-            else:
-                runs.append([size, size, sizes[size]])
-        text = ", ".join("%s%s: %s" % (format_size(lo), "" if lo == hi else
-                                       "-" + format_size(hi), alg) for lo, hi, alg in runs)
-        how = ("Postbox's table (src/mpi/coll_table.txt) at the 2-rank shape; its choice at "
-               "every shape is in the error table" if model.family_of(library) == "postbox"
-               else "the best match among %s" % ", ".join(model.candidates(library,
-                                                                           collective)))
+           '<th class="text">collective</th><th class="text">shape</th>'
+           '<th class="text">algorithm by size</th><th class="text">how chosen</th></tr>']
+    for (library, collective, shape), sizes in rows.items():
+        how = ("Postbox's table (src/mpi/coll_table.txt)" if model.family_of(library) ==
+               "postbox" else "the best match among %s"
+               % ", ".join(model.candidates(library, collective)))
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
-                   '</td><td class="text">%s</td></tr>'
-                   % (esc(library), esc(collective), esc(text), esc(how)))
+                   '</td><td class="text">%s</td><td class="text">%s</td></tr>'
+                   % (esc(library), esc(collective), esc(shape), esc(_runs(sizes)), esc(how)))
     out.append("</table>")
     return out
 
