@@ -175,6 +175,22 @@ def test_relative_error_and_limit():
     assert not point.within
 
 
+def test_error_summaries():
+    def point(ranks, nodes, collective, predicted):
+        return model.Point("postbox", model.Cluster(nodes, ranks // nodes), collective, 8,
+                           "node", 100e-6, predicted * 1e-6)
+    points = [point(2, 1, "bcast", 150), point(4, 1, "bcast", 110), point(4, 1, "bcast", 40),
+              point(4, 2, "bcast", 80), point(4, 1, "reduce", 100)]
+    rows = modelreport.summary(points)
+    assert rows[0][:4] == ("postbox", 2, 0, 1) and rows[0][4] == pytest.approx(0.5)
+    assert rows[1][:4] == ("postbox", 4, 3, 4) and rows[1][4] == pytest.approx(0.15)
+    by = {(r[1], r[2]): r[3:] for r in modelreport.by_collective(points)}
+    assert by[("bcast", "one node")][:2] == (1, 2)
+    assert by[("bcast", "one node")][2] == pytest.approx((0.1 - 0.6) / 2)
+    assert by[("bcast", "across nodes")] == (1, 1, pytest.approx(-0.2))
+    assert by[("reduce", "one node")] == (1, 1, 0.0)
+
+
 def _coll(library: str, test: str, size: int, ranks: int, nodes: int, median_s: float,
           transport: str = "shm") -> dict:
     return {"suite": "coll", "test": test, "library": library, "ranks": ranks, "nodes": nodes,
