@@ -86,6 +86,10 @@ SUITES = {
     "threads": ("mpi-threads",),
     "dsm": ("dsm",),
     "logp": ("mpi-logp",),
+    # the model runs no program: its section of the report reads the
+    # records of these parts (the LogP fit, p2p for the multi-pair
+    # figures, the collectives to validate against, the RSM memcpy)
+    "model": ("rsm", "mpi", "mpi-coll", "mpi-logp"),
 }
 
 

@@ -73,6 +73,7 @@ class Series:
     dashed: bool = False
     color: Optional[str] = None  # default: by position
     dasharray: Optional[str] = None  # a dash pattern of its own (overrides dashed)
+    markers: bool = True  # a circle at each point (False: the line alone, e.g. a model)
 
 
 @dataclass
@@ -203,7 +204,7 @@ def plot_marks(figure: Figure, width: int = PLOT_SIZE[0], height: int = PLOT_SIZ
         dash = series.dasharray or ("4 3" if series.dashed else None)
         out.append(Mark("path", tuple((xaxis(x), yaxis(y)) for x, y, _ in points),
                         stroke=color, width=1.8, dash=dash))
-        for x, y, settled in points:
+        for x, y, settled in (points if series.markers else ()):
             fill, stroke = (color, color) if settled else ("#fff", UNSETTLED)
             out.append(Mark("circle", (xaxis(x), yaxis(y), 3.2), stroke=stroke, fill=fill,
                             title="%s: %s, %s%s" % (

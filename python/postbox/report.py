@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, collreport, dsmreport, results, rmareport, threadreport
-from postbox import logpreport
+from postbox import __version__, collreport, dsmreport, logpreport, modelreport, results, \
+    rmareport, threadreport
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -729,6 +729,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += rsm_net_figures(records, description)
     out += p2p_figures(records, description)
     out += collreport.figures(records, description)
+    out += modelreport.figures(records, description)
     out += dsmreport.figures(records, description)
     out += logpreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
@@ -1370,6 +1371,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += _library_ratio_section(records)
     out += paper_tables_section(records)
     out += collreport.section(records)
+    out += modelreport.section(records, description)
     out += rmareport.section(records)
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)

@@ -1,0 +1,493 @@
+"""The model's section of ``postbox report`` (suite ``model``: it runs no
+program, it reads the folder's records; see postbox.model).
+
+- ``figures``: for each job shape measured and each collective, the
+  measured medians of every library (solid, with points) beside the model's
+  prediction of the same points (dashed, labelled "model"); and the model's
+  extrapolation after seed 000 Fig. 16 (Bcast, Scatter, Gather, Alltoall
+  against size at 16 ranks on one node, 16 ranks on four nodes and 64 ranks
+  on four nodes, as Qian et al. measured them) and of every collective
+  against the number of ranks, 16 to 1024;
+- ``section``: how the model was obtained and its limits, the parameters it
+  used, the algorithm it priced for each library, the prediction error at
+  every measured point (with issue 18's 25 % at 4 and 8 ranks), the
+  predictions at 16-1024 ranks on nodes of 2-64 cores, and the permutation
+  and uniform traffic of seed 000 on those clusters.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+import time
+from collections import OrderedDict
+from typing import Optional, Sequence
+
+from postbox import model
+from postbox.plot import COLORS, Figure, Series, format_size, format_value
+
+# where the model extrapolates to
+RANKS = (16, 32, 64, 128, 256, 512, 1024)
+CORES = (2, 8, 64)
+SCALING_CORES = 16
+SIZES = (8, 1048576)
+# after seed 000 Fig. 16 (Qian et al. 2006: 16 processes on one node and
+# on four nodes, 64 on four nodes; Bcast, Scatter, Gather, Alltoall)
+FIG16_CLUSTERS = (("a", model.Cluster(1, 16)), ("b", model.Cluster(4, 4)),
+                  ("c", model.Cluster(4, 16)))
+FIG16_TESTS = ("bcast", "scatter", "gather", "alltoall")
+FIG16_SIZES = (8, 64, 512, 4096, 32768, 262144, 1048576)
+# the permutations' message (seed 000 Fig. 15 shows accepted bandwidth of
+# 32 processes; its aggregate note is at 10 KB)
+TRAFFIC_BYTES = 10240
+TRAFFIC_CORES = 16
+MODEL_DASH = "6 4"
+US = 1e6
+
+
+def _colors(libraries: Sequence[str]) -> dict:
+    return {lib: COLORS[i % len(COLORS)] for i, lib in enumerate(libraries)}
+
+
+class Analysis:
+    """The model of a folder's records and its validation, computed once."""
+
+    def __init__(self, records: Sequence[dict], description: Optional[dict] = None):
+        started = time.process_time()
+        self.model = model.build(records, description)
+        self.points = model.validate(self.model, records)
+        self.chosen = model.best_algorithms(self.points)
+        # the libraries the collective bench measured (and the model can price)
+        self.libraries = [lib for lib in self.model.machines
+                          if any(p.library == lib for p in self.points)]
+        self._predicted: dict = {}
+        self.seconds = time.process_time() - started  # CPU time spent computing
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.points)
+
+    def predict(self, library: str, collective: str, cluster: model.Cluster,
+                size: int) -> tuple:
+        """(algorithm, seconds) of the extrapolation (computed once)."""
+        key = (library, collective, cluster, size)
+        if key not in self._predicted:
+            started = time.process_time()
+            self._predicted[key] = model.extrapolate(self.model, library, collective, cluster,
+                                                     size, self.chosen)
+            self.seconds += time.process_time() - started
+        return self._predicted[key]
+
+
+# the last analysis, for the figures and the section of one page
+_LAST: list = []
+
+
+def _analysis(records: Sequence[dict], description: Optional[dict]) -> Optional[Analysis]:
+    if _LAST and _LAST[0][0] is records and _LAST[0][1] == len(records):
+        analysis = _LAST[0][2]
+    else:
+        analysis = Analysis(records, description)
+        _LAST[:] = [(records, len(records), analysis)]
+    return analysis if analysis.usable else None
+
+
+def shape_label(cluster: model.Cluster) -> str:
+    """The job shape a validation figure shows: one node, or across nodes
+    (Postbox's virtual nodes and the others' TCP path alike)."""
+    if cluster.nodes == 1:
+        return "%d ranks on one node" % cluster.ranks
+    return "%d ranks across nodes" % cluster.ranks
+
+
+# ---- figures -------------------------------------------------------------------
+
+def _validation_figures(analysis: Analysis) -> list:
+    colors = _colors(analysis.libraries)
+    shapes = sorted({p.cluster for p in analysis.points}, key=lambda c: (c.ranks, c.nodes))
+    out = []
+    for cluster_label in OrderedDict((shape_label(c), None) for c in shapes):
+        for collective in model.COLLECTIVES:
+            series = []
+            for library in analysis.libraries:
+                mine = sorted((p for p in analysis.points if p.library == library
+                               and p.collective == collective
+                               and shape_label(p.cluster) == cluster_label),
+                              key=lambda p: p.size)
+                mine = [p for p in mine if p.size > 0 or collective == "barrier"]
+                if not mine:
+                    continue
+                x = lambda p: float(max(p.size, 1))  # noqa: E731
+                measured = Series("%s measured" % library, color=colors[library])
+                measured.points = [(x(p), p.measured * US, True) for p in mine]
+                predicted = Series("%s model" % library, color=colors[library],
+                                   dasharray=MODEL_DASH, markers=False)
+                predicted.points = [(x(p), p.predicted * US, True) for p in mine]
+                series += [measured, predicted]
+            if not series:
+                continue
+            out.append(Figure(
+                "Model against measurement: %s, %s" % (collective, cluster_label),
+                "Solid: the collective bench's median time per call (bench/mpi_coll.c, the "
+                "mean over the ranks; across nodes each library on its own network path: "
+                "Postbox's virtual nodes, the others' TCP between every rank). Dashed, "
+                "labelled \"model\": the LogGP model's prediction of the same point (postbox.model), Postbox with the algorithm "
+                "its table picks, the other libraries with the algorithm of theirs that "
+                "best matches (the section's table names it).",
+                "message size (bytes)", "time per call (us)", series,
+                name="model-%s-%s" % (collective, cluster_label.replace(" ", "-")
+                                      .replace(",", "")), log=True))
+    return out
+
+
+def _fig16_figures(analysis: Analysis) -> list:
+    colors = _colors(analysis.libraries)
+    dashes = {"bcast": MODEL_DASH, "scatter": "2 3", "gather": "8 3 2 3", "alltoall": "1 2"}
+    out = []
+    for letter, cluster in FIG16_CLUSTERS:
+        series = []
+        for library in analysis.libraries:
+            if cluster.nodes > 1 and analysis.model.machines[library].net is None:
+                continue
+            for collective in FIG16_TESTS:
+                line = Series("%s %s model" % (library, collective), color=colors[library],
+                              dasharray=dashes[collective], markers=False)
+                line.points = [(float(size), analysis.predict(library, collective, cluster,
+                                                              size)[1] * US, True)
+                               for size in FIG16_SIZES]
+                series.append(line)
+        if not series:
+            continue
+        out.append(Figure(
+            "Seed 000 Fig. 16(%s) (model): Bcast, Scatter, Gather, Alltoall at %s"
+            % (letter, cluster.label),
+            "Predicted by the LogGP model from this machine's parameters (one rank per core, "
+            "no measurement at this size of cluster): every line is a model. Qian et al. "
+            "measured 16 processes on one Sun Fire node (a), 16 on four nodes (b) and 64 on "
+            "four nodes (c). Sizes as IMB counts them.",
+            "message size (bytes)", "predicted time per call (us)", series,
+            name="seed000-fig-16%s-model" % letter, log=True))
+    return out
+
+
+def _scaling_figures(analysis: Analysis) -> list:
+    colors = _colors(analysis.libraries)
+    out = []
+    for collective in model.COLLECTIVES:
+        series = []
+        for library in analysis.libraries:
+            if analysis.model.machines[library].net is None:
+                continue
+            for size, dash in zip(SIZES, (MODEL_DASH, "2 3")):
+                if collective == "barrier" and size != SIZES[0]:
+                    continue
+                line = Series("%s %s model" % (library, "" if collective == "barrier"
+                                               else format_size(size)),
+                              color=colors[library], dasharray=dash, markers=False)
+                line.points = [(float(ranks), analysis.predict(
+                    library, collective, model.Cluster(ranks // SCALING_CORES, SCALING_CORES),
+                    0 if collective == "barrier" else size)[1] * US, True)
+                    for ranks in RANKS]
+                series.append(line)
+        if series:
+            out.append(Figure(
+                "Model: %s against the number of ranks, nodes of %d cores"
+                % (collective, SCALING_CORES),
+                "Predicted by the LogGP model (every line is a model): %s at 16 to 1024 ranks "
+                "on nodes of %d cores, one rank per core%s."
+                % (collective, SCALING_CORES, "" if collective == "barrier" else
+                   ", at %s (dashed) and %s (dotted)" % tuple(format_size(s) for s in SIZES)),
+                "ranks", "predicted time per call (us)", series,
+                name="model-scaling-%s" % collective, log=True))
+    return out
+
+
+def figures(records: Sequence[dict], description: Optional[dict] = None,
+            analysis: Optional[Analysis] = None) -> list:
+    """The model's figures; [] without coll records it can price."""
+    analysis = analysis or _analysis(records, description)
+    if analysis is None:
+        return []
+    return _validation_figures(analysis) + _fig16_figures(analysis) + \
+        _scaling_figures(analysis)
+
+
+# ---- the section -----------------------------------------------------------------
+
+def _us(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else format_value(seconds * US)
+
+
+def _params_html(analysis: Analysis) -> list:
+    esc = html.escape
+    m = analysis.model
+    out = ['<table class="model-params"><tr><th class="text">library</th>'
+           '<th class="text">path</th><th>L (us)</th><th>o_s (us)</th><th>o_r (us)</th>'
+           '<th>g (us)</th><th>G (ns/KB)</th><th>penalty at 4 ranks (us)</th>'
+           '<th>node bandwidth at 4 MB (GB/s)</th></tr>']
+    for p in m.params:
+        if p.library not in m.machines:
+            continue
+        machine = m.machines[p.library]
+        penalty = m.penalties.get((p.library, p.path, 4))
+        bandwidth = machine.node_bandwidth.at(4 << 20) / 1e9 \
+            if p.path == model.NODE and machine.node_bandwidth else None
+        out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%s</td>'
+                   '<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+                   % (esc(p.library), esc(p.path), _us(p.L), _us(p.o_s), _us(p.o_r), _us(p.g),
+                      format_value(p.G * 1024 * 1e9), _us(penalty),
+                      "-" if bandwidth is None else format_value(bandwidth)))
+    out.append("</table>")
+    return out
+
+
+def _runs(sizes: dict) -> str:
+    """"8-1K: binomial, 64K-4M: node" from {size: algorithm}."""
+    runs: list = []
+    for size in sorted(sizes):
+        if runs and runs[-1][2] == sizes[size]:
+            runs[-1][1] = size
+        else:
+            runs.append([size, size, sizes[size]])
+    return ", ".join("%s%s: %s" % (format_size(lo), "" if lo == hi else "-" + format_size(hi),
+                                   alg) for lo, hi, alg in runs)
+
+
+def _algorithms_html(analysis: Analysis) -> list:
+    esc = html.escape
+    rows: "OrderedDict[tuple, dict]" = OrderedDict()
+    for p in analysis.points:
+        # Postbox's table chooses per shape; the others' match holds for all
+        shape = p.cluster.label if model.family_of(p.library) == "postbox" else "every shape"
+        rows.setdefault((p.library, p.collective, shape), {})[p.size] = p.algorithm
+    out = ['<table class="model-algorithms"><tr><th class="text">library</th>'
+           '<th class="text">collective</th><th class="text">shape</th>'
+           '<th class="text">algorithm by size</th><th class="text">how chosen</th></tr>']
+    for (library, collective, shape), sizes in rows.items():
+        how = ("Postbox's table (src/mpi/coll_table.txt)" if model.family_of(library) ==
+               "postbox" else "the best match among %s"
+               % ", ".join(model.candidates(library, collective)))
+        out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
+                   '</td><td class="text">%s</td><td class="text">%s</td></tr>'
+                   % (esc(library), esc(collective), esc(shape), esc(_runs(sizes)), esc(how)))
+    out.append("</table>")
+    return out
+
+
+def summary(points: Sequence[model.Point]) -> list:
+    """(library, ranks, within, total, median |error|) for each library and
+    rank count of @points."""
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for p in points:
+        if p.error is not None:
+            groups.setdefault((p.library, p.cluster.ranks), []).append(p)
+    return [(library, ranks, sum(1 for p in found if p.within), len(found),
+             statistics.median(abs(p.error) for p in found))
+            for (library, ranks), found in groups.items()]
+
+
+def by_collective(points: Sequence[model.Point], min_ranks: int = 4) -> list:
+    """(library, collective, on one node or across, within, total, median
+    signed error) of the points at @min_ranks ranks or more."""
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for p in points:
+        if p.error is not None and p.cluster.ranks >= min_ranks:
+            where = "one node" if p.cluster.nodes == 1 else "across nodes"
+            groups.setdefault((p.library, p.collective, where), []).append(p)
+    return [key + (sum(1 for p in found if p.within), len(found),
+                   statistics.median(p.error for p in found))
+            for key, found in groups.items()]
+
+
+WHY = (
+    "Where the model misses (issue 18 asks 25 % at 4 and 8 ranks), the causes seen on this "
+    "machine are: (1) the 4- and 8-rank runs put 2 or 4 ranks on each core, so a rank often "
+    "waits for its peer to be scheduled; the model's per-step penalty comes from the "
+    "2-pair ping-pong, and a collective's phases, where every rank must run, cost more than "
+    "it (model low at small sizes); (2) across nodes the net path is TCP between processes "
+    "of this host, whose waits grow faster with ranks sharing cores than the 2-pair "
+    "ping-pong shows (model low, Postbox's virtual nodes most); (3) MPICH on one node with "
+    "ranks sharing cores takes milliseconds per call where 2 ranks take microseconds (its "
+    "waiting ranks poll): no LogGP of two ranks foresees it; (4) from 2 MB the copies of "
+    "all ranks share the memory's bandwidth and the caches, which the model holds only as "
+    "a per-size rate (model off by up to 2x either way); (5) a rough LogGP from ping-pongs "
+    "(no LogP records) carries the library's protocol switches only as one line through "
+    "the sizes."
+)
+
+
+def _collective_summary_html(analysis: Analysis) -> list:
+    esc = html.escape
+    rows = by_collective(analysis.points)
+    if not rows:
+        return []
+    out = ['<table class="model-summary"><tr><th class="text">library</th>'
+           '<th class="text">collective</th><th class="text">where</th>'
+           '<th>within %d %%</th><th>median error</th><th class="text">verdict</th></tr>'
+           % (model.LIMIT * 100)]
+    for library, collective, where, within, total, median in rows:
+        verdict = ('<span class="ok">within</span>' if within == total else
+                   '<span class="fail">model %s</span>' % ("low" if median < 0 else "high")
+                   if abs(median) > model.LIMIT else "mixed")
+        out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
+                   '</td><td>%d of %d</td><td>%+.0f %%</td><td class="text">%s</td></tr>'
+                   % (esc(library), esc(collective), esc(where), within, total,
+                      100 * median, verdict))
+    out.append("</table>")
+    out.append("<p>%s</p>" % esc(WHY))
+    return out
+
+
+def _errors_html(analysis: Analysis) -> list:
+    esc = html.escape
+    rows = summary(analysis.points)
+    out = ['<p>Points within %d %% of the measurement (issue 18 asks it at 4 and 8 ranks): %s.'
+           '</p>' % (model.LIMIT * 100, esc("; ".join(
+               "%s at %d ranks %d of %d (median |error| %.0f %%)"
+               % (lib, ranks, within, total, 100 * med)
+               for lib, ranks, within, total, med in rows)))]
+    out.append('<div class="wide"><table class="model-errors"><tr><th class="text">library</th>'
+               '<th class="text">shape</th><th class="text">collective</th><th>size</th>'
+               '<th class="text">algorithm</th><th>measured (us)</th><th>model (us)</th>'
+               '<th>error</th><th class="text">within %d %%</th></tr>' % (model.LIMIT * 100))
+    for p in analysis.points:
+        verdict = '<span class="ok">yes</span>' if p.within else \
+            '<span class="fail">no</span>' if p.cluster.ranks >= 4 else "no"
+        out.append('<tr class="model-point"><td class="text">%s</td><td class="text">%s</td>'
+                   '<td class="text">%s</td><td>%s</td><td class="text">%s</td><td>%s</td>'
+                   '<td>%s</td><td>%+.0f %%</td><td class="text">%s</td></tr>'
+                   % (esc(p.library), esc(p.cluster.label), esc(p.collective),
+                      esc(format_size(p.size)), esc(p.algorithm), _us(p.measured),
+                      _us(p.predicted), 100 * (p.error or 0.0), verdict))
+    out.append("</table></div>")
+    return out
+
+
+def _extrapolation_html(analysis: Analysis) -> list:
+    esc = html.escape
+    libraries = [lib for lib in analysis.libraries
+                 if analysis.model.machines[lib].net is not None]
+    head = "".join("<th>%s, %d cores/node</th>" % (esc(lib), cores)
+                   for lib in libraries for cores in CORES)
+    out = ['<div class="wide"><table class="model-extrapolation"><tr>'
+           '<th class="text">collective</th><th>size</th><th>ranks</th>%s</tr>' % head]
+    for collective in model.COLLECTIVES:
+        for size in ((0,) if collective == "barrier" else SIZES):
+            for ranks in RANKS[::2]:
+                cells = []
+                for library in libraries:
+                    for cores in CORES:
+                        cluster = model.Cluster(max(ranks // cores, 1), min(cores, ranks))
+                        algorithm, seconds = analysis.predict(library, collective, cluster,
+                                                              size)
+                        cells.append('<td title="%s">%s</td>' % (esc(algorithm), _us(seconds)))
+                out.append('<tr><td class="text">%s</td><td>%s</td><td>%d</td>%s</tr>'
+                           % (esc(collective), esc(format_size(size)), ranks, "".join(cells)))
+    out.append("</table></div>")
+    return out
+
+
+def _traffic_html(analysis: Analysis) -> list:
+    esc = html.escape
+    libraries = [lib for lib in analysis.libraries
+                 if analysis.model.machines[lib].net is not None]
+    if not libraries:
+        return []
+    head = "".join("<th>%s, %d ranks</th>" % (esc(lib), ranks) for lib in libraries
+                   for ranks in RANKS[::2])
+    out = ['<div class="wide"><table class="model-traffic"><tr><th class="text">pattern</th>'
+           '%s</tr>' % head]
+    patterns = [("uniform random", None)] + [(name, name) for name in model.PERMUTATIONS]
+    for label, name in patterns:
+        cells = []
+        for library in libraries:
+            machine = analysis.model.machines[library]
+            for ranks in RANKS[::2]:
+                cluster = model.Cluster(ranks // TRAFFIC_CORES, TRAFFIC_CORES)
+                if name is None:
+                    seconds = model.uniform_time(machine, cluster, TRAFFIC_BYTES)
+                else:
+                    destinations = [model.permutation(name, r, ranks) for r in range(ranks)]
+                    seconds = model.pattern_time(machine, cluster, destinations, TRAFFIC_BYTES)
+                bandwidth = model.accepted_bandwidth(cluster, TRAFFIC_BYTES, seconds)
+                cells.append("<td>%s</td>" % format_value(bandwidth / 1e6))
+        out.append('<tr><td class="text">%s</td>%s</tr>' % (esc(label), "".join(cells)))
+    out.append("</table></div>")
+    return out
+
+
+def section(records: Sequence[dict], description: Optional[dict] = None,
+            analysis: Optional[Analysis] = None) -> list:
+    """The page's "Model" section; empty without coll records the model
+    has parameters for."""
+    analysis = analysis or _analysis(records, description)
+    if analysis is None:
+        return []
+    m = analysis.model
+    esc = html.escape
+    out = ['<h2 id="model">A model that extrapolates (LogGP)</h2>',
+           "<p><strong>This section is a model, not a measurement.</strong> How it was "
+           "obtained: each collective algorithm is written as the messages it sends (steps of "
+           "a schedule, or a binomial tree) and each message is priced with LogGP parameters "
+           "(o_s + L + (m - 1) G + o_r; max(g, o_s) + (m - 1) G between messages of one "
+           "sender): the <em>node</em> parameters between ranks of one node, the "
+           "<em>net</em> parameters between nodes, the ranks of a node that send off it in "
+           "one step sharing its link (k of them: k (m - 1) G). Postbox's node-aware "
+           "algorithms are two-level: the node area's phases priced with the node "
+           "parameters and the RSM bench's memcpy rate, the leaders' step with the net ones "
+           "and the algorithm Postbox's table picks for it. Reductions combine at the "
+           "collective bench's vector-add rate. Copies of 2 MB and more share the node's "
+           "memory bandwidth (the p2p bench's multi-pair bandwidth). The times are the mean "
+           "over the ranks of each rank's time in the call, as bench/mpi_coll.c measures. "
+           "Parameters: %s. Postbox is priced with the algorithm its table picks "
+           "(src/mpi/coll_table.txt%s); Open MPI and MPICH with the algorithm of their "
+           "known ones that best matches their measurements at each collective and size "
+           "over the shapes measured (so their validation is of the model's prices, not of "
+           "the choice).</p>"
+           % (esc(m.source), "" if m.table is not None else ": not found, so its "
+              "point-to-point defaults"),
+           "<p>Limits: this machine has %d cores, so the 4- and 8-rank runs share cores; "
+           "the model adds for them a per-step penalty (the multi-pair ping-pong at 4 ranks "
+           "less the 2-rank one, scaled by the ranks per core) and stretches every byte's "
+           "time by the ranks per core; neither applies to the extrapolation, which assumes "
+           "one rank per core. The \"net\" path here is TCP between processes of one host "
+           "(Postbox's virtual nodes; Open MPI's and MPICH's TCP paths, each rank its own "
+           "\"node\"), not a network; a cluster's NIC, switch and its contention beyond one "
+           "link per node are not modelled, nor are the libraries' pipelining of long "
+           "messages, eager/rendezvous switches within one path, cache effects below 2 MB "
+           "beyond what the fitted G and memcpy curve hold, or the run-to-run noise of a "
+           "shared machine. A rough LogGP from ping-pongs cannot separate o from L; with "
+           "o &le; g the prices do not depend on the split. The traffic patterns are "
+           "predicted only: the traffic bench's records (part mpi-traffic) are not read "
+           "yet, so their validation is left to do.</p>" % m.cores]
+    out.append('<h3 id="model-params">Parameters</h3>')
+    out += _params_html(analysis)
+    out.append('<h3 id="model-algorithms">Algorithms priced</h3>')
+    out += _algorithms_html(analysis)
+    out.append('<h3 id="model-summary">Prediction error at 4 ranks and more, by collective'
+               '</h3>')
+    out += _collective_summary_html(analysis)
+    out.append('<h3 id="model-errors">Prediction error at every measured point</h3>')
+    out.append("<p>error = (model - measured) / measured; the figures \"Model against "
+               "measurement\" draw the same points.</p>")
+    out += _errors_html(analysis)
+    out.append('<h3 id="model-extrapolation">Predicted at 16-1024 ranks on nodes of 2-64 '
+               'cores (us per call)</h3>')
+    out.append("<p>One rank per core, the ranks in blocks of a node's cores; hover a value "
+               "for the algorithm priced. See also the figures after seed 000 Fig. 16 and "
+               "the scaling figures.</p>")
+    out += _extrapolation_html(analysis)
+    traffic = _traffic_html(analysis)
+    if traffic:
+        out.append('<h3 id="model-traffic">Predicted accepted bandwidth of seed 000\'s traffic '
+                   'patterns (MB/s)</h3>')
+        out.append("<p>Every rank sends one %s message at once: to a destination drawn "
+                   "uniformly (the expected load of a node's link), or to its partner in "
+                   "seed 000's permutations (single-stage: i = n - 1), on nodes of %d cores; "
+                   "accepted bandwidth = ranks x size / the round's time, the busiest node's "
+                   "link taking its k messages one after the other.</p>"
+                   % (esc(format_size(TRAFFIC_BYTES)), TRAFFIC_CORES))
+        out += traffic
+    out.append('<p class="source">The model took %.1f s of CPU time to compute for this page '
+               '(no program runs for it).</p>' % analysis.seconds)
+    return out

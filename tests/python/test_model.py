@@ -1,0 +1,348 @@
+"""The LogGP model (postbox.model) on a synthetic machine with known
+parameters, against times computed by hand; the two-level composition; the
+parameters from point-to-point records; the error computation; the
+permutations of seed 000; and the report's model section."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from postbox import model, modelreport, report
+from postbox.loggp import LogGP
+
+pytestmark = pytest.mark.short
+
+US = 1e-6
+# a synthetic machine: on the node o = 1, L = 2, g = 3 us, G = 0.01 us/B;
+# between nodes L = 10 us, G = 0.02 us/B
+NODE = LogGP(L=2 * US, o_s=1 * US, o_r=1 * US, g=3 * US, G=0.01 * US, library="x", path="node")
+NET = LogGP(L=10 * US, o_s=1 * US, o_r=1 * US, g=3 * US, G=0.02 * US, library="x", path="net")
+MACHINE = model.Machine(node=NODE, net=NET)
+M = 100  # bytes
+NODE_ONE_WAY = 1 + 2 + 99 * 0.01 + 1  # 4.99 us
+NODE_GAP = 3 + 99 * 0.01  # 3.99 us
+NET_ONE_WAY = 1 + 10 + 99 * 0.02 + 1  # 13.98 us
+
+
+def one_node(ranks: int) -> model.Cluster:
+    return model.Cluster(1, ranks)
+
+
+def us(seconds: float) -> float:
+    return seconds / US
+
+
+def test_loggp_prices_of_one_message():
+    assert us(NODE.one_way(M)) == pytest.approx(NODE_ONE_WAY)
+    assert us(NODE.gap(M)) == pytest.approx(NODE_GAP)
+    assert us(MACHINE.message("net", M)) == pytest.approx(NET_ONE_WAY)
+
+
+def test_binomial_bcast_by_hand():
+    # root 0 sends to 2 then 1; 2 forwards to 3; the bench's time is the
+    # mean over the ranks: root done after two gaps, 1 when its message
+    # arrives one gap late, 2 after its one send, 3 two hops down
+    root = 2 * NODE_GAP
+    rank1 = NODE_GAP + NODE_ONE_WAY
+    rank2 = NODE_ONE_WAY + NODE_GAP
+    rank3 = 2 * NODE_ONE_WAY
+    expected = (root + rank1 + rank2 + rank3) / 4
+    got = model.predict(MACHINE, one_node(4), "bcast", "binomial", M)
+    assert us(got) == pytest.approx(expected)
+    assert model.binomial_children(0, 4) == [2, 1]
+    assert model.binomial_children(2, 4) == [3]
+    assert model.binomial_children(0, 5) == [4, 2, 1]
+
+
+def test_recursive_doubling_allreduce_by_hand():
+    # two steps of an exchange and a combine of 100 B (no reduce rate: at
+    # the node's G, 1 us)
+    got = model.predict(MACHINE, one_node(4), "allreduce", "recursive_doubling", M)
+    assert us(got) == pytest.approx(2 * (NODE_ONE_WAY + 1.0))
+    # 6 ranks: folded to 4 (one send and combine before, one send after)
+    got6 = model.predict(MACHINE, one_node(6), "allreduce", "recursive_doubling", M)
+    assert us(got6) == pytest.approx(3 * (NODE_ONE_WAY + 1.0) + NODE_ONE_WAY)
+
+
+def test_ring_allgather_and_pairwise_alltoall_by_hand():
+    for ranks in (2, 3, 4, 5):
+        expected = (ranks - 1) * NODE_ONE_WAY
+        assert us(model.predict(MACHINE, one_node(ranks), "allgather", "ring", M)) == \
+            pytest.approx(expected)
+        assert us(model.predict(MACHINE, one_node(ranks), "alltoall", "pairwise", M)) == \
+            pytest.approx(expected)
+
+
+def test_dissemination_barrier_and_direct_alltoall_by_hand():
+    assert us(model.predict(MACHINE, one_node(5), "barrier", "dissemination", 0)) == \
+        pytest.approx(3 * (1 + 2 + 1))
+    # posted at once: one latency, every message's bytes, a gap between them
+    assert us(model.predict(MACHINE, one_node(4), "alltoall", "direct", M)) == \
+        pytest.approx(4 + 3 * 0.99 + 2 * 3)
+
+
+def test_two_level_ring_and_link_contention():
+    cluster = model.Cluster(2, 2)
+    # the ring: each step has a message crossing (1 -> 2, 3 -> 0)
+    assert us(model.predict(MACHINE, cluster, "allgather", "ring", M)) == \
+        pytest.approx(3 * NET_ONE_WAY)
+    # pairwise: shift 1 and 3 have one rank of a node crossing, shift 2
+    # both, whose bytes then share the node's link
+    shift2 = 1 + 10 + 1 + 2 * 99 * 0.02
+    assert us(model.predict(MACHINE, cluster, "alltoall", "pairwise", M)) == \
+        pytest.approx(2 * NET_ONE_WAY + shift2)
+    # recursive doubling: xor 1 stays on the node, xor 2 takes both ranks
+    # of a node across its link
+    assert us(model.predict(MACHINE, cluster, "allreduce", "recursive_doubling", M)) == \
+        pytest.approx(NODE_ONE_WAY + 1.0 + shift2 + 1.0)
+
+
+def test_postbox_node_algorithms_compose_node_and_leaders():
+    cluster = model.Cluster(4, 8)
+    table = model.CollTable.parse("bcast * 2- * * node\n")
+    node = model.node_area_one_node(MACHINE, "bcast", 8, M)
+    leaders = model.predict(MACHINE, model.Cluster(4, 1), "bcast", "binomial", M)
+    got = model.predict(MACHINE, cluster, "bcast", "node", M, table)
+    assert got == pytest.approx(2 * node + leaders)
+    # on one node: the node area alone
+    assert model.predict(MACHINE, model.Cluster(1, 8), "bcast", "node", M) == \
+        pytest.approx(node)
+    # a phase is one node one_way of 0 bytes
+    assert us(model.node_phase(MACHINE)) == pytest.approx(4.0)
+    assert us(model.node_area_one_node(MACHINE, "barrier", 8, 0)) == pytest.approx(4.0)
+
+
+def test_table_parsing_and_choice():
+    table = model.CollTable.parse(
+        "# comment\n"
+        "bcast 2 2- 1 1M- binomial\n"
+        "bcast * 2- 1 * node\n"
+        "allgather 4 * * 0-16383 recursive_doubling\n")
+    assert table.choose("bcast", 2, 2, 1, 1 << 20) == "binomial"
+    assert table.choose("bcast", 2, 2, 1, 8) == "node"
+    assert table.choose("bcast", 8, 1, 8, 8) == "binomial"  # no rule: the first p2p one
+    assert table.choose("allgather", 4, 4, 1, 1024) == "recursive_doubling"
+    assert table.choose("allgather", 4, 4, 1, 16384) == "ring"
+    with pytest.raises(ValueError, match="six fields"):
+        model.CollTable.parse("bcast * node\n")
+    real = model.load_table()
+    assert real is not None and real.choose("bcast", 2, 2, 1, 4 << 20) == "binomial"
+
+
+def _p2p(library: str, path: str, test: str, size: int, median_us: float, ranks: int = 2):
+    return {"suite": "p2p", "test": test, "library": library, "path": path, "ranks": ranks,
+            "size": size, "unit": "us", "median": median_us, "metric": "latency"}
+
+
+def synthetic_records(library: str = "postbox") -> list:
+    """p2p records of a machine with T(m) = 0.5 + 0.001 m us on the node and
+    10 + 0.002 m us between nodes, streams at 0.4 and 6 us per message."""
+    out = []
+    for size in (0, 8, 4096, 65536, 1048576):
+        out.append(_p2p(library, "on-node", "pingpong_standard", size, 0.5 + 0.001 * size))
+        out.append(_p2p(library, "network", "pingpong_standard", size, 10 + 0.002 * size))
+    out.append(_p2p(library, "on-node", "unidirectional", 0, 0.4))
+    out.append(_p2p(library, "network", "unidirectional", 0, 6.0))
+    return out
+
+
+def test_approximate_from_p2p_recovers_the_synthetic_parameters():
+    params = {p.path: p for p in model.approximate_from_p2p(synthetic_records())}
+    node, net = params["node"], params["net"]
+    assert us(node.one_way(1)) == pytest.approx(0.5)
+    assert node.G == pytest.approx(0.001 * US)
+    assert us(node.g) == pytest.approx(0.4)
+    assert us(node.o_s) == pytest.approx(0.2) and us(node.L) == pytest.approx(0.1)
+    assert us(net.one_way(1)) == pytest.approx(10)
+    assert net.G == pytest.approx(0.002 * US)
+    assert us(net.o_s) <= us(net.g)
+
+
+def test_relative_error_and_limit():
+    assert model.relative_error(110.0, 100.0) == pytest.approx(0.10)
+    assert model.relative_error(50.0, 100.0) == pytest.approx(-0.5)
+    assert model.relative_error(1.0, 0.0) is None
+    point = model.Point("postbox", model.Cluster(1, 4), "bcast", 8, "node", 100e-6, 124e-6)
+    assert point.within
+    point.predicted = 126e-6
+    assert not point.within
+
+
+def test_error_summaries():
+    def point(ranks, nodes, collective, predicted):
+        return model.Point("postbox", model.Cluster(nodes, ranks // nodes), collective, 8,
+                           "node", 100e-6, predicted * 1e-6)
+    points = [point(2, 1, "bcast", 150), point(4, 1, "bcast", 110), point(4, 1, "bcast", 40),
+              point(4, 2, "bcast", 80), point(4, 1, "reduce", 100)]
+    rows = modelreport.summary(points)
+    assert rows[0][:4] == ("postbox", 2, 0, 1) and rows[0][4] == pytest.approx(0.5)
+    assert rows[1][:4] == ("postbox", 4, 3, 4) and rows[1][4] == pytest.approx(0.15)
+    by = {(r[1], r[2]): r[3:] for r in modelreport.by_collective(points)}
+    assert by[("bcast", "one node")][:2] == (1, 2)
+    assert by[("bcast", "one node")][2] == pytest.approx((0.1 - 0.6) / 2)
+    assert by[("bcast", "across nodes")] == (1, 1, pytest.approx(-0.2))
+    assert by[("reduce", "one node")] == (1, 1, pytest.approx(0.0, abs=1e-12))
+
+
+def _coll(library: str, test: str, size: int, ranks: int, nodes: int, median_s: float,
+          transport: str = "shm") -> dict:
+    return {"suite": "coll", "test": test, "library": library, "ranks": ranks, "nodes": nodes,
+            "size": size, "unit": "us", "median": median_s / US, "metric": "latency",
+            "transport": transport, "path": "on-node" if nodes == 1 else "network"}
+
+
+def test_validation_prices_postbox_with_its_table_and_others_with_the_best_match():
+    records = synthetic_records("postbox") + synthetic_records("openmpi")
+    built = model.build(records, params=None)
+    pb = built.machines["postbox"]
+    table = built.table
+    # "measurements" made by the model itself: Postbox's table's choice,
+    # and Open MPI running a binomial gather
+    for size in (8, 4096):
+        for ranks in (2, 4):
+            cluster = model.Cluster(1, ranks)
+            alg = model.postbox_choice(table, "allreduce", cluster, size)
+            machine = model.with_penalties(pb, built.penalties, "postbox", ranks, built.cores)
+            records.append(_coll("postbox", "allreduce", size, ranks, 1,
+                                 model.predict(machine, cluster, "allreduce", alg, size, table)))
+            om = model.with_penalties(built.machines["openmpi"], built.penalties, "openmpi",
+                                      ranks, built.cores)
+            records.append(_coll("openmpi", "gather", size, ranks, 1,
+                                 1.1 * model.predict(om, cluster, "gather", "binomial", size)))
+    points = model.validate(model.build(records), records)
+    assert len(points) == 8
+    for p in points:
+        if p.library == "postbox":
+            assert p.error == pytest.approx(0.0, abs=1e-9)
+        else:
+            assert p.algorithm == "binomial"
+            assert p.error == pytest.approx(1 / 1.1 - 1)
+            assert p.within
+
+
+def test_oversubscription_penalty_from_the_multipair_records():
+    records = synthetic_records()
+    records.append(_p2p("postbox", "on-node", "multipair_latency", 1, 3.5, ranks=4))
+    records.append(_p2p("postbox", "on-node", "multipair_latency", 1, 0.5, ranks=2))
+    penalties = model.oversubscription_penalties(records)
+    assert us(penalties[("postbox", "node", 4)]) == pytest.approx(3.0)
+    assert model.scaled_penalty(penalties, "postbox", "node", 2, 2) == 0.0
+    assert us(model.scaled_penalty(penalties, "postbox", "node", 4, 2)) == pytest.approx(3.0)
+    assert us(model.scaled_penalty(penalties, "postbox", "node", 8, 2)) == pytest.approx(9.0)
+
+
+def test_permutations_of_seed_000():
+    assert model.permutation("bit-reversal", 1, 8) == 4
+    assert model.permutation("complement", 1, 8) == 6
+    assert model.permutation("perfect-shuffle", 4, 8) == 1
+    assert model.permutation("perfect-shuffle", 1, 8) == 2
+    assert model.permutation("butterfly", 1, 8) == 4
+    assert model.permutation("cube", 1, 8) == 5
+    assert [model.permutation("baseline", r, 8) for r in (1, 2, 4)] == [4, 1, 2]
+    assert model.permutation("matrix-transpose", 1, 16) == 4
+    assert model.permutation("neighbor", 6, 8) == 7
+    for name in model.PERMUTATIONS:
+        for ranks in (2, 8, 16, 32):
+            assert sorted(model.permutation(name, r, ranks) for r in range(ranks)) == \
+                list(range(ranks)), name
+    with pytest.raises(ValueError, match="power of two"):
+        model.permutation("cube", 0, 6)
+
+
+def test_traffic_pattern_per_link_contention():
+    cluster = model.Cluster(2, 4)
+    neighbor = [model.permutation("neighbor", r, 8) for r in range(8)]
+    assert us(model.pattern_time(MACHINE, cluster, neighbor, M)) == pytest.approx(NODE_ONE_WAY)
+    complement = [model.permutation("complement", r, 8) for r in range(8)]
+    # all four ranks of a node cross its link
+    assert us(model.pattern_time(MACHINE, cluster, complement, M)) == \
+        pytest.approx(1 + 10 + 1 + 4 * 99 * 0.02)
+    assert model.uniform_load(cluster) == pytest.approx(4 * 4 / 7)
+    assert model.accepted_bandwidth(cluster, 1000, 1e-3) == pytest.approx(8e6)
+
+
+def _report_records() -> list:
+    records = synthetic_records("postbox")
+    built = model.build(records)
+    for test in ("bcast", "alltoall"):
+        for size in (8, 65536):
+            for ranks, nodes in ((2, 1), (4, 1), (4, 2)):
+                cluster = model.Cluster(nodes, ranks // nodes)
+                alg = model.postbox_choice(built.table, test, cluster, size)
+                t = model.predict(built.machines["postbox"], cluster, test, alg, size,
+                                  built.table)
+                records.append(_coll("postbox", test, size, ranks, nodes, 1.2 * t,
+                                     "shm" if nodes == 1 else "tcp"))
+    return records
+
+
+def test_report_section_and_figures_render():
+    records = _report_records()
+    html_ = "\n".join(modelreport.section(records))
+    assert 'id="model"' in html_ and "not a measurement" in html_
+    assert html_.count('class="model-point"') == 12
+    assert "-17 %" in html_  # 1 / 1.2 - 1
+    figures = modelreport.figures(records)
+    titles = [f.title for f in figures]
+    assert any(t.startswith("Seed 000 Fig. 16(c) (model)") for t in titles)
+    validation = [f for f in figures if f.title.startswith("Model against measurement")]
+    assert validation
+    for figure in validation:
+        dashed = [s for s in figure.series if s.dasharray]
+        assert dashed and all(s.label.endswith(" model") for s in dashed)
+    page = report.render(records)
+    assert 'id="model-errors"' in page and "seed000-fig-16c-model" in page
+
+
+def test_report_without_coll_records_has_no_model_section():
+    assert modelreport.section(synthetic_records()) == []
+    assert modelreport.figures(synthetic_records()) == []
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason="%s not installed" % CHROMIUM)
+def test_model_section_in_headless_chromium(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "model.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _report_records()), encoding="utf-8")
+    page = report.write(folder)
+    profile = tmp_path / "chromium-profile"
+    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--no-first-run", "--disable-dev-shm-usage",
+            "--enable-logging=stderr", "--v=0", "--user-data-dir=%s" % profile,
+            "--dump-dom", page.resolve().as_uri()]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", start_new_session=True)
+    try:
+        dom, log = process.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("chromium did not load the page in 90 s")
+    finally:
+        try:  # whatever chromium left in its group
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(profile, ignore_errors=True)
+    assert process.returncode == 0
+    assert 'id="model"' in dom and 'id="model-errors"' in dom
+    assert dom.count('class="model-point"') == 12
+    # the Fig. 16 predictions and a validation figure, parsed as SVG with
+    # their dashed model lines
+    for name in ("seed000-fig-16a-model", "model-bcast-4-ranks-across-nodes"):
+        match = re.search(r'<svg[^>]*id="fig-%s"[^>]*>(.*?)</svg>' % re.escape(name), dom,
+                          re.S)
+        assert match, name
+        assert re.search(r'<path[^>]*stroke-dasharray', match.group(1))
+    assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
