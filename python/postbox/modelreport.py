@@ -166,7 +166,7 @@ def _fig16_figures(analysis: Analysis) -> list:
             "measured 16 processes on one Sun Fire node (a), 16 on four nodes (b) and 64 on "
             "four nodes (c). Sizes as IMB counts them.",
             "message size (bytes)", "predicted time per call (us)", series,
-            name="seed000-fig-16%s-model" % letter, log=True))
+            name="seed000-fig-16%s-model" % letter, log=True, seed="000-fig-16"))
     return out
 
 

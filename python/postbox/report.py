@@ -1278,8 +1278,9 @@ SEEDS = {
     "003": "SSS-CORE's evaluation, memory-based communication against TCP/IP",
     "004": "Strings' evaluation, a DSM on clusters of SMPs",
 }
-# a heading of a seed's figure or table redrawn: <h3 id="seedNNN-fig-K...">
-_HEADING = re.compile(r'<h3 id="([^"]+)"[^>]*>(.*?)</h3>', re.S)
+# a heading of a seed's figure or table redrawn: <h3 id="seedNNN-fig-K...">,
+# or a <div id="seedNNN-..."> whose first element is its <h3>
+_HEADING = re.compile(r'<(?:h3|div) id="([^"]+)"[^>]*>\s*(?:<h3[^>]*>)?(.*?)</h3>', re.S)
 _SEED_ID = re.compile(r"seed(\d{3})-(fig|table)-([0-9A-Za-z.]+)")
 # headings that redraw a seed's table under an id of their own
 SEED_TABLE_IDS = {"paper-qian-IV": "seed000-table-IV", "paper-qian-V": "seed000-table-V",

@@ -166,3 +166,9 @@ def test_seed_contents_orders_by_seed_and_number_and_links_each_heading():
     assert "Table IV" in rows[2] and "Fig. 12" in rows[1]
     assert ">Seed 002 Fig. 7: pair-wise<" in rows[4]
     assert report.seed_contents('<h3 id="other">x</h3>') == []
+
+
+def test_seed_contents_finds_a_section_by_its_div():
+    body = '<div id="seed000-table-7">\n<h3>Seed 000 Table VII: LogP</h3><table></table></div>'
+    rows = [line for line in report.seed_contents(body) if line.startswith("<tr><td")]
+    assert len(rows) == 1 and 'href="#seed000-table-7"' in rows[0] and "Table 7" in rows[0]
