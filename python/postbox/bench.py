@@ -36,7 +36,12 @@ The parts, in order:
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
   full profile) on one node and across two virtual nodes, in interleaved
-  rounds, into ``dsm.jsonl``/``dsm.txt``.
+  rounds, into ``dsm.jsonl``/``dsm.txt``;
+- ``mpi-beff``: bench/mpi_beff.c (see beffbench): b_eff (seed 002 Table 1)
+  and ping-pong by rank distance (Figs. 1-3) at 4 ranks on one node, across
+  two nodes and Postbox's four virtual nodes, into ``beff.jsonl``;
+- ``mpi-dense``: the same program's four dense algorithms (see densebench;
+  seed 002 Figs. 7-10), phase by phase, into ``dense.jsonl``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
@@ -68,7 +73,8 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 RSM_NET_TIMEOUT = {True: 240, False: 900}
 # the MPI parts run by _run_mpi_part after the p2p part, in this order:
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
-MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"))
+MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
+             ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -80,6 +86,8 @@ SUITES = {
     "rma": ("mpi-rma",),
     "threads": ("mpi-threads",),
     "dsm": ("dsm",),
+    "beff": ("mpi-beff",),
+    "dense": ("mpi-dense",),
 }
 
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, collreport, dsmreport, results, rmareport, threadreport
+from postbox import (__version__, beffreport, collreport, dsmreport, results, rmareport,
+                     threadreport)
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -727,9 +728,11 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += p2p_figures(records, description)
     out += collreport.figures(records, description)
     out += dsmreport.figures(records, description)
+    out += beffreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
-               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)}
+               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)
+               or beffreport.is_beff(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -1275,9 +1278,11 @@ def _figure_html(figure: Figure, png: bool = False) -> str:
     if png:
         files += ' and <a href="fig-%s.png"><code>fig-%s.png</code></a>' % (
             esc(figure.name), esc(figure.name))
-    return ('<figure id="figure-%s"><h3>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
+    # a figure after a seed's ("seed002-fig-1") is known by that name
+    anchor = figure.name if figure.name.startswith("seed") else "figure-" + figure.name
+    return ('<figure id="%s"><h3>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
             '%s</figure>'
-            % (esc(figure.name), esc(figure.title), svg_plot(figure), esc(figure.caption),
+            % (esc(anchor), esc(figure.title), svg_plot(figure), esc(figure.caption),
                "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE, files,
                source))
 
@@ -1307,6 +1312,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += rmareport.section(records)
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)
+    out += beffreport.section(records, description)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")
