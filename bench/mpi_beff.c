@@ -73,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NSIZES 21
@@ -93,6 +94,8 @@
 #define TAG_PING 401
 #define TAG_PONG 402
 #define TAG_DENSE 403
+#define TAG_GATE 404
+#define IDLE_POLL_NS 200000 /* a rank left out of a measurement polls this often */
 #define MPI_BEFF_DONE "# mpi_beff: done, status" /* rank 0's last line */
 
 enum method {
@@ -144,6 +147,7 @@ static struct {
     bool reps_given, loop_given;
     uint64_t seed;
     char *sbuf, *rbuf;
+    bool *active; /* the ranks of a measurement that only some take part in */
     int *scounts, *rcounts, *sdispls, *rdispls;
 } g = {.b = PB_MPI_BENCH_INIT("mpi_beff"), .nrandom = RANDOM_DEFAULT, .seed = 1};
 
@@ -344,22 +348,61 @@ static int make_patterns(pattern_t *pats)
 
 typedef void (*step_fn)(void *ctx);
 
-/* @loops steps of @fn on every rank (one untimed first when @warm), each
- * rank timing its own; @return the slowest rank's time in seconds.  The
+/* @loops steps of @fn on this rank (one untimed first when @warm); @return
+ * their time in seconds.  The
  * loops start right after the MPI_Allreduce of the measurement before,
  * which the ranks leave together (no barrier of its own: with more ranks
  * than cores every synchronisation costs a time slice). */
-static double timed_max(step_fn fn, void *ctx, long loops, bool warm)
+static double loop_time(step_fn fn, void *ctx, long loops, bool warm)
 {
     uint64_t t0;
-    double t;
 
     if (warm)
         fn(ctx);
     t0 = pb_bench_time_now();
     for (long i = 0; i < loops; i++)
         fn(ctx);
-    t = (double)(pb_bench_time_now() - t0) * 1e-9;
+    return (double)(pb_bench_time_now() - t0) * 1e-9;
+}
+
+/* The ranks not in @active (NULL: every rank is) wait for a word of the
+ * lowest active rank, asleep between polls, so that with more ranks than
+ * cores they leave the cores to the ranks measured. */
+static void idle_gate(const bool *active)
+{
+    int leader = 0;
+
+    if (active == NULL)
+        return;
+    while (leader < g.ranks && !active[leader])
+        leader++;
+    if (leader == g.ranks)
+        return;
+    if (g.rank == leader) {
+        for (int r = 0; r < g.ranks; r++)
+            if (!active[r])
+                MPI_Send(NULL, 0, MPI_BYTE, r, TAG_GATE, MPI_COMM_WORLD);
+    } else if (!active[g.rank]) {
+        struct timespec nap = {0, IDLE_POLL_NS};
+        MPI_Request rq;
+        int done = 0;
+
+        MPI_Irecv(NULL, 0, MPI_BYTE, leader, TAG_GATE, MPI_COMM_WORLD, &rq);
+        MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+        while (!done) {
+            nanosleep(&nap, NULL);
+            MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+        }
+    }
+}
+
+/* loop_time on the ranks of @active (NULL: all), then the slowest rank's
+ * time (seconds) on every rank. */
+static double timed_max(step_fn fn, void *ctx, long loops, bool warm, const bool *active)
+{
+    double t = active == NULL || active[g.rank] ? loop_time(fn, ctx, loops, warm) : 0.0;
+
+    idle_gate(active);
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return t;
 }
@@ -483,15 +526,16 @@ static void pingpong_step(void *ctx)
     }
 }
 
-/* Time of one step of @x (seconds; the best of --reps measurements after a
- * one-loop estimate); *@loops_p: the loops of a measurement. */
-static double step_time(step_fn fn, void *x, long *loops_p)
+/* Time of one step of @x on the ranks of @active (seconds; the best of
+ * --reps measurements after a one-loop estimate); *@loops_p: the loops of a
+ * measurement. */
+static double step_time(step_fn fn, void *x, const bool *active, long *loops_p)
 {
-    double est = timed_max(fn, x, 1, true), best = 0.0;
+    double est = timed_max(fn, x, 1, true, active), best = 0.0;
     long loops = next_loops(est, 1.0);
 
     for (int r = 0; r < g.reps; r++) {
-        double t = timed_max(fn, x, loops, false) / (double)loops;
+        double t = timed_max(fn, x, loops, false, active) / (double)loops;
 
         best = r == 0 || t < best ? t : best;
     }
@@ -499,11 +543,19 @@ static double step_time(step_fn fn, void *x, long *loops_p)
     return best;
 }
 
+/* g.active for rank 0 and rank @peer. */
+static const bool *pair_active(int peer)
+{
+    for (int r = 0; r < g.ranks; r++)
+        g.active[r] = r == 0 || r == peer;
+    return g.active;
+}
+
 static void pingpong_pair(pb_bench_out_t *out)
 {
     pingpong_t x = {.peer = 1, .len = 1};
     long loops;
-    double lat = step_time(pingpong_step, &x, &loops) / 2.0, bw;
+    double lat = step_time(pingpong_step, &x, pair_active(x.peer), &loops) / 2.0, bw;
 
     if (g.rank == 0) {
         pb_bench_record_t rec = record_begin("pingpong_latency", 1, "latency", "us", 1);
@@ -512,7 +564,7 @@ static void pingpong_pair(pb_bench_out_t *out)
         pb_bench_record_emit(out, &rec);
     }
     x.len = g.lmax;
-    bw = (double)g.lmax / (step_time(pingpong_step, &x, &loops) / 2.0) * 1e-6;
+    bw = (double)g.lmax / (step_time(pingpong_step, &x, pair_active(x.peer), &loops) / 2.0) * 1e-6;
     if (g.rank == 0) {
         pb_bench_record_t rec = record_begin("pingpong_bandwidth", g.lmax, "bandwidth", "MB/s", 1);
 
@@ -550,24 +602,33 @@ static int run_beff(pb_bench_out_t *out)
         for (int s = 0; s < NSIZES; s++) {
             double b[NMETHODS] = {0}, best = 0.0;
 
-            for (int m = 0; m < NMETHODS; m++) {
-                exchange_t x = {.p = &pats[k], .len = sizes[s], .m = (enum method)m};
-
+            for (int m = 0; m < NMETHODS; m++)
                 if (s > 0) {
                     double growth = (double)sizes[s] / (double)sizes[s - 1];
 
                     loops[m] = next_loops(per_loop[m], growth > 1.0 ? growth : 1.0);
                 }
-                for (int r = 0; r < g.reps; r++) {
-                    double t = timed_max(exchange_step, &x, loops[m], s < WITH_PRELOOP);
-                    double bw =
-                        (double)sizes[s] * (double)pats[k].messages * (double)loops[m] / t * 1e-6;
+            for (int r = 0; r < g.reps; r++) {
+                double t[NMETHODS];
 
-                    per_loop[m] = t / (double)loops[m];
+                /* the three methods one after the other, one MPI_Allreduce
+                 * for their slowest times */
+                for (int m = 0; m < NMETHODS; m++) {
+                    exchange_t x = {.p = &pats[k], .len = sizes[s], .m = (enum method)m};
+
+                    t[m] = loop_time(exchange_step, &x, loops[m], s < WITH_PRELOOP);
+                }
+                MPI_Allreduce(MPI_IN_PLACE, t, NMETHODS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                for (int m = 0; m < NMETHODS; m++) {
+                    double bw = (double)sizes[s] * (double)pats[k].messages * (double)loops[m] /
+                                t[m] * 1e-6;
+
+                    per_loop[m] = t[m] / (double)loops[m];
                     b[m] = bw > b[m] ? bw : b[m];
                 }
-                best = b[m] > best ? b[m] : best;
             }
+            for (int m = 0; m < NMETHODS; m++)
+                best = b[m] > best ? b[m] : best;
             if (g.rank != 0)
                 continue;
 
@@ -646,7 +707,7 @@ static void distance_figure(pb_bench_out_t *out, int d, bool both, const size_t 
     for (unsigned s = 0; s < n; s++) {
         pingpong_t x = {.peer = d, .len = sizes[s], .both = both};
         long loops;
-        double t = step_time(pingpong_step, &x, &loops) / (both ? 1.0 : 2.0);
+        double t = step_time(pingpong_step, &x, pair_active(x.peer), &loops) / (both ? 1.0 : 2.0);
 
         if (g.rank != 0)
             continue;
@@ -793,12 +854,15 @@ static int run_dense(pb_bench_out_t *out)
             if (a == D_RANDOM)
                 random_permutation(&state, P, perm);
             dense_schedule((enum dense_alg)a, k, perm, dest, src);
-            for (int r = 0; r < P; r++)
-                active += dest[r] >= 0;
+            for (int r = 0; r < P; r++) {
+                g.active[r] = dest[r] >= 0;
+                active += g.active[r];
+            }
             for (unsigned s = 0; s < nsizes; s++) {
                 dense_t x = {.dest = dest[g.rank], .src = src[g.rank], .len = sizes[s]};
                 long loops;
-                double t = step_time(dense_step, &x, &loops), bw = (double)sizes[s] / t * 1e-6;
+                double t = step_time(dense_step, &x, g.active, &loops),
+                       bw = (double)sizes[s] / t * 1e-6;
 
                 if (g.rank != 0)
                     continue;
@@ -963,6 +1027,7 @@ static int run_all(void)
     g.sbuf = alloc_or_die(buf);
     g.rbuf = alloc_or_die(buf);
     memset(g.sbuf, 0x5a, buf);
+    g.active = alloc_or_die(sizeof(bool) * (size_t)g.ranks);
     g.scounts = alloc_or_die(sizeof(int) * (size_t)g.ranks);
     g.rcounts = alloc_or_die(sizeof(int) * (size_t)g.ranks);
     g.sdispls = alloc_or_die(sizeof(int) * (size_t)g.ranks);
@@ -988,6 +1053,7 @@ static int run_all(void)
         pb_bench_out_close(&out);
     free(g.sbuf);
     free(g.rbuf);
+    free(g.active);
     free(g.scounts);
     free(g.rcounts);
     free(g.sdispls);
