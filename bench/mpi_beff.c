@@ -913,7 +913,8 @@ static const char what[] =
     "                     --quick 1)\n"
     "  --loop-ms MS       time of one measurement's loops (default 20, --quick 1)\n"
     "  --seed S           the random permutations' seed (default 1; recorded)\n"
-    "  --phases N         dense_random's phases (default ranks - 1)";
+    "  --phases N         dense_random's phases (default ranks - 1)\n"
+    "  (--sizes, below: the distance and dense sizes; b_eff's are its 21)";
 
 /* A whole number from @least to @most in *@out; -1 with a message if not. */
 static int parse_whole(const char *opt, const char *val, double least, double most, double *out)

@@ -378,3 +378,48 @@ def test_real_mpi_beff_against_a_system_mpi(tmp_path, monkeypatch):
     dense = [r for r in records if r["suite"] == "dense"]
     assert {r["test"] for r in dense} == {densebench.test_name(a) for a in densebench.ALGORITHMS}
     assert all(r["size"] == 1024 and math.isfinite(r["median"]) for r in dense)
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.mark.short
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason="%s not installed" % CHROMIUM)
+def test_section_in_headless_chromium(tmp_path):
+    """The page with seed 002's table and figures, as a browser parses it."""
+    import re
+    import signal
+
+    records = beff_records() + distance_records() + dense_records()
+    records += distance_records(nodes=2, path="network") + dense_records(nodes=2, path="network")
+    (tmp_path / "beff.jsonl").write_text("".join(
+        json.dumps(dict(r, host="h", timestamp="t", state="unknown")) + "\n" for r in records),
+        encoding="utf-8")
+    page = report.write(tmp_path)
+    profile = tmp_path / "chromium-profile"
+    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--no-first-run", "--disable-dev-shm-usage",
+            "--enable-logging=stderr", "--v=0", "--user-data-dir=%s" % profile, "--dump-dom",
+            page.resolve().as_uri()]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, errors="replace", start_new_session=True)
+    try:
+        dom, log = process.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("chromium did not load the page in 90 s")
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        shutil.rmtree(profile, ignore_errors=True)
+    assert process.returncode == 0
+    assert 'id="seed002-table-1"' in dom
+    for number in (1, 2, 3, 7, 8, 9, 10):
+        match = re.search(r'<figure id="seed002-fig-%d">.*?<svg[^>]*>(.*?)</svg>' % number,
+                          dom, re.S)
+        assert match, number
+        assert "<path" in match.group(1)
+    assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
