@@ -427,8 +427,8 @@ def summary_text(records: Sequence[dict]) -> str:
     for (library, ranks, nodes, path, _), members in runs_of(records).items():
         summary = beff_summary(members)
         if summary is not None:
-            parts.append("%s %s ranks %s node(s) %.0f MB/s" % (library, ranks, nodes,
-                                                               summary.b_eff))
+            where = "one node" if path == "on-node" else "%d nodes" % max(2, int(nodes or 1))
+            parts.append("%s %s ranks %s %.0f MB/s" % (library, ranks, where, summary.b_eff))
     return "b_eff: " + ", ".join(parts) if parts else ""
 
 

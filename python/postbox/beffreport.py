@@ -78,14 +78,22 @@ def is_beff(record: dict) -> bool:
 
 
 def _shape(record: dict) -> tuple:
-    return (int(record.get("ranks") or 0), int(record.get("nodes") or 1),
-            str(record.get("path") or "on-node"))
+    """(ranks, nodes, path) of @record's run; a library whose network path
+    runs on this one host (Open MPI, MPICH) counts as two nodes, beside
+    Postbox's two virtual nodes (as beffbench.Config(ranks, 2) ran it)."""
+    path = str(record.get("path") or "on-node")
+    nodes = int(record.get("nodes") or 1)
+    if path != "on-node":
+        nodes = max(nodes, 2)
+    return (int(record.get("ranks") or 0), nodes, path)
 
 
 def _shape_label(shape: tuple) -> str:
     ranks, nodes, path = shape
     if path == "on-node":
         return "%d ranks on one node" % ranks
+    if nodes == 2:
+        return "%d ranks across two nodes" % ranks
     return "%d ranks across %d nodes" % (ranks, nodes)
 
 
@@ -175,7 +183,10 @@ def section(records: Sequence[dict], description: Optional[dict] = None) -> list
 
 def _line(label: str, members: Sequence[dict], x_key: str, color: str,
           dash: Optional[str] = None) -> Optional[Series]:
-    points = sorted((float(r[x_key]), float(r["median"]), results.is_settled(r))
+    # mpi_beff takes no probe: its records are unprobed ("unknown"), not
+    # unsettled
+    points = sorted((float(r[x_key]), float(r["median"]),
+                     results.is_settled(r) or r.get("state") == "unknown")
                     for r in members if isinstance(r.get(x_key), (int, float))
                     and isinstance(r.get("median"), (int, float)) and r["median"] > 0)
     if len(points) < 1:
@@ -291,7 +302,8 @@ def _phase_figure(records: Sequence[dict], algorithm: str, shape: tuple, number:
                               SEED_DENSE_TEXT[algorithm]),
         "pairs" if x_key == "pairs" else "phase", "bandwidth per process (MB/s)", series,
         name=("seed002-fig-%d" % number if number is not None else "dense-%s" % algorithm)
-        + suffix, source=_source(description, "dense"))
+        + suffix, source=_source(description, "dense"),
+        xticks=sorted({float(r[x_key]) for r in members if isinstance(r.get(x_key), (int, float))}))
 
 
 def _dense_figures(records: Sequence[dict], description: Optional[dict]) -> list:
