@@ -425,3 +425,49 @@ def test_section_in_headless_chromium(tmp_path):
         assert match, number
         assert "<path" in match.group(1)
     assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
+
+
+@pytest.mark.slow
+def test_real_mpi_beff_against_postbox(tmp_path, monkeypatch, real_build):
+    """mpi_beff built with postbox-cc and run at 4 ranks across two virtual
+    nodes with the smallest settings: b_eff's random patterns are the ones
+    beffbench makes, every dense phase of the schedule is there."""
+    from conftest import built
+    from postbox import paths
+
+    postbox = mpibench.find_postbox()
+    if postbox is None:
+        built(paths.bin_dir() / "postbox-cc")
+        built(paths.bin_dir() / "mpiexec", "run `make` (it links build/bin/mpiexec)")
+    postbox.label = "postbox"
+    monkeypatch.setenv("POSTBOX_BUILD_DIR", str(real_build))
+    monkeypatch.setattr(mpibench, "build_dir", lambda lib: tmp_path / "build")
+    ok, message = beffbench.ensure_built(postbox)
+    assert ok, message
+    jsonl = tmp_path / "beff.jsonl"
+    argv = beffbench.run_command(postbox, beffbench.Config(4, 2), jsonl, True,
+                                 tests="beff,distance,dense", is_root=False, lmax=4096,
+                                 extra=["--random", "4", "--loop-ms", "0.1", "--sizes", "1K",
+                                        "--seed", "5"])
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=180, start_new_session=True)
+    assert done.returncode == 0, done.stdout
+    assert beffbench.DONE_MARKER + " 0" in done.stdout
+    records = results.load_jsonl(jsonl)
+    patterns = {}
+    for record in records:
+        if record["test"] == "beff_pattern":
+            patterns.setdefault(record["pattern"], record)
+    assert sum(r["rings"] for r in patterns.values()) == 6
+    assert sum(r["randoms"] for r in patterns.values()) == 4
+    orders = beffbench.random_orders(5, 4, 4)
+    for name, record in patterns.items():
+        if "order" in record:
+            assert [int(x) for x in record["order"].split()] == orders[int(name[7:]) - 1]
+    assert beffbench.beff_summary(records) is not None
+    # ranks 0, 1 on the first virtual node, 2, 3 on the second
+    near = {r["distance"]: r["same_node"] for r in records if r["test"] == "pingpong_distance"}
+    assert near == {1: True, 2: False, 3: False}
+    for algorithm in densebench.ALGORITHMS:
+        phases = {r["phase"] for r in records if r["test"] == densebench.test_name(algorithm)}
+        assert phases == set(range(1, len(densebench.schedule(algorithm, 4)) + 1))
