@@ -135,6 +135,44 @@ def best_method(record: dict) -> float:
 
 
 @dataclass
+class PatternRow:
+    """One distinct pattern of a run: its mean over the sizes and its value
+    at Lmax (the maximum over the methods), the method best at Lmax, and
+    how many of the rings and random patterns it stands for."""
+
+    name: str
+    rings: int
+    randoms: int
+    mean: float
+    at_lmax: float
+    best_at_lmax: str
+    order: Optional[str] = None
+
+
+def pattern_rows(records: Sequence[dict]) -> list:
+    """The PatternRow of every distinct pattern of one run's records with
+    all 21 sizes, in order of appearance."""
+    patterns: dict = {}
+    for record in records:
+        if record.get("test") == "beff_pattern":
+            patterns.setdefault(record.get("pattern"), []).append(record)
+    out = []
+    for name, members in patterns.items():
+        lmax = int(members[0].get("lmax") or max(int(r["size"]) for r in members))
+        by_size = {int(r["size"]): r for r in members}
+        wanted = message_sizes(lmax)
+        if sorted(by_size) != sorted(set(wanted)):
+            continue
+        last = by_size[lmax]
+        best = max(METHODS, key=lambda m: float(last.get(m) or 0.0))
+        out.append(PatternRow(str(name), int(members[0].get("rings") or 0),
+                              int(members[0].get("randoms") or 0),
+                              sum(best_method(by_size[s]) for s in wanted) / NSIZES,
+                              best_method(last), best, members[0].get("order")))
+    return out
+
+
+@dataclass
 class Summary:
     """Seed 002 Table 1's columns for one run (MB/s, us)."""
 
@@ -166,41 +204,24 @@ def beff_summary(records: Sequence[dict]) -> Optional[Summary]:
     methods, the logarithmic average over the 6 rings and over the random
     patterns (each distinct pattern weighted by how many it stands for),
     then of the two.  None unless every distinct pattern has all 21 sizes."""
-    patterns: dict = {}
-    ping = {}
-    for record in records:
-        if record.get("test") == "beff_pattern":
-            patterns.setdefault(record.get("pattern"), []).append(record)
-        elif record.get("test") in ("pingpong_bandwidth", "pingpong_latency"):
-            ping[record["test"]] = record.get("median")
-    if not patterns:
+    names = {r.get("pattern") for r in records if r.get("test") == "beff_pattern"}
+    rows = pattern_rows(records)
+    if not rows or len(rows) != len(names) or any(r.mean <= 0 or r.at_lmax <= 0 for r in rows):
         return None
-    rings, randoms = [], []
-    lmax = None
-    for members in patterns.values():
-        lmax = int(members[0].get("lmax") or max(int(r["size"]) for r in members))
-        wanted = message_sizes(lmax)
-        by_size = {int(r["size"]): best_method(r) for r in members}
-        if sorted(by_size) != sorted(set(wanted)) or any(by_size[s] <= 0 for s in by_size):
-            return None
-        mean = sum(by_size[s] for s in wanted) / NSIZES
-        at_lmax = by_size[lmax]
-        first = members[0]
-        rings.append((mean, at_lmax, float(first.get("rings") or 0)))
-        randoms.append((mean, at_lmax, float(first.get("randoms") or 0)))
-    if sum(w for _, _, w in rings) <= 0 or sum(w for _, _, w in randoms) <= 0:
+    rings = [r for r in rows if r.rings > 0]
+    randoms = [r for r in rows if r.randoms > 0]
+    if not rings or not randoms:
         return None
-
-    def average(entries: list, index: int) -> float:
-        kept = [e for e in entries if e[2] > 0]
-        return logavg([e[index] for e in kept], [e[2] for e in kept])
-
-    ring_mean, random_mean = average(rings, 0), average(randoms, 0)
-    ring_lmax, random_lmax = average(rings, 1), average(randoms, 1)
-    first = next(iter(patterns.values()))[0]
+    ring_mean = logavg([r.mean for r in rings], [r.rings for r in rings])
+    ring_lmax = logavg([r.at_lmax for r in rings], [r.rings for r in rings])
+    random_mean = logavg([r.mean for r in randoms], [r.randoms for r in randoms])
+    random_lmax = logavg([r.at_lmax for r in randoms], [r.randoms for r in randoms])
+    ping = {r["test"]: r.get("median") for r in records
+            if r.get("test") in ("pingpong_bandwidth", "pingpong_latency")}
+    first = next(r for r in records if r.get("test") == "beff_pattern")
     return Summary(int(first.get("ranks") or 0), logavg([ring_mean, random_mean]),
-                   logavg([ring_lmax, random_lmax]), ring_lmax, lmax or 0,
-                   ping.get("pingpong_bandwidth"), ping.get("pingpong_latency"), len(patterns))
+                   logavg([ring_lmax, random_lmax]), ring_lmax, int(first.get("lmax") or 0),
+                   ping.get("pingpong_bandwidth"), ping.get("pingpong_latency"), len(rows))
 
 
 # ---- shapes and runs --------------------------------------------------------

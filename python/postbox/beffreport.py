@@ -131,8 +131,8 @@ def _num(value, fmt: str = "%.0f") -> str:
 def table1_html(records: Sequence[dict]) -> list:
     esc = html.escape
     head = ("System", "# of proc", "b_eff (MB/s)", "b_eff per proc (MB/s)",
-            "b_eff at Lmax rings &amp; random (MB/s)", "per proc", "b_eff at Lmax rings only (MB/s)",
-            "per proc", "BW ping-pong (MB/s)", "Latency ping-pong (us)", "Lmax")
+            "b_eff at Lmax rings &amp; random (MB/s)", "per proc",
+            "b_eff at Lmax rings only (MB/s)", "per proc", "BW ping-pong (MB/s)", "Latency ping-pong (us)", "Lmax")
     out = ['<h3 id="seed002-table-1">Seed 002 Table 1: effective bandwidth b_eff, this machine '
            'beside the seed</h3>',
            "<p>b_eff of Rabenseifner and Koniges (bench/mpi_beff.c): per pattern the mean over "
@@ -170,13 +170,38 @@ def table1_html(records: Sequence[dict]) -> list:
     return out
 
 
+def patterns_html(records: Sequence[dict]) -> list:
+    """Every run's distinct patterns: what b_eff averages."""
+    esc = html.escape
+    out = ['<h3 id="beff-patterns">b_eff by pattern</h3>',
+           "<p>Each distinct pattern of each run: how many of the 6 rings and of the random "
+           "patterns it stands for (a pattern that sends what another sends is measured "
+           "once), its mean over the 21 sizes and its value at Lmax (the best method), the "
+           "method best at Lmax, and a random pattern's order of the ranks.</p>",
+           '<div class="wide"><table><tr><th class="text">run</th><th class="text">pattern'
+           '</th><th>rings</th><th>random</th><th>mean over sizes (MB/s)</th>'
+           '<th>at Lmax (MB/s)</th><th class="text">best at Lmax</th>'
+           '<th class="text">order</th></tr>']
+    for (library, _, _, _, _), members in beffbench.runs_of(records).items():
+        label = "%s, %s" % (library, _shape_label(_shape(members[0])))
+        for row in beffbench.pattern_rows(members):
+            out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%d</td>'
+                       '<td>%d</td><td>%s</td><td>%s</td><td class="text">%s</td>'
+                       '<td class="text">%s</td></tr>'
+                       % (esc(label), esc(row.name), row.rings, row.randoms,
+                          esc(format_value(row.mean)), esc(format_value(row.at_lmax)),
+                          esc(row.best_at_lmax), esc(row.order or "")))
+    out.append("</table></div>")
+    return out
+
+
 def section(records: Sequence[dict], description: Optional[dict] = None) -> list:
-    """The b_eff section of the page: Table 1 (nothing without b_eff
-    records)."""
+    """The b_eff section of the page: Table 1 and the patterns (nothing
+    without b_eff records)."""
     mine = [r for r in records if r.get("suite") == beffbench.SUITE]
     if not any(r.get("test") == "beff_pattern" for r in mine):
         return []
-    return ["<h2>Effective bandwidth (b_eff)</h2>"] + table1_html(mine)
+    return ["<h2>Effective bandwidth (b_eff)</h2>"] + table1_html(mine) + patterns_html(mine)
 
 
 # ---- figures -------------------------------------------------------------------

@@ -119,6 +119,17 @@ def test_beff_by_hand():
 
 
 @pytest.mark.short
+def test_pattern_rows():
+    rows = beffbench.pattern_rows(beff_records())
+    assert [(r.name, r.rings, r.randoms) for r in rows] == [("ring-1*4fix", 6, 15),
+                                                            ("random-2", 0, 15)]
+    assert rows[0].mean == pytest.approx(10.0) and rows[0].at_lmax == 50.0
+    assert rows[0].best_at_lmax == "alltoallv" and rows[0].order is None
+    assert rows[1].mean == pytest.approx(160.0) and rows[1].best_at_lmax == "nonblocking"
+    assert rows[1].order == "2 0 3 1"
+
+
+@pytest.mark.short
 def test_beff_needs_every_size():
     records = [r for r in beff_records() if not (r.get("pattern") == "random-2"
                                                   and r["size"] == 4096)]
@@ -316,6 +327,7 @@ def test_report_section_and_figures():
     row = page[page.index("postbox, 4 ranks on one node"):]
     row = row[:row.index("</tr>")]
     assert ">20<" in row and ">5<" in row and ">100<" in row and ">50<" in row and ">123<" in row
+    assert '<h3 id="beff-patterns">' in page and ">2 0 3 1<" in page
     figures = {f.name: f for f in beffreport.figures(records)}
     for number in (1, 2, 3, 7, 8, 9, 10):
         name = "seed002-fig-%d" % number
