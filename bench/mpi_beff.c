@@ -13,7 +13,7 @@
  *       21 message sizes L: 1, 2, 4 .. 4096 B, then 4096 * a^k, k = 1..8,
  *       a = (Lmax / 4096)^(1/8) rounded to whole bytes, the last Lmax;
  *       6 ring patterns (ring sizes 2, 4, 8, max(16, P/4), max(32, P/2), P,
- *       each at most P; round(P/size + 0.4 - 0.5) rings laid out
+ *       each at most P; max(1, min(int(P/size + 0.4), P/2)) rings laid out
  *       contiguously, uneven ones one member more or less) and --random (30)
  *       random patterns (one ring through a random permutation of the
  *       ranks); each rank sends L bytes to its next and its previous
@@ -60,7 +60,10 @@
  * --quick 1): the first size of a pattern and method runs 10 loops, every
  * next one (target / the last time per loop / growth of the size) loops, at
  * least 1, at most 10000.  One loop before the timed ones warms up the sizes
- * of the first 18.
+ * of the first 18.  b_eff times its three methods back to back and reduces
+ * their slowest times in one MPI_Allreduce; the measurements that leave
+ * ranks out (the ping-pongs, a phase with idle ranks) let those ranks wait
+ * asleep, polling every 200 us, for a word of the lowest rank measured.
  */
 #include <mpi.h>
 
