@@ -59,11 +59,12 @@
  * Loop lengths adapt to --loop-ms per measurement (b_eff.c: 500 ms; here 20,
  * --quick 1): the first size of a pattern and method runs 10 loops, every
  * next one (target / the last time per loop / growth of the size) loops, at
- * least 1, at most 10000.  One loop before the timed ones warms up the sizes
- * of the first 18.  b_eff times its three methods back to back and reduces
- * their slowest times in one MPI_Allreduce; the measurements that leave
- * ranks out (the ping-pongs, a phase with idle ranks) let those ranks wait
- * asleep, polling every 200 us, for a word of the lowest rank measured.
+ * least 1, at most 10000.  One loop before the timed ones warms up the
+ * sizes of the first 18 (--quick: the first size only).  b_eff times its
+ * three methods back to back and reduces their slowest times in one
+ * MPI_Allreduce; the measurements that leave ranks out (the ping-pongs, a
+ * phase with idle ranks) let those ranks wait asleep, polling every 200 us,
+ * for a word of the lowest rank measured.
  */
 #include <mpi.h>
 
@@ -580,6 +581,14 @@ static void pingpong_pair(pb_bench_out_t *out)
     }
 }
 
+/* Whether size @s of a pattern gets one loop before the timed ones: the
+ * first 18 (b_eff.c), under --quick the first only (with more ranks than
+ * cores a loop is a time slice or more; the first warms the connections). */
+static bool warm_up(int s)
+{
+    return g.opts.quick ? s == 0 : s < WITH_PRELOOP;
+}
+
 static int run_beff(pb_bench_out_t *out)
 {
     size_t sizes[NSIZES];
@@ -619,7 +628,7 @@ static int run_beff(pb_bench_out_t *out)
                 for (int m = 0; m < NMETHODS; m++) {
                     exchange_t x = {.p = &pats[k], .len = sizes[s], .m = (enum method)m};
 
-                    t[m] = loop_time(exchange_step, &x, loops[m], s < WITH_PRELOOP);
+                    t[m] = loop_time(exchange_step, &x, loops[m], warm_up(s));
                 }
                 MPI_Allreduce(MPI_IN_PLACE, t, NMETHODS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
                 for (int m = 0; m < NMETHODS; m++) {
