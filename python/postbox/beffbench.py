@@ -371,9 +371,14 @@ def run_suite(out: Path, quick: bool, chosen: Sequence[mpibench.Library], extra:
     outcome = Outcome()
     ready = []
     for lib in chosen:
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-              file=terminal, flush=True)
+        if up_to_date(lib):
+            print("postbox bench: %s of %s (%s) is up to date%s"
+                  % (PROGRAM, lib.label, lib.origin, mpibench.elapsed(started)),
+                  file=terminal, flush=True)
+        else:
+            print("postbox bench: building %s (%s %s) with %s%s"
+                  % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
+                  file=terminal, flush=True)
         ok, message = ensure_built(lib)
         description[key].append(dict(lib.describe(), build_command=build_command(lib),
                                      built=ok, header_version=lib.version))
