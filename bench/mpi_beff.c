@@ -92,7 +92,7 @@
 #define LOOPS_MAX 10000
 #define WITH_PRELOOP 18
 #define LMAX_QUICK ((size_t)256 << 10)
-#define LMAX_CAP ((size_t)16 << 20)
+#define LMAX_CAP ((size_t)4 << 20)
 #define LMAX_LEAST ((size_t)4096)
 #define DIST_SIZE_MAX ((size_t)4 << 20)
 #define TAG_PING 401
@@ -918,7 +918,7 @@ static const char what[] =
     "  --round N          which of several runs of the same figures this is\n"
     "  --tests a,b        beff, distance, dense (default beff,distance)\n"
     "  --lmax BYTES       b_eff's largest message (default: memory per process / 128,\n"
-    "                     at most 16 MiB; --quick 256 KiB); at least 4096\n"
+    "                     at most 4 MiB; --quick 256 KiB); at least 4096\n"
     "  --memory-mb M      memory per process for Lmax (default: the machine's / ranks)\n"
     "  --random N         b_eff's random patterns (default 30)\n"
     "  --reps N           repetitions of each measurement, the best kept (default 2,\n"

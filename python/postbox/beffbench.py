@@ -53,7 +53,7 @@ NRINGS = 6
 NRANDOM = 30
 LMAX_LEAST = 4096
 LMAX_QUICK = 256 << 10
-LMAX_CAP = 16 << 20
+LMAX_CAP = 4 << 20
 METHODS = ("sendrecv", "alltoallv", "nonblocking")
 
 

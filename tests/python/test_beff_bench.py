@@ -40,10 +40,10 @@ def test_the_21_sizes():
 
 @pytest.mark.short
 def test_lmax():
-    # memory per process / 128 (b_eff.c), within [4 KiB, 16 MiB]
+    # memory per process / 128 (b_eff.c), within [4 KiB, 4 MiB]
+    assert beffbench.lmax_for(256 * MIB) == 2 * MIB
     assert beffbench.lmax_for(512 * MIB) == 4 * MIB
-    assert beffbench.lmax_for(2048 * MIB) == 16 * MIB
-    assert beffbench.lmax_for(64 * 1024 * MIB) == 16 * MIB
+    assert beffbench.lmax_for(64 * 1024 * MIB) == 4 * MIB
     assert beffbench.lmax_for(100 * KIB) == 4096
     # the quick profile's documented Lmax
     assert beffbench.lmax_for(64 * 1024 * MIB, quick=True) == 256 * KIB
