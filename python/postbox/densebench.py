@@ -102,9 +102,36 @@ CONFIGS = {True: (beffbench.Config(4), beffbench.Config(4, 2)),
            False: beffbench.CONFIGS[False]}
 
 
+def phase_spread(records: Sequence[dict], algorithm: str = "aapc") -> list:
+    """(library, ranks, path, size, fastest / slowest phase) of @algorithm at
+    its largest size in each run: seed 002's 'drop in the middle phases'."""
+    out = []
+    for (library, ranks, _, path, _), members in beffbench.runs_of(records, SUITE).items():
+        mine = [r for r in members if r.get("test") == test_name(algorithm)
+                and isinstance(r.get("median"), (int, float)) and r["median"] > 0]
+        if not mine:
+            continue
+        size = max(int(r["size"]) for r in mine)
+        values = [float(r["median"]) for r in mine if int(r["size"]) == size]
+        out.append((library, ranks, path, size, max(values) / min(values)))
+    return out
+
+
 def detail(outcome: beffbench.Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
-    """(verdict, detail) of the part."""
+    """(verdict, detail) of the part, with the aapc phases' spread from
+    @jsonl."""
+    from postbox import results
+
     verdict, text = beffbench.detail(outcome, None)
+    if jsonl is not None and jsonl.exists():
+        try:
+            spread = phase_spread(results.load_jsonl(jsonl))
+        except results.ResultsError:
+            spread = []
+        if spread:
+            text += "; aapc fastest/slowest phase: " + ", ".join(
+                "%s %d ranks %s %.1fx" % (library, ranks, path, ratio)
+                for library, ranks, path, _, ratio in spread)
     return verdict, text
 
 

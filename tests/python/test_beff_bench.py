@@ -281,6 +281,18 @@ def test_parsing_the_program_output(tmp_path):
     assert verdict == "FAILED"
 
 
+@pytest.mark.short
+def test_dense_detail_gives_the_aapc_spread(tmp_path):
+    # dense_records: phase k at 64 KB gives 100 k + 64 MB/s: 364 / 164
+    path = tmp_path / "dense.jsonl"
+    path.write_text("".join(json.dumps(dict(r, host="h", timestamp="t")) + "\n"
+                            for r in dense_records()), encoding="utf-8")
+    assert densebench.phase_spread(results.load_jsonl(path)) == [
+        ("postbox", 4, "on-node", 65536, pytest.approx(364 / 164))]
+    verdict, text = densebench.detail(beffbench.Outcome(built=["postbox"], runs=1), path)
+    assert verdict == "ok" and "aapc fastest/slowest phase: postbox 4 ranks on-node 2.2x" in text
+
+
 # ---- the report ----------------------------------------------------------------------
 
 def dense_records(library="postbox", nodes=1, path="on-node"):
