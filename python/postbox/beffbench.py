@@ -18,8 +18,8 @@ averages are computed here from the per-pattern records (beff_summary).
 Shapes (CONFIGS): 4 ranks on one node, 4 ranks across two nodes (each
 library's network path, as the other MPI parts: Postbox two virtual nodes
 of ``postbox run --nodes 2``, Open MPI and MPICH their TCP stack on this
-host), and Postbox across four virtual nodes; the full profile adds 8 ranks
-in each.  Lmax: the quick profile 256 KiB (LMAX_QUICK; the seed's runs used
+host), and Postbox across four virtual nodes (the quick profile: distance
+only); the full profile adds 8 ranks in each.  Lmax: the quick profile 256 KiB (LMAX_QUICK; the seed's runs used
 1 MB, the reference memory per process / 128), the full profile memory per
 process / 128 (the machine's memory over the ranks of the run) up to
 LMAX_CAP.
@@ -233,6 +233,7 @@ class Config:
 
     ranks: int
     nodes: int = 1
+    tests: Optional[str] = None  # --tests of this shape (None: the part's)
 
     @property
     def name(self) -> str:
@@ -252,7 +253,8 @@ class Config:
         return self.nodes == 2 or lib.family == "postbox"
 
 
-CONFIGS = {True: (Config(4), Config(4, 2), Config(4, 4)),
+# the quick profile measures distance only on Postbox's four virtual nodes
+CONFIGS = {True: (Config(4), Config(4, 2), Config(4, 4, "distance")),
            False: (Config(4), Config(4, 2), Config(4, 4), Config(8), Config(8, 2),
                    Config(8, 4))}
 
@@ -394,7 +396,8 @@ def run_suite(out: Path, quick: bool, chosen: Sequence[mpibench.Library], extra:
     spent = []
     for step, run in enumerate(plan, 1):
         lmax = lmax_for(memory_per_process(run.config.ranks), quick)
-        argv = run_command(run.lib, run.config, jsonl, quick, tests, extra, is_root, lmax)
+        argv = run_command(run.lib, run.config, jsonl, quick, run.config.tests or tests, extra,
+                           is_root, lmax)
         env = run.lib.run_env(is_root, run.config.path)
         print("[%s %d/%d]%s%s %s %s (%s): %s"
               % (what, step, len(plan), mpibench.elapsed(started),

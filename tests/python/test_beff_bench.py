@@ -235,6 +235,7 @@ def test_shapes_and_commands(tmp_path, monkeypatch):
         ("postbox", "4-ranks-1-node"), ("mpich", "4-ranks-1-node"),
         ("postbox", "4-ranks-2-nodes"), ("mpich", "4-ranks-2-nodes"),
         ("postbox", "4-ranks-4-nodes")]
+    assert runs[-1].config.tests == "distance"
     assert len(beffbench.plan_runs([postbox, mpich], False)) == 10
     assert [r.config.name for r in beffbench.plan_runs([postbox], True,
                                                        densebench.CONFIGS[True])] == [
