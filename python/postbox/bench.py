@@ -32,16 +32,16 @@ The parts, in order:
   MPI_THREAD_MULTIPLE in interleaved rounds (their ratio against issue 16's
   1.1) and the 4-thread message rate of every library that grants
   MULTIPLE, into ``threads.jsonl``/``threads.txt``;
-- ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
-  13) across two virtual nodes, then every SPLASH-2-style application
-  sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
-  full profile) on one node and across two virtual nodes, in interleaved
-  rounds, into ``dsm.jsonl``/``dsm.txt``;
 - ``mpi-beff``: bench/mpi_beff.c (see beffbench): b_eff (seed 002 Table 1)
   and ping-pong by rank distance (Figs. 1-3) at 4 ranks on one node, across
   two nodes and Postbox's four virtual nodes, into ``beff.jsonl``;
 - ``mpi-dense``: the same program's four dense algorithms (see densebench;
-  seed 002 Figs. 7-10), phase by phase, into ``dense.jsonl``.
+  seed 002 Figs. 7-10), phase by phase, into ``dense.jsonl``;
+- ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
+  13) across two virtual nodes, then every SPLASH-2-style application
+  sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
+  full profile) on one node and across two virtual nodes, in interleaved
+  rounds, into ``dsm.jsonl``/``dsm.txt``.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
