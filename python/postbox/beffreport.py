@@ -219,7 +219,10 @@ def _line(label: str, members: Sequence[dict], x_key: str, color: str,
     return Series(label, points=points, color=color, dasharray=dash)
 
 
-DASHES = (None, "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
+DASHES = (None, "6 3", "2 3", "8 3 2 3", "1 2", "10 4", "4 2 1 2", "12 3 3 3")
+# the sizes the dense figures draw when a run has more (the rest are in the
+# tables): 3 KB is where seed 002's Altix peaked
+DENSE_FIGURE_SIZES = (1024, 3072, 65536, 1 << 20)
 
 
 def _colors(libraries: Sequence) -> dict:
@@ -301,6 +304,7 @@ def _phase_figure(records: Sequence[dict], algorithm: str, shape: tuple, number:
         return None
     colors = _colors(_libraries(records))
     sizes = sorted({int(r["size"]) for r in members})
+    sizes = [size for size in sizes if size in DENSE_FIGURE_SIZES] or sizes
     x_key = "pairs" if algorithm == "cumulative" else "phase"
     series = []
     for library in colors:
@@ -323,7 +327,8 @@ def _phase_figure(records: Sequence[dict], algorithm: str, shape: tuple, number:
         "%s, %s" % (title, _shape_label(shape)),
         "bench/mpi_beff.c --tests dense, %s; bandwidth per communicating process (size x "
         "loops / the slowest rank's time) per %s, one colour per library, one dash per "
-        "message size. %s" % (what, "number of pairs" if x_key == "pairs" else "phase",
+        "message size (of 1, 3, 64 KB and 1 MB when measured; every size is in the "
+        "tables). %s" % (what, "number of pairs" if x_key == "pairs" else "phase",
                               SEED_DENSE_TEXT[algorithm]),
         "pairs" if x_key == "pairs" else "phase", "bandwidth per process (MB/s)", series,
         name=("seed002-fig-%d" % number if number is not None else "dense-%s" % algorithm)
