@@ -937,7 +937,7 @@ static int parse_whole(const char *opt, const char *val, double least, double mo
     errno = 0;
     v = strtod(val, &end);
     if (errno != 0 || end == val || *end != '\0' || v != floor(v) || v < least || v > most) {
-        fprintf(stderr, "mpi_beff: bad %s '%s' (want a whole number from %g to %g)\n", opt, val,
+        fprintf(stderr, "mpi_beff: bad %s '%s' (want a whole number from %.0f to %.0f)\n", opt, val,
                 least, most);
         return -1;
     }
