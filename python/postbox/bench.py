@@ -36,6 +36,11 @@ The parts, in order:
   logpbench): Kielmann et al.'s parameterized LogP and netgauge's PRTT with
   2 ranks on one node and across two nodes, into ``logp.jsonl``/``logp.txt``
   (suite ``logp``);
+- ``mpi-beff``: bench/mpi_beff.c (see beffbench): b_eff (seed 002 Table 1)
+  and ping-pong by rank distance (Figs. 1-3) at 4 ranks on one node, across
+  two nodes and Postbox's four virtual nodes, into ``beff.jsonl``;
+- ``mpi-dense``: the same program's four dense algorithms (see densebench;
+  seed 002 Figs. 7-10), phase by phase, into ``dense.jsonl``;
 - ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
@@ -72,8 +77,8 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 RSM_NET_TIMEOUT = {True: 240, False: 900}
 # the MPI parts run by _run_mpi_part after the p2p part, in this order:
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
-MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"))
-MPI_PARTS += (("mpi-logp", "logpbench"),)
+MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
+             ("mpi-logp", "logpbench"), ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -90,6 +95,8 @@ SUITES = {
     # records of these parts (the LogP fit, p2p for the multi-pair
     # figures, the collectives to validate against, the RSM memcpy)
     "model": ("rsm", "mpi", "mpi-coll", "mpi-logp"),
+    "beff": ("mpi-beff",),
+    "dense": ("mpi-dense",),
 }
 
 

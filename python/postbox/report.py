@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from postbox import __version__, collreport, dsmreport, logpreport, modelreport, results, \
-    rmareport, threadreport
+from postbox import (__version__, beffreport, collreport, dsmreport, logpreport, modelreport,
+                     results, rmareport, threadreport)
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -732,9 +732,11 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += modelreport.figures(records, description)
     out += dsmreport.figures(records, description)
     out += logpreport.figures(records, description)
+    out += beffreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
-               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)}
+               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)
+               or beffreport.is_beff(r)}
     plotted |= {id(r) for r in records if logpreport.is_logp(r)}
     rest = OrderedDict()
     for record in records:
@@ -1342,6 +1344,10 @@ def _figure_html(figure: Figure, png: bool = False, seed_id: str = "") -> str:
     if png:
         files += ' and <a href="fig-%s.png"><code>fig-%s.png</code></a>' % (
             esc(figure.name), esc(figure.name))
+    # the heading of a figure after a seed's figure is known by that: its
+    # Figure.seed, or a name such as "seed002-fig-1"
+    if not seed_id and figure.name.startswith("seed"):
+        seed_id = figure.name[len("seed"):]
     return ('<figure id="figure-%s"><h3%s>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
             '%s</figure>'
             % (esc(figure.name), ' id="seed%s"' % esc(seed_id) if seed_id else "",
@@ -1377,6 +1383,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)
     out += logpreport.section(records, description)
+    out += beffreport.section(records, description)
     plots = figures(records, description) if plots is None else plots
     # the figures a section draws itself (under its seed figure's id)
     plots = [figure for figure in plots if not logpreport.in_section(figure)]
