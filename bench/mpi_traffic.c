@@ -22,7 +22,9 @@
  * time kept: the sender falls behind); then it posts whatever of its
  * schedule is left.  At "saturation" there is no schedule: a sender keeps
  * its SEND_SLOTS sends outstanding for the whole window.  Receivers keep
- * RECV_SLOTS receives (MPI_ANY_SOURCE) posted; each sender ends with one
+ * RECV_SLOTS receives posted for each rank that sends to them (no
+ * MPI_ANY_SOURCE: a library may fall behind on wildcard receives under this
+ * load); each sender ends with one
  * message to every other rank saying how many it sent there, so every
  * rank knows when it has everything.
  *
@@ -85,18 +87,18 @@
 #define TAG_SYNC 303
 #define TAG_GATHER 304
 
-#define SEND_SLOTS 8  /* outstanding sends of a sender */
-#define RECV_SLOTS 16 /* posted receives of a receiver */
-#define EXP_CAP 16    /* exponential sizes kept below EXP_CAP x the mean */
-#define SPINS 64      /* idle polls before yielding the CPU */
-#define YIELDS 2000   /* idle yields before sleeping between polls */
+#define SEND_SLOTS 8 /* outstanding sends of a sender */
+#define RECV_SLOTS 4 /* posted receives of a receiver from each sender to it */
+#define EXP_CAP 16   /* exponential sizes kept below EXP_CAP x the mean */
+#define SPINS 64     /* idle polls before yielding the CPU */
+#define YIELDS 2000  /* idle yields before sleeping between polls */
 #define IDLE_SLEEP_NS 20000
 #define MEAN_SIZE_DEFAULT 8192
 #define WINDOW_MS_DEFAULT 150.0
 #define WINDOW_MS_QUICK 30.0
 #define REPS_DEFAULT 3
 #define REPS_QUICK 1
-#define RUN_LIMIT_S 30.0 /* a figure that has not ended by then ends the program */
+#define RUN_LIMIT_S 20.0 /* a window that has not ended by then ends the program */
 #define MPI_TRAFFIC_DONE "# mpi_traffic: done, status"
 
 /* ---- the patterns --------------------------------------------------------- */
@@ -322,15 +324,16 @@ static struct {
     double mean_size;
     double window_ms;
     int reps;
-    double loads[16];
-    unsigned nloads;
-    bool loads_given, window_given;
+    double loads[16], perm_loads[16];
+    unsigned nloads, nperm_loads;
+    bool loads_given, perm_loads_given, window_given;
     bool size_dist_given[2], time_dist_given[2];
     char *hosts; /* every rank's processor name (MPI_MAX_PROCESSOR_NAME each) */
 } g = {.b = PB_MPI_BENCH_INIT("mpi_traffic"), .seed = 1, .mean_size = MEAN_SIZE_DEFAULT};
 
 static const double loads_full[] = {0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5};
 static const double loads_quick[] = {0.5, 1.0};
+/* the permutations' loads under --quick: none, saturation only (Fig. 15) */
 
 static _Noreturn void die(const char *what)
 {
@@ -469,7 +472,7 @@ enum {
  * rank takes part; the ones without a destination only receive. */
 static void traffic_window(enum pattern p, const gen_params_t *gp, uint64_t stream, double *m)
 {
-    const int P = g.ranks, nsend = SEND_SLOTS, nrecv = RECV_SLOTS;
+    const int P = g.ranks, nsend = SEND_SLOTS, nrecv = RECV_SLOTS * P;
     const int nreq = nrecv + P + nsend + P;
     MPI_Request *req = alloc_or_die((size_t)nreq * sizeof(*req));
     MPI_Status *st = alloc_or_die((size_t)nreq * sizeof(*st));
@@ -505,9 +508,12 @@ static void traffic_window(enum pattern p, const gen_params_t *gp, uint64_t stre
     if (gp->mean_gap <= 0.0)
         next_at = 0.0;
     schedule_done = !sender;
+    /* RECV_SLOTS receives from each rank that sends here (no MPI_ANY_SOURCE:
+     * some libraries lose track of wildcard receives under this load) */
     for (int k = 0; k < nrecv; k++)
-        MPI_Irecv(rbuf + (size_t)k * maxmsg, (int)maxmsg, MPI_BYTE, MPI_ANY_SOURCE, TAG_DATA,
-                  g.comm, &req[k]);
+        if (k / RECV_SLOTS != g.rank && (p == P_UNIFORM || k / RECV_SLOTS == from_fixed))
+            MPI_Irecv(rbuf + (size_t)k * maxmsg, (int)maxmsg, MPI_BYTE, k / RECV_SLOTS, TAG_DATA,
+                      g.comm, &req[k]);
     for (int r = 0; r < P; r++)
         if (r != g.rank)
             MPI_Irecv(&expect[r], 1, MPI_INT64_T, r, TAG_END, g.comm, &req[nrecv + r]);
@@ -591,8 +597,8 @@ static void traffic_window(enum pattern p, const gen_params_t *gp, uint64_t stre
                         (p != P_UNIFORM && from_fixed < 0))
                         m[M_BAD] += 1.0;
                 }
-                MPI_Irecv(rbuf + (size_t)i * maxmsg, (int)maxmsg, MPI_BYTE, MPI_ANY_SOURCE,
-                          TAG_DATA, g.comm, &req[i]);
+                MPI_Irecv(rbuf + (size_t)i * maxmsg, (int)maxmsg, MPI_BYTE, src, TAG_DATA, g.comm,
+                          &req[i]);
             } else if (i < nrecv + P) {
                 end_seen[i - nrecv] = true;
                 ends_missing--;
@@ -611,8 +617,18 @@ static void traffic_window(enum pattern p, const gen_params_t *gp, uint64_t stre
         if (busy) {
             w.idle = 0;
         } else {
-            if (now > (uint64_t)(RUN_LIMIT_S * 1e9) + window_ns)
-                die("a traffic window did not end (messages lost?)");
+            if (now > (uint64_t)(RUN_LIMIT_S * 1e9) + window_ns) {
+                int sends_left = 0;
+
+                for (int k = nrecv + P; k < nreq; k++)
+                    sends_left += req[k] != MPI_REQUEST_NULL;
+                fprintf(stderr,
+                        "mpi_traffic: rank %d: %s: %.0f messages sent, %.0f received, %d "
+                        "send(s) and %d end message(s) not complete\n",
+                        g.rank, pattern_names[p], m[M_SENT_MSGS], m[M_RECV_MSGS], sends_left,
+                        ends_missing);
+                die("a traffic window did not end within its time limit");
+            }
             /* a message due soon must not wait for a sleep: yield only */
             if (!schedule_done && gp->mean_gap > 0.0 &&
                 next_at - (double)now <= 2.0 * IDLE_SLEEP_NS)
@@ -623,6 +639,8 @@ static void traffic_window(enum pattern p, const gen_params_t *gp, uint64_t stre
     }
     m[M_ELAPSED_NS] = (double)(last_recv > 0 ? last_recv : pb_bench_time_now() - t0);
     for (int k = 0; k < nrecv; k++) {
+        if (req[k] == MPI_REQUEST_NULL)
+            continue;
         MPI_Cancel(&req[k]);
         MPI_Wait(&req[k], MPI_STATUS_IGNORE);
     }
@@ -781,13 +799,16 @@ static int run_pattern(pb_bench_out_t *out, enum pattern p, enum dist size_dist,
         }
     }
     share(shared, 2);
+    const double *loads = p == P_UNIFORM ? g.loads : g.perm_loads;
+    unsigned nloads = p == P_UNIFORM ? g.nloads : g.nperm_loads;
+
     for (int t = 0; t < 2; t++) {
         /* the permutations: one gap distribution, the first chosen */
         if (!g.time_dist_given[t] || (p != P_UNIFORM && t == 1 && g.time_dist_given[0]))
             continue;
         fk.time_dist = gp.time_dist = (enum dist)t;
-        for (unsigned k = 0; k < g.nloads && shared[0] > 0.0 && shared[1] > 0.0; k++) {
-            double per_rank = g.loads[k] * shared[0] / shared[1]; /* MB/s */
+        for (unsigned k = 0; k < nloads && shared[0] > 0.0 && shared[1] > 0.0; k++) {
+            double per_rank = loads[k] * shared[0] / shared[1]; /* MB/s */
 
             gp.mean_gap = g.mean_size / (per_rank * 1e6) * 1e9;
             measure(p, &gp, stream, &res);
@@ -796,11 +817,11 @@ static int run_pattern(pb_bench_out_t *out, enum pattern p, enum dist size_dist,
             if (res.bad > 0.0) {
                 fprintf(stderr,
                         "mpi_traffic: %s at load %.2f: %.0f message(s) failed their check\n",
-                        fk.test, g.loads[k], res.bad);
+                        fk.test, loads[k], res.bad);
                 failures++;
                 continue;
             }
-            emit(out, &fk, &gp, &res, g.loads[k], g.loads[k] * shared[0]);
+            emit(out, &fk, &gp, &res, loads[k], loads[k] * shared[0]);
         }
     }
     return failures;
@@ -947,6 +968,8 @@ static const char what[] =
     "  --mean-size N      mean message size in bytes (default 8192)\n"
     "  --loads a,b        offered loads as fractions of the saturation accepted bandwidth\n"
     "                     (default 0.2,...,1.5; quick 0.5,1)\n"
+    "  --perm-loads LIST  the same for the permutations, or none: saturation only\n"
+    "                     (default as --loads; quick none)\n"
     "  --window-ms N      time a sender generates messages (default 150, quick 30)\n"
     "  --reps N           windows per point, median taken (default 3, quick 1; at most 8)\n"
     "  --seed N           the generators' seed (default 1)\n"
@@ -998,6 +1021,36 @@ static int parse_dists(const char *name, const char *val, bool *given)
     return 0;
 }
 
+/* A list of loads @val ("0.5,1", or "none": no loads) into @loads (16 at
+ * most), their number into *@n.  Returns 0, or -1 with a message. */
+static int parse_loads(const char *name, const char *val, double *loads, unsigned *n)
+{
+    char buf[256], *save = NULL;
+
+    *n = 0;
+    if (strcmp(val, "none") == 0)
+        return 0;
+    if (strlen(val) >= sizeof(buf)) {
+        fprintf(stderr, "mpi_traffic: %s too long\n", name);
+        return -1;
+    }
+    strcpy(buf, val);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n >= 16) {
+            fprintf(stderr, "mpi_traffic: %s: at most 16 loads\n", name);
+            return -1;
+        }
+        if (parse_double(name, tok, 0.01, 10.0, &loads[*n]) != 0)
+            return -1;
+        ++*n;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "mpi_traffic: %s '%s': no load\n", name, val);
+        return -1;
+    }
+    return 0;
+}
+
 typedef struct {
     const char *print_perms;
     long print_samples;
@@ -1013,7 +1066,7 @@ static int own_options(int argc, char **argv, extra_opts_t *x)
         "--mean-size",     "--loads",       "--window-ms",
         "--reps",          "--seed",        "--print-permutations",
         "--print-samples", "--sample-rank", "--sample-ranks",
-        "--sample-gap-ns"};
+        "--sample-gap-ns", "--perm-loads"};
     int n = 1;
 
     for (int p = 0; p < NPATTERNS; p++)
@@ -1056,22 +1109,11 @@ static int own_options(int argc, char **argv, extra_opts_t *x)
                 return -1;
             g.mean_size = (double)(long)g.mean_size;
             break;
-        case 4: {
-            char buf[256], *save = NULL;
-
-            if (strlen(val) >= sizeof(buf))
+        case 4:
+            if (parse_loads("--loads", val, g.loads, &g.nloads) != 0)
                 return -1;
-            strcpy(buf, val);
-            g.nloads = 0;
-            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (g.nloads >= sizeof(g.loads) / sizeof(g.loads[0]) ||
-                    parse_double("--loads", tok, 0.01, 10.0, &g.loads[g.nloads]) != 0)
-                    return -1;
-                g.nloads++;
-            }
             g.loads_given = true;
             break;
-        }
         case 5:
             if (parse_double("--window-ms", val, 1.0, 60000.0, &g.window_ms) != 0)
                 return -1;
@@ -1101,9 +1143,14 @@ static int own_options(int argc, char **argv, extra_opts_t *x)
             if (parse_double("--sample-ranks", val, 2, 4096, &x->sample_ranks) != 0)
                 return -1;
             break;
-        default:
+        case 12:
             if (parse_double("--sample-gap-ns", val, 1e-3, 1e12, &x->sample_gap) != 0)
                 return -1;
+            break;
+        default:
+            if (parse_loads("--perm-loads", val, g.perm_loads, &g.nperm_loads) != 0)
+                return -1;
+            g.perm_loads_given = true;
             break;
         }
     }
@@ -1150,6 +1197,11 @@ int main(int argc, char **argv)
 
         memcpy(g.loads, l, n * sizeof(double));
         g.nloads = n;
+    }
+    if (!g.perm_loads_given) {
+        /* quick: saturation only; else the loads of uniform */
+        g.nperm_loads = g.opts.quick ? 0 : g.nloads;
+        memcpy(g.perm_loads, g.loads, g.nperm_loads * sizeof(double));
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);

@@ -32,6 +32,11 @@ The parts, in order:
   MPI_THREAD_MULTIPLE in interleaved rounds (their ratio against issue 16's
   1.1) and the 4-thread message rate of every library that grants
   MULTIPLE, into ``threads.jsonl``/``threads.txt``;
+- ``mpi-traffic``: bench/mpi_traffic.c against every MPI library found
+  (see trafficbench): seed 000's uniform random traffic and eight
+  permutations (Figs. 14, 15) at 2 and 4 ranks on one node and across 2 and
+  4 virtual nodes (8 ranks too in the full profile), into
+  ``traffic.jsonl``/``traffic.txt``;
 - ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
@@ -68,7 +73,8 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 RSM_NET_TIMEOUT = {True: 240, False: 900}
 # the MPI parts run by _run_mpi_part after the p2p part, in this order:
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
-MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"))
+MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
+             ("mpi-traffic", "trafficbench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -80,6 +86,7 @@ SUITES = {
     "rma": ("mpi-rma",),
     "threads": ("mpi-threads",),
     "dsm": ("dsm",),
+    "traffic": ("mpi-traffic",),
 }
 
 
