@@ -7,6 +7,7 @@ part's place in `postbox bench`."""
 from __future__ import annotations
 
 import io
+import json
 import math
 import subprocess
 from collections import Counter
@@ -332,3 +333,61 @@ def test_run_libraries_with_a_failing_build(tmp_path, monkeypatch):
     assert outcome.skipped == ["postbox"] and outcome.runs == 0
     assert "mpi-traffic took" in terminal.getvalue()
     assert "postbox" in err.getvalue()
+
+
+FAKE_TRAFFIC = '''\
+#!{python}
+"""A stand-in for mpi_traffic: one saturation record per run."""
+import json, os, sys
+args = sys.argv[1:]
+value = lambda name: args[args.index(name) + 1]
+ranks = int(os.environ.get("FAKE_MPI_RANKS", "2"))
+rec = dict(suite="traffic", test="uniform", library=value("--library"),
+           transport=value("--transport"), placement=value("--placement"), ranks=ranks,
+           nodes=int([args[i + 1] for i, a in enumerate(args) if a == "--nodes"][-1]
+                     if "--nodes" in args else 1),
+           pairs=1, size=8192, metric="accepted_bandwidth", unit="MB/s", median=100.0 * ranks,
+           min=1.0, max=1.0, reps=1, probe_before=-1, probe_after=-1, settled=True,
+           state="unknown", path=value("--path"), size_dist="uniform", time_dist="none",
+           load="saturation", offered=120.0 * ranks)
+with open(value("--json"), "a") as handle:
+    handle.write(json.dumps(rec) + "\\n")
+print("# mpi_traffic: done, status 0")
+'''
+
+
+@pytest.mark.short
+def test_the_part_alone_with_fake_libraries(tmp_path, monkeypatch):
+    """`postbox bench --suite traffic` with two fake wheels: every shape of
+    the quick profile, the records, the report with Fig. 14 and Fig. 15."""
+    import sys
+
+    from postbox import cli
+
+    monkeypatch.setenv("POSTBOX_BUILD_DIR", str(tmp_path / "build"))
+    libs = [_lib(tmp_path, '#define MPICH_VERSION "4.1"\n', "mpich"),
+            _lib(tmp_path, "#define OMPI_MAJOR_VERSION 5\n", "openmpi")]
+    monkeypatch.setattr(mpibench, "discover", lambda: libs)
+
+    def fake_build(lib):
+        program = mpibench.build_dir(lib) / trafficbench.PROGRAM
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text(FAKE_TRAFFIC.format(python=sys.executable))
+        program.chmod(0o755)
+        return True, "built %s" % program
+
+    monkeypatch.setattr(trafficbench, "build", fake_build)
+    out = tmp_path / "run"
+    status = cli.main(["bench", "--suite", "traffic", "--quick", "--no-wheels", "--out",
+                       str(out)])
+    assert status == 0
+    text = (out / "index.html").read_text(encoding="utf-8")
+    assert 'id="seed000-fig-14"' in text and 'id="seed000-fig-15"' in text
+    description = json.loads((out / "machine.json").read_text())
+    names = [run["name"] for run in description["runs"]]
+    assert names == ["traffic/mpich/2-ranks-1-node", "traffic/openmpi/2-ranks-1-node",
+                     "traffic/mpich/4-ranks-1-node", "traffic/openmpi/4-ranks-1-node",
+                     "traffic/mpich/4-ranks-2-nodes", "traffic/openmpi/4-ranks-2-nodes"]
+    assert description["traffic_seconds"] > 0
+    parts = [p["name"] for p in description["parts"]]
+    assert parts == ["mpi-traffic"]
