@@ -94,7 +94,7 @@
 #define YIELDS 2000  /* idle yields before sleeping between polls */
 #define IDLE_SLEEP_NS 20000
 #define MEAN_SIZE_DEFAULT 8192
-#define WINDOW_MS_DEFAULT 150.0
+#define WINDOW_MS_DEFAULT 100.0
 #define WINDOW_MS_QUICK 30.0
 #define REPS_DEFAULT 3
 #define REPS_QUICK 1
@@ -333,6 +333,8 @@ static struct {
 
 static const double loads_full[] = {0.2, 0.4, 0.6, 0.8, 0.9, 1.0, 1.2, 1.5};
 static const double loads_quick[] = {0.5, 1.0};
+/* the permutations' loads without --quick: below and at the knee */
+static const double perm_loads_full[] = {0.5, 1.0};
 /* the permutations' loads under --quick: none, saturation only (Fig. 15) */
 
 static _Noreturn void die(const char *what)
@@ -969,8 +971,8 @@ static const char what[] =
     "  --loads a,b        offered loads as fractions of the saturation accepted bandwidth\n"
     "                     (default 0.2,...,1.5; quick 0.5,1)\n"
     "  --perm-loads LIST  the same for the permutations, or none: saturation only\n"
-    "                     (default as --loads; quick none)\n"
-    "  --window-ms N      time a sender generates messages (default 150, quick 30)\n"
+    "                     (default 0.5,1; quick none)\n"
+    "  --window-ms N      time a sender generates messages (default 100, quick 30)\n"
     "  --reps N           windows per point, median taken (default 3, quick 1; at most 8)\n"
     "  --seed N           the generators' seed (default 1)\n"
     "  --no-check         do not check the messages' headers and sources\n"
@@ -1199,9 +1201,9 @@ int main(int argc, char **argv)
         g.nloads = n;
     }
     if (!g.perm_loads_given) {
-        /* quick: saturation only; else the loads of uniform */
-        g.nperm_loads = g.opts.quick ? 0 : g.nloads;
-        memcpy(g.perm_loads, g.loads, g.nperm_loads * sizeof(double));
+        /* quick: saturation only; else two loads */
+        g.nperm_loads = g.opts.quick ? 0 : sizeof(perm_loads_full) / sizeof(perm_loads_full[0]);
+        memcpy(g.perm_loads, perm_loads_full, g.nperm_loads * sizeof(double));
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
