@@ -24,9 +24,12 @@
  * its SEND_SLOTS sends outstanding for the whole window.  Receivers keep
  * RECV_SLOTS receives posted for each rank that sends to them (no
  * MPI_ANY_SOURCE: a library may fall behind on wildcard receives under this
- * load); each sender ends with one
- * message to every other rank saying how many it sent there, so every
- * rank knows when it has everything.
+ * load); each sender ends with one message to every other rank saying how
+ * many it sent there, so every rank knows when it has everything.  Every
+ * wait (the traffic, the bench's own barrier and gathers) polls with
+ * MPI_Test*: SPINS polls, then sched_yield between polls, then short sleeps,
+ * so that 8 ranks on 2 cores end promptly whatever the library does when
+ * it waits.
  *
  *   offered  = the bytes generated / the window          (MB/s = 10^6 B/s)
  *   accepted = the bytes received / the time until the last of them arrived
