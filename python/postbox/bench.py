@@ -41,6 +41,11 @@ The parts, in order:
   two nodes and Postbox's four virtual nodes, into ``beff.jsonl``;
 - ``mpi-dense``: the same program's four dense algorithms (see densebench;
   seed 002 Figs. 7-10), phase by phase, into ``dense.jsonl``;
+- ``mpi-traffic``: bench/mpi_traffic.c against every MPI library found
+  (see trafficbench): seed 000's uniform random traffic and eight
+  permutations (Figs. 14, 15) at 2 and 4 ranks on one node and across 2 and
+  4 virtual nodes (8 ranks too in the full profile), into
+  ``traffic.jsonl``/``traffic.txt``;
 - ``dsm``: the DSM bench (see dsmbench): postbox-dsm-rtt (seed 004's Fig.
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
@@ -78,7 +83,8 @@ RSM_NET_TIMEOUT = {True: 240, False: 900}
 # the MPI parts run by _run_mpi_part after the p2p part, in this order:
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
 MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
-             ("mpi-logp", "logpbench"), ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"))
+             ("mpi-logp", "logpbench"), ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"),
+             ("mpi-traffic", "trafficbench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -97,6 +103,7 @@ SUITES = {
     "model": ("rsm", "mpi", "mpi-coll", "mpi-logp"),
     "beff": ("mpi-beff",),
     "dense": ("mpi-dense",),
+    "traffic": ("mpi-traffic",),
 }
 
 
