@@ -1282,8 +1282,9 @@ SEEDS = {
     "004": "Strings' evaluation, a DSM on clusters of SMPs",
 }
 # a heading of a seed's figure or table redrawn: <h3 id="seedNNN-fig-K...">,
-# or a <div id="seedNNN-..."> whose first element is its <h3>
-_HEADING = re.compile(r'<(?:h3|div) id="([^"]+)"[^>]*>\s*(?:<h3[^>]*>)?(.*?)</h3>', re.S)
+# or a <div> or <figure id="seedNNN-..."> whose first element is its <h3>
+_HEADING = re.compile(r'<(?:h3|div|figure) id="([^"]+)"[^>]*>\s*(?:<h3[^>]*>)?(.*?)</h3>',
+                      re.S)
 _SEED_ID = re.compile(r"seed(\d{3})-(fig|table)-([0-9A-Za-z.]+)")
 # headings that redraw a seed's table under an id of their own
 SEED_TABLE_IDS = {"paper-qian-IV": "seed000-table-IV", "paper-qian-V": "seed000-table-V",
@@ -1345,14 +1346,18 @@ def _figure_html(figure: Figure, png: bool = False, seed_id: str = "") -> str:
     if png:
         files += ' and <a href="fig-%s.png"><code>fig-%s.png</code></a>' % (
             esc(figure.name), esc(figure.name))
-    # the heading of a figure after a seed's figure is known by that: its
-    # Figure.seed, or a name such as "seed002-fig-1"
-    if not seed_id and figure.name.startswith("seed"):
-        seed_id = figure.name[len("seed"):]
-    return ('<figure id="figure-%s"><h3%s>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
+    # a figure after a seed's figure is known by that: "seed" and its
+    # Figure.seed (numbered when several redraw one), or a name such as
+    # "seed002-fig-1"; the others by their name
+    if seed_id:
+        anchor = "seed" + seed_id
+    elif figure.name.startswith("seed"):
+        anchor = figure.name
+    else:
+        anchor = "figure-" + figure.name
+    return ('<figure id="%s"><h3>%s</h3>%s<figcaption>%s%s Also in %s.</figcaption>'
             '%s</figure>'
-            % (esc(figure.name), ' id="seed%s"' % esc(seed_id) if seed_id else "",
-               esc(figure.title), svg_plot(figure), esc(figure.caption),
+            % (esc(anchor), esc(figure.title), svg_plot(figure), esc(figure.caption),
                "" if UNSETTLED_NOTE in figure.caption else " " + UNSETTLED_NOTE, files,
                source))
 

@@ -367,7 +367,7 @@ def section(records: Sequence[dict]) -> list:
            "shapes, not sizes.</p>" % esc(", ".join(labels))]
     out.append('<h3 id="seed000-fig-14">Seed 000 Fig. 14: uniform traffic, accepted against '
                'offered bandwidth</h3>')
-    panels = ["<a href=\"#figure-seed000-fig-14-%s\">%s</a>" % (esc(shape_id(s)),
+    panels = ["<a href=\"#seed000-fig-14-%s\">%s</a>" % (esc(shape_id(s)),
                                                                  esc(shape_name(s)))
               for s in shapes(records, lambda test: test == UNIFORM)]
     out.append("<p>The panels (in Figures): %s. Below, the accepted bandwidth at saturation "

@@ -147,7 +147,7 @@ def test_page_holds_the_section_and_panels(tmp_path):
     page = report.write(tmp_path)
     text = page.read_text(encoding="utf-8")
     assert 'id="seed000-fig-14"' in text
-    assert 'id="figure-seed000-fig-14-4-ranks-1-node"' in text
+    assert 'id="seed000-fig-14-4-ranks-1-node"' in text
     assert (tmp_path / "fig-seed000-fig-14-4-ranks-1-node.svg").exists()
     # the traffic records are drawn, not left to the catch-all figures
     assert "traffic / uniform against size" not in text
@@ -179,7 +179,7 @@ def test_section_in_headless_chromium(tmp_path):
         shutil.rmtree(profile, ignore_errors=True)
     assert process.returncode == 0
     for anchor in ("seed000-fig-14", "seed000-fig-15", "seed000-fig-15-4-ranks-1-node",
-                   "figure-seed000-fig-14-4-ranks-4-nodes"):
+                   "seed000-fig-14-4-ranks-4-nodes"):
         assert 'id="%s"' % anchor in dom, anchor
     # the Fig. 15 bars were parsed as SVG: one rect per library and permutation
     bars = re.search(r'<figure id="seed000-fig-15-4-ranks-1-node">(.*?)</figure>', dom, re.S)
