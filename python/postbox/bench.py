@@ -68,7 +68,8 @@ RSM_NET_PROGRAM = "postbox-rsm-net-bench"
 RSM_NET_TIMEOUT = {True: 240, False: 900}
 # the MPI parts run by _run_mpi_part after the p2p part, in this order:
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
-MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"))
+MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
+             ("links", "linkbench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -80,6 +81,7 @@ SUITES = {
     "rma": ("mpi-rma",),
     "threads": ("mpi-threads",),
     "dsm": ("dsm",),
+    "links": ("links",),
 }
 
 
