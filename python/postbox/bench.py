@@ -357,18 +357,20 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
         coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
-        dsm_threads: int = 1, only: Optional[Sequence[str]] = None) -> int:
+        dsm_threads: int = 1, only: Optional[Sequence[str]] = None,
+        links: bool = True) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
     not @rma, the thread bench unless not @threads); @dsm: the DSM part
-    (@dsm_threads threads per DSM process); @only: run only these parts
-    (see suite_parts), the switches still turning parts off."""
+    (@dsm_threads threads per DSM process); @links: the emulated-links
+    part (with @mpi); @only: run only these parts (see suite_parts), the
+    switches still turning parts off."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     switched_off = {"rsm": False, "net": not net, "rsm-net": not net, "rsm-net-netns": not (net and use_netns),
                     "mpi": not mpi, "mpi-coll": not (mpi and coll),
                     "mpi-rma": not (mpi and rma), "mpi-threads": not (mpi and threads),
-                    "dsm": not dsm}
+                    "dsm": not dsm, "links": not (mpi and links)}
     # an MPI part without a switch of its own goes with @mpi
     parts = [part for part in PARTS
              if not switched_off.get(part, not mpi) and (only is None or part in only)]

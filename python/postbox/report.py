@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from postbox import __version__, collreport, dsmreport, results, rmareport, threadreport
+from postbox import linkreport
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -729,7 +730,8 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     out += dsmreport.figures(records, description)
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
-               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)}
+               or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)
+               or linkreport.is_link(r)}
     rest = OrderedDict()
     for record in records:
         if id(record) in plotted or record.get("metric") == "ratio":
@@ -1307,6 +1309,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += rmareport.section(records)
     out += threadreport.section(records, description)
     out += dsmreport.section(records, description)
+    out += linkreport.section(records, description)
     plots = figures(records, description) if plots is None else plots
     if plots:
         out.append("<h2>Figures</h2>")

@@ -43,12 +43,14 @@ def fake_mpi(fake_build, monkeypatch):
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
-    """bench.run with the fakes; the collective, one-sided, thread and DSM
-    parts only when asked (coll=True, rma=True, threads=True, dsm=True)."""
+    """bench.run with the fakes; the collective, one-sided, thread, DSM and
+    links parts only when asked (coll=True, rma=True, threads=True, dsm=True,
+    links=True)."""
     kwargs.setdefault("dsm", False)
     kwargs.setdefault("coll", False)
     kwargs.setdefault("rma", False)
     kwargs.setdefault("threads", False)
+    kwargs.setdefault("links", False)
     terminal = io.StringIO()
     status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
     return status, terminal.getvalue()
