@@ -36,7 +36,12 @@ The parts, in order:
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
   full profile) on one node and across two virtual nodes, in interleaved
-  rounds, into ``dsm.jsonl``/``dsm.txt``.
+  rounds, into ``dsm.jsonl``/``dsm.txt``;
+- ``links``: seed 003's memory-based against TCP/IP on emulated links (see
+  linkbench): postbox-rsm-net-bench and each MPI library's mpi_p2p that
+  runs under ``postbox run --netns --link``, at 100 Mbit/s and 1 Gbit/s
+  (10 Mbit/s to 10 Gbit/s in the full profile), into
+  ``links.jsonl``/``links.txt``; skipped without --netns.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
