@@ -90,8 +90,7 @@ RSH_WRAPPER = ('IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R] [--link L]]]
-       {indent} [--tag-output]
-       {indent} [--timeout S] [-x VAR=value]...
+       {indent} [--tag-output] [--timeout S] [-x VAR=value]...
        {indent} [--hosts H1,H2,... [--rsh CMD] [--pmi-address A]]
        {indent} PROGRAM [ARGS...]
 
