@@ -222,4 +222,7 @@ def test_rsm_run_on_a_shaped_link(real_build, monkeypatch, tmp_path):
     tests = {(r["kind"], r["test"], r["size"]) for r in records}
     assert {("rsm", "tcp_put_pingpong", 8), ("raw", "tcp_stream", 1024)} <= tests
     assert all(r["link"].startswith("1gbit") and r["suite"] == "links" for r in records)
+    # --max-size 1024 is below the 4 MB of rsm-net-bench's ratios: left out
+    assert not [r for r in records if r["metric"] == "ratio"]
+    assert "Ratios not measured: --max-size 1024" in (tmp_path / "links.txt").read_text()
     assert description["runs"][0]["link"].startswith("1gbit")
