@@ -50,7 +50,12 @@ The parts, in order:
   13) across two virtual nodes, then every SPLASH-2-style application
   sequential, on pthreads and on the DSM at 1 and 2 processes (4 too in the
   full profile) on one node and across two virtual nodes, in interleaved
-  rounds, into ``dsm.jsonl``/``dsm.txt``.
+  rounds, into ``dsm.jsonl``/``dsm.txt``;
+- ``links``: seed 003's memory-based against TCP/IP on emulated links (see
+  linkbench): postbox-rsm-net-bench and each MPI library's mpi_p2p that
+  runs under ``postbox run --netns --link``, at 100 Mbit/s and 1 Gbit/s
+  (10 Mbit/s to 10 Gbit/s in the full profile), into
+  ``links.jsonl``/``links.txt``; skipped without --netns.
 
 Then ``machine.json`` (machine, build, commands, every run) and the report
 (``index.html``, ``fig-*.svg``, ``fig-*.png``).  A part that fails is
@@ -84,7 +89,7 @@ RSM_NET_TIMEOUT = {True: 240, False: 900}
 # (part, module of postbox with PROGRAM, RESULTS_NAME, run_libraries, detail)
 MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
              ("mpi-logp", "logpbench"), ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"),
-             ("mpi-traffic", "trafficbench"))
+             ("mpi-traffic", "trafficbench"), ("links", "linkbench"))
 PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
@@ -104,6 +109,7 @@ SUITES = {
     "beff": ("mpi-beff",),
     "dense": ("mpi-dense",),
     "traffic": ("mpi-traffic",),
+    "links": ("links",),
 }
 
 
@@ -379,18 +385,20 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         wheels: bool = True, libraries: Optional[str] = None, use_netns: bool = True,
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
         coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
-        dsm_threads: int = 1, only: Optional[Sequence[str]] = None) -> int:
+        dsm_threads: int = 1, only: Optional[Sequence[str]] = None,
+        links: bool = True) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
     not @rma, the thread bench unless not @threads); @dsm: the DSM part
-    (@dsm_threads threads per DSM process); @only: run only these parts
-    (see suite_parts), the switches still turning parts off."""
+    (@dsm_threads threads per DSM process); @links: the emulated-links
+    part (with @mpi); @only: run only these parts (see suite_parts), the
+    switches still turning parts off."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     switched_off = {"rsm": False, "net": not net, "rsm-net": not net, "rsm-net-netns": not (net and use_netns),
                     "mpi": not mpi, "mpi-coll": not (mpi and coll),
                     "mpi-rma": not (mpi and rma), "mpi-threads": not (mpi and threads),
-                    "dsm": not dsm}
+                    "dsm": not dsm, "links": not (mpi and links)}
     # an MPI part without a switch of its own goes with @mpi
     parts = [part for part in PARTS
              if not switched_off.get(part, not mpi) and (only is None or part in only)]

@@ -101,8 +101,8 @@ RSH_RETRY_MAX = 4.0
 HOST_WAIT = 30.0
 
 HELP = """\
-usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R]]] [--tag-output]
-       {indent} [--timeout S] [-x VAR=value]...
+usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R] [--link L]]]
+       {indent} [--tag-output] [--timeout S] [-x VAR=value]...
        {indent} [--hosts H1[:N],H2,... | --hostfile FILE] [--rsh CMD] [--pmi-address A]
        {indent} PROGRAM [ARGS...]
 
@@ -132,6 +132,13 @@ options:
                     bridge and /16 (rail r of node k: POSTBOX_NETNS_RAILS lists
                     them in rail order); the tcp transport stripes over them and
                     fails over when one is cut (default 1)
+  --link RATE[,DELAY[,LOSS]]
+                    with --netns: emulate links of RATE (10mbit, 100M, 1gbit,
+                    10G: each node sends and receives at most RATE), a one-way
+                    DELAY (50us, 1ms: a round trip takes 2 x DELAY more) and
+                    LOSS (0.1%: of the packets each way), with the kernel's
+                    traffic control on every rail (needs `tc`; DELAY needs
+                    the kernel's netem)
   --hosts H1,H2     run the ranks on these hosts, in blocks like --nodes (one
                     node per host), each as: RSH HOST env VAR=... sh -c ...
                     PROGRAM ARGS, with the rank's token and the job secret on
@@ -165,13 +172,15 @@ exit status: the first non-zero exit status of a rank (128+signal for a rank
 killed by a signal), the code given to PMI abort (1 when it is 0 or does not
 fit 1..255), 124 after --timeout, 128+signal
 when the launcher itself got SIGINT/SIGTERM/SIGHUP, 127 (126) when PROGRAM cannot
-be found (executed), 2 for a usage error (or --netns without root or `ip`), 1 when
-the --netns namespaces cannot be set up.
+be found (executed), 2 for a usage error (or --netns without root or `ip`, or
+--link without `tc` or what it needs of the kernel), 1 when the --netns
+namespaces cannot be set up.
 
 examples:
   {prog} -n 4 --nodes 2 --tag-output build/bin/postbox-job-view
   {prog} -n 4 --nodes 2 --netns build/bin/postbox-job-view
   {prog} -n 2 --nodes 2 --netns --rails 2 build/bin/postbox-rsm-net-bench
+  {prog} -n 2 --nodes 2 --netns --link 100mbit,50us build/bin/postbox-rsm-net-bench
   {prog} -n 8 --hosts node1,node2 /opt/app/bin/solver input.dat
   {prog} -n 8 --hostfile /etc/mpi/hostfile /opt/app/bin/solver input.dat
 """
@@ -191,6 +200,7 @@ class Options:
     env: List[Tuple[str, str]] = field(default_factory=list)
     netns: bool = False
     rails: int = 1
+    link: Optional[netns.LinkSpec] = None
     hosts: List[str] = field(default_factory=list)
     # --hosts/--hostfile: the ranks of each host, in host order (rank blocks)
     host_ranks: List[int] = field(default_factory=list)
@@ -385,6 +395,11 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
                 raise UsageError("--rails wants a number of links per node from 1 to %d, "
                                  "not %r" % (netns.MAX_RAILS, text))
             opts.rails = int(text)
+        elif name == "--link":
+            try:
+                opts.link = netns.parse_link(value())
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         elif name == "--hosts":
             text = value()
             try:
@@ -413,6 +428,9 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     opts.args = argv[i + 1:]
     if opts.rails > 1 and not opts.netns:
         raise UsageError("--rails needs --netns (the links are veth pairs between the "
+                         "virtual nodes' network namespaces)")
+    if opts.link is not None and not opts.netns:
+        raise UsageError("--link needs --netns (it shapes the veth pairs between the "
                          "virtual nodes' network namespaces)")
     if hosts_given and hostfile is not None:
         raise UsageError("--hosts and %s cannot be combined" % hostfile[0])
@@ -1043,9 +1061,13 @@ class Launcher:
                                    " ".join(swept)))
         netns.prepare_libc()
         self.guardian = netns.start_guardian(pid)
-        self.network = netns.JobNetwork(pid, self.opts.nodes, rails=self.opts.rails)
+        self.network = netns.JobNetwork(pid, self.opts.nodes, rails=self.opts.rails,
+                                        link=self.opts.link)
         try:
             self.network.setup()
+        except netns.LinkUnsupported as exc:
+            self.log(str(exc))
+            return EXIT_USAGE
         except netns.NetnsError as exc:
             self.log("--netns: cannot set up the network namespaces: %s" % exc)
             return 1
@@ -1681,6 +1703,10 @@ def main(argv: Sequence[str], prog: str = "postbox run") -> int:
         if reason is not None:
             print("%s: --netns %s" % (prog, reason), file=sys.stderr)
             return EXIT_USAGE
+    if opts.link is not None and netns.tc_command() is None:
+        print("%s: --link needs the `tc` command of iproute2, which is not installed"
+              % prog, file=sys.stderr)
+        return EXIT_USAGE
     sys.stdout.flush()
     sys.stderr.flush()
     job = slurm_allocation(opts)

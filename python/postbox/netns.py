@@ -16,6 +16,16 @@ Layout of the job of launcher pid P with K virtual nodes:
 Every link is created inside a namespace, never in the host's own, so
 deleting the namespaces removes every link and the bridge with them.
 
+Emulated links (``--link RATE[,DELAY[,LOSS]]``, :class:`LinkSpec`): the
+kernel's traffic control shapes both ends of every node's veth pair, so each
+node sends at most RATE (a tbf on its own interface) and receives at most
+RATE (a tbf on the hub's end), like a full-duplex port of a switch; DELAY
+(netem) and LOSS (a classic-BPF filter that drops a random share of the IP
+packets) are applied on the hub's end only, so a packet between two nodes is
+delayed once and may be lost once in each direction: a round trip takes
+2 x DELAY more.  The qdiscs and filters live on the veths, which go with the
+namespaces.
+
 Cleanup: the launcher removes the namespaces on every way out; a guardian
 process (:func:`start_guardian`, forked before anything is created, in its
 own session) waits on a pipe from the launcher and removes whatever is left
@@ -36,6 +46,7 @@ import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 PREFIX = "pbx-"
@@ -59,6 +70,10 @@ MS_SLAVE = 1 << 19
 
 class NetnsError(Exception):
     """Setting up the namespaces failed; the message says which step and why."""
+
+
+class LinkUnsupported(NetnsError):
+    """This kernel or machine cannot shape links as --link asks (a usage error)."""
 
 
 def ip_command() -> Optional[str]:
@@ -98,6 +113,203 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
                                                  result.stderr.strip() or "exit status %d"
                                                  % result.returncode))
     return result
+
+
+# ---- emulated links (--link) ----------------------------------------------------
+
+RATE_UNITS = {"": 1, "k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9, "t": 10 ** 12}
+MIN_RATE = 8 * 10 ** 3      # bit/s
+MAX_RATE = 10 ** 12
+MAX_DELAY_US = 10 * 10 ** 6
+DELAY_UNITS = {"us": 1, "ms": 10 ** 3, "s": 10 ** 6}
+# tbf: bursts of max(BURST_MIN, BURST_TIME at the rate) pass at line speed;
+# the queue holds QUEUE_TIME at the rate, within [QUEUE_MIN, QUEUE_MAX] bytes
+BURST_MIN = 4096
+BURST_TIME = 0.001
+QUEUE_TIME = 0.1
+QUEUE_MIN = 64 * 1024
+QUEUE_MAX = 32 * 1024 * 1024
+NETEM_MIN_LIMIT = 1000      # packets
+WIRE_PACKET = 1514          # bytes of an Ethernet frame at the veths' MTU of 1500
+# classic BPF on clsact egress: drop (TC_ACT_SHOT) when a random 32-bit number
+# is below the threshold, else pass (TC_ACT_OK); the load at SKF_AD_OFF +
+# SKF_AD_RANDOM (-4096 + 56) is the kernel's random number
+_SKF_AD_RANDOM = (1 << 32) - 4096 + 56
+_LOSS_PROGRAM = "4,32 0 0 %d,53 1 0 %%d,6 0 0 2,6 0 0 0" % _SKF_AD_RANDOM
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """What ``--link RATE[,DELAY[,LOSS]]`` asks of every link: @rate in
+    bit/s, the one-way @delay_us in microseconds (0: none) and the @loss
+    of packets in percent (0: none)."""
+
+    rate: int
+    delay_us: int = 0
+    loss: float = 0.0
+
+    def describe(self) -> str:
+        """The spec in tc's own words, e.g. ``100mbit, 50us, 0.1%``."""
+        words = [format_rate(self.rate)]
+        if self.delay_us:
+            words.append(format_delay(self.delay_us))
+        if self.loss:
+            words.append("%g%%" % self.loss)
+        return ", ".join(words)
+
+
+def format_rate(rate: int) -> str:
+    """@rate (bit/s) in tc's unit: 10mbit, 1gbit, 1500kbit, 64000bit."""
+    for unit, scale in (("t", 10 ** 12), ("g", 10 ** 9), ("m", 10 ** 6), ("k", 10 ** 3)):
+        if rate >= scale and rate % scale == 0:
+            return "%d%sbit" % (rate // scale, unit)
+    return "%dbit" % rate
+
+
+def format_delay(delay_us: int) -> str:
+    """@delay_us in tc's unit: 50us, 1ms, 2s."""
+    if delay_us % 10 ** 6 == 0:
+        return "%ds" % (delay_us // 10 ** 6)
+    if delay_us % 10 ** 3 == 0:
+        return "%dms" % (delay_us // 10 ** 3)
+    return "%dus" % delay_us
+
+
+def parse_rate(text: str) -> int:
+    """A rate such as 10mbit, 100Mbit, 10M, 1G or 1.5gbit in bit/s (SI
+    units: k = 1000); ValueError saying what is wrong."""
+    match = re.match(r"^([0-9]+(?:\.[0-9]+)?)([kmgt]?)(bit)?$", text.strip(), re.I)
+    if not match or not (match.group(2) or match.group(3)):
+        if re.match(r"^[0-9.]+[kmgt]?bps$", text.strip(), re.I):
+            raise ValueError("RATE %r: say bit (10mbit); tc's bps means bytes per second"
+                             % text)
+        raise ValueError("RATE wants a number of bit/s with a unit, like 10mbit, 100M or "
+                         "1gbit, not %r" % text)
+    rate = float(match.group(1)) * RATE_UNITS[match.group(2).lower()]
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise ValueError("RATE %r is outside 8kbit to 1tbit" % text)
+    return int(round(rate))
+
+
+def parse_delay(text: str) -> int:
+    """A one-way delay such as 50us, 1ms, 0.5ms or 0, in microseconds;
+    ValueError saying what is wrong."""
+    text = text.strip()
+    if text in ("", "0"):
+        return 0
+    match = re.match(r"^([0-9]+(?:\.[0-9]+)?)(us|ms|s)$", text, re.I)
+    if not match:
+        raise ValueError("DELAY wants a time with a unit, like 50us, 1ms or 0, not %r" % text)
+    delay = float(match.group(1)) * DELAY_UNITS[match.group(2).lower()]
+    if delay != 0 and (delay < 1 or delay > MAX_DELAY_US):
+        raise ValueError("DELAY %r is outside 1us to 10s" % text)
+    return int(round(delay))
+
+
+def parse_loss(text: str) -> float:
+    """A share of packets lost such as 0.1% or 0, in percent; ValueError
+    saying what is wrong."""
+    text = text.strip()
+    if text in ("", "0"):
+        return 0.0
+    match = re.match(r"^([0-9]+(?:\.[0-9]+)?)%$", text)
+    if not match:
+        raise ValueError("LOSS wants a percentage, like 0.1%%, not %r" % text)
+    loss = float(match.group(1))
+    if not loss < 100:
+        raise ValueError("LOSS %r: a link that loses every packet carries nothing; "
+                         "give less than 100%%" % text)
+    return loss
+
+
+def parse_link(text: str) -> LinkSpec:
+    """``RATE[,DELAY[,LOSS]]`` (e.g. ``100mbit,50us,0.1%``) as a LinkSpec;
+    ValueError saying which field is wrong."""
+    fields = text.split(",")
+    if len(fields) > 3:
+        raise ValueError("--link wants RATE[,DELAY[,LOSS]], not %r" % text)
+    fields += [""] * (3 - len(fields))
+    return LinkSpec(parse_rate(fields[0]), parse_delay(fields[1]), parse_loss(fields[2]))
+
+
+def tc_command() -> Optional[str]:
+    """The path of iproute2's ``tc``, or None."""
+    found = shutil.which("tc")
+    if found:
+        return found
+    for path in ("/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"):
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def tbf_args(rate: int) -> List[str]:
+    """The tbf options for @rate: its burst and queue (see BURST_*, QUEUE_*)."""
+    burst = max(BURST_MIN, int(rate / 8 * BURST_TIME))
+    limit = min(max(QUEUE_MIN, int(rate / 8 * QUEUE_TIME)), QUEUE_MAX)
+    return ["tbf", "rate", "%dbit" % rate, "burst", str(burst), "limit", str(limit)]
+
+
+def loss_threshold(loss: float) -> int:
+    """The 32-bit threshold below which the loss filter drops a packet."""
+    return min((1 << 32) - 1, int(round(loss / 100.0 * (1 << 32))))
+
+
+def node_side_commands(spec: LinkSpec, namespace: str, device: str) -> List[List[str]]:
+    """tc argv (without ``tc``) shaping what node @namespace sends on
+    @device: RATE only (DELAY and LOSS are the hub's, see hub_side_commands)."""
+    return [["-n", namespace, "qdisc", "add", "dev", device, "root", "handle", "1:",
+             *tbf_args(spec.rate)]]
+
+
+def hub_side_commands(spec: LinkSpec, hub: str, port: str) -> List[List[str]]:
+    """tc argv (without ``tc``) shaping what the hub's port @port sends
+    towards its node: DELAY (netem, parent of the tbf), RATE (tbf), LOSS
+    (a classic-BPF filter on the clsact egress hook, IPv4 packets only)."""
+    commands = []
+    if spec.delay_us:
+        in_flight = spec.rate / 8 * spec.delay_us / 1e6 / WIRE_PACKET
+        limit = max(NETEM_MIN_LIMIT, int(in_flight * 2) + 1)
+        commands.append(["-n", hub, "qdisc", "add", "dev", port, "root", "handle", "1:",
+                         "netem", "delay", "%dus" % spec.delay_us, "limit", str(limit)])
+        commands.append(["-n", hub, "qdisc", "add", "dev", port, "parent", "1:1", "handle",
+                         "10:", *tbf_args(spec.rate)])
+    else:
+        commands.append(["-n", hub, "qdisc", "add", "dev", port, "root", "handle", "1:",
+                         *tbf_args(spec.rate)])
+    if spec.loss:
+        commands.append(["-n", hub, "qdisc", "add", "dev", port, "clsact"])
+        commands.append(["-n", hub, "filter", "add", "dev", port, "egress", "protocol", "ip",
+                         "bpf", "da", "bytecode", _LOSS_PROGRAM % loss_threshold(spec.loss)])
+    return commands
+
+
+def tc(*args: str) -> None:
+    """Run ``tc ARGS``; LinkUnsupported when the kernel lacks the qdisc or
+    filter asked for, NetnsError for any other failure."""
+    command = tc_command()
+    if command is None:
+        raise LinkUnsupported("--link needs the `tc` command of iproute2, which is not "
+                              "installed")
+    try:
+        result = subprocess.run([command, *args], stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=IP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise NetnsError("`tc %s` did not finish within %g s" % (" ".join(args), IP_TIMEOUT)) \
+            from None
+    if result.returncode == 0:
+        return
+    message = result.stderr.strip() or "exit status %d" % result.returncode
+    if "kind is unknown" in message or "Unknown filter" in message \
+            or "Operation not supported" in message:
+        kind = next((word for word in ("netem", "tbf", "clsact", "bpf") if word in args), "?")
+        needs = {"netem": "DELAY needs the netem qdisc (CONFIG_NET_SCH_NETEM)",
+                 "tbf": "RATE needs the tbf qdisc (CONFIG_NET_SCH_TBF)",
+                 "clsact": "LOSS needs the clsact qdisc (CONFIG_NET_SCH_INGRESS)",
+                 "bpf": "LOSS needs the bpf classifier (CONFIG_NET_CLS_BPF)"}.get(kind, kind)
+        raise LinkUnsupported("--link: this kernel cannot shape the links: %s, which it "
+                              "lacks (tc: %s)" % (needs, message.splitlines()[0]))
+    raise NetnsError("`tc %s` failed: %s" % (" ".join(args), message))
 
 
 def list_namespaces() -> List[str]:
@@ -205,7 +417,7 @@ class JobNetwork:
     """The namespaces, bridge and veth pairs of one job."""
 
     def __init__(self, pid: int, nodes: int, subnet: Optional[ipaddress.IPv4Network] = None,
-                 rails: int = 1):
+                 rails: int = 1, link: Optional[LinkSpec] = None):
         if nodes > MAX_NODES:
             raise NetnsError("--netns supports at most %d virtual nodes" % MAX_NODES)
         if not 1 <= rails <= MAX_RAILS:
@@ -213,6 +425,7 @@ class JobNetwork:
         self.pid = pid
         self.nodes = nodes
         self.rails = rails
+        self.link = link
         self.subnets: List[ipaddress.IPv4Network] = [subnet] if subnet is not None else []
         self.hub = "%s%d-hub" % (PREFIX, pid)
         self.fds: List[int] = []
@@ -256,7 +469,7 @@ class JobNetwork:
             for rail in range(self.rails):
                 port, bridge = self.port(node, rail), BRIDGE if rail == 0 else "%s%d" % (BRIDGE,
                                                                                          rail)
-                node_if = NODE_IF if rail == 0 else "pbx%d" % rail
+                node_if = self.node_interface(rail)
                 ip("-n", self.hub, "link", "add", port, "type", "veth", "peer", "name", node_if,
                    "netns", name)
                 ip("-n", self.hub, "link", "set", port, "master", bridge, "up")
@@ -264,6 +477,8 @@ class JobNetwork:
                                                          self.subnets[rail].prefixlen),
                    "dev", node_if)
                 ip("-n", name, "link", "set", node_if, "up")
+                if self.link is not None:
+                    self.shape(node, rail)
             ip("-n", name, "link", "set", "lo", "up")
         for node in range(self.nodes):
             try:
@@ -272,6 +487,25 @@ class JobNetwork:
             except OSError as exc:
                 raise NetnsError("cannot open %s: %s" % (self.name(node), exc.strerror)) \
                     from None
+
+    @staticmethod
+    def node_interface(rail: int = 0) -> str:
+        """Node's end of its veth pair on rail @rail."""
+        return NODE_IF if rail == 0 else "pbx%d" % rail
+
+    def shape(self, node: int, rail: int = 0) -> None:
+        """Apply the --link shaping to both ends of node @node's link on rail
+        @rail; LinkUnsupported when this kernel cannot, NetnsError otherwise."""
+        assert self.link is not None
+        node_if = self.node_interface(rail)
+        for args in node_side_commands(self.link, self.name(node), node_if):
+            tc(*args)
+        if self.link.loss:
+            # TCP then sends one packet per buffer: the loss is per wire packet,
+            # not per 64 KiB segment
+            ip("-n", self.name(node), "link", "set", "dev", node_if, "gso_max_segs", "1")
+        for args in hub_side_commands(self.link, self.hub, self.port(node, rail)):
+            tc(*args)
 
     def close_fds(self) -> None:
         for fd in self.fds:

@@ -49,14 +49,15 @@ FIRST_PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi", "mpi-coll", "mpi
 
 
 def _run(tmp_path, monkeypatch=None, **kwargs):
-    """bench.run with the fakes; the collective, one-sided, thread and DSM
-    parts only when asked (coll=True, rma=True, threads=True, dsm=True);
-    only the parts of FIRST_PARTS unless @only says otherwise."""
+    """bench.run with the fakes; the collective, one-sided, thread, DSM and
+    links parts only when asked (coll=True, rma=True, threads=True, dsm=True,
+    links=True); only the parts of FIRST_PARTS unless @only says otherwise."""
     kwargs.setdefault("only", FIRST_PARTS)
     kwargs.setdefault("dsm", False)
     kwargs.setdefault("coll", False)
     kwargs.setdefault("rma", False)
     kwargs.setdefault("threads", False)
+    kwargs.setdefault("links", False)
     terminal = io.StringIO()
     status = bench.run(tmp_path / "run", True, False, [], terminal=terminal, **kwargs)
     return status, terminal.getvalue()
