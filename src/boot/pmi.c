@@ -1268,6 +1268,13 @@ static const pmi_name_op_t pmi_name_unpublish = {"unpublish_name", "unpublish_re
 static const pmi_name_op_t pmi_name_lookup = {"lookup_name", "lookup_result", "name-lookup",
                                               "name-lookup-response"};
 
+/* Are @service (and @port, if not NULL) fit for the name service? */
+static int pmi_name_valid(const char *service, const char *port)
+{
+    return service != NULL && *service != '\0' && strlen(service) < PB_BOOT_PMI_VALUE_MAX &&
+           (port == NULL || strlen(port) < PB_BOOT_PMI_VALUE_MAX);
+}
+
 /* Send @op for @service (with @port, if not NULL) and receive the answer
  * into @reply; *@refused_p = whether the process manager said no (rc not
  * 0, or PMI-2 found=FALSE).  @return PB_OK; PB_ERR_UNSUPPORTED for a
@@ -1283,8 +1290,7 @@ static pb_status_t pmi_name_call(pb_boot_pmi_t *pmi, const pmi_name_op_t *op, co
 
     if (pmi->version == 0)
         return PB_ERR_UNSUPPORTED;
-    if (service == NULL || *service == '\0' || strlen(service) >= PB_BOOT_PMI_VALUE_MAX ||
-        (port != NULL && strlen(port) >= PB_BOOT_PMI_VALUE_MAX))
+    if (!pmi_name_valid(service, port))
         return PB_ERR_INVALID_PARAM;
     pb_boot_pmi_msg_init(&query, pmi->version == 2 ? op->v2 : op->v1);
     pb_boot_pmi_msg_add(&query, pmi->version == 2 ? "name" : "service", service);
@@ -1306,7 +1312,12 @@ pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, co
 {
     pb_boot_pmi_msg_t reply;
     int refused = 0;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_publish, service, port, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, port) ? pb_boot_pmix_name_publish(pmi->pmix, service, port)
+                                             : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_publish, service, port, &reply, &refused);
 
     if (status == PB_OK && refused)
         status = PB_ERR_IN_USE;
@@ -1317,7 +1328,12 @@ pb_status_t pb_boot_pmi_name_unpublish(pb_boot_pmi_t *pmi, const char *service)
 {
     pb_boot_pmi_msg_t reply;
     int refused = 0;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_unpublish, service, NULL, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, NULL) ? pb_boot_pmix_name_unpublish(pmi->pmix, service)
+                                             : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_unpublish, service, NULL, &reply, &refused);
 
     if (status == PB_OK && refused)
         status = PB_ERR_NOT_PUBLISHED;
@@ -1329,7 +1345,13 @@ pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, cha
     pb_boot_pmi_msg_t reply;
     int refused = 0;
     const char *text;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_lookup, service, NULL, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, NULL)
+                   ? pb_boot_pmix_name_lookup(pmi->pmix, service, port, len)
+                   : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_lookup, service, NULL, &reply, &refused);
 
     if (status != PB_OK)
         return status;

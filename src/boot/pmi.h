@@ -171,11 +171,12 @@ pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi);
 /* The process manager's name service (MPI_Publish_name and the others):
  * publish @service as @port; withdraw @service; look @service up into
  * @port (@len bytes, NUL terminated).  PMI-1 publish_name/unpublish_name/
- * lookup_name, PMI-2 name-publish/-unpublish/-lookup.
+ * lookup_name, PMI-2 name-publish/-unpublish/-lookup, PMIx_Publish/
+ * _Unpublish/_Lookup.
  * @return PB_OK; PB_ERR_IN_USE (publish: the service is published
  * already); PB_ERR_NOT_PUBLISHED (unpublish, lookup: no such service);
- * PB_ERR_UNSUPPORTED (a singleton, PMIx, or a process manager without a
- * name service); PB_ERR_INVALID_PARAM (an empty or too long service or port, a
+ * PB_ERR_UNSUPPORTED (a singleton, or a process manager without a name
+ * service); PB_ERR_INVALID_PARAM (an empty or too long service or port, a
  * port longer than @len - 1); PB_ERR_IO; PB_ERR_PROTOCOL.  Only the last
  * two are logged. */
 pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, const char *port);

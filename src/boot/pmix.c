@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/siphash.h"
 
 /* the key list a rank puts at each fence (see boot/pmix.h) */
 #define PMIX_KEYS_KEY_FMT "pb.keys.%u"
@@ -44,6 +45,9 @@ typedef struct {
     __typeof__(PMIx_Fence) *fence;
     __typeof__(PMIx_Get) *get;
     __typeof__(PMIx_Error_string) *error_string;
+    __typeof__(PMIx_Publish) *publish;
+    __typeof__(PMIx_Lookup) *lookup;
+    __typeof__(PMIx_Unpublish) *unpublish;
 } px_lib_t;
 
 static px_lib_t px_lib;
@@ -89,6 +93,9 @@ static pb_status_t px_lib_load(void)
         {"PMIx_Fence", offsetof(px_lib_t, fence)},
         {"PMIx_Get", offsetof(px_lib_t, get)},
         {"PMIx_Error_string", offsetof(px_lib_t, error_string)},
+        {"PMIx_Publish", offsetof(px_lib_t, publish)},
+        {"PMIx_Lookup", offsetof(px_lib_t, lookup)},
+        {"PMIx_Unpublish", offsetof(px_lib_t, unpublish)},
     };
     void *handle;
 
@@ -545,6 +552,93 @@ int pb_boot_pmix_local_peers(pb_boot_pmix_t *pmix, int *ranks, int max)
     return count;
 }
 
+/* A name-service call's @rc as a status; @what names the call (logged
+ * when it is PB_ERR_PROTOCOL). */
+static pb_status_t px_name_status(pmix_status_t rc, const char *what, const char *service)
+{
+    switch (rc) {
+    case PMIX_SUCCESS: return PB_OK;
+    case PMIX_ERR_DUPLICATE_KEY:
+    case PMIX_EXISTS: return PB_ERR_IN_USE;
+    case PMIX_ERR_NOT_FOUND: return PB_ERR_NOT_PUBLISHED;
+    case PMIX_ERR_NOT_SUPPORTED: return PB_ERR_UNSUPPORTED;
+    default:
+        pb_error("PMIx: %s of service '%.64s' failed: %s", what, service, px_error(rc));
+        return PB_ERR_PROTOCOL;
+    }
+}
+
+/* The PMIx key of @service into @key: the name itself when it fits a key
+ * (PMIX_MAX_KEYLEN bytes), else "pb.name." and 16 hex digits of its
+ * SipHash (a longer name is allowed up to PB_BOOT_PMI_VALUE_MAX - 1
+ * bytes, as under PMI). */
+static void px_name_key(const char *service, pmix_key_t key)
+{
+    static const uint8_t zero[16];
+    size_t len = strlen(service);
+
+    if (len <= PMIX_MAX_KEYLEN)
+        memcpy(key, service, len + 1);
+    else
+        snprintf(key, PMIX_MAX_KEYLEN + 1, "pb.name.%016llx",
+                 (unsigned long long)pb_siphash24(zero, service, len));
+}
+
+pb_status_t pb_boot_pmix_name_publish(pb_boot_pmix_t *pmix, const char *service, const char *port)
+{
+    char found[2];
+    pmix_info_t info;
+    pb_status_t status;
+
+    /* a name published already is refused, as by the PMI launchers (a
+     * PMIx server may let its publisher publish it again) */
+    status = pb_boot_pmix_name_lookup(pmix, service, found, sizeof(found));
+    if (status == PB_OK || status == PB_ERR_INVALID_PARAM)
+        return PB_ERR_IN_USE;
+    if (status != PB_ERR_NOT_PUBLISHED)
+        return status;
+    memset(&info, 0, sizeof(info));
+    px_name_key(service, info.key);
+    info.value.type = PMIX_STRING;
+    info.value.data.string = (char *)port;
+    return px_name_status(px_lib.publish(&info, 1), "PMIx_Publish", service);
+}
+
+pb_status_t pb_boot_pmix_name_lookup(pb_boot_pmix_t *pmix, const char *service, char *port,
+                                     size_t len)
+{
+    pmix_pdata_t data;
+    pb_status_t status;
+    size_t got;
+
+    memset(&data, 0, sizeof(data));
+    px_name_key(service, data.key);
+    status = px_name_status(px_lib.lookup(&data, 1, NULL, 0), "PMIx_Lookup", service);
+    if (status == PB_OK && (data.value.type != PMIX_STRING || data.value.data.string == NULL)) {
+        pb_error("PMIx: the port published as '%.64s' is not a string", service);
+        status = PB_ERR_PROTOCOL;
+    }
+    if (status == PB_OK) {
+        got = strlen(data.value.data.string);
+        if (got < len)
+            memcpy(port, data.value.data.string, got + 1);
+        else
+            status = PB_ERR_INVALID_PARAM;
+    }
+    if (data.value.type == PMIX_STRING)
+        free(data.value.data.string);
+    return status;
+}
+
+pb_status_t pb_boot_pmix_name_unpublish(pb_boot_pmix_t *pmix, const char *service)
+{
+    pmix_key_t key;
+    char *keys[2] = {key, NULL};
+
+    px_name_key(service, key);
+    return px_name_status(px_lib.unpublish(keys, NULL, 0), "PMIx_Unpublish", service);
+}
+
 void pb_boot_pmix_abort(pb_boot_pmix_t *pmix, int exit_code, const char *message)
 {
     /* NULL procs: every process of this namespace */
@@ -597,6 +691,22 @@ pb_status_t pb_boot_pmix_fence(pb_boot_pmix_t *pmix)
 int pb_boot_pmix_local_peers(pb_boot_pmix_t *pmix, int *ranks, int max)
 {
     return -1;
+}
+
+pb_status_t pb_boot_pmix_name_publish(pb_boot_pmix_t *pmix, const char *service, const char *port)
+{
+    return PB_ERR_UNSUPPORTED;
+}
+
+pb_status_t pb_boot_pmix_name_lookup(pb_boot_pmix_t *pmix, const char *service, char *port,
+                                     size_t len)
+{
+    return PB_ERR_UNSUPPORTED;
+}
+
+pb_status_t pb_boot_pmix_name_unpublish(pb_boot_pmix_t *pmix, const char *service)
+{
+    return PB_ERR_UNSUPPORTED;
 }
 
 void pb_boot_pmix_abort(pb_boot_pmix_t *pmix, int exit_code, const char *message)

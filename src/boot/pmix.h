@@ -62,6 +62,18 @@ pb_status_t pb_boot_pmix_fence(pb_boot_pmix_t *pmix);
  * exceed @max), or -1 when the launcher does not say (nothing logged). */
 int pb_boot_pmix_local_peers(pb_boot_pmix_t *pmix, int *ranks, int max);
 
+/* The launcher's name service (PMIx_Publish, _Lookup, _Unpublish):
+ * publish @service as @port; look it up into @port (@len bytes, NUL
+ * terminated); withdraw it.  The caller checks the lengths.
+ * @return PB_OK; PB_ERR_IN_USE (published already); PB_ERR_NOT_PUBLISHED
+ * (no such service); PB_ERR_UNSUPPORTED (the launcher has no name
+ * service); PB_ERR_INVALID_PARAM (the port does not fit @len);
+ * PB_ERR_PROTOCOL (logged). */
+pb_status_t pb_boot_pmix_name_publish(pb_boot_pmix_t *pmix, const char *service, const char *port);
+pb_status_t pb_boot_pmix_name_lookup(pb_boot_pmix_t *pmix, const char *service, char *port,
+                                     size_t len);
+pb_status_t pb_boot_pmix_name_unpublish(pb_boot_pmix_t *pmix, const char *service);
+
 /* Ask the launcher to end the whole job with @exit_code and @message
  * (PMIx_Abort); returns when it did not kill this process. */
 void pb_boot_pmix_abort(pb_boot_pmix_t *pmix, int exit_code, const char *message);
