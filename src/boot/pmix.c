@@ -666,9 +666,10 @@ pb_status_t pb_boot_pmix_finalize(pb_boot_pmix_t *pmix)
 
 pb_status_t pb_boot_pmix_init(pb_boot_pmix_t **pmix_p, pb_boot_pmix_job_t *job)
 {
-    pb_error("PMIx: the launcher speaks PMIx, but this Postbox was built without PMIx (pmix.h "
-             "was not found: install libpmix-dev and build again), or use a PMI-1/PMI-2 "
-             "launcher (postbox run, mpiexec.hydra, srun --mpi=pmi2)");
+    pb_error("PMIx: the launcher speaks PMIx, but this Postbox was built without PMIx (no "
+             "pmix.h at build time, or -DPOSTBOX_PMIX=OFF: install libpmix-dev and build "
+             "again), or use a PMI-1/PMI-2 launcher (postbox run, mpiexec.hydra, srun "
+             "--mpi=pmi2)");
     return PB_ERR_UNSUPPORTED;
 }
 
