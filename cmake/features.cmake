@@ -1,8 +1,9 @@
 # Platform feature detection, in one place.  Postbox needs every feature
-# checked here: a missing one stops the configuration.  An optional feature
-# would become a PB_HAVE_* macro always defined to 0 or 1 (tested with #if,
-# -Wundef catches typos) in the generated header postbox/build.h, which
-# today holds the version only.
+# checked here but the optional ones: a missing one stops the
+# configuration.  An optional feature becomes a PB_HAVE_* macro always
+# defined to 0 or 1 (tested with #if, -Wundef catches typos) in the
+# generated header postbox/build.h, which holds the version and
+# PB_HAVE_PMIX.
 include(CheckSymbolExists)
 include(CheckIncludeFile)
 
