@@ -10,7 +10,8 @@
 set -euo pipefail
 
 PYTHON=${1:-python3}
-PACKAGES="build-essential cmake ninja-build python3 python3-venv python3-pip clang-format"
+# libpmix-dev: optional, the PMIx client (without it the build leaves it out)
+PACKAGES="build-essential cmake ninja-build python3 python3-venv python3-pip clang-format libpmix-dev"
 missing=()
 
 have() { command -v "$1" >/dev/null 2>&1; }

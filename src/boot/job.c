@@ -5,7 +5,8 @@
  * Node exchange: every rank puts pb-node-<rank> = "<hostname>/<vnode>",
  * fences, and reads every rank's value; the nodes are the distinct values,
  * numbered in order of their lowest rank.  Under Hydra or Slurm (no
- * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname, and rank 0
+ * POSTBOX_JOB_ID) the job id is "pmi-" + the sanitized kvsname (under a
+ * PMIx launcher "pmix-" + the sanitized namespace), and rank 0
  * puts a fresh secret as pb-job-secret before the same fence (always: a
  * POSTBOX_JOB_SECRET inherited from the user's environment is not used).  Before it
  * too, every rank runs the contributions the layers above registered
@@ -74,10 +75,11 @@ static pb_status_t pb_boot_job_node_name(char *name, size_t len)
     return PB_OK;
 }
 
-/* "pmi-" + @kvsname with every byte outside [A-Za-z0-9_.-] made '_' */
-static void pb_boot_job_id_from_kvsname(const char *kvsname, char *id, size_t len)
+/* @prefix + @kvsname with every byte outside [A-Za-z0-9_.-] made '_' */
+static void pb_boot_job_id_from_kvsname(const char *prefix, const char *kvsname, char *id,
+                                        size_t len)
 {
-    size_t pos = (size_t)snprintf(id, len, "pmi-");
+    size_t pos = (size_t)snprintf(id, len, "%s", prefix);
 
     for (const char *p = kvsname; *p != '\0' && pos + 1 < len; p++) {
         char c = *p;
@@ -234,7 +236,8 @@ static pb_status_t pb_boot_job_universe(pb_boot_pmi_t *pmi, int foreign)
     boot.world_first = 0;
     boot.world_size = boot.size;
     boot.universe = 0;
-    if (foreign || pb_boot_pmi_version(pmi) == 0 || slot_text == NULL || list == NULL)
+    if (foreign || pb_boot_pmi_flavour(pmi) == PB_BOOT_PMI_SINGLETON || slot_text == NULL ||
+        list == NULL)
         return PB_OK;
     for (const char *p = list; *p != '\0'; p++)
         size += *p == ',';
@@ -281,6 +284,44 @@ static pb_status_t pb_boot_job_node_set(uint32_t node)
     return pb_boot_identity_set_node(node);
 }
 
+/* Check the node table against the launcher's own view of this node, when
+ * it gives one (PMIx): a rank the host names put on this node that the
+ * launcher places elsewhere (two hosts of one name) could not share
+ * memory with this process.  @return PB_OK; PB_ERR_INVALID_PARAM (logged);
+ * PB_ERR_NO_MEMORY. */
+static pb_status_t pb_boot_job_nodes_check(pb_boot_pmi_t *pmi)
+{
+    int count = pb_boot_pmi_launcher_local_ranks(pmi, NULL, 0), *peers;
+    uint32_t mine = boot.rank_node[boot.rank];
+    pb_status_t status = PB_OK;
+
+    if (count < 0 || boot.universe)
+        return PB_OK;
+    peers = calloc((size_t)count + 1, sizeof(*peers));
+    if (peers == NULL) {
+        pb_error("out of memory for the launcher's list of local ranks");
+        return PB_ERR_NO_MEMORY;
+    }
+    count = pb_boot_pmi_launcher_local_ranks(pmi, peers, count);
+    for (int r = 0; r < boot.size && status == PB_OK; r++) {
+        int listed = 0;
+
+        if (boot.rank_node[r] != mine)
+            continue;
+        for (int i = 0; i < count; i++)
+            listed |= peers[i] == r;
+        if (!listed) {
+            pb_error("rank %d is on this process's node %s by its host name, but the launcher "
+                     "places it on another node (hosts of one name?): the ranks of a node must "
+                     "share its memory",
+                     r, boot.node_names[mine]);
+            status = PB_ERR_INVALID_PARAM;
+        }
+    }
+    free(peers);
+    return status;
+}
+
 /* The put the contributors are handed: @ctx is the PMI client. */
 static pb_status_t pb_boot_job_kvs_put(void *ctx, const char *key, const char *value)
 {
@@ -304,15 +345,17 @@ static pb_status_t pb_boot_job_init(void)
     boot.size = pb_boot_pmi_size(pmi);
     /* a foreign launcher (Hydra, Slurm) did not set POSTBOX_JOB_ID; a
      * singleton keeps the solo job */
-    foreign = pb_boot_pmi_version(pmi) != 0 && getenv("POSTBOX_JOB_ID") == NULL;
+    foreign = pb_boot_pmi_flavour(pmi) != PB_BOOT_PMI_SINGLETON && getenv("POSTBOX_JOB_ID") == NULL;
     /* a foreign job always gets a fresh secret: one inherited from the
      * user's environment would be the same in every job */
-    need_secret = pb_boot_pmi_version(pmi) != 0 && (foreign || !job->has_secret);
+    need_secret =
+        pb_boot_pmi_flavour(pmi) != PB_BOOT_PMI_SINGLETON && (foreign || !job->has_secret);
     if (foreign && job->has_secret && boot.rank == 0)
         pb_warn("ignoring POSTBOX_JOB_SECRET from the environment: under a foreign launcher rank 0 "
                 "makes a fresh secret for each job");
     if (foreign)
-        pb_boot_job_id_from_kvsname(pb_boot_pmi_kvsname(pmi), foreign_id, sizeof(foreign_id));
+        pb_boot_job_id_from_kvsname(pb_boot_pmi_flavour(pmi) == PB_BOOT_PMI_X ? "pmix-" : "pmi-",
+                                    pb_boot_pmi_kvsname(pmi), foreign_id, sizeof(foreign_id));
 
     status = pb_boot_job_universe(pmi, foreign);
     if (status != PB_OK)
@@ -344,6 +387,8 @@ static pb_status_t pb_boot_job_init(void)
                  boot.rank, boot.node_names[boot.rank_node[boot.rank]], name);
         status = PB_ERR_INVALID_PARAM;
     }
+    if (status == PB_OK)
+        status = pb_boot_job_nodes_check(pmi);
     if (status != PB_OK)
         goto err_free_nodes;
     if (foreign || need_secret) {

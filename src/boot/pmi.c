@@ -22,6 +22,7 @@
 
 #include "boot/env.h"
 #include "boot/identity.h"
+#include "boot/pmix.h"
 #include "util/config.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -45,8 +46,10 @@ typedef struct pmi_kv {
 } pmi_kv_t;
 
 struct pb_boot_pmi {
-    int fd;      /* -1 for a singleton */
-    int version; /* 1, 2, or 0 for a singleton */
+    pb_boot_pmi_flavour_t flavour;
+    pb_boot_pmix_t *pmix; /* PMIx's client (flavour PB_BOOT_PMI_X) */
+    int fd;               /* -1 for a singleton and PMIx */
+    int version;          /* the wire protocol: 1, 2, or 0 (singleton, PMIx) */
     int rank;
     int size;
     int appnum;
@@ -711,6 +714,75 @@ static pb_status_t pmi_choose_version(int *version_p)
     return PB_ERR_INVALID_PARAM;
 }
 
+/* Did the launcher set a PMIx server's variables? */
+static int pmi_env_offers_pmix(void)
+{
+    extern char **environ;
+
+    if (getenv("PMIX_NAMESPACE") != NULL || getenv("PMIX_RANK") != NULL)
+        return 1;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, "PMIX_SERVER_URI", strlen("PMIX_SERVER_URI")) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+const char *pb_boot_pmi_flavour_name(pb_boot_pmi_flavour_t flavour)
+{
+    switch (flavour) {
+    case PB_BOOT_PMI_1: return "pmi1";
+    case PB_BOOT_PMI_2: return "pmi2";
+    case PB_BOOT_PMI_X: return "pmix";
+    default: return "singleton";
+    }
+}
+
+pb_status_t pb_boot_pmi_choose(pb_boot_pmi_flavour_t *flavour_p)
+{
+    const char *forced = getenv("POSTBOX_PMI");
+    int wire = getenv("PMI_FD") != NULL || getenv("PMI_PORT") != NULL;
+    int version;
+    pb_status_t status;
+
+    if (forced != NULL && *forced != '\0' && strcmp(forced, "auto") != 0) {
+        if (strcmp(forced, "pmix") == 0) {
+            if (!pmi_env_offers_pmix()) {
+                pb_error("POSTBOX_PMI=pmix, but the launcher set no PMIX_NAMESPACE, PMIX_RANK or "
+                         "PMIX_SERVER_URI* (was this process started by a PMIx launcher such as "
+                         "prterun or srun --mpi=pmix?)");
+                return PB_ERR_INVALID_PARAM;
+            }
+            *flavour_p = PB_BOOT_PMI_X;
+            return PB_OK;
+        }
+        if (strcmp(forced, "pmi1") != 0 && strcmp(forced, "pmi2") != 0) {
+            pb_error("POSTBOX_PMI='%s': use pmi1, pmi2 or pmix (or auto, or leave it unset, to "
+                     "choose from what the launcher offers)",
+                     forced);
+            return PB_ERR_INVALID_PARAM;
+        }
+        if (!wire) {
+            pb_error("POSTBOX_PMI=%s, but the launcher set neither PMI_FD nor PMI_PORT (was this "
+                     "process started by a PMI launcher such as postbox run, mpiexec.hydra or "
+                     "srun --mpi=pmi2?)",
+                     forced);
+            return PB_ERR_INVALID_PARAM;
+        }
+        *flavour_p = forced[3] == '1' ? PB_BOOT_PMI_1 : PB_BOOT_PMI_2;
+        return PB_OK;
+    }
+    /* a bad POSTBOX_PMI_VERSION is an error whatever the launcher */
+    status = pmi_choose_version(&version);
+    if (status != PB_OK)
+        return status;
+    if (wire)
+        *flavour_p = version == 2 ? PB_BOOT_PMI_2 : PB_BOOT_PMI_1;
+    else
+        *flavour_p = pmi_env_offers_pmix() ? PB_BOOT_PMI_X : PB_BOOT_PMI_SINGLETON;
+    return PB_OK;
+}
+
 /* Take POSTBOX_PMI_TOKEN (32 hex digits) out of the environment (wiping
  * it there) into @pmi; its absence is no error (PMI_FD, Hydra). */
 static pb_status_t pmi_take_token(pb_boot_pmi_t *pmi)
@@ -958,27 +1030,61 @@ static pb_status_t pmi_port_init(pb_boot_pmi_t *pmi, const char *port)
     }
 }
 
+/* Join the PMIx server of the launcher (flavour PB_BOOT_PMI_X). */
+static pb_status_t pmi_pmix_init(pb_boot_pmi_t *pmi)
+{
+    pb_boot_pmix_job_t job;
+    pb_status_t status = pb_boot_pmix_init(&pmi->pmix, &job);
+
+    if (status != PB_OK)
+        return status;
+    pmi->rank = job.rank;
+    pmi->size = job.size;
+    pmi->appnum = job.appnum;
+    snprintf(pmi->kvsname, sizeof(pmi->kvsname), "%s", job.nspace);
+    pb_debug("PMIx: rank %d of %d, namespace %s", pmi->rank, pmi->size, pmi->kvsname);
+    return PB_OK;
+}
+
 pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
 {
     const char *fd_text = getenv("PMI_FD"), *port = getenv("PMI_PORT");
+    pb_boot_pmi_flavour_t flavour;
     pb_boot_pmi_t *pmi;
     pb_status_t status;
     int version;
 
-    status = pmi_choose_version(&version);
+    status = pb_boot_pmi_choose(&flavour);
     if (status != PB_OK)
         return status;
+    version = flavour == PB_BOOT_PMI_2 ? 2 : 1;
     pmi = calloc(1, sizeof(*pmi));
     if (pmi == NULL) {
         pb_error("PMI: out of memory");
         return PB_ERR_NO_MEMORY;
     }
+    pmi->flavour = flavour;
     pmi->fd = -1;
     pmi->rank = -1;
     pmi->size = -1;
     status = pmi_take_token(pmi);
     if (status != PB_OK)
         goto err_free;
+    if (flavour == PB_BOOT_PMI_X) {
+        status = pmi_pmix_init(pmi);
+        if (status != PB_OK)
+            goto err_free;
+        *pmi_p = pmi;
+        return PB_OK;
+    }
+    if (flavour == PB_BOOT_PMI_SINGLETON) {
+        /* a singleton: rank 0 of 1, with its own key-value space */
+        pmi->rank = 0;
+        pmi->size = 1;
+        snprintf(pmi->kvsname, sizeof(pmi->kvsname), "singleton-%d", (int)getpid());
+        *pmi_p = pmi;
+        return PB_OK;
+    }
     if (fd_text != NULL) {
         status = pmi_env_int("PMI_FD", 0, &pmi->fd);
         if (status != PB_OK)
@@ -989,19 +1095,12 @@ pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p)
             status = PB_ERR_INVALID_PARAM;
             goto err_free;
         }
-    } else if (port != NULL) {
+    } else {
         pmi->version = version;
         status = pmi_port_init(pmi, port);
         if (status != PB_OK)
             goto err_free;
         goto check;
-    } else {
-        /* a singleton: rank 0 of 1, with its own key-value space */
-        pmi->rank = 0;
-        pmi->size = 1;
-        snprintf(pmi->kvsname, sizeof(pmi->kvsname), "singleton-%d", (int)getpid());
-        *pmi_p = pmi;
-        return PB_OK;
     }
     pmi->version = version;
     status = version == 2 ? pmi_v2_init(pmi) : pmi_v1_init(pmi);
@@ -1045,6 +1144,16 @@ int pb_boot_pmi_appnum(const pb_boot_pmi_t *pmi)
 int pb_boot_pmi_version(const pb_boot_pmi_t *pmi)
 {
     return pmi->version;
+}
+
+pb_boot_pmi_flavour_t pb_boot_pmi_flavour(const pb_boot_pmi_t *pmi)
+{
+    return pmi->flavour;
+}
+
+int pb_boot_pmi_launcher_local_ranks(pb_boot_pmi_t *pmi, int *ranks, int max)
+{
+    return pmi->pmix != NULL ? pb_boot_pmix_local_peers(pmi->pmix, ranks, max) : -1;
 }
 
 const char *pb_boot_pmi_kvsname(const pb_boot_pmi_t *pmi)
@@ -1116,6 +1225,8 @@ pb_status_t pb_boot_pmi_put(pb_boot_pmi_t *pmi, const char *key, const char *val
         return status;
     if (value == NULL)
         value = "";
+    if (pmi->pmix != NULL)
+        return pb_boot_pmix_put(pmi->pmix, key, value);
     if (pmi->version == 0)
         return pmi_local_put(pmi, key, value);
     if (pmi->version == 2) {
@@ -1140,6 +1251,8 @@ pb_status_t pb_boot_pmi_get(pb_boot_pmi_t *pmi, const char *key, char *value, si
 
     if (status != PB_OK)
         return status;
+    if (pmi->pmix != NULL)
+        return pb_boot_pmix_get(pmi->pmix, key, value, len, found_p);
     if (pmi->version == 0) {
         pmi_kv_t *kv = pmi_local_find(pmi, key);
 
@@ -1206,6 +1319,13 @@ static const pmi_name_op_t pmi_name_unpublish = {"unpublish_name", "unpublish_re
 static const pmi_name_op_t pmi_name_lookup = {"lookup_name", "lookup_result", "name-lookup",
                                               "name-lookup-response"};
 
+/* Are @service (and @port, if not NULL) fit for the name service? */
+static int pmi_name_valid(const char *service, const char *port)
+{
+    return service != NULL && *service != '\0' && strlen(service) < PB_BOOT_PMI_VALUE_MAX &&
+           (port == NULL || strlen(port) < PB_BOOT_PMI_VALUE_MAX);
+}
+
 /* Send @op for @service (with @port, if not NULL) and receive the answer
  * into @reply; *@refused_p = whether the process manager said no (rc not
  * 0, or PMI-2 found=FALSE).  @return PB_OK; PB_ERR_UNSUPPORTED for a
@@ -1221,8 +1341,7 @@ static pb_status_t pmi_name_call(pb_boot_pmi_t *pmi, const pmi_name_op_t *op, co
 
     if (pmi->version == 0)
         return PB_ERR_UNSUPPORTED;
-    if (service == NULL || *service == '\0' || strlen(service) >= PB_BOOT_PMI_VALUE_MAX ||
-        (port != NULL && strlen(port) >= PB_BOOT_PMI_VALUE_MAX))
+    if (!pmi_name_valid(service, port))
         return PB_ERR_INVALID_PARAM;
     pb_boot_pmi_msg_init(&query, pmi->version == 2 ? op->v2 : op->v1);
     pb_boot_pmi_msg_add(&query, pmi->version == 2 ? "name" : "service", service);
@@ -1244,7 +1363,12 @@ pb_status_t pb_boot_pmi_name_publish(pb_boot_pmi_t *pmi, const char *service, co
 {
     pb_boot_pmi_msg_t reply;
     int refused = 0;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_publish, service, port, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, port) ? pb_boot_pmix_name_publish(pmi->pmix, service, port)
+                                             : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_publish, service, port, &reply, &refused);
 
     if (status == PB_OK && refused)
         status = PB_ERR_IN_USE;
@@ -1255,7 +1379,12 @@ pb_status_t pb_boot_pmi_name_unpublish(pb_boot_pmi_t *pmi, const char *service)
 {
     pb_boot_pmi_msg_t reply;
     int refused = 0;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_unpublish, service, NULL, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, NULL) ? pb_boot_pmix_name_unpublish(pmi->pmix, service)
+                                             : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_unpublish, service, NULL, &reply, &refused);
 
     if (status == PB_OK && refused)
         status = PB_ERR_NOT_PUBLISHED;
@@ -1267,7 +1396,13 @@ pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, cha
     pb_boot_pmi_msg_t reply;
     int refused = 0;
     const char *text;
-    pb_status_t status = pmi_name_call(pmi, &pmi_name_lookup, service, NULL, &reply, &refused);
+    pb_status_t status;
+
+    if (pmi->pmix != NULL)
+        return pmi_name_valid(service, NULL)
+                   ? pb_boot_pmix_name_lookup(pmi->pmix, service, port, len)
+                   : PB_ERR_INVALID_PARAM;
+    status = pmi_name_call(pmi, &pmi_name_lookup, service, NULL, &reply, &refused);
 
     if (status != PB_OK)
         return status;
@@ -1449,6 +1584,8 @@ pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi)
 {
     pb_boot_pmi_msg_t query, reply;
 
+    if (pmi->pmix != NULL)
+        return pb_boot_pmix_fence(pmi->pmix);
     if (pmi->version == 0)
         return PB_OK;
     if (pmi->version == 2) {
@@ -1466,6 +1603,8 @@ void pb_boot_pmi_abort(pb_boot_pmi_t *pmi, int exit_code, const char *message)
 
     if (message == NULL)
         message = "";
+    if (pmi != NULL && pmi->pmix != NULL)
+        pb_boot_pmix_abort(pmi->pmix, exit_code, message);
     if (pmi != NULL && pmi->version != 0) {
         snprintf(code, sizeof(code), "%d", exit_code);
         if (pmi->version == 2) {
@@ -1490,7 +1629,9 @@ pb_status_t pb_boot_pmi_finalize(pb_boot_pmi_t *pmi)
 
     if (pmi == NULL)
         return PB_OK;
-    if (pmi->version == 2) {
+    if (pmi->pmix != NULL) {
+        status = pb_boot_pmix_finalize(pmi->pmix);
+    } else if (pmi->version == 2) {
         pb_boot_pmi_msg_init(&query, "finalize");
         status = pmi_call(pmi, &query, 2, "finalize-response", 1, &reply);
     } else if (pmi->version == 1) {

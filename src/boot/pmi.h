@@ -15,6 +15,11 @@
  * own.  The protocol version is POSTBOX_PMI_VERSION (1 or 2); when unset,
  * PMI-2 is chosen if PMI_JOBID is set (Slurm), else PMI-1.
  *
+ * Under a PMIx launcher (PMIX_NAMESPACE, PMIX_RANK or PMIX_SERVER_URI*
+ * set, and neither PMI_FD nor PMI_PORT) the client is PMIx's
+ * (boot/pmix.h).  POSTBOX_PMI=pmi1|pmi2|pmix forces a flavour
+ * (pb_boot_pmi_choose).
+ *
  * Wire forms (REFERENCE.md F):
  *   v1  "cmd=<name> key=val key=val\n"; '\' escapes the next character
  *   v2  "%6u" length, then "cmd=<name>;key=val;...;"; ';;' is a literal ';'
@@ -98,6 +103,27 @@ pb_status_t pb_boot_pmi_format_v2(const pb_boot_pmi_msg_t *msg, char *buf, size_
  * hand: pb_boot_pmi_init does. */
 typedef struct pb_boot_pmi pb_boot_pmi_t;
 
+/* How this process speaks to its launcher. */
+typedef enum {
+    PB_BOOT_PMI_SINGLETON = 0, /* no launcher */
+    PB_BOOT_PMI_1 = 1,         /* the PMI-1 wire protocol */
+    PB_BOOT_PMI_2 = 2,         /* the PMI-2 wire protocol */
+    PB_BOOT_PMI_X = 3          /* PMIx, through libpmix */
+} pb_boot_pmi_flavour_t;
+
+/* Choose the flavour from the environment into *@flavour_p: POSTBOX_PMI
+ * (pmi1, pmi2, pmix; unset, empty or auto: choose) wins; then PMI_FD or
+ * PMI_PORT give PMI-1 or PMI-2 (POSTBOX_PMI_VERSION, else PMI-2 when
+ * PMI_JOBID is set); then PMIX_NAMESPACE, PMIX_RANK or a PMIX_SERVER_URI*
+ * variable give PMIx; else a singleton.
+ * @return PB_OK; PB_ERR_INVALID_PARAM (logged) for a bad POSTBOX_PMI or
+ * POSTBOX_PMI_VERSION, or a POSTBOX_PMI whose launcher variables are
+ * absent. */
+pb_status_t pb_boot_pmi_choose(pb_boot_pmi_flavour_t *flavour_p);
+
+/* "singleton", "pmi1", "pmi2" or "pmix". */
+const char *pb_boot_pmi_flavour_name(pb_boot_pmi_flavour_t flavour);
+
 /* Connect to the process manager named by the environment (or become a
  * singleton) and run the init handshake of the chosen version (over
  * PMI_PORT: with the token proof when the server asks, and connecting
@@ -110,13 +136,20 @@ typedef struct pb_boot_pmi pb_boot_pmi_t;
  * malformed or refuses; PB_ERR_NO_MEMORY.  The cause is logged. */
 pb_status_t pb_boot_pmi_init(pb_boot_pmi_t **pmi_p);
 
-/* Rank, size, appnum, PMI version (1 or 2, 0 for a singleton), and the
- * kvsname (PMI-1) or job id (PMI-2) of @pmi. */
+/* Rank, size, appnum, wire version (1 or 2; 0 for a singleton and PMIx),
+ * flavour, and the kvsname (PMI-1), job id (PMI-2) or namespace (PMIx) of
+ * @pmi. */
 int pb_boot_pmi_rank(const pb_boot_pmi_t *pmi);
 int pb_boot_pmi_size(const pb_boot_pmi_t *pmi);
 int pb_boot_pmi_appnum(const pb_boot_pmi_t *pmi);
 int pb_boot_pmi_version(const pb_boot_pmi_t *pmi);
+pb_boot_pmi_flavour_t pb_boot_pmi_flavour(const pb_boot_pmi_t *pmi);
 const char *pb_boot_pmi_kvsname(const pb_boot_pmi_t *pmi);
+
+/* The ranks the launcher says share this process's node, up to @max into
+ * @ranks (PMIx's PMIX_LOCAL_PEERS).  @return their number (may exceed
+ * @max), or -1 when the launcher does not say (PMI-1, PMI-2, singleton). */
+int pb_boot_pmi_launcher_local_ranks(pb_boot_pmi_t *pmi, int *ranks, int max);
 
 /* Put @key=@value in the job's key-value space; others see it after the
  * next fence.  @return PB_OK; PB_ERR_INVALID_PARAM if the key or value is
@@ -138,7 +171,8 @@ pb_status_t pb_boot_pmi_fence(pb_boot_pmi_t *pmi);
 /* The process manager's name service (MPI_Publish_name and the others):
  * publish @service as @port; withdraw @service; look @service up into
  * @port (@len bytes, NUL terminated).  PMI-1 publish_name/unpublish_name/
- * lookup_name, PMI-2 name-publish/-unpublish/-lookup.
+ * lookup_name, PMI-2 name-publish/-unpublish/-lookup, PMIx_Publish/
+ * _Unpublish/_Lookup.
  * @return PB_OK; PB_ERR_IN_USE (publish: the service is published
  * already); PB_ERR_NOT_PUBLISHED (unpublish, lookup: no such service);
  * PB_ERR_UNSUPPORTED (a singleton, or a process manager without a name
@@ -156,7 +190,7 @@ pb_status_t pb_boot_pmi_name_lookup(pb_boot_pmi_t *pmi, const char *service, cha
  * blocks, PMI-2 spawn.  On a refusal the process manager's reason (its
  * msg, underscores made spaces) is written to @why (@why_len bytes).
  * @return PB_OK when it started every process; PB_ERR_NO_RESOURCE when it
- * refused (nothing logged); PB_ERR_UNSUPPORTED for a singleton or a
+ * refused (nothing logged); PB_ERR_UNSUPPORTED for a singleton, PMIx or a
  * process manager that answers with another command; PB_ERR_INVALID_PARAM
  * when a request would not fit a message (a PMI-2 body of more than
  * PB_BOOT_PMI_MSG_MAX bytes, a PMI-1 line with a newline); PB_ERR_IO;

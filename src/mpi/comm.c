@@ -127,8 +127,8 @@ int pb_mpi_raise(MPI_Comm comm, int code, const char *func, const char *fmt, ...
 
     if (code == MPI_SUCCESS)
         return code;
-    if (eh == MPI_ERRHANDLER_NULL)
-        eh = MPI_ERRORS_ARE_FATAL; /* before MPI_Init */
+    if (eh == MPI_ERRHANDLER_NULL || eh == NULL)
+        eh = MPI_ERRORS_ARE_FATAL; /* before MPI_Init (MPI_COMM_SELF's not set yet) */
     if (eh == MPI_ERRORS_RETURN)
         return code;
     if (eh != MPI_ERRORS_ARE_FATAL && eh != MPI_ERRORS_ABORT && eh->function != NULL) {

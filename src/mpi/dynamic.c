@@ -644,6 +644,11 @@ static void spawn_no_universe(char *why, size_t len)
         snprintf(why, len,
                  "this process runs alone (a singleton), without a launcher to start "
                  "processes: run it with `postbox run -n N --universe U`");
+    else if (job != NULL && strncmp(job, "pmix-", 5) == 0)
+        snprintf(why, len,
+                 "the launcher speaks PMIx (prterun, mpirun of Open MPI, srun --mpi=pmix), "
+                 "over which Postbox does not spawn processes: run the program with "
+                 "`postbox run -n N --universe U`");
     else if (job != NULL && strncmp(job, "pmi-", 4) == 0)
         snprintf(why, len,
                  "the launcher (mpiexec, srun: not `postbox run`) gives Postbox no "

@@ -28,6 +28,12 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_VNODE", PB_CONFIG_INT, "0",
      "Virtual node of this process on its host, set by the launcher; ranks "
      "with the same host and virtual node share a node id."},
+    {"POSTBOX_PMI", PB_CONFIG_STRING, "auto",
+     "How a process speaks to its launcher: pmi1, pmi2 (the PMI wire "
+     "protocols over PMI_FD or PMI_PORT), pmix (through libpmix, under "
+     "prterun or srun --mpi=pmix), or auto: PMI_FD/PMI_PORT give PMI-1 or "
+     "PMI-2 (POSTBOX_PMI_VERSION), else PMIX_NAMESPACE, PMIX_RANK or "
+     "PMIX_SERVER_URI* give PMIx, else the process is a singleton."},
     {"POSTBOX_PMI_VERSION", PB_CONFIG_STRING, "1",
      "PMI wire protocol spoken to a foreign launcher: 1 (Hydra) or 2 (Slurm "
      "srun --mpi=pmi2); when unset, 2 if PMI_JOBID is set."},

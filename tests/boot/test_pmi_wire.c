@@ -2,10 +2,12 @@
  * The PMI client's wire layer: parsing and formatting of both protocol
  * versions (escapes, limits, malformed input), then whole sessions against
  * a fake process manager in a forked peer, over a socketpair (PMI_FD) or
- * TCP (PMI_PORT + PMI_ID), including servers that misbehave.
+ * TCP (PMI_PORT + PMI_ID), including servers that misbehave; and the
+ * choice of PMI-1, PMI-2 or PMIx from the environment (POSTBOX_PMI).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,6 +720,110 @@ static void case_init_bad_environment(void)
     CHECK_STATUS(pb_boot_pmi_init(&pmi), PB_ERR_INVALID_PARAM);
 }
 
+/* ---- the flavour chosen from the environment ---------------------------------- */
+
+/* the launchers' variables the choice reads */
+static const char *const flavour_vars[] = {
+    "POSTBOX_PMI", "POSTBOX_PMI_VERSION", "PMI_FD",
+    "PMI_PORT",    "PMI_JOBID",           "PMIX_NAMESPACE",
+    "PMIX_RANK",   "PMIX_SERVER_URI41",   "PMIX_SERVER_URI4"};
+
+/* Set the environment to the NULL-ended @name, @value pairs, only them of
+ * flavour_vars, and run pb_boot_pmi_choose; its log goes to @log (@len
+ * bytes, NUL terminated).  @return its status; *@flavour_p the flavour. */
+static pb_status_t choose_in(pb_boot_pmi_flavour_t *flavour_p, char *log, size_t len, ...)
+{
+    FILE *capture = tmpfile();
+    int saved = dup(2);
+    pb_status_t status;
+    const char *name;
+    size_t got;
+    va_list ap;
+
+    CHECK(capture != NULL && saved >= 0);
+    for (size_t i = 0; i < sizeof(flavour_vars) / sizeof(flavour_vars[0]); i++)
+        unsetenv(flavour_vars[i]);
+    va_start(ap, len);
+    while ((name = va_arg(ap, const char *)) != NULL)
+        setenv(name, va_arg(ap, const char *), 1);
+    va_end(ap);
+    fflush(stderr);
+    dup2(fileno(capture), 2);
+    *flavour_p = (pb_boot_pmi_flavour_t)-1;
+    status = pb_boot_pmi_choose(flavour_p);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(capture);
+    got = fread(log, 1, len - 1, capture);
+    log[got] = '\0';
+    fclose(capture);
+    for (size_t i = 0; i < sizeof(flavour_vars) / sizeof(flavour_vars[0]); i++)
+        unsetenv(flavour_vars[i]);
+    return status;
+}
+
+#define CHECK_FLAVOUR(want, ...)                                                                   \
+    do {                                                                                           \
+        pb_boot_pmi_flavour_t got_;                                                                \
+        char log_[512];                                                                            \
+        CHECK_STATUS(choose_in(&got_, log_, sizeof(log_), __VA_ARGS__, NULL), PB_OK);              \
+        CHECK_STR(pb_boot_pmi_flavour_name(got_), want);                                           \
+    } while (0)
+
+/* a refused choice says what was wrong: @words are in its message */
+#define CHECK_FLAVOUR_REFUSED(words, ...)                                                          \
+    do {                                                                                           \
+        pb_boot_pmi_flavour_t got_;                                                                \
+        char log_[512];                                                                            \
+        CHECK_STATUS(choose_in(&got_, log_, sizeof(log_), __VA_ARGS__, NULL),                      \
+                     PB_ERR_INVALID_PARAM);                                                        \
+        if (strstr(log_, words) == NULL)                                                           \
+            pbt_fail(__FILE__, __LINE__, "the message '%s' does not say '%s'", log_, words);       \
+    } while (0)
+
+static void case_flavour_from_the_launcher(void)
+{
+    CHECK_FLAVOUR("singleton", "PMI_JOBID", "only-a-job-id");
+    CHECK_FLAVOUR("pmi1", "PMI_FD", "5");
+    CHECK_FLAVOUR("pmi1", "PMI_PORT", "host:1", "PMI_ID", "3");
+    CHECK_FLAVOUR("pmi2", "PMI_FD", "5", "PMI_JOBID", "7.0");
+    CHECK_FLAVOUR("pmi2", "PMI_FD", "5", "POSTBOX_PMI_VERSION", "2");
+    /* prterun and srun --mpi=pmix set these */
+    CHECK_FLAVOUR("pmix", "PMIX_NAMESPACE", "prterun-vm-1@1", "PMIX_RANK", "0");
+    CHECK_FLAVOUR("pmix", "PMIX_SERVER_URI41", "prterun-vm-1@0.0;tcp4://127.0.0.1:1");
+    CHECK_FLAVOUR("pmix", "PMIX_RANK", "3");
+    /* a PMI socket wins over PMIx variables inherited from an outer job
+     * (postbox run started under prterun) */
+    CHECK_FLAVOUR("pmi1", "PMI_FD", "5", "PMIX_NAMESPACE", "outer@1");
+    CHECK_FLAVOUR("pmix", "POSTBOX_PMI", "auto", "PMIX_NAMESPACE", "n@1");
+    CHECK_FLAVOUR("pmix", "POSTBOX_PMI", "", "PMIX_NAMESPACE", "n@1");
+}
+
+static void case_flavour_override(void)
+{
+    CHECK_FLAVOUR("pmix", "POSTBOX_PMI", "pmix", "PMI_FD", "5", "PMIX_NAMESPACE", "n@1");
+    CHECK_FLAVOUR("pmi2", "POSTBOX_PMI", "pmi2", "PMI_FD", "5", "PMIX_NAMESPACE", "n@1");
+    /* POSTBOX_PMI wins over POSTBOX_PMI_VERSION and PMI_JOBID */
+    CHECK_FLAVOUR("pmi1", "POSTBOX_PMI", "pmi1", "PMI_PORT", "h:1", "POSTBOX_PMI_VERSION", "2",
+                  "PMI_JOBID", "7.0");
+}
+
+static void case_flavour_bad_override(void)
+{
+    CHECK_FLAVOUR_REFUSED("POSTBOX_PMI='pmi3': use pmi1, pmi2 or pmix", "POSTBOX_PMI", "pmi3",
+                          "PMI_FD", "5");
+    CHECK_FLAVOUR_REFUSED("POSTBOX_PMI='PMIx': use pmi1, pmi2 or pmix", "POSTBOX_PMI", "PMIx",
+                          "PMIX_NAMESPACE", "n@1");
+    /* a flavour the launcher does not offer */
+    CHECK_FLAVOUR_REFUSED("POSTBOX_PMI=pmix, but the launcher set no PMIX_NAMESPACE", "POSTBOX_PMI",
+                          "pmix", "PMI_FD", "5");
+    CHECK_FLAVOUR_REFUSED("POSTBOX_PMI=pmi2, but the launcher set neither PMI_FD nor PMI_PORT",
+                          "POSTBOX_PMI", "pmi2", "PMIX_NAMESPACE", "n@1");
+    CHECK_FLAVOUR_REFUSED("POSTBOX_PMI_VERSION='3': use 1 or 2", "POSTBOX_PMI_VERSION", "3",
+                          "PMIX_NAMESPACE", "n@1");
+}
+
 static const pbt_case_t cases[] = {
     PBT_CASE(v1_parse_reply),
     PBT_CASE(v1_escapes_round_trip),
@@ -742,6 +848,9 @@ static const pbt_case_t cases[] = {
     PBT_CASE(init_refused),
     PBT_CASE(init_server_gone),
     PBT_CASE(init_bad_environment),
+    PBT_CASE(flavour_from_the_launcher),
+    PBT_CASE(flavour_override),
+    PBT_CASE(flavour_bad_override),
 };
 
 int main(int argc, char **argv)
