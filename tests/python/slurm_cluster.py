@@ -23,6 +23,11 @@ from typing import List, Optional
 from postbox import netns
 
 DAEMONS = ("/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged")
+# where each slurmd sees a folder of its own for the PMIx plugin's client
+# directories (a bind mount in the slurmd's own mount namespace): the
+# plugin names them after the step only, so two slurmd on one file system
+# would collide
+PMIX_DIR = "/run/postbox-test-slurm-pmix"
 NODES = ("node1", "node2")
 
 SLURM_CONF = """\
@@ -92,13 +97,16 @@ class SlurmCluster:
 
     def _in(self, node: int, hostname: str, argv: List[str]) -> subprocess.Popen:
         log = open(self.dir / ("%s.out" % hostname), "ab")
+        own = self.dir / ("pmix-%s" % hostname)
+        own.mkdir(exist_ok=True)
         try:
             return subprocess.Popen(
                 # nsenter, not `ip netns exec`, which mounts a sysfs of its own
                 # over /sys and so hides the cgroup file systems from slurmd
                 ["nsenter", "--net=%s/%s" % (netns.NETNS_DIR, self.network.name(node)),
-                 "unshare", "--uts", "sh", "-c",
-                 'hostname "$0" && exec "$@"', hostname] + argv,
+                 "unshare", "--uts", "--mount", "sh", "-c",
+                 'hostname "$0" && mount --bind "$1" "$2" && shift 2 && exec "$@"', hostname,
+                 str(own), PMIX_DIR] + argv,
                 stdout=log, stderr=subprocess.STDOUT, env=self.env())
         finally:
             log.close()
@@ -129,6 +137,8 @@ class SlurmCluster:
         base = 20000 + os.getpid() % 20000
         nodes = "\n".join("NodeName=%s NodeAddr=%s CPUs=2 State=UNKNOWN"
                           % (name, self.network.address(1 + i)) for i, name in enumerate(NODES))
+        os.makedirs(PMIX_DIR, exist_ok=True)
+        (self.dir / "mpi.conf").write_text("PMIxCliTmpDirBase=%s\n" % PMIX_DIR)
         self.conf.write_text(SLURM_CONF.format(ctl=self.network.address(0), dir=self.dir,
                                                ctld_port=base, slurmd_port=base + 1, nodes=nodes))
         for _ in range(50):

@@ -1,11 +1,12 @@
 """Postbox under Slurm, for real: a controller and two slurmd nodes in
 network namespaces (slurm_cluster.py), programs run by ``srun --mpi=pmi2``
-and by ``postbox run`` inside ``salloc`` and ``sbatch`` (which goes through
-srun).  Skipped without root, ``ip`` or Debian's Slurm and munge; the
+and ``srun --mpi=pmix`` and by ``postbox run`` inside ``salloc`` and
+``sbatch`` (which goes through srun).  Skipped without root, ``ip`` or Debian's Slurm and munge; the
 first tests need neither (how ``postbox run`` decides to use srun)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -130,3 +131,23 @@ def test_killed_task_ends_the_step_and_leaves_nothing(cluster, tmp_path):
     while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
         assert time.monotonic() < deadline, "tasks of the killed step are left behind"
         time.sleep(0.2)
+
+
+def pmix_client_built() -> bool:
+    info = paths.build_dir() / "share" / "postbox" / "build-info.json"
+    return info.exists() and "PMIx" in json.loads(info.read_text()).get("pmi", [])
+
+
+def test_srun_pmix_mpi_program_across_two_nodes(cluster):
+    if not pmix_client_built():
+        pytest.skip("the library was built without its PMIx client (libpmix-dev missing)")
+    view = built(paths.bin_dir() / "postbox-job-view")
+    out = checked(cluster.command(["srun", "--mpi=pmix", "-N", "2", "-n", "4", str(view)]),
+                  "srun --mpi=pmix postbox-job-view")
+    found = views(out)
+    assert sorted(found) == [0, 1, 2, 3] and found[0][1] == "0,1", out
+    assert all(" job pmix-" in line for line in out.splitlines() if line.startswith("rank")), out
+    program = built(paths.bin_dir() / "pbt-mpi-groups")
+    out = checked(cluster.command(["srun", "--mpi=pmix", "-N", "2", "-n", "4", str(program)]),
+                  "srun --mpi=pmix pbt-mpi-groups")
+    assert "groups: ok" in out
