@@ -18,6 +18,20 @@ if(NOT PB_HAVE_MEMFD_CREATE OR NOT PB_HAVE_LINUX_FUTEX_H OR NOT PB_HAVE_FUTEX_WA
   message(FATAL_ERROR "Postbox needs Linux with memfd_create, futex and futex_waitv")
 endif()
 
+# libfabric (Debian libfabric-dev), optional: the ofi transport is built
+# when pkg-config finds it
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(LIBFABRIC QUIET IMPORTED_TARGET libfabric)
+endif()
+if(LIBFABRIC_FOUND)
+  set(PB_HAVE_OFI 1)
+  message(STATUS "ofi transport: built (libfabric ${LIBFABRIC_VERSION})")
+else()
+  set(PB_HAVE_OFI 0)
+  message(STATUS "ofi transport: not built (libfabric-dev missing)")
+endif()
+
 set(POSTBOX_CONFIG_DIR ${CMAKE_BINARY_DIR}/generated)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/build.h.in
                ${POSTBOX_CONFIG_DIR}/postbox/build.h)
