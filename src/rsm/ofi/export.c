@@ -201,6 +201,8 @@ static void ofi_attach_ready(void *arg, uint32_t events)
     if (!keep)
         ofi_attach_drop(a);
     pthread_mutex_unlock(&pb_ofi.lock);
+    if (!keep)
+        pb_ofi_close_if_idle();
 }
 
 /* Accept importers on the rendezvous socket of @arg (an export): each is
@@ -274,7 +276,9 @@ pb_status_t pb_ofi_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p
     if (status != PB_OK) {
         fi_close(&te->mr->fid);
         te->mr = NULL;
-        goto out;
+        pthread_mutex_unlock(&pb_ofi.lock);
+        pb_ofi_close_if_idle();
+        return status;
     }
     te->next = pb_ofi.published;
     pb_ofi.published = te;
@@ -310,6 +314,7 @@ pb_status_t pb_ofi_export_unpublish(pb_rsm_export_t *seg)
     fi_close(&te->mr->fid);
     te->mr = NULL;
     pthread_mutex_unlock(&pb_ofi.lock);
+    pb_ofi_close_if_idle();
     return PB_OK;
 }
 

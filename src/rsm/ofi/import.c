@@ -118,7 +118,28 @@ static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, pb_ofi_rv_reply
     return PB_OK;
 }
 
+static pb_status_t ofi_import_connect(pb_rsm_import_t *im);
+
 pb_status_t pb_ofi_import_connect(pb_rsm_import_t *im)
+{
+    pb_status_t status;
+
+    pthread_mutex_lock(&pb_ofi.lock);
+    pb_ofi.connecting++;
+    pthread_mutex_unlock(&pb_ofi.lock);
+    status = ofi_import_connect(im);
+    pthread_mutex_lock(&pb_ofi.lock);
+    pb_ofi.connecting--;
+    pthread_mutex_unlock(&pb_ofi.lock);
+    if (status != PB_OK) {
+        pthread_mutex_lock(&pb_rsm_lock);
+        pb_ofi_close_if_idle();
+        pthread_mutex_unlock(&pb_rsm_lock);
+    }
+    return status;
+}
+
+static pb_status_t ofi_import_connect(pb_rsm_import_t *im)
 {
     pb_status_t status = pb_ofi_start(0);
     pb_ofi_rv_reply_t reply;
@@ -185,6 +206,7 @@ void pb_ofi_import_disconnect(pb_rsm_import_t *im)
     pthread_mutex_destroy(&ti->fd_lock);
     free(ti);
     im->tl = NULL;
+    pb_ofi_close_if_idle();
 }
 
 /* Mark @ti dead and wake whoever waits on it. */

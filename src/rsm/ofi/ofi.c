@@ -26,6 +26,9 @@
 #define OFI_CQ_BATCH 16
 /* without a wait descriptor the service reads the queue this often */
 #define OFI_POLL_INTERVAL_NS 1000000
+/* with one and manual progress, this often too (what the descriptor does
+ * not tell of: a provider's connection requests) */
+#define OFI_TICK_NS 10000000
 
 pb_ofi_state_t pb_ofi = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -209,7 +212,8 @@ void pb_ofi_progress(void)
 {
     if (pthread_mutex_trylock(&pb_ofi.progress) != 0)
         return;
-    ofi_progress_locked();
+    if (pb_ofi.ep != NULL)
+        ofi_progress_locked();
     pthread_mutex_unlock(&pb_ofi.progress);
 }
 
@@ -270,16 +274,10 @@ pb_status_t pb_ofi_op_wait_free(pb_ofi_op_t *op, pb_ofi_import_t *ti)
 
 /* ---- the service's side ---------------------------------------------------------- */
 
-/* The queue's descriptor (or the poll timer) is ready: read the queue
- * until the provider says a sleep would not miss anything. */
-static void ofi_service_ready(void *arg, uint32_t events)
+/* Read the queue until the provider says a sleep on its descriptor would
+ * miss nothing (fi_trywait). */
+static void ofi_service_drain(void)
 {
-    (void)events;
-    if (pb_ofi.cq_fd < 0) {
-        uint64_t ticks;
-
-        (void)!read(*(int *)arg, &ticks, sizeof(ticks));
-    }
     for (int i = 0; i < 64; i++) {
         struct fid *fids[1] = {&pb_ofi.cq->fid};
 
@@ -291,35 +289,71 @@ static void ofi_service_ready(void *arg, uint32_t events)
     }
 }
 
-static int ofi_timer_fd = -1;
+/* The queue's descriptor is ready. */
+static void ofi_service_cq_ready(void *arg, uint32_t events)
+{
+    (void)arg, (void)events;
+    ofi_service_drain();
+}
 
-/* Hand the queue's descriptor, or a timer, to the service thread.  Caller
- * holds pb_rsm_lock. */
+/* The poll timer ticked: with manual progress a provider's connection
+ * requests (and, without a descriptor, everything) move only when someone
+ * reads the queue. */
+static void ofi_service_tick(void *arg, uint32_t events)
+{
+    uint64_t ticks;
+
+    (void)events;
+    (void)!read(*(int *)arg, &ticks, sizeof(ticks));
+    ofi_service_drain();
+}
+
+static int ofi_timer_fd = -1;
+static pid_t ofi_started_pid; /* (the process that opened the fabric) */
+static uint64_t ofi_timer_id;
+
+/* Hand the queue's descriptor, and with manual progress a timer, to the
+ * service thread.  Caller holds pb_rsm_lock. */
 static pb_status_t ofi_service_watch(void)
 {
     pb_status_t status = pb_rsm_service_start();
-    int fd;
 
     if (status != PB_OK)
         return status;
     if (pb_ofi.cq_fd >= 0) {
         /* (the service closes what it watches: give it a copy) */
-        fd = dup(pb_ofi.cq_fd);
-    } else {
-        struct itimerspec every = {{0, OFI_POLL_INTERVAL_NS}, {0, OFI_POLL_INTERVAL_NS}};
+        int fd = dup(pb_ofi.cq_fd);
 
-        fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-        if (fd >= 0 && timerfd_settime(fd, 0, &every, NULL) != 0) {
+        if (fd < 0)
+            return PB_ERR_NO_RESOURCE;
+        status = pb_rsm_service_add(fd, EPOLLIN, ofi_service_cq_ready, NULL, &pb_ofi.service_id);
+        if (status != PB_OK) {
             close(fd);
-            fd = -1;
+            return status;
+        }
+    }
+    if (pb_ofi.manual || pb_ofi.cq_fd < 0) {
+        long ns = pb_ofi.cq_fd >= 0 ? OFI_TICK_NS : OFI_POLL_INTERVAL_NS;
+        struct itimerspec every = {{0, ns}, {0, ns}};
+        int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+
+        if (fd < 0 || timerfd_settime(fd, 0, &every, NULL) != 0) {
+            pb_error("ofi: cannot make the progress timer: %m");
+            if (fd >= 0)
+                close(fd);
+            return PB_ERR_NO_RESOURCE;
         }
         ofi_timer_fd = fd;
+        status = pb_rsm_service_add(fd, EPOLLIN, ofi_service_tick, &ofi_timer_fd, &ofi_timer_id);
+        if (status != PB_OK) {
+            close(fd);
+            return status;
+        }
     }
-    if (fd < 0) {
-        pb_error("ofi: cannot watch the completion queue: %m");
-        return PB_ERR_NO_RESOURCE;
-    }
-    return pb_rsm_service_add(fd, EPOLLIN, ofi_service_ready, &ofi_timer_fd, &pb_ofi.service_id);
+    /* (the descriptor tells of traffic only once the provider agreed to
+     * a sleep) */
+    ofi_service_drain();
+    return PB_OK;
 }
 
 /* ---- start --------------------------------------------------------------------- */
@@ -431,6 +465,7 @@ pb_status_t pb_ofi_start(int rsm_locked)
             ofi_recv_post(&pb_ofi.recvs[i]);
     }
     pb_ofi.start_status = status;
+    ofi_started_pid = getpid();
     pthread_mutex_unlock(&pb_ofi.lock);
     if (status == PB_OK) {
         /* the service reads the queue: the exporter's side needs no
@@ -444,6 +479,70 @@ pb_status_t pb_ofi_start(int rsm_locked)
                  info->domain_attr->name, pb_ofi.manual ? "manual" : "automatic");
     }
     return status;
+}
+
+void pb_ofi_close_if_idle(void)
+{
+    pthread_mutex_lock(&pb_ofi.progress);
+    pthread_mutex_lock(&pb_ofi.lock);
+    if (pb_ofi.started && pb_ofi.start_status == PB_OK && pb_ofi.imports == NULL &&
+        pb_ofi.published == NULL && pb_ofi.attaches == NULL && pb_ofi.connecting == 0 &&
+        getpid() == ofi_started_pid) {
+        if (pb_ofi.service_id != 0)
+            pb_rsm_service_remove(pb_ofi.service_id);
+        if (ofi_timer_id != 0)
+            pb_rsm_service_remove(ofi_timer_id);
+        pb_ofi.service_id = 0;
+        ofi_timer_id = 0;
+        ofi_timer_fd = -1;
+        while (pb_ofi.peers != NULL) {
+            pb_ofi_peer_t *peer = pb_ofi.peers;
+
+            pb_ofi.peers = peer->next;
+            free(peer);
+        }
+        fi_close(&pb_ofi.ep->fid);
+        fi_close(&pb_ofi.av->fid);
+        fi_close(&pb_ofi.cq->fid);
+        fi_close(&pb_ofi.domain->fid);
+        fi_close(&pb_ofi.fabric->fid);
+        fi_freeinfo(pb_ofi.info);
+        pb_ofi.ep = NULL;
+        pb_ofi.av = NULL;
+        pb_ofi.cq = NULL;
+        pb_ofi.domain = NULL;
+        pb_ofi.fabric = NULL;
+        pb_ofi.info = NULL;
+        pb_ofi.cq_fd = -1;
+        pb_ofi.started = 0;
+    }
+    pthread_mutex_unlock(&pb_ofi.lock);
+    pthread_mutex_unlock(&pb_ofi.progress);
+}
+
+/* At exit, close the endpoint: a provider may hold names outside the
+ * process (shm: a file in /dev/shm) that only closing removes.  Not while
+ * another thread is inside the transport, and not in a forked child, whose
+ * endpoint is its parent's. */
+__attribute__((destructor)) static void ofi_stop(void)
+{
+    if (!pb_ofi.started || pb_ofi.start_status != PB_OK || getpid() != ofi_started_pid)
+        return;
+    if (pthread_mutex_trylock(&pb_rsm_lock) != 0)
+        return;
+    if (pthread_mutex_trylock(&pb_ofi.progress) == 0) {
+        if (pthread_mutex_trylock(&pb_ofi.lock) == 0) {
+            if (pb_ofi.service_id != 0)
+                pb_rsm_service_remove(pb_ofi.service_id);
+            if (ofi_timer_id != 0)
+                pb_rsm_service_remove(ofi_timer_id);
+            pb_ofi.start_status = PB_ERR_CONN_ABORTED;
+            fi_close(&pb_ofi.ep->fid);
+            pthread_mutex_unlock(&pb_ofi.lock);
+        }
+        pthread_mutex_unlock(&pb_ofi.progress);
+    }
+    pthread_mutex_unlock(&pb_rsm_lock);
 }
 
 /* ---- the ops table ----------------------------------------------------------------- */

@@ -207,6 +207,7 @@ typedef struct {
     pb_ofi_export_t *published;
     pb_ofi_attach_t *attaches;
     pb_ofi_import_t *imports;
+    int connecting; /* import connects under way (they keep the fabric open) */
     uint32_t next_token;
     uint64_t next_key;
     int spin_us;
@@ -222,6 +223,13 @@ extern _Atomic int pb_ofi_sleepers;
  * @return PB_OK, PB_ERR_UNREACHABLE (no provider: logged once),
  * PB_ERR_NO_RESOURCE. */
 pb_status_t pb_ofi_start(int rsm_locked);
+
+/* Close the fabric when nothing uses it (no import, publication or
+ * importer): a provider may hold names outside the process (shm: a file
+ * in /dev/shm) until its endpoint closes, and a process may end with
+ * _exit.  The next publish or connect opens it again.  Caller holds
+ * pb_rsm_lock. */
+void pb_ofi_close_if_idle(void);
 
 /* Read the completion queue once (if no other thread is) and handle what
  * it holds.  Caller holds neither pb_ofi.progress nor pb_ofi.lock. */
