@@ -11,6 +11,8 @@ set -euo pipefail
 
 PYTHON=${1:-python3}
 PACKAGES="build-essential cmake ninja-build python3 python3-venv python3-pip clang-format"
+# optional: libfabric (the ofi transport is built when pkg-config finds it)
+OPTIONAL_PACKAGES="pkg-config libfabric-dev"
 missing=()
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -53,7 +55,23 @@ check_all() {
     check_python || missing+=("$PYTHON (3.9 or newer, with the venv module and pip)")
 }
 
+# The optional packages: installed when we can, else named; never fatal.
+check_optional() {
+    if have pkg-config && pkg-config --exists libfabric; then
+        return 0
+    fi
+    if [ "$(id -u)" = 0 ] && have apt-get; then
+        echo "deps: installing the optional Debian packages: $OPTIONAL_PACKAGES"
+        # shellcheck disable=SC2086
+        if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $OPTIONAL_PACKAGES; then
+            return 0
+        fi
+    fi
+    echo "deps: libfabric not found: the ofi transport will not be built (apt-get install $OPTIONAL_PACKAGES)"
+}
+
 check_all
+check_optional
 if [ ${#missing[@]} -eq 0 ]; then
     have ninja || echo "deps: ninja not found; building with make (apt-get install ninja-build for faster builds)"
     echo "deps: ok (cmake, C compiler, $PYTHON with venv)"

@@ -132,3 +132,17 @@ long pb_config_get_long(const char *name)
 {
     return pb_config_table_get_long(config_table, name);
 }
+
+char *pb_config_network_controller(void)
+{
+    /* (writable: rsm_get_controller takes a char *, as in Solaris) */
+    static char tcp[] = "tcp", ofi[] = "ofi";
+    const char *name = pb_config_get_string("POSTBOX_TRANSPORT");
+
+    if (strcmp(name, "tcp") == 0)
+        return tcp;
+    if (strcmp(name, "ofi") == 0)
+        return ofi;
+    pb_error("POSTBOX_TRANSPORT=%s: not a controller between nodes (tcp or ofi)", name);
+    return NULL;
+}

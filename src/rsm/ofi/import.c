@@ -272,9 +272,11 @@ void pb_ofi_import_on_msg(const pb_ofi_msg_t *msg)
 
 /* ---- data -------------------------------------------------------------------------- */
 
-/* Write @length bytes at @offset: injected when short (the provider keeps
- * a copy), else waited for, as the caller may reuse @src at once. */
-static pb_status_t ofi_write(pb_ofi_import_t *ti, size_t offset, const void *src, size_t length)
+/* Start writing @length bytes at @offset without waiting: injected when
+ * short, else an op appended to @ops (*@nops of them).  @return PB_OK or
+ * PB_ERR_CONN_ABORTED, PB_ERR_NO_MEMORY. */
+static pb_status_t ofi_write_start(pb_ofi_import_t *ti, size_t offset, const void *src,
+                                   size_t length, pb_ofi_op_t **ops, size_t *nops)
 {
     uint64_t addr = atomic_load(&ti->base) + offset;
     uint64_t key = atomic_load(&ti->key);
@@ -298,7 +300,77 @@ static pb_status_t ofi_write(pb_ofi_import_t *ti, size_t offset, const void *src
         free(op);
         return PB_ERR_CONN_ABORTED;
     }
-    return pb_ofi_op_wait_free(op, ti);
+    ops[(*nops)++] = op;
+    return PB_OK;
+}
+
+/* Write @length bytes at @offset and wait for it, as the caller may reuse
+ * @src at once (a short write is injected: the provider keeps a copy). */
+static pb_status_t ofi_write(pb_ofi_import_t *ti, size_t offset, const void *src, size_t length)
+{
+    pb_ofi_op_t *op[1];
+    size_t nops = 0;
+    pb_status_t status = ofi_write_start(ti, offset, src, length, op, &nops);
+
+    if (status == PB_OK && nops == 1)
+        status = pb_ofi_op_wait_free(op[0], ti);
+    return status;
+}
+
+pb_status_t pb_ofi_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries, size_t count,
+                              int signal, int word_last)
+{
+    pb_ofi_import_t *ti = im->tl;
+    pb_status_t status = pb_ofi_import_state(ti), waited;
+    pb_ofi_op_t *ops[RSM_MAX_SGIOREQS + 1];
+    size_t nops = 0;
+
+    if (status != PB_OK)
+        return status;
+    if (!pb_ofi.ordered_waw || count > RSM_MAX_SGIOREQS) {
+        /* writes may land out of order: one at a time, as put does */
+        for (size_t i = 0; i < count && status == PB_OK; i++) {
+            if (word_last && i == count - 1)
+                status = pb_ofi_put_word_last(im, entries[i].offset, entries[i].src,
+                                              entries[i].length, signal);
+            else
+                status = ofi_write(ti, entries[i].offset, entries[i].src, entries[i].length);
+        }
+        if (status == PB_OK && signal && !word_last)
+            status = pb_ofi_import_signal_post(im, 1);
+        if (status == PB_OK && !word_last && im->mode == RSM_BARRIER_MODE_IMPLICIT)
+            status = pb_ofi_barrier_close(im);
+        return status;
+    }
+    /* every write goes out at once; they land in order (FI_ORDER_WAW), the
+     * word-last entry's rest before its word, and the signal after them
+     * (FI_ORDER_SAW); then wait for those the caller's buffers hold */
+    for (size_t i = 0; i < count && status == PB_OK; i++) {
+        const pb_rsm_put_entry_t *e = &entries[i];
+
+        if (word_last && i == count - 1) {
+            if (e->length > 4)
+                status = ofi_write_start(ti, e->offset + 4, (const char *)e->src + 4, e->length - 4,
+                                         ops, &nops);
+            if (status == PB_OK)
+                status = ofi_write_start(ti, e->offset, e->src, 4, ops, &nops);
+        } else {
+            status = ofi_write_start(ti, e->offset, e->src, e->length, ops, &nops);
+        }
+    }
+    if (status == PB_OK && signal) {
+        pb_ofi_msg_t msg = {.type = OFI_MSG_SIGNAL, .token = ti->attach_token, .a = 1};
+
+        status = pb_ofi_send(ti->peer->addr, &msg);
+    }
+    for (size_t i = 0; i < nops; i++) {
+        waited = pb_ofi_op_wait_free(ops[i], ti);
+        if (status == PB_OK)
+            status = waited;
+    }
+    if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
+        status = pb_ofi_barrier_close(im);
+    return status;
 }
 
 pb_status_t pb_ofi_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length)

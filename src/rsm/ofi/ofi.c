@@ -587,6 +587,7 @@ const pb_rsm_transport_ops_t pb_ofi_transport = {
     .import_disconnect = pb_ofi_import_disconnect,
     .put = pb_ofi_put,
     .put_word_last = pb_ofi_put_word_last,
+    .put_vector = pb_ofi_put_vector,
     .get = pb_ofi_get,
     .call = pb_ofi_call,
     .map = pb_ofi_map,

@@ -283,6 +283,8 @@ void pb_ofi_import_disconnect(pb_rsm_import_t *im);
 pb_status_t pb_ofi_put(pb_rsm_import_t *im, size_t offset, const void *src, size_t length);
 pb_status_t pb_ofi_put_word_last(pb_rsm_import_t *im, size_t offset, const void *src, size_t length,
                                  int signal);
+pb_status_t pb_ofi_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries, size_t count,
+                              int signal, int word_last);
 pb_status_t pb_ofi_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t length);
 pb_status_t pb_ofi_call(pb_rsm_import_t *im, const void *request, size_t request_len, void *reply,
                         size_t reply_max, size_t *reply_len_p, int no_reply);
