@@ -407,6 +407,10 @@ pb_status_t pb_ofi_export_signal_post(pb_rsm_export_t *seg, int accumulate)
         if (a->exp == te && a->attached) {
             pb_ofi_msg_t event = {.type = OFI_MSG_EVENT, .token = a->import_token};
 
+            /* an importer whose connection ended (it died; the service
+             * thread forgets it soon) is not dialed again */
+            if (recv(a->fd, &(char){0}, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
+                continue;
             (void)pb_ofi_send(a->peer->addr, &event);
         }
     }

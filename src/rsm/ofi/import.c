@@ -263,14 +263,43 @@ void pb_ofi_import_on_msg(const pb_ofi_msg_t *msg)
         atomic_fetch_add(&ti->generation, 1);
         pb_ofi_wake(&ti->generation);
     } else if (msg->type == OFI_MSG_BARRIER_REPLY) {
-        /* replies come in order: the newest answers every older one */
-        atomic_store(&ti->barrier_status, (int)(int32_t)msg->b);
-        atomic_store(&ti->barrier_acked, (uint32_t)msg->a);
-        pb_ofi_wake(&ti->barrier_acked);
+        /* replies come in order: the newest answers every older one (a
+         * repeated request's second answer changes nothing) */
+        if ((int32_t)((uint32_t)msg->a - atomic_load(&ti->barrier_acked)) > 0) {
+            atomic_store(&ti->barrier_status, (int)(int32_t)msg->b);
+            atomic_store(&ti->barrier_acked, (uint32_t)msg->a);
+            pb_ofi_wake(&ti->barrier_acked);
+        }
     }
 }
 
 /* ---- data -------------------------------------------------------------------------- */
+
+/* @status of an operation of @ti: a failure of the fabric (the exporter
+ * died, its region closed) is the import's end, whatever the rendezvous
+ * connection says yet (a dead process's sockets close one by one). */
+static pb_status_t ofi_import_check(pb_ofi_import_t *ti, pb_status_t status)
+{
+    if (status == PB_ERR_CONN_ABORTED)
+        ofi_import_fail(ti);
+    return status;
+}
+
+/* The provider is busy (-FI_EAGAIN: its queue is full, or it is still
+ * dialing the peer): make progress and say whether to try again, which
+ * stops when @ti ended or after PB_OFI_SEND_TIMEOUT_MS (*@deadline_p, -1
+ * before the first retry: a peer the provider keeps dialing in vain). */
+static int ofi_retry(pb_ofi_import_t *ti, int64_t *deadline_p)
+{
+    int64_t now = pb_time_now_ms();
+
+    if (*deadline_p < 0)
+        *deadline_p = now + PB_OFI_SEND_TIMEOUT_MS;
+    if (now >= *deadline_p || pb_ofi_import_state(ti) != PB_OK)
+        return 0;
+    pb_ofi_progress();
+    return 1;
+}
 
 /* Start writing @length bytes at @offset without waiting: injected when
  * short, else an op appended to @ops (*@nops of them).  @return PB_OK or
@@ -280,13 +309,15 @@ static pb_status_t ofi_write_start(pb_ofi_import_t *ti, size_t offset, const voi
 {
     uint64_t addr = atomic_load(&ti->base) + offset;
     uint64_t key = atomic_load(&ti->key);
+    int64_t deadline = -1;
     pb_ofi_op_t *op;
     ssize_t rc;
 
     if (length <= pb_ofi.inject_size) {
         while ((rc = fi_inject_write(pb_ofi.ep, src, length, ti->peer->addr, addr, key)) ==
-               -FI_EAGAIN)
-            pb_ofi_progress();
+                   -FI_EAGAIN &&
+               ofi_retry(ti, &deadline))
+            ;
         return rc == 0 ? PB_OK : PB_ERR_CONN_ABORTED;
     }
     op = calloc(1, sizeof(*op));
@@ -294,8 +325,9 @@ static pb_status_t ofi_write_start(pb_ofi_import_t *ti, size_t offset, const voi
         return PB_ERR_NO_MEMORY;
     op->kind = OFI_CTX_OP;
     while ((rc = fi_write(pb_ofi.ep, src, length, NULL, ti->peer->addr, addr, key, op)) ==
-           -FI_EAGAIN)
-        pb_ofi_progress();
+               -FI_EAGAIN &&
+           ofi_retry(ti, &deadline))
+        ;
     if (rc != 0) {
         free(op);
         return PB_ERR_CONN_ABORTED;
@@ -314,7 +346,7 @@ static pb_status_t ofi_write(pb_ofi_import_t *ti, size_t offset, const void *src
 
     if (status == PB_OK && nops == 1)
         status = pb_ofi_op_wait_free(op[0], ti);
-    return status;
+    return ofi_import_check(ti, status);
 }
 
 pb_status_t pb_ofi_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *entries, size_t count,
@@ -368,6 +400,7 @@ pb_status_t pb_ofi_put_vector(pb_rsm_import_t *im, const pb_rsm_put_entry_t *ent
         if (status == PB_OK)
             status = waited;
     }
+    status = ofi_import_check(ti, status);
     if (status == PB_OK && im->mode == RSM_BARRIER_MODE_IMPLICIT)
         status = pb_ofi_barrier_close(im);
     return status;
@@ -412,6 +445,7 @@ pb_status_t pb_ofi_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
 {
     pb_ofi_import_t *ti = im->tl;
     pb_status_t status = pb_ofi_import_state(ti);
+    int64_t deadline = -1;
     pb_ofi_op_t *op;
     ssize_t rc;
 
@@ -422,17 +456,16 @@ pb_status_t pb_ofi_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
         return PB_ERR_NO_MEMORY;
     op->kind = OFI_CTX_OP;
     while ((rc = fi_read(pb_ofi.ep, dst, length, NULL, ti->peer->addr,
-                         atomic_load(&ti->base) + offset, atomic_load(&ti->key), op)) == -FI_EAGAIN)
-        pb_ofi_progress();
+                         atomic_load(&ti->base) + offset, atomic_load(&ti->key), op)) ==
+               -FI_EAGAIN &&
+           ofi_retry(ti, &deadline))
+        ;
     if (rc != 0) {
         free(op);
-        return PB_ERR_CONN_ABORTED;
+        return ofi_import_check(ti, PB_ERR_CONN_ABORTED);
     }
-    status = pb_ofi_op_wait_free(op, ti);
     /* (a read of a withdrawn region fails at the target) */
-    if (status != PB_OK && pb_ofi_import_state(ti) != PB_OK)
-        status = PB_ERR_CONN_ABORTED;
-    return status;
+    return ofi_import_check(ti, pb_ofi_op_wait_free(op, ti));
 }
 
 pb_status_t pb_ofi_call(pb_rsm_import_t *im, const void *request, size_t request_len, void *reply,
@@ -479,6 +512,7 @@ pb_status_t pb_ofi_barrier_close(pb_rsm_import_t *im)
     pb_status_t status = pb_ofi_import_state(ti);
     int64_t spin_until = pb_time_now_ns() + (int64_t)pb_ofi.spin_us * 1000;
     pb_ofi_msg_t msg = {.type = OFI_MSG_BARRIER, .token = ti->attach_token};
+    int64_t sent_at;
     uint32_t seq;
 
     if (status != PB_OK)
@@ -489,7 +523,8 @@ pb_status_t pb_ofi_barrier_close(pb_rsm_import_t *im)
     msg.a = seq;
     status = pb_ofi_send(ti->peer->addr, &msg);
     if (status != PB_OK)
-        return status;
+        return ofi_import_check(ti, status);
+    sent_at = pb_time_now_ms();
     for (;;) {
         uint32_t acked = atomic_load(&ti->barrier_acked);
 
@@ -501,6 +536,14 @@ pb_status_t pb_ofi_barrier_close(pb_rsm_import_t *im)
         status = pb_ofi_import_state(ti);
         if (status != PB_OK)
             return status;
+        if (pb_time_now_ms() - sent_at >= PB_OFI_BARRIER_RESEND_MS) {
+            /* a live exporter that has not answered: ask again (an answer
+             * the provider failed to send is lost, not late) */
+            status = pb_ofi_send(ti->peer->addr, &msg);
+            if (status != PB_OK)
+                return ofi_import_check(ti, status);
+            sent_at = pb_time_now_ms();
+        }
         pb_ofi_sleep(&ti->barrier_acked, acked, pb_ofi.cq_fd >= 0 ? PB_OFI_WAIT_SLICE_MS : 1);
     }
 }
@@ -513,7 +556,7 @@ pb_status_t pb_ofi_import_signal_post(pb_rsm_import_t *im, int accumulate)
 
     if (status != PB_OK)
         return status;
-    return pb_ofi_send(ti->peer->addr, &msg);
+    return ofi_import_check(ti, pb_ofi_send(ti->peer->addr, &msg));
 }
 
 pb_status_t pb_ofi_import_signal_wait(pb_rsm_import_t *im, int timeout_ms)

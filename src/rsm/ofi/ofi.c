@@ -18,6 +18,7 @@
 #include "util/config.h"
 #include "util/futex.h"
 #include "util/log.h"
+#include "util/log_limit.h"
 #include "util/random.h"
 #include "util/siphash.h"
 #include "util/time.h"
@@ -217,17 +218,28 @@ void pb_ofi_progress(void)
     pthread_mutex_unlock(&pb_ofi.progress);
 }
 
+static pb_log_limit_t send_log;
+
 pb_status_t pb_ofi_send(fi_addr_t addr, const pb_ofi_msg_t *msg)
 {
+    int64_t deadline = -1;
+
     for (;;) {
         ssize_t rc = fi_inject(pb_ofi.ep, msg, sizeof(*msg), addr);
 
         if (rc == 0)
             return PB_OK;
         if (rc != -FI_EAGAIN) {
-            pb_debug("ofi: fi_inject failed: %s", fi_strerror((int)-rc));
+            pb_log_limited(&send_log, 1000, "ofi: a message was not sent: %s",
+                           fi_strerror((int)-rc));
             return PB_ERR_CONN_ABORTED;
         }
+        /* a peer that stays unreachable (a dead process the provider
+         * keeps dialing) is given up after a while */
+        if (deadline < 0)
+            deadline = pb_time_now_ms() + PB_OFI_SEND_TIMEOUT_MS;
+        else if (pb_time_now_ms() >= deadline)
+            return PB_ERR_CONN_ABORTED;
         /* (progress without taking completions: the caller may be the
          * thread reading them) */
         fi_cq_read(pb_ofi.cq, NULL, 0);

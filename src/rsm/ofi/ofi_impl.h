@@ -45,6 +45,10 @@
 /* a sleeping waiter looks at its import's rendezvous connection (an
  * exporter that died or withdrew the segment) this often */
 #define PB_OFI_WAIT_SLICE_MS 50
+/* a message the provider cannot send for this long is given up */
+#define PB_OFI_SEND_TIMEOUT_MS 2000
+/* a barrier not answered within this long is asked again */
+#define PB_OFI_BARRIER_RESEND_MS 1000
 
 /* What a completion's context points to: every one starts so. */
 typedef enum {
