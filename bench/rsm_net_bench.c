@@ -6,7 +6,9 @@
  * acceptance ratios.
  *
  * It runs only as `postbox run -n 2 --nodes 2 [--netns]`.  Each rank
- * exports SEG_SIZE bytes on controller "tcp", publishes the segment, puts
+ * exports SEG_SIZE bytes on controller "tcp" (or "ofi" with
+ * POSTBOX_TRANSPORT=ofi: then the RSM figures are named ofi_*, and
+ * ofi_call, which that transport cannot run, is left out), publishes the segment, puts
  * its id in the job's key-value space (KEY_SEG<rank>) and, after the fence,
  * imports the other rank's segment from node postbox_job_node(other), in
  * RSM_BARRIER_MODE_EXPLICIT.  Rank 1 also listens for the raw client and
@@ -107,6 +109,7 @@ typedef struct {
     int rank, nodes;
     bool netns;               /* POSTBOX_NETNS_ADDR set: across the veth pair */
     char ip[INET_ADDRSTRLEN]; /* rank 1's raw address */
+    const char *transport;    /* POSTBOX_TRANSPORT: "tcp" (default) or "ofi" */
     rsmapi_controller_handle_t ctl;
     char *local; /* own exported memory, SEG_SIZE */
     rsm_memseg_export_handle_t exp;
@@ -122,6 +125,31 @@ typedef struct {
 } bench_t;
 
 static bench_t g;
+
+/* The name of an RSM figure over this run's transport: @tcp_name ("tcp_get")
+ * with its "tcp" replaced by the transport's name ("ofi_get"). */
+static const char *rsm_name(const char *tcp_name)
+{
+    static char names[16][48];
+    static unsigned used;
+
+    if (strcmp(g.transport, "tcp") == 0 || strncmp(tcp_name, "tcp", 3) != 0)
+        return tcp_name;
+    for (unsigned i = 0; i < used; i++) {
+        if (strcmp(names[i] + strlen(g.transport), tcp_name + 3) == 0)
+            return names[i];
+    }
+    if (used == 16)
+        return tcp_name;
+    snprintf(names[used], sizeof(names[used]), "%s%s", g.transport, tcp_name + 3);
+    return names[used++];
+}
+
+/* Whether the transport runs calls (pb_rsm_memseg_import_call): ofi does not. */
+static bool transport_calls(void)
+{
+    return strcmp(g.transport, "tcp") == 0;
+}
 
 /* After a failure: stop the probe helper and exit 1 (the launcher then ends
  * the other rank). */
@@ -201,8 +229,10 @@ static void kvs_get_of(const char *key, int rank, char *value)
 static void setup_export(void)
 {
     char value[POSTBOX_JOB_KVS_VALUE_MAX];
+    char name[8]; /* (rsm_get_controller takes a char *) */
 
-    check(rsm_get_controller("tcp", &g.ctl), "rsm_get_controller(\"tcp\")");
+    snprintf(name, sizeof(name), "%s", g.transport);
+    check(rsm_get_controller(name, &g.ctl), "rsm_get_controller");
     g.local = page_alloc(SEG_SIZE);
     g.msg = page_alloc(SEG_SIZE);
     check(rsm_memseg_export_create(g.ctl, &g.exp, g.local, SEG_SIZE, 0),
@@ -387,7 +417,7 @@ static void server_main(void)
         if (kind > PP_PUT_SERVICE || c.size < sizeof(uint64_t) || c.size > SEG_SIZE)
             pb_rawnet_fail_msg("unknown command from the client");
         pb_rawnet_recv_all(g.server_fd, &first, sizeof(first));
-        pb_rawnet_where(pp_test[kind], c.size);
+        pb_rawnet_where(rsm_name(pp_test[kind]), c.size);
         serve_pingpong(kind, c.size, first);
         pb_rawnet_where(NULL, 0);
     }
@@ -607,8 +637,13 @@ static void tests_describe(void)
         tests[raw_of[i][0]] =
             (test_desc_t){"raw", t->test, "raw", t->transport, t->metric, t->unit, t->options};
     }
-    for (unsigned t = 0; t < T_NTESTS; t++)
+    for (unsigned t = 0; t < T_NTESTS; t++) {
+        if (strcmp(tests[t].suite, "rsm") == 0) {
+            tests[t].test = rsm_name(tests[t].test);
+            tests[t].transport = g.transport;
+        }
         snprintf(run.note[t], NOTE_LEN, "%s; %s via %s", tests[t].what, g.ip, run.path);
+    }
 }
 
 /* Drop sizes that are not multiples of @align from @sizes. */
@@ -645,7 +680,8 @@ static void bench_sizes(uint64_t t0)
     n = sizes_aligned(sizes, n, sizeof(uint64_t));
     measure_pingpong(PP_SIGNAL, sizeof(uint64_t), &sig);
     measure_pingpong(PP_PUT_SERVICE, RATIO_SIZE_LAT, &service);
-    measure_op(op_call, RATIO_SIZE_LAT, false, &call);
+    if (transport_calls())
+        measure_op(op_call, RATIO_SIZE_LAT, false, &call);
     measure_op(op_put_barrier, RATIO_SIZE_LAT, false, &put_barrier);
     for (unsigned i = 0; i < n; i++) {
         measure_pingpong(PP_PUT, sizes[i], &m[T_PUT_PINGPONG][i]);
@@ -661,21 +697,30 @@ static void bench_sizes(uint64_t t0)
         fflush(stdout);
     }
 
-    pb_bench_table_begin(&g.out, "RSM over tcp: ping-pong half round trip (signal: size 0)", "us");
+    static char titles[4][96];
+
+    snprintf(titles[0], sizeof(titles[0]),
+             "RSM over %s: ping-pong half round trip (signal: size 0)", g.transport);
+    snprintf(titles[1], sizeof(titles[1]), "RSM over %s: get%s, a full round trip (not halved)",
+             g.transport, transport_calls() ? " and call" : "");
+    snprintf(titles[2], sizeof(titles[2]),
+             "RSM over %s: one put and its barrier (open, put, close)", g.transport);
+    snprintf(titles[3], sizeof(titles[3]),
+             "Bandwidth: RSM put stream over %s, raw TCP stream (MB = 10^6 B)", g.transport);
+    pb_bench_table_begin(&g.out, titles[0], "us");
     emit_series(T_SIGNAL_PINGPONG, (size_t[]){0}, &sig, 1);
     emit_series(T_PUT_PINGPONG, sizes, m[T_PUT_PINGPONG], n);
     emit_series(T_PUT_PINGPONG_SERVICE, (size_t[]){RATIO_SIZE_LAT}, &service, 1);
-    pb_bench_table_begin(&g.out, "RSM over tcp: get and call, a full round trip (not halved)",
-                         "us");
+    pb_bench_table_begin(&g.out, titles[1], "us");
     emit_series(T_GET, sizes, m[T_GET], n);
-    emit_series(T_CALL, (size_t[]){RATIO_SIZE_LAT}, &call, 1);
-    pb_bench_table_begin(&g.out, "RSM over tcp: one put and its barrier (open, put, close)", "us");
+    if (transport_calls())
+        emit_series(T_CALL, (size_t[]){RATIO_SIZE_LAT}, &call, 1);
+    pb_bench_table_begin(&g.out, titles[2], "us");
     emit_series(T_PUT_BARRIER, (size_t[]){RATIO_SIZE_LAT}, &put_barrier, 1);
     pb_bench_table_begin(&g.out, "Raw TCP (TCP_NODELAY) and UDP ping-pong half round trip", "us");
     emit_series(T_TCP_PINGPONG, sizes, m[T_TCP_PINGPONG], n);
     emit_series(T_UDP_PINGPONG, udp, m[T_UDP_PINGPONG], nudp);
-    pb_bench_table_begin(&g.out, "Bandwidth: RSM put stream over tcp, raw TCP stream (MB = 10^6 B)",
-                         "MB/s");
+    pb_bench_table_begin(&g.out, titles[3], "MB/s");
     emit_series(T_PUT_STREAM, sizes, m[T_PUT_STREAM], n);
     emit_series(T_TCP_STREAM, sizes, m[T_TCP_STREAM], n);
 }
@@ -689,7 +734,7 @@ static void ratio_record(pb_bench_record_t *rec, const char *test, size_t size, 
         .suite = "rsm",
         .test = test,
         .library = "postbox",
-        .transport = "tcp",
+        .transport = g.transport,
         .placement = "off-node",
         .ranks = 2,
         .nodes = g.nodes,
@@ -734,16 +779,22 @@ static void bench_ratios(void)
                                         .p1 = a.post,
                                         .p2 = b.post};
     }
-    ratio_record(&rec[0], "ratio_put_latency_8B", RATIO_SIZE_LAT, "tcp_put_pingpong",
+    static char what[2][64];
+
+    snprintf(what[0], sizeof(what[0]), "%s 8 B half round trip", tests[T_PUT_PINGPONG].test);
+    snprintf(what[1], sizeof(what[1]), "%s 4 MB bandwidth", tests[T_PUT_STREAM].test);
+    ratio_record(&rec[0], "ratio_put_latency_8B", RATIO_SIZE_LAT, tests[T_PUT_PINGPONG].test,
                  "tcp_pingpong", RATIO_TARGET_LAT, true);
-    pb_bench_ratio_make(&g.opts, "tcp_put_pingpong 8 B half round trip",
-                        "raw tcp_pingpong 8 B half round trip", "us", lat, n, RATIO_TARGET_LAT,
-                        true, &rec[0], note[0]);
-    ratio_record(&rec[1], "ratio_put_stream_4MB", RATIO_SIZE_BW, "tcp_put_stream", "tcp_stream",
-                 RATIO_TARGET_BW, false);
-    pb_bench_ratio_make(&g.opts, "tcp_put_stream 4 MB bandwidth", "raw tcp_stream 4 MB bandwidth",
-                        "MB/s", bw, n, RATIO_TARGET_BW, false, &rec[1], note[1]);
-    pb_bench_table_begin(&g.out, "Ratios (acceptance figures of the tcp transport)", "x");
+    pb_bench_ratio_make(&g.opts, what[0], "raw tcp_pingpong 8 B half round trip", "us", lat, n,
+                        RATIO_TARGET_LAT, true, &rec[0], note[0]);
+    ratio_record(&rec[1], "ratio_put_stream_4MB", RATIO_SIZE_BW, tests[T_PUT_STREAM].test,
+                 "tcp_stream", RATIO_TARGET_BW, false);
+    pb_bench_ratio_make(&g.opts, what[1], "raw tcp_stream 4 MB bandwidth", "MB/s", bw, n,
+                        RATIO_TARGET_BW, false, &rec[1], note[1]);
+    static char title[64];
+
+    snprintf(title, sizeof(title), "Ratios (acceptance figures of the %s transport)", g.transport);
+    pb_bench_table_begin(&g.out, title, "x");
     pb_bench_record_emit(&g.out, &rec[0]);
     pb_bench_record_emit(&g.out, &rec[1]);
 }
@@ -760,8 +811,8 @@ static void client_main(void)
         fail_msg("cannot read " KEY_ADDR " of rank 1 (postbox_job_kvs_get)");
     pb_rawnet_connect(&g.net, g.ip, port, PB_RAWNET_BUF_SIZE);
     tests_describe();
-    printf(PROG ": RSM over tcp between 2 ranks on 2 nodes (%s: %s via %s) on %s\n", run.config,
-           g.ip, run.path, g.out.host);
+    printf(PROG ": RSM over %s between 2 ranks on 2 nodes (%s: %s via %s) on %s\n", g.transport,
+           run.config, g.ip, run.path, g.out.host);
     printf("latency in us (ping-pongs: half round trip; get: full round trip), bandwidth in "
            "MB/s (10^6 B/s), probes in ns\n");
     if (g.opts.no_probe)
@@ -816,6 +867,13 @@ int main(int argc, char **argv)
         return 1;
     g.rank = postbox_job_rank();
     g.nodes = postbox_job_node_count();
+    g.transport = getenv("POSTBOX_TRANSPORT");
+    if (g.transport == NULL || *g.transport == '\0')
+        g.transport = "tcp";
+    if (strcmp(g.transport, "tcp") != 0 && strcmp(g.transport, "ofi") != 0) {
+        fprintf(stderr, PROG ": POSTBOX_TRANSPORT=%s: not tcp or ofi\n", g.transport);
+        return 2;
+    }
     pb_rawnet_init(PROG, die);
     pb_rawnet_role(g.rank, g.rank == 1);
     if (!job_shape_ok())

@@ -50,6 +50,19 @@ function(pb_target_add_pmix target)
   endif()
   target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
 endfunction()
+# libfabric (Debian libfabric-dev), optional: the ofi transport is built
+# when pkg-config finds it
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(LIBFABRIC QUIET IMPORTED_TARGET libfabric)
+endif()
+if(LIBFABRIC_FOUND)
+  set(PB_HAVE_OFI 1)
+  message(STATUS "ofi transport: built (libfabric ${LIBFABRIC_VERSION})")
+else()
+  set(PB_HAVE_OFI 0)
+  message(STATUS "ofi transport: not built (libfabric-dev missing)")
+endif()
 
 set(POSTBOX_CONFIG_DIR ${CMAKE_BINARY_DIR}/generated)
 configure_file(${CMAKE_SOURCE_DIR}/cmake/build.h.in

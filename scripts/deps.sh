@@ -10,8 +10,10 @@
 set -euo pipefail
 
 PYTHON=${1:-python3}
-# libpmix-dev: optional, the PMIx client (without it the build leaves it out)
-PACKAGES="build-essential cmake ninja-build python3 python3-venv python3-pip clang-format libpmix-dev"
+PACKAGES="build-essential cmake ninja-build python3 python3-venv python3-pip clang-format"
+# optional: libfabric (the ofi transport is built when pkg-config finds it)
+# and libpmix-dev (the PMIx client; without it the build leaves it out)
+OPTIONAL_PACKAGES="pkg-config libfabric-dev libpmix-dev"
 missing=()
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -54,7 +56,23 @@ check_all() {
     check_python || missing+=("$PYTHON (3.9 or newer, with the venv module and pip)")
 }
 
+# The optional packages: installed when we can, else named; never fatal.
+check_optional() {
+    if have pkg-config && pkg-config --exists libfabric && [ -e /usr/include/pmix.h -o -d /usr/lib/x86_64-linux-gnu/pmix2/include ]; then
+        return 0
+    fi
+    if [ "$(id -u)" = 0 ] && have apt-get; then
+        echo "deps: installing the optional Debian packages: $OPTIONAL_PACKAGES"
+        # shellcheck disable=SC2086
+        if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $OPTIONAL_PACKAGES; then
+            return 0
+        fi
+    fi
+    echo "deps: libfabric or PMIx not found: the ofi transport or the PMIx client will not be built (apt-get install $OPTIONAL_PACKAGES)"
+}
+
 check_all
+check_optional
 if [ ${#missing[@]} -eq 0 ]; then
     have ninja || echo "deps: ninja not found; building with make (apt-get install ninja-build for faster builds)"
     echo "deps: ok (cmake, C compiler, $PYTHON with venv)"

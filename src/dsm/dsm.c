@@ -678,7 +678,9 @@ static int init_job(void)
         pb_dsm.shm_ctl = NULL;
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
-    if (pb_dsm.nnodes > 1 && rsm_get_controller("tcp", &pb_dsm.tcp_ctl) != RSM_SUCCESS) {
+    if (pb_dsm.nnodes > 1 &&
+        (pb_config_network_controller() == NULL ||
+         rsm_get_controller(pb_config_network_controller(), &pb_dsm.tcp_ctl) != RSM_SUCCESS)) {
         pb_error("dsm: no tcp controller to reach the job's other nodes");
         pb_dsm.tcp_ctl = NULL;
         return POSTBOX_DSM_ERR_COMMUNICATION;

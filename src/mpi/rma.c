@@ -33,6 +33,7 @@
 #include "mpi/op.h"
 #include "mpi/win.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/log.h"
 
 /* the most packed bytes one RSM call carries or brings back */
@@ -46,7 +47,8 @@ static rsmapi_controller_handle_t tcp_controller(pb_win_t *win)
     if (win->tcp_ctl == NULL) {
         if (pb_eng_channel.tcp_ctl != NULL)
             win->tcp_ctl = pb_eng_channel.tcp_ctl;
-        else if (rsm_get_controller("tcp", &win->tcp_ctl) != RSM_SUCCESS)
+        else if ((pb_config_network_controller() == NULL ||
+                  rsm_get_controller(pb_config_network_controller(), &win->tcp_ctl) != RSM_SUCCESS))
             win->tcp_ctl = NULL;
     }
     return win->tcp_ctl;

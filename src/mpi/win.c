@@ -24,6 +24,7 @@
 #include "mpi/engine/channel.h"
 #include "mpi/engine/handle.h"
 #include "mpi/info.h"
+#include "util/config.h"
 #include "util/log.h"
 
 /* what each rank brings to a new window (the first allgather) */
@@ -252,7 +253,9 @@ static int ctl_export(pb_win_t *win, size_t ctl_size)
     rsm_memseg_id_t id = 0;
 
     win->tcp_ctl = pb_eng_channel.tcp_ctl;
-    if (win->tcp_ctl == NULL && rsm_get_controller("tcp", &win->tcp_ctl) != RSM_SUCCESS) {
+    if (win->tcp_ctl == NULL &&
+        (pb_config_network_controller() == NULL ||
+         rsm_get_controller(pb_config_network_controller(), &win->tcp_ctl) != RSM_SUCCESS)) {
         win->tcp_ctl = NULL;
         pb_error("window: no tcp controller for peers that cannot map this rank's memory");
         return MPI_ERR_OTHER;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "boot/boot.h"
+#include "postbox/build.h"
+#include "rsm/ofi.h"
 #include "rsm/tcp.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -14,7 +16,17 @@
 static const pb_rsm_transport_ops_t *const transports[] = {
     &pb_shm_transport,
     &pb_tcp_transport,
+#if PB_HAVE_OFI
+    &pb_ofi_transport,
+#endif
 };
+
+#if !PB_HAVE_OFI
+const char *pb_ofi_describe(void)
+{
+    return "ofi: not built (libfabric-dev missing)";
+}
+#endif
 
 _Static_assert(PB_ARRAY_SIZE(transports) <= PB_RSM_TRANSPORTS_MAX, "raise PB_RSM_TRANSPORTS_MAX");
 
@@ -60,6 +72,10 @@ const pb_rsm_transport_ops_t *pb_rsm_transport_find(const char *name)
         if (strlen(transports[i]->name) == len && strncmp(transports[i]->name, name, len) == 0)
             return transports[i];
     }
+#if !PB_HAVE_OFI
+    if (len == 3 && strncmp(name, "ofi", 3) == 0)
+        pb_debug("%s", pb_ofi_describe());
+#endif
     return NULL;
 }
 

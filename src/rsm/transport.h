@@ -1,5 +1,5 @@
 /*
- * The RSM transport interface: one ops table per transport (shm and tcp),
+ * The RSM transport interface: one ops table per transport (shm, tcp, ofi),
  * registered in transport.c.  The dispatcher in rsm.c has
  * checked every argument (handles, bounds, alignment, permissions of the
  * import) before an op runs, so ops check only what the transport alone
@@ -161,5 +161,6 @@ const pb_rsm_transport_ops_t *const *pb_rsm_transport_list(size_t *count_p);
 
 extern const pb_rsm_transport_ops_t pb_shm_transport;
 extern const pb_rsm_transport_ops_t pb_tcp_transport;
+extern const pb_rsm_transport_ops_t pb_ofi_transport; /* (when PB_HAVE_OFI) */
 
 #endif

@@ -46,6 +46,13 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",
      "Polls of the event word before rsm_intr_signal_wait sleeps in the "
      "kernel (0: sleep at once)."},
+    {"POSTBOX_OFI_PROVIDER", PB_CONFIG_STRING, NULL,
+     "libfabric provider of the ofi transport, as fi_info names it (tcp;ofi_rxm, "
+     "shm, ...); unset: the first that offers RMA on a reliable datagram "
+     "endpoint."},
+    {"POSTBOX_OFI_SPIN_US", PB_CONFIG_INT, "200",
+     "Microseconds a thread waiting inside the ofi transport (get, barrier, "
+     "signal) reads the completion queue before it sleeps; 0: sleep at once."},
     {"POSTBOX_TCP_ADDR", PB_CONFIG_STRING, NULL,
      "IPv4 address the tcp transport gives other nodes for this process "
      "(it listens on that address only), or a comma-separated list of up to 4, "
@@ -75,6 +82,9 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_TCP_TIMEOUT_MS", PB_CONFIG_INT, "2000",
      "Milliseconds after which a tcp connection whose peer stopped "
      "answering (dead host, cut link) is declared broken."},
+    {"POSTBOX_TRANSPORT", PB_CONFIG_STRING, "tcp",
+     "RSM controller the MPI library, DSM and postbox-rsm-net-bench use "
+     "between nodes: tcp or ofi (libfabric, when built)."},
     {NULL, PB_CONFIG_STRING, NULL, NULL},
 };
 
@@ -127,4 +137,18 @@ const char *pb_config_get_string(const char *name)
 long pb_config_get_long(const char *name)
 {
     return pb_config_table_get_long(config_table, name);
+}
+
+char *pb_config_network_controller(void)
+{
+    /* (writable: rsm_get_controller takes a char *, as in Solaris) */
+    static char tcp[] = "tcp", ofi[] = "ofi";
+    const char *name = pb_config_get_string("POSTBOX_TRANSPORT");
+
+    if (strcmp(name, "tcp") == 0)
+        return tcp;
+    if (strcmp(name, "ofi") == 0)
+        return ofi;
+    pb_error("POSTBOX_TRANSPORT=%s: not a controller between nodes (tcp or ofi)", name);
+    return NULL;
 }

@@ -34,6 +34,10 @@ const char *pb_config_table_get_string(const pb_config_entry_t *table, const cha
  * malformed value logs a warning and yields the default. */
 long pb_config_table_get_long(const pb_config_entry_t *table, const char *name);
 
+/* The RSM controller to use between nodes (POSTBOX_TRANSPORT: "tcp" or
+ * "ofi"), or NULL, with an error logged, for any other value. */
+char *pb_config_network_controller(void);
+
 /* pb_config_table_get_string and _long on the library's table. */
 const char *pb_config_get_string(const char *name);
 long pb_config_get_long(const char *name);

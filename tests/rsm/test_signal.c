@@ -247,6 +247,7 @@ static void case_signal_bad_handle_bad_seg_hndl(void)
 
 static void case_signal_importer_wait_exporter_killed_conn_aborted(void)
 {
+    pbt_skip_if_ending_leaves_files();
     static imp_args_t a = {IMP_WAIT_ABORT, 0, 0};
     pbt_export_opts_t o = {.size = PG};
     pbt_peer_t p = pbt_peer_start(importer, &a);

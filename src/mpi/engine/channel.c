@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "mpi/engine/path.h"
+#include "util/config.h"
 #include "util/log.h"
 
 #define CHANNEL_KVS_AREA "pb-mpi-area-%d" /* node id -> the area's shm segment id */
@@ -357,10 +358,13 @@ int pb_eng_channel_init(void)
         return MPI_ERR_OTHER;
     pb_eng_channel.fd_segs[pb_eng_channel.nfds++] = pb_eng_channel.bell_ex;
     if (pb_eng_channel.nodes > 1) {
-        if (rsm_get_controller("tcp", &pb_eng_channel.tcp_ctl) != RSM_SUCCESS ||
+        /* the network's controller: POSTBOX_TRANSPORT (tcp, ofi) */
+        char *net = pb_config_network_controller();
+
+        if (net == NULL || rsm_get_controller(net, &pb_eng_channel.tcp_ctl) != RSM_SUCCESS ||
             export_on(pb_eng_channel.tcp_ctl, pb_eng_channel.area, pb_eng_channel.area_size,
                       &pb_eng_channel.tcp_ex, &pb_eng_channel.tcp_id,
-                      "the postbox area on tcp") != RSM_SUCCESS)
+                      "the postbox area on the network controller") != RSM_SUCCESS)
             return MPI_ERR_OTHER;
         pb_eng_channel.fd_segs[pb_eng_channel.nfds++] = pb_eng_channel.tcp_ex;
     }
