@@ -13,6 +13,9 @@ The parts, in order:
 - ``rsm-net-netns``: the same with ``--netns`` (each virtual node in its own
   network namespace) into ``rsm-net-netns.jsonl``; skipped when --netns
   cannot work here (not root, no ``ip``);
+- ``transports``: Postbox's MPI (postbox-mpi-p2p-bench) between two virtual
+  nodes over each RSM transport between nodes, tcp and ofi (see
+  transportbench), into ``transports.jsonl``;
 - ``mpi``: bench/mpi_p2p.c against every MPI library found (see mpibench),
   on-node and through each library's network path, with N pairs at once
   and by rank distance, after making the per-library wheel venvs
@@ -90,11 +93,12 @@ RSM_NET_TIMEOUT = {True: 240, False: 900}
 MPI_PARTS = (("mpi-coll", "collbench"), ("mpi-rma", "rmabench"), ("mpi-threads", "threadbench"),
              ("mpi-logp", "logpbench"), ("mpi-beff", "beffbench"), ("mpi-dense", "densebench"),
              ("mpi-traffic", "trafficbench"), ("links", "linkbench"))
-PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "mpi") + tuple(
+PARTS = ("rsm", "net", "rsm-net", "rsm-net-netns", "transports", "mpi") + tuple(
     part for part, _ in MPI_PARTS) + ("dsm",)
 # `postbox bench --suite NAME,...`: the parts each suite name runs
 SUITES = {
     "rsm": ("rsm",),
+    "transports": ("transports",),
     "net": ("net", "rsm-net", "rsm-net-netns"),
     "p2p": ("mpi",),
     "coll": ("mpi-coll",),
@@ -337,6 +341,23 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
     job.finish(part, verdict, time.monotonic() - start, detail)
 
 
+def _run_transports(job: _Job, quick: bool) -> None:
+    """Part transports: Postbox's MPI between two virtual nodes over each RSM
+    transport between nodes (transportbench)."""
+    from postbox import transportbench
+
+    start = time.monotonic()
+    job.header("transports", "postbox-mpi-p2p-bench between two virtual nodes over tcp and ofi")
+    try:
+        verdict, detail = transportbench.run(job.out, quick, job.description, job.terminal,
+                                             job.err)
+    except (OSError, subprocess.SubprocessError, paths.MissingProgram) as exc:
+        verdict, detail = "FAILED", str(exc)
+        job.warn("transports: %s" % exc)
+    job.save()
+    job.finish("transports", verdict, time.monotonic() - start, detail)
+
+
 def _run_dsm(job: _Job, quick: bool, threads_per_process: int = 1) -> None:
     """Part dsm: the DSM bench (dsmbench), @threads_per_process threads in
     each DSM process."""
@@ -395,7 +416,8 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
     switches still turning parts off."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
-    switched_off = {"rsm": False, "net": not net, "rsm-net": not net, "rsm-net-netns": not (net and use_netns),
+    switched_off = {"rsm": False, "net": not net, "rsm-net": not net,
+                    "rsm-net-netns": not (net and use_netns), "transports": not (net and mpi),
                     "mpi": not mpi, "mpi-coll": not (mpi and coll),
                     "mpi-rma": not (mpi and rma), "mpi-threads": not (mpi and threads),
                     "dsm": not dsm, "links": not (mpi and links)}
@@ -423,6 +445,8 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
                 _skip_part(job, name, skipped[name])
             else:
                 _run_program(job, name, argv, missing.get(name))
+        if "transports" in parts:
+            _run_transports(job, quick)
         if "mpi" in parts:
             _run_mpi(job, quick, libraries, extra, wheels, tests, pairs)
         for part, module in MPI_PARTS:

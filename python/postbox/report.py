@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from postbox import (__version__, beffreport, collreport, dsmreport, linkreport, logpreport,
-                     modelreport, results, rmareport, threadreport, trafficreport)
+                     modelreport, results, rmareport, threadreport, trafficreport,
+                     transportreport)
 from postbox.plot import (COLORS, Figure, Series, format_size, format_value, number,
                           png_available, png_plot, svg_plot)
 
@@ -737,7 +738,8 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
     plotted = {id(r) for r in records if _is_export(r) or _is_putget(r) or _is_pingpong(r)
                or _is_p2p(r) or _is_net(r) or _is_rsm_net(r) or collreport.is_coll(r)
                or rmareport.is_rma(r) or threadreport.is_threads(r) or dsmreport.is_dsm(r)
-               or beffreport.is_beff(r) or trafficreport.is_traffic(r) or linkreport.is_link(r)}
+               or beffreport.is_beff(r) or trafficreport.is_traffic(r) or linkreport.is_link(r)
+               or transportreport.is_transport(r)}
     plotted |= {id(r) for r in records if logpreport.is_logp(r)}
     rest = OrderedDict()
     for record in records:
@@ -1392,6 +1394,7 @@ def render(records: Sequence[dict], description: Optional[dict] = None,
     out += beffreport.section(records, description)
     out += trafficreport.section(records)
     out += linkreport.section(records, description)
+    out += transportreport.section(records)
     plots = figures(records, description) if plots is None else plots
     # the figures a section draws itself (under its seed figure's id)
     plots = [figure for figure in plots if not logpreport.in_section(figure)]
