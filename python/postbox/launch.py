@@ -407,8 +407,6 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             except UsageError:
                 raise UsageError("--hosts wants host names (host or host:N) separated by "
                                  "commas, not %r" % text) from None
-            if len({host for host, _ in entries}) < len(entries):
-                raise UsageError("--hosts names a host twice: %r" % text)
             hosts_given = entries
         elif name in ("--hostfile", "-hostfile", "--machinefile", "-machinefile", "-f"):
             hostfile = (name, value())
