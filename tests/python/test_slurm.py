@@ -102,6 +102,12 @@ def test_postbox_run_inside_salloc_goes_through_srun(cluster):
                                    "run", "-n", "4", str(view)]), "salloc postbox run")
     found = views(out)
     assert sorted(found) == [0, 1, 2, 3] and len({node for node, _ in found.values()}) == 2, out
+    # an RSM program across the allocation's two nodes, through postbox run
+    program = built(paths.bin_dir() / "pbt-xnode")
+    out = checked(cluster.command(["salloc", "-N", "2", "-n", "2", str(paths.program("postbox")),
+                                   "run", "-n", "2", str(program), "basic"]),
+                  "salloc postbox run pbt-xnode")
+    assert out.count(": ok") == 2, out
 
 
 def test_postbox_run_in_a_batch_script(cluster, tmp_path):
