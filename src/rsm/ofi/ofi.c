@@ -3,7 +3,9 @@
  * address vector, completion queue), its progress, the peers' addresses
  * and the ops table.  ofi_impl.h says how the files share the work.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,39 @@ void pb_ofi_peer_put(pb_ofi_peer_t *peer)
 }
 
 /* ---- progress -------------------------------------------------------------------- */
+
+/*
+ * libfabric brings in, at load time, providers' libraries whose
+ * constructors install handlers of their own for fatal signals:
+ * libinfinipath (through the psm provider) catches SIGSEGV and the like to
+ * print a backtrace and exit with status 1.  Every process linking
+ * libpostbox would then no longer die of the signal (the launcher would
+ * report "status 1", and the DSM's chained fault handler would exit
+ * instead of crashing).  Such a handler found at load, and only one that
+ * lives in one of those libraries (dladdr), is put back to the default;
+ * any other (a sanitizer's, the program's own) is left alone.
+ */
+__attribute__((constructor)) static void ofi_undo_provider_signal_handlers(void)
+{
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
+        struct sigaction current;
+        Dl_info where;
+        void *handler;
+
+        if (sigaction(fatal[i], NULL, &current) != 0)
+            continue;
+        handler = (current.sa_flags & SA_SIGINFO) ? (void *)current.sa_sigaction
+                                                  : (void *)current.sa_handler;
+        if (handler == (void *)SIG_DFL || handler == (void *)SIG_IGN ||
+            dladdr(handler, &where) == 0 || where.dli_fname == NULL)
+            continue;
+        if (strstr(where.dli_fname, "libinfinipath") != NULL ||
+            strstr(where.dli_fname, "libpsm") != NULL)
+            signal(fatal[i], SIG_DFL);
+    }
+}
 
 static void ofi_recv_post(pb_ofi_recv_t *r)
 {
