@@ -123,8 +123,15 @@ static void forger(pbt_peer_t *self, void *arg)
                  getenv("POSTBOX_JOB_ID"), 0u, FORGED_SEGID);
     lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     CHECK_SYS(lfd);
-    CHECK_SYS(bind(lfd, (struct sockaddr *)&addr,
-                   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)));
+    /* the previous case's forger may still be on its way out, holding the
+     * name: wait for it (up to 5 s) rather than fail the case */
+    for (int tries = 0;; tries++) {
+        if (bind(lfd, (struct sockaddr *)&addr,
+                 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) == 0)
+            break;
+        CHECK(errno == EADDRINUSE && tries < 500);
+        usleep(10000);
+    }
     CHECK_SYS(listen(lfd, 1));
     pbt_send_u32(self->wr, 1);
 
