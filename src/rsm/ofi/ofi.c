@@ -134,16 +134,18 @@ void pb_ofi_peer_put(pb_ofi_peer_t *peer)
  * libfabric brings in, at load time, providers' libraries whose
  * constructors install handlers of their own for fatal signals:
  * libinfinipath (through the psm provider) catches SIGSEGV and the like to
- * print a backtrace and exit with status 1.  Every process linking
+ * print a backtrace and exit with status 1, and, once a provider is
+ * initialised (fi_getinfo), SIGINT and SIGTERM to clean up and exit.  Every process linking
  * libpostbox would then no longer die of the signal (the launcher would
  * report "status 1", and the DSM's chained fault handler would exit
  * instead of crashing).  Such a handler found at load, and only one that
  * lives in one of those libraries (dladdr), is put back to the default;
  * any other (a sanitizer's, the program's own) is left alone.
  */
-__attribute__((constructor)) static void ofi_undo_provider_signal_handlers(void)
+static void ofi_undo_provider_signal_handlers(void)
 {
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    static const int fatal[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
+                                SIGINT,  SIGTERM, SIGHUP, SIGQUIT};
 
     for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
         struct sigaction current;
@@ -161,6 +163,12 @@ __attribute__((constructor)) static void ofi_undo_provider_signal_handlers(void)
             strstr(where.dli_fname, "libpsm") != NULL)
             signal(fatal[i], SIG_DFL);
     }
+}
+
+/* at load, for the handlers the providers' libraries' constructors set */
+__attribute__((constructor)) static void ofi_undo_signal_handlers_at_load(void)
+{
+    ofi_undo_provider_signal_handlers();
 }
 
 static void ofi_recv_post(pb_ofi_recv_t *r)
@@ -424,6 +432,8 @@ static struct fi_info *ofi_getinfo(const char *provider)
     if (provider != NULL && *provider != '\0')
         hints->fabric_attr->prov_name = strdup(provider);
     rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+    /* the providers were initialised: some set signal handlers then */
+    ofi_undo_provider_signal_handlers();
     fi_freeinfo(hints);
     if (rc != 0)
         return NULL;
