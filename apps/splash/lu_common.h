@@ -87,6 +87,48 @@ static void lu_update_block(const double *l, long ldl, const double *u, long ldu
         }
 }
 
+/* Where the blocks live: the first element of block (BI, BJ); the rows of
+ * a block are the application's leading dimension apart. */
+typedef double *(*lu_block_fn)(long bi, long bj);
+
+/* Thread ID of NPROCS writes the initial values of the blocks it owns, of
+ * the NB x NB blocks of B x B (leading dimension LD) of an N x N matrix. */
+static void lu_fill_owned(int id, int nprocs, long n, long nb, long b, long ld, lu_block_fn block)
+{
+    for (long bi = 0; bi < nb; bi++)
+        for (long bj = 0; bj < nb; bj++)
+            if (lu_owner(bi, bj, nprocs) == id)
+                for (long i = 0; i < b; i++)
+                    for (long j = 0; j < b; j++)
+                        block(bi, bj)[i * ld + j] = lu_initial(n, bi * b + i, bj * b + j);
+}
+
+/* Thread ID's part of every step of the factorization (the file comments
+ * of lu_contig.c and lu_noncontig.c): BARRIER, which every thread calls
+ * the same number of times, follows each phase. */
+static void lu_factor_owned(int id, int nprocs, long nb, long b, long ld, lu_block_fn block,
+                            void (*barrier)(void))
+{
+    for (long k = 0; k < nb; k++) {
+        const double *d = block(k, k);
+        if (lu_owner(k, k, nprocs) == id)
+            lu_factor_diagonal(block(k, k), b, ld);
+        barrier();
+        for (long j = k + 1; j < nb; j++) {
+            if (lu_owner(k, j, nprocs) == id)
+                lu_solve_row_block(d, ld, block(k, j), ld, b);
+            if (lu_owner(j, k, nprocs) == id)
+                lu_solve_column_block(d, ld, block(j, k), ld, b);
+        }
+        barrier();
+        for (long i = k + 1; i < nb; i++)
+            for (long j = k + 1; j < nb; j++)
+                if (lu_owner(i, j, nprocs) == id)
+                    lu_update_block(block(i, k), ld, block(k, j), ld, block(i, j), ld, b);
+        barrier();
+    }
+}
+
 /* L (U x) against A x for a random x: the factors ELEMENT(i, j) (L below
  * the diagonal with a unit diagonal, U on and above it) reproduce A to
  * within rounding.  Returns 1 when they do; prints the worst row if not. */

@@ -40,6 +40,11 @@ static double element(long i, long j)
     return block(i / b, j / b)[(i % b) * b + j % b];
 }
 
+static void barrier(void)
+{
+    BARRIER(Global->bar, nprocs);
+}
+
 static void slave(void)
 {
     int id;
@@ -47,33 +52,11 @@ static void slave(void)
     id = Global->next_id++;
     UNLOCK(Global->id_lock);
 
-    for (long bi = 0; bi < nb; bi++)
-        for (long bj = 0; bj < nb; bj++)
-            if (lu_owner(bi, bj, nprocs) == id)
-                for (long i = 0; i < b; i++)
-                    for (long j = 0; j < b; j++)
-                        block(bi, bj)[i * b + j] = lu_initial(n, bi * b + i, bj * b + j);
+    lu_fill_owned(id, nprocs, n, nb, b, b, block);
     BARRIER(Global->bar, nprocs);
     if (id == 0)
         CLOCK(Global->start_us);
-    for (long k = 0; k < nb; k++) {
-        const double *d = block(k, k);
-        if (lu_owner(k, k, nprocs) == id)
-            lu_factor_diagonal(block(k, k), b, b);
-        BARRIER(Global->bar, nprocs);
-        for (long j = k + 1; j < nb; j++) {
-            if (lu_owner(k, j, nprocs) == id)
-                lu_solve_row_block(d, b, block(k, j), b, b);
-            if (lu_owner(j, k, nprocs) == id)
-                lu_solve_column_block(d, b, block(j, k), b, b);
-        }
-        BARRIER(Global->bar, nprocs);
-        for (long i = k + 1; i < nb; i++)
-            for (long j = k + 1; j < nb; j++)
-                if (lu_owner(i, j, nprocs) == id)
-                    lu_update_block(block(i, k), b, block(k, j), b, block(i, j), b, b);
-        BARRIER(Global->bar, nprocs);
-    }
+    lu_factor_owned(id, nprocs, nb, b, b, block, barrier);
     if (id == 0)
         CLOCK(Global->end_us);
 }

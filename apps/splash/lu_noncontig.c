@@ -34,6 +34,11 @@ static double element(long i, long j)
     return matrix[i * n + j];
 }
 
+static void barrier(void)
+{
+    BARRIER(Global->bar, nprocs);
+}
+
 static void slave(void)
 {
     int id;
@@ -41,33 +46,11 @@ static void slave(void)
     id = Global->next_id++;
     UNLOCK(Global->id_lock);
 
-    for (long bi = 0; bi < nb; bi++)
-        for (long bj = 0; bj < nb; bj++)
-            if (lu_owner(bi, bj, nprocs) == id)
-                for (long i = 0; i < b; i++)
-                    for (long j = 0; j < b; j++)
-                        block(bi, bj)[i * n + j] = lu_initial(n, bi * b + i, bj * b + j);
+    lu_fill_owned(id, nprocs, n, nb, b, n, block);
     BARRIER(Global->bar, nprocs);
     if (id == 0)
         CLOCK(Global->start_us);
-    for (long k = 0; k < nb; k++) {
-        const double *d = block(k, k);
-        if (lu_owner(k, k, nprocs) == id)
-            lu_factor_diagonal(block(k, k), b, n);
-        BARRIER(Global->bar, nprocs);
-        for (long j = k + 1; j < nb; j++) {
-            if (lu_owner(k, j, nprocs) == id)
-                lu_solve_row_block(d, n, block(k, j), n, b);
-            if (lu_owner(j, k, nprocs) == id)
-                lu_solve_column_block(d, n, block(j, k), n, b);
-        }
-        BARRIER(Global->bar, nprocs);
-        for (long i = k + 1; i < nb; i++)
-            for (long j = k + 1; j < nb; j++)
-                if (lu_owner(i, j, nprocs) == id)
-                    lu_update_block(block(i, k), n, block(k, j), n, block(i, j), n, b);
-        BARRIER(Global->bar, nprocs);
-    }
+    lu_factor_owned(id, nprocs, nb, b, n, block, barrier);
     if (id == 0)
         CLOCK(Global->end_us);
 }

@@ -338,6 +338,20 @@ static int instance_valid(MPI_T_event_instance instance)
     return instance != NULL && instance->magic == INSTANCE_MAGIC;
 }
 
+/* Enter MPI_T (pb_mpi_t_leave must follow, whatever this returns) for a
+ * call that reads @instance into @out: MPI_SUCCESS, or the error of an
+ * uninitialized MPI_T, an invalid instance or a NULL @out. */
+static int enter_instance(MPI_T_event_instance instance, const void *out)
+{
+    int rc = pb_mpi_t_enter();
+
+    if (rc == MPI_SUCCESS && !instance_valid(instance))
+        rc = MPI_T_ERR_INVALID_HANDLE;
+    else if (rc == MPI_SUCCESS && out == NULL)
+        rc = MPI_T_ERR_INVALID;
+    return rc;
+}
+
 /* The index of @cb_safety in safety_levels, -1 when it is none of them. */
 static int level_index(MPI_T_cb_safety cb_safety)
 {
@@ -658,15 +672,11 @@ PB_EXPORT int PMPI_T_event_read(MPI_T_event_instance event_instance, int element
                                 void *buffer)
 {
     PB_MPI_THREAD_GUARD;
-    int rc = pb_mpi_t_enter();
+    int rc = enter_instance(event_instance, buffer);
 
-    if (rc == MPI_SUCCESS && !instance_valid(event_instance))
-        rc = MPI_T_ERR_INVALID_HANDLE;
-    else if (rc == MPI_SUCCESS &&
-             (element_index < 0 || element_index >= event_types[event_instance->type].elements))
+    if (rc == MPI_SUCCESS &&
+        (element_index < 0 || element_index >= event_types[event_instance->type].elements))
         rc = MPI_T_ERR_INVALID_INDEX;
-    else if (rc == MPI_SUCCESS && buffer == NULL)
-        rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS) {
         const event_type_t *e = &event_types[event_instance->type];
 
@@ -684,12 +694,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_read, PMPI_T_event_read);
 PB_EXPORT int PMPI_T_event_copy(MPI_T_event_instance event_instance, void *buffer)
 {
     PB_MPI_THREAD_GUARD;
-    int rc = pb_mpi_t_enter();
+    int rc = enter_instance(event_instance, buffer);
 
-    if (rc == MPI_SUCCESS && !instance_valid(event_instance))
-        rc = MPI_T_ERR_INVALID_HANDLE;
-    else if (rc == MPI_SUCCESS && buffer == NULL)
-        rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS)
         memcpy(buffer, &event_instance->data, event_types[event_instance->type].bytes);
     return pb_mpi_t_leave(rc);
@@ -703,12 +709,8 @@ PB_EXPORT int PMPI_T_event_get_timestamp(MPI_T_event_instance event_instance,
                                          MPI_Count *event_timestamp)
 {
     PB_MPI_THREAD_GUARD;
-    int rc = pb_mpi_t_enter();
+    int rc = enter_instance(event_instance, event_timestamp);
 
-    if (rc == MPI_SUCCESS && !instance_valid(event_instance))
-        rc = MPI_T_ERR_INVALID_HANDLE;
-    else if (rc == MPI_SUCCESS && event_timestamp == NULL)
-        rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS)
         *event_timestamp = event_instance->timestamp;
     return pb_mpi_t_leave(rc);
@@ -721,12 +723,8 @@ PB_MPI_WEAK_ALIAS(MPI_T_event_get_timestamp, PMPI_T_event_get_timestamp);
 PB_EXPORT int PMPI_T_event_get_source(MPI_T_event_instance event_instance, int *source_index)
 {
     PB_MPI_THREAD_GUARD;
-    int rc = pb_mpi_t_enter();
+    int rc = enter_instance(event_instance, source_index);
 
-    if (rc == MPI_SUCCESS && !instance_valid(event_instance))
-        rc = MPI_T_ERR_INVALID_HANDLE;
-    else if (rc == MPI_SUCCESS && source_index == NULL)
-        rc = MPI_T_ERR_INVALID;
     if (rc == MPI_SUCCESS)
         *source_index = 0;
     return pb_mpi_t_leave(rc);
