@@ -1,22 +1,17 @@
 """``postbox run --hostfile`` over real ssh: each "host" is a network
-namespace of this machine running its own ``sshd``.
+namespace of this machine running its own ``sshd`` (ssh_cluster.py).
 
-Three namespaces are made with postbox.netns (one bridge, addresses
-10.x.0.1-3): the launcher runs in the first, and ``sshd`` (Debian's
-openssh-server, with a host key, an authorized key and a configuration of
-the test's own, in a temporary folder) in the other two.  The ssh servers
-are started a moment after the launcher, so the launcher's first ssh
-attempts find nothing listening and must be tried again.  The hosts share
-this machine's file system, so the program's path is the same everywhere;
-each sshd also runs in a UTS namespace with a host name of its own, so the
-ranks see two nodes and talk over the tcp transport between them.  Needs
-root, ``ip``, ``unshare``, ``sshd`` and ``ssh``; skipped otherwise.
+The launcher runs in the first namespace, as root.  The ssh servers are
+started a moment after the launcher, so the launcher's first ssh attempts
+find nothing listening and must be tried again.  The ranks see two nodes and
+talk over the tcp transport between them.  Needs root, ``ip``, ``unshare``,
+``sshd`` and ``ssh``; skipped otherwise.  tests/security/test_ssh_user.py
+runs a job over the same hosts as an ordinary user.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,12 +19,10 @@ from pathlib import Path
 import pytest
 
 from conftest import built
-from postbox import netns, paths
+from postbox import paths
+from ssh_cluster import SshCluster, make_key, missing as cluster_missing
 
-SSHD = "/usr/sbin/sshd"
-missing = netns.unavailable() or (
-    None if os.access(SSHD, os.X_OK) and shutil.which("ssh") and shutil.which("ssh-keygen")
-    else "needs openssh-server and openssh-client (apt-get install openssh-server)")
+missing = cluster_missing()
 # CI installs what these need (POSTBOX_TEST_REQUIRE_CLUSTERS=1): there they
 # fail rather than skip
 missing_fatal = None
@@ -38,65 +31,22 @@ if missing is not None and os.environ.get("POSTBOX_TEST_REQUIRE_CLUSTERS") == "1
 pytestmark = [pytest.mark.skipif(missing is not None and missing_fatal is None,
                                  reason=str(missing))]
 
-SSHD_CONFIG = """\
-ListenAddress {address}
-Port 22
-HostKey {dir}/host_key
-PidFile {dir}/sshd-{node}.pid
-AuthorizedKeysFile {dir}/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-AcceptEnv none
-"""
-
 
 @pytest.fixture
 def cluster(tmp_path):
-    """(network, ssh command, start_servers()): three namespaces, keys and
-    ssh configurations; start_servers() starts sshd on nodes 1 and 2."""
+    """(network, ssh command, start_servers()): the namespaces of
+    ssh_cluster.py, logged into as root with a key of the test's own."""
     if missing_fatal is not None:
         pytest.fail(missing_fatal)
-    keys = tmp_path / "ssh"
-    keys.mkdir(mode=0o700)
-    for name in ("host_key", "user_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)],
-                       check=True)
-    shutil.copy(keys / "user_key.pub", keys / "authorized_keys")
-    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)   # sshd's privilege separation
-    network = netns.JobNetwork(os.getpid(), 3)
-    servers = []
-
-    def start_servers():
-        for node in (1, 2):
-            config = keys / ("sshd-%d.conf" % node)
-            config.write_text(SSHD_CONFIG.format(address=network.address(node), dir=keys,
-                                                 node=node))
-            # a host name of its own too (a UTS namespace): the ranks see two nodes
-            servers.append(subprocess.Popen(
-                ["ip", "netns", "exec", network.name(node), "unshare", "--uts", "sh", "-c",
-                 'hostname "$0" && exec "$@"', "pbx-ssh-node%d" % node,
-                 SSHD, "-D", "-e", "-f", str(config)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-
-    ssh = ("ssh -F /dev/null -i %s -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-           "-o BatchMode=yes -o LogLevel=ERROR -o ConnectTimeout=5" % (keys / "user_key"))
+    hosts = SshCluster(tmp_path / "ssh")
+    key = tmp_path / "ssh" / "user_key"
+    make_key(key)
+    hosts.authorize(key.with_suffix(".pub"))
     try:
-        network.setup()
-        yield network, ssh, start_servers
+        hosts.setup()
+        yield hosts.network, hosts.ssh_command(key), hosts.start_servers
     finally:
-        for server in servers:
-            server.terminate()
-        for server in servers:
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-        network.close_fds()
-        network.remove()
+        hosts.close()
 
 
 def launch_in(network, node, argv, env, timeout):

@@ -7,9 +7,16 @@ fails and the victim carries on.  Two unprivileged accounts take part:
 - ``postbox-victim``: an ordinary user running a job (root would pass every
   permission check the attacks must run into, so victims are not root).
 
+A third, ``postbox-remote``, is an ordinary user whose job's ranks log in
+over ssh (test_ssh_user.py): it has a login shell (ssh runs the rank's
+command through it) and is not locked (sshd without PAM refuses a locked
+account, even with a key).
+
 Switching to them needs root; the accounts are made by `.ci/run` (or by hand,
 as root: ``useradd --system --no-create-home --shell /usr/sbin/nologin
-postbox-attacker`` and the same for ``postbox-victim``).  Without root or
+postbox-attacker``, the same for ``postbox-victim``, and ``useradd --system
+--no-create-home --shell /bin/sh postbox-remote && usermod -p '*'
+postbox-remote``).  Without root or
 without the accounts the tests skip; with POSTBOX_TEST_REQUIRE_ATTACK_USERS=1
 (CI sets it) they fail instead, so a CI run cannot pass by skipping them.
 
@@ -43,6 +50,9 @@ BUILD = Path(os.environ.get("POSTBOX_BUILD_DIR", REPO / "build")).resolve()
 
 ATTACKER = "postbox-attacker"
 VICTIM = "postbox-victim"
+# an ordinary user with a login shell, whose ranks log in over ssh
+# (test_ssh_user.py)
+REMOTE = "postbox-remote"
 REQUIRE_VARIABLE = "POSTBOX_TEST_REQUIRE_ATTACK_USERS"
 
 
@@ -142,7 +152,8 @@ class User:
         env.update(extra or {})
         return env
 
-    def _argv(self, argv: Sequence[str]) -> List[str]:
+    def argv(self, argv: Sequence[str]) -> List[str]:
+        """@argv, to be run as this user (by root)."""
         return ["setpriv", "--reuid=%d" % self.uid, "--regid=%d" % self.gid, "--clear-groups",
                 "--"] + [str(arg) for arg in argv]
 
@@ -153,7 +164,7 @@ class User:
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.PIPE)
         kwargs.setdefault("text", True)
-        proc = subprocess.Popen(self._argv(argv), env=self.env(env), start_new_session=True,
+        proc = subprocess.Popen(self.argv(argv), env=self.env(env), start_new_session=True,
                                 **kwargs)
         self.started.append(proc)
         return proc
@@ -227,5 +238,13 @@ def attacker(stage: Stage, users_dir: Path):
 def victim(stage: Stage, users_dir: Path):
     """An ordinary (non-root) user whose job is attacked."""
     user = _user(VICTIM, stage, users_dir)
+    yield user
+    user.cleanup()
+
+
+@pytest.fixture
+def remote_user(stage: Stage, users_dir: Path):
+    """An ordinary user that may log in over ssh (with a key)."""
+    user = _user(REMOTE, stage, users_dir)
     yield user
     user.cleanup()
