@@ -51,14 +51,15 @@ function(pb_target_add_pmix target)
   target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
 endfunction()
 # libfabric (Debian libfabric-dev), optional: the ofi transport is built
-# when pkg-config finds it
+# when pkg-config finds it (its headers; libfabric.so.1 is loaded at run
+# time, by the first process that asks for the ofi controller)
 find_package(PkgConfig QUIET)
 if(PKG_CONFIG_FOUND)
   pkg_check_modules(LIBFABRIC QUIET IMPORTED_TARGET libfabric)
 endif()
 if(LIBFABRIC_FOUND)
   set(PB_HAVE_OFI 1)
-  message(STATUS "ofi transport: built (libfabric ${LIBFABRIC_VERSION})")
+  message(STATUS "ofi transport: built (libfabric ${LIBFABRIC_VERSION} headers; libfabric.so.1 loaded at run time)")
 else()
   set(PB_HAVE_OFI 0)
   message(STATUS "ofi transport: not built (libfabric-dev missing)")

@@ -347,7 +347,9 @@ typedef struct {
  * "loopback", "shm0") reaches processes of this node.  A name may carry an
  * instance number ("shm0").  Repeated gets return the same handle and must
  * be balanced by releases.
- * @return RSM_SUCCESS; RSMERR_CTLR_NOT_PRESENT if no such controller;
+ * @return RSM_SUCCESS; RSMERR_CTLR_NOT_PRESENT if no such controller, or
+ *         if it cannot start ("ofi": libfabric cannot be loaded; the
+ *         reason goes to the log);
  *         RSMERR_BAD_ADDR if @name or @controller is NULL;
  *         RSMERR_INSUFFICIENT_MEM.
  */

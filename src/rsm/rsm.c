@@ -166,6 +166,10 @@ PB_EXPORT int rsm_get_controller(char *name, rsmapi_controller_handle_t *control
     transport = pb_rsm_transport_find(name);
     if (transport == NULL)
         return RSMERR_CTLR_NOT_PRESENT;
+    /* (outside the lock: ofi loads libfabric, whose providers' libraries
+     * run constructors) */
+    if (transport->open != NULL && transport->open() != PB_OK)
+        return RSMERR_CTLR_NOT_PRESENT;
     list = pb_rsm_transport_list(&count);
     for (index = 0; list[index] != transport; index++)
         ;

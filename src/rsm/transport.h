@@ -25,6 +25,11 @@ typedef struct {
     int reaches_job_nodes;   /* 1: every node of the job; 0: this node only */
 } pb_rsm_caps_t;
 
+/* Make the transport ready for use, when rsm_get_controller asks for it
+ * (every time: it returns at once once done).  Optional: NULL when there
+ * is nothing to prepare.  @return PB_OK, or an error (logged with its
+ * cause) that makes the controller not present. */
+typedef pb_status_t (*pb_rsm_open_func_t)(void);
 typedef void (*pb_rsm_query_func_t)(pb_rsm_caps_t *caps_p);
 /* whether this transport can reach @node from this process */
 typedef int (*pb_rsm_reaches_func_t)(rsm_node_id_t node);
@@ -113,6 +118,7 @@ typedef void (*pb_rsm_rail_link_func_t)(int rail, rsm_node_id_t node, rsm_addr_t
 
 typedef struct {
     const char *name;
+    pb_rsm_open_func_t open; /* NULL: nothing to prepare (ofi loads libfabric) */
     pb_rsm_query_func_t query;
     pb_rsm_rail_count_func_t rail_count; /* NULL: one */
     pb_rsm_rail_link_func_t rail_link;   /* NULL: hwaddr = node id, active */

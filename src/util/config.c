@@ -46,6 +46,10 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_RSM_SIGNAL_SPIN", PB_CONFIG_INT, "0",
      "Polls of the event word before rsm_intr_signal_wait sleeps in the "
      "kernel (0: sleep at once)."},
+    {"POSTBOX_OFI_LIBRARY", PB_CONFIG_STRING, "libfabric.so.1",
+     "libfabric's library, as dlopen takes it (a file name searched as "
+     "ld.so does, or a path), loaded when the ofi controller is first asked "
+     "for (POSTBOX_TRANSPORT=ofi); no process that does not use ofi loads it."},
     {"POSTBOX_OFI_PROVIDER", PB_CONFIG_STRING, NULL,
      "libfabric provider of the ofi transport, as fi_info names it (tcp;ofi_rxm, "
      "shm, ...); unset: the first that offers RMA on a reliable datagram "

@@ -45,7 +45,7 @@ static pb_status_t ofi_mr_register(pb_ofi_export_t *te, void *vaddr, uint64_t ke
     }
     if (rc != 0) {
         pb_error("ofi: registering %zu bytes of segment memory failed: %s", te->seg->size,
-                 fi_strerror(-rc));
+                 pb_ofi_lib.strerror(-rc));
         return rc == -FI_ENOMEM ? PB_ERR_NO_MEMORY : PB_ERR_NO_RESOURCE;
     }
     te->mr = mr;

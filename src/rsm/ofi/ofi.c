@@ -3,9 +3,7 @@
  * address vector, completion queue), its progress, the peers' addresses
  * and the ops table.  ofi_impl.h says how the files share the work.
  */
-#include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,47 +128,6 @@ void pb_ofi_peer_put(pb_ofi_peer_t *peer)
 
 /* ---- progress -------------------------------------------------------------------- */
 
-/*
- * libfabric brings in, at load time, providers' libraries whose
- * constructors install handlers of their own for fatal signals:
- * libinfinipath (through the psm provider) catches SIGSEGV and the like to
- * print a backtrace and exit with status 1, and, once a provider is
- * initialised (fi_getinfo), SIGINT and SIGTERM to clean up and exit.  Every process linking
- * libpostbox would then no longer die of the signal (the launcher would
- * report "status 1", and the DSM's chained fault handler would exit
- * instead of crashing).  Such a handler found at load, and only one that
- * lives in one of those libraries (dladdr), is put back to the default;
- * any other (a sanitizer's, the program's own) is left alone.
- */
-static void ofi_undo_provider_signal_handlers(void)
-{
-    static const int fatal[] = {SIGSEGV, SIGBUS,  SIGILL, SIGFPE, SIGABRT,
-                                SIGINT,  SIGTERM, SIGHUP, SIGQUIT};
-
-    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
-        struct sigaction current;
-        Dl_info where;
-        void *handler;
-
-        if (sigaction(fatal[i], NULL, &current) != 0)
-            continue;
-        handler = (current.sa_flags & SA_SIGINFO) ? (void *)current.sa_sigaction
-                                                  : (void *)current.sa_handler;
-        if (handler == (void *)SIG_DFL || handler == (void *)SIG_IGN ||
-            dladdr(handler, &where) == 0 || where.dli_fname == NULL)
-            continue;
-        if (strstr(where.dli_fname, "libinfinipath") != NULL ||
-            strstr(where.dli_fname, "libpsm") != NULL)
-            signal(fatal[i], SIG_DFL);
-    }
-}
-
-/* at load, for the handlers the providers' libraries' constructors set */
-__attribute__((constructor)) static void ofi_undo_signal_handlers_at_load(void)
-{
-    ofi_undo_provider_signal_handlers();
-}
-
 static void ofi_recv_post(pb_ofi_recv_t *r)
 {
     ssize_t rc;
@@ -182,7 +139,8 @@ static void ofi_recv_post(pb_ofi_recv_t *r)
             fi_cq_read(pb_ofi.cq, NULL, 0);
     } while (rc == -FI_EAGAIN);
     if (rc != 0)
-        pb_error("ofi: fi_recv failed: %s; a receive buffer is lost", fi_strerror((int)-rc));
+        pb_error("ofi: fi_recv failed: %s; a receive buffer is lost",
+                 pb_ofi_lib.strerror((int)-rc));
 }
 
 /* One completion (@err: an error completion).  Caller holds
@@ -242,7 +200,7 @@ static void ofi_progress_locked(void)
             continue;
         }
         if (n < 0) {
-            pb_error("ofi: fi_cq_read failed: %s", fi_strerror((int)-n));
+            pb_error("ofi: fi_cq_read failed: %s", pb_ofi_lib.strerror((int)-n));
             return;
         }
         for (ssize_t i = 0; i < n; i++)
@@ -274,7 +232,7 @@ pb_status_t pb_ofi_send(fi_addr_t addr, const pb_ofi_msg_t *msg)
             return PB_OK;
         if (rc != -FI_EAGAIN) {
             pb_log_limited(&send_log, 1000, "ofi: a message was not sent: %s",
-                           fi_strerror((int)-rc));
+                           pb_ofi_lib.strerror((int)-rc));
             return PB_ERR_CONN_ABORTED;
         }
         /* a peer that stays unreachable (a dead process the provider
@@ -417,7 +375,7 @@ static pb_status_t ofi_service_watch(void)
  * endpoint, with memory registration modes the transport handles. */
 static struct fi_info *ofi_getinfo(const char *provider)
 {
-    struct fi_info *hints = fi_allocinfo(), *info = NULL;
+    struct fi_info *hints = pb_ofi_lib.dupinfo(NULL), *info = NULL;
     int rc;
 
     if (hints == NULL)
@@ -431,10 +389,10 @@ static struct fi_info *ofi_getinfo(const char *provider)
         FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     if (provider != NULL && *provider != '\0')
         hints->fabric_attr->prov_name = strdup(provider);
-    rc = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info);
+    rc = pb_ofi_lib.getinfo(PB_OFI_FI_VERSION, NULL, NULL, 0, hints, &info);
     /* the providers were initialised: some set signal handlers then */
-    ofi_undo_provider_signal_handlers();
-    fi_freeinfo(hints);
+    pb_ofi_lib_undo_signal_handlers();
+    pb_ofi_lib.freeinfo(hints);
     if (rc != 0)
         return NULL;
     return info;
@@ -448,7 +406,7 @@ static pb_status_t ofi_open(struct fi_info *info)
     size_t len = sizeof(pb_ofi.name);
     int rc;
 
-    if ((rc = fi_fabric(info->fabric_attr, &pb_ofi.fabric, NULL)) != 0 ||
+    if ((rc = pb_ofi_lib.fabric(info->fabric_attr, &pb_ofi.fabric, NULL)) != 0 ||
         (rc = fi_domain(pb_ofi.fabric, info, &pb_ofi.domain, NULL)) != 0 ||
         (rc = fi_av_open(pb_ofi.domain, &av_attr, &pb_ofi.av, NULL)) != 0)
         goto fail;
@@ -471,7 +429,7 @@ static pb_status_t ofi_open(struct fi_info *info)
     return PB_OK;
 fail:
     pb_error("ofi: opening provider %s failed: %s", info->fabric_attr->prov_name,
-             fi_strerror(rc < 0 ? -rc : rc));
+             pb_ofi_lib.strerror(rc < 0 ? -rc : rc));
     return PB_ERR_NO_RESOURCE;
 }
 
@@ -497,8 +455,8 @@ pb_status_t pb_ofi_start(int rsm_locked)
         pthread_mutex_unlock(&pb_ofi.lock);
         return PB_ERR_UNREACHABLE;
     }
-    pb_ofi.info = fi_dupinfo(info);
-    fi_freeinfo(info);
+    pb_ofi.info = pb_ofi_lib.dupinfo(info);
+    pb_ofi_lib.freeinfo(info);
     info = pb_ofi.info;
     pb_ofi.inject_size = info->tx_attr->inject_size;
     pb_ofi.manual = info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
@@ -563,7 +521,7 @@ void pb_ofi_close_if_idle(void)
         fi_close(&pb_ofi.cq->fid);
         fi_close(&pb_ofi.domain->fid);
         fi_close(&pb_ofi.fabric->fid);
-        fi_freeinfo(pb_ofi.info);
+        pb_ofi_lib.freeinfo(pb_ofi.info);
         pb_ofi.ep = NULL;
         pb_ofi.av = NULL;
         pb_ofi.cq = NULL;
@@ -606,14 +564,27 @@ __attribute__((destructor)) static void ofi_stop(void)
 
 const char *pb_ofi_describe(void)
 {
-    static char text[192];
-    uint32_t version = fi_version();
+    static char text[256];
+    char loaded[48] = "not loaded yet";
 
+    if (pb_ofi_lib_loaded()) {
+        uint32_t version = pb_ofi_lib.version();
+
+        snprintf(loaded, sizeof(loaded), "libfabric %u.%u loaded", FI_MAJOR(version),
+                 FI_MINOR(version));
+    }
     snprintf(text, sizeof(text),
-             "ofi: built (libfabric %u.%u); provider: POSTBOX_OFI_PROVIDER, else the first "
-             "with RMA on a reliable datagram endpoint; cannot map, cannot run calls",
-             FI_MAJOR(version), FI_MINOR(version));
+             "ofi: built (libfabric %d.%d headers; %s: POSTBOX_OFI_LIBRARY, at the first "
+             "rsm_get_controller(\"ofi\")); provider: POSTBOX_OFI_PROVIDER, else the first with "
+             "RMA on a reliable datagram endpoint; cannot map, cannot run calls",
+             FI_MAJOR_VERSION, FI_MINOR_VERSION, loaded);
     return text;
+}
+
+/* The controller is asked for: load libfabric. */
+static pb_status_t ofi_controller_open(void)
+{
+    return pb_ofi_lib_load();
 }
 
 static void ofi_query(pb_rsm_caps_t *caps_p)
@@ -633,6 +604,7 @@ static int ofi_reaches(rsm_node_id_t node)
 
 const pb_rsm_transport_ops_t pb_ofi_transport = {
     .name = "ofi",
+    .open = ofi_controller_open,
     .query = ofi_query,
     .reaches = ofi_reaches,
     .export_create = pb_ofi_export_create,

@@ -9,7 +9,8 @@
  * connection then stays open, so that an unpublish, a rebind or the
  * exporter's death reaches every importer before its next operation.
  *
- * Files: ofi.c (the fabric, its progress, the ops table), export.c (the
+ * Files: lib.c (libfabric, loaded when the controller is first asked
+ * for), ofi.c (the fabric, its progress, the ops table), export.c (the
  * exporter's side), import.c (the importer's side).
  *
  * Lock order: pb_rsm_lock, pb_ofi.progress, pb_ofi.lock.  The RSM service
@@ -34,6 +35,8 @@
 #include "rsm/transport.h"
 
 #define OFI_RENDEZVOUS_PREFIX "postbox-ofi"
+/* the libfabric API version the transport asks fi_getinfo for */
+#define PB_OFI_FI_VERSION FI_VERSION(1, 17)
 /* the longest fabric address (fi_getname) the transport handles */
 #define PB_OFI_NAME_MAX 64
 /* the largest export segment, as on the other transports */
@@ -218,6 +221,39 @@ typedef struct {
 } pb_ofi_state_t;
 
 extern pb_ofi_state_t pb_ofi;
+
+/* libfabric's exported functions that the transport calls, looked up in
+ * the library (lib.c); every other fi_* of the headers is an inline
+ * wrapper over the ops tables of the objects these open.  Filled once
+ * pb_ofi_lib_load succeeded, which every controller of the transport
+ * did. */
+typedef struct {
+    __typeof__(fi_getinfo) *getinfo;
+    __typeof__(fi_freeinfo) *freeinfo;
+    __typeof__(fi_dupinfo) *dupinfo; /* (fi_allocinfo is fi_dupinfo(NULL)) */
+    __typeof__(fi_fabric) *fabric;
+    __typeof__(fi_strerror) *strerror;
+    __typeof__(fi_version) *version;
+} pb_ofi_lib_t;
+
+extern pb_ofi_lib_t pb_ofi_lib;
+
+/* Load libfabric (POSTBOX_OFI_LIBRARY, RTLD_LOCAL) and fill pb_ofi_lib,
+ * once; then put back to the default the signal handlers its providers'
+ * libraries installed (pb_ofi_lib_undo_signal_handlers).  Thread-safe.
+ * @return PB_OK, or PB_ERR_UNSUPPORTED (the library cannot be loaded or
+ * lacks a function: logged with dlerror's reason; tried again on the next
+ * call). */
+pb_status_t pb_ofi_lib_load(void);
+
+/* 1 once pb_ofi_lib_load succeeded, else 0. */
+int pb_ofi_lib_loaded(void);
+
+/* Put back to the default every handler of a fatal or stopping signal
+ * that lives in libinfinipath or libpsm (dladdr), which install theirs at
+ * load and when a provider is initialised (fi_getinfo); leave any other
+ * alone. */
+void pb_ofi_lib_undo_signal_handlers(void);
 /* threads asleep on an event word or an op inside the transport */
 extern _Atomic int pb_ofi_sleepers;
 
