@@ -1,6 +1,8 @@
 /* The Postbox C test harness: see harness.h. */
 #include "harness.h"
 
+#include <postbox/job.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -739,12 +741,43 @@ fail:
     return 0;
 }
 
+/* POSTBOX_TEST_NETNS_PEER: this program is rank 0 of a two-node job
+ * (`postbox run -n 2 --nodes 2 --netns pbt-netns-pair PROGRAM`), whose rank
+ * 1, on node 1 in another network namespace, put its pid and address in
+ * the job's KVS and waits for our end.  Join the job (the cases, forked
+ * from here, are of it) and leave for the exporter servers of node 1
+ * (rsm_util.c) where that node is: PBT_PEER_NETNS (its namespace),
+ * PBT_PEER_ADDR, and the job's secret in PBT_JOB_SECRET (the library takes
+ * POSTBOX_JOB_SECRET out of the environment).  @return 1 if joined. */
+static int netns_join(void)
+{
+    const char *secret = getenv("POSTBOX_JOB_SECRET");
+    char value[128], path[64];
+    int pid;
+
+    if (getenv("POSTBOX_TEST_NETNS_PEER") == NULL)
+        return 0;
+    CHECK_MSG(secret != NULL, "POSTBOX_TEST_NETNS_PEER: run under postbox run (no job secret)");
+    CHECK_SYS(setenv("PBT_JOB_SECRET", secret, 1));
+    CHECK_MSG(postbox_job_init() == 0 && postbox_job_rank() == 0 && postbox_job_size() == 2,
+              "POSTBOX_TEST_NETNS_PEER: run as rank 0 of 2 (pbt-netns-pair)");
+    CHECK_MSG(postbox_job_fence() == 0, "postbox_job_fence failed");
+    CHECK_MSG(postbox_job_kvs_get("pbt-netns-peer", value, sizeof(value)) == 0,
+              "rank 1 put no pbt-netns-peer");
+    CHECK_MSG(sscanf(value, "%d", &pid) == 1, "pbt-netns-peer: '%s'", value);
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+    CHECK_SYS(setenv("PBT_PEER_NETNS", path, 1));
+    CHECK_SYS(setenv("PBT_PEER_ADDR", strchr(value, ' ') + 1, 1));
+    return 1;
+}
+
 int pbt_main(int argc, char **argv, const pbt_case_t *cases, size_t ncases)
 {
     const char *t = getenv("POSTBOX_TEST_CASE_TIMEOUT");
     int timeout_s = t != NULL && atoi(t) > 0 ? atoi(t) : 20;
     int counts[3] = {0, 0, 0};
     pbt_fs_snapshot_t *snap;
+    int joined;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* orphaned descendants of a case come back to us, so none escapes */
@@ -752,6 +785,10 @@ int pbt_main(int argc, char **argv, const pbt_case_t *cases, size_t ncases)
     signal(SIGPIPE, SIG_IGN);
     if (private_tmp())
         printf("(private /tmp and /dev/shm for this run)\n");
+    joined = netns_join();
+    if (joined)
+        printf("(rank 0 of a job; exporter servers on node 1 in namespace %s)\n",
+               getenv("PBT_PEER_NETNS"));
     snap = pbt_fs_snapshot();
     for (size_t i = 0; i < ncases; i++) {
         char why[2048] = "";
@@ -769,5 +806,7 @@ int pbt_main(int argc, char **argv, const pbt_case_t *cases, size_t ncases)
     pbt_fs_snapshot_free(snap);
     printf("%d passed, %d failed, %d skipped\n", counts[RESULT_PASS], counts[RESULT_FAIL],
            counts[RESULT_SKIP]);
+    if (joined && (postbox_job_fence() != 0 || postbox_job_finalize() != 0))
+        counts[RESULT_FAIL]++; /* (rank 1 waits in its fence for ours) */
     return counts[RESULT_FAIL] > 0 ? 1 : 0;
 }

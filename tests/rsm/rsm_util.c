@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,19 @@ static void exporter_exec(pbt_peer_t *self, void *arg)
     CHECK_SYS(fcntl(self->rd, F_SETFD, 0));
     CHECK_SYS(fcntl(self->wr, F_SETFD, 0));
     CHECK_SYS(setenv("POSTBOX_NODE_ID", getenv("POSTBOX_TEST_PEER_NODE"), 1));
+    if (getenv("PBT_PEER_NETNS") != NULL) {
+        /* node 1 of a --netns job (harness.c): into its network namespace,
+         * as a process of the job with node 1's address */
+        int ns = open(getenv("PBT_PEER_NETNS"), O_RDONLY | O_CLOEXEC);
+
+        CHECK_SYS(ns);
+        CHECK_SYS(setns(ns, CLONE_NEWNET));
+        close(ns);
+        CHECK_SYS(setenv("POSTBOX_JOB_SECRET", getenv("PBT_JOB_SECRET"), 1));
+        CHECK_SYS(setenv("POSTBOX_NETNS_ADDR", getenv("PBT_PEER_ADDR"), 1));
+        CHECK_SYS(setenv("POSTBOX_NETNS_RAILS", getenv("PBT_PEER_ADDR"), 1));
+        CHECK_SYS(unsetenv("POSTBOX_TCP_ADDR"));
+    }
     execl(server, server, rd, wr, opts, (char *)NULL);
     pbt_fail(__FILE__, __LINE__, "exec %s: %s", server, strerror(errno));
 }

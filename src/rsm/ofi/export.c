@@ -1,11 +1,15 @@
 /*
  * The ofi transport's exporter side: registration of a segment's memory,
  * the rendezvous through which importers find it (and learn of its
- * withdrawal or rebind), and the barrier and signal messages importers
- * send it.
+ * withdrawal or rebind): the node's abstract socket of the segment, and
+ * for importers of other nodes one TCP socket of the process, and the
+ * barrier and signal messages importers send it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -16,6 +20,7 @@
 #include "rsm/ofi/ofi_impl.h"
 #include "rsm/rendezvous.h"
 #include "rsm/service.h"
+#include "rsm/tcp.h"
 #include "util/log.h"
 #include "util/log_limit.h"
 #include "util/random.h"
@@ -23,8 +28,34 @@
 
 /* connections accepted each time the rendezvous socket is ready */
 #define OFI_ACCEPT_BATCH 8
+/* TCP rendezvous connections that have not sent their request yet, at
+ * most; each is closed after PB_OFI_CONNECT_TIMEOUT_MS */
+#define OFI_TCP_PENDING_MAX 64
 
 static pb_log_limit_t refused_log;
+
+/* The process's rendezvous over TCP, for importers of other network
+ * namespaces and hosts: one listening socket, open while the process
+ * publishes a segment (under pb_ofi.lock). */
+static struct {
+    uint64_t id; /* the service entry (owns the socket); 0 when closed */
+    int fd;
+    uint32_t addr; /* network order */
+    uint16_t port; /* host order; 0 when closed */
+} ofi_tcp;
+
+/* The greeting of a rendezvous connection (@a's nonce), which also says
+ * where the process takes rendezvous connections over TCP. */
+static pb_ofi_rv_hello_t ofi_hello_of(const pb_ofi_attach_t *a)
+{
+    pb_ofi_rv_hello_t hello = {.magic = PB_OFI_RV_MAGIC,
+                               .type = OFI_RV_HELLO,
+                               .tcp_addr = ofi_tcp.port != 0 ? ofi_tcp.addr : 0,
+                               .tcp_port = ofi_tcp.port};
+
+    memcpy(hello.nonce, a->hello_nonce, sizeof(hello.nonce));
+    return hello;
+}
 
 /* Register @vaddr (the segment's @size bytes) for remote reads and writes
  * as the provider asks: its key or ours, bound to the endpoint if it must
@@ -147,11 +178,17 @@ static int ofi_attach_request(pb_ofi_attach_t *a)
     socklen_t cred_len = sizeof(cred);
     pb_status_t status = PB_OK;
     int grant = 0;
-    ssize_t n = recv(a->fd, &req, sizeof(req), MSG_DONTWAIT);
+    ssize_t n = recv(a->fd, a->rx + a->rx_len, sizeof(req) - a->rx_len, MSG_DONTWAIT);
 
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 1;
-    if (n != (ssize_t)sizeof(req) || req.magic != PB_OFI_RV_MAGIC || req.type != OFI_RV_REQUEST ||
+    if (n <= 0)
+        return 0; /* closed before its request: a relayed lookup read the hello, or gave up */
+    a->rx_len += (size_t)n;
+    if (a->remote && a->rx_len < sizeof(req))
+        return 1; /* (a stream: the rest follows) */
+    memcpy(&req, a->rx, sizeof(req));
+    if (a->rx_len != sizeof(req) || req.magic != PB_OFI_RV_MAGIC || req.type != OFI_RV_REQUEST ||
         req.name_len == 0 || req.name_len > PB_OFI_NAME_MAX) {
         pb_log_limited(&refused_log, 1000, "ofi: a malformed rendezvous request was dropped");
         return 0;
@@ -162,8 +199,23 @@ static int ofi_attach_request(pb_ofi_attach_t *a)
                        "ofi: a rendezvous request of another job (wrong MAC) was refused");
         return 0;
     }
-    if (a->exp == NULL) {
+    if (a->remote) {
+        /* the process's connection: the segment is the one asked for */
+        for (pb_ofi_export_t *te = pb_ofi.published; te != NULL && a->exp == NULL; te = te->next) {
+            if (te->seg->segid == req.segid)
+                a->exp = te;
+        }
+    }
+    if (a->exp == NULL || a->exp->seg->segid != req.segid) {
         status = PB_ERR_NOT_PUBLISHED;
+    } else if (a->remote) {
+        /* no SO_PEERCRED over TCP: the MAC under the job secret is what
+         * proves a process of this job, which runs as this user */
+        grant = pb_rsm_acl_grant(a->exp->seg, req.node, geteuid(), getegid());
+        if (grant < 0)
+            status = PB_ERR_NOT_PUBLISHED_TO_NODE;
+        else if ((req.perm & ~(uint32_t)grant) != 0)
+            status = PB_ERR_PERMISSION;
     } else if (getsockopt(a->fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
         status = PB_ERR_IO;
     } else {
@@ -214,7 +266,7 @@ static void ofi_rendezvous_ready(void *arg, uint32_t events)
     (void)events;
     for (int i = 0; i < OFI_ACCEPT_BATCH; i++) {
         int fd = accept4(te->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        pb_ofi_rv_hello_t hello = {.magic = PB_OFI_RV_MAGIC, .type = OFI_RV_HELLO};
+        pb_ofi_rv_hello_t hello;
         struct ucred cred;
         socklen_t cred_len = sizeof(cred);
         pb_ofi_attach_t *a;
@@ -234,9 +286,9 @@ static void ofi_rendezvous_ready(void *arg, uint32_t events)
             close(fd);
             continue;
         }
-        memcpy(hello.nonce, a->hello_nonce, sizeof(hello.nonce));
         a->fd = fd;
         pthread_mutex_lock(&pb_ofi.lock);
+        hello = ofi_hello_of(a);
         a->exp = te;
         a->token = pb_ofi.next_token++;
         if (pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, ofi_attach_ready, a, &a->service_id) !=
@@ -251,6 +303,128 @@ static void ofi_rendezvous_ready(void *arg, uint32_t events)
         pthread_mutex_unlock(&pb_ofi.lock);
         (void)send(fd, &hello, sizeof(hello), MSG_DONTWAIT | MSG_NOSIGNAL);
     }
+}
+
+/* Close the remote connections that have not sent their request within
+ * PB_OFI_CONNECT_TIMEOUT_MS.  @return how many others wait.  Caller holds
+ * pb_rsm_lock and pb_ofi.lock. */
+static int ofi_tcp_pending_sweep(void)
+{
+    int64_t now = pb_time_now_ms();
+    int pending = 0;
+
+    for (pb_ofi_attach_t *a = pb_ofi.attaches, *next; a != NULL; a = next) {
+        next = a->next;
+        if (!a->remote || a->attached)
+            continue;
+        if (now - a->accepted_ms >= PB_OFI_CONNECT_TIMEOUT_MS)
+            ofi_attach_drop(a);
+        else
+            pending++;
+    }
+    return pending;
+}
+
+/* Set the options of a rendezvous connection over TCP: no delay for its
+ * few small messages, and keep-alive probes, so that an importer whose
+ * host died is forgotten. */
+static void ofi_tcp_tune(int fd)
+{
+    int one = 1, idle = 10, interval = 5, count = 3;
+
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
+/* Importers of other nodes connect to the TCP socket: each is greeted
+ * with a nonce; which segment it wants comes with its request. */
+static void ofi_tcp_accept_ready(void *arg, uint32_t events)
+{
+    (void)arg, (void)events;
+    for (int i = 0; i < OFI_ACCEPT_BATCH; i++) {
+        int fd = accept4(ofi_tcp.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        pb_ofi_rv_hello_t hello;
+        pb_ofi_attach_t *a;
+
+        if (fd < 0)
+            return;
+        pthread_mutex_lock(&pb_ofi.lock);
+        if (ofi_tcp_pending_sweep() >= OFI_TCP_PENDING_MAX) {
+            pthread_mutex_unlock(&pb_ofi.lock);
+            pb_log_limited(&refused_log, 1000,
+                           "ofi: a rendezvous connection over TCP was closed: %d others have "
+                           "not sent their request yet",
+                           OFI_TCP_PENDING_MAX);
+            close(fd);
+            continue;
+        }
+        a = calloc(1, sizeof(*a));
+        if (a == NULL || pb_random_bytes(a->hello_nonce, sizeof(a->hello_nonce)) != 0 ||
+            pb_rsm_service_add(fd, EPOLLIN | EPOLLRDHUP, ofi_attach_ready, a, &a->service_id) !=
+                PB_OK) {
+            pthread_mutex_unlock(&pb_ofi.lock);
+            free(a);
+            close(fd);
+            continue;
+        }
+        ofi_tcp_tune(fd);
+        a->fd = fd;
+        a->remote = 1;
+        a->accepted_ms = pb_time_now_ms();
+        a->token = pb_ofi.next_token++;
+        a->next = pb_ofi.attaches;
+        pb_ofi.attaches = a;
+        hello = ofi_hello_of(a);
+        pthread_mutex_unlock(&pb_ofi.lock);
+        (void)send(fd, &hello, sizeof(hello), MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+}
+
+/* Listen on TCP at this node's address (POSTBOX_TCP_ADDR, the --netns
+ * address, ...), for importers of other nodes, if the process is of a
+ * launched job (whose secret a remote importer proves it holds).  Without
+ * it the process's segments are found on its node only: logged, not an
+ * error.  Caller holds pb_rsm_lock and pb_ofi.lock. */
+static void ofi_tcp_listen(void)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    socklen_t len = sizeof(addr);
+    int fd;
+
+    if (ofi_tcp.port != 0 || !pb_boot_identity_get()->has_secret ||
+        !pb_tcp_node_address(&addr.sin_addr.s_addr))
+        return;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        listen(fd, SOMAXCONN) != 0 || getsockname(fd, (struct sockaddr *)&addr, &len) != 0) {
+        pb_warn("ofi: cannot listen on TCP for importers of other nodes: %m");
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    if (pb_rsm_service_add(fd, EPOLLIN, ofi_tcp_accept_ready, NULL, &ofi_tcp.id) != PB_OK) {
+        close(fd);
+        return;
+    }
+    ofi_tcp.fd = fd;
+    ofi_tcp.addr = addr.sin_addr.s_addr;
+    ofi_tcp.port = ntohs(addr.sin_port);
+}
+
+/* Stop listening on TCP (the process publishes nothing any more; its
+ * connections that wait for their request get PB_ERR_NOT_PUBLISHED).
+ * Caller holds pb_rsm_lock and pb_ofi.lock. */
+static void ofi_tcp_close(void)
+{
+    if (ofi_tcp.port == 0)
+        return;
+    pb_rsm_service_remove(ofi_tcp.id);
+    ofi_tcp.id = 0;
+    ofi_tcp.fd = -1;
+    ofi_tcp.port = 0;
 }
 
 pb_status_t pb_ofi_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p)
@@ -280,6 +454,8 @@ pb_status_t pb_ofi_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p
         pb_ofi_close_if_idle();
         return status;
     }
+    if (pb_ofi.published == NULL)
+        ofi_tcp_listen();
     te->next = pb_ofi.published;
     pb_ofi.published = te;
     *segid_p = segid;
@@ -310,6 +486,8 @@ pb_status_t pb_ofi_export_unpublish(pb_rsm_export_t *seg)
             ofi_attach_notice(a, OFI_RV_WITHDRAWN);
         ofi_attach_drop(a);
     }
+    if (pb_ofi.published == NULL)
+        ofi_tcp_close();
     /* writes still on their way fail at the target */
     fi_close(&te->mr->fid);
     te->mr = NULL;

@@ -1,10 +1,14 @@
 /*
- * The ofi transport's importer side: the rendezvous handshake, puts and
- * gets as RMA writes and reads, barriers and signals as messages that
- * follow the writes before them.
+ * The ofi transport's importer side: the rendezvous handshake (on the
+ * node's abstract socket, or over TCP with an exporter of another node),
+ * puts and gets as RMA writes and reads, barriers and signals as messages
+ * that follow the writes before them.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +18,21 @@
 #include "boot/identity.h"
 #include "rsm/ofi/ofi_impl.h"
 #include "rsm/rendezvous.h"
+#include "rsm/tcp.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "util/time.h"
 
 /* ---- the rendezvous ------------------------------------------------------------------ */
 
-/* Receive one message of exactly @len bytes before @deadline.
+/* Receive one message of exactly @len bytes before @deadline (one packet
+ * on the abstract socket; over TCP, as many reads as it takes).
  * @return PB_OK, PB_ERR_TIMEOUT, or PB_ERR_NOT_PUBLISHED (the exporter
  * closed: it withdrew the segment or died meanwhile). */
 static pb_status_t ofi_rv_recv(int fd, void *buf, size_t len, int64_t deadline)
 {
+    size_t got = 0;
+
     for (;;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         int wait = pb_time_remaining_ms(deadline, -1);
@@ -34,13 +42,73 @@ static pb_status_t ofi_rv_recv(int fd, void *buf, size_t len, int64_t deadline)
             return PB_ERR_TIMEOUT;
         if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
             return PB_ERR_IO;
-        n = recv(fd, buf, len, MSG_DONTWAIT);
-        if (n == (ssize_t)len)
-            return PB_OK;
+        n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
-        return PB_ERR_NOT_PUBLISHED;
+        if (n <= 0)
+            return PB_ERR_NOT_PUBLISHED;
+        got += (size_t)n;
+        if (got == len)
+            return PB_OK;
     }
+}
+
+/* Dial the exporter's rendezvous over TCP at @peer before @deadline: the
+ * connection in *@fd_p (non-blocking).  @return PB_OK, PB_ERR_NOT_PUBLISHED
+ * (refused: the process is gone), PB_ERR_UNREACHABLE (no route, no
+ * answer), PB_ERR_TIMEOUT, PB_ERR_NO_RESOURCE. */
+static pb_status_t ofi_rv_dial(const struct sockaddr_in *peer, int64_t deadline, int *fd_p)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1, err = 0, ready;
+    socklen_t err_len = sizeof(err);
+    struct pollfd pfd;
+
+    if (fd < 0)
+        return PB_ERR_NO_RESOURCE;
+    if (connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) != 0 && errno != EINPROGRESS) {
+        err = errno;
+    } else {
+        pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
+        do
+            ready = poll(&pfd, 1, pb_time_remaining_ms(deadline, -1));
+        while (ready < 0 && errno == EINTR);
+        if (ready == 0) {
+            close(fd);
+            return PB_ERR_TIMEOUT;
+        }
+        if (ready < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
+            err = errno;
+    }
+    if (err != 0) {
+        char where[INET_ADDRSTRLEN];
+
+        close(fd);
+        inet_ntop(AF_INET, &peer->sin_addr, where, sizeof(where));
+        pb_debug("ofi: the rendezvous at %s:%u: %s", where, ntohs(peer->sin_port), strerror(err));
+        return err == ECONNREFUSED || err == ECONNRESET ? PB_ERR_NOT_PUBLISHED : PB_ERR_UNREACHABLE;
+    }
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* an exporter whose host died is noticed by the import's next operation
+     * on the fabric; keep-alive closes the connection too */
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    *fd_p = fd;
+    return PB_OK;
+}
+
+/* Find the exporter of (@node, @segid) on a node whose abstract sockets
+ * this process cannot see: the tcp transport's LOOKUP, relayed by a
+ * process of that node, says where it takes rendezvous connections over
+ * TCP; dial it.  @return as ofi_rv_dial, or the lookup's error. */
+static pb_status_t ofi_rv_connect_remote(rsm_node_id_t node, rsm_memseg_id_t segid,
+                                         int64_t deadline, int *fd_p)
+{
+    struct sockaddr_in peer;
+    pb_status_t status = pb_tcp_ofi_lookup(node, segid, deadline, &peer);
+
+    if (status != PB_OK)
+        return status;
+    return ofi_rv_dial(&peer, deadline, fd_p);
 }
 
 /* Connect to the rendezvous of (@node, @segid): a socket of this user's
@@ -71,12 +139,13 @@ static pb_status_t ofi_rv_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int
     return PB_OK;
 }
 
-/* The handshake on @fd: the exporter's nonce, our request, its checked
- * answer in *@reply.  @return PB_OK or the exporter's refusal. */
-static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, pb_ofi_rv_reply_t *reply)
+/* The handshake on @fd, before @deadline: the exporter's nonce, our
+ * request, its checked answer in *@reply.  @return PB_OK or the
+ * exporter's refusal. */
+static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, int64_t deadline,
+                                    pb_ofi_rv_reply_t *reply)
 {
     pb_rsm_import_t *im = ti->im;
-    int64_t deadline = pb_time_now_ms() + PB_OFI_CONNECT_TIMEOUT_MS;
     pb_ofi_rv_hello_t hello;
     pb_ofi_rv_request_t req = {.magic = PB_OFI_RV_MAGIC, .type = OFI_RV_REQUEST};
     pb_status_t status = ofi_rv_recv(fd, &hello, sizeof(hello), deadline);
@@ -86,6 +155,7 @@ static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, pb_ofi_rv_reply
     if (hello.magic != PB_OFI_RV_MAGIC || hello.type != OFI_RV_HELLO)
         return PB_ERR_PROTOCOL;
     req.node = pb_boot_identity_get()->node_id;
+    req.segid = im->segid;
     req.perm = im->perm;
     req.import_token = ti->token;
     req.name_len = (uint32_t)pb_ofi.name_len;
@@ -93,6 +163,7 @@ static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, pb_ofi_rv_reply
     if (pb_random_bytes(req.nonce, sizeof(req.nonce)) != 0)
         return PB_ERR_NO_RESOURCE;
     req.mac = pb_ofi_request_mac(hello.nonce, &req);
+    /* (a fresh connection's buffer holds it whole, on either socket) */
     if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
         return PB_ERR_NOT_PUBLISHED;
     status = ofi_rv_recv(fd, reply, sizeof(*reply), deadline);
@@ -142,6 +213,7 @@ pb_status_t pb_ofi_import_connect(pb_rsm_import_t *im)
 static pb_status_t ofi_import_connect(pb_rsm_import_t *im)
 {
     pb_status_t status = pb_ofi_start(0);
+    int64_t deadline = pb_time_now_ms() + PB_OFI_CONNECT_TIMEOUT_MS;
     pb_ofi_rv_reply_t reply;
     pb_ofi_import_t *ti;
     int fd;
@@ -157,11 +229,16 @@ static pb_status_t ofi_import_connect(pb_rsm_import_t *im)
     ti->token = pb_ofi.next_token++;
     pthread_mutex_unlock(&pb_ofi.lock);
     status = ofi_rv_connect(im->node, im->segid, &fd);
+    if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id) {
+        /* a node of the job in another network namespace or on another host */
+        status = ofi_rv_connect_remote(im->node, im->segid, deadline, &fd);
+    }
     if (status != PB_OK) {
+        pthread_mutex_destroy(&ti->fd_lock);
         free(ti);
         return status;
     }
-    status = ofi_rv_handshake(ti, fd, &reply);
+    status = ofi_rv_handshake(ti, fd, deadline, &reply);
     if (status == PB_OK) {
         pthread_mutex_lock(&pb_ofi.lock);
         ti->peer = pb_ofi_peer_get(reply.name, reply.name_len);
@@ -175,6 +252,7 @@ static pb_status_t ofi_import_connect(pb_rsm_import_t *im)
     }
     if (status != PB_OK) {
         close(fd);
+        pthread_mutex_destroy(&ti->fd_lock);
         free(ti);
         return status;
     }
@@ -229,14 +307,19 @@ pb_status_t pb_ofi_import_state(pb_ofi_import_t *ti)
     pthread_mutex_lock(&ti->fd_lock);
     for (;;) {
         pb_ofi_rv_notice_t notice;
-        ssize_t n = recv(ti->fd, &notice, sizeof(notice), MSG_DONTWAIT);
+        ssize_t n = recv(ti->fd, ti->rx + ti->rx_len, sizeof(notice) - ti->rx_len, MSG_DONTWAIT);
 
         if (n < 0 && errno == EAGAIN)
             break;
         if (n < 0 && errno == EINTR)
             continue;
-        if (n == (ssize_t)sizeof(notice) && notice.magic == PB_OFI_RV_MAGIC &&
-            notice.type == OFI_RV_REBASE) {
+        if (n > 0)
+            ti->rx_len += (size_t)n;
+        if (n > 0 && ti->rx_len < sizeof(notice))
+            continue; /* (over TCP: the rest follows) */
+        memcpy(&notice, ti->rx, sizeof(notice));
+        ti->rx_len = 0;
+        if (n > 0 && notice.magic == PB_OFI_RV_MAGIC && notice.type == OFI_RV_REBASE) {
             atomic_store(&ti->key, notice.key);
             atomic_store(&ti->base, notice.base);
             continue;

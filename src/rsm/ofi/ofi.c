@@ -597,7 +597,9 @@ static void ofi_query(pb_rsm_caps_t *caps_p)
 
 static int ofi_reaches(rsm_node_id_t node)
 {
-    /* any node whose rendezvous names this process sees */
+    /* any node: on another network namespace or host the tcp transport's
+     * relayed lookup finds the exporter; whether a segment is there is the
+     * import's question */
     (void)node;
     return 1;
 }

@@ -4,8 +4,11 @@
  * writes; puts and gets are RMA writes and reads; barriers and signals are
  * small messages that follow the writes they order.  Importers find an
  * export through a rendezvous socket of its node (src/rsm/rendezvous.h),
- * which authenticates both sides with the job secret and hands over the
- * region's key and address and the exporter's fabric address; the
+ * or, from a node that cannot see that socket (another network namespace
+ * or host), through a TCP connection to the exporter's process, whose
+ * address a relayed lookup of the tcp transport gives (rsm/tcp.h).  The
+ * handshake authenticates both sides with the job secret and hands over
+ * the region's key and address and the exporter's fabric address; the
  * connection then stays open, so that an unpublish, a rebind or the
  * exporter's death reaches every importer before its next operation.
  *
@@ -31,14 +34,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "rsm/ofi/rendezvous_msg.h"
 #include "rsm/rsm_impl.h"
 #include "rsm/transport.h"
 
-#define OFI_RENDEZVOUS_PREFIX "postbox-ofi"
 /* the libfabric API version the transport asks fi_getinfo for */
 #define PB_OFI_FI_VERSION FI_VERSION(1, 17)
-/* the longest fabric address (fi_getname) the transport handles */
-#define PB_OFI_NAME_MAX 64
 /* the largest export segment, as on the other transports */
 #define PB_OFI_MAX_SEGMENT_SIZE ((size_t)1 << 40)
 /* receive buffers kept posted for barrier and signal messages */
@@ -107,7 +108,11 @@ typedef struct pb_ofi_attach {
     uint64_t service_id;  /* the rendezvous connection in the service */
     int fd;               /* (owned by the service entry) */
     int attached;         /* the handshake ended: an importer */
+    int remote;           /* over TCP: its segment is the request's; no SO_PEERCRED */
+    int64_t accepted_ms;  /* (remote: a handshake not done in time is closed) */
     uint8_t hello_nonce[16];
+    uint8_t rx[sizeof(pb_ofi_rv_request_t)]; /* the request, as much as came */
+    size_t rx_len;
     pb_ofi_peer_t *peer;
     uint32_t token;        /* names it in the importer's messages */
     uint32_t import_token; /* names the import in the exporter's messages */
@@ -128,7 +133,9 @@ typedef struct pb_ofi_import {
     struct pb_ofi_import *next;
     int fd; /* the rendezvous connection: withdrawal, rebind, death */
     pthread_mutex_t fd_lock;
-    _Atomic int failure; /* PB_OK, or why the import is dead */
+    uint8_t rx[sizeof(pb_ofi_rv_notice_t)]; /* a notice, as much as came (TCP) */
+    size_t rx_len;                          /* (under fd_lock) */
+    _Atomic int failure;                    /* PB_OK, or why the import is dead */
     pb_ofi_peer_t *peer;
     _Atomic uint64_t key;
     _Atomic uint64_t base; /* remote address of offset 0 */
@@ -140,56 +147,6 @@ typedef struct pb_ofi_import {
     _Atomic uint32_t barrier_acked; /* ... and of the last answered */
     _Atomic int barrier_status;
 } pb_ofi_import_t;
-
-/* the rendezvous connection's messages (SOCK_SEQPACKET) */
-#define PB_OFI_RV_MAGIC 0x4f425056u /* "VPBO" */
-enum {
-    OFI_RV_HELLO = 1,
-    OFI_RV_REQUEST = 2,
-    OFI_RV_REPLY = 3,
-    OFI_RV_REBASE = 4,
-    OFI_RV_WITHDRAWN = 5,
-};
-
-typedef struct {
-    uint32_t magic;
-    uint32_t type;
-    uint8_t nonce[16];
-} pb_ofi_rv_hello_t;
-
-typedef struct {
-    uint32_t magic;
-    uint32_t type;
-    uint32_t node;
-    uint32_t perm;
-    uint32_t import_token;
-    uint32_t name_len;
-    uint8_t nonce[16];
-    uint8_t name[PB_OFI_NAME_MAX];
-    uint64_t mac;
-} pb_ofi_rv_request_t;
-
-typedef struct {
-    uint32_t magic;
-    uint32_t type;
-    int32_t status;
-    uint32_t perm;
-    uint32_t attach_token;
-    uint32_t name_len;
-    uint64_t size;
-    uint64_t key;
-    uint64_t base;
-    uint8_t name[PB_OFI_NAME_MAX];
-    uint64_t mac;
-} pb_ofi_rv_reply_t;
-
-/* REBASE: the segment's key and address changed (rebind); WITHDRAWN */
-typedef struct {
-    uint32_t magic;
-    uint32_t type;
-    uint64_t key;
-    uint64_t base;
-} pb_ofi_rv_notice_t;
 
 typedef struct {
     pthread_mutex_t lock;     /* the lists and the start */

@@ -3,7 +3,9 @@
  * (an abstract Unix socket named after the segment), the importer's side
  * of the handshake, and, for nodes whose rendezvous sockets this process
  * cannot see, a LOOKUP asked over tcp of a process of that node, which
- * relays it to its own node's rendezvous socket.
+ * relays it to its own node's rendezvous socket.  The same LOOKUP, flagged
+ * PB_TCP_FLAG_OFI, finds an ofi transport's exporter on such a node (its
+ * node's ofi rendezvous socket says where the exporter listens on TCP).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "boot/identity.h"
+#include "rsm/ofi/rendezvous_msg.h"
 #include "rsm/rendezvous.h"
 #include "rsm/tcp/tcp_impl.h"
 #include "util/log.h"
@@ -54,9 +57,10 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
     return PB_OK;
 }
 
-/* Connect to the rendezvous socket of (@node, @segid), if it is on a node
- * whose abstract sockets this process sees: *fd_p then waits for the
- * directory message (non-blocking).  While its backlog is full the
+/* Connect to the rendezvous socket of (@node, @segid) under @prefix (this
+ * transport's, or the ofi transport's for a relayed LOOKUP), if it is on
+ * a node whose abstract sockets this process sees: *fd_p then waits for
+ * the directory message, or the ofi exporter's HELLO (non-blocking).  While its backlog is full the
  * connect waits up to @timeout_ms for room (0: not at all; only an
  * importer's own lookup, which holds no lock, waits: the kernel wakes it
  * when room is made, ahead of a flood of non-blocking connects).  Any
@@ -66,8 +70,8 @@ static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, 
  * (not a node of the job), PB_ERR_PERMISSION (another user bound the
  * name; logged), PB_ERR_TIMEOUT (its backlog stayed full),
  * PB_ERR_NO_RESOURCE. */
-static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t segid, int timeout_ms,
-                                          int *fd_p)
+static pb_status_t tcp_rendezvous_connect(const char *prefix, rsm_node_id_t node,
+                                          rsm_memseg_id_t segid, int timeout_ms, int *fd_p)
 {
     struct sockaddr_un addr;
     struct timeval wait = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
@@ -81,7 +85,7 @@ static pb_status_t tcp_rendezvous_connect(rsm_node_id_t node, rsm_memseg_id_t se
         return PB_ERR_NO_RESOURCE;
     if (timeout_ms > 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
-    pb_rsm_rendezvous_name(&addr, &len, TCP_RENDEZVOUS_PREFIX, node, segid);
+    pb_rsm_rendezvous_name(&addr, &len, prefix, node, segid);
     do {
         ret = connect(fd, (struct sockaddr *)&addr, len);
     } while (ret != 0 && errno == EINTR);
@@ -134,7 +138,8 @@ pb_status_t pb_tcp_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, pb_tcp_dire
 {
     int64_t deadline = pb_time_now_ms() + timeout_ms;
     struct pollfd pfd = {.events = POLLIN};
-    pb_status_t status = tcp_rendezvous_connect(node, segid, timeout_ms, &pfd.fd);
+    pb_status_t status =
+        tcp_rendezvous_connect(TCP_RENDEZVOUS_PREFIX, node, segid, timeout_ms, &pfd.fd);
     ssize_t got;
 
     if (status != PB_OK)
@@ -311,7 +316,7 @@ int pb_tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS])
     return 0;
 }
 
-pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
+pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, uint16_t flags,
                                 const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline,
                                 struct sockaddr_in *peer_p)
 {
@@ -320,7 +325,7 @@ pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
 
     for (int rank = 0; rank < size && status != PB_ERR_TIMEOUT; rank++) {
         pb_tcp_lookup_t question = {.node = node, .segid = segid};
-        pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .length = sizeof(question)};
+        pb_tcp_frame_t frame = {.type = PB_TCP_LOOKUP, .flags = flags, .length = sizeof(question)};
         pb_tcp_location_t where;
         pb_tcp_request_t req = {.dst = (char *)&where, .dst_len = sizeof(where)};
         struct sockaddr_in relay = {.sin_family = AF_INET};
@@ -375,6 +380,37 @@ void pb_tcp_relay_end(pb_tcp_relay_t *relay)
     free(relay);
 }
 
+/* The ofi rendezvous socket of a relayed LOOKUP greeted (or closed):
+ * answer with where its exporter listens on TCP, and close (the exporter
+ * forgets a connection that ends before its request).  Caller holds
+ * pb_tcp.lock. */
+static void tcp_relay_ofi_ready(pb_tcp_relay_t *relay)
+{
+    pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
+    pb_ofi_rv_hello_t hello;
+    ssize_t got = recv(relay->fd, &hello, sizeof(hello), MSG_DONTWAIT);
+
+    if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (got != (ssize_t)sizeof(hello)) {
+        /* closed without a greeting: withdrawn meanwhile */
+        pb_tcp_reply(relay->conn, &request, PB_ERR_NOT_PUBLISHED, 0, 0, 0, NULL, 0);
+    } else if (hello.magic != PB_OFI_RV_MAGIC || hello.type != OFI_RV_HELLO) {
+        pb_warn("tcp: the ofi rendezvous of segment %#x answered in a foreign format",
+                relay->segid);
+        pb_tcp_reply(relay->conn, &request, PB_ERR_PROTOCOL, 0, 0, 0, NULL, 0);
+    } else if (hello.tcp_port == 0) {
+        /* its exporter takes no connection from other nodes (no job
+         * secret, or no address to listen on) */
+        pb_tcp_reply(relay->conn, &request, PB_ERR_UNREACHABLE, 0, 0, 0, NULL, 0);
+    } else {
+        pb_tcp_location_t where = {.addr = hello.tcp_addr, .port = hello.tcp_port};
+
+        pb_tcp_reply(relay->conn, &request, PB_OK, 0, 0, 0, &where, sizeof(where));
+    }
+    pb_tcp_relay_end(relay);
+}
+
 /* The node's rendezvous socket answered (or closed): answer the LOOKUP.
  * Caller holds pb_tcp.lock. */
 static void tcp_relay_ready(void *arg, uint32_t events)
@@ -382,9 +418,14 @@ static void tcp_relay_ready(void *arg, uint32_t events)
     pb_tcp_relay_t *relay = arg;
     pb_tcp_frame_t request = {.type = PB_TCP_LOOKUP, .tag = relay->tag};
     pb_tcp_directory_t dir;
-    ssize_t got = recv(relay->fd, &dir, sizeof(dir), MSG_DONTWAIT);
+    ssize_t got;
     pb_status_t status;
 
+    if (relay->ofi) {
+        tcp_relay_ofi_ready(relay);
+        return;
+    }
+    got = recv(relay->fd, &dir, sizeof(dir), MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     status = tcp_directory_check(relay->segid, got, &dir);
@@ -401,6 +442,7 @@ static void tcp_relay_ready(void *arg, uint32_t events)
 void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
 {
     pb_tcp_location_t where = {.addr = pb_tcp.addr, .port = pb_tcp.port};
+    int ofi = (frame->flags & PB_TCP_FLAG_OFI) != 0;
     pb_tcp_relay_t *relay;
     pb_status_t status;
     int fd;
@@ -409,7 +451,7 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         pb_tcp_reply(c, frame, PB_ERR_UNREACHABLE, 0, 0, 0, NULL, 0); /* ask that node */
         return;
     }
-    if (pb_tcp_published_find(c->export_rx.lookup.segid) != NULL) {
+    if (!ofi && pb_tcp_published_find(c->export_rx.lookup.segid) != NULL) {
         pb_tcp_reply(c, frame, PB_OK, 0, 0, 0, &where, sizeof(where));
         return;
     }
@@ -417,7 +459,8 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);
         return;
     }
-    status = tcp_rendezvous_connect(c->export_rx.lookup.node, c->export_rx.lookup.segid, 0, &fd);
+    status = tcp_rendezvous_connect(ofi ? OFI_RENDEZVOUS_PREFIX : TCP_RENDEZVOUS_PREFIX,
+                                    c->export_rx.lookup.node, c->export_rx.lookup.segid, 0, &fd);
     if (status != PB_OK) {
         pb_tcp_reply(c, frame, status, 0, 0, 0, NULL, 0);
         return;
@@ -435,6 +478,7 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
     relay->tag = frame->tag;
     relay->segid = c->export_rx.lookup.segid;
     relay->fd = fd;
+    relay->ofi = ofi;
     relay->started_ms = pb_time_now_ms();
     pb_tcp.relays = relay;
 }

@@ -275,7 +275,7 @@ pb_status_t pb_tcp_import_connect(pb_rsm_import_t *im)
     } else if (status == PB_ERR_NOT_PUBLISHED && im->node != pb_boot_identity_get()->node_id &&
                pb_boot_identity_get()->has_secret) {
         /* a node of the job in another namespace or on another host */
-        status = pb_tcp_relay_lookup(im->node, im->segid, key, deadline, &peer);
+        status = pb_tcp_relay_lookup(im->node, im->segid, 0, key, deadline, &peer);
     }
     if (status != PB_OK)
         goto err_free;

@@ -6,6 +6,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <postbox/job.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -283,6 +284,27 @@ pb_status_t pb_tcp_kvs_contribute(int rank, pb_boot_kvs_put_func_t put, void *ct
     }
     snprintf(key, sizeof(key), TCP_KVS_KEY_FMT, rank);
     return put(ctx, key, endpoint);
+}
+
+pb_status_t pb_tcp_ofi_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, int64_t deadline,
+                              struct sockaddr_in *peer_p)
+{
+    uint8_t key[PB_TCP_KEY_LEN];
+
+    if (!pb_boot_identity_get()->has_secret || postbox_job_size() <= 1)
+        return PB_ERR_NOT_PUBLISHED; /* no other node's process to ask */
+    pb_tcp_key_of_job(key);
+    return pb_tcp_relay_lookup(node, segid, PB_TCP_FLAG_OFI, key, deadline, peer_p);
+}
+
+int pb_tcp_node_address(uint32_t *addr_p)
+{
+    uint32_t addrs[TCP_MAX_RAILS];
+
+    if (pb_tcp_local_addrs(addrs) == 0)
+        return 0;
+    *addr_p = addrs[0];
+    return 1;
 }
 
 static void tcp_query(pb_rsm_caps_t *caps_p)

@@ -287,6 +287,7 @@ typedef struct pb_tcp_relay {
     uint32_t tag;
     rsm_memseg_id_t segid;
     int fd;
+    int ofi; /* an ofi segment's: the answer is its exporter's HELLO */
     uint64_t source_id;
     int64_t started_ms; /* answered PB_ERR_TIMEOUT after POSTBOX_TCP_REQUEST_TIMEOUT_MS */
 } pb_tcp_relay_t;
@@ -528,10 +529,12 @@ int pb_tcp_node_addrs(rsm_node_id_t node, uint32_t addrs[TCP_MAX_RAILS]);
  * job's processes on @node in rank order (their addresses are in the job
  * KVS; each is tried at each of its addresses until one answers), all
  * before @deadline (pb_time_now_ms): for nodes whose rendezvous sockets
- * this process cannot see.  @return PB_OK, the answer's error,
+ * this process cannot see.  @flags: 0 for a segment of this transport,
+ * PB_TCP_FLAG_OFI for one of the ofi transport (where its exporter takes
+ * rendezvous connections over TCP).  @return PB_OK, the answer's error,
  * PB_ERR_TIMEOUT when the deadline passed first, PB_ERR_UNREACHABLE when
  * no process of @node could be reached. */
-pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid,
+pb_status_t pb_tcp_relay_lookup(rsm_node_id_t node, rsm_memseg_id_t segid, uint16_t flags,
                                 const uint8_t key[PB_TCP_KEY_LEN], int64_t deadline,
                                 struct sockaddr_in *peer_p);
 
@@ -542,7 +545,10 @@ void pb_tcp_relay_end(pb_tcp_relay_t *relay);
 /* An importer on another node asks where a segment of this node is
  * exported: answer from this process's own publications at once, else ask
  * the node's rendezvous socket (which only processes of the node can see)
- * and answer when it does (tcp_relay_ready), never waiting for it here. */
+ * and answer when it does (tcp_relay_ready), never waiting for it here.
+ * With PB_TCP_FLAG_OFI the segment is the ofi transport's: its node's ofi
+ * rendezvous socket is asked, whose HELLO says where its exporter takes
+ * rendezvous connections over TCP. */
 void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame);
 
 /* A process of this node asks where a segment's exporter listens. */

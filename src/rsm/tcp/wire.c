@@ -264,7 +264,7 @@ static const struct {
                       0},
     [PB_TCP_EVENT] = {USES_SLOT, 0},
     [PB_TCP_WITHDRAWN] = {USES_SLOT, 0},
-    [PB_TCP_LOOKUP] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_lookup_t)},
+    [PB_TCP_LOOKUP] = {AT_EXPORTER | USES_TAG, sizeof(pb_tcp_lookup_t), PB_TCP_FLAG_OFI},
     [PB_TCP_CALL] = {AT_EXPORTER | USES_SLOT | USES_TAG | USES_COUNT | USES_PAYLOAD, 0,
                      PB_TCP_FLAG_NO_REPLY},
 };

@@ -218,6 +218,9 @@ typedef enum {
 #define PB_TCP_FLAG_WORD_LAST 4u
 #define PB_TCP_WORD_LAST_MAX 4096
 #define PB_TCP_FLAG_NO_REPLY 8u /* CALL: not answered */
+/* LOOKUP: a segment of the ofi transport (its exporter's rendezvous over
+ * TCP, read from its node's ofi rendezvous socket; docs/ofi.md) */
+#define PB_TCP_FLAG_OFI 16u
 
 typedef struct {
     uint16_t type;
