@@ -72,11 +72,16 @@
  * needs the result (two phases); longer ones by slices, each rank one
  * slice (three phases per piece) */
 #define REDUCE_WHOLE_MAX 4096
+/* across nodes, a Bcast shorter than this goes by point-to-point in a
+ * tree in node order (bcast_tree), a longer one through the areas
+ * (docs/notes/2026-11-27-collectives-across-nodes.md) */
+#define BCAST_TREE_BELOW 65536
 
 /* tags on the collective context (coll_p2p.c's are 16-25) */
 enum {
     TAG_NODE_SETUP = 30,
-    TAG_NODE_MOVE
+    TAG_NODE_MOVE,
+    TAG_NODE_BARRIER
 };
 
 typedef struct pb_coll_node {
@@ -88,6 +93,8 @@ typedef struct pb_coll_node {
     int *rank_node;     /* [size]: each rank's node index */
     int *node_first;    /* [nodes]: each node's leader (its first rank) */
     int blocked;        /* each node's ranks are consecutive, nodes in rank order */
+    int most;           /* the most ranks any node holds */
+    int even;           /* blocked, and every node holds n ranks */
     pb_comm_t *leaders; /* a leader of a communicator across nodes: the leaders */
     char *area;
     size_t size, cell, cells_at;
@@ -267,6 +274,16 @@ static int layout(pb_coll_node_t *cn, pb_comm_t *c)
         }
     }
     cn->node = cn->rank_node[c->rank];
+    cn->even = cn->blocked;
+    for (int k = 0; k < cn->nodes; k++) {
+        int kn = 0;
+
+        for (int r = 0; r < c->size; r++)
+            kn += cn->rank_node[r] == k;
+        cn->most = kn > cn->most ? kn : cn->most;
+        if (kn != cn->n)
+            cn->even = 0;
+    }
     return 0;
 }
 
@@ -960,6 +977,62 @@ static int exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendc
     return rc;
 }
 
+/* ---- between nodes, without leaders ------------------------------------------------ */
+
+/* The rank of local index @i on node @k (a blocked layout). */
+static int rank_at(const pb_coll_node_t *cn, int k, int i)
+{
+    return cn->node_first[k] + i;
+}
+
+/* The ranks node @k holds (a blocked layout). */
+static int node_size(const pb_coll_node_t *cn, pb_comm_t *c, int k)
+{
+    return (k + 1 < cn->nodes ? cn->node_first[k + 1] : c->size) - cn->node_first[k];
+}
+
+/* Send @sbytes at @sbuf to @dest and receive @rbytes into @rbuf from
+ * @source on @c's collective context with @tag, together (@dest or
+ * @source -1: no such half).  @return MPI_SUCCESS or an error class. */
+static int move(const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes, int source,
+                int tag, pb_comm_t *c)
+{
+    MPI_Request reqs[2];
+    int n = 0, rc = MPI_SUCCESS;
+
+    if (source >= 0)
+        rc = pb_mpi_irecv_on(rbuf, (MPI_Count)rbytes, MPI_BYTE, source, tag, c, 1, &reqs[n]);
+    if (rc == MPI_SUCCESS && source >= 0)
+        n++;
+    if (rc == MPI_SUCCESS && dest >= 0)
+        rc = pb_mpi_isend_on(sbuf, (MPI_Count)sbytes, MPI_BYTE, dest, tag, c, 1, &reqs[n]);
+    if (rc == MPI_SUCCESS && dest >= 0)
+        n++;
+    if (n > 0) {
+        int wait_rc = pb_mpi_wait_requests(n, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    return rc;
+}
+
+/* Barrier across nodes that each hold n consecutive ranks: the node's
+ * ranks arrive through the area, then local rank i of every node meets
+ * local rank i of the others by dissemination over point-to-point (one
+ * empty message each way between two nodes), each pair at once.  Nobody
+ * relays and nobody waits for a release: a rank that heard from its peers
+ * knows their nodes all arrived. */
+static int barrier_across(pb_coll_node_t *cn, pb_comm_t *c)
+{
+    int rc = MPI_SUCCESS;
+
+    node_barrier(cn);
+    for (int k = 1; k < cn->nodes && rc == MPI_SUCCESS; k <<= 1)
+        rc = move(NULL, 0, rank_at(cn, (cn->node + k) % cn->nodes, cn->me), NULL, 0,
+                  rank_at(cn, (cn->node - k + cn->nodes) % cn->nodes, cn->me), TAG_NODE_BARRIER, c);
+    return rc;
+}
+
 /* ---- the collectives ---------------------------------------------------------------- */
 
 int pb_coll_node_barrier(pb_comm_t *c)
@@ -973,6 +1046,8 @@ int pb_coll_node_barrier(pb_comm_t *c)
         node_barrier(cn);
         return MPI_SUCCESS;
     }
+    if (cn->even)
+        return barrier_across(cn, c);
     /* every local rank arrives; the leader meets the other leaders, then
      * lets its ranks go */
     post(cn);
@@ -995,34 +1070,128 @@ static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Cou
     return MPI_SUCCESS;
 }
 
+/* The local index of rank @r of this node. */
+static int local_index(const pb_coll_node_t *cn, int r)
+{
+    int i = 0;
+
+    while (cn->local_comm[i] != r)
+        i++;
+    return i;
+}
+
+/* Whose data node @k's ranks take from the network in a rooted
+ * collective: the root itself on its node, the leader on the others. */
+static int agent_of(const pb_coll_node_t *cn, int k, int root, int root_node)
+{
+    return k == root_node ? root : cn->node_first[k];
+}
+
+/* The rank at place @q of the order a node-ordered tree rooted at @root
+ * takes (an even layout): nodes from the root's on, and on each node the
+ * local ranks from the root's local index on. */
+static int tree_rank(const pb_coll_node_t *cn, int root, int q)
+{
+    int root_node = cn->rank_node[root], root_local = root - cn->node_first[root_node];
+
+    return rank_at(cn, (root_node + q / cn->n) % cn->nodes, (root_local + q % cn->n) % cn->n);
+}
+
+/* This rank's place in that order. */
+static int tree_place(const pb_coll_node_t *cn, int root)
+{
+    int root_node = cn->rank_node[root], root_local = root - cn->node_first[root_node];
+
+    return ((cn->node - root_node + cn->nodes) % cn->nodes) * cn->n +
+           (cn->me - root_local + cn->n) % cn->n;
+}
+
+/* Binomial broadcast over point-to-point in the node order (an even
+ * layout): the tree's upper levels cross the nodes, one message into each
+ * node, and its lower levels stay on the node, whatever the root. */
+static int bcast_tree(pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
+                      MPI_Datatype type, int root)
+{
+    int size = c->size, q = tree_place(cn, root), mask = 1, nreqs = 0, rc = MPI_SUCCESS;
+    MPI_Request reqs[32];
+
+    for (; mask < size; mask <<= 1) {
+        if (q & mask) {
+            rc = pb_mpi_irecv_on(buf, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
+                                 1, &reqs[0]);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &reqs[0]);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+        if (q + mask < size) {
+            rc = pb_mpi_isend_on(buf, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
+                                 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    return rc;
+}
+
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = node_state(c);
-    int rc = MPI_SUCCESS, root_node;
+    int rc = MPI_SUCCESS, root_node, nodes, rel, agent, mask = 1, nreqs = 0;
+    MPI_Request reqs[32];
 
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    if (cn->nodes > 1 && alg == PB_ALG_NODE && type_bytes(count, type) < BCAST_TREE_BELOW)
+        return cn->even ? bcast_tree(cn, c, buf, count, type, root) : PB_COLL_NODE_DECLINED;
     settle_halves(cn);
     root_node = cn->rank_node[root];
-    if (cn->node == root_node && cn->n > 1) {
-        int local_root = 0;
-
-        while (cn->local_comm[local_root] != root)
-            local_root++;
-        rc = local_bcast(cn, alg, buf, count, type, local_root);
+    nodes = cn->nodes;
+    /* Between nodes a binomial tree over one rank per node, the root
+     * itself on its node (no hop to its leader first), each node's leader
+     * on the others; a rank of the tree sends on before it broadcasts on
+     * its node, so the network step and the node's run at once. */
+    agent = agent_of(cn, cn->node, root, root_node);
+    rel = (cn->node - root_node + nodes) % nodes;
+    if (nodes > 1 && c->rank == agent) {
+        for (; mask < nodes; mask <<= 1) {
+            if (rel & mask) {
+                rc =
+                    pb_mpi_irecv_on(buf, count, type,
+                                    agent_of(cn, (rel - mask + root_node) % nodes, root, root_node),
+                                    TAG_NODE_MOVE, c, 1, &reqs[0]);
+                if (rc == MPI_SUCCESS)
+                    rc = pb_mpi_wait_requests(1, &reqs[0]);
+                break;
+            }
+        }
+        for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+            if (rel + mask < nodes) {
+                rc =
+                    pb_mpi_isend_on(buf, count, type,
+                                    agent_of(cn, (rel + mask + root_node) % nodes, root, root_node),
+                                    TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+                if (rc == MPI_SUCCESS)
+                    nreqs++;
+            }
+        }
     }
-    if (cn->nodes > 1) {
-        if (cn->me == 0) {
-            int leaders_rc = pb_coll_p2p_bcast(buf, count, type, root_node, cn->leaders);
+    if (cn->n > 1) {
+        int node_rc = local_bcast(cn, alg, buf, count, type, local_index(cn, agent));
 
-            rc = rc == MPI_SUCCESS ? leaders_rc : rc;
-        }
-        if (cn->node != root_node && cn->n > 1) {
-            int node_rc = local_bcast(cn, alg, buf, count, type, 0);
+        rc = rc == MPI_SUCCESS ? node_rc : rc;
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
 
-            rc = rc == MPI_SUCCESS ? node_rc : rc;
-        }
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
     }
     return rc;
 }
@@ -1137,16 +1306,189 @@ static pb_coll_node_t *mover_state(pb_comm_t *c, pb_coll_alg_t alg, size_t cell_
     return cn;
 }
 
+/*
+ * Gather across nodes (a blocked layout, each node's blocks fitting a
+ * cell): on the root's node the ranks hand their blocks to the root
+ * through the area; on each other node to the leader, which sends them
+ * to the root in one message.  The root posts those receives first, so
+ * the network step and its node's run at once.
+ */
+static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, int root, size_t bytes)
+{
+    int root_node = cn->rank_node[root], nreqs = 0, rc = MPI_SUCCESS;
+    int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
+    uint64_t base = cn->step;
+    MPI_Request *reqs = NULL;
+    char *all = NULL;
+
+    if (cn->me != agent) {
+        wait_all(cn, base);
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+        post(cn);
+        return MPI_SUCCESS;
+    }
+    /* the agent: the root (every node's blocks, in rank order) or a leader
+     * (its node's) */
+    all = malloc(c->rank == root ? bytes * (size_t)c->size : bytes * (size_t)cn->n);
+    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
+    if (all == NULL || reqs == NULL) {
+        free(all);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    for (int k = 0; c->rank == root && k < cn->nodes && rc == MPI_SUCCESS; k++) {
+        if (k == root_node)
+            continue;
+        rc = pb_mpi_irecv_on(all + (size_t)cn->node_first[k] * bytes,
+                             (MPI_Count)((size_t)node_size(cn, c, k) * bytes), MPI_BYTE,
+                             cn->node_first[k], TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+    }
+    if (c->rank == root) {
+        if (sendbuf != MPI_IN_PLACE)
+            rc = rc == MPI_SUCCESS
+                     ? pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                          block_addr(recvbuf, c->rank, recvcount, recvtype),
+                                          recvcount, recvtype)
+                     : rc;
+    } else {
+        pack(sendbuf, sendcount, sendtype, 0, all, bytes);
+    }
+    if (cn->n > 1) {
+        wait_others(cn, base + 1);
+        for (int j = 0; j < cn->n; j++) {
+            if (j == cn->me)
+                continue;
+            if (c->rank != root)
+                memcpy(all + (size_t)j * bytes, slot(cn, j, bytes), bytes);
+            else if (unpack(slot(cn, j, bytes), bytes,
+                            block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype), recvcount,
+                            recvtype, 0) != MPI_SUCCESS)
+                rc = MPI_ERR_TRUNCATE;
+        }
+        post(cn);
+    }
+    if (c->rank != root && rc == MPI_SUCCESS)
+        rc = pb_mpi_isend_on(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root, TAG_NODE_MOVE,
+                             c, 1, &reqs[nreqs++]);
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    for (int r = 0; c->rank == root && r < c->size && rc == MPI_SUCCESS; r++) {
+        if (cn->rank_node[r] != root_node)
+            rc = unpack(all + (size_t)r * bytes, bytes, block_addr(recvbuf, r, recvcount, recvtype),
+                        recvcount, recvtype, 0);
+    }
+    free(all);
+    free(reqs);
+    return rc;
+}
+
+/*
+ * Scatter across nodes (a blocked layout, each node's blocks fitting a
+ * cell): the root sends each other node's leader that node's blocks in one
+ * message, then hands its own node's ranks theirs through the area; each
+ * leader hands its node's ranks theirs the same way.
+ */
+static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                          MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, int root, size_t bytes)
+{
+    int root_node = cn->rank_node[root], nreqs = 0, rc = MPI_SUCCESS;
+    int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
+    size_t node_bytes = bytes * (size_t)cn->n;
+    uint64_t base = cn->step;
+    MPI_Request *reqs = NULL;
+    char *all = NULL;
+
+    if (cn->me != agent) {
+        wait_one(cn, agent, base + 1);
+        rc = unpack(slot(cn, agent, node_bytes) + (size_t)cn->me * bytes, bytes, recvbuf, recvcount,
+                    recvtype, 0);
+        post(cn);
+        return rc;
+    }
+    all = malloc(c->rank == root ? bytes * (size_t)c->size : node_bytes);
+    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
+    if (all == NULL || reqs == NULL) {
+        free(all);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    if (c->rank == root) {
+        for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
+            int first = cn->node_first[k], kn = node_size(cn, c, k);
+
+            if (k == root_node)
+                continue;
+            for (int i = 0; i < kn; i++)
+                pack(block_addr(sendbuf, first + i, sendcount, sendtype), sendcount, sendtype, 0,
+                     all + (size_t)(first + i) * bytes, bytes);
+            rc = pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)kn * bytes),
+                                 MPI_BYTE, first, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+        if (cn->n > 1) {
+            wait_all(cn, base);
+            for (int j = 0; j < cn->n; j++) {
+                if (j != cn->me)
+                    pack(block_addr(sendbuf, cn->local_comm[j], sendcount, sendtype), sendcount,
+                         sendtype, 0, slot(cn, cn->me, node_bytes) + (size_t)j * bytes, bytes);
+            }
+            post(cn);
+        }
+        if (recvbuf != MPI_IN_PLACE) {
+            int copy_rc = pb_coll_copy_typed(block_addr(sendbuf, c->rank, sendcount, sendtype),
+                                             sendcount, sendtype, recvbuf, recvcount, recvtype);
+
+            rc = rc == MPI_SUCCESS ? copy_rc : rc;
+        }
+    } else {
+        rc = pb_mpi_irecv_on(all, (MPI_Count)node_bytes, MPI_BYTE, root, TAG_NODE_MOVE, c, 1,
+                             &reqs[0]);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &reqs[0]);
+        if (cn->n > 1) {
+            wait_all(cn, base);
+            memcpy(slot(cn, cn->me, node_bytes) + bytes, all + bytes, node_bytes - bytes);
+            post(cn);
+        }
+        if (rc == MPI_SUCCESS)
+            rc = unpack(all, bytes, recvbuf, recvcount, recvtype, 0);
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    free(all);
+    free(reqs);
+    return rc;
+}
+
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                         pb_comm_t *c, pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, alg, bytes);
+    pb_coll_node_t *cn = node_state(c);
     uint64_t base;
     int rc = MPI_SUCCESS;
 
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
+        bytes * (size_t)cn->most <= cn->cell) {
+        settle_halves(cn);
+        return gather_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                             root, bytes);
+    }
+    cn = mover_state(c, alg, bytes);
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
     settle_halves(cn);
@@ -1183,10 +1525,17 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     int in_place = recvbuf == MPI_IN_PLACE;
     size_t bytes =
         c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
-    pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
+    pb_coll_node_t *cn = node_state(c);
     uint64_t base;
     int rc = MPI_SUCCESS;
 
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
+        bytes * (size_t)cn->most <= cn->cell) {
+        settle_halves(cn);
+        return scatter_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                              root, bytes);
+    }
+    cn = mover_state(c, alg, bytes * (size_t)c->size);
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
     settle_halves(cn);
