@@ -1725,16 +1725,100 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     return rc;
 }
 
+/*
+ * Alltoall across nodes of equally many consecutive ranks (all blocks of a
+ * rank fitting a cell): local rank i of each node sends local rank i of
+ * every other node, in one message, its blocks for that node's ranks, all
+ * pairs at once; then each rank writes into its cell, for each local rank
+ * j, its own block for j and the blocks for j it received, and each rank
+ * reads its blocks out of the cells of its node.  Between two nodes of n
+ * ranks that is 2n messages on the network where each rank sending each
+ * its block makes 2n^2.
+ */
+static int alltoall_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    int n = cn->n, nodes = cn->nodes, nreqs = 0, rc = MPI_SUCCESS;
+    size_t row = bytes * (size_t)n; /* one node's blocks from one rank */
+    char *out = malloc(row * (size_t)nodes), *in = malloc(row * (size_t)nodes);
+    MPI_Request *reqs = malloc((size_t)(2 * nodes) * sizeof(MPI_Request));
+    uint64_t base = cn->step;
+
+    if (out == NULL || in == NULL || reqs == NULL) {
+        free(out);
+        free(in);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    /* out[k]: this rank's blocks for node k's ranks; in[k]: those of local
+     * rank me of node k for this node's ranks (in[node]: this rank's own) */
+    for (int k = 0; k < nodes; k++) {
+        for (int j = 0; j < n; j++)
+            pack(block_addr(sendbuf, rank_at(cn, k, j), sendcount, sendtype), sendcount, sendtype,
+                 0, (k == cn->node ? in : out) + (size_t)k * row + (size_t)j * bytes, bytes);
+    }
+    for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
+        int k = (cn->node + d) % nodes;
+
+        rc = pb_mpi_irecv_on(in + (size_t)k * row, (MPI_Count)row, MPI_BYTE, rank_at(cn, k, cn->me),
+                             TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_isend_on(out + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
+                                 rank_at(cn, k, cn->me), TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    /* the cell: for each local rank j, the blocks for j from local rank me
+     * of every node, in node order */
+    wait_all(cn, base);
+    for (int j = 0; j < n; j++) {
+        for (int k = 0; k < nodes; k++)
+            memcpy(cell(cn, cn->me) + ((size_t)j * nodes + k) * bytes,
+                   in + (size_t)k * row + (size_t)j * bytes, bytes);
+    }
+    post(cn);
+    wait_all(cn, base + 1);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < nodes; k++) {
+            if (unpack(cell(cn, i) + ((size_t)cn->me * nodes + k) * bytes, bytes,
+                       block_addr(recvbuf, rank_at(cn, k, i), recvcount, recvtype), recvcount,
+                       recvtype, 0) != MPI_SUCCESS)
+                rc = MPI_ERR_TRUNCATE;
+        }
+    }
+    post(cn);
+    free(out);
+    free(in);
+    free(reqs);
+    return rc;
+}
+
 int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
                           pb_coll_alg_t alg)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = mover_state(c, alg, bytes * (size_t)c->size);
+    pb_coll_node_t *cn = node_state(c);
     uint64_t base;
     int rc = MPI_SUCCESS;
 
+    if (cn != NULL && cn->nodes > 1 && cn->even && alg == PB_ALG_NODE &&
+        bytes * (size_t)c->size <= cn->cell) {
+        settle_halves(cn);
+        return alltoall_across(cn, c, in_place ? recvbuf : sendbuf,
+                               in_place ? recvcount : sendcount, in_place ? recvtype : sendtype,
+                               recvbuf, recvcount, recvtype, bytes);
+    }
+    cn = mover_state(c, alg, bytes * (size_t)c->size);
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && in_place)) /* in place, CMA would read blocks
                                                                 being replaced */
         return PB_COLL_NODE_DECLINED;
