@@ -622,6 +622,19 @@ static void combine(const pb_coll_node_t *cn, int in_line, size_t off, void *acc
         pb_mpi_op_apply(op, (in_line ? line_data(cn, j) : cell(cn, j)) + off, acc, count, type);
 }
 
+/* combine() of short inputs in the lines, this rank's own taken from @own
+ * instead of its line. */
+static void combine_own(const pb_coll_node_t *cn, const void *own, void *acc, MPI_Count count,
+                        MPI_Datatype type, MPI_Op op)
+{
+    size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+    int last = cn->n - 1;
+
+    memcpy(acc, last == cn->me ? own : line_data(cn, last), len);
+    for (int j = cn->n - 2; j >= 0; j--)
+        pb_mpi_op_apply(op, j == cn->me ? own : line_data(cn, j), acc, count, type);
+}
+
 /*
  * Reduce the local ranks' @count elements at @sendbuf into @result of local
  * rank @root (-1: of every local rank).  Short: every rank copies its input
@@ -639,6 +652,20 @@ static int node_reduce(pb_coll_node_t *cn, const void *sendbuf, void *result, MP
     MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
     void *tmp = NULL;
 
+    if (bytes <= INLINE_MAX && root == cn->me) {
+        /* the root of a short one writes nothing, so it need not wait for
+         * the others to be done with its line: it combines its own input
+         * with the others' lines as they come */
+        uint64_t base = cn->step;
+        char own[INLINE_MAX];
+
+        memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
+        post(cn);
+        wait_others(cn, base + 1);
+        combine_own(cn, own, result, count, type, op);
+        post(cn);
+        return MPI_SUCCESS;
+    }
     if (bytes <= REDUCE_WHOLE_MAX) {
         uint64_t base = cn->step;
 
