@@ -42,7 +42,11 @@
  * a communicator of their own (one rank per node, so point-to-point; same
  * context ids as the parent: a collective is all node path or all
  * point-to-point on every rank, so their messages cannot meet another
- * collective's out of order).
+ * collective's out of order).  Where each node's ranks are consecutive
+ * (and, for some, equally many) Barrier, Bcast, Gather, Scatter and
+ * Alltoall need no leaders' communicator: the ranks that cross the
+ * network (a rooted collective's root, ranks of the same local index)
+ * talk on the parent's collective context directly.
  */
 #include "mpi/coll_node.h"
 
@@ -1018,29 +1022,22 @@ static int node_size(const pb_coll_node_t *cn, pb_comm_t *c, int k)
     return (k + 1 < cn->nodes ? cn->node_first[k + 1] : c->size) - cn->node_first[k];
 }
 
-/* Send @sbytes at @sbuf to @dest and receive @rbytes into @rbuf from
- * @source on @c's collective context with @tag, together (@dest or
- * @source -1: no such half).  @return MPI_SUCCESS or an error class. */
-static int move(const void *sbuf, size_t sbytes, int dest, void *rbuf, size_t rbytes, int source,
-                int tag, pb_comm_t *c)
+/* Send an empty message to @dest and receive one from @source on @c's
+ * collective context with @tag, together.  @return MPI_SUCCESS or an
+ * error class. */
+static int swap_empty(int dest, int source, int tag, pb_comm_t *c)
 {
     MPI_Request reqs[2];
-    int n = 0, rc = MPI_SUCCESS;
+    int rc = pb_mpi_irecv_on(NULL, 0, MPI_BYTE, source, tag, c, 1, &reqs[0]);
 
-    if (source >= 0)
-        rc = pb_mpi_irecv_on(rbuf, (MPI_Count)rbytes, MPI_BYTE, source, tag, c, 1, &reqs[n]);
-    if (rc == MPI_SUCCESS && source >= 0)
-        n++;
-    if (rc == MPI_SUCCESS && dest >= 0)
-        rc = pb_mpi_isend_on(sbuf, (MPI_Count)sbytes, MPI_BYTE, dest, tag, c, 1, &reqs[n]);
-    if (rc == MPI_SUCCESS && dest >= 0)
-        n++;
-    if (n > 0) {
-        int wait_rc = pb_mpi_wait_requests(n, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = pb_mpi_isend_on(NULL, 0, MPI_BYTE, dest, tag, c, 1, &reqs[1]);
+    if (rc != MPI_SUCCESS) {
+        pb_mpi_wait_requests(1, reqs); /* the peer's message comes anyway */
+        return rc;
     }
-    return rc;
+    return pb_mpi_wait_requests(2, reqs);
 }
 
 /* Barrier across nodes that each hold n consecutive ranks: the node's
@@ -1055,8 +1052,9 @@ static int barrier_across(pb_coll_node_t *cn, pb_comm_t *c)
 
     node_barrier(cn);
     for (int k = 1; k < cn->nodes && rc == MPI_SUCCESS; k <<= 1)
-        rc = move(NULL, 0, rank_at(cn, (cn->node + k) % cn->nodes, cn->me), NULL, 0,
-                  rank_at(cn, (cn->node - k + cn->nodes) % cn->nodes, cn->me), TAG_NODE_BARRIER, c);
+        rc = swap_empty(rank_at(cn, (cn->node + k) % cn->nodes, cn->me),
+                        rank_at(cn, (cn->node - k + cn->nodes) % cn->nodes, cn->me),
+                        TAG_NODE_BARRIER, c);
     return rc;
 }
 

@@ -36,7 +36,9 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
                            MPI_Op op, pb_comm_t *c, pb_coll_alg_t alg);
 /* The rooted and all-to-all data movers, for equal blocks (the plain
  * MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall; MPI_IN_PLACE as
- * the standard places it), on a communicator within one node; @alg
+ * the standard places it), on a communicator within one node, or across
+ * nodes whose ranks are consecutive (@alg PB_ALG_NODE; Alltoall: equally
+ * many on each node; a node's blocks fitting a cell); @alg
  * PB_ALG_NODE moves blocks that fit a cell through the cells,
  * PB_ALG_NODE_CMA lets each rank read its blocks from the others' buffers
  * (one kernel copy; not Alltoall in place). */
