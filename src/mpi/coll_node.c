@@ -80,6 +80,9 @@
  * tree in node order (bcast_tree), a longer one through the areas
  * (docs/notes/2026-11-27-collectives-across-nodes.md) */
 #define BCAST_TREE_BELOW 65536
+/* and a Reduce of a commutative op shorter than this in the mirror tree
+ * (reduce_tree), a longer one by the leaders */
+#define REDUCE_TREE_BELOW 524288
 
 /* tags on the collective context (coll_p2p.c's are 16-25) */
 enum {
@@ -1262,6 +1265,44 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
     return rc;
 }
 
+/* Binomial reduction of a commutative @op over point-to-point in the node
+ * order of bcast_tree (an even layout): each node's ranks combine on the
+ * node first, and one message leaves each node, whatever the root.
+ * @return MPI_SUCCESS or an error class. */
+static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, void *recvbuf,
+                       MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t bytes = type_bytes(count, type);
+    int q = tree_place(cn, root), rc = MPI_SUCCESS;
+    char *acc = malloc(2 * bytes + 1), *tmp = acc + bytes;
+    MPI_Request req;
+
+    if (acc == NULL)
+        return MPI_ERR_NO_MEM;
+    memcpy(acc, sendbuf, bytes); /* at the root @sendbuf may be @recvbuf */
+    for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
+        if (q & mask) {
+            rc = pb_mpi_isend_on(acc, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
+                                 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            break;
+        }
+        if (q + mask < c->size) {
+            rc = pb_mpi_irecv_on(tmp, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
+                                 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            if (rc == MPI_SUCCESS)
+                pb_mpi_op_apply(op, tmp, acc, count, type);
+        }
+    }
+    if (rc == MPI_SUCCESS && q == 0)
+        memcpy(recvbuf, acc, bytes);
+    free(acc);
+    return rc;
+}
+
 int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
                         MPI_Op op, int root, pb_comm_t *c, pb_coll_alg_t alg)
 {
@@ -1280,6 +1321,11 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         while (cn->local_comm[local_root] != root)
             local_root++;
         return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, local_root);
+    }
+    if (alg == PB_ALG_NODE && type_bytes(count, type) < REDUCE_TREE_BELOW) {
+        if (!cn->even || !pb_mpi_op_is_commutative(op))
+            return PB_COLL_NODE_DECLINED;
+        return reduce_tree(cn, c, sendbuf, recvbuf, count, type, op, root);
     }
     /* each node reduces to its leader, the leaders to the root's leader,
      * which hands the result to the root */
