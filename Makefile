@@ -63,8 +63,10 @@ TSAN_EXCLUDE    ?= ^(mpi_p2p_shared_pool|mpi_coll_node_(cells_5_ranks_2_nodes|cm
 # barriers, signals, import/export and their lifecycle, a crashing peer)
 # over libfabric's tcp provider: every ofi test process spends about half a
 # second of CPU starting libfabric (it reads /proc/kallsyms), which the
-# whole suite twice more would add to CI's time
-ASAN_EXCLUDE    ?= _ofi_shm$$|rsm_(controller|map|pollfd|isolation|stress|call)_ofi_tcp$$
+# whole suite twice more would add to CI's time; across --netns, the
+# lookup, the rendezvous over TCP and their lifecycle (import, lifecycle,
+# rsm_ofi_rendezvous, mpi_p2p_ofi_netns), not the data path again
+ASAN_EXCLUDE    ?= _ofi_shm$$|rsm_(controller|map|pollfd|isolation|stress|call)_ofi_tcp$$|rsm_(putget|crash)_ofi_netns$$
 SOAK_SECONDS    ?= 300
 SOAK_SEED       ?=
 PYTHON          ?= python3
