@@ -642,22 +642,63 @@ static void combine_own(const pb_coll_node_t *cn, const void *own, void *acc, MP
         pb_mpi_op_apply(op, j == cn->me ? own : line_data(cn, j), acc, count, type);
 }
 
+/* bytes of the accumulator a rank combines its slice of a piece in, a
+ * chunk at a time: it stays in the first-level cache */
+#define REDUCE_CHUNK 16384
+
+/* Slice @lo .. @hi (elements of @esize bytes, from element @at of the
+ * input) of the piece, reduced over every local rank in rank order (acc
+ * starts as x_{n-1} and takes x_j op acc for j = n-2 .. 0): this rank's
+ * input read from @sendbuf, the others' from their cells; the result
+ * written to this rank's cell when @to_cell and to @result when @wants.
+ * A chunk at a time, through @acc (REDUCE_CHUNK bytes): each byte of every
+ * input is read once, and each of the results written once. */
+static void reduce_slice(pb_coll_node_t *cn, const char *sendbuf, char *result, size_t at,
+                         MPI_Count lo, MPI_Count hi, size_t esize, MPI_Datatype type, MPI_Op op,
+                         int to_cell, int wants, char *acc)
+{
+    MPI_Count per_chunk = REDUCE_CHUNK / esize > 0 ? (MPI_Count)(REDUCE_CHUNK / esize) : 1;
+
+    for (MPI_Count first = lo; first < hi; first += per_chunk) {
+        MPI_Count elems = hi - first < per_chunk ? hi - first : per_chunk;
+        size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+
+        for (int j = cn->n - 1; j >= 0; j--) {
+            const char *x = j == cn->me ? sendbuf + at + off : cell(cn, j) + off;
+
+            if (j == cn->n - 1)
+                memcpy(acc, x, len);
+            else
+                pb_mpi_op_apply(op, x, acc, elems, type);
+        }
+        if (to_cell)
+            memcpy(cell(cn, cn->me) + off, acc, len);
+        if (wants)
+            memcpy(result + at + off, acc, len);
+    }
+}
+
 /*
  * Reduce the local ranks' @count elements at @sendbuf into @result of local
  * rank @root (-1: of every local rank).  Short: every rank copies its input
  * to its slot, and each that needs the result combines all of them (two
- * phases).  Long, in pieces of a cell: every rank copies its piece to its
- * cell; rank i combines slice i of all cells into slice i of its own
- * cell; those that need the result copy the slices out (three phases per
- * piece).  @return MPI_SUCCESS or MPI_ERR_NO_MEM.
+ * phases).  Long, in pieces of a cell, rank i reducing slice i of each
+ * piece (three phases per piece): every rank copies the slices of its
+ * input that others reduce into its cell; rank i combines slice i of its
+ * own input and of the others' cells (reduce_slice) into slice i of its
+ * cell (when another rank wants the result) and of its result (when it
+ * does); those that want the result copy the others' slices from their
+ * cells.  Only rank i writes slice i of a result, and it reads slice i of
+ * its input first, so MPI_IN_PLACE is safe; its other slices are in its
+ * cell before anyone writes them.  @return MPI_SUCCESS or MPI_ERR_NO_MEM.
  */
 static int node_reduce(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                        MPI_Datatype type, MPI_Op op, int root)
 {
     size_t esize = pb_eng_type_size(pb_mpi_datatype(type)), bytes = (size_t)count * esize;
-    int wants = root < 0 || root == cn->me, commute = pb_mpi_op_is_commutative(op);
+    int wants = root < 0 || root == cn->me, others_want = root < 0 || root != cn->me;
     MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
-    void *tmp = NULL;
+    char *acc;
 
     if (bytes <= INLINE_MAX && root == cn->me) {
         /* the root of a short one writes nothing, so it need not wait for
@@ -686,47 +727,38 @@ static int node_reduce(pb_coll_node_t *cn, const void *sendbuf, void *result, MP
         post(cn);
         return MPI_SUCCESS;
     }
-    if (!commute) {
-        tmp = malloc(cn->cell / cn->n + esize);
-        if (tmp == NULL)
-            return MPI_ERR_NO_MEM;
-    }
+    acc = malloc(REDUCE_CHUNK > esize ? REDUCE_CHUNK : esize);
+    if (acc == NULL)
+        return MPI_ERR_NO_MEM;
     for (MPI_Count first = 0; first < count; first += per_piece) {
         MPI_Count elems = count - first < per_piece ? count - first : per_piece;
         MPI_Count lo = elems * cn->me / cn->n, hi = elems * (cn->me + 1) / cn->n;
         size_t len = (size_t)elems * esize, at = (size_t)first * esize;
+        const char *in = (const char *)sendbuf + at;
         uint64_t base = cn->step;
 
         wait_all(cn, base);
-        memcpy(cell(cn, cn->me), (const char *)sendbuf + at, len);
+        /* the slices the others reduce: before and after this rank's */
+        memcpy(cell(cn, cn->me), in, (size_t)lo * esize);
+        memcpy(cell(cn, cn->me) + (size_t)hi * esize, in + (size_t)hi * esize,
+               len - (size_t)hi * esize);
         post(cn);
         wait_all(cn, base + 1);
-        if (hi > lo) {
-            char *mine = cell(cn, cn->me) + (size_t)lo * esize;
-
-            if (commute) {
-                for (int j = 0; j < cn->n; j++) {
-                    if (j != cn->me)
-                        pb_mpi_op_apply(op, cell(cn, j) + (size_t)lo * esize, mine, hi - lo, type);
-                }
-            } else {
-                combine(cn, 0, (size_t)lo * esize, tmp, hi - lo, type, op);
-                memcpy(mine, tmp, (size_t)(hi - lo) * esize);
-            }
-        }
+        reduce_slice(cn, sendbuf, result, at, lo, hi, esize, type, op, others_want, wants, acc);
         post(cn);
         if (wants) {
             wait_all(cn, base + 2);
             for (int j = 0; j < cn->n; j++) {
                 MPI_Count jlo = elems * j / cn->n, jhi = elems * (j + 1) / cn->n;
 
-                memcpy((char *)result + at + (size_t)jlo * esize, cell(cn, j) + (size_t)jlo * esize,
-                       (size_t)(jhi - jlo) * esize);
+                if (j != cn->me)
+                    memcpy((char *)result + at + (size_t)jlo * esize,
+                           cell(cn, j) + (size_t)jlo * esize, (size_t)(jhi - jlo) * esize);
             }
         }
         post(cn);
     }
-    free(tmp);
+    free(acc);
     return MPI_SUCCESS;
 }
 
