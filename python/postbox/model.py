@@ -1135,6 +1135,9 @@ class Point:
     measured: float  # seconds
     predicted: float  # seconds
     shape: str = ""
+    # the point calibrated the model (Model.calibrated): it matches by
+    # construction, so it is shown but not counted
+    calibration: bool = False
 
     @property
     def error(self) -> Optional[float]:
@@ -1165,10 +1168,16 @@ class Model:
     cores: int
     table: Optional[CollTable]
     params: list
+    # (library, cluster) whose CALIBRATION measurement set the penalty
+    calibrated: set = field(default_factory=set)
 
     def machine(self, library: str, cluster: Cluster) -> Machine:
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
                               self.cores)
+
+    def calibrates(self, library: str, cluster: Cluster, collective: str) -> bool:
+        """Whether @library's @collective on @cluster set a penalty."""
+        return collective == CALIBRATION and (library, cluster) in self.calibrated
 
     def time(self, library: str, cluster: Cluster, collective: str, algorithm: str,
              size: float, penalties: bool = True) -> float:
@@ -1178,9 +1187,11 @@ class Model:
 
 def build(records: Sequence[dict], description: Optional[dict] = None,
           params: Optional[Sequence[LogGP]] = None, source: Optional[str] = None,
-          table: Optional[CollTable] = None) -> Model:
+          table: Optional[CollTable] = None, calibrate: bool = True) -> Model:
     """The Model of @records: @params (else parameters(records)), the memcpy
-    and reduce rates, the oversubscription penalties, Postbox's table."""
+    and reduce rates, the oversubscription penalties (with @calibrate, those
+    of the shapes with more ranks than cores from the coll bench's Barrier:
+    calibrate_penalties), Postbox's table."""
     if params is None:
         params, source = parameters(records)
     copy, reduce = memcpy_rate(records), reduce_rate(records)
@@ -1191,19 +1202,19 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
             machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library))
             if machine is not None:
                 machines[p.library] = machine
-    return Model(machines, source or "given", oversubscription_penalties(records),
-                 machine_cores(records, description),
-                 table if table is not None else load_table(), list(params))
+    built = Model(machines, source or "given", oversubscription_penalties(records),
+                  machine_cores(records, description),
+                  table if table is not None else load_table(), list(params))
+    if calibrate:
+        calibrate_penalties(built, records)
+    return built
 
 
-def validate(model: Model, records: Sequence[dict],
-             collectives: Sequence[str] = COLLECTIVES) -> list:
-    """A Point per measured (library, shape, collective, size) of the coll
-    records that the model has parameters for: Postbox with the algorithm
-    its table picks; another library with the algorithm of its family that
-    best matches its measurements at that collective and size over all the
-    shapes measured (the smallest sum of |log(predicted / measured)|).
-    Records of several rounds count by their median."""
+def coll_medians(model: Model, records: Sequence[dict],
+                 collectives: Sequence[str] = COLLECTIVES) -> dict:
+    """{(library, collective, size): {Cluster: median seconds}} of the coll
+    records of @collectives that @model has parameters for (the median over
+    the rounds' records of a point)."""
     measured: dict = {}
     for r in records:
         if r.get("suite") != "coll" or r.get("test") not in collectives:
@@ -1219,14 +1230,75 @@ def validate(model: Model, records: Sequence[dict],
             continue
         key = (library, str(r.get("test")), int(number(r.get("size")) or 0))
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
+    return {key: {c: statistics.median(v) for c, v in by_cluster.items()}
+            for key, by_cluster in measured.items()}
+
+
+# the collective whose measurement with more ranks than cores sets the
+# per-step penalty of that shape (calibrate_penalties)
+CALIBRATION = "barrier"
+
+
+def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
+    if family_of(library) == "postbox":
+        return postbox_choice(model.table, CALIBRATION, cluster, 0)
+    return candidates(library, CALIBRATION)[0]
+
+
+def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
+    """Replace in @model the per-step penalties of the shapes with more
+    ranks than cores by those that make its Barrier match the coll bench's
+    Barrier measured on that shape: a model time is linear in the penalty,
+    T(p) = T(0) + k p, so p = (measured - T(0)) / k (0 when the model is
+    already slower).  The one-node shapes set the node penalty at their
+    rank count, then the shapes across nodes the net one, the node's as
+    just set.  A library's algorithm is Postbox's table's, else its
+    family's first (dissemination and recursive doubling cost the same
+    steps on 2^k ranks).  One measured point per library and shape; it is
+    then a calibration, not a validation (Point.calibration)."""
+    if model.cores <= 0:
+        return
+    medians = coll_medians(model, records, (CALIBRATION,))
+    shapes = sorted({(library, cluster, value)
+                     for (library, _, _), by_cluster in medians.items()
+                     for cluster, value in by_cluster.items()
+                     if cluster.ranks > model.cores},
+                    key=lambda item: (item[1].nodes > 1, item[0], item[1]))
+    for library, cluster, value in shapes:
+        path = NODE if cluster.nodes == 1 else NET
+        machine = model.machine(library, cluster)
+        algorithm = _calibration_algorithm(model, library, cluster)
+
+        def timed(penalty: float) -> float:
+            priced = replace(machine, **{"hop_penalty" if path == NODE else
+                                         "net_hop_penalty": penalty})
+            return predict(priced, cluster, CALIBRATION, algorithm, 0, model.table)
+
+        base = timed(0.0)
+        slope = (timed(1e-6) - base) / 1e-6
+        if slope <= 0:
+            continue
+        model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
+        model.calibrated.add((library, cluster))
+
+
+def validate(model: Model, records: Sequence[dict],
+             collectives: Sequence[str] = COLLECTIVES) -> list:
+    """A Point per measured (library, shape, collective, size) of the coll
+    records that the model has parameters for: Postbox with the algorithm
+    its table picks; another library with the algorithm of its family that
+    best matches its measurements at that collective and size over all the
+    shapes measured (the smallest sum of |log(predicted / measured)|).
+    Records of several rounds count by their median."""
     out = []
-    for (library, collective, size), by_cluster in measured.items():
-        medians = {c: statistics.median(v) for c, v in by_cluster.items()}
+    for (library, collective, size), medians in coll_medians(model, records,
+                                                             collectives).items():
         if family_of(library) == "postbox":
             for cluster, value in sorted(medians.items()):
                 algorithm = postbox_choice(model.table, collective, cluster, size)
                 out.append(Point(library, cluster, collective, size, algorithm, value,
-                                 model.time(library, cluster, collective, algorithm, size)))
+                                 model.time(library, cluster, collective, algorithm, size),
+                                 calibration=model.calibrates(library, cluster, collective)))
             continue
         best, best_miss = None, None
         for algorithm in candidates(library, collective):
@@ -1236,7 +1308,8 @@ def validate(model: Model, records: Sequence[dict],
                 best, best_miss = algorithm, miss
         for cluster, value in sorted(medians.items()):
             out.append(Point(library, cluster, collective, size, best, value,
-                             model.time(library, cluster, collective, best, size)))
+                             model.time(library, cluster, collective, best, size),
+                             calibration=model.calibrates(library, cluster, collective)))
     out.sort(key=lambda p: (p.library, p.cluster.ranks, p.cluster, COLLECTIVES.index(
         p.collective) if p.collective in COLLECTIVES else 99, p.size))
     return out

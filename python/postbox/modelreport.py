@@ -276,10 +276,10 @@ def _algorithms_html(analysis: Analysis) -> list:
 
 def summary(points: Sequence[model.Point]) -> list:
     """(library, ranks, within, total, median |error|) for each library and
-    rank count of @points."""
+    rank count of @points (calibration points left out)."""
     groups: "OrderedDict[tuple, list]" = OrderedDict()
     for p in points:
-        if p.error is not None:
+        if p.error is not None and not p.calibration:
             groups.setdefault((p.library, p.cluster.ranks), []).append(p)
     return [(library, ranks, sum(1 for p in found if p.within), len(found),
              statistics.median(abs(p.error) for p in found))
@@ -288,10 +288,11 @@ def summary(points: Sequence[model.Point]) -> list:
 
 def by_collective(points: Sequence[model.Point], min_ranks: int = 4) -> list:
     """(library, collective, on one node or across, within, total, median
-    signed error) of the points at @min_ranks ranks or more."""
+    signed error) of the points at @min_ranks ranks or more (calibration
+    points left out)."""
     groups: "OrderedDict[tuple, list]" = OrderedDict()
     for p in points:
-        if p.error is not None and p.cluster.ranks >= min_ranks:
+        if p.error is not None and p.cluster.ranks >= min_ranks and not p.calibration:
             where = "one node" if p.cluster.nodes == 1 else "across nodes"
             groups.setdefault((p.library, p.collective, where), []).append(p)
     return [key + (sum(1 for p in found if p.within), len(found),
@@ -351,7 +352,8 @@ def _errors_html(analysis: Analysis) -> list:
                '<th class="text">algorithm</th><th>measured (us)</th><th>model (us)</th>'
                '<th>error</th><th class="text">within %d %%</th></tr>' % (model.LIMIT * 100))
     for p in analysis.points:
-        verdict = '<span class="ok">yes</span>' if p.within else \
+        verdict = "calibration" if p.calibration else \
+            '<span class="ok">yes</span>' if p.within else \
             '<span class="fail">no</span>' if p.cluster.ranks >= 4 else "no"
         out.append('<tr class="model-point"><td class="text">%s</td><td class="text">%s</td>'
                    '<td class="text">%s</td><td>%s</td><td class="text">%s</td><td>%s</td>'

@@ -238,6 +238,53 @@ def test_oversubscription_penalty_from_the_multipair_records():
     assert us(model.scaled_penalty(penalties, "postbox", "node", 8, 2)) == pytest.approx(9.0)
 
 
+def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
+    # "measurements" of a machine whose steps cost 7 us more at 4 ranks on 2
+    # cores (node) and 20 us more between nodes: the Barrier of each shape
+    # gives its penalty back, and the other collectives then match
+    records = synthetic_records("postbox") + synthetic_records("openmpi")
+    records.append({"suite": "p2p", "test": "x", "library": "postbox", "ranks": 4,
+                    "oversubscribed": False})
+    truth = model.build(records, description={"cores": 2}, calibrate=False)
+    assert truth.cores == 2
+    penalties = {("postbox", "node", 4): 7 * US, ("postbox", "net", 4): 20 * US,
+                 ("openmpi", "node", 4): 7 * US, ("openmpi", "net", 4): 20 * US}
+    measured = []
+    for library, algorithms in (("postbox", None), ("openmpi", {"barrier": "recursive_doubling",
+                                                                 "bcast": "binomial"})):
+        for cluster in (model.Cluster(1, 2), model.Cluster(1, 4), model.Cluster(2, 2)
+                        if library == "postbox" else model.Cluster(4, 1)):
+            machine = model.with_penalties(truth.machines[library], penalties, library,
+                                           cluster.ranks, 2)
+            for collective, size in (("barrier", 0), ("bcast", 8), ("bcast", 65536)):
+                algorithm = model.postbox_choice(truth.table, collective, cluster, size) \
+                    if algorithms is None else algorithms[collective]
+                seconds = model.predict(machine, cluster, collective, algorithm, size,
+                                        truth.table)
+                measured.append(_coll(library, collective, size, cluster.ranks, cluster.nodes,
+                                      seconds, "shm" if library == "postbox" or
+                                      cluster.nodes == 1 else "tcp"))
+    built = model.build(records + measured, description={"cores": 2})
+    for key, value in penalties.items():
+        assert us(built.penalties[key]) == pytest.approx(us(value)), key
+    assert ("postbox", model.Cluster(2, 2)) in built.calibrated
+    assert ("openmpi", model.Cluster(1, 2)) not in built.calibrated  # fits the cores
+    points = model.validate(built, records + measured)
+    calibration = [p for p in points if p.calibration]
+    assert {(p.library, p.cluster.ranks, p.collective) for p in calibration} == \
+        {("postbox", 4, "barrier"), ("openmpi", 4, "barrier")}
+    assert len(calibration) == 4
+    for p in points:
+        if p.library == "postbox" or p.collective == "barrier":
+            assert p.error == pytest.approx(0.0, abs=1e-9), p
+    # the calibration points are not counted
+    counted = {(r[0], r[1]): r[3] for r in modelreport.summary(points)}
+    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 3
+    # without the calibration the penalty is the multi-pair one (none here)
+    plain = model.build(records + measured, description={"cores": 2}, calibrate=False)
+    assert not plain.calibrated and not plain.penalties
+
+
 def test_permutations_of_seed_000():
     assert model.permutation("bit-reversal", 1, 8) == 4
     assert model.permutation("complement", 1, 8) == 6
