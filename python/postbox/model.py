@@ -108,7 +108,8 @@ class Machine:
     """What the model prices with: the node and net LogGP, the node's memcpy
     rate (node-area copies), the reduce rate (a[i] += b[i] bytes/s), the
     node's memory bandwidth as MPI sees it (bytes/s of all its ranks'
-    messages at once: copies at once share it), and, for ranks that share
+    messages at once: copies at once share it), a cache line's trip
+    between cores (@line, the node area's steps), and, for ranks that share
     cores, the per-step penalties and the ranks per core (@share: every
     byte's time is that many times longer)."""
 
@@ -120,6 +121,10 @@ class Machine:
     hop_penalty: float = 0.0
     net_hop_penalty: float = 0.0
     share: float = 1.0
+    # seconds for a cache line stored by one core to be seen by another
+    # (the RSM bench's cache-line ping-pong, half round trip): the node
+    # area's step count travels so, not as a message
+    line: Optional[float] = None
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
@@ -133,12 +138,12 @@ class Machine:
     def memory_byte_time(self, streams: int, size: float) -> float:
         """Seconds per byte of each of @streams copies of @size bytes at
         once sharing the node's memory bandwidth: from MEMORY_BOUND_BYTES
-        on (the data leaves the caches) the multi-pair bandwidth, below it
-        one memcpy's rate shared by them all; 0 when unknown."""
+        on (the data leaves the caches) the multi-pair bandwidth; below it
+        each core copies in its own caches, so nothing is shared beyond
+        the ranks of one core (@share, priced by the callers); 0 when
+        unknown."""
         if self.node_bandwidth is not None and size >= MEMORY_BOUND_BYTES:
             return streams / self.node_bandwidth.at(size)
-        if self.copy is not None and streams > 1:
-            return streams / self.copy.at(size)
         return 0.0
 
     def copy_time(self, size: float, streams: int = 1) -> float:
@@ -542,11 +547,14 @@ BLOCK_COLLECTIVES = ("gather", "scatter", "allgather", "alltoall")
 
 
 def node_phase(m: Machine, all_write: bool = False) -> float:
-    """A step count stored by one rank and seen by the node's others; with
-    @all_write every rank stores one and waits for all of them (ranks that
-    share cores must then all be scheduled: the penalty once per rank per
-    core)."""
-    return m.node.one_way(0) + m.penalty(NODE) * (m.share if all_write else 1.0)
+    """A step count stored by one rank and seen by the node's others: the
+    caller's software overhead (o_s, as for a send) and the cache line's
+    trip to the other core (Machine.line; without it the message's L +
+    o_r); with @all_write every rank stores one and waits for all of them
+    (ranks that share cores must then all be scheduled: the penalty once
+    per rank per core)."""
+    trip = m.line if m.line is not None else m.node.L + m.node.o_r
+    return m.node.o_s + trip + m.penalty(NODE) * (m.share if all_write else 1.0)
 
 
 INLINE_BYTES = 56  # a payload this small travels in the writer's line
@@ -1051,6 +1059,16 @@ def memcpy_rate(records: Sequence[dict]) -> Optional[Rate]:
     return Rate(tuple(sorted(points.items()))) if points else None
 
 
+def line_time(records: Sequence[dict]) -> Optional[float]:
+    """Seconds of a cache line's trip between two cores: the RSM bench's
+    cache-line ping-pong half round trip (rsm.jsonl, test
+    cacheline_pingpong, us), the median over its records; None without."""
+    values = [number(r.get("median")) for r in records
+              if r.get("test") == "cacheline_pingpong" and r.get("unit") == "us"]
+    values = [v for v in values if v is not None and v > 0]
+    return statistics.median(values) * US if values else None
+
+
 def reduce_rate(records: Sequence[dict]) -> Optional[Rate]:
     """The collective bench's vector add (ref_vector_add: a[i] += b[i] of
     its size in floats, median us) as bytes/s; the median over its
@@ -1079,14 +1097,15 @@ def parameters(records: Sequence[dict]) -> tuple:
 
 
 def machine_for(params: Sequence[LogGP], library: str, copy: Optional[Rate] = None,
-                reduce: Optional[Rate] = None,
-                bandwidth: Optional[Rate] = None) -> Optional[Machine]:
+                reduce: Optional[Rate] = None, bandwidth: Optional[Rate] = None,
+                line: Optional[float] = None) -> Optional[Machine]:
     """@library's Machine from @params (None without its node LogGP)."""
     node = next((p for p in params if p.library == library and p.path == NODE), None)
     net = next((p for p in params if p.library == library and p.path == NET), None)
     if node is None:
         return None
-    return Machine(node=node, net=net, copy=copy, reduce=reduce, node_bandwidth=bandwidth)
+    return Machine(node=node, net=net, copy=copy, reduce=reduce, node_bandwidth=bandwidth,
+                   line=line)
 
 
 def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
@@ -1194,12 +1213,13 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
     calibrate_penalties), Postbox's table."""
     if params is None:
         params, source = parameters(records)
-    copy, reduce = memcpy_rate(records), reduce_rate(records)
+    copy, reduce, line = memcpy_rate(records), reduce_rate(records), line_time(records)
     bandwidths = node_bandwidths(records)
     machines = {}
     for p in params:
         if p.library not in machines:
-            machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library))
+            machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library),
+                                  line)
             if machine is not None:
                 machines[p.library] = machine
     built = Model(machines, source or "given", oversubscription_penalties(records),

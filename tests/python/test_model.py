@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -114,9 +115,42 @@ def test_postbox_node_algorithms_compose_node_and_leaders():
     # on one node: the node area alone
     assert model.predict(MACHINE, model.Cluster(1, 8), "bcast", "node", M) == \
         pytest.approx(node)
-    # a phase is one node one_way of 0 bytes
+    # without a cache line's trip a phase is one node one_way of 0 bytes
     assert us(model.node_phase(MACHINE)) == pytest.approx(4.0)
     assert us(model.node_area_one_node(MACHINE, "barrier", 8, 0)) == pytest.approx(4.0)
+
+
+def test_node_area_phase_is_the_send_overhead_and_a_cache_line_trip():
+    lined = replace(MACHINE, line=0.25 * US)
+    # o_s (1 us) + the line's trip, not o_s + L + o_r
+    assert us(model.node_phase(lined)) == pytest.approx(1.25)
+    assert us(model.node_area_one_node(lined, "barrier", 4, 0)) == pytest.approx(1.25)
+    # ranks sharing cores: the penalty once per rank per core where all write
+    shared = replace(lined, hop_penalty=2 * US, share=2.0)
+    assert us(model.node_phase(shared)) == pytest.approx(3.25)
+    assert us(model.node_phase(shared, True)) == pytest.approx(5.25)
+    # the line's trip from the RSM bench's cache-line ping-pong (half round trip)
+    records = [{"suite": "raw", "test": "cacheline_pingpong", "unit": "us", "median": v}
+               for v in (0.05, 0.07, 0.3)]
+    assert us(model.line_time(records)) == pytest.approx(0.07)
+    assert model.line_time([]) is None
+
+
+def test_copies_in_cache_share_only_their_core():
+    rate = model.constant_rate(10e9)  # 10 GB/s: 0.1 ns per byte
+    machine = replace(MACHINE, copy=rate, node_bandwidth=model.constant_rate(5e9))
+    size = 64 << 10
+    one = machine.copy_time(size)
+    assert one == pytest.approx(size / 10e9)
+    # in cache, ranks copying at once on their own cores do not slow each other
+    assert machine.copy_time(size, streams=4) == pytest.approx(one)
+    # two ranks per core: each copy takes twice as long
+    assert replace(machine, share=2.0).copy_time(size, streams=4) == \
+        pytest.approx(2 * one)
+    # out of the caches the copies at once share the node's bandwidth
+    big = 4 << 20
+    assert machine.copy_time(big, streams=4) == pytest.approx(big * 4 / 5e9)
+    assert machine.copy_time(big, streams=1) == pytest.approx(big / 5e9)
 
 
 def test_table_parsing_and_choice():
