@@ -1187,8 +1187,10 @@ class Model:
     cores: int
     table: Optional[CollTable]
     params: list
-    # (library, cluster) whose CALIBRATION measurement set the penalty
+    # (library, cluster) whose CALIBRATION measurement set a parameter
     calibrated: set = field(default_factory=set)
+    # library -> the factor calibrate_latency put on its node latencies
+    latency_scale: dict = field(default_factory=dict)
 
     def machine(self, library: str, cluster: Cluster) -> Machine:
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
@@ -1226,6 +1228,7 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
                   machine_cores(records, description),
                   table if table is not None else load_table(), list(params))
     if calibrate:
+        calibrate_latency(built, records)
         calibrate_penalties(built, records)
     return built
 
@@ -1263,6 +1266,46 @@ def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
     if family_of(library) == "postbox":
         return postbox_choice(model.table, CALIBRATION, cluster, 0)
     return candidates(library, CALIBRATION)[0]
+
+
+def scaled_latency(machine: Machine, factor: float) -> Machine:
+    """@machine with the per-message times of its node path (o_s, L, o_r,
+    g, and the cache line's trip) @factor times as long; G and the rates
+    stay."""
+    node = machine.node
+    node = replace(node, L=node.L * factor, o_s=node.o_s * factor, o_r=node.o_r * factor,
+                   g=node.g * factor)
+    line = machine.line * factor if machine.line is not None else None
+    return replace(machine, node=node, line=line)
+
+
+def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
+    """Scale each library's node latencies (scaled_latency) so that the
+    model's Barrier equals the coll bench's Barrier measured on the fewest
+    ranks of one node that fit the cores (2 here): one measured point per
+    library, taken in the same runs and after the same synchronisation as
+    the collectives (the LogP bench's ping-pongs also time a rank waking
+    up for each message, which a collective called by ranks that are all
+    running does not see).  A Barrier at ranks that fit is one synchronised
+    step (or one node-area phase), linear in those times, so the factor
+    makes it match exactly; the point is then a calibration (Point.calibration)."""
+    if model.cores <= 0:
+        return
+    medians = coll_medians(model, records, (CALIBRATION,))
+    for (library, _, _), by_cluster in medians.items():
+        fitting = [c for c in by_cluster if c.nodes == 1 and 2 <= c.ranks <= model.cores]
+        if not fitting:
+            continue
+        cluster = min(fitting)
+        machine = model.machines[library]
+        base = predict(machine, cluster, CALIBRATION,
+                       _calibration_algorithm(model, library, cluster), 0, model.table)
+        if not base > 0 or not by_cluster[cluster] > 0:
+            continue
+        factor = by_cluster[cluster] / base
+        model.machines[library] = scaled_latency(machine, factor)
+        model.latency_scale[library] = factor
+        model.calibrated.add((library, cluster))
 
 
 def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:

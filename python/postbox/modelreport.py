@@ -223,8 +223,8 @@ def _params_html(analysis: Analysis) -> list:
     m = analysis.model
     out = ['<table class="model-params"><tr><th class="text">library</th>'
            '<th class="text">path</th><th>L (us)</th><th>o_s (us)</th><th>o_r (us)</th>'
-           '<th>g (us)</th><th>G (ns/KB)</th><th>penalty at 4 ranks (us)</th>'
-           '<th>node bandwidth at 4 MB (GB/s)</th></tr>']
+           '<th>g (us)</th><th>G (ns/KB)</th><th>latency scale (2-rank Barrier)</th>'
+           '<th>penalty at 4 ranks (us)</th><th>node bandwidth at 4 MB (GB/s)</th></tr>']
     for p in m.params:
         if p.library not in m.machines:
             continue
@@ -232,10 +232,13 @@ def _params_html(analysis: Analysis) -> list:
         penalty = m.penalties.get((p.library, p.path, 4))
         bandwidth = machine.node_bandwidth.at(4 << 20) / 1e9 \
             if p.path == model.NODE and machine.node_bandwidth else None
+        scale = m.latency_scale.get(p.library) if p.path == model.NODE else None
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%s</td>'
-                   '<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>'
+                   '<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
+                   '<td>%s</td></tr>'
                    % (esc(p.library), esc(p.path), _us(p.L), _us(p.o_s), _us(p.o_r), _us(p.g),
-                      format_value(p.G * 1024 * 1e9), _us(penalty),
+                      format_value(p.G * 1024 * 1e9),
+                      "-" if scale is None else format_value(scale), _us(penalty),
                       "-" if bandwidth is None else format_value(bandwidth)))
     out.append("</table>")
     return out
@@ -445,7 +448,12 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
            "share the node's memory bandwidth (the p2p bench's multi-pair bandwidth). The "
            "times are the mean "
            "over the ranks of each rank's time in the call, as bench/mpi_coll.c measures. "
-           "Parameters: %s. Postbox is priced with the algorithm its table picks "
+           "Parameters: %s; each library's node o_s, L, o_r, g (and the cache line's "
+           "trip) then scaled by one factor so that the model's Barrier at 2 ranks equals "
+           "the collective bench's (column \"latency scale\": the LogP bench's ping-pongs "
+           "also time a rank waking up for each message, which a collective of running "
+           "ranks does not see; that point is marked \"calibration\" and not counted). "
+           "Postbox is priced with the algorithm its table picks "
            "(src/mpi/coll_table.txt%s); Open MPI and MPICH with the algorithm of their "
            "known ones that best matches their measurements at each collective and size "
            "over the shapes measured (so their validation is of the model's prices, not of "

@@ -302,21 +302,51 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     for key, value in penalties.items():
         assert us(built.penalties[key]) == pytest.approx(us(value)), key
     assert ("postbox", model.Cluster(2, 2)) in built.calibrated
-    assert ("openmpi", model.Cluster(1, 2)) not in built.calibrated  # fits the cores
+    # the 2-rank Barrier calibrated the latencies: already right here
+    assert built.latency_scale["postbox"] == pytest.approx(1.0)
+    assert built.latency_scale["openmpi"] == pytest.approx(1.0)
     points = model.validate(built, records + measured)
     calibration = [p for p in points if p.calibration]
     assert {(p.library, p.cluster.ranks, p.collective) for p in calibration} == \
-        {("postbox", 4, "barrier"), ("openmpi", 4, "barrier")}
-    assert len(calibration) == 4
+        {("postbox", 2, "barrier"), ("postbox", 4, "barrier"), ("openmpi", 2, "barrier"),
+         ("openmpi", 4, "barrier")}
+    assert len(calibration) == 6
     for p in points:
         if p.library == "postbox" or p.collective == "barrier":
             assert p.error == pytest.approx(0.0, abs=1e-9), p
     # the calibration points are not counted
     counted = {(r[0], r[1]): r[3] for r in modelreport.summary(points)}
-    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 3
+    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 2
     # without the calibration the penalty is the multi-pair one (none here)
     plain = model.build(records + measured, description={"cores": 2}, calibrate=False)
-    assert not plain.calibrated and not plain.penalties
+    assert not plain.calibrated and not plain.penalties and not plain.latency_scale
+
+
+def test_two_rank_barrier_scales_the_node_latencies():
+    records = synthetic_records("postbox") + synthetic_records("openmpi")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    two = one_node(2)
+    measured = []
+    for library, algorithm in (("postbox", "node"), ("openmpi", "recursive_doubling")):
+        # a machine whose per-message times are 0.4 of the fitted ones
+        truth = model.scaled_latency(plain.machines[library], 0.4)
+        for collective, size in (("barrier", 0), ("bcast", 8), ("allreduce", 1024)):
+            alg = model.postbox_choice(plain.table, collective, two, size) \
+                if library == "postbox" else \
+                {"barrier": algorithm, "bcast": "binomial", "allreduce": algorithm}[collective]
+            measured.append(_coll(library, collective, size, 2, 1,
+                                  model.predict(truth, two, collective, alg, size, plain.table)))
+    built = model.build(records + measured, description={"cores": 2})
+    for library in ("postbox", "openmpi"):
+        assert built.latency_scale[library] == pytest.approx(0.4)
+        node, fitted = built.machines[library].node, plain.machines[library].node
+        assert node.o_s == pytest.approx(0.4 * fitted.o_s)
+        assert node.L == pytest.approx(0.4 * fitted.L)
+        assert node.g == pytest.approx(0.4 * fitted.g)
+        assert node.G == fitted.G  # bytes are not latency
+    for p in model.validate(built, records + measured):
+        assert p.calibration == (p.collective == "barrier")
+        assert p.error == pytest.approx(0.0, abs=1e-9), p
 
 
 def test_permutations_of_seed_000():
