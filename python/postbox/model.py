@@ -1189,8 +1189,10 @@ class Model:
     params: list
     # (library, cluster) whose CALIBRATION measurement set a parameter
     calibrated: set = field(default_factory=set)
-    # library -> the factor calibrate_latency put on its node latencies
+    # library -> the factor calibrate_latency put on its node latencies,
+    # and the one calibrate_penalties put on its net latencies
     latency_scale: dict = field(default_factory=dict)
+    net_latency_scale: dict = field(default_factory=dict)
 
     def machine(self, library: str, cluster: Cluster) -> Machine:
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
@@ -1315,10 +1317,12 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     T(p) = T(0) + k p, so p = (measured - T(0)) / k (0 when the model is
     already slower).  The one-node shapes set the node penalty at their
     rank count, then the shapes across nodes the net one, the node's as
-    just set.  A library's algorithm is Postbox's table's, else its
-    family's first (dissemination and recursive doubling cost the same
-    steps on 2^k ranks).  One measured point per library and shape; it is
-    then a calibration, not a validation (Point.calibration)."""
+    just set; across nodes, where the model's Barrier is slower than the
+    measured one with no penalty, the net latencies are scaled down
+    instead (_scale_net_latency).  A library's algorithm is Postbox's
+    table's, else its family's first (dissemination and recursive doubling
+    cost the same steps on 2^k ranks).  One measured point per library and
+    shape; it is then a calibration, not a validation (Point.calibration)."""
     if model.cores <= 0:
         return
     medians = coll_medians(model, records, (CALIBRATION,))
@@ -1343,6 +1347,39 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
             continue
         model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
         model.calibrated.add((library, cluster))
+        if path == NET and value < base:
+            _scale_net_latency(model, library, cluster, algorithm, value)
+
+
+def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: str,
+                       value: float) -> None:
+    """Scale @library's net o_s, L, o_r and g down (no penalty) until the
+    model's Barrier on @cluster is @value: the LogP bench's net fit came
+    out slower than the collectives' own steps on that path.  Bisection
+    (a step's price is the max of its node and net latencies)."""
+    machine = model.machines[library]
+
+    def timed(factor: float) -> float:
+        net = machine.net
+        scaled = replace(machine, net=replace(net, L=net.L * factor, o_s=net.o_s * factor,
+                                              o_r=net.o_r * factor, g=net.g * factor))
+        return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
+                                      model.cores), cluster, CALIBRATION, algorithm, 0,
+                       model.table)
+
+    lo, hi = 0.0, 1.0
+    if timed(lo) > value:
+        return  # the node's part alone is already slower
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if timed(mid) > value:
+            hi = mid
+        else:
+            lo = mid
+    net = machine.net
+    model.machines[library] = replace(machine, net=replace(
+        net, L=net.L * lo, o_s=net.o_s * lo, o_r=net.o_r * lo, g=net.g * lo))
+    model.net_latency_scale[library] = lo
 
 
 def validate(model: Model, records: Sequence[dict],

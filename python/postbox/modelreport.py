@@ -223,7 +223,7 @@ def _params_html(analysis: Analysis) -> list:
     m = analysis.model
     out = ['<table class="model-params"><tr><th class="text">library</th>'
            '<th class="text">path</th><th>L (us)</th><th>o_s (us)</th><th>o_r (us)</th>'
-           '<th>g (us)</th><th>G (ns/KB)</th><th>latency scale (2-rank Barrier)</th>'
+           '<th>g (us)</th><th>G (ns/KB)</th><th>latency scale (Barrier)</th>'
            '<th>penalty at 4 ranks (us)</th><th>node bandwidth at 4 MB (GB/s)</th></tr>']
     for p in m.params:
         if p.library not in m.machines:
@@ -232,7 +232,8 @@ def _params_html(analysis: Analysis) -> list:
         penalty = m.penalties.get((p.library, p.path, 4))
         bandwidth = machine.node_bandwidth.at(4 << 20) / 1e9 \
             if p.path == model.NODE and machine.node_bandwidth else None
-        scale = m.latency_scale.get(p.library) if p.path == model.NODE else None
+        scale = (m.latency_scale if p.path == model.NODE else m.net_latency_scale).get(
+            p.library)
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%s</td>'
                    '<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
                    '<td>%s</td></tr>'
@@ -472,7 +473,9 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
            "the model adds for them a per-step penalty and stretches every byte's time by the "
            "ranks per core. The penalty is calibrated per library and shape from one "
            "measured primitive, the collective bench's Barrier on that shape (the penalty "
-           "that makes the model's Barrier equal it; those points are marked "
+           "that makes the model's Barrier equal it; across nodes, where the model's "
+           "Barrier is already slower with no penalty, the net o_s, L, o_r and g are scaled "
+           "down to match instead; those points are marked "
            "\"calibration\" and not counted), else the multi-pair ping-pong at that rank "
            "count less the 2-rank one; neither applies to the extrapolation, which assumes "
            "one rank per core. The \"net\" path here is TCP between processes of one host "

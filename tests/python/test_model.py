@@ -457,3 +457,24 @@ def test_model_section_in_headless_chromium(tmp_path):
         assert match, name
         assert re.search(r'<path[^>]*stroke-dasharray', match.group(1))
     assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
+
+
+def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
+    records = synthetic_records("openmpi")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    cluster = model.Cluster(4, 1)  # the TCP path: every rank its own node
+    machine = plain.machines["openmpi"]
+    net = machine.net
+    truth = replace(machine, net=replace(net, L=net.L * 0.3, o_s=net.o_s * 0.3,
+                                         o_r=net.o_r * 0.3, g=net.g * 0.3))
+    truth = model.with_penalties(truth, {}, "openmpi", 4, 2)  # 2 ranks per core
+    measured = [_coll("openmpi", collective, size, 4, 4,
+                      model.predict(truth, cluster, collective, algorithm, size), "tcp")
+                for collective, algorithm, size in (("barrier", "recursive_doubling", 0),
+                                                    ("allreduce", "recursive_doubling", 8))]
+    built = model.build(records + measured, description={"cores": 2})
+    assert built.net_latency_scale["openmpi"] == pytest.approx(0.3)
+    assert us(built.penalties[("openmpi", "net", 4)]) == pytest.approx(0.0)
+    assert built.machines["openmpi"].net.G == net.G
+    for p in model.validate(built, records + measured):
+        assert p.error == pytest.approx(0.0, abs=1e-6), p
