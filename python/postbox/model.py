@@ -26,22 +26,35 @@ Prices (LogGP, Alexandrov et al.):
   of a parent sent j gaps after the parent received;
 - a reduction step also combines its bytes at the machine's reduce rate;
 - a node-area phase (a step count stored and seen by the node's other
-  ranks): one node one_way of 0 bytes; its data moves at the memcpy rate.
+  ranks): the send overhead o_s and a cache line's trip between cores;
+  its data moves at the memcpy rate (below 2 MB each core in its own
+  caches, from 2 MB sharing the node's bandwidth).
 The bench times each call as the mean over the ranks of their time in the
 call (bench/mpi_coll.c), so where ranks finish at different times (trees,
 rooted collectives) the model gives that mean too.
 
 Oversubscription.  This machine runs 4 and 8 ranks on 2 cores: then a rank
 often waits for its peer to be scheduled.  The model adds a per-step
-penalty for that (Machine.hop_penalty) taken from the p2p bench's
-multi-pair ping-pong at more ranks than cores, minus the 2-rank ping-pong;
-it is zero on the clusters the model extrapolates to (one rank per core).
+penalty for that (Machine.hop_penalty); it is zero on the clusters the
+model extrapolates to (one rank per core).
+
+Calibration (build(calibrate=True)): a few measured primitives of the
+collective bench itself, one Barrier per library and shape, set what the
+point-to-point benches measure under other conditions: the node latencies
+are scaled so that the 2-rank Barrier matches (calibrate_latency), and the
+penalty of a shape with more ranks than cores is the one that makes its
+Barrier match (calibrate_penalties; across nodes, a model already slower
+scales its net latencies down instead).  Those Barrier points are then
+calibrations, not validations.  Without a Barrier record the penalty is
+the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
+2-rank ping-pong.
 
 Where the parameters come from: postbox.logpfit.fitted_parameters(records)
 (the LogP bench) when its records exist, else approximate_from_p2p(records):
 a rough LogGP per library and path from the point-to-point records (see
 there).  The memcpy rate is the RSM bench's memcpy against size
-(rsm.jsonl), the reduce rate the collective bench's 4 MB vector add.
+(rsm.jsonl), the reduce rate the collective bench's 4 MB vector add, a
+cache line's trip between cores the RSM bench's cache-line ping-pong.
 
 Nothing here runs anything: it reads records.
 """
@@ -1199,7 +1212,8 @@ class Model:
                               self.cores)
 
     def calibrates(self, library: str, cluster: Cluster, collective: str) -> bool:
-        """Whether @library's @collective on @cluster set a penalty."""
+        """Whether @library's @collective on @cluster set a parameter (it
+        is then not a validation)."""
         return collective == CALIBRATION and (library, cluster) in self.calibrated
 
     def time(self, library: str, cluster: Cluster, collective: str, algorithm: str,
@@ -1212,9 +1226,11 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
           params: Optional[Sequence[LogGP]] = None, source: Optional[str] = None,
           table: Optional[CollTable] = None, calibrate: bool = True) -> Model:
     """The Model of @records: @params (else parameters(records)), the memcpy
-    and reduce rates, the oversubscription penalties (with @calibrate, those
-    of the shapes with more ranks than cores from the coll bench's Barrier:
-    calibrate_penalties), Postbox's table."""
+    and reduce rates, the cache line's trip, the oversubscription penalties,
+    Postbox's table; with @calibrate, the node latencies scaled by the coll
+    bench's 2-rank Barrier (calibrate_latency) and the penalties of the
+    shapes with more ranks than cores from its Barrier on them
+    (calibrate_penalties)."""
     if params is None:
         params, source = parameters(records)
     copy, reduce, line = memcpy_rate(records), reduce_rate(records), line_time(records)
@@ -1270,15 +1286,16 @@ def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
     return candidates(library, CALIBRATION)[0]
 
 
-def scaled_latency(machine: Machine, factor: float) -> Machine:
-    """@machine with the per-message times of its node path (o_s, L, o_r,
-    g, and the cache line's trip) @factor times as long; G and the rates
-    stay."""
-    node = machine.node
-    node = replace(node, L=node.L * factor, o_s=node.o_s * factor, o_r=node.o_r * factor,
-                   g=node.g * factor)
+def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine:
+    """@machine with the per-message times of its @path (o_s, L, o_r, g;
+    on the node also the cache line's trip) @factor times as long; G and
+    the rates stay."""
+    p = machine.params(path)
+    p = replace(p, L=p.L * factor, o_s=p.o_s * factor, o_r=p.o_r * factor, g=p.g * factor)
+    if path == NET:
+        return replace(machine, net=p)
     line = machine.line * factor if machine.line is not None else None
-    return replace(machine, node=node, line=line)
+    return replace(machine, node=p, line=line)
 
 
 def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
@@ -1360,9 +1377,7 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
     machine = model.machines[library]
 
     def timed(factor: float) -> float:
-        net = machine.net
-        scaled = replace(machine, net=replace(net, L=net.L * factor, o_s=net.o_s * factor,
-                                              o_r=net.o_r * factor, g=net.g * factor))
+        scaled = scaled_latency(machine, factor, NET)
         return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
                                       model.cores), cluster, CALIBRATION, algorithm, 0,
                        model.table)
@@ -1376,9 +1391,7 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
             hi = mid
         else:
             lo = mid
-    net = machine.net
-    model.machines[library] = replace(machine, net=replace(
-        net, L=net.L * lo, o_s=net.o_s * lo, o_r=net.o_r * lo, g=net.g * lo))
+    model.machines[library] = scaled_latency(machine, lo, NET)
     model.net_latency_scale[library] = lo
 
 
