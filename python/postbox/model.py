@@ -1252,10 +1252,11 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
 
 
 def coll_medians(model: Model, records: Sequence[dict],
-                 collectives: Sequence[str] = COLLECTIVES) -> dict:
-    """{(library, collective, size): {Cluster: median seconds}} of the coll
-    records of @collectives that @model has parameters for (the median over
-    the rounds' records of a point)."""
+                 collectives: Sequence[str] = COLLECTIVES,
+                 over_rounds: Callable[[list], float] = statistics.median) -> dict:
+    """{(library, collective, size): {Cluster: seconds}} of the coll records
+    of @collectives that @model has parameters for: @over_rounds (the
+    median) of the records' medians of a point, one per round."""
     measured: dict = {}
     for r in records:
         if r.get("suite") != "coll" or r.get("test") not in collectives:
@@ -1271,7 +1272,7 @@ def coll_medians(model: Model, records: Sequence[dict],
             continue
         key = (library, str(r.get("test")), int(number(r.get("size")) or 0))
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
-    return {key: {c: statistics.median(v) for c, v in by_cluster.items()}
+    return {key: {c: over_rounds(v) for c, v in by_cluster.items()}
             for key, by_cluster in measured.items()}
 
 
@@ -1307,10 +1308,15 @@ def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
     up for each message, which a collective called by ranks that are all
     running does not see).  A Barrier at ranks that fit is one synchronised
     step (or one node-area phase), linear in those times, so the factor
-    makes it match exactly; the point is then a calibration (Point.calibration)."""
+    makes it match exactly; the point is then a calibration
+    (Point.calibration).  The factor only scales down (a Barrier slower
+    than the ping-pongs' price is a disturbed one, not a cheaper
+    ping-pong), and the measurement is the least disturbed round's (the
+    smallest of the rounds' medians): one round of a 2-rank Barrier on a
+    loaded machine took 6 ms where another took 12 us."""
     if model.cores <= 0:
         return
-    medians = coll_medians(model, records, (CALIBRATION,))
+    medians = coll_medians(model, records, (CALIBRATION,), min)
     for (library, _, _), by_cluster in medians.items():
         fitting = [c for c in by_cluster if c.nodes == 1 and 2 <= c.ranks <= model.cores]
         if not fitting:
@@ -1321,7 +1327,7 @@ def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
                        _calibration_algorithm(model, library, cluster), 0, model.table)
         if not base > 0 or not by_cluster[cluster] > 0:
             continue
-        factor = by_cluster[cluster] / base
+        factor = min(by_cluster[cluster] / base, 1.0)
         model.machines[library] = scaled_latency(machine, factor)
         model.latency_scale[library] = factor
         model.calibrated.add((library, cluster))
@@ -1338,11 +1344,13 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     measured one with no penalty, the net latencies are scaled down
     instead (_scale_net_latency).  A library's algorithm is Postbox's
     table's, else its family's first (dissemination and recursive doubling
-    cost the same steps on 2^k ranks).  One measured point per library and
-    shape; it is then a calibration, not a validation (Point.calibration)."""
+    cost the same steps on 2^k ranks).  The measurement is the least
+    disturbed round's (the smallest of the rounds' medians).  One measured
+    point per library and shape; it is then a calibration, not a
+    validation (Point.calibration)."""
     if model.cores <= 0:
         return
-    medians = coll_medians(model, records, (CALIBRATION,))
+    medians = coll_medians(model, records, (CALIBRATION,), min)
     shapes = sorted({(library, cluster, value)
                      for (library, _, _), by_cluster in medians.items()
                      for cluster, value in by_cluster.items()
