@@ -478,3 +478,19 @@ def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
     assert built.machines["openmpi"].net.G == net.G
     for p in model.validate(built, records + measured):
         assert p.error == pytest.approx(0.0, abs=1e-6), p
+
+
+def test_calibration_takes_the_least_disturbed_round_and_only_scales_down():
+    records = synthetic_records("postbox")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    two = one_node(2)
+    barrier = model.predict(plain.machines["postbox"], two, "barrier", "node", 0, plain.table)
+    # three rounds: one disturbed (100 times slower), the least disturbed half the model's
+    rounds = [_coll("postbox", "barrier", 0, 2, 1, f * barrier) for f in (0.5, 0.7, 50)]
+    built = model.build(records + rounds, description={"cores": 2})
+    assert built.latency_scale["postbox"] == pytest.approx(0.5)
+    # a Barrier slower than the model's price leaves the latencies as fitted
+    slow = [_coll("postbox", "barrier", 0, 2, 1, 3 * barrier)]
+    built = model.build(records + slow, description={"cores": 2})
+    assert built.latency_scale["postbox"] == pytest.approx(1.0)
+    assert built.machines["postbox"].node == plain.machines["postbox"].node
