@@ -26,22 +26,35 @@ Prices (LogGP, Alexandrov et al.):
   of a parent sent j gaps after the parent received;
 - a reduction step also combines its bytes at the machine's reduce rate;
 - a node-area phase (a step count stored and seen by the node's other
-  ranks): one node one_way of 0 bytes; its data moves at the memcpy rate.
+  ranks): the send overhead o_s and a cache line's trip between cores;
+  its data moves at the memcpy rate (below 2 MB each core in its own
+  caches, from 2 MB sharing the node's bandwidth).
 The bench times each call as the mean over the ranks of their time in the
 call (bench/mpi_coll.c), so where ranks finish at different times (trees,
 rooted collectives) the model gives that mean too.
 
 Oversubscription.  This machine runs 4 and 8 ranks on 2 cores: then a rank
 often waits for its peer to be scheduled.  The model adds a per-step
-penalty for that (Machine.hop_penalty) taken from the p2p bench's
-multi-pair ping-pong at more ranks than cores, minus the 2-rank ping-pong;
-it is zero on the clusters the model extrapolates to (one rank per core).
+penalty for that (Machine.hop_penalty); it is zero on the clusters the
+model extrapolates to (one rank per core).
+
+Calibration (build(calibrate=True)): a few measured primitives of the
+collective bench itself, one Barrier per library and shape, set what the
+point-to-point benches measure under other conditions: the node latencies
+are scaled so that the 2-rank Barrier matches (calibrate_latency), and the
+penalty of a shape with more ranks than cores is the one that makes its
+Barrier match (calibrate_penalties; across nodes, a model already slower
+scales its net latencies down instead).  Those Barrier points are then
+calibrations, not validations.  Without a Barrier record the penalty is
+the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
+2-rank ping-pong.
 
 Where the parameters come from: postbox.logpfit.fitted_parameters(records)
 (the LogP bench) when its records exist, else approximate_from_p2p(records):
 a rough LogGP per library and path from the point-to-point records (see
 there).  The memcpy rate is the RSM bench's memcpy against size
-(rsm.jsonl), the reduce rate the collective bench's 4 MB vector add.
+(rsm.jsonl), the reduce rate the collective bench's 4 MB vector add, a
+cache line's trip between cores the RSM bench's cache-line ping-pong.
 
 Nothing here runs anything: it reads records.
 """
@@ -108,7 +121,8 @@ class Machine:
     """What the model prices with: the node and net LogGP, the node's memcpy
     rate (node-area copies), the reduce rate (a[i] += b[i] bytes/s), the
     node's memory bandwidth as MPI sees it (bytes/s of all its ranks'
-    messages at once: copies at once share it), and, for ranks that share
+    messages at once: copies at once share it), a cache line's trip
+    between cores (@line, the node area's steps), and, for ranks that share
     cores, the per-step penalties and the ranks per core (@share: every
     byte's time is that many times longer)."""
 
@@ -120,6 +134,10 @@ class Machine:
     hop_penalty: float = 0.0
     net_hop_penalty: float = 0.0
     share: float = 1.0
+    # seconds for a cache line stored by one core to be seen by another
+    # (the RSM bench's cache-line ping-pong, half round trip): the node
+    # area's step count travels so, not as a message
+    line: Optional[float] = None
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
@@ -133,12 +151,12 @@ class Machine:
     def memory_byte_time(self, streams: int, size: float) -> float:
         """Seconds per byte of each of @streams copies of @size bytes at
         once sharing the node's memory bandwidth: from MEMORY_BOUND_BYTES
-        on (the data leaves the caches) the multi-pair bandwidth, below it
-        one memcpy's rate shared by them all; 0 when unknown."""
+        on (the data leaves the caches) the multi-pair bandwidth; below it
+        each core copies in its own caches, so nothing is shared beyond
+        the ranks of one core (@share, priced by the callers); 0 when
+        unknown."""
         if self.node_bandwidth is not None and size >= MEMORY_BOUND_BYTES:
             return streams / self.node_bandwidth.at(size)
-        if self.copy is not None and streams > 1:
-            return streams / self.copy.at(size)
         return 0.0
 
     def copy_time(self, size: float, streams: int = 1) -> float:
@@ -542,11 +560,14 @@ BLOCK_COLLECTIVES = ("gather", "scatter", "allgather", "alltoall")
 
 
 def node_phase(m: Machine, all_write: bool = False) -> float:
-    """A step count stored by one rank and seen by the node's others; with
-    @all_write every rank stores one and waits for all of them (ranks that
-    share cores must then all be scheduled: the penalty once per rank per
-    core)."""
-    return m.node.one_way(0) + m.penalty(NODE) * (m.share if all_write else 1.0)
+    """A step count stored by one rank and seen by the node's others: the
+    caller's software overhead (o_s, as for a send) and the cache line's
+    trip to the other core (Machine.line; without it the message's L +
+    o_r); with @all_write every rank stores one and waits for all of them
+    (ranks that share cores must then all be scheduled: the penalty once
+    per rank per core)."""
+    trip = m.line if m.line is not None else m.node.L + m.node.o_r
+    return m.node.o_s + trip + m.penalty(NODE) * (m.share if all_write else 1.0)
 
 
 INLINE_BYTES = 56  # a payload this small travels in the writer's line
@@ -1051,6 +1072,16 @@ def memcpy_rate(records: Sequence[dict]) -> Optional[Rate]:
     return Rate(tuple(sorted(points.items()))) if points else None
 
 
+def line_time(records: Sequence[dict]) -> Optional[float]:
+    """Seconds of a cache line's trip between two cores: the RSM bench's
+    cache-line ping-pong half round trip (rsm.jsonl, test
+    cacheline_pingpong, us), the median over its records; None without."""
+    values = [number(r.get("median")) for r in records
+              if r.get("test") == "cacheline_pingpong" and r.get("unit") == "us"]
+    values = [v for v in values if v is not None and v > 0]
+    return statistics.median(values) * US if values else None
+
+
 def reduce_rate(records: Sequence[dict]) -> Optional[Rate]:
     """The collective bench's vector add (ref_vector_add: a[i] += b[i] of
     its size in floats, median us) as bytes/s; the median over its
@@ -1079,14 +1110,15 @@ def parameters(records: Sequence[dict]) -> tuple:
 
 
 def machine_for(params: Sequence[LogGP], library: str, copy: Optional[Rate] = None,
-                reduce: Optional[Rate] = None,
-                bandwidth: Optional[Rate] = None) -> Optional[Machine]:
+                reduce: Optional[Rate] = None, bandwidth: Optional[Rate] = None,
+                line: Optional[float] = None) -> Optional[Machine]:
     """@library's Machine from @params (None without its node LogGP)."""
     node = next((p for p in params if p.library == library and p.path == NODE), None)
     net = next((p for p in params if p.library == library and p.path == NET), None)
     if node is None:
         return None
-    return Machine(node=node, net=net, copy=copy, reduce=reduce, node_bandwidth=bandwidth)
+    return Machine(node=node, net=net, copy=copy, reduce=reduce, node_bandwidth=bandwidth,
+                   line=line)
 
 
 def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
@@ -1135,6 +1167,9 @@ class Point:
     measured: float  # seconds
     predicted: float  # seconds
     shape: str = ""
+    # the point calibrated the model (Model.calibrated): it matches by
+    # construction, so it is shown but not counted
+    calibration: bool = False
 
     @property
     def error(self) -> Optional[float]:
@@ -1165,10 +1200,21 @@ class Model:
     cores: int
     table: Optional[CollTable]
     params: list
+    # (library, cluster) whose CALIBRATION measurement set a parameter
+    calibrated: set = field(default_factory=set)
+    # library -> the factor calibrate_latency put on its node latencies,
+    # and the one calibrate_penalties put on its net latencies
+    latency_scale: dict = field(default_factory=dict)
+    net_latency_scale: dict = field(default_factory=dict)
 
     def machine(self, library: str, cluster: Cluster) -> Machine:
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
                               self.cores)
+
+    def calibrates(self, library: str, cluster: Cluster, collective: str) -> bool:
+        """Whether @library's @collective on @cluster set a parameter (it
+        is then not a validation)."""
+        return collective == CALIBRATION and (library, cluster) in self.calibrated
 
     def time(self, library: str, cluster: Cluster, collective: str, algorithm: str,
              size: float, penalties: bool = True) -> float:
@@ -1178,32 +1224,39 @@ class Model:
 
 def build(records: Sequence[dict], description: Optional[dict] = None,
           params: Optional[Sequence[LogGP]] = None, source: Optional[str] = None,
-          table: Optional[CollTable] = None) -> Model:
+          table: Optional[CollTable] = None, calibrate: bool = True) -> Model:
     """The Model of @records: @params (else parameters(records)), the memcpy
-    and reduce rates, the oversubscription penalties, Postbox's table."""
+    and reduce rates, the cache line's trip, the oversubscription penalties,
+    Postbox's table; with @calibrate, the node latencies scaled by the coll
+    bench's 2-rank Barrier (calibrate_latency) and the penalties of the
+    shapes with more ranks than cores from its Barrier on them
+    (calibrate_penalties)."""
     if params is None:
         params, source = parameters(records)
-    copy, reduce = memcpy_rate(records), reduce_rate(records)
+    copy, reduce, line = memcpy_rate(records), reduce_rate(records), line_time(records)
     bandwidths = node_bandwidths(records)
     machines = {}
     for p in params:
         if p.library not in machines:
-            machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library))
+            machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library),
+                                  line)
             if machine is not None:
                 machines[p.library] = machine
-    return Model(machines, source or "given", oversubscription_penalties(records),
-                 machine_cores(records, description),
-                 table if table is not None else load_table(), list(params))
+    built = Model(machines, source or "given", oversubscription_penalties(records),
+                  machine_cores(records, description),
+                  table if table is not None else load_table(), list(params))
+    if calibrate:
+        calibrate_latency(built, records)
+        calibrate_penalties(built, records)
+    return built
 
 
-def validate(model: Model, records: Sequence[dict],
-             collectives: Sequence[str] = COLLECTIVES) -> list:
-    """A Point per measured (library, shape, collective, size) of the coll
-    records that the model has parameters for: Postbox with the algorithm
-    its table picks; another library with the algorithm of its family that
-    best matches its measurements at that collective and size over all the
-    shapes measured (the smallest sum of |log(predicted / measured)|).
-    Records of several rounds count by their median."""
+def coll_medians(model: Model, records: Sequence[dict],
+                 collectives: Sequence[str] = COLLECTIVES,
+                 over_rounds: Callable[[list], float] = statistics.median) -> dict:
+    """{(library, collective, size): {Cluster: seconds}} of the coll records
+    of @collectives that @model has parameters for: @over_rounds (the
+    median) of the records' medians of a point, one per round."""
     measured: dict = {}
     for r in records:
         if r.get("suite") != "coll" or r.get("test") not in collectives:
@@ -1219,14 +1272,154 @@ def validate(model: Model, records: Sequence[dict],
             continue
         key = (library, str(r.get("test")), int(number(r.get("size")) or 0))
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
+    return {key: {c: over_rounds(v) for c, v in by_cluster.items()}
+            for key, by_cluster in measured.items()}
+
+
+# the collective whose measurement with more ranks than cores sets the
+# per-step penalty of that shape (calibrate_penalties)
+CALIBRATION = "barrier"
+
+
+def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
+    if family_of(library) == "postbox":
+        return postbox_choice(model.table, CALIBRATION, cluster, 0)
+    return candidates(library, CALIBRATION)[0]
+
+
+def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine:
+    """@machine with the per-message times of its @path (o_s, L, o_r, g;
+    on the node also the cache line's trip) @factor times as long; G and
+    the rates stay."""
+    p = machine.params(path)
+    p = replace(p, L=p.L * factor, o_s=p.o_s * factor, o_r=p.o_r * factor, g=p.g * factor)
+    if path == NET:
+        return replace(machine, net=p)
+    line = machine.line * factor if machine.line is not None else None
+    return replace(machine, node=p, line=line)
+
+
+def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
+    """Scale each library's node latencies (scaled_latency) so that the
+    model's Barrier equals the coll bench's Barrier measured on the fewest
+    ranks of one node that fit the cores (2 here): one measured point per
+    library, taken in the same runs and after the same synchronisation as
+    the collectives (the LogP bench's ping-pongs also time a rank waking
+    up for each message, which a collective called by ranks that are all
+    running does not see).  A Barrier at ranks that fit is one synchronised
+    step (or one node-area phase), linear in those times, so the factor
+    makes it match exactly; the point is then a calibration
+    (Point.calibration).  The factor only scales down (a Barrier slower
+    than the ping-pongs' price is a disturbed one, not a cheaper
+    ping-pong), and the measurement is the least disturbed round's (the
+    smallest of the rounds' medians): one round of a 2-rank Barrier on a
+    loaded machine took 6 ms where another took 12 us."""
+    if model.cores <= 0:
+        return
+    medians = coll_medians(model, records, (CALIBRATION,), min)
+    for (library, _, _), by_cluster in medians.items():
+        fitting = [c for c in by_cluster if c.nodes == 1 and 2 <= c.ranks <= model.cores]
+        if not fitting:
+            continue
+        cluster = min(fitting)
+        machine = model.machines[library]
+        base = predict(machine, cluster, CALIBRATION,
+                       _calibration_algorithm(model, library, cluster), 0, model.table)
+        if not base > 0 or not by_cluster[cluster] > 0:
+            continue
+        factor = min(by_cluster[cluster] / base, 1.0)
+        model.machines[library] = scaled_latency(machine, factor)
+        model.latency_scale[library] = factor
+        model.calibrated.add((library, cluster))
+
+
+def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
+    """Replace in @model the per-step penalties of the shapes with more
+    ranks than cores by those that make its Barrier match the coll bench's
+    Barrier measured on that shape: a model time is linear in the penalty,
+    T(p) = T(0) + k p, so p = (measured - T(0)) / k (0 when the model is
+    already slower).  The one-node shapes set the node penalty at their
+    rank count, then the shapes across nodes the net one, the node's as
+    just set; across nodes, where the model's Barrier is slower than the
+    measured one with no penalty, the net latencies are scaled down
+    instead (_scale_net_latency).  A library's algorithm is Postbox's
+    table's, else its family's first (dissemination and recursive doubling
+    cost the same steps on 2^k ranks).  The measurement is the least
+    disturbed round's (the smallest of the rounds' medians).  One measured
+    point per library and shape; it is then a calibration, not a
+    validation (Point.calibration)."""
+    if model.cores <= 0:
+        return
+    medians = coll_medians(model, records, (CALIBRATION,), min)
+    shapes = sorted({(library, cluster, value)
+                     for (library, _, _), by_cluster in medians.items()
+                     for cluster, value in by_cluster.items()
+                     if cluster.ranks > model.cores},
+                    key=lambda item: (item[1].nodes > 1, item[0], item[1]))
+    for library, cluster, value in shapes:
+        path = NODE if cluster.nodes == 1 else NET
+        machine = model.machine(library, cluster)
+        algorithm = _calibration_algorithm(model, library, cluster)
+
+        def timed(penalty: float) -> float:
+            priced = replace(machine, **{"hop_penalty" if path == NODE else
+                                         "net_hop_penalty": penalty})
+            return predict(priced, cluster, CALIBRATION, algorithm, 0, model.table)
+
+        base = timed(0.0)
+        slope = (timed(1e-6) - base) / 1e-6
+        if slope <= 0:
+            continue
+        model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
+        model.calibrated.add((library, cluster))
+        if path == NET and value < base:
+            _scale_net_latency(model, library, cluster, algorithm, value)
+
+
+def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: str,
+                       value: float) -> None:
+    """Scale @library's net o_s, L, o_r and g down (no penalty) until the
+    model's Barrier on @cluster is @value: the LogP bench's net fit came
+    out slower than the collectives' own steps on that path.  Bisection
+    (a step's price is the max of its node and net latencies)."""
+    machine = model.machines[library]
+
+    def timed(factor: float) -> float:
+        scaled = scaled_latency(machine, factor, NET)
+        return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
+                                      model.cores), cluster, CALIBRATION, algorithm, 0,
+                       model.table)
+
+    lo, hi = 0.0, 1.0
+    if timed(lo) > value:
+        return  # the node's part alone is already slower
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if timed(mid) > value:
+            hi = mid
+        else:
+            lo = mid
+    model.machines[library] = scaled_latency(machine, lo, NET)
+    model.net_latency_scale[library] = lo
+
+
+def validate(model: Model, records: Sequence[dict],
+             collectives: Sequence[str] = COLLECTIVES) -> list:
+    """A Point per measured (library, shape, collective, size) of the coll
+    records that the model has parameters for: Postbox with the algorithm
+    its table picks; another library with the algorithm of its family that
+    best matches its measurements at that collective and size over all the
+    shapes measured (the smallest sum of |log(predicted / measured)|).
+    Records of several rounds count by their median."""
     out = []
-    for (library, collective, size), by_cluster in measured.items():
-        medians = {c: statistics.median(v) for c, v in by_cluster.items()}
+    for (library, collective, size), medians in coll_medians(model, records,
+                                                             collectives).items():
         if family_of(library) == "postbox":
             for cluster, value in sorted(medians.items()):
                 algorithm = postbox_choice(model.table, collective, cluster, size)
                 out.append(Point(library, cluster, collective, size, algorithm, value,
-                                 model.time(library, cluster, collective, algorithm, size)))
+                                 model.time(library, cluster, collective, algorithm, size),
+                                 calibration=model.calibrates(library, cluster, collective)))
             continue
         best, best_miss = None, None
         for algorithm in candidates(library, collective):
@@ -1236,7 +1429,8 @@ def validate(model: Model, records: Sequence[dict],
                 best, best_miss = algorithm, miss
         for cluster, value in sorted(medians.items()):
             out.append(Point(library, cluster, collective, size, best, value,
-                             model.time(library, cluster, collective, best, size)))
+                             model.time(library, cluster, collective, best, size),
+                             calibration=model.calibrates(library, cluster, collective)))
     out.sort(key=lambda p: (p.library, p.cluster.ranks, p.cluster, COLLECTIVES.index(
         p.collective) if p.collective in COLLECTIVES else 99, p.size))
     return out

@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -114,9 +115,42 @@ def test_postbox_node_algorithms_compose_node_and_leaders():
     # on one node: the node area alone
     assert model.predict(MACHINE, model.Cluster(1, 8), "bcast", "node", M) == \
         pytest.approx(node)
-    # a phase is one node one_way of 0 bytes
+    # without a cache line's trip a phase is one node one_way of 0 bytes
     assert us(model.node_phase(MACHINE)) == pytest.approx(4.0)
     assert us(model.node_area_one_node(MACHINE, "barrier", 8, 0)) == pytest.approx(4.0)
+
+
+def test_node_area_phase_is_the_send_overhead_and_a_cache_line_trip():
+    lined = replace(MACHINE, line=0.25 * US)
+    # o_s (1 us) + the line's trip, not o_s + L + o_r
+    assert us(model.node_phase(lined)) == pytest.approx(1.25)
+    assert us(model.node_area_one_node(lined, "barrier", 4, 0)) == pytest.approx(1.25)
+    # ranks sharing cores: the penalty once per rank per core where all write
+    shared = replace(lined, hop_penalty=2 * US, share=2.0)
+    assert us(model.node_phase(shared)) == pytest.approx(3.25)
+    assert us(model.node_phase(shared, True)) == pytest.approx(5.25)
+    # the line's trip from the RSM bench's cache-line ping-pong (half round trip)
+    records = [{"suite": "raw", "test": "cacheline_pingpong", "unit": "us", "median": v}
+               for v in (0.05, 0.07, 0.3)]
+    assert us(model.line_time(records)) == pytest.approx(0.07)
+    assert model.line_time([]) is None
+
+
+def test_copies_in_cache_share_only_their_core():
+    rate = model.constant_rate(10e9)  # 10 GB/s: 0.1 ns per byte
+    machine = replace(MACHINE, copy=rate, node_bandwidth=model.constant_rate(5e9))
+    size = 64 << 10
+    one = machine.copy_time(size)
+    assert one == pytest.approx(size / 10e9)
+    # in cache, ranks copying at once on their own cores do not slow each other
+    assert machine.copy_time(size, streams=4) == pytest.approx(one)
+    # two ranks per core: each copy takes twice as long
+    assert replace(machine, share=2.0).copy_time(size, streams=4) == \
+        pytest.approx(2 * one)
+    # out of the caches the copies at once share the node's bandwidth
+    big = 4 << 20
+    assert machine.copy_time(big, streams=4) == pytest.approx(big * 4 / 5e9)
+    assert machine.copy_time(big, streams=1) == pytest.approx(big / 5e9)
 
 
 def test_table_parsing_and_choice():
@@ -238,6 +272,83 @@ def test_oversubscription_penalty_from_the_multipair_records():
     assert us(model.scaled_penalty(penalties, "postbox", "node", 8, 2)) == pytest.approx(9.0)
 
 
+def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
+    # "measurements" of a machine whose steps cost 7 us more at 4 ranks on 2
+    # cores (node) and 20 us more between nodes: the Barrier of each shape
+    # gives its penalty back, and the other collectives then match
+    records = synthetic_records("postbox") + synthetic_records("openmpi")
+    records.append({"suite": "p2p", "test": "x", "library": "postbox", "ranks": 4,
+                    "oversubscribed": False})
+    truth = model.build(records, description={"cores": 2}, calibrate=False)
+    assert truth.cores == 2
+    penalties = {("postbox", "node", 4): 7 * US, ("postbox", "net", 4): 20 * US,
+                 ("openmpi", "node", 4): 7 * US, ("openmpi", "net", 4): 20 * US}
+    measured = []
+    for library, algorithms in (("postbox", None), ("openmpi", {"barrier": "recursive_doubling",
+                                                                 "bcast": "binomial"})):
+        for cluster in (model.Cluster(1, 2), model.Cluster(1, 4), model.Cluster(2, 2)
+                        if library == "postbox" else model.Cluster(4, 1)):
+            machine = model.with_penalties(truth.machines[library], penalties, library,
+                                           cluster.ranks, 2)
+            for collective, size in (("barrier", 0), ("bcast", 8), ("bcast", 65536)):
+                algorithm = model.postbox_choice(truth.table, collective, cluster, size) \
+                    if algorithms is None else algorithms[collective]
+                seconds = model.predict(machine, cluster, collective, algorithm, size,
+                                        truth.table)
+                measured.append(_coll(library, collective, size, cluster.ranks, cluster.nodes,
+                                      seconds, "shm" if library == "postbox" or
+                                      cluster.nodes == 1 else "tcp"))
+    built = model.build(records + measured, description={"cores": 2})
+    for key, value in penalties.items():
+        assert us(built.penalties[key]) == pytest.approx(us(value)), key
+    assert ("postbox", model.Cluster(2, 2)) in built.calibrated
+    # the 2-rank Barrier calibrated the latencies: already right here
+    assert built.latency_scale["postbox"] == pytest.approx(1.0)
+    assert built.latency_scale["openmpi"] == pytest.approx(1.0)
+    points = model.validate(built, records + measured)
+    calibration = [p for p in points if p.calibration]
+    assert {(p.library, p.cluster.ranks, p.collective) for p in calibration} == \
+        {("postbox", 2, "barrier"), ("postbox", 4, "barrier"), ("openmpi", 2, "barrier"),
+         ("openmpi", 4, "barrier")}
+    assert len(calibration) == 6
+    for p in points:
+        if p.library == "postbox" or p.collective == "barrier":
+            assert p.error == pytest.approx(0.0, abs=1e-9), p
+    # the calibration points are not counted
+    counted = {(r[0], r[1]): r[3] for r in modelreport.summary(points)}
+    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 2
+    # without the calibration the penalty is the multi-pair one (none here)
+    plain = model.build(records + measured, description={"cores": 2}, calibrate=False)
+    assert not plain.calibrated and not plain.penalties and not plain.latency_scale
+
+
+def test_two_rank_barrier_scales_the_node_latencies():
+    records = synthetic_records("postbox") + synthetic_records("openmpi")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    two = one_node(2)
+    measured = []
+    for library, algorithm in (("postbox", "node"), ("openmpi", "recursive_doubling")):
+        # a machine whose per-message times are 0.4 of the fitted ones
+        truth = model.scaled_latency(plain.machines[library], 0.4)
+        for collective, size in (("barrier", 0), ("bcast", 8), ("allreduce", 1024)):
+            alg = model.postbox_choice(plain.table, collective, two, size) \
+                if library == "postbox" else \
+                {"barrier": algorithm, "bcast": "binomial", "allreduce": algorithm}[collective]
+            measured.append(_coll(library, collective, size, 2, 1,
+                                  model.predict(truth, two, collective, alg, size, plain.table)))
+    built = model.build(records + measured, description={"cores": 2})
+    for library in ("postbox", "openmpi"):
+        assert built.latency_scale[library] == pytest.approx(0.4)
+        node, fitted = built.machines[library].node, plain.machines[library].node
+        assert node.o_s == pytest.approx(0.4 * fitted.o_s)
+        assert node.L == pytest.approx(0.4 * fitted.L)
+        assert node.g == pytest.approx(0.4 * fitted.g)
+        assert node.G == fitted.G  # bytes are not latency
+    for p in model.validate(built, records + measured):
+        assert p.calibration == (p.collective == "barrier")
+        assert p.error == pytest.approx(0.0, abs=1e-9), p
+
+
 def test_permutations_of_seed_000():
     assert model.permutation("bit-reversal", 1, 8) == 4
     assert model.permutation("complement", 1, 8) == 6
@@ -346,3 +457,40 @@ def test_model_section_in_headless_chromium(tmp_path):
         assert match, name
         assert re.search(r'<path[^>]*stroke-dasharray', match.group(1))
     assert [line for line in log.splitlines() if ":CONSOLE(" in line] == []
+
+
+def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
+    records = synthetic_records("openmpi")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    cluster = model.Cluster(4, 1)  # the TCP path: every rank its own node
+    machine = plain.machines["openmpi"]
+    net = machine.net
+    truth = replace(machine, net=replace(net, L=net.L * 0.3, o_s=net.o_s * 0.3,
+                                         o_r=net.o_r * 0.3, g=net.g * 0.3))
+    truth = model.with_penalties(truth, {}, "openmpi", 4, 2)  # 2 ranks per core
+    measured = [_coll("openmpi", collective, size, 4, 4,
+                      model.predict(truth, cluster, collective, algorithm, size), "tcp")
+                for collective, algorithm, size in (("barrier", "recursive_doubling", 0),
+                                                    ("allreduce", "recursive_doubling", 8))]
+    built = model.build(records + measured, description={"cores": 2})
+    assert built.net_latency_scale["openmpi"] == pytest.approx(0.3)
+    assert us(built.penalties[("openmpi", "net", 4)]) == pytest.approx(0.0)
+    assert built.machines["openmpi"].net.G == net.G
+    for p in model.validate(built, records + measured):
+        assert p.error == pytest.approx(0.0, abs=1e-6), p
+
+
+def test_calibration_takes_the_least_disturbed_round_and_only_scales_down():
+    records = synthetic_records("postbox")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    two = one_node(2)
+    barrier = model.predict(plain.machines["postbox"], two, "barrier", "node", 0, plain.table)
+    # three rounds: one disturbed (100 times slower), the least disturbed half the model's
+    rounds = [_coll("postbox", "barrier", 0, 2, 1, f * barrier) for f in (0.5, 0.7, 50)]
+    built = model.build(records + rounds, description={"cores": 2})
+    assert built.latency_scale["postbox"] == pytest.approx(0.5)
+    # a Barrier slower than the model's price leaves the latencies as fitted
+    slow = [_coll("postbox", "barrier", 0, 2, 1, 3 * barrier)]
+    built = model.build(records + slow, description={"cores": 2})
+    assert built.latency_scale["postbox"] == pytest.approx(1.0)
+    assert built.machines["postbox"].node == plain.machines["postbox"].node
