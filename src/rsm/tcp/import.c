@@ -138,7 +138,11 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
         if (req->import != NULL && frame->status == PB_OK &&
             !tcp_slot_import_set(c, frame->slot, req->import))
             req->status = PB_ERR_NO_MEMORY;
-        pb_tcp_word_bump(&req->done);
+        /* the requester reading its own reply is not asleep: no wake-up */
+        if (pthread_equal(req->requester, pthread_self()))
+            atomic_fetch_add(&req->done, 1);
+        else
+            pb_tcp_word_bump(&req->done);
         break;
     case PB_TCP_EVENT:
     case PB_TCP_WITHDRAWN:
@@ -171,6 +175,7 @@ void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *p
 
     /* (before the request is sent: its reply may come at once) */
     req->reading = alone && pb_tcp_reader_take();
+    req->requester = pthread_self();
     pthread_mutex_lock(&pb_tcp.lock);
     status = atomic_load(&c->failure);
     if (status == PB_OK) {

@@ -175,6 +175,7 @@ typedef struct pb_tcp_request {
     uint32_t reply_len; /* the data the REPLY brought */
     pb_rsm_import_t *import; /* ATTACH: registered for the slot on success */
     int reading;             /* the requester holds the progress token (pb_tcp_reader_take) */
+    pthread_t requester;     /* the thread that waits for the reply */
 } pb_tcp_request_t;
 
 /* exporter side: one import of one of our segments over a connection */
