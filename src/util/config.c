@@ -78,8 +78,8 @@ static const pb_config_entry_t config_table[] = {
      "for a node that does not answer)."},
     {"POSTBOX_TCP_SPIN_US", PB_CONFIG_INT, "200",
      "Microseconds a thread waiting inside the tcp transport (barrier, get, "
-     "signal) polls its sockets before it sleeps in the kernel; 0: sleep at "
-     "once."},
+     "signal) polls its sockets, yielding the processor between polls, "
+     "before it sleeps in the kernel; 0: sleep at once."},
     {"POSTBOX_TCP_STRIPE_MIN", PB_CONFIG_INT, "262144",
      "Bytes from which a tcp put is striped over every rail to the "
      "exporter's node (with several rails); 0: never stripe."},

@@ -45,6 +45,13 @@ def test_basic_calls_between_nodes(xnode, extra):
 
 
 @pytest.mark.parametrize("extra", MODES)
+def test_gets_beside_put_streams_both_ways(xnode, extra):
+    result = run("-n", 2, "--nodes", 2, *extra, xnode, "crossfire")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0: ok" in result.stdout and "rank 1: ok" in result.stdout
+
+
+@pytest.mark.parametrize("extra", MODES)
 def test_stream_to_killed_exporter_fails_promptly(xnode, extra):
     result = run("-n", 2, "--nodes", 2, *extra, xnode, "exporter-dies")
     assert result.returncode == 0, result.stdout + result.stderr

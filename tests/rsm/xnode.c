@@ -23,6 +23,16 @@
  *                          likewise, and a get with RSMERR_TIMEOUT after
  *                          POSTBOX_TCP_REPLY_TIMEOUT_MS.  Rank 0 wakes it
  *                          each time
+ *   pbt-xnode crossfire    both ranks stream puts at each other (the
+ *                          sockets' buffers fill, the senders block) while
+ *                          another thread of each reads 4 KB pieces of the
+ *                          other's segment with get, over a second import
+ *                          sharing the connection (a getter takes the
+ *                          sockets' reading before it sends, and gives it
+ *                          back before any send or lock that may block):
+ *                          both must finish, each get must return the
+ *                          bytes the other rank wrote there, and every
+ *                          put must be in place after them
  *   pbt-xnode failover     (two rails) rank 0 streams striped puts and prints
  *                          "streaming"; the test cuts node 1's rail 0; the
  *                          stream must go on without an error, the topology
@@ -38,6 +48,7 @@
  */
 #include <postbox/job.h>
 #include <postbox/rsm.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -671,14 +682,96 @@ static void stopped_peer(rsmapi_controller_handle_t c)
     }
 }
 
+#define CROSSFIRE_PUTS 256  /* puts of half the segment each rank streams */
+#define CROSSFIRE_GETS 5000 /* 4 KB gets each rank makes meanwhile */
+#define CROSSFIRE_PIECE 4096
+
+typedef struct {
+    rsm_memseg_import_handle_t im;
+    int rc;
+} crossfire_stream_t;
+
+/* The streaming thread: CROSSFIRE_PUTS puts into the first half of the
+ * other rank's segment, one barrier span around them all. */
+static void *crossfire_stream(void *arg)
+{
+    crossfire_stream_t *st = arg;
+    char *out = pages(SEG_SIZE / 2);
+    rsmapi_barrier_t bar;
+
+    fill(out, SEG_SIZE / 2, 4, (unsigned)rank);
+    st->rc = rsm_memseg_import_init_barrier(st->im, RSM_BAR_DEFAULT, &bar);
+    if (st->rc == RSM_SUCCESS)
+        st->rc = rsm_memseg_import_open_barrier(&bar);
+    for (int i = 0; i < CROSSFIRE_PUTS && st->rc == RSM_SUCCESS; i++)
+        st->rc = rsm_memseg_import_put(st->im, 0, out, SEG_SIZE / 2);
+    if (st->rc == RSM_SUCCESS)
+        st->rc = rsm_memseg_import_close_barrier(&bar);
+    munmap(out, SEG_SIZE / 2);
+    return NULL;
+}
+
+static void crossfire(rsmapi_controller_handle_t c)
+{
+    int other = 1 - rank;
+    char key[32], *mem, *expected = pages(SEG_SIZE / 2), piece[CROSSFIRE_PIECE];
+    rsm_memseg_id_t segid;
+    rsm_memseg_export_handle_t h = export_segment(c, &mem, NULL, 0, &segid);
+    rsm_memseg_import_handle_t im_get;
+    crossfire_stream_t st = {0};
+    pthread_t streamer;
+    double start;
+
+    /* the second half: what the other rank's gets must read */
+    fill(mem + SEG_SIZE / 2, SEG_SIZE / 2, 5, (unsigned)rank);
+    fill(expected, SEG_SIZE / 2, 5, (unsigned)other);
+    snprintf(key, sizeof(key), "xnode-segid-%d", rank);
+    kvs_put_u32(key, segid);
+    fence();
+    snprintf(key, sizeof(key), "xnode-segid-%d", other);
+    segid = kvs_get_u32(key);
+    expect(rsm_memseg_import_connect(c, postbox_job_node(other), segid, RSM_PERM_RDWR, &st.im),
+           RSM_SUCCESS, "connect (puts)");
+    expect(rsm_memseg_import_connect(c, postbox_job_node(other), segid, RSM_PERM_RDWR, &im_get),
+           RSM_SUCCESS, "connect (gets)");
+    /* (explicit: no barrier after each put, so the stream fills the sockets) */
+    expect(rsm_memseg_import_set_mode(st.im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
+    fence();
+    start = now_s();
+    if (pthread_create(&streamer, NULL, crossfire_stream, &st) != 0)
+        fail("pthread_create failed");
+    for (int i = 0; i < CROSSFIRE_GETS; i++) {
+        size_t at = (size_t)i * CROSSFIRE_PIECE % (SEG_SIZE / 2);
+
+        expect(rsm_memseg_import_get(im_get, SEG_SIZE / 2 + at, piece, sizeof(piece)), RSM_SUCCESS,
+               "get during the streams");
+        if (memcmp(piece, expected + at, sizeof(piece)) != 0)
+            fail("get %d read bytes the other rank did not write there", i);
+    }
+    pthread_join(streamer, NULL);
+    expect(st.rc, RSM_SUCCESS, "the stream of puts");
+    printf("rank %d: %d gets beside %d puts of %zu B in %.2f s\n", rank, CROSSFIRE_GETS,
+           CROSSFIRE_PUTS, SEG_SIZE / 2, now_s() - start);
+    fence(); /* both streams are in */
+    fill(expected, SEG_SIZE / 2, 4, (unsigned)other);
+    if (memcmp(mem, expected, SEG_SIZE / 2) != 0)
+        fail("the other rank's puts are not in this segment");
+    expect(rsm_memseg_import_disconnect(im_get), RSM_SUCCESS, "disconnect");
+    expect(rsm_memseg_import_disconnect(st.im), RSM_SUCCESS, "disconnect");
+    fence();
+    expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+    expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    munmap(expected, SEG_SIZE / 2);
+}
+
 int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t c;
 
     if (argc != 2) {
         fprintf(stderr,
-                "usage: pbt-xnode basic|exporter-dies|link-cut|failover|stopped-peer (2 ranks, 2 "
-                "nodes)\n");
+                "usage: pbt-xnode basic|exporter-dies|link-cut|failover|stopped-peer|crossfire (2 "
+                "ranks, 2 nodes)\n");
         return 2;
     }
     if (postbox_job_init() != 0)
@@ -697,6 +790,8 @@ int main(int argc, char **argv)
         failover(c);
     else if (strcmp(argv[1], "stopped-peer") == 0)
         stopped_peer(c);
+    else if (strcmp(argv[1], "crossfire") == 0)
+        crossfire(c);
     else
         fail("unknown test %s", argv[1]);
     expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");

@@ -397,12 +397,25 @@ void pb_tcp_conn_queue(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void
     pb_tcp_conn_flush(c);
 }
 
+/* The caller, about to block in a send, holds the progress token taken by
+ * pb_tcp_reader_take (*@reading): it gives it back first, so that this
+ * process keeps reading its sockets while the send waits. */
+static void tcp_reader_give_before_blocking(int *reading)
+{
+    if (reading != NULL && *reading) {
+        pb_tcp_reader_give();
+        *reading = 0;
+    }
+}
+
 /* Write @iov to @c, blocking until done (connection sockets are blocking;
  * every other send and receive says MSG_DONTWAIT); the caller holds
- * c->send_lock and nothing else, so this process keeps reading meanwhile.
+ * c->send_lock and nothing else (but the progress token while *@reading:
+ * then the first write does not block, and the token is given back before
+ * any that may), so this process keeps reading meanwhile.
  * A dead peer or link ends the wait with an error (TCP_USER_TIMEOUT), as
  * does pb_tcp_conn_fail's shutdown. */
-static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count)
+static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_count, int *reading)
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
 
@@ -411,10 +424,14 @@ static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_c
 
         if (atomic_load_explicit(&c->failure, memory_order_relaxed) != PB_OK)
             return PB_ERR_CONN_ABORTED;
-        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+        n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | (reading != NULL && *reading ? MSG_DONTWAIT : 0));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EAGAIN && reading != NULL && *reading) {
+                tcp_reader_give_before_blocking(reading);
+                continue;
+            }
             return PB_ERR_CONN_ABORTED; /* the reader will see why */
         }
         while (msg.msg_iovlen > 0 && (size_t)n >= msg.msg_iov->iov_len) {
@@ -425,13 +442,16 @@ static pb_status_t tcp_conn_write(pb_tcp_conn_t *c, struct iovec *iov, int iov_c
         if (msg.msg_iovlen > 0) {
             msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + n;
             msg.msg_iov->iov_len -= (size_t)n;
+            tcp_reader_give_before_blocking(reading); /* the rest may block */
         }
     }
     return PB_OK;
 }
 
-pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *frames,
-                                    const void *const *payloads, int count)
+/* pb_tcp_conn_send_frames, and pb_tcp_conn_send_reading when @reading is
+ * not NULL. */
+static pb_status_t tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *frames,
+                                        const void *const *payloads, int count, int *reading)
 {
     uint8_t headers[TCP_GATHER_MAX][PB_TCP_FRAME_HEADER_SIZE];
     uint64_t trailers[TCP_GATHER_MAX];
@@ -441,10 +461,14 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
 
     for (int i = 0; i < count; i++)
         pb_tcp_frame_encode(&frames[i], headers[i]);
-    pthread_mutex_lock(&c->send_lock);
+    if (reading == NULL || !*reading || pthread_mutex_trylock(&c->send_lock) != 0) {
+        tcp_reader_give_before_blocking(reading);
+        pthread_mutex_lock(&c->send_lock);
+    }
     if (PB_UNLIKELY(c->outq.head != c->outq.tail)) {
         /* rare (a DETACH queued while this thread was sending): flush it
          * first, holding pb_tcp.lock only around non-blocking sends */
+        tcp_reader_give_before_blocking(reading);
         for (;;) {
             struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
             int left;
@@ -482,9 +506,21 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
             iov[iov_count++] = (struct iovec){&trailers[i], PB_TCP_PAYLOAD_MAC_SIZE};
         }
     }
-    status = tcp_conn_write(c, iov, iov_count);
+    status = tcp_conn_write(c, iov, iov_count, reading);
     pthread_mutex_unlock(&c->send_lock);
     return status;
+}
+
+pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *frames,
+                                    const void *const *payloads, int count)
+{
+    return tcp_conn_send_frames(c, frames, payloads, count, NULL);
+}
+
+pb_status_t pb_tcp_conn_send_reading(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame,
+                                     const void *payload, int *reading)
+{
+    return tcp_conn_send_frames(c, frame, &payload, 1, reading);
 }
 
 pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload)

@@ -138,7 +138,11 @@ void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame)
         if (req->import != NULL && frame->status == PB_OK &&
             !tcp_slot_import_set(c, frame->slot, req->import))
             req->status = PB_ERR_NO_MEMORY;
-        pb_tcp_word_bump(&req->done);
+        /* the requester reading its own reply is not asleep: no wake-up */
+        if (pthread_equal(req->requester, pthread_self()))
+            atomic_fetch_add(&req->done, 1);
+        else
+            pb_tcp_word_bump(&req->done);
         break;
     case PB_TCP_EVENT:
     case PB_TCP_WITHDRAWN:
@@ -165,10 +169,13 @@ static pb_status_t tcp_request_ready(void *arg)
 }
 
 void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                          pb_tcp_request_t *req)
+                          pb_tcp_request_t *req, int alone)
 {
     pb_status_t status;
 
+    /* (before the request is sent: its reply may come at once) */
+    req->reading = alone && pb_tcp_reader_take();
+    req->requester = pthread_self();
     pthread_mutex_lock(&pb_tcp.lock);
     status = atomic_load(&c->failure);
     if (status == PB_OK) {
@@ -186,7 +193,7 @@ void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *p
     pthread_mutex_unlock(&pb_tcp.lock);
     if (status != PB_OK)
         return;
-    if (pb_tcp_conn_send(c, frame, payload) != PB_OK) {
+    if (pb_tcp_conn_send_reading(c, frame, payload, &req->reading) != PB_OK) {
         /* the reader fails the request when it sees the connection break;
          * make sure it does */
         pthread_mutex_lock(&pb_tcp.lock);
@@ -226,8 +233,10 @@ static pb_status_t tcp_request_abandon(pb_tcp_request_t *req)
 
 pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms)
 {
-    pb_status_t status =
-        pb_tcp_wait(tcp_request_ready, req, &req->done, pb_time_remaining_ms(deadline_ms, -1), 0);
+    pb_status_t status = pb_tcp_wait(tcp_request_ready, req, &req->done,
+                                     pb_time_remaining_ms(deadline_ms, -1), 0, req->reading);
+
+    req->reading = 0;
 
     if (status == PB_ERR_TIMEOUT)
         status = tcp_request_abandon(req);
@@ -238,7 +247,7 @@ pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms)
 pb_status_t pb_tcp_request(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
                            pb_tcp_request_t *req, int64_t deadline_ms)
 {
-    pb_tcp_request_begin(c, frame, payload, req);
+    pb_tcp_request_begin(c, frame, payload, req, 1);
     return pb_tcp_request_end(req, deadline_ms);
 }
 
@@ -522,7 +531,7 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
             pb_tcp_request_t *req = &reqs[sent % TCP_GET_WINDOW];
 
             *req = (pb_tcp_request_t){.dst = (char *)dst + at, .dst_len = chunk};
-            pb_tcp_request_begin(rail->conn, &frame, NULL, req);
+            pb_tcp_request_begin(rail->conn, &frame, NULL, req, pieces == 1);
         }
         status = pb_tcp_request_end(&reqs[finished % TCP_GET_WINDOW], deadline);
         if (status == PB_OK) {

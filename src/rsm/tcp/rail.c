@@ -185,7 +185,7 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
 
     for (;;) {
         pb_tcp_request_t reqs[TCP_MAX_RAILS];
-        int asked[TCP_MAX_RAILS] = {0}, any = 0, broke = 0;
+        int asked[TCP_MAX_RAILS] = {0}, asking = 0, broke = 0;
         pb_status_t result = pb_tcp_import_heal(im);
 
         if (result != PB_OK)
@@ -193,18 +193,22 @@ pb_status_t pb_tcp_rails_barrier(pb_rsm_import_t *im, unsigned only)
         for (int r = 0; r < ti->rail_count; r++) {
             pb_tcp_rail_t *rail = &ti->rails[r];
 
-            if (!rail->dead && rail->dirty && (only == 0 || (only & (1u << r))))
-                asked[r] = any = 1;
+            if (!rail->dead && rail->dirty && (only == 0 || (only & (1u << r)))) {
+                asked[r] = 1;
+                asking++;
+            }
         }
-        if (!any)
+        if (asking == 0) {
             asked[pb_tcp_primary_rail(ti) - ti->rails] = 1;
+            asking = 1;
+        }
         for (int r = 0; r < ti->rail_count; r++) {
             pb_tcp_frame_t frame = {.type = PB_TCP_BARRIER, .slot = ti->rails[r].slot};
 
             if (!asked[r])
                 continue;
             reqs[r] = (pb_tcp_request_t){0};
-            pb_tcp_request_begin(ti->rails[r].conn, &frame, NULL, &reqs[r]);
+            pb_tcp_request_begin(ti->rails[r].conn, &frame, NULL, &reqs[r], asking == 1);
         }
         for (int r = 0; r < ti->rail_count; r++) {
             pb_status_t status;

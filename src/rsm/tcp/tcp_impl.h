@@ -174,6 +174,8 @@ typedef struct pb_tcp_request {
     size_t dst_len;     /* its room: what a GET or LOOKUP gets, the most a CALL's reply brings */
     uint32_t reply_len; /* the data the REPLY brought */
     pb_rsm_import_t *import; /* ATTACH: registered for the slot on success */
+    int reading;             /* the requester holds the progress token (pb_tcp_reader_take) */
+    pthread_t requester;     /* the thread that waits for the reply */
 } pb_tcp_request_t;
 
 /* exporter side: one import of one of our segments over a connection */
@@ -466,6 +468,13 @@ pb_status_t pb_tcp_conn_send_frames(pb_tcp_conn_t *c, const pb_tcp_frame_t *fram
 /* pb_tcp_conn_send_frames of one frame. */
 pb_status_t pb_tcp_conn_send(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame, const void *payload);
 
+/* pb_tcp_conn_send of a request by a thread that may hold the progress
+ * token (*@reading, from pb_tcp_reader_take): it never blocks holding it;
+ * before a send or a lock that could block, it gives the token back
+ * (pb_tcp_reader_give) and clears *@reading. */
+pb_status_t pb_tcp_conn_send_reading(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame,
+                                     const void *payload, int *reading);
+
 /* The exporter side's handshake: read the importer's AUTH, check it
  * (pb_tcp_auth_check), and answer WELCOME, or close without a word (and a
  * rate-limited log line) when it does not authenticate. */
@@ -601,9 +610,12 @@ const char *pb_tcp_importer_on_header(void *ctx, const pb_tcp_frame_t *frame, ch
 void pb_tcp_importer_on_frame(void *ctx, const pb_tcp_frame_t *frame);
 
 /* Send @frame (its tag set here) as a request awaiting a REPLY; finish it
- * with pb_tcp_request_end whatever this returns. */
+ * with pb_tcp_request_end whatever this returns.  @alone: this thread
+ * begins no other request before this one's end; it then takes the
+ * progress token first when it can (pb_tcp_reader_take), to read the reply
+ * itself. */
 void pb_tcp_request_begin(pb_tcp_conn_t *c, pb_tcp_frame_t *frame, const void *payload,
-                          pb_tcp_request_t *req);
+                          pb_tcp_request_t *req, int alone);
 
 /* Wait for the REPLY to a request begun with pb_tcp_request_begin, until
  * @deadline_ms (pb_time_now_ms; -1: as long as the connection lives).
@@ -790,13 +802,29 @@ void pb_tcp_lapse_check(void *arg, uint32_t events);
  * something and maybe no application thread is reading it. */
 void pb_tcp_service_ready(void *arg, uint32_t events);
 
+/* Take the progress token, if no one holds it, and disarm the service
+ * thread's watch of the sockets: a thread about to send a request and wait
+ * for its reply, so that the reply is read by this thread in its wait
+ * (pb_tcp_wait with @reading) rather than by the service thread woken for
+ * it, a context switch more per round trip (on a loaded machine the
+ * kernel queues the woken thread behind the requester).  The caller holds
+ * nothing, and must not block until it waits (pb_tcp_conn_send_reading).
+ * @return 1 if taken, 0 if not. */
+int pb_tcp_reader_take(void);
+
+/* Give back what pb_tcp_reader_take took: the token, and the watch armed
+ * again. */
+void pb_tcp_reader_give(void);
+
 /* Wait until @ready says it is over or @timeout_ms (-1: forever) pass,
  * reading the sockets meanwhile.  @word changes (and is woken) whenever
- * the condition may have.  @return what @ready said, PB_ERR_TIMEOUT, or
+ * the condition may have.  @reading: the caller holds the token with the
+ * watch disarmed (pb_tcp_reader_take), and the wait gives them back.
+ * @return what @ready said, PB_ERR_TIMEOUT, or
  * PB_ERR_INTERRUPTED when @interruptible and a signal handler ran (waits
  * for a reply are not interruptible: the reply would have nowhere to go). */
 pb_status_t pb_tcp_wait(pb_tcp_ready_func_t ready, void *arg, _Atomic uint32_t *word,
-                        int timeout_ms, int interruptible);
+                        int timeout_ms, int interruptible, int reading);
 
 /* The ops table's export_signal_wait (transport.h says what it does and returns). */
 pb_status_t pb_tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms);
