@@ -7,10 +7,19 @@
  * announced it sleeps; tcp peers always signal), so an idle rank holds no
  * core.  Under MPI_THREAD_MULTIPLE one waiting thread sleeps on the
  * doorbell and the others wait for it (lock.h).
+ *
+ * The spin adapts (spin_budget): a rank that spins while the peer it waits
+ * for is runnable on the same core (more ranks than free cores: other work
+ * on the machine) only delays that peer, by the whole spin (2000 polls are
+ * about 55 us of PAUSE on the development VM's EPYC).  A sched_yield that
+ * gave the processor away, taking longer than YIELD_GAVE_AWAY_NS, is the
+ * sign: the budget halves, down to SPIN_FLOOR polls; a wait that ends
+ * while spinning doubles it again, up to POSTBOX_SPIN.
  */
 
 #include "mpi/engine/lock.h"
 #include "mpi/engine/protocol.h"
+#include "util/time.h"
 
 static pb_eng_progress_hook_t hooks[PB_ENG_PROGRESS_HOOKS];
 static int nhooks;
@@ -43,6 +52,39 @@ void pb_eng_progress_hook_remove(pb_eng_progress_hook_t hook)
 
 /* a sleeping rank re-checks at least this often (lost-wake-up insurance) */
 #define SLEEP_CAP_MS 100
+/* the fewest polls the adaptive spin keeps, and how long a sched_yield
+ * takes when it let another thread run (returning at once costs < 1 us) */
+#define SPIN_FLOOR 32
+#define YIELD_GAVE_AWAY_NS 20000
+
+/* polls a waiting rank spins before it yields, between
+ * min(SPIN_FLOOR, POSTBOX_SPIN) and POSTBOX_SPIN; -1 until the first wait.
+ * Threads of a rank share it (relaxed: a lost update only slows the
+ * adaptation). */
+static _Atomic int spin_budget = -1;
+
+static int spin_limit(void)
+{
+    int budget = atomic_load_explicit(&spin_budget, memory_order_relaxed);
+
+    if (budget < 0 || budget > pb_eng_params.spin)
+        budget = pb_eng_params.spin;
+    return budget;
+}
+
+/* The wait just ended while spinning (@spun) or after a yield that gave
+ * the processor away (!@spun): more spin next time, or less. */
+static void spin_adapt(int spun)
+{
+    int max = pb_eng_params.spin, floor = max < SPIN_FLOOR ? max : SPIN_FLOOR;
+    int budget = spin_limit();
+
+    budget =
+        spun ? (budget > max / 2 ? max : 2 * budget) : (budget / 2 < floor ? floor : budget / 2);
+    if (budget < floor)
+        budget = floor;
+    atomic_store_explicit(&spin_budget, budget, memory_order_relaxed);
+}
 
 /* MPI_THREAD_MULTIPLE: pb_eng.completed when the thread asleep on the
  * doorbell went to sleep.  Another thread that leaves the library after
@@ -118,7 +160,7 @@ int pb_eng_progress(void)
 
 void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
 {
-    int spins = 0, yields = 0;
+    int spins = 0, yields = 0, limit = spin_limit(), gave_away = 0;
     uint64_t start;
 
     if (done(arg))
@@ -136,7 +178,7 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
             spins = yields = 0;
             continue;
         }
-        if (spins < pb_eng_params.spin) {
+        if (spins < limit) {
             spins++;
             if (pb_eng_lock_active())
                 pb_eng_lock_relax();
@@ -145,8 +187,14 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
             continue;
         }
         if (yields < pb_eng_params.yields) {
+            int64_t before = gave_away ? 0 : pb_time_now_ns();
+
             yields++;
             pb_eng_lock_yield();
+            if (!gave_away && pb_time_now_ns() - before > YIELD_GAVE_AWAY_NS) {
+                gave_away = 1;
+                spin_adapt(0);
+            }
             continue;
         }
         if (!pb_eng_lock_doorbell_claim()) {
@@ -167,6 +215,8 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
         pb_eng_lock_resume(levels);
         pb_eng_lock_doorbell_done();
     } while (!done(arg));
+    if (spins > 0 && spins < limit && yields == 0 && limit < pb_eng_params.spin)
+        spin_adapt(1);
     if (start != 0)
         pb_eng_stat_add(&pb_eng_stats.wait_ns, pb_eng_stats_now_ns() - start);
 }

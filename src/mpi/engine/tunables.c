@@ -40,8 +40,9 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
      "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
     {"POSTBOX_SPIN", PB_CONFIG_INT, "2000",
-     "MPI: polls of a waiting rank before it starts yielding the CPU (unset "
-     "on a host with more ranks than cores: 0)."},
+     "MPI: most polls of a waiting rank before it starts yielding the CPU "
+     "(fewer while its yields show its core is shared; unset on a host with "
+     "more ranks than cores: 0)."},
     {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
      "MPI: sched_yield calls of a waiting rank before it sleeps until a "
      "peer writes to it."},
