@@ -21,6 +21,11 @@ ARGS`` and writes one line on the rsh process's stdin, the rank's one-time
 PMI token and the job secret, which the wrapper reads and hands to the
 program; those ranks reach the PMI server over TCP (``PMI_PORT`` + ``PMI_ID``),
 accepted only from the hosts' addresses and only once they prove the token.
+
+The hostfiles, the ranks' placement on the hosts and the remote shell's
+command are :mod:`postbox.hosts`; inside a Slurm allocation the job runs as a
+step through srun (:mod:`postbox.slurm`); the options and exit statuses all
+three share are :mod:`postbox.launchopts`.
 """
 
 from __future__ import annotations
@@ -33,22 +38,17 @@ import resource
 import secrets
 import select
 import selectors
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from postbox import netns, pmi_server
-
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 124
-EXIT_CANNOT_EXECUTE = 126
-EXIT_NOT_FOUND = 127
+from postbox import hosts, netns, pmi_server, slurm
+from postbox.launchopts import (EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE,
+                                FORWARDED_SIGNALS, RESERVED, SCRUBBED, Options, UsageError)
 
 TERM_GRACE = 1.0          # SIGTERM -> SIGKILL when the job is ended
 USER_SIGNAL_GRACE = 2.0   # a forwarded SIGINT/SIGHUP -> SIGTERM
@@ -67,38 +67,7 @@ MAX_PARTIAL_LINE = 65536  # an unterminated line longer than this is written as 
 PMI_OUT_MAX = 1 << 20
 
 PR_SET_PDEATHSIG = 1
-FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-# variables the launcher sets itself; -x may not set them
-RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
-            "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
-            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS", "POSTBOX_SLOT",
-            "POSTBOX_UNIVERSE_NODES")
-# inherited variables that would mislead a PMI client
-SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
-            "POSTBOX_PMI_TOKEN", "POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES")
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HOST_NAME = re.compile(r"^[A-Za-z0-9_.:@%\[\]-]+$")
-# The remote command's wrapper: its first line of stdin is "<token> <secret>"
-# (the shell's read takes exactly that line from a pipe, byte by byte), the
-# program inherits the rest of stdin and gets both in its environment, from
-# which the library takes them (and wipes them) in postbox_job_init.
-# Its first line on stderr is STARTED_MARKER, which the launcher takes out: it
-# tells a remote shell that could not reach the host (ssh's status 255) from a
-# program that ran, so that only the former is tried again.
-STARTED_MARKER = b"\x01postbox: started\n"
-RSH_WRAPPER = ('printf "\\001postbox: started\\n" >&2; '
-               'IFS=" " read -r POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET && '
-               '[ -n "$POSTBOX_JOB_SECRET" ] || '
-               '{ echo "postbox run: no job line on the standard input of $0 (an rsh that '
-               'does not pass stdin, like ssh -n?)" >&2; exit 126; }; '
-               'export POSTBOX_PMI_TOKEN POSTBOX_JOB_SECRET; exec "$0" "$@"')
-# a remote shell that ends with this status before the wrapper started could
-# not reach its host (ssh's own failures): tried again with back-off, from
-# RSH_RETRY_FIRST s doubling to RSH_RETRY_MAX s, for POSTBOX_HOST_WAIT s
-RSH_UNREACHED = 255
-RSH_RETRY_FIRST = 0.25
-RSH_RETRY_MAX = 4.0
-HOST_WAIT = 30.0
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R] [--link L]]]
@@ -186,33 +155,6 @@ examples:
 """
 
 
-class UsageError(Exception):
-    """A bad command line; the message says what is wrong."""
-
-
-@dataclass
-class Options:
-    size: int = 1
-    universe: Optional[int] = None
-    nodes: int = 1
-    tag_output: bool = False
-    timeout: Optional[float] = None
-    env: List[Tuple[str, str]] = field(default_factory=list)
-    netns: bool = False
-    rails: int = 1
-    link: Optional[netns.LinkSpec] = None
-    hosts: List[str] = field(default_factory=list)
-    # --hosts/--hostfile: the ranks of each host, in host order (rank blocks)
-    host_ranks: List[int] = field(default_factory=list)
-    rsh: Optional[str] = None
-    pmi_address: Optional[str] = None
-    program: str = ""
-    args: List[str] = field(default_factory=list)
-
-    def rsh_argv0(self) -> str:
-        return shlex.split(self.rsh or "ssh")[0]
-
-
 def _positive_int(option: str, text: str) -> int:
     try:
         value = int(text, 10)
@@ -221,105 +163,6 @@ def _positive_int(option: str, text: str) -> int:
     if value < 1:
         raise UsageError("%s wants a positive integer, not %r" % (option, text))
     return value
-
-
-# variables naming a hostfile when the command line names no hosts: Hydra's,
-# then Open MPI's (PRRTE, then the older ORTE name)
-HOSTFILE_VARIABLES = ("HYDRA_HOST_FILE", "PRTE_MCA_prte_default_hostfile",
-                      "OMPI_MCA_orte_default_hostfile")
-# variables with extra arguments for the remote shell: Postbox's, Hydra's,
-# Open MPI's (the first one set is used)
-RSH_ARGS_VARIABLES = ("POSTBOX_RSH_ARGS", "HYDRA_LAUNCHER_EXTRA_ARGS", "PRTE_MCA_plm_ssh_args",
-                      "OMPI_MCA_plm_rsh_args")
-_HOST_COUNT = re.compile(r"^(.*[^:]):([0-9]+)$")
-
-
-def host_entry(text: str, where: str) -> Tuple[str, int]:
-    """(host, slots) of one entry "host" or "host:N" (an IPv6 address in
-    brackets: "[::1]:2"); slots 0 when not given.  UsageError naming @where."""
-    count = _HOST_COUNT.match(text)
-    host, slots = text, 0
-    if count is not None and (":" not in count.group(1) or count.group(1).endswith("]")):
-        host, slots = count.group(1), int(count.group(2))
-        if slots < 1:
-            raise UsageError("%s: %r gives a host no slots" % (where, text))
-    if not _HOST_NAME.match(host) or host.startswith("-"):
-        raise UsageError("%s: %r is not a host name" % (where, text))
-    return host, slots
-
-
-def parse_hostfile(text: str, source: str) -> List[Tuple[str, int]]:
-    """The (host, slots) of a hostfile's lines, in order, a host named twice
-    once with its slots added: "host", "host:N" (Hydra) or "host slots=N"
-    (Open MPI; max_slots= is accepted and ignored); "#" starts a comment.
-    Slots 0: not given.  UsageError naming @source and the line."""
-    hosts: Dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        where = "%s line %d" % (source, number)
-        host, slots = host_entry(words[0], where)
-        for word in words[1:]:
-            key, has_value, value = word.partition("=")
-            if key in ("slots", "max_slots", "max-slots") and has_value and value.isdigit() \
-                    and int(value) >= 1:
-                if key == "slots":
-                    if slots:
-                        raise UsageError("%s: slots given twice" % where)
-                    slots = int(value)
-            else:
-                raise UsageError("%s: %r is not slots=N (a host per line: host, host:N or "
-                                 "host slots=N)" % (where, word))
-        if host in hosts and (hosts[host] == 0) != (slots == 0):
-            raise UsageError("%s: %s is named again, with%s slots this time"
-                             % (where, host, "" if slots else "out"))
-        hosts[host] = hosts.get(host, 0) + slots
-    if not hosts:
-        raise UsageError("%s names no host" % source)
-    return list(hosts.items())
-
-
-def read_hostfile(path: str, what: str) -> List[Tuple[str, int]]:
-    """parse_hostfile of the file @path (@what says where its name came from)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 20)
-    except OSError as exc:
-        raise UsageError("%s %s: %s" % (what, path, exc.strerror or exc)) from None
-    return parse_hostfile(text, "%s %s" % (what, path))
-
-
-def place_ranks(size: int, hosts: Sequence[Tuple[str, int]]) -> Tuple[List[str], List[int]]:
-    """(hosts, ranks per host) for @size ranks on @hosts ((host, slots), slots
-    0 meaning as many as an even share): each host's slots are filled in
-    order, and when the ranks outnumber the slots the hosts are filled again
-    in the same proportions (oversubscribed); ranks stay in blocks, host by
-    host, and hosts left without a rank are dropped."""
-    if all(slots == 0 for _, slots in hosts):
-        # an even share, in blocks like --nodes
-        counts = pmi_server.node_sizes(size, len(hosts)) if size >= len(hosts) else \
-            [1] * size + [0] * (len(hosts) - size)
-    else:
-        slots = [s if s else 1 for _, s in hosts]
-        counts = [0] * len(hosts)
-        left = size
-        while left > 0:
-            for index, count in enumerate(slots):
-                take = min(count, left)
-                counts[index] += take
-                left -= take
-    used = [(host, count) for (host, _), count in zip(hosts, counts) if count > 0]
-    return [host for host, _ in used], [count for _, count in used]
-
-
-def _check_rsh(what: str, command: str) -> None:
-    try:
-        words = shlex.split(command)
-    except ValueError as exc:
-        raise UsageError("%s %r: %s" % (what, command, exc)) from None
-    if not words:
-        raise UsageError("%s wants a command, not %r" % (what, command))
 
 
 def parse_args(argv: Sequence[str]) -> Optional[Options]:
@@ -403,7 +246,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         elif name == "--hosts":
             text = value()
             try:
-                entries = [host_entry(host, "--hosts") for host in text.split(",")]
+                entries = [hosts.host_entry(host, "--hosts") for host in text.split(",")]
             except UsageError:
                 raise UsageError("--hosts wants host names (host or host:N) separated by "
                                  "commas, not %r" % text) from None
@@ -412,7 +255,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             hostfile = (name, value())
         elif name == "--rsh":
             opts.rsh = value()
-            _check_rsh("--rsh", opts.rsh)
+            hosts.check_rsh("--rsh", opts.rsh)
         elif name == "--pmi-address":
             opts.pmi_address = value()
             if not opts.pmi_address:
@@ -434,18 +277,15 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         raise UsageError("--hosts and %s cannot be combined" % hostfile[0])
     if not hosts_given and hostfile is None and not (nodes_given or opts.netns
                                                      or opts.universe is not None):
-        for variable in HOSTFILE_VARIABLES:
-            if os.environ.get(variable):
-                hostfile = (variable, os.environ[variable])
-                break
+        hostfile = hosts.hostfile_variable()
     if hostfile is not None:
-        hosts_given = read_hostfile(hostfile[1], hostfile[0])
+        hosts_given = hosts.read_hostfile(hostfile[1], hostfile[0])
     elif hosts_given and len(hosts_given) > opts.size:
         raise UsageError("--hosts names %d hosts, more than the %d rank%s (every host "
                          "needs a rank)" % (len(hosts_given), opts.size,
                                             "" if opts.size == 1 else "s"))
     if hosts_given:
-        opts.hosts, opts.host_ranks = place_ranks(opts.size, hosts_given)
+        opts.hosts, opts.host_ranks = hosts.place_ranks(opts.size, hosts_given)
     if opts.hosts:
         what = "--hosts" if hostfile is None else hostfile[0]
         if nodes_given:
@@ -454,14 +294,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             raise UsageError("--netns and %s cannot be combined (--netns splits this "
                              "host into virtual nodes)" % what)
         opts.nodes = len(opts.hosts)
-        if opts.rsh is None:
-            opts.rsh = os.environ.get("POSTBOX_RSH") or "ssh"
-            _check_rsh("POSTBOX_RSH", opts.rsh)
-        for variable in RSH_ARGS_VARIABLES:
-            if os.environ.get(variable):
-                _check_rsh(variable, "rsh " + os.environ[variable])
-                opts.rsh += " " + os.environ[variable]
-                break
+        opts.rsh = hosts.remote_shell(opts.rsh)
     else:
         for given, option in ((opts.rsh, "--rsh"), (opts.pmi_address, "--pmi-address")):
             if given is not None:
@@ -531,11 +364,11 @@ class Stream:
     def feed(self, data: bytes) -> None:
         self.buffer += data
         if self.on_marker is not None:
-            if len(self.buffer) < len(STARTED_MARKER) and \
-                    STARTED_MARKER.startswith(self.buffer):
+            if len(self.buffer) < len(hosts.STARTED_MARKER) and \
+                    hosts.STARTED_MARKER.startswith(self.buffer):
                 return
-            if self.buffer.startswith(STARTED_MARKER):
-                self.buffer = self.buffer[len(STARTED_MARKER):]
+            if self.buffer.startswith(hosts.STARTED_MARKER):
+                self.buffer = self.buffer[len(hosts.STARTED_MARKER):]
                 self.on_marker()
             self.on_marker = None
         end = self.buffer.rfind(b"\n")
@@ -578,8 +411,7 @@ class Rank:
         self.token = b""          # --hosts: its one-time PMI token
         self.started = False      # --hosts: the remote wrapper ran (STARTED_MARKER)
         self.retry_at: Optional[float] = None   # --hosts: when to start the rsh again
-        self.retry_delay = RSH_RETRY_FIRST
-        self.start_deadline = 0.0
+        self.backoff: Optional[hosts.Backoff] = None   # --hosts: of the rsh retries
         self.proc: Optional[subprocess.Popen] = None
         self.pgid: Optional[int] = None
         self.sock: Optional[socket.socket] = None
@@ -690,7 +522,7 @@ class Launcher:
         self.refusals = RefusalLog(self.log)
         self.handshake_time = HANDSHAKE_TIME
         self.pending_per_peer = PENDING_PER_PEER
-        self.host_wait = HOST_WAIT
+        self.host_wait = hosts.HOST_WAIT
         self.sel: Optional[selectors.BaseSelector] = None
         self.code: Optional[int] = None
         self.ending = False
@@ -808,25 +640,15 @@ class Launcher:
         return env
 
     def _rsh_argv(self, rank: Rank) -> List[str]:
-        """``RSH HOST env VAR=... sh -c WRAPPER PROGRAM ARGS``, the remote part
-        quoted for a shell.
-
-        Neither the token nor the secret is among the words: they come on the
-        first line of the rsh process's stdin (:meth:`_job_line`, RSH_WRAPPER).
-        """
+        """The remote shell's command that starts @rank on its host (hosts.rsh_argv)."""
         assert self.opts.rsh is not None and rank.host is not None
         variables = list(self.opts.env) + [
             ("PMI_PORT", self.pmi_port),
             ("PMI_ID", str(rank.rank)),
             ("POSTBOX_JOB_ID", self.job_id),
         ]
-        words = ["env"] + ["%s=%s" % pair for pair in variables] + \
-            ["sh", "-c", RSH_WRAPPER, self.opts.program] + self.opts.args
-        return shlex.split(self.opts.rsh) + [rank.host] + [shlex.quote(w) for w in words]
-
-    def _job_line(self, rank: Rank) -> bytes:
-        """What a remote rank's wrapper reads first on its stdin."""
-        return ("%s %s\n" % (rank.token.hex(), self.secret)).encode()
+        return hosts.rsh_argv(self.opts.rsh, rank.host, variables, self.opts.program,
+                              self.opts.args)
 
     def _can_forward_stdin(self) -> bool:
         try:
@@ -884,7 +706,7 @@ class Launcher:
             stdin = subprocess.PIPE if rank.rank == 0 and forward_stdin else subprocess.DEVNULL
             if rank.host is not None:
                 rank.token = secrets.token_bytes(pmi_server.TOKEN_LEN)
-                rank.start_deadline = time.monotonic() + self.host_wait
+                rank.backoff = hosts.Backoff(self.host_wait)
                 code = self._start_remote(rank, stdin is subprocess.PIPE)
                 if code is not None:
                     return code
@@ -911,7 +733,7 @@ class Launcher:
         assert rank.proc.stdin is not None
         try:
             # a new pipe takes the ~70 bytes at once
-            os.write(rank.proc.stdin.fileno(), self._job_line(rank))
+            os.write(rank.proc.stdin.fileno(), hosts.job_line(rank.token, self.secret))
         except OSError:
             pass   # the rsh process is gone already: reaped as usual
         if not forward_stdin:
@@ -924,20 +746,20 @@ class Launcher:
         """Whether @rank's remote shell, ended with @returncode, is to be
         started again: it did not reach the host (RSH_UNREACHED before the
         wrapper ran) and the host wait is not over; if so it is scheduled."""
-        if rank.host is None or rank.started or returncode != RSH_UNREACHED or \
-                rank.world != 0:
+        if rank.host is None or rank.started or returncode != hosts.RSH_UNREACHED or \
+                rank.world != 0 or rank.backoff is None:
             return False
         now = time.monotonic()
-        if now + rank.retry_delay > rank.start_deadline:
+        delay = rank.backoff.next(now)
+        if delay is None:
             self.log("%s could not reach host %s for %g s (POSTBOX_HOST_WAIT); giving up"
                      % (self.opts.rsh_argv0(), rank.host, self.host_wait))
             return False
-        if rank.retry_delay == RSH_RETRY_FIRST:
+        if rank.backoff.tries == 1:
             self.log("%s could not reach host %s (status %d) for rank %d; trying again for up "
                      "to %g s" % (self.opts.rsh_argv0(), rank.host, returncode, rank.rank,
                                   self.host_wait))
-        rank.retry_at = now + rank.retry_delay
-        rank.retry_delay = min(2 * rank.retry_delay, RSH_RETRY_MAX)
+        rank.retry_at = now + delay
         return True
 
     def _start_retries(self, now: float) -> None:
@@ -1074,29 +896,16 @@ class Launcher:
     # -- --hosts: PMI over TCP
 
     def _resolve(self, name: str, port: Optional[int], kind: int) -> list:
-        """getaddrinfo of host @name, tried again with back-off while the name
-        does not resolve yet (a cluster's name service may learn of a node after
-        the job starts), for up to POSTBOX_HOST_WAIT s; socket.gaierror after."""
-        deadline = time.monotonic() + self.host_wait
-        delay = RSH_RETRY_FIRST
-        while True:
-            try:
-                return socket.getaddrinfo(name, port, type=kind)
-            except socket.gaierror as exc:
-                if exc.errno not in (socket.EAI_NONAME, socket.EAI_AGAIN) or \
-                        time.monotonic() + delay > deadline or self.pending_signals:
-                    raise
-                if delay == RSH_RETRY_FIRST:
-                    self.log("host %s does not resolve yet (%s); trying again for up to %g s "
-                             "(POSTBOX_HOST_WAIT)" % (name, exc.strerror, self.host_wait))
-                time.sleep(delay)
-                delay = min(2 * delay, RSH_RETRY_MAX)
+        """hosts.resolve of host @name for up to POSTBOX_HOST_WAIT s, given up
+        when the launcher got a signal."""
+        return hosts.resolve(name, port, kind, self.host_wait, self.log,
+                             lambda: bool(self.pending_signals))
 
     def _host_addresses(self) -> set:
         """Every address the --hosts resolve to (UsageError when one does not)."""
         found = set()
         for host in self.opts.hosts:
-            name = host.rsplit("@", 1)[-1].strip("[]")
+            name = hosts.host_name(host)
             try:
                 infos = self._resolve(name, None, socket.SOCK_STREAM)
             except socket.gaierror as exc:
@@ -1109,7 +918,7 @@ class Launcher:
         """This machine's address towards the hosts (UsageError when unclear)."""
         found: Dict[str, str] = {}
         for host in self.opts.hosts:
-            name = host.rsplit("@", 1)[-1].strip("[]")
+            name = hosts.host_name(host)
             try:
                 infos = self._resolve(name, 9, socket.SOCK_DGRAM)
             except socket.gaierror as exc:
@@ -1133,7 +942,7 @@ class Launcher:
 
     def _start_pmi_port(self) -> Optional[int]:
         try:
-            self.host_wait = _env_number("POSTBOX_HOST_WAIT", HOST_WAIT, False, zero=True)
+            self.host_wait = _env_number("POSTBOX_HOST_WAIT", hosts.HOST_WAIT, False, zero=True)
             address = self.opts.pmi_address or self._find_pmi_address()
             self.allowed_peers = self._host_addresses()
             self.handshake_time = _env_number("POSTBOX_PMI_HANDSHAKE_TIME", HANDSHAKE_TIME,
@@ -1617,76 +1426,6 @@ class Launcher:
                 rank.sock = None
 
 
-def slurm_allocation(opts: Options) -> Optional[str]:
-    """The Slurm job id when this launcher runs inside an allocation (salloc,
-    sbatch) and the job is to go through srun: no hosts, virtual nodes or
-    universe asked for, and POSTBOX_LAUNCHER is not "local"; else None."""
-    job = os.environ.get("SLURM_JOB_ID")
-    if not job or os.environ.get("POSTBOX_LAUNCHER", "") == "local":
-        return None
-    if opts.hosts or opts.nodes > 1 or opts.netns or opts.universe is not None:
-        return None
-    return job
-
-
-def srun_argv(opts: Options, srun: str) -> List[str]:
-    """The srun command that runs the job of @opts as a step of the
-    allocation: PMI-2 (Postbox's client speaks it to slurmstepd), the step
-    ended when a task fails, output labelled like --tag-output."""
-    argv = [srun, "--mpi=pmi2", "--ntasks=%d" % opts.size, "--kill-on-bad-exit=1",
-            "--export=ALL"]
-    if opts.tag_output:
-        argv.append("--label")
-    return argv + [opts.program] + list(opts.args)
-
-
-def run_under_srun(opts: Options, job: str, prog: str) -> int:
-    """Run the job as a step of Slurm job @job; srun's exit status, 124 after
-    --timeout, 128+signal when the launcher was signalled."""
-    srun = shutil.which("srun")
-    if srun is None:
-        print("%s: inside Slurm allocation %s but srun is not on PATH (POSTBOX_LAUNCHER=local "
-              "runs the job on this host instead)" % (prog, job), file=sys.stderr)
-        return EXIT_USAGE
-    env = dict(os.environ)
-    for name in SCRUBBED + RESERVED:
-        env.pop(name, None)
-    env.update(dict(opts.env))
-    argv = srun_argv(opts, srun)
-    signals: List[int] = []
-    old = {signum: signal.signal(signum, lambda s, f: signals.append(s))
-           for signum in FORWARDED_SIGNALS}
-    try:
-        step = subprocess.Popen(argv, env=env)
-        deadline = None if opts.timeout is None else time.monotonic() + opts.timeout
-        code: Optional[int] = None
-        while step.poll() is None:
-            if signals:
-                code = 128 + signals[0]
-                step.send_signal(signal.SIGTERM)   # srun cancels the step
-                signals.clear()
-            if deadline is not None and time.monotonic() >= deadline:
-                print("%s: the job did not finish within %g s (--timeout); cancelling the "
-                      "step" % (prog, opts.timeout), file=sys.stderr)
-                code, deadline = EXIT_TIMEOUT, None
-                step.send_signal(signal.SIGTERM)
-            try:
-                step.wait(timeout=0.2)
-            except subprocess.TimeoutExpired:
-                pass
-        status = step.returncode if step.returncode >= 0 else 128 - step.returncode
-        if status != 0 and code is None:
-            print("%s: the job step of Slurm job %s ended with status %d (srun's messages "
-                  "above name the task)" % (prog, job, status), file=sys.stderr)
-        return code if code is not None else status
-    except OSError as exc:
-        print("%s: cannot start %s: %s" % (prog, srun, exc.strerror or exc), file=sys.stderr)
-        return EXIT_CANNOT_EXECUTE
-    finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
-
-
 def main(argv: Sequence[str], prog: str = "postbox run") -> int:
     try:
         opts = parse_args(argv)
@@ -1707,7 +1446,7 @@ def main(argv: Sequence[str], prog: str = "postbox run") -> int:
         return EXIT_USAGE
     sys.stdout.flush()
     sys.stderr.flush()
-    job = slurm_allocation(opts)
+    job = slurm.slurm_allocation(opts)
     if job is not None:
-        return run_under_srun(opts, job, prog)
+        return slurm.run_under_srun(opts, job, prog)
     return Launcher(opts, prog).run()

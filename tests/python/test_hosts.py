@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from conftest import built
-from postbox import launch, paths
+from postbox import hosts, launch, launchopts, paths
 from test_run import HOST, assert_nothing_left, run, script
 
 pytestmark = pytest.mark.short
@@ -480,7 +480,7 @@ def test_an_rsh_that_does_not_pass_stdin_is_reported(tmp_path):
 def test_hostfile_lines_of_hydra_and_open_mpi():
     text = ("# the job's hosts\nnode1:2\nnode2 slots=3 max_slots=8  # comment\n\n"
             "[fe80::1]:2\nnode3\nnode1:1\n")
-    assert launch.parse_hostfile(text, "f") == [("node1", 3), ("node2", 3), ("[fe80::1]", 2),
+    assert hosts.parse_hostfile(text, "f") == [("node1", 3), ("node2", 3), ("[fe80::1]", 2),
                                                 ("node3", 0)]
 
 
@@ -493,18 +493,18 @@ def test_hostfile_lines_of_hydra_and_open_mpi():
     ("# nothing\n\n", "f names no host"),
 ])
 def test_hostfile_errors_name_the_line(text, message):
-    with pytest.raises(launch.UsageError) as caught:
-        launch.parse_hostfile(text, "f")
+    with pytest.raises(launchopts.UsageError) as caught:
+        hosts.parse_hostfile(text, "f")
     assert str(caught.value).startswith(message)
 
 
 def test_ranks_fill_the_slots_in_blocks_and_wrap_when_oversubscribed():
     slots = [("a", 2), ("b", 3)]
-    assert launch.place_ranks(3, slots) == (["a", "b"], [2, 1])
-    assert launch.place_ranks(5, slots) == (["a", "b"], [2, 3])
-    assert launch.place_ranks(7, slots) == (["a", "b"], [4, 3])
-    assert launch.place_ranks(2, slots) == (["a"], [2])   # b gets no rank: dropped
-    assert launch.place_ranks(5, [("a", 0), ("b", 0)]) == (["a", "b"], [3, 2])
+    assert hosts.place_ranks(3, slots) == (["a", "b"], [2, 1])
+    assert hosts.place_ranks(5, slots) == (["a", "b"], [2, 3])
+    assert hosts.place_ranks(7, slots) == (["a", "b"], [4, 3])
+    assert hosts.place_ranks(2, slots) == (["a"], [2])   # b gets no rank: dropped
+    assert hosts.place_ranks(5, [("a", 0), ("b", 0)]) == (["a", "b"], [3, 2])
 
 
 def test_hostfile_option_and_variable(tmp_path, monkeypatch):
@@ -517,9 +517,9 @@ def test_hostfile_option_and_variable(tmp_path, monkeypatch):
     assert (opts.hosts, opts.host_ranks) == (["n1", "n2"], [2, 2])
     # virtual nodes asked for: the variable is not a request for hosts
     assert launch.parse_args(["-n", "4", "--nodes", "2", "true"]).hosts == []
-    with pytest.raises(launch.UsageError, match="--hosts and --hostfile cannot be combined"):
+    with pytest.raises(launchopts.UsageError, match="--hosts and --hostfile cannot be combined"):
         launch.parse_args(["-n", "2", "--hosts", "a", "--hostfile", str(hostfile), "true"])
-    with pytest.raises(launch.UsageError, match="no-such: No such file"):
+    with pytest.raises(launchopts.UsageError, match="no-such: No such file"):
         launch.parse_args(["-n", "2", "--hostfile", str(tmp_path / "no-such"), "true"])
 
 
@@ -576,6 +576,21 @@ def test_host_that_never_comes_up_ends_the_job(tmp_path, monkeypatch):
     result = hosts_run(down, "-n", 1, "--hosts", A, "true", timeout=30)
     assert result.returncode == 255
     assert "could not reach host %s for 1 s (POSTBOX_HOST_WAIT); giving up" % A in result.stderr
+
+
+def test_backoff_doubles_to_its_cap_and_ends_with_the_wait():
+    backoff = hosts.Backoff(10.0, now=0.0)
+    delays, now = [], 0.0
+    while True:
+        delay = backoff.next(now)
+        if delay is None:
+            break
+        delays.append(delay)
+        now += delay
+    # 0.25 + 0.5 + 1 + 2 + 4 = 7.75 s; another 4 s would end after the 10 s
+    assert delays == [0.25, 0.5, 1.0, 2.0, 4.0]
+    assert backoff.tries == 5
+    assert hosts.Backoff(0.0, now=5.0).next(5.0) is None   # POSTBOX_HOST_WAIT=0: no retry
 
 
 def test_name_that_resolves_late_is_waited_for(monkeypatch, capfd):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON_DIR, REPO, built
-from postbox import launch, paths, pmi_server
+from postbox import launch, launchopts, paths, pmi_server
 
 pytestmark = pytest.mark.short
 
@@ -218,7 +218,7 @@ def test_universe_option():
                           (["--universe", "0", "p"], "positive integer"),
                           (["-n", "2", "--universe", "3", "--hosts", "a", "p"],
                            "cannot be combined")):
-        with pytest.raises(launch.UsageError, match=message):
+        with pytest.raises(launchopts.UsageError, match=message):
             launch.parse_args(argv)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PYTHON_DIR, REPO, built
-from postbox import launch, paths, pmi_server
+from postbox import launch, launchopts, paths, pmi_server
 
 pytestmark = pytest.mark.short
 
@@ -140,7 +140,7 @@ def test_server_survives_garbage():
     (["-x", "PMI_PORT=h:1", "true"], "sets PMI_PORT itself"),
 ])
 def test_usage_errors(argv, message):
-    with pytest.raises(launch.UsageError, match=re.escape(message)):
+    with pytest.raises(launchopts.UsageError, match=re.escape(message)):
         launch.parse_args(argv)
 
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import built
-from postbox import launch, paths
+from postbox import launch, launchopts, paths, slurm
 from slurm_cluster import NODES, SlurmCluster, missing
 
 pytestmark = pytest.mark.slow
@@ -24,24 +24,24 @@ pytestmark = pytest.mark.slow
 def test_srun_is_used_only_inside_an_allocation(monkeypatch):
     opts = launch.parse_args(["-n", "4", "--tag-output", "prog", "arg"])
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    assert launch.slurm_allocation(opts) is None
+    assert slurm.slurm_allocation(opts) is None
     monkeypatch.setenv("SLURM_JOB_ID", "42")
-    assert launch.slurm_allocation(opts) == "42"
-    assert launch.srun_argv(opts, "srun") == [
+    assert slurm.slurm_allocation(opts) == "42"
+    assert slurm.srun_argv(opts, "srun") == [
         "srun", "--mpi=pmi2", "--ntasks=4", "--kill-on-bad-exit=1", "--export=ALL", "--label",
         "prog", "arg"]
     # virtual nodes, a universe or hosts are this launcher's own business
     for argv in (["-n", "4", "--nodes", "2", "p"], ["-n", "2", "--universe", "4", "p"],
                  ["-n", "2", "--hosts", "a,b", "p"]):
-        assert launch.slurm_allocation(launch.parse_args(argv)) is None
+        assert slurm.slurm_allocation(launch.parse_args(argv)) is None
     monkeypatch.setenv("POSTBOX_LAUNCHER", "local")
-    assert launch.slurm_allocation(opts) is None
+    assert slurm.slurm_allocation(opts) is None
 
 
 def test_allocation_without_srun_is_a_clear_error(monkeypatch, capsys):
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert launch.main(["-n", "2", "true"]) == launch.EXIT_USAGE
+    assert launch.main(["-n", "2", "true"]) == launchopts.EXIT_USAGE
     assert "inside Slurm allocation 42 but srun is not on PATH" in capsys.readouterr().err
 
 

@@ -1,0 +1,59 @@
+"""What the parts of ``postbox run`` share: its options, its exit statuses,
+and the environment variables the launcher owns.
+
+:mod:`postbox.launch` (the launcher), :mod:`postbox.hosts` (hostfiles, rank
+placement, the remote shell) and :mod:`postbox.slurm` (the job as a Slurm
+step) all take an :class:`Options` and end with these statuses.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from postbox import netns
+
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# variables the launcher sets itself; -x may not set them
+RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
+            "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
+            "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS", "POSTBOX_SLOT",
+            "POSTBOX_UNIVERSE_NODES")
+# inherited variables that would mislead a PMI client
+SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
+            "POSTBOX_PMI_TOKEN", "POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES")
+
+
+class UsageError(Exception):
+    """A bad command line; the message says what is wrong."""
+
+
+@dataclass
+class Options:
+    """The parsed command line of ``postbox run`` (launch.parse_args)."""
+    size: int = 1
+    universe: Optional[int] = None
+    nodes: int = 1
+    tag_output: bool = False
+    timeout: Optional[float] = None
+    env: List[Tuple[str, str]] = field(default_factory=list)
+    netns: bool = False
+    rails: int = 1
+    link: Optional[netns.LinkSpec] = None
+    hosts: List[str] = field(default_factory=list)
+    # --hosts/--hostfile: the ranks of each host, in host order (rank blocks)
+    host_ranks: List[int] = field(default_factory=list)
+    rsh: Optional[str] = None
+    pmi_address: Optional[str] = None
+    program: str = ""
+    args: List[str] = field(default_factory=list)
+
+    def rsh_argv0(self) -> str:
+        return shlex.split(self.rsh or "ssh")[0]
