@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import math
 import os
-import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, TextIO
 
-from postbox import machine, mpibench
+from postbox import machine, mpibench, mpipart
 
 PROGRAM = "mpi_beff"
 SOURCES = ("bench/mpi_beff.c", "bench/mpi_common.c", "bench/engine.c")
@@ -300,7 +299,7 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
                 lmax: Optional[int] = None) -> list[str]:
     """argv of one run of mpi_beff: @lib in the shape @config, --tests @tests."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        is_root = mpibench.is_root_user()
     launch = lib.launch_args(is_root, config.path)
     args = mpibench.program_args(lib, config.path)
     if config.nodes > 2:
@@ -308,14 +307,8 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
         args = [("Postbox: postbox run --nodes %d (%d virtual nodes, RSM tcp)"
                  % (config.nodes, config.nodes)) if i > 0 and args[i - 1] == "--path-how"
                 else arg for i, arg in enumerate(args)]
-    argv = [str(lib.mpiexec)] + launch + ["-n", str(config.ranks),
-                                          str(mpibench.build_dir(lib) / PROGRAM)]
-    argv += args + ["--tests", tests, "--json", str(jsonl)]
-    if lmax is not None:
-        argv += ["--lmax", str(lmax)]
-    if quick:
-        argv.append("--quick")
-    return argv + list(extra)
+    return mpipart.program_argv(lib, launch, config.ranks, PROGRAM, args + ["--tests", tests],
+                                jsonl, quick, extra, [] if lmax is None else ["--lmax", str(lmax)])
 
 
 @dataclass
@@ -336,14 +329,9 @@ def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
 
 
 @dataclass
-class Outcome:
+class Outcome(mpipart.Outcome):
     """What run_libraries did."""
 
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)    # runs ended after their last record
     seconds: float = 0.0
 
 
@@ -366,7 +354,7 @@ def run_suite(out: Path, quick: bool, chosen: Sequence[mpibench.Library], extra:
 
     begin = time.monotonic()
     jsonl, text = out / (results_name + ".jsonl"), out / (results_name + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     key = "%s_libraries" % results_name
     description.setdefault(key, [])
@@ -378,49 +366,26 @@ def run_suite(out: Path, quick: bool, chosen: Sequence[mpibench.Library], extra:
                   % (PROGRAM, lib.label, lib.origin, mpibench.elapsed(started)),
                   file=terminal, flush=True)
         else:
-            print("postbox bench: building %s (%s %s) with %s%s"
-                  % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-                  file=terminal, flush=True)
+            mpipart.announce_build(PROGRAM, lib, started, terminal)
         ok, message = ensure_built(lib)
         description[key].append(dict(lib.describe(), build_command=build_command(lib),
                                      built=ok, header_version=lib.version))
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick, configs)
-    spent = []
-    for step, run in enumerate(plan, 1):
+    def step(run: Run) -> mpipart.Step:
         lmax = lmax_for(memory_per_process(run.config.ranks), quick)
-        argv = run_command(run.lib, run.config, jsonl, quick, run.config.tests or tests, extra,
-                           is_root, lmax)
-        env = run.lib.run_env(is_root, run.config.path)
-        print("[%s %d/%d]%s%s %s %s (%s): %s"
-              % (what, step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
-                 run.config.name, "network path" if run.config.nodes > 1 else "on-node",
-                 shlex.join(argv)), file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER)
-        spent.append(result.seconds)
-        outcome.runs += 1
-        name = run.name(results_name)
-        if result.ended:
-            outcome.ended.append(name)
-        description["runs"].append(mpibench.run_entry(name, argv, env, run.config.path,
-                                                      run.config.ranks, result))
-        machine.write(out / "machine.json", description)
-        if result.status != 0:
-            outcome.failed.append(name)
-            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.config.name,
-                     "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status,
-                     result.seconds, text), file=err, flush=True)
+        return mpipart.Step(
+            run.name(results_name),
+            run_command(run.lib, run.config, jsonl, quick, run.config.tests or tests, extra,
+                        is_root, lmax),
+            run.lib.run_env(is_root, run.config.path), run.config.path, run.config.ranks,
+            "%s %s (%s)" % (run.lib.label, run.config.name,
+                            "network path" if run.config.nodes > 1 else "on-node"),
+            "%s %s" % (run.lib.label, run.config.name))
+
+    mpipart.run_plan(plan_runs(ready, quick, configs), step, what, out, text, description,
+                     outcome, terminal, err, started, RUN_TIMEOUT[quick], DONE_MARKER)
     outcome.seconds = time.monotonic() - begin
     print("postbox bench: %s took %.1f s (%d runs)" % (what, outcome.seconds, outcome.runs),
           file=terminal, flush=True)
@@ -464,27 +429,11 @@ def summary_text(records: Sequence[dict]) -> str:
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the part from @outcome (and the b_eff values
     from @jsonl)."""
-    from postbox import results
-
-    parts = []
-    if outcome.built:
-        parts.append("built: %s" % ", ".join(outcome.built))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
-    if jsonl is not None and jsonl.exists():
-        try:
-            text = summary_text(results.load_jsonl(jsonl))
-        except results.ResultsError:
-            text = ""
-        if text:
-            parts.append(text)
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    parts = outcome.built_parts() + outcome.trouble_parts()
+    text = mpipart.records_summary(jsonl, summary_text)
+    if text:
+        parts.append(text)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
@@ -492,11 +441,5 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         found: Optional[Sequence[mpibench.Library]] = None,
         configs: Optional[Sequence[Config]] = None) -> int:
     """The b_eff part alone, then the report; returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "mpi-beff", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            configs=configs),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-beff", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, configs=configs)

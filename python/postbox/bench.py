@@ -316,7 +316,7 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
     (collbench's bench/mpi_coll.c, rmabench's bench/mpi_rma.c,
     threadbench's bench/mpi_p2p.c) against every MPI library found, of each
     family the newest in the quick profile."""
-    from postbox import collbench, mpibench
+    from postbox import mpibench, mpipart
 
     start = time.monotonic()
     job.header(part, "bench/%s.c against every MPI library found" % module.PROGRAM)
@@ -325,9 +325,7 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
             terminal=job.terminal, err=job.err)
         job.save()
     found = mpibench.discover()
-    chosen, unknown = mpibench.select(found, libraries)
-    if quick and not libraries:
-        chosen = collbench.one_per_family(chosen)
+    chosen, unknown = mpipart.choose(found, libraries, quick)
     for name in unknown:
         job.warn("%s: no MPI library '%s' found" % (part, name))
     if not chosen:

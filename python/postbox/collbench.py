@@ -29,12 +29,11 @@ import os
 import shlex
 import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench
+from postbox import machine, mpibench, mpipart
 
 PROGRAM = "mpi_coll"
 SOURCES = ("bench/mpi_coll.c", "bench/mpi_common.c", "bench/engine.c")
@@ -100,24 +99,6 @@ CONFIGS = {True: (Config(2), Config(4), Config(4, True)),
 ROUNDS = {True: 3, False: 1}
 
 
-def _version_key(lib: mpibench.Library) -> tuple:
-    parts = []
-    for part in (lib.version or "").split("."):
-        parts.append(int(part) if part.isdigit() else -1)
-    return tuple(parts)
-
-
-def one_per_family(libraries: Sequence[mpibench.Library]) -> list[mpibench.Library]:
-    """The quick profile's libraries: of each family the newest version (by
-    its mpi.h; the first found when none says), in the order found."""
-    best: dict = {}
-    for lib in libraries:
-        kept = best.get(lib.family)
-        if kept is None or _version_key(lib) > _version_key(kept):
-            best[lib.family] = lib
-    return [lib for lib in libraries if best.get(lib.family) is lib]
-
-
 def build_dir(lib: mpibench.Library) -> Path:
     return mpibench.build_dir(lib)
 
@@ -149,15 +130,10 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
     """argv of one run of mpi_coll: @lib in the shape @config (its round
     @round_)."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    argv = [str(lib.mpiexec)] + lib.launch_args(is_root, config.path) + [
-        "-n", str(config.ranks), str(build_dir(lib) / PROGRAM)]
-    argv += mpibench.program_args(lib, config.path) + ["--json", str(jsonl)]
-    if round_ is not None:
-        argv += ["--round", str(round_)]
-    if quick:
-        argv.append("--quick")
-    return argv + list(extra)
+        is_root = mpibench.is_root_user()
+    return mpipart.program_argv(lib, lib.launch_args(is_root, config.path), config.ranks,
+                                PROGRAM, mpibench.program_args(lib, config.path), jsonl, quick,
+                                extra, mpipart.round_args(round_))
 
 
 @dataclass
@@ -184,14 +160,8 @@ def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
 
 
 @dataclass
-class Outcome:
+class Outcome(mpipart.Outcome):
     """What run_libraries did."""
-
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)  # runs ended after their last record
 
 
 def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
@@ -202,58 +172,38 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     @out/coll.jsonl; record everything in @description (machine.json:
     coll_libraries, runs)."""
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     description.setdefault("coll_libraries", [])
     outcome = Outcome()
-    ready = []
+    ready: list = []
     for lib in chosen:
         nbc, why = has_nbc(lib)
-        print("postbox bench: building %s (%s %s) with %s; nonblocking collectives: %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, "yes" if nbc else "no (%s)" % why,
-                 mpibench.elapsed(started)), file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal, "; nonblocking collectives: %s"
+                               % ("yes" if nbc else "no (%s)" % why))
         ok, message = build(lib, nbc)
         description["coll_libraries"].append(dict(
             lib.describe(), build_command=build_command(lib, nbc), built=ok, nbc=nbc,
             nbc_probe=shlex.join(probe_command(lib)), nbc_detail=why,
             header_version=lib.version))
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick, configs)
     cores = machine.cpus_allowed() or os.cpu_count() or 1
-    spent = []
-    for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root, run.round)
-        env = run.lib.run_env(is_root, run.config.path)
-        print("[coll %d/%d]%s%s %s %s%s (%d ranks%s, %s): %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.config.name,
-                 "" if run.round is None else " round %d/%d" % (run.round + 1, ROUNDS[quick]),
-                 run.config.ranks, ", oversubscribed" if run.config.ranks > cores else "",
-                 "network path" if run.config.two_nodes else "on-node", shlex.join(argv)),
-              file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER)
-        status, seconds = result.status, result.seconds
-        spent.append(seconds)
-        outcome.runs += 1
-        if result.ended:
-            outcome.ended.append(run.name)
-        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.config.path,
-                                                      run.config.ranks, result))
-        machine.write(out / "machine.json", description)
-        if status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.config.name,
-                     "timed out" if status is None else "failed with exit status %s" % status,
-                     seconds, text), file=err, flush=True)
+
+    def step(run: Run) -> mpipart.Step:
+        return mpipart.Step(
+            run.name, run_command(run.lib, run.config, jsonl, quick, extra, is_root, run.round),
+            run.lib.run_env(is_root, run.config.path), run.config.path, run.config.ranks,
+            "%s %s%s (%d ranks%s, %s)"
+            % (run.lib.label, run.config.name,
+               "" if run.round is None else " round %d/%d" % (run.round + 1, ROUNDS[quick]),
+               run.config.ranks, ", oversubscribed" if run.config.ranks > cores else "",
+               "network path" if run.config.two_nodes else "on-node"),
+            "%s %s" % (run.lib.label, run.config.name))
+
+    mpipart.run_plan(plan_runs(ready, quick, configs), step, "coll", out, text, description,
+                     outcome, terminal, err, started, RUN_TIMEOUT[quick], DONE_MARKER)
     return outcome
 
 
@@ -279,21 +229,11 @@ def grid_summary(jsonl: Path) -> Optional[str]:
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the mpi-coll part from @outcome (and the grid's
     summary from @jsonl)."""
-    parts = []
-    if outcome.built:
-        parts.append("built: %s" % ", ".join(outcome.built))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
+    parts = outcome.built_parts() + outcome.trouble_parts()
     summary = grid_summary(jsonl) if jsonl is not None else None
     if summary:
         parts.append(summary)
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
@@ -302,62 +242,6 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         configs: Optional[Sequence[Config]] = None) -> int:
     """`postbox bench --coll`: the collective bench alone, then the report;
     returns its exit status."""
-    return run_part_alone(
-        "mpi-coll", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            configs=configs),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-coll", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, configs=configs)
 
-
-def run_part_alone(part: str, out: Optional[Path], quick: bool, libraries: Optional[str],
-                   terminal: TextIO, found: Optional[Sequence[mpibench.Library]],
-                   measure, verdict_of) -> int:
-    """One MPI part of `postbox bench` alone (--coll, --rma): choose the
-    libraries (of each family the newest in the quick profile), make the
-    results folder and its machine.json, run @measure(out, chosen,
-    description, err, started) -> outcome, write the report, and print
-    @verdict_of(outcome, out) -> (verdict, text) as part @part's; returns
-    the exit status."""
-    from postbox import bench, report, results
-
-    err = sys.stderr
-    out = Path(out) if out is not None else bench.default_out_dir()
-    found = mpibench.discover() if found is None else list(found)
-    chosen, unknown = mpibench.select(found, libraries)
-    if quick and not libraries:
-        chosen = one_per_family(chosen)
-    for name in unknown:
-        print("postbox bench: no MPI library '%s' found (found: %s)"
-              % (name, ", ".join(lib.label for lib in found) or "none"), file=err)
-    if not chosen:
-        print("postbox bench: no MPI library to measure.  %s" % mpibench.not_found_hint(),
-              file=err)
-        return 1
-    try:
-        bench.prepare_out_dir(out)
-    except bench.BenchError as exc:
-        print("postbox bench: %s" % exc, file=err)
-        return 1
-    description = machine.describe([])
-    description["runs"] = []
-    machine.write(out / "machine.json", description)
-    print("postbox bench: results in %s" % out, file=terminal)
-    try:
-        outcome = measure(out, chosen, description, err, time.monotonic())
-    except KeyboardInterrupt:
-        print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
-        return 130
-    try:
-        records = results.load_dir(out)
-    except results.ResultsError as exc:
-        print("postbox bench: %s" % exc, file=err)
-        return 1
-    if records:
-        print("Report: %s" % report.write(out, records), file=terminal)
-    else:
-        print("postbox bench: no measurements were recorded", file=err)
-    verdict, text = verdict_of(outcome, out)
-    print("postbox bench: %s %s%s" % (part, verdict, " (%s)" % text if text else ""),
-          file=err if verdict == "FAILED" else terminal)
-    return 1 if verdict == "FAILED" or not records else 0

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import beffbench, mpibench
+from postbox import beffbench, mpibench, mpipart
 
 PROGRAM = beffbench.PROGRAM
 RESULTS_NAME = "dense"  # dense.jsonl, dense.txt
@@ -120,18 +120,12 @@ def phase_spread(records: Sequence[dict], algorithm: str = "aapc") -> list:
 def detail(outcome: beffbench.Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the part, with the aapc phases' spread from
     @jsonl."""
-    from postbox import results
-
     verdict, text = beffbench.detail(outcome, None)
-    if jsonl is not None and jsonl.exists():
-        try:
-            spread = phase_spread(results.load_jsonl(jsonl))
-        except results.ResultsError:
-            spread = []
-        if spread:
-            text += "; aapc fastest/slowest phase: " + ", ".join(
-                "%s %d ranks %s %.1fx" % (library, ranks, path, ratio)
-                for library, ranks, path, _, ratio in spread)
+    spread = mpipart.records_summary(jsonl, phase_spread)
+    if spread:
+        text += "; aapc fastest/slowest phase: " + ", ".join(
+            "%s %d ranks %s %.1fx" % (library, ranks, path, ratio)
+            for library, ranks, path, _, ratio in spread)
     return verdict, text
 
 
@@ -140,11 +134,5 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         found: Optional[Sequence[mpibench.Library]] = None,
         configs: Optional[Sequence[beffbench.Config]] = None) -> int:
     """The dense part alone, then the report; returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "mpi-dense", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            configs=configs),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-dense", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, configs=configs)

@@ -33,15 +33,14 @@ tables from them.
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
-from postbox import machine, mpibench, netns, paths
+from postbox import machine, mpibench, mpipart, netns, paths
 
 PROGRAM = "mpi_p2p"
 RESULTS_NAME = "links"  # links.jsonl, links.txt
@@ -228,15 +227,11 @@ def plan_runs(libraries: Sequence[mpibench.Library], links: Sequence[Link]) -> l
 
 
 @dataclass
-class Outcome:
-    """What run_libraries did."""
+class Outcome(mpipart.Outcome):
+    """What run_libraries did (skipped: (label, why), said by detail, not
+    by trouble_parts)."""
 
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # (label, why)
-    failed: list = field(default_factory=list)   # run names
-    runs: int = 0
     records: int = 0
-    ended: list = field(default_factory=list)    # runs ended after their last record
     unavailable: str = ""                        # why the part cannot run here
     no_delay: str = ""                           # why the links have no delay
     seconds: float = 0.0
@@ -282,9 +277,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
             ready.append(lib)
             outcome.built.append(lib.label)
             continue
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-              file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal)
         ok, message = mpibench.build(lib)
         if ok:
             ready.append(lib)
@@ -298,34 +291,25 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
                                         for label, why_ in outcome.skipped]}
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, links)
-    spent: list = []
-    for step, run in enumerate(plan, 1):
-        part = out / ("links-run-%d.part" % step)
-        argv = rsm_command(run.link, part, quick, extra) if run.lib is None else \
-            mpi_command(run.lib, run.link, part, quick, extra)
-        env = {} if run.lib is None else mpi_env(run.lib)
-        print("[links %d/%d]%s%s %s: %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.name, shlex.join(argv)),
-              file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER if run.lib is not None else "done in ")
-        spent.append(result.seconds)
-        outcome.runs += 1
-        outcome.records += move_records(part, run.link, run.kind, jsonl)
-        if result.ended:
-            outcome.ended.append(run.name)
-        entry = mpibench.run_entry(run.name, argv, env, "network", 2, result)
-        entry["link"] = run.link.option
-        description["runs"].append(entry)
-        machine.write(out / "machine.json", description)
-        if result.status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s after %.1f s (output above and in %s)"
-                  % (run.name, "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status, result.seconds, text),
-                  file=err, flush=True)
+
+    def step(numbered: tuple) -> mpipart.Step:
+        number, run = numbered
+        part = out / ("links-run-%d.part" % number)
+        return mpipart.Step(
+            run.name, rsm_command(run.link, part, quick, extra) if run.lib is None else
+            mpi_command(run.lib, run.link, part, quick, extra),
+            {} if run.lib is None else mpi_env(run.lib), "network", 2, run.name, run.name,
+            DONE_MARKER if run.lib is not None else "done in ", {"link": run.link.option})
+
+    def judge(numbered: tuple, result: mpibench.RunResult) -> bool:
+        number, run = numbered
+        outcome.records += move_records(out / ("links-run-%d.part" % number), run.link,
+                                        run.kind, jsonl)
+        return False
+
+    mpipart.run_plan(list(enumerate(plan_runs(ready, links), 1)), step, "links", out, text,
+                     description, outcome, terminal, err, started, RUN_TIMEOUT[quick],
+                     judge=judge)
     outcome.seconds = time.monotonic() - begin
     print("postbox bench: links: %d runs on %s in %.1f s"
           % (outcome.runs, ", ".join(link.option for link in links), outcome.seconds),
@@ -344,24 +328,14 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple:
         parts.append("%s skipped (%s)" % (label, why))
     if outcome.no_delay:
         parts.append("links without delay (%s)" % outcome.no_delay)
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
+    parts += outcome.trouble_parts()
     parts.append("%d records in %.1f s" % (outcome.records, outcome.seconds))
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[mpibench.Library]] = None) -> int:
     """The links part alone, then the report; returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "links", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("links", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra)

@@ -21,14 +21,12 @@ in PROFILE_ROUNDS rounds.
 
 from __future__ import annotations
 
-import os
-import shlex
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench
+from postbox import machine, mpibench, mpipart
 
 PROGRAM = "mpi_logp"
 SOURCES = ("bench/mpi_logp.c", "bench/mpi_common.c", "bench/engine.c")
@@ -59,16 +57,10 @@ def run_command(lib: mpibench.Library, path: str, jsonl: Path, quick: bool,
     """argv of one run of mpi_logp: @lib, 2 ranks on @path (its round
     @round_)."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    argv = [str(lib.mpiexec)] + lib.launch_args(is_root, path) + [
-        "-n", "2", str(mpibench.build_dir(lib) / PROGRAM)]
-    argv += mpibench.program_args(lib, path) + list(PROFILE_ARGS[quick])
-    argv += ["--json", str(jsonl)]
-    if round_ is not None:
-        argv += ["--round", str(round_)]
-    if quick:
-        argv.append("--quick")
-    return argv + list(extra)
+        is_root = mpibench.is_root_user()
+    return mpipart.program_argv(lib, lib.launch_args(is_root, path), 2, PROGRAM,
+                                mpibench.program_args(lib, path) + list(PROFILE_ARGS[quick]),
+                                jsonl, quick, extra, mpipart.round_args(round_))
 
 
 @dataclass
@@ -94,14 +86,9 @@ def plan_runs(libraries: Sequence[mpibench.Library], quick: bool) -> list[Run]:
 
 
 @dataclass
-class Outcome:
+class Outcome(mpipart.Outcome):
     """What run_libraries did."""
 
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)    # runs ended after their last record
     seconds: float = 0.0                         # building and running
 
 
@@ -113,53 +100,30 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     logp_libraries, runs).  Prints the time it took."""
     begun = time.monotonic()
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     description.setdefault("logp_libraries", [])
     outcome = Outcome()
     ready = []
     for lib in chosen:
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-              file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal)
         ok, message = build(lib)
         description["logp_libraries"].append(dict(
             lib.describe(), build_command=build_command(lib), built=ok,
             header_version=lib.version))
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick)
-    spent: list = []
-    for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.path, jsonl, quick, extra, is_root, run.round)
-        env = run.lib.run_env(is_root, run.path)
-        print("[logp %d/%d]%s%s %s 2 ranks %s%s: %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.path,
-                 "" if run.round is None else " round %d/%d" % (run.round + 1,
-                                                               PROFILE_ROUNDS[quick]),
-                 shlex.join(argv)), file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER)
-        spent.append(result.seconds)
-        outcome.runs += 1
-        if result.ended:
-            outcome.ended.append(run.name)
-        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.path, 2, result))
-        machine.write(out / "machine.json", description)
-        if result.status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.path,
-                     "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status,
-                     result.seconds, text), file=err, flush=True)
+    def step(run: Run) -> mpipart.Step:
+        return mpipart.Step(
+            run.name, run_command(run.lib, run.path, jsonl, quick, extra, is_root, run.round),
+            run.lib.run_env(is_root, run.path), run.path, 2,
+            "%s 2 ranks %s%s" % (run.lib.label, run.path, "" if run.round is None
+                                 else " round %d/%d" % (run.round + 1, PROFILE_ROUNDS[quick])),
+            "%s %s" % (run.lib.label, run.path))
+
+    mpipart.run_plan(plan_runs(ready, quick), step, "logp", out, text, description, outcome,
+                     terminal, err, started, RUN_TIMEOUT[quick], DONE_MARKER)
     outcome.seconds = time.monotonic() - begun
     print("postbox bench: mpi-logp: %d run(s) of %s in %.1f s (%s profile)"
           % (outcome.runs, PROGRAM, outcome.seconds, "quick" if quick else "full"),
@@ -187,21 +151,11 @@ def fit_summary(jsonl: Path) -> Optional[str]:
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the mpi-logp part from @outcome (and the fit's
     summary from @jsonl)."""
-    parts = []
-    if outcome.built:
-        parts.append("built: %s" % ", ".join(outcome.built))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
+    parts = outcome.built_parts() + outcome.trouble_parts()
     if outcome.runs:
         parts.append("%d runs in %.1f s" % (outcome.runs, outcome.seconds))
     summary = fit_summary(jsonl) if jsonl is not None else None
     if summary:
         parts.append(summary)
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    return outcome.verdict(), "; ".join(parts)
 

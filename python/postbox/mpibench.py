@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, TextIO
 
-from postbox import bench, machine, paths, report, results
+from postbox import machine, mpipart, paths, report, results
 
 # the two-rank tests of bench/mpi_p2p.c, in the order they run
 TESTS = (
@@ -490,7 +490,7 @@ def run_command(lib: Library, test: str, jsonl: Path, quick: bool,
     """argv of one run of mpi_p2p: @test on @path with @ranks ranks, plus
     the sizes @add_sizes (protocol thresholds)."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        is_root = is_root_user()
     argv = [str(lib.mpiexec)] + lib.launch_args(is_root, path) + [
         "-n", str(ranks), str(build_dir(lib) / PROGRAM)] + program_args(lib, path)
     argv += ["--tests", test, "--json", str(jsonl)]
@@ -703,15 +703,16 @@ def not_found_hint() -> str:
 
 
 @dataclass
-class Outcome:
-    """What run_libraries did."""
+class Outcome(mpipart.Outcome):
+    """What run_libraries did (failed: the labels, label/network, whose run
+    failed)."""
 
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # labels (label/network) whose run failed
-    runs: int = 0
     path_checks: list = field(default_factory=list)  # report.PathCheck
-    ended: list = field(default_factory=list)  # runs ended after their last record
+
+
+def is_root_user() -> bool:
+    """Whether this process runs as root (the launchers' options differ)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def elapsed(start: Optional[float]) -> str:
@@ -838,7 +839,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
     interleaved, into @out/p2p.jsonl; record everything in @description
     (machine.json).  KeyboardInterrupt goes to the caller."""
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = is_root_user()
     description.setdefault("mpi_libraries", [])
     description.setdefault("runs", [])
     description["mpi_paths"] = {family: {"args": list(way.args), "env": dict(way.env),
@@ -847,9 +848,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
     outcome = Outcome()
     ready, limits = [], {}
     for lib in chosen:
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, elapsed(started)),
-              file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal)
         ok, message = build(lib)
         entry = dict(lib.describe(), build_command=build_command(lib), built=ok,
                      header_version=lib.version)
@@ -857,12 +856,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[Library], extra: Sequ
             limits[lib.label] = thresholds(lib)
             entry["thresholds"] = limits[lib.label]
         description["mpi_libraries"].append(entry)
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
     plan = plan_runs(ready, quick, tests, paths, pairs)
@@ -926,42 +920,20 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         paths: Sequence[str] = PATHS, pairs: Optional[Sequence[int]] = None) -> int:
     """`postbox bench --mpi`: returns its exit status."""
     err = sys.stderr
-    out = Path(out) if out is not None else bench.default_out_dir()
     found = discover() if found is None else list(found)
     chosen, unknown = select(found, libraries)
-    for name in unknown:
-        print("postbox bench: no MPI library '%s' found (found: %s)"
-              % (name, ", ".join(lib.label for lib in found) or "none"), file=err)
-    if not chosen:
-        print("postbox bench: no MPI library to measure.  %s" % not_found_hint(), file=err)
+    out, description = mpipart.start_alone(out, chosen, unknown, found, terminal, err)
+    if out is None:
         return 1
-    try:
-        bench.prepare_out_dir(out)
-    except bench.BenchError as exc:
-        print("postbox bench: %s" % exc, file=err)
-        return 1
-
-    description = machine.describe([])
-    description["mpi_libraries"] = []
-    description["runs"] = []
-    machine.write(out / "machine.json", description)
-    print("postbox bench: results in %s" % out, file=terminal)
     try:
         outcome = run_libraries(out, quick, chosen, extra, description, terminal, err, tests,
                                 started=time.monotonic(), paths=paths, pairs=pairs)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130
-
-    try:
-        records = results.load_dir(out)
-    except results.ResultsError as exc:
-        print("postbox bench: %s" % exc, file=err)
+    records = mpipart.write_report(out, terminal, err)
+    if records is None:
         return 1
-    if records:
-        print("Report: %s" % report.write(out, records), file=terminal)
-    else:
-        print("postbox bench: no measurements were recorded", file=err)
     if outcome.skipped:
         print("postbox bench: not built, skipped: %s" % ", ".join(outcome.skipped), file=err)
     if outcome.failed:

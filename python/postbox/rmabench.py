@@ -33,7 +33,6 @@ the progress test in both layouts.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench
+from postbox import machine, mpibench, mpipart
 
 PROGRAM = "mpi_rma"
 SOURCES = ("bench/mpi_rma.c", "bench/mpi_common.c", "bench/engine.c")
@@ -169,19 +168,14 @@ def run_command(lib: mpibench.Library, layout: Layout, jsonl: Path, quick: bool,
                 round_: Optional[int] = None) -> list[str]:
     """argv of one run of mpi_rma: @lib in @layout (its round @round_)."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    argv = [str(lib.mpiexec)] + lib.launch_args(is_root, layout.path)
-    if layout.two_nodes:
-        argv += list(RMA_NETWORK_ARGS.get(lib.family, ()))
-    argv += ["-n", "2", str(mpibench.build_dir(lib) / PROGRAM)]
-    argv += mpibench.program_args(lib, layout.path)
-    argv += ["--tests", ",".join(layout.tests), "--sync", ",".join(layout.sync),
-             "--flavor", layout.flavor, "--json", str(jsonl)]
-    if round_ is not None:
-        argv += ["--round", str(round_)]
-    if quick:
-        argv.append("--quick")
-    return argv + list(extra)
+        is_root = mpibench.is_root_user()
+    launch = lib.launch_args(is_root, layout.path) + (
+        list(RMA_NETWORK_ARGS.get(lib.family, ())) if layout.two_nodes else [])
+    args = mpibench.program_args(lib, layout.path) + [
+        "--tests", ",".join(layout.tests), "--sync", ",".join(layout.sync),
+        "--flavor", layout.flavor]
+    return mpipart.program_argv(lib, launch, 2, PROGRAM, args, jsonl, quick, extra,
+                                mpipart.round_args(round_))
 
 
 @dataclass
@@ -208,15 +202,10 @@ def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
 
 
 @dataclass
-class Outcome:
+class Outcome(mpipart.Outcome):
     """What run_libraries did."""
 
-    built: list = field(default_factory=list)    # labels
     no_rma: list = field(default_factory=list)   # (label, why): the library lacks RMA
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)    # runs ended after their last record
 
 
 def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
@@ -227,7 +216,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     run it in every layout into @out/rma.jsonl; record everything in
     @description (machine.json: rma_libraries, runs)."""
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     description.setdefault("rma_libraries", [])
     outcome = Outcome()
@@ -244,77 +233,41 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
             print("postbox bench: mpi-rma: %s has no one-sided communication (%s); skipped"
                   % (lib.label, why), file=terminal, flush=True)
             continue
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-              file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal)
         ok, message = build(lib)
         entry.update(build_command=build_command(lib), built=ok)
         description["rma_libraries"].append(entry)
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick, layouts)
-    spent = []
-    for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.layout, jsonl, quick, extra, is_root, run.round)
-        env = run.lib.run_env(is_root, run.layout.path)
-        print("[rma %d/%d]%s%s %s %s%s (%s): %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
-                 run.layout.name,
-                 "" if run.round is None else " round %d/%d" % (run.round + 1, run.layout.rounds),
-                 "network path" if run.layout.two_nodes else "on-node",
-                 shlex.join(argv)), file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER)
-        spent.append(result.seconds)
-        outcome.runs += 1
-        if result.ended:
-            outcome.ended.append(run.name)
-        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.layout.path, 2,
-                                                      result))
-        machine.write(out / "machine.json", description)
-        if result.status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.layout.name,
-                     "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status,
-                     result.seconds, text), file=err, flush=True)
+    def step(run: Run) -> mpipart.Step:
+        return mpipart.Step(
+            run.name, run_command(run.lib, run.layout, jsonl, quick, extra, is_root, run.round),
+            run.lib.run_env(is_root, run.layout.path), run.layout.path, 2,
+            "%s %s%s (%s)"
+            % (run.lib.label, run.layout.name,
+               "" if run.round is None else " round %d/%d" % (run.round + 1, run.layout.rounds),
+               "network path" if run.layout.two_nodes else "on-node"),
+            "%s %s" % (run.lib.label, run.layout.name))
+
+    mpipart.run_plan(plan_runs(ready, quick, layouts), step, "rma", out, text, description,
+                     outcome, terminal, err, started, RUN_TIMEOUT[quick], DONE_MARKER)
     return outcome
 
 
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the mpi-rma part from @outcome (and the
     progress test's times from @jsonl)."""
-    from postbox import rmareport, results
+    from postbox import rmareport
 
-    parts = []
-    if outcome.built:
-        parts.append("built: %s" % ", ".join(outcome.built))
+    parts = outcome.built_parts()
     for label, why in outcome.no_rma:
         parts.append("%s skipped: no one-sided communication (%s)" % (label, why))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
-    if jsonl is not None and jsonl.exists():
-        try:
-            summary = rmareport.progress_summary(results.load_jsonl(jsonl))
-        except results.ResultsError:
-            summary = None
-        if summary:
-            parts.append(summary)
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    parts += outcome.trouble_parts()
+    summary = mpipart.records_summary(jsonl, rmareport.progress_summary)
+    if summary:
+        parts.append(summary)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
@@ -323,11 +276,5 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         layouts: Optional[Sequence[Layout]] = None) -> int:
     """`postbox bench --rma`: the one-sided bench alone, then the report;
     returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "mpi-rma", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            layouts=layouts),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-rma", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, layouts=layouts)

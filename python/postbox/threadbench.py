@@ -28,15 +28,13 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import shlex
 import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench, paths, results, threadreport
+from postbox import machine, mpibench, mpipart, paths, results, threadreport
 
 PROGRAM = mpibench.PROGRAM
 RESULTS_NAME = "threads"  # threads.jsonl, threads.txt
@@ -89,19 +87,14 @@ def run_command(lib: mpibench.Library, run: Run, jsonl: Path, quick: bool,
     """argv of one run of mpi_p2p: @run's test at its thread level, on-node,
     2 ranks."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    argv = [str(lib.mpiexec)] + lib.launch_args(is_root) + [
-        "-n", "2", str(mpibench.build_dir(lib) / PROGRAM)] + mpibench.program_args(lib)
-    argv += ["--tests", run.test, "--thread-level", run.level, "--json", str(jsonl)]
+        is_root = mpibench.is_root_user()
+    args = mpibench.program_args(lib) + ["--tests", run.test, "--thread-level", run.level]
     if run.test == threadreport.PINGPONG:
-        argv += ["--sizes", str(threadreport.PINGPONG_SIZE)]
+        after = ["--sizes", str(threadreport.PINGPONG_SIZE)]
     else:
-        argv += ["--threads", str(THREADS)]
-    if run.round is not None:
-        argv += ["--round", str(run.round)]
-    if quick:
-        argv.append("--quick")
-    return argv + list(extra)
+        after = ["--threads", str(THREADS)]
+    return mpipart.program_argv(lib, lib.launch_args(is_root), 2, PROGRAM, args, jsonl, quick,
+                                extra, after + mpipart.round_args(run.round))
 
 
 # what mpi_p2p is made of besides mpibench.SOURCES
@@ -122,15 +115,10 @@ def up_to_date(lib: mpibench.Library, root: Optional[Path] = None) -> bool:
 
 
 @dataclass
-class Outcome:
-    """What run_libraries did."""
+class Outcome(mpipart.Outcome):
+    """What run_libraries did (built: the labels ready to run)."""
 
-    built: list = field(default_factory=list)        # labels ready to run
-    skipped: list = field(default_factory=list)      # labels that did not build
     not_granted: list = field(default_factory=list)  # (label, why): no MULTIPLE
-    failed: list = field(default_factory=list)       # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)        # runs ended after their last record
     no_postbox: bool = False                         # Postbox's MPI was not among them
 
 
@@ -161,7 +149,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     append the ratio record; everything in @description (machine.json:
     threads_libraries, runs)."""
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     description.setdefault("threads_libraries", [])
     outcome = Outcome(no_postbox=not any(lib.family == "postbox" for lib in chosen))
@@ -171,38 +159,26 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         if up_to_date(lib):
             ok, message = True, "built already"
         else:
-            print("postbox bench: building %s (%s %s) with %s%s"
-                  % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-                  file=terminal, flush=True)
+            mpipart.announce_build(PROGRAM, lib, started, terminal)
             ok, message = mpibench.build(lib)
         entry["built"] = ok
         description["threads_libraries"].append(entry)
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
     plan = plan_runs(ready, quick, rounds)
     entries = {entry["label"]: entry for entry in description["threads_libraries"]}
-    spent = []
-    for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run, jsonl, quick, extra, is_root)
-        env = run.lib.run_env(is_root)
-        print("[threads %d/%d]%s%s %s %s %s%s: %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label, run.test,
-                 run.level, "" if run.round is None else " round %d/%d"
-                 % (run.round + 1, ROUNDS[quick] if rounds is None else rounds),
-                 shlex.join(argv)), file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick])
-        spent.append(result.seconds)
-        outcome.runs += 1
-        if result.ended:
-            outcome.ended.append(run.name)
-        description["runs"].append(mpibench.run_entry(run.name, argv, env, "on-node", 2, result))
+
+    def step(run: Run) -> mpipart.Step:
+        return mpipart.Step(
+            run.name, run_command(run.lib, run, jsonl, quick, extra, is_root),
+            run.lib.run_env(is_root), "on-node", 2,
+            "%s %s %s%s" % (run.lib.label, run.test, run.level, "" if run.round is None
+                            else " round %d/%d" % (run.round + 1,
+                                                   ROUNDS[quick] if rounds is None else rounds)),
+            "%s %s at %s" % (run.lib.label, run.test, run.level))
+
+    def judge(run: Run, result: mpibench.RunResult) -> bool:
         if result.status == NOT_GRANTED:
             why = "does not grant MPI_THREAD_%s (mpi_p2p --thread-level %s exits %d)" % (
                 run.level.upper(), run.level, NOT_GRANTED)
@@ -210,16 +186,13 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
             entries[run.lib.label].update(granted=False, detail=why)
             print("postbox bench: mpi-threads: %s %s; skipped" % (run.lib.label, why),
                   file=terminal, flush=True)
-        elif result.status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s at %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.test, run.level,
-                     "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status,
-                     result.seconds, text), file=err, flush=True)
-        elif run.level == threadreport.MULTIPLE:
+            return True
+        if result.status == 0 and run.level == threadreport.MULTIPLE:
             entries[run.lib.label]["granted"] = True
-        machine.write(out / "machine.json", description)
+        return False
+
+    mpipart.run_plan(plan, step, "threads", out, text, description, outcome, terminal, err,
+                     started, RUN_TIMEOUT[quick], judge=judge)
     append_ratio(jsonl)
     return outcome
 
@@ -233,22 +206,12 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
         parts.append("Postbox's MPI not found: no MULTIPLE/FUNNELED ratio")
     for label, why in outcome.not_granted:
         parts.append("%s skipped: %s" % (label, why))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
-    if jsonl is not None and jsonl.exists():
-        try:
-            records = results.load_jsonl(jsonl)
-        except results.ResultsError:
-            records = []
-        if records:
-            parts.insert(0, threadreport.summary(records))
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    parts += outcome.trouble_parts()
+    summary = mpipart.records_summary(
+        jsonl, lambda records: threadreport.summary(records) if records else None)
+    if summary is not None:
+        parts.insert(0, summary)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
@@ -257,11 +220,5 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         rounds: Optional[int] = None) -> int:
     """`postbox bench --threads`: the thread bench alone, then the report;
     returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "mpi-threads", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            rounds=rounds),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-threads", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, rounds=rounds)

@@ -34,11 +34,11 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import machine, mpibench, paths
+from postbox import machine, mpibench, mpipart, paths
 
 PROGRAM = "mpi_traffic"
 SOURCES = ("bench/mpi_traffic.c", "bench/mpi_common.c", "bench/engine.c")
@@ -288,22 +288,18 @@ def run_command(lib: mpibench.Library, config: Config, jsonl: Path, quick: bool,
                 extra: Sequence[str] = (), is_root: Optional[bool] = None) -> list:
     """argv of one run of mpi_traffic: @lib in the shape @config."""
     if is_root is None:
-        is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+        is_root = mpibench.is_root_user()
     postbox_nodes = lib.family == "postbox" and config.nodes > 1
     launch = lib.launch_args(is_root, "on-node" if postbox_nodes else config.path)
     if postbox_nodes:
         launch += ["--nodes", str(config.nodes)]
-    argv = [str(lib.mpiexec)] + launch + ["-n", str(config.ranks),
-                                          str(mpibench.build_dir(lib) / PROGRAM)]
-    argv += mpibench.program_args(lib, config.path)
+    args = mpibench.program_args(lib, config.path)
     if postbox_nodes:
         # the records say how many virtual nodes (program_args says two)
-        argv += ["--nodes", str(config.nodes), "--path-how",
+        args += ["--nodes", str(config.nodes), "--path-how",
                  "Postbox: postbox run --nodes %d (virtual nodes, RSM tcp)" % config.nodes]
-    argv += ["--json", str(jsonl)]
-    if quick:
-        argv += ["--quick"] + list(QUICK_ARGS)
-    return argv + list(extra)
+    return mpipart.program_argv(lib, launch, config.ranks, PROGRAM, args, jsonl, quick,
+                                (list(QUICK_ARGS) if quick else []) + list(extra))
 
 
 @dataclass
@@ -325,14 +321,9 @@ def plan_runs(libraries: Sequence[mpibench.Library], quick: bool,
 
 
 @dataclass
-class Outcome:
+class Outcome(mpipart.Outcome):
     """What run_libraries did."""
 
-    built: list = field(default_factory=list)    # labels
-    skipped: list = field(default_factory=list)  # labels that did not build
-    failed: list = field(default_factory=list)   # run names that failed
-    runs: int = 0
-    ended: list = field(default_factory=list)    # runs ended after their last record
     seconds: float = 0.0                         # the whole part
     quick: bool = False
 
@@ -346,15 +337,13 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     traffic_libraries, runs)."""
     begin = time.monotonic()
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    is_root = mpibench.is_root_user()
     description.setdefault("runs", [])
     description.setdefault("traffic_libraries", [])
     outcome = Outcome(quick=quick)
     ready = []
     for lib in chosen:
-        print("postbox bench: building %s (%s %s) with %s%s"
-              % (PROGRAM, lib.label, lib.origin, lib.mpicc, mpibench.elapsed(started)),
-              file=terminal, flush=True)
+        mpipart.announce_build(PROGRAM, lib, started, terminal)
     # two compilers at a time: the builds are most of the quick profile's
     # time on a fresh tree
     with concurrent.futures.ThreadPoolExecutor(max_workers=BUILD_JOBS) as pool:
@@ -365,43 +354,23 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
         description["traffic_libraries"].append(dict(
             lib.describe(), build_command=build_command(lib), built=ok,
             header_version=lib.version))
-        if ok:
-            ready.append(lib)
-            outcome.built.append(lib.label)
-        else:
-            outcome.skipped.append(lib.label)
-            print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
+        mpipart.take_build(lib, ok, message, ready, outcome, err)
     machine.write(out / "machine.json", description)
 
-    plan = plan_runs(ready, quick, configs)
     cores = machine.cpus_allowed() or os.cpu_count() or 1
-    spent = []
-    for step, run in enumerate(plan, 1):
-        argv = run_command(run.lib, run.config, jsonl, quick, extra, is_root)
-        env = run.lib.run_env(is_root, run.config.path)
-        print("[traffic %d/%d]%s%s %s %s (%d ranks%s, %s): %s"
-              % (step, len(plan), mpibench.elapsed(started),
-                 mpibench.time_left(spent, len(plan) - step + 1), run.lib.label,
-                 run.config.name, run.config.ranks,
-                 ", oversubscribed" if run.config.ranks > cores else "",
-                 "on-node" if run.config.nodes == 1 else "network path", shlex.join(argv)),
-              file=terminal, flush=True)
-        result = mpibench.run_one(argv, env, text, terminal, err, RUN_TIMEOUT[quick],
-                                  marker=DONE_MARKER)
-        spent.append(result.seconds)
-        outcome.runs += 1
-        if result.ended:
-            outcome.ended.append(run.name)
-        description["runs"].append(mpibench.run_entry(run.name, argv, env, run.config.path,
-                                                      run.config.ranks, result))
-        machine.write(out / "machine.json", description)
-        if result.status != 0:
-            outcome.failed.append(run.name)
-            print("postbox bench: %s %s %s after %.1f s (output above and in %s)"
-                  % (run.lib.label, run.config.name,
-                     "timed out" if result.status is None
-                     else "failed with exit status %s" % result.status,
-                     result.seconds, text), file=err, flush=True)
+
+    def step(run: Run) -> mpipart.Step:
+        return mpipart.Step(
+            run.name, run_command(run.lib, run.config, jsonl, quick, extra, is_root),
+            run.lib.run_env(is_root, run.config.path), run.config.path, run.config.ranks,
+            "%s %s (%d ranks%s, %s)"
+            % (run.lib.label, run.config.name, run.config.ranks,
+               ", oversubscribed" if run.config.ranks > cores else "",
+               "on-node" if run.config.nodes == 1 else "network path"),
+            "%s %s" % (run.lib.label, run.config.name))
+
+    mpipart.run_plan(plan_runs(ready, quick, configs), step, "traffic", out, text, description,
+                     outcome, terminal, err, started, RUN_TIMEOUT[quick], DONE_MARKER)
     outcome.seconds = time.monotonic() - begin
     print("postbox bench: mpi-traffic took %.1f s (%d runs%s)"
           % (outcome.seconds, outcome.runs,
@@ -415,30 +384,16 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple:
     """(verdict, detail) of the mpi-traffic part from @outcome (and the
     saturation summary from @jsonl)."""
-    from postbox import results, trafficreport
+    from postbox import trafficreport
 
-    parts = []
-    if outcome.built:
-        parts.append("built: %s" % ", ".join(outcome.built))
-    if outcome.skipped:
-        parts.append("did not build: %s" % ", ".join(outcome.skipped))
-    if outcome.failed:
-        parts.append("failed: %s" % ", ".join(outcome.failed))
-    if outcome.ended:
-        parts.append("%d run(s) ended after their last record: %s"
-                     % (len(outcome.ended), ", ".join(outcome.ended)))
+    parts = outcome.built_parts() + outcome.trouble_parts()
     if outcome.runs:
         parts.append("%.1f s%s" % (outcome.seconds, " (budget %.0f s)" % QUICK_BUDGET_S
                                    if outcome.quick else ""))
-    if jsonl is not None and jsonl.exists():
-        try:
-            summary = trafficreport.summary(results.load_jsonl(jsonl))
-        except results.ResultsError:
-            summary = None
-        if summary:
-            parts.append(summary)
-    verdict = "FAILED" if outcome.failed else ("ok" if outcome.runs else "skipped")
-    return verdict, "; ".join(parts)
+    summary = mpipart.records_summary(jsonl, trafficreport.summary)
+    if summary:
+        parts.append(summary)
+    return outcome.verdict(), "; ".join(parts)
 
 
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
@@ -446,11 +401,5 @@ def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         found: Optional[Sequence[mpibench.Library]] = None,
         configs: Optional[Sequence[Config]] = None) -> int:
     """The traffic bench alone, then the report; returns its exit status."""
-    from postbox import collbench
-
-    return collbench.run_part_alone(
-        "mpi-traffic", out, quick, libraries, terminal, found,
-        lambda out_dir, chosen, description, err, started: run_libraries(
-            out_dir, quick, chosen, extra, description, terminal, err, started=started,
-            configs=configs),
-        lambda outcome, out_dir: detail(outcome, out_dir / (RESULTS_NAME + ".jsonl")))
+    return mpipart.run_part_alone("mpi-traffic", run_libraries, detail, RESULTS_NAME, out, quick,
+                                  libraries, terminal, found, extra, configs=configs)

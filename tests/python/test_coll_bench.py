@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import built, fake_wheel_prefix
-from postbox import cli, collbench, collreport, mpibench, paths, report, results
+from postbox import cli, collbench, collreport, mpibench, mpipart, paths, report, results
 from samples import coll_records
 
 ON2, ON4, TWO4 = collreport.Shape(False, 2), collreport.Shape(False, 4), collreport.Shape(True, 4)
@@ -285,7 +285,7 @@ def test_quick_profile_takes_the_newest_of_each_family(tmp_path):
     old = _lib(tmp_path, '#define MPICH_VERSION "4.0.2"\n', "mpich")
     new = _lib(tmp_path, '#define MPICH_VERSION "5.0.2"\n', "mpich-wheel")
     ompi = _lib(tmp_path, "#define OMPI_MAJOR_VERSION 5\n", "openmpi")
-    assert [lib.label for lib in collbench.one_per_family([old, ompi, new])] == \
+    assert [lib.label for lib in mpipart.one_per_family([old, ompi, new])] == \
         ["openmpi", "mpich-wheel"]
 
 
