@@ -956,21 +956,21 @@ static int own_options(int argc, char **argv)
         const char *val = NULL;
         int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
         double v = 0.0;
-        unsigned k;
+        unsigned k = 0;
 
         if (found < 0)
             return -1;
         if (found > 0)
             continue;
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
-            found = pb_mpi_bench_option_value("mpi_beff", with_arg[k], argc, argv, &i, &val);
+        found = pb_mpi_bench_option_in("mpi_beff", with_arg, sizeof(with_arg) / sizeof(with_arg[0]),
+                                       argc, argv, &i, &k, &val);
         if (found < 0)
             return -1;
         if (found == 0) {
             argv[n++] = argv[i];
             continue;
         }
-        switch (k - 1) {
+        switch (k) {
         case 0:
             if (pb_mpi_bench_select("mpi_beff", val, test_names, NTESTS, g.selected) != 0)
                 return -1;
@@ -1076,23 +1076,11 @@ static int run_all(void)
 
 int main(int argc, char **argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
-    int nargs, status;
+    int status = pb_mpi_bench_args(argc, argv, own_options, &g.opts, what,
+                                   "mpiexec -n 4 mpi_beff --quick --json beff.jsonl");
 
-    if (args == NULL)
-        return 1;
-    memcpy(args, argv, (size_t)argc * sizeof(*args));
-    nargs = own_options(argc, args);
-    if (nargs < 0) {
-        free(args);
-        return 2;
-    }
-    switch (pb_bench_opts_parse(&g.opts, nargs, args, what,
-                                "mpiexec -n 4 mpi_beff --quick --json beff.jsonl")) {
-    case 1: free(args); return 0;
-    case -1: free(args); return 2;
-    default: break;
-    }
+    if (status >= 0)
+        return status;
     if (!g.reps_given)
         g.reps = g.opts.quick ? REPS_QUICK : REPS_DEFAULT;
     if (!g.loop_given)
@@ -1104,18 +1092,9 @@ int main(int argc, char **argv)
     if (g.ranks < 2) {
         fprintf(stderr, "mpi_beff: needs at least 2 ranks (e.g. mpiexec -n 4 %s)\n", argv[0]);
         MPI_Finalize();
-        free(args);
         return 2;
     }
-    status = run_all();
-    if (g.rank == 0) {
-        /* every record is written: a runner may end a job that then hangs
-         * in MPI_Finalize */
-        printf("%s %d\n", MPI_BEFF_DONE, status);
-        fflush(stdout);
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    status = pb_mpi_bench_done(MPI_BEFF_DONE, g.rank == 0, run_all(), MPI_COMM_WORLD);
     MPI_Finalize();
-    free(args);
     return status;
 }

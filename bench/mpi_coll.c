@@ -1044,7 +1044,7 @@ static int own_options(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val = NULL;
         int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
-        unsigned k;
+        unsigned k = 0;
 
         if (found < 0)
             return -1;
@@ -1056,15 +1056,15 @@ static int own_options(int argc, char **argv)
             g.refs = false;
             continue;
         }
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
-            found = pb_mpi_bench_option_value("mpi_coll", with_arg[k], argc, argv, &i, &val);
+        found = pb_mpi_bench_option_in("mpi_coll", with_arg, sizeof(with_arg) / sizeof(with_arg[0]),
+                                       argc, argv, &i, &k, &val);
         if (found < 0)
             return -1;
         if (found == 0) {
             argv[n++] = argv[i];
             continue;
         }
-        switch (k - 1) {
+        switch (k) {
         case 0:
             if (pb_mpi_bench_select("mpi_coll", val, names, NTESTS, g.selected) != 0)
                 return -1;
@@ -1101,22 +1101,12 @@ static int own_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
-    int nargs, status;
+    int status = pb_mpi_bench_args(argc, argv, own_options, &g.opts, what,
+                                   "mpiexec -n 4 mpi_coll --quick --json coll.jsonl");
     bool probing = false;
 
-    if (args == NULL)
-        return 1;
-    memcpy(args, argv, (size_t)argc * sizeof(*args));
-    nargs = own_options(argc, args);
-    if (nargs < 0)
-        return 2;
-    switch (pb_bench_opts_parse(&g.opts, nargs, args, what,
-                                "mpiexec -n 4 mpi_coll --quick --json coll.jsonl")) {
-    case 1: free(args); return 0;
-    case -1: free(args); return 2;
-    default: break;
-    }
+    if (status >= 0)
+        return status;
     if (!g.cap_given)
         g.opts.reps_cap_ms = g.opts.quick ? REPS_CAP_MS_QUICK : REPS_CAP_MS_DEFAULT;
     if (!(g.give_up_ms > 0.0))
@@ -1143,18 +1133,10 @@ int main(int argc, char **argv)
         g.opts.no_probe = have == 0;
     }
     pb_mpi_bench_job_shape(&g.b, g.sync_comm);
-    status = run_all();
-    if (g.rank == 0) {
-        /* every record is written: a runner may end a job that then hangs
-         * in MPI_Finalize */
-        printf("%s %d\n", MPI_COLL_DONE, status);
-        fflush(stdout);
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, g.sync_comm);
+    status = pb_mpi_bench_done(MPI_COLL_DONE, g.rank == 0, run_all(), g.sync_comm);
     MPI_Comm_free(&g.sync_comm);
     MPI_Finalize();
     if (probing)
         pb_bench_probe_fini();
-    free(args);
     return status;
 }

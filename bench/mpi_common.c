@@ -28,6 +28,20 @@ int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char
     return 1;
 }
 
+int pb_mpi_bench_option_in(const char *prog, const char *const *names, unsigned n, int argc,
+                           char **argv, int *i, unsigned *which_p, const char **val_p)
+{
+    for (unsigned k = 0; k < n; k++) {
+        int found = pb_mpi_bench_option_value(prog, names[k], argc, argv, i, val_p);
+
+        if (found != 0) {
+            *which_p = k;
+            return found;
+        }
+    }
+    return 0;
+}
+
 /* The value @val of option @name, a whole number from @least to 10^6, into
  * *@out.  @return 1, or -1 with a message. */
 static int parse_count(const pb_mpi_bench_t *b, const char *name, const char *val, long least,
@@ -51,22 +65,22 @@ int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
     static const char *const with_arg[] = {"--library", "--transport", "--placement", "--nodes",
                                            "--path",    "--path-how",  "--round"};
     const char *val = NULL;
-    unsigned k;
-    int found = 0;
+    unsigned k = 0;
+    int found;
 
     if (strcmp(argv[*i], "--no-check") == 0) {
         b->check = false;
         return 1;
     }
-    for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
-        found = pb_mpi_bench_option_value(b->prog, with_arg[k], argc, argv, i, &val);
+    found = pb_mpi_bench_option_in(b->prog, with_arg, sizeof(with_arg) / sizeof(with_arg[0]), argc,
+                                   argv, i, &k, &val);
     if (found <= 0)
         return found;
-    switch (k - 1) {
+    switch (k) {
     case 0: b->library = val; break;
     case 1: b->transport = val; break;
     case 2: b->placement = val; break;
-    case 3: return parse_count(b, with_arg[k - 1], val, 1, &b->nodes);
+    case 3: return parse_count(b, with_arg[k], val, 1, &b->nodes);
     case 4:
         if (strcmp(val, "on-node") != 0 && strcmp(val, "network") != 0) {
             fprintf(stderr, "%s: bad --path '%s' (on-node or network)\n", b->prog, val);
@@ -75,9 +89,43 @@ int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i)
         b->path = val;
         break;
     case 5: b->path_how = val; break;
-    default: return parse_count(b, with_arg[k - 1], val, 0, &b->round);
+    default: return parse_count(b, with_arg[k], val, 0, &b->round);
     }
     return 1;
+}
+
+int pb_mpi_bench_args(int argc, char **argv, pb_mpi_bench_own_func_t own, pb_bench_opts_t *opts,
+                      const char *what, const char *example)
+{
+    /* the parsers reorder their copy; the values they keep point into the
+     * strings of @argv, not into the copy */
+    char **args = calloc((size_t)argc + 1, sizeof(*args));
+    int nargs, status = -1;
+
+    if (args == NULL)
+        return 1;
+    memcpy(args, argv, (size_t)argc * sizeof(*args));
+    nargs = own(argc, args);
+    if (nargs < 0)
+        status = 2;
+    else
+        switch (pb_bench_opts_parse(opts, nargs, args, what, example)) {
+        case 1: status = 0; break;
+        case -1: status = 2; break;
+        default: break;
+        }
+    free(args);
+    return status;
+}
+
+int pb_mpi_bench_done(const char *marker, bool writer, int status, MPI_Comm comm)
+{
+    if (writer) {
+        printf("%s %d\n", marker, status);
+        fflush(stdout);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, comm);
+    return status;
 }
 
 int pb_mpi_bench_select(const char *prog, const char *list, const char *const *names, unsigned n,

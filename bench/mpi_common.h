@@ -52,6 +52,16 @@ int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char
                               const char **val_p);
 
 /*
+ * Whether argv[*@i] is one of the @n options @names that take a value (as
+ * pb_mpi_bench_option_value).
+ * @return 1 with *@which_p its index in @names and *@val_p its value (*@i
+ * past a separate value), 0 when it is none of them, -1 when it has no
+ * value (a message was printed).
+ */
+int pb_mpi_bench_option_in(const char *prog, const char *const *names, unsigned n, int argc,
+                           char **argv, int *i, unsigned *which_p, const char **val_p);
+
+/*
  * Take argv[*@i] when it is one of the common options (--library,
  * --transport, --placement, --nodes, --path, --path-how, --round,
  * --no-check).
@@ -59,6 +69,32 @@ int pb_mpi_bench_option_value(const char *prog, const char *name, int argc, char
  * bad value (a message was printed).
  */
 int pb_mpi_bench_option(pb_mpi_bench_t *b, int argc, char **argv, int *i);
+
+/*
+ * A program's own options: take them and the common ones
+ * (pb_mpi_bench_option) out of @argv, keep argv[0] and the others (the
+ * engine's) in order and NULL after them.
+ * @return how many are left, or -1 on a bad option (a message was printed).
+ */
+typedef int (*pb_mpi_bench_own_func_t)(int argc, char **argv);
+
+/*
+ * The command line of an MPI bench program: a copy of @argc/@argv (MPI_Init
+ * gets the original) through the program's @own options, then the engine's
+ * (pb_bench_opts_parse into @opts; --help prints @what and @example).
+ * @return -1 to go on, else the exit status: 0 after --help, 2 on a bad
+ * option, 1 when out of memory.
+ */
+int pb_mpi_bench_args(int argc, char **argv, pb_mpi_bench_own_func_t own, pb_bench_opts_t *opts,
+                      const char *what, const char *example);
+
+/*
+ * The end of a run, on every rank of @comm: the rank that wrote the records
+ * (@writer) prints "@marker @status" (every record is written: a runner
+ * may end a job that then hangs in MPI_Finalize), then the ranks agree on
+ * the largest status.  @return that status.  Collective over @comm.
+ */
+int pb_mpi_bench_done(const char *marker, bool writer, int status, MPI_Comm comm);
 
 /*
  * Parse --tests @list ("a,b") against the @n names @names into @selected

@@ -749,7 +749,7 @@ static int own_options(int argc, char **argv)
         const char *val = NULL;
         int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
         double v = 0.0;
-        unsigned k;
+        unsigned k = 0;
 
         if (found < 0)
             return -1;
@@ -761,15 +761,15 @@ static int own_options(int argc, char **argv)
         }
         if (strncmp(argv[i], "--reps-cap-ms", 13) == 0)
             g.cap_given = true; /* the engine parses it */
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
-            found = pb_mpi_bench_option_value("mpi_logp", with_arg[k], argc, argv, &i, &val);
+        found = pb_mpi_bench_option_in("mpi_logp", with_arg, sizeof(with_arg) / sizeof(with_arg[0]),
+                                       argc, argv, &i, &k, &val);
         if (found < 0)
             return -1;
         if (found == 0) {
             argv[n++] = argv[i];
             continue;
         }
-        switch (k - 1) {
+        switch (k) {
         case 0:
             if (pb_mpi_bench_select("mpi_logp", val, names, 2, selected) != 0)
                 return -1;
@@ -812,23 +812,11 @@ static int own_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
-    int nargs, status;
+    int status = pb_mpi_bench_args(argc, argv, own_options, &g.opts, what,
+                                   "mpiexec -n 2 mpi_logp --quick --json logp.jsonl");
 
-    if (args == NULL)
-        return 1;
-    memcpy(args, argv, (size_t)argc * sizeof(*args));
-    nargs = own_options(argc, args);
-    if (nargs < 0) {
-        free(args);
-        return 2;
-    }
-    switch (pb_bench_opts_parse(&g.opts, nargs, args, what,
-                                "mpiexec -n 2 mpi_logp --quick --json logp.jsonl")) {
-    case 1: free(args); return 0;
-    case -1: free(args); return 2;
-    default: break;
-    }
+    if (status >= 0)
+        return status;
     if (!g.cap_given)
         g.opts.reps_cap_ms = g.opts.quick ? REPS_CAP_MS_QUICK : REPS_CAP_MS_DEFAULT;
     if (!g.eps_given)
@@ -840,7 +828,6 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < g.opts.nsizes; i++)
         if (g.opts.sizes[i] > ((size_t)1 << 30)) {
             fprintf(stderr, "mpi_logp: a size is at most 1 GiB\n");
-            free(args);
             return 2;
         }
     MPI_Init(&argc, &argv);
@@ -850,18 +837,9 @@ int main(int argc, char **argv)
     if (g.ranks < 2) {
         fprintf(stderr, "mpi_logp: needs 2 ranks (e.g. mpiexec -n 2 %s)\n", argv[0]);
         MPI_Finalize();
-        free(args);
         return 2;
     }
-    status = run_all();
-    if (g.rank == MEASURER) {
-        /* every record is written: a runner may end a job that then hangs
-         * in MPI_Finalize */
-        printf("%s %d\n", MPI_LOGP_DONE, status);
-        fflush(stdout);
-    }
-    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    status = pb_mpi_bench_done(MPI_LOGP_DONE, g.rank == MEASURER, run_all(), MPI_COMM_WORLD);
     MPI_Finalize();
-    free(args);
     return status;
 }

@@ -1403,6 +1403,7 @@ static int parse_threads(const char *val)
  * the engine's parser.  Returns the new argc, or -1 on a bad option. */
 static int own_options(int argc, char **argv)
 {
+    static const char *const with_arg[] = {"--tests", "--add-sizes", "--thread-level", "--threads"};
     const char *names[NTESTS];
     int n = 1;
 
@@ -1417,6 +1418,7 @@ static int own_options(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *val = NULL;
         int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
+        unsigned k = 0;
 
         if (found < 0)
             return -1;
@@ -1426,33 +1428,37 @@ static int own_options(int argc, char **argv)
             g.off_cache = true;
             continue;
         }
-        found = pb_mpi_bench_option_value("mpi_p2p", "--tests", argc, argv, &i, &val);
-        if (found == 1 && pb_mpi_bench_select("mpi_p2p", val, names, NTESTS, g.selected) != 0)
+        found = pb_mpi_bench_option_in("mpi_p2p", with_arg, sizeof(with_arg) / sizeof(with_arg[0]),
+                                       argc, argv, &i, &k, &val);
+        if (found < 0)
             return -1;
         if (found == 0) {
-            found = pb_mpi_bench_option_value("mpi_p2p", "--add-sizes", argc, argv, &i, &val);
-            if (found == 1 && parse_add_sizes(val) != 0)
-                return -1;
+            argv[n++] = argv[i];
+            continue;
         }
-        if (found == 0) {
-            found = pb_mpi_bench_option_value("mpi_p2p", "--thread-level", argc, argv, &i, &val);
-            if (found == 1 && pb_mpi_bench_thread_level_parse(val, &g.b.thread_required) != 0) {
+        switch (k) {
+        case 0:
+            if (pb_mpi_bench_select("mpi_p2p", val, names, NTESTS, g.selected) != 0)
+                return -1;
+            break;
+        case 1:
+            if (parse_add_sizes(val) != 0)
+                return -1;
+            break;
+        case 2:
+            if (pb_mpi_bench_thread_level_parse(val, &g.b.thread_required) != 0) {
                 fprintf(stderr,
                         "mpi_p2p: bad --thread-level '%s' (single, funneled, serialized or "
                         "multiple)\n",
                         val);
                 return -1;
             }
-        }
-        if (found == 0) {
-            found = pb_mpi_bench_option_value("mpi_p2p", "--threads", argc, argv, &i, &val);
-            if (found == 1 && parse_threads(val) != 0)
+            break;
+        default:
+            if (parse_threads(val) != 0)
                 return -1;
+            break;
         }
-        if (found < 0)
-            return -1;
-        if (found == 0)
-            argv[n++] = argv[i];
     }
     argv[n] = NULL;
     return n;
@@ -1484,22 +1490,12 @@ static size_t last_level_cache(void)
 
 int main(int argc, char **argv)
 {
-    char **args = calloc((size_t)argc + 1, sizeof(*args));
-    int nargs, status = 0;
+    int status = pb_mpi_bench_args(argc, argv, own_options, &g.opts, what,
+                                   "mpiexec -n 2 mpi_p2p --quick --json p2p.jsonl");
     bool probing = false;
 
-    if (args == NULL)
-        return 1;
-    memcpy(args, argv, (size_t)argc * sizeof(*args));
-    nargs = own_options(argc, args);
-    if (nargs < 0)
-        return 2;
-    switch (pb_bench_opts_parse(&g.opts, nargs, args, what,
-                                "mpiexec -n 2 mpi_p2p --quick --json p2p.jsonl")) {
-    case 1: return 0;
-    case -1: return 2;
-    default: break;
-    }
+    if (status >= 0)
+        return status;
 
     /* the probe helper is forked before MPI_Init: some MPIs dislike fork()
      * once they are initialised; only rank 0 measures it */
@@ -1514,7 +1510,6 @@ int main(int argc, char **argv)
         MPI_Finalize();
         if (probing)
             pb_bench_probe_fini();
-        free(args);
         return status;
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &g.rank);
@@ -1554,6 +1549,5 @@ int main(int argc, char **argv)
     MPI_Finalize();
     if (probing)
         pb_bench_probe_fini();
-    free(args);
     return status;
 }

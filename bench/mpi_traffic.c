@@ -1083,22 +1083,23 @@ static int own_options(int argc, char **argv, extra_opts_t *x)
     for (int i = 1; i < argc; i++) {
         const char *val = NULL;
         int found = pb_mpi_bench_option(&g.b, argc, argv, &i);
-        unsigned k;
+        unsigned k = 0;
         double v;
 
         if (found < 0)
             return -1;
         if (found > 0)
             continue;
-        for (k = 0; k < sizeof(with_arg) / sizeof(with_arg[0]) && found == 0; k++)
-            found = pb_mpi_bench_option_value("mpi_traffic", with_arg[k], argc, argv, &i, &val);
+        found =
+            pb_mpi_bench_option_in("mpi_traffic", with_arg, sizeof(with_arg) / sizeof(with_arg[0]),
+                                   argc, argv, &i, &k, &val);
         if (found < 0)
             return -1;
         if (found == 0) {
             argv[n++] = argv[i];
             continue;
         }
-        switch (k - 1) {
+        switch (k) {
         case 0:
             if (pb_mpi_bench_select("mpi_traffic", val, pattern_names, NPATTERNS, g.selected) != 0)
                 return -1;
