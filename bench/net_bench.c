@@ -247,6 +247,9 @@ int main(int argc, char **argv)
     if (size > 2) {
         if (my_rank == 0)
             fprintf(stderr, PROG ": needs a job of 2 ranks (or none); this one has %d\n", size);
+        /* every rank leaves once rank 0 has said why: the launcher ends the
+         * job at the first rank's exit */
+        postbox_job_fence();
         return 2;
     }
     if (netns_addr != NULL && *netns_addr != '\0') {
