@@ -26,6 +26,7 @@
 #include "mpi/datatype.h"
 #include "mpi/engine/channel.h"
 #include "mpi/engine/cma.h"
+#include "mpi/engine/copy.h"
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
 #include "mpi/engine/lock.h"
@@ -390,11 +391,11 @@ static void path_direct(const rma_op_t *o, rma_plan_t *p, char *mem, pb_win_ctl_
     switch (o->kind) {
     case RMA_PUT:
         for (size_t i = 0; i < p->nruns; pos += p->runs[i].len, i++)
-            memcpy(pb_win_run_at(mem, p->runs[i].off), p->data + pos, p->runs[i].len);
+            pb_eng_copy(pb_win_run_at(mem, p->runs[i].off), p->data + pos, p->runs[i].len);
         break;
     case RMA_GET:
         for (size_t i = 0; i < p->nruns; pos += p->runs[i].len, i++)
-            memcpy(p->fetched + pos, pb_win_run_at(mem, p->runs[i].off), p->runs[i].len);
+            pb_eng_copy(p->fetched + pos, pb_win_run_at(mem, p->runs[i].off), p->runs[i].len);
         break;
     case RMA_ACC:
         pb_win_acc_lock(ctl);
@@ -1052,9 +1053,9 @@ static PB_ALWAYS_INLINE int short_copy(pb_win_t *w, int put, void *origin, MPI_C
     if (slot == NULL)
         return 0;
     if (put)
-        memcpy(slot, origin, bytes);
+        pb_eng_copy(slot, origin, bytes);
     else
-        memcpy(origin, slot, bytes);
+        pb_eng_copy(origin, slot, bytes);
     return 1;
 }
 

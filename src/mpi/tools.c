@@ -227,6 +227,11 @@ static uint64_t read_rma_calls(int kind)
     return pb_eng_stat_get(&pb_eng_stats.rma_calls[kind]);
 }
 
+static uint64_t read_copy_bytes(int helper)
+{
+    return pb_eng_stat_get(helper ? &pb_eng_stats.copy_helper_bytes : &pb_eng_stats.copy_bytes);
+}
+
 static uint64_t read_messages(int proto)
 {
     return pb_eng_stat_get(&pb_eng_stats.messages[proto]);
@@ -348,6 +353,14 @@ static void pvars_list(void)
     snprintf(p->desc, sizeof(p->desc),
              "Seconds the process spent waiting for communication to complete (blocking "
              "calls, MPI_Wait*), while the timer runs.");
+    p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_ENGINE, read_copy_bytes, 0);
+    snprintf(p->name, sizeof(p->name), "engine_copy_bytes");
+    snprintf(p->desc, sizeof(p->desc),
+             "Bytes of the copies long enough to be shared with the copy helper thread "
+             "(POSTBOX_COPY_HELP).");
+    p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_ENGINE, read_copy_bytes, 1);
+    snprintf(p->name, sizeof(p->name), "engine_copy_helper_bytes");
+    snprintf(p->desc, sizeof(p->desc), "Bytes of those copies the copy helper thread copied.");
     for (int kind = 0; kind < PB_ENG_RMA_KINDS; kind++) {
         p = pvar_add(MPI_T_PVAR_CLASS_COUNTER, PB_MPI_T_CAT_RMA, read_rma_calls, kind);
         snprintf(p->name, sizeof(p->name), "rma_%s_calls", rma_names[kind]);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mpi/engine/copy.h"
 #include "mpi/engine/handle.h"
 #include "mpi/engine/protocol.h"
 #include "util/log.h"
@@ -86,5 +87,6 @@ void pb_eng_finalize(void)
     free(pb_eng.expect);
     memset(&pb_eng, 0, sizeof(pb_eng));
     pb_eng_progress_hooks_clear();
+    pb_eng_copy_finalize();
     pb_eng_channel_finalize();
 }

@@ -5,7 +5,8 @@
  * Each counter is a per-process word that the engine bumps with a relaxed
  * load and store (plain moves: no locked instruction on the send and
  * receive paths) and the tools read with a relaxed load.  Only the thread
- * that makes progress writes them; should two threads ever bump one at
+ * that makes progress writes them (the copy counters: the thread holding
+ * the copy job, and the copy helper); should two threads ever bump one at
  * once, a count may be lost, never corrupted.  The waiting time is taken
  * only while a tool has a timer started (two clock reads per wait that
  * waits).
@@ -45,6 +46,8 @@ typedef struct {
     _Atomic uint64_t wait_ns;                     /* nanoseconds in pb_eng_wait_until, timed */
     _Atomic int timers;                           /* timers started: wait_ns is counted */
     _Atomic uint64_t rma_calls[PB_ENG_RMA_KINDS]; /* one-sided calls this process made */
+    _Atomic uint64_t copy_bytes;        /* bytes of the copies offered to the copy helper */
+    _Atomic uint64_t copy_helper_bytes; /* ... the helper copied (its own word: copy.c) */
 } pb_eng_stats_t;
 
 extern pb_eng_stats_t pb_eng_stats;

@@ -36,6 +36,11 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: single-copy messages of this many bytes and more are copied half "
      "by the receiver (process_vm_readv) and half by the sender "
      "(process_vm_writev) at once; 0: the receiver copies it all."},
+    {"POSTBOX_COPY_HELP", PB_CONFIG_INT, "1048576",
+     "MPI: MPI_Put and MPI_Get toward a window mapped on this node copy "
+     "this many bytes and more with a second thread of the process taking "
+     "half the pieces, when the process may run on more than one CPU; 0: "
+     "never."},
     {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
      "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
      "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
@@ -91,6 +96,7 @@ static const struct {
     {"POSTBOX_RENDEZVOUS", 1, 1L << 40},
     {"POSTBOX_SINGLE_COPY", 0, 1L << 40},
     {"POSTBOX_SPLIT_COPY", 0, 1L << 40},
+    {"POSTBOX_COPY_HELP", 0, 1L << 40},
     {"POSTBOX_POLLALL", 0, 1},
     {"POSTBOX_SPIN", 0, 1 << 30},
     {"POSTBOX_YIELDS", 0, 1 << 30},
@@ -140,6 +146,7 @@ void pb_eng_tunables_read(void)
     pb_eng_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS");
     pb_eng_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY");
     pb_eng_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY");
+    pb_eng_params.copy_help = (size_t)param("POSTBOX_COPY_HELP");
     pb_eng_params.pollall = (int)param("POSTBOX_POLLALL");
     pb_eng_params.spin = (int)param("POSTBOX_SPIN");
     pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;

@@ -22,6 +22,7 @@ typedef struct {
                              copied half by the receiver, half by the sender */
     size_t single_copy;   /* POSTBOX_SINGLE_COPY: on-node messages this long and
                              longer are read by the receiver from the sender */
+    size_t copy_help;     /* POSTBOX_COPY_HELP: copies this long take a second thread */
     int pollall;          /* POSTBOX_POLLALL */
     int spin;             /* POSTBOX_SPIN: polls before yielding */
     int spin_set;         /* POSTBOX_SPIN is set in the environment */
