@@ -290,7 +290,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
             print("postbox bench: --threads goes with --quick, --out, --libraries, --sizes, "
                   "--no-wheels and -- ARGS only", file=sys.stderr)
             return 2
-        return threadbench.run(args.out, args.quick, args.libraries, extra)
+        return threadbench.run(args.out, args.quick, args.libraries, extra,
+                              wheels=not args.no_wheels)
     if args.rma:
         from postbox import rmabench
 
@@ -300,7 +301,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
             print("postbox bench: --rma goes with --quick, --out, --libraries, --sizes, "
                   "--no-wheels and -- ARGS only", file=sys.stderr)
             return 2
-        return rmabench.run(args.out, args.quick, args.libraries, extra)
+        return rmabench.run(args.out, args.quick, args.libraries, extra,
+                              wheels=not args.no_wheels)
     if args.coll:
         from postbox import collbench
 
@@ -309,7 +311,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
             print("postbox bench: --coll goes with --quick, --out, --libraries, --sizes, "
                   "--no-wheels and -- ARGS only", file=sys.stderr)
             return 2
-        return collbench.run(args.out, args.quick, args.libraries, extra)
+        return collbench.run(args.out, args.quick, args.libraries, extra,
+                              wheels=not args.no_wheels)
     if args.mpi:
         from postbox import mpibench
 

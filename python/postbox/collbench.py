@@ -239,9 +239,10 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[mpibench.Library]] = None,
-        configs: Optional[Sequence[Config]] = None) -> int:
+        configs: Optional[Sequence[Config]] = None, wheels: bool = False) -> int:
     """`postbox bench --coll`: the collective bench alone, then the report;
     returns its exit status."""
     return mpipart.run_part_alone("mpi-coll", run_libraries, detail, RESULTS_NAME, out, quick,
-                                  libraries, terminal, found, extra, configs=configs)
+                                  libraries, terminal, found, extra, wheels=wheels,
+                                  configs=configs)
 

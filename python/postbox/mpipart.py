@@ -248,8 +248,10 @@ def write_report(out: Path, terminal: TextIO, err: TextIO) -> Optional[list]:
 def run_part_alone(part: str, run_libraries: Callable, detail: Callable, results_name: str,
                    out: Optional[Path], quick: bool, libraries: Optional[str],
                    terminal: TextIO, found: Optional[Sequence[mpibench.Library]],
-                   extra: Sequence[str] = (), **options) -> int:
-    """MPI part @part of `postbox bench` alone (--coll, --rma, ...): choose
+                   extra: Sequence[str] = (), wheels: bool = False, **options) -> int:
+    """MPI part @part of `postbox bench` alone (--coll, --rma, ...): make the
+    per-library wheel venvs first when @wheels (and @found is not given, as
+    the whole job does), choose
     the libraries, make the results folder and its machine.json, run the
     part's @run_libraries(out, quick, chosen, extra, description, terminal,
     err, started=, **@options) -> outcome, write the report and print
@@ -258,11 +260,17 @@ def run_part_alone(part: str, run_libraries: Callable, detail: Callable, results
     from postbox import mpibench
 
     err = sys.stderr
+    installed = None
+    if wheels and found is None:
+        installed = mpibench.install_wheels(terminal=terminal, err=err)
     found = mpibench.discover() if found is None else list(found)
     chosen, unknown = choose(found, libraries, quick)
     out, description = start_alone(out, chosen, unknown, found, terminal, err)
     if out is None:
         return 1
+    if installed is not None:
+        description["mpi_wheels"] = installed
+        machine.write(out / "machine.json", description)
     try:
         outcome = run_libraries(out, quick, chosen, extra, description, terminal, err,
                                 started=time.monotonic(), **options)

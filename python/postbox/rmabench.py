@@ -273,8 +273,9 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[mpibench.Library]] = None,
-        layouts: Optional[Sequence[Layout]] = None) -> int:
+        layouts: Optional[Sequence[Layout]] = None, wheels: bool = False) -> int:
     """`postbox bench --rma`: the one-sided bench alone, then the report;
     returns its exit status."""
     return mpipart.run_part_alone("mpi-rma", run_libraries, detail, RESULTS_NAME, out, quick,
-                                  libraries, terminal, found, extra, layouts=layouts)
+                                  libraries, terminal, found, extra, wheels=wheels,
+                                  layouts=layouts)

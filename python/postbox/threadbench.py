@@ -217,8 +217,9 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
 def run(out: Optional[Path], quick: bool, libraries: Optional[str] = None,
         extra: Sequence[str] = (), terminal: TextIO = sys.stdout,
         found: Optional[Sequence[mpibench.Library]] = None,
-        rounds: Optional[int] = None) -> int:
+        rounds: Optional[int] = None, wheels: bool = False) -> int:
     """`postbox bench --threads`: the thread bench alone, then the report;
     returns its exit status."""
     return mpipart.run_part_alone("mpi-threads", run_libraries, detail, RESULTS_NAME, out, quick,
-                                  libraries, terminal, found, extra, rounds=rounds)
+                                  libraries, terminal, found, extra, wheels=wheels,
+                                  rounds=rounds)
