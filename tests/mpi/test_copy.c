@@ -2,7 +2,8 @@
  * alignment arrives whole, with nothing written around it; the helper
  * thread takes part when the process may use two CPUs, never when it is
  * bound to one or POSTBOX_COPY_HELP is 0; it stops at finalize and starts
- * again; copies from several threads at once stay whole.
+ * again, and a fork's child starts its own; copies from several threads at
+ * once stay whole.
  *
  * copy.c and the tunables are compiled into this program, which stands for
  * the engine's statistics; nothing here needs MPI_Init. */
@@ -176,6 +177,36 @@ static void case_restarts_after_finalize(void)
     pb_eng_copy_finalize(); /* a second finalize finds nothing to stop */
 }
 
+static void case_fork_child_starts_its_own(void)
+{
+    pid_t child;
+    int status;
+
+#if defined(__SANITIZE_THREAD__)
+    pbt_skip("ThreadSanitizer cannot start a thread in the child of a multithreaded fork");
+#endif
+    setup("1048576");
+    if (!two_cpus())
+        pbt_skip("this process may use one CPU only");
+    CHECK_MSG(helper_takes_part(15), "the helper copied nothing in 15 s");
+    child = fork();
+    CHECK_SYS(child);
+    if (child == 0) {
+        /* the parent's helper is not here: copies work, a helper of the
+         * child's own starts, finalize joins only that one */
+        copy_checked((size_t)4 << 20, 0, 0, 9);
+        if (!helper_takes_part(15))
+            _exit(2);
+        pb_eng_copy_finalize();
+        _exit(0);
+    }
+    CHECK_SYS(waitpid(child, &status, 0));
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ended with status %#x",
+              status);
+    CHECK_MSG(helper_takes_part(15), "the parent's helper copied nothing after the fork");
+    pb_eng_copy_finalize();
+}
+
 #define THREADS 4
 
 static void *copier(void *arg)
@@ -200,10 +231,10 @@ static void case_threads_at_once(void)
 }
 
 static const pbt_case_t cases[] = {
-    PBT_CASE(lengths_and_alignments),  PBT_CASE(helper_takes_part),
-    PBT_CASE(short_copies_stay_alone), PBT_CASE(zero_turns_it_off),
-    PBT_CASE(one_cpu_copies_alone),    PBT_CASE(restarts_after_finalize),
-    PBT_CASE(threads_at_once),
+    PBT_CASE(lengths_and_alignments),    PBT_CASE(helper_takes_part),
+    PBT_CASE(short_copies_stay_alone),   PBT_CASE(zero_turns_it_off),
+    PBT_CASE(one_cpu_copies_alone),      PBT_CASE(restarts_after_finalize),
+    PBT_CASE(fork_child_starts_its_own), PBT_CASE(threads_at_once),
 };
 
 int main(int argc, char **argv)

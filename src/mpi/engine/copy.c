@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi/engine/stats.h"
 #include "mpi/engine/tunables.h"
@@ -43,6 +44,7 @@
 static struct {
     pthread_mutex_t job_lock; /* one job at a time; taken with trylock */
     pthread_t thread;
+    pid_t owner;               /* the process that started it: a fork's child has none */
     int started;               /* the helper runs (under job_lock) */
     int unavailable;           /* one CPU only, or the thread could not start */
     uint32_t gen;              /* the last job's generation (under job_lock) */
@@ -136,6 +138,8 @@ static int helper_start(void)
     sigset_t all, saved;
     int err;
 
+    if (copy.started && copy.owner != getpid())
+        copy.started = 0; /* this is a fork's child: the thread stayed with the parent */
     if (copy.started)
         return 1;
     if (copy.unavailable)
@@ -161,6 +165,7 @@ static int helper_start(void)
         return 0;
     }
     pthread_setname_np(copy.thread, "postbox-copy");
+    copy.owner = getpid();
     copy.started = 1;
     return 1;
 }
@@ -211,15 +216,15 @@ void pb_eng_copy_large(void *dst, const void *src, size_t len)
 void pb_eng_copy_finalize(void)
 {
     pthread_mutex_lock(&copy.job_lock);
-    if (copy.started) {
+    if (copy.started && copy.owner == getpid()) {
         atomic_store(&copy.stop, 1);
         /* a generation of its own, so that a restarted helper's first job
          * is new to it */
         copy.gen = atomic_fetch_add(&copy.posted, 1) + 1;
         pb_futex_wake_all(&copy.posted);
         pthread_join(copy.thread, NULL);
-        copy.started = 0;
     }
+    copy.started = 0;
     copy.unavailable = 0;
     pthread_mutex_unlock(&copy.job_lock);
 }
