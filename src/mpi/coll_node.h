@@ -1,8 +1,10 @@
 /*
- * Collectives that know the node (coll_node.c; docs/mpi.md, "Collectives
- * on a node"): Sun MPI's design, where the ranks of a communicator on one
- * node exchange through one shared-memory area, and one leader per node
- * does the step between nodes over point-to-point.
+ * Collectives that know the node (coll_node.c: the area; coll_node_local.c:
+ * on one node; coll_node_nodes.c: these entry points and across nodes;
+ * docs/mpi.md, "Collectives on a node"): Sun MPI's design, where the
+ * ranks of a communicator on one node exchange through one shared-memory
+ * area, and one leader per node does the step between nodes over
+ * point-to-point.
  *
  * Each pb_coll_node_<x> either runs the collective and returns MPI_SUCCESS
  * or an MPI error class, or returns PB_COLL_NODE_DECLINED, having done

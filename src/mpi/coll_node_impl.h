@@ -1,0 +1,186 @@
+/*
+ * What the three files of the node path share: coll_node.c (the shared
+ * collective area, its steps and lines; see there for the layout),
+ * coll_node_local.c (the algorithms on one node, through the cells or by
+ * single copy) and coll_node_nodes.c (the entry points of coll_node.h and
+ * the algorithms across nodes).
+ */
+#ifndef PB_MPI_COLL_NODE_IMPL_H
+#define PB_MPI_COLL_NODE_IMPL_H
+
+#include <postbox/rsm.h>
+#include <stdint.h>
+
+#include "mpi/coll_node.h"
+#include "mpi/datatype.h"
+#include "mpi/engine/engine.h"
+
+#define LINE 64
+#define INLINE_MAX (LINE - 8)
+/* payloads of at most this many bytes alternate between the two halves of
+ * the line, call by call, and need one phase (pb_coll_node_exchange_halves) */
+#define HALF_MAX (INLINE_MAX / 2)
+#define PAGE 4096
+
+/* tags on the collective context (coll_p2p.c's are 16-25) */
+enum {
+    TAG_NODE_SETUP = 30,
+    TAG_NODE_MOVE,
+    TAG_NODE_BARRIER
+};
+
+typedef struct pb_coll_node {
+    int usable;         /* the area is up on every node */
+    int n, me;          /* the communicator's ranks on this node; this rank's index */
+    int *local_comm;    /* [n]: their ranks in the communicator */
+    int nodes;          /* nodes the communicator spans */
+    int node;           /* this node's index among them (by its leader's rank) */
+    int *rank_node;     /* [size]: each rank's node index */
+    int *node_first;    /* [nodes]: each node's leader (its first rank) */
+    int blocked;        /* each node's ranks are consecutive, nodes in rank order */
+    int most;           /* the most ranks any node holds */
+    int even;           /* blocked, and every node holds n ranks */
+    pb_comm_t *leaders; /* a leader of a communicator across nodes: the leaders */
+    char *area;
+    size_t size, cell, cells_at;
+    rsm_memseg_export_handle_t ex;
+    rsm_memseg_import_handle_t im;
+    uint64_t step;       /* this rank's phases done (= every local rank's, between collectives) */
+    uint64_t halves_end; /* the step after the last one-phase exchange (exchange_halves) */
+    int cma; /* the ranks of every node can read each other's memory (process_vm_readv) */
+    pb_comm_t *comm;
+    struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
+} pb_coll_node_t;
+
+/* What a rank publishes in its line for the others to read with one
+ * kernel copy (process_vm_readv): its pid and the address of its data. */
+typedef struct {
+    uint32_t pid;
+    uint32_t unused;
+    uint64_t addr;
+    uint64_t addr2; /* a reduction's result */
+} pb_coll_node_published_t;
+
+/* ---- the lines and cells (coll_node.c's layout) ------------------------------------ */
+
+/* Local rank @i's step: its count of phases done. */
+static inline _Atomic uint64_t *step_of(const pb_coll_node_t *cn, int i)
+{
+    return (_Atomic uint64_t *)(cn->area + (size_t)i * LINE);
+}
+
+/* The inline data of local rank @i's line. */
+static inline char *line_data(const pb_coll_node_t *cn, int i)
+{
+    return cn->area + (size_t)i * LINE + 8;
+}
+
+/* Local rank @i's cell. */
+static inline char *cell(const pb_coll_node_t *cn, int i)
+{
+    return cn->area + cn->cells_at + (size_t)i * cn->cell;
+}
+
+/* Where rank i's payload of @bytes goes: its line (one cache line carries
+ * the step and the data: a reader takes one line's transfer) or its
+ * cell. */
+static inline char *slot(const pb_coll_node_t *cn, int i, size_t bytes)
+{
+    return bytes <= INLINE_MAX ? line_data(cn, i) : cell(cn, i);
+}
+
+/* ---- typed data --------------------------------------------------------------------- */
+
+static inline size_t type_bytes(MPI_Count count, MPI_Datatype type)
+{
+    return (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+}
+
+/* The address of block @i of @count elements of @type at @buf. */
+static inline void *block_addr(const void *buf, int i, MPI_Count count, MPI_Datatype type)
+{
+    return (char *)buf + (MPI_Aint)i * count * pb_eng_type_extent(pb_mpi_datatype(type));
+}
+
+/* Pack bytes [@offset, @offset + @len) of the @count elements of @type at
+ * @buf into @dst. */
+static inline void pack(const void *buf, MPI_Count count, MPI_Datatype type, size_t offset,
+                        void *dst, size_t len)
+{
+    pb_eng_type_pack_range(buf, count, pb_mpi_datatype(type), offset, dst, len);
+}
+
+/* Unpack @len packed bytes into bytes [@offset, @offset + @len) of the
+ * @count elements of @type at @buf, cut to what they hold.  @return
+ * MPI_SUCCESS, or MPI_ERR_TRUNCATE when cut. */
+int pb_coll_node_unpack(const void *src, size_t len, void *buf, MPI_Count count, MPI_Datatype type,
+                        size_t offset);
+
+/* ---- the mechanism (coll_node.c) ---------------------------------------------------- */
+
+/* @c's node state, made at its first call (collective over @c); NULL when
+ * the node path does not apply or out of memory. */
+pb_coll_node_t *pb_coll_node_state(pb_comm_t *c);
+
+/* This rank is past one more phase (its data stored before); the local
+ * ranks that sleep are woken. */
+void pb_coll_node_post(pb_coll_node_t *cn);
+
+/* Wait until local rank @j is past @step; every local rank (wait_all);
+ * every other local rank (wait_others). */
+void pb_coll_node_wait_one(const pb_coll_node_t *cn, int j, uint64_t step);
+void pb_coll_node_wait_all(const pb_coll_node_t *cn, uint64_t step);
+void pb_coll_node_wait_others(const pb_coll_node_t *cn, uint64_t step);
+
+/* The phase a collective that writes this rank's line takes first after a
+ * one-phase exchange (pb_coll_node_exchange_halves); nothing otherwise. */
+void pb_coll_node_settle_halves(pb_coll_node_t *cn);
+
+/* Publish in this rank's line its pid, @addr (and @addr2); read what
+ * local rank @j published. */
+void pb_coll_node_publish2(pb_coll_node_t *cn, const void *addr, uint64_t addr2);
+void pb_coll_node_publish(pb_coll_node_t *cn, const void *addr);
+pb_coll_node_published_t pb_coll_node_published(const pb_coll_node_t *cn, int j);
+
+/* ---- on one node (coll_node_local.c) ------------------------------------------------ */
+
+/* Every local rank arrives, then goes. */
+void pb_coll_node_barrier_local(pb_coll_node_t *cn);
+
+/* Local rank @root's data to every local rank, inline or through the
+ * root's cell. */
+void pb_coll_node_bcast_cells(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                              int root);
+
+/* Whether the slices of a reduction can split @type's elements. */
+int pb_coll_node_sliceable(MPI_Datatype type);
+
+/* Reduce the local ranks' inputs into the result of local rank @root (-1:
+ * every local rank's), through the cells or by single copies.  @return
+ * MPI_SUCCESS, MPI_ERR_NO_MEM or (single copy) MPI_ERR_OTHER. */
+int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *result,
+                              MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
+int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
+                            MPI_Datatype type, MPI_Op op, int root);
+
+/* Bcast, Gather, Scatter, Allgather and Alltoall (@alltoall) on one node by
+ * single copy.  @return MPI_SUCCESS or an error class. */
+int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                           int root);
+int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                            MPI_Datatype recvtype, int root, size_t bytes);
+int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                             MPI_Datatype recvtype, int root, size_t bytes);
+int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, size_t bytes, int alltoall);
+
+/* Allgather or Alltoall of payloads that fit half a line, in one phase.
+ * @return MPI_SUCCESS or MPI_ERR_TRUNCATE. */
+int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                                 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                 MPI_Datatype recvtype, size_t bytes, int n_blocks, int skip_own);
+
+#endif

@@ -1,0 +1,543 @@
+/*
+ * The node path on one node (coll_node_impl.h): the local ranks of a
+ * communicator exchange through the lines and cells of their area
+ * (coll_node.c), or publish their buffers there and read each other's
+ * with one kernel copy (process_vm_readv/writev).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/coll_node_impl.h"
+#include "mpi/coll_util.h"
+#include "mpi/engine/cma.h"
+#include "mpi/op.h"
+#include "util/log.h"
+
+/* reductions of at most this many bytes are done whole by each rank that
+ * needs the result (two phases); longer ones by slices, each rank one
+ * slice (three phases per piece) */
+#define REDUCE_WHOLE_MAX 4096
+
+void pb_coll_node_barrier_local(pb_coll_node_t *cn)
+{
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, cn->step);
+}
+
+/* Local rank @root's @count elements of @type at @buf to every local rank:
+ * inline, or through the root's cell in halves, so the root writes one
+ * half while the others read the other. */
+void pb_coll_node_bcast_cells(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                              int root)
+{
+    size_t bytes = type_bytes(count, type), half = cn->cell / 2;
+    uint64_t base = cn->step;
+
+    if (bytes <= INLINE_MAX) {
+        if (cn->me == root) {
+            pb_coll_node_wait_all(cn, base);
+            pack(buf, count, type, 0, line_data(cn, root), bytes);
+        } else {
+            pb_coll_node_wait_one(cn, root, base + 1);
+            pb_coll_node_unpack(line_data(cn, root), bytes, buf, count, type, 0);
+        }
+        pb_coll_node_post(cn);
+        return;
+    }
+    for (size_t k = 0, off = 0; off < bytes; k++, off += half) {
+        size_t len = bytes - off < half ? bytes - off : half;
+        char *piece = cell(cn, root) + (k % 2) * half;
+
+        if (cn->me == root) {
+            /* piece k - 2, in the same half, read by all */
+            pb_coll_node_wait_all(cn, k >= 2 ? base + k - 1 : base);
+            pack(buf, count, type, off, piece, len);
+        } else {
+            pb_coll_node_wait_one(cn, root, base + k + 1);
+            pb_coll_node_unpack(piece, len, buf, count, type, off);
+        }
+        pb_coll_node_post(cn);
+    }
+}
+
+/* A reduction the slices can split: elements one contiguous block of
+ * bytes, element i at byte i * size. */
+int pb_coll_node_sliceable(MPI_Datatype type)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+
+    return pb_eng_type_is_contiguous(t) && pb_eng_type_true_lb(t) == 0 &&
+           pb_eng_type_extent(t) == (MPI_Aint)pb_eng_type_size(t) && pb_eng_type_size(t) > 0;
+}
+
+/* *@acc = x_0 op x_1 op ... op x_{n-1} over @count elements at byte @off
+ * of every local rank's data (in its line when @in_line, else its cell),
+ * in rank order (so non-commutative ops are right): acc starts as x_{n-1}
+ * and takes x_j op acc for j = n-2 .. 0. */
+static void combine(const pb_coll_node_t *cn, int in_line, size_t off, void *acc, MPI_Count count,
+                    MPI_Datatype type, MPI_Op op)
+{
+    size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+    int last = cn->n - 1;
+
+    memcpy(acc, (in_line ? line_data(cn, last) : cell(cn, last)) + off, len);
+    for (int j = cn->n - 2; j >= 0; j--)
+        pb_mpi_op_apply(op, (in_line ? line_data(cn, j) : cell(cn, j)) + off, acc, count, type);
+}
+
+/* combine() of short inputs in the lines, this rank's own taken from @own
+ * instead of its line. */
+static void combine_own(const pb_coll_node_t *cn, const void *own, void *acc, MPI_Count count,
+                        MPI_Datatype type, MPI_Op op)
+{
+    size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
+    int last = cn->n - 1;
+
+    memcpy(acc, last == cn->me ? own : line_data(cn, last), len);
+    for (int j = cn->n - 2; j >= 0; j--)
+        pb_mpi_op_apply(op, j == cn->me ? own : line_data(cn, j), acc, count, type);
+}
+
+/* bytes of the accumulator a rank combines its slice of a piece in, a
+ * chunk at a time: it stays in the first-level cache */
+#define REDUCE_CHUNK 16384
+
+/* Slice @lo .. @hi (elements of @esize bytes, from element @at of the
+ * input) of the piece, reduced over every local rank in rank order (acc
+ * starts as x_{n-1} and takes x_j op acc for j = n-2 .. 0): this rank's
+ * input read from @sendbuf, the others' from their cells; the result
+ * written to this rank's cell when @to_cell and to @result when @wants.
+ * A chunk at a time, through @acc (REDUCE_CHUNK bytes): each byte of every
+ * input is read once, and each of the results written once. */
+static void reduce_slice(pb_coll_node_t *cn, const char *sendbuf, char *result, size_t at,
+                         MPI_Count lo, MPI_Count hi, size_t esize, MPI_Datatype type, MPI_Op op,
+                         int to_cell, int wants, char *acc)
+{
+    MPI_Count per_chunk = REDUCE_CHUNK / esize > 0 ? (MPI_Count)(REDUCE_CHUNK / esize) : 1;
+
+    for (MPI_Count first = lo; first < hi; first += per_chunk) {
+        MPI_Count elems = hi - first < per_chunk ? hi - first : per_chunk;
+        size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+
+        for (int j = cn->n - 1; j >= 0; j--) {
+            const char *x = j == cn->me ? sendbuf + at + off : cell(cn, j) + off;
+
+            if (j == cn->n - 1)
+                memcpy(acc, x, len);
+            else
+                pb_mpi_op_apply(op, x, acc, elems, type);
+        }
+        if (to_cell)
+            memcpy(cell(cn, cn->me) + off, acc, len);
+        if (wants)
+            memcpy(result + at + off, acc, len);
+    }
+}
+
+/*
+ * Reduce the local ranks' @count elements at @sendbuf into @result of local
+ * rank @root (-1: of every local rank).  Short: every rank copies its input
+ * to its slot, and each that needs the result combines all of them (two
+ * phases).  Long, in pieces of a cell, rank i reducing slice i of each
+ * piece (three phases per piece): every rank copies the slices of its
+ * input that others reduce into its cell; rank i combines slice i of its
+ * own input and of the others' cells (reduce_slice) into slice i of its
+ * cell (when another rank wants the result) and of its result (when it
+ * does); those that want the result copy the others' slices from their
+ * cells.  Only rank i writes slice i of a result, and it reads slice i of
+ * its input first, so MPI_IN_PLACE is safe; its other slices are in its
+ * cell before anyone writes them.  @return MPI_SUCCESS or MPI_ERR_NO_MEM.
+ */
+int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *result,
+                              MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t esize = pb_eng_type_size(pb_mpi_datatype(type)), bytes = (size_t)count * esize;
+    int wants = root < 0 || root == cn->me, others_want = root < 0 || root != cn->me;
+    MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
+    char *acc;
+
+    if (bytes <= INLINE_MAX && root == cn->me) {
+        /* the root of a short one writes nothing, so it need not wait for
+         * the others to be done with its line: it combines its own input
+         * with the others' lines as they come */
+        uint64_t base = cn->step;
+        char own[INLINE_MAX];
+
+        memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
+        pb_coll_node_post(cn);
+        pb_coll_node_wait_others(cn, base + 1);
+        combine_own(cn, own, result, count, type, op);
+        pb_coll_node_post(cn);
+        return MPI_SUCCESS;
+    }
+    if (bytes <= REDUCE_WHOLE_MAX) {
+        uint64_t base = cn->step;
+
+        pb_coll_node_wait_all(cn, base);
+        memcpy(slot(cn, cn->me, bytes), sendbuf, bytes);
+        pb_coll_node_post(cn);
+        if (wants) {
+            pb_coll_node_wait_all(cn, base + 1);
+            combine(cn, bytes <= INLINE_MAX, 0, result, count, type, op);
+        }
+        pb_coll_node_post(cn);
+        return MPI_SUCCESS;
+    }
+    acc = malloc(REDUCE_CHUNK > esize ? REDUCE_CHUNK : esize);
+    if (acc == NULL)
+        return MPI_ERR_NO_MEM;
+    for (MPI_Count first = 0; first < count; first += per_piece) {
+        MPI_Count elems = count - first < per_piece ? count - first : per_piece;
+        MPI_Count lo = elems * cn->me / cn->n, hi = elems * (cn->me + 1) / cn->n;
+        size_t len = (size_t)elems * esize, at = (size_t)first * esize;
+        const char *in = (const char *)sendbuf + at;
+        uint64_t base = cn->step;
+
+        pb_coll_node_wait_all(cn, base);
+        /* the slices the others reduce: before and after this rank's */
+        memcpy(cell(cn, cn->me), in, (size_t)lo * esize);
+        memcpy(cell(cn, cn->me) + (size_t)hi * esize, in + (size_t)hi * esize,
+               len - (size_t)hi * esize);
+        pb_coll_node_post(cn);
+        pb_coll_node_wait_all(cn, base + 1);
+        reduce_slice(cn, sendbuf, result, at, lo, hi, esize, type, op, others_want, wants, acc);
+        pb_coll_node_post(cn);
+        if (wants) {
+            pb_coll_node_wait_all(cn, base + 2);
+            for (int j = 0; j < cn->n; j++) {
+                MPI_Count jlo = elems * j / cn->n, jhi = elems * (j + 1) / cn->n;
+
+                if (j != cn->me)
+                    memcpy((char *)result + at + (size_t)jlo * esize,
+                           cell(cn, j) + (size_t)jlo * esize, (size_t)(jhi - jlo) * esize);
+            }
+        }
+        pb_coll_node_post(cn);
+    }
+    free(acc);
+    return MPI_SUCCESS;
+}
+
+/* ---- single copy: ranks read each other's buffers --------------------------------- */
+
+/* Data of @count elements of @type at @buf as one run of bytes others can
+ * read: the buffer itself when contiguous, else a packed copy in *@mem_p
+ * (to free).  NULL when out of memory. */
+static const void *readable(const void *buf, MPI_Count count, MPI_Datatype type, void **mem_p)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    size_t bytes = type_bytes(count, type);
+
+    *mem_p = NULL;
+    if (pb_eng_type_is_contiguous(t))
+        return (const char *)buf + pb_eng_type_true_lb(t);
+    *mem_p = malloc(bytes ? bytes : 1);
+    if (*mem_p != NULL)
+        pack(buf, count, type, 0, *mem_p, bytes);
+    return *mem_p;
+}
+
+/* Read @bytes at byte @off of what local rank @j published into the
+ * @count elements of @type at @buf.  @return MPI_SUCCESS or MPI_ERR_OTHER
+ * (logged). */
+static int read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
+                     MPI_Count count, MPI_Datatype type)
+{
+    const pb_datatype_t *t = pb_mpi_datatype(type);
+    pb_coll_node_published_t p = pb_coll_node_published(cn, j);
+    char chunk[16384];
+    int rc = MPI_SUCCESS;
+
+    if (bytes > type_bytes(count, type)) {
+        /* counts that disagree (erroneous): never past the buffer */
+        bytes = type_bytes(count, type);
+        rc = MPI_ERR_TRUNCATE;
+    }
+    if (pb_eng_type_is_contiguous(t)) {
+        if (pb_eng_cma_read(p.pid, p.addr + off, (char *)buf + pb_eng_type_true_lb(t), bytes) ==
+            PB_ENG_PEER_COPY_OK)
+            return rc;
+        goto failed;
+    }
+    for (size_t done = 0; done < bytes; done += sizeof(chunk)) {
+        size_t len = bytes - done < sizeof(chunk) ? bytes - done : sizeof(chunk);
+
+        if (pb_eng_cma_read(p.pid, p.addr + off + done, chunk, len) != PB_ENG_PEER_COPY_OK)
+            goto failed;
+        pb_coll_node_unpack(chunk, len, buf, count, type, done);
+    }
+    return rc;
+failed:
+    pb_error("a collective could not read a rank's buffer on its node (process_vm_readv)");
+    return MPI_ERR_OTHER;
+}
+
+/* bytes of the pieces a rank combines its slice in (they stay in cache) */
+#define REDUCE_PIECE 65536
+
+/* Piece @first .. @first + @elems of local rank @j's input: this rank's
+ * own in place, another's read into @buf.  NULL when the read failed. */
+static const void *input_piece(const pb_coll_node_t *cn, int j, const void *sendbuf,
+                               MPI_Count first, MPI_Count elems, size_t esize, void *buf)
+{
+    pb_coll_node_published_t p;
+
+    if (j == cn->me)
+        return (const char *)sendbuf + (size_t)first * esize;
+    p = pb_coll_node_published(cn, j);
+    if (pb_eng_cma_read(p.pid, p.addr + (uint64_t)first * esize, buf, (size_t)elems * esize) !=
+        PB_ENG_PEER_COPY_OK)
+        return NULL;
+    return buf;
+}
+
+/* Deliver piece @first .. @first + @elems of the result, reduced in @acc,
+ * to every local rank that wants it (all, or @root): this rank's own by
+ * memcpy, the others' by process_vm_writev into the result they published.
+ * @return MPI_SUCCESS or MPI_ERR_OTHER (a write failed). */
+static int deliver_piece(const pb_coll_node_t *cn, const void *acc, MPI_Count first,
+                         MPI_Count elems, size_t esize, void *result, int root)
+{
+    size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+
+    for (int j = 0; j < cn->n; j++) {
+        if (root >= 0 && j != root)
+            continue;
+        if (j == cn->me) {
+            memcpy((char *)result + off, acc, len);
+            continue;
+        }
+        if (pb_eng_cma_write(pb_coll_node_published(cn, j).pid,
+                             pb_coll_node_published(cn, j).addr2 + off, acc,
+                             len) != PB_ENG_PEER_COPY_OK)
+            return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
+}
+
+/*
+ * Reduce by slices with single copies (@root: local rank, or -1 for every
+ * rank): every rank publishes its input and its result buffer; rank i
+ * combines slice i of all inputs, reading the others' with
+ * process_vm_readv in pieces of REDUCE_PIECE bytes, in rank order (acc
+ * starts as x_{n-1} and takes x_j op acc), and writes each piece, still in
+ * its cache, into the result of every rank that wants it
+ * (deliver_piece); each returns once nobody reads or writes its buffers.
+ * Two phases whatever the size.  Only rank i reads and writes slice i of
+ * any buffer, and it reads a piece of every input before it writes that
+ * piece of a result, so MPI_IN_PLACE is safe.  @return MPI_SUCCESS,
+ * MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER (a copy failed).
+ */
+int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
+                            MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t esize = pb_eng_type_size(pb_mpi_datatype(type));
+    MPI_Count lo = count * cn->me / cn->n, hi = count * (cn->me + 1) / cn->n;
+    MPI_Count per_piece = REDUCE_PIECE / esize > 0 ? (MPI_Count)(REDUCE_PIECE / esize) : 1;
+    int wants = root < 0 || root == cn->me, rc = MPI_SUCCESS;
+    char *acc = malloc((size_t)per_piece * esize), *tmp = malloc((size_t)per_piece * esize);
+    uint64_t base = cn->step;
+
+    if (acc == NULL || tmp == NULL) {
+        free(acc);
+        free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    pb_coll_node_wait_all(cn, base);
+    pb_coll_node_publish2(cn, sendbuf, wants ? (uint64_t)(uintptr_t)result : 0);
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_others(cn, base + 1);
+    for (MPI_Count first = lo; first < hi && rc == MPI_SUCCESS; first += per_piece) {
+        MPI_Count elems = hi - first < per_piece ? hi - first : per_piece;
+        const void *in = input_piece(cn, cn->n - 1, sendbuf, first, elems, esize, acc);
+
+        if (in != acc && in != NULL)
+            memcpy(acc, in, (size_t)elems * esize);
+        for (int j = cn->n - 2; j >= 0 && in != NULL; j--) {
+            in = input_piece(cn, j, sendbuf, first, elems, esize, tmp);
+            if (in != NULL)
+                pb_mpi_op_apply(op, in, acc, elems, type);
+        }
+        rc = in == NULL ? MPI_ERR_OTHER : deliver_piece(cn, acc, first, elems, esize, result, root);
+    }
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_others(cn, base + 2);
+    if (rc != MPI_SUCCESS)
+        pb_error("a reduction could not copy to or from a rank's buffer on its node "
+                 "(process_vm_readv/writev)");
+    free(acc);
+    free(tmp);
+    return rc;
+}
+
+/* Bcast on one node: the root publishes its buffer, every other rank
+ * reads it at once, the root returns once all have. */
+int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                           int root)
+{
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (cn->me == root) {
+        void *mem;
+        const void *data = readable(buf, count, type, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM; /* every other rank waits: erroneous from here */
+        pb_coll_node_wait_all(cn, base);
+        pb_coll_node_publish(cn, data);
+        pb_coll_node_post(cn);
+        pb_coll_node_wait_others(cn, base + 1);
+        free(mem);
+        return MPI_SUCCESS;
+    }
+    pb_coll_node_wait_one(cn, root, base + 1);
+    rc = read_from(cn, root, 0, type_bytes(count, type), buf, count, type);
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+/* Gather: every other rank publishes its block, the root reads them all,
+ * then lets them go. */
+int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                            MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                            MPI_Datatype recvtype, int root, size_t bytes)
+{
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (cn->me != root) {
+        void *mem;
+        const void *data = readable(sendbuf, sendcount, sendtype, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM;
+        pb_coll_node_wait_all(cn, base);
+        pb_coll_node_publish(cn, data);
+        pb_coll_node_post(cn);
+        pb_coll_node_wait_one(cn, root, base + 1);
+        free(mem);
+        return MPI_SUCCESS;
+    }
+    if (sendbuf != MPI_IN_PLACE)
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                                recvtype);
+    pb_coll_node_wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
+        if (j != cn->me)
+            rc = read_from(cn, j, 0, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
+                           recvtype);
+    }
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+/* Scatter: the root publishes its blocks, each rank reads its own. */
+int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                             MPI_Datatype recvtype, int root, size_t bytes)
+{
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (cn->me == root) {
+        void *mem;
+        const void *data = readable(sendbuf, sendcount * cn->n, sendtype, &mem);
+
+        if (data == NULL)
+            return MPI_ERR_NO_MEM;
+        pb_coll_node_wait_all(cn, base);
+        pb_coll_node_publish(cn, data);
+        pb_coll_node_post(cn);
+        if (recvbuf != MPI_IN_PLACE)
+            rc = pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
+                                    sendtype, recvbuf, recvcount, recvtype);
+        pb_coll_node_wait_others(cn, base + 1);
+        free(mem);
+        return rc;
+    }
+    pb_coll_node_wait_one(cn, root, base + 1);
+    rc = read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype);
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+/* Allgather and Alltoall: every rank publishes its send data and reads
+ * its blocks from every other (Allgather: their whole block; Alltoall:
+ * block me of theirs), then waits until all have read its own. */
+int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, size_t bytes, int alltoall)
+{
+    uint64_t base = cn->step;
+    void *mem;
+    const void *data;
+    int rc = MPI_SUCCESS;
+
+    if (sendbuf == MPI_IN_PLACE) /* Allgather only: its block is in place */
+        data =
+            readable(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, &mem);
+    else
+        data = readable(sendbuf, alltoall ? sendcount * cn->n : sendcount, sendtype, &mem);
+    if (data == NULL)
+        return MPI_ERR_NO_MEM;
+    pb_coll_node_wait_all(cn, base);
+    pb_coll_node_publish(cn, data);
+    pb_coll_node_post(cn);
+    if (sendbuf != MPI_IN_PLACE)
+        rc = pb_coll_copy_typed(
+            alltoall ? block_addr(sendbuf, cn->me, sendcount, sendtype) : sendbuf, sendcount,
+            sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype);
+    pb_coll_node_wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
+        if (j != cn->me)
+            rc = read_from(cn, j, alltoall ? (size_t)cn->me * bytes : 0, bytes,
+                           block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype);
+    }
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_others(cn, base + 2);
+    free(mem);
+    return rc;
+}
+
+/*
+ * Allgather (@n_blocks 1: every rank's one block of @bytes) or Alltoall
+ * (@n_blocks n: block j for local rank j) of small payloads in one phase:
+ * each rank writes its blocks into one half of its line, the half the
+ * call's parity chooses, posts, waits for all, and reads the others'.
+ * One post per call is enough because the halves alternate: when a rank
+ * writes half h again, two calls later, it has since seen every rank post
+ * in the call between, which each does after reading half h.  After any
+ * other collective a rank first waits for all to finish it, as the
+ * two-phase paths do; and the first other collective after it that
+ * writes the line settles first (pb_coll_node_settle_halves).  @return
+ * MPI_SUCCESS or MPI_ERR_TRUNCATE.
+ */
+int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                                 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                                 MPI_Datatype recvtype, size_t bytes, int n_blocks, int skip_own)
+{
+    uint64_t base = cn->step;
+    size_t half = (size_t)(base & 1) * HALF_MAX;
+    int rc = MPI_SUCCESS;
+
+    if (cn->halves_end != base)
+        pb_coll_node_wait_all(cn, base);
+    for (int j = 0; j < n_blocks; j++)
+        pack(n_blocks == 1 ? sendbuf : block_addr(sendbuf, j, sendcount, sendtype), sendcount,
+             sendtype, 0, line_data(cn, cn->me) + half + (size_t)j * bytes, bytes);
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        const char *from = line_data(cn, j) + half + (n_blocks == 1 ? 0 : (size_t)cn->me * bytes);
+
+        if ((j != cn->me || !skip_own) &&
+            pb_coll_node_unpack(from, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
+                                recvtype, 0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
+    cn->halves_end = cn->step;
+    return rc;
+}

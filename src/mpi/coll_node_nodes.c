@@ -1,0 +1,905 @@
+/*
+ * The entry points of the node path (coll_node.h) and its algorithms
+ * across nodes (coll_node_impl.h).  Between nodes, the leaders run the
+ * algorithm coll.c's table chooses on a communicator of their own (one
+ * rank per node, so point-to-point; same context ids as the parent: a
+ * collective is all node path or all point-to-point on every rank, so
+ * their messages cannot meet another collective's out of order).  Where
+ * each node's ranks are consecutive (and, for some, equally many)
+ * Barrier, Bcast, Gather, Scatter and Alltoall need no leaders'
+ * communicator: the ranks that cross the network (a rooted collective's
+ * root, ranks of the same local index) talk on the parent's collective
+ * context directly.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi/coll_node_impl.h"
+#include "mpi/coll_util.h"
+#include "mpi/op.h"
+#include "mpi/p2p.h"
+
+/* across nodes, a Bcast shorter than this goes by point-to-point in a
+ * tree in node order (bcast_tree), a longer one through the areas
+ * (docs/notes/2026-11-27-collectives-across-nodes.md) */
+#define BCAST_TREE_BELOW 65536
+/* and a Reduce of a commutative op shorter than this in the mirror tree
+ * (reduce_tree), a longer one by the leaders */
+#define REDUCE_TREE_BELOW 524288
+
+/* ---- between nodes, without leaders ------------------------------------------------ */
+
+/* The rank of local index @i on node @k (a blocked layout). */
+static int rank_at(const pb_coll_node_t *cn, int k, int i)
+{
+    return cn->node_first[k] + i;
+}
+
+/* The ranks node @k holds (a blocked layout). */
+static int node_size(const pb_coll_node_t *cn, pb_comm_t *c, int k)
+{
+    return (k + 1 < cn->nodes ? cn->node_first[k + 1] : c->size) - cn->node_first[k];
+}
+
+/* Send an empty message to @dest and receive one from @source on @c's
+ * collective context with @tag, together.  @return MPI_SUCCESS or an
+ * error class. */
+static int swap_empty(int dest, int source, int tag, pb_comm_t *c)
+{
+    MPI_Request reqs[2];
+    int rc = pb_mpi_irecv_on(NULL, 0, MPI_BYTE, source, tag, c, 1, &reqs[0]);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = pb_mpi_isend_on(NULL, 0, MPI_BYTE, dest, tag, c, 1, &reqs[1]);
+    if (rc != MPI_SUCCESS) {
+        pb_mpi_wait_requests(1, reqs); /* the peer's message comes anyway */
+        return rc;
+    }
+    return pb_mpi_wait_requests(2, reqs);
+}
+
+/* Barrier across nodes that each hold n consecutive ranks: the node's
+ * ranks arrive through the area, then local rank i of every node meets
+ * local rank i of the others by dissemination over point-to-point (one
+ * empty message each way between two nodes), each pair at once.  Nobody
+ * relays and nobody waits for a release: a rank that heard from its peers
+ * knows their nodes all arrived. */
+static int barrier_across(pb_coll_node_t *cn, pb_comm_t *c)
+{
+    int rc = MPI_SUCCESS;
+
+    pb_coll_node_barrier_local(cn);
+    for (int k = 1; k < cn->nodes && rc == MPI_SUCCESS; k <<= 1)
+        rc = swap_empty(rank_at(cn, (cn->node + k) % cn->nodes, cn->me),
+                        rank_at(cn, (cn->node - k + cn->nodes) % cn->nodes, cn->me),
+                        TAG_NODE_BARRIER, c);
+    return rc;
+}
+
+/* ---- the collectives ---------------------------------------------------------------- */
+
+int pb_coll_node_barrier(pb_comm_t *c)
+{
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    int rc = MPI_SUCCESS;
+
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    if (cn->nodes == 1) {
+        pb_coll_node_barrier_local(cn);
+        return MPI_SUCCESS;
+    }
+    if (cn->even)
+        return barrier_across(cn, c);
+    /* every local rank arrives; the leader meets the other leaders, then
+     * lets its ranks go */
+    pb_coll_node_post(cn);
+    if (cn->me == 0) {
+        pb_coll_node_wait_all(cn, cn->step);
+        rc = pb_coll_p2p_barrier(cn->leaders);
+    } else {
+        pb_coll_node_wait_one(cn, 0, cn->step + 1);
+    }
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Count count,
+                       MPI_Datatype type, int root)
+{
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_bcast_cma(cn, buf, count, type, root);
+    pb_coll_node_bcast_cells(cn, buf, count, type, root);
+    return MPI_SUCCESS;
+}
+
+/* The local index of rank @r of this node. */
+static int local_index(const pb_coll_node_t *cn, int r)
+{
+    int i = 0;
+
+    while (cn->local_comm[i] != r)
+        i++;
+    return i;
+}
+
+/* Whose data node @k's ranks take from the network in a rooted
+ * collective: the root itself on its node, the leader on the others. */
+static int agent_of(const pb_coll_node_t *cn, int k, int root, int root_node)
+{
+    return k == root_node ? root : cn->node_first[k];
+}
+
+/* The rank at place @q of the order a node-ordered tree rooted at @root
+ * takes (an even layout): nodes from the root's on, and on each node the
+ * local ranks from the root's local index on. */
+static int tree_rank(const pb_coll_node_t *cn, int root, int q)
+{
+    int root_node = cn->rank_node[root], root_local = root - cn->node_first[root_node];
+
+    return rank_at(cn, (root_node + q / cn->n) % cn->nodes, (root_local + q % cn->n) % cn->n);
+}
+
+/* This rank's place in that order. */
+static int tree_place(const pb_coll_node_t *cn, int root)
+{
+    int root_node = cn->rank_node[root], root_local = root - cn->node_first[root_node];
+
+    return ((cn->node - root_node + cn->nodes) % cn->nodes) * cn->n +
+           (cn->me - root_local + cn->n) % cn->n;
+}
+
+/* Binomial broadcast over point-to-point in the node order (an even
+ * layout): the tree's upper levels cross the nodes, one message into each
+ * node, and its lower levels stay on the node, whatever the root. */
+static int bcast_tree(pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
+                      MPI_Datatype type, int root)
+{
+    int size = c->size, q = tree_place(cn, root), mask = 1, nreqs = 0, rc = MPI_SUCCESS;
+    MPI_Request reqs[32];
+
+    for (; mask < size; mask <<= 1) {
+        if (q & mask) {
+            rc = pb_mpi_irecv_on(buf, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
+                                 1, &reqs[0]);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &reqs[0]);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+        if (q + mask < size) {
+            rc = pb_mpi_isend_on(buf, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
+                                 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    return rc;
+}
+
+int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
+                       pb_coll_alg_t alg)
+{
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    int rc = MPI_SUCCESS, root_node, nodes, rel, agent, mask = 1, nreqs = 0;
+    MPI_Request reqs[32];
+
+    if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
+        return PB_COLL_NODE_DECLINED;
+    if (cn->nodes > 1 && alg == PB_ALG_NODE && type_bytes(count, type) < BCAST_TREE_BELOW)
+        return cn->even ? bcast_tree(cn, c, buf, count, type, root) : PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    root_node = cn->rank_node[root];
+    nodes = cn->nodes;
+    /* Between nodes a binomial tree over one rank per node, the root
+     * itself on its node (no hop to its leader first), each node's leader
+     * on the others; a rank of the tree sends on before it broadcasts on
+     * its node, so the network step and the node's run at once. */
+    agent = agent_of(cn, cn->node, root, root_node);
+    rel = (cn->node - root_node + nodes) % nodes;
+    if (nodes > 1 && c->rank == agent) {
+        for (; mask < nodes; mask <<= 1) {
+            if (rel & mask) {
+                rc =
+                    pb_mpi_irecv_on(buf, count, type,
+                                    agent_of(cn, (rel - mask + root_node) % nodes, root, root_node),
+                                    TAG_NODE_MOVE, c, 1, &reqs[0]);
+                if (rc == MPI_SUCCESS)
+                    rc = pb_mpi_wait_requests(1, &reqs[0]);
+                break;
+            }
+        }
+        for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+            if (rel + mask < nodes) {
+                rc =
+                    pb_mpi_isend_on(buf, count, type,
+                                    agent_of(cn, (rel + mask + root_node) % nodes, root, root_node),
+                                    TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+                if (rc == MPI_SUCCESS)
+                    nreqs++;
+            }
+        }
+    }
+    if (cn->n > 1) {
+        int node_rc = local_bcast(cn, alg, buf, count, type, local_index(cn, agent));
+
+        rc = rc == MPI_SUCCESS ? node_rc : rc;
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    return rc;
+}
+
+/* Whether the node path can reduce with @op across the nodes: the leaders
+ * combine node results in node order, which is rank order only when each
+ * node's ranks are consecutive. */
+static int reducible(const pb_coll_node_t *cn, MPI_Datatype type, MPI_Op op)
+{
+    return pb_coll_node_sliceable(type) &&
+           (cn->nodes == 1 || cn->blocked || pb_mpi_op_is_commutative(op));
+}
+
+/* The reduction of the node path @alg: single copies (node_cma) or
+ * through the cells. */
+static int local_reduce(pb_coll_node_t *cn, pb_coll_alg_t alg, const void *sendbuf, void *result,
+                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_reduce_cma(cn, sendbuf, result, count, type, op, root);
+    return pb_coll_node_reduce_cells(cn, sendbuf, result, count, type, op, root);
+}
+
+int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                           MPI_Op op, pb_comm_t *c, pb_coll_alg_t alg)
+{
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    int rc, bcast_rc;
+
+    if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
+        return PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    if (cn->nodes == 1)
+        return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, -1);
+    rc = cn->n > 1 ? local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, 0) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS && cn->n == 1 && sendbuf != recvbuf)
+        memcpy(recvbuf, sendbuf, type_bytes(count, type));
+    if (rc == MPI_SUCCESS && cn->me == 0)
+        rc = pb_coll_p2p_allreduce(recvbuf, recvbuf, count, type, op, cn->leaders);
+    if (cn->n > 1) {
+        bcast_rc = local_bcast(cn, alg, recvbuf, count, type, 0);
+        rc = rc == MPI_SUCCESS ? bcast_rc : rc;
+    }
+    return rc;
+}
+
+/* Binomial reduction of a commutative @op over point-to-point in the node
+ * order of bcast_tree (an even layout): each node's ranks combine on the
+ * node first, and one message leaves each node, whatever the root.
+ * @return MPI_SUCCESS or an error class. */
+static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, void *recvbuf,
+                       MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    size_t bytes = type_bytes(count, type);
+    int q = tree_place(cn, root), rc = MPI_SUCCESS;
+    char *acc = malloc(2 * bytes + 1), *tmp = acc + bytes;
+    MPI_Request req;
+
+    if (acc == NULL)
+        return MPI_ERR_NO_MEM;
+    memcpy(acc, sendbuf, bytes); /* at the root @sendbuf may be @recvbuf */
+    for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
+        if (q & mask) {
+            rc = pb_mpi_isend_on(acc, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
+                                 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            break;
+        }
+        if (q + mask < c->size) {
+            rc = pb_mpi_irecv_on(tmp, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
+                                 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+            if (rc == MPI_SUCCESS)
+                pb_mpi_op_apply(op, tmp, acc, count, type);
+        }
+    }
+    if (rc == MPI_SUCCESS && q == 0)
+        memcpy(recvbuf, acc, bytes);
+    free(acc);
+    return rc;
+}
+
+int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                        MPI_Op op, int root, pb_comm_t *c, pb_coll_alg_t alg)
+{
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    size_t bytes;
+    void *partial;
+    int rc = MPI_SUCCESS, root_node;
+    MPI_Request req;
+
+    if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
+        return PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    if (cn->nodes == 1) {
+        int local_root = 0;
+
+        while (cn->local_comm[local_root] != root)
+            local_root++;
+        return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, local_root);
+    }
+    if (alg == PB_ALG_NODE && type_bytes(count, type) < REDUCE_TREE_BELOW) {
+        if (!cn->even || !pb_mpi_op_is_commutative(op))
+            return PB_COLL_NODE_DECLINED;
+        return reduce_tree(cn, c, sendbuf, recvbuf, count, type, op, root);
+    }
+    /* each node reduces to its leader, the leaders to the root's leader,
+     * which hands the result to the root */
+    bytes = type_bytes(count, type);
+    root_node = cn->rank_node[root];
+    partial = recvbuf;
+    if (cn->me == 0 && c->rank != root) {
+        partial = malloc(bytes);
+        if (partial == NULL)
+            rc = MPI_ERR_NO_MEM;
+    }
+    if (cn->n > 1) {
+        int node_rc =
+            local_reduce(cn, alg, sendbuf, cn->me == 0 ? partial : NULL, count, type, op, 0);
+
+        rc = rc == MPI_SUCCESS ? node_rc : rc;
+    } else if (rc == MPI_SUCCESS && partial != sendbuf) {
+        memcpy(partial, sendbuf, bytes);
+    }
+    if (cn->me == 0) {
+        if (rc == MPI_SUCCESS)
+            rc = pb_coll_p2p_reduce(partial, partial, count, type, op, root_node, cn->leaders);
+        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root) {
+            rc = pb_mpi_isend_on(partial, count, type, root, TAG_NODE_MOVE, c, 1, &req);
+            if (rc == MPI_SUCCESS)
+                rc = pb_mpi_wait_requests(1, &req);
+        }
+        if (partial != recvbuf)
+            free(partial);
+    } else if (c->rank == root) {
+        rc = pb_mpi_irecv_on(recvbuf, count, type, cn->local_comm[0], TAG_NODE_MOVE, c, 1, &req);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &req);
+    }
+    return rc;
+}
+
+/* The node path of the data movers: one node; through the cells (@alg
+ * PB_ALG_NODE) when @cell_bytes fit one, or by single copy
+ * (PB_ALG_NODE_CMA) when the node's ranks can read each other. */
+static pb_coll_node_t *mover_state(pb_comm_t *c, pb_coll_alg_t alg, size_t cell_bytes)
+{
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+
+    if (cn == NULL || cn->nodes != 1)
+        return NULL;
+    if (alg == PB_ALG_NODE_CMA ? !cn->cma : cell_bytes > cn->cell)
+        return NULL;
+    return cn;
+}
+
+/*
+ * Gather across nodes (a blocked layout, each node's blocks fitting a
+ * cell): on the root's node the ranks hand their blocks to the root
+ * through the area; on each other node to the leader, which sends them
+ * to the root in one message.  The root posts those receives first, so
+ * the network step and its node's run at once.
+ */
+static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, MPI_Count sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, int root, size_t bytes)
+{
+    int root_node = cn->rank_node[root], nreqs = 0, rc = MPI_SUCCESS;
+    int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
+    uint64_t base = cn->step;
+    MPI_Request *reqs = NULL;
+    char *all = NULL;
+
+    if (cn->me != agent) {
+        pb_coll_node_wait_all(cn, base);
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+        pb_coll_node_post(cn);
+        return MPI_SUCCESS;
+    }
+    /* the agent: the root (every node's blocks, in rank order) or a leader
+     * (its node's) */
+    all = malloc(c->rank == root ? bytes * (size_t)c->size : bytes * (size_t)cn->n);
+    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
+    if (all == NULL || reqs == NULL) {
+        free(all);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    for (int k = 0; c->rank == root && k < cn->nodes && rc == MPI_SUCCESS; k++) {
+        if (k == root_node)
+            continue;
+        rc = pb_mpi_irecv_on(all + (size_t)cn->node_first[k] * bytes,
+                             (MPI_Count)((size_t)node_size(cn, c, k) * bytes), MPI_BYTE,
+                             cn->node_first[k], TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+    }
+    if (c->rank == root) {
+        if (sendbuf != MPI_IN_PLACE)
+            rc = rc == MPI_SUCCESS
+                     ? pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                          block_addr(recvbuf, c->rank, recvcount, recvtype),
+                                          recvcount, recvtype)
+                     : rc;
+    } else {
+        pack(sendbuf, sendcount, sendtype, 0, all, bytes);
+    }
+    if (cn->n > 1) {
+        pb_coll_node_wait_others(cn, base + 1);
+        for (int j = 0; j < cn->n; j++) {
+            if (j == cn->me)
+                continue;
+            if (c->rank != root)
+                memcpy(all + (size_t)j * bytes, slot(cn, j, bytes), bytes);
+            else if (pb_coll_node_unpack(
+                         slot(cn, j, bytes), bytes,
+                         block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype), recvcount,
+                         recvtype, 0) != MPI_SUCCESS)
+                rc = MPI_ERR_TRUNCATE;
+        }
+        pb_coll_node_post(cn);
+    }
+    if (c->rank != root && rc == MPI_SUCCESS)
+        rc = pb_mpi_isend_on(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root, TAG_NODE_MOVE,
+                             c, 1, &reqs[nreqs++]);
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    for (int r = 0; c->rank == root && r < c->size && rc == MPI_SUCCESS; r++) {
+        if (cn->rank_node[r] != root_node)
+            rc = pb_coll_node_unpack(all + (size_t)r * bytes, bytes,
+                                     block_addr(recvbuf, r, recvcount, recvtype), recvcount,
+                                     recvtype, 0);
+    }
+    free(all);
+    free(reqs);
+    return rc;
+}
+
+/*
+ * Scatter across nodes (a blocked layout, each node's blocks fitting a
+ * cell): the root sends each other node's leader that node's blocks in one
+ * message, then hands its own node's ranks theirs through the area; each
+ * leader hands its node's ranks theirs the same way.
+ */
+static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                          MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, int root, size_t bytes)
+{
+    int root_node = cn->rank_node[root], nreqs = 0, rc = MPI_SUCCESS;
+    int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
+    size_t node_bytes = bytes * (size_t)cn->n;
+    uint64_t base = cn->step;
+    MPI_Request *reqs = NULL;
+    char *all = NULL;
+
+    if (cn->me != agent) {
+        pb_coll_node_wait_one(cn, agent, base + 1);
+        rc = pb_coll_node_unpack(slot(cn, agent, node_bytes) + (size_t)cn->me * bytes, bytes,
+                                 recvbuf, recvcount, recvtype, 0);
+        pb_coll_node_post(cn);
+        return rc;
+    }
+    all = malloc(c->rank == root ? bytes * (size_t)c->size : node_bytes);
+    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
+    if (all == NULL || reqs == NULL) {
+        free(all);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    if (c->rank == root) {
+        for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
+            int first = cn->node_first[k], kn = node_size(cn, c, k);
+
+            if (k == root_node)
+                continue;
+            for (int i = 0; i < kn; i++)
+                pack(block_addr(sendbuf, first + i, sendcount, sendtype), sendcount, sendtype, 0,
+                     all + (size_t)(first + i) * bytes, bytes);
+            rc = pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)kn * bytes),
+                                 MPI_BYTE, first, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+        if (cn->n > 1) {
+            pb_coll_node_wait_all(cn, base);
+            for (int j = 0; j < cn->n; j++) {
+                if (j != cn->me)
+                    pack(block_addr(sendbuf, cn->local_comm[j], sendcount, sendtype), sendcount,
+                         sendtype, 0, slot(cn, cn->me, node_bytes) + (size_t)j * bytes, bytes);
+            }
+            pb_coll_node_post(cn);
+        }
+        if (recvbuf != MPI_IN_PLACE) {
+            int copy_rc = pb_coll_copy_typed(block_addr(sendbuf, c->rank, sendcount, sendtype),
+                                             sendcount, sendtype, recvbuf, recvcount, recvtype);
+
+            rc = rc == MPI_SUCCESS ? copy_rc : rc;
+        }
+    } else {
+        rc = pb_mpi_irecv_on(all, (MPI_Count)node_bytes, MPI_BYTE, root, TAG_NODE_MOVE, c, 1,
+                             &reqs[0]);
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_wait_requests(1, &reqs[0]);
+        if (cn->n > 1) {
+            pb_coll_node_wait_all(cn, base);
+            memcpy(slot(cn, cn->me, node_bytes) + bytes, all + bytes, node_bytes - bytes);
+            pb_coll_node_post(cn);
+        }
+        if (rc == MPI_SUCCESS)
+            rc = pb_coll_node_unpack(all, bytes, recvbuf, recvcount, recvtype, 0);
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    free(all);
+    free(reqs);
+    return rc;
+}
+
+int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                        pb_comm_t *c, pb_coll_alg_t alg)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    uint64_t base;
+    int rc = MPI_SUCCESS;
+
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
+        bytes * (size_t)cn->most <= cn->cell) {
+        pb_coll_node_settle_halves(cn);
+        return gather_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                             root, bytes);
+    }
+    cn = mover_state(c, alg, bytes);
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, root, bytes);
+    base = cn->step;
+    if (c->rank != root) {
+        pb_coll_node_wait_all(cn, base);
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+        pb_coll_node_post(cn);
+        return MPI_SUCCESS;
+    }
+    /* the root's own block goes straight across; the others' from their cells */
+    if (!in_place)
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                                recvtype);
+    pb_coll_node_wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if (j != cn->me && pb_coll_node_unpack(slot(cn, j, bytes), bytes,
+                                               block_addr(recvbuf, j, recvcount, recvtype),
+                                               recvcount, recvtype, 0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                         pb_comm_t *c, pb_coll_alg_t alg)
+{
+    int in_place = recvbuf == MPI_IN_PLACE;
+    size_t bytes =
+        c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    uint64_t base;
+    int rc = MPI_SUCCESS;
+
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
+        bytes * (size_t)cn->most <= cn->cell) {
+        pb_coll_node_settle_halves(cn);
+        return scatter_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                              root, bytes);
+    }
+    cn = mover_state(c, alg, bytes * (size_t)c->size);
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, root, bytes);
+    base = cn->step;
+    if (c->rank == root) {
+        pb_coll_node_wait_all(cn, base);
+        for (int j = 0; j < cn->n; j++) {
+            if (j != cn->me)
+                pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
+                     slot(cn, cn->me, bytes * (size_t)cn->n) + (size_t)j * bytes, bytes);
+        }
+        pb_coll_node_post(cn);
+        if (!in_place)
+            return pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype);
+        return MPI_SUCCESS;
+    }
+    pb_coll_node_wait_one(cn, root, base + 1);
+    rc = pb_coll_node_unpack(slot(cn, root, bytes * (size_t)cn->n) + (size_t)cn->me * bytes, bytes,
+                             recvbuf, recvcount, recvtype, 0);
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+/* Allgather across nodes (each node's ranks consecutive, blocks of
+ * @bytes that fit a cell): each node gathers its blocks at its leader,
+ * the leaders swap their nodes' parts, and each leader broadcasts the
+ * whole on its node; everything moves packed, in rank order. */
+static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    size_t total = bytes * (size_t)c->size;
+    char *all = malloc(total ? total : 1);
+    uint64_t base = cn->step;
+    int rc = MPI_SUCCESS;
+
+    if (all == NULL)
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    if (cn->n > 1) {
+        pb_coll_node_wait_all(cn, base);
+        if (sendbuf == MPI_IN_PLACE)
+            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+                 slot(cn, cn->me, bytes), bytes);
+        else
+            pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+        pb_coll_node_post(cn);
+    }
+    if (cn->me == 0) {
+        int first = cn->local_comm[0], nreqs = 0;
+        MPI_Request *reqs = malloc((size_t)(2 * cn->nodes) * sizeof(MPI_Request));
+
+        if (cn->n > 1) {
+            pb_coll_node_wait_all(cn, base + 1);
+            for (int j = 0; j < cn->n; j++)
+                memcpy(all + (size_t)cn->local_comm[j] * bytes, slot(cn, j, bytes), bytes);
+        } else if (sendbuf == MPI_IN_PLACE) {
+            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+                 all + (size_t)c->rank * bytes, bytes);
+        } else {
+            pack(sendbuf, sendcount, sendtype, 0, all + (size_t)c->rank * bytes, bytes);
+        }
+        for (int k = 0; k < cn->nodes && reqs != NULL && rc == MPI_SUCCESS; k++) {
+            int kfirst = cn->node_first[k], kn = 0;
+
+            if (k == cn->node)
+                continue;
+            for (int r = kfirst; r < c->size && cn->rank_node[r] == k; r++)
+                kn++;
+            rc = pb_mpi_irecv_on(all + (size_t)kfirst * bytes, (MPI_Count)((size_t)kn * bytes),
+                                 MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+            if (rc == MPI_SUCCESS)
+                rc =
+                    pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)cn->n * bytes),
+                                    MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
+            if (rc == MPI_SUCCESS)
+                nreqs++;
+        }
+        if (reqs == NULL) {
+            rc = MPI_ERR_NO_MEM;
+        } else {
+            int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+            rc = rc == MPI_SUCCESS ? wait_rc : rc;
+            free(reqs);
+        }
+    }
+    if (cn->n > 1)
+        pb_coll_node_bcast_cells(cn, all, (MPI_Count)total, MPI_BYTE, 0);
+    for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
+        if (r != c->rank || sendbuf != MPI_IN_PLACE)
+            rc = pb_coll_node_unpack(all + (size_t)r * bytes, bytes,
+                                     block_addr(recvbuf, r, recvcount, recvtype), recvcount,
+                                     recvtype, 0);
+    }
+    free(all);
+    return rc;
+}
+
+int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                           void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                           pb_coll_alg_t alg)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    uint64_t base;
+    int rc = MPI_SUCCESS;
+
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE && bytes <= cn->cell)
+        return allgather_nodes(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               bytes);
+    cn = mover_state(c, alg, bytes);
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    if (alg != PB_ALG_NODE_CMA && bytes <= HALF_MAX) {
+        if (in_place)
+            return pb_coll_node_exchange_halves(
+                cn, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, recvbuf,
+                recvcount, recvtype, bytes, 1, 1);
+        return pb_coll_node_exchange_halves(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                            recvtype, bytes, 1, 0);
+    }
+    pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, bytes, 0);
+    base = cn->step;
+    pb_coll_node_wait_all(cn, base);
+    if (in_place)
+        pack(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, 0,
+             slot(cn, cn->me, bytes), bytes);
+    else
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if ((j != cn->me || !in_place) &&
+            pb_coll_node_unpack(slot(cn, j, bytes), bytes,
+                                block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
+                                0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
+    pb_coll_node_post(cn);
+    return rc;
+}
+
+/*
+ * Alltoall across nodes of equally many consecutive ranks (all blocks of a
+ * rank fitting a cell): local rank i of each node sends local rank i of
+ * every other node, in one message, its blocks for that node's ranks, all
+ * pairs at once; then each rank writes into its cell, for each local rank
+ * j, its own block for j and the blocks for j it received, and each rank
+ * reads its blocks out of the cells of its node.  Between two nodes of n
+ * ranks that is 2n messages on the network where each rank sending each
+ * its block makes 2n^2.
+ */
+static int alltoall_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    int n = cn->n, nodes = cn->nodes, nreqs = 0, rc = MPI_SUCCESS;
+    size_t row = bytes * (size_t)n; /* one node's blocks from one rank */
+    char *out = malloc(row * (size_t)nodes), *in = malloc(row * (size_t)nodes);
+    MPI_Request *reqs = malloc((size_t)(2 * nodes) * sizeof(MPI_Request));
+    uint64_t base = cn->step;
+
+    if (out == NULL || in == NULL || reqs == NULL) {
+        free(out);
+        free(in);
+        free(reqs);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    /* out[k]: this rank's blocks for node k's ranks; in[k]: those of local
+     * rank me of node k for this node's ranks (in[node]: this rank's own) */
+    for (int k = 0; k < nodes; k++) {
+        for (int j = 0; j < n; j++)
+            pack(block_addr(sendbuf, rank_at(cn, k, j), sendcount, sendtype), sendcount, sendtype,
+                 0, (k == cn->node ? in : out) + (size_t)k * row + (size_t)j * bytes, bytes);
+    }
+    for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
+        int k = (cn->node + d) % nodes;
+
+        rc = pb_mpi_irecv_on(in + (size_t)k * row, (MPI_Count)row, MPI_BYTE, rank_at(cn, k, cn->me),
+                             TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_isend_on(out + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
+                                 rank_at(cn, k, cn->me), TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    /* the cell: for each local rank j, the blocks for j from local rank me
+     * of every node, in node order */
+    pb_coll_node_wait_all(cn, base);
+    for (int j = 0; j < n; j++) {
+        for (int k = 0; k < nodes; k++)
+            memcpy(cell(cn, cn->me) + ((size_t)j * nodes + k) * bytes,
+                   in + (size_t)k * row + (size_t)j * bytes, bytes);
+    }
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < nodes; k++) {
+            if (pb_coll_node_unpack(cell(cn, i) + ((size_t)cn->me * nodes + k) * bytes, bytes,
+                                    block_addr(recvbuf, rank_at(cn, k, i), recvcount, recvtype),
+                                    recvcount, recvtype, 0) != MPI_SUCCESS)
+                rc = MPI_ERR_TRUNCATE;
+        }
+    }
+    pb_coll_node_post(cn);
+    free(out);
+    free(in);
+    free(reqs);
+    return rc;
+}
+
+int pb_coll_node_alltoall(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
+                          pb_coll_alg_t alg)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+    uint64_t base;
+    int rc = MPI_SUCCESS;
+
+    if (cn != NULL && cn->nodes > 1 && cn->even && alg == PB_ALG_NODE &&
+        bytes * (size_t)c->size <= cn->cell) {
+        pb_coll_node_settle_halves(cn);
+        return alltoall_across(cn, c, in_place ? recvbuf : sendbuf,
+                               in_place ? recvcount : sendcount, in_place ? recvtype : sendtype,
+                               recvbuf, recvcount, recvtype, bytes);
+    }
+    cn = mover_state(c, alg, bytes * (size_t)c->size);
+    if (cn == NULL || (alg == PB_ALG_NODE_CMA && in_place)) /* in place, CMA would read blocks
+                                                                being replaced */
+        return PB_COLL_NODE_DECLINED;
+    if (in_place) {
+        sendbuf = recvbuf;
+        sendcount = recvcount;
+        sendtype = recvtype;
+    }
+    if (alg != PB_ALG_NODE_CMA && bytes * (size_t)cn->n <= HALF_MAX)
+        return pb_coll_node_exchange_halves(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                            recvtype, bytes, cn->n, 0);
+    pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, bytes, 1);
+    base = cn->step;
+    pb_coll_node_wait_all(cn, base);
+    for (int j = 0; j < cn->n; j++)
+        pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
+             slot(cn, cn->me, bytes * (size_t)cn->n) + (size_t)j * bytes, bytes);
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if (pb_coll_node_unpack(slot(cn, j, bytes * (size_t)cn->n) + (size_t)cn->me * bytes, bytes,
+                                block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
+                                0) != MPI_SUCCESS)
+            rc = MPI_ERR_TRUNCATE;
+    }
+    pb_coll_node_post(cn);
+    return rc;
+}
