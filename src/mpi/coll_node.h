@@ -43,7 +43,11 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
  * many on each node; a node's blocks fitting a cell); @alg
  * PB_ALG_NODE moves blocks that fit a cell through the cells,
  * PB_ALG_NODE_CMA lets each rank read its blocks from the others' buffers
- * (one kernel copy; not Alltoall in place). */
+ * (one kernel copy; not Alltoall in place).  Allgather across nodes of
+ * equally many ranks that can read each other's memory, by
+ * PB_ALG_NODE_CMA (and by PB_ALG_NODE for blocks of 256 KiB or more):
+ * the ranks of the same local index swap their blocks across the nodes,
+ * then read the rest from their node's ranks by single copy. */
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                         pb_comm_t *c, pb_coll_alg_t alg);

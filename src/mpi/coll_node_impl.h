@@ -177,6 +177,13 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                               MPI_Datatype recvtype, size_t bytes, int alltoall);
 
+/* Read @bytes at byte @off of what local rank @j published into the
+ * @count elements of @type at @buf (never past them).  @return
+ * MPI_SUCCESS, MPI_ERR_TRUNCATE (cut to the buffer) or MPI_ERR_OTHER (the
+ * read failed; logged). */
+int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
+                           MPI_Count count, MPI_Datatype type);
+
 /* Allgather or Alltoall of payloads that fit half a line, in one phase.
  * @return MPI_SUCCESS or MPI_ERR_TRUNCATE. */
 int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,

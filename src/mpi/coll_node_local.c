@@ -241,8 +241,8 @@ static const void *readable(const void *buf, MPI_Count count, MPI_Datatype type,
 /* Read @bytes at byte @off of what local rank @j published into the
  * @count elements of @type at @buf.  @return MPI_SUCCESS or MPI_ERR_OTHER
  * (logged). */
-static int read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
-                     MPI_Count count, MPI_Datatype type)
+int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
+                           MPI_Count count, MPI_Datatype type)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
     pb_coll_node_published_t p = pb_coll_node_published(cn, j);
@@ -393,7 +393,7 @@ int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_D
         return MPI_SUCCESS;
     }
     pb_coll_node_wait_one(cn, root, base + 1);
-    rc = read_from(cn, root, 0, type_bytes(count, type), buf, count, type);
+    rc = pb_coll_node_read_from(cn, root, 0, type_bytes(count, type), buf, count, type);
     pb_coll_node_post(cn);
     return rc;
 }
@@ -427,8 +427,8 @@ int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count s
     pb_coll_node_wait_others(cn, base + 1);
     for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
         if (j != cn->me)
-            rc = read_from(cn, j, 0, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
-                           recvtype);
+            rc = pb_coll_node_read_from(
+                cn, j, 0, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype);
     }
     pb_coll_node_post(cn);
     return rc;
@@ -459,7 +459,8 @@ int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count 
         return rc;
     }
     pb_coll_node_wait_one(cn, root, base + 1);
-    rc = read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype);
+    rc = pb_coll_node_read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount,
+                                recvtype);
     pb_coll_node_post(cn);
     return rc;
 }
@@ -493,8 +494,9 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
     pb_coll_node_wait_others(cn, base + 1);
     for (int j = 0; j < cn->n && rc == MPI_SUCCESS; j++) {
         if (j != cn->me)
-            rc = read_from(cn, j, alltoall ? (size_t)cn->me * bytes : 0, bytes,
-                           block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype);
+            rc = pb_coll_node_read_from(cn, j, alltoall ? (size_t)cn->me * bytes : 0, bytes,
+                                        block_addr(recvbuf, j, recvcount, recvtype), recvcount,
+                                        recvtype);
     }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 2);

@@ -26,6 +26,11 @@
 /* and a Reduce of a commutative op shorter than this in the mirror tree
  * (reduce_tree), a longer one by the leaders */
 #define REDUCE_TREE_BELOW 524288
+/* and an Allgather of blocks of at least this many bytes, on nodes of
+ * equally many ranks that can read each other's memory, in pairs across
+ * the nodes (allgather_pairs), a shorter one through the leaders
+ * (allgather_nodes) */
+#define ALLGATHER_PAIRS_FROM 262144
 
 /* ---- between nodes, without leaders ------------------------------------------------ */
 
@@ -730,6 +735,94 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     return rc;
 }
 
+/*
+ * Allgather across nodes of equally many consecutive ranks whose ranks
+ * can read each other's memory (node_cma): local rank i of each node
+ * swaps its block with local rank i of every other node over
+ * point-to-point, straight into the receive buffers (all pairs at once:
+ * each node's blocks cross the network once, spread over its ranks'
+ * connections, and nothing is copied on the way); then each rank reads
+ * the blocks its node's other ranks received (those of their local index
+ * on every node) from their receive buffers with process_vm_readv, and
+ * returns once nobody reads its own.  A receive buffer whose blocks are
+ * not contiguous bytes is packed first, and what a rank publishes says
+ * which of the two it is.  @return MPI_SUCCESS or an error class
+ * (MPI_ERR_NO_MEM before any phase).
+ */
+static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                           MPI_Count recvcount, MPI_Datatype recvtype)
+{
+    size_t rbytes = type_bytes(recvcount, recvtype);
+    int nodes = cn->nodes, direct = pb_coll_node_sliceable(recvtype), nreqs = 0;
+    int in_place = sendbuf == MPI_IN_PLACE, rc = MPI_SUCCESS;
+    MPI_Request *reqs = malloc((size_t)(2 * nodes) * sizeof(MPI_Request));
+    char *packed = direct ? NULL : malloc(rbytes * (size_t)nodes + 1);
+    uint64_t base;
+
+    if (reqs == NULL || (!direct && packed == NULL)) {
+        free(reqs);
+        free(packed);
+        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    }
+    if (in_place) {
+        sendbuf = block_addr(recvbuf, c->rank, recvcount, recvtype);
+        sendcount = recvcount;
+        sendtype = recvtype;
+    }
+    for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
+        int peer = rank_at(cn, (cn->node + d) % nodes, cn->me);
+
+        rc = pb_mpi_irecv_on(block_addr(recvbuf, peer, recvcount, recvtype), recvcount, recvtype,
+                             peer, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+        if (rc == MPI_SUCCESS)
+            rc = pb_mpi_isend_on(sendbuf, sendcount, sendtype, peer, TAG_NODE_MOVE, c, 1,
+                                 &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
+    }
+    if (!in_place) {
+        int copy_rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                         block_addr(recvbuf, c->rank, recvcount, recvtype),
+                                         recvcount, recvtype);
+
+        rc = rc == MPI_SUCCESS ? copy_rc : rc;
+    }
+    if (nreqs > 0) {
+        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+
+        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    }
+    /* the blocks of this local index, node by node, for the others to read */
+    for (int k = 0; !direct && k < nodes; k++)
+        pack(block_addr(recvbuf, rank_at(cn, k, cn->me), recvcount, recvtype), recvcount, recvtype,
+             0, packed + (size_t)k * rbytes, rbytes);
+    base = cn->step;
+    pb_coll_node_wait_all(cn, base);
+    pb_coll_node_publish2(cn, direct ? recvbuf : packed, (uint64_t)direct);
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_others(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        int j_direct = j != cn->me && pb_coll_node_published(cn, j).addr2 != 0;
+
+        for (int k = 0; j != cn->me && k < nodes; k++) {
+            int r = rank_at(cn, k, j);
+            int read_rc = pb_coll_node_read_from(cn, j, (size_t)(j_direct ? r : k) * rbytes, rbytes,
+                                                 block_addr(recvbuf, r, recvcount, recvtype),
+                                                 recvcount, recvtype);
+
+            rc = rc == MPI_SUCCESS ? read_rc : rc;
+        }
+    }
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_others(cn, base + 2);
+    free(packed);
+    free(reqs);
+    return rc;
+}
+
 int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                            void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, pb_comm_t *c,
                            pb_coll_alg_t alg)
@@ -740,6 +833,11 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     uint64_t base;
     int rc = MPI_SUCCESS;
 
+    if (cn != NULL && cn->nodes > 1 && cn->even && cn->cma &&
+        (alg == PB_ALG_NODE_CMA || (alg == PB_ALG_NODE && bytes >= ALLGATHER_PAIRS_FROM))) {
+        pb_coll_node_settle_halves(cn);
+        return allgather_pairs(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype);
+    }
     if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE && bytes <= cn->cell)
         return allgather_nodes(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                bytes);

@@ -10,7 +10,8 @@
  *                matrix product, in rank order), Reduce to every root
  *   Bcast        from every root, the root's buffer a strided vector
  *   movers       Gather, Scatter, Allgather, Alltoall with a strided
- *                vector on the send side, and in place where allowed
+ *                vector on the send side (Allgather: and on the receive
+ *                side), and in place where allowed
  *   mismatched   Gather and Allgather whose counts disagree: an error,
  *                and nothing written past the receive buffers
  *
@@ -206,6 +207,27 @@ static void movers(MPI_Comm comm, const char *name, int n, int iter)
                 break;
             }
         }
+    }
+
+    /* Allgather: contiguous blocks in, strided blocks out (block q's
+     * element i at strided[2 * (q * blk + i)]) */
+    {
+        MPI_Datatype strided_block;
+
+        MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * blk * sizeof(int)), &strided_block);
+        MPI_Type_commit(&strided_block);
+        for (long i = 0; i < blk; i++)
+            s[i] = block_value(r, 2, i, iter);
+        memset(strided, 0xff, (size_t)(blk * p) * 2 * sizeof(int));
+        OK(MPI_Allgather(s, (int)blk, MPI_INT, strided, 1, strided_block, comm));
+        for (long i = 0; i < blk * p; i++) {
+            if (strided[2 * i] != block_value((int)(i / blk), 2, i % blk, iter)) {
+                CHECK(0, "%s: Allgather of %ld into strided blocks: rank %ld's element %ld", name,
+                      blk, i / blk, i % blk);
+                break;
+            }
+        }
+        MPI_Type_free(&strided_block);
     }
 
     /* Alltoall */
