@@ -249,6 +249,8 @@ static void tcp_conn_free(pb_tcp_conn_t *c)
 {
     if (pb_tcp.hot == c)
         pb_tcp.hot = NULL;
+    if (pb_tcp.served == c)
+        pb_tcp.served = NULL;
     pthread_mutex_destroy(&c->send_lock);
     free(c->outq.buf);
     free(c->staging);

@@ -85,10 +85,11 @@ PB_NOINLINE static void tcp_segment_copy(char *to, const char *from, size_t len)
 /* Read what @c has, up to TCP_READS_PER_PASS receives.  Every staged byte
  * is consumed before returning: epoll reports the socket again only if it
  * has more, so bytes left in staging would wait forever.  Caller holds
- * pb_rsm_lock and pb_tcp.lock. */
-static void tcp_conn_read(pb_tcp_conn_t *c)
+ * pb_rsm_lock and pb_tcp.lock.  @return 1 if it read or handled bytes, 0
+ * if the socket had none. */
+static int tcp_conn_read(pb_tcp_conn_t *c)
 {
-    int reads = 0, drained = 0;
+    int reads = 0, drained = 0, got = 0;
 
     while (atomic_load(&c->failure) == PB_OK) {
         char *buf;
@@ -100,12 +101,12 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
         /* a short read emptied the socket: another recv would only say
          * EAGAIN; whatever arrives next is reported again by epoll */
         if (avail == 0 && (drained || reads == TCP_READS_PER_PASS))
-            return;
+            return got;
         /* its replies pile up (a peer that does not read them): its next
          * requests wait in the socket until they drain */
         if (c->rx.header_got == 0 && !c->rx.in_payload && pb_tcp_conn_backlogged(c)) {
             pb_tcp_conn_flush(c);
-            return;
+            return got;
         }
         pb_tcp_rx_next(&c->rx, pb_tcp.scratch, sizeof(pb_tcp.scratch), &buf, &len);
         if (avail > 0) {
@@ -133,17 +134,20 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
             reads++;
             if (n == 0) {
                 pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer went away */
-                return;
+                return 1;
             }
             if (n < 0) {
-                if (errno == EINTR)
+                int err = errno;
+
+                if (err == EINTR)
                     continue;
-                if (errno == ECONNRESET)
+                if (err == ECONNRESET)
                     pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, NULL); /* the peer died */
-                else if (errno != EAGAIN)
-                    pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(errno));
-                return;
+                else if (err != EAGAIN)
+                    pb_tcp_conn_fail(c, PB_ERR_CONN_ABORTED, strerror(err));
+                return got || err != EAGAIN;
             }
+            got = 1;
             /* a short read into staging emptied the socket; a long payload
              * keeps coming, so its reads go on until EAGAIN */
             drained = !direct && (size_t)n < TCP_STAGING_SIZE;
@@ -153,12 +157,14 @@ static void tcp_conn_read(pb_tcp_conn_t *c)
             }
             data = buf;
         }
+        got = 1;
         why = pb_tcp_rx_advance(&c->rx, data, (size_t)n);
         if (why != NULL) {
             pb_tcp_conn_fail(c, PB_ERR_PROTOCOL, why);
-            return;
+            return 1;
         }
     }
+    return got;
 }
 
 void pb_tcp_wake_ready(void *arg, uint32_t events)
@@ -184,6 +190,8 @@ void pb_tcp_conn_ready(void *arg, uint32_t events)
         c->read_kick = 0;
         tcp_conn_read(c);
         pb_tcp.hot = c;
+        if (c->at_exporter)
+            pb_tcp.served = c;
     }
 }
 
@@ -430,6 +438,31 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
     return interrupted ? -1 : 0;
 }
 
+/* The service thread, woken: read the exporter-side connection it read
+ * last (pb_tcp.served) straight, if the last such try found bytes.  What
+ * else is ready wakes the thread again (its watch is level-triggered).
+ * Caller holds the token and pb_rsm_lock.  @return 1 if the connection
+ * had bytes, 0 if the caller must poll the set. */
+static int tcp_serve_last(void)
+{
+    int got = 0;
+
+    pthread_mutex_lock(&pb_tcp.lock);
+    if (pb_tcp.served_missed) {
+        pb_tcp.served_missed = 0;
+    } else if (pb_tcp.served != NULL && atomic_load(&pb_tcp.served->failure) == PB_OK &&
+               pb_tcp.served->established && !pb_tcp.served->read_kick) {
+        got = tcp_conn_read(pb_tcp.served);
+        pb_tcp.served_missed = !got;
+        if (got) {
+            pb_tcp.hot = pb_tcp.served;
+            pb_tcp_reap_failed();
+        }
+    }
+    pthread_mutex_unlock(&pb_tcp.lock);
+    return got;
+}
+
 void pb_tcp_service_ready(void *arg, uint32_t events)
 {
     (void)arg;
@@ -449,8 +482,11 @@ void pb_tcp_service_ready(void *arg, uint32_t events)
         return;
     }
     /* the watch stays armed: what is left, or comes meanwhile, wakes this
-     * thread again */
-    tcp_read_ready_locked();
+     * thread again.  So the exporter-side connection read last is read
+     * straight first (no epoll_wait before its recv: usually the request
+     * that woke this thread came on it), unless that missed last time */
+    if (!tcp_serve_last())
+        tcp_read_ready_locked();
     pthread_mutex_unlock(&pb_tcp.progress);
 }
 

@@ -61,6 +61,7 @@ static void tcp_atfork_child(void)
     }
     pb_tcp.conns = NULL;
     pb_tcp.hot = NULL;
+    pb_tcp.served = NULL;
     /* a claim is a thread's promise to poll: the child has no such thread */
     pb_tcp.claims = 0;
     atomic_store(&pb_tcp.claimed, 0);

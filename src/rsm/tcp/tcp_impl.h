@@ -310,7 +310,11 @@ typedef struct {
      * thread's watch is armed, as without a claim, until it polls again
      * (set and cleared under pb_rsm_lock; read by polls without it) */
     _Atomic int lapsed;
-    pb_tcp_conn_t *hot;     /* the connection data came on last (pb_tcp.lock) */
+    pb_tcp_conn_t *hot; /* the connection data came on last (pb_tcp.lock) */
+    /* the exporter-side connection read last, and whether the service
+     * thread's last try to read it straight found nothing (pb_tcp.lock) */
+    pb_tcp_conn_t *served;
+    int served_missed;
     _Atomic uint64_t polls; /* claimants' polls, ever */
     uint64_t lapse_polls;   /* polls at the watchdog's last look */
     int lapse_fd;           /* the watchdog's timer (owned by the service) */
