@@ -1291,6 +1291,12 @@ static const _Atomic uint32_t *api_event_word(void *memseg)
  * only counted sleepers. */
 static void api_event_waiters(void *memseg, int delta)
 {
+    if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_IMPORT, memseg)) {
+        rsm_memseg_import_handle_t im = memseg;
+
+        if (im->transport->import_event_waiters != NULL)
+            im->transport->import_event_waiters(im, delta);
+    }
     if (pb_rsm_handle_is_valid(PB_RSM_HANDLE_EXPORT, memseg)) {
         rsm_memseg_export_handle_t seg = memseg;
 

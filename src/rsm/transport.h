@@ -101,6 +101,10 @@ typedef const void *(*pb_rsm_import_event_word_func_t)(pb_rsm_import_t *im);
  * posts from other processes wake the word only when it has waiters.
  * Optional: NULL when every post wakes it. */
 typedef void (*pb_rsm_export_event_waiters_func_t)(pb_rsm_export_t *seg, int delta);
+/* The same for an import's event word, for a transport that reads what
+ * brings an import's events only while someone waits for them.  Optional:
+ * NULL when the transport always reads them. */
+typedef void (*pb_rsm_import_event_waiters_func_t)(pb_rsm_import_t *im, int delta);
 /* A thread claims (@delta +1) or stops claiming (-1) the progress of the
  * transport's traffic (pb_rsm_progress_claim).  Optional: NULL for a
  * transport that has no thread of its own to keep quiet. */
@@ -147,6 +151,7 @@ typedef struct {
     pb_rsm_export_event_word_func_t export_event_word;
     pb_rsm_import_event_word_func_t import_event_word;
     pb_rsm_export_event_waiters_func_t export_event_waiters; /* NULL: posts always wake */
+    pb_rsm_import_event_waiters_func_t import_event_waiters; /* NULL: events always read */
     pb_rsm_progress_claim_func_t progress_claim;             /* NULL: nothing to claim */
 } pb_rsm_transport_ops_t;
 

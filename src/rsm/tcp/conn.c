@@ -249,6 +249,8 @@ static void tcp_conn_free(pb_tcp_conn_t *c)
 {
     if (pb_tcp.hot == c)
         pb_tcp.hot = NULL;
+    if (pb_tcp.served == c)
+        pb_tcp.served = NULL;
     pthread_mutex_destroy(&c->send_lock);
     free(c->outq.buf);
     free(c->staging);
@@ -273,7 +275,7 @@ static void tcp_conn_watch(pb_tcp_conn_t *c, uint32_t events)
 {
     if (c->events != events) {
         c->events = events;
-        (void)pb_evset_modify(&pb_tcp.sources, c->source_id, events);
+        (void)pb_tcp_source_modify(c->source_id, events);
     }
 }
 
@@ -307,7 +309,7 @@ void pb_tcp_conn_fail(pb_tcp_conn_t *c, pb_status_t status, const char *why)
             pb_info("tcp: the exporter at %s:%u closed its connection", addr,
                     ntohs(c->peer.sin_port));
     }
-    pb_evset_remove(&pb_tcp.sources, c->source_id);
+    pb_tcp_source_remove(c->source_id);
     shutdown(c->fd, SHUT_RDWR);
     if (!c->at_exporter)
         tcp_conn_unlink(c);
@@ -621,8 +623,8 @@ void pb_tcp_accept_ready(void *arg, uint32_t events)
         pb_tcp_socket_tune(fd);
         c = tcp_conn_new(fd, 1);
         if (c == NULL || pb_random_bytes(c->nonce, sizeof(c->nonce)) != 0 ||
-            pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
-                         &c->source_id) != PB_OK) {
+            pb_tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c, 0, &c->source_id) !=
+                PB_OK) {
             pb_log_limited(&pb_tcp.log_accept, TCP_LOG_INTERVAL_MS,
                            "tcp: refusing an importer: out of resources");
             if (c != NULL)
@@ -693,8 +695,8 @@ pb_status_t pb_tcp_conn_get(const struct sockaddr_in *peer, const uint8_t key[PB
     pthread_mutex_lock(&pb_tcp.lock);
     status = pb_tcp_start();
     if (status == PB_OK)
-        status = pb_evset_add(&pb_tcp.sources, fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c,
-                              &c->source_id);
+        status =
+            pb_tcp_source_add(fd, EPOLLIN | EPOLLRDHUP, pb_tcp_conn_ready, c, 1, &c->source_id);
     if (status == PB_OK) {
         c->events = EPOLLIN | EPOLLRDHUP;
         c->next = pb_tcp.conns;
@@ -716,7 +718,7 @@ void pb_tcp_conn_put(pb_tcp_conn_t *c)
     if (--c->refs > 0)
         return;
     if (atomic_load(&c->failure) == PB_OK) {
-        pb_evset_remove(&pb_tcp.sources, c->source_id);
+        pb_tcp_source_remove(c->source_id);
         tcp_conn_unlink(c);
     }
     close(c->fd);

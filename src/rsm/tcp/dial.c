@@ -375,7 +375,7 @@ void pb_tcp_relay_end(pb_tcp_relay_t *relay)
             break;
         }
     }
-    pb_evset_remove(&pb_tcp.sources, relay->source_id);
+    pb_tcp_source_remove(relay->source_id);
     close(relay->fd);
     free(relay);
 }
@@ -466,8 +466,8 @@ void pb_tcp_serve_lookup(pb_tcp_conn_t *c, const pb_tcp_frame_t *frame)
         return;
     }
     relay = calloc(1, sizeof(*relay));
-    if (relay == NULL || pb_evset_add(&pb_tcp.sources, fd, EPOLLIN, tcp_relay_ready, relay,
-                                      &relay->source_id) != PB_OK) {
+    if (relay == NULL ||
+        pb_tcp_source_add(fd, EPOLLIN, tcp_relay_ready, relay, 0, &relay->source_id) != PB_OK) {
         free(relay);
         close(fd);
         pb_tcp_reply(c, frame, PB_ERR_NO_RESOURCE, 0, 0, 0, NULL, 0);

@@ -290,8 +290,7 @@ pb_status_t pb_tcp_export_publish(pb_rsm_export_t *seg, rsm_memseg_id_t *segid_p
     status = pb_rsm_rendezvous_listen(TCP_RENDEZVOUS_PREFIX, node, &segid, &fd);
     if (status != PB_OK)
         goto out;
-    status =
-        pb_evset_add(&pb_tcp.sources, fd, EPOLLIN, pb_tcp_rendezvous_ready, te, &te->rendezvous_id);
+    status = pb_tcp_source_add(fd, EPOLLIN, pb_tcp_rendezvous_ready, te, 0, &te->rendezvous_id);
     if (status != PB_OK) {
         close(fd);
         goto out;
@@ -315,7 +314,7 @@ pb_status_t pb_tcp_export_unpublish(pb_rsm_export_t *seg)
     if (src != NULL) {
         int fd = src->fd;
 
-        pb_evset_remove(&pb_tcp.sources, te->rendezvous_id); /* the name disappears */
+        pb_tcp_source_remove(te->rendezvous_id); /* the name disappears */
         close(fd);
     }
     for (pb_tcp_export_t **p = &pb_tcp.published; *p != NULL; p = &(*p)->next) {

@@ -233,8 +233,9 @@ static pb_status_t tcp_request_abandon(pb_tcp_request_t *req)
 
 pb_status_t pb_tcp_request_end(pb_tcp_request_t *req, int64_t deadline_ms)
 {
-    pb_status_t status = pb_tcp_wait(tcp_request_ready, req, &req->done,
-                                     pb_time_remaining_ms(deadline_ms, -1), 0, req->reading);
+    pb_status_t status =
+        pb_tcp_wait(tcp_request_ready, req, &req->done, pb_time_remaining_ms(deadline_ms, -1), 0,
+                    req->reading ? req->conn : NULL);
 
     req->reading = 0;
 

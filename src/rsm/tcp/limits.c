@@ -44,8 +44,8 @@ pb_status_t pb_tcp_limits_start(void)
         pb_error("tcp: timerfd_create failed: %m");
         return PB_ERR_NO_RESOURCE;
     }
-    if (pb_evset_add(&pb_tcp.sources, pb_tcp.limit_fd, EPOLLIN, pb_tcp_limits_ready, NULL,
-                     &pb_tcp.limit_id) != PB_OK) {
+    if (pb_tcp_source_add(pb_tcp.limit_fd, EPOLLIN, pb_tcp_limits_ready, NULL, 0,
+                          &pb_tcp.limit_id) != PB_OK) {
         close(pb_tcp.limit_fd);
         pb_tcp.limit_fd = -1;
         return PB_ERR_NO_RESOURCE;
@@ -61,10 +61,10 @@ static void tcp_accepting_watch(int on)
     uint32_t events = on ? EPOLLIN : 0;
 
     for (int i = 0; i < pb_tcp.listen_count; i++)
-        (void)pb_evset_modify(&pb_tcp.sources, pb_tcp.listen_ids[i], events);
+        (void)pb_tcp_source_modify(pb_tcp.listen_ids[i], events);
     for (pb_tcp_export_t *te = pb_tcp.published; te != NULL; te = te->next) {
         if (pb_evset_get(&pb_tcp.sources, te->rendezvous_id) != NULL)
-            (void)pb_evset_modify(&pb_tcp.sources, te->rendezvous_id, events);
+            (void)pb_tcp_source_modify(te->rendezvous_id, events);
     }
 }
 

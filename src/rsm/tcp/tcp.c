@@ -30,6 +30,7 @@ pb_tcp_state_t pb_tcp = {
     .connect_lock = PTHREAD_MUTEX_INITIALIZER,
     .sources = PB_EVSET_INITIALIZER,
     .wake_fd = -1,
+    .serve_fd = -1,
     .lapse_fd = -1,
     .limit_fd = -1,
 };
@@ -60,6 +61,7 @@ static void tcp_atfork_child(void)
     }
     pb_tcp.conns = NULL;
     pb_tcp.hot = NULL;
+    pb_tcp.served = NULL;
     /* a claim is a thread's promise to poll: the child has no such thread */
     pb_tcp.claims = 0;
     atomic_store(&pb_tcp.claimed, 0);
@@ -84,7 +86,10 @@ static void tcp_atfork_child(void)
     pb_tcp.limit_fd = -1; /* (closed with the other sources above) */
     pb_tcp.limit_ticking = 0;
     pb_tcp.accept_rest_until = 0;
-    pb_tcp.lapse_fd = -1;                    /* (the service's child handler closed it) */
+    pb_tcp.lapse_fd = -1; /* (the service's child handler closed it) */
+    pb_tcp.serve_fd = -1; /* (so did it this one) */
+    pb_tcp.blind_armed = 0;
+    atomic_store(&pb_tcp.blind, 0);
     atomic_store(&pb_tcp_epoll_sleepers, 0); /* (threads the parent had) */
     atomic_store(&pb_tcp_sleepers, 0);
     pb_tcp.started = 0;
@@ -119,6 +124,12 @@ pb_status_t pb_tcp_start(void)
     if (pb_evset_open(&pb_tcp.sources) != PB_OK)
         return PB_ERR_NO_RESOURCE;
     ep = pb_tcp.sources.epoll_fd;
+    pb_tcp.serve_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (pb_tcp.serve_fd < 0) {
+        pb_error("tcp: epoll_create1 failed: %m");
+        status = PB_ERR_NO_RESOURCE;
+        goto err;
+    }
     pb_tcp.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (pb_tcp.wake_fd < 0) {
         pb_error("tcp: eventfd failed: %m");
@@ -134,16 +145,25 @@ pb_status_t pb_tcp_start(void)
         pb_evset_remove(&pb_tcp.sources, wake_id);
         goto err;
     }
-    /* the service owns (and closes) the epoll set from here */
-    status = pb_rsm_service_add(ep, EPOLLIN | EPOLLONESHOT, pb_tcp_service_ready, NULL,
+    /* the service owns (and closes) both epoll sets from here: it watches
+     * the served sources, and every source while a thread waits blind */
+    status = pb_rsm_service_add(pb_tcp.serve_fd, EPOLLIN, pb_tcp_service_ready, NULL,
                                 &pb_tcp.service_id);
+    if (status == PB_OK) {
+        status = pb_rsm_service_add(ep, TCP_WATCH_OFF, pb_tcp_blind_ready, NULL, &pb_tcp.blind_id);
+        if (status != PB_OK) {
+            pb_rsm_service_remove(pb_tcp.service_id); /* (closes serve_fd) */
+            pb_tcp.serve_fd = -1;
+        }
+    }
     if (status != PB_OK) {
         pb_evset_remove(&pb_tcp.sources, wake_id);
-        pb_evset_remove(&pb_tcp.sources, pb_tcp.limit_id);
+        pb_tcp_source_remove(pb_tcp.limit_id);
         close(pb_tcp.limit_fd);
         pb_tcp.limit_fd = -1;
         goto err;
     }
+    pb_tcp.blind_armed = 0;
     pb_tcp.started = 1;
     /* the watchdog of progress claims (none: claims are not watched, and a
      * claimant that stops polling leaves traffic waiting until it polls) */
@@ -156,7 +176,7 @@ pb_status_t pb_tcp_start(void)
     if (pb_tcp.lapse_fd < 0)
         pb_warn("tcp: no timer for the watchdog of progress claims: %m");
     if (pb_tcp.claims > 0) {
-        pb_rsm_service_rearm(pb_tcp.service_id, EPOLLONESHOT);
+        pb_rsm_service_rearm(pb_tcp.service_id, TCP_WATCH_OFF);
         pb_tcp_lapse_timer(1);
     }
     return PB_OK;
@@ -165,6 +185,9 @@ err:
     if (pb_tcp.wake_fd >= 0)
         close(pb_tcp.wake_fd);
     pb_tcp.wake_fd = -1;
+    if (pb_tcp.serve_fd >= 0)
+        close(pb_tcp.serve_fd);
+    pb_tcp.serve_fd = -1;
     close(ep);
     pb_tcp.sources.epoll_fd = -1;
     return status;
@@ -221,11 +244,11 @@ pb_status_t pb_tcp_listen(void)
         return PB_ERR_NO_RESOURCE;
     }
     for (int i = 0; i < pb_tcp.addr_count && status == PB_OK; i++) {
-        status = pb_evset_add(&pb_tcp.sources, fds[i], EPOLLIN, pb_tcp_accept_ready,
-                              (void *)(intptr_t)fds[i], &pb_tcp.listen_ids[i]);
+        status = pb_tcp_source_add(fds[i], EPOLLIN, pb_tcp_accept_ready, (void *)(intptr_t)fds[i],
+                                   0, &pb_tcp.listen_ids[i]);
         if (status != PB_OK) {
             for (int j = 0; j < i; j++)
-                pb_evset_remove(&pb_tcp.sources, pb_tcp.listen_ids[j]);
+                pb_tcp_source_remove(pb_tcp.listen_ids[j]);
             tcp_listeners_close(fds, pb_tcp.addr_count);
             return status;
         }
@@ -350,5 +373,6 @@ const pb_rsm_transport_ops_t pb_tcp_transport = {
     .import_signal_wait = pb_tcp_import_signal_wait,
     .export_event_word = pb_tcp_export_event_word,
     .import_event_word = pb_tcp_import_event_word,
+    .import_event_waiters = pb_tcp_import_event_waiters,
     .progress_claim = pb_tcp_progress_claim,
 };

@@ -21,7 +21,8 @@
  *
  * Who reads the sockets.  Every tcp socket of the process sits in one epoll
  * set, and whoever holds the progress token drains it.  The RSM service
- * thread watches that set (EPOLLONESHOT) and takes the token when nobody
+ * thread watches that set (level-triggered, disarmed while a thread that
+ * holds the token reads it) and takes the token when nobody
  * has it, so an exporter serves without its application calling in; an
  * application thread that waits inside the library (a barrier, a get, a
  * signal) takes the token itself and sleeps in epoll_wait, so its wake-up
@@ -130,6 +131,9 @@
 #define TCP_GET_WINDOW 4
 /* frames one write may carry (a putv's entries) */
 #define TCP_GATHER_MAX RSM_MAX_SGIOREQS
+/* the events of the service thread's watch of the sockets when disarmed
+ * (armed: EPOLLIN, level-triggered) */
+#define TCP_WATCH_OFF 0u
 
 typedef struct pb_tcp_conn pb_tcp_conn_t;
 typedef struct pb_tcp_export pb_tcp_export_t;
@@ -306,14 +310,29 @@ typedef struct {
      * thread's watch is armed, as without a claim, until it polls again
      * (set and cleared under pb_rsm_lock; read by polls without it) */
     _Atomic int lapsed;
-    pb_tcp_conn_t *hot;     /* the connection data came on last (pb_tcp.lock) */
+    pb_tcp_conn_t *hot; /* the connection data came on last (pb_tcp.lock) */
+    /* the exporter-side connection read last, and whether the service
+     * thread's last try to read it straight found nothing (pb_tcp.lock) */
+    pb_tcp_conn_t *served;
+    int served_missed;
     _Atomic uint64_t polls; /* claimants' polls, ever */
     uint64_t lapse_polls;   /* polls at the watchdog's last look */
     int lapse_fd;           /* the watchdog's timer (owned by the service) */
     int started;
     pb_evset_t sources; /* every tcp socket, and wake_fd */
     int wake_fd;        /* eventfd in it: ends a token holder's epoll_wait */
+    /* the sources the service thread watches (service_id): all but the
+     * importer side's connections and wake_fd, with the same events and
+     * ids (pb_tcp_source_add); owned by the service */
+    int serve_fd;
     uint64_t service_id;
+    /* the service thread's watch of every source (the sources' own epoll
+     * set), armed only while a thread waits without the token for what an
+     * importer-side connection brings (pb_tcp_blind): then nobody else
+     * would read it.  blind_armed: under pb_rsm_lock */
+    uint64_t blind_id;
+    int blind_armed;
+    _Atomic int blind;
     int listen_fds[TCP_MAX_RAILS]; /* one per address given out, one port */
     uint64_t listen_ids[TCP_MAX_RAILS];
     int listen_count;
@@ -762,6 +781,31 @@ int pb_tcp_relay_admit(void);
 
 /* ---- progress (progress.c): reading the sockets, the progress token, waiting --- */
 
+/* Add @fd to the sources (pb_evset_add: @events, @cb, @arg, *@id_p), and
+ * to the service thread's watch unless @unserved (an importer-side
+ * connection, whose bytes are replies and events that a thread waiting
+ * for them reads itself, or wake_fd).  Caller holds pb_tcp.lock (or is
+ * starting the transport).  @return what pb_evset_add returns. */
+pb_status_t pb_tcp_source_add(int fd, uint32_t events, pb_evset_func_t cb, void *arg, int unserved,
+                              uint64_t *id_p);
+
+/* pb_evset_modify of source @id, in both sets.  Caller holds pb_tcp.lock.
+ * @return what pb_evset_modify returns. */
+pb_status_t pb_tcp_source_modify(uint64_t id, uint32_t events);
+
+/* pb_evset_remove of source @id, in both sets (the caller closes its
+ * descriptor).  Caller holds pb_tcp.lock. */
+void pb_tcp_source_remove(uint64_t id);
+
+/* A thread starts (+1) or stops (-1) waiting, without the token, for
+ * something an importer-side connection may bring (a reply, an event):
+ * while any does, the service thread watches every source.  Caller holds
+ * neither pb_rsm_lock nor pb_tcp.lock. */
+void pb_tcp_blind(int delta);
+
+/* The service thread's callback for its watch of every source (blind_id). */
+void pb_tcp_blind_ready(void *arg, uint32_t events);
+
 /* Wake whoever sleeps on @word, which the caller just changed (seq_cst);
  * no system call when nobody can be asleep on it. */
 void pb_tcp_futex_wake(_Atomic uint32_t *word);
@@ -802,29 +846,32 @@ void pb_tcp_lapse_check(void *arg, uint32_t events);
  * something and maybe no application thread is reading it. */
 void pb_tcp_service_ready(void *arg, uint32_t events);
 
-/* Take the progress token, if no one holds it, and disarm the service
- * thread's watch of the sockets: a thread about to send a request and wait
- * for its reply, so that the reply is read by this thread in its wait
- * (pb_tcp_wait with @reading) rather than by the service thread woken for
- * it, a context switch more per round trip (on a loaded machine the
- * kernel queues the woken thread behind the requester).  The caller holds
- * nothing, and must not block until it waits (pb_tcp_conn_send_reading).
- * @return 1 if taken, 0 if not. */
+/* Take the progress token, if no one holds it: a thread about to send a
+ * request and wait for its reply, so that the reply is read by this thread
+ * in its wait (pb_tcp_wait with @reading) rather than by the service
+ * thread woken for it, a context switch more per round trip (on a loaded
+ * machine the kernel queues the woken thread behind the requester).  The
+ * service thread's watch stays armed: replies come on importer-side
+ * connections, which it does not watch (pb_tcp_source_add).  The caller
+ * holds nothing, and must not block until it waits
+ * (pb_tcp_conn_send_reading).  @return 1 if taken, 0 if not. */
 int pb_tcp_reader_take(void);
 
-/* Give back what pb_tcp_reader_take took: the token, and the watch armed
- * again. */
+/* Give back the token pb_tcp_reader_take took (re-arming the service
+ * thread's watch if it found the token taken meanwhile). */
 void pb_tcp_reader_give(void);
 
 /* Wait until @ready says it is over or @timeout_ms (-1: forever) pass,
  * reading the sockets meanwhile.  @word changes (and is woken) whenever
- * the condition may have.  @reading: the caller holds the token with the
- * watch disarmed (pb_tcp_reader_take), and the wait gives them back.
+ * the condition may have.  @reading, when not NULL: the caller holds the
+ * token (pb_tcp_reader_take), which the wait gives back, and waits for a
+ * reply on that importer-side connection (read straight while spinning;
+ * the service thread's watch, which does not cover it, stays armed).
  * @return what @ready said, PB_ERR_TIMEOUT, or
  * PB_ERR_INTERRUPTED when @interruptible and a signal handler ran (waits
  * for a reply are not interruptible: the reply would have nowhere to go). */
 pb_status_t pb_tcp_wait(pb_tcp_ready_func_t ready, void *arg, _Atomic uint32_t *word,
-                        int timeout_ms, int interruptible, int reading);
+                        int timeout_ms, int interruptible, pb_tcp_conn_t *reading);
 
 /* The ops table's export_signal_wait (transport.h says what it does and returns). */
 pb_status_t pb_tcp_export_signal_wait(pb_rsm_export_t *seg, int timeout_ms);
@@ -837,5 +884,9 @@ const void *pb_tcp_export_event_word(pb_rsm_export_t *seg);
 
 /* The ops table's import_event_word (transport.h says what it does and returns). */
 const void *pb_tcp_import_event_word(pb_rsm_import_t *im);
+
+/* The ops table's import_event_waiters (transport.h says what it does):
+ * pb_tcp_blind. */
+void pb_tcp_import_event_waiters(pb_rsm_import_t *im, int delta);
 
 #endif
