@@ -552,6 +552,203 @@ def alltoall_bruck(m: Machine, c: Cluster, size: float) -> float:
     return synchronised(m, c, steps) + 2 * m.copy_time(size * c.ranks)
 
 
+# ---- more algorithms the libraries' decision rules pick ------------------------
+
+def tree_down_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
+                 size: float) -> list:
+    """Each rank's time when every rank forwards @size bytes to its
+    children(rank) one after the other, from rank 0 down (the same timing
+    as tree_down, for any tree whose parents precede their children)."""
+    ranks = cluster.ranks
+    arrived = [0.0] * ranks
+    done = [0.0] * ranks
+    for rank in range(ranks):
+        t = arrived[rank]
+        for child in children(rank):
+            one_way, gap = _edge(machine, cluster, rank, child, size)
+            arrived[child] = t + one_way
+            t += gap
+        done[rank] = t
+    return done
+
+
+def tree_up_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
+               size: float, combine: bool) -> list:
+    """Each rank's time when every rank receives @size bytes from each of
+    children(rank) (combining each when @combine), then sends @size bytes
+    to its parent (children numbered above their parents)."""
+    ranks = cluster.ranks
+    ready = [0.0] * ranks
+    done = [0.0] * ranks
+    parent = {}
+    for rank in range(ranks):
+        for child in children(rank):
+            parent[child] = rank
+    for rank in reversed(range(ranks)):
+        t = 0.0
+        for child in children(rank):
+            one_way, _ = _edge(machine, cluster, child, rank, size)
+            t = max(t, ready[child] + one_way)
+            if combine:
+                t += machine.reduce_time(size)
+        ready[rank] = t
+        done[rank] = t + (_edge(machine, cluster, rank, parent[rank], size)[1]
+                          if rank in parent else 0.0)
+    return done
+
+
+def binary_children(rank: int, ranks: int) -> list:
+    return [c for c in (2 * rank + 1, 2 * rank + 2) if c < ranks]
+
+
+def chain_children(rank: int, ranks: int) -> list:
+    return [rank + 1] if rank + 1 < ranks else []
+
+
+def knomial_children(rank: int, ranks: int, radix: int = 4) -> list:
+    """The children of @rank in the k-nomial tree of @radix rooted at 0,
+    farthest first: rank + j k^i (j = 1 .. k-1) for every k^i below the
+    lowest nonzero base-k digit of rank (all of them for 0)."""
+    span = 1
+    while span < ranks:
+        span *= radix
+    if rank:
+        low = 1
+        while (rank // low) % radix == 0:
+            low *= radix
+        span = low
+    out = []
+    step = span // radix
+    while step >= 1:
+        for j in range(radix - 1, 0, -1):
+            if rank + j * step < ranks:
+                out.append(rank + j * step)
+        step //= radix
+    return out
+
+
+def linear_children(rank: int, ranks: int) -> list:
+    return list(range(1, ranks)) if rank == 0 else []
+
+
+def barrier_linear(m: Machine, c: Cluster, size: float = 0) -> float:
+    # every rank's empty message to rank 0, then rank 0's to every rank
+    up = max(tree_up_by(m, c, lambda r: linear_children(r, c.ranks), 0, False))
+    return up + mean(tree_down_by(m, c, lambda r: linear_children(r, c.ranks), 0))
+
+
+def barrier_tree(m: Machine, c: Cluster, size: float = 0) -> float:
+    # up a binomial tree to rank 0 and back down
+    up = max(tree_up(m, c, lambda rank: 0, False))
+    return up + mean(tree_down(m, c, lambda child: 0))
+
+
+def bcast_linear(m: Machine, c: Cluster, size: float) -> float:
+    return mean(direct_rooted(m, c, size))
+
+
+def bcast_chain(m: Machine, c: Cluster, size: float) -> float:
+    return mean(tree_down_by(m, c, lambda r: chain_children(r, c.ranks), size))
+
+
+def bcast_binary(m: Machine, c: Cluster, size: float) -> float:
+    return mean(tree_down_by(m, c, lambda r: binary_children(r, c.ranks), size))
+
+
+def bcast_knomial(m: Machine, c: Cluster, size: float) -> float:
+    return mean(tree_down_by(m, c, lambda r: knomial_children(r, c.ranks), size))
+
+
+def reduce_chain(m: Machine, c: Cluster, size: float) -> float:
+    return mean(tree_up_by(m, c, lambda r: chain_children(r, c.ranks), size, True))
+
+
+def reduce_binary(m: Machine, c: Cluster, size: float) -> float:
+    return mean(tree_up_by(m, c, lambda r: binary_children(r, c.ranks), size, True))
+
+
+def allreduce_reduce_bcast(m: Machine, c: Cluster, size: float) -> float:
+    return max(tree_up(m, c, lambda rank: size, True)) + bcast_binomial(m, c, size)
+
+
+def gather_linear_sync(m: Machine, c: Cluster, size: float) -> float:
+    # the root first asks each rank with an empty message, then receives
+    return gather_direct(m, c, size) + m.message(NODE if c.nodes == 1 else NET, 0)
+
+
+def allgather_neighbor(m: Machine, c: Cluster, size: float) -> float:
+    # neighbour exchange (Chen et al.), on an even number of ranks: one
+    # block with a neighbour, then p/2 - 1 steps of two blocks alternately
+    # with either neighbour; otherwise the ring
+    if c.ranks % 2:
+        return allgather_ring(m, c, size)
+    return synchronised(m, c, [Step("xor", 1, size)] +
+                        [Step("shift", 1, 2 * size)] * (c.ranks // 2 - 1))
+
+
+def allgather_linear(m: Machine, c: Cluster, size: float) -> float:
+    # a gather to rank 0 then a linear bcast of the whole
+    return max(direct_rooted(m, c, size)) + bcast_linear(m, c, size * c.ranks)
+
+
+# MPICH's shared-memory ("posix") release-gather collectives on one node:
+# the data moves through shared cells (MPICH 5.0's defaults: a 32 KB
+# buffer in 4 cells, MPIR_CVAR_BCAST_INTRANODE_BUFFER_TOTAL_SIZE and
+# _NUM_CELLS; the same for each rank's reduce buffer), the ranks signal
+# with flags (a node-area phase each); the reduction goes up a k-ary tree
+# of 4 up to 2 KB, of 2 above (MPIR_CVAR_REDUCE_INTRANODE_TREE_KVAL,
+# _KVAL_LARGE, _MSG_SIZE_THRESHOLD)
+RELEASE_GATHER_CELL = 8 << 10
+RELEASE_GATHER_REDUCE_RADIX = ((2048, 4), (None, 2))
+
+
+def _release_gather_bcast(m: Machine, ranks: int, size: float) -> float:
+    # the root copies into the cells while the others copy out, a cell
+    # behind: one release, the root's copy, the last cell's copy, the acks
+    if ranks < 2:
+        return 0.0
+    cell = min(size, RELEASE_GATHER_CELL)
+    return 2 * node_phase(m) + m.copy_time(size, ranks) + m.copy_time(cell, ranks)
+
+
+def _release_gather_reduce(m: Machine, ranks: int, size: float) -> float:
+    # every rank copies its vector into its cell; up a k-ary tree each
+    # parent combines its children's cells, level by level
+    radix = next(k for below, k in RELEASE_GATHER_REDUCE_RADIX if below is None or size <= below)
+    levels, reached = 0, 1
+    while reached < ranks:
+        reached = reached * radix + 1
+        levels += 1
+    children = min(radix, ranks - 1)
+    return m.copy_time(size, ranks) + levels * (node_phase(m, True) +
+                                                children * m.reduce_time(size))
+
+
+def bcast_release_gather(m: Machine, c: Cluster, size: float) -> float:
+    return _release_gather_bcast(m, c.ranks, size)
+
+
+def reduce_release_gather(m: Machine, c: Cluster, size: float) -> float:
+    return _release_gather_reduce(m, c.ranks, size)
+
+
+def allreduce_release_gather(m: Machine, c: Cluster, size: float) -> float:
+    return _release_gather_reduce(m, c.ranks, size) + _release_gather_bcast(m, c.ranks, size)
+
+
+def _relay(m: Machine, c: Cluster, size: float) -> float:
+    # the bench's root rotates: for all roots but the node's first rank
+    # the data takes one more message between the two
+    return (c.ranks - 1) / c.ranks * m.message(NODE, size) if c.ranks > 1 else 0.0
+
+
+def bcast_release_gather_relay(m: Machine, c: Cluster, size: float) -> float:
+    return _relay(m, c, size) + bcast_release_gather(m, c, size)
+
+
+def reduce_release_gather_relay(m: Machine, c: Cluster, size: float) -> float:
+    return reduce_release_gather(m, c, size) + _relay(m, c, size)
+
 # ---- Postbox's node area (docs/mpi.md, "Collectives on a node") ----------------
 
 CELL_BYTES = 1 << 20  # POSTBOX_COLL_CELL's default
@@ -658,18 +855,28 @@ def postbox_algorithm_time(m: Machine, c: Cluster, collective: str, algorithm: s
 
 ALGORITHMS = {
     "barrier": {"dissemination": barrier_dissemination,
-                "recursive_doubling": barrier_recursive_doubling},
+                "recursive_doubling": barrier_recursive_doubling,
+                "linear": barrier_linear, "tree": barrier_tree},
     "bcast": {"binomial": bcast_binomial,
               "scatter_allgather": bcast_scatter_allgather_ring,
-              "scatter_allgather_rd": bcast_scatter_allgather_rd},
+              "scatter_allgather_rd": bcast_scatter_allgather_rd,
+              "linear": bcast_linear, "chain": bcast_chain, "binary": bcast_binary,
+              "knomial": bcast_knomial, "release_gather": bcast_release_gather,
+              "release_gather_relay": bcast_release_gather_relay},
     "reduce": {"binomial": reduce_binomial, "rabenseifner": reduce_rabenseifner,
-               "linear": reduce_linear},
+               "linear": reduce_linear, "chain": reduce_chain, "binary": reduce_binary,
+               "release_gather": reduce_release_gather,
+               "release_gather_relay": reduce_release_gather_relay},
     "allreduce": {"recursive_doubling": allreduce_recursive_doubling,
-                  "rabenseifner": allreduce_rabenseifner, "ring": allreduce_ring},
-    "gather": {"binomial": gather_binomial, "direct": gather_direct},
+                  "rabenseifner": allreduce_rabenseifner, "ring": allreduce_ring,
+                  "nonoverlapping": allreduce_reduce_bcast,
+                  "release_gather": allreduce_release_gather},
+    "gather": {"binomial": gather_binomial, "direct": gather_direct,
+               "linear_sync": gather_linear_sync},
     "scatter": {"binomial": scatter_binomial, "direct": scatter_direct},
     "allgather": {"ring": allgather_ring, "recursive_doubling": allgather_recursive_doubling,
-                  "bruck": allgather_bruck},
+                  "bruck": allgather_bruck, "neighbor": allgather_neighbor,
+                  "linear": allgather_linear},
     "alltoall": {"pairwise": alltoall_pairwise, "direct": alltoall_direct,
                  "bruck": alltoall_bruck},
 }
@@ -678,27 +885,6 @@ ALGORITHMS = {
 DEFAULT_ALGORITHM = {"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
                      "allreduce": "recursive_doubling", "gather": "direct",
                      "scatter": "direct", "allgather": "ring", "alltoall": "direct"}
-# the algorithms each family of libraries is known to run (Open MPI's
-# coll/tuned, MPICH's defaults); the model picks, per collective and size,
-# the one that best matches that library's measurements
-FAMILY_ALGORITHMS = {
-    "openmpi": {"barrier": ("recursive_doubling", "dissemination"),
-                "bcast": ("binomial", "scatter_allgather"),
-                "reduce": ("binomial", "linear", "rabenseifner"),
-                "allreduce": ("recursive_doubling", "ring", "rabenseifner"),
-                "gather": ("binomial", "direct"), "scatter": ("binomial", "direct"),
-                "allgather": ("recursive_doubling", "ring", "bruck"),
-                "alltoall": ("pairwise", "bruck", "direct")},
-    "mpich": {"barrier": ("dissemination",),
-              "bcast": ("binomial", "scatter_allgather_rd", "scatter_allgather"),
-              "reduce": ("binomial", "rabenseifner"),
-              "allreduce": ("recursive_doubling", "rabenseifner"),
-              "gather": ("binomial",), "scatter": ("binomial",),
-              "allgather": ("recursive_doubling", "bruck", "ring"),
-              "alltoall": ("bruck", "direct", "pairwise")},
-}
-
-
 def family_of(library: str) -> str:
     """postbox, openmpi, mpich or "" from a library label (mpich-wheel ...)."""
     name = library.lower().replace("-", "").replace("_", "")
@@ -709,11 +895,300 @@ def family_of(library: str) -> str:
 
 
 def candidates(library: str, collective: str) -> tuple:
-    """The algorithms @library may be running for @collective."""
-    family = FAMILY_ALGORITHMS.get(family_of(library))
-    if family is None:
-        return tuple(ALGORITHMS[collective])
-    return family[collective]
+    """The algorithms a library whose rules the model does not know (not
+    Postbox, Open MPI or MPICH: library_algorithm) may be running for
+    @collective: every one the model prices."""
+    return tuple(ALGORITHMS[collective])
+
+
+# ---- Open MPI's and MPICH's decision rules -----------------------------------------
+#
+# Which algorithm each library runs at (communicator size, bytes), from the
+# libraries' own default rules rather than fitted to the measurements.  A
+# table here is rows (ranks below, ((bytes below, algorithm), ...,
+# (None, algorithm))): the first row whose bound the communicator size is
+# under (None: any), then the first size bound the message is under.  The
+# bytes are the bench's size (bench/mpi_coll.c): the whole vector of Bcast
+# and the reductions, one rank's block of Gather, Scatter and Allgather,
+# the block to each rank of Alltoall, which is also what each library
+# compares.  The bench's reductions are MPI_FLOAT sums (commutative,
+# built-in), so only the commutative branches are written.
+
+def _pick(table: tuple, ranks: int, size: float) -> str:
+    for below, sizes in table:
+        if below is None or ranks < below:
+            for bytes_below, algorithm in sizes:
+                if bytes_below is None or size < bytes_below:
+                    return algorithm
+    raise ValueError("a rule table must end with None bounds")
+
+
+# Open MPI 5.0: with one node's ranks (or on its TCP path, where the ranks
+# are still on one host) coll/tuned decides (ompi_info of the 5.0.11 wheel:
+# tuned priority 30; han 35 leaves communicators without remote peers to
+# it; sm and adapt 0; coll_tuned_use_dynamic_rules false), by its fixed
+# decision functions (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
+# v5.0.x, the tables of the ompi-collectives-tuning runs).  The model's
+# names for Open MPI's algorithms: its pipeline and chain without
+# segmentation (the fixed rules pass segment size 0) are "chain", its
+# segmented ring is "ring", its split and in-order binary trees are
+# "binary", its basic linear and non-blocking linear are "direct" (Gather,
+# Scatter, Alltoall; "linear" for Bcast, Reduce and Barrier), linear_sync of
+# Alltoall (all requests at once by default) is "direct", two_proc is the
+# one exchange of 2 ranks, bruck's Barrier is "dissemination", split
+# binary Bcast is "binary".  coll/han, which would run where a communicator
+# spans several hosts, is not modelled.
+OPENMPI_TUNED = {
+    "allreduce": (
+        (4, ((8, "ring"), (4096, "recursive_doubling"), (8192, "ring"),
+             (16384, "recursive_doubling"), (262144, "ring"), (None, "rabenseifner"))),
+        (8, ((16, "ring"), (8192, "recursive_doubling"), (None, "rabenseifner"))),
+        (16, ((8192, "recursive_doubling"), (None, "rabenseifner"))),
+        (32, ((64, "ring"), (4096, "recursive_doubling"), (None, "rabenseifner"))),
+        (64, ((128, "ring"), (None, "rabenseifner"))),
+        (128, ((262144, "recursive_doubling"), (None, "rabenseifner"))),
+        (256, ((131072, "nonoverlapping"), (262144, "recursive_doubling"),
+               (None, "rabenseifner"))),
+        (512, ((4096, "nonoverlapping"), (None, "rabenseifner"))),
+        (2048, ((2048, "nonoverlapping"), (16384, "recursive_doubling"),
+                (None, "rabenseifner"))),
+        (4096, ((2048, "nonoverlapping"), (4096, "ring"), (16384, "recursive_doubling"),
+                (None, "rabenseifner"))),
+        (None, ((2048, "nonoverlapping"), (16384, "ring"), (32768, "recursive_doubling"),
+                (None, "rabenseifner")))),
+    "alltoall": (
+        # 2 ranks: pairwise, two_proc and linear_sync by size, each one exchange
+        (3, ((None, "pairwise"),)),
+        (8, ((524288, "direct"), (1048576, "pairwise"), (None, "direct"))),
+        (16, ((None, "direct"),)),
+        (32, ((4, "direct"), (512, "bruck"), (None, "direct"))),
+        (64, ((512, "bruck"), (None, "direct"))),
+        (128, ((1024, "bruck"), (262144, "direct"), (None, "pairwise"))),
+        (256, ((1024, "bruck"), (262144, "direct"), (None, "pairwise"))),
+        (512, ((1024, "bruck"), (32768, "direct"), (None, "pairwise"))),
+        (1024, ((512, "bruck"), (262144, "direct"), (None, "pairwise"))),
+        (2048, ((512, "bruck"), (None, "direct"))),
+        (4096, ((1024, "bruck"), (None, "direct"))),
+        (None, ((2048, "bruck"), (None, "direct")))),
+    "barrier": (
+        (4, ((None, "recursive_doubling"),)),
+        (8, ((None, "linear"),)),
+        (64, ((None, "recursive_doubling"),)),
+        (256, ((None, "dissemination"),)),
+        (512, ((None, "tree"),)),
+        (1024, ((None, "dissemination"),)),
+        (4096, ((None, "tree"),)),
+        (None, ((None, "dissemination"),))),
+    "bcast": (
+        (4, ((32, "chain"), (256, "binary"), (512, "chain"), (1024, "knomial"),
+             (32768, "linear"), (131072, "binary"), (262144, "chain"), (524288, "linear"),
+             (1048576, "binomial"), (None, "binary"))),
+        (8, ((64, "binary"), (128, "binomial"), (2048, "binary"), (8192, "binomial"),
+             (1048576, "linear"), (None, "chain"))),
+        (16, ((8, "knomial"), (64, "binary"), (4096, "knomial"), (16384, "binary"),
+              (32768, "binomial"), (None, "linear"))),
+        (32, ((4096, "knomial"), (1048576, "binomial"), (None, "scatter_allgather_rd"))),
+        (64, ((2048, "binomial"), (None, "knomial"))),
+        (128, ((None, "knomial"),)),
+        (256, ((2, "binomial"), (16384, "binary"), (32768, "linear"), (65536, "binary"),
+               (None, "knomial"))),
+        (1024, ((16384, "knomial"), (32768, "binary"), (None, "knomial"))),
+        (2048, ((524288, "knomial"), (None, "scatter_allgather_rd"))),
+        (4096, ((262144, "knomial"), (None, "scatter_allgather_rd"))),
+        (None, ((8192, "knomial"), (16384, "binary"), (262144, "knomial"),
+                (None, "scatter_allgather_rd")))),
+    "reduce": (
+        (4, ((8, "rabenseifner"), (16, "binary"), (32, "chain"), (262144, "linear"),
+             (None, "chain"))),
+        (8, ((4096, "binary"), (65536, "chain"), (262144, "binomial"), (524288, "linear"),
+             (1048576, "binomial"), (None, "linear"))),
+        (16, ((8192, "binary"), (None, "binomial"))),
+        (32, ((4096, "binary"), (None, "binomial"))),
+        (256, ((None, "binomial"),)),
+        (512, ((8192, "binomial"), (16384, "binary"), (None, "binomial"))),
+        (2048, ((None, "binomial"),)),
+        (4096, ((512, "binomial"), (1024, "binary"), (8192, "binomial"), (16384, "binary"),
+                (None, "binomial"))),
+        (None, ((16, "binomial"), (32, "binary"), (1024, "binomial"), (2048, "binary"),
+                (8192, "binomial"), (16384, "binary"), (None, "binomial")))),
+    "allgather": (
+        (3, ((None, "ring"),)),  # 2 ranks: one exchange
+        (32, ((None, "recursive_doubling"),)),
+        (64, ((1024, "recursive_doubling"), (65536, "neighbor"), (None, "ring"))),
+        (128, ((512, "recursive_doubling"), (65536, "neighbor"), (None, "ring"))),
+        (256, ((512, "recursive_doubling"), (131072, "neighbor"), (524288, "ring"),
+               (1048576, "neighbor"), (None, "ring"))),
+        (512, ((32, "recursive_doubling"), (128, "bruck"), (1024, "recursive_doubling"),
+               (131072, "neighbor"), (524288, "ring"), (1048576, "neighbor"), (None, "ring"))),
+        (1024, ((64, "recursive_doubling"), (256, "bruck"), (2048, "recursive_doubling"),
+                (None, "neighbor"))),
+        (2048, ((4, "recursive_doubling"), (8, "bruck"), (16, "recursive_doubling"),
+                (32, "bruck"), (256, "recursive_doubling"), (512, "bruck"),
+                (4096, "recursive_doubling"), (None, "neighbor"))),
+        (4096, ((32, "bruck"), (128, "recursive_doubling"), (512, "bruck"),
+                (4096, "recursive_doubling"), (None, "neighbor"))),
+        (None, ((2, "recursive_doubling"), (8, "bruck"), (16, "recursive_doubling"),
+                (512, "bruck"), (4096, "recursive_doubling"), (None, "neighbor")))),
+    "gather": (
+        (4, ((2, "linear_sync"), (4, "direct"), (32768, "binomial"), (65536, "direct"),
+             (131072, "binomial"), (None, "linear_sync"))),
+        (8, ((1024, "binomial"), (8192, "direct"), (32768, "binomial"), (262144, "direct"),
+             (None, "linear_sync"))),
+        (256, ((None, "binomial"),)),
+        (512, ((2048, "binomial"), (8192, "direct"), (None, "binomial"))),
+        (None, ((None, "binomial"),))),
+    "scatter": (
+        (4, ((None, "direct"),)),
+        (8, ((2048, "binomial"), (4096, "direct"), (8192, "binomial"), (None, "direct"))),
+        (16, ((16384, "binomial"), (None, "direct"))),
+        (32, ((16384, "binomial"), (None, "direct"))),
+        (64, ((512, "binomial"), (8192, "direct"), (16384, "binomial"), (None, "direct"))),
+        (None, ((512, "binomial"), (None, "direct")))),
+}
+
+
+def openmpi_algorithm(collective: str, ranks: int, size: float) -> str:
+    """The algorithm Open MPI 5.0's coll/tuned runs for @collective on
+    @ranks ranks and @size bytes (OPENMPI_TUNED), after the fallbacks its
+    algorithms take themselves (ompi/mca/coll/base): the ring Allreduce
+    with fewer elements than ranks, and Rabenseifner's with fewer than the
+    power of two below the ranks, run recursive doubling (Rabenseifner's
+    Reduce: linear); recursive doubling Allgather on ranks not a power of
+    two runs Bruck's, the neighbour exchange on an odd number the ring."""
+    algorithm = _pick(OPENMPI_TUNED[collective], ranks, size)
+    count = size // 4  # the bench's floats
+    if collective == "allreduce" and algorithm == "ring" and count < ranks:
+        algorithm = "recursive_doubling"
+    if algorithm == "rabenseifner" and count < floor_power_of_two(ranks):
+        algorithm = "recursive_doubling" if collective == "allreduce" else "linear"
+    if collective == "allgather" and algorithm == "recursive_doubling" \
+            and not is_power_of_two(ranks):
+        algorithm = "bruck"
+    return algorithm
+
+
+# MPICH 5.0 (ch4): the device's selection (maint/tuning/coll/ch4/generic.json)
+# sends a communicator whose ranks share nodes ("parent": its ranks are not
+# all on different nodes) to its node compositions, and on one node Bcast,
+# Reduce and Allreduce to the shared-memory release-gather algorithms
+# (maint/tuning/coll/ch4/posix_generic.json; the bench is single-threaded
+# and its reductions commutative), and Barrier to the node's dissemination;
+# everything else, and every collective of ranks each on its own node (its
+# TCP path, MPIR_CVAR_NOLOCAL=1), goes to the MPIR rules
+# (maint/tuning/coll/mpir/generic.json).  The compositions that serve a
+# root other than the node's first rank relay through it
+# ("release_gather_relay": one message more, for all but one root of the
+# bench's rotating roots).
+
+def mpich_mpir_algorithm(collective: str, ranks: int, size: float) -> str:
+    """The algorithm of MPICH's MPIR rules (mpir/generic.json) for a
+    communicator that is not node-aware."""
+    pof2 = floor_power_of_two(ranks)
+    count = size // 4  # the bench's floats
+    if collective == "barrier":
+        return "dissemination"  # k-dissemination, k = 2
+    if collective == "bcast":
+        per_proc = size / ranks
+        if ranks < 8:
+            return "binomial"
+        if is_power_of_two(ranks):
+            if size <= 12288:
+                return "binomial"
+            return "scatter_allgather_rd" if per_proc <= 65536 else "scatter_allgather"
+        return "binomial" if per_proc <= 12288 else "scatter_allgather"
+    if collective == "allreduce":
+        if size <= 8 or count < pof2:
+            return "recursive_doubling"
+        return "rabenseifner"
+    if collective == "reduce":
+        if size <= 2048 or count < pof2:
+            return "binomial"
+        return "rabenseifner"
+    if collective in ("gather", "scatter"):
+        return "binomial"
+    if collective == "allgather":
+        total = size * ranks
+        if is_power_of_two(ranks):
+            return "recursive_doubling" if total < 524288 else "ring"
+        return "bruck" if total < 81920 else "ring"
+    if collective == "alltoall":
+        if ranks >= 8 and size <= 256:
+            return "bruck"
+        return "direct" if size <= 32768 else "pairwise"  # "scattered": all posted
+    raise ValueError("no MPICH rule for %s" % collective)
+
+
+def mpich_algorithm(collective: str, cluster: Cluster, size: float) -> str:
+    """The algorithm MPICH 5.0's ch4 device runs for @collective on
+    @cluster (ranks in blocks of cluster.cores per node) at @size bytes;
+    "smp" is its node composition on several nodes of several ranks
+    (mpich_smp_time)."""
+    ranks = cluster.ranks
+    node_aware = cluster.cores > 1 and ranks > 1
+    if not node_aware:
+        return mpich_mpir_algorithm(collective, ranks, size)
+    one_node = cluster.nodes == 1
+    if collective == "barrier":
+        return "dissemination" if one_node else "smp"
+    if collective == "bcast":
+        # composition alpha below 8 ranks and below 12 KB (roots, then the
+        # node from its first rank), beta up to 512 KB on a power of two
+        # (the node from the root), else gamma (the MPIR rules)
+        if ranks < 8 or size < 12288:
+            return "release_gather_relay" if one_node else "smp"
+        if is_power_of_two(ranks) and size < 524288:
+            return "release_gather" if one_node else "smp"
+        return mpich_mpir_algorithm(collective, ranks, size)
+    if collective == "reduce":
+        # compositions beta (to 2 KB) and alpha: the node's reduction to
+        # its first rank, which relays to the root
+        return "release_gather_relay" if one_node else "smp"
+    if collective == "allreduce":
+        if one_node:
+            return "release_gather"  # composition gamma: the node's own
+        return "smp" if size <= 32768 else mpich_mpir_algorithm(collective, ranks, size)
+    return mpich_mpir_algorithm(collective, ranks, size)
+
+
+def mpich_smp_time(m: Machine, c: Cluster, collective: str, size: float) -> float:
+    """MPICH's node compositions on @c's several nodes: the node's
+    release-gather step(s) on the node parameters, the first ranks'
+    step (MPIR rules, one rank per node) on the net ones."""
+    leaders = Cluster(c.nodes, 1)
+
+    def roots(coll: str, bytes_: float) -> float:
+        return ALGORITHMS[coll][mpich_mpir_algorithm(coll, c.nodes, bytes_)](m, leaders, bytes_)
+
+    if collective == "barrier":
+        return barrier_dissemination(m, Cluster(1, c.cores)) + roots("barrier", 0) + \
+            _release_gather_bcast(m, c.cores, 0)
+    if collective == "bcast":
+        return roots("bcast", size) + _release_gather_bcast(m, c.cores, size)
+    if collective == "reduce":
+        return _release_gather_reduce(m, c.cores, size) + roots("reduce", size)
+    if collective == "allreduce":
+        return _release_gather_reduce(m, c.cores, size) + roots("allreduce", size) + \
+            _release_gather_bcast(m, c.cores, size)
+    raise ValueError("no MPICH node composition of %s" % collective)
+
+
+# the families whose own rules the model knows
+RULE_FAMILIES = ("postbox", "openmpi", "mpich")
+
+
+def library_algorithm(library: str, collective: str, cluster: Cluster, size: float,
+                      table: "Optional[CollTable]" = None) -> Optional[str]:
+    """The algorithm @library runs for @collective on @cluster at @size
+    bytes by its own rules: Postbox's table, Open MPI's coll/tuned fixed
+    decision, MPICH's selection; None for a library of another family."""
+    family = family_of(library)
+    if family == "postbox":
+        return postbox_choice(table, collective, cluster, int(size))
+    if family == "openmpi":
+        return openmpi_algorithm(collective, cluster.ranks, size)
+    if family == "mpich":
+        return mpich_algorithm(collective, cluster, size)
+    return None
 
 
 # ---- Postbox's table (src/mpi/coll_table.txt) -----------------------------------
@@ -824,6 +1299,8 @@ def predict(machine: Machine, cluster: Cluster, collective: str, algorithm: str,
         return postbox_algorithm_time(machine, cluster, collective, algorithm, size, table)
     if cluster.nodes > 1 and machine.net is None:
         raise ValueError("no net LogGP for a cluster of several nodes")
+    if algorithm == "smp":
+        return mpich_smp_time(machine, cluster, collective, size)
     return ALGORITHMS[collective][algorithm](machine, cluster, size)
 
 
@@ -1282,9 +1759,8 @@ CALIBRATION = "barrier"
 
 
 def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
-    if family_of(library) == "postbox":
-        return postbox_choice(model.table, CALIBRATION, cluster, 0)
-    return candidates(library, CALIBRATION)[0]
+    return library_algorithm(library, CALIBRATION, cluster, 0, model.table) or \
+        candidates(library, CALIBRATION)[0]
 
 
 def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine:
@@ -1406,17 +1882,19 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
 def validate(model: Model, records: Sequence[dict],
              collectives: Sequence[str] = COLLECTIVES) -> list:
     """A Point per measured (library, shape, collective, size) of the coll
-    records that the model has parameters for: Postbox with the algorithm
-    its table picks; another library with the algorithm of its family that
-    best matches its measurements at that collective and size over all the
+    records that the model has parameters for, priced with the algorithm
+    the library's own rules pick for that shape and size
+    (library_algorithm: Postbox's table, Open MPI's and MPICH's default
+    decisions); a library of another family with the algorithm that best
+    matches its measurements at that collective and size over all the
     shapes measured (the smallest sum of |log(predicted / measured)|).
     Records of several rounds count by their median."""
     out = []
     for (library, collective, size), medians in coll_medians(model, records,
                                                              collectives).items():
-        if family_of(library) == "postbox":
+        if family_of(library) in RULE_FAMILIES:
             for cluster, value in sorted(medians.items()):
-                algorithm = postbox_choice(model.table, collective, cluster, size)
+                algorithm = library_algorithm(library, collective, cluster, size, model.table)
                 out.append(Point(library, cluster, collective, size, algorithm, value,
                                  model.time(library, cluster, collective, algorithm, size),
                                  calibration=model.calibrates(library, cluster, collective)))
@@ -1447,12 +1925,12 @@ def best_algorithms(points: Sequence[Point]) -> dict:
 def extrapolate(model: Model, library: str, collective: str, cluster: Cluster, size: int,
                 chosen: Optional[dict] = None) -> tuple:
     """(algorithm, seconds) of @library's @collective on @cluster (one rank
-    per core: no oversubscription penalty): Postbox's table's algorithm;
-    another library's best match at the nearest measured size (@chosen:
-    best_algorithms), else its family's first."""
-    if family_of(library) == "postbox":
-        algorithm = postbox_choice(model.table, collective, cluster, size)
-    else:
+    per core: no oversubscription penalty): the algorithm of the library's
+    own rules (library_algorithm); for a library of another family its best
+    match at the nearest measured size (@chosen: best_algorithms), else the
+    first the model prices."""
+    algorithm = library_algorithm(library, collective, cluster, size, model.table)
+    if algorithm is None:
         sizes = (chosen or {}).get((library, collective)) or {}
         if sizes:
             nearest = min(sizes, key=lambda s: abs(math.log((s or 1) / (size or 1))))

