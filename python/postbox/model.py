@@ -56,6 +56,12 @@ there).  The memcpy rate is the RSM bench's memcpy against size
 (rsm.jsonl), the reduce rate the collective bench's 4 MB vector add, a
 cache line's trip between cores the RSM bench's cache-line ping-pong.
 
+Which algorithm: each library's own default rules at the call's
+communicator size and bytes (library_algorithm): Postbox's table
+(src/mpi/coll_table.txt), Open MPI 5.0's coll/tuned fixed decision
+(OPENMPI_TUNED), MPICH 5.0's ch4, posix and MPIR selection
+(mpich_algorithm).
+
 Nothing here runs anything: it reads records.
 """
 
