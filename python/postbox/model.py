@@ -144,6 +144,10 @@ class Machine:
     # (the RSM bench's cache-line ping-pong, half round trip): the node
     # area's step count travels so, not as a message
     line: Optional[float] = None
+    # seconds more of a node-area step where every rank waits for all the
+    # others (their arrival skew: a rank that waits for a later one), over
+    # one where one rank stores and the others see (calibrate_latency)
+    arrive: float = 0.0
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
@@ -766,11 +770,12 @@ def node_phase(m: Machine, all_write: bool = False) -> float:
     """A step count stored by one rank and seen by the node's others: the
     caller's software overhead (o_s, as for a send) and the cache line's
     trip to the other core (Machine.line; without it the message's L +
-    o_r); with @all_write every rank stores one and waits for all of them
-    (ranks that share cores must then all be scheduled: the penalty once
-    per rank per core)."""
+    o_r); every rank of the node takes part, so where ranks share cores
+    they must all be scheduled: the penalty once per rank per core; with
+    @all_write every rank stores one and waits for all of them, which adds
+    the wait for the last to arrive (Machine.arrive)."""
     trip = m.line if m.line is not None else m.node.L + m.node.o_r
-    return m.node.o_s + trip + m.penalty(NODE) * (m.share if all_write else 1.0)
+    return m.node.o_s + trip + m.penalty(NODE) * m.share + (m.arrive if all_write else 0.0)
 
 
 INLINE_BYTES = 56  # a payload this small travels in the writer's line
@@ -1683,7 +1688,7 @@ class Model:
     cores: int
     table: Optional[CollTable]
     params: list
-    # (library, cluster) whose CALIBRATION measurement set a parameter
+    # (library, cluster, collective, size) whose measurement set a parameter
     calibrated: set = field(default_factory=set)
     # library -> the factor calibrate_latency put on its node latencies,
     # and the one calibrate_penalties put on its net latencies
@@ -1694,10 +1699,11 @@ class Model:
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
                               self.cores)
 
-    def calibrates(self, library: str, cluster: Cluster, collective: str) -> bool:
-        """Whether @library's @collective on @cluster set a parameter (it
-        is then not a validation)."""
-        return collective == CALIBRATION and (library, cluster) in self.calibrated
+    def calibrates(self, library: str, cluster: Cluster, collective: str,
+                   size: int = 0) -> bool:
+        """Whether @library's @collective of @size bytes on @cluster set a
+        parameter (it is then not a validation)."""
+        return (library, cluster, collective, size) in self.calibrated
 
     def time(self, library: str, cluster: Cluster, collective: str, algorithm: str,
              size: float, penalties: bool = True) -> float:
@@ -1762,6 +1768,9 @@ def coll_medians(model: Model, records: Sequence[dict],
 # the collective whose measurement with more ranks than cores sets the
 # per-step penalty of that shape (calibrate_penalties)
 CALIBRATION = "barrier"
+# the collective whose smallest size at ranks that fit the cores sets the
+# node latencies (calibrate_latency)
+LATENCY_CALIBRATION = "bcast"
 
 
 def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
@@ -1782,37 +1791,76 @@ def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine
 
 
 def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
-    """Scale each library's node latencies (scaled_latency) so that the
-    model's Barrier equals the coll bench's Barrier measured on the fewest
-    ranks of one node that fit the cores (2 here): one measured point per
-    library, taken in the same runs and after the same synchronisation as
-    the collectives (the LogP bench's ping-pongs also time a rank waking
-    up for each message, which a collective called by ranks that are all
-    running does not see).  A Barrier at ranks that fit is one synchronised
-    step (or one node-area phase), linear in those times, so the factor
-    makes it match exactly; the point is then a calibration
-    (Point.calibration).  The factor only scales down (a Barrier slower
-    than the ping-pongs' price is a disturbed one, not a cheaper
-    ping-pong), and the measurement is the least disturbed round's (the
-    smallest of the rounds' medians): one round of a 2-rank Barrier on a
-    loaded machine took 6 ms where another took 12 us."""
+    """Calibrate each library's node latencies on the coll bench's own
+    calls at the fewest ranks of one node that fit the cores (2 here),
+    taken in the same runs and after the same synchronisation as the
+    collectives (the LogP bench's ping-pongs also time a rank waking up for
+    each message, which a collective called by ranks that are all running
+    does not see):
+
+    - the latencies (scaled_latency: o_s, L, o_r, g, the cache line's trip)
+      by one factor, so that the model's Bcast of the smallest size
+      measured equals the measured one: a step where the root stores or
+      sends and the other sees it (one message, or one node-area phase);
+    - then Machine.arrive, the measured Barrier less the model's: the wait
+      of a step where every rank waits for all the others (the later
+      rank's arrival), which a rooted step does not pay.  A
+      message-passing Barrier has no node-area step: arrive stays 0.
+
+    Without a Bcast record the Barrier alone sets the factor (arrive 0).
+    A step at ranks that fit is linear in those times, so each point
+    matches exactly and is then a calibration (Point.calibration).  The
+    factor only scales down (a call slower than the ping-pongs' price is
+    a disturbed one, not a cheaper ping-pong), and each measurement is the
+    least disturbed round's (the smallest of the rounds' medians): one
+    round of a 2-rank Barrier on a loaded machine took 6 ms where another
+    took 12 us."""
     if model.cores <= 0:
         return
-    medians = coll_medians(model, records, (CALIBRATION,), min)
-    for (library, _, _), by_cluster in medians.items():
-        fitting = [c for c in by_cluster if c.nodes == 1 and 2 <= c.ranks <= model.cores]
+    barriers = coll_medians(model, records, (CALIBRATION,), min)
+    bcasts = coll_medians(model, records, (LATENCY_CALIBRATION,), min)
+    for library in model.machines:
+        fitting = {c for (lib, _, _), by in list(barriers.items()) + list(bcasts.items())
+                   if lib == library for c in by
+                   if c.nodes == 1 and 2 <= c.ranks <= model.cores}
         if not fitting:
             continue
         cluster = min(fitting)
-        machine = model.machines[library]
-        base = predict(machine, cluster, CALIBRATION,
-                       _calibration_algorithm(model, library, cluster), 0, model.table)
-        if not base > 0 or not by_cluster[cluster] > 0:
+        bcast_sizes = sorted(size for (lib, _, size), by in bcasts.items()
+                             if lib == library and cluster in by)
+        barrier = (barriers.get((library, CALIBRATION, 0)) or {}).get(cluster)
+        if bcast_sizes:
+            size = bcast_sizes[0]
+            collective, measured = LATENCY_CALIBRATION, \
+                bcasts[(library, LATENCY_CALIBRATION, size)][cluster]
+        elif barrier is not None:
+            size, collective, measured = 0, CALIBRATION, barrier
+        else:
             continue
-        factor = min(by_cluster[cluster] / base, 1.0)
-        model.machines[library] = scaled_latency(machine, factor)
+        machine = model.machines[library]
+
+        def timed(mach: Machine, coll: str, bytes_: int) -> float:
+            algorithm = library_algorithm(library, coll, cluster, bytes_, model.table) or \
+                candidates(library, coll)[0]
+            return predict(mach, cluster, coll, algorithm, bytes_, model.table)
+
+        # the call is linear in the factor: T(f) = T(0) + f (T(1) - T(0))
+        base, bytes_only = timed(machine, collective, size), \
+            timed(scaled_latency(machine, 0.0), collective, size)
+        if not base > bytes_only or not measured > 0:
+            continue
+        factor = min(max((measured - bytes_only) / (base - bytes_only), 0.0), 1.0)
+        machine = scaled_latency(machine, factor)
         model.latency_scale[library] = factor
-        model.calibrated.add((library, cluster))
+        model.calibrated.add((library, cluster, collective, size))
+        if collective != CALIBRATION and barrier is not None and barrier > 0:
+            without = timed(machine, CALIBRATION, 0)
+            with_one = timed(replace(machine, arrive=1e-6), CALIBRATION, 0)
+            if with_one > without:
+                machine = replace(machine, arrive=max(barrier - without, 0.0) * 1e-6 /
+                                  (with_one - without))
+                model.calibrated.add((library, cluster, CALIBRATION, 0))
+        model.machines[library] = machine
 
 
 def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
@@ -1853,7 +1901,7 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
         if slope <= 0:
             continue
         model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
-        model.calibrated.add((library, cluster))
+        model.calibrated.add((library, cluster, CALIBRATION, 0))
         if path == NET and value < base:
             _scale_net_latency(model, library, cluster, algorithm, value)
 
@@ -1903,7 +1951,8 @@ def validate(model: Model, records: Sequence[dict],
                 algorithm = library_algorithm(library, collective, cluster, size, model.table)
                 out.append(Point(library, cluster, collective, size, algorithm, value,
                                  model.time(library, cluster, collective, algorithm, size),
-                                 calibration=model.calibrates(library, cluster, collective)))
+                                 calibration=model.calibrates(library, cluster, collective,
+                                                               size)))
             continue
         best, best_miss = None, None
         for algorithm in candidates(library, collective):
@@ -1914,7 +1963,8 @@ def validate(model: Model, records: Sequence[dict],
         for cluster, value in sorted(medians.items()):
             out.append(Point(library, cluster, collective, size, best, value,
                              model.time(library, cluster, collective, best, size),
-                             calibration=model.calibrates(library, cluster, collective)))
+                             calibration=model.calibrates(library, cluster, collective,
+                                                               size)))
     out.sort(key=lambda p: (p.library, p.cluster.ranks, p.cluster, COLLECTIVES.index(
         p.collective) if p.collective in COLLECTIVES else 99, p.size))
     return out

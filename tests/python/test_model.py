@@ -125,10 +125,18 @@ def test_node_area_phase_is_the_send_overhead_and_a_cache_line_trip():
     # o_s (1 us) + the line's trip, not o_s + L + o_r
     assert us(model.node_phase(lined)) == pytest.approx(1.25)
     assert us(model.node_area_one_node(lined, "barrier", 4, 0)) == pytest.approx(1.25)
-    # ranks sharing cores: the penalty once per rank per core where all write
+    # ranks sharing cores: every rank takes part, so the penalty once per
+    # rank per core
     shared = replace(lined, hop_penalty=2 * US, share=2.0)
-    assert us(model.node_phase(shared)) == pytest.approx(3.25)
+    assert us(model.node_phase(shared)) == pytest.approx(5.25)
     assert us(model.node_phase(shared, True)) == pytest.approx(5.25)
+    # a step where every rank waits for all also waits for the last to
+    # arrive; a rooted one does not
+    waiting = replace(lined, arrive=3 * US)
+    assert us(model.node_phase(waiting)) == pytest.approx(1.25)
+    assert us(model.node_phase(waiting, True)) == pytest.approx(4.25)
+    assert us(model.node_area_one_node(waiting, "barrier", 4, 0)) == pytest.approx(4.25)
+    assert us(model.node_area_one_node(waiting, "bcast", 4, 8)) == pytest.approx(1.25)
     # the line's trip from the RSM bench's cache-line ping-pong (half round trip)
     records = [{"suite": "raw", "test": "cacheline_pingpong", "unit": "us", "median": v}
                for v in (0.05, 0.07, 0.3)]
@@ -437,22 +445,26 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     built = model.build(records + measured, description={"cores": 2})
     for key, value in penalties.items():
         assert us(built.penalties[key]) == pytest.approx(us(value)), key
-    assert ("postbox", model.Cluster(2, 2)) in built.calibrated
-    # the 2-rank Barrier calibrated the latencies: already right here
+    assert ("postbox", model.Cluster(2, 2), "barrier", 0) in built.calibrated
+    # the 2-rank Bcast calibrated the latencies, the 2-rank Barrier the
+    # wait for the last to arrive: already right here
     assert built.latency_scale["postbox"] == pytest.approx(1.0)
     assert built.latency_scale["openmpi"] == pytest.approx(1.0)
+    assert us(built.machines["postbox"].arrive) == pytest.approx(0.0, abs=1e-9)
     points = model.validate(built, records + measured)
     calibration = [p for p in points if p.calibration]
-    assert {(p.library, p.cluster.ranks, p.collective) for p in calibration} == \
-        {("postbox", 2, "barrier"), ("postbox", 4, "barrier"), ("openmpi", 2, "barrier"),
-         ("openmpi", 4, "barrier")}
-    assert len(calibration) == 6
+    # Open MPI's 2-rank Barrier has no node-area step: it sets nothing
+    assert {(p.library, p.cluster.ranks, p.collective, p.size) for p in calibration} == \
+        {("postbox", 2, "barrier", 0), ("postbox", 2, "bcast", 8), ("postbox", 4, "barrier", 0),
+         ("openmpi", 2, "bcast", 8), ("openmpi", 4, "barrier", 0)}
+    assert len(calibration) == 7
     for p in points:
         if p.library == "postbox" or p.collective == "barrier":
             assert p.error == pytest.approx(0.0, abs=1e-9), p
     # the calibration points are not counted
     counted = {(r[0], r[1]): r[3] for r in modelreport.summary(points)}
-    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 2
+    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 1
+    assert counted[("openmpi", 2)] == 2
     # without the calibration the penalty is the multi-pair one (none here)
     plain = model.build(records + measured, description={"cores": 2}, calibrate=False)
     assert not plain.calibrated and not plain.penalties and not plain.latency_scale
@@ -479,8 +491,33 @@ def test_two_rank_barrier_scales_the_node_latencies():
         assert node.g == pytest.approx(0.4 * fitted.g)
         assert node.G == fitted.G  # bytes are not latency
     for p in model.validate(built, records + measured):
-        assert p.calibration == (p.collective == "barrier")
+        # the smallest Bcast sets the factor; Postbox's Barrier (a node-area
+        # step where all wait) the wait for the last to arrive
+        assert p.calibration == ((p.collective, p.size) == ("bcast", 8) or
+                                 (p.library, p.collective) == ("postbox", "barrier"))
         assert p.error == pytest.approx(0.0, abs=1e-9), p
+
+
+def test_barrier_slower_than_a_rooted_step_sets_the_wait_for_all():
+    records = synthetic_records("postbox")
+    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    two = one_node(2)
+    # a machine whose node-area steps cost 0.3 of the fitted ones, and
+    # where a step that waits for all pays 2 us more
+    truth = replace(model.scaled_latency(plain.machines["postbox"], 0.3), arrive=2 * US)
+    measured = [_coll("postbox", collective, size, 2, 1, model.predict(
+        truth, two, collective, model.library_algorithm("postbox", collective, two, size,
+                                                        plain.table), size, plain.table))
+                for collective, size in (("barrier", 0), ("bcast", 4), ("bcast", 1024),
+                                         ("reduce", 8), ("allreduce", 8))]
+    built = model.build(records + measured, description={"cores": 2})
+    assert built.latency_scale["postbox"] == pytest.approx(0.3)
+    assert us(built.machines["postbox"].arrive) == pytest.approx(2.0)
+    for p in model.validate(built, records + measured):
+        assert p.error == pytest.approx(0.0, abs=1e-9), p
+    # a rooted step does not wait for all: the Bcast is cheaper than the Barrier
+    times = {(r["test"], r["size"]): r["median"] for r in measured}
+    assert times[("barrier", 0)] - times[("bcast", 4)] == pytest.approx(2.0)
 
 
 def test_permutations_of_seed_000():
