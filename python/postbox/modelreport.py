@@ -468,7 +468,7 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
            "at 2 ranks equals the collective bench's (column \"latency scale\": the LogP "
            "bench's ping-pongs also time a rank waking up for each message, which a "
            "collective of running ranks does not see), and a node-area step where every "
-           "rank waits for all the others pays the measured 2-rank Barrier's excess over a "
+           "rank waits for all the others pays the measured 2-rank Allreduce's excess over a "
            "rooted step (the wait for the last to arrive); those points are marked "
            "\"calibration\" and not counted. "
            "Each library is priced with the algorithm its own rules pick at that "

@@ -491,14 +491,14 @@ def test_two_rank_barrier_scales_the_node_latencies():
         assert node.g == pytest.approx(0.4 * fitted.g)
         assert node.G == fitted.G  # bytes are not latency
     for p in model.validate(built, records + measured):
-        # the smallest Bcast sets the factor; Postbox's Barrier (a node-area
-        # step where all wait) the wait for the last to arrive
+        # the smallest Bcast sets the factor; Postbox's smallest Allreduce
+        # (a node-area step where all wait) the wait for the last to arrive
         assert p.calibration == ((p.collective, p.size) == ("bcast", 8) or
-                                 (p.library, p.collective) == ("postbox", "barrier"))
+                                 (p.library, p.collective) == ("postbox", "allreduce"))
         assert p.error == pytest.approx(0.0, abs=1e-9), p
 
 
-def test_barrier_slower_than_a_rooted_step_sets_the_wait_for_all():
+def test_a_step_where_all_wait_slower_than_a_rooted_one_sets_the_wait():
     records = synthetic_records("postbox")
     plain = model.build(records, description={"cores": 2}, calibrate=False)
     two = one_node(2)
@@ -513,11 +513,18 @@ def test_barrier_slower_than_a_rooted_step_sets_the_wait_for_all():
     built = model.build(records + measured, description={"cores": 2})
     assert built.latency_scale["postbox"] == pytest.approx(0.3)
     assert us(built.machines["postbox"].arrive) == pytest.approx(2.0)
+    assert ("postbox", two, "allreduce", 8) in built.calibrated
     for p in model.validate(built, records + measured):
         assert p.error == pytest.approx(0.0, abs=1e-9), p
-    # a rooted step does not wait for all: the Bcast is cheaper than the Barrier
+    # a rooted step (Bcast, Reduce) does not wait for all, the Barrier does
     times = {(r["test"], r["size"]): r["median"] for r in measured}
     assert times[("barrier", 0)] - times[("bcast", 4)] == pytest.approx(2.0)
+    assert times[("reduce", 8)] < times[("bcast", 4)] + 1.0
+    # without an Allreduce record the Barrier sets the wait
+    no_allreduce = [r for r in measured if r["test"] != "allreduce"]
+    built = model.build(records + no_allreduce, description={"cores": 2})
+    assert us(built.machines["postbox"].arrive) == pytest.approx(2.0)
+    assert ("postbox", two, "barrier", 0) in built.calibrated
 
 
 def test_permutations_of_seed_000():
