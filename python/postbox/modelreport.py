@@ -316,7 +316,7 @@ WHY = (
     "machine are: (1) a step where every rank waits for all the others pays the last one's "
     "arrival, which a rooted step does not: Postbox's 2-rank Barrier took 4.6 us, its "
     "Allreduce, Allgather and Alltoall of a few bytes 3.1 us, its Bcast, Scatter, Reduce "
-    "and Gather 0.1 us; the model carries one such wait per library (from the Barrier), "
+    "and Gather 0.1 us; the model carries one such wait per library (from the 2-rank Allreduce), "
     "not its variation by collective; (2) the 4- and 8-rank runs put 2 or 4 ranks on each "
     "core; the per-step penalty calibrated on the Barrier of the shape holds for "
     "collectives whose steps wait like the Barrier's, not for those whose ranks are "
