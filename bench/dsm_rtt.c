@@ -17,9 +17,9 @@
  * is a full round trip in us.
  *
  * The pages: one collective allocation from the start of the shared range,
- * whose pages are homed round-robin in blocks of HOME_BLOCK_PAGES
- * (docs/dsm.md), so with 2 processes every other block is process 1's.
- * Process 1 writes a pattern into them before the first barrier; process 0
+ * every other block of HOME_BLOCK_PAGES of which is the pool.  Process 1
+ * writes a pattern into the pool before the first barrier, so it is the
+ * home of those pages (a page's home is its first writer, docs/dsm.md); process 0
  * reads the first word of one page per timed operation, then the next page.
  * Between rounds over the pool (untimed) process 0 asks process 1 to write
  * the pattern again and both pass a barrier: the barrier's write notices
@@ -41,8 +41,8 @@
 
 #define PROG "postbox-dsm-rtt"
 #define REQUEST_BYTES 40    /* a raw request: Strings' Get Page request (seed 004, Table 1) */
-#define HOME_BLOCK_PAGES 16 /* pages of one home block (docs/dsm.md) */
-#define POOL_BLOCKS 8       /* blocks allocated: every other one homed at process 1 */
+#define HOME_BLOCK_PAGES 16 /* pages of one block of the allocation */
+#define POOL_BLOCKS 8       /* blocks allocated: every other one is the pool */
 #define POOL_PAGES (POOL_BLOCKS / 2 * HOME_BLOCK_PAGES)
 #define DSM_RANGE ((size_t)4 << 20)
 #define KEY_ADDR "dsm-rtt-addr"
@@ -170,8 +170,7 @@ static int op_dsm_fetch(void *arg, uint64_t iters, uint64_t *ns_p)
     }
     if (fetched != iters)
         fail_msg("a read of a page homed on process 1 fetched no page (did the barrier not "
-                 "invalidate it, or is the home rule of docs/dsm.md no longer blocks of 16 "
-                 "pages?)");
+                 "invalidate it, or is a page's home no longer its first writer, docs/dsm.md?)");
     *ns_p = total;
     return 0;
 }

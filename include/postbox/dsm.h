@@ -217,7 +217,7 @@ enum {
     POSTBOX_DSM_MSG_DIFF,     /* a putv of diff runs toward a home */
     POSTBOX_DSM_MSG_LOCK,     /* lock requests, releases and grants */
     POSTBOX_DSM_MSG_BARRIER,  /* barrier arrivals, releases and notices */
-    POSTBOX_DSM_MSG_ALLOC,    /* malloc, free and lock/barrier creation */
+    POSTBOX_DSM_MSG_ALLOC,    /* malloc, free, lock/barrier creation, home claims and look-ups */
     POSTBOX_DSM_MSG_THREAD,   /* thread creation, data image, completion */
     POSTBOX_DSM_MSG_TYPES
 };
@@ -226,7 +226,7 @@ typedef struct {
     uint64_t read_faults;   /* faults on invalid pages by loads */
     uint64_t write_faults;  /* faults by stores (a twin made or a home page marked) */
     uint64_t page_fetches;  /* pages got from their home */
-    uint64_t diffs;         /* dirty non-home pages diffed at a release */
+    uint64_t diffs;         /* dirty pages homed elsewhere diffed at a release */
     uint64_t diff_runs;     /* runs of changed words sent */
     uint64_t diff_bytes;    /* bytes of those runs */
     uint64_t invalidations; /* cached pages invalidated at acquires */
@@ -234,6 +234,7 @@ typedef struct {
     uint64_t barriers;      /* postbox_dsm_barrier calls */
     uint64_t messages[POSTBOX_DSM_MSG_TYPES]; /* messages sent, by type */
     uint64_t bytes[POSTBOX_DSM_MSG_TYPES];    /* bytes sent (and fetched), by type */
+    uint64_t home_pages; /* pages this process became the home of (their first writer) */
 } postbox_dsm_stats_t;
 
 /**

@@ -2,6 +2,11 @@
  * Page coherence: home-based lazy release consistency with multiple
  * writers (docs/dsm.md).
  *
+ * A page's home is its first writer: a process that releases a page no
+ * one homes yet claims it in the home directory (process 0's control
+ * segment: one request per release for all such pages) and, if it won,
+ * keeps its copy as the home copy and sends no diff (docs/dsm.md, Homes).
+ *
  * Each page of the application view is, in this process, INVALID
  * (PROT_NONE), READ (PROT_READ: a valid copy, or a home page not written
  * since the last release) or WRITE (read-write; a non-home page then has a
@@ -41,15 +46,144 @@ static int protect(size_t first, size_t count, int prot)
     return 0;
 }
 
+/* ---- homes --------------------------------------------------------------------- */
+
+/* the directory entries read at once by a look-up */
+#define HOME_WINDOW 256
+
+/* under @protocol: page @p's home as known here, or -1 (not known) */
+static int home_known(size_t p)
+{
+    return (int)pb_dsm.homes[p] - 1;
+}
+
+static int is_mine(size_t p)
+{
+    return home_known(p) == pb_dsm.me;
+}
+
+/* Copy the claimed entries of process 0's directory for pages
+ * [@first, @first + @n) into this process's table. */
+static int home_read(size_t first, size_t n)
+{
+    uint8_t window[HOME_WINDOW];
+
+    while (n > 0) {
+        size_t len = n < HOME_WINDOW ? n : HOME_WINDOW;
+        uint64_t start = pb_dsm_now_ns();
+        int rc = pb_dsm_ctl_read(0, pb_dsm.homes_off + first, window, len);
+
+        if (rc != 0)
+            return rc;
+        if (pb_dsm.me != 0) {
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_ALLOC, len);
+            pb_dsm_count_round_trip(POSTBOX_DSM_MSG_ALLOC, start);
+        }
+        for (size_t i = 0; i < len; i++)
+            if (window[i] != 0 && window[i] <= pb_dsm.nprocs)
+                pb_dsm.homes[first + i] = window[i];
+        first += len;
+        n -= len;
+    }
+    return 0;
+}
+
+/* under @protocol: page @p's home into *@home, from the directory when not
+ * known here (-1: no process wrote the page yet) */
+static int home_lookup(size_t p, int *home)
+{
+    if (pb_dsm.homes[p] == 0) {
+        size_t first = p - p % HOME_WINDOW;
+        size_t n = pb_dsm.npages - first < HOME_WINDOW ? pb_dsm.npages - first : HOME_WINDOW;
+        int rc = home_read(first, n);
+
+        if (rc != 0)
+            return rc;
+    }
+    *home = home_known(p);
+    return 0;
+}
+
+void pb_dsm_handle_home_claim(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                              pb_dsm_reply_t *reply)
+{
+    uint8_t *homes = (uint8_t *)ctl + ctl->homes_off;
+    uint64_t won = 0;
+
+    if (ctl->homes_off == 0) {
+        reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
+        return;
+    }
+    if (req->b >= ctl->nprocs) {
+        reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+        return;
+    }
+    for (uint32_t i = 0; i < req->npages; i++) {
+        if (pages[i] >= ctl->npages) {
+            reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < req->npages; i++) {
+        if (homes[pages[i]] == 0) {
+            homes[pages[i]] = (uint8_t)(req->b + 1);
+            won++;
+        }
+    }
+    reply->status = 0;
+    reply->a = won;
+}
+
+/* under @protocol, at a release: claim the pages of @pages (sorted, homes
+ * not known here) for this process; afterwards each one's home is known */
+static int home_claim(const uint32_t *pages, size_t n)
+{
+    for (size_t i = 0; i < n; i += PB_DSM_RPC_PAGES) {
+        size_t count = n - i < PB_DSM_RPC_PAGES ? n - i : PB_DSM_RPC_PAGES;
+        pb_dsm_req_t req = {
+            .op = PB_DSM_OP_HOME_CLAIM, .npages = (uint32_t)count, .b = (uint64_t)pb_dsm.me};
+        pb_dsm_reply_t reply;
+        int rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_ALLOC, &req, pages + i, &reply);
+
+        if (rc == 0 && reply.status < 0)
+            rc = (int)reply.status;
+        if (rc != 0) {
+            pb_error("dsm: claiming %zu pages at the home directory failed: %s", count,
+                     postbox_dsm_strerror(rc));
+            return rc;
+        }
+        if (reply.a == count) {
+            /* all won (the usual case: no need to read the directory) */
+            for (size_t k = i; k < i + count; k++)
+                pb_dsm.homes[pages[k]] = (uint8_t)(pb_dsm.me + 1);
+        } else {
+            rc = home_read(pages[i], pages[i + count - 1] - pages[i] + 1);
+            if (rc != 0)
+                return rc;
+        }
+        pb_dsm_count(&pb_dsm_counters.home_pages, reply.a);
+    }
+    return 0;
+}
+
+/* ---- faults --------------------------------------------------------------------- */
+
 /* Fetch page @p from its home into the system view. */
 static int fetch_page(size_t p)
 {
-    int home = pb_dsm_home(p);
+    int home, rc = home_lookup(p, &home);
     size_t off = p * pb_dsm.page_size;
     uint64_t start = pb_dsm_now_ns();
-    int rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
-                                   pb_dsm.page_size);
 
+    if (rc != 0)
+        return rc;
+    /* no home: no process released a write to it, and this copy was
+     * never fetched nor diffed into, so it still holds the zeros of the
+     * start */
+    if (home < 0 || home == pb_dsm.me)
+        return 0;
+    rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
+                               pb_dsm.page_size);
     if (rc != RSM_SUCCESS) {
         pb_error("dsm: fetching page %zu from process %d failed: %s", p, home, rsm_strerror(rc));
         return POSTBOX_DSM_ERR_COMMUNICATION;
@@ -63,7 +197,9 @@ static int fetch_page(size_t p)
 /* under @protocol: a store hits page @p, valid and read-only */
 static int make_dirty(size_t p)
 {
-    if (pb_dsm_home(p) != pb_dsm.me) {
+    /* (a page no process homes yet gets a twin too: another may claim it
+     * first at its release) */
+    if (!is_mine(p)) {
         char *twin = malloc(pb_dsm.page_size);
 
         if (twin == NULL) {
@@ -142,6 +278,15 @@ int pb_dsm_coherence_init(void)
 {
     struct sigaction sa;
     size_t n = pb_dsm.npages;
+    pb_dsm_ctl_t *layout = malloc(sizeof(*layout)); /* (large) */
+
+    if (layout == NULL) {
+        pb_error("dsm: no memory for a control segment's layout");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    pb_dsm_ctl_layout(layout, 0);
+    pb_dsm.homes_off = layout->homes_off;
+    free(layout);
 
     pb_dsm.state = calloc(n, 1);
     pb_dsm.twins = calloc(n, sizeof(char *));
@@ -149,8 +294,10 @@ int pb_dsm_coherence_init(void)
     pb_dsm.unsent = calloc(n, sizeof(uint32_t));
     pb_dsm.unsent_mark = calloc(n, 1);
     pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
+    pb_dsm.homes = calloc(n, 1);
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
-        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL) {
+        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
+        pb_dsm.homes == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -181,7 +328,9 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.unsent);
     free(pb_dsm.unsent_mark);
     free(pb_dsm.log_seen);
+    free(pb_dsm.homes);
     pb_dsm.log_seen = NULL;
+    pb_dsm.homes = NULL;
     pb_dsm.state = NULL;
     pb_dsm.twins = NULL;
     pb_dsm.dirty = pb_dsm.unsent = NULL;
@@ -469,6 +618,36 @@ static void log_append(const uint32_t *pages, size_t n)
     atomic_store_explicit(&ctl->log_head, head, memory_order_release);
 }
 
+/* under @protocol, at a release (the dirty list sorted): claim the dirty
+ * pages no process is known to home; those won drop their twins, as home
+ * pages have none, so that no diff is made of them */
+static int claim_unhomed(void)
+{
+    uint32_t *pages = malloc(pb_dsm.ndirty * sizeof(*pages));
+    size_t n = 0;
+    int rc;
+
+    if (pages == NULL) {
+        pb_error("dsm: no memory for a release");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < pb_dsm.ndirty; i++)
+        if (pb_dsm.homes[pb_dsm.dirty[i]] == 0)
+            pages[n++] = pb_dsm.dirty[i];
+    rc = n > 0 ? home_claim(pages, n) : 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (is_mine(pages[i])) {
+            free(pb_dsm.twins[pages[i]]);
+            pb_dsm.twins[pages[i]] = NULL;
+        } else if (home_known(pages[i]) < 0) {
+            pb_error("dsm: page %u has no home after its claim", pages[i]);
+            rc = POSTBOX_DSM_ERR_COMMUNICATION;
+        }
+    }
+    free(pages);
+    return rc;
+}
+
 int pb_dsm_flush_locked(void)
 {
     run_list_t *lists;
@@ -483,6 +662,9 @@ int pb_dsm_flush_locked(void)
     rc = protect_list(pb_dsm.dirty, pb_dsm.ndirty, PROT_READ);
     if (rc != 0)
         return rc;
+    rc = claim_unhomed();
+    if (rc != 0)
+        return rc;
     lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
     packs = calloc((size_t)pb_dsm.nprocs, sizeof(*packs));
     if (lists == NULL || packs == NULL) {
@@ -495,7 +677,7 @@ int pb_dsm_flush_locked(void)
      * all between an open and a close of the import's barrier */
     for (size_t i = 0; i < pb_dsm.ndirty && rc == 0; i++) {
         uint32_t p = pb_dsm.dirty[i];
-        int home = pb_dsm_home(p);
+        int home = home_known(p);
 
         if (pb_dsm.twins[p] == NULL)
             continue;
@@ -572,7 +754,7 @@ static int invalidate_list(uint32_t *pages, size_t n)
     for (size_t i = 0; i < n; i++) {
         uint32_t p = pages[i];
 
-        if (pb_dsm_home(p) == pb_dsm.me || pb_dsm.state[p] == PB_DSM_INVALID)
+        if (is_mine(p) || pb_dsm.state[p] == PB_DSM_INVALID)
             continue;
         pb_dsm.state[p] = PB_DSM_INVALID;
         pages[kept++] = p;
@@ -589,7 +771,7 @@ int pb_dsm_invalidate_all_locked(void)
     if (rc != 0)
         return rc;
     for (size_t p = 0; p < pb_dsm.npages; p++)
-        if (pb_dsm.state[p] != PB_DSM_INVALID && pb_dsm_home(p) != pb_dsm.me)
+        if (pb_dsm.state[p] != PB_DSM_INVALID && !is_mine((size_t)p))
             pb_dsm.dirty[n++] = (uint32_t)p; /* (the dirty list is empty: a scratch list) */
     rc = invalidate_list(pb_dsm.dirty, n);
     return rc;

@@ -118,15 +118,6 @@ void pb_dsm_slot_release(void)
     dsm_slot = -1;
 }
 
-/* ---- homes --------------------------------------------------------------------- */
-
-/* Pages are homed round-robin in blocks of PB_DSM_HOME_BLOCK pages from the
- * range's start. */
-int pb_dsm_home(size_t page)
-{
-    return (int)((page / PB_DSM_HOME_BLOCK) % (size_t)pb_dsm.nprocs);
-}
-
 /* ---- rpcs ------------------------------------------------------------------------ */
 
 /* the handler's spin word: handlers are short; a waiter yields */
@@ -412,6 +403,8 @@ size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
         off += round_up(pb_dsm.npages * sizeof(uint32_t), 64);
         hdr->area_off = off;
         off += 2 * pb_dsm.npages * sizeof(uint64_t);
+        hdr->homes_off = off;
+        off += round_up(pb_dsm.npages, 64);
     }
     off = round_up(off, pb_dsm.page_size);
     hdr->size = off;
@@ -779,7 +772,7 @@ static void print_stats(void)
                  "postbox-dsm-stats: process=%d processes=%d node=%d nodes=%d "
                  "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
                  "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
-                 "lock_acquires=%llu barriers=%llu",
+                 "lock_acquires=%llu barriers=%llu home_pages=%llu",
                  pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
                  (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
                  (unsigned long long)atomic_load(&c->read_faults),
@@ -790,7 +783,8 @@ static void print_stats(void)
                  (unsigned long long)atomic_load(&c->diff_bytes),
                  (unsigned long long)atomic_load(&c->invalidations),
                  (unsigned long long)atomic_load(&c->lock_acquires),
-                 (unsigned long long)atomic_load(&c->barriers));
+                 (unsigned long long)atomic_load(&c->barriers),
+                 (unsigned long long)atomic_load(&c->home_pages));
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",
@@ -917,6 +911,7 @@ PB_EXPORT int postbox_dsm_stats(postbox_dsm_stats_t *s)
     s->invalidations = atomic_load(&c->invalidations);
     s->lock_acquires = atomic_load(&c->lock_acquires);
     s->barriers = atomic_load(&c->barriers);
+    s->home_pages = atomic_load(&c->home_pages);
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES; t++) {
         s->messages[t] = atomic_load(&c->messages[t]);
         s->bytes[t] = atomic_load(&c->bytes[t]);

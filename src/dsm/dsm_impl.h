@@ -33,6 +33,7 @@
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
  *   | uint64 area[2][npages]  |  a finished episode's notices
+ *   | uint8 homes[npages]     |  the home directory: home + 1, 0 unclaimed
  *   +-------------------------+
  */
 #ifndef PB_DSM_IMPL_H
@@ -46,14 +47,14 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0001) /* "pb-dsm" + version 1 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0002) /* "pb-dsm" + version 2 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
 #define PB_DSM_LOCK_QUEUE 32  /* waiters queued at one lock */
 #define PB_DSM_MAX_BARRIERS 1024
-#define PB_DSM_MAX_BLOCKS 16384                      /* blocks of process 0's allocator */
-#define PB_DSM_HOME_BLOCK 16                         /* pages of one home block */
+#define PB_DSM_MAX_BLOCKS 16384 /* blocks of process 0's allocator */
+#define PB_DSM_HOME_BLOCK 16    /* the range's size is a multiple of these pages */
 #define PB_DSM_BASE_HINT ((uintptr_t)0x300000000000) /* clear of ASan's shadow */
 #define PB_DSM_LOG_ENTRIES 16384                     /* pages of a process's release log */
 #define PB_DSM_MAX_PROCS 255
@@ -117,7 +118,8 @@ typedef struct {
     uint64_t log_off;    /* uint64 log[PB_DSM_LOG_ENTRIES]: seq << 32 | page */
     uint64_t writer_off; /* process 0: int32 writer[npages] */
     uint64_t touched_off;
-    uint64_t area_off; /* uint64 area[2][npages] */
+    uint64_t area_off;  /* uint64 area[2][npages] */
+    uint64_t homes_off; /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
 
     _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
 
@@ -174,6 +176,7 @@ enum {
     PB_DSM_OP_THREAD_QUEUE,    /* a = fn, b = arg, c = creator, d = join index */
     PB_DSM_OP_THREAD_DEQUEUE,  /* reply: a = fn, b = arg, c = creator << 32 | join index */
     PB_DSM_OP_THREAD_DONE,     /* a = join index, b = return value */
+    PB_DSM_OP_HOME_CLAIM,      /* b = process; pages follow; reply a = pages won */
 };
 
 typedef struct {
@@ -241,6 +244,8 @@ typedef struct {
     size_t nunsent;
     uint8_t *unsent_mark;
     uint64_t *log_seen; /* per process: its release log read up to here */
+    uint8_t *homes;     /* per page: its home + 1 as known here, 0 not known */
+    size_t homes_off;   /* the home directory's offset in process 0's ctl */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
     pthread_mutex_t wait_mutex;
@@ -272,7 +277,7 @@ extern pb_dsm_t pb_dsm;
 /* statistics (relaxed atomic counters) */
 typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
-        invalidations, lock_acquires, barriers;
+        invalidations, lock_acquires, barriers, home_pages;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
     /* request/reply exchanges with another process (page gets, requests on
      * its control segment) and the nanoseconds they took, by type: printed
@@ -326,7 +331,6 @@ void pb_dsm_wait(int (*done)(void *arg), void *arg);
 void pb_dsm_wake_local(void);
 void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                     size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
-int pb_dsm_home(size_t page);
 /* the control segment's size and layout of process @proc into *@hdr */
 size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc);
 
@@ -343,6 +347,10 @@ int pb_dsm_invalidate_all_locked(void);
 /* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine */
 int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
 int pb_dsm_release(void);
+/* the home directory's request (process 0's ctl): claim the pages not
+ * homed yet for process req->b */
+void pb_dsm_handle_home_claim(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                              pb_dsm_reply_t *reply);
 /* an acquire (a lock, a thread's start, a join): invalidate the pages
  * others released since this process last read their release logs */
 int pb_dsm_acquire_logs(void);

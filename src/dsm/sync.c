@@ -361,6 +361,7 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
     case PB_DSM_OP_THREAD_QUEUE:
     case PB_DSM_OP_THREAD_DEQUEUE:
     case PB_DSM_OP_THREAD_DONE: handle_thread(ctl, req, reply); return;
+    case PB_DSM_OP_HOME_CLAIM: pb_dsm_handle_home_claim(ctl, req, pages, reply); return;
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
 }

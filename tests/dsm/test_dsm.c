@@ -15,6 +15,10 @@
  *                         T > 1) that reach the shared data through a C
  *                         global set by main; the same checks, and the
  *                         threads' return values through join
+ *   pbt-dsm homes         each process writes its own band of pages: it
+ *                         becomes their home (the statistics' home_pages)
+ *                         and its releases diff none of them, for three
+ *                         rounds; every process reads every band
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -221,6 +225,50 @@ static int run_spmd(void)
     return 0;
 }
 
+/* First-writer homes: process p writes band p (HOME_BAND pages, which the
+ * old round-robin homes in 16-page blocks would have spread over the
+ * processes), becomes their home, and diffs none of them at its releases;
+ * every process checks every band after the barrier, three rounds. */
+#define HOME_BAND 40
+
+static long band_value(int round, int owner, long i)
+{
+    return round * 1000003L + owner * 100000L + i;
+}
+
+static int run_homes(void)
+{
+    int n = postbox_dsm_process_count();
+    long words = HOME_BAND * PAGE / sizeof(long);
+    long *bands = postbox_dsm_alloc((size_t)n * HOME_BAND * PAGE);
+    postbox_dsm_stats_t before, after;
+
+    CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    OK(postbox_dsm_barrier(0, n));
+    for (int round = 0; round < 3; round++) {
+        long *mine = bands + me * words;
+
+        OK(postbox_dsm_stats(&before));
+        for (long i = 0; i < words; i++)
+            mine[i] = band_value(round, me, i);
+        OK(postbox_dsm_barrier(0, n));
+        OK(postbox_dsm_stats(&after));
+        CHECK(after.diffs == before.diffs, "round %d: %llu pages of this process's band diffed",
+              round, (unsigned long long)(after.diffs - before.diffs));
+        CHECK(after.home_pages - before.home_pages == (round == 0 ? HOME_BAND : 0),
+              "round %d: this process became the home of %llu pages, not %d", round,
+              (unsigned long long)(after.home_pages - before.home_pages),
+              round == 0 ? HOME_BAND : 0);
+        for (int q = 0; q < n; q++)
+            for (long i = 0; i < words; i++)
+                CHECK(bands[q * words + i] == band_value(round, q, i),
+                      "round %d: band %d word %ld is %ld, not %ld", round, q, i,
+                      bands[q * words + i], band_value(round, q, i));
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -252,9 +300,10 @@ static int run_timing(void)
     lock = *(int *)(region + PAGE);
     if (me == 1) {
         t0 = now_us();
-        /* pages homed at process 0: blocks of 16 pages, round-robin */
+        /* pages homed at process 0, their first writer (page 1, read
+         * above, is valid here already) */
         for (int p = 0; p < pages; p++)
-            if ((p / 16) % n == 0 && p != 1) {
+            if (p != 1) {
                 sum += region[(size_t)p * PAGE];
                 fetched++;
             }
@@ -450,7 +499,8 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | threads T | timing | killed | errors | segv\n");
+        fprintf(stderr,
+                "usage: pbt-dsm spmd | homes | threads T | timing | killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -462,6 +512,8 @@ int main(int argc, char **argv)
     me = postbox_dsm_process();
     if (strcmp(test_name, "spmd") == 0) {
         rc = run_spmd();
+    } else if (strcmp(test_name, "homes") == 0) {
+        rc = run_homes();
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -488,7 +540,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
                 (unsigned long long)stats.barriers,
                 (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    if (me == 0 || strcmp(test_name, "spmd") == 0) {
+    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
