@@ -93,12 +93,19 @@ static uint64_t pattern(unsigned i)
 
 /* ---- the pages ------------------------------------------------------------ */
 
-/* Process 1: write the pattern into every page of the pool (each store to
- * a home page is a write notice of the next barrier). */
+/* Process 1: write the pattern into every page of the pool, and the count
+ * of these writes into its second word, so that every page changes (its
+ * home's release notices it, whether its store faults or the page is
+ * compared with its snapshot). */
 static void touch_pages(void)
 {
-    for (unsigned i = 0; i < POOL_PAGES; i++)
-        *(volatile uint64_t *)g.pool[i] = pattern(i);
+    static uint64_t touches;
+
+    touches++;
+    for (unsigned i = 0; i < POOL_PAGES; i++) {
+        ((volatile uint64_t *)g.pool[i])[0] = pattern(i);
+        ((volatile uint64_t *)g.pool[i])[1] = touches;
+    }
 }
 
 /* Collective: allocate the blocks, find process 1's pages, and have it fill

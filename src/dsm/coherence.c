@@ -295,9 +295,11 @@ int pb_dsm_coherence_init(void)
     pb_dsm.unsent_mark = calloc(n, 1);
     pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
     pb_dsm.homes = calloc(n, 1);
+    pb_dsm.hot = calloc(n, sizeof(uint32_t));
+    pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
         pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
-        pb_dsm.homes == NULL) {
+        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -329,8 +331,13 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.unsent_mark);
     free(pb_dsm.log_seen);
     free(pb_dsm.homes);
+    free(pb_dsm.hot);
+    free(pb_dsm.written_at);
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
+    pb_dsm.hot = pb_dsm.written_at = NULL;
+    pb_dsm.nhot = 0;
+    pb_dsm.releases = 0;
     pb_dsm.state = NULL;
     pb_dsm.twins = NULL;
     pb_dsm.dirty = pb_dsm.unsent = NULL;
@@ -648,21 +655,114 @@ static int claim_unhomed(void)
     return rc;
 }
 
+/* under @protocol: has hot page @p changed since its snapshot?  The
+ * snapshot takes each changed word as it is read: a store of another
+ * thread after that read is found at the next release (it is concurrent
+ * with this one). */
+static int hot_changed(size_t p)
+{
+    volatile const uint32_t *cur = (volatile const uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size);
+    uint32_t *snap = (uint32_t *)pb_dsm.twins[p];
+    size_t words = pb_dsm.page_size / 4;
+    int changed = 0;
+
+    for (size_t i = 0; i < words; i++) {
+        uint32_t w = cur[i];
+
+        if (w != snap[i]) {
+            snap[i] = w;
+            changed = 1;
+        }
+    }
+    return changed;
+}
+
+/* under @protocol, at release @r: look at the hot pages.  Those changed
+ * since their snapshots go to @written (with their count in *@n); a hot
+ * page found unchanged at the last PB_DSM_HOT_RELEASES releases is
+ * write-protected first, looked at a last time, and becomes an ordinary
+ * home page again (its next store faults). */
+static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
+{
+    size_t kept = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < pb_dsm.nhot; i++) {
+        uint32_t p = pb_dsm.hot[i];
+        int idle = r - pb_dsm.written_at[p] > PB_DSM_HOT_RELEASES;
+
+        if (idle && rc == 0)
+            rc = protect(p, 1, PROT_READ);
+        if (hot_changed(p)) {
+            pb_dsm.written_at[p] = r;
+            written[(*n)++] = p;
+        }
+        if (idle && rc == 0) {
+            free(pb_dsm.twins[p]);
+            pb_dsm.twins[p] = NULL;
+            pb_dsm.state[p] = PB_DSM_READ;
+        } else {
+            pb_dsm.hot[kept++] = p;
+        }
+    }
+    pb_dsm_count(&pb_dsm_counters.hot_compares, pb_dsm.nhot);
+    pb_dsm.nhot = kept;
+    return rc;
+}
+
+/* under @protocol: is dirty page @p a home page written at one of the
+ * last PB_DSM_HOT_RELEASES releases before @r too (it stays writable)? */
+static int to_heat(uint32_t p, uint32_t r)
+{
+    return pb_dsm.twins[p] == NULL && is_mine(p) && pb_dsm.written_at[p] != 0 &&
+           r - pb_dsm.written_at[p] <= PB_DSM_HOT_RELEASES;
+}
+
 int pb_dsm_flush_locked(void)
 {
     run_list_t *lists;
     pack_t *packs;
+    uint32_t *cold, r;
+    uint8_t *heat;
+    size_t ncold = 0, nwritten = 0;
     int rc;
 
-    if (pb_dsm.ndirty == 0)
+    if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0)
         return 0;
+    /* (releases count only those that find pages written: an acquire's
+     * flush that finds none does not age the hot pages) */
+    r = pb_dsm.releases + 1 == 0 ? 1 : pb_dsm.releases + 1; /* (0 is "never written") */
     qsort(pb_dsm.dirty, pb_dsm.ndirty, sizeof(uint32_t), cmp_u32);
-    /* write-protect first: a store from another thread now faults and
-     * waits for us, so no store lands between the diff and the end */
-    rc = protect_list(pb_dsm.dirty, pb_dsm.ndirty, PROT_READ);
-    if (rc != 0)
+    /* the hot pages changed go after the dirty ones (disjoint sets: the
+     * list holds every page) */
+    rc = hot_scan(r, pb_dsm.dirty + pb_dsm.ndirty, &nwritten);
+    if (rc != 0 || pb_dsm.ndirty + nwritten == 0)
         return rc;
-    rc = claim_unhomed();
+    pb_dsm.releases = r;
+    /* write-protect first: a store from another thread now faults and
+     * waits for us, so no store lands between the diff and the end (hot
+     * home pages stay writable: they have no diff) */
+    cold = malloc((pb_dsm.ndirty + 1) * sizeof(*cold));
+    heat = malloc(pb_dsm.ndirty + 1);
+    if (cold == NULL || heat == NULL) {
+        free(cold);
+        free(heat);
+        pb_error("dsm: no memory for a release");
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
+        heat[i] = (uint8_t)to_heat(pb_dsm.dirty[i], r);
+        if (!heat[i])
+            cold[ncold++] = pb_dsm.dirty[i];
+    }
+    rc = protect_list(cold, ncold, PROT_READ);
+    free(cold);
+    if (rc == 0)
+        rc = claim_unhomed();
+    if (rc != 0) {
+        free(heat);
+        return rc;
+    }
     if (rc != 0)
         return rc;
     lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
@@ -719,19 +819,37 @@ int pb_dsm_flush_locked(void)
     }
     free(lists);
     free(packs);
-    if (rc != 0)
+    if (rc != 0) {
+        free(heat);
         return rc;
-    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
+    }
+    for (size_t i = 0; i < pb_dsm.ndirty && rc == 0; i++) {
         uint32_t p = pb_dsm.dirty[i];
 
-        free(pb_dsm.twins[p]);
-        pb_dsm.twins[p] = NULL;
-        pb_dsm.state[p] = PB_DSM_READ;
+        if (heat[i]) {
+            /* stays writable, with a snapshot to find its stores */
+            pb_dsm.twins[p] = malloc(pb_dsm.page_size);
+            if (pb_dsm.twins[p] == NULL) {
+                pb_error("dsm: no memory for a snapshot page");
+                rc = POSTBOX_DSM_ERR_NO_MEMORY;
+                break;
+            }
+            memcpy(pb_dsm.twins[p], pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
+            pb_dsm.hot[pb_dsm.nhot++] = p;
+        } else {
+            free(pb_dsm.twins[p]);
+            pb_dsm.twins[p] = NULL;
+            pb_dsm.state[p] = PB_DSM_READ;
+        }
+        pb_dsm.written_at[p] = r;
         note_unsent(p);
     }
-    log_append(pb_dsm.dirty, pb_dsm.ndirty);
+    for (size_t i = 0; i < nwritten; i++)
+        note_unsent(pb_dsm.dirty[pb_dsm.ndirty + i]);
+    free(heat);
+    log_append(pb_dsm.dirty, pb_dsm.ndirty + nwritten);
     pb_dsm.ndirty = 0;
-    return 0;
+    return rc;
 }
 
 int pb_dsm_release(void)

@@ -772,7 +772,7 @@ static void print_stats(void)
                  "postbox-dsm-stats: process=%d processes=%d node=%d nodes=%d "
                  "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
                  "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
-                 "lock_acquires=%llu barriers=%llu home_pages=%llu",
+                 "lock_acquires=%llu barriers=%llu home_pages=%llu hot_compares=%llu",
                  pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
                  (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
                  (unsigned long long)atomic_load(&c->read_faults),
@@ -784,7 +784,8 @@ static void print_stats(void)
                  (unsigned long long)atomic_load(&c->invalidations),
                  (unsigned long long)atomic_load(&c->lock_acquires),
                  (unsigned long long)atomic_load(&c->barriers),
-                 (unsigned long long)atomic_load(&c->home_pages));
+                 (unsigned long long)atomic_load(&c->home_pages),
+                 (unsigned long long)atomic_load(&c->hot_compares));
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",

@@ -58,6 +58,7 @@
 #define PB_DSM_BASE_HINT ((uintptr_t)0x300000000000) /* clear of ASan's shadow */
 #define PB_DSM_LOG_ENTRIES 16384                     /* pages of a process's release log */
 #define PB_DSM_MAX_PROCS 255
+#define PB_DSM_HOT_RELEASES 4 /* a home page written twice within these releases stays writable */
 #define PB_DSM_WRITER_NONE (-1)
 #define PB_DSM_WRITER_MANY (-2)
 
@@ -237,7 +238,7 @@ typedef struct {
     /* coherence, under @protocol */
     pthread_mutex_t protocol;
     uint8_t *state;  /* per page */
-    char **twins;    /* per page: the twin of a dirty non-home page */
+    char **twins;    /* per page: the twin of a dirty non-home page, or a hot page's snapshot */
     uint32_t *dirty; /* dirty pages */
     size_t ndirty;
     uint32_t *unsent; /* pages released since the last barrier arrival */
@@ -245,7 +246,11 @@ typedef struct {
     uint8_t *unsent_mark;
     uint64_t *log_seen; /* per process: its release log read up to here */
     uint8_t *homes;     /* per page: its home + 1 as known here, 0 not known */
-    size_t homes_off;   /* the home directory's offset in process 0's ctl */
+    uint32_t *hot;      /* home pages left writable, with a snapshot in @twins */
+    size_t nhot;
+    uint32_t *written_at; /* per page: the release that last found it written */
+    uint32_t releases;    /* releases that found pages written */
+    size_t homes_off;     /* the home directory's offset in process 0's ctl */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
     pthread_mutex_t wait_mutex;
@@ -277,7 +282,7 @@ extern pb_dsm_t pb_dsm;
 /* statistics (relaxed atomic counters) */
 typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
-        invalidations, lock_acquires, barriers, home_pages;
+        invalidations, lock_acquires, barriers, home_pages, hot_compares;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
     /* request/reply exchanges with another process (page gets, requests on
      * its control segment) and the nanoseconds they took, by type: printed
