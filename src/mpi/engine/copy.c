@@ -37,6 +37,18 @@
  * next large put usually follows at once. */
 #define HELPER_POLL_NS 30000
 
+/* A job posted while the helper was awake where it copied less than
+ * 1 / HELPER_SHARE_MIN of the pieces, or where the caller spent more than
+ * 1 / HELPER_WAIT_MAX of the job waiting for the helper's last pieces,
+ * shows that the helper had no processor of its own (the node's cores are
+ * busy, and it was taken off its processor in the middle of a piece): the
+ * next large copies then go without it, 1, 3, 7 ... up to SKIP_MAX of them,
+ * before it is tried again; a job where it did its share in time ends the
+ * back-off. */
+#define HELPER_SHARE_MIN 4
+#define HELPER_WAIT_MAX 3
+#define SKIP_MAX 255
+
 /* Polls of the caller waiting for the helper's last pieces before each
  * sched_yield (the helper may share its core). */
 #define CALLER_POLLS 256
@@ -48,6 +60,7 @@ static struct {
     int started;               /* the helper runs (under job_lock) */
     int unavailable;           /* one CPU only, or the thread could not start */
     uint32_t gen;              /* the last job's generation (under job_lock) */
+    unsigned skip, skip_left;  /* the back-off (under job_lock) */
     _Atomic uint32_t posted;   /* the helper's futex word: the generation */
     _Atomic uint32_t sleeping; /* the helper is (about to be) asleep */
     _Atomic int stop;
@@ -174,14 +187,17 @@ void pb_eng_copy_large(void *dst, const void *src, size_t len)
 {
     size_t pieces, mine = 0;
     uint64_t v;
-    uint32_t gen;
+    uint32_t gen, asleep;
+    uint64_t start, waited, end;
 
     if (len < 2 * PIECE || pieces_of(len) >= UINT32_MAX ||
         pthread_mutex_trylock(&copy.job_lock) != 0) {
         memcpy(dst, src, len);
         return;
     }
-    if (!helper_start()) {
+    if (copy.skip_left > 0 || !helper_start()) {
+        if (copy.skip_left > 0)
+            copy.skip_left--;
         pthread_mutex_unlock(&copy.job_lock);
         memcpy(dst, src, len);
         return;
@@ -195,20 +211,34 @@ void pb_eng_copy_large(void *dst, const void *src, size_t len)
     atomic_store_explicit(&copy.len, len, memory_order_relaxed);
     atomic_store_explicit(&copy.next, (uint64_t)gen << 32, memory_order_release);
     atomic_store(&copy.posted, gen);
-    if (atomic_load(&copy.sleeping))
+    asleep = atomic_load(&copy.sleeping);
+    if (asleep)
         pb_futex_wake_all(&copy.posted);
+    start = now_ns();
     /* take pieces until none is left; the job's generation cannot change */
     while ((uint32_t)(v = atomic_fetch_add_explicit(&copy.next, 1, memory_order_relaxed)) <
            pieces) {
         copy_piece(dst, src, len, (uint32_t)v);
         mine++;
     }
+    waited = now_ns();
     for (int polls = 0; atomic_load_explicit(&copy.helped, memory_order_acquire) < pieces - mine;
          polls++) {
         if (polls % CALLER_POLLS == CALLER_POLLS - 1)
             sched_yield();
         else
             pb_cpu_relax();
+    }
+    end = now_ns();
+    if (asleep) {
+        /* a helper woken for this job may well have come too late: no
+         * judgement */
+    } else if ((pieces - mine) * HELPER_SHARE_MIN < pieces ||
+               (end - waited) * HELPER_WAIT_MAX > end - start) {
+        copy.skip = copy.skip * 2 + 1 < SKIP_MAX ? copy.skip * 2 + 1 : SKIP_MAX;
+        copy.skip_left = copy.skip;
+    } else {
+        copy.skip = 0;
     }
     pthread_mutex_unlock(&copy.job_lock);
 }
@@ -226,5 +256,6 @@ void pb_eng_copy_finalize(void)
     }
     copy.started = 0;
     copy.unavailable = 0;
+    copy.skip = copy.skip_left = 0;
     pthread_mutex_unlock(&copy.job_lock);
 }

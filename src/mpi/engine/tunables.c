@@ -36,11 +36,11 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: single-copy messages of this many bytes and more are copied half "
      "by the receiver (process_vm_readv) and half by the sender "
      "(process_vm_writev) at once; 0: the receiver copies it all."},
-    {"POSTBOX_COPY_HELP", PB_CONFIG_INT, "1048576",
+    {"POSTBOX_COPY_HELP", PB_CONFIG_INT, "2097152",
      "MPI: MPI_Put and MPI_Get toward a window mapped on this node copy "
      "this many bytes and more with a second thread of the process taking "
-     "half the pieces, when the process may run on more than one CPU; 0: "
-     "never."},
+     "pieces, when the process may run on more than one CPU (and stop "
+     "asking it for a while when it finds no free processor); 0: never."},
     {"POSTBOX_POLLALL", PB_CONFIG_INT, "1",
      "MPI: 1 polls every sender's ring (general polling, Sun MPI's "
      "MPI_POLLALL); 0 only those a receive or an answer is expected from."},
