@@ -41,7 +41,7 @@ if(POSTBOX_PMIX)
   endif()
 endif()
 # pb_target_add_pmix(TARGET): compile the PMIx client (src/boot/pmix.c)
-# into TARGET, which also compiles src/boot/pmi.c
+# into TARGET, which also compiles src/boot/pmi.c and pmi_join.c
 function(pb_target_add_pmix target)
   target_sources(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src/boot/pmix.c)
   target_include_directories(${target} PRIVATE ${POSTBOX_CONFIG_DIR})
