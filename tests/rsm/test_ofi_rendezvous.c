@@ -197,74 +197,93 @@ static void case_hello_without_tcp_outside_a_job(void)
     pbt_exporter_stop(&ex);
 }
 
-static void case_tcp_request_of_other_job_closed_without_reply(void)
-{
-    pbt_exporter_t ex;
-    pb_ofi_rv_hello_t hello;
-    pb_ofi_rv_request_t req;
-    pb_ofi_rv_reply_t reply;
-    int fd;
+/* One request to an exporter's rendezvous, and what must come of it. */
+typedef struct {
+    int over_tcp;       /* 1: its TCP rendezvous; 0: its node's abstract socket */
+    uint32_t segid_xor; /* the segment asked for: the exporter's, XORed with this */
+    const char *secret; /* the key of the request's MAC (hex) */
+    size_t piece;       /* sent in pieces of this many bytes, 20 ms apart (0: at once) */
+    int answered;       /* 1: a MACed PB_ERR_NOT_PUBLISHED comes; 0: the connection
+                         * closes without an answer */
+    int closed_after;   /* 1: the connection also ends after the answer */
+} exchange_t;
 
-    start_exporter(&ex, 1);
-    fd = tcp_dial(&ex, &hello);
-    req = request_for(&hello, ex.segid, "ffeeddccbbaa99887766554433221100");
-    CHECK_EQ_U64(send(fd, &req, sizeof(req), MSG_NOSIGNAL), sizeof(req));
-    CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), 0);
-    close(fd);
-    /* and it still answers a process of its job */
-    fd = tcp_dial(&ex, &hello);
-    req = request_for(&hello, ex.segid + 1, job_secret);
-    CHECK_EQ_U64(send(fd, &req, sizeof(req), MSG_NOSIGNAL), sizeof(req));
-    CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), sizeof(reply));
-    check_reply(&req, &reply, PB_ERR_NOT_PUBLISHED);
-    close(fd);
-    pbt_exporter_stop(&ex);
-}
-
-static void case_tcp_request_in_pieces_for_unpublished_segment(void)
+static void run_exchange(const pbt_exporter_t *ex, const exchange_t *x)
 {
-    pbt_exporter_t ex;
     pb_ofi_rv_hello_t hello;
     pb_ofi_rv_request_t req;
     pb_ofi_rv_reply_t reply;
     const char *bytes = (const char *)&req;
+    size_t piece = x->piece > 0 ? x->piece : sizeof(req);
     int fd;
 
-    start_exporter(&ex, 1);
-    fd = tcp_dial(&ex, &hello);
-    req = request_for(&hello, ex.segid ^ 0x10u, job_secret);
-    /* a stream: the exporter waits for the whole request */
-    for (size_t sent = 0; sent < sizeof(req); sent += 24) {
-        size_t piece = sizeof(req) - sent < 24 ? sizeof(req) - sent : 24;
+    if (x->over_tcp)
+        fd = tcp_dial(ex, &hello);
+    else
+        hello = abstract_hello(ex, &fd);
+    req = request_for(&hello, ex->segid ^ x->segid_xor, x->secret);
+    for (size_t sent = 0; sent < sizeof(req); sent += piece) {
+        size_t n = sizeof(req) - sent < piece ? sizeof(req) - sent : piece;
 
-        CHECK_EQ_U64(send(fd, bytes + sent, piece, MSG_NOSIGNAL), piece);
-        pbt_sleep_ms(20);
+        CHECK_EQ_U64(send(fd, bytes + sent, n, MSG_NOSIGNAL), n);
+        if (x->piece > 0)
+            pbt_sleep_ms(20);
     }
-    CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), sizeof(reply));
-    check_reply(&req, &reply, PB_ERR_NOT_PUBLISHED);
-    /* a refused importer's connection ends */
-    CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), 0);
+    if (x->answered) {
+        CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), sizeof(reply));
+        check_reply(&req, &reply, PB_ERR_NOT_PUBLISHED);
+    }
+    if (!x->answered || x->closed_after)
+        CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), 0);
     close(fd);
+}
+
+/* Run the @n exchanges @xs in turn with one exporter in a job. */
+static void run_exchanges(const exchange_t *xs, size_t n)
+{
+    pbt_exporter_t ex;
+
+    start_exporter(&ex, 1);
+    for (size_t i = 0; i < n; i++)
+        run_exchange(&ex, &xs[i]);
     pbt_exporter_stop(&ex);
+}
+
+static void case_tcp_request_of_other_job_closed_without_reply(void)
+{
+    static const exchange_t xs[] = {
+        {.over_tcp = 1, .secret = "ffeeddccbbaa99887766554433221100"},
+        /* and it still answers a process of its job */
+        {.over_tcp = 1, .segid_xor = 1, .secret = job_secret, .answered = 1},
+    };
+
+    run_exchanges(xs, sizeof(xs) / sizeof(xs[0]));
+}
+
+static void case_tcp_request_in_pieces_for_unpublished_segment(void)
+{
+    /* a stream: the exporter waits for the whole request; a refused
+     * importer's connection ends */
+    static const exchange_t xs[] = {
+        {.over_tcp = 1,
+         .segid_xor = 0x10,
+         .secret = job_secret,
+         .piece = 24,
+         .answered = 1,
+         .closed_after = 1},
+    };
+
+    run_exchanges(xs, sizeof(xs) / sizeof(xs[0]));
 }
 
 static void case_abstract_request_for_other_segment_not_published(void)
 {
-    pbt_exporter_t ex;
-    pb_ofi_rv_hello_t hello;
-    pb_ofi_rv_request_t req;
-    pb_ofi_rv_reply_t reply;
-    int fd;
-
-    start_exporter(&ex, 1);
-    hello = abstract_hello(&ex, &fd);
     /* the socket is the segment's: a request naming another is refused */
-    req = request_for(&hello, ex.segid + 1, job_secret);
-    CHECK_EQ_U64(send(fd, &req, sizeof(req), MSG_NOSIGNAL), sizeof(req));
-    CHECK_EQ_U64(read_full(fd, &reply, sizeof(reply)), sizeof(reply));
-    check_reply(&req, &reply, PB_ERR_NOT_PUBLISHED);
-    close(fd);
-    pbt_exporter_stop(&ex);
+    static const exchange_t xs[] = {
+        {.segid_xor = 1, .secret = job_secret, .answered = 1},
+    };
+
+    run_exchanges(xs, sizeof(xs) / sizeof(xs[0]));
 }
 
 static void case_tcp_silent_connection_closed_after_handshake_time(void)

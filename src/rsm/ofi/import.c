@@ -21,37 +21,10 @@
 #include "rsm/tcp.h"
 #include "util/log.h"
 #include "util/random.h"
+#include "util/sock.h"
 #include "util/time.h"
 
 /* ---- the rendezvous ------------------------------------------------------------------ */
-
-/* Receive one message of exactly @len bytes before @deadline (one packet
- * on the abstract socket; over TCP, as many reads as it takes).
- * @return PB_OK, PB_ERR_TIMEOUT, or PB_ERR_NOT_PUBLISHED (the exporter
- * closed: it withdrew the segment or died meanwhile). */
-static pb_status_t ofi_rv_recv(int fd, void *buf, size_t len, int64_t deadline)
-{
-    size_t got = 0;
-
-    for (;;) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int wait = pb_time_remaining_ms(deadline, -1);
-        ssize_t n;
-
-        if (wait == 0)
-            return PB_ERR_TIMEOUT;
-        if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
-            return PB_ERR_IO;
-        n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (n <= 0)
-            return PB_ERR_NOT_PUBLISHED;
-        got += (size_t)n;
-        if (got == len)
-            return PB_OK;
-    }
-}
 
 /* Dial the exporter's rendezvous over TCP at @peer before @deadline: the
  * connection in *@fd_p (non-blocking).  @return PB_OK, PB_ERR_NOT_PUBLISHED
@@ -148,8 +121,12 @@ static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, int64_t deadlin
     pb_rsm_import_t *im = ti->im;
     pb_ofi_rv_hello_t hello;
     pb_ofi_rv_request_t req = {.magic = PB_OFI_RV_MAGIC, .type = OFI_RV_REQUEST};
-    pb_status_t status = ofi_rv_recv(fd, &hello, sizeof(hello), deadline);
+    pb_status_t status = pb_sock_recv_msg(fd, &hello, sizeof(hello), deadline);
 
+    if (status == PB_ERR_CONN_ABORTED) {
+        /* closed: the exporter withdrew the segment or died meanwhile */
+        return PB_ERR_NOT_PUBLISHED;
+    }
     if (status != PB_OK)
         return status;
     if (hello.magic != PB_OFI_RV_MAGIC || hello.type != OFI_RV_HELLO)
@@ -166,8 +143,8 @@ static pb_status_t ofi_rv_handshake(pb_ofi_import_t *ti, int fd, int64_t deadlin
     /* (a fresh connection's buffer holds it whole, on either socket) */
     if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
         return PB_ERR_NOT_PUBLISHED;
-    status = ofi_rv_recv(fd, reply, sizeof(*reply), deadline);
-    if (status == PB_ERR_NOT_PUBLISHED) {
+    status = pb_sock_recv_msg(fd, reply, sizeof(*reply), deadline);
+    if (status == PB_ERR_CONN_ABORTED) {
         /* closed without a reply: a refusal of our MAC (another job) */
         return PB_ERR_PERMISSION;
     }

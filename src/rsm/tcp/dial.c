@@ -27,35 +27,8 @@
 #include "rsm/tcp/tcp_impl.h"
 #include "util/log.h"
 #include "util/random.h"
+#include "util/sock.h"
 #include "util/time.h"
-
-/* Move @len bytes over the blocking handshake, giving up at @deadline. */
-static pb_status_t tcp_handshake_io(int fd, void *buf, size_t len, int sending, int64_t deadline)
-{
-    size_t done = 0;
-
-    while (done < len) {
-        struct pollfd pfd = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
-        int wait = pb_time_remaining_ms(deadline, TCP_CONNECT_TIMEOUT_MS);
-        ssize_t n;
-
-        if (wait == 0)
-            return PB_ERR_TIMEOUT;
-        if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
-            return PB_ERR_IO;
-        n = sending ? send(fd, (char *)buf + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
-                    : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
-        if (n == 0)
-            return PB_ERR_CONN_ABORTED;
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            return PB_ERR_CONN_ABORTED;
-        }
-        done += (size_t)n;
-    }
-    return PB_OK;
-}
 
 /* Connect to the rendezvous socket of (@node, @segid) under @prefix (this
  * transport's, or the ofi transport's for a relayed LOOKUP), if it is on
@@ -204,7 +177,7 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
         goto err;
     }
     /* (closed before its HELLO: PB_ERR_CONN_ABORTED, see tcp_impl.h) */
-    status = tcp_handshake_io(fd, &hello, sizeof(hello), 0, deadline);
+    status = pb_sock_recv_msg(fd, &hello, sizeof(hello), deadline);
     if (status != PB_OK)
         goto err;
     if (!pb_tcp_msg_hdr_ok(&hello.hdr, PB_TCP_MSG_HELLO)) {
@@ -227,9 +200,9 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
     auth.source_port = source.sin_port;
     auth.flags = pb_tcp_payload_mac_wanted(peer->sin_addr.s_addr) ? PB_TCP_HS_PAYLOAD_MAC : 0;
     auth.mac = pb_tcp_auth_mac(key, hello.nonce, &auth);
-    status = tcp_handshake_io(fd, &auth, sizeof(auth), 1, deadline);
+    status = pb_sock_send_msg(fd, &auth, sizeof(auth), deadline);
     if (status == PB_OK)
-        status = tcp_handshake_io(fd, &welcome, sizeof(welcome), 0, deadline);
+        status = pb_sock_recv_msg(fd, &welcome, sizeof(welcome), deadline);
     if (status == PB_ERR_CONN_ABORTED)
         status = PB_ERR_NOT_PUBLISHED; /* the exporter died meanwhile */
     if (status != PB_OK)

@@ -1,0 +1,48 @@
+/*
+ * A handshake's messages on a non-blocking socket, before a deadline
+ * (util/sock.h).
+ */
+#include "util/sock.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "util/time.h"
+
+/* Send @len bytes of @out, or receive them into @in (the other is NULL),
+ * on @fd before @deadline_ms.  @return as pb_sock_recv_msg. */
+static pb_status_t sock_move(int fd, const char *out, char *in, size_t len, int64_t deadline_ms)
+{
+    int sending = out != NULL;
+    size_t done = 0;
+
+    while (done < len) {
+        struct pollfd pfd = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
+        int wait = pb_time_remaining_ms(deadline_ms, -1);
+        ssize_t n;
+
+        if (wait == 0)
+            return PB_ERR_TIMEOUT;
+        if (poll(&pfd, 1, wait) < 0 && errno != EINTR)
+            return PB_ERR_IO;
+        n = sending ? send(fd, out + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL)
+                    : recv(fd, in + done, len - done, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n <= 0)
+            return PB_ERR_CONN_ABORTED;
+        done += (size_t)n;
+    }
+    return PB_OK;
+}
+
+pb_status_t pb_sock_recv_msg(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+    return sock_move(fd, NULL, buf, len, deadline_ms);
+}
+
+pb_status_t pb_sock_send_msg(int fd, const void *buf, size_t len, int64_t deadline_ms)
+{
+    return sock_move(fd, buf, NULL, len, deadline_ms);
+}
