@@ -1,6 +1,5 @@
 /*
- * A handshake's messages on a non-blocking socket, before a deadline
- * (util/sock.h).
+ * A handshake on a non-blocking socket, before a deadline (util/sock.h).
  */
 #include "util/sock.h"
 
@@ -9,6 +8,28 @@
 #include <sys/socket.h>
 
 #include "util/time.h"
+
+pb_status_t pb_sock_connect(int fd, const struct sockaddr *addr, socklen_t len, int64_t deadline_ms,
+                            int *err_p)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    socklen_t err_len = sizeof(*err_p);
+    int ready;
+
+    *err_p = 0;
+    if (connect(fd, addr, len) != 0 && errno != EINPROGRESS) {
+        *err_p = errno;
+        return PB_ERR_UNREACHABLE;
+    }
+    do
+        ready = poll(&pfd, 1, pb_time_remaining_ms(deadline_ms, -1));
+    while (ready < 0 && errno == EINTR);
+    if (ready == 0)
+        return PB_ERR_TIMEOUT;
+    if (ready < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, err_p, &err_len) != 0)
+        *err_p = errno;
+    return *err_p == 0 ? PB_OK : PB_ERR_UNREACHABLE;
+}
 
 /* Send @len bytes of @out, or receive them into @in (the other is NULL),
  * on @fd before @deadline_ms.  @return as pb_sock_recv_msg. */

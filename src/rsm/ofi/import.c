@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,25 +32,14 @@
 static pb_status_t ofi_rv_dial(const struct sockaddr_in *peer, int64_t deadline, int *fd_p)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1, err = 0, ready;
-    socklen_t err_len = sizeof(err);
-    struct pollfd pfd;
+    int one = 1, err;
 
     if (fd < 0)
         return PB_ERR_NO_RESOURCE;
-    if (connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) != 0 && errno != EINPROGRESS) {
-        err = errno;
-    } else {
-        pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
-        do
-            ready = poll(&pfd, 1, pb_time_remaining_ms(deadline, -1));
-        while (ready < 0 && errno == EINTR);
-        if (ready == 0) {
-            close(fd);
-            return PB_ERR_TIMEOUT;
-        }
-        if (ready < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
-            err = errno;
+    if (pb_sock_connect(fd, (const struct sockaddr *)peer, sizeof(*peer), deadline, &err) ==
+        PB_ERR_TIMEOUT) {
+        close(fd);
+        return PB_ERR_TIMEOUT;
     }
     if (err != 0) {
         char where[INET_ADDRSTRLEN];

@@ -136,33 +136,18 @@ pb_status_t pb_tcp_dial(const struct sockaddr_in *peer, const uint8_t key[PB_TCP
     pb_tcp_welcome_t welcome;
     struct sockaddr_in source;
     socklen_t source_len = sizeof(source);
-    struct pollfd pfd;
     pb_status_t status;
     const char *why;
-    int fd, ready, err = 0;
-    socklen_t err_len = sizeof(err);
+    int fd, err;
 
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return PB_ERR_NO_RESOURCE;
     pb_tcp_socket_tune(fd);
-    if (connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) != 0 && errno != EINPROGRESS) {
-        err = errno;
-    } else {
-        pfd = (struct pollfd){.fd = fd, .events = POLLOUT};
-        do
-            ready = poll(&pfd, 1, pb_time_remaining_ms(deadline, -1));
-        while (ready < 0 && errno == EINTR);
-        if (ready == 0) {
-            pb_debug("tcp: connect to port %u: no answer before the deadline",
-                     ntohs(peer->sin_port));
-            status = PB_ERR_TIMEOUT;
-            goto err;
-        }
-        if (ready < 0)
-            err = errno;
-        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
-            err = errno;
+    status = pb_sock_connect(fd, (const struct sockaddr *)peer, sizeof(*peer), deadline, &err);
+    if (status == PB_ERR_TIMEOUT) {
+        pb_debug("tcp: connect to port %u: no answer before the deadline", ntohs(peer->sin_port));
+        goto err;
     }
     if (err == 0 && getsockname(fd, (struct sockaddr *)&source, &source_len) != 0)
         err = errno;
