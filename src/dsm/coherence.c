@@ -655,26 +655,23 @@ static int claim_unhomed(void)
     return rc;
 }
 
-/* under @protocol: has hot page @p changed since its snapshot?  The
- * snapshot takes each changed word as it is read: a store of another
- * thread after that read is found at the next release (it is concurrent
- * with this one). */
+/* under @protocol: has hot page @p changed since its snapshot?  One
+ * memcmp over the page (vectorized by the C library: a page found
+ * unchanged costs a read of the two pages, not a loop over its words);
+ * a page that differs is copied whole into its snapshot.  A word read
+ * into the snapshot was in the page before this release ends, so any
+ * reader that acquires it fetches that value or a later one; a store of
+ * another thread after the copy read its word is found at the next
+ * release (it is concurrent with this one). */
 static int hot_changed(size_t p)
 {
-    volatile const uint32_t *cur = (volatile const uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size);
-    uint32_t *snap = (uint32_t *)pb_dsm.twins[p];
-    size_t words = pb_dsm.page_size / 4;
-    int changed = 0;
+    const char *cur = pb_dsm.sys + p * pb_dsm.page_size;
+    char *snap = pb_dsm.twins[p];
 
-    for (size_t i = 0; i < words; i++) {
-        uint32_t w = cur[i];
-
-        if (w != snap[i]) {
-            snap[i] = w;
-            changed = 1;
-        }
-    }
-    return changed;
+    if (memcmp(cur, snap, pb_dsm.page_size) == 0)
+        return 0;
+    memcpy(snap, cur, pb_dsm.page_size);
+    return 1;
 }
 
 /* under @protocol, at release @r: look at the hot pages.  Those changed
