@@ -17,7 +17,10 @@
  * is a full round trip in us.
  *
  * The pages: one collective allocation from the start of the shared range,
- * every other block of HOME_BLOCK_PAGES of which is the pool.  Process 1
+ * every other page of every other block of HOME_BLOCK_PAGES of which is
+ * the pool (a page after a pool page is written by no one, so a fault
+ * fetches one page, not the run of PB_DSM_FETCH_RUN pages that a fault
+ * on consecutive pages of one home fetches, docs/dsm.md).  Process 1
  * writes a pattern into the pool before the first barrier, so it is the
  * home of those pages (a page's home is its first writer, docs/dsm.md); process 0
  * reads the first word of one page per timed operation, then the next page.
@@ -43,7 +46,7 @@
 #define REQUEST_BYTES 40    /* a raw request: Strings' Get Page request (seed 004, Table 1) */
 #define HOME_BLOCK_PAGES 16 /* pages of one block of the allocation */
 #define POOL_BLOCKS 8       /* blocks allocated: every other one is the pool */
-#define POOL_PAGES (POOL_BLOCKS / 2 * HOME_BLOCK_PAGES)
+#define POOL_PAGES (POOL_BLOCKS / 2 * HOME_BLOCK_PAGES / 2)
 #define DSM_RANGE ((size_t)4 << 20)
 #define KEY_ADDR "dsm-rtt-addr"
 #define CMD_TCP_RR (PB_RAWNET_CMD_USER + 0) /* TCP request/reply of the command's size */
@@ -119,7 +122,7 @@ static void pages_setup(void)
     if (range == NULL)
         check_dsm(postbox_dsm_last_error(), "postbox_dsm_alloc");
     for (unsigned b = 1; b < POOL_BLOCKS; b += 2)
-        for (unsigned p = 0; p < HOME_BLOCK_PAGES; p++)
+        for (unsigned p = 0; p < HOME_BLOCK_PAGES; p += 2)
             g.pool[n++] = range + b * block + p * g.page;
     if (g.me == 1)
         touch_pages();

@@ -168,13 +168,20 @@ static int home_claim(const uint32_t *pages, size_t n)
 
 /* ---- faults --------------------------------------------------------------------- */
 
-/* Fetch page @p from its home into the system view. */
-static int fetch_page(size_t p)
+/* Fetch page @p from its home into the system view, with the pages
+ * after it that are invalid here and homed at the same process, up to
+ * PB_DSM_FETCH_RUN pages in all, in one get (a program that reads a page
+ * reads the next one too, as often as not: a block of LU's matrix is two
+ * pages).  Such a page's copy at its home holds every write released
+ * before this process's last acquire, as when a fault of its own fetched
+ * it.  *@count_p: the pages fetched (1 for a page that needed no get). */
+static int fetch_page(size_t p, size_t *count_p)
 {
     int home, rc = home_lookup(p, &home);
-    size_t off = p * pb_dsm.page_size;
+    size_t off = p * pb_dsm.page_size, n = 1;
     uint64_t start = pb_dsm_now_ns();
 
+    *count_p = 1;
     if (rc != 0)
         return rc;
     /* no home: no process released a write to it, and this copy was
@@ -182,15 +189,20 @@ static int fetch_page(size_t p)
      * start */
     if (home < 0 || home == pb_dsm.me)
         return 0;
+    while (n < PB_DSM_FETCH_RUN && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
+           home_known(p + n) == home)
+        n++;
     rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
-                               pb_dsm.page_size);
+                               n * pb_dsm.page_size);
     if (rc != RSM_SUCCESS) {
-        pb_error("dsm: fetching page %zu from process %d failed: %s", p, home, rsm_strerror(rc));
+        pb_error("dsm: fetching pages %zu..%zu from process %d failed: %s", p, p + n - 1, home,
+                 rsm_strerror(rc));
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
     pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
-    pb_dsm_count(&pb_dsm_counters.page_fetches, 1);
-    pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, pb_dsm.page_size);
+    pb_dsm_count(&pb_dsm_counters.page_fetches, n);
+    pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, n * pb_dsm.page_size);
+    *count_p = n;
     return 0;
 }
 
@@ -218,15 +230,16 @@ static int make_dirty(size_t p)
 /* under @protocol: the fault at page @p (@write: by a store, when known) */
 static int handle_fault(size_t p, int write)
 {
+    size_t n;
     int rc = 0;
 
     switch (pb_dsm.state[p]) {
     case PB_DSM_INVALID:
         pb_dsm_count(&pb_dsm_counters.read_faults, !write);
-        rc = fetch_page(p);
+        rc = fetch_page(p, &n);
         if (rc == 0) {
-            pb_dsm.state[p] = PB_DSM_READ;
-            rc = protect(p, 1, PROT_READ);
+            memset(pb_dsm.state + p, PB_DSM_READ, n);
+            rc = protect(p, n, PROT_READ);
         }
         if (rc == 0 && write)
             rc = make_dirty(p);

@@ -20,7 +20,7 @@
  *                         and its releases diff none of them, for four
  *                         rounds; from the third, its stores no longer
  *                         fault (hot home pages); every process reads
- *                         every band
+ *                         every band, a read fault fetching two pages
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -232,7 +232,9 @@ static int run_spmd(void)
  * processes), becomes their home, and diffs none of them at its releases;
  * every process checks every band after the barrier, four rounds.  The
  * band, written at two releases in a row, stays writable: the stores of
- * rounds 2 and 3 take no write fault. */
+ * rounds 2 and 3 take no write fault.  Reading another process's band
+ * from its start, each read fault fetches two pages (PB_DSM_FETCH_RUN):
+ * half as many faults as pages, each page fetched once. */
 #define HOME_BAND 40
 
 static long band_value(int round, int owner, long i)
@@ -245,7 +247,7 @@ static int run_homes(void)
     int n = postbox_dsm_process_count();
     long words = HOME_BAND * PAGE / sizeof(long);
     long *bands = postbox_dsm_alloc((size_t)n * HOME_BAND * PAGE);
-    postbox_dsm_stats_t before, after;
+    postbox_dsm_stats_t before, after, read;
 
     CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
     OK(postbox_dsm_barrier(0, n));
@@ -271,6 +273,13 @@ static int run_homes(void)
                 CHECK(bands[q * words + i] == band_value(round, q, i),
                       "round %d: band %d word %ld is %ld, not %ld", round, q, i,
                       bands[q * words + i], band_value(round, q, i));
+        OK(postbox_dsm_stats(&read));
+        CHECK(read.page_fetches - after.page_fetches == (uint64_t)(n - 1) * HOME_BAND,
+              "round %d: %llu pages fetched to read the other bands, not %d", round,
+              (unsigned long long)(read.page_fetches - after.page_fetches), (n - 1) * HOME_BAND);
+        CHECK(read.read_faults - after.read_faults == (uint64_t)(n - 1) * HOME_BAND / 2,
+              "round %d: %llu read faults on the other bands, not %d (two pages a fetch)", round,
+              (unsigned long long)(read.read_faults - after.read_faults), (n - 1) * HOME_BAND / 2);
         OK(postbox_dsm_barrier(0, n));
     }
     return 0;
