@@ -86,6 +86,22 @@ static void spin_adapt(int spun)
     atomic_store_explicit(&spin_budget, budget, memory_order_relaxed);
 }
 
+/* Past its POSTBOX_YIELDS yields (@yields so far), a waiting rank still
+ * yields rather than sleeps until POSTBOX_YIELD_US have passed since the
+ * last of them (*@yield_start, taken then): a sleeper's wake-up costs tens
+ * of microseconds, a yield that finds nobody to run well under one. */
+static int still_yielding(int yields, int64_t *yield_start)
+{
+    int64_t now;
+
+    if (pb_eng_params.yield_ns <= 0)
+        return 0;
+    now = pb_time_now_ns();
+    if (yields == pb_eng_params.yields)
+        *yield_start = now;
+    return now - *yield_start < pb_eng_params.yield_ns;
+}
+
 /* MPI_THREAD_MULTIPLE: pb_eng.completed when the thread asleep on the
  * doorbell went to sleep.  Another thread that leaves the library after
  * requests completed, or with messages to this rank in its own ring, wakes
@@ -161,6 +177,7 @@ int pb_eng_progress(void)
 void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
 {
     int spins = 0, yields = 0, limit = spin_limit(), gave_away = 0;
+    int64_t yield_start = 0;
     uint64_t start;
 
     if (done(arg))
@@ -186,7 +203,7 @@ void pb_eng_wait_until(pb_eng_done_func_t done, void *arg)
                 pb_cpu_relax();
             continue;
         }
-        if (yields < pb_eng_params.yields) {
+        if (yields < pb_eng_params.yields || still_yielding(yields, &yield_start)) {
             int64_t before = gave_away ? 0 : pb_time_now_ns();
 
             yields++;

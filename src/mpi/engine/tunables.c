@@ -51,6 +51,11 @@ static const pb_config_entry_t tunables_table[] = {
     {"POSTBOX_YIELDS", PB_CONFIG_INT, "20",
      "MPI: sched_yield calls of a waiting rank before it sleeps until a "
      "peer writes to it."},
+    {"POSTBOX_YIELD_US", PB_CONFIG_INT, "0",
+     "MPI: microseconds a waiting rank keeps yielding, past its "
+     "POSTBOX_YIELDS calls, before it sleeps (a sleeper's wake-up costs "
+     "tens of microseconds; unset on a host with more ranks than cores: "
+     "5000 in a job on one node)."},
     {"POSTBOX_COLL_NODE", PB_CONFIG_INT, "1",
      "MPI: 1 lets collectives exchange through a shared-memory area per "
      "communicator on each node (made at its first collective); 0 keeps them "
@@ -100,6 +105,7 @@ static const struct {
     {"POSTBOX_POLLALL", 0, 1},
     {"POSTBOX_SPIN", 0, 1 << 30},
     {"POSTBOX_YIELDS", 0, 1 << 30},
+    {"POSTBOX_YIELD_US", 0, 1000000},
     {"POSTBOX_COLL_NODE", 0, 1},
     {"POSTBOX_COLL_CELL", 4096, 1L << 30},
     {"POSTBOX_COLL_AREA_MAX", 0, 1L << 40},
@@ -151,6 +157,8 @@ void pb_eng_tunables_read(void)
     pb_eng_params.spin = (int)param("POSTBOX_SPIN");
     pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;
     pb_eng_params.yields = (int)param("POSTBOX_YIELDS");
+    pb_eng_params.yield_ns = (int64_t)param("POSTBOX_YIELD_US") * 1000;
+    pb_eng_params.yield_set = getenv("POSTBOX_YIELD_US") != NULL;
     pb_eng_params.coll_node = (int)param("POSTBOX_COLL_NODE");
     pb_eng_params.coll_cell = (size_t)param("POSTBOX_COLL_CELL");
     pb_eng_params.coll_cell = (pb_eng_params.coll_cell + 4095) / 4096 * 4096;

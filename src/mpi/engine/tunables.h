@@ -8,6 +8,7 @@
 #define PB_ENG_TUNABLES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/config.h"
 
@@ -27,6 +28,8 @@ typedef struct {
     int spin;             /* POSTBOX_SPIN: polls before yielding */
     int spin_set;         /* POSTBOX_SPIN is set in the environment */
     int yields;           /* POSTBOX_YIELDS: yields before sleeping */
+    int64_t yield_ns;     /* POSTBOX_YIELD_US, in ns: and yields this long */
+    int yield_set;        /* POSTBOX_YIELD_US is set in the environment */
     int show;             /* POSTBOX_SHOW_TRANSPORTS */
     int coll_node;        /* POSTBOX_COLL_NODE: collectives may use node areas */
     size_t coll_cell;     /* POSTBOX_COLL_CELL: bytes of a rank's cell there */
