@@ -65,7 +65,7 @@
  * once, while waking a sleeper costs tens of microseconds; a scheduler's
  * time slice (a few ms) covers the waits within a collective
  * (docs/notes/2026-11-27-collective-waits-on-shared-cores.md). */
-#define CROWDED_YIELD_NS 5000000
+#define CROWDED_YIELD_US 5000
 
 pb_eng_channel_t pb_eng_channel;
 
@@ -310,14 +310,14 @@ int pb_eng_channel_init(void)
     }
     /* more ranks than cores: a waiting rank yields at once (it spins
      * only when told to); in a job on one node it keeps yielding
-     * CROWDED_YIELD_NS before it sleeps (unless told otherwise); across
+     * CROWDED_YIELD_US before it sleeps (unless told otherwise); across
      * nodes a yielding rank would take processor time from the ranks that
      * move the messages over the network while it waits for them */
     oversubscribed = (!pb_eng_params.spin_set || !pb_eng_params.yield_set) && host_oversubscribed();
     if (oversubscribed && !pb_eng_params.spin_set)
         pb_eng_params.spin = 0;
     if (oversubscribed && !pb_eng_params.yield_set && pb_eng_channel.nodes == 1)
-        pb_eng_params.yield_ns = CROWDED_YIELD_NS;
+        pb_eng_params.yield_us = CROWDED_YIELD_US;
     pb_eng_channel.area_size =
         round_up(area_offset((int)pb_eng_channel.node, pb_eng_channel.size), page);
     pb_eng_channel.bell =
@@ -340,11 +340,10 @@ int pb_eng_channel_init(void)
         fprintf(stderr,
                 "postbox mpi: node %u: postbox area of %zu bytes for its %d ranks: rings and "
                 "pools of %d senders; a waiting rank polls %d times before it yields, and "
-                "yields %d times and %lld us before it sleeps%s\n",
+                "yields %d times and %d us before it sleeps%s\n",
                 (unsigned)pb_eng_channel.node, pb_eng_channel.area_size,
                 pb_eng_channel.node_ranks[pb_eng_channel.node], pb_eng_channel.size,
-                pb_eng_params.spin, pb_eng_params.yields,
-                (long long)(pb_eng_params.yield_ns / 1000),
+                pb_eng_params.spin, pb_eng_params.yields, pb_eng_params.yield_us,
                 oversubscribed ? " (more ranks than cores on the host)" : "");
 
     /* where each source's ring toward this rank and its pool are */

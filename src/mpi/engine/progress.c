@@ -94,12 +94,12 @@ static int still_yielding(int yields, int64_t *yield_start)
 {
     int64_t now;
 
-    if (pb_eng_params.yield_ns <= 0)
+    if (pb_eng_params.yield_us <= 0)
         return 0;
     now = pb_time_now_ns();
     if (yields == pb_eng_params.yields)
         *yield_start = now;
-    return now - *yield_start < pb_eng_params.yield_ns;
+    return now - *yield_start < (int64_t)pb_eng_params.yield_us * 1000;
 }
 
 /* MPI_THREAD_MULTIPLE: pb_eng.completed when the thread asleep on the

@@ -157,7 +157,7 @@ void pb_eng_tunables_read(void)
     pb_eng_params.spin = (int)param("POSTBOX_SPIN");
     pb_eng_params.spin_set = getenv("POSTBOX_SPIN") != NULL;
     pb_eng_params.yields = (int)param("POSTBOX_YIELDS");
-    pb_eng_params.yield_ns = (int64_t)param("POSTBOX_YIELD_US") * 1000;
+    pb_eng_params.yield_us = (int)param("POSTBOX_YIELD_US");
     pb_eng_params.yield_set = getenv("POSTBOX_YIELD_US") != NULL;
     pb_eng_params.coll_node = (int)param("POSTBOX_COLL_NODE");
     pb_eng_params.coll_cell = (size_t)param("POSTBOX_COLL_CELL");

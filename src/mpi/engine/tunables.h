@@ -8,7 +8,6 @@
 #define PB_ENG_TUNABLES_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "util/config.h"
 
@@ -28,7 +27,7 @@ typedef struct {
     int spin;             /* POSTBOX_SPIN: polls before yielding */
     int spin_set;         /* POSTBOX_SPIN is set in the environment */
     int yields;           /* POSTBOX_YIELDS: yields before sleeping */
-    int64_t yield_ns;     /* POSTBOX_YIELD_US, in ns: and yields this long */
+    int yield_us;         /* POSTBOX_YIELD_US: and yields this long after them */
     int yield_set;        /* POSTBOX_YIELD_US is set in the environment */
     int show;             /* POSTBOX_SHOW_TRANSPORTS */
     int coll_node;        /* POSTBOX_COLL_NODE: collectives may use node areas */
