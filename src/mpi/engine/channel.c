@@ -59,8 +59,8 @@
 #define CHANNEL_KVS_AREA "pb-mpi-area-%d" /* node id -> the area's shm segment id */
 #define CHANNEL_KVS_RANK "pb-mpi-rank-%d" /* rank -> "doorbell id:tcp id" */
 /* How long a waiting rank yields before it sleeps on a host with more
- * ranks than cores, in a job on one node (POSTBOX_YIELD_US unset): the
- * rank it waits for is
+ * ranks than cores but at most two to a core, in a job on one node
+ * (POSTBOX_YIELD_US unset): the rank it waits for is
  * often runnable on a shared core, and a yield hands the core over at
  * once, while waking a sleeper costs tens of microseconds; a scheduler's
  * time slice (a few ms) covers the waits within a collective
@@ -153,13 +153,15 @@ static _Atomic uint32_t *sleeping_word(int local)
 
 /* ---- start and end ---------------------------------------------------------- */
 
-/* Whether this host runs more ranks of the job than this process may use
- * CPUs (virtual nodes share their host's cores).  Then a waiting rank
- * holds a core another rank needs to answer it.  Of a universe of slots
- * (postbox run --universe) the ranks counted are those started before
- * this process and with it: the slots up to the end of its world (the
- * empty slots would make every job with a universe look oversubscribed). */
-static int host_oversubscribed(void)
+/* How many ranks of the job this host runs for each CPU this process may
+ * use (virtual nodes share their host's cores): 0 when they are at most
+ * as many as the CPUs (or it cannot tell), 1 when at most twice as many,
+ * 2 when more.  Past 0 a waiting rank holds a core another rank needs to
+ * answer it.  Of a universe of slots (postbox run --universe) the ranks
+ * counted are those started before this process and with it: the slots
+ * up to the end of its world (the empty slots would make every job with a
+ * universe look oversubscribed). */
+static int host_crowding(void)
 {
     const char *mine = postbox_job_node_name(pb_eng_channel.node);
     const char *slash = mine != NULL ? strrchr(mine, '/') : NULL;
@@ -175,7 +177,7 @@ static int host_oversubscribed(void)
         if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
             ranks++;
     }
-    return ranks > CPU_COUNT(&cpus);
+    return ranks <= CPU_COUNT(&cpus) ? 0 : ranks <= 2 * CPU_COUNT(&cpus) ? 1 : 2;
 }
 
 /* Learn where every rank runs.  @return 0, or -1 without memory. */
@@ -293,7 +295,7 @@ int pb_eng_channel_init(void)
     char key[32], value[64];
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t offset;
-    int rc, oversubscribed;
+    int rc, crowding, oversubscribed;
 
     pb_eng_tunables_read();
     pb_eng_channel.rank = postbox_job_rank();
@@ -309,14 +311,17 @@ int pb_eng_channel_init(void)
         return MPI_ERR_NO_MEM;
     }
     /* more ranks than cores: a waiting rank yields at once (it spins
-     * only when told to); in a job on one node it keeps yielding
-     * CROWDED_YIELD_US before it sleeps (unless told otherwise); across
-     * nodes a yielding rank would take processor time from the ranks that
-     * move the messages over the network while it waits for them */
-    oversubscribed = (!pb_eng_params.spin_set || !pb_eng_params.yield_set) && host_oversubscribed();
+     * only when told to); at most two ranks to a core, in a job on one
+     * node, it keeps yielding CROWDED_YIELD_US before it sleeps (unless
+     * told otherwise): across nodes a yielding rank would take processor
+     * time from the ranks that move the messages over the network while
+     * it waits for them, and with more ranks to a core from the one rank
+     * of its core that works */
+    crowding = !pb_eng_params.spin_set || !pb_eng_params.yield_set ? host_crowding() : 0;
+    oversubscribed = crowding > 0;
     if (oversubscribed && !pb_eng_params.spin_set)
         pb_eng_params.spin = 0;
-    if (oversubscribed && !pb_eng_params.yield_set && pb_eng_channel.nodes == 1)
+    if (crowding == 1 && !pb_eng_params.yield_set && pb_eng_channel.nodes == 1)
         pb_eng_params.yield_us = CROWDED_YIELD_US;
     pb_eng_channel.area_size =
         round_up(area_offset((int)pb_eng_channel.node, pb_eng_channel.size), page);

@@ -55,7 +55,7 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: microseconds a waiting rank keeps yielding, past its "
      "POSTBOX_YIELDS calls, before it sleeps (a sleeper's wake-up costs "
      "tens of microseconds; unset on a host with more ranks than cores: "
-     "5000 in a job on one node)."},
+     "5000 in a job on one node of at most two ranks to a core)."},
     {"POSTBOX_COLL_NODE", PB_CONFIG_INT, "1",
      "MPI: 1 lets collectives exchange through a shared-memory area per "
      "communicator on each node (made at its first collective); 0 keeps them "
