@@ -5,8 +5,10 @@
  * started at the first such copy) take from one counter: on a node with an
  * idle core the copy runs on two.  The caller never waits for a helper that
  * has not started: it takes every piece left itself, and waits only for
- * pieces the helper is copying.  MPI_Put and MPI_Get toward a mapped window
- * use it (docs/mpi.md, "One-sided communication").
+ * pieces the helper is copying; when the helper shows it had no processor
+ * of its own, the next large copies go without it for a while.  MPI_Put
+ * and MPI_Get toward a mapped window use it (docs/mpi.md, "One-sided
+ * communication").
  */
 #ifndef PB_ENG_COPY_H
 #define PB_ENG_COPY_H
