@@ -31,7 +31,7 @@ static double cpu_ms(void)
 
 int main(int argc, char **argv)
 {
-    int yields = argc > 1 && strcmp(argv[1], "yields") == 0, size = 0, word = 1;
+    int yields = argc > 1 && strcmp(argv[1], "yields") == 0, size = 0, word = 1, status;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -60,5 +60,7 @@ int main(int argc, char **argv)
             CHECK(used < BUSY_MS, "%.1f ms of processor time: it did not sleep", used);
         }
     }
-    return check_summary("yield_time", MPI_COMM_WORLD, 99);
+    status = check_summary("yield_time", MPI_COMM_WORLD, 99);
+    MPI_Finalize();
+    return status;
 }
