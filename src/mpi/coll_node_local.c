@@ -276,58 +276,83 @@ failed:
 /* bytes of the pieces a rank combines its slice in (they stay in cache) */
 #define REDUCE_PIECE 65536
 
-/* Piece @first .. @first + @elems of local rank @j's input: this rank's
- * own in place, another's read into @buf.  NULL when the read failed. */
-static const void *input_piece(const pb_coll_node_t *cn, int j, const void *sendbuf,
-                               MPI_Count first, MPI_Count elems, size_t esize, void *buf)
+/* Read piece @off .. @off + @len of local rank @j's input into @buf.
+ * @return whether the read worked. */
+static int read_input(const pb_coll_node_t *cn, int j, size_t off, size_t len, void *buf)
 {
-    pb_coll_node_published_t p;
-
-    if (j == cn->me)
-        return (const char *)sendbuf + (size_t)first * esize;
-    p = pb_coll_node_published(cn, j);
-    if (pb_eng_cma_read(p.pid, p.addr + (uint64_t)first * esize, buf, (size_t)elems * esize) !=
-        PB_ENG_PEER_COPY_OK)
-        return NULL;
-    return buf;
+    return pb_eng_cma_read(pb_coll_node_published(cn, j).pid,
+                           pb_coll_node_published(cn, j).addr + off, buf,
+                           len) == PB_ENG_PEER_COPY_OK;
 }
 
-/* Deliver piece @first .. @first + @elems of the result, reduced in @acc,
- * to every local rank that wants it (all, or @root): this rank's own by
- * memcpy, the others' by process_vm_writev into the result they published.
- * @return MPI_SUCCESS or MPI_ERR_OTHER (a write failed). */
-static int deliver_piece(const pb_coll_node_t *cn, const void *acc, MPI_Count first,
-                         MPI_Count elems, size_t esize, void *result, int root)
+/* Write piece @off .. @off + @len of the result, at @acc, to every other
+ * local rank that wants it (all, or @root) by process_vm_writev into the
+ * result it published.  @return whether every write worked. */
+static int deliver_piece(const pb_coll_node_t *cn, const void *acc, size_t off, size_t len,
+                         int root)
 {
-    size_t off = (size_t)first * esize, len = (size_t)elems * esize;
-
     for (int j = 0; j < cn->n; j++) {
-        if (root >= 0 && j != root)
+        if (j == cn->me || (root >= 0 && j != root))
             continue;
-        if (j == cn->me) {
-            memcpy((char *)result + off, acc, len);
-            continue;
-        }
         if (pb_eng_cma_write(pb_coll_node_published(cn, j).pid,
                              pb_coll_node_published(cn, j).addr2 + off, acc,
                              len) != PB_ENG_PEER_COPY_OK)
-            return MPI_ERR_OTHER;
+            return 0;
     }
-    return MPI_SUCCESS;
+    return 1;
+}
+
+/* Piece @off .. @off + @len (@elems elements) of the reduction of every
+ * local rank's input into @acc (this rank's own input at @own).  A
+ * commutative op folds the others' inputs in as they are read, the first
+ * straight into @acc unless @acc holds this rank's input (in place:
+ * @own == @acc); a non-commutative one goes in rank order (acc starts as
+ * x_{n-1} and takes x_j op acc), and then @acc must not be @own.  @tmp
+ * holds one piece.  @return whether every read worked. */
+static int reduce_piece(const pb_coll_node_t *cn, const char *own, char *acc, char *tmp, size_t off,
+                        size_t len, MPI_Count elems, MPI_Datatype type, MPI_Op op)
+{
+    int have = own == acc, last = cn->n - 1;
+
+    if (!pb_mpi_op_is_commutative(op)) {
+        if (last == cn->me)
+            memcpy(acc, own, len);
+        else if (!read_input(cn, last, off, len, acc))
+            return 0;
+        for (int j = last - 1; j >= 0; j--) {
+            if (j != cn->me && !read_input(cn, j, off, len, tmp))
+                return 0;
+            pb_mpi_op_apply(op, j == cn->me ? own : tmp, acc, elems, type);
+        }
+        return 1;
+    }
+    for (int j = 0; j < cn->n; j++) {
+        if (j == cn->me)
+            continue;
+        if (!read_input(cn, j, off, len, have ? tmp : acc))
+            return 0;
+        if (have)
+            pb_mpi_op_apply(op, tmp, acc, elems, type);
+        have = 1;
+    }
+    if (own != acc)
+        pb_mpi_op_apply(op, own, acc, elems, type);
+    return 1;
 }
 
 /*
  * Reduce by slices with single copies (@root: local rank, or -1 for every
  * rank): every rank publishes its input and its result buffer; rank i
- * combines slice i of all inputs, reading the others' with
- * process_vm_readv in pieces of REDUCE_PIECE bytes, in rank order (acc
- * starts as x_{n-1} and takes x_j op acc), and writes each piece, still in
- * its cache, into the result of every rank that wants it
- * (deliver_piece); each returns once nobody reads or writes its buffers.
- * Two phases whatever the size.  Only rank i reads and writes slice i of
- * any buffer, and it reads a piece of every input before it writes that
- * piece of a result, so MPI_IN_PLACE is safe.  @return MPI_SUCCESS,
- * MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER (a copy failed).
+ * reduces slice i of all inputs in pieces of REDUCE_PIECE bytes, reading
+ * the others' with process_vm_readv (reduce_piece), into its own result
+ * when it wants one (else, or for a non-commutative op in place, into a
+ * piece of scratch), and writes each piece, still in its cache, into the
+ * result of every other rank that wants it (process_vm_writev); each
+ * returns once nobody reads or writes its buffers.  Two phases whatever the size.  Only rank i
+ * reads and writes slice i of any buffer, and it reads a piece of every input before it writes that
+ * piece of a result, so MPI_IN_PLACE is safe.
+ * @return MPI_SUCCESS, MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER
+ * (a copy failed).
  */
 int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                             MPI_Datatype type, MPI_Op op, int root)
@@ -335,40 +360,39 @@ int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *resul
     size_t esize = pb_eng_type_size(pb_mpi_datatype(type));
     MPI_Count lo = count * cn->me / cn->n, hi = count * (cn->me + 1) / cn->n;
     MPI_Count per_piece = REDUCE_PIECE / esize > 0 ? (MPI_Count)(REDUCE_PIECE / esize) : 1;
-    int wants = root < 0 || root == cn->me, rc = MPI_SUCCESS;
-    char *acc = malloc((size_t)per_piece * esize), *tmp = malloc((size_t)per_piece * esize);
+    int wants = root < 0 || root == cn->me, ok = 1;
+    /* reduced straight into the result, unless a non-commutative op would
+     * overwrite the input in place before it is read */
+    int direct = wants && (sendbuf != result || pb_mpi_op_is_commutative(op));
+    char *scratch = malloc(2 * (size_t)per_piece * esize), *tmp;
     uint64_t base = cn->step;
 
-    if (acc == NULL || tmp == NULL) {
-        free(acc);
-        free(tmp);
+    if (scratch == NULL)
         return MPI_ERR_NO_MEM;
-    }
+    tmp = scratch + (size_t)per_piece * esize;
     pb_coll_node_wait_all(cn, base);
     pb_coll_node_publish2(cn, sendbuf, wants ? (uint64_t)(uintptr_t)result : 0);
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 1);
-    for (MPI_Count first = lo; first < hi && rc == MPI_SUCCESS; first += per_piece) {
+    for (MPI_Count first = lo; first < hi && ok; first += per_piece) {
         MPI_Count elems = hi - first < per_piece ? hi - first : per_piece;
-        const void *in = input_piece(cn, cn->n - 1, sendbuf, first, elems, esize, acc);
+        size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+        char *acc = direct ? (char *)result + off : scratch;
 
-        if (in != acc && in != NULL)
-            memcpy(acc, in, (size_t)elems * esize);
-        for (int j = cn->n - 2; j >= 0 && in != NULL; j--) {
-            in = input_piece(cn, j, sendbuf, first, elems, esize, tmp);
-            if (in != NULL)
-                pb_mpi_op_apply(op, in, acc, elems, type);
-        }
-        rc = in == NULL ? MPI_ERR_OTHER : deliver_piece(cn, acc, first, elems, esize, result, root);
+        ok = reduce_piece(cn, (const char *)sendbuf + off, acc, tmp, off, len, elems, type, op) &&
+             deliver_piece(cn, acc, off, len, root);
+        if (ok && wants && !direct)
+            memcpy((char *)result + off, acc, len);
     }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 2);
-    if (rc != MPI_SUCCESS)
+    free(scratch);
+    if (!ok) {
         pb_error("a reduction could not copy to or from a rank's buffer on its node "
                  "(process_vm_readv/writev)");
-    free(acc);
-    free(tmp);
-    return rc;
+        return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
 }
 
 /* Bcast on one node: the root publishes its buffer, every other rank

@@ -57,6 +57,27 @@ static void matrix_of(int r, long i, int iter, int m[4])
     m[3] = 2;
 }
 
+/* Check @got, @nm matrices, against the rank-order product of every
+ * rank's matrix_of(). */
+static void check_matrices(const int *got, long nm, int p, int iter, const char *name,
+                           const char *how)
+{
+    for (long i = 0; i < nm; i++) {
+        int acc[4], x[4], len = 1;
+
+        matrix_of(p - 1, i, iter, acc);
+        for (int q = p - 2; q >= 0; q--) {
+            matrix_of(q, i, iter, x);
+            matmul(x, acc, &len, NULL);
+        }
+        if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0) {
+            CHECK(0, "%s: Allreduce%s of %ld matrices (not commutative): matrix %ld out of order",
+                  name, how, nm, i);
+            return;
+        }
+    }
+}
+
 static void reductions(MPI_Comm comm, const char *name, int n, int iter, MPI_Op mat,
                        MPI_Datatype mat_type)
 {
@@ -111,20 +132,11 @@ static void reductions(MPI_Comm comm, const char *name, int n, int iter, MPI_Op 
     for (long i = 0; i < nm; i++)
         matrix_of(r, i, iter, ma + 4 * i);
     OK(MPI_Allreduce(ma, mb, (int)nm, mat_type, mat, comm));
-    for (long i = 0; i < nm; i++) {
-        int acc[4], x[4], len = 1;
-
-        matrix_of(p - 1, i, iter, acc);
-        for (int q = p - 2; q >= 0; q--) {
-            matrix_of(q, i, iter, x);
-            matmul(x, acc, &len, NULL);
-        }
-        if (memcmp(acc, mb + 4 * i, sizeof(acc)) != 0) {
-            CHECK(0, "%s: Allreduce of %ld matrices (not commutative): matrix %ld out of order",
-                  name, nm, i);
-            break;
-        }
-    }
+    check_matrices(mb, nm, p, iter, name, "");
+    /* in place: each input must be read before the result overwrites it */
+    memcpy(mb, ma, (size_t)nm * 4 * sizeof(int));
+    OK(MPI_Allreduce(MPI_IN_PLACE, mb, (int)nm, mat_type, mat, comm));
+    check_matrices(mb, nm, p, iter, name, " in place");
     free(a);
     free(b);
     free(ma);
