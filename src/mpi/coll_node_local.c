@@ -18,6 +18,8 @@
  * needs the result (two phases); longer ones by slices, each rank one
  * slice (three phases per piece) */
 #define REDUCE_WHOLE_MAX 4096
+/* the smallest piece a message goes through a cell in when pipelined */
+#define PIPE_PIECE_MIN 8192
 
 void pb_coll_node_barrier_local(pb_coll_node_t *cn)
 {
@@ -25,13 +27,28 @@ void pb_coll_node_barrier_local(pb_coll_node_t *cn)
     pb_coll_node_wait_all(cn, cn->step);
 }
 
+/* The pieces a message of @bytes goes through a cell of @cell bytes in:
+ * about a quarter of the message, so that the reader copies piece k out
+ * while the writer copies piece k + 1 in, but at least PIPE_PIECE_MIN
+ * (each piece costs a post and a wait) and at most half the cell. */
+static size_t pipe_piece(size_t bytes, size_t cell)
+{
+    size_t piece = (bytes / 4 + LINE - 1) / LINE * LINE;
+
+    if (piece < PIPE_PIECE_MIN)
+        piece = PIPE_PIECE_MIN;
+    return piece < cell / 2 ? piece : cell / 2;
+}
+
 /* Local rank @root's @count elements of @type at @buf to every local rank:
- * inline, or through the root's cell in halves, so the root writes one
- * half while the others read the other. */
+ * inline, or through the root's cell in pieces (pipe_piece), which take
+ * the cell's slots in turn, so the root writes piece k + 1 while the
+ * others read piece k, and waits only to reuse a slot not read by all. */
 void pb_coll_node_bcast_cells(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                               int root)
 {
-    size_t bytes = type_bytes(count, type), half = cn->cell / 2;
+    size_t bytes = type_bytes(count, type), piece = pipe_piece(bytes, cn->cell);
+    size_t slots = cn->cell / piece;
     uint64_t base = cn->step;
 
     if (bytes <= INLINE_MAX) {
@@ -45,17 +62,17 @@ void pb_coll_node_bcast_cells(pb_coll_node_t *cn, void *buf, MPI_Count count, MP
         pb_coll_node_post(cn);
         return;
     }
-    for (size_t k = 0, off = 0; off < bytes; k++, off += half) {
-        size_t len = bytes - off < half ? bytes - off : half;
-        char *piece = cell(cn, root) + (k % 2) * half;
+    for (size_t k = 0, off = 0; off < bytes; k++, off += piece) {
+        size_t len = bytes - off < piece ? bytes - off : piece;
+        char *at = cell(cn, root) + (k % slots) * piece;
 
         if (cn->me == root) {
-            /* piece k - 2, in the same half, read by all */
-            pb_coll_node_wait_all(cn, k >= 2 ? base + k - 1 : base);
-            pack(buf, count, type, off, piece, len);
+            /* piece k - slots, in the same slot, read by all */
+            pb_coll_node_wait_all(cn, k >= slots ? base + k - slots + 1 : base);
+            pack(buf, count, type, off, at, len);
         } else {
             pb_coll_node_wait_one(cn, root, base + k + 1);
-            pb_coll_node_unpack(piece, len, buf, count, type, off);
+            pb_coll_node_unpack(at, len, buf, count, type, off);
         }
         pb_coll_node_post(cn);
     }
