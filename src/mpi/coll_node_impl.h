@@ -46,7 +46,8 @@ typedef struct pb_coll_node {
     rsm_memseg_export_handle_t ex;
     rsm_memseg_import_handle_t im;
     uint64_t step;       /* this rank's phases done (= every local rank's, between collectives) */
-    uint64_t halves_end; /* the step after the last one-phase exchange (exchange_halves) */
+    uint64_t halves_end; /* the step after the last one-phase call (coll_node_local.c) */
+    int halves_read;     /* in that call this rank waited for every rank's post */
     int cma; /* the ranks of every node can read each other's memory (process_vm_readv) */
     pb_comm_t *comm;
     struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
@@ -183,6 +184,11 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
  * read failed; logged). */
 int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
                            MPI_Count count, MPI_Datatype type);
+
+/* Reduce (local rank @root, or -1: every local rank) of inputs that fit
+ * half a line, in one phase.  @return MPI_SUCCESS. */
+int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *result,
+                               MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
 
 /* Allgather or Alltoall of payloads that fit half a line, in one phase.
  * @return MPI_SUCCESS or MPI_ERR_TRUNCATE. */

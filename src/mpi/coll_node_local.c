@@ -546,17 +546,28 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 }
 
 /*
+ * The one-phase collectives of small payloads: each rank writes its data
+ * into one half of its line, the half the call's parity chooses, posts,
+ * and (those that read) waits for all and reads the others' halves.  One
+ * post per call is enough because the halves alternate: a rank writes
+ * half h again two calls later, once every rank has posted in the call
+ * between (halves_begin), which each does after reading half h.  The
+ * first other collective after them that writes the line settles first
+ * (pb_coll_node_settle_halves).
+ */
+
+/* Before a rank writes its half at this call: every rank past the call
+ * before (a one-phase call of a rank that read waited for that already). */
+static void halves_begin(pb_coll_node_t *cn, uint64_t base)
+{
+    if (cn->halves_end != base || !cn->halves_read)
+        pb_coll_node_wait_all(cn, base);
+}
+
+/*
  * Allgather (@n_blocks 1: every rank's one block of @bytes) or Alltoall
- * (@n_blocks n: block j for local rank j) of small payloads in one phase:
- * each rank writes its blocks into one half of its line, the half the
- * call's parity chooses, posts, waits for all, and reads the others'.
- * One post per call is enough because the halves alternate: when a rank
- * writes half h again, two calls later, it has since seen every rank post
- * in the call between, which each does after reading half h.  After any
- * other collective a rank first waits for all to finish it, as the
- * two-phase paths do; and the first other collective after it that
- * writes the line settles first (pb_coll_node_settle_halves).  @return
- * MPI_SUCCESS or MPI_ERR_TRUNCATE.
+ * (@n_blocks n: block j for local rank j) of small payloads in one phase
+ * (see above).  @return MPI_SUCCESS or MPI_ERR_TRUNCATE.
  */
 int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
                                  MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
@@ -566,8 +577,7 @@ int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Co
     size_t half = (size_t)(base & 1) * HALF_MAX;
     int rc = MPI_SUCCESS;
 
-    if (cn->halves_end != base)
-        pb_coll_node_wait_all(cn, base);
+    halves_begin(cn, base);
     for (int j = 0; j < n_blocks; j++)
         pack(n_blocks == 1 ? sendbuf : block_addr(sendbuf, j, sendcount, sendtype), sendcount,
              sendtype, 0, line_data(cn, cn->me) + half + (size_t)j * bytes, bytes);
@@ -582,5 +592,48 @@ int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Co
             rc = MPI_ERR_TRUNCATE;
     }
     cn->halves_end = cn->step;
+    cn->halves_read = 1;
     return rc;
+}
+
+/*
+ * Reduce (@root: local rank, or -1 for every rank) of at most HALF_MAX
+ * bytes in one phase (see above): each rank that wants the result
+ * combines the inputs in rank order (acc starts as x_{n-1} and takes
+ * x_j op acc), so non-commutative ops are right.  A rank that does not
+ * want it writes its half, posts and goes; the root of a Reduce, whose
+ * input nobody else reads, combines its own from where it is and posts
+ * once it has read the others'.  @return MPI_SUCCESS.
+ */
+int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *result,
+                               MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    uint64_t base = cn->step;
+    size_t half = (size_t)(base & 1) * HALF_MAX, bytes = type_bytes(count, type);
+    int wants = root < 0 || root == cn->me;
+    char own[HALF_MAX];
+
+    halves_begin(cn, base);
+    if (root == cn->me) {
+        memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
+    } else {
+        memcpy(line_data(cn, cn->me) + half, sendbuf, bytes);
+        pb_coll_node_post(cn);
+    }
+    if (wants) {
+        pb_coll_node_wait_others(cn, base + 1);
+        for (int j = cn->n - 1; j >= 0; j--) {
+            const char *x = j == root ? own : line_data(cn, j) + half;
+
+            if (j == cn->n - 1)
+                memcpy(result, x, bytes);
+            else
+                pb_mpi_op_apply(op, x, result, count, type);
+        }
+    }
+    if (root == cn->me)
+        pb_coll_node_post(cn);
+    cn->halves_end = cn->step;
+    cn->halves_read = wants;
+    return MPI_SUCCESS;
 }

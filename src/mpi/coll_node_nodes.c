@@ -272,6 +272,8 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    if (cn->nodes == 1 && alg == PB_ALG_NODE && type_bytes(count, type) <= HALF_MAX)
+        return pb_coll_node_reduce_halves(cn, sendbuf, recvbuf, count, type, op, -1);
     pb_coll_node_settle_halves(cn);
     if (cn->nodes == 1)
         return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, -1);
@@ -336,14 +338,17 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
-    pb_coll_node_settle_halves(cn);
     if (cn->nodes == 1) {
         int local_root = 0;
 
         while (cn->local_comm[local_root] != root)
             local_root++;
+        if (alg == PB_ALG_NODE && type_bytes(count, type) <= HALF_MAX)
+            return pb_coll_node_reduce_halves(cn, sendbuf, recvbuf, count, type, op, local_root);
+        pb_coll_node_settle_halves(cn);
         return local_reduce(cn, alg, sendbuf, recvbuf, count, type, op, local_root);
     }
+    pb_coll_node_settle_halves(cn);
     if (alg == PB_ALG_NODE && type_bytes(count, type) < REDUCE_TREE_BELOW) {
         if (!cn->even || !pb_mpi_op_is_commutative(op))
             return PB_COLL_NODE_DECLINED;

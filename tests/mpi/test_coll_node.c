@@ -12,6 +12,8 @@
  *   movers       Gather, Scatter, Allgather, Alltoall with a strided
  *                vector on the send side (Allgather: and on the receive
  *                side), and in place where allowed
+ *   one phase    small Reduce (the root turning, sometimes late),
+ *                Allgather and Allreduce back to back, no barrier between
  *   mismatched   Gather and Allgather whose counts disagree: an error,
  *                and nothing written past the receive buffers
  *
@@ -21,6 +23,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -344,6 +347,58 @@ static void mismatched(MPI_Comm comm, const char *name, int n)
     MPI_Comm_free(&c);
 }
 
+/* The one-phase calls of small payloads back to back, with no barrier
+ * between: Reduce to a root that turns and is sometimes late (the others
+ * post and go, and must not overwrite a half it has not read), Allgather
+ * and Allreduce of a non-commutative op, each checked. */
+static void one_phase_runs(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Datatype mat_type)
+{
+    int r, p;
+
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    for (int it = 0; it < 150; it++) {
+        int root = it % p, in[3], out[3] = {0, 0, 0}, all[8], m[4], acc[4], x[4], len = 1;
+
+        if (r == root && it % 7 == 0)
+            usleep(200);
+        for (int k = 0; k < 3; k++)
+            in[k] = value(r, k, it);
+        OK(MPI_Reduce(in, out, 3, MPI_INT, MPI_SUM, root, comm));
+        for (int k = 0; r == root && k < 3; k++) {
+            long want = 0;
+
+            for (int q = 0; q < p; q++)
+                want += value(q, k, it);
+            if (out[k] != (int)want) {
+                CHECK(0, "%s: one-phase Reduce %d to %d: element %d is %d, not %ld", name, it, root,
+                      k, out[k], want);
+                return;
+            }
+        }
+        OK(MPI_Allgather(&in[0], 1, MPI_INT, all, 1, MPI_INT, comm));
+        for (int q = 0; q < p && q < 8; q++) {
+            if (all[q] != value(q, 0, it)) {
+                CHECK(0, "%s: one-phase Allgather %d: block %d is %d, not %d", name, it, q, all[q],
+                      value(q, 0, it));
+                return;
+            }
+        }
+        matrix_of(r, 0, it, m);
+        OK(MPI_Allreduce(MPI_IN_PLACE, m, 1, mat_type, mat, comm));
+        matrix_of(p - 1, 0, it, acc);
+        for (int q = p - 2; q >= 0; q--) {
+            matrix_of(q, 0, it, x);
+            matmul(x, acc, &len, NULL);
+        }
+        if (memcmp(acc, m, sizeof(acc)) != 0) {
+            CHECK(0, "%s: one-phase Allreduce %d of a matrix (not commutative): out of order", name,
+                  it);
+            return;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm comms[3];
@@ -370,6 +425,10 @@ int main(int argc, char **argv)
                 MPI_Barrier(comms[c]);
             }
         }
+    }
+    if (size <= 8) {
+        for (int c = 0; c < 3; c++)
+            one_phase_runs(comms[c], names[c], mat, mat_type);
     }
     for (int k = 0; k < 3; k++)
         mismatched(MPI_COMM_WORLD, "mismatched counts", counts[k]);
