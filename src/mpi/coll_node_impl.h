@@ -18,8 +18,10 @@
 #define LINE 64
 #define INLINE_MAX (LINE - 8)
 /* payloads of at most this many bytes alternate between the two halves of
- * the line, call by call, and need one phase (pb_coll_node_exchange_halves) */
+ * the line, call by call, and need one phase (pb_coll_node_exchange_halves);
+ * up to ONE_PHASE_MAX bytes they alternate between the halves of the cell */
 #define HALF_MAX (INLINE_MAX / 2)
+#define ONE_PHASE_MAX 4096
 #define PAGE 4096
 
 /* tags on the collective context (coll_p2p.c's are 16-25) */
@@ -185,13 +187,17 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
                            MPI_Count count, MPI_Datatype type);
 
-/* Reduce (local rank @root, or -1: every local rank) of inputs that fit
- * half a line, in one phase.  @return MPI_SUCCESS. */
+/* Whether a rank's @bytes of a one-phase call fit half its line or half
+ * its cell (at most ONE_PHASE_MAX). */
+int pb_coll_node_one_phase(const pb_coll_node_t *cn, size_t bytes);
+
+/* Reduce (local rank @root, or -1: every local rank) of inputs that
+ * pb_coll_node_one_phase takes, in one phase.  @return MPI_SUCCESS. */
 int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *result,
                                MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
 
-/* Allgather or Alltoall of payloads that fit half a line, in one phase.
- * @return MPI_SUCCESS or MPI_ERR_TRUNCATE. */
+/* Allgather or Alltoall of payloads that pb_coll_node_one_phase takes, in
+ * one phase.  @return MPI_SUCCESS or MPI_ERR_TRUNCATE. */
 int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
                                  MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                  MPI_Datatype recvtype, size_t bytes, int n_blocks, int skip_own);

@@ -547,7 +547,8 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 
 /*
  * The one-phase collectives of small payloads: each rank writes its data
- * into one half of its line, the half the call's parity chooses, posts,
+ * into one half of its line (or, past HALF_MAX, of its cell), the half the
+ * call's parity chooses (parity_half), posts,
  * and (those that read) waits for all and reads the others' halves.  One
  * post per call is enough because the halves alternate: a rank writes
  * half h again two calls later, once every rank has posted in the call
@@ -555,6 +556,19 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
  * first other collective after them that writes the line settles first
  * (pb_coll_node_settle_halves).
  */
+
+int pb_coll_node_one_phase(const pb_coll_node_t *cn, size_t bytes)
+{
+    return bytes <= HALF_MAX || (bytes <= ONE_PHASE_MAX && bytes <= cn->cell / 2);
+}
+
+/* Local rank @j's half for a call at step @base of payloads of @bytes. */
+static char *parity_half(const pb_coll_node_t *cn, int j, uint64_t base, size_t bytes)
+{
+    if (bytes <= HALF_MAX)
+        return line_data(cn, j) + (size_t)(base & 1) * HALF_MAX;
+    return cell(cn, j) + (size_t)(base & 1) * (cn->cell / 2);
+}
 
 /* Before a rank writes its half at this call: every rank past the call
  * before (a one-phase call of a rank that read waited for that already). */
@@ -574,17 +588,18 @@ int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Co
                                  MPI_Datatype recvtype, size_t bytes, int n_blocks, int skip_own)
 {
     uint64_t base = cn->step;
-    size_t half = (size_t)(base & 1) * HALF_MAX;
+    size_t payload = bytes * (size_t)n_blocks;
     int rc = MPI_SUCCESS;
 
     halves_begin(cn, base);
     for (int j = 0; j < n_blocks; j++)
         pack(n_blocks == 1 ? sendbuf : block_addr(sendbuf, j, sendcount, sendtype), sendcount,
-             sendtype, 0, line_data(cn, cn->me) + half + (size_t)j * bytes, bytes);
+             sendtype, 0, parity_half(cn, cn->me, base, payload) + (size_t)j * bytes, bytes);
     pb_coll_node_post(cn);
     pb_coll_node_wait_all(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        const char *from = line_data(cn, j) + half + (n_blocks == 1 ? 0 : (size_t)cn->me * bytes);
+        const char *from =
+            parity_half(cn, j, base, payload) + (n_blocks == 1 ? 0 : (size_t)cn->me * bytes);
 
         if ((j != cn->me || !skip_own) &&
             pb_coll_node_unpack(from, bytes, block_addr(recvbuf, j, recvcount, recvtype), recvcount,
@@ -597,8 +612,8 @@ int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Co
 }
 
 /*
- * Reduce (@root: local rank, or -1 for every rank) of at most HALF_MAX
- * bytes in one phase (see above): each rank that wants the result
+ * Reduce (@root: local rank, or -1 for every rank) of inputs
+ * pb_coll_node_one_phase takes, in one phase (see above): each rank that wants the result
  * combines the inputs in rank order (acc starts as x_{n-1} and takes
  * x_j op acc), so non-commutative ops are right.  A rank that does not
  * want it writes its half, posts and goes; the root of a Reduce, whose
@@ -609,21 +624,21 @@ int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *re
                                MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
 {
     uint64_t base = cn->step;
-    size_t half = (size_t)(base & 1) * HALF_MAX, bytes = type_bytes(count, type);
+    size_t bytes = type_bytes(count, type);
     int wants = root < 0 || root == cn->me;
-    char own[HALF_MAX];
+    char own[ONE_PHASE_MAX];
 
     halves_begin(cn, base);
     if (root == cn->me) {
         memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
     } else {
-        memcpy(line_data(cn, cn->me) + half, sendbuf, bytes);
+        memcpy(parity_half(cn, cn->me, base, bytes), sendbuf, bytes);
         pb_coll_node_post(cn);
     }
     if (wants) {
         pb_coll_node_wait_others(cn, base + 1);
         for (int j = cn->n - 1; j >= 0; j--) {
-            const char *x = j == root ? own : line_data(cn, j) + half;
+            const char *x = j == root ? own : parity_half(cn, j, base, bytes);
 
             if (j == cn->n - 1)
                 memcpy(result, x, bytes);
