@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from postbox import model, modelreport, report
+from postbox import model, model_rules, modelreport, report
 from postbox.loggp import LogGP
 
 pytestmark = pytest.mark.short
@@ -294,6 +294,23 @@ def test_library_algorithm_by_family():
     assert model.library_algorithm("postbox", "bcast", cluster, 8192, table) == \
         model.postbox_choice(table, "bcast", cluster, 8192)
     assert model.library_algorithm("other", "bcast", cluster, 8192) is None
+
+
+def test_rules_name_only_algorithms_the_model_prices():
+    # model_rules names the algorithms without the pricing code: the two
+    # lists must agree, order included (candidates' first is a fallback)
+    assert {c: tuple(a) for c, a in model.ALGORITHMS.items()} == model_rules.ALGORITHM_NAMES
+    named = set()
+    for rows in model_rules.OPENMPI_TUNED.values():
+        named |= {algorithm for _, sizes in rows for _, algorithm in sizes}
+    for collective in model.COLLECTIVES:
+        named |= {model_rules.library_algorithm(library, collective, model.Cluster(n, c), size,
+                                                model_rules.load_table())
+                  for library in ("postbox", "openmpi", "mpich") for n, c in
+                  ((1, 2), (1, 4), (1, 8), (2, 4), (8, 1), (64, 16)) for size in
+                  (0, 4, 2048, 65536, 1 << 20, 4 << 20)}
+    priced = {a for algorithms in model.ALGORITHMS.values() for a in algorithms}
+    assert named - priced <= {"node", "node_cma", "smp"}
 
 
 def test_trees_of_the_rules_by_hand():
