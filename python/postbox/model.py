@@ -33,18 +33,29 @@ The bench times each call as the mean over the ranks of their time in the
 call (bench/mpi_coll.c), so where ranks finish at different times (trees,
 rooted collectives) the model gives that mean too.
 
-Oversubscription.  This machine runs 4 and 8 ranks on 2 cores: then a rank
-often waits for its peer to be scheduled.  The model adds a per-step
-penalty for that (Machine.hop_penalty); it is zero on the clusters the
-model extrapolates to (one rank per core).
+Oversubscription and load.  This machine runs 4 and 8 ranks on 2 cores,
+beside other work: then a rank often waits for its peer to be scheduled,
+and is preempted in its copies.  The bench samples the runnable tasks just
+before and after each run (machine.json's runs, load_start and load_end;
+run_backgrounds): B, the other work the run's ranks competed with.  Every
+byte's time is then stretched by the tasks per core, max(1, (ranks + B) /
+cores) (Machine.share), relative to the tasks per core while the LogGP's
+G was measured (reference_shares), and each step of ranks that outnumber
+the cores pays a penalty (Machine.hop_penalty): a fitted wake-up cost per
+rank beyond one per core (fit_wake), or without load samples a per-shape
+calibration.  Both are zero on the clusters the model extrapolates to
+(one rank per core, nothing else running).
 
 Calibration (build(calibrate=True)): a few measured primitives of the
 collective bench itself, one Barrier per library and shape, set what the
 point-to-point benches measure under other conditions: the node latencies
-are scaled so that the 2-rank Barrier matches (calibrate_latency), and the
-penalty of a shape with more ranks than cores is the one that makes its
-Barrier match (calibrate_penalties; across nodes, a model already slower
-scales its net latencies down instead).  Those Barrier points are then
+are scaled so that the 2-rank Barrier matches (calibrate_latency); with
+load samples the wake-up cost is the median over every round of the
+one-node Barrier with more ranks than cores of the cost that makes that
+round match at its load (fit_wake), without them the penalty of a shape
+with more ranks than cores is the one that makes its least disturbed
+Barrier round match (calibrate_penalties; across nodes, a model already
+slower scales its net latencies down instead).  Those Barrier points are then
 calibrations, not validations.  Without a Barrier record the penalty is
 the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
 2-rank ping-pong.
@@ -152,12 +163,18 @@ class Machine:
     # others (their arrival skew: a rank that waits for a later one), over
     # one where one rank stores and the others see (calibrate_latency)
     arrive: float = 0.0
+    # the tasks per core, 1 + excess_load, while the G of the node and of
+    # the net path were measured (reference_shares): @share is relative to
+    # them, so a G fitted on a loaded machine is not stretched twice
+    node_reference: float = 1.0
+    net_reference: float = 1.0
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
         of the node move at once (on the node they share its memory
         bandwidth)."""
-        per_byte = self.params(path).G * self.share
+        reference = self.net_reference if path == NET else self.node_reference
+        per_byte = self.params(path).G * self.share / max(reference, 1.0)
         if path == NODE:
             per_byte = max(per_byte, self.memory_byte_time(streams, size))
         return per_byte
@@ -1226,10 +1243,32 @@ def machine_for(params: Sequence[LogGP], library: str, copy: Optional[Rate] = No
                    line=line)
 
 
+def excess_load(ranks: int, cores: int, background: float = 0.0) -> float:
+    """The tasks beyond one per core while @ranks ranks and @background other
+    runnable tasks share @cores cores, per core: (ranks + background) /
+    cores - 1, at least 0 (0 without cores)."""
+    if cores <= 0:
+        return 0.0
+    return max((ranks + max(background, 0.0)) / cores - 1.0, 0.0)
+
+
 def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
-                   cores: int) -> Machine:
-    return replace(machine, share=max(1.0, ranks / cores) if cores > 0 else 1.0,
-                   hop_penalty=scaled_penalty(penalties, library, NODE, ranks, cores),
+                   cores: int, background: float = 0.0,
+                   wake: Optional[float] = None) -> Machine:
+    """@machine priced for @ranks ranks on @cores cores beside @background
+    other runnable tasks (the bench's load samples, Model.background):
+    every byte's time stretched by the tasks per core, max(1, (ranks +
+    background) / cores); the per-step penalty of ranks that outnumber the
+    cores @wake times their excess_load (the ranks alone: the small calls'
+    waits did not follow the other work's load, bench/README.md) when
+    @library's wake-up cost was fitted (Model.wake), else the calibrated
+    or multi-pair one of the shape (scaled_penalty)."""
+    node_penalty = scaled_penalty(penalties, library, NODE, ranks, cores)
+    if wake is not None and cores > 0 and ranks > cores:
+        node_penalty = wake * excess_load(ranks, cores)
+    return replace(machine, share=1.0 + excess_load(ranks, cores, background)
+                   if cores > 0 else 1.0,
+                   hop_penalty=node_penalty,
                    net_hop_penalty=scaled_penalty(penalties, library, NET, ranks, cores))
 
 
@@ -1311,10 +1350,30 @@ class Model:
     # and the one calibrate_penalties put on its net latencies
     latency_scale: dict = field(default_factory=dict)
     net_latency_scale: dict = field(default_factory=dict)
+    # (library, cluster, round) -> the runnable tasks beside the bench's
+    # ranks in that run (record_backgrounds); round None when the shape
+    # ran once
+    background: dict = field(default_factory=dict)
+    # library -> seconds per step of ranks that outnumber the cores, per
+    # rank beyond one per core (fit_wake: the wake-up and preemption cost)
+    wake: dict = field(default_factory=dict)
 
-    def machine(self, library: str, cluster: Cluster) -> Machine:
+    def background_of(self, library: str, cluster: Cluster) -> float:
+        """The runnable tasks beside @library's ranks in its runs of
+        @cluster: the median over the runs (rounds), 0 without load
+        samples."""
+        values = [b for (lib, c, _), b in self.background.items()
+                  if lib == library and c == cluster]
+        return statistics.median(values) if values else 0.0
+
+    def machine(self, library: str, cluster: Cluster,
+                background: Optional[float] = None) -> Machine:
+        """@library's Machine priced for @cluster on this machine's cores,
+        at @background other runnable tasks (background_of when None)."""
+        if background is None:
+            background = self.background_of(library, cluster)
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
-                              self.cores)
+                              self.cores, background, self.wake.get(library))
 
     def calibrates(self, library: str, cluster: Cluster, collective: str,
                    size: int = 0) -> bool:
@@ -1351,6 +1410,12 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
     built = Model(machines, source or "given", oversubscription_penalties(records),
                   machine_cores(records, description),
                   table if table is not None else load_table(), list(params))
+    built.background = record_backgrounds(records, description)
+    for library, (node, net) in reference_shares(description, source,
+                                                                  built.cores).items():
+        if library in built.machines:
+            built.machines[library] = replace(built.machines[library], node_reference=node,
+                                              net_reference=net)
     if calibrate:
         calibrate_latency(built, records)
         calibrate_penalties(built, records)
@@ -1380,6 +1445,133 @@ def coll_medians(model: Model, records: Sequence[dict],
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
     return {key: {c: over_rounds(v) for c, v in by_cluster.items()}
             for key, by_cluster in measured.items()}
+
+
+# ---- the machine's load during the runs --------------------------------------
+
+def _round_of(name: str) -> Optional[int]:
+    last = name.rsplit("/", 1)[-1]
+    if last.startswith("round-") and last[6:].isdigit():
+        return int(last[6:])
+    return None
+
+
+def run_backgrounds(description: Optional[dict]) -> dict:
+    """{(library, path, ranks, round): runnable tasks} of the collective
+    bench's runs in machine.json's runs (coll/<library>/<shape>[/round-k])
+    that carry load samples (mpibench.run_one): the mean of the runnable
+    count sampled just before the run and just after it, when none of the
+    run's ranks are running, so the tasks of other work that its ranks
+    competed with; round None for a shape run once."""
+    out = {}
+    for run in (description or {}).get("runs") or []:
+        if not isinstance(run, dict):
+            continue
+        parts = str(run.get("name") or "").split("/")
+        if len(parts) < 3 or parts[0] != "coll":
+            continue
+        counts = [number(sample.get("runnable")) for sample in
+                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
+        counts = [c for c in counts if c is not None and c >= 0]
+        if not counts:
+            continue
+        key = (parts[1], str(run.get("path") or "on-node"), int(number(run.get("ranks")) or 0),
+               _round_of(str(run.get("name"))))
+        out[key] = sum(counts) / len(counts)
+    return out
+
+
+def reference_shares(description: Optional[dict], source: Optional[str],
+                     cores: int) -> dict:
+    """{library: (node, net)} the tasks per core on @cores cores, 1 +
+    excess_load(ranks, cores, B), while the runs that gave each path's G ran: the LogP bench's runs
+    (logp/<library>/2-ranks-<path>) when the parameters are its fit
+    (@source names postbox.logpfit), else the point-to-point ping-pong's
+    (<library>[/network]/pingpong_standard); B as in run_backgrounds.  A
+    path without a sampled run is 1."""
+    from_logp = "logpfit" in str(source or "")
+    found: dict = {}
+    for run in (description or {}).get("runs") or []:
+        if not isinstance(run, dict):
+            continue
+        parts = str(run.get("name") or "").split("/")
+        if from_logp and len(parts) == 3 and parts[0] == "logp":
+            library, path = parts[1], NET if parts[2].endswith("network") else NODE
+        elif not from_logp and parts[-1:] == ["pingpong_standard"] and len(parts) in (2, 3):
+            library, path = parts[0], NET if len(parts) == 3 else NODE
+        else:
+            continue
+        counts = [number(sample.get("runnable")) for sample in
+                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
+        counts = [c for c in counts if c is not None and c >= 0]
+        if counts:
+            found.setdefault(library, {})[path] = 1.0 + excess_load(
+                int(number(run.get("ranks")) or 2), cores, sum(counts) / len(counts))
+    return {library: (paths.get(NODE, 1.0), paths.get(NET, 1.0))
+            for library, paths in found.items()}
+
+
+def _record_round(record: dict) -> Optional[int]:
+    value = number(record.get("round"))
+    return int(value) if value is not None and value >= 0 else None
+
+
+def record_backgrounds(records: Sequence[dict], description: Optional[dict]) -> dict:
+    """{(library, cluster, round): runnable tasks beside the ranks} of the
+    coll records whose run has load samples (run_backgrounds)."""
+    runs = run_backgrounds(description)
+    out: dict = {}
+    if not runs:
+        return out
+    for r in records:
+        if r.get("suite") != "coll":
+            continue
+        library, round_ = str(r.get("library")), _record_round(r)
+        key = (library, str(r.get("path") or "on-node"), int(number(r.get("ranks")) or 0),
+               round_)
+        if key in runs:
+            out[(library, cluster_of(r), round_)] = runs[key]
+    return out
+
+
+def fit_wake(model: Model, records: Sequence[dict]) -> None:
+    """Fit each library's wake-up cost (Model.wake): the seconds a step of
+    ranks that outnumber the cores waits for a peer to be scheduled, per
+    rank beyond one per core, from its Barrier on one node in every round
+    of every shape with more ranks than cores whose run has load samples
+    (Model.background).  The model's Barrier is linear in it, T(w) = T(0)
+    + k w, so each round gives w = (measured - T(0)) / k with T(0) and k
+    at that round's load (its bytes); the fit is the median over the
+    rounds (at least 0): a typical round, not the least disturbed one, so
+    a polling library whose waits take milliseconds gets a cost to match.  Those Barrier points
+    are then calibrations.  A library without such rounds keeps the
+    per-shape penalties (calibrate_penalties)."""
+    estimates: dict = {}
+    for r in records:
+        if r.get("suite") != "coll" or r.get("test") != CALIBRATION or r.get("gave_up"):
+            continue
+        library, median = str(r.get("library")), number(r.get("median"))
+        if library not in model.machines or median is None:
+            continue
+        cluster = cluster_of(r)
+        key = (library, cluster, _record_round(r))
+        if cluster.nodes != 1 or cluster.ranks <= model.cores or key not in model.background:
+            continue
+        background = model.background[key]
+        algorithm = _calibration_algorithm(model, library, cluster)
+
+        def timed(wake: float) -> float:
+            machine = with_penalties(model.machines[library], model.penalties, library,
+                                     cluster.ranks, model.cores, background, wake)
+            return predict(machine, cluster, CALIBRATION, algorithm, 0, model.table)
+
+        base = timed(0.0)
+        slope = (timed(1e-6) - base) / 1e-6
+        if slope > 0:
+            estimates.setdefault(library, []).append((median * US - base) / slope)
+            model.calibrated.add((library, cluster, CALIBRATION, 0))
+    for library, values in estimates.items():
+        model.wake[library] = max(statistics.median(values), 0.0)
 
 
 # the collective whose measurement with more ranks than cores sets the
@@ -1513,14 +1705,18 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     cost the same steps on 2^k ranks).  The measurement is the least
     disturbed round's (the smallest of the rounds' medians).  One measured
     point per library and shape; it is then a calibration, not a
-    validation (Point.calibration)."""
+    validation (Point.calibration).  A library whose one-node runs carry
+    load samples gets its node penalty from fit_wake instead (first), the
+    net one still from here."""
     if model.cores <= 0:
         return
+    fit_wake(model, records)
     medians = coll_medians(model, records, (CALIBRATION,), min)
     shapes = sorted({(library, cluster, value)
                      for (library, _, _), by_cluster in medians.items()
                      for cluster, value in by_cluster.items()
-                     if cluster.ranks > model.cores},
+                     if cluster.ranks > model.cores
+                     and not (cluster.nodes == 1 and library in model.wake)},
                     key=lambda item: (item[1].nodes > 1, item[0], item[1]))
     for library, cluster, value in shapes:
         path = NODE if cluster.nodes == 1 else NET
@@ -1553,8 +1749,9 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
     def timed(factor: float) -> float:
         scaled = scaled_latency(machine, factor, NET)
         return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
-                                      model.cores), cluster, CALIBRATION, algorithm, 0,
-                       model.table)
+                                      model.cores, model.background_of(library, cluster),
+                                      model.wake.get(library)),
+                       cluster, CALIBRATION, algorithm, 0, model.table)
 
     lo, hi = 0.0, 1.0
     if timed(lo) > value:
