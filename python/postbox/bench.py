@@ -311,12 +311,13 @@ def _run_mpi(job: _Job, quick: bool, libraries: Optional[str], extra: Sequence[s
 
 
 def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional[str],
-                  extra: Sequence[str], wheels: bool) -> None:
+                  extra: Sequence[str], wheels: bool, eight_ranks: bool = False) -> None:
     """Part @part (mpi-coll, mpi-rma, mpi-threads): @module's bench program
     (collbench's bench/mpi_coll.c, rmabench's bench/mpi_rma.c,
     threadbench's bench/mpi_p2p.c) against every MPI library found, of each
-    family the newest in the quick profile."""
-    from postbox import mpibench, mpipart
+    family the newest in the quick profile; @eight_ranks: the collectives
+    also at 8 ranks on one node (collbench.shapes)."""
+    from postbox import collbench, mpibench, mpipart
 
     start = time.monotonic()
     job.header(part, "bench/%s.c against every MPI library found" % module.PROGRAM)
@@ -333,8 +334,9 @@ def _run_mpi_part(job: _Job, part: str, module, quick: bool, libraries: Optional
         job.finish(part, "FAILED" if unknown else "skipped", time.monotonic() - start,
                    "no MPI library")
         return
+    shapes = {"configs": collbench.shapes(quick, eight_ranks)} if part == "mpi-coll" else {}
     outcome = module.run_libraries(job.out, quick, chosen, extra, job.description,
-                                   job.terminal, job.err, started=job.start)
+                                   job.terminal, job.err, started=job.start, **shapes)
     verdict, detail = module.detail(outcome, job.out / (module.RESULTS_NAME + ".jsonl"))
     job.finish(part, verdict, time.monotonic() - start, detail)
 
@@ -405,13 +407,14 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         tests: Optional[Sequence[str]] = None, pairs: Optional[Sequence[int]] = None,
         coll: bool = True, rma: bool = True, threads: bool = True, dsm: bool = True,
         dsm_threads: int = 1, only: Optional[Sequence[str]] = None,
-        links: bool = True) -> int:
+        links: bool = True, eight_ranks: bool = False) -> int:
     """The whole job; returns the exit status of `postbox bench`.  @mpi:
     the MPI parts (p2p, the collectives unless not @coll, one-sided unless
     not @rma, the thread bench unless not @threads); @dsm: the DSM part
     (@dsm_threads threads per DSM process); @links: the emulated-links
     part (with @mpi); @only: run only these parts (see suite_parts), the
-    switches still turning parts off."""
+    switches still turning parts off; @eight_ranks: the collective part
+    also at 8 ranks on one node in the quick profile."""
     err = sys.stderr
     out = Path(out) if out is not None else default_out_dir()
     switched_off = {"rsm": False, "net": not net, "rsm-net": not net,
@@ -450,7 +453,7 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
         for part, module in MPI_PARTS:
             if part in parts:
                 _run_mpi_part(job, part, importlib.import_module("postbox." + module), quick,
-                              libraries, extra, wheels)
+                              libraries, extra, wheels, eight_ranks)
         if "dsm" in parts:
             _run_dsm(job, quick, dsm_threads)
     except KeyboardInterrupt:

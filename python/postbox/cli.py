@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
                     "Arguments after -- go to every bench program.",
         usage="postbox bench [-h] [--quick] [--out DIR] [--check] [--no-net] [--no-netns] "
               "[--no-mpi] [--no-coll] [--no-rma] [--no-threads] [--no-dsm] [--no-wheels] "
-              "[--mpi] [--coll] [--rma] [--threads] [--dsm] [--suite NAME,...] "
+              "[--mpi] [--coll] [--rma] [--threads] [--dsm] [--suite NAME,...] [--with-8-ranks] "
               "[--libraries L,...] [--tests T,...] "
               "[--sizes S,...] [--pairs N,...] [-- ARGS...]")
     bench.add_argument("--quick", action="store_true", help="a short run (fewer sizes, reps)")
@@ -139,6 +139,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--suite", metavar="NAME,...",
                        help="run only these parts of the job, into one folder with one report: "
                             "%s" % ", ".join(bench_job.SUITES))
+    bench.add_argument("--with-8-ranks", action="store_true",
+                       help="the collective bench also at 8 ranks on one node in the quick "
+                            "profile (the model's check at 8 ranks; the full profile has it)")
     bench.add_argument("--dsm-threads", metavar="T", type=int, default=1,
                        help="DSM bench: threads per DSM process (default 1; the DSM runs "
                             "-p processes x T)")
@@ -254,6 +257,11 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
         print("postbox bench: --dsm-threads wants 1 to 64 threads per process, not %d"
               % args.dsm_threads, file=sys.stderr)
         return 2
+    if args.with_8_ranks and (args.dsm or args.threads or args.rma or args.mpi
+                              or args.no_mpi or args.no_coll):
+        print("postbox bench: --with-8-ranks adds a shape to the collective bench; it does not "
+              "go with --dsm, --threads, --rma, --mpi, --no-mpi or --no-coll", file=sys.stderr)
+        return 2
     if args.suite is not None:
         if args.dsm or args.threads or args.rma or args.coll or args.mpi:
             print("postbox bench: --suite does not go with --mpi, --coll, --rma, --threads or "
@@ -269,7 +277,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
                          libraries=args.libraries, use_netns=not args.no_netns, tests=tests,
                          pairs=pairs, coll=not args.no_coll, rma=not args.no_rma,
                          threads=not args.no_threads, dsm=not args.no_dsm,
-                         dsm_threads=args.dsm_threads, only=only)
+                         dsm_threads=args.dsm_threads, only=only,
+                         eight_ranks=args.with_8_ranks)
     if args.dsm:
         from postbox import dsmbench
 
@@ -312,7 +321,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
                   "--no-wheels and -- ARGS only", file=sys.stderr)
             return 2
         return collbench.run(args.out, args.quick, args.libraries, extra,
-                              wheels=not args.no_wheels)
+                              wheels=not args.no_wheels,
+                              configs=collbench.shapes(args.quick, args.with_8_ranks))
     if args.mpi:
         from postbox import mpibench
 
@@ -334,7 +344,8 @@ def cmd_bench(args: argparse.Namespace, extra: Sequence[str]) -> int:
                      mpi=not args.no_mpi, wheels=not args.no_wheels, libraries=args.libraries,
                      use_netns=not args.no_netns, tests=tests, pairs=pairs,
                      coll=not args.no_coll, rma=not args.no_rma, threads=not args.no_threads,
-                     dsm=not args.no_dsm, dsm_threads=args.dsm_threads)
+                     dsm=not args.no_dsm, dsm_threads=args.dsm_threads,
+                     eight_ranks=args.with_8_ranks)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -33,18 +33,29 @@ The bench times each call as the mean over the ranks of their time in the
 call (bench/mpi_coll.c), so where ranks finish at different times (trees,
 rooted collectives) the model gives that mean too.
 
-Oversubscription.  This machine runs 4 and 8 ranks on 2 cores: then a rank
-often waits for its peer to be scheduled.  The model adds a per-step
-penalty for that (Machine.hop_penalty); it is zero on the clusters the
-model extrapolates to (one rank per core).
+Oversubscription and load.  This machine runs 4 and 8 ranks on 2 cores,
+beside other work: then a rank often waits for its peer to be scheduled,
+and is preempted in its copies.  The bench samples the runnable tasks just
+before and after each run (machine.json's runs, load_start and load_end;
+run_backgrounds): B, the other work the run's ranks competed with.  Every
+byte's time is then stretched by the tasks per core, max(1, (ranks + B) /
+cores) (Machine.share), relative to the tasks per core while the LogGP's
+G was measured (reference_shares), and each step of ranks that outnumber
+the cores pays a penalty (Machine.hop_penalty): a fitted wake-up cost per
+rank beyond one per core (fit_wake), or without load samples a per-shape
+calibration.  Both are zero on the clusters the model extrapolates to
+(one rank per core, nothing else running).
 
 Calibration (build(calibrate=True)): a few measured primitives of the
 collective bench itself, one Barrier per library and shape, set what the
 point-to-point benches measure under other conditions: the node latencies
-are scaled so that the 2-rank Barrier matches (calibrate_latency), and the
-penalty of a shape with more ranks than cores is the one that makes its
-Barrier match (calibrate_penalties; across nodes, a model already slower
-scales its net latencies down instead).  Those Barrier points are then
+are scaled so that the 2-rank Barrier matches (calibrate_latency); with
+load samples the wake-up cost is the median over every round of the
+one-node Barrier with more ranks than cores of the cost that makes that
+round match at its load (fit_wake), without them the penalty of a shape
+with more ranks than cores is the one that makes its least disturbed
+Barrier round match (calibrate_penalties; across nodes, a model already
+slower scales its net latencies down instead).  Those Barrier points are then
 calibrations, not validations.  Without a Barrier record the penalty is
 the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
 2-rank ping-pong.
@@ -60,7 +71,7 @@ Which algorithm: each library's own default rules at the call's
 communicator size and bytes (library_algorithm): Postbox's table
 (src/mpi/coll_table.txt), Open MPI 5.0's coll/tuned fixed decision
 (OPENMPI_TUNED), MPICH 5.0's ch4, posix and MPIR selection
-(mpich_algorithm).
+(mpich_algorithm), all in postbox.model_rules.
 
 Nothing here runs anything: it reads records.
 """
@@ -69,13 +80,17 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import statistics
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
 from postbox.loggp import LogGP
+# the libraries' rules, also imported from here by the model's users
+from postbox.model_rules import (  # noqa: F401
+    ALGORITHM_NAMES, DEFAULT_ALGORITHM, OPENMPI_TUNED, RULE_FAMILIES,
+    CollTable, Rule, default_table_path, family_of, floor_power_of_two, is_power_of_two,
+    library_algorithm, load_table, mpich_algorithm, mpich_mpir_algorithm, openmpi_algorithm,
+    postbox_choice)
 from postbox.plot import number
 
 US = 1e-6
@@ -148,12 +163,18 @@ class Machine:
     # others (their arrival skew: a rank that waits for a later one), over
     # one where one rank stores and the others see (calibrate_latency)
     arrive: float = 0.0
+    # the tasks per core, 1 + excess_load, while the G of the node and of
+    # the net path were measured (reference_shares): @share is relative to
+    # them, so a G fitted on a loaded machine is not stretched twice
+    node_reference: float = 1.0
+    net_reference: float = 1.0
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
         of the node move at once (on the node they share its memory
         bandwidth)."""
-        per_byte = self.params(path).G * self.share
+        reference = self.net_reference if path == NET else self.node_reference
+        per_byte = self.params(path).G * self.share / max(reference, 1.0)
         if path == NODE:
             per_byte = max(per_byte, self.memory_byte_time(streams, size))
         return per_byte
@@ -237,9 +258,6 @@ class Cluster:
 def log2ceil(n: int) -> int:
     return max(0, (n - 1).bit_length())
 
-
-def is_power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
 
 
 # ---- steps: synchronised, and posted at once -----------------------------------
@@ -430,9 +448,6 @@ def _xor_steps(ranks: int, size_of: Callable[[int], float], combine: bool = Fals
         ks.reverse()
     return [Step("xor", 1 << k, size_of(k), combine) for k in ks]
 
-
-def floor_power_of_two(n: int) -> int:
-    return 1 << (n.bit_length() - 1) if n > 0 else 0
 
 
 def _fold_steps(ranks: int, size: float, combine: bool) -> tuple:
@@ -894,18 +909,6 @@ ALGORITHMS = {
     "alltoall": {"pairwise": alltoall_pairwise, "direct": alltoall_direct,
                  "bruck": alltoall_bruck},
 }
-# Postbox's first point-to-point algorithm of each collective (the table's
-# fallback, docs/mpi.md)
-DEFAULT_ALGORITHM = {"barrier": "dissemination", "bcast": "binomial", "reduce": "binomial",
-                     "allreduce": "recursive_doubling", "gather": "direct",
-                     "scatter": "direct", "allgather": "ring", "alltoall": "direct"}
-def family_of(library: str) -> str:
-    """postbox, openmpi, mpich or "" from a library label (mpich-wheel ...)."""
-    name = library.lower().replace("-", "").replace("_", "")
-    for family in ("postbox", "openmpi", "mpich"):
-        if name.startswith(family):
-            return family
-    return ""
 
 
 def candidates(library: str, collective: str) -> tuple:
@@ -913,255 +916,6 @@ def candidates(library: str, collective: str) -> tuple:
     Postbox, Open MPI or MPICH: library_algorithm) may be running for
     @collective: every one the model prices."""
     return tuple(ALGORITHMS[collective])
-
-
-# ---- Open MPI's and MPICH's decision rules -----------------------------------------
-#
-# Which algorithm each library runs at (communicator size, bytes), from the
-# libraries' own default rules rather than fitted to the measurements.  A
-# table here is rows (ranks below, ((bytes below, algorithm), ...,
-# (None, algorithm))): the first row whose bound the communicator size is
-# under (None: any), then the first size bound the message is under.  The
-# bytes are the bench's size (bench/mpi_coll.c): the whole vector of Bcast
-# and the reductions, one rank's block of Gather, Scatter and Allgather,
-# the block to each rank of Alltoall, which is also what each library
-# compares.  The bench's reductions are MPI_FLOAT sums (commutative,
-# built-in), so only the commutative branches are written.
-
-def _pick(table: tuple, ranks: int, size: float) -> str:
-    for below, sizes in table:
-        if below is None or ranks < below:
-            for bytes_below, algorithm in sizes:
-                if bytes_below is None or size < bytes_below:
-                    return algorithm
-    raise ValueError("a rule table must end with None bounds")
-
-
-# Open MPI 5.0: with one node's ranks (or on its TCP path, where the ranks
-# are still on one host) coll/tuned decides (ompi_info of the 5.0.11 wheel:
-# tuned priority 30; han 35 leaves communicators without remote peers to
-# it; sm and adapt 0; coll_tuned_use_dynamic_rules false), by its fixed
-# decision functions (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c,
-# v5.0.x, the tables of the ompi-collectives-tuning runs).  The model's
-# names for Open MPI's algorithms: its pipeline and chain without
-# segmentation (the fixed rules pass segment size 0) are "chain", its
-# segmented ring is "ring", its split and in-order binary trees are
-# "binary", its basic linear and non-blocking linear are "direct" (Gather,
-# Scatter, Alltoall; "linear" for Bcast, Reduce and Barrier), linear_sync of
-# Alltoall (all requests at once by default) is "direct", two_proc is the
-# one exchange of 2 ranks, bruck's Barrier is "dissemination", split
-# binary Bcast is "binary".  coll/han, which would run where a communicator
-# spans several hosts, is not modelled.
-OPENMPI_TUNED = {
-    "allreduce": (
-        (4, ((8, "ring"), (4096, "recursive_doubling"), (8192, "ring"),
-             (16384, "recursive_doubling"), (262144, "ring"), (None, "rabenseifner"))),
-        (8, ((16, "ring"), (8192, "recursive_doubling"), (None, "rabenseifner"))),
-        (16, ((8192, "recursive_doubling"), (None, "rabenseifner"))),
-        (32, ((64, "ring"), (4096, "recursive_doubling"), (None, "rabenseifner"))),
-        (64, ((128, "ring"), (None, "rabenseifner"))),
-        (128, ((262144, "recursive_doubling"), (None, "rabenseifner"))),
-        (256, ((131072, "nonoverlapping"), (262144, "recursive_doubling"),
-               (None, "rabenseifner"))),
-        (512, ((4096, "nonoverlapping"), (None, "rabenseifner"))),
-        (2048, ((2048, "nonoverlapping"), (16384, "recursive_doubling"),
-                (None, "rabenseifner"))),
-        (4096, ((2048, "nonoverlapping"), (4096, "ring"), (16384, "recursive_doubling"),
-                (None, "rabenseifner"))),
-        (None, ((2048, "nonoverlapping"), (16384, "ring"), (32768, "recursive_doubling"),
-                (None, "rabenseifner")))),
-    "alltoall": (
-        # 2 ranks: pairwise, two_proc and linear_sync by size, each one exchange
-        (3, ((None, "pairwise"),)),
-        (8, ((524288, "direct"), (1048576, "pairwise"), (None, "direct"))),
-        (16, ((None, "direct"),)),
-        (32, ((4, "direct"), (512, "bruck"), (None, "direct"))),
-        (64, ((512, "bruck"), (None, "direct"))),
-        (128, ((1024, "bruck"), (262144, "direct"), (None, "pairwise"))),
-        (256, ((1024, "bruck"), (262144, "direct"), (None, "pairwise"))),
-        (512, ((1024, "bruck"), (32768, "direct"), (None, "pairwise"))),
-        (1024, ((512, "bruck"), (262144, "direct"), (None, "pairwise"))),
-        (2048, ((512, "bruck"), (None, "direct"))),
-        (4096, ((1024, "bruck"), (None, "direct"))),
-        (None, ((2048, "bruck"), (None, "direct")))),
-    "barrier": (
-        (4, ((None, "recursive_doubling"),)),
-        (8, ((None, "linear"),)),
-        (64, ((None, "recursive_doubling"),)),
-        (256, ((None, "dissemination"),)),
-        (512, ((None, "tree"),)),
-        (1024, ((None, "dissemination"),)),
-        (4096, ((None, "tree"),)),
-        (None, ((None, "dissemination"),))),
-    "bcast": (
-        (4, ((32, "chain"), (256, "binary"), (512, "chain"), (1024, "knomial"),
-             (32768, "linear"), (131072, "binary"), (262144, "chain"), (524288, "linear"),
-             (1048576, "binomial"), (None, "binary"))),
-        (8, ((64, "binary"), (128, "binomial"), (2048, "binary"), (8192, "binomial"),
-             (1048576, "linear"), (None, "chain"))),
-        (16, ((8, "knomial"), (64, "binary"), (4096, "knomial"), (16384, "binary"),
-              (32768, "binomial"), (None, "linear"))),
-        (32, ((4096, "knomial"), (1048576, "binomial"), (None, "scatter_allgather_rd"))),
-        (64, ((2048, "binomial"), (None, "knomial"))),
-        (128, ((None, "knomial"),)),
-        (256, ((2, "binomial"), (16384, "binary"), (32768, "linear"), (65536, "binary"),
-               (None, "knomial"))),
-        (1024, ((16384, "knomial"), (32768, "binary"), (None, "knomial"))),
-        (2048, ((524288, "knomial"), (None, "scatter_allgather_rd"))),
-        (4096, ((262144, "knomial"), (None, "scatter_allgather_rd"))),
-        (None, ((8192, "knomial"), (16384, "binary"), (262144, "knomial"),
-                (None, "scatter_allgather_rd")))),
-    "reduce": (
-        (4, ((8, "rabenseifner"), (16, "binary"), (32, "chain"), (262144, "linear"),
-             (None, "chain"))),
-        (8, ((4096, "binary"), (65536, "chain"), (262144, "binomial"), (524288, "linear"),
-             (1048576, "binomial"), (None, "linear"))),
-        (16, ((8192, "binary"), (None, "binomial"))),
-        (32, ((4096, "binary"), (None, "binomial"))),
-        (256, ((None, "binomial"),)),
-        (512, ((8192, "binomial"), (16384, "binary"), (None, "binomial"))),
-        (2048, ((None, "binomial"),)),
-        (4096, ((512, "binomial"), (1024, "binary"), (8192, "binomial"), (16384, "binary"),
-                (None, "binomial"))),
-        (None, ((16, "binomial"), (32, "binary"), (1024, "binomial"), (2048, "binary"),
-                (8192, "binomial"), (16384, "binary"), (None, "binomial")))),
-    "allgather": (
-        (3, ((None, "ring"),)),  # 2 ranks: one exchange
-        (32, ((None, "recursive_doubling"),)),
-        (64, ((1024, "recursive_doubling"), (65536, "neighbor"), (None, "ring"))),
-        (128, ((512, "recursive_doubling"), (65536, "neighbor"), (None, "ring"))),
-        (256, ((512, "recursive_doubling"), (131072, "neighbor"), (524288, "ring"),
-               (1048576, "neighbor"), (None, "ring"))),
-        (512, ((32, "recursive_doubling"), (128, "bruck"), (1024, "recursive_doubling"),
-               (131072, "neighbor"), (524288, "ring"), (1048576, "neighbor"), (None, "ring"))),
-        (1024, ((64, "recursive_doubling"), (256, "bruck"), (2048, "recursive_doubling"),
-                (None, "neighbor"))),
-        (2048, ((4, "recursive_doubling"), (8, "bruck"), (16, "recursive_doubling"),
-                (32, "bruck"), (256, "recursive_doubling"), (512, "bruck"),
-                (4096, "recursive_doubling"), (None, "neighbor"))),
-        (4096, ((32, "bruck"), (128, "recursive_doubling"), (512, "bruck"),
-                (4096, "recursive_doubling"), (None, "neighbor"))),
-        (None, ((2, "recursive_doubling"), (8, "bruck"), (16, "recursive_doubling"),
-                (512, "bruck"), (4096, "recursive_doubling"), (None, "neighbor")))),
-    "gather": (
-        (4, ((2, "linear_sync"), (4, "direct"), (32768, "binomial"), (65536, "direct"),
-             (131072, "binomial"), (None, "linear_sync"))),
-        (8, ((1024, "binomial"), (8192, "direct"), (32768, "binomial"), (262144, "direct"),
-             (None, "linear_sync"))),
-        (256, ((None, "binomial"),)),
-        (512, ((2048, "binomial"), (8192, "direct"), (None, "binomial"))),
-        (None, ((None, "binomial"),))),
-    "scatter": (
-        (4, ((None, "direct"),)),
-        (8, ((2048, "binomial"), (4096, "direct"), (8192, "binomial"), (None, "direct"))),
-        (16, ((16384, "binomial"), (None, "direct"))),
-        (32, ((16384, "binomial"), (None, "direct"))),
-        (64, ((512, "binomial"), (8192, "direct"), (16384, "binomial"), (None, "direct"))),
-        (None, ((512, "binomial"), (None, "direct")))),
-}
-
-
-def openmpi_algorithm(collective: str, ranks: int, size: float) -> str:
-    """The algorithm Open MPI 5.0's coll/tuned runs for @collective on
-    @ranks ranks and @size bytes (OPENMPI_TUNED), after the fallbacks its
-    algorithms take themselves (ompi/mca/coll/base): the ring Allreduce
-    with fewer elements than ranks, and Rabenseifner's with fewer than the
-    power of two below the ranks, run recursive doubling (Rabenseifner's
-    Reduce: linear); recursive doubling Allgather on ranks not a power of
-    two runs Bruck's, the neighbour exchange on an odd number the ring."""
-    algorithm = _pick(OPENMPI_TUNED[collective], ranks, size)
-    count = size // 4  # the bench's floats
-    if collective == "allreduce" and algorithm == "ring" and count < ranks:
-        algorithm = "recursive_doubling"
-    if algorithm == "rabenseifner" and count < floor_power_of_two(ranks):
-        algorithm = "recursive_doubling" if collective == "allreduce" else "linear"
-    if collective == "allgather" and algorithm == "recursive_doubling" \
-            and not is_power_of_two(ranks):
-        algorithm = "bruck"
-    return algorithm
-
-
-# MPICH 5.0 (ch4): the device's selection (maint/tuning/coll/ch4/generic.json)
-# sends a communicator whose ranks share nodes ("parent": its ranks are not
-# all on different nodes) to its node compositions, and on one node Bcast,
-# Reduce and Allreduce to the shared-memory release-gather algorithms
-# (maint/tuning/coll/ch4/posix_generic.json; the bench is single-threaded
-# and its reductions commutative), and Barrier to the node's dissemination;
-# everything else, and every collective of ranks each on its own node (its
-# TCP path, MPIR_CVAR_NOLOCAL=1), goes to the MPIR rules
-# (maint/tuning/coll/mpir/generic.json).  The compositions that serve a
-# root other than the node's first rank relay through it
-# ("release_gather_relay": one message more, for all but one root of the
-# bench's rotating roots).
-
-def mpich_mpir_algorithm(collective: str, ranks: int, size: float) -> str:
-    """The algorithm of MPICH's MPIR rules (mpir/generic.json) for a
-    communicator that is not node-aware."""
-    pof2 = floor_power_of_two(ranks)
-    count = size // 4  # the bench's floats
-    if collective == "barrier":
-        return "dissemination"  # k-dissemination, k = 2
-    if collective == "bcast":
-        per_proc = size / ranks
-        if ranks < 8:
-            return "binomial"
-        if is_power_of_two(ranks):
-            if size <= 12288:
-                return "binomial"
-            return "scatter_allgather_rd" if per_proc <= 65536 else "scatter_allgather"
-        return "binomial" if per_proc <= 12288 else "scatter_allgather"
-    if collective == "allreduce":
-        if size <= 8 or count < pof2:
-            return "recursive_doubling"
-        return "rabenseifner"
-    if collective == "reduce":
-        if size <= 2048 or count < pof2:
-            return "binomial"
-        return "rabenseifner"
-    if collective in ("gather", "scatter"):
-        return "binomial"
-    if collective == "allgather":
-        total = size * ranks
-        if is_power_of_two(ranks):
-            return "recursive_doubling" if total < 524288 else "ring"
-        return "bruck" if total < 81920 else "ring"
-    if collective == "alltoall":
-        if ranks >= 8 and size <= 256:
-            return "bruck"
-        return "direct" if size <= 32768 else "pairwise"  # "scattered": all posted
-    raise ValueError("no MPICH rule for %s" % collective)
-
-
-def mpich_algorithm(collective: str, cluster: Cluster, size: float) -> str:
-    """The algorithm MPICH 5.0's ch4 device runs for @collective on
-    @cluster (ranks in blocks of cluster.cores per node) at @size bytes;
-    "smp" is its node composition on several nodes of several ranks
-    (mpich_smp_time)."""
-    ranks = cluster.ranks
-    node_aware = cluster.cores > 1 and ranks > 1
-    if not node_aware:
-        return mpich_mpir_algorithm(collective, ranks, size)
-    one_node = cluster.nodes == 1
-    if collective == "barrier":
-        return "dissemination" if one_node else "smp"
-    if collective == "bcast":
-        # composition alpha below 8 ranks and below 12 KB (roots, then the
-        # node from its first rank), beta up to 512 KB on a power of two
-        # (the node from the root), else gamma (the MPIR rules)
-        if ranks < 8 or size < 12288:
-            return "release_gather_relay" if one_node else "smp"
-        if is_power_of_two(ranks) and size < 524288:
-            return "release_gather" if one_node else "smp"
-        return mpich_mpir_algorithm(collective, ranks, size)
-    if collective == "reduce":
-        # compositions beta (to 2 KB) and alpha: the node's reduction to
-        # its first rank, which relays to the root
-        return "release_gather_relay" if one_node else "smp"
-    if collective == "allreduce":
-        if one_node:
-            return "release_gather"  # composition gamma: the node's own
-        return "smp" if size <= 32768 else mpich_mpir_algorithm(collective, ranks, size)
-    return mpich_mpir_algorithm(collective, ranks, size)
 
 
 def mpich_smp_time(m: Machine, c: Cluster, collective: str, size: float) -> float:
@@ -1186,121 +940,6 @@ def mpich_smp_time(m: Machine, c: Cluster, collective: str, size: float) -> floa
     raise ValueError("no MPICH node composition of %s" % collective)
 
 
-# the families whose own rules the model knows
-RULE_FAMILIES = ("postbox", "openmpi", "mpich")
-
-
-def library_algorithm(library: str, collective: str, cluster: Cluster, size: float,
-                      table: "Optional[CollTable]" = None) -> Optional[str]:
-    """The algorithm @library runs for @collective on @cluster at @size
-    bytes by its own rules: Postbox's table, Open MPI's coll/tuned fixed
-    decision, MPICH's selection; None for a library of another family."""
-    family = family_of(library)
-    if family == "postbox":
-        return postbox_choice(table, collective, cluster, int(size))
-    if family == "openmpi":
-        return openmpi_algorithm(collective, cluster.ranks, size)
-    if family == "mpich":
-        return mpich_algorithm(collective, cluster, size)
-    return None
-
-
-# ---- Postbox's table (src/mpi/coll_table.txt) -----------------------------------
-
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def _parse_count(text: str, units: bool) -> tuple:
-    """(lo, hi) of *, N, N- or N-M (hi None: no upper end)."""
-    def value(part: str) -> int:
-        found = re.fullmatch(r"(\d+)([KMG]?)", part)
-        if not found or (found.group(2) and not units):
-            raise ValueError("bad count %r" % text)
-        return int(found.group(1)) * _UNITS[found.group(2)]
-    if text == "*":
-        return 0, None
-    if text.endswith("-"):
-        return value(text[:-1]), None
-    if "-" in text:
-        lo, hi = text.split("-", 1)
-        return value(lo), value(hi)
-    n = value(text)
-    return n, n
-
-
-@dataclass(frozen=True)
-class Rule:
-    collective: str
-    ranks: tuple
-    ppn: tuple
-    nodes: tuple
-    bytes: tuple
-    algorithm: str
-
-    def matches(self, collective: str, ranks: int, ppn: int, nodes: int, size: int) -> bool:
-        def within(bounds: tuple, n: int) -> bool:
-            lo, hi = bounds
-            return n >= lo and (hi is None or n <= hi)
-        return (self.collective == collective and within(self.ranks, ranks)
-                and within(self.ppn, ppn) and within(self.nodes, nodes)
-                and within(self.bytes, size))
-
-
-@dataclass
-class CollTable:
-    """Postbox's algorithm table: the first rule that matches wins."""
-
-    rules: list = field(default_factory=list)
-
-    @classmethod
-    def parse(cls, text: str) -> "CollTable":
-        rules = []
-        for number_, line in enumerate(text.splitlines(), 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            fields = line.split()
-            if len(fields) != 6:
-                raise ValueError("coll table line %d: six fields, not %d" % (number_,
-                                                                             len(fields)))
-            rules.append(Rule(fields[0], _parse_count(fields[1], False),
-                              _parse_count(fields[2], False), _parse_count(fields[3], False),
-                              _parse_count(fields[4], True), fields[5]))
-        return cls(rules)
-
-    def choose(self, collective: str, ranks: int, ppn: int, nodes: int, size: int) -> str:
-        """The algorithm Postbox runs; an algorithm that does not apply
-        (the node's area with one rank per node; recursive doubling of
-        Allgather on ranks not a power of two) gives way to the first
-        point-to-point one, as in the library."""
-        for rule in self.rules:
-            if rule.matches(collective, ranks, ppn, nodes, size):
-                algorithm = rule.algorithm
-                if algorithm in ("node", "node_cma") and ppn < 2:
-                    break
-                if collective == "allgather" and algorithm == "recursive_doubling" \
-                        and not is_power_of_two(ranks):
-                    break
-                if algorithm in ("node", "node_cma") or algorithm in ALGORITHMS[collective]:
-                    return algorithm
-                break
-        return DEFAULT_ALGORITHM[collective]
-
-
-def default_table_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "src" / "mpi" / "coll_table.txt"
-
-
-def load_table(path: Optional[Path] = None) -> Optional[CollTable]:
-    """Postbox's built-in table from the source tree, None when it is not
-    there (an installed tool without the sources)."""
-    path = path or default_table_path()
-    try:
-        return CollTable.parse(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 # ---- predicting ------------------------------------------------------------------
 
 def predict(machine: Machine, cluster: Cluster, collective: str, algorithm: str,
@@ -1316,14 +955,6 @@ def predict(machine: Machine, cluster: Cluster, collective: str, algorithm: str,
     if algorithm == "smp":
         return mpich_smp_time(machine, cluster, collective, size)
     return ALGORITHMS[collective][algorithm](machine, cluster, size)
-
-
-def postbox_choice(table: Optional[CollTable], collective: str, cluster: Cluster,
-                   size: int) -> str:
-    if table is None:
-        return DEFAULT_ALGORITHM[collective]
-    return table.choose(collective, cluster.ranks, min(cluster.cores, cluster.ranks),
-                        cluster.nodes, int(size))
 
 
 def relative_error(predicted: float, measured: float) -> Optional[float]:
@@ -1612,10 +1243,32 @@ def machine_for(params: Sequence[LogGP], library: str, copy: Optional[Rate] = No
                    line=line)
 
 
+def excess_load(ranks: int, cores: int, background: float = 0.0) -> float:
+    """The tasks beyond one per core while @ranks ranks and @background other
+    runnable tasks share @cores cores, per core: (ranks + background) /
+    cores - 1, at least 0 (0 without cores)."""
+    if cores <= 0:
+        return 0.0
+    return max((ranks + max(background, 0.0)) / cores - 1.0, 0.0)
+
+
 def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
-                   cores: int) -> Machine:
-    return replace(machine, share=max(1.0, ranks / cores) if cores > 0 else 1.0,
-                   hop_penalty=scaled_penalty(penalties, library, NODE, ranks, cores),
+                   cores: int, background: float = 0.0,
+                   wake: Optional[float] = None) -> Machine:
+    """@machine priced for @ranks ranks on @cores cores beside @background
+    other runnable tasks (the bench's load samples, Model.background):
+    every byte's time stretched by the tasks per core, max(1, (ranks +
+    background) / cores); the per-step penalty of ranks that outnumber the
+    cores @wake times their excess_load (the ranks alone: the small calls'
+    waits did not follow the other work's load, bench/README.md) when
+    @library's wake-up cost was fitted (Model.wake), else the calibrated
+    or multi-pair one of the shape (scaled_penalty)."""
+    node_penalty = scaled_penalty(penalties, library, NODE, ranks, cores)
+    if wake is not None and cores > 0 and ranks > cores:
+        node_penalty = wake * excess_load(ranks, cores)
+    return replace(machine, share=1.0 + excess_load(ranks, cores, background)
+                   if cores > 0 else 1.0,
+                   hop_penalty=node_penalty,
                    net_hop_penalty=scaled_penalty(penalties, library, NET, ranks, cores))
 
 
@@ -1697,10 +1350,30 @@ class Model:
     # and the one calibrate_penalties put on its net latencies
     latency_scale: dict = field(default_factory=dict)
     net_latency_scale: dict = field(default_factory=dict)
+    # (library, cluster, round) -> the runnable tasks beside the bench's
+    # ranks in that run (record_backgrounds); round None when the shape
+    # ran once
+    background: dict = field(default_factory=dict)
+    # library -> seconds per step of ranks that outnumber the cores, per
+    # rank beyond one per core (fit_wake: the wake-up and preemption cost)
+    wake: dict = field(default_factory=dict)
 
-    def machine(self, library: str, cluster: Cluster) -> Machine:
+    def background_of(self, library: str, cluster: Cluster) -> float:
+        """The runnable tasks beside @library's ranks in its runs of
+        @cluster: the median over the runs (rounds), 0 without load
+        samples."""
+        values = [b for (lib, c, _), b in self.background.items()
+                  if lib == library and c == cluster]
+        return statistics.median(values) if values else 0.0
+
+    def machine(self, library: str, cluster: Cluster,
+                background: Optional[float] = None) -> Machine:
+        """@library's Machine priced for @cluster on this machine's cores,
+        at @background other runnable tasks (background_of when None)."""
+        if background is None:
+            background = self.background_of(library, cluster)
         return with_penalties(self.machines[library], self.penalties, library, cluster.ranks,
-                              self.cores)
+                              self.cores, background, self.wake.get(library))
 
     def calibrates(self, library: str, cluster: Cluster, collective: str,
                    size: int = 0) -> bool:
@@ -1737,6 +1410,12 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
     built = Model(machines, source or "given", oversubscription_penalties(records),
                   machine_cores(records, description),
                   table if table is not None else load_table(), list(params))
+    built.background = record_backgrounds(records, description)
+    for library, (node, net) in reference_shares(description, source,
+                                                                  built.cores).items():
+        if library in built.machines:
+            built.machines[library] = replace(built.machines[library], node_reference=node,
+                                              net_reference=net)
     if calibrate:
         calibrate_latency(built, records)
         calibrate_penalties(built, records)
@@ -1766,6 +1445,133 @@ def coll_medians(model: Model, records: Sequence[dict],
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
     return {key: {c: over_rounds(v) for c, v in by_cluster.items()}
             for key, by_cluster in measured.items()}
+
+
+# ---- the machine's load during the runs --------------------------------------
+
+def _round_of(name: str) -> Optional[int]:
+    last = name.rsplit("/", 1)[-1]
+    if last.startswith("round-") and last[6:].isdigit():
+        return int(last[6:])
+    return None
+
+
+def run_backgrounds(description: Optional[dict]) -> dict:
+    """{(library, path, ranks, round): runnable tasks} of the collective
+    bench's runs in machine.json's runs (coll/<library>/<shape>[/round-k])
+    that carry load samples (mpibench.run_one): the mean of the runnable
+    count sampled just before the run and just after it, when none of the
+    run's ranks are running, so the tasks of other work that its ranks
+    competed with; round None for a shape run once."""
+    out = {}
+    for run in (description or {}).get("runs") or []:
+        if not isinstance(run, dict):
+            continue
+        parts = str(run.get("name") or "").split("/")
+        if len(parts) < 3 or parts[0] != "coll":
+            continue
+        counts = [number(sample.get("runnable")) for sample in
+                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
+        counts = [c for c in counts if c is not None and c >= 0]
+        if not counts:
+            continue
+        key = (parts[1], str(run.get("path") or "on-node"), int(number(run.get("ranks")) or 0),
+               _round_of(str(run.get("name"))))
+        out[key] = sum(counts) / len(counts)
+    return out
+
+
+def reference_shares(description: Optional[dict], source: Optional[str],
+                     cores: int) -> dict:
+    """{library: (node, net)} the tasks per core on @cores cores, 1 +
+    excess_load(ranks, cores, B), while the runs that gave each path's G ran: the LogP bench's runs
+    (logp/<library>/2-ranks-<path>) when the parameters are its fit
+    (@source names postbox.logpfit), else the point-to-point ping-pong's
+    (<library>[/network]/pingpong_standard); B as in run_backgrounds.  A
+    path without a sampled run is 1."""
+    from_logp = "logpfit" in str(source or "")
+    found: dict = {}
+    for run in (description or {}).get("runs") or []:
+        if not isinstance(run, dict):
+            continue
+        parts = str(run.get("name") or "").split("/")
+        if from_logp and len(parts) == 3 and parts[0] == "logp":
+            library, path = parts[1], NET if parts[2].endswith("network") else NODE
+        elif not from_logp and parts[-1:] == ["pingpong_standard"] and len(parts) in (2, 3):
+            library, path = parts[0], NET if len(parts) == 3 else NODE
+        else:
+            continue
+        counts = [number(sample.get("runnable")) for sample in
+                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
+        counts = [c for c in counts if c is not None and c >= 0]
+        if counts:
+            found.setdefault(library, {})[path] = 1.0 + excess_load(
+                int(number(run.get("ranks")) or 2), cores, sum(counts) / len(counts))
+    return {library: (paths.get(NODE, 1.0), paths.get(NET, 1.0))
+            for library, paths in found.items()}
+
+
+def _record_round(record: dict) -> Optional[int]:
+    value = number(record.get("round"))
+    return int(value) if value is not None and value >= 0 else None
+
+
+def record_backgrounds(records: Sequence[dict], description: Optional[dict]) -> dict:
+    """{(library, cluster, round): runnable tasks beside the ranks} of the
+    coll records whose run has load samples (run_backgrounds)."""
+    runs = run_backgrounds(description)
+    out: dict = {}
+    if not runs:
+        return out
+    for r in records:
+        if r.get("suite") != "coll":
+            continue
+        library, round_ = str(r.get("library")), _record_round(r)
+        key = (library, str(r.get("path") or "on-node"), int(number(r.get("ranks")) or 0),
+               round_)
+        if key in runs:
+            out[(library, cluster_of(r), round_)] = runs[key]
+    return out
+
+
+def fit_wake(model: Model, records: Sequence[dict]) -> None:
+    """Fit each library's wake-up cost (Model.wake): the seconds a step of
+    ranks that outnumber the cores waits for a peer to be scheduled, per
+    rank beyond one per core, from its Barrier on one node in every round
+    of every shape with more ranks than cores whose run has load samples
+    (Model.background).  The model's Barrier is linear in it, T(w) = T(0)
+    + k w, so each round gives w = (measured - T(0)) / k with T(0) and k
+    at that round's load (its bytes); the fit is the median over the
+    rounds (at least 0): a typical round, not the least disturbed one, so
+    a polling library whose waits take milliseconds gets a cost to match.  Those Barrier points
+    are then calibrations.  A library without such rounds keeps the
+    per-shape penalties (calibrate_penalties)."""
+    estimates: dict = {}
+    for r in records:
+        if r.get("suite") != "coll" or r.get("test") != CALIBRATION or r.get("gave_up"):
+            continue
+        library, median = str(r.get("library")), number(r.get("median"))
+        if library not in model.machines or median is None:
+            continue
+        cluster = cluster_of(r)
+        key = (library, cluster, _record_round(r))
+        if cluster.nodes != 1 or cluster.ranks <= model.cores or key not in model.background:
+            continue
+        background = model.background[key]
+        algorithm = _calibration_algorithm(model, library, cluster)
+
+        def timed(wake: float) -> float:
+            machine = with_penalties(model.machines[library], model.penalties, library,
+                                     cluster.ranks, model.cores, background, wake)
+            return predict(machine, cluster, CALIBRATION, algorithm, 0, model.table)
+
+        base = timed(0.0)
+        slope = (timed(1e-6) - base) / 1e-6
+        if slope > 0:
+            estimates.setdefault(library, []).append((median * US - base) / slope)
+            model.calibrated.add((library, cluster, CALIBRATION, 0))
+    for library, values in estimates.items():
+        model.wake[library] = max(statistics.median(values), 0.0)
 
 
 # the collective whose measurement with more ranks than cores sets the
@@ -1899,14 +1705,18 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     cost the same steps on 2^k ranks).  The measurement is the least
     disturbed round's (the smallest of the rounds' medians).  One measured
     point per library and shape; it is then a calibration, not a
-    validation (Point.calibration)."""
+    validation (Point.calibration).  A library whose one-node runs carry
+    load samples gets its node penalty from fit_wake instead (first), the
+    net one still from here."""
     if model.cores <= 0:
         return
+    fit_wake(model, records)
     medians = coll_medians(model, records, (CALIBRATION,), min)
     shapes = sorted({(library, cluster, value)
                      for (library, _, _), by_cluster in medians.items()
                      for cluster, value in by_cluster.items()
-                     if cluster.ranks > model.cores},
+                     if cluster.ranks > model.cores
+                     and not (cluster.nodes == 1 and library in model.wake)},
                     key=lambda item: (item[1].nodes > 1, item[0], item[1]))
     for library, cluster, value in shapes:
         path = NODE if cluster.nodes == 1 else NET
@@ -1939,8 +1749,9 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
     def timed(factor: float) -> float:
         scaled = scaled_latency(machine, factor, NET)
         return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
-                                      model.cores), cluster, CALIBRATION, algorithm, 0,
-                       model.table)
+                                      model.cores, model.background_of(library, cluster),
+                                      model.wake.get(library)),
+                       cluster, CALIBRATION, algorithm, 0, model.table)
 
     lo, hi = 0.0, 1.0
     if timed(lo) > value:

@@ -224,22 +224,27 @@ def _params_html(analysis: Analysis) -> list:
     out = ['<table class="model-params"><tr><th class="text">library</th>'
            '<th class="text">path</th><th>L (us)</th><th>o_s (us)</th><th>o_r (us)</th>'
            '<th>g (us)</th><th>G (ns/KB)</th><th>latency scale (Barrier)</th>'
-           '<th>penalty at 4 ranks (us)</th><th>node bandwidth at 4 MB (GB/s)</th></tr>']
+           '<th>penalty at 4 ranks (us)</th><th>wake-up cost (us per rank beyond a core)</th>'
+           '<th>node bandwidth at 4 MB (GB/s)</th></tr>']
     for p in m.params:
         if p.library not in m.machines:
             continue
         machine = m.machines[p.library]
         penalty = m.penalties.get((p.library, p.path, 4))
+        wake = m.wake.get(p.library) if p.path == model.NODE else None
+        if wake is not None:
+            # at the load of its 4-rank runs on one node
+            penalty = m.machine(p.library, model.Cluster(1, 4)).hop_penalty
         bandwidth = machine.node_bandwidth.at(4 << 20) / 1e9 \
             if p.path == model.NODE and machine.node_bandwidth else None
         scale = (m.latency_scale if p.path == model.NODE else m.net_latency_scale).get(
             p.library)
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%s</td>'
                    '<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
-                   '<td>%s</td></tr>'
+                   '<td>%s</td><td>%s</td></tr>'
                    % (esc(p.library), esc(p.path), _us(p.L), _us(p.o_s), _us(p.o_r), _us(p.g),
                       format_value(p.G * 1024 * 1e9),
-                      "-" if scale is None else format_value(scale), _us(penalty),
+                      "-" if scale is None else format_value(scale), _us(penalty), _us(wake),
                       "-" if bandwidth is None else format_value(bandwidth)))
     out.append("</table>")
     return out
@@ -324,7 +329,9 @@ WHY = (
     "is priced as if every rank had to be scheduled before it ends (model high for small "
     "rooted calls at 8 ranks); (3) on a machine shared with other work, calls of 256 KB "
     "and more took 2-20 times what the memcpy and vector-add rates give (each rank is "
-    "preempted during the copy; model low); (4) across nodes the net path is TCP between "
+    "preempted during the copy; model low): the runnable tasks sampled around each run "
+    "follow this from round to round, and the model stretches bytes by them, but not "
+    "all of it; (4) across nodes the net path is TCP between "
     "processes of this host, whose waits grow with ranks sharing cores faster than the "
     "Barrier shows (model low); (5) MPICH on one node with ranks sharing cores takes "
     "milliseconds per call where 2 ranks take microseconds (its waiting ranks poll), and "
@@ -478,9 +485,16 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
            "priced\").</p>"
            % (esc(m.source), "" if m.table is not None else ": not found, so its "
               "point-to-point defaults"),
-           "<p>Limits: this machine has %d cores, so the 4- and 8-rank runs share cores; "
-           "the model adds for them a per-step penalty and stretches every byte's time by the "
-           "ranks per core. The penalty is calibrated per library and shape from one "
+           "<p>Limits: this machine has %d cores, so the 4- and 8-rank runs share cores, "
+           "and other work shares them too. Where the runs carry load samples (the runnable "
+           "tasks just before and after each run, B), every byte's time is stretched by "
+           "max(1, (ranks + B) / cores), relative to the tasks per core while the LogGP's G "
+           "was measured, and each step of ranks that outnumber the cores pays "
+           "a wake-up cost per rank beyond one per core, fitted per library as the median "
+           "over its one-node Barrier rounds at their loads (those Barrier points are "
+           "marked \"calibration\"). Without load samples the model adds a per-step penalty "
+           "and stretches every byte's time by the ranks per core; the penalty is "
+           "calibrated per library and shape from one "
            "measured primitive, the collective bench's Barrier on that shape (the penalty "
            "that makes the model's Barrier equal it; across nodes, where the model's "
            "Barrier is already slower with no penalty, the net o_s, L, o_r and g are scaled "
@@ -528,3 +542,73 @@ def section(records: Sequence[dict], description: Optional[dict] = None,
     out.append('<p class="source">The model took %.1f s of CPU time to compute for this page '
                '(no program runs for it).</p>' % analysis.seconds)
     return out
+
+
+def shape_summary(points: Sequence[model.Point]) -> list:
+    """(library, shape label, within, total, median |error|) for each
+    library and job shape of @points (calibration points left out)."""
+    groups: "OrderedDict[tuple, list]" = OrderedDict()
+    for p in sorted(points, key=lambda p: (p.library, p.cluster.ranks, p.cluster.nodes)):
+        if p.error is not None and not p.calibration:
+            groups.setdefault((p.library, p.cluster), []).append(p)
+    return [(library, shape_label(cluster), sum(1 for p in found if p.within), len(found),
+             statistics.median(abs(p.error) for p in found))
+            for (library, cluster), found in groups.items()]
+
+
+def without_load(description: Optional[dict]) -> Optional[dict]:
+    """@description with its runs' load samples left out, so the model
+    prices every point as if the machine ran nothing else."""
+    if not description:
+        return description
+    runs = [{k: v for k, v in run.items() if k not in ("load_start", "load_end",
+                                                        "runnable_during")}
+            if isinstance(run, dict) else run for run in description.get("runs") or []]
+    return dict(description, runs=runs)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m postbox.modelreport DIR [--no-load]``: the model's points
+    within issue 18's 25 % per library and job shape of a results folder
+    (--no-load: ignoring the runs' load samples); 2 when the folder cannot
+    be read or has nothing the model validates."""
+    import argparse
+    import json
+    import sys
+    from pathlib import Path
+
+    from postbox import results
+
+    parser = argparse.ArgumentParser(prog="python -m postbox.modelreport",
+                                     description="the model's validation counts of a "
+                                                 "results folder")
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--no-load", action="store_true",
+                        help="ignore the load samples of machine.json's runs")
+    args = parser.parse_args(argv)
+    try:
+        records = results.load_dir(args.dir)
+        description = json.loads((args.dir / "machine.json").read_text(encoding="utf-8")) \
+            if (args.dir / "machine.json").exists() else None
+    except (OSError, ValueError, results.ResultsError) as exc:
+        print("postbox.modelreport: %s" % exc, file=sys.stderr)
+        return 2
+    if args.no_load:
+        description = without_load(description)
+    built = model.build(records, description)
+    points = model.validate(built, records)
+    if not points:
+        print("postbox.modelreport: no collective point the model prices in %s" % args.dir,
+              file=sys.stderr)
+        return 2
+    for library, wake in sorted(built.wake.items()):
+        print("%s: wake-up cost %.2f us per step per rank beyond one per core"
+              % (library, wake * US))
+    for library, shape, within, total, miss in shape_summary(points):
+        print("%-14s %-26s %3d of %3d within 25%%  (median |error| %.0f%%)"
+              % (library, shape, within, total, 100 * miss))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

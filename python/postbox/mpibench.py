@@ -741,12 +741,21 @@ class RunResult:
     status: Optional[int]
     ended: bool
     seconds: float
+    # the machine's load just before and just after the run
+    # (machine.load_sample) and the runnable count read during it
+    # (machine.LoadWatch.summary); {} when not taken
+    load_start: dict = field(default_factory=dict)
+    load_end: dict = field(default_factory=dict)
+    runnable_during: dict = field(default_factory=dict)
 
 
 def run_one(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO, err: TextIO,
             timeout: float, marker: str = DONE_MARKER) -> RunResult:
     """Run @argv through run_streamed (output to @terminal and appended to
-    @copy), a failure to start reported on @err."""
+    @copy), a failure to start reported on @err; the machine's load is
+    sampled before and after the run and watched during it (RunResult)."""
+    load_start = machine.load_sample()
+    watch = machine.LoadWatch().start()
     start = time.monotonic()
     try:
         streamed = run_streamed(argv, env, copy, terminal, timeout, marker=marker)
@@ -754,7 +763,9 @@ def run_one(argv: Sequence[str], env: dict, copy: Path, terminal: TextIO, err: T
     except OSError as exc:
         status, ended = -1, False
         print("postbox bench: cannot run %s: %s" % (argv[0], exc), file=err)
-    return RunResult(status, ended, time.monotonic() - start)
+    seconds = time.monotonic() - start
+    during = watch.stop()
+    return RunResult(status, ended, seconds, load_start, machine.load_sample(), during)
 
 
 def run_entry(name: str, argv: Sequence[str], env: dict, path: str, ranks: int,
@@ -764,6 +775,9 @@ def run_entry(name: str, argv: Sequence[str], env: dict, path: str, ranks: int,
              "exit_status": result.status, "seconds": round(result.seconds, 3)}
     if result.ended:
         entry["ended_after_done"] = True
+    for key in ("load_start", "load_end", "runnable_during"):
+        if getattr(result, key):
+            entry[key] = getattr(result, key)
     return entry
 
 

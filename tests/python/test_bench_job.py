@@ -213,6 +213,8 @@ def test_libraries_chooses(fake_mpi, tmp_path, capsys):
 
 def test_cli_options(capsys):
     assert cli.main(["bench", "--no-mpi", "--libraries", "mpich"]) == 2
+    assert cli.main(["bench", "--rma", "--with-8-ranks"]) == 2
+    assert cli.main(["bench", "--no-coll", "--with-8-ranks"]) == 2
     assert "--no-mpi" in capsys.readouterr().err
     assert cli.main(["bench", "--mpi", "--no-net"]) == 2
     assert cli.main(["bench", "--mpi", "--no-netns"]) == 2
@@ -344,3 +346,17 @@ def test_suite_runs_only_its_parts(fake_mpi, tmp_path):
     status, out = _run(tmp_path, only=bench.suite_parts(["rsm"]))
     assert "parts: rsm (quick)" in out
     assert "mpi-coll" not in out
+
+
+def test_with_8_ranks_adds_the_shape_and_runs_carry_the_load(fake_mpi, tmp_path):
+    status, out = _run(tmp_path, only=["mpi-coll"], coll=True, eight_ranks=True)
+    assert status == 0, out
+    assert "mpich 8-ranks-1-node round 1/%d (8 ranks" % collbench.ROUNDS[True] in out
+    description = json.loads((tmp_path / "run" / "machine.json").read_text())
+    runs = {run["name"]: run for run in description["runs"]}
+    eight = runs["coll/openmpi/8-ranks-1-node/round-0"]
+    assert eight["ranks"] == 8
+    # the machine's load just before and after each run, and during it
+    for key in ("load_start", "load_end"):
+        assert len(eight[key]["loadavg"]) == 3 and eight[key]["runnable"] >= 0
+    assert set(eight.get("runnable_during", {})) <= {"mean", "max", "reads"}

@@ -262,6 +262,12 @@ def test_shapes_and_commands(tmp_path, monkeypatch):
     full = collbench.plan_runs([ompi], False)
     assert [run.config.name for run in full][-2:] == ["8-ranks-1-node", "8-ranks-2-nodes"]
     assert {run.round for run in full} == {None} and full[0].name == "coll/openmpi/2-ranks-1-node"
+    # --with-8-ranks: the quick profile also at 8 ranks on one node, last
+    eight = collbench.plan_runs([ompi], True, collbench.shapes(True, True))
+    assert [run.config.name for run in eight][-collbench.ROUNDS[True]:] == \
+        ["8-ranks-1-node"] * collbench.ROUNDS[True]
+    assert collbench.shapes(True) == collbench.CONFIGS[True]
+    assert collbench.shapes(False, True) == collbench.CONFIGS[False]
     jsonl = tmp_path / "coll.jsonl"
     argv = collbench.run_command(postbox, collbench.Config(4, True), jsonl, True,
                                  is_root=False)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 
-from postbox import model, modelreport, report
+from postbox import model, model_rules, modelreport, report
 from postbox.loggp import LogGP
 
 pytestmark = pytest.mark.short
@@ -294,6 +294,23 @@ def test_library_algorithm_by_family():
     assert model.library_algorithm("postbox", "bcast", cluster, 8192, table) == \
         model.postbox_choice(table, "bcast", cluster, 8192)
     assert model.library_algorithm("other", "bcast", cluster, 8192) is None
+
+
+def test_rules_name_only_algorithms_the_model_prices():
+    # model_rules names the algorithms without the pricing code: the two
+    # lists must agree, order included (candidates' first is a fallback)
+    assert {c: tuple(a) for c, a in model.ALGORITHMS.items()} == model_rules.ALGORITHM_NAMES
+    named = set()
+    for rows in model_rules.OPENMPI_TUNED.values():
+        named |= {algorithm for _, sizes in rows for _, algorithm in sizes}
+    for collective in model.COLLECTIVES:
+        named |= {model_rules.library_algorithm(library, collective, model.Cluster(n, c), size,
+                                                model_rules.load_table())
+                  for library in ("postbox", "openmpi", "mpich") for n, c in
+                  ((1, 2), (1, 4), (1, 8), (2, 4), (8, 1), (64, 16)) for size in
+                  (0, 4, 2048, 65536, 1 << 20, 4 << 20)}
+    priced = {a for algorithms in model.ALGORITHMS.values() for a in algorithms}
+    assert named - priced <= {"node", "node_cma", "smp"}
 
 
 def test_trees_of_the_rules_by_hand():
@@ -672,3 +689,81 @@ def test_calibration_takes_the_least_disturbed_round_and_only_scales_down():
     built = model.build(records + slow, description={"cores": 2})
     assert built.latency_scale["postbox"] == pytest.approx(1.0)
     assert built.machines["postbox"].node == plain.machines["postbox"].node
+
+
+def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
+    # "measurements" of a machine of 2 cores where every byte takes (ranks +
+    # B) / 2 times as long beside B other runnable tasks, and a step of ranks
+    # that outnumber the cores waits 30 us per task beyond one per core: the
+    # bench's load samples (machine.json's runs) give each round's B; the
+    # Barrier rounds give the 30 us back, and the 4 MB calls then match,
+    # which they do not when the load samples are left out
+    library, wake = "mpich", 30 * US
+    records = synthetic_records(library)
+    truth = model.build(records, description={"cores": 2}, calibrate=False)
+    backgrounds = {4: (0.0, 4.0, 6.0), 8: (2.0, 6.0, 8.0)}
+    runs, measured = [], []
+    for ranks, by_round in backgrounds.items():
+        cluster = one_node(ranks)
+        for round_, background in enumerate(by_round):
+            runs.append({"name": "coll/%s/%d-ranks-1-node/round-%d" % (library, ranks, round_),
+                         "path": "on-node", "ranks": ranks,
+                         "load_start": {"loadavg": [5.0, 4.0, 3.0], "runnable": background + 1},
+                         "load_end": {"loadavg": [5.0, 4.0, 3.0], "runnable": background - 1}})
+            machine = model.with_penalties(truth.machines[library], {}, library, ranks, 2,
+                                           background, wake)
+            for collective, size in (("barrier", 0), ("bcast", 8), ("allreduce", 4 << 20),
+                                     ("bcast", 4 << 20)):
+                algorithm = model.library_algorithm(library, collective, cluster, size)
+                record = _coll(library, collective, size, ranks, 1, model.predict(
+                    machine, cluster, collective, algorithm, size, truth.table))
+                measured.append(dict(record, round=round_))
+    description = {"cores": 2, "runs": runs}
+    assert model.run_backgrounds(description)[(library, "on-node", 8, 1)] == 6.0
+    # a G measured by runs at 2 other tasks is already stretched by 2 per
+    # core: the LogP bench's runs when the fit is its own, else the p2p's
+    logp = {"runs": [{"name": "logp/x/2-ranks-network", "ranks": 2,
+                      "load_start": {"runnable": 2}, "load_end": {"runnable": 2}},
+                     {"name": "x/pingpong_standard", "ranks": 2,
+                      "load_start": {"runnable": 4}, "load_end": {"runnable": 4}}]}
+    assert model.reference_shares(logp, "postbox.logpfit", 2) == {"x": (1.0, 2.0)}
+    assert model.reference_shares(logp, "p2p", 2) == {"x": (3.0, 1.0)}
+    loaded = replace(truth.machines[library], net_reference=2.0, share=4.0)
+    assert loaded.byte_time("net") == pytest.approx(2.0 * truth.machines[library].net.G)
+    built = model.build(records + measured, description)
+    assert us(built.wake[library]) == pytest.approx(30.0, rel=1e-6)
+    assert built.background_of(library, one_node(8)) == 6.0
+    points = model.validate(built, records + measured)
+    assert {(p.cluster.ranks, p.collective) for p in points if p.calibration} == \
+        {(4, "barrier"), (8, "barrier")}
+    for p in points:
+        assert p.error == pytest.approx(0.0, abs=1e-6), p
+    # the same records priced without the load samples: the Barrier's least
+    # disturbed round sets a penalty per shape, bytes stretch by ranks per
+    # core only, and the 4 MB calls come out more than 25 % low
+    unloaded = model.build(records + measured, modelreport.without_load(description))
+    assert not unloaded.wake and not unloaded.background
+    large = [p for p in model.validate(unloaded, records + measured) if p.size == 4 << 20]
+    assert len(large) == 4
+    for p in large:
+        assert p.error < -model.LIMIT, p
+
+
+def test_load_samples_of_a_run(tmp_path):
+    from postbox import machine
+
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("5.10 4.00 3.20 6/300 12345\n")
+    assert machine.runnable_now(loadavg) == 5  # the reader itself not counted
+    assert machine.load_sample(loadavg, reads=2, gap=0.0)["runnable"] == 5.0
+    loadavg.write_text("garbage\n")
+    assert machine.runnable_now(loadavg) is None
+    assert "runnable" not in machine.load_sample(loadavg, reads=2, gap=0.0)
+    assert machine.runnable_now(tmp_path / "none") is None
+    sample = machine.load_sample(reads=3, gap=0.0)
+    assert len(sample["loadavg"]) == 3 and sample["runnable"] >= 0
+    watch = machine.LoadWatch(gap=0.01).start()
+    import time
+    time.sleep(0.1)
+    summary = watch.stop()
+    assert summary["reads"] >= 1 and summary["max"] >= summary["mean"] >= 0

@@ -391,3 +391,17 @@ def test_real_mpi_p2p_paths_and_shapes(tmp_path, monkeypatch):
     assert {r["pairs"] for r in multipair} == {1}
     assert {r["metric"] for r in multipair} == {"latency", "bandwidth"}
     assert {r["distance"] for r in records if r["test"] == "pingpong_distance"} == {1}
+
+
+@pytest.mark.short
+def test_a_run_records_the_machine_load(tmp_path):
+    # the load just before and just after a run, and read during it, go
+    # into the run's entry of machine.json's runs
+    argv = ["sh", "-c", "sleep 0.5; echo '%s 0'" % mpibench.DONE_MARKER]
+    result = mpibench.run_one(argv, {}, tmp_path / "out.txt", io.StringIO(), io.StringIO(), 30)
+    assert result.status == 0
+    entry = mpibench.run_entry("coll/x/4-ranks-1-node", argv, {}, "on-node", 4, result)
+    for key in ("load_start", "load_end"):
+        assert len(entry[key]["loadavg"]) == 3 and entry[key]["runnable"] >= 0
+    assert entry["runnable_during"]["reads"] >= 1
+    assert entry["runnable_during"]["max"] >= entry["runnable_during"]["mean"]
