@@ -62,6 +62,36 @@ static int is_mine(size_t p)
     return home_known(p) == pb_dsm.me;
 }
 
+/* ---- readers ------------------------------------------------------------------- */
+
+/* May a process other than this one hold a copy of home page @p that it
+ * fetched from here?  On one node, readers mark what they fetch in the
+ * home's control segment (mark_read); across nodes, always. */
+static int read_elsewhere(size_t p)
+{
+    const _Atomic uint8_t *read =
+        (const _Atomic uint8_t *)((const char *)pb_dsm.ctl + pb_dsm.readers_off);
+
+    return !pb_dsm.track_readers || atomic_load_explicit(&read[p], memory_order_relaxed) != 0;
+}
+
+/* Before a get of pages [@p, @p + @n) from @home (a process of this
+ * node): mark them read there.  The fence pairs with the one of the
+ * home's release (pb_dsm_flush_locked): either that release sees the
+ * mark, or this get sees every store made before it. */
+static void mark_read(int home, size_t p, size_t n)
+{
+    _Atomic uint8_t *read;
+
+    if (!pb_dsm.track_readers)
+        return;
+    read = (_Atomic uint8_t *)((char *)pb_dsm.peers[home].ctl_map + pb_dsm.readers_off);
+    for (size_t i = p; i < p + n; i++)
+        if (atomic_load_explicit(&read[i], memory_order_relaxed) == 0)
+            atomic_store_explicit(&read[i], 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Copy the claimed entries of process 0's directory for pages
  * [@first, @first + @n) into this process's table. */
 static int home_read(size_t first, size_t n)
@@ -192,6 +222,7 @@ static int fetch_page(size_t p, size_t *count_p)
     while (n < PB_DSM_FETCH_RUN && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
         n++;
+    mark_read(home, p, n);
     rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
                                n * pb_dsm.page_size);
     if (rc != RSM_SUCCESS) {
@@ -299,7 +330,11 @@ int pb_dsm_coherence_init(void)
     }
     pb_dsm_ctl_layout(layout, 0);
     pb_dsm.homes_off = layout->homes_off;
+    pb_dsm.readers_off = layout->readers_off;
     free(layout);
+    /* (a reader on another node could not mark its fetches without a
+     * round trip: there every home page is taken as read) */
+    pb_dsm.track_readers = pb_dsm.nnodes == 1;
 
     pb_dsm.state = calloc(n, 1);
     pb_dsm.twins = calloc(n, sizeof(char *));
@@ -309,10 +344,12 @@ int pb_dsm_coherence_init(void)
     pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
     pb_dsm.homes = calloc(n, 1);
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
+    pb_dsm.unread = calloc(n, sizeof(uint32_t));
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
         pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
-        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.written_at == NULL) {
+        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.unread == NULL ||
+        pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -345,11 +382,12 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.log_seen);
     free(pb_dsm.homes);
     free(pb_dsm.hot);
+    free(pb_dsm.unread);
     free(pb_dsm.written_at);
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
-    pb_dsm.hot = pb_dsm.written_at = NULL;
-    pb_dsm.nhot = 0;
+    pb_dsm.hot = pb_dsm.unread = pb_dsm.written_at = NULL;
+    pb_dsm.nhot = pb_dsm.nunread = 0;
     pb_dsm.releases = 0;
     pb_dsm.state = NULL;
     pb_dsm.twins = NULL;
@@ -691,18 +729,27 @@ static int hot_changed(size_t p)
  * since their snapshots go to @written (with their count in *@n); a hot
  * page found unchanged at the last PB_DSM_HOT_RELEASES releases is
  * write-protected first, looked at a last time, and becomes an ordinary
- * home page again (its next store faults). */
+ * home page again (its next store faults).  A hot page no other process
+ * fetched is not looked at: it drops its snapshot and joins the unread
+ * pages. */
 static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
 {
-    size_t kept = 0;
+    size_t kept = 0, compared = 0;
     int rc = 0;
 
     for (size_t i = 0; i < pb_dsm.nhot; i++) {
         uint32_t p = pb_dsm.hot[i];
         int idle = r - pb_dsm.written_at[p] > PB_DSM_HOT_RELEASES;
 
+        if (!read_elsewhere(p)) {
+            free(pb_dsm.twins[p]);
+            pb_dsm.twins[p] = NULL;
+            pb_dsm.unread[pb_dsm.nunread++] = p;
+            continue;
+        }
         if (idle && rc == 0)
             rc = protect(p, 1, PROT_READ);
+        compared++;
         if (hot_changed(p)) {
             pb_dsm.written_at[p] = r;
             written[(*n)++] = p;
@@ -715,9 +762,55 @@ static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
             pb_dsm.hot[kept++] = p;
         }
     }
-    pb_dsm_count(&pb_dsm_counters.hot_compares, pb_dsm.nhot);
+    pb_dsm_count(&pb_dsm_counters.hot_compares, compared);
     pb_dsm.nhot = kept;
     return rc;
+}
+
+/* under @protocol, at release @r: the unread pages a process of this node
+ * fetched since the last release are write-protected and go to @written
+ * (*@n counts them), as if written in this interval: whatever this
+ * process stored in them since, a reader's copy may miss it.  They are
+ * ordinary home pages from then on. */
+static int unread_scan(uint32_t r, uint32_t *written, size_t *n)
+{
+    size_t kept = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < pb_dsm.nunread; i++) {
+        uint32_t p = pb_dsm.unread[i];
+
+        if (!read_elsewhere(p) || rc != 0) {
+            pb_dsm.unread[kept++] = p;
+            continue;
+        }
+        rc = protect(p, 1, PROT_READ);
+        pb_dsm.state[p] = PB_DSM_READ;
+        pb_dsm.written_at[p] = r;
+        written[(*n)++] = p;
+    }
+    pb_dsm.nunread = kept;
+    return rc;
+}
+
+/* under @protocol, at a release: the dirty pages that were home pages
+ * before it (no twin) and that no other process fetched leave the dirty
+ * list for the unread pages, writable: no copy elsewhere can miss their
+ * stores (every other process's first copy, the zeros of the start, was
+ * invalidated by the notice of the release that claimed the page). */
+static void dirty_to_unread(void)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
+        uint32_t p = pb_dsm.dirty[i];
+
+        if (pb_dsm.twins[p] == NULL && is_mine(p) && !read_elsewhere(p))
+            pb_dsm.unread[pb_dsm.nunread++] = p;
+        else
+            pb_dsm.dirty[kept++] = p;
+    }
+    pb_dsm.ndirty = kept;
 }
 
 /* under @protocol: is dirty page @p a home page written at one of the
@@ -734,18 +827,24 @@ int pb_dsm_flush_locked(void)
     pack_t *packs;
     uint32_t *cold, r;
     uint8_t *heat;
-    size_t ncold = 0, nwritten = 0;
+    size_t ncold = 0, nwritten = 0, nopened = 0;
     int rc;
 
-    if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0)
+    if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0 && pb_dsm.nunread == 0)
         return 0;
     /* (releases count only those that find pages written: an acquire's
      * flush that finds none does not age the hot pages) */
     r = pb_dsm.releases + 1 == 0 ? 1 : pb_dsm.releases + 1; /* (0 is "never written") */
     qsort(pb_dsm.dirty, pb_dsm.ndirty, sizeof(uint32_t), cmp_u32);
-    /* the hot pages changed go after the dirty ones (disjoint sets: the
-     * list holds every page) */
+    /* the read marks are looked at after the stores of this interval
+     * (pairs with mark_read's fence) */
+    atomic_thread_fence(memory_order_seq_cst);
+    dirty_to_unread();
+    /* the hot pages changed and the unread pages read go after the dirty
+     * ones (disjoint sets: the list holds every page) */
     rc = hot_scan(r, pb_dsm.dirty + pb_dsm.ndirty, &nwritten);
+    if (rc == 0)
+        rc = unread_scan(r, pb_dsm.dirty + pb_dsm.ndirty, &nwritten);
     if (rc != 0 || pb_dsm.ndirty + nwritten == 0)
         return rc;
     pb_dsm.releases = r;
@@ -846,6 +945,12 @@ int pb_dsm_flush_locked(void)
             }
             memcpy(pb_dsm.twins[p], pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
             pb_dsm.hot[pb_dsm.nhot++] = p;
+        } else if (is_mine(p) && !read_elsewhere(p)) {
+            /* claimed at this release, fetched by none: the notice of
+             * this release invalidates the others' first copies, and it
+             * stays writable among the unread pages (after the loop) */
+            nopened++;
+            pb_dsm.unread[pb_dsm.nunread++] = p;
         } else {
             free(pb_dsm.twins[p]);
             pb_dsm.twins[p] = NULL;
@@ -854,6 +959,9 @@ int pb_dsm_flush_locked(void)
         pb_dsm.written_at[p] = r;
         note_unsent(p);
     }
+    if (rc == 0 && nopened > 0)
+        rc =
+            protect_list(pb_dsm.unread + pb_dsm.nunread - nopened, nopened, PROT_READ | PROT_WRITE);
     for (size_t i = 0; i < nwritten; i++)
         note_unsent(pb_dsm.dirty[pb_dsm.ndirty + i]);
     free(heat);

@@ -21,6 +21,11 @@
  *                         rounds; from the third, its stores no longer
  *                         fault (hot home pages); every process reads
  *                         every band, a read fault fetching two pages
+ *   pbt-dsm unread        each process writes its own band of pages that
+ *                         no other process reads: on one node, after the
+ *                         release that claimed them its stores never
+ *                         fault; then its neighbour reads half the band,
+ *                         and from then on sees every round's values
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -285,6 +290,52 @@ static int run_homes(void)
     return 0;
 }
 
+/* Unread home pages: process p writes band p (UNREAD_BAND pages) for
+ * UNREAD_QUIET rounds, read by no other process.  On one node the release
+ * that claims the band leaves it writable (no other process fetched it),
+ * so no later round takes a write fault on it.  Then process p + 1 reads
+ * the first half of band p, which marks those pages read at p: from the
+ * next release of p on they are tracked again, and p + 1 sees the values
+ * of every later round in the whole band (the other half fetched for the
+ * first time). */
+#define UNREAD_BAND 8
+#define UNREAD_QUIET 6
+#define UNREAD_ROUNDS 10
+
+static int run_unread(void)
+{
+    int n = postbox_dsm_process_count(), one_node = postbox_dsm_node_count() == 1;
+    int left = (me + n - 1) % n;
+    long words = UNREAD_BAND * PAGE / sizeof(long);
+    long *bands = postbox_dsm_alloc((size_t)n * UNREAD_BAND * PAGE);
+    long *mine = bands + me * words, *theirs = bands + left * words;
+    postbox_dsm_stats_t before, after;
+
+    CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    OK(postbox_dsm_barrier(0, n));
+    for (int round = 0; round < UNREAD_ROUNDS; round++) {
+        OK(postbox_dsm_stats(&before));
+        for (long i = 0; i < words; i++)
+            mine[i] = band_value(round, me, i);
+        OK(postbox_dsm_stats(&after));
+        CHECK(!one_node || round == 0 || round > UNREAD_QUIET ||
+                  after.write_faults == before.write_faults,
+              "round %d: %llu write faults on this process's band, read by no other", round,
+              (unsigned long long)(after.write_faults - before.write_faults));
+        OK(postbox_dsm_barrier(0, n));
+        if (round < UNREAD_QUIET)
+            continue;
+        /* from here on the left neighbour's band is read: its first half
+         * at round UNREAD_QUIET, all of it after */
+        for (long i = 0; i < (round == UNREAD_QUIET ? words / 2 : words); i++)
+            CHECK(theirs[i] == band_value(round, left, i),
+                  "round %d: band %d word %ld is %ld, not %ld", round, left, i, theirs[i],
+                  band_value(round, left, i));
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -516,7 +567,8 @@ int main(int argc, char **argv)
 
     if (argc < 2) {
         fprintf(stderr,
-                "usage: pbt-dsm spmd | homes | threads T | timing | killed | errors | segv\n");
+                "usage: pbt-dsm spmd | homes | unread | threads T | timing | killed | errors | "
+                "segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -530,6 +582,8 @@ int main(int argc, char **argv)
         rc = run_spmd();
     } else if (strcmp(test_name, "homes") == 0) {
         rc = run_homes();
+    } else if (strcmp(test_name, "unread") == 0) {
+        rc = run_unread();
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -556,7 +610,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
                 (unsigned long long)stats.barriers,
                 (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0) {
+    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
+        strcmp(test_name, "unread") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
