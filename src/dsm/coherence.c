@@ -64,32 +64,72 @@ static int is_mine(size_t p)
 
 /* ---- readers ------------------------------------------------------------------- */
 
+/* The header of a call on a data segment: packed diffs (DIFF_MSG_MAGIC,
+ * below) or read marks (READ_MSG_MAGIC: pages [@first, @first + @npages)
+ * are about to be fetched by the caller). */
+typedef struct {
+    uint32_t magic;
+    uint32_t page_size;
+    uint32_t npages;
+    uint32_t pad;
+    uint64_t first; /* (read marks only) */
+} pb_dsm_diff_msg_t;
+
+#define READ_MSG_MAGIC 0x72656164u /* "read" */
+
 /* May a process other than this one hold a copy of home page @p that it
- * fetched from here?  On one node, readers mark what they fetch in the
- * home's control segment (mark_read); across nodes, always. */
+ * fetched from here?  Readers mark what they fetch in the home's control
+ * segment (mark_read) before they fetch it. */
 static int read_elsewhere(size_t p)
 {
     const _Atomic uint8_t *read =
         (const _Atomic uint8_t *)((const char *)pb_dsm.ctl + pb_dsm.readers_off);
 
-    return !pb_dsm.track_readers || atomic_load_explicit(&read[p], memory_order_relaxed) != 0;
+    return atomic_load_explicit(&read[p], memory_order_relaxed) != 0;
 }
 
-/* Before a get of pages [@p, @p + @n) from @home (a process of this
- * node): mark them read there.  The fence pairs with the one of the
- * home's release (pb_dsm_flush_locked): either that release sees the
- * mark, or this get sees every store made before it. */
-static void mark_read(int home, size_t p, size_t n)
+/* Mark pages [@p, @p + @n) read in the control segment @ctl.  The fence
+ * pairs with the one of the home's release (pb_dsm_flush_locked): either
+ * that release sees the mark, or the get that follows sees every store
+ * made before it. */
+static void mark_in(char *ctl, size_t p, size_t n)
 {
-    _Atomic uint8_t *read;
+    _Atomic uint8_t *read = (_Atomic uint8_t *)(ctl + pb_dsm.readers_off);
 
-    if (!pb_dsm.track_readers)
-        return;
-    read = (_Atomic uint8_t *)((char *)pb_dsm.peers[home].ctl_map + pb_dsm.readers_off);
     for (size_t i = p; i < p + n; i++)
         if (atomic_load_explicit(&read[i], memory_order_relaxed) == 0)
             atomic_store_explicit(&read[i], 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Before a get of pages [@p, @p + @n) from @home: mark them read there.
+ * On this node, on the mapping of the home's control segment; on another
+ * node, by a call without reply on the data import, which the home's
+ * service side runs before the get (the import applies them in order),
+ * once per page (@pb_dsm.marked: marks are never cleared). */
+static int mark_read(int home, size_t p, size_t n)
+{
+    pb_dsm_diff_msg_t msg = {.magic = READ_MSG_MAGIC,
+                             .page_size = (uint32_t)pb_dsm.page_size,
+                             .npages = (uint32_t)n,
+                             .first = p};
+    int rc;
+
+    if (pb_dsm.peers[home].local) {
+        mark_in((char *)pb_dsm.peers[home].ctl_map, p, n);
+        return 0;
+    }
+    if (memchr(pb_dsm.marked + p, 0, n) == NULL)
+        return 0;
+    rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, &msg, sizeof(msg), NULL, 0, NULL,
+                                   PB_RSM_CALL_NO_REPLY);
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: marking pages %zu..%zu read at process %d failed: %s", p, p + n - 1, home,
+                 rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    memset(pb_dsm.marked + p, 1, n);
+    return 0;
 }
 
 /* Copy the claimed entries of process 0's directory for pages
@@ -222,7 +262,9 @@ static int fetch_page(size_t p, size_t *count_p)
     while (n < PB_DSM_FETCH_RUN && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
         n++;
-    mark_read(home, p, n);
+    rc = mark_read(home, p, n);
+    if (rc != 0)
+        return rc;
     rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
                                n * pb_dsm.page_size);
     if (rc != RSM_SUCCESS) {
@@ -332,9 +374,6 @@ int pb_dsm_coherence_init(void)
     pb_dsm.homes_off = layout->homes_off;
     pb_dsm.readers_off = layout->readers_off;
     free(layout);
-    /* (a reader on another node could not mark its fetches without a
-     * round trip: there every home page is taken as read) */
-    pb_dsm.track_readers = pb_dsm.nnodes == 1;
 
     pb_dsm.state = calloc(n, 1);
     pb_dsm.twins = calloc(n, sizeof(char *));
@@ -345,11 +384,12 @@ int pb_dsm_coherence_init(void)
     pb_dsm.homes = calloc(n, 1);
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
     pb_dsm.unread = calloc(n, sizeof(uint32_t));
+    pb_dsm.marked = calloc(n, 1);
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
         pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
         pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.unread == NULL ||
-        pb_dsm.written_at == NULL) {
+        pb_dsm.marked == NULL || pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -383,6 +423,8 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.homes);
     free(pb_dsm.hot);
     free(pb_dsm.unread);
+    free(pb_dsm.marked);
+    pb_dsm.marked = NULL;
     free(pb_dsm.written_at);
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
@@ -525,13 +567,6 @@ static int send_runs(int home, run_list_t *list)
  *
  *   pb_dsm_diff_msg_t | page (u64) | bitmap (u32[page/128]) | words | page ...
  */
-typedef struct {
-    uint32_t magic;
-    uint32_t page_size;
-    uint32_t npages;
-    uint32_t pad;
-} pb_dsm_diff_msg_t;
-
 #define DIFF_MSG_MAGIC 0x64696666u /* "diff" */
 #define DIFF_MSG_MAX (512 * 1024)
 
@@ -625,6 +660,11 @@ void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void 
     if (request_len < sizeof(msg))
         return;
     memcpy(&msg, at, sizeof(msg));
+    if (msg.magic == READ_MSG_MAGIC) {
+        if (msg.first < pb_dsm.npages && msg.npages <= pb_dsm.npages - msg.first)
+            mark_in((char *)pb_dsm.ctl, msg.first, msg.npages);
+        return;
+    }
     if (msg.magic != DIFF_MSG_MAGIC || msg.page_size < 128 || msg.page_size % 128 != 0)
         return;
     nbits = bitmap_words(msg.page_size);

@@ -30,8 +30,8 @@
  *   +-------------------------+ image_off
  *   | executable data image   |  staged here for a thread creation
  *   +-------------------------+ readers_off
- *   | uint8 read[npages]      |  1: a process of this node fetched the
- *   |                         |  page from here (one node jobs only)
+ *   | uint8 read[npages]      |  1: another process fetched the page
+ *   |                         |  from here
  *   +-------------------------+ writer_off  (process 0 only from here)
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
@@ -255,7 +255,7 @@ typedef struct {
     size_t nhot;
     uint32_t *unread; /* home pages no other process fetched: writable, untracked */
     size_t nunread;
-    int track_readers;    /* the job is on one node: readers mark the pages they fetch */
+    uint8_t *marked;      /* per page: marked read at its home on another node */
     size_t readers_off;   /* the read marks' offset in every process's ctl */
     uint32_t *written_at; /* per page: the release that last found it written */
     uint32_t releases;    /* releases that found pages written */
