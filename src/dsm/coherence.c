@@ -867,7 +867,7 @@ int pb_dsm_flush_locked(void)
     pack_t *packs;
     uint32_t *cold, r;
     uint8_t *heat;
-    size_t ncold = 0, nwritten = 0, nopened = 0;
+    size_t ncold = 0, nwritten = 0;
     int rc;
 
     if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0 && pb_dsm.nunread == 0)
@@ -985,12 +985,6 @@ int pb_dsm_flush_locked(void)
             }
             memcpy(pb_dsm.twins[p], pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
             pb_dsm.hot[pb_dsm.nhot++] = p;
-        } else if (is_mine(p) && !read_elsewhere(p)) {
-            /* claimed at this release, fetched by none: the notice of
-             * this release invalidates the others' first copies, and it
-             * stays writable among the unread pages (after the loop) */
-            nopened++;
-            pb_dsm.unread[pb_dsm.nunread++] = p;
         } else {
             free(pb_dsm.twins[p]);
             pb_dsm.twins[p] = NULL;
@@ -999,9 +993,6 @@ int pb_dsm_flush_locked(void)
         pb_dsm.written_at[p] = r;
         note_unsent(p);
     }
-    if (rc == 0 && nopened > 0)
-        rc =
-            protect_list(pb_dsm.unread + pb_dsm.nunread - nopened, nopened, PROT_READ | PROT_WRITE);
     for (size_t i = 0; i < nwritten; i++)
         note_unsent(pb_dsm.dirty[pb_dsm.ndirty + i]);
     free(heat);

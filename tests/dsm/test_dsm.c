@@ -22,10 +22,11 @@
  *                         fault (hot home pages); every process reads
  *                         every band, a read fault fetching two pages
  *   pbt-dsm unread        each process writes its own band of pages that
- *                         no other process reads: after the release
- *                         that claimed them its stores never fault; then
- *                         its neighbour reads half the band, and from
- *                         then on sees every round's values
+ *                         no other process reads: after its second
+ *                         release of them they stay writable, even after
+ *                         a pause; then its neighbour reads half the
+ *                         band, and from then on sees every round's
+ *                         values
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -290,25 +291,31 @@ static int run_homes(void)
     return 0;
 }
 
-/* Unread home pages: process p writes band p (UNREAD_BAND pages) for
- * UNREAD_QUIET rounds, read by no other process.  The release that claims
- * the band leaves it writable (no other process fetched it), so no later
- * round takes a write fault on it.  Then process p + 1 reads
- * the first half of band p, which marks those pages read at p: from the
- * next release of p on they are tracked again, and p + 1 sees the values
- * of every later round in the whole band (the other half fetched for the
- * first time). */
+/* Unread home pages: process p writes band p (UNREAD_BAND pages), read
+ * by no other process, at rounds 0 (the release that claims it) and 1
+ * (its second write faults: the band is write-protected after the claim),
+ * then leaves it alone for UNREAD_IDLE releases (that write a page of its
+ * own: releases that find nothing written do not age hot pages), more
+ * than the PB_DSM_HOT_RELEASES after which a hot page is write-protected
+ * again.
+ * No other process fetched the band, so its release left it writable and
+ * untracked: the stores of every later round take no write fault.  From
+ * round UNREAD_READ on process p + 1 reads band p (its first half at that
+ * round, which marks those pages read at p, from then on all of it) and
+ * sees every round's values. */
 #define UNREAD_BAND 8
-#define UNREAD_QUIET 6
-#define UNREAD_ROUNDS 10
+#define UNREAD_IDLE 6
+#define UNREAD_READ 4
+#define UNREAD_ROUNDS 8
 
 static int run_unread(void)
 {
     int n = postbox_dsm_process_count();
     int left = (me + n - 1) % n;
     long words = UNREAD_BAND * PAGE / sizeof(long);
-    long *bands = postbox_dsm_alloc((size_t)n * UNREAD_BAND * PAGE);
+    long *bands = postbox_dsm_alloc((size_t)n * (UNREAD_BAND + 1) * PAGE);
     long *mine = bands + me * words, *theirs = bands + left * words;
+    long *tick = bands + n * words + me * (long)(PAGE / sizeof(long));
     postbox_dsm_stats_t before, after;
 
     CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
@@ -318,15 +325,17 @@ static int run_unread(void)
         for (long i = 0; i < words; i++)
             mine[i] = band_value(round, me, i);
         OK(postbox_dsm_stats(&after));
-        CHECK(round == 0 || round > UNREAD_QUIET || after.write_faults == before.write_faults,
+        CHECK(round < 2 || round > UNREAD_READ || after.write_faults == before.write_faults,
               "round %d: %llu write faults on this process's band, read by no other", round,
               (unsigned long long)(after.write_faults - before.write_faults));
         OK(postbox_dsm_barrier(0, n));
-        if (round < UNREAD_QUIET)
+        for (int idle = 0; round == 1 && idle < UNREAD_IDLE; idle++) {
+            tick[0] = idle + 1;
+            OK(postbox_dsm_barrier(0, n));
+        }
+        if (round < UNREAD_READ)
             continue;
-        /* from here on the left neighbour's band is read: its first half
-         * at round UNREAD_QUIET, all of it after */
-        for (long i = 0; i < (round == UNREAD_QUIET ? words / 2 : words); i++)
+        for (long i = 0; i < (round == UNREAD_READ ? words / 2 : words); i++)
             CHECK(theirs[i] == band_value(round, left, i),
                   "round %d: band %d word %ld is %ld, not %ld", round, left, i, theirs[i],
                   band_value(round, left, i));
