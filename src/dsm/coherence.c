@@ -62,6 +62,76 @@ static int is_mine(size_t p)
     return home_known(p) == pb_dsm.me;
 }
 
+/* ---- readers ------------------------------------------------------------------- */
+
+/* The header of a call on a data segment: packed diffs (DIFF_MSG_MAGIC,
+ * below) or read marks (READ_MSG_MAGIC: pages [@first, @first + @npages)
+ * are about to be fetched by the caller). */
+typedef struct {
+    uint32_t magic;
+    uint32_t page_size;
+    uint32_t npages;
+    uint32_t pad;
+    uint64_t first; /* (read marks only) */
+} pb_dsm_diff_msg_t;
+
+#define READ_MSG_MAGIC 0x72656164u /* "read" */
+
+/* May a process other than this one hold a copy of home page @p that it
+ * fetched from here?  Readers mark what they fetch in the home's control
+ * segment (mark_read) before they fetch it. */
+static int read_elsewhere(size_t p)
+{
+    const _Atomic uint8_t *read =
+        (const _Atomic uint8_t *)((const char *)pb_dsm.ctl + pb_dsm.readers_off);
+
+    return atomic_load_explicit(&read[p], memory_order_relaxed) != 0;
+}
+
+/* Mark pages [@p, @p + @n) read in the control segment @ctl.  The fence
+ * pairs with the one of the home's release (pb_dsm_flush_locked): either
+ * that release sees the mark, or the get that follows sees every store
+ * made before it. */
+static void mark_in(char *ctl, size_t p, size_t n)
+{
+    _Atomic uint8_t *read = (_Atomic uint8_t *)(ctl + pb_dsm.readers_off);
+
+    for (size_t i = p; i < p + n; i++)
+        if (atomic_load_explicit(&read[i], memory_order_relaxed) == 0)
+            atomic_store_explicit(&read[i], 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* Before a get of pages [@p, @p + @n) from @home: mark them read there.
+ * On this node, on the mapping of the home's control segment; on another
+ * node, by a call without reply on the data import, which the home's
+ * service side runs before the get (the import applies them in order),
+ * once per page (@pb_dsm.marked: marks are never cleared). */
+static int mark_read(int home, size_t p, size_t n)
+{
+    pb_dsm_diff_msg_t msg = {.magic = READ_MSG_MAGIC,
+                             .page_size = (uint32_t)pb_dsm.page_size,
+                             .npages = (uint32_t)n,
+                             .first = p};
+    int rc;
+
+    if (pb_dsm.peers[home].local) {
+        mark_in((char *)pb_dsm.peers[home].ctl_map, p, n);
+        return 0;
+    }
+    if (memchr(pb_dsm.marked + p, 0, n) == NULL)
+        return 0;
+    rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, &msg, sizeof(msg), NULL, 0, NULL,
+                                   PB_RSM_CALL_NO_REPLY);
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: marking pages %zu..%zu read at process %d failed: %s", p, p + n - 1, home,
+                 rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    memset(pb_dsm.marked + p, 1, n);
+    return 0;
+}
+
 /* Copy the claimed entries of process 0's directory for pages
  * [@first, @first + @n) into this process's table. */
 static int home_read(size_t first, size_t n)
@@ -192,6 +262,9 @@ static int fetch_page(size_t p, size_t *count_p)
     while (n < PB_DSM_FETCH_RUN && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
         n++;
+    rc = mark_read(home, p, n);
+    if (rc != 0)
+        return rc;
     rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
                                n * pb_dsm.page_size);
     if (rc != RSM_SUCCESS) {
@@ -299,6 +372,7 @@ int pb_dsm_coherence_init(void)
     }
     pb_dsm_ctl_layout(layout, 0);
     pb_dsm.homes_off = layout->homes_off;
+    pb_dsm.readers_off = layout->readers_off;
     free(layout);
 
     pb_dsm.state = calloc(n, 1);
@@ -309,10 +383,13 @@ int pb_dsm_coherence_init(void)
     pb_dsm.log_seen = calloc((size_t)pb_dsm.nprocs, sizeof(uint64_t));
     pb_dsm.homes = calloc(n, 1);
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
+    pb_dsm.unread = calloc(n, sizeof(uint32_t));
+    pb_dsm.marked = calloc(n, 1);
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
         pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
-        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.written_at == NULL) {
+        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.unread == NULL ||
+        pb_dsm.marked == NULL || pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -345,11 +422,14 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.log_seen);
     free(pb_dsm.homes);
     free(pb_dsm.hot);
+    free(pb_dsm.unread);
+    free(pb_dsm.marked);
+    pb_dsm.marked = NULL;
     free(pb_dsm.written_at);
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
-    pb_dsm.hot = pb_dsm.written_at = NULL;
-    pb_dsm.nhot = 0;
+    pb_dsm.hot = pb_dsm.unread = pb_dsm.written_at = NULL;
+    pb_dsm.nhot = pb_dsm.nunread = 0;
     pb_dsm.releases = 0;
     pb_dsm.state = NULL;
     pb_dsm.twins = NULL;
@@ -487,13 +567,6 @@ static int send_runs(int home, run_list_t *list)
  *
  *   pb_dsm_diff_msg_t | page (u64) | bitmap (u32[page/128]) | words | page ...
  */
-typedef struct {
-    uint32_t magic;
-    uint32_t page_size;
-    uint32_t npages;
-    uint32_t pad;
-} pb_dsm_diff_msg_t;
-
 #define DIFF_MSG_MAGIC 0x64696666u /* "diff" */
 #define DIFF_MSG_MAX (512 * 1024)
 
@@ -587,6 +660,11 @@ void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void 
     if (request_len < sizeof(msg))
         return;
     memcpy(&msg, at, sizeof(msg));
+    if (msg.magic == READ_MSG_MAGIC) {
+        if (msg.first < pb_dsm.npages && msg.npages <= pb_dsm.npages - msg.first)
+            mark_in((char *)pb_dsm.ctl, msg.first, msg.npages);
+        return;
+    }
     if (msg.magic != DIFF_MSG_MAGIC || msg.page_size < 128 || msg.page_size % 128 != 0)
         return;
     nbits = bitmap_words(msg.page_size);
@@ -691,18 +769,27 @@ static int hot_changed(size_t p)
  * since their snapshots go to @written (with their count in *@n); a hot
  * page found unchanged at the last PB_DSM_HOT_RELEASES releases is
  * write-protected first, looked at a last time, and becomes an ordinary
- * home page again (its next store faults). */
+ * home page again (its next store faults).  A hot page no other process
+ * fetched is not looked at: it drops its snapshot and joins the unread
+ * pages. */
 static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
 {
-    size_t kept = 0;
+    size_t kept = 0, compared = 0;
     int rc = 0;
 
     for (size_t i = 0; i < pb_dsm.nhot; i++) {
         uint32_t p = pb_dsm.hot[i];
         int idle = r - pb_dsm.written_at[p] > PB_DSM_HOT_RELEASES;
 
+        if (!read_elsewhere(p)) {
+            free(pb_dsm.twins[p]);
+            pb_dsm.twins[p] = NULL;
+            pb_dsm.unread[pb_dsm.nunread++] = p;
+            continue;
+        }
         if (idle && rc == 0)
             rc = protect(p, 1, PROT_READ);
+        compared++;
         if (hot_changed(p)) {
             pb_dsm.written_at[p] = r;
             written[(*n)++] = p;
@@ -715,9 +802,55 @@ static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
             pb_dsm.hot[kept++] = p;
         }
     }
-    pb_dsm_count(&pb_dsm_counters.hot_compares, pb_dsm.nhot);
+    pb_dsm_count(&pb_dsm_counters.hot_compares, compared);
     pb_dsm.nhot = kept;
     return rc;
+}
+
+/* under @protocol, at release @r: the unread pages a process of this node
+ * fetched since the last release are write-protected and go to @written
+ * (*@n counts them), as if written in this interval: whatever this
+ * process stored in them since, a reader's copy may miss it.  They are
+ * ordinary home pages from then on. */
+static int unread_scan(uint32_t r, uint32_t *written, size_t *n)
+{
+    size_t kept = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < pb_dsm.nunread; i++) {
+        uint32_t p = pb_dsm.unread[i];
+
+        if (!read_elsewhere(p) || rc != 0) {
+            pb_dsm.unread[kept++] = p;
+            continue;
+        }
+        rc = protect(p, 1, PROT_READ);
+        pb_dsm.state[p] = PB_DSM_READ;
+        pb_dsm.written_at[p] = r;
+        written[(*n)++] = p;
+    }
+    pb_dsm.nunread = kept;
+    return rc;
+}
+
+/* under @protocol, at a release: the dirty pages that were home pages
+ * before it (no twin) and that no other process fetched leave the dirty
+ * list for the unread pages, writable: no copy elsewhere can miss their
+ * stores (every other process's first copy, the zeros of the start, was
+ * invalidated by the notice of the release that claimed the page). */
+static void dirty_to_unread(void)
+{
+    size_t kept = 0;
+
+    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
+        uint32_t p = pb_dsm.dirty[i];
+
+        if (pb_dsm.twins[p] == NULL && is_mine(p) && !read_elsewhere(p))
+            pb_dsm.unread[pb_dsm.nunread++] = p;
+        else
+            pb_dsm.dirty[kept++] = p;
+    }
+    pb_dsm.ndirty = kept;
 }
 
 /* under @protocol: is dirty page @p a home page written at one of the
@@ -737,15 +870,21 @@ int pb_dsm_flush_locked(void)
     size_t ncold = 0, nwritten = 0;
     int rc;
 
-    if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0)
+    if (pb_dsm.ndirty == 0 && pb_dsm.nhot == 0 && pb_dsm.nunread == 0)
         return 0;
     /* (releases count only those that find pages written: an acquire's
      * flush that finds none does not age the hot pages) */
     r = pb_dsm.releases + 1 == 0 ? 1 : pb_dsm.releases + 1; /* (0 is "never written") */
     qsort(pb_dsm.dirty, pb_dsm.ndirty, sizeof(uint32_t), cmp_u32);
-    /* the hot pages changed go after the dirty ones (disjoint sets: the
-     * list holds every page) */
+    /* the read marks are looked at after the stores of this interval
+     * (pairs with mark_read's fence) */
+    atomic_thread_fence(memory_order_seq_cst);
+    dirty_to_unread();
+    /* the hot pages changed and the unread pages read go after the dirty
+     * ones (disjoint sets: the list holds every page) */
     rc = hot_scan(r, pb_dsm.dirty + pb_dsm.ndirty, &nwritten);
+    if (rc == 0)
+        rc = unread_scan(r, pb_dsm.dirty + pb_dsm.ndirty, &nwritten);
     if (rc != 0 || pb_dsm.ndirty + nwritten == 0)
         return rc;
     pb_dsm.releases = r;

@@ -396,6 +396,8 @@ size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
     hdr->image_off = off;
     hdr->image_len = pb_dsm.image_len;
     off += round_up(pb_dsm.image_len, 64);
+    hdr->readers_off = off;
+    off += round_up(pb_dsm.npages, 64);
     if (proc == 0) {
         hdr->writer_off = off;
         off += round_up(pb_dsm.npages * sizeof(int32_t), 64);

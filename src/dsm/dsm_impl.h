@@ -29,6 +29,9 @@
  *   | uint64 log[16384]       |  pages this process released (release log)
  *   +-------------------------+ image_off
  *   | executable data image   |  staged here for a thread creation
+ *   +-------------------------+ readers_off
+ *   | uint8 read[npages]      |  1: another process fetched the page
+ *   |                         |  from here
  *   +-------------------------+ writer_off  (process 0 only from here)
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
@@ -47,7 +50,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0002) /* "pb-dsm" + version 2 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0003) /* "pb-dsm" + version 3 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
@@ -117,8 +120,9 @@ typedef struct {
     uint32_t pad0;
     uint64_t image_off; /* image_len bytes */
     uint64_t image_len;
-    uint64_t log_off;    /* uint64 log[PB_DSM_LOG_ENTRIES]: seq << 32 | page */
-    uint64_t writer_off; /* process 0: int32 writer[npages] */
+    uint64_t log_off;     /* uint64 log[PB_DSM_LOG_ENTRIES]: seq << 32 | page */
+    uint64_t readers_off; /* uint8 read[npages]: set by the readers of this process's pages */
+    uint64_t writer_off;  /* process 0: int32 writer[npages] */
     uint64_t touched_off;
     uint64_t area_off;  /* uint64 area[2][npages] */
     uint64_t homes_off; /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
@@ -249,6 +253,10 @@ typedef struct {
     uint8_t *homes;     /* per page: its home + 1 as known here, 0 not known */
     uint32_t *hot;      /* home pages left writable, with a snapshot in @twins */
     size_t nhot;
+    uint32_t *unread; /* home pages no other process fetched: writable, untracked */
+    size_t nunread;
+    uint8_t *marked;      /* per page: marked read at its home on another node */
+    size_t readers_off;   /* the read marks' offset in every process's ctl */
     uint32_t *written_at; /* per page: the release that last found it written */
     uint32_t releases;    /* releases that found pages written */
     size_t homes_off;     /* the home directory's offset in process 0's ctl */

@@ -21,6 +21,12 @@
  *                         rounds; from the third, its stores no longer
  *                         fault (hot home pages); every process reads
  *                         every band, a read fault fetching two pages
+ *   pbt-dsm unread        each process writes its own band of pages that
+ *                         no other process reads: after its second
+ *                         release of them they stay writable, even after
+ *                         a pause; then its neighbour reads half the
+ *                         band, and from then on sees every round's
+ *                         values
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -285,6 +291,59 @@ static int run_homes(void)
     return 0;
 }
 
+/* Unread home pages: process p writes band p (UNREAD_BAND pages), read
+ * by no other process, at rounds 0 (the release that claims it) and 1
+ * (its second write faults: the band is write-protected after the claim),
+ * then leaves it alone for UNREAD_IDLE releases (that write a page of its
+ * own: releases that find nothing written do not age hot pages), more
+ * than the PB_DSM_HOT_RELEASES after which a hot page is write-protected
+ * again.
+ * No other process fetched the band, so its release left it writable and
+ * untracked: the stores of every later round take no write fault.  From
+ * round UNREAD_READ on process p + 1 reads band p (its first half at that
+ * round, which marks those pages read at p, from then on all of it) and
+ * sees every round's values. */
+#define UNREAD_BAND 8
+#define UNREAD_IDLE 6
+#define UNREAD_READ 4
+#define UNREAD_ROUNDS 8
+
+static int run_unread(void)
+{
+    int n = postbox_dsm_process_count();
+    int left = (me + n - 1) % n;
+    long words = UNREAD_BAND * PAGE / sizeof(long);
+    long *bands = postbox_dsm_alloc((size_t)n * (UNREAD_BAND + 1) * PAGE);
+    long *mine = bands + me * words, *theirs = bands + left * words;
+    long *tick = bands + n * words + me * (long)(PAGE / sizeof(long));
+    postbox_dsm_stats_t before, after;
+
+    CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    OK(postbox_dsm_barrier(0, n));
+    for (int round = 0; round < UNREAD_ROUNDS; round++) {
+        OK(postbox_dsm_stats(&before));
+        for (long i = 0; i < words; i++)
+            mine[i] = band_value(round, me, i);
+        OK(postbox_dsm_stats(&after));
+        CHECK(round < 2 || round > UNREAD_READ || after.write_faults == before.write_faults,
+              "round %d: %llu write faults on this process's band, read by no other", round,
+              (unsigned long long)(after.write_faults - before.write_faults));
+        OK(postbox_dsm_barrier(0, n));
+        for (int idle = 0; round == 1 && idle < UNREAD_IDLE; idle++) {
+            tick[0] = idle + 1;
+            OK(postbox_dsm_barrier(0, n));
+        }
+        if (round < UNREAD_READ)
+            continue;
+        for (long i = 0; i < (round == UNREAD_READ ? words / 2 : words); i++)
+            CHECK(theirs[i] == band_value(round, left, i),
+                  "round %d: band %d word %ld is %ld, not %ld", round, left, i, theirs[i],
+                  band_value(round, left, i));
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -516,7 +575,8 @@ int main(int argc, char **argv)
 
     if (argc < 2) {
         fprintf(stderr,
-                "usage: pbt-dsm spmd | homes | threads T | timing | killed | errors | segv\n");
+                "usage: pbt-dsm spmd | homes | unread | threads T | timing | killed | errors | "
+                "segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -530,6 +590,8 @@ int main(int argc, char **argv)
         rc = run_spmd();
     } else if (strcmp(test_name, "homes") == 0) {
         rc = run_homes();
+    } else if (strcmp(test_name, "unread") == 0) {
+        rc = run_unread();
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -556,7 +618,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
                 (unsigned long long)stats.barriers,
                 (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0) {
+    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
+        strcmp(test_name, "unread") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
