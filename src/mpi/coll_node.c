@@ -27,10 +27,14 @@
  * (acquire load; the writer stores with release after its data).
  * Payloads of at most 56 bytes travel in the writer's own line (one cache
  * line carries flag and data); larger ones in its cell, in pieces of
- * the cell (or half of it, to pipeline a broadcast).  A rank writes its
- * line or cell only once every local rank is past the last phase that
- * reads it (the previous piece's or collective's), which each collective
- * ends with.
+ * the cell (a broadcast in pieces of about a quarter of the message, which
+ * take the cell's slots in turn, so that copy-in and copy-out overlap).  A
+ * rank writes its line or cell only once every local rank is past the
+ * last phase that reads it (the previous piece's or collective's), which
+ * each collective ends with; the exception is the one-phase calls of
+ * payloads of up to 4 KB, which alternate between two halves of the line
+ * or of the cell, call by call, and have a rule of their own
+ * (coll_node_local.c).
  *
  * Waiting is the engine's (spin, yield, sleep on the doorbell); a rank
  * that stores a step wakes the local ranks that sleep.
