@@ -204,6 +204,17 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
     pb_tcp_reap_failed();
 }
 
+/* tcp_handle_events for a caller that holds neither pb_rsm_lock nor
+ * pb_tcp.lock: it takes both around them. */
+static void tcp_handle_events_unlocked(const struct epoll_event *events, int count)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&pb_tcp.lock);
+    tcp_handle_events(events, count);
+    pthread_mutex_unlock(&pb_tcp.lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+}
+
 /* Handle what the sockets have now, without waiting.  Caller holds the
  * progress token and pb_rsm_lock (the service thread's callbacks). */
 static void tcp_read_ready_locked(void)
@@ -424,13 +435,8 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
     }
     interrupted = count < 0 && errno == EINTR;
 
-    if (count > 0) {
-        pthread_mutex_lock(&pb_rsm_lock);
-        pthread_mutex_lock(&pb_tcp.lock);
-        tcp_handle_events(events, count);
-        pthread_mutex_unlock(&pb_tcp.lock);
-        pthread_mutex_unlock(&pb_rsm_lock);
-    }
+    if (count > 0)
+        tcp_handle_events_unlocked(events, count);
     if (watch_held)
         pthread_mutex_unlock(&pb_tcp.progress);
     else
@@ -561,13 +567,8 @@ static pb_status_t tcp_spin(pb_tcp_ready_func_t ready, void *arg, int64_t deadli
             continue;
         }
         count = epoll_wait(pb_tcp.sources.epoll_fd, events, TCP_MAX_EVENTS, 0);
-        if (count > 0) {
-            pthread_mutex_lock(&pb_rsm_lock);
-            pthread_mutex_lock(&pb_tcp.lock);
-            tcp_handle_events(events, count);
-            pthread_mutex_unlock(&pb_tcp.lock);
-            pthread_mutex_unlock(&pb_rsm_lock);
-        }
+        if (count > 0)
+            tcp_handle_events_unlocked(events, count);
         status = ready(arg);
         if (status != TCP_NOT_YET)
             return status;
