@@ -77,6 +77,24 @@ static pb_status_t pmi_msg_check_cmd(const pb_boot_pmi_msg_t *msg)
     return PB_OK;
 }
 
+/* Copy the key at @src[*@i_p] (@len bytes in all) to *@out_p, NUL-ended,
+ * and step both past it and past the '=' that must follow it.  @return
+ * the key; NULL when there is none or no '=' follows. */
+static const char *pmi_parse_key(const char *src, size_t len, size_t *i_p, char **out_p)
+{
+    char *key = *out_p, *out = key;
+    size_t i = *i_p;
+
+    while (i < len && pmi_key_char(src[i]))
+        *out++ = src[i++];
+    if (out == key || i == len || src[i] != '=')
+        return NULL;
+    *out++ = '\0';
+    *i_p = i + 1;
+    *out_p = out;
+    return key;
+}
+
 /*
  * The text buffer never overflows: every input byte yields at most one
  * output byte, and each separator ('=', ' ', ';') or the end yields the
@@ -93,19 +111,15 @@ pb_status_t pb_boot_pmi_parse_v1(const char *line, size_t len, pb_boot_pmi_msg_t
     if (len + 1 > PB_BOOT_PMI_MSG_MAX)
         return PB_ERR_PROTOCOL;
     for (;;) {
-        char *key, *value;
+        const char *key, *value;
 
         while (i < len && line[i] == ' ')
             i++;
         if (i == len)
             break;
-        key = out;
-        while (i < len && pmi_key_char(line[i]))
-            *out++ = line[i++];
-        if (out == key || i == len || line[i] != '=')
+        key = pmi_parse_key(line, len, &i, &out);
+        if (key == NULL)
             return PB_ERR_PROTOCOL;
-        *out++ = '\0';
-        i++;
         value = out;
         while (i < len && line[i] != ' ') {
             if (line[i] == '\\') {
@@ -118,11 +132,8 @@ pb_status_t pb_boot_pmi_parse_v1(const char *line, size_t len, pb_boot_pmi_msg_t
             *out++ = line[i++];
         }
         *out++ = '\0';
-        if (msg->count == PB_BOOT_PMI_MAX_PAIRS)
-            return PB_ERR_PROTOCOL;
-        msg->pairs[msg->count].key = key;
-        msg->pairs[msg->count].value = value;
-        msg->count++;
+        if (pb_boot_pmi_msg_add(msg, key, value) != PB_OK)
+            return PB_ERR_PROTOCOL; /* too many pairs */
     }
     return pmi_msg_check_cmd(msg);
 }
@@ -136,15 +147,10 @@ pb_status_t pb_boot_pmi_parse_v2(const char *body, size_t len, pb_boot_pmi_msg_t
     if (len > PB_BOOT_PMI_MSG_MAX)
         return PB_ERR_PROTOCOL;
     while (i < len) {
-        char *key, *value;
+        const char *key = pmi_parse_key(body, len, &i, &out), *value;
 
-        key = out;
-        while (i < len && pmi_key_char(body[i]))
-            *out++ = body[i++];
-        if (out == key || i == len || body[i] != '=')
+        if (key == NULL)
             return PB_ERR_PROTOCOL;
-        *out++ = '\0';
-        i++;
         value = out;
         while (i < len) {
             if (body[i] == ';') {
@@ -161,11 +167,8 @@ pb_status_t pb_boot_pmi_parse_v2(const char *body, size_t len, pb_boot_pmi_msg_t
         *out++ = '\0';
         if (i < len)
             i++; /* the ';' ending the pair (optional after the last) */
-        if (msg->count == PB_BOOT_PMI_MAX_PAIRS)
-            return PB_ERR_PROTOCOL;
-        msg->pairs[msg->count].key = key;
-        msg->pairs[msg->count].value = value;
-        msg->count++;
+        if (pb_boot_pmi_msg_add(msg, key, value) != PB_OK)
+            return PB_ERR_PROTOCOL; /* too many pairs */
     }
     return pmi_msg_check_cmd(msg);
 }
@@ -190,6 +193,49 @@ static void pmi_writer_puts(pmi_writer_t *w, const char *s)
 {
     while (*s != '\0')
         pmi_writer_putc(w, *s++);
+}
+
+/* How a value is written: on a PMI-1 line (' ', '\\' and newline behind a
+ * '\\'), in a PMI-1 spawn block (as it is: a newline cannot be written),
+ * in a PMI-2 message (';' doubled). */
+typedef enum {
+    PMI_VALUE_V1,
+    PMI_VALUE_V1_BLOCK,
+    PMI_VALUE_V2
+} pmi_value_form_t;
+
+/* Append @value in @form; one that @form cannot hold overflows @w. */
+static void pmi_writer_value(pmi_writer_t *w, const char *value, pmi_value_form_t form)
+{
+    for (const char *v = value; *v != '\0'; v++) {
+        if (form == PMI_VALUE_V1 && (*v == ' ' || *v == '\\' || *v == '\n'))
+            pmi_writer_putc(w, '\\');
+        else if (form == PMI_VALUE_V1_BLOCK && *v == '\n')
+            w->overflow = 1; /* (cannot be written) */
+        else if (form == PMI_VALUE_V2 && *v == ';')
+            pmi_writer_putc(w, ';');
+        pmi_writer_putc(w, *v);
+    }
+}
+
+/* A writer of a PMI-2 message into @buf (@cap bytes, more than
+ * PMI_V2_HEADER), its length field left to pmi_writer_v2_end. */
+static pmi_writer_t pmi_writer_v2_start(char *buf, size_t cap)
+{
+    pmi_writer_t w = {buf, PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX, PMI_V2_HEADER, 0};
+
+    if (cap - 1 < w.cap)
+        w.cap = cap - 1;
+    return w;
+}
+
+/* Write the length field of the PMI-2 message in @w (not overflowed). */
+static void pmi_writer_v2_end(pmi_writer_t *w)
+{
+    char header[PMI_V2_HEADER + 1];
+
+    snprintf(header, sizeof(header), "%6u", (unsigned)(w->pos - PMI_V2_HEADER));
+    memcpy(w->buf, header, PMI_V2_HEADER);
 }
 
 static pb_status_t pmi_msg_check_keys(const pb_boot_pmi_msg_t *msg)
@@ -219,11 +265,7 @@ pb_status_t pb_boot_pmi_format_v1(const pb_boot_pmi_msg_t *msg, char *buf, size_
             pmi_writer_putc(&w, ' ');
         pmi_writer_puts(&w, msg->pairs[i].key);
         pmi_writer_putc(&w, '=');
-        for (const char *v = msg->pairs[i].value; *v != '\0'; v++) {
-            if (*v == ' ' || *v == '\\' || *v == '\n')
-                pmi_writer_putc(&w, '\\');
-            pmi_writer_putc(&w, *v);
-        }
+        pmi_writer_value(&w, msg->pairs[i].value, PMI_VALUE_V1);
     }
     pmi_writer_putc(&w, '\n');
     if (w.overflow)
@@ -236,30 +278,23 @@ pb_status_t pb_boot_pmi_format_v1(const pb_boot_pmi_msg_t *msg, char *buf, size_
 pb_status_t pb_boot_pmi_format_v2(const pb_boot_pmi_msg_t *msg, char *buf, size_t cap,
                                   size_t *len_p)
 {
-    pmi_writer_t w = {buf, 0, PMI_V2_HEADER, 0};
+    pmi_writer_t w;
     pb_status_t status = pmi_msg_check_keys(msg);
-    char header[PMI_V2_HEADER + 1];
 
     if (status != PB_OK)
         return status;
     if (cap < PMI_V2_HEADER + 1)
         return PB_ERR_NO_RESOURCE;
-    w.cap = cap - 1 < PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX ? cap - 1
-                                                          : PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX;
+    w = pmi_writer_v2_start(buf, cap);
     for (int i = 0; i < msg->count; i++) {
         pmi_writer_puts(&w, msg->pairs[i].key);
         pmi_writer_putc(&w, '=');
-        for (const char *v = msg->pairs[i].value; *v != '\0'; v++) {
-            if (*v == ';')
-                pmi_writer_putc(&w, ';');
-            pmi_writer_putc(&w, *v);
-        }
+        pmi_writer_value(&w, msg->pairs[i].value, PMI_VALUE_V2);
         pmi_writer_putc(&w, ';');
     }
     if (w.overflow)
         return PB_ERR_NO_RESOURCE;
-    snprintf(header, sizeof(header), "%6u", (unsigned)(w.pos - PMI_V2_HEADER));
-    memcpy(buf, header, PMI_V2_HEADER);
+    pmi_writer_v2_end(&w);
     buf[w.pos] = '\0';
     *len_p = w.pos;
     return PB_OK;
@@ -502,13 +537,7 @@ static void pmi_spawn_field(pmi_writer_t *w, int v2, const char *key, int index,
     pmi_writer_puts(w, key);
     pmi_writer_puts(w, number);
     pmi_writer_putc(w, '=');
-    for (const char *v = value; *v != '\0'; v++) {
-        if (*v == '\n' && !v2)
-            w->overflow = 1; /* (cannot be written) */
-        if (*v == ';' && v2)
-            pmi_writer_putc(w, ';');
-        pmi_writer_putc(w, *v);
-    }
+    pmi_writer_value(w, value, v2 ? PMI_VALUE_V2 : PMI_VALUE_V1_BLOCK);
     pmi_writer_putc(w, v2 ? ';' : '\n');
 }
 
@@ -581,13 +610,8 @@ size_t pb_boot_pmi_format_spawn_v2(char *buf, size_t cap, int count,
                                    const postbox_job_spawn_cmd_t *cmds, int npreput,
                                    const char *const *keys, const char *const *values)
 {
-    pmi_writer_t w = {buf, cap - 1, PMI_V2_HEADER, 0};
-    char header[PMI_V2_HEADER + 1];
+    pmi_writer_t w = pmi_writer_v2_start(buf, cap);
 
-    if (cap <= PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX)
-        w.cap = cap - 1;
-    else
-        w.cap = PMI_V2_HEADER + PB_BOOT_PMI_MSG_MAX;
     pmi_writer_puts(&w, "cmd=spawn;");
     pmi_spawn_int(&w, 1, "ncmds", count);
     pmi_spawn_preput(&w, 1, npreput, keys, values);
@@ -599,7 +623,6 @@ size_t pb_boot_pmi_format_spawn_v2(char *buf, size_t cap, int count,
     }
     if (w.overflow)
         return 0;
-    snprintf(header, sizeof(header), "%6u", (unsigned)(w.pos - PMI_V2_HEADER));
-    memcpy(buf, header, PMI_V2_HEADER);
+    pmi_writer_v2_end(&w);
     return w.pos;
 }

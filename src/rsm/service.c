@@ -5,7 +5,6 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -17,9 +16,11 @@
 #include "rsm/rsm_impl.h"
 #include "util/evset.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define SERVICE_MAX_EVENTS 32
 #define LIVENESS_PAGE_SIZE 4096
+#define SERVICE_STACK_SIZE (256 * 1024)
 
 /* the liveness page: a robust-list node, then the futex word */
 typedef struct {
@@ -117,9 +118,6 @@ static void service_atfork_child(void)
 
 pb_status_t pb_rsm_service_start(void)
 {
-    sigset_t all, saved;
-    pthread_t thread;
-    pthread_attr_t attr;
     int ret;
 
     if (service.started)
@@ -156,22 +154,10 @@ pb_status_t pb_rsm_service_start(void)
         goto err_unmap;
     }
 
-    /* the thread takes no signals: they belong to the application.  But for
-     * the ones its own faults raise: blocked, they would kill the process
-     * past any handler (a crash reporter's, a sanitizer's) */
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
+    /* the thread takes no signals but its own faults': they belong to the
+     * application */
     sem_init(&service_ready, 0, 0);
-    ret = pthread_create(&thread, &attr, service_thread_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    ret = pb_thread_start_masked(service_thread_main, NULL, 1, SERVICE_STACK_SIZE, NULL);
     if (ret != 0) {
         errno = ret;
         pb_error("pthread_create of the RSM service thread failed: %m");

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "util/compiler.h"
 #include "util/futex.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 /* The bytes of one piece: small enough that two threads share a copy
  * evenly and that the caller's wait for the helper's last piece is short
@@ -148,7 +148,6 @@ static void *helper_main(void *unused)
 static int helper_start(void)
 {
     cpu_set_t cpus;
-    sigset_t all, saved;
     int err;
 
     if (copy.started && copy.owner != getpid())
@@ -162,15 +161,8 @@ static int helper_start(void)
         return 0;
     }
     atomic_store(&copy.stop, 0);
-    /* the helper takes no signals but its own faults' (service.c) */
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    err = pthread_create(&copy.thread, NULL, helper_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    /* joinable: pb_eng_copy_finalize stops it */
+    err = pb_thread_start_masked(helper_main, NULL, 0, 0, &copy.thread);
     if (err != 0) {
         errno = err;
         pb_warn("the copy helper thread could not start (%m): large copies use one thread");

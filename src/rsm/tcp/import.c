@@ -351,6 +351,33 @@ void pb_tcp_import_disconnect(pb_rsm_import_t *im)
     tcp_import_free(ti);
 }
 
+/* Wait until the exporter has every put sent so far over @im's rails
+ * (pb_tcp_rails_barrier): puts striped over several are ordered with what
+ * follows only by waiting for them.  On success nothing is striped any
+ * more.  Caller holds ti->lock. */
+static pb_status_t tcp_unstripe_locked(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_rails_barrier(im, 0);
+
+    if (status == PB_OK)
+        ti->striped = 0;
+    return status;
+}
+
+/* Heal @im's rails (pb_tcp_import_heal), then wait for the puts striped
+ * over them, if any: what goes over the primary rail next follows
+ * everything sent before.  Caller holds ti->lock. */
+static pb_status_t tcp_import_order_locked(pb_rsm_import_t *im)
+{
+    pb_tcp_import_t *ti = im->tl;
+    pb_status_t status = pb_tcp_import_heal(im);
+
+    if (status == PB_OK && ti->striped)
+        status = tcp_unstripe_locked(im);
+    return status;
+}
+
 /* Put, and with @signal post a signal to the exporter once the data is
  * applied; with @word_last as one frame whose first word the exporter
  * stores last.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes
@@ -366,11 +393,8 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
     /* a put that goes over the first rail alone must not overtake the
      * pieces of an earlier striped one on the other rails: the program may
      * read its arrival as the earlier put's (a flag after data) */
-    if (status == PB_OK && ti->striped && !(may_stripe && length >= pb_tcp.stripe_min)) {
-        status = pb_tcp_rails_barrier(im, 0);
-        if (status == PB_OK)
-            ti->striped = 0;
-    }
+    if (status == PB_OK && ti->striped && !(may_stripe && length >= pb_tcp.stripe_min))
+        status = tcp_unstripe_locked(im);
 
     while (status == PB_OK && length > 0) {
         int stripe = may_stripe && pb_tcp_live_rails(ti) > 1 && length >= pb_tcp.stripe_min;
@@ -408,9 +432,8 @@ static pb_status_t tcp_put_locked(pb_rsm_import_t *im, size_t offset, const char
         /* the pieces went over several rails: the signal follows all of them */
         pb_tcp_frame_t frame = {.type = PB_TCP_SIGNAL, .flags = PB_TCP_FLAG_ACCUMULATE};
 
-        status = pb_tcp_rails_barrier(im, 0);
+        status = tcp_unstripe_locked(im);
         if (status == PB_OK) {
-            ti->striped = 0;
             status = pb_tcp_rail_send(ti, pb_tcp_primary_rail(ti), &frame, NULL);
             if (status != PB_OK)
                 status = pb_tcp_import_heal(im);
@@ -569,12 +592,7 @@ pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request
     if (status != PB_OK)
         return status;
     pthread_mutex_lock(&ti->lock);
-    status = pb_tcp_import_heal(im);
-    if (status == PB_OK && ti->striped) {
-        status = pb_tcp_rails_barrier(im, 0);
-        if (status == PB_OK)
-            ti->striped = 0;
-    }
+    status = tcp_import_order_locked(im);
     if (status != PB_OK) {
         pthread_mutex_unlock(&ti->lock);
         return status;
@@ -648,9 +666,7 @@ pb_status_t pb_tcp_barrier_close(pb_rsm_import_t *im)
     if (status != PB_OK)
         return status;
     pthread_mutex_lock(&ti->lock);
-    status = pb_tcp_rails_barrier(im, 0);
-    if (status == PB_OK)
-        ti->striped = 0;
+    status = tcp_unstripe_locked(im);
     pthread_mutex_unlock(&ti->lock);
     if (status == PB_ERR_PERMISSION)
         pb_log_limited(&pb_tcp.log_call, TCP_LOG_INTERVAL_MS,
@@ -670,13 +686,9 @@ pb_status_t pb_tcp_import_signal_post(pb_rsm_import_t *im, int accumulate)
     if (status != PB_OK)
         return status;
     pthread_mutex_lock(&ti->lock);
-    status = pb_tcp_import_heal(im);
     /* over one rail a signal follows the puts before it; puts striped over
      * several reach the exporter before the signal only by waiting */
-    if (status == PB_OK && ti->striped) {
-        status = pb_tcp_rails_barrier(im, 0);
-        ti->striped = status != PB_OK;
-    }
+    status = tcp_import_order_locked(im);
     if (status == PB_OK) {
         pb_tcp_rail_t *rail = pb_tcp_primary_rail(ti);
 

@@ -204,6 +204,17 @@ static void tcp_handle_events(const struct epoll_event *events, int count)
     pb_tcp_reap_failed();
 }
 
+/* tcp_handle_events for a caller that holds neither pb_rsm_lock nor
+ * pb_tcp.lock: it takes both around them. */
+static void tcp_handle_events_unlocked(const struct epoll_event *events, int count)
+{
+    pthread_mutex_lock(&pb_rsm_lock);
+    pthread_mutex_lock(&pb_tcp.lock);
+    tcp_handle_events(events, count);
+    pthread_mutex_unlock(&pb_tcp.lock);
+    pthread_mutex_unlock(&pb_rsm_lock);
+}
+
 /* Handle what the sockets have now, without waiting.  Caller holds the
  * progress token and pb_rsm_lock (the service thread's callbacks). */
 static void tcp_read_ready_locked(void)
@@ -224,7 +235,7 @@ static void tcp_read_ready_locked(void)
  * watch is level-triggered, not one-shot: the service thread that served
  * what woke it need not arm it again (a system call less per request
  * served); it disarms it itself only when it finds the token taken
- * (pb_tcp_service_ready).  Caller holds pb_rsm_lock. */
+ * (tcp_service_park).  Caller holds pb_rsm_lock. */
 static void tcp_service_arm_locked(void)
 {
     if (pb_tcp.claims == 0 || atomic_load(&pb_tcp.lapsed))
@@ -353,7 +364,7 @@ void pb_tcp_lapse_check(void *arg, uint32_t events)
         atomic_store(&pb_tcp.lapsed, 1);
         if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
             /* a waiter reads the sockets: it arms the watch when it lets
-             * go (as for pb_tcp_service_ready) */
+             * go (as in tcp_service_park) */
             atomic_store(&pb_tcp.service_parked, 1);
             if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
                 pb_tcp.lapse_polls = polls;
@@ -424,13 +435,8 @@ static int tcp_progress_pass(int timeout_ms, int watch_held, _Atomic uint32_t *w
     }
     interrupted = count < 0 && errno == EINTR;
 
-    if (count > 0) {
-        pthread_mutex_lock(&pb_rsm_lock);
-        pthread_mutex_lock(&pb_tcp.lock);
-        tcp_handle_events(events, count);
-        pthread_mutex_unlock(&pb_tcp.lock);
-        pthread_mutex_unlock(&pb_rsm_lock);
-    }
+    if (count > 0)
+        tcp_handle_events_unlocked(events, count);
     if (watch_held)
         pthread_mutex_unlock(&pb_tcp.progress);
     else
@@ -463,22 +469,33 @@ static int tcp_serve_last(void)
     return got;
 }
 
+/* The service thread, woken by its watch @watch_id, found the progress
+ * token taken: disarm that watch (level-triggered, it would report the
+ * same bytes again at once) for the holder to re-arm on release
+ * (tcp_token_release), clearing *@armed_p with it when not NULL; then try
+ * the token again in case the holder let go before seeing the flag, and
+ * if it is free now, read the sockets and arm the watches here.  Caller
+ * holds pb_rsm_lock. */
+static void tcp_service_park(uint64_t watch_id, int *armed_p)
+{
+    pb_rsm_service_rearm(watch_id, TCP_WATCH_OFF);
+    if (armed_p != NULL)
+        *armed_p = 0;
+    atomic_store(&pb_tcp.service_parked, 1);
+    if (pthread_mutex_trylock(&pb_tcp.progress) != 0)
+        return;
+    atomic_store(&pb_tcp.service_parked, 0);
+    tcp_read_ready_locked();
+    pthread_mutex_unlock(&pb_tcp.progress);
+    tcp_service_arm_locked();
+}
+
 void pb_tcp_service_ready(void *arg, uint32_t events)
 {
     (void)arg;
     (void)events;
     if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
-        /* disarm the watch (level-triggered, it would report the same
-         * bytes again at once) for the holder to re-arm on release; try
-         * again in case it let go before seeing the flag */
-        pb_rsm_service_rearm(pb_tcp.service_id, TCP_WATCH_OFF);
-        atomic_store(&pb_tcp.service_parked, 1);
-        if (pthread_mutex_trylock(&pb_tcp.progress) != 0)
-            return;
-        atomic_store(&pb_tcp.service_parked, 0);
-        tcp_read_ready_locked();
-        pthread_mutex_unlock(&pb_tcp.progress);
-        tcp_service_arm_locked();
+        tcp_service_park(pb_tcp.service_id, NULL);
         return;
     }
     /* the watch stays armed: what is left, or comes meanwhile, wakes this
@@ -495,16 +512,8 @@ void pb_tcp_blind_ready(void *arg, uint32_t events)
     (void)arg;
     (void)events;
     if (pthread_mutex_trylock(&pb_tcp.progress) != 0) {
-        /* as pb_tcp_service_ready: the holder reads, and re-arms on release */
-        pb_rsm_service_rearm(pb_tcp.blind_id, TCP_WATCH_OFF);
-        pb_tcp.blind_armed = 0;
-        atomic_store(&pb_tcp.service_parked, 1);
-        if (pthread_mutex_trylock(&pb_tcp.progress) != 0)
-            return;
-        atomic_store(&pb_tcp.service_parked, 0);
-        tcp_read_ready_locked();
-        pthread_mutex_unlock(&pb_tcp.progress);
-        tcp_service_arm_locked();
+        /* the holder reads, and re-arms on release */
+        tcp_service_park(pb_tcp.blind_id, &pb_tcp.blind_armed);
         return;
     }
     tcp_read_ready_locked();
@@ -558,13 +567,8 @@ static pb_status_t tcp_spin(pb_tcp_ready_func_t ready, void *arg, int64_t deadli
             continue;
         }
         count = epoll_wait(pb_tcp.sources.epoll_fd, events, TCP_MAX_EVENTS, 0);
-        if (count > 0) {
-            pthread_mutex_lock(&pb_rsm_lock);
-            pthread_mutex_lock(&pb_tcp.lock);
-            tcp_handle_events(events, count);
-            pthread_mutex_unlock(&pb_tcp.lock);
-            pthread_mutex_unlock(&pb_rsm_lock);
-        }
+        if (count > 0)
+            tcp_handle_events_unlocked(events, count);
         status = ready(arg);
         if (status != TCP_NOT_YET)
             return status;
