@@ -365,11 +365,11 @@ static int reduce_piece(const pb_coll_node_t *cn, const char *own, char *acc, ch
  * when it wants one (else, or for a non-commutative op in place, into a
  * piece of scratch), and writes each piece, still in its cache, into the
  * result of every other rank that wants it (process_vm_writev); each
- * returns once nobody reads or writes its buffers.  Two phases whatever the size.  Only rank i
- * reads and writes slice i of any buffer, and it reads a piece of every input before it writes that
- * piece of a result, so MPI_IN_PLACE is safe.
- * @return MPI_SUCCESS, MPI_ERR_NO_MEM (before any phase) or MPI_ERR_OTHER
- * (a copy failed).
+ * returns once nobody reads or writes its buffers.  Two phases whatever
+ * the size.  Only rank i reads and writes slice i of any buffer, and it
+ * reads a piece of every input before it writes that piece of a result,
+ * so MPI_IN_PLACE is safe.  @return MPI_SUCCESS, MPI_ERR_NO_MEM (before
+ * any phase) or MPI_ERR_OTHER (a copy failed).
  */
 int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                             MPI_Datatype type, MPI_Op op, int root)
@@ -547,13 +547,13 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 
 /*
  * The one-phase collectives of small payloads: each rank writes its data
- * into one half of its line (or, past HALF_MAX, of its cell), the half the
- * call's parity chooses (parity_half), posts,
- * and (those that read) waits for all and reads the others' halves.  One
- * post per call is enough because the halves alternate: a rank writes
- * half h again two calls later, once every rank has posted in the call
- * between (halves_begin), which each does after reading half h.  The
- * first other collective after them that writes the line settles first
+ * into one half of its line (or, past HALF_MAX, of its cell), the half
+ * the call's parity chooses (parity_half), posts, and (those that read)
+ * waits for all and reads the others' halves.  One post per call is
+ * enough because the halves alternate: a rank writes half h again two
+ * calls later, once every rank has posted in the call between
+ * (halves_begin), which each does after reading half h.  The first other
+ * collective after them that writes the line settles first
  * (pb_coll_node_settle_halves).
  */
 
@@ -612,10 +612,10 @@ int pb_coll_node_exchange_halves(pb_coll_node_t *cn, const void *sendbuf, MPI_Co
 }
 
 /*
- * Reduce (@root: local rank, or -1 for every rank) of inputs
- * pb_coll_node_one_phase takes, in one phase (see above): each rank that wants the result
- * combines the inputs in rank order (acc starts as x_{n-1} and takes
- * x_j op acc), so non-commutative ops are right.  A rank that does not
+ * Reduce (@root: local rank, or -1 for every rank) of inputs that
+ * pb_coll_node_one_phase takes, in one phase (see above): each rank that
+ * wants the result combines the inputs in rank order (acc starts as
+ * x_{n-1} and takes x_j op acc), so non-commutative ops are right.  A rank that does not
  * want it writes its half, posts and goes; the root of a Reduce, whose
  * input nobody else reads, combines its own from where it is and posts
  * once it has read the others'.  @return MPI_SUCCESS.
