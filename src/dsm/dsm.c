@@ -206,14 +206,37 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     return rc;
 }
 
-int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
+int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req)
 {
-    pb_dsm_req_t req = {.op = PB_DSM_OP_NOTIFY_MAX, .a = offset, .b = value};
+    pb_dsm_peer_t *peer = &pb_dsm.peers[proc];
     pb_dsm_reply_t reply;
-    int rc = pb_dsm_rpc(proc, type, &req, NULL, &reply);
+    size_t got = 0;
+    int rc;
 
-    if (rc != 0)
-        return rc;
+    if (req->npages != 0)
+        return POSTBOX_DSM_ERR_BAD_ARGUMENT;
+    if (proc == pb_dsm.me || peer->ctl_map != NULL) {
+        pb_dsm_ctl_t *ctl = proc == pb_dsm.me ? pb_dsm.ctl : peer->ctl_map;
+
+        pb_dsm_handler(NULL, ctl, ctl->size, req, sizeof(*req), &reply, sizeof(reply), &got);
+    } else {
+        rc = pb_rsm_memseg_import_call(peer->ctl, req, sizeof(*req), NULL, 0, NULL,
+                                       PB_RSM_CALL_NO_REPLY);
+        if (rc != RSM_SUCCESS) {
+            pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
+            return POSTBOX_DSM_ERR_COMMUNICATION;
+        }
+    }
+    if (proc != pb_dsm.me)
+        pb_dsm_count_msg(type, sizeof(*req));
+    return 0;
+}
+
+/* wake process @proc after a raise of its mailbox */
+static int wake_proc(int proc)
+{
+    int rc;
+
     if (proc == pb_dsm.me) {
         pb_dsm_wake_local();
         return 0;
@@ -224,6 +247,23 @@ int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
     return 0;
+}
+
+int pb_dsm_notify_post(int proc, int type, size_t offset, uint64_t value)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_NOTIFY_MAX, .a = offset, .b = value};
+    int rc = pb_dsm_post(proc, type, &req);
+
+    return rc != 0 ? rc : wake_proc(proc);
+}
+
+int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_NOTIFY_MAX, .a = offset, .b = value};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_rpc(proc, type, &req, NULL, &reply);
+
+    return rc != 0 ? rc : wake_proc(proc);
 }
 
 int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len)
@@ -404,7 +444,9 @@ size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
         hdr->touched_off = off;
         off += round_up(pb_dsm.npages * sizeof(uint32_t), 64);
         hdr->area_off = off;
-        off += 2 * pb_dsm.npages * sizeof(uint64_t);
+        hdr->area_size = round_up(
+            (PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs + pb_dsm.npages) * sizeof(uint64_t), 64);
+        off += 2 * hdr->area_size;
         hdr->homes_off = off;
         off += round_up(pb_dsm.npages, 64);
     }

@@ -35,7 +35,8 @@
  *   +-------------------------+ writer_off  (process 0 only from here)
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
- *   | uint64 area[2][npages]  |  a finished episode's notices
+ *   | area[2]                 |  a finished episode: epoch, count,
+ *   |                         |  heads[nprocs], notices[npages]
  *   | uint8 homes[npages]     |  the home directory: home + 1, 0 unclaimed
  *   +-------------------------+
  */
@@ -50,7 +51,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0003) /* "pb-dsm" + version 3 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0004) /* "pb-dsm" + version 4 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
@@ -102,13 +103,21 @@ typedef struct {
     uint64_t ret;
 } pb_dsm_join_t;
 
-/* a finished barrier episode (read by each process in one piece) */
+/* the manager's record of a finished barrier episode's area */
 typedef struct {
-    uint64_t count;                   /* notices at area_off */
-    uint64_t heads[PB_DSM_MAX_PROCS]; /* release log heads at the last arrivals */
-    uint64_t epoch;
-    uint64_t acks;
+    uint64_t epoch; /* the episode whose notices the area holds (0: none yet) */
+    uint64_t acks;  /* processes that read them */
 } pb_dsm_area_info_t;
+
+/* An area at area_off + a * area_size (a = episode % 2), read by each
+ * process in one get with its first notices: the episode, its notices'
+ * count, the release log heads at the arrivals (nprocs of them), then the
+ * notices (page << 32 | writer). */
+enum {
+    PB_DSM_AREA_EPOCH = 0,
+    PB_DSM_AREA_COUNT = 1,
+    PB_DSM_AREA_HEADS = 2 /* uint64 words from the area's start */
+};
 
 typedef struct {
     uint64_t magic;
@@ -124,7 +133,8 @@ typedef struct {
     uint64_t readers_off; /* uint8 read[npages]: set by the readers of this process's pages */
     uint64_t writer_off;  /* process 0: int32 writer[npages] */
     uint64_t touched_off;
-    uint64_t area_off;  /* uint64 area[2][npages] */
+    uint64_t area_off; /* process 0: two areas of area_size bytes */
+    uint64_t area_size;
     uint64_t homes_off; /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
 
     _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
@@ -155,7 +165,7 @@ typedef struct {
     uint32_t touched_count;
     uint32_t pad1;
     uint64_t bar_heads[PB_DSM_MAX_PROCS]; /* log heads sent with this episode's arrivals */
-    pb_dsm_area_info_t areas[2];          /* finished episodes (at area_off: their notices) */
+    pb_dsm_area_info_t areas[2];          /* finished episodes (their notices at area_off) */
     uint64_t coll_end;   /* collective allocations end here (from the range's start) */
     uint64_t heap_start; /* postbox_dsm_malloc blocks lie at and above it */
     uint32_t nblocks;
@@ -175,7 +185,7 @@ enum {
     PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count, e = log head;
                                   pages follow */
     PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
-    PB_DSM_OP_BARRIER_ACK,     /* a = episode */
+    PB_DSM_OP_BARRIER_ACK,     /* a = episode (sent without reply) */
     PB_DSM_OP_MALLOC,          /* a = size */
     PB_DSM_OP_FREE,            /* a = offset */
     PB_DSM_OP_COLL_RESERVE,    /* a = end offset */
@@ -336,8 +346,19 @@ void pb_dsm_slot_release(void);
 /* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
+/* run @req (no pages) on process @proc's ctl without waiting for its
+ * reply, which is dropped: across nodes a call without reply, which
+ * @proc's service side runs in order with this process's later requests
+ * to it; on this node the handler, on the mapped segment.  One message,
+ * no round trip in the statistics.  Returns 0, or
+ * POSTBOX_DSM_ERR_BAD_ARGUMENT (@req carries pages),
+ * POSTBOX_DSM_ERR_COMMUNICATION (the call could not be sent). */
+int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req);
 /* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
 int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);
+/* the same without waiting for the raise to be applied (pb_dsm_post):
+ * the wake-up follows it in order */
+int pb_dsm_notify_post(int proc, int type, size_t offset, uint64_t value);
 /* read @len bytes at @offset of @proc's ctl */
 int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len);
 /* sleep on the wait condition until @done(@arg) is true */

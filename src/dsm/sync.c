@@ -15,9 +15,11 @@
  * arrival (write notices) and its release log's head; the manager gathers them per
  * page (one writer, or many).  The last arrival turns them into the
  * episode's notice list (one of two areas, alternating) and raises every
- * process's release word; each process's service thread then reads the
- * list, invalidates the cached pages another process wrote and
- * acknowledges, so the area may be used again two episodes later.
+ * process's release word (a request without reply and a signal); each
+ * process's service thread then reads the area (its count, the log heads
+ * and the notices in one get), invalidates the cached pages another
+ * process wrote and acknowledges (without reply), so the area may be used
+ * again two episodes later.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +113,8 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     unsigned a = (unsigned)(ctl->episode % 2);
     int32_t *writer = CTL_AT(ctl, ctl->writer_off, int32_t *);
     uint32_t *touched = CTL_AT(ctl, ctl->touched_off, uint32_t *);
-    uint64_t *area = CTL_AT(ctl, ctl->area_off, uint64_t *) + (size_t)a * ctl->npages;
+    uint64_t *area = CTL_AT(ctl, ctl->area_off + a * ctl->area_size, uint64_t *);
+    uint64_t *notices = area + PB_DSM_AREA_HEADS + ctl->nprocs;
 
     reply->a = ctl->episode;
     if (ctl->areas[a].epoch != 0 && ctl->areas[a].acks < ctl->nprocs) {
@@ -122,13 +125,14 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     for (uint32_t i = 0; i < ctl->touched_count; i++) {
         uint32_t p = touched[i];
 
-        area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
+        notices[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
-    memcpy(ctl->areas[a].heads, ctl->bar_heads, sizeof(ctl->bar_heads));
+    area[PB_DSM_AREA_EPOCH] = ctl->episode;
+    area[PB_DSM_AREA_COUNT] = ctl->touched_count;
+    memcpy(area + PB_DSM_AREA_HEADS, ctl->bar_heads, ctl->nprocs * sizeof(uint64_t));
     memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
     ctl->areas[a].epoch = ctl->episode;
-    ctl->areas[a].count = ctl->touched_count;
     ctl->areas[a].acks = 0;
     ctl->touched_count = 0;
     ctl->bar_count = 0;
@@ -507,53 +511,83 @@ PB_EXPORT int postbox_dsm_barrier_create(void)
     return rc != 0 ? rc : (int)reply.a;
 }
 
+/* Notices read with an area's head in its first get at least (the rest,
+ * when an episode has more, in a second). */
+#define AREA_FIRST_NOTICES 512
+
 /* Apply one finished episode's notices (the service thread, or a thread
- * waiting at the barrier): two reads of process 0's control segment (the
- * episode's count and log heads; its notices) and an acknowledgement. */
+ * waiting at the barrier): one read of process 0's control segment (the
+ * episode's area: its count, the log heads and the notices, a second read
+ * for notices beyond the first read's) and an acknowledgement without
+ * reply. */
 static int apply_episode(uint64_t e)
 {
     static pb_dsm_ctl_t layout; /* process 0's (large: the catch-up, one at a time, uses it) */
-    size_t info_len =
-        offsetof(pb_dsm_area_info_t, heads) + (size_t)pb_dsm.nprocs * sizeof(uint64_t);
+    static size_t guess = AREA_FIRST_NOTICES; /* notices in the first read */
+    size_t head = PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs, want, count;
     unsigned a = (unsigned)(e % 2);
-    pb_dsm_area_info_t info;
-    uint64_t *entries = NULL;
+    uint64_t *area;
+    size_t area_off;
+    uint64_t start = pb_dsm_now_ns();
     int rc;
 
     if (layout.magic == 0)
         pb_dsm_ctl_layout(&layout, 0);
-    rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, areas) + a * sizeof(info), &info, info_len);
-    if (rc == 0 && info.count > 0) {
-        entries = malloc(info.count * sizeof(uint64_t));
-        if (entries == NULL)
-            return POSTBOX_DSM_ERR_NO_MEMORY;
-        rc = pb_dsm_ctl_read(0, layout.area_off + (size_t)a * layout.npages * sizeof(uint64_t),
-                             entries, info.count * sizeof(uint64_t));
-        if (pb_dsm.me != 0)
-            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, info.count * sizeof(uint64_t));
+    area_off = layout.area_off + a * layout.area_size;
+    want = guess < layout.npages ? guess : layout.npages;
+    area = malloc((head + want) * sizeof(uint64_t));
+    if (area == NULL)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    rc = pb_dsm_ctl_read(0, area_off, area, (head + want) * sizeof(uint64_t));
+    count = rc == 0 ? (size_t)area[PB_DSM_AREA_COUNT] : 0;
+    if (rc == 0 && (area[PB_DSM_AREA_EPOCH] != e || count > layout.npages)) {
+        pb_error("dsm: barrier episode %llu's area holds episode %llu", (unsigned long long)e,
+                 (unsigned long long)area[PB_DSM_AREA_EPOCH]);
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    if (rc == 0 && count > want) {
+        uint64_t *more = realloc(area, (head + count) * sizeof(uint64_t));
+
+        if (more == NULL)
+            rc = POSTBOX_DSM_ERR_NO_MEMORY;
+        else
+            area = more;
+        if (rc == 0)
+            rc = pb_dsm_ctl_read(0, area_off + (head + want) * sizeof(uint64_t), area + head + want,
+                                 (count - want) * sizeof(uint64_t));
+    }
+    if (rc == 0 && pb_dsm.me != 0) {
+        pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, (head + (count > want ? count : want)) * 8);
+        pb_dsm_count_round_trip(POSTBOX_DSM_MSG_BARRIER, start);
+        if (count > want) {
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, 0);
+            pb_dsm_count(&pb_dsm_counters.round_trips[POSTBOX_DSM_MSG_BARRIER], 1);
+        }
     }
     if (rc == 0) {
+        /* the next episode's is read whole when it is no larger */
+        guess = count > AREA_FIRST_NOTICES ? count : AREA_FIRST_NOTICES;
         pthread_mutex_lock(&pb_dsm.protocol);
-        rc = pb_dsm_invalidate_notices_locked(entries, info.count);
+        rc = pb_dsm_invalidate_notices_locked(area + head, count);
         /* the pages others released before their arrivals are invalid
          * here now: their release logs need not be read up to there */
         for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
-            if (q != pb_dsm.me && info.heads[q] > pb_dsm.log_seen[q])
-                pb_dsm.log_seen[q] = info.heads[q];
+            if (q != pb_dsm.me && area[PB_DSM_AREA_HEADS + q] > pb_dsm.log_seen[q])
+                pb_dsm.log_seen[q] = area[PB_DSM_AREA_HEADS + q];
         pthread_mutex_unlock(&pb_dsm.protocol);
     }
-    free(entries);
+    free(area);
     return rc;
 }
 
 /* Tell process 0 that episode @e's notices were read: its area may serve
- * again. */
+ * again.  (Without reply: process 0 runs it before this process's next
+ * request, so before its next arrival.) */
 static int ack_episode(uint64_t e)
 {
     pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
-    pb_dsm_reply_t reply;
 
-    return pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+    return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req);
 }
 
 int pb_dsm_barrier_catch_up(void)
@@ -654,8 +688,8 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
     }
     if (reply.status == PB_DSM_BARRIER_LAST) {
         for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
-            rc = pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, release_epoch),
-                               *episode_p);
+            rc = pb_dsm_notify_post(q, POSTBOX_DSM_MSG_BARRIER,
+                                    offsetof(pb_dsm_ctl_t, release_epoch), *episode_p);
     }
     return rc;
 }
