@@ -373,6 +373,9 @@ int pb_dsm_coherence_init(void)
     pb_dsm_ctl_layout(layout, 0);
     pb_dsm.homes_off = layout->homes_off;
     pb_dsm.readers_off = layout->readers_off;
+    pb_dsm.area_off = layout->area_off;
+    pb_dsm.area_size = layout->area_size;
+    pb_dsm.depart_off = layout->depart_off;
     free(layout);
 
     pb_dsm.state = calloc(n, 1);

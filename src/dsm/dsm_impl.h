@@ -32,6 +32,9 @@
  *   +-------------------------+ readers_off
  *   | uint8 read[npages]      |  1: another process fetched the page
  *   |                         |  from here
+ *   +-------------------------+ depart_off
+ *   | depart[2]               |  finished episodes as sent here, in
+ *   |                         |  the areas' format (below)
  *   +-------------------------+ writer_off  (process 0 only from here)
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
@@ -109,10 +112,10 @@ typedef struct {
     uint64_t acks;  /* processes that read them */
 } pb_dsm_area_info_t;
 
-/* An area at area_off + a * area_size (a = episode % 2), read by each
- * process in one get with its first notices: the episode, its notices'
- * count, the release log heads at the arrivals (nprocs of them), then the
- * notices (page << 32 | writer). */
+/* An area at area_off + a * area_size (a = episode % 2) of process 0,
+ * and its copy sent to every process's depart_off + a * area_size: the
+ * episode, its notices' count, the release log heads at the arrivals
+ * (nprocs of them), then the notices (page << 32 | writer). */
 enum {
     PB_DSM_AREA_EPOCH = 0,
     PB_DSM_AREA_COUNT = 1,
@@ -135,7 +138,8 @@ typedef struct {
     uint64_t touched_off;
     uint64_t area_off; /* process 0: two areas of area_size bytes */
     uint64_t area_size;
-    uint64_t homes_off; /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
+    uint64_t depart_off; /* two areas of area_size bytes: the departures sent here */
+    uint64_t homes_off;  /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
 
     _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
 
@@ -186,6 +190,8 @@ enum {
                                   pages follow */
     PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
     PB_DSM_OP_BARRIER_ACK,     /* a = episode (sent without reply) */
+    PB_DSM_OP_BARRIER_DEPART,  /* a = episode; the area's words follow (2 uint32 each; none:
+                                  read it at process 0); sent without reply */
     PB_DSM_OP_MALLOC,          /* a = size */
     PB_DSM_OP_FREE,            /* a = offset */
     PB_DSM_OP_COLL_RESERVE,    /* a = end offset */
@@ -265,11 +271,12 @@ typedef struct {
     size_t nhot;
     uint32_t *unread; /* home pages no other process fetched: writable, untracked */
     size_t nunread;
-    uint8_t *marked;      /* per page: marked read at its home on another node */
-    size_t readers_off;   /* the read marks' offset in every process's ctl */
-    uint32_t *written_at; /* per page: the release that last found it written */
-    uint32_t releases;    /* releases that found pages written */
-    size_t homes_off;     /* the home directory's offset in process 0's ctl */
+    uint8_t *marked;                        /* per page: marked read at its home on another node */
+    size_t readers_off;                     /* the read marks' offset in every process's ctl */
+    uint32_t *written_at;                   /* per page: the release that last found it written */
+    uint32_t releases;                      /* releases that found pages written */
+    size_t homes_off;                       /* the home directory's offset in process 0's ctl */
+    size_t area_off, area_size, depart_off; /* the barrier areas' (process 0's, everyone's) */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
     pthread_mutex_t wait_mutex;
@@ -346,19 +353,19 @@ void pb_dsm_slot_release(void);
 /* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
-/* run @req (no pages) on process @proc's ctl without waiting for its
- * reply, which is dropped: across nodes a call without reply, which
- * @proc's service side runs in order with this process's later requests
- * to it; on this node the handler, on the mapped segment.  One message,
- * no round trip in the statistics.  Returns 0, or
- * POSTBOX_DSM_ERR_BAD_ARGUMENT (@req carries pages),
- * POSTBOX_DSM_ERR_COMMUNICATION (the call could not be sent). */
-int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req);
+/* run @req (+ @npages page numbers) on process @proc's ctl without
+ * waiting for its reply, which is dropped: across nodes a call without
+ * reply, which @proc's service side runs in order with this process's
+ * later requests to it; on this node the handler, on the mapped segment.
+ * One message, no round trip in the statistics.  Returns 0, or
+ * POSTBOX_DSM_ERR_NO_MEMORY, POSTBOX_DSM_ERR_COMMUNICATION (the call
+ * could not be sent). */
+int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages);
 /* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
 int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);
-/* the same without waiting for the raise to be applied (pb_dsm_post):
- * the wake-up follows it in order */
-int pb_dsm_notify_post(int proc, int type, size_t offset, uint64_t value);
+/* signal process @proc: its service thread wakes (this process's waiters
+ * when @proc is this process); 0 or POSTBOX_DSM_ERR_COMMUNICATION */
+int pb_dsm_wake(int proc);
 /* read @len bytes at @offset of @proc's ctl */
 int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len);
 /* sleep on the wait condition until @done(@arg) is true */

@@ -142,9 +142,40 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     reply->status = PB_DSM_BARRIER_LAST;
 }
 
+/* A finished episode sent to this segment's process: its area (when it
+ * came with the request) copied into the departure area of its parity,
+ * its number stored last, then the release word raised. */
+static void handle_depart(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                          pb_dsm_reply_t *reply)
+{
+    size_t words = req->npages / 2;
+    uint64_t *area = CTL_AT(ctl, ctl->depart_off + (req->a % 2) * ctl->area_size, uint64_t *);
+    uint64_t cur;
+
+    if (req->npages % 2 != 0 || words * sizeof(uint64_t) > ctl->area_size ||
+        (words > 0 && words < PB_DSM_AREA_HEADS)) {
+        reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+        return;
+    }
+    /* (a departure overtaken by a later one of the same parity, sent by
+     * another process, finds that one there: it is left alone) */
+    if (words > 0 && atomic_load((_Atomic uint64_t *)area) < req->a) {
+        memcpy(area + 1, pages + 2, (words - 1) * sizeof(uint64_t));
+        atomic_store_explicit((_Atomic uint64_t *)area, req->a, memory_order_release);
+    }
+    cur = atomic_load(&ctl->release_epoch);
+    while (cur < req->a && !atomic_compare_exchange_weak(&ctl->release_epoch, &cur, req->a))
+        ;
+    reply->status = 0;
+}
+
 static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                            pb_dsm_reply_t *reply)
 {
+    if (req->op == PB_DSM_OP_BARRIER_DEPART) {
+        handle_depart(ctl, req, pages, reply);
+        return;
+    }
     if (ctl->writer_off == 0) {
         reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
         return;
@@ -193,6 +224,7 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
             ctl->areas[req->a % 2].acks++;
         reply->status = 0;
         return;
+
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
 }
@@ -358,7 +390,8 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
     case PB_DSM_OP_BARRIER_NOTICES:
     case PB_DSM_OP_BARRIER_ARRIVE:
     case PB_DSM_OP_BARRIER_FINISH:
-    case PB_DSM_OP_BARRIER_ACK: handle_barrier(ctl, req, pages, reply); return;
+    case PB_DSM_OP_BARRIER_ACK:
+    case PB_DSM_OP_BARRIER_DEPART: handle_barrier(ctl, req, pages, reply); return;
     case PB_DSM_OP_MALLOC:
     case PB_DSM_OP_FREE:
     case PB_DSM_OP_COLL_RESERVE: handle_alloc(ctl, req, reply); return;
@@ -515,32 +548,30 @@ PB_EXPORT int postbox_dsm_barrier_create(void)
  * when an episode has more, in a second). */
 #define AREA_FIRST_NOTICES 512
 
-/* Apply one finished episode's notices (the service thread, or a thread
- * waiting at the barrier): one read of process 0's control segment (the
- * episode's area: its count, the log heads and the notices, a second read
- * for notices beyond the first read's) and an acknowledgement without
- * reply. */
-static int apply_episode(uint64_t e)
+static size_t area_head(void)
 {
-    static pb_dsm_ctl_t layout; /* process 0's (large: the catch-up, one at a time, uses it) */
-    static size_t guess = AREA_FIRST_NOTICES; /* notices in the first read */
-    size_t head = PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs, want, count;
-    unsigned a = (unsigned)(e % 2);
+    return PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs;
+}
+
+/* Read episode @e's area at process 0 into *@area_p (malloc'd): one get
+ * with its first notices, a second when it has more. */
+static int read_area(uint64_t e, uint64_t **area_p)
+{
+    static _Atomic size_t guess = AREA_FIRST_NOTICES; /* notices in the first read */
+    size_t head = area_head(), want = atomic_load_explicit(&guess, memory_order_relaxed), count;
+    size_t off = pb_dsm.area_off + (e % 2) * pb_dsm.area_size;
     uint64_t *area;
-    size_t area_off;
     uint64_t start = pb_dsm_now_ns();
     int rc;
 
-    if (layout.magic == 0)
-        pb_dsm_ctl_layout(&layout, 0);
-    area_off = layout.area_off + a * layout.area_size;
-    want = guess < layout.npages ? guess : layout.npages;
+    if (want > pb_dsm.npages)
+        want = pb_dsm.npages;
     area = malloc((head + want) * sizeof(uint64_t));
     if (area == NULL)
         return POSTBOX_DSM_ERR_NO_MEMORY;
-    rc = pb_dsm_ctl_read(0, area_off, area, (head + want) * sizeof(uint64_t));
+    rc = pb_dsm_ctl_read(0, off, area, (head + want) * sizeof(uint64_t));
     count = rc == 0 ? (size_t)area[PB_DSM_AREA_COUNT] : 0;
-    if (rc == 0 && (area[PB_DSM_AREA_EPOCH] != e || count > layout.npages)) {
+    if (rc == 0 && (area[PB_DSM_AREA_EPOCH] != e || count > pb_dsm.npages)) {
         pb_error("dsm: barrier episode %llu's area holds episode %llu", (unsigned long long)e,
                  (unsigned long long)area[PB_DSM_AREA_EPOCH]);
         rc = POSTBOX_DSM_ERR_COMMUNICATION;
@@ -553,7 +584,7 @@ static int apply_episode(uint64_t e)
         else
             area = more;
         if (rc == 0)
-            rc = pb_dsm_ctl_read(0, area_off + (head + want) * sizeof(uint64_t), area + head + want,
+            rc = pb_dsm_ctl_read(0, off + (head + want) * sizeof(uint64_t), area + head + want,
                                  (count - want) * sizeof(uint64_t));
     }
     if (rc == 0 && pb_dsm.me != 0) {
@@ -564,19 +595,87 @@ static int apply_episode(uint64_t e)
             pb_dsm_count(&pb_dsm_counters.round_trips[POSTBOX_DSM_MSG_BARRIER], 1);
         }
     }
-    if (rc == 0) {
-        /* the next episode's is read whole when it is no larger */
-        guess = count > AREA_FIRST_NOTICES ? count : AREA_FIRST_NOTICES;
-        pthread_mutex_lock(&pb_dsm.protocol);
-        rc = pb_dsm_invalidate_notices_locked(area + head, count);
-        /* the pages others released before their arrivals are invalid
-         * here now: their release logs need not be read up to there */
-        for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
-            if (q != pb_dsm.me && area[PB_DSM_AREA_HEADS + q] > pb_dsm.log_seen[q])
-                pb_dsm.log_seen[q] = area[PB_DSM_AREA_HEADS + q];
-        pthread_mutex_unlock(&pb_dsm.protocol);
+    if (rc != 0) {
+        free(area);
+        return rc;
     }
-    free(area);
+    /* the next episode's is read whole when it is no larger */
+    atomic_store_explicit(&guess, count > AREA_FIRST_NOTICES ? count : AREA_FIRST_NOTICES,
+                          memory_order_relaxed);
+    *area_p = area;
+    return 0;
+}
+
+/* Apply one finished episode's notices (the service thread, or a thread
+ * waiting at the barrier): from this process's departure area, where the
+ * release sent them, or, when they did not come with it, read at
+ * process 0 (read_area). */
+static int apply_episode(uint64_t e)
+{
+    uint64_t *sent =
+        (uint64_t *)((char *)pb_dsm.ctl + pb_dsm.depart_off + (e % 2) * pb_dsm.area_size);
+    uint64_t *area = sent, *copy = NULL;
+    size_t head = area_head(), count;
+    int rc = 0;
+
+    if (atomic_load_explicit((_Atomic uint64_t *)sent, memory_order_acquire) != e) {
+        rc = read_area(e, &copy);
+        area = copy;
+    }
+    if (rc != 0)
+        return rc;
+    count = (size_t)area[PB_DSM_AREA_COUNT];
+    if (count > pb_dsm.npages) {
+        pb_error("dsm: barrier episode %llu sent %zu notices", (unsigned long long)e, count);
+        free(copy);
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    pthread_mutex_lock(&pb_dsm.protocol);
+    rc = pb_dsm_invalidate_notices_locked(area + head, count);
+    /* the pages others released before their arrivals are invalid
+     * here now: their release logs need not be read up to there */
+    for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
+        if (q != pb_dsm.me && area[PB_DSM_AREA_HEADS + q] > pb_dsm.log_seen[q])
+            pb_dsm.log_seen[q] = area[PB_DSM_AREA_HEADS + q];
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    free(copy);
+    return rc;
+}
+
+/* The last arrival of episode @e: send every process the episode's area
+ * (read at process 0 unless this is process 0 or shares its node) with
+ * the raise of its release word, without reply, and signal it.  An area
+ * too large for one call goes without its words: that process reads it
+ * at process 0. */
+static int depart(uint64_t e)
+{
+    size_t head = area_head(), words;
+    uint64_t *area = NULL, *copy = NULL;
+    int rc = 0;
+
+    if (pb_dsm.me == 0 || pb_dsm.peers[0].ctl_map != NULL) {
+        char *ctl0 = pb_dsm.me == 0 ? (char *)pb_dsm.ctl : (char *)pb_dsm.peers[0].ctl_map;
+
+        atomic_thread_fence(memory_order_acquire);
+        area = (uint64_t *)(ctl0 + pb_dsm.area_off + (e % 2) * pb_dsm.area_size);
+    } else {
+        rc = read_area(e, &copy);
+        area = copy;
+    }
+    if (rc != 0)
+        return rc;
+    words = head + (size_t)area[PB_DSM_AREA_COUNT];
+    for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++) {
+        int whole = q == pb_dsm.me || pb_dsm.peers[q].ctl_map != NULL ||
+                    sizeof(pb_dsm_req_t) + words * sizeof(uint64_t) <= PB_RSM_CALL_MAX;
+        pb_dsm_req_t req = {
+            .op = PB_DSM_OP_BARRIER_DEPART, .npages = whole ? (uint32_t)(2 * words) : 0, .a = e};
+
+        rc = pb_dsm_post(q, POSTBOX_DSM_MSG_BARRIER, &req, (const uint32_t *)area);
+        if (rc == 0)
+            rc = pb_dsm_wake(q);
+    }
+    free(copy);
     return rc;
 }
 
@@ -587,7 +686,7 @@ static int ack_episode(uint64_t e)
 {
     pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
 
-    return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req);
+    return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL);
 }
 
 int pb_dsm_barrier_catch_up(void)
@@ -686,11 +785,8 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         if (rc != 0)
             return rc;
     }
-    if (reply.status == PB_DSM_BARRIER_LAST) {
-        for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
-            rc = pb_dsm_notify_post(q, POSTBOX_DSM_MSG_BARRIER,
-                                    offsetof(pb_dsm_ctl_t, release_epoch), *episode_p);
-    }
+    if (reply.status == PB_DSM_BARRIER_LAST)
+        rc = depart(*episode_p);
     return rc;
 }
 
