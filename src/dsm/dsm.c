@@ -149,6 +149,7 @@ void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *requ
     pb_dsm_ctl_t *ctl = seg_base;
     pb_dsm_req_t req;
     pb_dsm_reply_t out = {.status = POSTBOX_DSM_ERR_BAD_ARGUMENT};
+    size_t extra = 0;
 
     if (request_len < sizeof(req) || seg_size < sizeof(*ctl) || ctl->magic != PB_DSM_CTL_MAGIC)
         goto out;
@@ -157,16 +158,32 @@ void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *requ
         goto out;
     ctl_spin_lock(ctl);
     pb_dsm_handle_sync(ctl, &req, (const uint32_t *)((const char *)request + sizeof(req)), &out);
+    if (reply != NULL && reply_max > sizeof(out))
+        extra = pb_dsm_barrier_reply_area(ctl, &req, &out, (char *)reply + sizeof(out),
+                                          reply_max - sizeof(out));
     ctl_spin_unlock(ctl);
 out:
     if (reply != NULL && reply_max >= sizeof(out)) {
         memcpy(reply, &out, sizeof(out));
-        *reply_len = sizeof(out);
+        *reply_len = sizeof(out) + extra;
     }
 }
 
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply)
+{
+    size_t got = 0;
+    int rc = pb_dsm_rpc_long(proc, type, req, pages, reply, sizeof(*reply), &got);
+
+    if (rc == 0 && got != sizeof(*reply)) {
+        pb_error("dsm: process %d answered %zu bytes, not %zu", proc, got, sizeof(*reply));
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    return rc;
+}
+
+int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                    size_t reply_max, size_t *got_p)
 {
     size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
     char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
@@ -186,17 +203,19 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     if (proc == pb_dsm.me || peer->ctl_map != NULL) {
         pb_dsm_ctl_t *ctl = proc == pb_dsm.me ? pb_dsm.ctl : peer->ctl_map;
 
-        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, reply, sizeof(*reply), &got);
+        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, reply, reply_max, &got);
     } else {
-        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, sizeof(*reply), &got, 0);
+        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, reply_max, &got, 0);
         if (rc != RSM_SUCCESS) {
             pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
-        } else if (got != sizeof(*reply)) {
-            pb_error("dsm: process %d answered %zu bytes, not %zu", proc, got, sizeof(*reply));
+        } else if (got < sizeof(pb_dsm_reply_t)) {
+            pb_error("dsm: process %d answered %zu bytes, not %zu or more", proc, got,
+                     sizeof(pb_dsm_reply_t));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
+    *got_p = got;
     if (proc != pb_dsm.me) {
         pb_dsm_count_msg(type, len);
         pb_dsm_count_round_trip(type, start);

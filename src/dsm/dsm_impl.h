@@ -353,6 +353,11 @@ void pb_dsm_slot_release(void);
 /* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
+/* the same with a reply of up to @reply_max bytes (the pb_dsm_reply_t,
+ * then what the handler appends: a barrier's area), its length in
+ * *@got_p */
+int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                    size_t reply_max, size_t *got_p);
 /* run @req (+ @npages page numbers) on process @proc's ctl without
  * waiting for its reply, which is dropped: across nodes a call without
  * reply, which @proc's service side runs in order with this process's
@@ -402,6 +407,11 @@ int pb_dsm_acquire_logs(void);
 int pb_dsm_barrier_catch_up(void);
 void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                         pb_dsm_reply_t *reply);
+/* after a barrier request that finished its episode (@reply's status
+ * PB_DSM_BARRIER_LAST): the episode's area copied to @out when it fits in
+ * @max bytes; returns the bytes copied (0: none) */
+size_t pb_dsm_barrier_reply_area(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req,
+                                 const pb_dsm_reply_t *reply, void *out, size_t max);
 
 /* threads of this process waiting in postbox_dsm_thread_join (they arrive
  * at no barrier meanwhile) */

@@ -403,6 +403,23 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
     }
 }
 
+size_t pb_dsm_barrier_reply_area(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req,
+                                 const pb_dsm_reply_t *reply, void *out, size_t max)
+{
+    const uint64_t *area;
+    size_t len;
+
+    if ((req->op != PB_DSM_OP_BARRIER_ARRIVE && req->op != PB_DSM_OP_BARRIER_FINISH) ||
+        reply->status != PB_DSM_BARRIER_LAST || ctl->area_off == 0)
+        return 0;
+    area = CTL_AT(ctl, ctl->area_off + (reply->a % 2) * ctl->area_size, const uint64_t *);
+    len = (PB_DSM_AREA_HEADS + ctl->nprocs + (size_t)area[PB_DSM_AREA_COUNT]) * sizeof(uint64_t);
+    if (len > max)
+        return 0;
+    memcpy(out, area, len);
+    return len;
+}
+
 /* ---- locks --------------------------------------------------------------------- */
 
 PB_EXPORT int postbox_dsm_lock_create(void)
@@ -555,9 +572,12 @@ static size_t area_head(void)
 
 /* Read episode @e's area at process 0 into *@area_p (malloc'd): one get
  * with its first notices, a second when it has more. */
+/* notices that a first read of an area, or a reply that may bring one,
+ * makes room for: the last episode's count, AREA_FIRST_NOTICES at least */
+static _Atomic size_t guess = AREA_FIRST_NOTICES;
+
 static int read_area(uint64_t e, uint64_t **area_p)
 {
-    static _Atomic size_t guess = AREA_FIRST_NOTICES; /* notices in the first read */
     size_t head = area_head(), want = atomic_load_explicit(&guess, memory_order_relaxed), count;
     size_t off = pb_dsm.area_off + (e % 2) * pb_dsm.area_size;
     uint64_t *area;
@@ -643,22 +663,28 @@ static int apply_episode(uint64_t e)
 }
 
 /* The last arrival of episode @e: send every process the episode's area
- * (read at process 0 unless this is process 0 or shares its node) with
- * the raise of its release word, without reply, and signal it.  An area
- * too large for one call goes without its words: that process reads it
- * at process 0. */
-static int depart(uint64_t e)
+ * (@given, the one the arrival's reply brought; else read at process 0
+ * unless this is process 0 or shares its node) with the raise of its
+ * release word, without reply, and signal it.  An area too large for one
+ * call goes without its words: that process reads it at process 0. */
+static int depart(uint64_t e, const uint64_t *given)
 {
     size_t head = area_head(), words;
-    uint64_t *area = NULL, *copy = NULL;
+    const uint64_t *area = given;
+    uint64_t *copy = NULL;
     int rc = 0;
 
-    if (pb_dsm.me == 0 || pb_dsm.peers[0].ctl_map != NULL) {
+    if (area != NULL && area[PB_DSM_AREA_EPOCH] != e) {
+        pb_error("dsm: barrier episode %llu's reply holds episode %llu", (unsigned long long)e,
+                 (unsigned long long)area[PB_DSM_AREA_EPOCH]);
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    if (area == NULL && (pb_dsm.me == 0 || pb_dsm.peers[0].ctl_map != NULL)) {
         char *ctl0 = pb_dsm.me == 0 ? (char *)pb_dsm.ctl : (char *)pb_dsm.peers[0].ctl_map;
 
         atomic_thread_fence(memory_order_acquire);
-        area = (uint64_t *)(ctl0 + pb_dsm.area_off + (e % 2) * pb_dsm.area_size);
-    } else {
+        area = (const uint64_t *)(ctl0 + pb_dsm.area_off + (e % 2) * pb_dsm.area_size);
+    } else if (area == NULL) {
         rc = read_area(e, &copy);
         area = copy;
     }
@@ -714,7 +740,8 @@ int pb_dsm_barrier_catch_up(void)
 }
 
 /* Send this process's unsent write notices; the last chunk with the arrival. */
-static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply)
+static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply, void *rbuf,
+                          size_t rmax, size_t *got)
 {
     uint32_t *pages;
     size_t n;
@@ -744,7 +771,9 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
                             .d = (uint64_t)count,
                             .e = atomic_load(&pb_dsm.ctl->log_head)};
 
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
+        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
+        if (rc == 0)
+            memcpy(reply, rbuf, sizeof(*reply));
         if (rc == 0 && reply->status < 0)
             rc = (int)reply->status;
     }
@@ -759,34 +788,60 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
 
 /* Arrive for @count threads of this process; the episode they count
  * toward goes to *@episode_p.  The last arrival of the job releases
- * every process. */
+ * every process, with the episode's area that its reply brought. */
 static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
 {
+    size_t want = atomic_load_explicit(&guess, memory_order_relaxed), rmax, got = 0;
     pb_dsm_reply_t reply;
-    int rc = barrier_arrive(id, nthreads, count, &reply);
+    char *rbuf;
+    int rc;
 
+    if (want > pb_dsm.npages)
+        want = pb_dsm.npages;
+    rmax = sizeof(reply) + (area_head() + want) * sizeof(uint64_t);
+    if (rmax > PB_RSM_CALL_MAX)
+        rmax = PB_RSM_CALL_MAX;
+    rbuf = malloc(rmax);
+    if (rbuf == NULL)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    rc = barrier_arrive(id, nthreads, count, &reply, rbuf, rmax, &got);
     if (rc != 0) {
         if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
             pb_error("dsm: barrier id %d was never created", id);
         else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
             pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
                      nthreads);
+        free(rbuf);
         return rc;
     }
     *episode_p = reply.a;
-    while (reply.status == PB_DSM_BARRIER_PENDING) {
+    while (rc == 0 && reply.status == PB_DSM_BARRIER_PENDING) {
         /* a process has not yet applied the episode before last */
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = *episode_p};
 
         nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
+        if (rc == 0)
+            memcpy(&reply, rbuf, sizeof(reply));
         if (rc == 0 && reply.status < 0)
             rc = (int)reply.status;
-        if (rc != 0)
-            return rc;
     }
-    if (reply.status == PB_DSM_BARRIER_LAST)
-        rc = depart(*episode_p);
+    if (rc == 0 && reply.status == PB_DSM_BARRIER_LAST) {
+        const uint64_t *given = NULL;
+
+        if (got > sizeof(reply)) {
+            size_t words = (got - sizeof(reply)) / sizeof(uint64_t);
+
+            given = (const uint64_t *)(rbuf + sizeof(reply));
+            if (words < area_head() || words != area_head() + given[PB_DSM_AREA_COUNT]) {
+                pb_error("dsm: a barrier's reply of %zu bytes", got);
+                rc = POSTBOX_DSM_ERR_COMMUNICATION;
+            }
+        }
+        if (rc == 0)
+            rc = depart(*episode_p, given);
+    }
+    free(rbuf);
     return rc;
 }
 
