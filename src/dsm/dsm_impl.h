@@ -188,8 +188,8 @@ enum {
     PB_DSM_OP_BARRIER_CREATE,
     PB_DSM_OP_BARRIER_NOTICES, /* b = process; pages follow */
     PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count, e = log head;
-                                  pages follow */
-    PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
+                                  pages follow; the last one's reply may bring the area */
+    PB_DSM_OP_BARRIER_FINISH,  /* a = episode (the same reply) */
     PB_DSM_OP_BARRIER_ACK,     /* a = episode (sent without reply) */
     PB_DSM_OP_BARRIER_DEPART,  /* a = episode; the area's words follow (2 uint32 each; none:
                                   read it at process 0); sent without reply */

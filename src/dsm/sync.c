@@ -12,14 +12,17 @@
  * Barriers: one episode at a time, managed by process 0.  The threads of
  * a process that arrive together send one arrival, which releases the
  * process's dirty pages and carries the pages it released since its last
- * arrival (write notices) and its release log's head; the manager gathers them per
- * page (one writer, or many).  The last arrival turns them into the
- * episode's notice list (one of two areas, alternating) and raises every
- * process's release word (a request without reply and a signal); each
- * process's service thread then reads the area (its count, the log heads
- * and the notices in one get), invalidates the cached pages another
- * process wrote and acknowledges (without reply), so the area may be used
- * again two episodes later.
+ * arrival (write notices) and its release log's head; the manager
+ * gathers them per page (one writer, or many).  The last arrival turns
+ * them into the episode's notice list (one of two areas of process 0,
+ * alternating), which its reply brings back; that process sends every
+ * process the area in its departure (a request without reply that copies
+ * it into the receiver's own departure area and raises its release word,
+ * and a signal).  Each process's service thread (or a waiting thread)
+ * then applies it from its own segment, invalidating the cached pages
+ * another process wrote, and acknowledges (without reply), so the area
+ * may be used again two episodes later.  One round trip a process (the
+ * arrival) and one message back (the departure).
  */
 #include <stdlib.h>
 #include <string.h>
