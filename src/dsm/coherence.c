@@ -238,17 +238,42 @@ static int home_claim(const uint32_t *pages, size_t n)
 
 /* ---- faults --------------------------------------------------------------------- */
 
+/* Per home on another node (under @protocol): the page after the last
+ * run fetched from it, and the run the next fault there may fetch. */
+static struct {
+    size_t next;
+    size_t run;
+} reads[PB_DSM_MAX_PROCS];
+
+/* the run a fault on page @p fetches from @home at most: PB_DSM_FETCH_RUN,
+ * or, from a home on another node, twice the last run (up to
+ * PB_DSM_FETCH_RUN_MAX) when @p is the page that run ended before */
+static size_t fetch_run(int home, size_t p)
+{
+    size_t run = PB_DSM_FETCH_RUN;
+
+    if (pb_dsm.peers[home].local)
+        return run;
+    if (reads[home].run != 0 && p == reads[home].next)
+        run =
+            reads[home].run * 2 < PB_DSM_FETCH_RUN_MAX ? reads[home].run * 2 : PB_DSM_FETCH_RUN_MAX;
+    reads[home].run = run;
+    return run;
+}
+
 /* Fetch page @p from its home into the system view, with the pages
  * after it that are invalid here and homed at the same process, up to
- * PB_DSM_FETCH_RUN pages in all, in one get (a program that reads a page
+ * fetch_run's pages in all, in one get (a program that reads a page
  * reads the next one too, as often as not: a block of LU's matrix is two
- * pages).  Such a page's copy at its home holds every write released
- * before this process's last acquire, as when a fault of its own fetched
- * it.  *@count_p: the pages fetched (1 for a page that needed no get). */
+ * pages; one that reads on where the last run ended reads a longer
+ * stretch, MATMULT's blocks of B).  Such a page's copy at its home holds
+ * every write released before this process's last acquire, as when a
+ * fault of its own fetched it.  *@count_p: the pages fetched (1 for a
+ * page that needed no get). */
 static int fetch_page(size_t p, size_t *count_p)
 {
     int home, rc = home_lookup(p, &home);
-    size_t off = p * pb_dsm.page_size, n = 1;
+    size_t off = p * pb_dsm.page_size, n = 1, run;
     uint64_t start = pb_dsm_now_ns();
 
     *count_p = 1;
@@ -259,9 +284,11 @@ static int fetch_page(size_t p, size_t *count_p)
      * start */
     if (home < 0 || home == pb_dsm.me)
         return 0;
-    while (n < PB_DSM_FETCH_RUN && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
+    run = fetch_run(home, p);
+    while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
         n++;
+    reads[home].next = p + n;
     rc = mark_read(home, p, n);
     if (rc != 0)
         return rc;
@@ -373,6 +400,9 @@ int pb_dsm_coherence_init(void)
     pb_dsm_ctl_layout(layout, 0);
     pb_dsm.homes_off = layout->homes_off;
     pb_dsm.readers_off = layout->readers_off;
+    pb_dsm.area_off = layout->area_off;
+    pb_dsm.area_size = layout->area_size;
+    pb_dsm.depart_off = layout->depart_off;
     free(layout);
 
     pb_dsm.state = calloc(n, 1);

@@ -149,6 +149,7 @@ void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *requ
     pb_dsm_ctl_t *ctl = seg_base;
     pb_dsm_req_t req;
     pb_dsm_reply_t out = {.status = POSTBOX_DSM_ERR_BAD_ARGUMENT};
+    size_t extra = 0;
 
     if (request_len < sizeof(req) || seg_size < sizeof(*ctl) || ctl->magic != PB_DSM_CTL_MAGIC)
         goto out;
@@ -157,16 +158,32 @@ void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *requ
         goto out;
     ctl_spin_lock(ctl);
     pb_dsm_handle_sync(ctl, &req, (const uint32_t *)((const char *)request + sizeof(req)), &out);
+    if (reply != NULL && reply_max > sizeof(out))
+        extra = pb_dsm_barrier_reply_area(ctl, &req, &out, (char *)reply + sizeof(out),
+                                          reply_max - sizeof(out));
     ctl_spin_unlock(ctl);
 out:
     if (reply != NULL && reply_max >= sizeof(out)) {
         memcpy(reply, &out, sizeof(out));
-        *reply_len = sizeof(out);
+        *reply_len = sizeof(out) + extra;
     }
 }
 
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply)
+{
+    size_t got = 0;
+    int rc = pb_dsm_rpc_long(proc, type, req, pages, reply, sizeof(*reply), &got);
+
+    if (rc == 0 && got != sizeof(*reply)) {
+        pb_error("dsm: process %d answered %zu bytes, not %zu", proc, got, sizeof(*reply));
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    return rc;
+}
+
+int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                    size_t reply_max, size_t *got_p)
 {
     size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
     char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
@@ -186,17 +203,19 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     if (proc == pb_dsm.me || peer->ctl_map != NULL) {
         pb_dsm_ctl_t *ctl = proc == pb_dsm.me ? pb_dsm.ctl : peer->ctl_map;
 
-        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, reply, sizeof(*reply), &got);
+        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, reply, reply_max, &got);
     } else {
-        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, sizeof(*reply), &got, 0);
+        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, reply_max, &got, 0);
         if (rc != RSM_SUCCESS) {
             pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
-        } else if (got != sizeof(*reply)) {
-            pb_error("dsm: process %d answered %zu bytes, not %zu", proc, got, sizeof(*reply));
+        } else if (got < sizeof(pb_dsm_reply_t)) {
+            pb_error("dsm: process %d answered %zu bytes, not %zu or more", proc, got,
+                     sizeof(pb_dsm_reply_t));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
+    *got_p = got;
     if (proc != pb_dsm.me) {
         pb_dsm_count_msg(type, len);
         pb_dsm_count_round_trip(type, start);
@@ -206,14 +225,45 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     return rc;
 }
 
-int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
+int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages)
 {
-    pb_dsm_req_t req = {.op = PB_DSM_OP_NOTIFY_MAX, .a = offset, .b = value};
+    size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
+    char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
+    char *buf = len <= sizeof(stack_buf) ? stack_buf : malloc(len);
+    pb_dsm_peer_t *peer = &pb_dsm.peers[proc];
     pb_dsm_reply_t reply;
-    int rc = pb_dsm_rpc(proc, type, &req, NULL, &reply);
+    size_t got = 0;
+    int rc = 0;
 
-    if (rc != 0)
-        return rc;
+    if (buf == NULL) {
+        pb_error("dsm: no memory for a request of %zu bytes", len);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    memcpy(buf, req, sizeof(*req));
+    if (req->npages > 0)
+        memcpy(buf + sizeof(*req), pages, (size_t)req->npages * sizeof(uint32_t));
+    if (proc == pb_dsm.me || peer->ctl_map != NULL) {
+        pb_dsm_ctl_t *ctl = proc == pb_dsm.me ? pb_dsm.ctl : peer->ctl_map;
+
+        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, &reply, sizeof(reply), &got);
+    } else {
+        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, NULL, 0, NULL, PB_RSM_CALL_NO_REPLY);
+        if (rc != RSM_SUCCESS) {
+            pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
+            rc = POSTBOX_DSM_ERR_COMMUNICATION;
+        }
+    }
+    if (rc == 0 && proc != pb_dsm.me)
+        pb_dsm_count_msg(type, len);
+    if (buf != stack_buf)
+        free(buf);
+    return rc;
+}
+
+int pb_dsm_wake(int proc)
+{
+    int rc;
+
     if (proc == pb_dsm.me) {
         pb_dsm_wake_local();
         return 0;
@@ -224,6 +274,15 @@ int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
     return 0;
+}
+
+int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value)
+{
+    pb_dsm_req_t req = {.op = PB_DSM_OP_NOTIFY_MAX, .a = offset, .b = value};
+    pb_dsm_reply_t reply;
+    int rc = pb_dsm_rpc(proc, type, &req, NULL, &reply);
+
+    return rc != 0 ? rc : pb_dsm_wake(proc);
 }
 
 int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len)
@@ -398,13 +457,17 @@ size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc)
     off += round_up(pb_dsm.image_len, 64);
     hdr->readers_off = off;
     off += round_up(pb_dsm.npages, 64);
+    hdr->area_size = round_up(
+        (PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs + pb_dsm.npages) * sizeof(uint64_t), 64);
+    hdr->depart_off = off;
+    off += 2 * hdr->area_size;
     if (proc == 0) {
         hdr->writer_off = off;
         off += round_up(pb_dsm.npages * sizeof(int32_t), 64);
         hdr->touched_off = off;
         off += round_up(pb_dsm.npages * sizeof(uint32_t), 64);
         hdr->area_off = off;
-        off += 2 * pb_dsm.npages * sizeof(uint64_t);
+        off += 2 * hdr->area_size;
         hdr->homes_off = off;
         off += round_up(pb_dsm.npages, 64);
     }
@@ -514,6 +577,11 @@ static int connect_peer(int q)
         rc = rsm_memseg_import_init_barrier(peer->data, RSM_BAR_DEFAULT, &peer->data_bar);
     if (rc == RSM_SUCCESS)
         rc = rsm_memseg_import_connect(ctl, peer->node, ctl_id, RSM_PERM_RDWR, &peer->ctl);
+    /* (requests without reply return once sent, not after a barrier: the
+     * ctl import takes no puts, and a broken connection fails the next
+     * request with reply or get) */
+    if (rc == RSM_SUCCESS)
+        rc = rsm_memseg_import_set_mode(peer->ctl, RSM_BARRIER_MODE_EXPLICIT);
     if (rc == RSM_SUCCESS && peer->local) {
         void *addr = NULL;
         static pb_dsm_ctl_t layout; /* (large: not on the stack) */

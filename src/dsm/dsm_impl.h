@@ -32,10 +32,14 @@
  *   +-------------------------+ readers_off
  *   | uint8 read[npages]      |  1: another process fetched the page
  *   |                         |  from here
+ *   +-------------------------+ depart_off
+ *   | depart[2]               |  finished episodes as sent here, in
+ *   |                         |  the areas' format (below)
  *   +-------------------------+ writer_off  (process 0 only from here)
  *   | int32 writer[npages]    |  barrier notices being gathered
  *   | uint32 touched[npages]  |  pages with a writer entry
- *   | uint64 area[2][npages]  |  a finished episode's notices
+ *   | area[2]                 |  a finished episode: epoch, count,
+ *   |                         |  heads[nprocs], notices[npages]
  *   | uint8 homes[npages]     |  the home directory: home + 1, 0 unclaimed
  *   +-------------------------+
  */
@@ -50,7 +54,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0003) /* "pb-dsm" + version 3 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0004) /* "pb-dsm" + version 4 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
@@ -61,8 +65,9 @@
 #define PB_DSM_BASE_HINT ((uintptr_t)0x300000000000) /* clear of ASan's shadow */
 #define PB_DSM_LOG_ENTRIES 16384                     /* pages of a process's release log */
 #define PB_DSM_MAX_PROCS 255
-#define PB_DSM_FETCH_RUN 2    /* pages at most that one fault fetches from one home */
-#define PB_DSM_HOT_RELEASES 4 /* a home page written twice within these releases stays writable */
+#define PB_DSM_FETCH_RUN 2     /* pages at most that one fault fetches from one home */
+#define PB_DSM_FETCH_RUN_MAX 8 /* ... from another node, reading on where the last run ended */
+#define PB_DSM_HOT_RELEASES 4  /* a home page written twice within these releases stays writable */
 #define PB_DSM_WRITER_NONE (-1)
 #define PB_DSM_WRITER_MANY (-2)
 
@@ -102,13 +107,21 @@ typedef struct {
     uint64_t ret;
 } pb_dsm_join_t;
 
-/* a finished barrier episode (read by each process in one piece) */
+/* the manager's record of a finished barrier episode's area */
 typedef struct {
-    uint64_t count;                   /* notices at area_off */
-    uint64_t heads[PB_DSM_MAX_PROCS]; /* release log heads at the last arrivals */
-    uint64_t epoch;
-    uint64_t acks;
+    uint64_t epoch; /* the episode whose notices the area holds (0: none yet) */
+    uint64_t acks;  /* processes that read them */
 } pb_dsm_area_info_t;
+
+/* An area at area_off + a * area_size (a = episode % 2) of process 0,
+ * and its copy sent to every process's depart_off + a * area_size: the
+ * episode, its notices' count, the release log heads at the arrivals
+ * (nprocs of them), then the notices (page << 32 | writer). */
+enum {
+    PB_DSM_AREA_EPOCH = 0,
+    PB_DSM_AREA_COUNT = 1,
+    PB_DSM_AREA_HEADS = 2 /* uint64 words from the area's start */
+};
 
 typedef struct {
     uint64_t magic;
@@ -124,8 +137,10 @@ typedef struct {
     uint64_t readers_off; /* uint8 read[npages]: set by the readers of this process's pages */
     uint64_t writer_off;  /* process 0: int32 writer[npages] */
     uint64_t touched_off;
-    uint64_t area_off;  /* uint64 area[2][npages] */
-    uint64_t homes_off; /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
+    uint64_t area_off; /* process 0: two areas of area_size bytes */
+    uint64_t area_size;
+    uint64_t depart_off; /* two areas of area_size bytes: the departures sent here */
+    uint64_t homes_off;  /* process 0: uint8 homes[npages], home + 1 (0: no home yet) */
 
     _Alignas(64) _Atomic uint32_t spin; /* taken by every handler */
 
@@ -155,7 +170,7 @@ typedef struct {
     uint32_t touched_count;
     uint32_t pad1;
     uint64_t bar_heads[PB_DSM_MAX_PROCS]; /* log heads sent with this episode's arrivals */
-    pb_dsm_area_info_t areas[2];          /* finished episodes (at area_off: their notices) */
+    pb_dsm_area_info_t areas[2];          /* finished episodes (their notices at area_off) */
     uint64_t coll_end;   /* collective allocations end here (from the range's start) */
     uint64_t heap_start; /* postbox_dsm_malloc blocks lie at and above it */
     uint32_t nblocks;
@@ -173,9 +188,11 @@ enum {
     PB_DSM_OP_BARRIER_CREATE,
     PB_DSM_OP_BARRIER_NOTICES, /* b = process; pages follow */
     PB_DSM_OP_BARRIER_ARRIVE,  /* a = id, b = process, c = nthreads, d = count, e = log head;
-                                  pages follow */
-    PB_DSM_OP_BARRIER_FINISH,  /* a = episode */
-    PB_DSM_OP_BARRIER_ACK,     /* a = episode */
+                                  pages follow; the last one's reply may bring the area */
+    PB_DSM_OP_BARRIER_FINISH,  /* a = episode (the same reply) */
+    PB_DSM_OP_BARRIER_ACK,     /* a = episode (sent without reply) */
+    PB_DSM_OP_BARRIER_DEPART,  /* a = episode; the area's words follow (2 uint32 each; none:
+                                  read it at process 0); sent without reply */
     PB_DSM_OP_MALLOC,          /* a = size */
     PB_DSM_OP_FREE,            /* a = offset */
     PB_DSM_OP_COLL_RESERVE,    /* a = end offset */
@@ -255,11 +272,12 @@ typedef struct {
     size_t nhot;
     uint32_t *unread; /* home pages no other process fetched: writable, untracked */
     size_t nunread;
-    uint8_t *marked;      /* per page: marked read at its home on another node */
-    size_t readers_off;   /* the read marks' offset in every process's ctl */
-    uint32_t *written_at; /* per page: the release that last found it written */
-    uint32_t releases;    /* releases that found pages written */
-    size_t homes_off;     /* the home directory's offset in process 0's ctl */
+    uint8_t *marked;                        /* per page: marked read at its home on another node */
+    size_t readers_off;                     /* the read marks' offset in every process's ctl */
+    uint32_t *written_at;                   /* per page: the release that last found it written */
+    uint32_t releases;                      /* releases that found pages written */
+    size_t homes_off;                       /* the home directory's offset in process 0's ctl */
+    size_t area_off, area_size, depart_off; /* the barrier areas' (process 0's, everyone's) */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
     pthread_mutex_t wait_mutex;
@@ -336,8 +354,24 @@ void pb_dsm_slot_release(void);
 /* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
+/* the same with a reply of up to @reply_max bytes (the pb_dsm_reply_t,
+ * then what the handler appends: a barrier's area), its length in
+ * *@got_p */
+int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                    size_t reply_max, size_t *got_p);
+/* run @req (+ @npages page numbers) on process @proc's ctl without
+ * waiting for its reply, which is dropped: across nodes a call without
+ * reply, which @proc's service side runs in order with this process's
+ * later requests to it; on this node the handler, on the mapped segment.
+ * One message, no round trip in the statistics.  Returns 0, or
+ * POSTBOX_DSM_ERR_NO_MEMORY, POSTBOX_DSM_ERR_COMMUNICATION (the call
+ * could not be sent). */
+int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages);
 /* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
 int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);
+/* signal process @proc: its service thread wakes (this process's waiters
+ * when @proc is this process); 0 or POSTBOX_DSM_ERR_COMMUNICATION */
+int pb_dsm_wake(int proc);
 /* read @len bytes at @offset of @proc's ctl */
 int pb_dsm_ctl_read(int proc, size_t offset, void *buf, size_t len);
 /* sleep on the wait condition until @done(@arg) is true */
@@ -374,6 +408,11 @@ int pb_dsm_acquire_logs(void);
 int pb_dsm_barrier_catch_up(void);
 void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                         pb_dsm_reply_t *reply);
+/* after a barrier request that finished its episode (@reply's status
+ * PB_DSM_BARRIER_LAST): the episode's area copied to @out when it fits in
+ * @max bytes; returns the bytes copied (0: none) */
+size_t pb_dsm_barrier_reply_area(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req,
+                                 const pb_dsm_reply_t *reply, void *out, size_t max);
 
 /* threads of this process waiting in postbox_dsm_thread_join (they arrive
  * at no barrier meanwhile) */

@@ -12,12 +12,17 @@
  * Barriers: one episode at a time, managed by process 0.  The threads of
  * a process that arrive together send one arrival, which releases the
  * process's dirty pages and carries the pages it released since its last
- * arrival (write notices) and its release log's head; the manager gathers them per
- * page (one writer, or many).  The last arrival turns them into the
- * episode's notice list (one of two areas, alternating) and raises every
- * process's release word; each process's service thread then reads the
- * list, invalidates the cached pages another process wrote and
- * acknowledges, so the area may be used again two episodes later.
+ * arrival (write notices) and its release log's head; the manager
+ * gathers them per page (one writer, or many).  The last arrival turns
+ * them into the episode's notice list (one of two areas of process 0,
+ * alternating), which its reply brings back; that process sends every
+ * process the area in its departure (a request without reply that copies
+ * it into the receiver's own departure area and raises its release word,
+ * and a signal).  Each process's service thread (or a waiting thread)
+ * then applies it from its own segment, invalidating the cached pages
+ * another process wrote, and acknowledges (without reply), so the area
+ * may be used again two episodes later.  One round trip a process (the
+ * arrival) and one message back (the departure).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +116,8 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     unsigned a = (unsigned)(ctl->episode % 2);
     int32_t *writer = CTL_AT(ctl, ctl->writer_off, int32_t *);
     uint32_t *touched = CTL_AT(ctl, ctl->touched_off, uint32_t *);
-    uint64_t *area = CTL_AT(ctl, ctl->area_off, uint64_t *) + (size_t)a * ctl->npages;
+    uint64_t *area = CTL_AT(ctl, ctl->area_off + a * ctl->area_size, uint64_t *);
+    uint64_t *notices = area + PB_DSM_AREA_HEADS + ctl->nprocs;
 
     reply->a = ctl->episode;
     if (ctl->areas[a].epoch != 0 && ctl->areas[a].acks < ctl->nprocs) {
@@ -122,13 +128,14 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     for (uint32_t i = 0; i < ctl->touched_count; i++) {
         uint32_t p = touched[i];
 
-        area[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
+        notices[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
-    memcpy(ctl->areas[a].heads, ctl->bar_heads, sizeof(ctl->bar_heads));
+    area[PB_DSM_AREA_EPOCH] = ctl->episode;
+    area[PB_DSM_AREA_COUNT] = ctl->touched_count;
+    memcpy(area + PB_DSM_AREA_HEADS, ctl->bar_heads, ctl->nprocs * sizeof(uint64_t));
     memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
     ctl->areas[a].epoch = ctl->episode;
-    ctl->areas[a].count = ctl->touched_count;
     ctl->areas[a].acks = 0;
     ctl->touched_count = 0;
     ctl->bar_count = 0;
@@ -138,9 +145,40 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
     reply->status = PB_DSM_BARRIER_LAST;
 }
 
+/* A finished episode sent to this segment's process: its area (when it
+ * came with the request) copied into the departure area of its parity,
+ * its number stored last, then the release word raised. */
+static void handle_depart(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
+                          pb_dsm_reply_t *reply)
+{
+    size_t words = req->npages / 2;
+    uint64_t *area = CTL_AT(ctl, ctl->depart_off + (req->a % 2) * ctl->area_size, uint64_t *);
+    uint64_t cur;
+
+    if (req->npages % 2 != 0 || words * sizeof(uint64_t) > ctl->area_size ||
+        (words > 0 && words < PB_DSM_AREA_HEADS)) {
+        reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
+        return;
+    }
+    /* (a departure overtaken by a later one of the same parity, sent by
+     * another process, finds that one there: it is left alone) */
+    if (words > 0 && atomic_load((_Atomic uint64_t *)area) < req->a) {
+        memcpy(area + 1, pages + 2, (words - 1) * sizeof(uint64_t));
+        atomic_store_explicit((_Atomic uint64_t *)area, req->a, memory_order_release);
+    }
+    cur = atomic_load(&ctl->release_epoch);
+    while (cur < req->a && !atomic_compare_exchange_weak(&ctl->release_epoch, &cur, req->a))
+        ;
+    reply->status = 0;
+}
+
 static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                            pb_dsm_reply_t *reply)
 {
+    if (req->op == PB_DSM_OP_BARRIER_DEPART) {
+        handle_depart(ctl, req, pages, reply);
+        return;
+    }
     if (ctl->writer_off == 0) {
         reply->status = POSTBOX_DSM_ERR_WRONG_PROCESS;
         return;
@@ -189,6 +227,7 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
             ctl->areas[req->a % 2].acks++;
         reply->status = 0;
         return;
+
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
 }
@@ -354,7 +393,8 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
     case PB_DSM_OP_BARRIER_NOTICES:
     case PB_DSM_OP_BARRIER_ARRIVE:
     case PB_DSM_OP_BARRIER_FINISH:
-    case PB_DSM_OP_BARRIER_ACK: handle_barrier(ctl, req, pages, reply); return;
+    case PB_DSM_OP_BARRIER_ACK:
+    case PB_DSM_OP_BARRIER_DEPART: handle_barrier(ctl, req, pages, reply); return;
     case PB_DSM_OP_MALLOC:
     case PB_DSM_OP_FREE:
     case PB_DSM_OP_COLL_RESERVE: handle_alloc(ctl, req, reply); return;
@@ -364,6 +404,23 @@ void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32
     case PB_DSM_OP_HOME_CLAIM: pb_dsm_handle_home_claim(ctl, req, pages, reply); return;
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
+}
+
+size_t pb_dsm_barrier_reply_area(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req,
+                                 const pb_dsm_reply_t *reply, void *out, size_t max)
+{
+    const uint64_t *area;
+    size_t len;
+
+    if ((req->op != PB_DSM_OP_BARRIER_ARRIVE && req->op != PB_DSM_OP_BARRIER_FINISH) ||
+        reply->status != PB_DSM_BARRIER_LAST || ctl->area_off == 0)
+        return 0;
+    area = CTL_AT(ctl, ctl->area_off + (reply->a % 2) * ctl->area_size, const uint64_t *);
+    len = (PB_DSM_AREA_HEADS + ctl->nprocs + (size_t)area[PB_DSM_AREA_COUNT]) * sizeof(uint64_t);
+    if (len > max)
+        return 0;
+    memcpy(out, area, len);
+    return len;
 }
 
 /* ---- locks --------------------------------------------------------------------- */
@@ -507,53 +564,158 @@ PB_EXPORT int postbox_dsm_barrier_create(void)
     return rc != 0 ? rc : (int)reply.a;
 }
 
-/* Apply one finished episode's notices (the service thread, or a thread
- * waiting at the barrier): two reads of process 0's control segment (the
- * episode's count and log heads; its notices) and an acknowledgement. */
-static int apply_episode(uint64_t e)
+/* Notices read with an area's head in its first get at least (the rest,
+ * when an episode has more, in a second). */
+#define AREA_FIRST_NOTICES 512
+
+static size_t area_head(void)
 {
-    static pb_dsm_ctl_t layout; /* process 0's (large: the catch-up, one at a time, uses it) */
-    size_t info_len =
-        offsetof(pb_dsm_area_info_t, heads) + (size_t)pb_dsm.nprocs * sizeof(uint64_t);
-    unsigned a = (unsigned)(e % 2);
-    pb_dsm_area_info_t info;
-    uint64_t *entries = NULL;
+    return PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs;
+}
+
+/* Read episode @e's area at process 0 into *@area_p (malloc'd): one get
+ * with its first notices, a second when it has more. */
+/* notices that a first read of an area, or a reply that may bring one,
+ * makes room for: the last episode's count, AREA_FIRST_NOTICES at least */
+static _Atomic size_t guess = AREA_FIRST_NOTICES;
+
+static int read_area(uint64_t e, uint64_t **area_p)
+{
+    size_t head = area_head(), want = atomic_load_explicit(&guess, memory_order_relaxed), count;
+    size_t off = pb_dsm.area_off + (e % 2) * pb_dsm.area_size;
+    uint64_t *area;
+    uint64_t start = pb_dsm_now_ns();
     int rc;
 
-    if (layout.magic == 0)
-        pb_dsm_ctl_layout(&layout, 0);
-    rc = pb_dsm_ctl_read(0, offsetof(pb_dsm_ctl_t, areas) + a * sizeof(info), &info, info_len);
-    if (rc == 0 && info.count > 0) {
-        entries = malloc(info.count * sizeof(uint64_t));
-        if (entries == NULL)
-            return POSTBOX_DSM_ERR_NO_MEMORY;
-        rc = pb_dsm_ctl_read(0, layout.area_off + (size_t)a * layout.npages * sizeof(uint64_t),
-                             entries, info.count * sizeof(uint64_t));
-        if (pb_dsm.me != 0)
-            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, info.count * sizeof(uint64_t));
+    if (want > pb_dsm.npages)
+        want = pb_dsm.npages;
+    area = malloc((head + want) * sizeof(uint64_t));
+    if (area == NULL)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    rc = pb_dsm_ctl_read(0, off, area, (head + want) * sizeof(uint64_t));
+    count = rc == 0 ? (size_t)area[PB_DSM_AREA_COUNT] : 0;
+    if (rc == 0 && (area[PB_DSM_AREA_EPOCH] != e || count > pb_dsm.npages)) {
+        pb_error("dsm: barrier episode %llu's area holds episode %llu", (unsigned long long)e,
+                 (unsigned long long)area[PB_DSM_AREA_EPOCH]);
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
     }
-    if (rc == 0) {
-        pthread_mutex_lock(&pb_dsm.protocol);
-        rc = pb_dsm_invalidate_notices_locked(entries, info.count);
-        /* the pages others released before their arrivals are invalid
-         * here now: their release logs need not be read up to there */
-        for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
-            if (q != pb_dsm.me && info.heads[q] > pb_dsm.log_seen[q])
-                pb_dsm.log_seen[q] = info.heads[q];
-        pthread_mutex_unlock(&pb_dsm.protocol);
+    if (rc == 0 && count > want) {
+        uint64_t *more = realloc(area, (head + count) * sizeof(uint64_t));
+
+        if (more == NULL)
+            rc = POSTBOX_DSM_ERR_NO_MEMORY;
+        else
+            area = more;
+        if (rc == 0)
+            rc = pb_dsm_ctl_read(0, off + (head + want) * sizeof(uint64_t), area + head + want,
+                                 (count - want) * sizeof(uint64_t));
     }
-    free(entries);
+    if (rc == 0 && pb_dsm.me != 0) {
+        pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, (head + (count > want ? count : want)) * 8);
+        pb_dsm_count_round_trip(POSTBOX_DSM_MSG_BARRIER, start);
+        if (count > want) {
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_BARRIER, 0);
+            pb_dsm_count(&pb_dsm_counters.round_trips[POSTBOX_DSM_MSG_BARRIER], 1);
+        }
+    }
+    if (rc != 0) {
+        free(area);
+        return rc;
+    }
+    /* the next episode's is read whole when it is no larger */
+    atomic_store_explicit(&guess, count > AREA_FIRST_NOTICES ? count : AREA_FIRST_NOTICES,
+                          memory_order_relaxed);
+    *area_p = area;
+    return 0;
+}
+
+/* Apply one finished episode's notices (the service thread, or a thread
+ * waiting at the barrier): from this process's departure area, where the
+ * release sent them, or, when they did not come with it, read at
+ * process 0 (read_area). */
+static int apply_episode(uint64_t e)
+{
+    uint64_t *sent =
+        (uint64_t *)((char *)pb_dsm.ctl + pb_dsm.depart_off + (e % 2) * pb_dsm.area_size);
+    uint64_t *area = sent, *copy = NULL;
+    size_t head = area_head(), count;
+    int rc = 0;
+
+    if (atomic_load_explicit((_Atomic uint64_t *)sent, memory_order_acquire) != e) {
+        rc = read_area(e, &copy);
+        area = copy;
+    }
+    if (rc != 0)
+        return rc;
+    count = (size_t)area[PB_DSM_AREA_COUNT];
+    if (count > pb_dsm.npages) {
+        pb_error("dsm: barrier episode %llu sent %zu notices", (unsigned long long)e, count);
+        free(copy);
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    pthread_mutex_lock(&pb_dsm.protocol);
+    rc = pb_dsm_invalidate_notices_locked(area + head, count);
+    /* the pages others released before their arrivals are invalid
+     * here now: their release logs need not be read up to there */
+    for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)
+        if (q != pb_dsm.me && area[PB_DSM_AREA_HEADS + q] > pb_dsm.log_seen[q])
+            pb_dsm.log_seen[q] = area[PB_DSM_AREA_HEADS + q];
+    pthread_mutex_unlock(&pb_dsm.protocol);
+    free(copy);
+    return rc;
+}
+
+/* The last arrival of episode @e: send every process the episode's area
+ * (@given, the one the arrival's reply brought; else read at process 0
+ * unless this is process 0 or shares its node) with the raise of its
+ * release word, without reply, and signal it.  An area too large for one
+ * call goes without its words: that process reads it at process 0. */
+static int depart(uint64_t e, const uint64_t *given)
+{
+    size_t head = area_head(), words;
+    const uint64_t *area = given;
+    uint64_t *copy = NULL;
+    int rc = 0;
+
+    if (area != NULL && area[PB_DSM_AREA_EPOCH] != e) {
+        pb_error("dsm: barrier episode %llu's reply holds episode %llu", (unsigned long long)e,
+                 (unsigned long long)area[PB_DSM_AREA_EPOCH]);
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    if (area == NULL && (pb_dsm.me == 0 || pb_dsm.peers[0].ctl_map != NULL)) {
+        char *ctl0 = pb_dsm.me == 0 ? (char *)pb_dsm.ctl : (char *)pb_dsm.peers[0].ctl_map;
+
+        atomic_thread_fence(memory_order_acquire);
+        area = (const uint64_t *)(ctl0 + pb_dsm.area_off + (e % 2) * pb_dsm.area_size);
+    } else if (area == NULL) {
+        rc = read_area(e, &copy);
+        area = copy;
+    }
+    if (rc != 0)
+        return rc;
+    words = head + (size_t)area[PB_DSM_AREA_COUNT];
+    for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++) {
+        int whole = q == pb_dsm.me || pb_dsm.peers[q].ctl_map != NULL ||
+                    sizeof(pb_dsm_req_t) + words * sizeof(uint64_t) <= PB_RSM_CALL_MAX;
+        pb_dsm_req_t req = {
+            .op = PB_DSM_OP_BARRIER_DEPART, .npages = whole ? (uint32_t)(2 * words) : 0, .a = e};
+
+        rc = pb_dsm_post(q, POSTBOX_DSM_MSG_BARRIER, &req, (const uint32_t *)area);
+        if (rc == 0)
+            rc = pb_dsm_wake(q);
+    }
+    free(copy);
     return rc;
 }
 
 /* Tell process 0 that episode @e's notices were read: its area may serve
- * again. */
+ * again.  (Without reply: process 0 runs it before this process's next
+ * request, so before its next arrival.) */
 static int ack_episode(uint64_t e)
 {
     pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
-    pb_dsm_reply_t reply;
 
-    return pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+    return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL);
 }
 
 int pb_dsm_barrier_catch_up(void)
@@ -581,7 +743,8 @@ int pb_dsm_barrier_catch_up(void)
 }
 
 /* Send this process's unsent write notices; the last chunk with the arrival. */
-static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply)
+static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply, void *rbuf,
+                          size_t rmax, size_t *got)
 {
     uint32_t *pages;
     size_t n;
@@ -611,7 +774,9 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
                             .d = (uint64_t)count,
                             .e = atomic_load(&pb_dsm.ctl->log_head)};
 
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, reply);
+        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
+        if (rc == 0)
+            memcpy(reply, rbuf, sizeof(*reply));
         if (rc == 0 && reply->status < 0)
             rc = (int)reply->status;
     }
@@ -626,37 +791,60 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
 
 /* Arrive for @count threads of this process; the episode they count
  * toward goes to *@episode_p.  The last arrival of the job releases
- * every process. */
+ * every process, with the episode's area that its reply brought. */
 static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
 {
+    size_t want = atomic_load_explicit(&guess, memory_order_relaxed), rmax, got = 0;
     pb_dsm_reply_t reply;
-    int rc = barrier_arrive(id, nthreads, count, &reply);
+    char *rbuf;
+    int rc;
 
+    if (want > pb_dsm.npages)
+        want = pb_dsm.npages;
+    rmax = sizeof(reply) + (area_head() + want) * sizeof(uint64_t);
+    if (rmax > PB_RSM_CALL_MAX)
+        rmax = PB_RSM_CALL_MAX;
+    rbuf = malloc(rmax);
+    if (rbuf == NULL)
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    rc = barrier_arrive(id, nthreads, count, &reply, rbuf, rmax, &got);
     if (rc != 0) {
         if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
             pb_error("dsm: barrier id %d was never created", id);
         else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
             pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
                      nthreads);
+        free(rbuf);
         return rc;
     }
     *episode_p = reply.a;
-    while (reply.status == PB_DSM_BARRIER_PENDING) {
+    while (rc == 0 && reply.status == PB_DSM_BARRIER_PENDING) {
         /* a process has not yet applied the episode before last */
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = *episode_p};
 
         nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
-        rc = pb_dsm_rpc(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, &reply);
+        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
+        if (rc == 0)
+            memcpy(&reply, rbuf, sizeof(reply));
         if (rc == 0 && reply.status < 0)
             rc = (int)reply.status;
-        if (rc != 0)
-            return rc;
     }
-    if (reply.status == PB_DSM_BARRIER_LAST) {
-        for (int q = 0; q < pb_dsm.nprocs && rc == 0; q++)
-            rc = pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, release_epoch),
-                               *episode_p);
+    if (rc == 0 && reply.status == PB_DSM_BARRIER_LAST) {
+        const uint64_t *given = NULL;
+
+        if (got > sizeof(reply)) {
+            size_t words = (got - sizeof(reply)) / sizeof(uint64_t);
+
+            given = (const uint64_t *)(rbuf + sizeof(reply));
+            if (words < area_head() || words != area_head() + given[PB_DSM_AREA_COUNT]) {
+                pb_error("dsm: a barrier's reply of %zu bytes", got);
+                rc = POSTBOX_DSM_ERR_COMMUNICATION;
+            }
+        }
+        if (rc == 0)
+            rc = depart(*episode_p, given);
     }
+    free(rbuf);
     return rc;
 }
 

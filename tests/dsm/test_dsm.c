@@ -27,6 +27,14 @@
  *                         a pause; then its neighbour reads half the
  *                         band, and from then on sees every round's
  *                         values
+ *   pbt-dsm barriers      each process writes a page and reads its
+ *                         neighbour's across BARRIER_ROUNDS barriers (the
+ *                         values checked each round); with the statistics
+ *                         line (POSTBOX_DSM_STATS) read back, each process
+ *                         made at most 1 barrier round trip a barrier
+ *                         (its arrival; the release brings the notices,
+ *                         and it and the acknowledgement go without
+ *                         reply)
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -240,8 +248,26 @@ static int run_spmd(void)
  * band, written at two releases in a row, stays writable: the stores of
  * rounds 2 and 3 take no write fault.  Reading another process's band
  * from its start, each read fault fetches two pages (PB_DSM_FETCH_RUN):
- * half as many faults as pages, each page fetched once. */
+ * half as many faults as pages, each page fetched once; from a process on
+ * another node, each fault that reads on where the last run ended fetches
+ * twice as many as it, up to HOME_RUN_MAX (PB_DSM_FETCH_RUN_MAX): 2, 4,
+ * 8, 8, ... pages. */
 #define HOME_BAND 40
+#define HOME_RUN_MAX 8
+
+/* the read faults that read a band of HOME_BAND pages homed on this
+ * node (@local) or on another */
+static int band_faults(int local)
+{
+    int faults = 0, run = 2;
+
+    for (int left = HOME_BAND; left > 0; left -= run < left ? run : left) {
+        if (faults > 0 && !local)
+            run = run * 2 < HOME_RUN_MAX ? run * 2 : HOME_RUN_MAX;
+        faults++;
+    }
+    return faults;
+}
 
 static long band_value(int round, int owner, long i)
 {
@@ -253,10 +279,17 @@ static int run_homes(void)
     int n = postbox_dsm_process_count();
     long words = HOME_BAND * PAGE / sizeof(long);
     long *bands = postbox_dsm_alloc((size_t)n * HOME_BAND * PAGE);
+    int *nodes = postbox_dsm_alloc(PAGE);
     postbox_dsm_stats_t before, after, read;
+    int faults = 0;
 
-    CHECK(bands != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    CHECK(bands != NULL && nodes != NULL, "postbox_dsm_alloc: %s",
+          postbox_dsm_strerror(postbox_dsm_last_error()));
+    nodes[me] = postbox_dsm_node();
     OK(postbox_dsm_barrier(0, n));
+    for (int q = 0; q < n; q++)
+        if (q != me)
+            faults += band_faults(nodes[q] == nodes[me]);
     for (int round = 0; round < 4; round++) {
         long *mine = bands + me * words;
 
@@ -283,11 +316,87 @@ static int run_homes(void)
         CHECK(read.page_fetches - after.page_fetches == (uint64_t)(n - 1) * HOME_BAND,
               "round %d: %llu pages fetched to read the other bands, not %d", round,
               (unsigned long long)(read.page_fetches - after.page_fetches), (n - 1) * HOME_BAND);
-        CHECK(read.read_faults - after.read_faults == (uint64_t)(n - 1) * HOME_BAND / 2,
-              "round %d: %llu read faults on the other bands, not %d (two pages a fetch)", round,
-              (unsigned long long)(read.read_faults - after.read_faults), (n - 1) * HOME_BAND / 2);
+        CHECK(read.read_faults - after.read_faults == (uint64_t)faults,
+              "round %d: %llu read faults on the other bands, not %d", round,
+              (unsigned long long)(read.read_faults - after.read_faults), faults);
         OK(postbox_dsm_barrier(0, n));
     }
+    return 0;
+}
+
+/* Barrier messages: BARRIER_ROUNDS barriers of every process, each
+ * publishing a page per process that its neighbour reads and checks (so
+ * every episode has notices to read).  run_barriers_check then reads this
+ * process's statistics line back. */
+#define BARRIER_ROUNDS 40
+
+static int run_barriers(void)
+{
+    int n = postbox_dsm_process_count();
+    int left = (me + n - 1) % n;
+    long *pages = postbox_dsm_alloc((size_t)n * PAGE);
+
+    CHECK(pages != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    OK(postbox_dsm_barrier(0, n));
+    for (int round = 0; round < BARRIER_ROUNDS; round++) {
+        pages[me * (PAGE / sizeof(long))] = band_value(round, me, 0);
+        OK(postbox_dsm_barrier(0, n));
+        CHECK(pages[left * (PAGE / sizeof(long))] == band_value(round, left, 0),
+              "round %d: process %d's page holds %ld, not %ld", round, left,
+              pages[left * (PAGE / sizeof(long))], band_value(round, left, 0));
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
+/* the value of " key=" in @line, or -1 */
+static long long stats_field(const char *line, const char *key)
+{
+    char pattern[64];
+    const char *at;
+
+    snprintf(pattern, sizeof(pattern), " %s=", key);
+    at = strstr(line, pattern);
+    return at == NULL ? -1 : atoll(at + strlen(pattern));
+}
+
+/* Finalize with stderr sent to a file, and check the statistics line the
+ * DSM printed there: at most 1 barrier round trip per barrier call (the
+ * arrival; the last arrival's reply brings the episode's notices). */
+static int run_barriers_check(void)
+{
+    FILE *out = tmpfile();
+    char line[4096];
+    int saved, found = 0;
+
+    CHECK(out != NULL, "tmpfile failed");
+    fflush(stderr);
+    saved = dup(2);
+    CHECK(saved >= 0 && dup2(fileno(out), 2) >= 0, "cannot redirect stderr");
+    OK(postbox_dsm_finalize());
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(out);
+    while (fgets(line, sizeof(line), out) != NULL) {
+        long long barriers = stats_field(line, "barriers");
+        long long trips = stats_field(line, "round_trips_barrier");
+
+        if (strncmp(line, "postbox-dsm-stats:", 18) != 0) {
+            fputs(line, stderr);
+            continue;
+        }
+        found = 1;
+        CHECK(barriers == 2 * BARRIER_ROUNDS + 1, "%lld barrier calls counted, not %d", barriers,
+              2 * BARRIER_ROUNDS + 1);
+        CHECK(trips >= 0 && trips <= barriers,
+              "%lld barrier round trips for %lld barriers: more than 1 a barrier", trips, barriers);
+        if (getenv("PBT_DSM_VERBOSE") != NULL)
+            fprintf(stderr, "process %d: %lld barrier round trips for %lld barriers\n", me, trips,
+                    barriers);
+    }
+    fclose(out);
+    CHECK(found, "no postbox-dsm-stats line (POSTBOX_DSM_STATS=1 is set by the test)");
     return 0;
 }
 
@@ -574,9 +683,8 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: pbt-dsm spmd | homes | unread | threads T | timing | killed | errors | "
-                "segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | homes | unread | barriers | threads T | timing | "
+                        "killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -584,6 +692,8 @@ int main(int argc, char **argv)
         return run_errors();
     if (strcmp(test_name, "segv") == 0)
         return run_segv();
+    if (strcmp(test_name, "barriers") == 0)
+        setenv("POSTBOX_DSM_STATS", "1", 1);
     OK(postbox_dsm_init((size_t)16 << 20));
     me = postbox_dsm_process();
     if (strcmp(test_name, "spmd") == 0) {
@@ -592,6 +702,8 @@ int main(int argc, char **argv)
         rc = run_homes();
     } else if (strcmp(test_name, "unread") == 0) {
         rc = run_unread();
+    } else if (strcmp(test_name, "barriers") == 0) {
+        rc = run_barriers();
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -618,8 +730,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "process %d: %llu barrier calls, %llu barrier messages\n", me,
                 (unsigned long long)stats.barriers,
                 (unsigned long long)stats.messages[POSTBOX_DSM_MSG_BARRIER]);
-    if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
-        strcmp(test_name, "unread") == 0) {
+    if (strcmp(test_name, "barriers") == 0) {
+        OK(run_barriers_check());
+    } else if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
+               strcmp(test_name, "unread") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
