@@ -426,6 +426,10 @@ static int allgather_intra(const char *func, const void *sendbuf, MPI_Count send
                               pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf,
                                                      recvcount, recvtype, c, alg))
              : PB_COLL_NODE_DECLINED;
+    if (rc == PB_COLL_NODE_DECLINED && alg == PB_ALG_NODE_CMA) /* no single copy: the cells */
+        rc = node_mover_ran(PB_COLL_ALLGATHER, PB_ALG_NODE,
+                            pb_coll_node_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                   recvtype, c, PB_ALG_NODE));
     if (rc != PB_COLL_NODE_DECLINED)
         return pb_coll_failed(comm, func, rc);
     if (alg == PB_ALG_RECURSIVE_DOUBLING && (c->size & (c->size - 1)) == 0) {
@@ -482,6 +486,11 @@ static int alltoall_intra(const char *func, const void *sendbuf, MPI_Count sendc
                                                         recvcount, recvtype, c, alg))
                  : PB_COLL_NODE_DECLINED;
 
+    /* no single copy (or in place): the cells */
+    if (rc == PB_COLL_NODE_DECLINED && alg == PB_ALG_NODE_CMA)
+        rc = node_mover_ran(PB_COLL_ALLTOALL, PB_ALG_NODE,
+                            pb_coll_node_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                  recvtype, c, PB_ALG_NODE));
     if (rc != PB_COLL_NODE_DECLINED)
         return pb_coll_failed(comm, func, rc);
     pb_coll_ran(PB_COLL_ALLTOALL, PB_ALG_DIRECT);
