@@ -227,7 +227,6 @@ static void handle_barrier(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uin
             ctl->areas[req->a % 2].acks++;
         reply->status = 0;
         return;
-
     default: reply->status = POSTBOX_DSM_ERR_BAD_ARGUMENT;
     }
 }
@@ -573,12 +572,12 @@ static size_t area_head(void)
     return PB_DSM_AREA_HEADS + (size_t)pb_dsm.nprocs;
 }
 
-/* Read episode @e's area at process 0 into *@area_p (malloc'd): one get
- * with its first notices, a second when it has more. */
 /* notices that a first read of an area, or a reply that may bring one,
  * makes room for: the last episode's count, AREA_FIRST_NOTICES at least */
 static _Atomic size_t guess = AREA_FIRST_NOTICES;
 
+/* Read episode @e's area at process 0 into *@area_p (malloc'd): one get
+ * with its first notices, a second when it has more. */
 static int read_area(uint64_t e, uint64_t **area_p)
 {
     size_t head = area_head(), want = atomic_load_explicit(&guess, memory_order_relaxed), count;
