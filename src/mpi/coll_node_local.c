@@ -4,6 +4,7 @@
  * (coll_node.c), or publish their buffers there and read each other's
  * with one kernel copy (process_vm_readv/writev).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,23 @@
 #include "mpi/engine/cma.h"
 #include "mpi/op.h"
 #include "util/log.h"
+
+/* Bytes a reduction's op may read from a line: the halves of a line (and
+ * its data, at byte 8) are not aligned for every type, so an input there
+ * is first copied into an aligned buffer. */
+typedef union {
+    max_align_t align;
+    char bytes[INLINE_MAX];
+} line_copy_t;
+
+/* @x when it is aligned for any type, else its @bytes copied into @copy. */
+static const void *op_input(const char *x, size_t bytes, line_copy_t *copy)
+{
+    if ((uintptr_t)x % _Alignof(max_align_t) == 0)
+        return x;
+    memcpy(copy->bytes, x, bytes);
+    return copy->bytes;
+}
 
 /* reductions of at most this many bytes are done whole by each rank that
  * needs the result (two phases); longer ones by slices, each rank one
@@ -98,9 +116,13 @@ static void combine(const pb_coll_node_t *cn, int in_line, size_t off, void *acc
     size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
     int last = cn->n - 1;
 
+    line_copy_t copy;
+
     memcpy(acc, (in_line ? line_data(cn, last) : cell(cn, last)) + off, len);
     for (int j = cn->n - 2; j >= 0; j--)
-        pb_mpi_op_apply(op, (in_line ? line_data(cn, j) : cell(cn, j)) + off, acc, count, type);
+        pb_mpi_op_apply(op,
+                        in_line ? op_input(line_data(cn, j) + off, len, &copy) : cell(cn, j) + off,
+                        acc, count, type);
 }
 
 /* combine() of short inputs in the lines, this rank's own taken from @own
@@ -111,9 +133,12 @@ static void combine_own(const pb_coll_node_t *cn, const void *own, void *acc, MP
     size_t len = (size_t)count * pb_eng_type_size(pb_mpi_datatype(type));
     int last = cn->n - 1;
 
+    line_copy_t copy;
+
     memcpy(acc, last == cn->me ? own : line_data(cn, last), len);
     for (int j = cn->n - 2; j >= 0; j--)
-        pb_mpi_op_apply(op, j == cn->me ? own : line_data(cn, j), acc, count, type);
+        pb_mpi_op_apply(op, j == cn->me ? own : op_input(line_data(cn, j), len, &copy), acc, count,
+                        type);
 }
 
 /* bytes of the accumulator a rank combines its slice of a piece in, a
@@ -626,11 +651,15 @@ int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *re
     uint64_t base = cn->step;
     size_t bytes = type_bytes(count, type);
     int wants = root < 0 || root == cn->me;
-    char own[ONE_PHASE_MAX];
+    union {
+        max_align_t align;
+        char bytes[ONE_PHASE_MAX];
+    } own;
+    line_copy_t copy;
 
     halves_begin(cn, base);
     if (root == cn->me) {
-        memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
+        memcpy(own.bytes, sendbuf, bytes); /* @sendbuf may be @result */
     } else {
         memcpy(parity_half(cn, cn->me, base, bytes), sendbuf, bytes);
         pb_coll_node_post(cn);
@@ -638,12 +667,13 @@ int pb_coll_node_reduce_halves(pb_coll_node_t *cn, const void *sendbuf, void *re
     if (wants) {
         pb_coll_node_wait_others(cn, base + 1);
         for (int j = cn->n - 1; j >= 0; j--) {
-            const char *x = j == root ? own : parity_half(cn, j, base, bytes);
+            const char *x = j == root ? own.bytes : parity_half(cn, j, base, bytes);
 
             if (j == cn->n - 1)
                 memcpy(result, x, bytes);
-            else
-                pb_mpi_op_apply(op, x, result, count, type);
+            else /* a cell's halves are aligned, a line's not */
+                pb_mpi_op_apply(op, bytes <= HALF_MAX ? op_input(x, bytes, &copy) : x, result,
+                                count, type);
         }
     }
     if (root == cn->me)
