@@ -71,7 +71,7 @@ _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R] [--link L]]]
-       {indent} [--tag-output] [--timeout S] [-x VAR=value]...
+       {indent} [--tag-output] [--timeout S [--timeout-stacks]] [-x VAR=value]...
        {indent} [--hosts H1[:N],H2,... | --hostfile FILE] [--rsh CMD] [--pmi-address A]
        {indent} PROGRAM [ARGS...]
 
@@ -90,7 +90,13 @@ options:
                     virtual nodes must talk as if over the network (default 1)
   --tag-output      prefix every line a rank prints with "[rank] " (a spawned
                     process: "[spawn:rank] ")
-  --timeout S       end the job after S seconds (exit status 124)
+  --timeout S       end the job after S seconds (exit status 124), naming the
+                    ranks still running
+  --timeout-stacks  with --timeout: before ending the job, print the stack of
+                    every thread of every rank still running on this host
+                    (needs gdb; ranks on --hosts are named, not traced);
+                    POSTBOX_TIMEOUT_STACKS=1 in the environment does the same
+                    for every job run with --timeout
   -x VAR=value      set VAR in the environment of every rank (repeatable);
                     -x VAR passes the launcher's own value of VAR
   --netns           (root) one network namespace per virtual node, joined by
@@ -216,6 +222,10 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
                 opts.timeout = -1.0
             if not opts.timeout > 0 or opts.timeout != opts.timeout or opts.timeout == float("inf"):
                 raise UsageError("--timeout wants a number of seconds > 0, not %r" % text)
+        elif name == "--timeout-stacks":
+            if has_inline:
+                raise UsageError("--timeout-stacks takes no value")
+            opts.timeout_stacks = True
         elif name == "-x":
             text = value()
             var, has_value, val = text.partition("=")
@@ -310,6 +320,10 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     if opts.nodes > opts.size:
         raise UsageError("--nodes %d is more than the %d rank%s (every virtual node needs "
                          "a rank)" % (opts.nodes, opts.size, "" if opts.size == 1 else "s"))
+    if opts.timeout_stacks and opts.timeout is None:
+        raise UsageError("--timeout-stacks needs --timeout")
+    if os.environ.get("POSTBOX_TIMEOUT_STACKS") == "1":
+        opts.timeout_stacks = True
     return opts
 
 
@@ -395,6 +409,24 @@ class Stream:
 
 
 # ---- the launcher ------------------------------------------------------------
+
+def _group_pids(pgid: int) -> List[int]:
+    """The processes of process group @pgid (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # after the command's closing parenthesis: state, ppid, pgrp
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            pids.append(int(entry))
+    return sorted(pids)
+
 
 class Rank:
     """One slot of the universe: rank @rank of the job until a spawn puts a
@@ -1139,6 +1171,7 @@ class Launcher:
             if self.pending:
                 self._expire_pending(now)
             if self.deadline is not None and not self.ending and now >= self.deadline:
+                self._report_timeout()
                 self._end("the job did not finish within %g s (--timeout); ending the job"
                           % self.opts.timeout, EXIT_TIMEOUT)
             while self.kill_schedule and self.kill_schedule[0][0] <= now:
@@ -1371,6 +1404,39 @@ class Launcher:
         now = time.monotonic()
         self.kill_schedule = schedule or [(now, signal.SIGTERM), (now + TERM_GRACE,
                                                                  signal.SIGKILL)]
+
+    def _report_timeout(self) -> None:
+        """At --timeout: name the ranks still running and, with
+        --timeout-stacks, print their threads' stacks (gdb, local ranks)."""
+        running = [rank for rank in self.ranks if rank.alive]
+        self.log("--timeout: %d of %d ranks still running: %s"
+                 % (len(running), len(self.ranks),
+                    ", ".join("%s (node %d%s)" % (self.who(rank.rank), rank.vnode,
+                                                  ", pid %d" % rank.proc.pid
+                                                  if rank.host is None and rank.proc else "")
+                              for rank in running) or "none"))
+        if not self.opts.timeout_stacks:
+            return
+        gdb = shutil.which("gdb")
+        if gdb is None:
+            self.log("--timeout-stacks: gdb is not on PATH; no stacks")
+            return
+        for rank in running:
+            if rank.host is not None or rank.pgid is None:
+                continue
+            for pid in _group_pids(rank.pgid):
+                self.log("--timeout-stacks: %s, pid %d:" % (self.who(rank.rank), pid))
+                try:
+                    out = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
+                                          "-ex", "thread apply all bt 30"],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, timeout=30).stdout
+                except subprocess.TimeoutExpired:
+                    self.log("--timeout-stacks: gdb took more than 30 s on pid %d" % pid)
+                    continue
+                lines = [line for line in out.decode("utf-8", "replace").splitlines()
+                         if line.startswith(("#", "Thread "))]
+                self.stderr.write(("\n".join(lines) + "\n").encode("utf-8", "replace"))
 
     def _signal_all(self, signum: int) -> None:
         for rank in self.ranks:

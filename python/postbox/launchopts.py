@@ -43,6 +43,7 @@ class Options:
     nodes: int = 1
     tag_output: bool = False
     timeout: Optional[float] = None
+    timeout_stacks: bool = False
     env: List[Tuple[str, str]] = field(default_factory=list)
     netns: bool = False
     rails: int = 1

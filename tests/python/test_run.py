@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -122,6 +123,8 @@ def test_server_survives_garbage():
     (["-np", "x", "true"], "positive integer"),
     (["-n", "2", "--nodes", "3", "true"], "more than the 2 ranks"),
     (["--timeout", "-1", "true"], "--timeout"),
+    (["--timeout-stacks", "true"], "--timeout-stacks needs --timeout"),
+    (["--timeout", "5", "--timeout-stacks=1", "true"], "--timeout-stacks takes no value"),
     (["-x", "1A=b", "true"], "-x"),
     (["-x", "PMI_RANK=3", "true"], "sets PMI_RANK itself"),
     (["--frob", "true"], "unknown option --frob"),
@@ -304,6 +307,33 @@ def test_timeout_ends_a_hung_job_even_ignoring_sigterm(tmp_path):
     assert 1 <= elapsed < 8
     assert "did not finish within 1 s (--timeout)" in result.stderr
     assert result.stdout.count("up") == 3
+    assert_nothing_left(str(prog))
+
+
+def test_timeout_names_the_ranks_still_running(tmp_path):
+    prog = script(tmp_path, "half.py",
+                  "import os, time\nif os.environ['PMI_RANK'] != '0':\n    time.sleep(60)\n")
+    result = run("-n", 3, "--nodes", 3, "--timeout", "2", sys.executable, prog, timeout=20)
+    assert result.returncode == 124
+    line = [line for line in result.stderr.splitlines() if "still running" in line]
+    assert len(line) == 1, result.stderr
+    assert "2 of 3 ranks still running: rank 1 (node 1, pid " in line[0]
+    assert "rank 2 (node 2, pid " in line[0] and "rank 0" not in line[0]
+    assert "--timeout-stacks" not in result.stderr
+    assert_nothing_left(str(prog))
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="needs gdb")
+def test_timeout_stacks_prints_each_threads_stack(tmp_path):
+    prog = script(tmp_path, "nap.sh", "#!/bin/sh\nsleep 60\n")
+    result = run("-n", 2, "--timeout", "2", "--timeout-stacks", str(prog), timeout=60)
+    assert result.returncode == 124
+    for rank in (0, 1):
+        assert "--timeout-stacks: rank %d, pid " % rank in result.stderr
+    frames = [line for line in result.stderr.splitlines() if line.startswith("#0 ")]
+    # each rank is a shell waiting for its sleep: two processes a rank
+    assert len(frames) >= 4, result.stderr
+    assert "did not finish within 2 s" in result.stderr
     assert_nothing_left(str(prog))
 
 
