@@ -74,6 +74,14 @@ static struct {
     rule_t *rules;
     int nrules;
     int forced[PB_COLL_KINDS]; /* POSTBOX_COLL_ALGORITHM: alg + 1, or 0 */
+    /* each collective's last choice and what it was made for (size 0:
+     * none yet): a program calls one collective of one size over and
+     * over.  Written under the library lock, as every MPI call runs */
+    struct {
+        int size, ppn, nodes;
+        size_t bytes;
+        pb_coll_alg_t alg;
+    } last[PB_COLL_KINDS];
     int stats;
     /* relaxed words: MPI_T reads them from any thread (pb_coll_runs) */
     _Atomic unsigned long runs[PB_COLL_KINDS][PB_ALG_COUNT];
@@ -320,14 +328,9 @@ static void spread(pb_comm_t *c)
     c->coll_ppn = ppn;
 }
 
-pb_coll_alg_t pb_coll_choose(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
+/* The first rule of the table that matches. */
+static pb_coll_alg_t choose(pb_coll_kind_t kind, const pb_comm_t *c, size_t bytes)
 {
-    if (!table.read)
-        read_table();
-    if (table.forced[kind])
-        return (pb_coll_alg_t)(table.forced[kind] - 1);
-    if (c->coll_nodes == 0)
-        spread(c);
     for (int i = 0; i < table.nrules; i++) {
         const rule_t *r = &table.rules[i];
 
@@ -336,6 +339,25 @@ pb_coll_alg_t pb_coll_choose(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
             return r->alg;
     }
     return kind_algs[kind][0];
+}
+
+pb_coll_alg_t pb_coll_choose(pb_coll_kind_t kind, pb_comm_t *c, size_t bytes)
+{
+    if (!table.read)
+        read_table();
+    if (table.forced[kind])
+        return (pb_coll_alg_t)(table.forced[kind] - 1);
+    if (c->coll_nodes == 0)
+        spread(c);
+    if (table.last[kind].size == c->size && table.last[kind].bytes == bytes &&
+        table.last[kind].ppn == c->coll_ppn && table.last[kind].nodes == c->coll_nodes)
+        return table.last[kind].alg;
+    table.last[kind].size = c->size;
+    table.last[kind].ppn = c->coll_ppn;
+    table.last[kind].nodes = c->coll_nodes;
+    table.last[kind].bytes = bytes;
+    table.last[kind].alg = choose(kind, c, bytes);
+    return table.last[kind].alg;
 }
 
 pb_coll_alg_t pb_coll_fallback(pb_coll_kind_t kind)

@@ -34,10 +34,8 @@
 #define HANDLE_VALUES_FIRST 0x200
 #define HANDLE_VALUES_END 0x400
 
-pb_datatype_t *pb_mpi_datatype(MPI_Datatype handle)
+pb_datatype_t *pb_mpi_datatype_created(MPI_Datatype handle)
 {
-    if ((uintptr_t)handle < PB_ENG_HANDLE_INT_BASE)
-        return pb_eng_type_predefined((uintptr_t)handle);
     if (!pb_eng_handle_valid(PB_ENG_HANDLE_DATATYPE, handle))
         return NULL;
     return handle->type;

@@ -10,13 +10,26 @@
 #ifndef PB_MPI_DATATYPE_H
 #define PB_MPI_DATATYPE_H
 
+#include <stdint.h>
+
+#include "mpi/engine/handle.h"
 #include "mpi/engine/typerep.h"
 #include "mpi/mpi_impl.h"
 
+/* The datatype of the created handle @handle (pb_mpi_datatype's slow path):
+ * NULL when it is no live datatype.  No lock. */
+pb_datatype_t *pb_mpi_datatype_created(MPI_Datatype handle);
+
 /* The datatype @handle stands for, or NULL when @handle is no datatype
  * (MPI_DATATYPE_NULL, a freed or made-up handle, a predefined value the
- * library does not support, such as the Fortran types).  No lock. */
-pb_datatype_t *pb_mpi_datatype(MPI_Datatype handle);
+ * library does not support, such as the Fortran types).  No lock; a
+ * predefined handle costs one table read. */
+static inline pb_datatype_t *pb_mpi_datatype(MPI_Datatype handle)
+{
+    if ((uintptr_t)handle < PB_ENG_HANDLE_INT_BASE)
+        return pb_eng_type_predefined((uintptr_t)handle);
+    return pb_mpi_datatype_created(handle);
+}
 
 /* Check @handle for use in communication: MPI_SUCCESS, MPI_ERR_TYPE when
  * it is no datatype or (for a created one) not committed. */

@@ -7,7 +7,6 @@
 #include "mpi/engine/typerep.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,14 +87,9 @@ static const pb_predef_desc_t predef_descs[] = {
     PB_BASIC_DESC(MPI_UINT64_T, uint64_t, PB_BASIC_UINT64),
 };
 
-/* Datatype handles are 0x200-0x3ff; the C ones all lie below 0x300. */
-#define PREDEF_FIRST 0x200
-#define PREDEF_SPAN 0x100
-
 static pb_datatype_t predef[PB_ARRAY_SIZE(predef_descs)];
-static pb_datatype_t *predef_by_value[PREDEF_SPAN];
+pb_datatype_t *pb_eng_type_predef_by_value[PB_ENG_TYPE_PREDEF_SPAN];
 static pb_datatype_t *predef_by_kind[PB_BASIC_COUNT_OF];
-static pthread_once_t predef_once = PTHREAD_ONCE_INIT;
 
 static void predef_init_one(pb_datatype_t *t, const pb_predef_desc_t *d)
 {
@@ -137,7 +131,10 @@ static void predef_init_one(pb_datatype_t *t, const pb_predef_desc_t *d)
     snprintf(t->name, sizeof(t->name), "%s", d->name);
 }
 
-static void predef_init(void)
+/* The predefined layouts are made when the library is loaded, before any
+ * call can ask for one (some may come before MPI_Init): the lookups are then
+ * one load, with no once-guard in every datatype check. */
+__attribute__((constructor)) static void predef_init(void)
 {
     size_t i;
 
@@ -145,25 +142,16 @@ static void predef_init(void)
         const pb_predef_desc_t *d = &predef_descs[i];
 
         predef_init_one(&predef[i], d);
-        predef_by_value[d->value - PREDEF_FIRST] = &predef[i];
+        pb_eng_type_predef_by_value[d->value - PB_ENG_TYPE_PREDEF_FIRST] = &predef[i];
         if (d->basic != PB_BASIC_NONE && predef_by_kind[d->basic] == NULL)
             predef_by_kind[d->basic] = &predef[i];
     }
-}
-
-pb_datatype_t *pb_eng_type_predefined(uintptr_t value)
-{
-    if (value < PREDEF_FIRST || value >= PREDEF_FIRST + PREDEF_SPAN)
-        return NULL;
-    pthread_once(&predef_once, predef_init);
-    return predef_by_value[value - PREDEF_FIRST];
 }
 
 pb_datatype_t *pb_eng_type_of_basic(pb_basic_t kind)
 {
     if ((unsigned)kind >= PB_BASIC_COUNT_OF)
         return NULL;
-    pthread_once(&predef_once, predef_init);
     return predef_by_kind[kind];
 }
 

@@ -208,10 +208,24 @@ static inline int pb_eng_type_is_committed(const pb_datatype_t *t)
 
 /* ---- predefined layouts, lifetimes, elements, pack/unpack ---- */
 
+/* Datatype handles are 0x200-0x3ff; the C ones all lie below 0x300. */
+#define PB_ENG_TYPE_PREDEF_FIRST 0x200
+#define PB_ENG_TYPE_PREDEF_SPAN 0x100
+
+/* The predefined layouts by handle value - PB_ENG_TYPE_PREDEF_FIRST (NULL
+ * where Postbox has none), filled when the library is loaded; read through
+ * pb_eng_type_predefined. */
+extern pb_datatype_t *pb_eng_type_predef_by_value[PB_ENG_TYPE_PREDEF_SPAN];
+
 /* The layout of the predefined datatype whose ABI handle value is @value
  * (MPI_INT's 0x209), or NULL when @value is none Postbox supports (the
  * Fortran types, values of other handle kinds). */
-pb_datatype_t *pb_eng_type_predefined(uintptr_t value);
+static inline pb_datatype_t *pb_eng_type_predefined(uintptr_t value)
+{
+    if (value - PB_ENG_TYPE_PREDEF_FIRST >= PB_ENG_TYPE_PREDEF_SPAN)
+        return NULL;
+    return pb_eng_type_predef_by_value[value - PB_ENG_TYPE_PREDEF_FIRST];
+}
 
 /* The predefined datatype whose elements are one @kind (MPI_INT for
  * PB_BASIC_INT, MPI_DOUBLE_INT for PB_BASIC_DOUBLE_INT), or NULL for
