@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from typing import Optional, Sequence
 
-from postbox import model
+from postbox import model, model_fit
 from postbox.plot import COLORS, Figure, Series, format_size, format_value
 
 # where the model extrapolates to
@@ -54,7 +54,7 @@ class Analysis:
 
     def __init__(self, records: Sequence[dict], description: Optional[dict] = None):
         started = time.process_time()
-        self.model = model.build(records, description)
+        self.model = model_fit.build(records, description)
         self.points = model.validate(self.model, records)
         self.chosen = model.best_algorithms(self.points)
         # the libraries the collective bench measured (and the model can price)
@@ -595,7 +595,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     if args.no_load:
         description = without_load(description)
-    built = model.build(records, description)
+    built = model_fit.build(records, description)
     points = model.validate(built, records)
     if not points:
         print("postbox.modelreport: no collective point the model prices in %s" % args.dir,
