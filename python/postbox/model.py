@@ -368,16 +368,25 @@ def _edge(machine: Machine, cluster: Cluster, a: int, b: int, size: float) -> tu
     return machine.message(path, size), machine.sender_gap(path, size)
 
 
-def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float]) -> list:
-    """Each rank's time in a binomial tree from rank 0 downward (Bcast,
-    Scatter): a rank's message to child c is size_of(c) bytes; a rank is
-    done when it has received and sent to all its children."""
+def binomial_children_nearest_first(rank: int, ranks: int) -> list:
+    """binomial_children(@rank, @ranks) nearest (smallest subtree) first,
+    the order a rank of tree_up receives from them."""
+    return binomial_children(rank, ranks)[::-1]
+
+
+def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float],
+              children: Callable[[int, int], list] = binomial_children) -> list:
+    """Each rank's time in a tree from rank 0 downward (Bcast, Scatter):
+    every rank forwards to its children(rank, ranks) one after the other
+    (the binomial tree's farthest first), its message to child c size_of(c)
+    bytes; a rank is done when it has received and sent to all its
+    children.  Parents are numbered below their children."""
     ranks = cluster.ranks
     arrived = [0.0] * ranks
     done = [0.0] * ranks
     for rank in range(ranks):
         t = arrived[rank]
-        for j, child in enumerate(binomial_children(rank, ranks)):
+        for child in children(rank, ranks):
             one_way, gap = _edge(machine, cluster, rank, child, size_of(child))
             arrived[child] = t + one_way
             t += gap
@@ -386,28 +395,27 @@ def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float
 
 
 def tree_up(machine: Machine, cluster: Cluster, size_of: Callable[[int], float],
-            combine: bool) -> list:
-    """Each rank's time in a binomial tree toward rank 0 (Reduce, Gather):
-    a rank receives from its children nearest first (smallest subtree),
-    combining each when @combine, then sends size_of(rank) bytes to its
-    parent; a rank is done when it has sent (the root when it has all)."""
+            combine: bool,
+            children: Callable[[int, int], list] = binomial_children_nearest_first) -> list:
+    """Each rank's time in a tree toward rank 0 (Reduce, Gather): a rank
+    receives size_of(c) bytes from each of its children(rank, ranks) in
+    that order (the binomial tree's nearest first), combining each when
+    @combine, then sends size_of(rank) bytes to its parent; a rank is done
+    when it has sent (the root when it has all).  Parents are numbered
+    below their children."""
     ranks = cluster.ranks
     ready = [0.0] * ranks
     done = [0.0] * ranks
     for rank in reversed(range(ranks)):
         t = 0.0
-        for child in reversed(binomial_children(rank, ranks)):
-            one_way, _ = _edge(machine, cluster, child, rank, size_of(child))
+        for child in children(rank, ranks):
+            one_way, gap = _edge(machine, cluster, child, rank, size_of(child))
             t = max(t, ready[child] + one_way)
             if combine:
                 t += machine.reduce_time(size_of(child))
-        ready[rank] = t
-        if rank:
-            parent = rank - (rank & -rank)
-            _, gap = _edge(machine, cluster, rank, parent, size_of(rank))
-            done[rank] = t + gap
-        else:
-            done[rank] = t
+            # the child's send to this rank is its last act
+            done[child] = ready[child] + gap
+        ready[rank] = done[rank] = t
     return done
 
 
@@ -572,49 +580,6 @@ def alltoall_bruck(m: Machine, c: Cluster, size: float) -> float:
 
 # ---- more algorithms the libraries' decision rules pick ------------------------
 
-def tree_down_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
-                 size: float) -> list:
-    """Each rank's time when every rank forwards @size bytes to its
-    children(rank) one after the other, from rank 0 down (the same timing
-    as tree_down, for any tree whose parents precede their children)."""
-    ranks = cluster.ranks
-    arrived = [0.0] * ranks
-    done = [0.0] * ranks
-    for rank in range(ranks):
-        t = arrived[rank]
-        for child in children(rank):
-            one_way, gap = _edge(machine, cluster, rank, child, size)
-            arrived[child] = t + one_way
-            t += gap
-        done[rank] = t
-    return done
-
-
-def tree_up_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
-               size: float, combine: bool) -> list:
-    """Each rank's time when every rank receives @size bytes from each of
-    children(rank) (combining each when @combine), then sends @size bytes
-    to its parent (children numbered above their parents)."""
-    ranks = cluster.ranks
-    ready = [0.0] * ranks
-    done = [0.0] * ranks
-    parent = {}
-    for rank in range(ranks):
-        for child in children(rank):
-            parent[child] = rank
-    for rank in reversed(range(ranks)):
-        t = 0.0
-        for child in children(rank):
-            one_way, _ = _edge(machine, cluster, child, rank, size)
-            t = max(t, ready[child] + one_way)
-            if combine:
-                t += machine.reduce_time(size)
-        ready[rank] = t
-        done[rank] = t + (_edge(machine, cluster, rank, parent[rank], size)[1]
-                          if rank in parent else 0.0)
-    return done
-
-
 def binary_children(rank: int, ranks: int) -> list:
     return [c for c in (2 * rank + 1, 2 * rank + 2) if c < ranks]
 
@@ -651,8 +616,8 @@ def linear_children(rank: int, ranks: int) -> list:
 
 def barrier_linear(m: Machine, c: Cluster, size: float = 0) -> float:
     # every rank's empty message to rank 0, then rank 0's to every rank
-    up = max(tree_up_by(m, c, lambda r: linear_children(r, c.ranks), 0, False))
-    return up + mean(tree_down_by(m, c, lambda r: linear_children(r, c.ranks), 0))
+    up = max(tree_up(m, c, lambda rank: 0, False, linear_children))
+    return up + mean(tree_down(m, c, lambda child: 0, linear_children))
 
 
 def barrier_tree(m: Machine, c: Cluster, size: float = 0) -> float:
@@ -666,23 +631,23 @@ def bcast_linear(m: Machine, c: Cluster, size: float) -> float:
 
 
 def bcast_chain(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: chain_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, chain_children))
 
 
 def bcast_binary(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: binary_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, binary_children))
 
 
 def bcast_knomial(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: knomial_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, knomial_children))
 
 
 def reduce_chain(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_up_by(m, c, lambda r: chain_children(r, c.ranks), size, True))
+    return mean(tree_up(m, c, lambda rank: size, True, chain_children))
 
 
 def reduce_binary(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_up_by(m, c, lambda r: binary_children(r, c.ranks), size, True))
+    return mean(tree_up(m, c, lambda rank: size, True, binary_children))
 
 
 def allreduce_reduce_bcast(m: Machine, c: Cluster, size: float) -> float:

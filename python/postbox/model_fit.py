@@ -232,57 +232,57 @@ def _round_of(name: str) -> Optional[int]:
     return None
 
 
-def run_backgrounds(description: Optional[dict]) -> dict:
-    """{(library, path, ranks, round): runnable tasks} of the collective
-    bench's runs in machine.json's runs (coll/<library>/<shape>[/round-k])
-    that carry load samples (mpibench.run_one): the mean of the runnable
-    count sampled just before the run and just after it, when none of the
-    run's ranks are running, so the tasks of other work that its ranks
-    competed with; round None for a shape run once."""
-    out = {}
+def _sampled_runs(description: Optional[dict]) -> list:
+    """(run, its name's parts, B) of machine.json's runs that carry load
+    samples (mpibench.run_one): B the mean of the runnable count sampled
+    just before the run and just after it, when none of the run's ranks
+    are running, so the tasks of other work that its ranks competed
+    with."""
+    out = []
     for run in (description or {}).get("runs") or []:
         if not isinstance(run, dict):
-            continue
-        parts = str(run.get("name") or "").split("/")
-        if len(parts) < 3 or parts[0] != "coll":
             continue
         counts = [number(sample.get("runnable")) for sample in
                   (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
         counts = [c for c in counts if c is not None and c >= 0]
-        if not counts:
-            continue
-        key = (parts[1], str(run.get("path") or "on-node"), int(number(run.get("ranks")) or 0),
-               _round_of(str(run.get("name"))))
-        out[key] = sum(counts) / len(counts)
+        if counts:
+            out.append((run, str(run.get("name") or "").split("/"), sum(counts) / len(counts)))
+    return out
+
+
+def run_backgrounds(description: Optional[dict]) -> dict:
+    """{(library, path, ranks, round): runnable tasks} of the collective
+    bench's runs in machine.json's runs (coll/<library>/<shape>[/round-k])
+    that carry load samples: their B (_sampled_runs); round None for a
+    shape run once."""
+    out = {}
+    for run, parts, background in _sampled_runs(description):
+        if len(parts) >= 3 and parts[0] == "coll":
+            key = (parts[1], str(run.get("path") or "on-node"),
+                   int(number(run.get("ranks")) or 0), _round_of(str(run.get("name"))))
+            out[key] = background
     return out
 
 
 def reference_shares(description: Optional[dict], source: Optional[str],
                      cores: int) -> dict:
     """{library: (node, net)} the tasks per core on @cores cores, 1 +
-    excess_load(ranks, cores, B), while the runs that gave each path's G ran: the LogP bench's runs
-    (logp/<library>/2-ranks-<path>) when the parameters are its fit
-    (@source names postbox.logpfit), else the point-to-point ping-pong's
-    (<library>[/network]/pingpong_standard); B as in run_backgrounds.  A
-    path without a sampled run is 1."""
+    excess_load(ranks, cores, B), while the runs that gave each path's G
+    ran: the LogP bench's runs (logp/<library>/2-ranks-<path>) when the
+    parameters are its fit (@source names postbox.logpfit), else the
+    point-to-point ping-pong's (<library>[/network]/pingpong_standard); B
+    as in _sampled_runs.  A path without a sampled run is 1."""
     from_logp = "logpfit" in str(source or "")
     found: dict = {}
-    for run in (description or {}).get("runs") or []:
-        if not isinstance(run, dict):
-            continue
-        parts = str(run.get("name") or "").split("/")
+    for run, parts, background in _sampled_runs(description):
         if from_logp and len(parts) == 3 and parts[0] == "logp":
             library, path = parts[1], NET if parts[2].endswith("network") else NODE
         elif not from_logp and parts[-1:] == ["pingpong_standard"] and len(parts) in (2, 3):
             library, path = parts[0], NET if len(parts) == 3 else NODE
         else:
             continue
-        counts = [number(sample.get("runnable")) for sample in
-                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
-        counts = [c for c in counts if c is not None and c >= 0]
-        if counts:
-            found.setdefault(library, {})[path] = 1.0 + excess_load(
-                int(number(run.get("ranks")) or 2), cores, sum(counts) / len(counts))
+        found.setdefault(library, {})[path] = 1.0 + excess_load(
+            int(number(run.get("ranks")) or 2), cores, background)
     return {library: (paths.get(NODE, 1.0), paths.get(NET, 1.0))
             for library, paths in found.items()}
 
