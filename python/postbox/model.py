@@ -3,9 +3,10 @@ machine cannot hold: its pricing, and its validation against the
 collective bench.
 
 The model is three modules.  This one prices: the machine and the
-cluster, each algorithm's messages, predict, the traffic patterns, the
-load terms a Machine is priced with (with_penalties), and a fitted Model
-against the collective bench's records (validate, extrapolate).
+cluster, each algorithm's messages (predict), the traffic patterns, the
+load terms a Machine is priced with (with_penalties); and it holds the
+fitted Model, validates it against the collective bench's records
+(validate) and extrapolates it to larger clusters (extrapolate).
 postbox.model_fit fits the Model of a results folder (model_fit.build:
 the LogGP parameters, the rates, the load samples, the calibrations);
 it imports this module to price what it fits, so this one does not

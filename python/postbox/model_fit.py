@@ -546,7 +546,6 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
 
 # ---- the model of a results folder ------------------------------------------------
 
-
 def build(records: Sequence[dict], description: Optional[dict] = None,
           params: Optional[Sequence[LogGP]] = None, source: Optional[str] = None,
           table: Optional[CollTable] = None, calibrate: bool = True) -> Model:
@@ -571,8 +570,7 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
                   machine_cores(records, description),
                   table if table is not None else load_table(), list(params))
     built.background = record_backgrounds(records, description)
-    for library, (node, net) in reference_shares(description, source,
-                                                                  built.cores).items():
+    for library, (node, net) in reference_shares(description, source, built.cores).items():
         if library in built.machines:
             built.machines[library] = replace(built.machines[library], node_reference=node,
                                               net_reference=net)
