@@ -1,5 +1,19 @@
 """A LogGP model of the collectives and traffic patterns, for clusters this
-machine cannot hold.
+machine cannot hold: its pricing, and its validation against the
+collective bench.
+
+The model is three modules.  This one prices: the machine and the
+cluster, each algorithm's messages (predict), the traffic patterns, the
+load terms a Machine is priced with (with_penalties); and it holds the
+fitted Model, validates it against the collective bench's records
+(validate) and extrapolates it to larger clusters (extrapolate).
+postbox.model_fit fits the Model of a results folder (model_fit.build:
+the LogGP parameters, the rates, the load samples, the calibrations);
+it imports this module to price what it fits, so this one does not
+import it and does not re-export its names: build and the fits are
+imported from postbox.model_fit.  postbox.model_rules names the
+algorithm each library's rules pick; its names are re-exported here,
+where the model's users import them.
 
 What it is.  Each collective algorithm that MPI libraries use is written as
 the messages it sends (a schedule of steps, or a tree), and each message is
@@ -37,35 +51,15 @@ Oversubscription and load.  This machine runs 4 and 8 ranks on 2 cores,
 beside other work: then a rank often waits for its peer to be scheduled,
 and is preempted in its copies.  The bench samples the runnable tasks just
 before and after each run (machine.json's runs, load_start and load_end;
-run_backgrounds): B, the other work the run's ranks competed with.  Every
-byte's time is then stretched by the tasks per core, max(1, (ranks + B) /
-cores) (Machine.share), relative to the tasks per core while the LogGP's
-G was measured (reference_shares), and each step of ranks that outnumber
-the cores pays a penalty (Machine.hop_penalty): a fitted wake-up cost per
-rank beyond one per core (fit_wake), or without load samples a per-shape
-calibration.  Both are zero on the clusters the model extrapolates to
-(one rank per core, nothing else running).
-
-Calibration (build(calibrate=True)): a few measured primitives of the
-collective bench itself, one Barrier per library and shape, set what the
-point-to-point benches measure under other conditions: the node latencies
-are scaled so that the 2-rank Barrier matches (calibrate_latency); with
-load samples the wake-up cost is the median over every round of the
-one-node Barrier with more ranks than cores of the cost that makes that
-round match at its load (fit_wake), without them the penalty of a shape
-with more ranks than cores is the one that makes its least disturbed
-Barrier round match (calibrate_penalties; across nodes, a model already
-slower scales its net latencies down instead).  Those Barrier points are then
-calibrations, not validations.  Without a Barrier record the penalty is
-the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
-2-rank ping-pong.
-
-Where the parameters come from: postbox.logpfit.fitted_parameters(records)
-(the LogP bench) when its records exist, else approximate_from_p2p(records):
-a rough LogGP per library and path from the point-to-point records (see
-there).  The memcpy rate is the RSM bench's memcpy against size
-(rsm.jsonl), the reduce rate the collective bench's 4 MB vector add, a
-cache line's trip between cores the RSM bench's cache-line ping-pong.
+model_fit.run_backgrounds): B, the other work the run's ranks competed
+with.  Every byte's time is then stretched by the tasks per core, max(1,
+(ranks + B) / cores) (Machine.share), relative to the tasks per core
+while the LogGP's G was measured (model_fit.reference_shares), and each
+step of ranks that outnumber the cores pays a penalty
+(Machine.hop_penalty): a fitted wake-up cost per rank beyond one per core
+(model_fit.fit_wake), or without load samples a per-shape calibration
+(model_fit.calibrate_penalties).  Both are zero on the clusters the model
+extrapolates to (one rank per core, nothing else running).
 
 Which algorithm: each library's own default rules at the call's
 communicator size and bytes (library_algorithm): Postbox's table
@@ -82,7 +76,7 @@ import functools
 import math
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from postbox.loggp import LogGP
 # the libraries' rules, also imported from here by the model's users
@@ -161,10 +155,10 @@ class Machine:
     line: Optional[float] = None
     # seconds more of a node-area step where every rank waits for all the
     # others (their arrival skew: a rank that waits for a later one), over
-    # one where one rank stores and the others see (calibrate_latency)
+    # one where one rank stores and the others see (model_fit.calibrate_latency)
     arrive: float = 0.0
     # the tasks per core, 1 + excess_load, while the G of the node and of
-    # the net path were measured (reference_shares): @share is relative to
+    # the net path were measured (model_fit.reference_shares): @share is relative to
     # them, so a G fitted on a loaded machine is not stretched twice
     node_reference: float = 1.0
     net_reference: float = 1.0
@@ -375,16 +369,25 @@ def _edge(machine: Machine, cluster: Cluster, a: int, b: int, size: float) -> tu
     return machine.message(path, size), machine.sender_gap(path, size)
 
 
-def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float]) -> list:
-    """Each rank's time in a binomial tree from rank 0 downward (Bcast,
-    Scatter): a rank's message to child c is size_of(c) bytes; a rank is
-    done when it has received and sent to all its children."""
+def binomial_children_nearest_first(rank: int, ranks: int) -> list:
+    """binomial_children(@rank, @ranks) nearest (smallest subtree) first,
+    the order a rank of tree_up receives from them."""
+    return binomial_children(rank, ranks)[::-1]
+
+
+def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float],
+              children: Callable[[int, int], list] = binomial_children) -> list:
+    """Each rank's time in a tree from rank 0 downward (Bcast, Scatter):
+    every rank forwards to its children(rank, ranks) one after the other
+    (the binomial tree's farthest first), its message to child c size_of(c)
+    bytes; a rank is done when it has received and sent to all its
+    children.  Parents are numbered below their children."""
     ranks = cluster.ranks
     arrived = [0.0] * ranks
     done = [0.0] * ranks
     for rank in range(ranks):
         t = arrived[rank]
-        for j, child in enumerate(binomial_children(rank, ranks)):
+        for child in children(rank, ranks):
             one_way, gap = _edge(machine, cluster, rank, child, size_of(child))
             arrived[child] = t + one_way
             t += gap
@@ -393,28 +396,27 @@ def tree_down(machine: Machine, cluster: Cluster, size_of: Callable[[int], float
 
 
 def tree_up(machine: Machine, cluster: Cluster, size_of: Callable[[int], float],
-            combine: bool) -> list:
-    """Each rank's time in a binomial tree toward rank 0 (Reduce, Gather):
-    a rank receives from its children nearest first (smallest subtree),
-    combining each when @combine, then sends size_of(rank) bytes to its
-    parent; a rank is done when it has sent (the root when it has all)."""
+            combine: bool,
+            children: Callable[[int, int], list] = binomial_children_nearest_first) -> list:
+    """Each rank's time in a tree toward rank 0 (Reduce, Gather): a rank
+    receives size_of(c) bytes from each of its children(rank, ranks) in
+    that order (the binomial tree's nearest first), combining each when
+    @combine, then sends size_of(rank) bytes to its parent; a rank is done
+    when it has sent (the root when it has all).  Parents are numbered
+    below their children."""
     ranks = cluster.ranks
     ready = [0.0] * ranks
     done = [0.0] * ranks
     for rank in reversed(range(ranks)):
         t = 0.0
-        for child in reversed(binomial_children(rank, ranks)):
-            one_way, _ = _edge(machine, cluster, child, rank, size_of(child))
+        for child in children(rank, ranks):
+            one_way, gap = _edge(machine, cluster, child, rank, size_of(child))
             t = max(t, ready[child] + one_way)
             if combine:
                 t += machine.reduce_time(size_of(child))
-        ready[rank] = t
-        if rank:
-            parent = rank - (rank & -rank)
-            _, gap = _edge(machine, cluster, rank, parent, size_of(rank))
-            done[rank] = t + gap
-        else:
-            done[rank] = t
+            # the child's send to this rank is its last act
+            done[child] = ready[child] + gap
+        ready[rank] = done[rank] = t
     return done
 
 
@@ -579,49 +581,6 @@ def alltoall_bruck(m: Machine, c: Cluster, size: float) -> float:
 
 # ---- more algorithms the libraries' decision rules pick ------------------------
 
-def tree_down_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
-                 size: float) -> list:
-    """Each rank's time when every rank forwards @size bytes to its
-    children(rank) one after the other, from rank 0 down (the same timing
-    as tree_down, for any tree whose parents precede their children)."""
-    ranks = cluster.ranks
-    arrived = [0.0] * ranks
-    done = [0.0] * ranks
-    for rank in range(ranks):
-        t = arrived[rank]
-        for child in children(rank):
-            one_way, gap = _edge(machine, cluster, rank, child, size)
-            arrived[child] = t + one_way
-            t += gap
-        done[rank] = t
-    return done
-
-
-def tree_up_by(machine: Machine, cluster: Cluster, children: Callable[[int], list],
-               size: float, combine: bool) -> list:
-    """Each rank's time when every rank receives @size bytes from each of
-    children(rank) (combining each when @combine), then sends @size bytes
-    to its parent (children numbered above their parents)."""
-    ranks = cluster.ranks
-    ready = [0.0] * ranks
-    done = [0.0] * ranks
-    parent = {}
-    for rank in range(ranks):
-        for child in children(rank):
-            parent[child] = rank
-    for rank in reversed(range(ranks)):
-        t = 0.0
-        for child in children(rank):
-            one_way, _ = _edge(machine, cluster, child, rank, size)
-            t = max(t, ready[child] + one_way)
-            if combine:
-                t += machine.reduce_time(size)
-        ready[rank] = t
-        done[rank] = t + (_edge(machine, cluster, rank, parent[rank], size)[1]
-                          if rank in parent else 0.0)
-    return done
-
-
 def binary_children(rank: int, ranks: int) -> list:
     return [c for c in (2 * rank + 1, 2 * rank + 2) if c < ranks]
 
@@ -658,8 +617,8 @@ def linear_children(rank: int, ranks: int) -> list:
 
 def barrier_linear(m: Machine, c: Cluster, size: float = 0) -> float:
     # every rank's empty message to rank 0, then rank 0's to every rank
-    up = max(tree_up_by(m, c, lambda r: linear_children(r, c.ranks), 0, False))
-    return up + mean(tree_down_by(m, c, lambda r: linear_children(r, c.ranks), 0))
+    up = max(tree_up(m, c, lambda rank: 0, False, linear_children))
+    return up + mean(tree_down(m, c, lambda child: 0, linear_children))
 
 
 def barrier_tree(m: Machine, c: Cluster, size: float = 0) -> float:
@@ -673,23 +632,23 @@ def bcast_linear(m: Machine, c: Cluster, size: float) -> float:
 
 
 def bcast_chain(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: chain_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, chain_children))
 
 
 def bcast_binary(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: binary_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, binary_children))
 
 
 def bcast_knomial(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_down_by(m, c, lambda r: knomial_children(r, c.ranks), size))
+    return mean(tree_down(m, c, lambda child: size, knomial_children))
 
 
 def reduce_chain(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_up_by(m, c, lambda r: chain_children(r, c.ranks), size, True))
+    return mean(tree_up(m, c, lambda rank: size, True, chain_children))
 
 
 def reduce_binary(m: Machine, c: Cluster, size: float) -> float:
-    return mean(tree_up_by(m, c, lambda r: binary_children(r, c.ranks), size, True))
+    return mean(tree_up(m, c, lambda rank: size, True, binary_children))
 
 
 def allreduce_reduce_bcast(m: Machine, c: Cluster, size: float) -> float:
@@ -1065,90 +1024,7 @@ def accepted_bandwidth(cluster: Cluster, size: float, seconds: float) -> float:
     return cluster.ranks * size / seconds if seconds > 0 else 0.0
 
 
-# ---- parameters from the point-to-point records ------------------------------------
-
-P2P_PATHS = {"on-node": NODE, "network": NET}
-
-
-def _p2p_median(records: Iterable[dict], library: str, test: str, path: str,
-                ranks: int = 2) -> dict:
-    """{size: median seconds} of @library's @test on @path with @ranks ranks
-    (the last record of a size wins)."""
-    out = {}
-    for r in records:
-        if r.get("suite") != "p2p" or str(r.get("library")) != library or \
-                r.get("test") != test or str(r.get("path") or "on-node") != path or \
-                r.get("thread_level") not in (None, "single") or \
-                int(number(r.get("ranks")) or 2) != ranks:
-            continue
-        size, median = number(r.get("size")), number(r.get("median"))
-        if size is None or median is None or r.get("unit") != "us":
-            continue
-        out[int(size)] = median * US
-    return out
-
-
-def approximate_from_p2p(records: Sequence[dict]) -> list:
-    """A rough LogGP per library and path from the point-to-point records,
-    for when there are no LogP records (the LogP bench measures them
-    properly).  From the ping-pong half round trip T(m)
-    (pingpong_standard, 2 ranks) and the one-way stream (unidirectional,
-    time per message):
-
-    - T0 = T at the smallest size measured; g = the stream's time per
-      message at its smallest size (T0 without a stream);
-    - G = the median over the sizes of 4 KB and more of (T(m) - T0) / m;
-    - o_s = o_r = min(g, T0) / 2, L = T0 - o_s - o_r.  A ping-pong cannot
-      tell the overheads from the latency; with o_s, o_r <= g the model's
-      prices depend only on T0, g and G, so the split does not matter."""
-    libraries = []
-    for r in records:
-        if r.get("suite") == "p2p" and str(r.get("library")) not in libraries:
-            libraries.append(str(r.get("library")))
-    out = []
-    for library in libraries:
-        for p2p_path, path in P2P_PATHS.items():
-            pingpong = _p2p_median(records, library, "pingpong_standard", p2p_path)
-            if not pingpong:
-                continue
-            sizes = sorted(pingpong)
-            t0 = pingpong[sizes[0]]
-            slopes = [(pingpong[s] - t0) / s for s in sizes if s >= 4096]
-            G = max(statistics.median(slopes), 0.0) if slopes else 0.0
-            stream = _p2p_median(records, library, "unidirectional", p2p_path)
-            g = stream[min(stream)] if stream else t0
-            o = min(g, t0) / 2
-            out.append(LogGP(L=max(t0 - 2 * o, 0.0), o_s=o, o_r=o, g=g, G=G, library=library,
-                             path=path))
-    return out
-
-
-def oversubscription_penalties(records: Sequence[dict]) -> dict:
-    """{(library, path, ranks): seconds} the extra time per step of @ranks
-    ranks running at once: the multi-pair ping-pong's half round trip at
-    @ranks ranks less the 2-rank one, the median over the sizes up to 4 KB
-    measured by both (scaled_penalty uses it only where the ranks outnumber
-    the cores)."""
-    out = {}
-    seen = set()
-    for r in records:
-        if r.get("suite") == "p2p" and r.get("test") == "multipair_latency" \
-                and int(number(r.get("ranks")) or 0) > 2:
-            seen.add((str(r.get("library")), str(r.get("path") or "on-node"),
-                      int(number(r.get("ranks")) or 0)))
-    for library, p2p_path, ranks in seen:
-        path = P2P_PATHS.get(p2p_path)
-        if path is None:
-            continue
-        many = _p2p_median(records, library, "multipair_latency", p2p_path, ranks)
-        two = _p2p_median(records, library, "multipair_latency", p2p_path, 2) or \
-            _p2p_median(records, library, "pingpong_standard", p2p_path)
-        common = [s for s in sorted(set(many) & set(two)) if s <= 4096]
-        if common:
-            out[(library, path, ranks)] = max(
-                statistics.median(many[s] - two[s] for s in common), 0.0)
-    return out
-
+# ---- the load terms -------------------------------------------------------------
 
 def scaled_penalty(penalties: dict, library: str, path: str, ranks: int,
                    cores: int) -> float:
@@ -1163,84 +1039,6 @@ def scaled_penalty(penalties: dict, library: str, path: str, ranks: int,
         return 0.0
     r, v = min(measured, key=lambda item: abs(item[0] - ranks))
     return v * (ranks / cores - 1) / (r / cores - 1)
-
-
-def node_bandwidths(records: Sequence[dict]) -> dict:
-    """{library: Rate} the node's memory bandwidth as each library's
-    messages see it: the multi-pair bandwidth on one node (the sum over the
-    pairs) against size, at each size the most over the pair counts."""
-    best: dict = {}
-    for r in records:
-        if r.get("suite") != "p2p" or r.get("test") != "multipair_bandwidth" or \
-                str(r.get("path") or "on-node") != "on-node" or r.get("unit") != "MB/s":
-            continue
-        size, median = number(r.get("size")), number(r.get("median"))
-        if not size or not median:
-            continue
-        sizes = best.setdefault(str(r.get("library")), {})
-        sizes[size] = max(sizes.get(size, 0.0), median * 1e6)
-    return {library: Rate(tuple(sorted(sizes.items()))) for library, sizes in best.items()}
-
-
-def memcpy_rate(records: Sequence[dict]) -> Optional[Rate]:
-    """The RSM bench's memcpy bandwidth against size (rsm.jsonl, MB/s)."""
-    points = {}
-    for r in records:
-        if r.get("test") == "memcpy" and r.get("metric") == "bandwidth" \
-                and r.get("unit") == "MB/s":
-            size, median = number(r.get("size")), number(r.get("median"))
-            if size and median and median > 0:
-                points[size] = median * 1e6
-    return Rate(tuple(sorted(points.items()))) if points else None
-
-
-def line_time(records: Sequence[dict]) -> Optional[float]:
-    """Seconds of a cache line's trip between two cores: the RSM bench's
-    cache-line ping-pong half round trip (rsm.jsonl, test
-    cacheline_pingpong, us), the median over its records; None without."""
-    values = [number(r.get("median")) for r in records
-              if r.get("test") == "cacheline_pingpong" and r.get("unit") == "us"]
-    values = [v for v in values if v is not None and v > 0]
-    return statistics.median(values) * US if values else None
-
-
-def reduce_rate(records: Sequence[dict]) -> Optional[Rate]:
-    """The collective bench's vector add (ref_vector_add: a[i] += b[i] of
-    its size in floats, median us) as bytes/s; the median over its
-    records."""
-    rates = []
-    for r in records:
-        if r.get("suite") == "coll" and r.get("test") == "ref_vector_add":
-            size, median = number(r.get("size")), number(r.get("median"))
-            if size and median:
-                rates.append(size / (median * US))
-    return constant_rate(statistics.median(rates)) if rates else None
-
-
-def parameters(records: Sequence[dict]) -> tuple:
-    """(list of LogGP, where from): the LogP bench's fit when its module
-    and records are there, else approximate_from_p2p."""
-    try:
-        from postbox import logpfit  # the LogP bench's fit
-    except ImportError:
-        logpfit = None
-    if logpfit is not None:
-        fitted = list(logpfit.fitted_parameters(records))
-        if fitted:
-            return fitted, "the LogP bench's fit (postbox.logpfit)"
-    return approximate_from_p2p(records), "approximated from the point-to-point records"
-
-
-def machine_for(params: Sequence[LogGP], library: str, copy: Optional[Rate] = None,
-                reduce: Optional[Rate] = None, bandwidth: Optional[Rate] = None,
-                line: Optional[float] = None) -> Optional[Machine]:
-    """@library's Machine from @params (None without its node LogGP)."""
-    node = next((p for p in params if p.library == library and p.path == NODE), None)
-    net = next((p for p in params if p.library == library and p.path == NET), None)
-    if node is None:
-        return None
-    return Machine(node=node, net=net, copy=copy, reduce=reduce, node_bandwidth=bandwidth,
-                   line=line)
 
 
 def excess_load(ranks: int, cores: int, background: float = 0.0) -> float:
@@ -1285,18 +1083,6 @@ def cluster_of(record: dict) -> Cluster:
     if str(record.get("path") or "") == "network" or record.get("transport") == "tcp":
         return Cluster(ranks, 1)
     return Cluster(1, ranks)
-
-
-def machine_cores(records: Sequence[dict], description: Optional[dict] = None) -> int:
-    """The cores the ranks ran on: machine.json's cores_allowed (or cores),
-    else the most ranks of a record not marked oversubscribed."""
-    for key in ("cores_allowed", "cores"):
-        value = number((description or {}).get(key))
-        if value and value >= 1:
-            return int(value)
-    fit = [int(number(r.get("ranks")) or 0) for r in records
-           if r.get("oversubscribed") is False]
-    return max(fit, default=0)
 
 
 @dataclass
@@ -1346,16 +1132,17 @@ class Model:
     params: list
     # (library, cluster, collective, size) whose measurement set a parameter
     calibrated: set = field(default_factory=set)
-    # library -> the factor calibrate_latency put on its node latencies,
-    # and the one calibrate_penalties put on its net latencies
+    # library -> the factor model_fit.calibrate_latency put on its node
+    # latencies, and the one model_fit.calibrate_penalties put on its net
+    # latencies
     latency_scale: dict = field(default_factory=dict)
     net_latency_scale: dict = field(default_factory=dict)
     # (library, cluster, round) -> the runnable tasks beside the bench's
-    # ranks in that run (record_backgrounds); round None when the shape
+    # ranks in that run (model_fit.record_backgrounds); round None when the shape
     # ran once
     background: dict = field(default_factory=dict)
     # library -> seconds per step of ranks that outnumber the cores, per
-    # rank beyond one per core (fit_wake: the wake-up and preemption cost)
+    # rank beyond one per core (model_fit.fit_wake: the wake-up and preemption cost)
     wake: dict = field(default_factory=dict)
 
     def background_of(self, library: str, cluster: Cluster) -> float:
@@ -1387,41 +1174,6 @@ class Model:
         return predict(machine, cluster, collective, algorithm, size, self.table)
 
 
-def build(records: Sequence[dict], description: Optional[dict] = None,
-          params: Optional[Sequence[LogGP]] = None, source: Optional[str] = None,
-          table: Optional[CollTable] = None, calibrate: bool = True) -> Model:
-    """The Model of @records: @params (else parameters(records)), the memcpy
-    and reduce rates, the cache line's trip, the oversubscription penalties,
-    Postbox's table; with @calibrate, the node latencies scaled by the coll
-    bench's 2-rank Barrier (calibrate_latency) and the penalties of the
-    shapes with more ranks than cores from its Barrier on them
-    (calibrate_penalties)."""
-    if params is None:
-        params, source = parameters(records)
-    copy, reduce, line = memcpy_rate(records), reduce_rate(records), line_time(records)
-    bandwidths = node_bandwidths(records)
-    machines = {}
-    for p in params:
-        if p.library not in machines:
-            machine = machine_for(params, p.library, copy, reduce, bandwidths.get(p.library),
-                                  line)
-            if machine is not None:
-                machines[p.library] = machine
-    built = Model(machines, source or "given", oversubscription_penalties(records),
-                  machine_cores(records, description),
-                  table if table is not None else load_table(), list(params))
-    built.background = record_backgrounds(records, description)
-    for library, (node, net) in reference_shares(description, source,
-                                                                  built.cores).items():
-        if library in built.machines:
-            built.machines[library] = replace(built.machines[library], node_reference=node,
-                                              net_reference=net)
-    if calibrate:
-        calibrate_latency(built, records)
-        calibrate_penalties(built, records)
-    return built
-
-
 def coll_medians(model: Model, records: Sequence[dict],
                  collectives: Sequence[str] = COLLECTIVES,
                  over_rounds: Callable[[list], float] = statistics.median) -> dict:
@@ -1445,325 +1197,6 @@ def coll_medians(model: Model, records: Sequence[dict],
         measured.setdefault(key, {}).setdefault(cluster, []).append(median * US)
     return {key: {c: over_rounds(v) for c, v in by_cluster.items()}
             for key, by_cluster in measured.items()}
-
-
-# ---- the machine's load during the runs --------------------------------------
-
-def _round_of(name: str) -> Optional[int]:
-    last = name.rsplit("/", 1)[-1]
-    if last.startswith("round-") and last[6:].isdigit():
-        return int(last[6:])
-    return None
-
-
-def run_backgrounds(description: Optional[dict]) -> dict:
-    """{(library, path, ranks, round): runnable tasks} of the collective
-    bench's runs in machine.json's runs (coll/<library>/<shape>[/round-k])
-    that carry load samples (mpibench.run_one): the mean of the runnable
-    count sampled just before the run and just after it, when none of the
-    run's ranks are running, so the tasks of other work that its ranks
-    competed with; round None for a shape run once."""
-    out = {}
-    for run in (description or {}).get("runs") or []:
-        if not isinstance(run, dict):
-            continue
-        parts = str(run.get("name") or "").split("/")
-        if len(parts) < 3 or parts[0] != "coll":
-            continue
-        counts = [number(sample.get("runnable")) for sample in
-                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
-        counts = [c for c in counts if c is not None and c >= 0]
-        if not counts:
-            continue
-        key = (parts[1], str(run.get("path") or "on-node"), int(number(run.get("ranks")) or 0),
-               _round_of(str(run.get("name"))))
-        out[key] = sum(counts) / len(counts)
-    return out
-
-
-def reference_shares(description: Optional[dict], source: Optional[str],
-                     cores: int) -> dict:
-    """{library: (node, net)} the tasks per core on @cores cores, 1 +
-    excess_load(ranks, cores, B), while the runs that gave each path's G ran: the LogP bench's runs
-    (logp/<library>/2-ranks-<path>) when the parameters are its fit
-    (@source names postbox.logpfit), else the point-to-point ping-pong's
-    (<library>[/network]/pingpong_standard); B as in run_backgrounds.  A
-    path without a sampled run is 1."""
-    from_logp = "logpfit" in str(source or "")
-    found: dict = {}
-    for run in (description or {}).get("runs") or []:
-        if not isinstance(run, dict):
-            continue
-        parts = str(run.get("name") or "").split("/")
-        if from_logp and len(parts) == 3 and parts[0] == "logp":
-            library, path = parts[1], NET if parts[2].endswith("network") else NODE
-        elif not from_logp and parts[-1:] == ["pingpong_standard"] and len(parts) in (2, 3):
-            library, path = parts[0], NET if len(parts) == 3 else NODE
-        else:
-            continue
-        counts = [number(sample.get("runnable")) for sample in
-                  (run.get("load_start"), run.get("load_end")) if isinstance(sample, dict)]
-        counts = [c for c in counts if c is not None and c >= 0]
-        if counts:
-            found.setdefault(library, {})[path] = 1.0 + excess_load(
-                int(number(run.get("ranks")) or 2), cores, sum(counts) / len(counts))
-    return {library: (paths.get(NODE, 1.0), paths.get(NET, 1.0))
-            for library, paths in found.items()}
-
-
-def _record_round(record: dict) -> Optional[int]:
-    value = number(record.get("round"))
-    return int(value) if value is not None and value >= 0 else None
-
-
-def record_backgrounds(records: Sequence[dict], description: Optional[dict]) -> dict:
-    """{(library, cluster, round): runnable tasks beside the ranks} of the
-    coll records whose run has load samples (run_backgrounds)."""
-    runs = run_backgrounds(description)
-    out: dict = {}
-    if not runs:
-        return out
-    for r in records:
-        if r.get("suite") != "coll":
-            continue
-        library, round_ = str(r.get("library")), _record_round(r)
-        key = (library, str(r.get("path") or "on-node"), int(number(r.get("ranks")) or 0),
-               round_)
-        if key in runs:
-            out[(library, cluster_of(r), round_)] = runs[key]
-    return out
-
-
-def fit_wake(model: Model, records: Sequence[dict]) -> None:
-    """Fit each library's wake-up cost (Model.wake): the seconds a step of
-    ranks that outnumber the cores waits for a peer to be scheduled, per
-    rank beyond one per core, from its Barrier on one node in every round
-    of every shape with more ranks than cores whose run has load samples
-    (Model.background).  The model's Barrier is linear in it, T(w) = T(0)
-    + k w, so each round gives w = (measured - T(0)) / k with T(0) and k
-    at that round's load (its bytes); the fit is the median over the
-    rounds (at least 0): a typical round, not the least disturbed one, so
-    a polling library whose waits take milliseconds gets a cost to match.  Those Barrier points
-    are then calibrations.  A library without such rounds keeps the
-    per-shape penalties (calibrate_penalties)."""
-    estimates: dict = {}
-    for r in records:
-        if r.get("suite") != "coll" or r.get("test") != CALIBRATION or r.get("gave_up"):
-            continue
-        library, median = str(r.get("library")), number(r.get("median"))
-        if library not in model.machines or median is None:
-            continue
-        cluster = cluster_of(r)
-        key = (library, cluster, _record_round(r))
-        if cluster.nodes != 1 or cluster.ranks <= model.cores or key not in model.background:
-            continue
-        background = model.background[key]
-        algorithm = _calibration_algorithm(model, library, cluster)
-
-        def timed(wake: float) -> float:
-            machine = with_penalties(model.machines[library], model.penalties, library,
-                                     cluster.ranks, model.cores, background, wake)
-            return predict(machine, cluster, CALIBRATION, algorithm, 0, model.table)
-
-        base = timed(0.0)
-        slope = (timed(1e-6) - base) / 1e-6
-        if slope > 0:
-            estimates.setdefault(library, []).append((median * US - base) / slope)
-            model.calibrated.add((library, cluster, CALIBRATION, 0))
-    for library, values in estimates.items():
-        model.wake[library] = max(statistics.median(values), 0.0)
-
-
-# the collective whose measurement with more ranks than cores sets the
-# per-step penalty of that shape (calibrate_penalties)
-CALIBRATION = "barrier"
-# the collective whose smallest size at ranks that fit the cores sets the
-# node latencies (calibrate_latency)
-LATENCY_CALIBRATION = "bcast"
-# and the one whose smallest size there sets the wait of a step where every
-# rank waits for all (Machine.arrive)
-ARRIVE_CALIBRATION = "allreduce"
-
-
-def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
-    return library_algorithm(library, CALIBRATION, cluster, 0, model.table) or \
-        candidates(library, CALIBRATION)[0]
-
-
-def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine:
-    """@machine with the per-message times of its @path (o_s, L, o_r, g;
-    on the node also the cache line's trip) @factor times as long; G and
-    the rates stay."""
-    p = machine.params(path)
-    p = replace(p, L=p.L * factor, o_s=p.o_s * factor, o_r=p.o_r * factor, g=p.g * factor)
-    if path == NET:
-        return replace(machine, net=p)
-    line = machine.line * factor if machine.line is not None else None
-    return replace(machine, node=p, line=line)
-
-
-def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
-    """Calibrate each library's node latencies on the coll bench's own
-    calls at the fewest ranks of one node that fit the cores (2 here),
-    taken in the same runs and after the same synchronisation as the
-    collectives (the LogP bench's ping-pongs also time a rank waking up for
-    each message, which a collective called by ranks that are all running
-    does not see):
-
-    - the latencies (scaled_latency: o_s, L, o_r, g, the cache line's trip)
-      by one factor, so that the model's Bcast of the smallest size
-      measured equals the measured one: a step where the root stores or
-      sends and the other sees it (one message, or one node-area phase);
-    - then Machine.arrive, the measured Allreduce of the smallest size
-      less the model's without it: the wait of a node-area step where
-      every rank waits for all the others (the later rank's arrival),
-      which a rooted step (Bcast, Scatter, Reduce, Gather) does not pay;
-      the median of its rounds, as the validation takes: the wait is the
-      usual case, not a disturbance (a 2-rank Allreduce of 4 B took 3.1
-      us in most rounds, 0.6 us in one).  Without an Allreduce record the
-      Barrier sets it.  Where the library's call has no node-area step
-      where all wait (message passing), arrive stays 0.
-
-    Without a Bcast record the Barrier alone sets the factor (arrive 0).
-    A step at ranks that fit is linear in those times, so each point
-    matches exactly and is then a calibration (Point.calibration).  The
-    factor only scales down (a call slower than the ping-pongs' price is
-    a disturbed one, not a cheaper ping-pong), and its measurement is the
-    least disturbed round's (the smallest of the rounds' medians): one
-    round of a 2-rank Barrier on a loaded machine took 6 ms where another
-    took 12 us."""
-    if model.cores <= 0:
-        return
-    barriers = coll_medians(model, records, (CALIBRATION,), min)
-    bcasts = coll_medians(model, records, (LATENCY_CALIBRATION,), min)
-    waits = coll_medians(model, records, (ARRIVE_CALIBRATION,))
-    for library in model.machines:
-        fitting = {c for (lib, _, _), by in list(barriers.items()) + list(bcasts.items())
-                   if lib == library for c in by
-                   if c.nodes == 1 and 2 <= c.ranks <= model.cores}
-        if not fitting:
-            continue
-        cluster = min(fitting)
-        bcast_sizes = sorted(size for (lib, _, size), by in bcasts.items()
-                             if lib == library and cluster in by)
-        barrier = (barriers.get((library, CALIBRATION, 0)) or {}).get(cluster)
-        if bcast_sizes:
-            size = bcast_sizes[0]
-            collective, measured = LATENCY_CALIBRATION, \
-                bcasts[(library, LATENCY_CALIBRATION, size)][cluster]
-        elif barrier is not None:
-            size, collective, measured = 0, CALIBRATION, barrier
-        else:
-            continue
-        machine = model.machines[library]
-
-        def timed(mach: Machine, coll: str, bytes_: int) -> float:
-            algorithm = library_algorithm(library, coll, cluster, bytes_, model.table) or \
-                candidates(library, coll)[0]
-            return predict(mach, cluster, coll, algorithm, bytes_, model.table)
-
-        # the call is linear in the factor: T(f) = T(0) + f (T(1) - T(0))
-        base, bytes_only = timed(machine, collective, size), \
-            timed(scaled_latency(machine, 0.0), collective, size)
-        if not base > bytes_only or not measured > 0:
-            continue
-        factor = min(max((measured - bytes_only) / (base - bytes_only), 0.0), 1.0)
-        machine = scaled_latency(machine, factor)
-        model.latency_scale[library] = factor
-        model.calibrated.add((library, cluster, collective, size))
-        wait_sizes = sorted(size for (lib, _, size), by in waits.items()
-                            if lib == library and cluster in by)
-        if collective == CALIBRATION:
-            wait = None
-        elif wait_sizes:
-            wait = (ARRIVE_CALIBRATION, wait_sizes[0],
-                    waits[(library, ARRIVE_CALIBRATION, wait_sizes[0])][cluster])
-        else:
-            wait = (CALIBRATION, 0, barrier) if barrier is not None else None
-        if wait is not None and wait[2] > 0:
-            coll, bytes_, value = wait
-            without = timed(machine, coll, bytes_)
-            with_one = timed(replace(machine, arrive=1e-6), coll, bytes_)
-            if with_one > without:
-                machine = replace(machine, arrive=max(value - without, 0.0) * 1e-6 /
-                                  (with_one - without))
-                model.calibrated.add((library, cluster, coll, bytes_))
-        model.machines[library] = machine
-
-
-def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
-    """Replace in @model the per-step penalties of the shapes with more
-    ranks than cores by those that make its Barrier match the coll bench's
-    Barrier measured on that shape: a model time is linear in the penalty,
-    T(p) = T(0) + k p, so p = (measured - T(0)) / k (0 when the model is
-    already slower).  The one-node shapes set the node penalty at their
-    rank count, then the shapes across nodes the net one, the node's as
-    just set; across nodes, where the model's Barrier is slower than the
-    measured one with no penalty, the net latencies are scaled down
-    instead (_scale_net_latency).  A library's algorithm is Postbox's
-    table's, else its family's first (dissemination and recursive doubling
-    cost the same steps on 2^k ranks).  The measurement is the least
-    disturbed round's (the smallest of the rounds' medians).  One measured
-    point per library and shape; it is then a calibration, not a
-    validation (Point.calibration).  A library whose one-node runs carry
-    load samples gets its node penalty from fit_wake instead (first), the
-    net one still from here."""
-    if model.cores <= 0:
-        return
-    fit_wake(model, records)
-    medians = coll_medians(model, records, (CALIBRATION,), min)
-    shapes = sorted({(library, cluster, value)
-                     for (library, _, _), by_cluster in medians.items()
-                     for cluster, value in by_cluster.items()
-                     if cluster.ranks > model.cores
-                     and not (cluster.nodes == 1 and library in model.wake)},
-                    key=lambda item: (item[1].nodes > 1, item[0], item[1]))
-    for library, cluster, value in shapes:
-        path = NODE if cluster.nodes == 1 else NET
-        machine = model.machine(library, cluster)
-        algorithm = _calibration_algorithm(model, library, cluster)
-
-        def timed(penalty: float) -> float:
-            priced = replace(machine, **{"hop_penalty" if path == NODE else
-                                         "net_hop_penalty": penalty})
-            return predict(priced, cluster, CALIBRATION, algorithm, 0, model.table)
-
-        base = timed(0.0)
-        slope = (timed(1e-6) - base) / 1e-6
-        if slope <= 0:
-            continue
-        model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
-        model.calibrated.add((library, cluster, CALIBRATION, 0))
-        if path == NET and value < base:
-            _scale_net_latency(model, library, cluster, algorithm, value)
-
-
-def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: str,
-                       value: float) -> None:
-    """Scale @library's net o_s, L, o_r and g down (no penalty) until the
-    model's Barrier on @cluster is @value: the LogP bench's net fit came
-    out slower than the collectives' own steps on that path.  Bisection
-    (a step's price is the max of its node and net latencies)."""
-    machine = model.machines[library]
-
-    def timed(factor: float) -> float:
-        scaled = scaled_latency(machine, factor, NET)
-        return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
-                                      model.cores, model.background_of(library, cluster),
-                                      model.wake.get(library)),
-                       cluster, CALIBRATION, algorithm, 0, model.table)
-
-    lo, hi = 0.0, 1.0
-    if timed(lo) > value:
-        return  # the node's part alone is already slower
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if timed(mid) > value:
-            hi = mid
-        else:
-            lo = mid
-    model.machines[library] = scaled_latency(machine, lo, NET)
-    model.net_latency_scale[library] = lo
 
 
 def validate(model: Model, records: Sequence[dict],

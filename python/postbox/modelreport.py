@@ -23,7 +23,7 @@ import time
 from collections import OrderedDict
 from typing import Optional, Sequence
 
-from postbox import model
+from postbox import model, model_fit
 from postbox.plot import COLORS, Figure, Series, format_size, format_value
 
 # where the model extrapolates to
@@ -54,12 +54,15 @@ class Analysis:
 
     def __init__(self, records: Sequence[dict], description: Optional[dict] = None):
         started = time.process_time()
-        self.model = model.build(records, description)
+        self.model = model_fit.build(records, description)
         self.points = model.validate(self.model, records)
         self.chosen = model.best_algorithms(self.points)
         # the libraries the collective bench measured (and the model can price)
         self.libraries = [lib for lib in self.model.machines
                           if any(p.library == lib for p in self.points)]
+        # those of them the model prices across nodes (they have net parameters)
+        self.net_libraries = [lib for lib in self.libraries
+                              if self.model.machines[lib].net is not None]
         self._predicted: dict = {}
         self.seconds = time.process_time() - started  # CPU time spent computing
 
@@ -146,9 +149,7 @@ def _fig16_figures(analysis: Analysis) -> list:
     out = []
     for letter, cluster in FIG16_CLUSTERS:
         series = []
-        for library in analysis.libraries:
-            if cluster.nodes > 1 and analysis.model.machines[library].net is None:
-                continue
+        for library in analysis.net_libraries if cluster.nodes > 1 else analysis.libraries:
             for collective in FIG16_TESTS:
                 line = Series("%s %s model" % (library, collective), color=colors[library],
                               dasharray=dashes[collective], markers=False)
@@ -175,9 +176,7 @@ def _scaling_figures(analysis: Analysis) -> list:
     out = []
     for collective in model.COLLECTIVES:
         series = []
-        for library in analysis.libraries:
-            if analysis.model.machines[library].net is None:
-                continue
+        for library in analysis.net_libraries:
             for size, dash in zip(SIZES, (MODEL_DASH, "2 3")):
                 if collective == "barrier" and size != SIZES[0]:
                     continue
@@ -392,8 +391,7 @@ def _errors_html(analysis: Analysis) -> list:
 
 def _extrapolation_html(analysis: Analysis) -> list:
     esc = html.escape
-    libraries = [lib for lib in analysis.libraries
-                 if analysis.model.machines[lib].net is not None]
+    libraries = analysis.net_libraries
     head = "".join("<th>%s, %d cores/node</th>" % (esc(lib), cores)
                    for lib in libraries for cores in CORES)
     out = ['<div class="wide"><table class="model-extrapolation"><tr>'
@@ -416,8 +414,7 @@ def _extrapolation_html(analysis: Analysis) -> list:
 
 def _traffic_html(analysis: Analysis) -> list:
     esc = html.escape
-    libraries = [lib for lib in analysis.libraries
-                 if analysis.model.machines[lib].net is not None]
+    libraries = analysis.net_libraries
     if not libraries:
         return []
     head = "".join("<th>%s, %d ranks</th>" % (esc(lib), ranks) for lib in libraries
@@ -595,7 +592,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     if args.no_load:
         description = without_load(description)
-    built = model.build(records, description)
+    built = model_fit.build(records, description)
     points = model.validate(built, records)
     if not points:
         print("postbox.modelreport: no collective point the model prices in %s" % args.dir,

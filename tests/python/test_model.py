@@ -1,7 +1,8 @@
-"""The LogGP model (postbox.model) on a synthetic machine with known
-parameters, against times computed by hand; the two-level composition; the
-parameters from point-to-point records; the error computation; the
-permutations of seed 000; and the report's model section."""
+"""The LogGP model (postbox.model, postbox.model_fit) on a synthetic
+machine with known parameters, against times computed by hand; the
+two-level composition; the parameters from point-to-point records; the
+error computation; the permutations of seed 000; and the report's model
+section."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import replace
 
 import pytest
 
-from postbox import model, model_rules, modelreport, report
+from postbox import model, model_fit, model_rules, modelreport, report
 from postbox.loggp import LogGP
 
 pytestmark = pytest.mark.short
@@ -140,8 +141,8 @@ def test_node_area_phase_is_the_send_overhead_and_a_cache_line_trip():
     # the line's trip from the RSM bench's cache-line ping-pong (half round trip)
     records = [{"suite": "raw", "test": "cacheline_pingpong", "unit": "us", "median": v}
                for v in (0.05, 0.07, 0.3)]
-    assert us(model.line_time(records)) == pytest.approx(0.07)
-    assert model.line_time([]) is None
+    assert us(model_fit.line_time(records)) == pytest.approx(0.07)
+    assert model_fit.line_time([]) is None
 
 
 def test_copies_in_cache_share_only_their_core():
@@ -342,7 +343,7 @@ def test_mpich_node_compositions_price_node_and_roots():
 
 
 def test_approximate_from_p2p_recovers_the_synthetic_parameters():
-    params = {p.path: p for p in model.approximate_from_p2p(synthetic_records())}
+    params = {p.path: p for p in model_fit.approximate_from_p2p(synthetic_records())}
     node, net = params["node"], params["net"]
     assert us(node.one_way(1)) == pytest.approx(0.5)
     assert node.G == pytest.approx(0.001 * US)
@@ -389,7 +390,7 @@ def _coll(library: str, test: str, size: int, ranks: int, nodes: int, median_s: 
 def test_validation_prices_each_library_with_its_own_rules():
     records = synthetic_records("postbox") + synthetic_records("openmpi") + \
         synthetic_records("mpich") + synthetic_records("other")
-    built = model.build(records, params=None)
+    built = model_fit.build(records, params=None)
     table = built.table
     # "measurements" made by the model itself: Postbox, Open MPI and MPICH
     # running what their rules pick (Open MPI's Gather changes algorithm
@@ -407,7 +408,7 @@ def test_validation_prices_each_library_with_its_own_rules():
                     "binomial"
                 records.append(_coll(library, collective, size, ranks, 1, factor * model.predict(
                     machine, cluster, collective, alg, size, table)))
-    points = model.validate(model.build(records), records)
+    points = model.validate(model_fit.build(records), records)
     assert len(points) == 16
     algorithms = {(p.library, p.cluster.ranks, p.size): p.algorithm for p in points}
     assert algorithms[("openmpi", 2, 4096)] == "binomial"
@@ -427,7 +428,7 @@ def test_oversubscription_penalty_from_the_multipair_records():
     records = synthetic_records()
     records.append(_p2p("postbox", "on-node", "multipair_latency", 1, 3.5, ranks=4))
     records.append(_p2p("postbox", "on-node", "multipair_latency", 1, 0.5, ranks=2))
-    penalties = model.oversubscription_penalties(records)
+    penalties = model_fit.oversubscription_penalties(records)
     assert us(penalties[("postbox", "node", 4)]) == pytest.approx(3.0)
     assert model.scaled_penalty(penalties, "postbox", "node", 2, 2) == 0.0
     assert us(model.scaled_penalty(penalties, "postbox", "node", 4, 2)) == pytest.approx(3.0)
@@ -441,7 +442,7 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     records = synthetic_records("postbox") + synthetic_records("openmpi")
     records.append({"suite": "p2p", "test": "x", "library": "postbox", "ranks": 4,
                     "oversubscribed": False})
-    truth = model.build(records, description={"cores": 2}, calibrate=False)
+    truth = model_fit.build(records, description={"cores": 2}, calibrate=False)
     assert truth.cores == 2
     penalties = {("postbox", "node", 4): 7 * US, ("postbox", "net", 4): 20 * US,
                  ("openmpi", "node", 4): 7 * US, ("openmpi", "net", 4): 20 * US}
@@ -459,7 +460,7 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
                 measured.append(_coll(library, collective, size, cluster.ranks, cluster.nodes,
                                       seconds, "shm" if library == "postbox" or
                                       cluster.nodes == 1 else "tcp"))
-    built = model.build(records + measured, description={"cores": 2})
+    built = model_fit.build(records + measured, description={"cores": 2})
     for key, value in penalties.items():
         assert us(built.penalties[key]) == pytest.approx(us(value)), key
     assert ("postbox", model.Cluster(2, 2), "barrier", 0) in built.calibrated
@@ -483,23 +484,23 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 1
     assert counted[("openmpi", 2)] == 2
     # without the calibration the penalty is the multi-pair one (none here)
-    plain = model.build(records + measured, description={"cores": 2}, calibrate=False)
+    plain = model_fit.build(records + measured, description={"cores": 2}, calibrate=False)
     assert not plain.calibrated and not plain.penalties and not plain.latency_scale
 
 
 def test_two_rank_barrier_scales_the_node_latencies():
     records = synthetic_records("postbox") + synthetic_records("openmpi")
-    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    plain = model_fit.build(records, description={"cores": 2}, calibrate=False)
     two = one_node(2)
     measured = []
     for library in ("postbox", "openmpi"):
         # a machine whose per-message times are 0.4 of the fitted ones
-        truth = model.scaled_latency(plain.machines[library], 0.4)
+        truth = model_fit.scaled_latency(plain.machines[library], 0.4)
         for collective, size in (("barrier", 0), ("bcast", 8), ("allreduce", 1024)):
             alg = model.library_algorithm(library, collective, two, size, plain.table)
             measured.append(_coll(library, collective, size, 2, 1,
                                   model.predict(truth, two, collective, alg, size, plain.table)))
-    built = model.build(records + measured, description={"cores": 2})
+    built = model_fit.build(records + measured, description={"cores": 2})
     for library in ("postbox", "openmpi"):
         assert built.latency_scale[library] == pytest.approx(0.4)
         node, fitted = built.machines[library].node, plain.machines[library].node
@@ -517,17 +518,17 @@ def test_two_rank_barrier_scales_the_node_latencies():
 
 def test_a_step_where_all_wait_slower_than_a_rooted_one_sets_the_wait():
     records = synthetic_records("postbox")
-    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    plain = model_fit.build(records, description={"cores": 2}, calibrate=False)
     two = one_node(2)
     # a machine whose node-area steps cost 0.3 of the fitted ones, and
     # where a step that waits for all pays 2 us more
-    truth = replace(model.scaled_latency(plain.machines["postbox"], 0.3), arrive=2 * US)
+    truth = replace(model_fit.scaled_latency(plain.machines["postbox"], 0.3), arrive=2 * US)
     measured = [_coll("postbox", collective, size, 2, 1, model.predict(
         truth, two, collective, model.library_algorithm("postbox", collective, two, size,
                                                         plain.table), size, plain.table))
                 for collective, size in (("barrier", 0), ("bcast", 4), ("bcast", 1024),
                                          ("reduce", 8), ("allreduce", 8))]
-    built = model.build(records + measured, description={"cores": 2})
+    built = model_fit.build(records + measured, description={"cores": 2})
     assert built.latency_scale["postbox"] == pytest.approx(0.3)
     assert us(built.machines["postbox"].arrive) == pytest.approx(2.0)
     assert ("postbox", two, "allreduce", 8) in built.calibrated
@@ -539,7 +540,7 @@ def test_a_step_where_all_wait_slower_than_a_rooted_one_sets_the_wait():
     assert times[("reduce", 8)] < times[("bcast", 4)] + 1.0
     # without an Allreduce record the Barrier sets the wait
     no_allreduce = [r for r in measured if r["test"] != "allreduce"]
-    built = model.build(records + no_allreduce, description={"cores": 2})
+    built = model_fit.build(records + no_allreduce, description={"cores": 2})
     assert us(built.machines["postbox"].arrive) == pytest.approx(2.0)
     assert ("postbox", two, "barrier", 0) in built.calibrated
 
@@ -576,7 +577,7 @@ def test_traffic_pattern_per_link_contention():
 
 def _report_records() -> list:
     records = synthetic_records("postbox")
-    built = model.build(records)
+    built = model_fit.build(records)
     for test in ("bcast", "alltoall"):
         for size in (8, 65536):
             for ranks, nodes in ((2, 1), (4, 1), (4, 2)):
@@ -656,7 +657,7 @@ def test_model_section_in_headless_chromium(tmp_path):
 
 def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
     records = synthetic_records("openmpi")
-    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    plain = model_fit.build(records, description={"cores": 2}, calibrate=False)
     cluster = model.Cluster(4, 1)  # the TCP path: every rank its own node
     machine = plain.machines["openmpi"]
     net = machine.net
@@ -667,7 +668,7 @@ def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
                       model.predict(truth, cluster, collective, model.library_algorithm(
                           "openmpi", collective, cluster, size), size), "tcp")
                 for collective, size in (("barrier", 0), ("allreduce", 8))]
-    built = model.build(records + measured, description={"cores": 2})
+    built = model_fit.build(records + measured, description={"cores": 2})
     assert built.net_latency_scale["openmpi"] == pytest.approx(0.3)
     assert us(built.penalties[("openmpi", "net", 4)]) == pytest.approx(0.0)
     assert built.machines["openmpi"].net.G == net.G
@@ -677,16 +678,16 @@ def test_barrier_across_nodes_faster_than_the_fit_scales_the_net_latencies():
 
 def test_calibration_takes_the_least_disturbed_round_and_only_scales_down():
     records = synthetic_records("postbox")
-    plain = model.build(records, description={"cores": 2}, calibrate=False)
+    plain = model_fit.build(records, description={"cores": 2}, calibrate=False)
     two = one_node(2)
     barrier = model.predict(plain.machines["postbox"], two, "barrier", "node", 0, plain.table)
     # three rounds: one disturbed (100 times slower), the least disturbed half the model's
     rounds = [_coll("postbox", "barrier", 0, 2, 1, f * barrier) for f in (0.5, 0.7, 50)]
-    built = model.build(records + rounds, description={"cores": 2})
+    built = model_fit.build(records + rounds, description={"cores": 2})
     assert built.latency_scale["postbox"] == pytest.approx(0.5)
     # a Barrier slower than the model's price leaves the latencies as fitted
     slow = [_coll("postbox", "barrier", 0, 2, 1, 3 * barrier)]
-    built = model.build(records + slow, description={"cores": 2})
+    built = model_fit.build(records + slow, description={"cores": 2})
     assert built.latency_scale["postbox"] == pytest.approx(1.0)
     assert built.machines["postbox"].node == plain.machines["postbox"].node
 
@@ -700,7 +701,7 @@ def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
     # which they do not when the load samples are left out
     library, wake = "mpich", 30 * US
     records = synthetic_records(library)
-    truth = model.build(records, description={"cores": 2}, calibrate=False)
+    truth = model_fit.build(records, description={"cores": 2}, calibrate=False)
     backgrounds = {4: (0.0, 4.0, 6.0), 8: (2.0, 6.0, 8.0)}
     runs, measured = [], []
     for ranks, by_round in backgrounds.items():
@@ -719,18 +720,18 @@ def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
                     machine, cluster, collective, algorithm, size, truth.table))
                 measured.append(dict(record, round=round_))
     description = {"cores": 2, "runs": runs}
-    assert model.run_backgrounds(description)[(library, "on-node", 8, 1)] == 6.0
+    assert model_fit.run_backgrounds(description)[(library, "on-node", 8, 1)] == 6.0
     # a G measured by runs at 2 other tasks is already stretched by 2 per
     # core: the LogP bench's runs when the fit is its own, else the p2p's
     logp = {"runs": [{"name": "logp/x/2-ranks-network", "ranks": 2,
                       "load_start": {"runnable": 2}, "load_end": {"runnable": 2}},
                      {"name": "x/pingpong_standard", "ranks": 2,
                       "load_start": {"runnable": 4}, "load_end": {"runnable": 4}}]}
-    assert model.reference_shares(logp, "postbox.logpfit", 2) == {"x": (1.0, 2.0)}
-    assert model.reference_shares(logp, "p2p", 2) == {"x": (3.0, 1.0)}
+    assert model_fit.reference_shares(logp, "postbox.logpfit", 2) == {"x": (1.0, 2.0)}
+    assert model_fit.reference_shares(logp, "p2p", 2) == {"x": (3.0, 1.0)}
     loaded = replace(truth.machines[library], net_reference=2.0, share=4.0)
     assert loaded.byte_time("net") == pytest.approx(2.0 * truth.machines[library].net.G)
-    built = model.build(records + measured, description)
+    built = model_fit.build(records + measured, description)
     assert us(built.wake[library]) == pytest.approx(30.0, rel=1e-6)
     assert built.background_of(library, one_node(8)) == 6.0
     points = model.validate(built, records + measured)
@@ -741,7 +742,7 @@ def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
     # the same records priced without the load samples: the Barrier's least
     # disturbed round sets a penalty per shape, bytes stretch by ranks per
     # core only, and the 4 MB calls come out more than 25 % low
-    unloaded = model.build(records + measured, modelreport.without_load(description))
+    unloaded = model_fit.build(records + measured, modelreport.without_load(description))
     assert not unloaded.wake and not unloaded.background
     large = [p for p in model.validate(unloaded, records + measured) if p.size == 4 << 20]
     assert len(large) == 4
