@@ -973,6 +973,7 @@ PB_EXPORT int postbox_dsm_stats(postbox_dsm_stats_t *s)
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES; t++) {
         s->messages[t] = atomic_load(&c->messages[t]);
         s->bytes[t] = atomic_load(&c->bytes[t]);
+        s->round_trips[t] = atomic_load(&c->round_trips[t]);
     }
     return 0;
 }
