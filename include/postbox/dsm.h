@@ -235,6 +235,11 @@ typedef struct {
     uint64_t messages[POSTBOX_DSM_MSG_TYPES]; /* messages sent, by type */
     uint64_t bytes[POSTBOX_DSM_MSG_TYPES];    /* bytes sent (and fetched), by type */
     uint64_t home_pages; /* pages this process became the home of (their first writer) */
+    /* requests sent that waited for their reply, by type: page gets,
+     * requests to another process's control segment, reads of process
+     * 0's home directory and barrier areas (not those to this process's
+     * own segment, nor those sent without reply) */
+    uint64_t round_trips[POSTBOX_DSM_MSG_TYPES];
 } postbox_dsm_stats_t;
 
 /**

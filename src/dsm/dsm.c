@@ -182,15 +182,24 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     return rc;
 }
 
-int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
-                    size_t reply_max, size_t *got_p)
+/* Send @req and its @req->npages page numbers to process @proc's ctl:
+ * on this process or a mapped ctl the handler runs here; across nodes an
+ * RSM call, waiting for the reply (up to @reply_max bytes into @reply,
+ * their number into *@got_p) or, with @reply NULL, without reply (the
+ * handler's status is dropped).  Counted as a message of @type to
+ * another process, and with a reply as a round trip (whether it failed
+ * or not); a request without reply is counted once sent.  A request of
+ * up to 64 page numbers is built on the stack.
+ * Returns 0, POSTBOX_DSM_ERR_NO_MEMORY or POSTBOX_DSM_ERR_COMMUNICATION. */
+static int dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
+                       void *reply, size_t reply_max, size_t *got_p)
 {
     size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
     char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
     char *buf = len <= sizeof(stack_buf) ? stack_buf : malloc(len);
     pb_dsm_peer_t *peer = &pb_dsm.peers[proc];
     size_t got = 0;
-    uint64_t start = pb_dsm_now_ns();
+    uint64_t start = reply != NULL ? pb_dsm_now_ns() : 0;
     int rc = 0;
 
     if (buf == NULL) {
@@ -205,59 +214,37 @@ int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t 
 
         pb_dsm_handler(NULL, ctl, ctl->size, buf, len, reply, reply_max, &got);
     } else {
-        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, reply_max, &got, 0);
+        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, reply, reply_max, &got,
+                                       reply != NULL ? 0 : PB_RSM_CALL_NO_REPLY);
         if (rc != RSM_SUCCESS) {
             pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
-        } else if (got < sizeof(pb_dsm_reply_t)) {
+        } else if (reply != NULL && got < sizeof(pb_dsm_reply_t)) {
             pb_error("dsm: process %d answered %zu bytes, not %zu or more", proc, got,
                      sizeof(pb_dsm_reply_t));
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
-    *got_p = got;
-    if (proc != pb_dsm.me) {
+    if (got_p != NULL)
+        *got_p = got;
+    if (proc != pb_dsm.me && (reply != NULL || rc == 0))
         pb_dsm_count_msg(type, len);
+    if (proc != pb_dsm.me && reply != NULL)
         pb_dsm_count_round_trip(type, start);
-    }
     if (buf != stack_buf)
         free(buf);
     return rc;
 }
 
+int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                    size_t reply_max, size_t *got_p)
+{
+    return dsm_request(proc, type, req, pages, reply, reply_max, got_p);
+}
+
 int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages)
 {
-    size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
-    char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
-    char *buf = len <= sizeof(stack_buf) ? stack_buf : malloc(len);
-    pb_dsm_peer_t *peer = &pb_dsm.peers[proc];
-    pb_dsm_reply_t reply;
-    size_t got = 0;
-    int rc = 0;
-
-    if (buf == NULL) {
-        pb_error("dsm: no memory for a request of %zu bytes", len);
-        return POSTBOX_DSM_ERR_NO_MEMORY;
-    }
-    memcpy(buf, req, sizeof(*req));
-    if (req->npages > 0)
-        memcpy(buf + sizeof(*req), pages, (size_t)req->npages * sizeof(uint32_t));
-    if (proc == pb_dsm.me || peer->ctl_map != NULL) {
-        pb_dsm_ctl_t *ctl = proc == pb_dsm.me ? pb_dsm.ctl : peer->ctl_map;
-
-        pb_dsm_handler(NULL, ctl, ctl->size, buf, len, &reply, sizeof(reply), &got);
-    } else {
-        rc = pb_rsm_memseg_import_call(peer->ctl, buf, len, NULL, 0, NULL, PB_RSM_CALL_NO_REPLY);
-        if (rc != RSM_SUCCESS) {
-            pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
-            rc = POSTBOX_DSM_ERR_COMMUNICATION;
-        }
-    }
-    if (rc == 0 && proc != pb_dsm.me)
-        pb_dsm_count_msg(type, len);
-    if (buf != stack_buf)
-        free(buf);
-    return rc;
+    return dsm_request(proc, type, req, pages, NULL, 0, NULL);
 }
 
 int pb_dsm_wake(int proc)
@@ -986,6 +973,7 @@ PB_EXPORT int postbox_dsm_stats(postbox_dsm_stats_t *s)
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES; t++) {
         s->messages[t] = atomic_load(&c->messages[t]);
         s->bytes[t] = atomic_load(&c->bytes[t]);
+        s->round_trips[t] = atomic_load(&c->round_trips[t]);
     }
     return 0;
 }
