@@ -18,7 +18,8 @@
  * thread lets the others run); a generalized request is completed by another thread than the
  * one waiting for it; and, first of all, a second thread starts sending while the main thread
  * (the one the library lock is biased toward) is busy in MPI calls, so the bias is revoked
- * under way.
+ * under way; then a thread that gets its CPU only now and then must still get in while the
+ * main thread calls MPI_Testall in a loop.
  *
  * With --session the program never calls MPI_Init: a session asks for
  * MPI_THREAD_MULTIPLE and the same runs on its communicators of
@@ -27,6 +28,8 @@
  */
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +47,10 @@
 #define TAG_SELF 99
 #define TAG_BIAS 98
 #define BIAS_MESSAGES 2000
+#define TAG_STARVE 97
+#define STARVE_REQUESTS 20000
+#define STARVE_MESSAGES 100
+#define STARVE_SECONDS 20 /* well under a second when nobody starves */
 
 static int size, nthreads, iterations;
 static MPI_Comm comms[THREADS_MAX];
@@ -287,6 +294,98 @@ static void test_bias_revoked_while_busy(void)
           BIAS_MESSAGES);
 }
 
+static atomic_int main_polls, hog_stop;
+
+/* the other work of a loaded host on the sending thread's CPU, for as
+ * long as the sender sends (well under a second): the sender gets the CPU
+ * only now and then */
+static void *hog(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&hog_stop, memory_order_relaxed))
+        ;
+    return NULL;
+}
+
+static void *late_sender(void *arg)
+{
+    (void)arg;
+    /* the main thread holds the library lock nearly always by now */
+    while (!atomic_load(&main_polls))
+        sched_yield();
+    for (int i = 0; i < STARVE_MESSAGES; i++)
+        OK(MPI_Send(&i, 1, MPI_INT, 0, TAG_STARVE, self_comm));
+    return NULL;
+}
+
+static double seconds_since(const struct timespec *start)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* A thread on a CPU of its own polls MPI_Testall in a loop: it gives the
+ * library lock back and takes it again within a few instructions.
+ * Another thread, on a CPU it shares with a busy thread (it runs a slice
+ * now and then), must still get in to send the messages polled for: a
+ * waiting thread must not starve. */
+static void test_waiter_not_starved(void)
+{
+    static int got[STARVE_REQUESTS];
+    static MPI_Request requests[STARVE_REQUESTS];
+    cpu_set_t all, main_cpu, other_cpu;
+    pthread_attr_t attr;
+    struct timespec start;
+    int done = 0, polls = 0, cpus[2], n = 0;
+    pthread_t sender, busy;
+
+    CHECK(sched_getaffinity(0, sizeof(all), &all) == 0, "sched_getaffinity");
+    for (int c = 0; c < CPU_SETSIZE && n < 2; c++) {
+        if (CPU_ISSET(c, &all))
+            cpus[n++] = c;
+    }
+    if (n < 2)
+        return; /* one CPU: the sender runs whenever the poller is preempted */
+    CPU_ZERO(&main_cpu);
+    CPU_SET(cpus[0], &main_cpu);
+    CPU_ZERO(&other_cpu);
+    CPU_SET(cpus[1], &other_cpu);
+    if (pthread_attr_init(&attr) != 0 ||
+        pthread_attr_setaffinity_np(&attr, sizeof(other_cpu), &other_cpu) != 0 ||
+        sched_setaffinity(0, sizeof(main_cpu), &main_cpu) != 0) {
+        CHECK(0, "cannot place the threads on CPUs %d and %d", cpus[0], cpus[1]);
+        return;
+    }
+    /* the requests but the sender's complete at once: each MPI_Testall
+     * checks them all, the lock held */
+    for (int i = 0; i < STARVE_REQUESTS; i++)
+        OK(MPI_Irecv(&got[i], 1, MPI_INT, 0, TAG_STARVE, self_comm, &requests[i]));
+    for (int i = 0; i < STARVE_REQUESTS - STARVE_MESSAGES; i++)
+        OK(MPI_Send(&i, 1, MPI_INT, 0, TAG_STARVE, self_comm));
+    CHECK(pthread_create(&busy, &attr, hog, NULL) == 0, "pthread_create");
+    CHECK(pthread_create(&sender, &attr, late_sender, NULL) == 0, "pthread_create");
+    pthread_attr_destroy(&attr);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    /* (between two calls, only the loop's test: the clock now and then) */
+    while (!done && (++polls % 64 != 0 || seconds_since(&start) < STARVE_SECONDS)) {
+        OK(MPI_Testall(STARVE_REQUESTS, requests, &done, MPI_STATUSES_IGNORE));
+        if (polls == 1)
+            atomic_store(&main_polls, 1);
+    }
+    CHECK(done,
+          "a thread waiting for the library lock starved: %d s of MPI_Testall in a loop kept it "
+          "out",
+          STARVE_SECONDS);
+    if (!done)
+        OK(MPI_Waitall(STARVE_REQUESTS, requests, MPI_STATUSES_IGNORE));
+    atomic_store(&hog_stop, 1);
+    pthread_join(sender, NULL);
+    pthread_join(busy, NULL);
+    CHECK(sched_setaffinity(0, sizeof(all), &all) == 0, "sched_setaffinity");
+}
+
 /* a thread blocked in MPI_Recv must not keep the main thread out */
 static void test_blocked_receive(void)
 {
@@ -411,6 +510,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(world_comm, &size);
 
     test_bias_revoked_while_busy();
+    test_waiter_not_starved();
     test_blocked_receive();
     test_grequest_other_thread();
 

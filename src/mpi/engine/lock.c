@@ -17,9 +17,15 @@
  * release store (a pthread mutex pays two atomic operations).  A thread
  * that finds it taken spins a little, then yields the CPU until it is
  * free: the library holds it only while it works, never while it waits
- * (the waits give it up), so nobody holds it long.  The threads waiting
- * for their turn to sleep (pb_eng_lock_wait_turn) sleep on a futex of
- * their own, woken when a thread leaves the library.
+ * (the waits give it up), so nobody holds it long.  But a thread that
+ * calls MPI in a loop (MPI_Test, MPI_Iprobe) gives the word back and takes
+ * it again within a few instructions, and a waiter that seldom gets a CPU
+ * (it yielded it to other processes) may never look in that moment: it
+ * starved for seconds on a loaded host.  So a waiter that has yielded
+ * HUNGRY_YIELDS times says it is hungry, and while a waiter is hungry only
+ * hungry waiters take the word.  The threads waiting for their turn to
+ * sleep (pb_eng_lock_wait_turn) sleep on a futex of their own, woken when
+ * a thread leaves the library.
  */
 #include "mpi/engine/lock.h"
 
@@ -38,9 +44,12 @@ _Thread_local unsigned pb_eng_lock_depth __attribute__((tls_model("initial-exec"
 
 /* spins of a thread that finds the lock taken, before each yield */
 #define TAKE_SPINS 64
+/* yields of a thread waiting for the word before it is hungry */
+#define HUNGRY_YIELDS 4
 
 static struct {
     _Alignas(64) _Atomic uint32_t held; /* 1 while a thread holds the lock by the word */
+    _Atomic uint32_t hungry;            /* hungry waiters: nobody else takes the word */
     _Atomic int blocked;                /* threads waiting to take it (word or bias) */
     _Atomic uint32_t turn;              /* counts the wake-ups of pb_eng_lock_wait_turn */
     int turn_waiters;                   /* threads in pb_eng_lock_wait_turn (under the lock) */
@@ -50,17 +59,27 @@ static struct {
 
 static void take_word(void)
 {
-    if (!atomic_exchange_explicit(&lock.held, 1, memory_order_acquire))
+    int yields = 0, hungry = 0;
+
+    if (!atomic_load_explicit(&lock.hungry, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&lock.held, 1, memory_order_acquire))
         return;
     atomic_fetch_add_explicit(&lock.blocked, 1, memory_order_relaxed);
     for (;;) {
         for (int i = 0; i < TAKE_SPINS; i++) {
             if (!atomic_load_explicit(&lock.held, memory_order_relaxed) &&
+                (hungry || !atomic_load_explicit(&lock.hungry, memory_order_relaxed)) &&
                 !atomic_exchange_explicit(&lock.held, 1, memory_order_acquire)) {
+                if (hungry)
+                    atomic_fetch_sub_explicit(&lock.hungry, 1, memory_order_relaxed);
                 atomic_fetch_sub_explicit(&lock.blocked, 1, memory_order_relaxed);
                 return;
             }
             pb_cpu_relax();
+        }
+        if (!hungry && ++yields == HUNGRY_YIELDS) {
+            hungry = 1;
+            atomic_fetch_add_explicit(&lock.hungry, 1, memory_order_relaxed);
         }
         sched_yield();
     }
