@@ -45,6 +45,10 @@
  *                         home writes the second halves; lock acquires,
  *                         so release logs): every half read holds its
  *                         round
+ *   pbt-dsm barread T     the same through barriers: each thread reads
+ *                         its neighbour's slot's first halves between
+ *                         two barriers while their home writes the
+ *                         second halves, then those after the second
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -562,18 +566,61 @@ static int lockread_thread(int t)
     return 0;
 }
 
-static void *lockread_main(void *arg)
+/* The same through barriers (barread): at round r every thread writes
+ * the first halves of its slots, arrives, reads the first halves of slot
+ * r of thread w - 1 (while that thread, after LOCKREAD_GAP_US, writes the
+ * second halves), arrives, and reads the second halves: the barrier's
+ * notices, not release logs, must invalidate the pages it fetched. */
+static int barread_thread(int t)
 {
-    return (void *)(intptr_t)lockread_thread((int)(intptr_t)arg);
+    int w = me * lockread.per_process + t, all = lockread.nthreads;
+    int v = (w + all - 1) % all;
+    long n = lockread_words();
+
+    for (int round = 1; round < LOCKREAD_ROUNDS; round++) {
+        for (int second = 0; second < 2; second++) {
+            const long *slot = lockread.slots + (v * LOCKREAD_ROUNDS + round) * n;
+
+            if (second)
+                nanosleep(&(struct timespec){.tv_nsec = LOCKREAD_GAP_US * 1000}, NULL);
+            for (int s = 0; s < LOCKREAD_ROUNDS; s++) {
+                long *mine = lockread.slots + (w * LOCKREAD_ROUNDS + s) * n;
+
+                for (long i = 0; i < n; i++)
+                    if (lockread_second(i) == second)
+                        mine[i] = band_value(round, w, s * n + i);
+            }
+            OK(postbox_dsm_barrier(0, all));
+            for (long i = 0; round > 1 && i < n; i++)
+                if (lockread_second(i) == second)
+                    CHECK(slot[i] == band_value(round, v, round * n + i),
+                          "round %d: thread %d's slot word %ld is %ld, not %ld (%s half)", round, v,
+                          i, slot[i], band_value(round, v, round * n + i),
+                          second ? "second" : "first");
+        }
+    }
+    OK(postbox_dsm_barrier(0, all));
+    return 0;
 }
 
-static int run_lockread(int per_process)
+static int barread;
+
+static void *lockread_main(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+
+    return (void *)(intptr_t)(barread ? barread_thread(t) : lockread_thread(t));
+}
+
+/* lockread, or barread with @through_barriers */
+static int run_lockread(int per_process, int through_barriers)
 {
     int n = postbox_dsm_process_count();
     pthread_t threads[LOCKREAD_MAX_THREADS];
 
     CHECK(per_process >= 1 && per_process <= LOCKREAD_MAX_THREADS, "lockread of %d threads",
           per_process);
+    barread = through_barriers;
     lockread.per_process = per_process;
     lockread.nthreads = n * per_process;
     lockread.slots =
@@ -594,7 +641,7 @@ static int run_lockread(int per_process)
     for (int t = 1; t < per_process; t++)
         CHECK(pthread_create(&threads[t], NULL, lockread_main, (void *)(intptr_t)t) == 0,
               "pthread_create failed");
-    lockread_thread(0);
+    lockread_main((void *)(intptr_t)0);
     for (int t = 1; t < per_process; t++)
         CHECK(pthread_join(threads[t], NULL) == 0, "pthread_join failed");
     return 0;
@@ -831,7 +878,8 @@ int main(int argc, char **argv)
 
     if (argc < 2) {
         fprintf(stderr,
-                "usage: pbt-dsm spmd | homes | unread | barriers | lockread T | threads T | "
+                "usage: pbt-dsm spmd | homes | unread | barriers | lockread T | barread T | "
+                "threads T | "
                 "timing | "
                 "killed | errors | segv\n");
         return 2;
@@ -852,7 +900,9 @@ int main(int argc, char **argv)
     } else if (strcmp(test_name, "barriers") == 0) {
         rc = run_barriers();
     } else if (strcmp(test_name, "lockread") == 0 && argc > 2) {
-        rc = run_lockread(atoi(argv[2]));
+        rc = run_lockread(atoi(argv[2]), 0);
+    } else if (strcmp(test_name, "barread") == 0 && argc > 2) {
+        rc = run_lockread(atoi(argv[2]), 1);
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -883,7 +933,7 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "lockread") == 0) {
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
