@@ -850,11 +850,11 @@ static int unread_scan(uint32_t r, uint32_t *written, size_t *n)
     for (size_t i = 0; i < pb_dsm.nunread; i++) {
         uint32_t p = pb_dsm.unread[i];
 
-        if (!read_elsewhere(p) || rc != 0) {
+        if (rc != 0 || !read_elsewhere(p) || (rc = protect(p, 1, PROT_READ)) != 0) {
+            /* (still writable: it stays unread) */
             pb_dsm.unread[kept++] = p;
             continue;
         }
-        rc = protect(p, 1, PROT_READ);
         pb_dsm.state[p] = PB_DSM_READ;
         pb_dsm.written_at[p] = r;
         written[(*n)++] = p;
@@ -942,13 +942,12 @@ int pb_dsm_flush_locked(void)
         free(heat);
         return rc;
     }
-    if (rc != 0)
-        return rc;
     lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
     packs = calloc((size_t)pb_dsm.nprocs, sizeof(*packs));
     if (lists == NULL || packs == NULL) {
         free(lists);
         free(packs);
+        free(heat);
         pb_error("dsm: no memory for a release");
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -1002,19 +1001,19 @@ int pb_dsm_flush_locked(void)
         free(heat);
         return rc;
     }
-    for (size_t i = 0; i < pb_dsm.ndirty && rc == 0; i++) {
+    for (size_t i = 0; i < pb_dsm.ndirty; i++) {
         uint32_t p = pb_dsm.dirty[i];
 
         if (heat[i]) {
-            /* stays writable, with a snapshot to find its stores */
+            /* stays writable, with a snapshot to find its stores; without
+             * memory for one it stays dirty instead (writable, noticed
+             * again at the next release), as it must stay tracked */
             pb_dsm.twins[p] = malloc(pb_dsm.page_size);
-            if (pb_dsm.twins[p] == NULL) {
-                pb_error("dsm: no memory for a snapshot page");
-                rc = POSTBOX_DSM_ERR_NO_MEMORY;
-                break;
+            if (pb_dsm.twins[p] != NULL) {
+                memcpy(pb_dsm.twins[p], pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
+                pb_dsm.hot[pb_dsm.nhot++] = p;
+                heat[i] = 0;
             }
-            memcpy(pb_dsm.twins[p], pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
-            pb_dsm.hot[pb_dsm.nhot++] = p;
         } else {
             free(pb_dsm.twins[p]);
             pb_dsm.twins[p] = NULL;
@@ -1025,10 +1024,17 @@ int pb_dsm_flush_locked(void)
     }
     for (size_t i = 0; i < nwritten; i++)
         note_unsent(pb_dsm.dirty[pb_dsm.ndirty + i]);
-    free(heat);
     log_append(pb_dsm.dirty, pb_dsm.ndirty + nwritten);
-    pb_dsm.ndirty = 0;
-    return rc;
+    {
+        size_t kept = 0;
+
+        for (size_t i = 0; i < pb_dsm.ndirty; i++)
+            if (heat[i])
+                pb_dsm.dirty[kept++] = pb_dsm.dirty[i];
+        pb_dsm.ndirty = kept;
+    }
+    free(heat);
+    return 0;
 }
 
 int pb_dsm_release(void)
@@ -1043,7 +1049,8 @@ int pb_dsm_release(void)
 
 /* ---- acquire ------------------------------------------------------------------ */
 
-/* under @protocol, no page dirty: invalidate the pages of @pages (sorted) */
+/* under @protocol, after a flush (only home pages may stay dirty): invalidate
+ * the pages of @pages (sorted) */
 static int invalidate_list(uint32_t *pages, size_t n)
 {
     size_t kept = 0;
@@ -1063,14 +1070,15 @@ static int invalidate_list(uint32_t *pages, size_t n)
 int pb_dsm_invalidate_all_locked(void)
 {
     int rc = pb_dsm_flush_locked();
+    uint32_t *scratch = pb_dsm.dirty + pb_dsm.ndirty; /* (after the home pages left dirty) */
     size_t n = 0;
 
     if (rc != 0)
         return rc;
     for (size_t p = 0; p < pb_dsm.npages; p++)
         if (pb_dsm.state[p] != PB_DSM_INVALID && !is_mine((size_t)p))
-            pb_dsm.dirty[n++] = (uint32_t)p; /* (the dirty list is empty: a scratch list) */
-    rc = invalidate_list(pb_dsm.dirty, n);
+            scratch[n++] = (uint32_t)p;
+    rc = invalidate_list(scratch, n);
     return rc;
 }
 

@@ -35,6 +35,20 @@
  *                         (its arrival; the release brings the notices,
  *                         and it and the acknowledgement go without
  *                         reply)
+ *   pbt-dsm lockread T    T threads per process (main and T - 1
+ *                         pthreads), each the home of its slots of
+ *                         pages, whose halves it rewrites and posts
+ *                         under its own lock, one after the other, every
+ *                         round; each reads its neighbour's slot of the
+ *                         round, unread until then, once each half is
+ *                         posted (fetched, so marked read, while its
+ *                         home writes the second halves; lock acquires,
+ *                         so release logs): every half read holds its
+ *                         round
+ *   pbt-dsm barread T     the same through barriers: each thread reads
+ *                         its neighbour's slot's first halves between
+ *                         two barriers while their home writes the
+ *                         second halves, then those after the second
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -47,6 +61,7 @@
  * makes the process exit 1.
  */
 #include <postbox/dsm.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -421,6 +436,217 @@ static int run_unread(void)
     return 0;
 }
 
+/* Unread pages read through locks, while their home writes them: thread
+ * w of lockread.nthreads (process me, index t) homes LOCKREAD_ROUNDS slots
+ * of LOCKREAD_SLOT pages.  At every round it writes the first half of
+ * every page of its slots, posts that (its post word, under lock w),
+ * pauses LOCKREAD_GAP_US, writes the second halves and posts them.  From
+ * round 2 it also reads slot r of thread w - 1 at round r: the first
+ * halves once posted, the second halves once posted (under lock w - 1,
+ * waiting asleep between looks), then acknowledges the round (under lock
+ * w); a writer starts a round once its reader acknowledged the last.
+ * Slot r was read by no other process before round r, so its pages are
+ * unread at their home (written, untracked) when the reader fetches them
+ * for the first halves, as the home is about to write the second halves:
+ * the release that posts those must send the reader a notice of the pages
+ * it fetched (it marked them read), or its copy keeps the last round's
+ * second halves.  Every half read must hold its round; after the last
+ * round every thread reads every slot. */
+#define LOCKREAD_SLOT 2
+#define LOCKREAD_ROUNDS 24
+#define LOCKREAD_GAP_US 3000
+#define LOCKREAD_MAX_THREADS 4
+#define LOCKREAD_WAIT_S 20
+
+static struct {
+    long *slots; /* thread w's slot s at (w * LOCKREAD_ROUNDS + s) * lockread_words() */
+    long *posts; /* thread w's post at posts[w * PAGE / sizeof(long)], */
+    long *acks;  /* and its acknowledgement at acks[...] (a page each) */
+    int *locks;  /* lockread.nthreads lock ids */
+    int nthreads, per_process;
+} lockread;
+
+static long lockread_words(void)
+{
+    return LOCKREAD_SLOT * PAGE / sizeof(long);
+}
+
+/* the word at @words[@w * PAGE / sizeof(long)], read under lock @w */
+static long lockread_word(const long *words, int w)
+{
+    long value;
+
+    OK(postbox_dsm_lock(lockread.locks[w]));
+    value = words[w * (long)(PAGE / sizeof(long))];
+    OK(postbox_dsm_unlock(lockread.locks[w]));
+    return value;
+}
+
+/* is word @i of a slot in its page's second half? */
+static int lockread_second(long i)
+{
+    return i % (long)(PAGE / sizeof(long)) >= (long)(PAGE / sizeof(long) / 2);
+}
+
+/* write half @second of every slot of thread @w for @round, then post it */
+static void lockread_write(int w, int round, int second)
+{
+    long n = lockread_words();
+
+    for (int s = 0; s < LOCKREAD_ROUNDS; s++) {
+        long *slot = lockread.slots + (w * LOCKREAD_ROUNDS + s) * n;
+
+        for (long i = 0; i < n; i++)
+            if (lockread_second(i) == second)
+                slot[i] = band_value(round, w, s * n + i);
+    }
+    OK(postbox_dsm_lock(lockread.locks[w]));
+    lockread.posts[w * (long)(PAGE / sizeof(long))] = 2 * round - 1 + second;
+    OK(postbox_dsm_unlock(lockread.locks[w]));
+}
+
+/* wait until thread @v posted half @second of @round, then check that
+ * half of its slot @round (under lock @v) */
+static void lockread_read(int v, int round, int second)
+{
+    long n = lockread_words(), want = 2 * round - 1 + second;
+    const long *slot = lockread.slots + (v * LOCKREAD_ROUNDS + round) * n;
+
+    for (time_t start = time(NULL);;) {
+        long posted;
+
+        OK(postbox_dsm_lock(lockread.locks[v]));
+        posted = lockread.posts[v * (long)(PAGE / sizeof(long))];
+        CHECK(posted <= 2 * round && (posted >= want || time(NULL) - start < LOCKREAD_WAIT_S),
+              "round %d: thread %d posted %ld, waiting for %ld", round, v, posted, want);
+        for (long i = 0; posted >= want && i < n; i++)
+            if (lockread_second(i) == second)
+                CHECK(slot[i] == band_value(round, v, round * n + i),
+                      "round %d: thread %d's slot word %ld is %ld, not %ld (%s half)", round, v, i,
+                      slot[i], band_value(round, v, round * n + i), second ? "second" : "first");
+        OK(postbox_dsm_unlock(lockread.locks[v]));
+        if (posted >= want)
+            return;
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000}, NULL);
+    }
+}
+
+static int lockread_thread(int t)
+{
+    int w = me * lockread.per_process + t, all = lockread.nthreads;
+    int v = (w + all - 1) % all, reader = (w + 1) % all;
+    long n = lockread_words();
+
+    for (int round = 1; round < LOCKREAD_ROUNDS; round++) {
+        /* (the reader acknowledged the last round) */
+        while (round > 2 && lockread_word(lockread.acks, reader) < round - 1)
+            nanosleep(&(struct timespec){.tv_nsec = 100 * 1000}, NULL);
+        lockread_write(w, round, 0);
+        if (round == 1) /* (every slot homed at its writer before anyone reads it) */
+            OK(postbox_dsm_barrier(0, all));
+        nanosleep(&(struct timespec){.tv_nsec = LOCKREAD_GAP_US * 1000}, NULL);
+        lockread_write(w, round, 1);
+        if (round < 2)
+            continue;
+        lockread_read(v, round, 0);
+        lockread_read(v, round, 1);
+        OK(postbox_dsm_lock(lockread.locks[w]));
+        lockread.acks[w * (long)(PAGE / sizeof(long))] = round;
+        OK(postbox_dsm_unlock(lockread.locks[w]));
+    }
+    OK(postbox_dsm_barrier(0, all));
+    for (int q = 0; q < all; q++)
+        for (long i = 0; i < LOCKREAD_ROUNDS * n; i++)
+            CHECK(lockread.slots[q * LOCKREAD_ROUNDS * n + i] ==
+                      band_value(LOCKREAD_ROUNDS - 1, q, i),
+                  "thread %d's slot word %ld is %ld after the last round, not %ld", q, i,
+                  lockread.slots[q * LOCKREAD_ROUNDS * n + i],
+                  band_value(LOCKREAD_ROUNDS - 1, q, i));
+    OK(postbox_dsm_barrier(0, all));
+    return 0;
+}
+
+/* The same through barriers (barread): at round r every thread writes
+ * the first halves of its slots, arrives, reads the first halves of slot
+ * r of thread w - 1 (while that thread, after LOCKREAD_GAP_US, writes the
+ * second halves), arrives, and reads the second halves: the barrier's
+ * notices, not release logs, must invalidate the pages it fetched. */
+static int barread_thread(int t)
+{
+    int w = me * lockread.per_process + t, all = lockread.nthreads;
+    int v = (w + all - 1) % all;
+    long n = lockread_words();
+
+    for (int round = 1; round < LOCKREAD_ROUNDS; round++) {
+        for (int second = 0; second < 2; second++) {
+            const long *slot = lockread.slots + (v * LOCKREAD_ROUNDS + round) * n;
+
+            if (second)
+                nanosleep(&(struct timespec){.tv_nsec = LOCKREAD_GAP_US * 1000}, NULL);
+            for (int s = 0; s < LOCKREAD_ROUNDS; s++) {
+                long *mine = lockread.slots + (w * LOCKREAD_ROUNDS + s) * n;
+
+                for (long i = 0; i < n; i++)
+                    if (lockread_second(i) == second)
+                        mine[i] = band_value(round, w, s * n + i);
+            }
+            OK(postbox_dsm_barrier(0, all));
+            for (long i = 0; round > 1 && i < n; i++)
+                if (lockread_second(i) == second)
+                    CHECK(slot[i] == band_value(round, v, round * n + i),
+                          "round %d: thread %d's slot word %ld is %ld, not %ld (%s half)", round, v,
+                          i, slot[i], band_value(round, v, round * n + i),
+                          second ? "second" : "first");
+        }
+    }
+    OK(postbox_dsm_barrier(0, all));
+    return 0;
+}
+
+static int barread;
+
+static void *lockread_main(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+
+    return (void *)(intptr_t)(barread ? barread_thread(t) : lockread_thread(t));
+}
+
+/* lockread, or barread with @through_barriers */
+static int run_lockread(int per_process, int through_barriers)
+{
+    int n = postbox_dsm_process_count();
+    pthread_t threads[LOCKREAD_MAX_THREADS];
+
+    CHECK(per_process >= 1 && per_process <= LOCKREAD_MAX_THREADS, "lockread of %d threads",
+          per_process);
+    barread = through_barriers;
+    lockread.per_process = per_process;
+    lockread.nthreads = n * per_process;
+    lockread.slots =
+        postbox_dsm_alloc((size_t)lockread.nthreads * LOCKREAD_ROUNDS * LOCKREAD_SLOT * PAGE);
+    lockread.posts = postbox_dsm_alloc((size_t)lockread.nthreads * PAGE);
+    lockread.acks = postbox_dsm_alloc((size_t)lockread.nthreads * PAGE);
+    lockread.locks = postbox_dsm_alloc(PAGE);
+    CHECK(lockread.slots != NULL && lockread.posts != NULL && lockread.acks != NULL &&
+              lockread.locks != NULL,
+          "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    if (me == 0) {
+        for (int w = 0; w < lockread.nthreads; w++) {
+            lockread.locks[w] = postbox_dsm_lock_create();
+            OK(lockread.locks[w]);
+        }
+    }
+    OK(postbox_dsm_barrier(0, n));
+    for (int t = 1; t < per_process; t++)
+        CHECK(pthread_create(&threads[t], NULL, lockread_main, (void *)(intptr_t)t) == 0,
+              "pthread_create failed");
+    lockread_main((void *)(intptr_t)0);
+    for (int t = 1; t < per_process; t++)
+        CHECK(pthread_join(threads[t], NULL) == 0, "pthread_join failed");
+    return 0;
+}
+
 static double now_us(void)
 {
     struct timespec ts;
@@ -651,8 +877,11 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | homes | unread | barriers | threads T | timing | "
-                        "killed | errors | segv\n");
+        fprintf(stderr,
+                "usage: pbt-dsm spmd | homes | unread | barriers | lockread T | barread T | "
+                "threads T | "
+                "timing | "
+                "killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -670,6 +899,10 @@ int main(int argc, char **argv)
         rc = run_unread();
     } else if (strcmp(test_name, "barriers") == 0) {
         rc = run_barriers();
+    } else if (strcmp(test_name, "lockread") == 0 && argc > 2) {
+        rc = run_lockread(atoi(argv[2]), 0);
+    } else if (strcmp(test_name, "barread") == 0 && argc > 2) {
+        rc = run_lockread(atoi(argv[2]), 1);
     } else if (strcmp(test_name, "killed") == 0) {
         /* process 1 dies while the others wait at a barrier for it */
         if (me == 1) {
@@ -699,7 +932,8 @@ int main(int argc, char **argv)
     if (strcmp(test_name, "barriers") == 0)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
-        strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0) {
+        strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
