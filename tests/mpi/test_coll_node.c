@@ -8,6 +8,7 @@
  *
  *   reductions   Allreduce (sum; max in place; a non-commutative 2x2
  *                matrix product, in rank order), Reduce to every root
+ *                (sum; the matrix product in place at the root)
  *   Bcast        from every root, the root's buffer a strided vector
  *   movers       Gather, Scatter, Allgather, Alltoall with a strided
  *                vector on the send side (Allgather: and on the receive
@@ -77,8 +78,8 @@ static void check_matrices(const int *got, long nm, int p, int iter, const char 
             matmul(x, acc, &len, NULL);
         }
         if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0) {
-            CHECK(0, "%s: Allreduce%s of %ld matrices (not commutative): matrix %ld out of order",
-                  name, how, nm, i);
+            CHECK(0, "%s: %s of %ld matrices (not commutative): matrix %ld out of order", name, how,
+                  nm, i);
             return;
         }
     }
@@ -138,11 +139,22 @@ static void reductions(MPI_Comm comm, const char *name, int n, int iter, MPI_Op 
     for (long i = 0; i < nm; i++)
         matrix_of(r, i, iter, ma + 4 * i);
     OK(MPI_Allreduce(ma, mb, (int)nm, mat_type, mat, comm));
-    check_matrices(mb, nm, p, iter, name, "");
+    check_matrices(mb, nm, p, iter, name, "Allreduce");
     /* in place: each input must be read before the result overwrites it */
     memcpy(mb, ma, (size_t)nm * 4 * sizeof(int));
     OK(MPI_Allreduce(MPI_IN_PLACE, mb, (int)nm, mat_type, mat, comm));
-    check_matrices(mb, nm, p, iter, name, " in place");
+    check_matrices(mb, nm, p, iter, name, "Allreduce in place");
+    /* Reduce in place at a turning root: the root's input is read before
+     * its result overwrites it, in rank order */
+    for (int root = 0; root<p; root += p> 2 ? p - 2 : 1) {
+        if (r == root) {
+            memcpy(mb, ma, (size_t)nm * 4 * sizeof(int));
+            OK(MPI_Reduce(MPI_IN_PLACE, mb, (int)nm, mat_type, mat, root, comm));
+            check_matrices(mb, nm, p, iter, name, "Reduce in place");
+        } else {
+            OK(MPI_Reduce(ma, NULL, (int)nm, mat_type, mat, root, comm));
+        }
+    }
     free(a);
     free(b);
     free(ma);
