@@ -204,12 +204,12 @@ int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *res
          * the others to be done with its line: it combines its own input
          * with the others' lines as they come */
         uint64_t base = cn->step;
-        char own[INLINE_MAX];
+        line_copy_t own; /* aligned: the op reads it as its type */
 
-        memcpy(own, sendbuf, bytes); /* @sendbuf may be @result */
+        memcpy(own.bytes, sendbuf, bytes); /* @sendbuf may be @result */
         pb_coll_node_post(cn);
         pb_coll_node_wait_others(cn, base + 1);
-        combine_own(cn, own, result, count, type, op);
+        combine_own(cn, own.bytes, result, count, type, op);
         pb_coll_node_post(cn);
         return MPI_SUCCESS;
     }

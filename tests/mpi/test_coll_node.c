@@ -8,12 +8,16 @@
  *
  *   reductions   Allreduce (sum; max in place; a non-commutative 2x2
  *                matrix product, in rank order), Reduce to every root
+ *                (sum; the matrix product in place at the root)
  *   Bcast        from every root, the root's buffer a strided vector
  *   movers       Gather, Scatter, Allgather, Alltoall with a strided
  *                vector on the send side (Allgather: and on the receive
  *                side), and in place where allowed
  *   one phase    small Reduce (the root turning, sometimes late),
- *                Allgather and Allreduce back to back, no barrier between
+ *                Allgather and Allreduce back to back, no barrier between;
+ *                then mixed with payloads in a cell's half (Allreduce of
+ *                matrices, Alltoall, Allgather in place) and two-phase
+ *                calls (a 48-byte Reduce, Bcast), ranks late by turns
  *   mismatched   Gather and Allgather whose counts disagree: an error,
  *                and nothing written past the receive buffers
  *
@@ -74,8 +78,8 @@ static void check_matrices(const int *got, long nm, int p, int iter, const char 
             matmul(x, acc, &len, NULL);
         }
         if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0) {
-            CHECK(0, "%s: Allreduce%s of %ld matrices (not commutative): matrix %ld out of order",
-                  name, how, nm, i);
+            CHECK(0, "%s: %s of %ld matrices (not commutative): matrix %ld out of order", name, how,
+                  nm, i);
             return;
         }
     }
@@ -135,11 +139,22 @@ static void reductions(MPI_Comm comm, const char *name, int n, int iter, MPI_Op 
     for (long i = 0; i < nm; i++)
         matrix_of(r, i, iter, ma + 4 * i);
     OK(MPI_Allreduce(ma, mb, (int)nm, mat_type, mat, comm));
-    check_matrices(mb, nm, p, iter, name, "");
+    check_matrices(mb, nm, p, iter, name, "Allreduce");
     /* in place: each input must be read before the result overwrites it */
     memcpy(mb, ma, (size_t)nm * 4 * sizeof(int));
     OK(MPI_Allreduce(MPI_IN_PLACE, mb, (int)nm, mat_type, mat, comm));
-    check_matrices(mb, nm, p, iter, name, " in place");
+    check_matrices(mb, nm, p, iter, name, "Allreduce in place");
+    /* Reduce in place at a turning root: the root's input is read before
+     * its result overwrites it, in rank order */
+    for (int root = 0; root<p; root += p> 2 ? p - 2 : 1) {
+        if (r == root) {
+            memcpy(mb, ma, (size_t)nm * 4 * sizeof(int));
+            OK(MPI_Reduce(MPI_IN_PLACE, mb, (int)nm, mat_type, mat, root, comm));
+            check_matrices(mb, nm, p, iter, name, "Reduce in place");
+        } else {
+            OK(MPI_Reduce(ma, NULL, (int)nm, mat_type, mat, root, comm));
+        }
+    }
     free(a);
     free(b);
     free(ma);
@@ -399,6 +414,130 @@ static void one_phase_runs(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Data
     }
 }
 
+/* Check @got (@nm matrices) against the rank-order product of every rank's
+ * matrix_of(q, i, it); @return whether it matched. */
+static int matrices_match(const int *got, long nm, int p, int it)
+{
+    for (long i = 0; i < nm; i++) {
+        int acc[4], x[4], len = 1;
+
+        matrix_of(p - 1, i, it, acc);
+        for (int q = p - 2; q >= 0; q--) {
+            matrix_of(q, i, it, x);
+            matmul(x, acc, &len, NULL);
+        }
+        if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* One-phase calls through the lines' halves and the cells' halves mixed
+ * back to back with the two-phase calls that follow them: a
+ * non-commutative Reduce to a turning root, Allreduce of matrices through
+ * a cell's half, Alltoall and Allgather in a line and in a cell, a Reduce
+ * of 48 bytes (two phases, the root writing nothing), a Bcast now and
+ * then; ranks late by turns. */
+static void one_phase_mixed(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Datatype mat_type)
+{
+    enum {
+        NM = 100,
+        BLK = 16,
+        WIDE = 200
+    };
+    int r, p;
+    int *m, *mo, *s, *d, *g;
+
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &p);
+    m = malloc(NM * 4 * sizeof(int));
+    mo = malloc(NM * 4 * sizeof(int));
+    s = malloc((size_t)(BLK * p) * sizeof(int));
+    d = malloc((size_t)(BLK * p) * sizeof(int));
+    g = malloc((size_t)(WIDE * p) * sizeof(int));
+    for (int it = 0; it < 120; it++) {
+        int root = (it * 3) % p, in[12], out[12], per;
+
+        if ((it * 31 + r * 17) % 11 == 0)
+            usleep(150);
+        /* a matrix Reduce in a line's half, to a turning root */
+        matrix_of(r, 0, it, m);
+        memset(mo, 0, 4 * sizeof(int));
+        OK(MPI_Reduce(m, mo, 1, mat_type, mat, root, comm));
+        if (r == root && !matrices_match(mo, 1, p, it)) {
+            CHECK(0, "%s: mixed %d: Reduce of a matrix to %d out of order", name, it, root);
+            break;
+        }
+        /* matrices through a cell's half, not in place */
+        for (long i = 0; i < NM; i++)
+            matrix_of(r, i, it + 1, m + 4 * i);
+        OK(MPI_Allreduce(m, mo, NM, mat_type, mat, comm));
+        if (!matrices_match(mo, NM, p, it + 1)) {
+            CHECK(0, "%s: mixed %d: Allreduce of %d matrices out of order", name, it, NM);
+            break;
+        }
+        /* Alltoall of 1 int per block (a line's half, few ranks) and of BLK */
+        per = (it % 2) ? BLK : 1;
+        for (int t = 0; t < p; t++)
+            for (long i = 0; i < per; i++)
+                s[t * per + i] = block_value(r, t, i, it);
+        OK(MPI_Alltoall(s, per, MPI_INT, d, per, MPI_INT, comm));
+        for (int q = 0; q < p; q++) {
+            for (long i = 0; i < per; i++) {
+                if (d[q * per + i] != block_value(q, r, i, it)) {
+                    CHECK(0, "%s: mixed %d: Alltoall of %d from %d, element %ld", name, it, per, q,
+                          i);
+                    goto out;
+                }
+            }
+        }
+        /* Allgather of WIDE ints (a cell's half) */
+        for (long i = 0; i < WIDE; i++)
+            g[r * WIDE + i] = block_value(r, 3, i, it);
+        OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, g, WIDE, MPI_INT, comm));
+        for (long i = 0; i < WIDE * p; i++) {
+            if (g[i] != block_value((int)(i / WIDE), 3, i % WIDE, it)) {
+                CHECK(0, "%s: mixed %d: Allgather of %d: rank %ld's element %ld", name, it, WIDE,
+                      i / WIDE, i % WIDE);
+                goto out;
+            }
+        }
+        /* a Reduce of 48 bytes (two phases) to another turning root */
+        for (int k = 0; k < 12; k++)
+            in[k] = value(r, k, it);
+        OK(MPI_Reduce(in, out, 12, MPI_INT, MPI_SUM, (root + 1) % p, comm));
+        for (int k = 0; r == (root + 1) % p && k < 12; k++) {
+            long want = 0;
+
+            for (int q = 0; q < p; q++)
+                want += value(q, k, it);
+            if (out[k] != (int)want) {
+                CHECK(0, "%s: mixed %d: Reduce of 12 to %d: element %d is %d, not %ld", name, it,
+                      (root + 1) % p, k, out[k], want);
+                goto out;
+            }
+        }
+        if (it % 5 == 4) {
+            int b[3] = {-1, -1, -1};
+
+            if (r == root) {
+                b[0] = it;
+                b[2] = it + 2;
+            }
+
+            OK(MPI_Bcast(b, 3, MPI_INT, root, comm));
+            CHECK(b[0] == it && b[1] == -1 && b[2] == it + 2, "%s: mixed %d: Bcast from %d", name,
+                  it, root);
+        }
+    }
+out:
+    free(m);
+    free(mo);
+    free(s);
+    free(d);
+    free(g);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm comms[3];
@@ -429,6 +568,8 @@ int main(int argc, char **argv)
     if (size <= 8) {
         for (int c = 0; c < 3; c++)
             one_phase_runs(comms[c], names[c], mat, mat_type);
+        for (int c = 0; c < 3; c++)
+            one_phase_mixed(comms[c], names[c], mat, mat_type);
     }
     for (int k = 0; k < 3; k++)
         mismatched(MPI_COMM_WORLD, "mismatched counts", counts[k]);
