@@ -123,16 +123,10 @@ class Index:
         for key, found in rounds.items():
             if len(found) > 1:
                 self.by_key[key] = merge_rounds(found)
-        self.rounds_by_key = rounds
         self.shapes.sort()
 
     def get(self, library: str, shape: Shape, test: str, size: int) -> Optional[dict]:
         return self.by_key.get((library, shape, test, int(size)))
-
-    def rounds(self, library: str, shape: Shape, test: str, size: int) -> list:
-        """The records of a point's rounds, in the order they ran ([] for a
-        point measured without rounds)."""
-        return self.rounds_by_key.get((library, shape, test, int(size)), [])
 
     def median(self, library: str, shape: Shape, test: str, size: int) -> Optional[float]:
         record = self.get(library, shape, test, size)
@@ -158,9 +152,6 @@ class GridPoint:
     best_library: Optional[str]
     limit: float
     postbox_gave_up: bool = False
-    # the probe state whose rounds were compared (one_state_medians), or
-    # None: every round (no state common to Postbox and another library)
-    state: Optional[str] = None
 
     @property
     def ratio(self) -> Optional[float]:
@@ -186,62 +177,28 @@ def point_limit(shape: Shape, test: str, size: int) -> float:
     return LIMIT_ALL
 
 
-PROBE_STATES = ("fast", "slow")
-
-
-def one_state_medians(index: Index, shape: Shape, test: str, size: int) -> tuple:
-    """(state, {library: median}) of a point measured in rounds, comparing
-    the libraries in one probe state (the machine's state, probed around
-    every measurement: results.py): of the states in which Postbox and at
-    least one other library have settled rounds, the one with the most
-    such rounds (the first of PROBE_STATES on a tie; chosen by counts
-    only, never by the times), and each library's median over its rounds
-    in it (a library without one is left out).  (None, {}) when no state
-    is common: the caller compares every round."""
-    in_state: dict = {}
-    for library in [POSTBOX] + index.others():
-        for record in index.rounds(library, shape, test, size):
-            if results.is_settled(record) and record.get("state") in PROBE_STATES:
-                in_state.setdefault(record["state"], {}).setdefault(library, []).append(
-                    float(record["median"]))
-    common = [state for state in PROBE_STATES
-              if POSTBOX in in_state.get(state, {}) and len(in_state[state]) > 1]
-    if not common:
-        return None, {}
-    state = max(common, key=lambda s: (sum(len(v) for v in in_state[s].values()),
-                                       -PROBE_STATES.index(s)))
-    return state, {library: statistics.median(values)
-                   for library, values in in_state[state].items()}
-
-
 def acceptance_grid(index: Index, shapes: Sequence[Shape] = GRID_SHAPES,
                     tests: Sequence[str] = GRID_TESTS,
                     sizes: Sequence[int] = GRID_SIZES) -> list:
     """Every point of the grid: Postbox's median against the best (lowest)
-    median of the other libraries in the same shape, over their rounds in
-    one probe state where they have one in common (one_state_medians),
-    else over every round.  Barrier has one point per shape (size 0).  A
-    point where another library gave up (one call over its limit) takes
-    that call as its time: a lower bound, so a pass against it is a pass."""
+    median of the other libraries in the same shape.  Barrier has one point
+    per shape (size 0).  A point where another library gave up (one call
+    over its limit) takes that call as its time: a lower bound, so a pass
+    against it is a pass."""
     out = []
     for shape in shapes:
         for test in tests:
             for size in ((0,) if test == "barrier" else sizes):
                 record = index.get(POSTBOX, shape, test, size)
-                gave_up = bool(record and record.get("gave_up"))
-                state, medians = (None, {}) if gave_up else one_state_medians(
-                    index, shape, test, size)
-                if state is None:
-                    medians = {library: index.median(library, shape, test, size)
-                               for library in [POSTBOX] + index.others()}
                 best, best_library = None, None
                 for library in index.others():
-                    value = medians.get(library)
+                    value = index.median(library, shape, test, size)
                     if value is not None and (best is None or value < best):
                         best, best_library = value, library
-                out.append(GridPoint(shape, test, size, medians.get(POSTBOX), best,
-                                     best_library, point_limit(shape, test, size), gave_up,
-                                     state))
+                out.append(GridPoint(shape, test, size,
+                                     None if record is None else float(record["median"]),
+                                     best, best_library, point_limit(shape, test, size),
+                                     bool(record and record.get("gave_up"))))
     return out
 
 
@@ -504,35 +461,29 @@ def grid_html(index: Index) -> list:
            "libraries (%gx), and at most %gx the best for Barrier, Bcast, Reduce and "
            "Allreduce up to %d bytes on one node. Medians over the calls (us); across two "
            "nodes each library takes its own network path. &gt;= marks a library that gave "
-           "up (one call over its limit: that call is shown, a lower bound). Each point "
-           "compares the rounds of one probe state (column state: the machine's state, "
-           "probed around every measurement; of the states in which Postbox and another "
-           "library both have settled rounds, the one with the most rounds), or every round "
-           "where no state is common (all): %d of %d points in one state. "
+           "up (one call over its limit: that call is shown, a lower bound). "
            "<strong>%d of %d points pass</strong>%s.</p>"
-           % (LIMIT_ALL, LIMIT_SMALL, LIMIT_SMALL_BYTES,
-              sum(1 for p in counted if p.state is not None), len(counted), passed,
-              len(counted),
+           % (LIMIT_ALL, LIMIT_SMALL, LIMIT_SMALL_BYTES, passed, len(counted),
               ", %d missing" % (len(points) - len(counted)) if len(points) > len(counted)
               else ""),
            '<div class="wide"><table class="coll-grid"><tr><th class="text">shape</th>'
            '<th class="text">collective</th><th>size</th><th>postbox (us)</th>'
            '<th>best other (us)</th><th class="text">best other</th><th>ratio</th>'
-           '<th>limit</th><th class="text">state</th><th class="text">verdict</th></tr>']
+           '<th>limit</th><th class="text">verdict</th></tr>']
     for p in points:
         best_record = (index.get(p.best_library, p.shape, p.test, p.size)
                        if p.best_library else None)
         own = index.get(POSTBOX, p.shape, p.test, p.size)
         out.append('<tr class="coll-point"><td class="text">%s</td><td class="text">%s</td>'
                    '<td>%s</td>%s%s<td class="text">%s</td><td>%s</td><td>%g</td>'
-                   '<td class="text">%s</td><td class="text">%s</td></tr>'
+                   '<td class="text">%s</td></tr>'
                    % (esc(p.shape.label), esc(p.test), esc(format_size(p.size)),
                       _cell(p.postbox, own, p.postbox_gave_up),
                       _cell(p.best, best_record, bool(best_record and
                                                       best_record.get("gave_up"))),
                       esc(p.best_library or "-"),
                       "%.2f" % p.ratio if p.ratio is not None else "-", p.limit,
-                      esc(p.state or "all"), _verdict_html(p.verdict)))
+                      _verdict_html(p.verdict)))
     out.append("</table></div>")
     return out
 

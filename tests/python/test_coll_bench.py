@@ -92,52 +92,6 @@ def test_rounds_make_one_point_of_their_medians():
         2.0 * single["median"])
 
 
-def _rounds(library, values):
-    """@library's records of the grid over rounds: values[k] = (scale, state)."""
-    records = []
-    for k, (scale, state) in enumerate(values):
-        records += _shapes(library, scale=scale, round=k, state=state, settled=True)
-    return records
-
-
-@pytest.mark.short
-def test_grid_compares_rounds_of_one_probe_state():
-    # Postbox fast 1.0, slow 3.0, 3.2; Open MPI fast 1.1, 1.2, slow 2.0: over every round
-    # Postbox's median is 2.5x Open MPI's; in the fast state (3 rounds, as many as the
-    # slow one: the first of PROBE_STATES wins the tie) it is 1.0 / 1.15
-    records = (_rounds("postbox", ((1.0, "fast"), (3.0, "slow"), (3.2, "slow")))
-               + _rounds("openmpi", ((1.1, "fast"), (1.2, "fast"), (2.0, "slow"))))
-    index = collreport.Index(records)
-    points = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(index)}
-    point = points[(TWO4, "gather", 8)]
-    assert point.state == "fast" and point.ratio == pytest.approx(1.0 / 1.15)
-    assert point.verdict == "pass"
-    assert index.get("postbox", TWO4, "gather", 8)["median"] / index.get(
-        "openmpi", TWO4, "gather", 8)["median"] == pytest.approx(3.0 / 1.2)
-    # the state with more rounds wins, whatever the times: slow here
-    records = (_rounds("postbox", ((1.0, "fast"), (3.0, "slow"), (3.2, "slow")))
-               + _rounds("openmpi", ((1.1, "fast"), (2.0, "slow"), (2.2, "slow"))))
-    point = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(
-        collreport.Index(records))}[(TWO4, "gather", 8)]
-    assert point.state == "slow" and point.ratio == pytest.approx(3.1 / 2.1)
-    assert point.verdict == "FAIL"
-    # no state in common (or no states at all): every round, as before
-    records = (_rounds("postbox", ((1.0, "fast"), (3.0, "fast"), (3.2, "fast")))
-               + _rounds("openmpi", ((1.1, "slow"), (1.2, "slow"), (2.0, "slow"))))
-    point = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(
-        collreport.Index(records))}[(TWO4, "gather", 8)]
-    assert point.state is None and point.ratio == pytest.approx(3.0 / 1.2)
-    # an unsettled round is left out of its state
-    records = (_rounds("postbox", ((1.0, "fast"), (3.0, "slow"), (3.2, "slow")))
-               + _rounds("openmpi", ((1.1, "fast"), (1.2, "fast"), (2.0, "slow"))))
-    for record in records:
-        if record["library"] == "openmpi" and record["round"] == 2:
-            record["settled"] = False
-    point = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(
-        collreport.Index(records))}[(TWO4, "gather", 8)]
-    assert point.state == "fast"
-
-
 @pytest.mark.short
 def test_grid_missing_points_and_postbox_giving_up():
     records = _shapes("postbox") + _shapes("openmpi", scale=2.0)
