@@ -594,6 +594,8 @@ size_t pb_boot_pmi_format_spawn_v1(char *buf, size_t cap, int count, int i,
 {
     pmi_writer_t w = {buf, cap - 1, 0, 0};
 
+    if (cap == 0)
+        return 0;
     pmi_writer_puts(&w, "mcmd=spawn\n");
     pmi_spawn_int(&w, 0, "nprocs", cmd->nprocs);
     pmi_spawn_field(&w, 0, "execname", -1, cmd->command);
@@ -610,8 +612,11 @@ size_t pb_boot_pmi_format_spawn_v2(char *buf, size_t cap, int count,
                                    const postbox_job_spawn_cmd_t *cmds, int npreput,
                                    const char *const *keys, const char *const *values)
 {
-    pmi_writer_t w = pmi_writer_v2_start(buf, cap);
+    pmi_writer_t w;
 
+    if (cap < PMI_V2_HEADER + 1)
+        return 0;
+    w = pmi_writer_v2_start(buf, cap);
     pmi_writer_puts(&w, "cmd=spawn;");
     pmi_spawn_int(&w, 1, "ncmds", count);
     pmi_spawn_preput(&w, 1, npreput, keys, values);

@@ -160,7 +160,7 @@ pb_status_t pb_rsm_service_start(void)
     ret = pb_thread_start_masked(service_thread_main, NULL, 1, SERVICE_STACK_SIZE, NULL);
     if (ret != 0) {
         errno = ret;
-        pb_error("pthread_create of the RSM service thread failed: %m");
+        pb_error("starting the RSM service thread failed: %m");
         goto err_unmap;
     }
     /* Return only once the thread holds the liveness word, so that no

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "boot/pmi.h"
+#include "boot/pmi_impl.h"
 #include "harness.h"
 #include "util/siphash.h"
 
@@ -208,6 +209,26 @@ static void case_v2_malformed_rejected(void)
     memcpy(big, "cmd=", 4);
     CHECK_STATUS(pb_boot_pmi_parse_v2(big, PB_BOOT_PMI_MSG_MAX, &msg), PB_OK);
     CHECK_STATUS(pb_boot_pmi_parse_v2(big, PB_BOOT_PMI_MSG_MAX + 1, &msg), PB_ERR_PROTOCOL);
+}
+
+/* The spawn messages never write past @cap, 0 included, and say 0 when
+ * they do not fit (the ASan build catches a write into the 1-byte buffer). */
+static void case_spawn_format_limits(void)
+{
+    postbox_job_spawn_cmd_t cmd = {.command = "true", .nprocs = 2};
+    char *one = malloc(1);
+    char buf[4096];
+
+    CHECK(one != NULL);
+    CHECK_EQ_U64(pb_boot_pmi_format_spawn_v1(one, 0, 1, 0, &cmd, 0, NULL, NULL), 0);
+    CHECK_EQ_U64(pb_boot_pmi_format_spawn_v2(one, 0, 1, &cmd, 0, NULL, NULL), 0);
+    CHECK_EQ_U64(pb_boot_pmi_format_spawn_v2(one, 1, 1, &cmd, 0, NULL, NULL), 0);
+    CHECK_EQ_U64(pb_boot_pmi_format_spawn_v2(buf, 6, 1, &cmd, 0, NULL, NULL), 0);
+    CHECK(pb_boot_pmi_format_spawn_v1(buf, sizeof(buf), 1, 0, &cmd, 0, NULL, NULL) > 0);
+    CHECK(strstr(buf, "execname=true") != NULL);
+    CHECK(pb_boot_pmi_format_spawn_v2(buf, sizeof(buf), 1, &cmd, 0, NULL, NULL) > 0);
+    CHECK(strstr(buf, "subcmd=true;") != NULL);
+    free(one);
 }
 
 /* ---- a fake process manager ------------------------------------------------- */
@@ -832,6 +853,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(v2_parse_reply),
     PBT_CASE(v2_format_round_trip),
     PBT_CASE(v2_malformed_rejected),
+    PBT_CASE(spawn_format_limits),
     PBT_CASE(v1_advertised_maximum_fits),
     PBT_CASE(session_v1_fd),
     PBT_CASE(session_v2_fd),
