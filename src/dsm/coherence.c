@@ -799,9 +799,10 @@ static int hot_changed(size_t p)
  * since their snapshots go to @written (with their count in *@n); a hot
  * page found unchanged at the last PB_DSM_HOT_RELEASES releases is
  * write-protected first, looked at a last time, and becomes an ordinary
- * home page again (its next store faults).  A hot page no other process
- * fetched is not looked at: it drops its snapshot and joins the unread
- * pages. */
+ * home page again (its next store faults).  Every hot page was read
+ * elsewhere: a written home page nobody had marked went to the unread
+ * pages (dirty_to_unread) before it could heat, and marks are never
+ * cleared. */
 static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
 {
     size_t kept = 0, compared = 0;
@@ -811,12 +812,6 @@ static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
         uint32_t p = pb_dsm.hot[i];
         int idle = r - pb_dsm.written_at[p] > PB_DSM_HOT_RELEASES;
 
-        if (!read_elsewhere(p)) {
-            free(pb_dsm.twins[p]);
-            pb_dsm.twins[p] = NULL;
-            pb_dsm.unread[pb_dsm.nunread++] = p;
-            continue;
-        }
         if (idle && rc == 0)
             rc = protect(p, 1, PROT_READ);
         compared++;
