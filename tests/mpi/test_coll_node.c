@@ -64,10 +64,9 @@ static void matrix_of(int r, long i, int iter, int m[4])
     m[3] = 2;
 }
 
-/* Check @got, @nm matrices, against the rank-order product of every
- * rank's matrix_of(). */
-static void check_matrices(const int *got, long nm, int p, int iter, const char *name,
-                           const char *how)
+/* The first of @nm matrices in @got that is not the rank-order product of
+ * every rank's matrix_of(q, i, @iter), or -1 when all are. */
+static long matrix_mismatch(const int *got, long nm, int p, int iter)
 {
     for (long i = 0; i < nm; i++) {
         int acc[4], x[4], len = 1;
@@ -77,12 +76,21 @@ static void check_matrices(const int *got, long nm, int p, int iter, const char 
             matrix_of(q, i, iter, x);
             matmul(x, acc, &len, NULL);
         }
-        if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0) {
-            CHECK(0, "%s: %s of %ld matrices (not commutative): matrix %ld out of order", name, how,
-                  nm, i);
-            return;
-        }
+        if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0)
+            return i;
     }
+    return -1;
+}
+
+/* Check @got, @nm matrices, against the rank-order product of every
+ * rank's matrix_of(). */
+static void check_matrices(const int *got, long nm, int p, int iter, const char *name,
+                           const char *how)
+{
+    long bad = matrix_mismatch(got, nm, p, iter);
+
+    CHECK(bad < 0, "%s: %s of %ld matrices (not commutative): matrix %ld out of order", name, how,
+          nm, bad);
 }
 
 static void reductions(MPI_Comm comm, const char *name, int n, int iter, MPI_Op mat,
@@ -414,24 +422,6 @@ static void one_phase_runs(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Data
     }
 }
 
-/* Check @got (@nm matrices) against the rank-order product of every rank's
- * matrix_of(q, i, it); @return whether it matched. */
-static int matrices_match(const int *got, long nm, int p, int it)
-{
-    for (long i = 0; i < nm; i++) {
-        int acc[4], x[4], len = 1;
-
-        matrix_of(p - 1, i, it, acc);
-        for (int q = p - 2; q >= 0; q--) {
-            matrix_of(q, i, it, x);
-            matmul(x, acc, &len, NULL);
-        }
-        if (memcmp(acc, got + 4 * i, sizeof(acc)) != 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* One-phase calls through the lines' halves and the cells' halves mixed
  * back to back with the two-phase calls that follow them: a
  * non-commutative Reduce to a turning root, Allreduce of matrices through
@@ -464,7 +454,7 @@ static void one_phase_mixed(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Dat
         matrix_of(r, 0, it, m);
         memset(mo, 0, 4 * sizeof(int));
         OK(MPI_Reduce(m, mo, 1, mat_type, mat, root, comm));
-        if (r == root && !matrices_match(mo, 1, p, it)) {
+        if (r == root && matrix_mismatch(mo, 1, p, it) >= 0) {
             CHECK(0, "%s: mixed %d: Reduce of a matrix to %d out of order", name, it, root);
             break;
         }
@@ -472,7 +462,7 @@ static void one_phase_mixed(MPI_Comm comm, const char *name, MPI_Op mat, MPI_Dat
         for (long i = 0; i < NM; i++)
             matrix_of(r, i, it + 1, m + 4 * i);
         OK(MPI_Allreduce(m, mo, NM, mat_type, mat, comm));
-        if (!matrices_match(mo, NM, p, it + 1)) {
+        if (matrix_mismatch(mo, NM, p, it + 1) >= 0) {
             CHECK(0, "%s: mixed %d: Allreduce of %d matrices out of order", name, it, NM);
             break;
         }
