@@ -46,7 +46,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from postbox import hosts, netns, pmi_server, slurm
+from postbox import hosts, netns, pmi_server, slurm, stacks
 from postbox.launchopts import (EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE,
                                 FORWARDED_SIGNALS, RESERVED, SCRUBBED, Options, UsageError)
 
@@ -409,24 +409,6 @@ class Stream:
 
 
 # ---- the launcher ------------------------------------------------------------
-
-def _group_pids(pgid: int) -> List[int]:
-    """The processes of process group @pgid (read from /proc)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry, "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # after the command's closing parenthesis: state, ppid, pgrp
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid:
-            pids.append(int(entry))
-    return sorted(pids)
-
 
 class Rank:
     """One slot of the universe: rank @rank of the job until a spawn puts a
@@ -1424,18 +1406,14 @@ class Launcher:
         for rank in running:
             if rank.host is not None or rank.pgid is None:
                 continue
-            for pid in _group_pids(rank.pgid):
+            for pid in stacks.group_pids(rank.pgid):
                 self.log("--timeout-stacks: %s, pid %d:" % (self.who(rank.rank), pid))
                 try:
-                    out = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
-                                          "-ex", "thread apply all bt 30"],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, timeout=30).stdout
+                    lines = stacks.thread_stacks(gdb, pid)
                 except subprocess.TimeoutExpired:
-                    self.log("--timeout-stacks: gdb took more than 30 s on pid %d" % pid)
+                    self.log("--timeout-stacks: gdb took more than %d s on pid %d"
+                             % (stacks.GDB_SECONDS, pid))
                     continue
-                lines = [line for line in out.decode("utf-8", "replace").splitlines()
-                         if line.startswith(("#", "Thread "))]
                 self.stderr.write(("\n".join(lines) + "\n").encode("utf-8", "replace"))
 
     def _signal_all(self, signum: int) -> None:
