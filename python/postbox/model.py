@@ -1088,6 +1088,16 @@ def senders_of(cluster: Cluster, destinations: Optional[Sequence[int]]) -> int:
     return sum(1 for rank, dest in enumerate(destinations) if dest != rank)
 
 
+def active_ranks(cluster: Cluster, destinations: Optional[Sequence[int]]) -> int:
+    """The ranks that send or receive (every rank under uniform traffic);
+    a permutation's rank mapped to itself does neither, and in the traffic
+    bench it sleeps between polls, leaving its core to the others."""
+    if destinations is None:
+        return cluster.ranks
+    busy = {rank for rank, dest in enumerate(destinations) if dest != rank}
+    return len(busy | {dest for rank, dest in enumerate(destinations) if dest != rank})
+
+
 def saturation_bandwidth(machine: Machine, cluster: Cluster,
                          destinations: Optional[Sequence[int]], size: float,
                          window: int = SEND_SLOTS) -> float:
@@ -1349,8 +1359,9 @@ def validate_traffic(model: Model, records: Sequence[dict],
     saturation_bandwidth on the cluster the collectives' validation gives
     the shape (cluster_of: Postbox's virtual nodes as nodes, another
     library's network path one rank per node), with the library's Machine
-    as the collectives price it (Model.machine) at the load sampled around
-    the traffic run (Model.traffic_background, else the collectives').
+    as the collectives price it (with_penalties, as Model.machine) for the
+    ranks that take part (active_ranks) at the load sampled around the
+    traffic run (Model.traffic_background, else the collectives').
     @destinations(pattern, ranks) is the bench's table of a permutation
     (trafficbench.destinations; None where it is not applicable); uniform
     is priced by its expected counts.  [] without such records."""
@@ -1384,7 +1395,10 @@ def validate_traffic(model: Model, records: Sequence[dict],
         background = model.traffic_background.get((library, shape))
         if background is None:
             background = model.background_of(library, cluster)
-        machine = model.machine(library, cluster, background)
+        # the tasks per core of the ranks that take part (active_ranks)
+        machine = with_penalties(model.machines[library], model.penalties, library,
+                                 active_ranks(cluster, table), model.cores, background,
+                                 model.wake.get(library))
         seconds, bound = saturation_round(machine, cluster, table, size, window)
         predicted = senders_of(cluster, table) * size / seconds if seconds > 0 else 0.0
         out.append(TrafficPoint(library, cluster, shape, pattern, dist, size,

@@ -215,3 +215,18 @@ def test_report_table_and_a_folder_without_traffic(tmp_path):
     (folder / "model.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _coll_records()),
                                         encoding="utf-8")
     assert modelreport.main([str(folder)]) == 0
+
+
+def test_ranks_mapped_to_themselves_leave_their_cores():
+    # 4 ranks on 2 cores: bit reversal has 2 active ranks (1 and 2), one
+    # per core, so nothing is stretched; complement's 4 share the cores
+    table = trafficbench.destinations("bit_reversal", 4)
+    assert model.active_ranks(model.Cluster(1, 4), table) == 2
+    assert model.active_ranks(model.Cluster(1, 4), None) == 4
+    built = model.Model({"x": MACHINE}, "given", {}, 2, None, [])
+    records = [_traffic("x", "bit_reversal", 4, 1, 2 * M / 3.99),
+               _traffic("x", "complement", 4, 1, 4 * M / (4 + 1.98))]
+    points = model.validate_traffic(built, records, trafficbench.destinations)
+    assert [p.pattern for p in points] == ["bit_reversal", "complement"]
+    for p in points:
+        assert p.error == pytest.approx(0.0, abs=1e-9), p.pattern
