@@ -998,25 +998,23 @@ def _stretch(machine: Machine, path: str) -> float:
 
 
 def _traffic_counts(cluster: Cluster, destinations: Optional[Sequence[int]]) -> tuple:
-    """(sends, receives, link, senders) of one round where every rank with a
+    """(sends, receives, link) of one round where every rank with a
     destination sends one message: sends[r] and receives[r] {path: messages}
     of rank r, link the messages through the busiest node's link (out or
-    in), senders the ranks that send.  @destinations None: uniform random
-    among the other ranks, by the expected counts."""
+    in).  @destinations None: uniform random among the other ranks, by the
+    expected counts."""
     ranks = cluster.ranks
     if destinations is None:
         on = (cluster.cores - 1) / (ranks - 1)
         each = {NODE: on, NET: 1.0 - on}
         link = uniform_load(cluster) if cluster.nodes > 1 else 0.0
-        return [dict(each) for _ in range(ranks)], [dict(each) for _ in range(ranks)], link, \
-            ranks
+        return [dict(each) for _ in range(ranks)], [dict(each) for _ in range(ranks)], link
     if len(destinations) != ranks:
         raise ValueError("%d destinations for %d ranks" % (len(destinations), ranks))
     sends = [{NODE: 0.0, NET: 0.0} for _ in range(ranks)]
     receives = [{NODE: 0.0, NET: 0.0} for _ in range(ranks)]
     out = [0] * cluster.nodes
     into = [0] * cluster.nodes
-    senders = 0
     for rank, dest in enumerate(destinations):
         if not 0 <= dest < ranks:
             raise ValueError("rank %d's destination %r is not a rank of %d" % (rank, dest, ranks))
@@ -1025,11 +1023,10 @@ def _traffic_counts(cluster: Cluster, destinations: Optional[Sequence[int]]) -> 
         path = cluster.path(rank, dest)
         sends[rank][path] += 1
         receives[dest][path] += 1
-        senders += 1
         if path == NET:
             out[cluster.node_of(rank)] += 1
             into[cluster.node_of(dest)] += 1
-    return sends, receives, max(out + into), senders
+    return sends, receives, max(out + into)
 
 
 def saturation_round(machine: Machine, cluster: Cluster,
@@ -1060,10 +1057,10 @@ def saturation_round(machine: Machine, cluster: Cluster,
         return 0.0, "none"
     if cluster.nodes > 1 and machine.net is None:
         raise ValueError("no net LogGP for a cluster of several nodes")
-    sends, receives, link, _ = _traffic_counts(cluster, destinations)
+    sends, receives, link = _traffic_counts(cluster, destinations)
     bytes_ = max(size - 1, 0)
+    # on one node no message takes the net path (the Machine may have none)
     paths = (NODE, NET) if cluster.nodes > 1 else (NODE,)
-    # with one rank per node every message takes the net path
     rank = window_time = 0.0
     for sent, got in zip(sends, receives):
         gaps_out = sum(sent[p] * machine.params(p).g for p in paths)
@@ -1363,8 +1360,9 @@ def validate_traffic(model: Model, records: Sequence[dict],
     ranks that take part (active_ranks) at the load sampled around the
     traffic run (Model.traffic_background, else the collectives').
     @destinations(pattern, ranks) is the bench's table of a permutation
-    (trafficbench.destinations; None where it is not applicable); uniform
-    is priced by its expected counts.  [] without such records."""
+    (trafficbench.destinations; None where it is not applicable, ValueError
+    for an unknown pattern: such records are left out); uniform is priced
+    by its expected counts.  [] without such records."""
     grouped: dict = {}
     for r in records:
         if r.get("suite") != "traffic" or r.get("load") != "saturation":
@@ -1389,7 +1387,10 @@ def validate_traffic(model: Model, records: Sequence[dict],
     for (library, cluster, shape, pattern, dist, size), (values, shares) in grouped.items():
         table = None
         if pattern != "uniform":
-            table = destinations(pattern, cluster.ranks)
+            try:
+                table = destinations(pattern, cluster.ranks)
+            except ValueError:  # a pattern the model does not know
+                continue
             if table is None:
                 continue
         background = model.traffic_background.get((library, shape))

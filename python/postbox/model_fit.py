@@ -310,7 +310,6 @@ def record_backgrounds(records: Sequence[dict], description: Optional[dict]) -> 
     return out
 
 
-
 def traffic_backgrounds(description: Optional[dict]) -> dict:
     """{(library, (ranks, nodes)): runnable tasks} of the traffic bench's
     runs in machine.json's runs (traffic/<library>/<ranks>-ranks-<nodes>-
@@ -324,6 +323,7 @@ def traffic_backgrounds(description: Optional[dict]) -> dict:
                 and words[0].isdigit() and words[2].isdigit():
             out[(parts[1], (int(words[0]), int(words[2])))] = background
     return out
+
 
 # ---- calibration on the collective bench's own calls --------------------------------
 

@@ -125,6 +125,7 @@ def test_validation_prices_each_record_and_counts_the_limit():
         _traffic("x", "uniform", 4, 1, 1.0, load="fraction"),  # not at saturation
         _traffic("x", "bit_reversal", 2, 1, 5.0),  # n/a at 2 ranks
         _traffic("other", "neighbor", 4, 1, 5.0),  # no parameters
+        _traffic("x", "no_such_pattern", 4, 1, 5.0),  # unknown: left out
     ]
     points = model.validate_traffic(_model(), records, trafficbench.destinations)
     assert [(p.pattern, p.shape) for p in points] == \
