@@ -1,12 +1,13 @@
 """A LogGP model of the collectives and traffic patterns, for clusters this
 machine cannot hold: its pricing, and its validation against the
-collective bench.
+collective and traffic benches.
 
 The model is three modules.  This one prices: the machine and the
-cluster, each algorithm's messages (predict), the traffic patterns, the
-load terms a Machine is priced with (with_penalties); and it holds the
-fitted Model, validates it against the collective bench's records
-(validate) and extrapolates it to larger clusters (extrapolate).
+cluster, each algorithm's messages (predict), the traffic patterns at
+saturation (saturation_round), the load terms a Machine is priced with
+(with_penalties); and it holds the fitted Model, validates it against the
+collective bench's records (validate) and the traffic bench's
+(validate_traffic) and extrapolates it to larger clusters (extrapolate).
 postbox.model_fit fits the Model of a results folder (model_fit.build:
 the LogGP parameters, the rates, the load samples, the calibrations);
 it imports this module to price what it fits, so this one does not
@@ -86,6 +87,7 @@ from postbox.model_rules import (  # noqa: F401
     library_algorithm, load_table, mpich_algorithm, mpich_mpir_algorithm, openmpi_algorithm,
     postbox_choice)
 from postbox.plot import number
+from postbox.trafficreport import shape_of as traffic_shape_of
 
 US = 1e-6
 # copies of this many bytes or more are taken to leave the caches: those
@@ -972,31 +974,11 @@ PERMUTATIONS = ("baseline", "bit-reversal", "butterfly", "complement", "cube",
                 "matrix-transpose", "neighbor", "perfect-shuffle")
 
 
-def pattern_time(machine: Machine, cluster: Cluster, destinations: Sequence[int],
-                 size: float) -> float:
-    """Seconds for every rank r to send one @size-byte message to
-    destinations[r] at once: on-node messages at the node price, and the
-    messages leaving (or entering) one node share its link, so the busiest
-    node's k messages take o_s + L + k (m - 1) G + o_r."""
-    out = [0] * cluster.nodes
-    into = [0] * cluster.nodes
-    local = False
-    for rank, dest in enumerate(destinations):
-        if dest == rank:
-            continue
-        a, b = cluster.node_of(rank), cluster.node_of(dest)
-        if a == b:
-            local = True
-        else:
-            out[a] += 1
-            into[b] += 1
-    t = machine.node.one_way(int(size)) + machine.penalty(NODE) if local else 0.0
-    busiest = max(max(out), max(into))
-    if busiest:
-        p = machine.params(NET)
-        t = max(t, p.o_s + p.L + busiest * max(size - 1, 0) * p.G + p.o_r
-                + machine.penalty(NET))
-    return t
+# ---- traffic at saturation (bench/mpi_traffic.c) -------------------------------------
+
+# bench/mpi_traffic.c's SEND_SLOTS: the sends each sender keeps outstanding
+# at saturation
+SEND_SLOTS = 8
 
 
 def uniform_load(cluster: Cluster) -> float:
@@ -1007,21 +989,119 @@ def uniform_load(cluster: Cluster) -> float:
     return cluster.cores * (cluster.ranks - cluster.cores) / (cluster.ranks - 1)
 
 
-def uniform_time(machine: Machine, cluster: Cluster, size: float) -> float:
-    """Seconds of one round of uniform random traffic (each rank one
-    @size-byte message), with the expected per-node link load."""
-    k = uniform_load(cluster)
-    t = machine.node.one_way(int(size)) + machine.penalty(NODE) if cluster.cores > 1 else 0.0
-    if k > 0 and cluster.nodes > 1:
-        p = machine.params(NET)
-        t = max(t, p.o_s + p.L + k * max(size - 1, 0) * p.G + p.o_r + machine.penalty(NET))
-    return t
+def _stretch(machine: Machine, path: str) -> float:
+    """The tasks per core a rank's CPU work is stretched by on @path
+    (Machine.share relative to the load while @path's LogGP was measured,
+    as Machine.byte_time)."""
+    reference = machine.net_reference if path == NET else machine.node_reference
+    return machine.share / max(reference, 1.0)
 
 
-def accepted_bandwidth(cluster: Cluster, size: float, seconds: float) -> float:
-    """Bytes/s the whole cluster delivers: every rank's message over the
-    round's time."""
-    return cluster.ranks * size / seconds if seconds > 0 else 0.0
+def _traffic_counts(cluster: Cluster, destinations: Optional[Sequence[int]]) -> tuple:
+    """(sends, receives, link) of one round where every rank with a
+    destination sends one message: sends[r] and receives[r] {path: messages}
+    of rank r, link the messages through the busiest node's link (out or
+    in).  @destinations None: uniform random among the other ranks, by the
+    expected counts."""
+    ranks = cluster.ranks
+    if destinations is None:
+        on = (cluster.cores - 1) / (ranks - 1)
+        each = {NODE: on, NET: 1.0 - on}
+        link = uniform_load(cluster) if cluster.nodes > 1 else 0.0
+        return [dict(each) for _ in range(ranks)], [dict(each) for _ in range(ranks)], link
+    if len(destinations) != ranks:
+        raise ValueError("%d destinations for %d ranks" % (len(destinations), ranks))
+    sends = [{NODE: 0.0, NET: 0.0} for _ in range(ranks)]
+    receives = [{NODE: 0.0, NET: 0.0} for _ in range(ranks)]
+    out = [0] * cluster.nodes
+    into = [0] * cluster.nodes
+    for rank, dest in enumerate(destinations):
+        if not 0 <= dest < ranks:
+            raise ValueError("rank %d's destination %r is not a rank of %d" % (rank, dest, ranks))
+        if dest == rank:
+            continue
+        path = cluster.path(rank, dest)
+        sends[rank][path] += 1
+        receives[dest][path] += 1
+        if path == NET:
+            out[cluster.node_of(rank)] += 1
+            into[cluster.node_of(dest)] += 1
+    return sends, receives, max(out + into)
+
+
+def saturation_round(machine: Machine, cluster: Cluster,
+                     destinations: Optional[Sequence[int]], size: float,
+                     window: int = SEND_SLOTS) -> tuple:
+    """(seconds, bound) of one round of traffic at saturation, as
+    bench/mpi_traffic.c makes it: every rank with a destination sends one
+    @size-byte message per round (to destinations[r]; None: a destination
+    drawn uniformly among the other ranks, priced by the expected counts),
+    keeping @window sends outstanding.  The round is the longest of:
+    - "rank": one rank's work, every rank both a sender and a receiver:
+      the larger of its sends' gaps (sum of g), its receives' gaps and its
+      overheads (o_s of its sends, o_r of its receives, stretched by the
+      tasks per core), plus its bytes: (m - 1) G of each message it sends
+      and of each it receives, half each (G is a ping-pong's per-byte
+      time, the sender's and the receiver's work together; byte_time
+      stretches it by the tasks per core; on the node copies below 2 MB run
+      in each core's caches, from 2 MB they share the node's bandwidth);
+    - "link": the busiest node's link, its k messages out (or in) one after
+      the other, k (m - 1) G of the net path;
+    - "window": a sender's @window outstanding sends, each held for its
+      one-way time o_s + L + (m - 1) G + o_r, so at most @window messages
+      per one-way.
+    No per-step wake-up penalty: senders with sends outstanding do not wait
+    for a peer step by step.  ValueError when @destinations does not fit
+    @cluster."""
+    if cluster.ranks < 2 or size <= 0:
+        return 0.0, "none"
+    if cluster.nodes > 1 and machine.net is None:
+        raise ValueError("no net LogGP for a cluster of several nodes")
+    sends, receives, link = _traffic_counts(cluster, destinations)
+    bytes_ = max(size - 1, 0)
+    # on one node no message takes the net path (the Machine may have none)
+    paths = (NODE, NET) if cluster.nodes > 1 else (NODE,)
+    rank = window_time = 0.0
+    for sent, got in zip(sends, receives):
+        gaps_out = sum(sent[p] * machine.params(p).g for p in paths)
+        gaps_in = sum(got[p] * machine.params(p).g for p in paths)
+        overheads = sum((sent[p] * machine.params(p).o_s + got[p] * machine.params(p).o_r)
+                        * _stretch(machine, p) for p in paths)
+        moved = sum((sent[p] + got[p]) / 2 * bytes_ * machine.byte_time(p, 1, size)
+                    for p in paths)
+        rank = max(rank, max(gaps_out, gaps_in, overheads) + moved)
+        one_way = sum(sent[p] * (machine.params(p).o_s + machine.params(p).L
+                                 + machine.params(p).o_r + bytes_ * machine.byte_time(p, 1, size))
+                      for p in paths)
+        window_time = max(window_time, one_way / max(window, 1))
+    link_time = link * bytes_ * machine.byte_time(NET) if cluster.nodes > 1 else 0.0
+    return max((rank, "rank"), (link_time, "link"), (window_time, "window"))
+
+
+def senders_of(cluster: Cluster, destinations: Optional[Sequence[int]]) -> int:
+    """The ranks that send in a round (every rank under uniform traffic)."""
+    if destinations is None:
+        return cluster.ranks
+    return sum(1 for rank, dest in enumerate(destinations) if dest != rank)
+
+
+def active_ranks(cluster: Cluster, destinations: Optional[Sequence[int]]) -> int:
+    """The ranks that send or receive (every rank under uniform traffic);
+    a permutation's rank mapped to itself does neither, and in the traffic
+    bench it sleeps between polls, leaving its core to the others."""
+    if destinations is None:
+        return cluster.ranks
+    busy = {rank for rank, dest in enumerate(destinations) if dest != rank}
+    return len(busy | {dest for rank, dest in enumerate(destinations) if dest != rank})
+
+
+def saturation_bandwidth(machine: Machine, cluster: Cluster,
+                         destinations: Optional[Sequence[int]], size: float,
+                         window: int = SEND_SLOTS) -> float:
+    """Bytes/s the whole cluster accepts at saturation (saturation_round):
+    every sender's @size bytes per round; 0 when nothing is sent."""
+    seconds, _ = saturation_round(machine, cluster, destinations, size, window)
+    return senders_of(cluster, destinations) * size / seconds if seconds > 0 else 0.0
 
 
 # ---- the load terms -------------------------------------------------------------
@@ -1144,6 +1224,9 @@ class Model:
     # library -> seconds per step of ranks that outnumber the cores, per
     # rank beyond one per core (model_fit.fit_wake: the wake-up and preemption cost)
     wake: dict = field(default_factory=dict)
+    # (library, (ranks, nodes)) -> the runnable tasks beside the traffic
+    # bench's ranks in its run of that shape (model_fit.traffic_backgrounds)
+    traffic_background: dict = field(default_factory=dict)
 
     def background_of(self, library: str, cluster: Cluster) -> float:
         """The runnable tasks beside @library's ranks in its runs of
@@ -1233,6 +1316,97 @@ def validate(model: Model, records: Sequence[dict],
                                                                size)))
     out.sort(key=lambda p: (p.library, p.cluster.ranks, p.cluster, COLLECTIVES.index(
         p.collective) if p.collective in COLLECTIVES else 99, p.size))
+    return out
+
+
+# ---- validation against the traffic bench -------------------------------------------
+
+@dataclass
+class TrafficPoint:
+    """One traffic pattern measured at saturation (bench/mpi_traffic.c) and
+    the model's price of it (saturation_bandwidth)."""
+
+    library: str
+    cluster: Cluster  # as the collectives' validation prices the shape (cluster_of)
+    shape: tuple  # (ranks, nodes) as the traffic bench names it
+    pattern: str  # the bench's test: uniform or a permutation
+    size_dist: str
+    size: float  # the mean message size, bytes
+    measured: float  # accepted bytes/s
+    predicted: float  # bytes/s
+    bound: str  # the term that set the model's round (saturation_round)
+    off_node_share: Optional[float] = None
+    background: float = 0.0  # runnable tasks beside the ranks (Model.traffic_background)
+
+    @property
+    def error(self) -> Optional[float]:
+        return relative_error(self.predicted, self.measured)
+
+    @property
+    def within(self) -> bool:
+        return self.error is not None and abs(self.error) <= LIMIT
+
+
+def validate_traffic(model: Model, records: Sequence[dict],
+                     destinations: Callable[[str, int], Optional[list]],
+                     window: int = SEND_SLOTS) -> list:
+    """A TrafficPoint per (library, shape, pattern, size distribution, mean
+    size) of the traffic records at saturation that @model has parameters
+    for: measured the median of its records' medians (MB/s), predicted
+    saturation_bandwidth on the cluster the collectives' validation gives
+    the shape (cluster_of: Postbox's virtual nodes as nodes, another
+    library's network path one rank per node), with the library's Machine
+    as the collectives price it (with_penalties, as Model.machine) for the
+    ranks that take part (active_ranks) at the load sampled around the
+    traffic run (Model.traffic_background, else the collectives').
+    @destinations(pattern, ranks) is the bench's table of a permutation
+    (trafficbench.destinations; None where it is not applicable, ValueError
+    for an unknown pattern: such records are left out); uniform is priced
+    by its expected counts.  [] without such records."""
+    grouped: dict = {}
+    for r in records:
+        if r.get("suite") != "traffic" or r.get("load") != "saturation":
+            continue
+        if r.get("metric") != "accepted_bandwidth":
+            continue
+        median, size = number(r.get("median")), number(r.get("size"))
+        library = str(r.get("library"))
+        if median is None or not median > 0 or not size or library not in model.machines:
+            continue
+        cluster = cluster_of(r)
+        if cluster.ranks < 2 or (cluster.nodes > 1 and model.machines[library].net is None):
+            continue
+        key = (library, cluster, traffic_shape_of(r), str(r.get("test")),
+               str(r.get("size_dist") or "uniform"), size)
+        found = grouped.setdefault(key, ([], []))
+        found[0].append(median * 1e6)
+        share = number(r.get("off_node_share"))
+        if share is not None:
+            found[1].append(share)
+    out = []
+    for (library, cluster, shape, pattern, dist, size), (values, shares) in grouped.items():
+        table = None
+        if pattern != "uniform":
+            try:
+                table = destinations(pattern, cluster.ranks)
+            except ValueError:  # a pattern the model does not know
+                continue
+            if table is None:
+                continue
+        background = model.traffic_background.get((library, shape))
+        if background is None:
+            background = model.background_of(library, cluster)
+        # the tasks per core of the ranks that take part (active_ranks)
+        machine = with_penalties(model.machines[library], model.penalties, library,
+                                 active_ranks(cluster, table), model.cores, background,
+                                 model.wake.get(library))
+        seconds, bound = saturation_round(machine, cluster, table, size, window)
+        predicted = senders_of(cluster, table) * size / seconds if seconds > 0 else 0.0
+        out.append(TrafficPoint(library, cluster, shape, pattern, dist, size,
+                                statistics.median(values), predicted, bound,
+                                statistics.median(shares) if shares else None, background))
+    out.sort(key=lambda p: (p.library, p.shape[0], p.shape[1], p.pattern != "uniform",
+                            p.pattern, p.size_dist, p.size))
     return out
 
 

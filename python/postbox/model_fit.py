@@ -310,6 +310,21 @@ def record_backgrounds(records: Sequence[dict], description: Optional[dict]) -> 
     return out
 
 
+def traffic_backgrounds(description: Optional[dict]) -> dict:
+    """{(library, (ranks, nodes)): runnable tasks} of the traffic bench's
+    runs in machine.json's runs (traffic/<library>/<ranks>-ranks-<nodes>-
+    node[s]) that carry load samples: their B (_sampled_runs)."""
+    out = {}
+    for _, parts, background in _sampled_runs(description):
+        if len(parts) != 3 or parts[0] != "traffic":
+            continue
+        words = parts[2].split("-")
+        if len(words) == 4 and words[1] == "ranks" and words[3] in ("node", "nodes") \
+                and words[0].isdigit() and words[2].isdigit():
+            out[(parts[1], (int(words[0]), int(words[2])))] = background
+    return out
+
+
 # ---- calibration on the collective bench's own calls --------------------------------
 
 def fit_wake(model: Model, records: Sequence[dict]) -> None:
@@ -570,6 +585,7 @@ def build(records: Sequence[dict], description: Optional[dict] = None,
                   machine_cores(records, description),
                   table if table is not None else load_table(), list(params))
     built.background = record_backgrounds(records, description)
+    built.traffic_background = traffic_backgrounds(description)
     for library, (node, net) in reference_shares(description, source, built.cores).items():
         if library in built.machines:
             built.machines[library] = replace(built.machines[library], node_reference=node,

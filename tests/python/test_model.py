@@ -563,18 +563,6 @@ def test_permutations_of_seed_000():
         model.permutation("cube", 0, 6)
 
 
-def test_traffic_pattern_per_link_contention():
-    cluster = model.Cluster(2, 4)
-    neighbor = [model.permutation("neighbor", r, 8) for r in range(8)]
-    assert us(model.pattern_time(MACHINE, cluster, neighbor, M)) == pytest.approx(NODE_ONE_WAY)
-    complement = [model.permutation("complement", r, 8) for r in range(8)]
-    # all four ranks of a node cross its link
-    assert us(model.pattern_time(MACHINE, cluster, complement, M)) == \
-        pytest.approx(1 + 10 + 1 + 4 * 99 * 0.02)
-    assert model.uniform_load(cluster) == pytest.approx(4 * 4 / 7)
-    assert model.accepted_bandwidth(cluster, 1000, 1e-3) == pytest.approx(8e6)
-
-
 def _report_records() -> list:
     records = synthetic_records("postbox")
     built = model_fit.build(records)
