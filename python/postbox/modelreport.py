@@ -487,21 +487,9 @@ TRAFFIC_MODEL = (
     "rendezvous switch, no cost of a receiver polling many senders.")
 
 TRAFFIC_WHY = (
-    "Where it missed on this machine (the run in bench/README.md, \"The model\", "
-    "\"Traffic\"): on one node the model is 2 to 17 times high for every library (median "
-    "2.8-5.6 times by library): a rank's round there (Postbox at 2 ranks: 8 KB sent and 8 KB "
-    "received in 3.3-7.6 us) is close to the p2p bench's pingping of that size (both ranks "
-    "of a pair sending at once: Postbox 3.7 us at 4 KB and 7.2 us at 32 KB), where the "
-    "LogGP from the LogP bench prices 8 KB at about 1 us (G of 94-152 ns/KB, less after the "
-    "load correction). Across Postbox's virtual nodes the permutations are mostly within "
-    "25 %, but uniform traffic is 60-145 % high: it measured 420-610 MB/s against 620-680 "
-    "MB/s for the permutations that send every byte off the node (complement, cubes), also "
-    "on 4 nodes where it sends every byte off the node as they do: random destinations cost "
-    "more than their expected counts. Open MPI's TCP path is 2 to 6 times high: its 4 ranks "
-    "accepted 720-1010 MB/s whether 2 or 4 of them sent. And a point is one 20 ms window in "
-    "the quick profile: at 2 ranks uniform, complement, both cubes and neighbor are the "
-    "same traffic (ranks 0 and 1 exchanging), and Postbox's six such points measured "
-    "2160-5040 MB/s in one run.")
+    "Where the model missed when it was validated on this machine, and why, with that "
+    "run's figures: bench/README.md, \"The model\", \"Traffic\" (the figures above are "
+    "this folder's).")
 
 
 def _traffic_validation_html(analysis: Analysis) -> list:
