@@ -173,7 +173,7 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
                pb_dsm_reply_t *reply)
 {
     size_t got = 0;
-    int rc = pb_dsm_rpc_long(proc, type, req, pages, reply, sizeof(*reply), &got);
+    int rc = pb_dsm_request(proc, type, req, pages, reply, sizeof(*reply), &got);
 
     if (rc == 0 && got != sizeof(*reply)) {
         pb_error("dsm: process %d answered %zu bytes, not %zu", proc, got, sizeof(*reply));
@@ -182,17 +182,9 @@ int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *page
     return rc;
 }
 
-/* Send @req and its @req->npages page numbers to process @proc's ctl:
- * on this process or a mapped ctl the handler runs here; across nodes an
- * RSM call, waiting for the reply (up to @reply_max bytes into @reply,
- * their number into *@got_p) or, with @reply NULL, without reply (the
- * handler's status is dropped).  Counted as a message of @type to
- * another process, and with a reply as a round trip (whether it failed
- * or not); a request without reply is counted once sent.  A request of
- * up to 64 page numbers is built on the stack.
- * Returns 0, POSTBOX_DSM_ERR_NO_MEMORY or POSTBOX_DSM_ERR_COMMUNICATION. */
-static int dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
-                       void *reply, size_t reply_max, size_t *got_p)
+/* (dsm_impl.h) */
+int pb_dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                   size_t reply_max, size_t *got_p)
 {
     size_t len = sizeof(*req) + (size_t)req->npages * sizeof(uint32_t);
     char stack_buf[sizeof(*req) + 64 * sizeof(uint32_t)];
@@ -236,15 +228,9 @@ static int dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32
     return rc;
 }
 
-int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
-                    size_t reply_max, size_t *got_p)
-{
-    return dsm_request(proc, type, req, pages, reply, reply_max, got_p);
-}
-
 int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages)
 {
-    return dsm_request(proc, type, req, pages, NULL, 0, NULL);
+    return pb_dsm_request(proc, type, req, pages, NULL, 0, NULL);
 }
 
 int pb_dsm_wake(int proc)

@@ -351,21 +351,26 @@ int pb_dsm_check(void);
 void pb_dsm_set_error(int code);
 int pb_dsm_slot(void); /* this thread's slot (one is taken on first use) */
 void pb_dsm_slot_release(void);
-/* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
+/* Run @req and its @req->npages page numbers (@pages) on process @proc's
+ * ctl: on this process or a mapped ctl (same node) the handler runs here;
+ * across nodes an RSM call.  With @reply, wait for the handler's reply:
+ * up to @reply_max bytes (the pb_dsm_reply_t, then what the handler
+ * appends: a barrier's area) into @reply, their number into *@got_p
+ * (unless NULL); counted as a message of @type and a round trip.  With
+ * @reply NULL (@reply_max 0, @got_p NULL or set to 0): without reply, the
+ * handler's status dropped; across nodes a call that returns once sent,
+ * which @proc's service side runs in order with this process's later
+ * requests to it; counted as one message once sent, no round trip.
+ * Returns 0, or POSTBOX_DSM_ERR_NO_MEMORY (no room for the request),
+ * POSTBOX_DSM_ERR_COMMUNICATION (the call failed, or its reply is shorter
+ * than a pb_dsm_reply_t: logged).  A call without reply that was sent
+ * and then lost with a tcp rail is not reported (docs/dsm.md, Errors). */
+int pb_dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                   size_t reply_max, size_t *got_p);
+/* pb_dsm_request with a reply of exactly one pb_dsm_reply_t into *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
-/* the same with a reply of up to @reply_max bytes (the pb_dsm_reply_t,
- * then what the handler appends: a barrier's area), its length in
- * *@got_p */
-int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
-                    size_t reply_max, size_t *got_p);
-/* run @req (+ @npages page numbers) on process @proc's ctl without
- * waiting for its reply, which is dropped: across nodes a call without
- * reply, which @proc's service side runs in order with this process's
- * later requests to it; on this node the handler, on the mapped segment.
- * One message, no round trip in the statistics.  Returns 0, or
- * POSTBOX_DSM_ERR_NO_MEMORY, POSTBOX_DSM_ERR_COMMUNICATION (the call
- * could not be sent). */
+/* pb_dsm_request without reply */
 int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages);
 /* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
 int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);

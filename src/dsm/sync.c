@@ -773,7 +773,7 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
                             .d = (uint64_t)count,
                             .e = atomic_load(&pb_dsm.ctl->log_head)};
 
-        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
+        rc = pb_dsm_request(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
         if (rc == 0)
             memcpy(reply, rbuf, sizeof(*reply));
         if (rc == 0 && reply->status < 0)
@@ -822,7 +822,7 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = *episode_p};
 
         nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
-        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
+        rc = pb_dsm_request(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
         if (rc == 0)
             memcpy(&reply, rbuf, sizeof(reply));
         if (rc == 0 && reply.status < 0)
