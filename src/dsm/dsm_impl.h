@@ -54,7 +54,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0004) /* "pb-dsm" + version 4 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0005) /* "pb-dsm" + version 5 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
@@ -150,8 +150,11 @@ typedef struct {
     /* mailbox: raised by others (NOTIFY_MAX), read by this process */
     _Alignas(64) _Atomic uint64_t release_epoch; /* last barrier episode finished */
     _Atomic uint64_t stop;                       /* process 0 finalizes */
-    _Atomic uint64_t image_taken;                /* creations whose image was copied */
-    _Atomic uint64_t grant[PB_DSM_MAX_THREADS];  /* lock tickets granted per slot */
+    /* episode << 8 | (process + 1) of a process that could not apply or
+     * acknowledge that barrier episode (0: none): barriers fail here too */
+    _Atomic uint64_t barrier_failed;
+    _Atomic uint64_t image_taken;               /* creations whose image was copied */
+    _Atomic uint64_t grant[PB_DSM_MAX_THREADS]; /* lock tickets granted per slot */
     pb_dsm_join_t joins[PB_DSM_MAX_JOINS];
 
     /* thread creations queued here */
@@ -287,6 +290,13 @@ typedef struct {
     _Atomic int stopping;
     _Atomic int serving;              /* the program called postbox_dsm_serve */
     _Atomic uint64_t processed_epoch; /* barrier episodes whose notices were applied */
+    /* the first failure to apply or acknowledge a barrier episode (a
+     * POSTBOX_DSM_ERR_*, 0: none): that barrier call and every later one
+     * of this process return it */
+    _Atomic int barrier_error;
+    /* POSTBOX_DSM_TEST_FAIL: a failure to inject (PB_DSM_TEST_*, 0: none) */
+    int test_fail;
+    uint64_t test_fail_episode;
 
     /* threads */
     pthread_mutex_t slots_mutex;
@@ -346,7 +356,17 @@ static inline void pb_dsm_count_round_trip(int type, uint64_t start_ns)
     pb_dsm_count(&pb_dsm_counters.round_trip_ns[type], pb_dsm_now_ns() - start_ns);
 }
 
+/* failures POSTBOX_DSM_TEST_FAIL=KIND:PROCESS:EPISODE injects (docs/dsm.md,
+ * Errors): for tests only, inert unless set */
+enum {
+    PB_DSM_TEST_ACK = 1, /* "ack": the episode's acknowledgement is not sent, as a failed post */
+    PB_DSM_TEST_APPLY,   /* "apply": applying the episode fails, as a failed read of its area */
+};
+
 /* ---- dsm.c ---- */
+/* 1 when POSTBOX_DSM_TEST_FAIL asks this process to fail @kind at
+ * barrier episode @episode (logged), else 0 */
+int pb_dsm_test_fail(int kind, uint64_t episode);
 int pb_dsm_check(void);
 void pb_dsm_set_error(int code);
 int pb_dsm_slot(void); /* this thread's slot (one is taken on first use) */
