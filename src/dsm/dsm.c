@@ -104,15 +104,17 @@ static void test_fail_init(void)
         return;
     if (sscanf(text, "%7[a-z]:%d:%llu%n", kind, &proc, &episode, &used) != 3 ||
         text[used] != '\0' || episode == 0 ||
-        (strcmp(kind, "ack") != 0 && strcmp(kind, "apply") != 0)) {
-        pb_warn("dsm: ignoring POSTBOX_DSM_TEST_FAIL='%s' (ack:PROCESS:EPISODE or "
-                "apply:PROCESS:EPISODE)",
+        (strcmp(kind, "ack") != 0 && strcmp(kind, "apply") != 0 && strcmp(kind, "arrive") != 0)) {
+        pb_warn("dsm: ignoring POSTBOX_DSM_TEST_FAIL='%s' (KIND:PROCESS:EPISODE, KIND ack, apply "
+                "or arrive)",
                 text);
         return;
     }
     if (proc != pb_dsm.me)
         return;
-    pb_dsm.test_fail = strcmp(kind, "ack") == 0 ? PB_DSM_TEST_ACK : PB_DSM_TEST_APPLY;
+    pb_dsm.test_fail = strcmp(kind, "ack") == 0     ? PB_DSM_TEST_ACK
+                       : strcmp(kind, "apply") == 0 ? PB_DSM_TEST_APPLY
+                                                    : PB_DSM_TEST_ARRIVE;
     pb_dsm.test_fail_episode = episode;
 }
 
@@ -121,7 +123,9 @@ int pb_dsm_test_fail(int kind, uint64_t episode)
     if (pb_dsm.test_fail != kind || pb_dsm.test_fail_episode != episode)
         return 0;
     pb_error("dsm: POSTBOX_DSM_TEST_FAIL: failing the %s of barrier episode %llu here",
-             kind == PB_DSM_TEST_ACK ? "acknowledgement" : "application",
+             kind == PB_DSM_TEST_ACK     ? "acknowledgement"
+             : kind == PB_DSM_TEST_APPLY ? "application"
+                                         : "arrival",
              (unsigned long long)episode);
     return 1;
 }

@@ -361,6 +361,7 @@ static inline void pb_dsm_count_round_trip(int type, uint64_t start_ns)
 enum {
     PB_DSM_TEST_ACK = 1, /* "ack": the episode's acknowledgement is not sent, as a failed post */
     PB_DSM_TEST_APPLY,   /* "apply": applying the episode fails, as a failed read of its area */
+    PB_DSM_TEST_ARRIVE,  /* "arrive": the arrival at the episode is not sent, as a failed request */
 };
 
 /* ---- dsm.c ---- */

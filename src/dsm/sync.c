@@ -723,12 +723,14 @@ static int ack_episode(uint64_t e)
     return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL);
 }
 
-/* Keep @rc, this process's failure to apply or acknowledge episode @e, as
- * the answer of its barrier calls from now on (the episode cannot be
- * skipped: its invalidations would be lost; unacknowledged, process 0's
- * area of its parity is never freed, so the job's barrier after next
- * could never end), and tell every other process, whose barriers then
- * fail too rather than wait for ever.  Logged once. */
+/* Keep @rc, this process's failure to @what barrier episode @e (apply,
+ * acknowledge, arrive at, finish or depart), as the answer of its barrier
+ * calls from now on (an episode cannot be skipped: its invalidations
+ * would be lost; unacknowledged, process 0's area of its parity is never
+ * freed, so the job's barrier after next could never end; without an
+ * arrival or a departure the episode never ends), and tell every other
+ * process, whose barriers then fail too rather than wait for ever.
+ * Logged once. */
 static void barrier_fail(uint64_t e, int rc, const char *what)
 {
     int none = 0;
@@ -755,8 +757,8 @@ static int barriers_failed(void)
     if (rc != 0 || told == 0)
         return rc;
     if (atomic_compare_exchange_strong(&pb_dsm.barrier_error, &none, POSTBOX_DSM_ERR_COMMUNICATION))
-        pb_error("dsm: process %d could not apply or acknowledge barrier episode %llu: the "
-                 "barriers of process %d fail from now on",
+        pb_error("dsm: process %d's barriers failed at episode %llu: the barriers of process %d "
+                 "fail from now on",
                  (int)(told & 0xff) - 1, (unsigned long long)(told >> 8), pb_dsm.me);
     return atomic_load(&pb_dsm.barrier_error);
 }
@@ -813,6 +815,8 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
         pages += PB_DSM_RPC_PAGES;
         n -= PB_DSM_RPC_PAGES;
     }
+    if (rc == 0 && pb_dsm_test_fail(PB_DSM_TEST_ARRIVE, atomic_load(&pb_dsm.processed_epoch) + 1))
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
     if (rc == 0) {
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ARRIVE,
                             .npages = (uint32_t)n,
@@ -857,7 +861,9 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         return POSTBOX_DSM_ERR_NO_MEMORY;
     rc = barrier_arrive(id, nthreads, count, &reply, rbuf, rmax, &got);
     if (rc != 0) {
-        if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
+        if (rc == POSTBOX_DSM_ERR_COMMUNICATION)
+            barrier_fail(atomic_load(&pb_dsm.processed_epoch) + 1, rc, "arrive at");
+        else if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
             pb_error("dsm: barrier id %d was never created", id);
         else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
             pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
@@ -897,6 +903,8 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         if (rc == 0)
             rc = depart(*episode_p, given);
     }
+    if (rc == POSTBOX_DSM_ERR_COMMUNICATION)
+        barrier_fail(*episode_p, rc, "finish or depart from");
     free(rbuf);
     return rc;
 }

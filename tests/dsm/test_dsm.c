@@ -49,9 +49,10 @@
  *                         its neighbour's slot's first halves between
  *                         two barriers while their home writes the
  *                         second halves, then those after the second
- *   pbt-dsm barfail       with POSTBOX_DSM_TEST_FAIL=ack:1:3 or apply:1:3
- *                         (process 1 cannot acknowledge or apply barrier
- *                         episode 3): every process's barrier calls, from
+ *   pbt-dsm barfail       with POSTBOX_DSM_TEST_FAIL=ack:1:3, apply:1:3 or
+ *                         arrive:1:3 (process 1 cannot acknowledge, apply
+ *                         or arrive at barrier episode 3): every
+ *                         process's barrier calls, from
  *                         one of the 3rd to 5th on, return
  *                         POSTBOX_DSM_ERR_COMMUNICATION, at once after
  *                         the first, and the job still finalizes
