@@ -384,8 +384,9 @@ void pb_dsm_slot_release(void);
  * requests to it; counted as one message once sent, no round trip.
  * Returns 0, or POSTBOX_DSM_ERR_NO_MEMORY (no room for the request),
  * POSTBOX_DSM_ERR_COMMUNICATION (the call failed, or its reply is shorter
- * than a pb_dsm_reply_t: logged).  A call without reply that was sent
- * and then lost with a tcp rail is not reported (docs/dsm.md, Errors). */
+ * than a pb_dsm_reply_t: logged).  A call without reply sent and then
+ * lost with a tcp rail fails the next request with reply (or get) toward
+ * @proc instead (docs/dsm.md, Errors). */
 int pb_dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
                    size_t reply_max, size_t *got_p);
 /* pb_dsm_request with a reply of exactly one pb_dsm_reply_t into *@reply */
