@@ -301,7 +301,9 @@ int pb_rsm_memseg_export_set_handler(rsm_memseg_export_handle_t memseg,
  *         side has no thread to run it); RSMERR_CONN_ABORTED (the exporter
  *         died, unpublished or destroyed the segment; with several rails,
  *         also when the rail carrying the call broke before its reply:
- *         whether the handler ran is then unknown); RSMERR_INSUFFICIENT_MEM
+ *         whether the handler ran is then unknown, and, once, when a
+ *         PB_RSM_CALL_NO_REPLY call sent before it was lost with a rail
+ *         that broke); RSMERR_INSUFFICIENT_MEM
  *         (the exporter had no memory for the request or reply);
  *         RSMERR_TIMEOUT (with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the
  *         exporter did not answer in time; the handler may still run).
@@ -527,7 +529,10 @@ int rsm_memseg_import_put(rsm_memseg_import_handle_t im_memseg, off_t offset, vo
  *         write-only import; RSMERR_TIMEOUT (tcp, with
  *         POSTBOX_TCP_REPLY_TIMEOUT_MS set: the exporter did not answer in
  *         time): @dst_addr then holds what had arrived and nothing more is
- *         written to it, whenever the answer comes.
+ *         written to it, whenever the answer comes; RSMERR_CONN_ABORTED
+ *         also, once, with several tcp rails, when a PB_RSM_CALL_NO_REPLY
+ *         call made before it was lost with a rail that broke (calls are
+ *         never sent again; the get that follows would not see it).
  */
 int rsm_memseg_import_get(rsm_memseg_import_handle_t im_memseg, off_t offset, void *dst_addr,
                           size_t length);
@@ -627,7 +632,7 @@ int rsm_memseg_import_order_barrier(rsmapi_barrier_t *barrier);
  *         RSMERR_BARRIER_NOT_OPENED; RSMERR_BARRIER_FAILURE;
  *         RSMERR_CONN_ABORTED (the exporter went away during the span;
  *         or, with several tcp rails, one broke with calls without reply
- *         of the span unconfirmed: they may be lost);
+ *         unconfirmed (no reply on their rail since): they may be lost);
  *         RSMERR_PERM_DENIED (a call without reply of the span was refused:
  *         the exporter has no handler; logged);
  *         RSMERR_TIMEOUT (tcp, with POSTBOX_TCP_REPLY_TIMEOUT_MS set: the

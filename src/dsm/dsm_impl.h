@@ -54,7 +54,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0004) /* "pb-dsm" + version 4 */
+#define PB_DSM_CTL_MAGIC UINT64_C(0x70622d64736d0005) /* "pb-dsm" + version 5 */
 #define PB_DSM_MAX_THREADS 64                         /* DSM threads of one process at once */
 #define PB_DSM_MAX_JOINS 1024 /* threads one process creates, joined or not */
 #define PB_DSM_CREATE_RING 64 /* creation requests queued at a process */
@@ -150,8 +150,11 @@ typedef struct {
     /* mailbox: raised by others (NOTIFY_MAX), read by this process */
     _Alignas(64) _Atomic uint64_t release_epoch; /* last barrier episode finished */
     _Atomic uint64_t stop;                       /* process 0 finalizes */
-    _Atomic uint64_t image_taken;                /* creations whose image was copied */
-    _Atomic uint64_t grant[PB_DSM_MAX_THREADS];  /* lock tickets granted per slot */
+    /* episode << 8 | (process + 1) of a process that could not apply or
+     * acknowledge that barrier episode (0: none): barriers fail here too */
+    _Atomic uint64_t barrier_failed;
+    _Atomic uint64_t image_taken;               /* creations whose image was copied */
+    _Atomic uint64_t grant[PB_DSM_MAX_THREADS]; /* lock tickets granted per slot */
     pb_dsm_join_t joins[PB_DSM_MAX_JOINS];
 
     /* thread creations queued here */
@@ -287,6 +290,13 @@ typedef struct {
     _Atomic int stopping;
     _Atomic int serving;              /* the program called postbox_dsm_serve */
     _Atomic uint64_t processed_epoch; /* barrier episodes whose notices were applied */
+    /* the first failure to apply or acknowledge a barrier episode (a
+     * POSTBOX_DSM_ERR_*, 0: none): that barrier call and every later one
+     * of this process return it */
+    _Atomic int barrier_error;
+    /* POSTBOX_DSM_TEST_FAIL: a failure to inject (PB_DSM_TEST_*, 0: none) */
+    int test_fail;
+    uint64_t test_fail_episode;
 
     /* threads */
     pthread_mutex_t slots_mutex;
@@ -346,26 +356,43 @@ static inline void pb_dsm_count_round_trip(int type, uint64_t start_ns)
     pb_dsm_count(&pb_dsm_counters.round_trip_ns[type], pb_dsm_now_ns() - start_ns);
 }
 
+/* failures POSTBOX_DSM_TEST_FAIL=KIND:PROCESS:EPISODE injects (docs/dsm.md,
+ * Errors): for tests only, inert unless set */
+enum {
+    PB_DSM_TEST_ACK = 1, /* "ack": the episode's acknowledgement is not sent, as a failed post */
+    PB_DSM_TEST_APPLY,   /* "apply": applying the episode fails, as a failed read of its area */
+    PB_DSM_TEST_ARRIVE,  /* "arrive": the arrival at the episode is not sent, as a failed request */
+};
+
 /* ---- dsm.c ---- */
+/* 1 when POSTBOX_DSM_TEST_FAIL asks this process to fail @kind at
+ * barrier episode @episode (logged), else 0 */
+int pb_dsm_test_fail(int kind, uint64_t episode);
 int pb_dsm_check(void);
 void pb_dsm_set_error(int code);
 int pb_dsm_slot(void); /* this thread's slot (one is taken on first use) */
 void pb_dsm_slot_release(void);
-/* run @req (+ @npages page numbers) on process @proc's ctl; *@reply */
+/* Run @req and its @req->npages page numbers (@pages) on process @proc's
+ * ctl: on this process or a mapped ctl (same node) the handler runs here;
+ * across nodes an RSM call.  With @reply, wait for the handler's reply:
+ * up to @reply_max bytes (the pb_dsm_reply_t, then what the handler
+ * appends: a barrier's area) into @reply, their number into *@got_p
+ * (unless NULL); counted as a message of @type and a round trip.  With
+ * @reply NULL (@reply_max 0, @got_p NULL or set to 0): without reply, the
+ * handler's status dropped; across nodes a call that returns once sent,
+ * which @proc's service side runs in order with this process's later
+ * requests to it; counted as one message once sent, no round trip.
+ * Returns 0, or POSTBOX_DSM_ERR_NO_MEMORY (no room for the request),
+ * POSTBOX_DSM_ERR_COMMUNICATION (the call failed, or its reply is shorter
+ * than a pb_dsm_reply_t: logged).  A call without reply sent and then
+ * lost with a tcp rail fails the next request with reply (or get) toward
+ * @proc instead (docs/dsm.md, Errors). */
+int pb_dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
+                   size_t reply_max, size_t *got_p);
+/* pb_dsm_request with a reply of exactly one pb_dsm_reply_t into *@reply */
 int pb_dsm_rpc(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages,
                pb_dsm_reply_t *reply);
-/* the same with a reply of up to @reply_max bytes (the pb_dsm_reply_t,
- * then what the handler appends: a barrier's area), its length in
- * *@got_p */
-int pb_dsm_rpc_long(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages, void *reply,
-                    size_t reply_max, size_t *got_p);
-/* run @req (+ @npages page numbers) on process @proc's ctl without
- * waiting for its reply, which is dropped: across nodes a call without
- * reply, which @proc's service side runs in order with this process's
- * later requests to it; on this node the handler, on the mapped segment.
- * One message, no round trip in the statistics.  Returns 0, or
- * POSTBOX_DSM_ERR_NO_MEMORY, POSTBOX_DSM_ERR_COMMUNICATION (the call
- * could not be sent). */
+/* pb_dsm_request without reply */
 int pb_dsm_post(int proc, int type, const pb_dsm_req_t *req, const uint32_t *pages);
 /* raise the uint64 at @offset of @proc's ctl to at least @value and wake it */
 int pb_dsm_notify(int proc, int type, size_t offset, uint64_t value);

@@ -22,7 +22,9 @@
  * then applies it from its own segment, invalidating the cached pages
  * another process wrote, and acknowledges (without reply), so the area
  * may be used again two episodes later.  One round trip a process (the
- * arrival) and one message back (the departure).
+ * arrival) and one message back (the departure).  A process that cannot
+ * apply or acknowledge an episode fails its barriers from then on and
+ * tells the others, whose barriers fail too (barrier_fail).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -640,6 +642,8 @@ static int apply_episode(uint64_t e)
     size_t head = area_head(), count;
     int rc = 0;
 
+    if (pb_dsm_test_fail(PB_DSM_TEST_APPLY, e))
+        return POSTBOX_DSM_ERR_COMMUNICATION;
     if (atomic_load_explicit((_Atomic uint64_t *)sent, memory_order_acquire) != e) {
         rc = read_area(e, &copy);
         area = copy;
@@ -714,28 +718,75 @@ static int ack_episode(uint64_t e)
 {
     pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ACK, .a = e};
 
+    if (pb_dsm_test_fail(PB_DSM_TEST_ACK, e))
+        return POSTBOX_DSM_ERR_COMMUNICATION;
     return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL);
+}
+
+/* Keep @rc, this process's failure to @what barrier episode @e (apply,
+ * acknowledge, arrive at, finish or depart), as the answer of its barrier
+ * calls from now on (an episode cannot be skipped: its invalidations
+ * would be lost; unacknowledged, process 0's area of its parity is never
+ * freed, so the job's barrier after next could never end; without an
+ * arrival or a departure the episode never ends), and tell every other
+ * process, whose barriers then fail too rather than wait for ever.
+ * Logged once. */
+static void barrier_fail(uint64_t e, int rc, const char *what)
+{
+    int none = 0;
+
+    if (!atomic_compare_exchange_strong(&pb_dsm.barrier_error, &none, rc))
+        return;
+    pb_error("dsm: process %d could not %s barrier episode %llu (%s): its barrier calls return "
+             "that error from now on, and the other processes' barriers fail",
+             pb_dsm.me, what, (unsigned long long)e, postbox_dsm_strerror(rc));
+    for (int q = 0; q < pb_dsm.nprocs; q++)
+        if (q != pb_dsm.me)
+            (void)pb_dsm_notify(q, POSTBOX_DSM_MSG_BARRIER, offsetof(pb_dsm_ctl_t, barrier_failed),
+                                e << 8 | (uint64_t)(pb_dsm.me + 1));
+    pb_dsm_wake_local();
+}
+
+/* The error of this process's barriers: its own failure (barrier_fail),
+ * or another process's, told to it (logged once); 0 when none. */
+static int barriers_failed(void)
+{
+    uint64_t told = atomic_load_explicit(&pb_dsm.ctl->barrier_failed, memory_order_acquire);
+    int rc = atomic_load(&pb_dsm.barrier_error), none = 0;
+
+    if (rc != 0 || told == 0)
+        return rc;
+    if (atomic_compare_exchange_strong(&pb_dsm.barrier_error, &none, POSTBOX_DSM_ERR_COMMUNICATION))
+        pb_error("dsm: process %d's barriers failed at episode %llu: the barriers of process %d "
+                 "fail from now on",
+                 (int)(told & 0xff) - 1, (unsigned long long)(told >> 8), pb_dsm.me);
+    return atomic_load(&pb_dsm.barrier_error);
 }
 
 int pb_dsm_barrier_catch_up(void)
 {
     static pthread_mutex_t catch_up_mutex = PTHREAD_MUTEX_INITIALIZER;
     uint64_t posted = atomic_load_explicit(&pb_dsm.ctl->release_epoch, memory_order_acquire);
-    int rc = 0;
+    int rc = atomic_load(&pb_dsm.barrier_error);
 
-    if (atomic_load(&pb_dsm.processed_epoch) >= posted)
-        return 0;
+    if (rc != 0 || atomic_load(&pb_dsm.processed_epoch) >= posted)
+        return rc;
     pthread_mutex_lock(&catch_up_mutex);
+    rc = atomic_load(&pb_dsm.barrier_error);
     while (rc == 0 && atomic_load(&pb_dsm.processed_epoch) < posted) {
         uint64_t e = atomic_load(&pb_dsm.processed_epoch) + 1;
 
         rc = apply_episode(e);
-        if (rc != 0)
+        if (rc != 0) {
+            barrier_fail(e, rc, "apply");
             break;
+        }
         /* the waiters go on at once; the acknowledgement follows */
         atomic_store(&pb_dsm.processed_epoch, e);
         pb_dsm_wake_local();
         rc = ack_episode(e);
+        if (rc != 0)
+            barrier_fail(e, rc, "acknowledge (to process 0)");
     }
     pthread_mutex_unlock(&catch_up_mutex);
     return rc;
@@ -764,6 +815,8 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
         pages += PB_DSM_RPC_PAGES;
         n -= PB_DSM_RPC_PAGES;
     }
+    if (rc == 0 && pb_dsm_test_fail(PB_DSM_TEST_ARRIVE, atomic_load(&pb_dsm.processed_epoch) + 1))
+        rc = POSTBOX_DSM_ERR_COMMUNICATION;
     if (rc == 0) {
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_ARRIVE,
                             .npages = (uint32_t)n,
@@ -773,7 +826,7 @@ static int barrier_arrive(int id, int nthreads, int count, pb_dsm_reply_t *reply
                             .d = (uint64_t)count,
                             .e = atomic_load(&pb_dsm.ctl->log_head)};
 
-        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
+        rc = pb_dsm_request(0, POSTBOX_DSM_MSG_BARRIER, &req, pages, rbuf, rmax, got);
         if (rc == 0)
             memcpy(reply, rbuf, sizeof(*reply));
         if (rc == 0 && reply->status < 0)
@@ -808,7 +861,9 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         return POSTBOX_DSM_ERR_NO_MEMORY;
     rc = barrier_arrive(id, nthreads, count, &reply, rbuf, rmax, &got);
     if (rc != 0) {
-        if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
+        if (rc == POSTBOX_DSM_ERR_COMMUNICATION)
+            barrier_fail(atomic_load(&pb_dsm.processed_epoch) + 1, rc, "arrive at");
+        else if (rc == POSTBOX_DSM_ERR_BAD_BARRIER)
             pb_error("dsm: barrier id %d was never created", id);
         else if (rc == POSTBOX_DSM_ERR_BARRIER_MISMATCH)
             pb_error("dsm: barrier %d of %d threads while another barrier or count is open", id,
@@ -817,12 +872,17 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         return rc;
     }
     *episode_p = reply.a;
-    while (rc == 0 && reply.status == PB_DSM_BARRIER_PENDING) {
-        /* a process has not yet applied the episode before last */
+    for (long pause_ns = 200 * 1000; rc == 0 && reply.status == PB_DSM_BARRIER_PENDING;) {
+        /* a process has not yet applied the episode before last (one that
+         * cannot tells this one: barrier_fail) */
         pb_dsm_req_t req = {.op = PB_DSM_OP_BARRIER_FINISH, .a = *episode_p};
 
-        nanosleep(&(struct timespec){.tv_nsec = 200 * 1000}, NULL);
-        rc = pb_dsm_rpc_long(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
+        nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
+        pause_ns = pause_ns < 2500 * 1000 ? 2 * pause_ns : 5 * 1000 * 1000;
+        rc = barriers_failed();
+        if (rc != 0)
+            break;
+        rc = pb_dsm_request(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
         if (rc == 0)
             memcpy(&reply, rbuf, sizeof(reply));
         if (rc == 0 && reply.status < 0)
@@ -843,6 +903,8 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
         if (rc == 0)
             rc = depart(*episode_p, given);
     }
+    if (rc == POSTBOX_DSM_ERR_COMMUNICATION)
+        barrier_fail(*episode_p, rc, "finish or depart from");
     free(rbuf);
     return rc;
 }
@@ -973,18 +1035,26 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
     }
     if (pb_dsm_slot() < 0)
         return POSTBOX_DSM_ERR_TOO_MANY;
+    /* (a failed episode fails every later barrier: logged when it failed) */
+    rc = barriers_failed();
+    if (rc != 0)
+        return rc;
     pb_dsm_count(&pb_dsm_counters.barriers, 1);
     rc = barrier_combine(id, nthreads, &episode);
     if (rc != 0)
         return rc;
     /* A waiter applies finished episodes itself (its own process's release
      * raises no signal that would wake the service thread), outside the
-     * wait mutex: the catch-up takes it to wake the others. */
+     * wait mutex: the catch-up takes it to wake the others.  A failure
+     * (this process's, or another's told here) ends the wait. */
     for (;;) {
         int done;
 
-        if (pb_dsm_barrier_catch_up() != 0)
-            pb_error("dsm: applying a barrier's notices failed");
+        rc = pb_dsm_barrier_catch_up();
+        if (rc == 0)
+            rc = barriers_failed();
+        if (rc != 0)
+            return rc;
         pthread_mutex_lock(&pb_dsm.wait_mutex);
         done = atomic_load(&pb_dsm.processed_epoch) >= episode;
         if (!done) {

@@ -49,6 +49,13 @@
  *                         its neighbour's slot's first halves between
  *                         two barriers while their home writes the
  *                         second halves, then those after the second
+ *   pbt-dsm barfail       with POSTBOX_DSM_TEST_FAIL=ack:1:3, apply:1:3 or
+ *                         arrive:1:3 (process 1 cannot acknowledge, apply
+ *                         or arrive at barrier episode 3): every
+ *                         process's barrier calls, from
+ *                         one of the 3rd to 5th on, return
+ *                         POSTBOX_DSM_ERR_COMMUNICATION, at once after
+ *                         the first, and the job still finalizes
  *   pbt-dsm errors        bad input gets its error code; allocation limits
  *   pbt-dsm timing        indicative costs (2 processes or more): a page
  *                         fetch, a lock and unlock, a barrier
@@ -855,6 +862,28 @@ static int run_errors(void)
     return 0;
 }
 
+static int run_barfail(void)
+{
+    int n = postbox_dsm_process_count(), rc = 0, k = 0;
+    struct timespec t0, t1;
+
+    while (rc == 0 && k < 8) {
+        k++;
+        rc = postbox_dsm_barrier(0, n);
+    }
+    CHECK(rc == POSTBOX_DSM_ERR_COMMUNICATION, "barrier %d returned %d (%s)", k, rc,
+          postbox_dsm_strerror(rc));
+    CHECK(k >= 3 && k <= 5, "barrier %d failed, not one of the 3rd to 5th", k);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = postbox_dsm_barrier(0, n);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(rc == POSTBOX_DSM_ERR_COMMUNICATION, "the barrier after the failed one returned %d", rc);
+    CHECK(t1.tv_sec - t0.tv_sec < 2, "the barrier after the failed one took %ld s",
+          (long)(t1.tv_sec - t0.tv_sec));
+    fprintf(stderr, "process %d: barrier %d failed\n", me, k);
+    return 0;
+}
+
 static int run_segv(void)
 {
     volatile uintptr_t low = 64; /* (through a variable: the compiler would refuse a constant) */
@@ -879,7 +908,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: pbt-dsm spmd | homes | unread | barriers | lockread T | barread T | "
-                "threads T | "
+                "threads T | barfail | "
                 "timing | "
                 "killed | errors | segv\n");
         return 2;
@@ -914,6 +943,8 @@ int main(int argc, char **argv)
         printf("dsm killed: process %d's barrier returned %d (%s)\n", me, rc,
                postbox_dsm_strerror(rc));
         return 1;
+    } else if (strcmp(test_name, "barfail") == 0) {
+        rc = run_barfail();
     } else if (strcmp(test_name, "timing") == 0) {
         rc = run_timing();
     } else if (strcmp(test_name, "threads") == 0 && argc > 2) {
@@ -933,7 +964,8 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0) {
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
+        strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {

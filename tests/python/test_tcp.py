@@ -124,3 +124,18 @@ def test_stream_fails_over_when_one_rail_is_cut(xnode):
     assert "no error" in out and "all 4 regions hold their last round" in out, out
     assert "rail 0 to node 1 broke" in err, err
     print(out.strip(), "(job ended %.2f s after the cut)" % after)
+
+
+@needs_netns
+@pytest.mark.parametrize("mode", ["call-lost", "call-confirmed"])
+def test_call_without_reply_lost_with_a_rail_fails_the_next_get(xnode, mode):
+    """Two rails; node 1's rail 0 goes down.  A call without reply sent on
+    it after the cut is lost (calls are never sent again): the get that
+    follows the break fails with RSMERR_CONN_ABORTED, once.  A call
+    confirmed by a get's reply before the cut fails nothing."""
+    job, out, err, after = _cut_during_stream(xnode, mode, netns.JobNetwork.port(1, 0), rails=2)
+    assert job.returncode == 0, out + err
+    want = "the lost call failed the next get" if mode == "call-lost" else "no call lost"
+    assert want in out, out + err
+    assert "rail 0 to node 1 broke" in err, err
+    print(out.strip(), "(job ended %.2f s after the cut)" % after)

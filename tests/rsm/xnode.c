@@ -38,6 +38,17 @@
  *                          stream must go on without an error, the topology
  *                          must show the rail down, and every region of the
  *                          segment must end with the last data put there
+ *   pbt-xnode call-lost    (two rails) rank 0 makes a call without reply
+ *                          confirmed by a get after it, prints "streaming";
+ *                          the test cuts node 1's rail 0; rank 0 then makes
+ *                          another call without reply, lost with the rail:
+ *                          once the rail broke, the next get must fail
+ *                          with RSMERR_CONN_ABORTED, and the get and
+ *                          barrier after it succeed over rail 1 (the
+ *                          counter shows the lost call never ran)
+ *   pbt-xnode call-confirmed  the same without the call after the cut:
+ *                          the get after the break must succeed (the call
+ *                          before it was confirmed by the get's reply)
  *
  * With several rails (POSTBOX_TCP_ADDR or --netns --rails: a list of
  * addresses) the topology must list one tcp controller per rail, and basic
@@ -764,14 +775,82 @@ static void crossfire(rsmapi_controller_handle_t c)
     munmap(expected, SEG_SIZE / 2);
 }
 
+/* call-lost (@lose) and call-confirmed: see the top of the file. */
+static void calls_and_cut(rsmapi_controller_handle_t c, int lose)
+{
+    if (rail_count() < 2)
+        fail("call-lost needs two rails: postbox run --netns --rails 2");
+    if (rank == 1) {
+        rsm_memseg_id_t segid;
+        char *mem;
+        rsm_memseg_export_handle_t h = export_segment(c, &mem, NULL, 0, &segid);
+
+        expect(pb_rsm_memseg_export_set_handler(h, segment_call, NULL), RSM_SUCCESS, "set_handler");
+        kvs_put_u32("xnode-segid", segid);
+        fence();
+        fence(); /* rank 0 is done */
+        expect(rsm_memseg_export_unpublish(h), RSM_SUCCESS, "unpublish");
+        expect(rsm_memseg_export_destroy(h), RSM_SUCCESS, "export_destroy");
+    } else {
+        rsm_memseg_import_handle_t im;
+        rsmapi_barrier_t bar;
+        uint64_t one = 1, zero = 0, got = 0;
+        int rc;
+
+        fence();
+        expect(rsm_memseg_import_connect(c, postbox_job_node(1), kvs_get_u32("xnode-segid"),
+                                         RSM_PERM_RDWR, &im),
+               RSM_SUCCESS, "connect");
+        expect(rsm_memseg_import_set_mode(im, RSM_BARRIER_MODE_EXPLICIT), RSM_SUCCESS, "set_mode");
+        expect(rsm_memseg_import_init_barrier(im, RSM_BAR_DEFAULT, &bar), RSM_SUCCESS,
+               "init_barrier");
+        /* (the barrier drops the put from rail 0's replay copy: sent again
+         * after the cut, it would zero the counter) */
+        expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
+        expect(rsm_memseg_import_put(im, CALL_COUNTER_AT, &zero, sizeof(zero)), RSM_SUCCESS, "put");
+        expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier");
+        expect(
+            pb_rsm_memseg_import_call(im, &one, sizeof(one), NULL, 0, NULL, PB_RSM_CALL_NO_REPLY),
+            RSM_SUCCESS, "call without reply before the cut");
+        expect(rsm_memseg_import_get(im, CALL_COUNTER_AT, &got, sizeof(got)), RSM_SUCCESS,
+               "get before the cut");
+        if (got != 1)
+            fail("the counter is %llu before the cut, not 1", (unsigned long long)got);
+        printf("streaming\n");
+        fflush(stdout);
+        sleep(1); /* the test cuts rail 0 meanwhile */
+        if (lose)
+            expect(pb_rsm_memseg_import_call(im, &one, sizeof(one), NULL, 0, NULL,
+                                             PB_RSM_CALL_NO_REPLY),
+                   RSM_SUCCESS, "call without reply after the cut");
+        sleep(4); /* the rail breaks: POSTBOX_TCP_TIMEOUT_MS (2 s) of silence */
+        rc = rsm_memseg_import_get(im, CALL_COUNTER_AT, &got, sizeof(got));
+        if (lose) {
+            expect(rc, RSMERR_CONN_ABORTED, "get after a call without reply lost with rail 0");
+            rc = rsm_memseg_import_get(im, CALL_COUNTER_AT, &got, sizeof(got));
+        }
+        expect(rc, RSM_SUCCESS, "get over rail 1");
+        if (got != 1)
+            fail("the counter is %llu after the cut, not 1", (unsigned long long)got);
+        expect(rsm_memseg_import_open_barrier(&bar), RSM_SUCCESS, "open_barrier");
+        expect(rsm_memseg_import_close_barrier(&bar), RSM_SUCCESS, "close_barrier over rail 1");
+        if (rail_state(0, postbox_job_node(1)) != RSM_CONNECTION_INACTIVE)
+            fail("rail 0 should be down");
+        printf(lose ? "the lost call failed the next get\n" : "no call lost, no error\n");
+        expect(rsm_memseg_import_destroy_barrier(&bar), RSM_SUCCESS, "destroy_barrier");
+        expect(rsm_memseg_import_disconnect(im), RSM_SUCCESS, "disconnect");
+        fence();
+    }
+}
+
 int main(int argc, char **argv)
 {
     rsmapi_controller_handle_t c;
 
     if (argc != 2) {
         fprintf(stderr,
-                "usage: pbt-xnode basic|exporter-dies|link-cut|failover|stopped-peer|crossfire (2 "
-                "ranks, 2 nodes)\n");
+                "usage: pbt-xnode basic|exporter-dies|link-cut|failover|stopped-peer|crossfire|"
+                "call-lost|call-confirmed (2 ranks, 2 nodes)\n");
         return 2;
     }
     if (postbox_job_init() != 0)
@@ -792,6 +871,10 @@ int main(int argc, char **argv)
         stopped_peer(c);
     else if (strcmp(argv[1], "crossfire") == 0)
         crossfire(c);
+    else if (strcmp(argv[1], "call-lost") == 0)
+        calls_and_cut(c, 1);
+    else if (strcmp(argv[1], "call-confirmed") == 0)
+        calls_and_cut(c, 0);
     else
         fail("unknown test %s", argv[1]);
     expect(rsm_release_controller(c), RSM_SUCCESS, "release_controller");

@@ -378,6 +378,18 @@ static pb_status_t tcp_import_order_locked(pb_rsm_import_t *im)
     return status;
 }
 
+/* A call without reply lost with a broken rail (pb_tcp_import_heal) fails
+ * the get or call with reply that follows, once, as it fails the next
+ * barrier: the import applies its calls before its later gets and calls,
+ * and the loss broke that order.  Caller holds ti->lock. */
+static pb_status_t tcp_calls_lost_locked(pb_tcp_import_t *ti)
+{
+    if (!ti->calls_lost)
+        return PB_OK;
+    ti->calls_lost = 0;
+    return PB_ERR_CONN_ABORTED;
+}
+
 /* Put, and with @signal post a signal to the exporter once the data is
  * applied; with @word_last as one frame whose first word the exporter
  * stores last.  With several rails, a put of POSTBOX_TCP_STRIPE_MIN bytes
@@ -544,6 +556,8 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
         return status;
     pthread_mutex_lock(&ti->lock);
     status = pb_tcp_import_heal(im);
+    if (status == PB_OK)
+        status = tcp_calls_lost_locked(ti);
     while (status == PB_OK && finished < pieces) {
         rail = pb_tcp_primary_rail(ti);
         for (; sent < pieces && sent - finished < TCP_GET_WINDOW; sent++) {
@@ -566,9 +580,15 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
         for (size_t i = finished + 1; i < sent; i++)
             (void)tcp_request_abandon(&reqs[i % TCP_GET_WINDOW]);
         sent = finished;
-        if (pb_tcp_rail_broken(rail))
+        if (pb_tcp_rail_broken(rail)) {
             status = pb_tcp_import_heal(im); /* ask again over another rail */
+            if (status == PB_OK)
+                status = tcp_calls_lost_locked(ti);
+        }
     }
+    /* (its replies came after the calls sent before it on that rail: they ran) */
+    if (status == PB_OK)
+        pb_tcp_primary_rail(ti)->calls_unconfirmed = 0;
     pthread_mutex_unlock(&ti->lock);
     return status;
 }
@@ -577,7 +597,9 @@ pb_status_t pb_tcp_get(pb_rsm_import_t *im, size_t offset, void *dst, size_t len
  * (a barrier first: they are ordered with it only by waiting for them).
  * It is never sent again over another rail (its handler would run twice):
  * when the rail breaks, a call awaiting its reply fails, and one without a
- * reply makes the next barrier fail (pb_tcp_import_heal). */
+ * reply makes the next barrier, get or call with reply fail
+ * (pb_tcp_import_heal, tcp_calls_lost_locked); a reply confirms the calls
+ * sent before it on its rail. */
 pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request_len, void *reply,
                         size_t reply_max, size_t *reply_len_p, int no_reply)
 {
@@ -593,6 +615,8 @@ pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request
         return status;
     pthread_mutex_lock(&ti->lock);
     status = tcp_import_order_locked(im);
+    if (status == PB_OK && !no_reply)
+        status = tcp_calls_lost_locked(ti);
     if (status != PB_OK) {
         pthread_mutex_unlock(&ti->lock);
         return status;
@@ -613,9 +637,10 @@ pb_status_t pb_tcp_call(pb_rsm_import_t *im, const void *request, size_t request
         pb_tcp_request_t req = {.dst = reply, .dst_len = reply_max};
 
         status = pb_tcp_request(rail->conn, &frame, request, &req, pb_tcp_reply_deadline());
-        if (status == PB_OK)
+        if (status == PB_OK) {
             *reply_len_p = req.reply_len;
-        else if (status == PB_ERR_PERMISSION)
+            rail->calls_unconfirmed = 0;
+        } else if (status == PB_ERR_PERMISSION)
             pb_log_limited(&pb_tcp.log_call, TCP_LOG_INTERVAL_MS,
                            "tcp: call on segment %#x of node %u refused: the exporter has set "
                            "no handler",

@@ -141,7 +141,7 @@ pb_status_t pb_tcp_import_heal(pb_rsm_import_t *im)
         if (broken->calls_unconfirmed) {
             /* not sent again: whether their handlers ran is unknown */
             pb_warn("tcp: rail %d to node %u broke with calls without reply unconfirmed: the "
-                    "next barrier reports them lost",
+                    "next barrier, get or call with reply reports them lost",
                     broken->index, im->node);
             ti->calls_lost = 1;
         }

@@ -267,9 +267,10 @@ typedef struct {
     int index; /* the rail's number (the node's address index) */
     int dead;  /* broken and failed over: no longer used */
     int dirty; /* frames sent since its last barrier */
-    /* CALLs without reply sent since its last barrier (with other rails):
-     * they are not replayed (a handler run twice is wrong), so a break
-     * loses them, which the next barrier reports */
+    /* CALLs without reply sent since its last barrier or reply (with
+     * other rails): they are not replayed (a handler run twice is wrong),
+     * so a break loses them, which the next barrier, get or call with
+     * reply reports */
     int calls_unconfirmed;
     pb_tcp_replay_t replay;
 } pb_tcp_rail_t;
@@ -283,7 +284,7 @@ typedef struct {
     _Atomic uint32_t generation; /* futex word: bumped by EVENT and WITHDRAWN */
     uint32_t seen_generation;
     _Atomic int withdrawn;
-    int calls_lost; /* a rail broke with calls_unconfirmed: the next barrier fails */
+    int calls_lost; /* a rail broke with calls_unconfirmed: the next barrier, get or call fails */
 } pb_tcp_import_t;
 
 /* a LOOKUP this process relays to its node's rendezvous socket */
