@@ -798,6 +798,7 @@ PB_EXPORT int postbox_dsm_init(size_t global_size)
     if (rc == 0) {
         test_fail_init();
         atomic_store(&pb_dsm.barrier_error, 0);
+        atomic_store(&pb_dsm.barrier_error_episode, 0);
         rc = pb_dsm_image_init();
     }
     if (rc == 0) {

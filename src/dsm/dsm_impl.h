@@ -290,10 +290,13 @@ typedef struct {
     _Atomic int stopping;
     _Atomic int serving;              /* the program called postbox_dsm_serve */
     _Atomic uint64_t processed_epoch; /* barrier episodes whose notices were applied */
-    /* the first failure to apply or acknowledge a barrier episode (a
-     * POSTBOX_DSM_ERR_*, 0: none): that barrier call and every later one
-     * of this process return it */
+    /* the first barrier failure, this process's or one another process
+     * told it (a POSTBOX_DSM_ERR_*, 0: none), and the episode it failed
+     * at (0: none; set first): the barrier calls of that episode and of
+     * every later one return it; earlier episodes still end (every process
+     * that failed at an episode had finished the ones before it) */
     _Atomic int barrier_error;
+    _Atomic uint64_t barrier_error_episode;
     /* POSTBOX_DSM_TEST_FAIL: a failure to inject (PB_DSM_TEST_*, 0: none) */
     int test_fail;
     uint64_t test_fail_episode;

@@ -723,19 +723,29 @@ static int ack_episode(uint64_t e)
     return pb_dsm_post(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL);
 }
 
+/* Keep @rc as the failure of barrier episode @e and of every later one;
+ * 1 when it is the first (a later failure keeps the first). */
+static int record_failure(uint64_t e, int rc)
+{
+    uint64_t none = 0;
+
+    if (!atomic_compare_exchange_strong(&pb_dsm.barrier_error_episode, &none, e != 0 ? e : 1))
+        return 0;
+    atomic_store(&pb_dsm.barrier_error, rc);
+    return 1;
+}
+
 /* Keep @rc, this process's failure to @what barrier episode @e (apply,
  * acknowledge, arrive at, finish or depart), as the answer of its barrier
- * calls from now on (an episode cannot be skipped: its invalidations
- * would be lost; unacknowledged, process 0's area of its parity is never
- * freed, so the job's barrier after next could never end; without an
- * arrival or a departure the episode never ends), and tell every other
- * process, whose barriers then fail too rather than wait for ever.
- * Logged once. */
+ * calls of that episode and later ones (an episode cannot be skipped: its
+ * invalidations would be lost; unacknowledged, process 0's area of its
+ * parity is never freed, so the job's barrier after next could never end;
+ * without an arrival or a departure the episode never ends), and tell
+ * every other process, whose barriers from @e on then fail too rather than
+ * wait for ever.  Logged once. */
 static void barrier_fail(uint64_t e, int rc, const char *what)
 {
-    int none = 0;
-
-    if (!atomic_compare_exchange_strong(&pb_dsm.barrier_error, &none, rc))
+    if (!record_failure(e, rc))
         return;
     pb_error("dsm: process %d could not %s barrier episode %llu (%s): its barrier calls return "
              "that error from now on, and the other processes' barriers fail",
@@ -747,35 +757,39 @@ static void barrier_fail(uint64_t e, int rc, const char *what)
     pb_dsm_wake_local();
 }
 
-/* The error of this process's barriers: its own failure (barrier_fail),
- * or another process's, told to it (logged once); 0 when none. */
-static int barriers_failed(void)
+/* The error of this process's barrier call of episode @e: its own
+ * failure (barrier_fail) or another process's, told to it (logged once),
+ * at @e or an earlier episode; 0 when none. */
+static int barrier_failure(uint64_t e)
 {
     uint64_t told = atomic_load_explicit(&pb_dsm.ctl->barrier_failed, memory_order_acquire);
-    int rc = atomic_load(&pb_dsm.barrier_error), none = 0;
+    int rc = atomic_load(&pb_dsm.barrier_error);
 
-    if (rc != 0 || told == 0)
-        return rc;
-    if (atomic_compare_exchange_strong(&pb_dsm.barrier_error, &none, POSTBOX_DSM_ERR_COMMUNICATION))
+    if (rc == 0 && told != 0 && record_failure(told >> 8, POSTBOX_DSM_ERR_COMMUNICATION))
         pb_error("dsm: process %d's barriers failed at episode %llu: the barriers of process %d "
-                 "fail from now on",
+                 "fail from that episode on",
                  (int)(told & 0xff) - 1, (unsigned long long)(told >> 8), pb_dsm.me);
-    return atomic_load(&pb_dsm.barrier_error);
+    rc = atomic_load(&pb_dsm.barrier_error);
+    if (rc == 0 || e < atomic_load(&pb_dsm.barrier_error_episode))
+        return 0;
+    return rc;
 }
 
 int pb_dsm_barrier_catch_up(void)
 {
     static pthread_mutex_t catch_up_mutex = PTHREAD_MUTEX_INITIALIZER;
     uint64_t posted = atomic_load_explicit(&pb_dsm.ctl->release_epoch, memory_order_acquire);
-    int rc = atomic_load(&pb_dsm.barrier_error);
+    int rc = 0;
 
-    if (rc != 0 || atomic_load(&pb_dsm.processed_epoch) >= posted)
-        return rc;
+    if (atomic_load(&pb_dsm.processed_epoch) >= posted)
+        return 0;
     pthread_mutex_lock(&catch_up_mutex);
-    rc = atomic_load(&pb_dsm.barrier_error);
     while (rc == 0 && atomic_load(&pb_dsm.processed_epoch) < posted) {
         uint64_t e = atomic_load(&pb_dsm.processed_epoch) + 1;
 
+        rc = barrier_failure(e);
+        if (rc != 0)
+            break;
         rc = apply_episode(e);
         if (rc != 0) {
             barrier_fail(e, rc, "apply");
@@ -879,7 +893,7 @@ static int barrier_send(int id, int nthreads, int count, uint64_t *episode_p)
 
         nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
         pause_ns = pause_ns < 2500 * 1000 ? 2 * pause_ns : 5 * 1000 * 1000;
-        rc = barriers_failed();
+        rc = barrier_failure(*episode_p);
         if (rc != 0)
             break;
         rc = pb_dsm_request(0, POSTBOX_DSM_MSG_BARRIER, &req, NULL, rbuf, rmax, &got);
@@ -1036,7 +1050,7 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
     if (pb_dsm_slot() < 0)
         return POSTBOX_DSM_ERR_TOO_MANY;
     /* (a failed episode fails every later barrier: logged when it failed) */
-    rc = barriers_failed();
+    rc = barrier_failure(atomic_load(&pb_dsm.processed_epoch) + 1);
     if (rc != 0)
         return rc;
     pb_dsm_count(&pb_dsm_counters.barriers, 1);
@@ -1051,8 +1065,10 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
         int done;
 
         rc = pb_dsm_barrier_catch_up();
+        if (atomic_load(&pb_dsm.processed_epoch) >= episode)
+            return 0;
         if (rc == 0)
-            rc = barriers_failed();
+            rc = barrier_failure(episode);
         if (rc != 0)
             return rc;
         pthread_mutex_lock(&pb_dsm.wait_mutex);
