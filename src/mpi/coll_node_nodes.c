@@ -64,6 +64,52 @@ static int swap_empty(int dest, int source, int tag, pb_comm_t *c)
     return pb_mpi_wait_requests(2, reqs);
 }
 
+/* Wait for the @nreqs requests at @reqs (none: nothing).  @return @rc
+ * when it is an error, else the wait's. */
+static int wait_after(int rc, int nreqs, MPI_Request *reqs)
+{
+    int wait_rc = nreqs > 0 ? pb_mpi_wait_requests(nreqs, reqs) : MPI_SUCCESS;
+
+    return rc == MPI_SUCCESS ? wait_rc : rc;
+}
+
+/* Receive or send one message of a collective on @c (TAG_NODE_MOVE) and
+ * wait for it.  @return MPI_SUCCESS or an error class. */
+static int recv_now(void *buf, MPI_Count count, MPI_Datatype type, int source, pb_comm_t *c)
+{
+    MPI_Request req;
+    int rc = pb_mpi_irecv_on(buf, count, type, source, TAG_NODE_MOVE, c, 1, &req);
+
+    return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, &req) : rc;
+}
+
+static int send_now(const void *buf, MPI_Count count, MPI_Datatype type, int dest, pb_comm_t *c)
+{
+    MPI_Request req;
+    int rc = pb_mpi_isend_on(buf, count, type, dest, TAG_NODE_MOVE, c, 1, &req);
+
+    return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, &req) : rc;
+}
+
+/* Start a receive into @rbuf from @peer, then a send from @sbuf to it, of
+ * a collective on @c (TAG_NODE_MOVE), their requests added at
+ * @reqs[*@nreqs].  @return MPI_SUCCESS or the error of the first that did
+ * not start (then the send is not started). */
+static int start_swap(void *rbuf, MPI_Count rcount, MPI_Datatype rtype, const void *sbuf,
+                      MPI_Count scount, MPI_Datatype stype, int peer, pb_comm_t *c,
+                      MPI_Request *reqs, int *nreqs)
+{
+    int rc = pb_mpi_irecv_on(rbuf, rcount, rtype, peer, TAG_NODE_MOVE, c, 1, &reqs[*nreqs]);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    (*nreqs)++;
+    rc = pb_mpi_isend_on(sbuf, scount, stype, peer, TAG_NODE_MOVE, c, 1, &reqs[*nreqs]);
+    if (rc == MPI_SUCCESS)
+        (*nreqs)++;
+    return rc;
+}
+
 /* Barrier across nodes that each hold n consecutive ranks: the node's
  * ranks arrive through the area, then local rank i of every node meets
  * local rank i of the others by dissemination over point-to-point (one
@@ -155,45 +201,64 @@ static int tree_place(const pb_coll_node_t *cn, int root)
            (cn->me - root_local + cn->n) % cn->n;
 }
 
+/* The rank at place @p of the tree over one rank per node of a Bcast
+ * from @root (pb_coll_node_bcast): nodes from the root's on, the root
+ * itself on its node, the leader on the others. */
+static int agent_rank(const pb_coll_node_t *cn, int root, int p)
+{
+    int root_node = cn->rank_node[root];
+
+    return agent_of(cn, (p + root_node) % cn->nodes, root, root_node);
+}
+
+/* Place @q's part of a binomial Bcast from @root over @places places
+ * (place 0 holds the data; @rank_of names a place's rank): receive from
+ * its parent, then start the sends to its children into @reqs (up to 32),
+ * without waiting for them.  @return MPI_SUCCESS or an error class;
+ * *@nreqs: the sends started. */
+static int bcast_binomial(const pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
+                          MPI_Datatype type, int root, int q, int places,
+                          int (*rank_of)(const pb_coll_node_t *, int, int), MPI_Request *reqs,
+                          int *nreqs)
+{
+    int mask = 1, rc = MPI_SUCCESS;
+
+    *nreqs = 0;
+    for (; mask < places; mask <<= 1) {
+        if (q & mask) {
+            rc = recv_now(buf, count, type, rank_of(cn, root, q - mask), c);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+        if (q + mask < places) {
+            rc = pb_mpi_isend_on(buf, count, type, rank_of(cn, root, q + mask), TAG_NODE_MOVE, c, 1,
+                                 &reqs[*nreqs]);
+            if (rc == MPI_SUCCESS)
+                (*nreqs)++;
+        }
+    }
+    return rc;
+}
+
 /* Binomial broadcast over point-to-point in the node order (an even
  * layout): the tree's upper levels cross the nodes, one message into each
  * node, and its lower levels stay on the node, whatever the root. */
 static int bcast_tree(pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
                       MPI_Datatype type, int root)
 {
-    int size = c->size, q = tree_place(cn, root), mask = 1, nreqs = 0, rc = MPI_SUCCESS;
     MPI_Request reqs[32];
+    int nreqs, rc = bcast_binomial(cn, c, buf, count, type, root, tree_place(cn, root), c->size,
+                                   tree_rank, reqs, &nreqs);
 
-    for (; mask < size; mask <<= 1) {
-        if (q & mask) {
-            rc = pb_mpi_irecv_on(buf, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
-                                 1, &reqs[0]);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &reqs[0]);
-            break;
-        }
-    }
-    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-        if (q + mask < size) {
-            rc = pb_mpi_isend_on(buf, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
-                                 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
-        }
-    }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = pb_coll_node_state(c);
-    int rc = MPI_SUCCESS, root_node, nodes, rel, agent, mask = 1, nreqs = 0;
+    int rc = MPI_SUCCESS, root_node, agent, nreqs = 0;
     MPI_Request reqs[32];
 
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
@@ -202,47 +267,21 @@ int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, 
         return cn->even ? bcast_tree(cn, c, buf, count, type, root) : PB_COLL_NODE_DECLINED;
     pb_coll_node_settle_halves(cn);
     root_node = cn->rank_node[root];
-    nodes = cn->nodes;
     /* Between nodes a binomial tree over one rank per node, the root
      * itself on its node (no hop to its leader first), each node's leader
      * on the others; a rank of the tree sends on before it broadcasts on
      * its node, so the network step and the node's run at once. */
     agent = agent_of(cn, cn->node, root, root_node);
-    rel = (cn->node - root_node + nodes) % nodes;
-    if (nodes > 1 && c->rank == agent) {
-        for (; mask < nodes; mask <<= 1) {
-            if (rel & mask) {
-                rc =
-                    pb_mpi_irecv_on(buf, count, type,
-                                    agent_of(cn, (rel - mask + root_node) % nodes, root, root_node),
-                                    TAG_NODE_MOVE, c, 1, &reqs[0]);
-                if (rc == MPI_SUCCESS)
-                    rc = pb_mpi_wait_requests(1, &reqs[0]);
-                break;
-            }
-        }
-        for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-            if (rel + mask < nodes) {
-                rc =
-                    pb_mpi_isend_on(buf, count, type,
-                                    agent_of(cn, (rel + mask + root_node) % nodes, root, root_node),
-                                    TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-                if (rc == MPI_SUCCESS)
-                    nreqs++;
-            }
-        }
-    }
+    if (cn->nodes > 1 && c->rank == agent)
+        rc = bcast_binomial(cn, c, buf, count, type, root,
+                            (cn->node - root_node + cn->nodes) % cn->nodes, cn->nodes, agent_rank,
+                            reqs, &nreqs);
     if (cn->n > 1) {
         int node_rc = local_bcast(cn, alg, buf, count, type, local_index(cn, agent));
 
         rc = rc == MPI_SUCCESS ? node_rc : rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 /* Whether the node path can reduce with @op across the nodes: the leaders
@@ -304,7 +343,6 @@ static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, vo
     size_t bytes = type_bytes(count, type);
     int q = tree_place(cn, root), rc = MPI_SUCCESS;
     char *mem = malloc(2 * bytes + 1), *acc = mem, *tmp;
-    MPI_Request req;
 
     if (acc == NULL) {
         /* this rank's cell, once nobody reads it, when it holds both */
@@ -317,17 +355,11 @@ static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, vo
     memcpy(acc, sendbuf, bytes); /* at the root @sendbuf may be @recvbuf */
     for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
         if (q & mask) {
-            rc = pb_mpi_isend_on(acc, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
-                                 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
+            rc = send_now(acc, count, type, tree_rank(cn, root, q - mask), c);
             break;
         }
         if (q + mask < c->size) {
-            rc = pb_mpi_irecv_on(tmp, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
-                                 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
+            rc = recv_now(tmp, count, type, tree_rank(cn, root, q + mask), c);
             if (rc == MPI_SUCCESS)
                 pb_mpi_op_apply(op, tmp, acc, count, type);
         }
@@ -345,7 +377,6 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     size_t bytes;
     void *partial;
     int rc = MPI_SUCCESS, root_node;
-    MPI_Request req;
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
@@ -389,17 +420,12 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     if (cn->me == 0) {
         if (rc == MPI_SUCCESS)
             rc = pb_coll_p2p_reduce(partial, partial, count, type, op, root_node, cn->leaders);
-        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root) {
-            rc = pb_mpi_isend_on(partial, count, type, root, TAG_NODE_MOVE, c, 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
-        }
+        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root)
+            rc = send_now(partial, count, type, root, c);
         if (partial != recvbuf)
             free(partial);
     } else if (c->rank == root) {
-        rc = pb_mpi_irecv_on(recvbuf, count, type, cn->local_comm[0], TAG_NODE_MOVE, c, 1, &req);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, &req);
+        rc = recv_now(recvbuf, count, type, cn->local_comm[0], c);
     }
     return rc;
 }
@@ -456,12 +482,9 @@ static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, 
                     memcpy(all + (size_t)j * bytes, slot(cn, j, bytes), bytes);
             }
             pb_coll_node_post(cn);
-            rc = pb_mpi_isend_on(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root,
-                                 TAG_NODE_MOVE, c, 1, &reqs[0]);
-        } else {
-            rc = pb_mpi_isend_on(sendbuf, sendcount, sendtype, root, TAG_NODE_MOVE, c, 1, &reqs[0]);
+            return send_now(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root, c);
         }
-        return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, reqs) : rc;
+        return send_now(sendbuf, sendcount, sendtype, root, c);
     }
     for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
         if (k == root_node)
@@ -487,12 +510,7 @@ static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, 
         }
         pb_coll_node_post(cn);
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 /*
@@ -524,16 +542,11 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
     if (c->rank != root) { /* a leader */
         char *at;
 
-        if (cn->n == 1) {
-            rc = pb_mpi_irecv_on(recvbuf, recvcount, recvtype, root, TAG_NODE_MOVE, c, 1, &reqs[0]);
-            return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, reqs) : rc;
-        }
+        if (cn->n == 1)
+            return recv_now(recvbuf, recvcount, recvtype, root, c);
         at = slot(cn, cn->me, node_bytes);
         pb_coll_node_wait_all(cn, base); /* nobody reads the slot any more */
-        rc = pb_mpi_irecv_on(at, (MPI_Count)node_bytes, MPI_BYTE, root, TAG_NODE_MOVE, c, 1,
-                             &reqs[0]);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, reqs);
+        rc = recv_now(at, (MPI_Count)node_bytes, MPI_BYTE, root, c);
         pb_coll_node_post(cn);
         if (rc == MPI_SUCCESS)
             rc = pb_coll_node_unpack(at + (size_t)cn->me * bytes, bytes, recvbuf, recvcount,
@@ -566,12 +579,7 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
 
         rc = rc == MPI_SUCCESS ? copy_rc : rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -665,6 +673,41 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     return rc;
 }
 
+/* An Allgather's first phase through the area: once every local rank is
+ * past @base, this rank's block of @bytes (in place: at its place in
+ * @recvbuf) packed into its slot, and posted. */
+static void allgather_put(pb_coll_node_t *cn, pb_comm_t *c, uint64_t base, const void *sendbuf,
+                          MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    pb_coll_node_wait_all(cn, base);
+    if (sendbuf == MPI_IN_PLACE)
+        pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+             slot(cn, cn->me, bytes), bytes);
+    else
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+    pb_coll_node_post(cn);
+}
+
+/* Then, once every local rank is past @base + 1, every local rank's block
+ * from its slot to its place in @recvbuf (this rank's own too unless
+ * @in_place).  @return whether a block was cut to the receive buffer. */
+static int allgather_take(const pb_coll_node_t *cn, uint64_t base, int in_place, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    int cut = 0;
+
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if ((j != cn->me || !in_place) &&
+            pb_coll_node_unpack(slot(cn, j, bytes), bytes,
+                                block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype),
+                                recvcount, recvtype, 0) != MPI_SUCCESS)
+            cut = 1;
+    }
+    return cut;
+}
+
 /* Allgather across nodes (each node's ranks consecutive, blocks of
  * @bytes that fit a cell): each node gathers its blocks at its leader,
  * the leaders swap their nodes' parts, and each leader broadcasts the
@@ -681,28 +724,15 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     int cut = !in_place && type_bytes(recvcount, recvtype) < bytes;
     uint64_t base = cn->step;
 
-    if (cn->n > 1) {
-        pb_coll_node_wait_all(cn, base);
-        if (in_place)
-            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
-                 slot(cn, cn->me, bytes), bytes);
-        else
-            pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
-        pb_coll_node_post(cn);
-    }
+    if (cn->n > 1)
+        allgather_put(cn, c, base, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                      bytes);
     if (cn->me == 0) {
         int first = cn->local_comm[0], nreqs = 0;
         MPI_Request *reqs = cn->reqs;
 
         if (cn->n > 1) {
-            pb_coll_node_wait_all(cn, base + 1);
-            for (int j = 0; j < cn->n; j++) {
-                if ((j != cn->me || !in_place) &&
-                    pb_coll_node_unpack(slot(cn, j, bytes), bytes,
-                                        block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype),
-                                        recvcount, recvtype, 0) != MPI_SUCCESS)
-                    cut = 1;
-            }
+            cut |= allgather_take(cn, base, in_place, recvbuf, recvcount, recvtype, bytes);
         } else if (!in_place &&
                    pb_coll_copy_typed(sendbuf, sendcount, sendtype,
                                       block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount,
@@ -714,23 +744,12 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
 
             if (k == cn->node)
                 continue;
-            rc = pb_mpi_irecv_on(block_addr(recvbuf, kfirst, recvcount, recvtype),
-                                 (MPI_Count)node_size(cn, c, k) * recvcount, recvtype, k,
-                                 TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_isend_on(block_addr(recvbuf, first, recvcount, recvtype),
-                                     (MPI_Count)cn->n * recvcount, recvtype, k, TAG_NODE_MOVE,
-                                     cn->leaders, 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
+            rc = start_swap(block_addr(recvbuf, kfirst, recvcount, recvtype),
+                            (MPI_Count)node_size(cn, c, k) * recvcount, recvtype,
+                            block_addr(recvbuf, first, recvcount, recvtype),
+                            (MPI_Count)cn->n * recvcount, recvtype, k, cn->leaders, reqs, &nreqs);
         }
-        if (nreqs > 0) {
-            int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-            rc = rc == MPI_SUCCESS ? wait_rc : rc;
-        }
+        rc = wait_after(rc, nreqs, reqs);
     }
     if (cn->n > 1)
         pb_coll_node_bcast_cells(cn, recvbuf, (MPI_Count)c->size * recvcount, recvtype, 0);
@@ -772,15 +791,8 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
         int peer = rank_at(cn, (cn->node + d) % nodes, cn->me);
 
-        rc = pb_mpi_irecv_on(block_addr(recvbuf, peer, recvcount, recvtype), recvcount, recvtype,
-                             peer, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_isend_on(sendbuf, sendcount, sendtype, peer, TAG_NODE_MOVE, c, 1,
-                                 &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
+        rc = start_swap(block_addr(recvbuf, peer, recvcount, recvtype), recvcount, recvtype,
+                        sendbuf, sendcount, sendtype, peer, c, reqs, &nreqs);
     }
     if (!in_place) {
         int copy_rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
@@ -789,11 +801,7 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
 
         rc = rc == MPI_SUCCESS ? copy_rc : rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
+    rc = wait_after(rc, nreqs, reqs);
     base = cn->step;
     if (!direct && packed == NULL) {
         pb_coll_node_wait_all(cn, base); /* nobody reads this rank's cell any more */
@@ -863,22 +871,11 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     if (alg == PB_ALG_NODE_CMA)
         return pb_coll_node_exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, bytes, 0);
+    /* one node: local rank j is rank j */
     base = cn->step;
-    pb_coll_node_wait_all(cn, base);
-    if (in_place)
-        pack(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, 0,
-             slot(cn, cn->me, bytes), bytes);
-    else
-        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
-    pb_coll_node_post(cn);
-    pb_coll_node_wait_all(cn, base + 1);
-    for (int j = 0; j < cn->n; j++) {
-        if ((j != cn->me || !in_place) &&
-            pb_coll_node_unpack(slot(cn, j, bytes), bytes,
-                                block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
-                                0) != MPI_SUCCESS)
-            rc = MPI_ERR_TRUNCATE;
-    }
+    allgather_put(cn, c, base, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, bytes);
+    rc = allgather_take(cn, base, in_place, recvbuf, recvcount, recvtype, bytes) ? MPI_ERR_TRUNCATE
+                                                                                 : MPI_SUCCESS;
     pb_coll_node_post(cn);
     return rc;
 }
@@ -908,25 +905,15 @@ static int alltoall_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
         int k = (cn->node + d) % nodes;
 
-        rc = pb_mpi_irecv_on(mine + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
-                             rank_at(cn, k, cn->me), TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_isend_on(block_addr(sendbuf, rank_at(cn, k, 0), sendcount, sendtype),
-                                 (MPI_Count)n * sendcount, sendtype, rank_at(cn, k, cn->me),
-                                 TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
+        rc =
+            start_swap(mine + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
+                       block_addr(sendbuf, rank_at(cn, k, 0), sendcount, sendtype),
+                       (MPI_Count)n * sendcount, sendtype, rank_at(cn, k, cn->me), c, reqs, &nreqs);
     }
     for (int j = 0; j < n; j++)
         pack(block_addr(sendbuf, rank_at(cn, cn->node, j), sendcount, sendtype), sendcount,
              sendtype, 0, mine + (size_t)cn->node * row + (size_t)j * bytes, bytes);
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
+    rc = wait_after(rc, nreqs, reqs);
     pb_coll_node_post(cn);
     pb_coll_node_wait_all(cn, base + 1);
     for (int i = 0; i < n; i++) {
