@@ -142,6 +142,13 @@ void pb_coll_node_publish(pb_coll_node_t *cn, const void *addr)
     pb_coll_node_publish2(cn, addr, 0);
 }
 
+void pb_coll_node_publish_unreadable(pb_coll_node_t *cn)
+{
+    pb_coll_node_published_t p = {(uint32_t)getpid(), 1, 0, 0};
+
+    memcpy(line_data(cn, cn->me), &p, sizeof(p));
+}
+
 pb_coll_node_published_t pb_coll_node_published(const pb_coll_node_t *cn, int j)
 {
     pb_coll_node_published_t p;
@@ -206,11 +213,18 @@ static int layout(pb_coll_node_t *cn, pb_comm_t *c)
     return 0;
 }
 
+/* Across nodes: the requests of the steps between nodes (every rank) and
+ * the leaders' communicator (a leader).  @return 0, or -1 out of memory. */
 static int make_leaders(pb_coll_node_t *cn, pb_comm_t *c)
 {
     pb_comm_t *l;
 
-    if (cn->nodes < 2 || cn->me != 0)
+    if (cn->nodes < 2)
+        return 0;
+    cn->reqs = malloc((size_t)(2 * cn->nodes) * sizeof(MPI_Request));
+    if (cn->reqs == NULL)
+        return -1;
+    if (cn->me != 0)
         return 0;
     l = calloc(1, sizeof(*l));
     if (l == NULL)
@@ -240,6 +254,8 @@ static int make_leaders(pb_coll_node_t *cn, pb_comm_t *c)
 
 static void free_leaders(pb_coll_node_t *cn)
 {
+    free(cn->reqs);
+    cn->reqs = NULL;
     if (cn->leaders == NULL)
         return;
     free(cn->leaders->world);

@@ -43,6 +43,9 @@ typedef struct pb_coll_node {
     int most;           /* the most ranks any node holds */
     int even;           /* blocked, and every node holds n ranks */
     pb_comm_t *leaders; /* a leader of a communicator across nodes: the leaders */
+    MPI_Request *reqs;  /* across nodes: [2 * nodes], the requests of one collective's
+                         * steps between nodes (made with the area: nothing is allocated
+                         * in the middle of a collective) */
     char *area;
     size_t size, cell, cells_at;
     rsm_memseg_export_handle_t ex;
@@ -56,10 +59,12 @@ typedef struct pb_coll_node {
 } pb_coll_node_t;
 
 /* What a rank publishes in its line for the others to read with one
- * kernel copy (process_vm_readv): its pid and the address of its data. */
+ * kernel copy (process_vm_readv): its pid and the address of its data,
+ * or that it has none to give (out of memory for a packed copy: the
+ * others read nothing from it and their call fails, but nobody waits). */
 typedef struct {
     uint32_t pid;
-    uint32_t unused;
+    uint32_t unreadable;
     uint64_t addr;
     uint64_t addr2; /* a reduction's result */
 } pb_coll_node_published_t;
@@ -139,10 +144,12 @@ void pb_coll_node_wait_others(const pb_coll_node_t *cn, uint64_t step);
  * one-phase exchange (pb_coll_node_exchange_halves); nothing otherwise. */
 void pb_coll_node_settle_halves(pb_coll_node_t *cn);
 
-/* Publish in this rank's line its pid, @addr (and @addr2); read what
- * local rank @j published. */
+/* Publish in this rank's line its pid, @addr (and @addr2), or that it
+ * has nothing the others can read (unreadable); read what local rank @j
+ * published. */
 void pb_coll_node_publish2(pb_coll_node_t *cn, const void *addr, uint64_t addr2);
 void pb_coll_node_publish(pb_coll_node_t *cn, const void *addr);
+void pb_coll_node_publish_unreadable(pb_coll_node_t *cn);
 pb_coll_node_published_t pb_coll_node_published(const pb_coll_node_t *cn, int j);
 
 /* ---- on one node (coll_node_local.c) ------------------------------------------------ */
@@ -159,15 +166,21 @@ void pb_coll_node_bcast_cells(pb_coll_node_t *cn, void *buf, MPI_Count count, MP
 int pb_coll_node_sliceable(MPI_Datatype type);
 
 /* Reduce the local ranks' inputs into the result of local rank @root (-1:
- * every local rank's), through the cells or by single copies.  @return
- * MPI_SUCCESS, MPI_ERR_NO_MEM or (single copy) MPI_ERR_OTHER. */
+ * every local rank's), through the cells or by single copies, with this
+ * rank's cell as scratch (nothing allocated; an element fits half a
+ * cell).  @return MPI_SUCCESS or (single copy) MPI_ERR_OTHER. */
 int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *result,
                               MPI_Count count, MPI_Datatype type, MPI_Op op, int root);
 int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                             MPI_Datatype type, MPI_Op op, int root);
 
 /* Bcast, Gather, Scatter, Allgather and Alltoall (@alltoall) on one node by
- * single copy.  @return MPI_SUCCESS or an error class. */
+ * single copy.  A rank whose data are not contiguous packs them into
+ * memory of its own, or its cell when that fails and they fit; when they
+ * do not either, Bcast goes through the cells, and the others return
+ * MPI_ERR_NO_MEM on that rank and MPI_ERR_OTHER on the ranks that would
+ * have read it (every rank still takes every phase).  @return
+ * MPI_SUCCESS or an error class. */
 int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                            int root);
 int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
@@ -183,7 +196,7 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 /* Read @bytes at byte @off of what local rank @j published into the
  * @count elements of @type at @buf (never past them).  @return
  * MPI_SUCCESS, MPI_ERR_TRUNCATE (cut to the buffer) or MPI_ERR_OTHER (the
- * read failed; logged). */
+ * read failed, or @j published nothing to read; logged). */
 int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
                            MPI_Count count, MPI_Datatype type);
 

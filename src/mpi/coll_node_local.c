@@ -141,26 +141,28 @@ static void combine_own(const pb_coll_node_t *cn, const void *own, void *acc, MP
                         type);
 }
 
-/* bytes of the accumulator a rank combines its slice of a piece in, a
- * chunk at a time: it stays in the first-level cache */
+/* bytes of its slice a rank combines at a time: they stay in the
+ * first-level cache */
 #define REDUCE_CHUNK 16384
 
 /* Slice @lo .. @hi (elements of @esize bytes, from element @at of the
  * input) of the piece, reduced over every local rank in rank order (acc
  * starts as x_{n-1} and takes x_j op acc for j = n-2 .. 0): this rank's
  * input read from @sendbuf, the others' from their cells; the result
- * written to this rank's cell when @to_cell and to @result when @wants.
- * A chunk at a time, through @acc (REDUCE_CHUNK bytes): each byte of every
- * input is read once, and each of the results written once. */
+ * accumulated in the same slice of this rank's cell (which nobody reads
+ * in this phase: the ranks that want the result read it there in the
+ * next), and copied to @result when @wants.  A chunk at a time: each byte
+ * of every input is read once, and each of the results written once. */
 static void reduce_slice(pb_coll_node_t *cn, const char *sendbuf, char *result, size_t at,
                          MPI_Count lo, MPI_Count hi, size_t esize, MPI_Datatype type, MPI_Op op,
-                         int to_cell, int wants, char *acc)
+                         int wants)
 {
     MPI_Count per_chunk = REDUCE_CHUNK / esize > 0 ? (MPI_Count)(REDUCE_CHUNK / esize) : 1;
 
     for (MPI_Count first = lo; first < hi; first += per_chunk) {
         MPI_Count elems = hi - first < per_chunk ? hi - first : per_chunk;
         size_t off = (size_t)first * esize, len = (size_t)elems * esize;
+        char *acc = cell(cn, cn->me) + off;
 
         for (int j = cn->n - 1; j >= 0; j--) {
             const char *x = j == cn->me ? sendbuf + at + off : cell(cn, j) + off;
@@ -170,8 +172,6 @@ static void reduce_slice(pb_coll_node_t *cn, const char *sendbuf, char *result, 
             else
                 pb_mpi_op_apply(op, x, acc, elems, type);
         }
-        if (to_cell)
-            memcpy(cell(cn, cn->me) + off, acc, len);
         if (wants)
             memcpy(result + at + off, acc, len);
     }
@@ -185,19 +185,19 @@ static void reduce_slice(pb_coll_node_t *cn, const char *sendbuf, char *result, 
  * piece (three phases per piece): every rank copies the slices of its
  * input that others reduce into its cell; rank i combines slice i of its
  * own input and of the others' cells (reduce_slice) into slice i of its
- * cell (when another rank wants the result) and of its result (when it
- * does); those that want the result copy the others' slices from their
- * cells.  Only rank i writes slice i of a result, and it reads slice i of
- * its input first, so MPI_IN_PLACE is safe; its other slices are in its
- * cell before anyone writes them.  @return MPI_SUCCESS or MPI_ERR_NO_MEM.
+ * cell and of its result (when it wants one); those that want the result
+ * copy the others' slices from their cells.  Only rank i writes slice i
+ * of a result, and it reads slice i of its input first, so MPI_IN_PLACE
+ * is safe; its other slices are in its cell before anyone writes them.
+ * Nothing is allocated (an element fits half a cell: reducible() in
+ * coll_node_nodes.c).  @return MPI_SUCCESS.
  */
 int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *result,
                               MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
 {
     size_t esize = pb_eng_type_size(pb_mpi_datatype(type)), bytes = (size_t)count * esize;
-    int wants = root < 0 || root == cn->me, others_want = root < 0 || root != cn->me;
+    int wants = root < 0 || root == cn->me;
     MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
-    char *acc;
 
     if (bytes <= INLINE_MAX && root == cn->me) {
         /* the root of a short one writes nothing, so it need not wait for
@@ -226,9 +226,6 @@ int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *res
         pb_coll_node_post(cn);
         return MPI_SUCCESS;
     }
-    acc = malloc(REDUCE_CHUNK > esize ? REDUCE_CHUNK : esize);
-    if (acc == NULL)
-        return MPI_ERR_NO_MEM;
     for (MPI_Count first = 0; first < count; first += per_piece) {
         MPI_Count elems = count - first < per_piece ? count - first : per_piece;
         MPI_Count lo = elems * cn->me / cn->n, hi = elems * (cn->me + 1) / cn->n;
@@ -243,7 +240,7 @@ int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *res
                len - (size_t)hi * esize);
         pb_coll_node_post(cn);
         pb_coll_node_wait_all(cn, base + 1);
-        reduce_slice(cn, sendbuf, result, at, lo, hi, esize, type, op, others_want, wants, acc);
+        reduce_slice(cn, sendbuf, result, at, lo, hi, esize, type, op, wants);
         pb_coll_node_post(cn);
         if (wants) {
             pb_coll_node_wait_all(cn, base + 2);
@@ -257,32 +254,50 @@ int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *res
         }
         pb_coll_node_post(cn);
     }
-    free(acc);
     return MPI_SUCCESS;
 }
 
 /* ---- single copy: ranks read each other's buffers --------------------------------- */
 
-/* Data of @count elements of @type at @buf as one run of bytes others can
- * read: the buffer itself when contiguous, else a packed copy in *@mem_p
- * (to free).  NULL when out of memory. */
-static const void *readable(const void *buf, MPI_Count count, MPI_Datatype type, void **mem_p)
+/* Publish this rank's @count elements of @type at @buf for the others to
+ * read, once every local rank is past @base: the buffer itself when
+ * contiguous, else a packed copy in *@mem_p (to free), or in this rank's
+ * cell when that copy cannot be allocated and the data fit the cell (the
+ * others are past the last phase that read it); when they do not either,
+ * that this rank has nothing to read (the readers' calls fail, nobody
+ * waits).  @return MPI_SUCCESS or MPI_ERR_NO_MEM (published unreadable). */
+static int publish_readable(pb_coll_node_t *cn, uint64_t base, const void *buf, MPI_Count count,
+                            MPI_Datatype type, void **mem_p)
 {
     const pb_datatype_t *t = pb_mpi_datatype(type);
     size_t bytes = type_bytes(count, type);
 
     *mem_p = NULL;
-    if (pb_eng_type_is_contiguous(t))
-        return (const char *)buf + pb_eng_type_true_lb(t);
+    if (pb_eng_type_is_contiguous(t)) {
+        pb_coll_node_wait_all(cn, base);
+        pb_coll_node_publish(cn, (const char *)buf + pb_eng_type_true_lb(t));
+        return MPI_SUCCESS;
+    }
     *mem_p = malloc(bytes ? bytes : 1);
     if (*mem_p != NULL)
         pack(buf, count, type, 0, *mem_p, bytes);
-    return *mem_p;
+    pb_coll_node_wait_all(cn, base);
+    if (*mem_p != NULL) {
+        pb_coll_node_publish(cn, *mem_p);
+    } else if (bytes <= cn->cell) {
+        pack(buf, count, type, 0, cell(cn, cn->me), bytes);
+        pb_coll_node_publish(cn, cell(cn, cn->me));
+    } else {
+        pb_coll_node_publish_unreadable(cn);
+        return MPI_ERR_NO_MEM;
+    }
+    return MPI_SUCCESS;
 }
 
 /* Read @bytes at byte @off of what local rank @j published into the
- * @count elements of @type at @buf.  @return MPI_SUCCESS or MPI_ERR_OTHER
- * (logged). */
+ * @count elements of @type at @buf.  @return MPI_SUCCESS, MPI_ERR_TRUNCATE
+ * or MPI_ERR_OTHER (the read failed, or @j published nothing to read;
+ * logged). */
 int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t bytes, void *buf,
                            MPI_Count count, MPI_Datatype type)
 {
@@ -291,6 +306,11 @@ int pb_coll_node_read_from(const pb_coll_node_t *cn, int j, size_t off, size_t b
     char chunk[16384];
     int rc = MPI_SUCCESS;
 
+    if (p.unreadable) {
+        pb_error("a collective could not read a rank's buffer on its node: that rank had no "
+                 "memory to pack it");
+        return MPI_ERR_OTHER;
+    }
     if (bytes > type_bytes(count, type)) {
         /* counts that disagree (erroneous): never past the buffer */
         bytes = type_bytes(count, type);
@@ -385,33 +405,34 @@ static int reduce_piece(const pb_coll_node_t *cn, const char *own, char *acc, ch
 /*
  * Reduce by slices with single copies (@root: local rank, or -1 for every
  * rank): every rank publishes its input and its result buffer; rank i
- * reduces slice i of all inputs in pieces of REDUCE_PIECE bytes, reading
- * the others' with process_vm_readv (reduce_piece), into its own result
- * when it wants one (else, or for a non-commutative op in place, into a
- * piece of scratch), and writes each piece, still in its cache, into the
+ * reduces slice i of all inputs in pieces of REDUCE_PIECE bytes (at most
+ * half a cell), reading the others' with process_vm_readv (reduce_piece),
+ * into its own result when it wants one (else, or for a non-commutative
+ * op in place, into scratch), and writes each piece, still in its cache, into the
  * result of every other rank that wants it (process_vm_writev); each
  * returns once nobody reads or writes its buffers.  Two phases whatever
  * the size.  Only rank i reads and writes slice i of any buffer, and it
  * reads a piece of every input before it writes that piece of a result,
- * so MPI_IN_PLACE is safe.  @return MPI_SUCCESS, MPI_ERR_NO_MEM (before
- * any phase) or MPI_ERR_OTHER (a copy failed).
+ * so MPI_IN_PLACE is safe.  The scratch (a piece, and one more to read
+ * into) is this rank's cell, which nobody reads meanwhile: nothing is
+ * allocated.  @return MPI_SUCCESS or MPI_ERR_OTHER (a copy failed).
  */
 int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *result, MPI_Count count,
                             MPI_Datatype type, MPI_Op op, int root)
 {
     size_t esize = pb_eng_type_size(pb_mpi_datatype(type));
     MPI_Count lo = count * cn->me / cn->n, hi = count * (cn->me + 1) / cn->n;
-    MPI_Count per_piece = REDUCE_PIECE / esize > 0 ? (MPI_Count)(REDUCE_PIECE / esize) : 1;
+    size_t piece = REDUCE_PIECE < cn->cell / 2 ? REDUCE_PIECE : cn->cell / 2;
+    MPI_Count per_piece = piece / esize > 0 ? (MPI_Count)(piece / esize) : 1;
     int wants = root < 0 || root == cn->me, ok = 1;
     /* reduced straight into the result, unless a non-commutative op would
      * overwrite the input in place before it is read */
     int direct = wants && (sendbuf != result || pb_mpi_op_is_commutative(op));
-    char *scratch = malloc(2 * (size_t)per_piece * esize), *tmp;
+    /* every other rank is past the last phase that read this rank's cell
+     * once it is past this call's first */
+    char *scratch = cell(cn, cn->me), *tmp = scratch + (size_t)per_piece * esize;
     uint64_t base = cn->step;
 
-    if (scratch == NULL)
-        return MPI_ERR_NO_MEM;
-    tmp = scratch + (size_t)per_piece * esize;
     pb_coll_node_wait_all(cn, base);
     pb_coll_node_publish2(cn, sendbuf, wants ? (uint64_t)(uintptr_t)result : 0);
     pb_coll_node_post(cn);
@@ -428,7 +449,6 @@ int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *resul
     }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 2);
-    free(scratch);
     if (!ok) {
         pb_error("a reduction could not copy to or from a rank's buffer on its node "
                  "(process_vm_readv/writev)");
@@ -438,7 +458,9 @@ int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *resul
 }
 
 /* Bcast on one node: the root publishes its buffer, every other rank
- * reads it at once, the root returns once all have. */
+ * reads it at once, the root returns once all have.  A root that has no
+ * memory to pack a buffer larger than its cell publishes that, and all
+ * take the cells instead. */
 int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                            int root)
 {
@@ -447,18 +469,23 @@ int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_D
 
     if (cn->me == root) {
         void *mem;
-        const void *data = readable(buf, count, type, &mem);
 
-        if (data == NULL)
-            return MPI_ERR_NO_MEM; /* every other rank waits: erroneous from here */
-        pb_coll_node_wait_all(cn, base);
-        pb_coll_node_publish(cn, data);
+        rc = publish_readable(cn, base, buf, count, type, &mem);
         pb_coll_node_post(cn);
+        if (rc != MPI_SUCCESS) { /* unreadable: all take the cells */
+            pb_coll_node_bcast_cells(cn, buf, count, type, root);
+            return MPI_SUCCESS;
+        }
         pb_coll_node_wait_others(cn, base + 1);
         free(mem);
         return MPI_SUCCESS;
     }
     pb_coll_node_wait_one(cn, root, base + 1);
+    if (pb_coll_node_published(cn, root).unreadable) {
+        pb_coll_node_post(cn);
+        pb_coll_node_bcast_cells(cn, buf, count, type, root);
+        return MPI_SUCCESS;
+    }
     rc = pb_coll_node_read_from(cn, root, 0, type_bytes(count, type), buf, count, type);
     pb_coll_node_post(cn);
     return rc;
@@ -475,16 +502,12 @@ int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count s
 
     if (cn->me != root) {
         void *mem;
-        const void *data = readable(sendbuf, sendcount, sendtype, &mem);
 
-        if (data == NULL)
-            return MPI_ERR_NO_MEM;
-        pb_coll_node_wait_all(cn, base);
-        pb_coll_node_publish(cn, data);
+        rc = publish_readable(cn, base, sendbuf, sendcount, sendtype, &mem);
         pb_coll_node_post(cn);
         pb_coll_node_wait_one(cn, root, base + 1);
         free(mem);
-        return MPI_SUCCESS;
+        return rc;
     }
     if (sendbuf != MPI_IN_PLACE)
         rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
@@ -510,14 +533,10 @@ int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count 
 
     if (cn->me == root) {
         void *mem;
-        const void *data = readable(sendbuf, sendcount * cn->n, sendtype, &mem);
 
-        if (data == NULL)
-            return MPI_ERR_NO_MEM;
-        pb_coll_node_wait_all(cn, base);
-        pb_coll_node_publish(cn, data);
+        rc = publish_readable(cn, base, sendbuf, sendcount * cn->n, sendtype, &mem);
         pb_coll_node_post(cn);
-        if (recvbuf != MPI_IN_PLACE)
+        if (recvbuf != MPI_IN_PLACE && rc == MPI_SUCCESS)
             rc = pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
                                     sendtype, recvbuf, recvcount, recvtype);
         pb_coll_node_wait_others(cn, base + 1);
@@ -540,20 +559,16 @@ int pb_coll_node_exchange_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
 {
     uint64_t base = cn->step;
     void *mem;
-    const void *data;
-    int rc = MPI_SUCCESS;
+    int rc;
 
     if (sendbuf == MPI_IN_PLACE) /* Allgather only: its block is in place */
-        data =
-            readable(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, &mem);
+        rc = publish_readable(cn, base, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount,
+                              recvtype, &mem);
     else
-        data = readable(sendbuf, alltoall ? sendcount * cn->n : sendcount, sendtype, &mem);
-    if (data == NULL)
-        return MPI_ERR_NO_MEM;
-    pb_coll_node_wait_all(cn, base);
-    pb_coll_node_publish(cn, data);
+        rc = publish_readable(cn, base, sendbuf, alltoall ? sendcount * cn->n : sendcount, sendtype,
+                              &mem);
     pb_coll_node_post(cn);
-    if (sendbuf != MPI_IN_PLACE)
+    if (sendbuf != MPI_IN_PLACE && rc == MPI_SUCCESS)
         rc = pb_coll_copy_typed(
             alltoall ? block_addr(sendbuf, cn->me, sendcount, sendtype) : sendbuf, sendcount,
             sendtype, block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype);

@@ -64,6 +64,52 @@ static int swap_empty(int dest, int source, int tag, pb_comm_t *c)
     return pb_mpi_wait_requests(2, reqs);
 }
 
+/* Wait for the @nreqs requests at @reqs (none: nothing).  @return @rc
+ * when it is an error, else the wait's. */
+static int wait_after(int rc, int nreqs, MPI_Request *reqs)
+{
+    int wait_rc = nreqs > 0 ? pb_mpi_wait_requests(nreqs, reqs) : MPI_SUCCESS;
+
+    return rc == MPI_SUCCESS ? wait_rc : rc;
+}
+
+/* Receive or send one message of a collective on @c (TAG_NODE_MOVE) and
+ * wait for it.  @return MPI_SUCCESS or an error class. */
+static int recv_now(void *buf, MPI_Count count, MPI_Datatype type, int source, pb_comm_t *c)
+{
+    MPI_Request req;
+    int rc = pb_mpi_irecv_on(buf, count, type, source, TAG_NODE_MOVE, c, 1, &req);
+
+    return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, &req) : rc;
+}
+
+static int send_now(const void *buf, MPI_Count count, MPI_Datatype type, int dest, pb_comm_t *c)
+{
+    MPI_Request req;
+    int rc = pb_mpi_isend_on(buf, count, type, dest, TAG_NODE_MOVE, c, 1, &req);
+
+    return rc == MPI_SUCCESS ? pb_mpi_wait_requests(1, &req) : rc;
+}
+
+/* Start a receive into @rbuf from @peer, then a send from @sbuf to it, of
+ * a collective on @c (TAG_NODE_MOVE), their requests added at
+ * @reqs[*@nreqs].  @return MPI_SUCCESS or the error of the first that did
+ * not start (then the send is not started). */
+static int start_swap(void *rbuf, MPI_Count rcount, MPI_Datatype rtype, const void *sbuf,
+                      MPI_Count scount, MPI_Datatype stype, int peer, pb_comm_t *c,
+                      MPI_Request *reqs, int *nreqs)
+{
+    int rc = pb_mpi_irecv_on(rbuf, rcount, rtype, peer, TAG_NODE_MOVE, c, 1, &reqs[*nreqs]);
+
+    if (rc != MPI_SUCCESS)
+        return rc;
+    (*nreqs)++;
+    rc = pb_mpi_isend_on(sbuf, scount, stype, peer, TAG_NODE_MOVE, c, 1, &reqs[*nreqs]);
+    if (rc == MPI_SUCCESS)
+        (*nreqs)++;
+    return rc;
+}
+
 /* Barrier across nodes that each hold n consecutive ranks: the node's
  * ranks arrive through the area, then local rank i of every node meets
  * local rank i of the others by dissemination over point-to-point (one
@@ -155,45 +201,64 @@ static int tree_place(const pb_coll_node_t *cn, int root)
            (cn->me - root_local + cn->n) % cn->n;
 }
 
+/* The rank at place @p of the tree over one rank per node of a Bcast
+ * from @root (pb_coll_node_bcast): nodes from the root's on, the root
+ * itself on its node, the leader on the others. */
+static int agent_rank(const pb_coll_node_t *cn, int root, int p)
+{
+    int root_node = cn->rank_node[root];
+
+    return agent_of(cn, (p + root_node) % cn->nodes, root, root_node);
+}
+
+/* Place @q's part of a binomial Bcast from @root over @places places
+ * (place 0 holds the data; @rank_of names a place's rank): receive from
+ * its parent, then start the sends to its children into @reqs (up to 32),
+ * without waiting for them.  @return MPI_SUCCESS or an error class;
+ * *@nreqs: the sends started. */
+static int bcast_binomial(const pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
+                          MPI_Datatype type, int root, int q, int places,
+                          int (*rank_of)(const pb_coll_node_t *, int, int), MPI_Request *reqs,
+                          int *nreqs)
+{
+    int mask = 1, rc = MPI_SUCCESS;
+
+    *nreqs = 0;
+    for (; mask < places; mask <<= 1) {
+        if (q & mask) {
+            rc = recv_now(buf, count, type, rank_of(cn, root, q - mask), c);
+            break;
+        }
+    }
+    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
+        if (q + mask < places) {
+            rc = pb_mpi_isend_on(buf, count, type, rank_of(cn, root, q + mask), TAG_NODE_MOVE, c, 1,
+                                 &reqs[*nreqs]);
+            if (rc == MPI_SUCCESS)
+                (*nreqs)++;
+        }
+    }
+    return rc;
+}
+
 /* Binomial broadcast over point-to-point in the node order (an even
  * layout): the tree's upper levels cross the nodes, one message into each
  * node, and its lower levels stay on the node, whatever the root. */
 static int bcast_tree(pb_coll_node_t *cn, pb_comm_t *c, void *buf, MPI_Count count,
                       MPI_Datatype type, int root)
 {
-    int size = c->size, q = tree_place(cn, root), mask = 1, nreqs = 0, rc = MPI_SUCCESS;
     MPI_Request reqs[32];
+    int nreqs, rc = bcast_binomial(cn, c, buf, count, type, root, tree_place(cn, root), c->size,
+                                   tree_rank, reqs, &nreqs);
 
-    for (; mask < size; mask <<= 1) {
-        if (q & mask) {
-            rc = pb_mpi_irecv_on(buf, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
-                                 1, &reqs[0]);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &reqs[0]);
-            break;
-        }
-    }
-    for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-        if (q + mask < size) {
-            rc = pb_mpi_isend_on(buf, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
-                                 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
-        }
-    }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg)
 {
     pb_coll_node_t *cn = pb_coll_node_state(c);
-    int rc = MPI_SUCCESS, root_node, nodes, rel, agent, mask = 1, nreqs = 0;
+    int rc = MPI_SUCCESS, root_node, agent, nreqs = 0;
     MPI_Request reqs[32];
 
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
@@ -202,55 +267,31 @@ int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, 
         return cn->even ? bcast_tree(cn, c, buf, count, type, root) : PB_COLL_NODE_DECLINED;
     pb_coll_node_settle_halves(cn);
     root_node = cn->rank_node[root];
-    nodes = cn->nodes;
     /* Between nodes a binomial tree over one rank per node, the root
      * itself on its node (no hop to its leader first), each node's leader
      * on the others; a rank of the tree sends on before it broadcasts on
      * its node, so the network step and the node's run at once. */
     agent = agent_of(cn, cn->node, root, root_node);
-    rel = (cn->node - root_node + nodes) % nodes;
-    if (nodes > 1 && c->rank == agent) {
-        for (; mask < nodes; mask <<= 1) {
-            if (rel & mask) {
-                rc =
-                    pb_mpi_irecv_on(buf, count, type,
-                                    agent_of(cn, (rel - mask + root_node) % nodes, root, root_node),
-                                    TAG_NODE_MOVE, c, 1, &reqs[0]);
-                if (rc == MPI_SUCCESS)
-                    rc = pb_mpi_wait_requests(1, &reqs[0]);
-                break;
-            }
-        }
-        for (mask >>= 1; mask > 0 && rc == MPI_SUCCESS; mask >>= 1) {
-            if (rel + mask < nodes) {
-                rc =
-                    pb_mpi_isend_on(buf, count, type,
-                                    agent_of(cn, (rel + mask + root_node) % nodes, root, root_node),
-                                    TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-                if (rc == MPI_SUCCESS)
-                    nreqs++;
-            }
-        }
-    }
+    if (cn->nodes > 1 && c->rank == agent)
+        rc = bcast_binomial(cn, c, buf, count, type, root,
+                            (cn->node - root_node + cn->nodes) % cn->nodes, cn->nodes, agent_rank,
+                            reqs, &nreqs);
     if (cn->n > 1) {
         int node_rc = local_bcast(cn, alg, buf, count, type, local_index(cn, agent));
 
         rc = rc == MPI_SUCCESS ? node_rc : rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 /* Whether the node path can reduce with @op across the nodes: the leaders
  * combine node results in node order, which is rank order only when each
- * node's ranks are consecutive. */
+ * node's ranks are consecutive.  An element must fit half a cell: a rank
+ * reduces in its own cell (coll_node_local.c). */
 static int reducible(const pb_coll_node_t *cn, MPI_Datatype type, MPI_Op op)
 {
     return pb_coll_node_sliceable(type) &&
+           pb_eng_type_size(pb_mpi_datatype(type)) <= cn->cell / 2 &&
            (cn->nodes == 1 || cn->blocked || pb_mpi_op_is_commutative(op));
 }
 
@@ -291,39 +332,41 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
 
 /* Binomial reduction of a commutative @op over point-to-point in the node
  * order of bcast_tree (an even layout): each node's ranks combine on the
- * node first, and one message leaves each node, whatever the root.
- * @return MPI_SUCCESS or an error class. */
+ * node first, and one message leaves each node, whatever the root.  The
+ * two vectors a rank combines in are allocated, or are its cell when that
+ * fails (the default cell holds two of any vector this takes).  @return
+ * MPI_SUCCESS or an error class (MPI_ERR_NO_MEM: no memory and a cell too
+ * small; the others wait, erroneous). */
 static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, void *recvbuf,
                        MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
 {
     size_t bytes = type_bytes(count, type);
     int q = tree_place(cn, root), rc = MPI_SUCCESS;
-    char *acc = malloc(2 * bytes + 1), *tmp = acc + bytes;
-    MPI_Request req;
+    char *mem = malloc(2 * bytes + 1), *acc = mem, *tmp;
 
-    if (acc == NULL)
-        return MPI_ERR_NO_MEM;
+    if (acc == NULL) {
+        /* this rank's cell, once nobody reads it, when it holds both */
+        if (cn->n == 1 || 2 * bytes > cn->cell)
+            return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+        pb_coll_node_wait_all(cn, cn->step);
+        acc = cell(cn, cn->me);
+    }
+    tmp = acc + bytes;
     memcpy(acc, sendbuf, bytes); /* at the root @sendbuf may be @recvbuf */
     for (int mask = 1; mask < c->size && rc == MPI_SUCCESS; mask <<= 1) {
         if (q & mask) {
-            rc = pb_mpi_isend_on(acc, count, type, tree_rank(cn, root, q - mask), TAG_NODE_MOVE, c,
-                                 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
+            rc = send_now(acc, count, type, tree_rank(cn, root, q - mask), c);
             break;
         }
         if (q + mask < c->size) {
-            rc = pb_mpi_irecv_on(tmp, count, type, tree_rank(cn, root, q + mask), TAG_NODE_MOVE, c,
-                                 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
+            rc = recv_now(tmp, count, type, tree_rank(cn, root, q + mask), c);
             if (rc == MPI_SUCCESS)
                 pb_mpi_op_apply(op, tmp, acc, count, type);
         }
     }
     if (rc == MPI_SUCCESS && q == 0)
         memcpy(recvbuf, acc, bytes);
-    free(acc);
+    free(mem);
     return rc;
 }
 
@@ -334,7 +377,6 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     size_t bytes;
     void *partial;
     int rc = MPI_SUCCESS, root_node;
-    MPI_Request req;
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
@@ -378,17 +420,12 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     if (cn->me == 0) {
         if (rc == MPI_SUCCESS)
             rc = pb_coll_p2p_reduce(partial, partial, count, type, op, root_node, cn->leaders);
-        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root) {
-            rc = pb_mpi_isend_on(partial, count, type, root, TAG_NODE_MOVE, c, 1, &req);
-            if (rc == MPI_SUCCESS)
-                rc = pb_mpi_wait_requests(1, &req);
-        }
+        if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root)
+            rc = send_now(partial, count, type, root, c);
         if (partial != recvbuf)
             free(partial);
     } else if (c->rank == root) {
-        rc = pb_mpi_irecv_on(recvbuf, count, type, cn->local_comm[0], TAG_NODE_MOVE, c, 1, &req);
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, &req);
+        rc = recv_now(recvbuf, count, type, cn->local_comm[0], c);
     }
     return rc;
 }
@@ -410,9 +447,12 @@ static pb_coll_node_t *mover_state(pb_comm_t *c, pb_coll_alg_t alg, size_t cell_
 /*
  * Gather across nodes (a blocked layout, each node's blocks fitting a
  * cell): on the root's node the ranks hand their blocks to the root
- * through the area; on each other node to the leader, which sends them
- * to the root in one message.  The root posts those receives first, so
- * the network step and its node's run at once.
+ * through the area; on each other node to the leader, which gathers them
+ * in its cell (alone on its node: takes its own block from its buffer)
+ * and sends them to the root in one message, which the root receives
+ * straight into its receive buffer.  The root posts those receives
+ * first, so the network step and its node's run at once.  Nothing is
+ * allocated.
  */
 static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, MPI_Count sendcount,
                          MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
@@ -421,8 +461,7 @@ static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, 
     int root_node = cn->rank_node[root], nreqs = 0, rc = MPI_SUCCESS;
     int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
     uint64_t base = cn->step;
-    MPI_Request *reqs = NULL;
-    char *all = NULL;
+    MPI_Request *reqs = cn->reqs;
 
     if (cn->me != agent) {
         pb_coll_node_wait_all(cn, base);
@@ -430,73 +469,58 @@ static int gather_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, 
         pb_coll_node_post(cn);
         return MPI_SUCCESS;
     }
-    /* the agent: the root (every node's blocks, in rank order) or a leader
-     * (its node's) */
-    all = malloc(c->rank == root ? bytes * (size_t)c->size : bytes * (size_t)cn->n);
-    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
-    if (all == NULL || reqs == NULL) {
-        free(all);
-        free(reqs);
-        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
+    if (c->rank != root) { /* a leader */
+        char *all = cn->n > 1 ? cell(cn, cn->me) : NULL;
+
+        if (cn->n > 1) {
+            /* the others are past the last phase that read this cell */
+            pb_coll_node_wait_others(cn, base + 1);
+            for (int j = 0; j < cn->n; j++) {
+                if (j == cn->me)
+                    pack(sendbuf, sendcount, sendtype, 0, all + (size_t)j * bytes, bytes);
+                else
+                    memcpy(all + (size_t)j * bytes, slot(cn, j, bytes), bytes);
+            }
+            pb_coll_node_post(cn);
+            return send_now(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root, c);
+        }
+        return send_now(sendbuf, sendcount, sendtype, root, c);
     }
-    for (int k = 0; c->rank == root && k < cn->nodes && rc == MPI_SUCCESS; k++) {
+    for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
         if (k == root_node)
             continue;
-        rc = pb_mpi_irecv_on(all + (size_t)cn->node_first[k] * bytes,
-                             (MPI_Count)((size_t)node_size(cn, c, k) * bytes), MPI_BYTE,
+        rc = pb_mpi_irecv_on(block_addr(recvbuf, cn->node_first[k], recvcount, recvtype),
+                             (MPI_Count)node_size(cn, c, k) * recvcount, recvtype,
                              cn->node_first[k], TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
         if (rc == MPI_SUCCESS)
             nreqs++;
     }
-    if (c->rank == root) {
-        if (sendbuf != MPI_IN_PLACE)
-            rc = rc == MPI_SUCCESS
-                     ? pb_coll_copy_typed(sendbuf, sendcount, sendtype,
-                                          block_addr(recvbuf, c->rank, recvcount, recvtype),
-                                          recvcount, recvtype)
-                     : rc;
-    } else {
-        pack(sendbuf, sendcount, sendtype, 0, all, bytes);
-    }
+    if (sendbuf != MPI_IN_PLACE && rc == MPI_SUCCESS)
+        rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount,
+                                recvtype);
     if (cn->n > 1) {
         pb_coll_node_wait_others(cn, base + 1);
         for (int j = 0; j < cn->n; j++) {
-            if (j == cn->me)
-                continue;
-            if (c->rank != root)
-                memcpy(all + (size_t)j * bytes, slot(cn, j, bytes), bytes);
-            else if (pb_coll_node_unpack(
-                         slot(cn, j, bytes), bytes,
-                         block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype), recvcount,
-                         recvtype, 0) != MPI_SUCCESS)
+            if (j != cn->me &&
+                pb_coll_node_unpack(slot(cn, j, bytes), bytes,
+                                    block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype),
+                                    recvcount, recvtype, 0) != MPI_SUCCESS)
                 rc = MPI_ERR_TRUNCATE;
         }
         pb_coll_node_post(cn);
     }
-    if (c->rank != root && rc == MPI_SUCCESS)
-        rc = pb_mpi_isend_on(all, (MPI_Count)((size_t)cn->n * bytes), MPI_BYTE, root, TAG_NODE_MOVE,
-                             c, 1, &reqs[nreqs++]);
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    for (int r = 0; c->rank == root && r < c->size && rc == MPI_SUCCESS; r++) {
-        if (cn->rank_node[r] != root_node)
-            rc = pb_coll_node_unpack(all + (size_t)r * bytes, bytes,
-                                     block_addr(recvbuf, r, recvcount, recvtype), recvcount,
-                                     recvtype, 0);
-    }
-    free(all);
-    free(reqs);
-    return rc;
+    return wait_after(rc, nreqs, reqs);
 }
 
 /*
  * Scatter across nodes (a blocked layout, each node's blocks fitting a
  * cell): the root sends each other node's leader that node's blocks in one
- * message, then hands its own node's ranks theirs through the area; each
- * leader hands its node's ranks theirs the same way.
+ * message, straight from its send buffer, then hands its own node's ranks
+ * theirs through the area; each leader receives its node's blocks
+ * straight into its slot of the area (alone on its node: its block into
+ * its receive buffer), where its node's ranks read theirs.  Nothing is
+ * allocated.
  */
 static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
                           MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -506,8 +530,7 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
     int agent = local_index(cn, agent_of(cn, cn->node, root, root_node));
     size_t node_bytes = bytes * (size_t)cn->n;
     uint64_t base = cn->step;
-    MPI_Request *reqs = NULL;
-    char *all = NULL;
+    MPI_Request *reqs = cn->reqs;
 
     if (cn->me != agent) {
         pb_coll_node_wait_one(cn, agent, base + 1);
@@ -516,63 +539,47 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
         pb_coll_node_post(cn);
         return rc;
     }
-    all = malloc(c->rank == root ? bytes * (size_t)c->size : node_bytes);
-    reqs = malloc((size_t)cn->nodes * sizeof(MPI_Request));
-    if (all == NULL || reqs == NULL) {
-        free(all);
-        free(reqs);
-        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
-    }
-    if (c->rank == root) {
-        for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
-            int first = cn->node_first[k], kn = node_size(cn, c, k);
+    if (c->rank != root) { /* a leader */
+        char *at;
 
-            if (k == root_node)
-                continue;
-            for (int i = 0; i < kn; i++)
-                pack(block_addr(sendbuf, first + i, sendcount, sendtype), sendcount, sendtype, 0,
-                     all + (size_t)(first + i) * bytes, bytes);
-            rc = pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)kn * bytes),
-                                 MPI_BYTE, first, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
-        }
-        if (cn->n > 1) {
-            pb_coll_node_wait_all(cn, base);
-            for (int j = 0; j < cn->n; j++) {
-                if (j != cn->me)
-                    pack(block_addr(sendbuf, cn->local_comm[j], sendcount, sendtype), sendcount,
-                         sendtype, 0, slot(cn, cn->me, node_bytes) + (size_t)j * bytes, bytes);
-            }
-            pb_coll_node_post(cn);
-        }
-        if (recvbuf != MPI_IN_PLACE) {
-            int copy_rc = pb_coll_copy_typed(block_addr(sendbuf, c->rank, sendcount, sendtype),
-                                             sendcount, sendtype, recvbuf, recvcount, recvtype);
-
-            rc = rc == MPI_SUCCESS ? copy_rc : rc;
-        }
-    } else {
-        rc = pb_mpi_irecv_on(all, (MPI_Count)node_bytes, MPI_BYTE, root, TAG_NODE_MOVE, c, 1,
-                             &reqs[0]);
+        if (cn->n == 1)
+            return recv_now(recvbuf, recvcount, recvtype, root, c);
+        at = slot(cn, cn->me, node_bytes);
+        pb_coll_node_wait_all(cn, base); /* nobody reads the slot any more */
+        rc = recv_now(at, (MPI_Count)node_bytes, MPI_BYTE, root, c);
+        pb_coll_node_post(cn);
         if (rc == MPI_SUCCESS)
-            rc = pb_mpi_wait_requests(1, &reqs[0]);
-        if (cn->n > 1) {
-            pb_coll_node_wait_all(cn, base);
-            memcpy(slot(cn, cn->me, node_bytes) + bytes, all + bytes, node_bytes - bytes);
-            pb_coll_node_post(cn);
-        }
-        if (rc == MPI_SUCCESS)
-            rc = pb_coll_node_unpack(all, bytes, recvbuf, recvcount, recvtype, 0);
+            rc = pb_coll_node_unpack(at + (size_t)cn->me * bytes, bytes, recvbuf, recvcount,
+                                     recvtype, 0);
+        return rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
+    for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
+        int first = cn->node_first[k];
 
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+        if (k == root_node)
+            continue;
+        rc = pb_mpi_isend_on(block_addr(sendbuf, first, sendcount, sendtype),
+                             (MPI_Count)node_size(cn, c, k) * sendcount, sendtype, first,
+                             TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
+        if (rc == MPI_SUCCESS)
+            nreqs++;
     }
-    free(all);
-    free(reqs);
-    return rc;
+    if (cn->n > 1) {
+        pb_coll_node_wait_all(cn, base);
+        for (int j = 0; j < cn->n; j++) {
+            if (j != cn->me)
+                pack(block_addr(sendbuf, cn->local_comm[j], sendcount, sendtype), sendcount,
+                     sendtype, 0, slot(cn, cn->me, node_bytes) + (size_t)j * bytes, bytes);
+        }
+        pb_coll_node_post(cn);
+    }
+    if (recvbuf != MPI_IN_PLACE) {
+        int copy_rc = pb_coll_copy_typed(block_addr(sendbuf, c->rank, sendcount, sendtype),
+                                         sendcount, sendtype, recvbuf, recvcount, recvtype);
+
+        rc = rc == MPI_SUCCESS ? copy_rc : rc;
+    }
+    return wait_after(rc, nreqs, reqs);
 }
 
 int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -666,81 +673,87 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     return rc;
 }
 
+/* An Allgather's first phase through the area: once every local rank is
+ * past @base, this rank's block of @bytes (in place: at its place in
+ * @recvbuf) packed into its slot, and posted. */
+static void allgather_put(pb_coll_node_t *cn, pb_comm_t *c, uint64_t base, const void *sendbuf,
+                          MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    pb_coll_node_wait_all(cn, base);
+    if (sendbuf == MPI_IN_PLACE)
+        pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
+             slot(cn, cn->me, bytes), bytes);
+    else
+        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
+    pb_coll_node_post(cn);
+}
+
+/* Then, once every local rank is past @base + 1, every local rank's block
+ * from its slot to its place in @recvbuf (this rank's own too unless
+ * @in_place).  @return whether a block was cut to the receive buffer. */
+static int allgather_take(const pb_coll_node_t *cn, uint64_t base, int in_place, void *recvbuf,
+                          MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
+{
+    int cut = 0;
+
+    pb_coll_node_wait_all(cn, base + 1);
+    for (int j = 0; j < cn->n; j++) {
+        if ((j != cn->me || !in_place) &&
+            pb_coll_node_unpack(slot(cn, j, bytes), bytes,
+                                block_addr(recvbuf, cn->local_comm[j], recvcount, recvtype),
+                                recvcount, recvtype, 0) != MPI_SUCCESS)
+            cut = 1;
+    }
+    return cut;
+}
+
 /* Allgather across nodes (each node's ranks consecutive, blocks of
  * @bytes that fit a cell): each node gathers its blocks at its leader,
  * the leaders swap their nodes' parts, and each leader broadcasts the
- * whole on its node; everything moves packed, in rank order. */
+ * whole on its node; the leader gathers into its receive buffer and
+ * sends and receives the nodes' parts there (each node's blocks are
+ * consecutive), so nothing is allocated. */
 static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
                            MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
                            MPI_Count recvcount, MPI_Datatype recvtype, size_t bytes)
 {
-    size_t total = bytes * (size_t)c->size;
-    char *all = malloc(total ? total : 1);
+    int in_place = sendbuf == MPI_IN_PLACE, rc = MPI_SUCCESS;
+    /* a block longer than this rank's (counts that disagree: erroneous)
+     * is cut, and said so on every rank */
+    int cut = !in_place && type_bytes(recvcount, recvtype) < bytes;
     uint64_t base = cn->step;
-    int rc = MPI_SUCCESS;
 
-    if (all == NULL)
-        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
-    if (cn->n > 1) {
-        pb_coll_node_wait_all(cn, base);
-        if (sendbuf == MPI_IN_PLACE)
-            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
-                 slot(cn, cn->me, bytes), bytes);
-        else
-            pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
-        pb_coll_node_post(cn);
-    }
+    if (cn->n > 1)
+        allgather_put(cn, c, base, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                      bytes);
     if (cn->me == 0) {
         int first = cn->local_comm[0], nreqs = 0;
-        MPI_Request *reqs = malloc((size_t)(2 * cn->nodes) * sizeof(MPI_Request));
+        MPI_Request *reqs = cn->reqs;
 
         if (cn->n > 1) {
-            pb_coll_node_wait_all(cn, base + 1);
-            for (int j = 0; j < cn->n; j++)
-                memcpy(all + (size_t)cn->local_comm[j] * bytes, slot(cn, j, bytes), bytes);
-        } else if (sendbuf == MPI_IN_PLACE) {
-            pack(block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount, recvtype, 0,
-                 all + (size_t)c->rank * bytes, bytes);
-        } else {
-            pack(sendbuf, sendcount, sendtype, 0, all + (size_t)c->rank * bytes, bytes);
+            cut |= allgather_take(cn, base, in_place, recvbuf, recvcount, recvtype, bytes);
+        } else if (!in_place &&
+                   pb_coll_copy_typed(sendbuf, sendcount, sendtype,
+                                      block_addr(recvbuf, c->rank, recvcount, recvtype), recvcount,
+                                      recvtype) != MPI_SUCCESS) {
+            cut = 1;
         }
-        for (int k = 0; k < cn->nodes && reqs != NULL && rc == MPI_SUCCESS; k++) {
-            int kfirst = cn->node_first[k], kn = 0;
+        for (int k = 0; k < cn->nodes && rc == MPI_SUCCESS; k++) {
+            int kfirst = cn->node_first[k];
 
             if (k == cn->node)
                 continue;
-            for (int r = kfirst; r < c->size && cn->rank_node[r] == k; r++)
-                kn++;
-            rc = pb_mpi_irecv_on(all + (size_t)kfirst * bytes, (MPI_Count)((size_t)kn * bytes),
-                                 MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
-            if (rc == MPI_SUCCESS)
-                rc =
-                    pb_mpi_isend_on(all + (size_t)first * bytes, (MPI_Count)((size_t)cn->n * bytes),
-                                    MPI_BYTE, k, TAG_NODE_MOVE, cn->leaders, 1, &reqs[nreqs]);
-            if (rc == MPI_SUCCESS)
-                nreqs++;
+            rc = start_swap(block_addr(recvbuf, kfirst, recvcount, recvtype),
+                            (MPI_Count)node_size(cn, c, k) * recvcount, recvtype,
+                            block_addr(recvbuf, first, recvcount, recvtype),
+                            (MPI_Count)cn->n * recvcount, recvtype, k, cn->leaders, reqs, &nreqs);
         }
-        if (reqs == NULL) {
-            rc = MPI_ERR_NO_MEM;
-        } else {
-            int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-            rc = rc == MPI_SUCCESS ? wait_rc : rc;
-            free(reqs);
-        }
+        rc = wait_after(rc, nreqs, reqs);
     }
     if (cn->n > 1)
-        pb_coll_node_bcast_cells(cn, all, (MPI_Count)total, MPI_BYTE, 0);
-    for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++) {
-        if (r != c->rank || sendbuf != MPI_IN_PLACE)
-            rc = pb_coll_node_unpack(all + (size_t)r * bytes, bytes,
-                                     block_addr(recvbuf, r, recvcount, recvtype), recvcount,
-                                     recvtype, 0);
-    }
-    free(all);
-    return rc;
+        pb_coll_node_bcast_cells(cn, recvbuf, (MPI_Count)c->size * recvcount, recvtype, 0);
+    return rc == MPI_SUCCESS && cut ? MPI_ERR_TRUNCATE : rc;
 }
 
 /*
@@ -753,9 +766,11 @@ static int allgather_nodes(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
  * the blocks its node's other ranks received (those of their local index
  * on every node) from their receive buffers with process_vm_readv, and
  * returns once nobody reads its own.  A receive buffer whose blocks are
- * not contiguous bytes is packed first, and what a rank publishes says
- * which of the two it is.  @return MPI_SUCCESS or an error class
- * (MPI_ERR_NO_MEM before any phase).
+ * not contiguous bytes is packed first (into memory of its own, or this
+ * rank's cell when out of memory and they fit; else the rank publishes
+ * that it has nothing to read, and returns MPI_ERR_NO_MEM, the ranks that
+ * would have read it MPI_ERR_OTHER), and what a rank publishes says
+ * which of the two it is.  @return MPI_SUCCESS or an error class.
  */
 static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
                            MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -764,15 +779,10 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     size_t rbytes = type_bytes(recvcount, recvtype);
     int nodes = cn->nodes, direct = pb_coll_node_sliceable(recvtype), nreqs = 0;
     int in_place = sendbuf == MPI_IN_PLACE, rc = MPI_SUCCESS;
-    MPI_Request *reqs = malloc((size_t)(2 * nodes) * sizeof(MPI_Request));
-    char *packed = direct ? NULL : malloc(rbytes * (size_t)nodes + 1);
+    MPI_Request *reqs = cn->reqs;
+    char *packed = direct ? NULL : malloc(rbytes * (size_t)nodes + 1), *to = packed;
     uint64_t base;
 
-    if (reqs == NULL || (!direct && packed == NULL)) {
-        free(reqs);
-        free(packed);
-        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
-    }
     if (in_place) {
         sendbuf = block_addr(recvbuf, c->rank, recvcount, recvtype);
         sendcount = recvcount;
@@ -781,15 +791,8 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
         int peer = rank_at(cn, (cn->node + d) % nodes, cn->me);
 
-        rc = pb_mpi_irecv_on(block_addr(recvbuf, peer, recvcount, recvtype), recvcount, recvtype,
-                             peer, TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_isend_on(sendbuf, sendcount, sendtype, peer, TAG_NODE_MOVE, c, 1,
-                                 &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
+        rc = start_swap(block_addr(recvbuf, peer, recvcount, recvtype), recvcount, recvtype,
+                        sendbuf, sendcount, sendtype, peer, c, reqs, &nreqs);
     }
     if (!in_place) {
         int copy_rc = pb_coll_copy_typed(sendbuf, sendcount, sendtype,
@@ -798,36 +801,40 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
 
         rc = rc == MPI_SUCCESS ? copy_rc : rc;
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
+    rc = wait_after(rc, nreqs, reqs);
+    base = cn->step;
+    if (!direct && packed == NULL) {
+        pb_coll_node_wait_all(cn, base); /* nobody reads this rank's cell any more */
+        to = rbytes * (size_t)nodes <= cn->cell ? cell(cn, cn->me) : NULL;
     }
     /* the blocks of this local index, node by node, for the others to read */
-    for (int k = 0; !direct && k < nodes; k++)
+    for (int k = 0; !direct && to != NULL && k < nodes; k++)
         pack(block_addr(recvbuf, rank_at(cn, k, cn->me), recvcount, recvtype), recvcount, recvtype,
-             0, packed + (size_t)k * rbytes, rbytes);
-    base = cn->step;
+             0, to + (size_t)k * rbytes, rbytes);
     pb_coll_node_wait_all(cn, base);
-    pb_coll_node_publish2(cn, direct ? recvbuf : packed, (uint64_t)direct);
+    if (direct || to != NULL) {
+        pb_coll_node_publish2(cn, direct ? recvbuf : to, (uint64_t)direct);
+    } else {
+        pb_coll_node_publish_unreadable(cn);
+        rc = rc == MPI_SUCCESS ? MPI_ERR_NO_MEM : rc;
+    }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 1);
     for (int j = 0; j < cn->n; j++) {
-        int j_direct = j != cn->me && pb_coll_node_published(cn, j).addr2 != 0;
+        int j_direct = j != cn->me && pb_coll_node_published(cn, j).addr2 != 0, read_rc = 0;
 
-        for (int k = 0; j != cn->me && k < nodes; k++) {
+        for (int k = 0; j != cn->me && k < nodes && read_rc == MPI_SUCCESS; k++) {
             int r = rank_at(cn, k, j);
-            int read_rc = pb_coll_node_read_from(cn, j, (size_t)(j_direct ? r : k) * rbytes, rbytes,
-                                                 block_addr(recvbuf, r, recvcount, recvtype),
-                                                 recvcount, recvtype);
 
+            read_rc = pb_coll_node_read_from(cn, j, (size_t)(j_direct ? r : k) * rbytes, rbytes,
+                                             block_addr(recvbuf, r, recvcount, recvtype), recvcount,
+                                             recvtype);
             rc = rc == MPI_SUCCESS ? read_rc : rc;
         }
     }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 2);
     free(packed);
-    free(reqs);
     return rc;
 }
 
@@ -864,22 +871,11 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
     if (alg == PB_ALG_NODE_CMA)
         return pb_coll_node_exchange_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                          recvtype, bytes, 0);
+    /* one node: local rank j is rank j */
     base = cn->step;
-    pb_coll_node_wait_all(cn, base);
-    if (in_place)
-        pack(block_addr(recvbuf, cn->me, recvcount, recvtype), recvcount, recvtype, 0,
-             slot(cn, cn->me, bytes), bytes);
-    else
-        pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
-    pb_coll_node_post(cn);
-    pb_coll_node_wait_all(cn, base + 1);
-    for (int j = 0; j < cn->n; j++) {
-        if ((j != cn->me || !in_place) &&
-            pb_coll_node_unpack(slot(cn, j, bytes), bytes,
-                                block_addr(recvbuf, j, recvcount, recvtype), recvcount, recvtype,
-                                0) != MPI_SUCCESS)
-            rc = MPI_ERR_TRUNCATE;
-    }
+    allgather_put(cn, c, base, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, bytes);
+    rc = allgather_take(cn, base, in_place, recvbuf, recvcount, recvtype, bytes) ? MPI_ERR_TRUNCATE
+                                                                                 : MPI_SUCCESS;
     pb_coll_node_post(cn);
     return rc;
 }
@@ -887,12 +883,13 @@ int pb_coll_node_allgather(const void *sendbuf, MPI_Count sendcount, MPI_Datatyp
 /*
  * Alltoall across nodes of equally many consecutive ranks (all blocks of a
  * rank fitting a cell): local rank i of each node sends local rank i of
- * every other node, in one message, its blocks for that node's ranks, all
- * pairs at once; then each rank writes into its cell, for each local rank
- * j, its own block for j and the blocks for j it received, and each rank
- * reads its blocks out of the cells of its node.  Between two nodes of n
- * ranks that is 2n messages on the network where each rank sending each
- * its block makes 2n^2.
+ * every other node, in one message straight from its send buffer, its
+ * blocks for that node's ranks, all pairs at once, and receives theirs
+ * straight into its cell (row k: the blocks from local rank i of node k
+ * for this node's ranks, in rank order; its own in its node's row); then
+ * each rank reads its blocks out of the rows of its node's cells.
+ * Between two nodes of n ranks that is 2n messages on the network where
+ * each rank sending each its block makes 2n^2.  Nothing is allocated.
  */
 static int alltoall_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
                            MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -900,63 +897,34 @@ static int alltoall_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
 {
     int n = cn->n, nodes = cn->nodes, nreqs = 0, rc = MPI_SUCCESS;
     size_t row = bytes * (size_t)n; /* one node's blocks from one rank */
-    char *out = malloc(row * (size_t)nodes), *in = malloc(row * (size_t)nodes);
-    MPI_Request *reqs = malloc((size_t)(2 * nodes) * sizeof(MPI_Request));
+    char *mine = cell(cn, cn->me);
+    MPI_Request *reqs = cn->reqs;
     uint64_t base = cn->step;
 
-    if (out == NULL || in == NULL || reqs == NULL) {
-        free(out);
-        free(in);
-        free(reqs);
-        return MPI_ERR_NO_MEM; /* erroneous from here: the others wait */
-    }
-    /* out[k]: this rank's blocks for node k's ranks; in[k]: those of local
-     * rank me of node k for this node's ranks (in[node]: this rank's own) */
-    for (int k = 0; k < nodes; k++) {
-        for (int j = 0; j < n; j++)
-            pack(block_addr(sendbuf, rank_at(cn, k, j), sendcount, sendtype), sendcount, sendtype,
-                 0, (k == cn->node ? in : out) + (size_t)k * row + (size_t)j * bytes, bytes);
-    }
+    pb_coll_node_wait_all(cn, base); /* nobody reads this rank's cell any more */
     for (int d = 1; d < nodes && rc == MPI_SUCCESS; d++) {
         int k = (cn->node + d) % nodes;
 
-        rc = pb_mpi_irecv_on(in + (size_t)k * row, (MPI_Count)row, MPI_BYTE, rank_at(cn, k, cn->me),
-                             TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
-        if (rc == MPI_SUCCESS)
-            rc = pb_mpi_isend_on(out + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
-                                 rank_at(cn, k, cn->me), TAG_NODE_MOVE, c, 1, &reqs[nreqs]);
-        if (rc == MPI_SUCCESS)
-            nreqs++;
+        rc =
+            start_swap(mine + (size_t)k * row, (MPI_Count)row, MPI_BYTE,
+                       block_addr(sendbuf, rank_at(cn, k, 0), sendcount, sendtype),
+                       (MPI_Count)n * sendcount, sendtype, rank_at(cn, k, cn->me), c, reqs, &nreqs);
     }
-    if (nreqs > 0) {
-        int wait_rc = pb_mpi_wait_requests(nreqs, reqs);
-
-        rc = rc == MPI_SUCCESS ? wait_rc : rc;
-    }
-    /* the cell: for each local rank j, the blocks for j from local rank me
-     * of every node, in node order */
-    pb_coll_node_wait_all(cn, base);
-    for (int j = 0; j < n; j++) {
-        for (int k = 0; k < nodes; k++)
-            memcpy(cell(cn, cn->me) + ((size_t)j * nodes + k) * bytes,
-                   in + (size_t)k * row + (size_t)j * bytes, bytes);
-    }
+    for (int j = 0; j < n; j++)
+        pack(block_addr(sendbuf, rank_at(cn, cn->node, j), sendcount, sendtype), sendcount,
+             sendtype, 0, mine + (size_t)cn->node * row + (size_t)j * bytes, bytes);
+    rc = wait_after(rc, nreqs, reqs);
     pb_coll_node_post(cn);
     pb_coll_node_wait_all(cn, base + 1);
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < nodes; k++) {
-            if (pb_coll_node_unpack(cell(cn, i) + ((size_t)cn->me * nodes + k) * bytes, bytes,
+            if (pb_coll_node_unpack(cell(cn, i) + (size_t)k * row + (size_t)cn->me * bytes, bytes,
                                     block_addr(recvbuf, rank_at(cn, k, i), recvcount, recvtype),
                                     recvcount, recvtype, 0) != MPI_SUCCESS)
                 rc = MPI_ERR_TRUNCATE;
         }
     }
     pb_coll_node_post(cn);
-    free(out);
-    free(in);
-    free(reqs);
     return rc;
 }
 
