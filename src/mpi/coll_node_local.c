@@ -196,10 +196,12 @@ int pb_coll_node_reduce_cells(pb_coll_node_t *cn, const void *sendbuf, void *res
                               MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
 {
     size_t esize = pb_eng_type_size(pb_mpi_datatype(type)), bytes = (size_t)count * esize;
-    int wants = root < 0 || root == cn->me;
+    /* (a root without a result, a leader whose partial result could not
+     * be allocated, takes every phase and stores nothing) */
+    int wants = (root < 0 || root == cn->me) && result != NULL;
     MPI_Count per_piece = (MPI_Count)(cn->cell / esize);
 
-    if (bytes <= INLINE_MAX && root == cn->me) {
+    if (bytes <= INLINE_MAX && root == cn->me && result != NULL) {
         /* the root of a short one writes nothing, so it need not wait for
          * the others to be done with its line: it combines its own input
          * with the others' lines as they come */
