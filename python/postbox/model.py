@@ -925,55 +925,6 @@ def relative_error(predicted: float, measured: float) -> Optional[float]:
     return (predicted - measured) / measured
 
 
-# ---- the traffic patterns (seed 000 §IV-E) -----------------------------------------
-
-def _bits(rank: int, n: int) -> list:
-    return [(rank >> i) & 1 for i in range(n)]  # a0 first
-
-
-def _from_bits(bits: Sequence[int]) -> int:
-    return sum(b << i for i, b in enumerate(bits))
-
-
-def permutation(name: str, rank: int, ranks: int, stage: Optional[int] = None) -> int:
-    """The destination of @rank in seed 000's permutation @name on @ranks
-    ranks (a power of two, n = log2 ranks bits a_{n-1} ... a_0); @stage is
-    the i of the staged ones (baseline, butterfly, cube), the highest
-    (n - 1) when None (the single-stage form)."""
-    if not is_power_of_two(ranks) or ranks < 2:
-        raise ValueError("the permutations are defined on a power of two ranks, not %d" % ranks)
-    n = ranks.bit_length() - 1
-    i = n - 1 if stage is None else stage
-    a = _bits(rank, n)
-    if name == "neighbor":
-        return rank ^ 1
-    if name == "bit-reversal":
-        return _from_bits(list(reversed(a)))
-    if name == "complement":
-        return rank ^ (ranks - 1)
-    if name == "cube":
-        return rank ^ (1 << i)
-    if name == "butterfly":
-        b = list(a)
-        b[i], b[0] = a[0], a[i]
-        return _from_bits(b)
-    if name == "baseline":
-        # a_i..a_0 rotated right by one: a0 goes to position i
-        low = a[:i + 1]
-        return _from_bits(low[1:] + [low[0]] + a[i + 1:])
-    if name == "matrix-transpose":
-        half = n // 2
-        return _from_bits(a[half:] + a[:half]) if n % 2 == 0 else \
-            _from_bits(a[n - half:] + a[:n - half])
-    if name == "perfect-shuffle":
-        return _from_bits([a[n - 1]] + a[:n - 1])
-    raise ValueError("no permutation %r" % name)
-
-
-PERMUTATIONS = ("baseline", "bit-reversal", "butterfly", "complement", "cube",
-                "matrix-transpose", "neighbor", "perfect-shuffle")
-
-
 # ---- traffic at saturation (bench/mpi_traffic.c) -------------------------------------
 
 # bench/mpi_traffic.c's SEND_SLOTS: the sends each sender keeps outstanding

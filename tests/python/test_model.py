@@ -545,24 +545,6 @@ def test_a_step_where_all_wait_slower_than_a_rooted_one_sets_the_wait():
     assert ("postbox", two, "barrier", 0) in built.calibrated
 
 
-def test_permutations_of_seed_000():
-    assert model.permutation("bit-reversal", 1, 8) == 4
-    assert model.permutation("complement", 1, 8) == 6
-    assert model.permutation("perfect-shuffle", 4, 8) == 1
-    assert model.permutation("perfect-shuffle", 1, 8) == 2
-    assert model.permutation("butterfly", 1, 8) == 4
-    assert model.permutation("cube", 1, 8) == 5
-    assert [model.permutation("baseline", r, 8) for r in (1, 2, 4)] == [4, 1, 2]
-    assert model.permutation("matrix-transpose", 1, 16) == 4
-    assert model.permutation("neighbor", 6, 8) == 7
-    for name in model.PERMUTATIONS:
-        for ranks in (2, 8, 16, 32):
-            assert sorted(model.permutation(name, r, ranks) for r in range(ranks)) == \
-                list(range(ranks)), name
-    with pytest.raises(ValueError, match="power of two"):
-        model.permutation("cube", 0, 6)
-
-
 def _report_records() -> list:
     records = synthetic_records("postbox")
     built = model_fit.build(records)
