@@ -252,6 +252,11 @@ int pb_dsm_request(int proc, int type, const pb_dsm_req_t *req, const uint32_t *
                                        reply != NULL ? 0 : PB_RSM_CALL_NO_REPLY);
         if (rc != RSM_SUCCESS) {
             pb_error("dsm: a request to process %d failed: %s", proc, rsm_strerror(rc));
+            /* calls without reply to process 0 were lost with a broken
+             * rail: a barrier acknowledgement among them would leave an
+             * area of process 0 unfreed and the job's barriers waiting */
+            if (rc == RSMERR_CONN_ABORTED && proc == 0)
+                pb_dsm_barrier_lost_messages();
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         } else if (reply != NULL && got < sizeof(pb_dsm_reply_t)) {
             pb_error("dsm: process %d answered %zu bytes, not %zu or more", proc, got,

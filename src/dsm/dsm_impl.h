@@ -436,6 +436,10 @@ int pb_dsm_acquire_logs(void);
 /* ---- sync.c ---- */
 /* apply barrier episodes up to the one posted (the service thread) */
 int pb_dsm_barrier_catch_up(void);
+/* Some of this process's messages to process 0 were lost (a broken tcp
+ * rail): its barriers fail from the next episode on, and it tells the
+ * others (a lost acknowledgement would leave them waiting for ever). */
+void pb_dsm_barrier_lost_messages(void);
 void pb_dsm_handle_sync(pb_dsm_ctl_t *ctl, const pb_dsm_req_t *req, const uint32_t *pages,
                         pb_dsm_reply_t *reply);
 /* after a barrier request that finished its episode (@reply's status

@@ -724,7 +724,9 @@ static int ack_episode(uint64_t e)
 }
 
 /* Keep @rc as the failure of barrier episode @e and of every later one;
- * 1 when it is the first (a later failure keeps the first). */
+ * 1 when it is the first (a later failure keeps the first).  The episode
+ * is set first: a reader that sees it before the code takes
+ * POSTBOX_DSM_ERR_COMMUNICATION (barrier_failure). */
 static int record_failure(uint64_t e, int rc)
 {
     uint64_t none = 0;
@@ -763,16 +765,24 @@ static void barrier_fail(uint64_t e, int rc, const char *what)
 static int barrier_failure(uint64_t e)
 {
     uint64_t told = atomic_load_explicit(&pb_dsm.ctl->barrier_failed, memory_order_acquire);
+    uint64_t failed_at;
     int rc = atomic_load(&pb_dsm.barrier_error);
 
     if (rc == 0 && told != 0 && record_failure(told >> 8, POSTBOX_DSM_ERR_COMMUNICATION))
         pb_error("dsm: process %d's barriers failed at episode %llu: the barriers of process %d "
                  "fail from that episode on",
                  (int)(told & 0xff) - 1, (unsigned long long)(told >> 8), pb_dsm.me);
-    rc = atomic_load(&pb_dsm.barrier_error);
-    if (rc == 0 || e < atomic_load(&pb_dsm.barrier_error_episode))
+    failed_at = atomic_load(&pb_dsm.barrier_error_episode);
+    if (failed_at == 0 || e < failed_at)
         return 0;
-    return rc;
+    rc = atomic_load(&pb_dsm.barrier_error);
+    return rc != 0 ? rc : POSTBOX_DSM_ERR_COMMUNICATION;
+}
+
+void pb_dsm_barrier_lost_messages(void)
+{
+    barrier_fail(atomic_load(&pb_dsm.processed_epoch) + 1, POSTBOX_DSM_ERR_COMMUNICATION,
+                 "count on its messages to process 0 (some were lost) at");
 }
 
 int pb_dsm_barrier_catch_up(void)

@@ -356,7 +356,7 @@ static int deliver_piece(const pb_coll_node_t *cn, const void *acc, size_t off, 
                          int root)
 {
     for (int j = 0; j < cn->n; j++) {
-        if (j == cn->me || (root >= 0 && j != root))
+        if (j == cn->me || (root >= 0 && j != root) || pb_coll_node_published(cn, j).addr2 == 0)
             continue;
         if (pb_eng_cma_write(pb_coll_node_published(cn, j).pid,
                              pb_coll_node_published(cn, j).addr2 + off, acc,
@@ -426,7 +426,9 @@ int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *resul
     MPI_Count lo = count * cn->me / cn->n, hi = count * (cn->me + 1) / cn->n;
     size_t piece = REDUCE_PIECE < cn->cell / 2 ? REDUCE_PIECE : cn->cell / 2;
     MPI_Count per_piece = piece / esize > 0 ? (MPI_Count)(piece / esize) : 1;
-    int wants = root < 0 || root == cn->me, ok = 1;
+    /* (a root without a result, a leader whose partial result could not
+     * be allocated, publishes none: the others deliver it nothing) */
+    int wants = (root < 0 || root == cn->me) && result != NULL, ok = 1;
     /* reduced straight into the result, unless a non-commutative op would
      * overwrite the input in place before it is read */
     int direct = wants && (sendbuf != result || pb_mpi_op_is_commutative(op));
