@@ -1116,8 +1116,21 @@ def cluster_of(record: dict) -> Cluster:
     return Cluster(1, ranks)
 
 
+class Predicted:
+    """A measured value beside the model's (fields measured and predicted):
+    its relative error, and whether it is within the issue's LIMIT."""
+
+    @property
+    def error(self) -> Optional[float]:
+        return relative_error(self.predicted, self.measured)
+
+    @property
+    def within(self) -> bool:
+        return self.error is not None and abs(self.error) <= LIMIT
+
+
 @dataclass
-class Point:
+class Point(Predicted):
     """One measured point and the model's prediction of it."""
 
     library: str
@@ -1131,14 +1144,6 @@ class Point:
     # the point calibrated the model (Model.calibrated): it matches by
     # construction, so it is shown but not counted
     calibration: bool = False
-
-    @property
-    def error(self) -> Optional[float]:
-        return relative_error(self.predicted, self.measured)
-
-    @property
-    def within(self) -> bool:
-        return self.error is not None and abs(self.error) <= LIMIT
 
 
 # the issue's limit on the prediction error at 4 and 8 ranks
@@ -1273,7 +1278,7 @@ def validate(model: Model, records: Sequence[dict],
 # ---- validation against the traffic bench -------------------------------------------
 
 @dataclass
-class TrafficPoint:
+class TrafficPoint(Predicted):
     """One traffic pattern measured at saturation (bench/mpi_traffic.c) and
     the model's price of it (saturation_bandwidth)."""
 
@@ -1288,14 +1293,6 @@ class TrafficPoint:
     bound: str  # the term that set the model's round (saturation_round)
     off_node_share: Optional[float] = None
     background: float = 0.0  # runnable tasks beside the ranks (Model.traffic_background)
-
-    @property
-    def error(self) -> Optional[float]:
-        return relative_error(self.predicted, self.measured)
-
-    @property
-    def within(self) -> bool:
-        return self.error is not None and abs(self.error) <= LIMIT
 
 
 def validate_traffic(model: Model, records: Sequence[dict],

@@ -352,6 +352,16 @@ WHY = (
 )
 
 
+def _verdict(within: int, total: int, median: float) -> str:
+    """A summary row's verdict: every point within the limit, the model low
+    or high (by the median signed error beyond the limit), or mixed."""
+    if within == total:
+        return '<span class="ok">within</span>'
+    if abs(median) > model.LIMIT:
+        return '<span class="fail">model %s</span>' % ("low" if median < 0 else "high")
+    return "mixed"
+
+
 def _collective_summary_html(analysis: Analysis) -> list:
     esc = html.escape
     rows = by_collective(analysis.points)
@@ -362,9 +372,7 @@ def _collective_summary_html(analysis: Analysis) -> list:
            '<th>within %d %%</th><th>median error</th><th class="text">verdict</th></tr>'
            % (model.LIMIT * 100)]
     for library, collective, where, within, total, median in rows:
-        verdict = ('<span class="ok">within</span>' if within == total else
-                   '<span class="fail">model %s</span>' % ("low" if median < 0 else "high")
-                   if abs(median) > model.LIMIT else "mixed")
+        verdict = _verdict(within, total, median)
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td class="text">%s'
                    '</td><td>%d of %d</td><td>%+.0f %%</td><td class="text">%s</td></tr>'
                    % (esc(library), esc(collective), esc(where), within, total,
@@ -508,9 +516,7 @@ def _traffic_validation_html(analysis: Analysis) -> list:
            '<th class="text">shape</th><th>within %d %%</th><th>median |error|</th>'
            '<th>median error</th><th class="text">verdict</th></tr>' % (model.LIMIT * 100)]
     for library, shape, within, total, miss, signed in rows:
-        verdict = ('<span class="ok">within</span>' if within == total else
-                   '<span class="fail">model %s</span>' % ("low" if signed < 0 else "high")
-                   if abs(signed) > model.LIMIT else "mixed")
+        verdict = _verdict(within, total, signed)
         out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%d of %d</td>'
                    '<td>%.0f %%</td><td>%+.0f %%</td><td class="text">%s</td></tr>'
                    % (esc(library), esc(shape), within, total, 100 * miss, 100 * signed,
