@@ -104,8 +104,12 @@ static void lu_fill_owned(int id, int nprocs, long n, long nb, long b, long ld, 
 }
 
 /* Thread ID's part of every step of the factorization (the file comments
- * of lu_contig.c and lu_noncontig.c): BARRIER, which every thread calls
- * the same number of times, follows each phase. */
+ * of lu_contig.c and lu_noncontig.c).  BARRIER, which every thread calls
+ * the same number of times, follows the diagonal block's factorization
+ * and the perimeter's solves; none follows the trailing update, as in
+ * SPLASH-2's LU: step K + 1's diagonal and perimeter blocks are updated,
+ * then factored or solved, by their one owner, and no block written in
+ * step K + 1 before its first barrier is read by the update of step K. */
 static void lu_factor_owned(int id, int nprocs, long nb, long b, long ld, lu_block_fn block,
                             void (*barrier)(void))
 {
@@ -125,7 +129,6 @@ static void lu_factor_owned(int id, int nprocs, long nb, long b, long ld, lu_blo
             for (long j = k + 1; j < nb; j++)
                 if (lu_owner(i, j, nprocs) == id)
                     lu_update_block(block(i, k), ld, block(k, j), ld, block(i, j), ld, b);
-        barrier();
     }
 }
 

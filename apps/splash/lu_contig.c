@@ -9,7 +9,8 @@
  * Step K: the owner of the diagonal block (K, K) factors it; the owners of
  * the blocks of row K and column K right of and below it solve them with
  * it; the owners of the blocks (I, J), I, J > K, subtract L(I, K) U(K, J).
- * A barrier follows each phase.  main checks L U x against A x.
+ * A barrier follows the first two phases (lu_common.h says why the third
+ * needs none).  main checks L U x against A x.
  */
 #include "postbox/parmacs.h"
 

@@ -306,9 +306,42 @@ static int fetch_page(size_t p, size_t *count_p)
     return 0;
 }
 
+/* Under @protocol: the page after the last run of home pages a store
+ * made writable, and that run's length. */
+static struct {
+    size_t next;
+    size_t run;
+} writes;
+
+/* under @protocol: how many home pages from @p (itself one, written) a
+ * store makes writable at once.  A store on the page where the last run
+ * ended may open twice as many (up to PB_DSM_WRITE_RUN_MAX), any other
+ * opens 1; the run stops before a page that is not an ordinary home page
+ * here (read-only, no twin) or that a reader marked.  The pages opened
+ * with @p join the dirty ones as if written: at the release, those no
+ * reader marked meanwhile become unread pages, which need no notice
+ * (dirty_to_unread), and a marked one is noticed as any written page.
+ * A program that writes its own blocks from start to end (LU's trailing
+ * matrix) then takes a handful of faults a block, not one a page. */
+static size_t write_run(size_t p)
+{
+    size_t max = 1, n = 1;
+
+    if (writes.run != 0 && p == writes.next)
+        max = writes.run * 2 < PB_DSM_WRITE_RUN_MAX ? writes.run * 2 : PB_DSM_WRITE_RUN_MAX;
+    while (n < max && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_READ &&
+           pb_dsm.twins[p + n] == NULL && is_mine(p + n) && !read_elsewhere(p + n))
+        n++;
+    writes.next = p + n;
+    writes.run = n;
+    return n;
+}
+
 /* under @protocol: a store hits page @p, valid and read-only */
 static int make_dirty(size_t p)
 {
+    size_t n = 1;
+
     /* (a page no process homes yet gets a twin too: another may claim it
      * first at its release) */
     if (!is_mine(p)) {
@@ -320,11 +353,14 @@ static int make_dirty(size_t p)
         }
         memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
         pb_dsm.twins[p] = twin;
+    } else if (!read_elsewhere(p)) {
+        n = write_run(p);
     }
-    pb_dsm.dirty[pb_dsm.ndirty++] = (uint32_t)p;
-    pb_dsm.state[p] = PB_DSM_WRITE;
+    for (size_t i = p; i < p + n; i++)
+        pb_dsm.dirty[pb_dsm.ndirty++] = (uint32_t)i;
+    memset(pb_dsm.state + p, PB_DSM_WRITE, n);
     pb_dsm_count(&pb_dsm_counters.write_faults, 1);
-    return protect(p, 1, PROT_READ | PROT_WRITE);
+    return protect(p, n, PROT_READ | PROT_WRITE);
 }
 
 /* under @protocol: the fault at page @p (@write: by a store, when known) */

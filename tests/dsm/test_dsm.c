@@ -392,20 +392,33 @@ static int check_barrier_trips(const postbox_dsm_stats_t *stats)
 
 /* Unread home pages: process p writes band p (UNREAD_BAND pages), read
  * by no other process, at rounds 0 (the release that claims it) and 1
- * (its second write faults: the band is write-protected after the claim),
- * then leaves it alone for UNREAD_IDLE releases (that write a page of its
- * own: releases that find nothing written do not age hot pages), more
- * than the PB_DSM_HOT_RELEASES after which a hot page is write-protected
- * again.
- * No other process fetched the band, so its release left it writable and
- * untracked: the stores of every later round take no write fault.  From
- * round UNREAD_READ on process p + 1 reads band p (its first half at that
- * round, which marks those pages read at p, from then on all of it) and
- * sees every round's values. */
+ * (its second write faults: the band is write-protected after the claim;
+ * each fault on the page where the last one's run of writable pages
+ * ended opens twice as many, up to UNREAD_RUN_MAX (PB_DSM_WRITE_RUN_MAX):
+ * 1, 2, 4, ... pages, so write_run_faults(UNREAD_BAND) faults), then leaves it alone for
+ * UNREAD_IDLE releases (that write a page of its own: releases that find nothing written do not age
+ * hot pages), more than the PB_DSM_HOT_RELEASES after which a hot page is write-protected again. No
+ * other process fetched the band, so its release left it writable and untracked: the stores of
+ * every later round take no write fault.  From round UNREAD_READ on process p + 1 reads band p (its
+ * first half at that round, which marks those pages read at p, from then on all of it) and sees
+ * every round's values. */
 #define UNREAD_BAND 8
 #define UNREAD_IDLE 6
 #define UNREAD_READ 4
 #define UNREAD_ROUNDS 8
+#define UNREAD_RUN_MAX 32
+
+/* the write faults that write @pages unread home pages from the first */
+static int write_run_faults(int pages)
+{
+    int faults = 0;
+
+    for (int run = 1; pages > 0; run = run * 2 < UNREAD_RUN_MAX ? run * 2 : UNREAD_RUN_MAX) {
+        pages -= run;
+        faults++;
+    }
+    return faults;
+}
 
 static int run_unread(void)
 {
@@ -427,6 +440,11 @@ static int run_unread(void)
         CHECK(round < 2 || round > UNREAD_READ || after.write_faults == before.write_faults,
               "round %d: %llu write faults on this process's band, read by no other", round,
               (unsigned long long)(after.write_faults - before.write_faults));
+        CHECK(round != 1 || after.write_faults - before.write_faults ==
+                                (uint64_t)write_run_faults(UNREAD_BAND),
+              "round 1: %llu write faults on this process's claimed band of %d pages, not %d",
+              (unsigned long long)(after.write_faults - before.write_faults), UNREAD_BAND,
+              write_run_faults(UNREAD_BAND));
         OK(postbox_dsm_barrier(0, n));
         for (int idle = 0; round == 1 && idle < UNREAD_IDLE; idle++) {
             tick[0] = idle + 1;
