@@ -77,36 +77,46 @@ typedef struct {
 
 #define READ_MSG_MAGIC 0x72656164u /* "read" */
 
+/* A page's read mark in its home's control segment: a reader sets both
+ * bits before each get of the page.  READ_EVER is never cleared;
+ * READ_SINCE is cleared by the home's release when it compares the page
+ * as a hot page (hot_fetched). */
+#define READ_EVER 1u
+#define READ_SINCE 2u
+
+static _Atomic uint8_t *read_marks(void)
+{
+    return (_Atomic uint8_t *)((char *)pb_dsm.ctl + pb_dsm.readers_off);
+}
+
 /* May a process other than this one hold a copy of home page @p that it
  * fetched from here?  Readers mark what they fetch in the home's control
  * segment (mark_read) before they fetch it. */
 static int read_elsewhere(size_t p)
 {
-    const _Atomic uint8_t *read =
-        (const _Atomic uint8_t *)((const char *)pb_dsm.ctl + pb_dsm.readers_off);
-
-    return atomic_load_explicit(&read[p], memory_order_relaxed) != 0;
+    return (atomic_load_explicit(&read_marks()[p], memory_order_relaxed) & READ_EVER) != 0;
 }
 
 /* Mark pages [@p, @p + @n) read in the control segment @ctl.  The fence
- * pairs with the one of the home's release (pb_dsm_flush_locked): either
- * that release sees the mark, or the get that follows sees every store
- * made before it. */
+ * pairs with the one of the home's release (pb_dsm_flush_locked,
+ * hot_fetched): either that release sees the mark, or the get that
+ * follows sees every store made before it. */
 static void mark_in(char *ctl, size_t p, size_t n)
 {
     _Atomic uint8_t *read = (_Atomic uint8_t *)(ctl + pb_dsm.readers_off);
 
     for (size_t i = p; i < p + n; i++)
-        if (atomic_load_explicit(&read[i], memory_order_relaxed) == 0)
-            atomic_store_explicit(&read[i], 1, memory_order_relaxed);
+        if (atomic_load_explicit(&read[i], memory_order_relaxed) != (READ_EVER | READ_SINCE))
+            atomic_fetch_or_explicit(&read[i], READ_EVER | READ_SINCE, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* Before a get of pages [@p, @p + @n) from @home: mark them read there.
  * On this node, on the mapping of the home's control segment; on another
  * node, by a call without reply on the data import, which the home's
- * service side runs before the get (the import applies them in order),
- * once per page (@pb_dsm.marked: marks are never cleared). */
+ * service side runs before the get (the import applies them in order).
+ * Every get is marked, not only a page's first: a hot page's release
+ * asks whether it was fetched since the last one (hot_fetched). */
 static int mark_read(int home, size_t p, size_t n)
 {
     pb_dsm_diff_msg_t msg = {.magic = READ_MSG_MAGIC,
@@ -119,8 +129,6 @@ static int mark_read(int home, size_t p, size_t n)
         mark_in((char *)pb_dsm.peers[home].ctl_map, p, n);
         return 0;
     }
-    if (memchr(pb_dsm.marked + p, 0, n) == NULL)
-        return 0;
     rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, &msg, sizeof(msg), NULL, 0, NULL,
                                    PB_RSM_CALL_NO_REPLY);
     if (rc != RSM_SUCCESS) {
@@ -128,7 +136,6 @@ static int mark_read(int home, size_t p, size_t n)
                  rsm_strerror(rc));
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
-    memset(pb_dsm.marked + p, 1, n);
     return 0;
 }
 
@@ -450,12 +457,11 @@ int pb_dsm_coherence_init(void)
     pb_dsm.homes = calloc(n, 1);
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
     pb_dsm.unread = calloc(n, sizeof(uint32_t));
-    pb_dsm.marked = calloc(n, 1);
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
         pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
         pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.unread == NULL ||
-        pb_dsm.marked == NULL || pb_dsm.written_at == NULL) {
+        pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -489,8 +495,6 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.homes);
     free(pb_dsm.hot);
     free(pb_dsm.unread);
-    free(pb_dsm.marked);
-    pb_dsm.marked = NULL;
     free(pb_dsm.written_at);
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
@@ -831,13 +835,31 @@ static int hot_changed(size_t p)
     return 1;
 }
 
+/* under @protocol, after hot_changed compared hot page @p: was it
+ * fetched since the last release that compared it?  Clears the page's
+ * READ_SINCE.  A page equal to its snapshot may have held other values
+ * in the interval (a word stored and stored back), and a reader that
+ * fetched it meanwhile may hold one of them: the page is noticed then as
+ * if changed.  The fence orders the compare before the mark's exchange
+ * (pairs with mark_in's): when the exchange misses a reader's mark, that
+ * reader's get follows the compare and sees the page as compared, or
+ * later stores, whose release sees the mark. */
+static int hot_fetched(size_t p)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    return (atomic_fetch_and_explicit(&read_marks()[p], (uint8_t)~READ_SINCE,
+                                      memory_order_relaxed) &
+            READ_SINCE) != 0;
+}
+
 /* under @protocol, at release @r: look at the hot pages.  Those changed
- * since their snapshots go to @written (with their count in *@n); a hot
- * page found unchanged at the last PB_DSM_HOT_RELEASES releases is
+ * since their snapshots, or fetched elsewhere since the last release
+ * (hot_fetched), go to @written (with their count in *@n); a hot page
+ * found unchanged at the last PB_DSM_HOT_RELEASES releases is
  * write-protected first, looked at a last time, and becomes an ordinary
  * home page again (its next store faults).  Every hot page was read
  * elsewhere: a written home page nobody had marked went to the unread
- * pages (dirty_to_unread) before it could heat, and marks are never
+ * pages (dirty_to_unread) before it could heat, and READ_EVER is never
  * cleared. */
 static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
 {
@@ -853,6 +875,10 @@ static int hot_scan(uint32_t r, uint32_t *written, size_t *n)
         compared++;
         if (hot_changed(p)) {
             pb_dsm.written_at[p] = r;
+            written[(*n)++] = p;
+            hot_fetched(p);
+        } else if (hot_fetched(p)) {
+            /* (not written: its idle count goes on) */
             written[(*n)++] = p;
         }
         if (idle && rc == 0) {

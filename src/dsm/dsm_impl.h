@@ -276,7 +276,6 @@ typedef struct {
     size_t nhot;
     uint32_t *unread; /* home pages no other process fetched: writable, untracked */
     size_t nunread;
-    uint8_t *marked;                        /* per page: marked read at its home on another node */
     size_t readers_off;                     /* the read marks' offset in every process's ctl */
     uint32_t *written_at;                   /* per page: the release that last found it written */
     uint32_t releases;                      /* releases that found pages written */

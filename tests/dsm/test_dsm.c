@@ -461,6 +461,68 @@ static int run_unread(void)
     return 0;
 }
 
+/* A hot home page changed and changed back within one interval while a
+ * reader fetches it: process 0 homes page P and writes its word VALUE at
+ * HOTREV_ROUNDS releases (a new value each; process 1 reads it after
+ * each), which leaves P hot at process 0 (writable, compared with a
+ * snapshot at each release).  It then stores HOTREV_ROUNDS + 1 (noticed:
+ * process 1's copy is invalid after the barrier), and in the next
+ * interval stores HOTREV_TRANSIENT, pauses HOTREV_GAP_MS and stores
+ * HOTREV_ROUNDS + 1 back.  Process 1 reads word OTHER of P HOTREV_READ_MS
+ * into that pause, which fetches P with the transient value, and after
+ * the barrier reads VALUE: it must hold HOTREV_ROUNDS + 1, so the release
+ * must notice P although P equals its snapshot.  (A reader held up past
+ * the pause fetches the final value: the test then passes without
+ * testing anything, never fails wrongly.) */
+#define HOTREV_ROUNDS 4
+#define HOTREV_TRANSIENT 9999
+#define HOTREV_GAP_MS 300
+#define HOTREV_READ_MS 50
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000}, NULL);
+}
+
+static int run_hotrevert(void)
+{
+    enum {
+        VALUE = 0,
+        OTHER = 64
+    };
+    int n = postbox_dsm_process_count();
+    volatile long *page = postbox_dsm_alloc(PAGE);
+
+    CHECK(page != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    if (me == 0)
+        page[OTHER] = 7;
+    OK(postbox_dsm_barrier(0, n));
+    for (long round = 1; round <= HOTREV_ROUNDS + 1; round++) {
+        if (me == 0)
+            page[VALUE] = round;
+        OK(postbox_dsm_barrier(0, n));
+        if (me == 1 && round <= HOTREV_ROUNDS)
+            CHECK(page[VALUE] == round, "round %ld: the page's value is %ld", round, page[VALUE]);
+        OK(postbox_dsm_barrier(0, n));
+    }
+    if (me == 0) {
+        page[VALUE] = HOTREV_TRANSIENT;
+        sleep_ms(HOTREV_GAP_MS);
+        page[VALUE] = HOTREV_ROUNDS + 1;
+    } else if (me == 1) {
+        sleep_ms(HOTREV_READ_MS);
+        CHECK(page[OTHER] == 7, "the page's other word is %ld, not 7", page[OTHER]);
+    }
+    OK(postbox_dsm_barrier(0, n));
+    if (me == 1)
+        CHECK(page[VALUE] == HOTREV_ROUNDS + 1,
+              "the page's value is %ld, not %d: the transient value fetched before the "
+              "release that restored it",
+              page[VALUE], HOTREV_ROUNDS + 1);
+    OK(postbox_dsm_barrier(0, n));
+    return 0;
+}
+
 /* Unread pages read through locks, while their home writes them: thread
  * w of lockread.nthreads (process me, index t) homes LOCKREAD_ROUNDS slots
  * of LOCKREAD_SLOT pages.  At every round it writes the first half of
@@ -924,11 +986,11 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: pbt-dsm spmd | homes | unread | barriers | lockread T | barread T | "
-                "threads T | barfail | "
-                "timing | "
-                "killed | errors | segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | homes | unread | barriers | hotrevert | lockread T "
+                        "| barread T | "
+                        "threads T | barfail | "
+                        "timing | "
+                        "killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -946,6 +1008,8 @@ int main(int argc, char **argv)
         rc = run_unread();
     } else if (strcmp(test_name, "barriers") == 0) {
         rc = run_barriers();
+    } else if (strcmp(test_name, "hotrevert") == 0) {
+        rc = run_hotrevert();
     } else if (strcmp(test_name, "lockread") == 0 && argc > 2) {
         rc = run_lockread(atoi(argv[2]), 0);
     } else if (strcmp(test_name, "barread") == 0 && argc > 2) {
@@ -982,8 +1046,8 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
-        strcmp(test_name, "barfail") == 0) {
+        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "lockread") == 0 ||
+        strcmp(test_name, "barread") == 0 || strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
