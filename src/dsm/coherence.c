@@ -246,24 +246,39 @@ static int home_claim(const uint32_t *pages, size_t n)
 /* ---- faults --------------------------------------------------------------------- */
 
 /* Per home on another node (under @protocol): the page after the last
- * run fetched from it, and the run the next fault there may fetch. */
+ * run fetched from it, that run, the pages fetched since the fault that
+ * did not read on (the streak) and the last streak's length. */
 static struct {
     size_t next;
     size_t run;
+    size_t streak;
+    size_t last_streak;
 } reads[PB_DSM_MAX_PROCS];
 
-/* the run a fault on page @p fetches from @home at most: PB_DSM_FETCH_RUN,
- * or, from a home on another node, twice the last run (up to
- * PB_DSM_FETCH_RUN_MAX) when @p is the page that run ended before */
+/* the run a fault on page @p fetches from @home at most: on this node
+ * PB_DSM_FETCH_RUN; from a home on another node, twice the last run (up
+ * to PB_DSM_FETCH_RUN_MAX) when @p is the page that run ended before (the
+ * program reads on), else as many pages as the last streak from that
+ * home fetched (at least PB_DSM_FETCH_RUN, at most PB_DSM_FETCH_RUN_MAX):
+ * a program that reads blocks of 32 pages from another node (LU's
+ * perimeter) fetches each after the first in one get, one that reads a
+ * row of 2 pages here and there (SOR's and OCEAN's borders) fetches 2 */
 static size_t fetch_run(int home, size_t p)
 {
     size_t run = PB_DSM_FETCH_RUN;
 
     if (pb_dsm.peers[home].local)
         return run;
-    if (reads[home].run != 0 && p == reads[home].next)
+    if (reads[home].run != 0 && p == reads[home].next) {
         run =
             reads[home].run * 2 < PB_DSM_FETCH_RUN_MAX ? reads[home].run * 2 : PB_DSM_FETCH_RUN_MAX;
+    } else {
+        reads[home].last_streak = reads[home].streak;
+        reads[home].streak = 0;
+        if (reads[home].last_streak > run)
+            run = reads[home].last_streak < PB_DSM_FETCH_RUN_MAX ? reads[home].last_streak
+                                                                 : PB_DSM_FETCH_RUN_MAX;
+    }
     reads[home].run = run;
     return run;
 }
@@ -296,6 +311,7 @@ static int fetch_page(size_t p, size_t *count_p)
            home_known(p + n) == home)
         n++;
     reads[home].next = p + n;
+    reads[home].streak += n;
     rc = mark_read(home, p, n);
     if (rc != 0)
         return rc;

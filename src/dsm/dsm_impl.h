@@ -66,7 +66,7 @@
 #define PB_DSM_LOG_ENTRIES 16384                     /* pages of a process's release log */
 #define PB_DSM_MAX_PROCS 255
 #define PB_DSM_FETCH_RUN 2      /* pages at most that one fault fetches from one home */
-#define PB_DSM_FETCH_RUN_MAX 8  /* ... from another node, reading on where the last run ended */
+#define PB_DSM_FETCH_RUN_MAX 32 /* ... from another node (reading on, or as the last streak) */
 #define PB_DSM_WRITE_RUN_MAX 32 /* home pages a store on one makes writable at most */
 #define PB_DSM_HOT_RELEASES 4   /* a home page written twice within these releases stays writable */
 #define PB_DSM_WRITER_NONE (-1)

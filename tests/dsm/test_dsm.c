@@ -272,17 +272,20 @@ static int run_spmd(void)
  * from its start, each read fault fetches two pages (PB_DSM_FETCH_RUN):
  * half as many faults as pages, each page fetched once; from a process on
  * another node, each fault that reads on where the last run ended fetches
- * twice as many as it, up to HOME_RUN_MAX (PB_DSM_FETCH_RUN_MAX): 2, 4,
- * 8, 8, ... pages. */
+ * twice as many as it, up to HOME_RUN_MAX (PB_DSM_FETCH_RUN_MAX), and the
+ * first fault of a band as many as the last streak from that home (the
+ * last band's HOME_BAND pages; at round 0 nothing longer than 2 pages):
+ * 2, 4, 8, 16, 10 pages at round 0, 32 and 8 after. */
 #define HOME_BAND 40
-#define HOME_RUN_MAX 8
+#define HOME_RUN_MAX 32
 
 /* the read faults that read a band of HOME_BAND pages homed on this
- * node (@local) or on another */
-static int band_faults(int local)
+ * node (@local) or on another, at round @round */
+static int band_faults(int local, int round)
 {
-    int faults = 0, run = 2;
+    int faults = 0, run = local || round == 0 ? 2 : HOME_BAND;
 
+    run = run < HOME_RUN_MAX ? run : HOME_RUN_MAX;
     for (int left = HOME_BAND; left > 0; left -= run < left ? run : left) {
         if (faults > 0 && !local)
             run = run * 2 < HOME_RUN_MAX ? run * 2 : HOME_RUN_MAX;
@@ -303,17 +306,18 @@ static int run_homes(void)
     long *bands = postbox_dsm_alloc((size_t)n * HOME_BAND * PAGE);
     int *nodes = postbox_dsm_alloc(PAGE);
     postbox_dsm_stats_t before, after, read;
-    int faults = 0;
 
     CHECK(bands != NULL && nodes != NULL, "postbox_dsm_alloc: %s",
           postbox_dsm_strerror(postbox_dsm_last_error()));
     nodes[me] = postbox_dsm_node();
     OK(postbox_dsm_barrier(0, n));
-    for (int q = 0; q < n; q++)
-        if (q != me)
-            faults += band_faults(nodes[q] == nodes[me]);
     for (int round = 0; round < 4; round++) {
         long *mine = bands + me * words;
+        int faults = 0;
+
+        for (int q = 0; q < n; q++)
+            if (q != me)
+                faults += band_faults(nodes[q] == nodes[me], round);
 
         OK(postbox_dsm_stats(&before));
         for (long i = 0; i < words; i++)
