@@ -20,11 +20,27 @@ Into ``dsm.jsonl``/``dsm.txt`` of the results folder:
 3. a summary record per application and configuration (median time,
    speedup against the sequential median: dsmreport.summary_records) and
    the acceptance lines of issue 17 as ratio records
-   (dsmreport.acceptance_records).
+   (dsmreport.acceptance_records);
+4. the links sub-part (seed 004's Figs. 3-12): every application's DSM
+   build across 2 virtual nodes on emulated links (``postbox run --netns
+   --link RATE[,DELAY]``, linkbench's links: LINK_RATES, with linkbench's
+   SMALL_DELAY when the kernel has netem), 2 processes (and 4 in the full
+   profile), at the sizes of LINK_SIZES, in LINK_ROUNDS interleaved rounds
+   (plan_link_runs).  Its records carry ``link``, ``link_rate``,
+   ``link_delay_us`` and ``link_sizes`` (ci or bench), so the unshaped
+   tables leave them out; their speedup is against the sequential runs of
+   the same bench run at the same size (the main plan's, or the
+   sub-part's own reference runs, ``link`` null, at sizes the main plan
+   does not run), summed up in ``link_summary`` records
+   (dsmreport.link_summary_records).  Without network namespaces or
+   ``tc`` (not root, iproute2 missing) it is skipped with the reason.
 
 The quick profile runs the applications at their CI sizes (their
 defaults), two rounds; the full one at BENCH_SIZES (sequential parallel
-sections of a few hundred ms here), five rounds, 4 processes too.
+sections of a few hundred ms here), five rounds, 4 processes too.  On the
+links, the quick profile runs the CI sizes on every link; the full one the
+CI sizes on every link too and BENCH_SIZES on the fast links only (LU-n
+at the seed's size moves enough pages to take 200 s at 10 Mbit/s).
 """
 
 from __future__ import annotations
@@ -41,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
-from postbox import dsmreport, machine, paths, results
+from postbox import dsmreport, linkbench, machine, paths, results
 from postbox.dsmreport import Config
 
 RESULTS_NAME = "dsm"  # dsm.jsonl, dsm.txt
@@ -71,6 +87,17 @@ BENCH_SIZES = {
     "water_nsquared": ("--seed",),
     "water_spatial": ("-n", "1000", "-s", "10"),
 }
+
+
+# the links sub-part: the rates (linkbench's words), the DSM processes
+# across 2 virtual nodes, the rounds, and the sizes on each rate ("ci":
+# the applications' defaults, "bench": BENCH_SIZES), {quick: ...}
+LINK_RATES = ("10mbit", "100mbit", "1gbit")
+LINK_PROCESSES = {True: (2,), False: (2, 4)}
+LINK_ROUNDS = {True: 2, False: 3}
+LINK_SIZES = {True: {"10mbit": ("ci",), "100mbit": ("ci",), "1gbit": ("ci",)},
+              False: {"10mbit": ("ci",), "100mbit": ("ci", "bench"),
+                      "1gbit": ("ci", "bench")}}
 
 
 def configs(quick: bool, threads_per_process: int = 1) -> list[Config]:
@@ -115,6 +142,86 @@ def size_args(app: str, quick: bool) -> list[str]:
     """The application's size options: none (its CI size) in the quick
     profile, BENCH_SIZES in the full one."""
     return [] if quick else list(BENCH_SIZES.get(app, ()))
+
+
+def sizes_name(quick: bool) -> str:
+    """The sizes the main plan runs: "ci" (quick) or "bench" (full)."""
+    return "ci" if quick else "bench"
+
+
+@dataclass(frozen=True)
+class LinkRun:
+    """One run of the links sub-part: an application's DSM build in
+    @config on @link at @sizes ("ci" or "bench"), or, without a link, its
+    sequential reference run at sizes the main plan does not run."""
+
+    app: str
+    config: Config
+    link: Optional[linkbench.Link]
+    sizes: str
+    round: int
+
+    @property
+    def name(self) -> str:
+        """Its name in machine.json's runs:
+        dsm/links/<link or reference>/<app>/<config>/<sizes>/round-<k>."""
+        return "dsm/links/%s/%s/%s/%s/round-%d" % (
+            self.link.option if self.link else "reference", self.app, self.config.name,
+            self.sizes, self.round)
+
+
+def link_cases(quick: bool, delay: str = "") -> list:
+    """(Link, sizes) of the profile, in LINK_RATES order, each link with
+    the one-way @delay ("" for none)."""
+    return [(linkbench.Link(rate, delay), sizes) for rate in LINK_RATES
+            for sizes in LINK_SIZES[quick][rate]]
+
+
+def plan_link_runs(quick: bool, apps: Sequence[str] = APPS, rounds: Optional[int] = None,
+                   delay: str = "", threads_per_process: int = 1) -> list:
+    """The links sub-part's runs: round by round, application by
+    application, the sequential reference at each size the main plan does
+    not run, then every (link, sizes) of link_cases at every process count
+    of LINK_PROCESSES, in order in even rounds and reversed in odd ones."""
+    cases = link_cases(quick, delay)
+    references = sorted({sizes for _, sizes in cases} - {sizes_name(quick)})
+    runs = []
+    for k in range(LINK_ROUNDS[quick] if rounds is None else rounds):
+        for app in apps:
+            order = [LinkRun(app, dsmreport.SEQUENTIAL, None, sizes, k) for sizes in references]
+            order += [LinkRun(app, Config("dsm", p, 2, p * threads_per_process), link, sizes, k)
+                      for link, sizes in cases for p in LINK_PROCESSES[quick]]
+            runs += order if k % 2 == 0 else list(reversed(order))
+    return runs
+
+
+def link_command(run: LinkRun, quick: bool) -> tuple[list[str], dict]:
+    """(argv, extra environment) of @run: the DSM build under ``postbox
+    run --nodes 2 --netns --link`` (POSTBOX_DSM_STATS=1), or the
+    sequential reference; MissingProgram when a program is not built."""
+    c = run.config
+    args = ["-p", str(c.threads)] + size_args(run.app, run.sizes == "ci")
+    if run.link is None:
+        return [str(paths.program("%s-pthreads" % run.app))] + args, {}
+    argv = [str(paths.program("postbox")), "run", "-n", str(c.processes), "--nodes",
+            str(c.nodes), "--netns", "--link", run.link.option, "--timeout",
+            str(RUN_TIMEOUT[quick]), str(paths.program("%s-dsm" % run.app))]
+    return argv + args, {"POSTBOX_DSM_STATS": "1"}
+
+
+def link_record(run: LinkRun, status: Optional[int], stdout: str, stderr: str,
+                seconds: float, quick: bool, host: Optional[str] = None,
+                timestamp: Optional[str] = None) -> dict:
+    """The record of @run (see run_record) tagged with its link:
+    ``link`` (the --link value, null for a sequential reference),
+    ``link_rate`` (bit/s), ``link_delay_us`` and ``link_sizes``."""
+    record = run_record(Run(run.app, run.config, run.round), status, stdout, stderr, seconds,
+                        quick, host, timestamp)
+    record["link"] = run.link.option if run.link else None
+    record["link_rate"] = run.link.spec.rate if run.link else None
+    record["link_delay_us"] = run.link.spec.delay_us if run.link else None
+    record["link_sizes"] = run.sizes
+    return record
 
 
 def run_command(run: Run, quick: bool) -> tuple[list[str], dict]:
@@ -211,6 +318,12 @@ class Outcome:
     missing: list = field(default_factory=list)  # programs not built
     rtt_failed: bool = False
     seconds: float = 0.0
+    link_runs: int = 0
+    link_failed: list = field(default_factory=list)  # run names that failed
+    links_unavailable: str = ""  # why the links sub-part cannot run here
+    links_no_delay: str = ""     # why its links have no delay
+    links: list = field(default_factory=list)  # the --link values run
+    link_seconds: float = 0.0
 
 
 def _run(argv: Sequence[str], env: dict, timeout: float) -> tuple:
@@ -230,11 +343,86 @@ def _run(argv: Sequence[str], env: dict, timeout: float) -> tuple:
         return -1, "", "cannot run %s: %s" % (argv[0], exc), time.monotonic() - start
 
 
+def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy: TextIO,
+              outcome: Outcome, apps: Sequence[str] = APPS, rounds: Optional[int] = None,
+              threads_per_process: int = 1) -> None:
+    """The links sub-part (plan_link_runs) into @out/dsm.jsonl, its output
+    into @copy; skipped, with the reason in @outcome, when ``postbox run
+    --netns --link`` cannot run here (linkbench.unavailable); every run in
+    @description (machine.json: runs, and dsm_links: the links and sizes)."""
+    start = time.monotonic()
+    jsonl = out / (RESULTS_NAME + ".jsonl")
+    host = socket.gethostname()
+    why = linkbench.unavailable()
+    if why is None:
+        try:
+            paths.program("postbox")
+        except paths.MissingProgram as exc:
+            why = str(exc)
+    if why is not None:
+        outcome.links_unavailable = "--netns --link %s" % why
+        description["dsm_links"] = {"skipped": outcome.links_unavailable}
+        print("postbox bench: dsm: links: %s; skipped" % outcome.links_unavailable,
+              file=terminal, flush=True)
+        return
+    try:
+        has_delay, no_delay = linkbench.delay_support()
+    except (OSError, subprocess.SubprocessError) as exc:
+        has_delay, no_delay = False, str(exc)
+    if not has_delay:
+        outcome.links_no_delay = no_delay
+        print("postbox bench: dsm: links without delay: %s" % no_delay, file=terminal,
+              flush=True)
+    delay = linkbench.SMALL_DELAY if has_delay else ""
+    cases = link_cases(quick, delay)
+    outcome.links = list(dict.fromkeys(link.option for link, _ in cases))
+    description["dsm_links"] = {
+        "cases": [{"link": link.option, "sizes": sizes} for link, sizes in cases],
+        "processes": list(LINK_PROCESSES[quick]), "no_delay": outcome.links_no_delay,
+        "bench_sizes": {app: list(BENCH_SIZES.get(app, ())) for app in apps}}
+    plan = plan_link_runs(quick, apps, rounds, delay, threads_per_process)
+    for step, run in enumerate(plan, 1):
+        try:
+            argv, env = link_command(run, quick)
+        except paths.MissingProgram as exc:
+            if str(exc) not in outcome.missing:
+                outcome.missing.append(str(exc))
+            outcome.link_failed.append(run.name)
+            continue
+        status, stdout, stderr, seconds = _run(argv, env, RUN_TIMEOUT[quick] + 30)
+        copy.write("$ %s%s\n%s%s" % ("".join("%s=%s " % kv for kv in env.items()),
+                                     shlex.join(argv), stdout, stderr))
+        copy.flush()
+        record = link_record(run, status, stdout, stderr, seconds, quick, host)
+        with open(jsonl, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        outcome.link_runs += 1
+        description["runs"].append({"name": run.name, "command": argv, "env": env,
+                                    "exit_status": status, "seconds": round(seconds, 3)})
+        verdict = ("%.2f ms" % (record["median"] / 1e3) if record["status"] == "ok"
+                   else "FAILED: %s" % record.get("error"))
+        where = ("sequential reference" if run.link is None
+                 else "%s on %s" % (run.config.label, run.link.option))
+        print("[dsm links %d/%d] [%s] %s %s (%s sizes) round %d: %s" % (
+            step, len(plan), _clock(start), run.app, where, run.sizes.upper()
+            if run.sizes == "ci" else run.sizes, run.round + 1, verdict),
+            file=terminal, flush=True)
+        if record["status"] != "ok":
+            outcome.link_failed.append(run.name)
+    outcome.link_seconds = time.monotonic() - start
+    print("postbox bench: dsm: links: %d runs on %s in %.1f s" % (
+        outcome.link_runs, ", ".join(outcome.links), outcome.link_seconds),
+        file=terminal, flush=True)
+
+
 def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: TextIO,
             rounds: Optional[int] = None, apps: Sequence[str] = APPS,
-            threads_per_process: int = 1, rtt: bool = True) -> Outcome:
+            threads_per_process: int = 1, rtt: bool = True, links: bool = True,
+            link_rounds: Optional[int] = None) -> Outcome:
     """The RTT program, then the plan (plan_runs) into @out/dsm.jsonl, then
-    the acceptance records; every run in @description (machine.json: runs)."""
+    with @links the links sub-part (run_links, @link_rounds rounds), then
+    the summary and acceptance records; every run in @description
+    (machine.json: runs)."""
     start = time.monotonic()
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
     host = socket.gethostname()
@@ -292,9 +480,14 @@ def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: Te
             if record["status"] != "ok":
                 outcome.failed.append(run.name)
         machine.write(out / "machine.json", description)
+        if links:
+            run_links(out, quick, description, terminal, copy, outcome, apps, link_rounds,
+                      threads_per_process)
+            machine.write(out / "machine.json", description)
     finally:
         copy.close()
     append_acceptance(jsonl)
+    append_link_summary(jsonl)
     outcome.seconds = time.monotonic() - start
     return outcome
 
@@ -325,6 +518,37 @@ def append_acceptance(jsonl: Path) -> list:
     return made
 
 
+def append_link_summary(jsonl: Path) -> list:
+    """Append to @jsonl the links sub-part's summary records
+    (dsmreport.link_summary_records) made from its runs; returns them."""
+    try:
+        records = results.load_jsonl(jsonl) if jsonl.exists() else []
+    except results.ResultsError:
+        return []
+    made = dsmreport.link_summary_records(dsmreport.summarize_links(records),
+                                          socket.gethostname(), _now())
+    if made:
+        with open(jsonl, "a", encoding="utf-8") as handle:
+            for record in made:
+                handle.write(json.dumps(record) + "\n")
+    return made
+
+
+def links_detail(outcome: Outcome) -> str:
+    """The links sub-part in the part's detail: skipped and why, or its
+    runs, links and failures."""
+    if outcome.links_unavailable:
+        return "links skipped: %s" % outcome.links_unavailable
+    if not outcome.link_runs and not outcome.link_failed:
+        return ""
+    text = "links: %d runs on %s" % (outcome.link_runs, ", ".join(outcome.links))
+    if outcome.links_no_delay:
+        text += " without delay (%s)" % outcome.links_no_delay
+    if outcome.link_failed:
+        text += ", %d failed" % len(outcome.link_failed)
+    return text + " in %.0f s" % outcome.link_seconds
+
+
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
     """(verdict, detail) of the dsm part: FAILED when a program was missing
     or the RTT program failed; runs of applications that fail on the DSM are
@@ -345,6 +569,9 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:
         parts.append("%s failed" % RTT_PROGRAM)
     if outcome.failed:
         parts.append("%d of %d runs failed" % (len(outcome.failed), outcome.runs))
+    links = links_detail(outcome)
+    if links:
+        parts.append(links)
     parts.append("%.0f s" % outcome.seconds)
     verdict = "FAILED" if outcome.missing or outcome.rtt_failed else (
         "ok" if outcome.runs else "skipped")

@@ -20,7 +20,10 @@ this machine (bandwidth used, average round trip, average message size per
 application, from the DSM's statistics), Table 1 (message types, counts
 and sizes), Fig. 13 (round trip against size) and the speedup figures
 (after Figs. 3-12), and which applications fall short and what their
-statistics say about why.
+statistics say about why.  The links sub-part's records (``link``, see
+dsmbench) stay out of all of that: summarize_links reads them, and the
+section's "On emulated links" and links_figures redraw seed 004's Figs.
+3-12 from them (speedup against the link rate, the loopback value beside).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
-from postbox.plot import Figure, Series, format_value, number
+from postbox.plot import COLORS, Figure, Series, format_value, number
 
 SUITE = "dsm"
 # the applications in seed 004's order, with the paper's names
@@ -130,9 +133,18 @@ def is_dsm(record: dict) -> bool:
 
 
 def is_app_run(record: dict) -> bool:
-    """A run record of an application (not a summary, not the RTT program's)."""
+    """A run record of an application over unshaped links (not a summary,
+    not the RTT program's, not the links sub-part's)."""
     return (is_dsm(record) and record.get("kind") == "run"
-            and record.get("test") in APP_NAMES)
+            and record.get("test") in APP_NAMES and "link" not in record)
+
+
+def is_link_run(record: dict) -> bool:
+    """A run record of the links sub-part: an application on an emulated
+    link (``link`` its --link value) or its sequential reference (``link``
+    null)."""
+    return (is_dsm(record) and record.get("kind") == "run"
+            and record.get("test") in APP_NAMES and "link" in record)
 
 
 def parse_result_line(text: str) -> Optional[dict]:
@@ -371,6 +383,175 @@ def summarize(records: Iterable[dict]) -> Summary:
 
 def _config_order(c: Config) -> tuple:
     return (c.build != "pthreads", c.processes, c.nodes, c.threads)
+
+
+# ---- emulated links (seed 004's Figs. 3-12) ----------------------------------------
+
+# seed 004's speedup figure of each application, in the order its text cites
+# them: Figs. 3 to 7 LU-c, WATER-n2, WATER-sp, MATMULT (and MRI, not ported),
+# 8, 9 and 12 FFT, LU-n and SOR, 10 and 11 RADIX and OCEAN-c
+SEED_SPEEDUP_FIGURE = {"lu_contig": 3, "water_nsquared": 4, "water_spatial": 5, "matmult": 6,
+                       "fft": 8, "lu_noncontig": 9, "radix": 10, "ocean": 11, "sor": 12}
+SIZES_LABEL = {"ci": "CI size", "bench": "bench size"}
+
+
+@dataclass(frozen=True, order=True)
+class LinkCase:
+    """An emulated link and the sizes the applications ran at on it."""
+
+    rate: int        # bit/s
+    delay_us: int
+    sizes: str       # "ci" or "bench"
+    link: str        # the --link value
+
+    @property
+    def label(self) -> str:
+        """A column heading: "100 Mbit/s, 50 us (CI size)"."""
+        return "%s%s (%s)" % (rate_label(self.rate),
+                              ", %d us" % self.delay_us if self.delay_us else "",
+                              SIZES_LABEL.get(self.sizes, self.sizes))
+
+
+def rate_label(rate: float) -> str:
+    """@rate (bit/s) for people: 10 Mbit/s, 1 Gbit/s."""
+    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if rate >= scale:
+            return "%g %s" % (rate / scale, unit)
+    return "%g bit/s" % rate
+
+
+@dataclass
+class LinkSummary:
+    """The links sub-part's cells, by application, link case and
+    configuration, and the sequential times they are measured against."""
+
+    cells: dict = field(default_factory=dict)  # (app, LinkCase, Config) -> Cell
+    # (app, params) -> the sequential times at those sizes: the main plan's
+    # runs and the sub-part's reference runs
+    sequential: dict = field(default_factory=dict)
+    base: Summary = field(default_factory=Summary)  # the unshaped runs
+    cases: list = field(default_factory=list)
+    configs: list = field(default_factory=list)
+    apps: list = field(default_factory=list)
+    rounds: int = 0
+
+    def cell(self, app: str, case: LinkCase, config: Config) -> Optional[Cell]:
+        return self.cells.get((app, case, config))
+
+    def sequential_time(self, app: str, params: str) -> Optional[float]:
+        """The median of the sequential runs of @app at @params."""
+        times = self.sequential.get((app, params))
+        return statistics.median(times) if times else None
+
+    def speedup(self, app: str, case: LinkCase, config: Config) -> Optional[float]:
+        """The sequential median at the same sizes over the cell's median."""
+        cell = self.cell(app, case, config)
+        if cell is None or cell.median is None:
+            return None
+        seq = self.sequential_time(app, cell.params)
+        return seq / cell.median if seq else None
+
+    def params(self, app: str, sizes: str) -> str:
+        """The application's size parameters at @sizes, as its runs printed them."""
+        return next((cell.params for (a, case, _), cell in sorted(
+            self.cells.items(), key=lambda item: item[0][1])
+            if a == app and case.sizes == sizes and cell.params), "")
+
+    def loopback(self, app: str, config: Config, params: str) -> Optional[float]:
+        """The unshaped run's speedup in @config (the main plan's), when it
+        ran at the same sizes (@params); else None."""
+        cell = self.base.cell(app, config)
+        if cell is None or cell.params != params:
+            return None
+        return self.base.speedup(app, config)
+
+
+def summarize_links(records: Iterable[dict]) -> LinkSummary:
+    """The links sub-part's cells (verified times, failures, mean traffic)
+    and the sequential times by size: the main plan's sequential runs and
+    the sub-part's reference runs."""
+    records = list(records)
+    out = LinkSummary(base=summarize(records))
+    raw_traffic: dict = {}
+    rounds = set()
+    for app in out.base.apps:
+        cell = out.base.cell(app, SEQUENTIAL)
+        if cell is not None and cell.times:
+            out.sequential.setdefault((app, cell.params), []).extend(cell.times)
+    for r in records:
+        if not is_link_run(r):
+            continue
+        config = config_of(r)
+        if config is None:
+            continue
+        time = number(r.get("median"))
+        ok = r.get("status") != "failed" and time is not None and r.get("verified")
+        app = r["test"]
+        if r.get("link") is None:
+            if ok and config.sequential:
+                out.sequential.setdefault((app, r.get("params") or ""), []).append(time)
+            continue
+        rate = number(r.get("link_rate"))
+        if rate is None:
+            continue
+        case = LinkCase(int(rate), int(number(r.get("link_delay_us")) or 0),
+                        str(r.get("link_sizes") or ""), str(r["link"]))
+        key = (app, case, config)
+        cell = out.cells.get(key)
+        if cell is None:
+            cell = out.cells[key] = Cell(app, config)
+        if r.get("round") is not None:
+            rounds.add(r.get("round"))
+        if not ok:
+            cell.failures.append(str(r.get("error") or "no verified result"))
+            continue
+        cell.times.append(time)
+        cell.params = r.get("params") or cell.params
+        stats = r.get("dsm_stats")
+        if isinstance(stats, list) and stats:
+            raw_traffic.setdefault(key, []).append(traffic(stats))
+    for key, runs in raw_traffic.items():
+        out.cells[key].traffic = mean_traffic(runs)
+    out.cases = sorted({case for _, case, _ in out.cells})
+    out.configs = sorted({c for _, _, c in out.cells}, key=_config_order)
+    order = [a for a, _ in APPS]
+    out.apps = sorted({a for a, _, _ in out.cells}, key=lambda a: order.index(a))
+    out.rounds = len(rounds)
+    return out
+
+
+def link_summary_records(summary: LinkSummary, host: Optional[str] = None,
+                         timestamp: Optional[str] = None) -> list:
+    """One record per application, link case and configuration of the
+    links sub-part (``kind`` link_summary): the median time over the
+    verified runs, min and max, the speedup against the sequential median
+    at the same sizes (``sequential_us``), the runs that failed, and the
+    unshaped run's speedup at the same sizes (``loopback_speedup``)."""
+    out = []
+    for (app, case, config), cell in sorted(
+            summary.cells.items(), key=lambda item: (item[0][0], item[0][1],
+                                                     _config_order(item[0][2]))):
+        record = {
+            "suite": SUITE, "kind": "link_summary", "test": app, "config": config.name,
+            "build": config.build, "library": "postbox", "transport": "tcp",
+            "placement": "off-node", "ranks": config.processes,
+            "processes": config.processes, "nodes": config.nodes, "threads": config.threads,
+            "link": case.link, "link_rate": case.rate, "link_delay_us": case.delay_us,
+            "link_sizes": case.sizes, "pairs": 0, "size": 0, "metric": "time", "unit": "us",
+            "median": cell.median, "min": min(cell.times) if cell.times else None,
+            "max": max(cell.times) if cell.times else None, "reps": len(cell.times),
+            "probe_before": None, "probe_after": None, "settled": None, "state": "unknown",
+            "params": cell.params, "sequential_us": summary.sequential_time(app, cell.params),
+            "speedup": summary.speedup(app, case, config),
+            "loopback_speedup": summary.loopback(app, config, cell.params),
+            "failed_runs": len(cell.failures),
+        }
+        if host:
+            record["host"] = host
+        if timestamp:
+            record["timestamp"] = timestamp
+        out.append(record)
+    return out
 
 
 # ---- acceptance ---------------------------------------------------------------------
@@ -689,6 +870,89 @@ def _rtt_table(records: Sequence[dict]) -> list:
     return out
 
 
+def _links_table(summary: LinkSummary) -> list:
+    esc = html.escape
+    rates = sorted({(c.rate, c.delay_us) for c in summary.cases})
+    out = ['<table class="dsm-links"><tr><th class="text">application</th>'
+           '<th class="text">size</th><th class="text">DSM</th><th>loopback speedup</th>']
+    for rate, delay in rates:
+        name = rate_label(rate) + (", %d us" % delay if delay else "")
+        out.append("<th>%s (ms)</th><th>speedup</th>" % esc(name))
+    out.append("</tr>")
+    for app in summary.apps:
+        for sizes in sorted({c.sizes for c in summary.cases}, key=lambda x: x != "ci"):
+            params = summary.params(app, sizes)
+            for config in summary.configs:
+                cases = {(c.rate, c.delay_us): c for c in summary.cases if c.sizes == sizes}
+                if not any(summary.cell(app, c, config) for c in cases.values()):
+                    continue
+                row = ['<tr><td class="text">%s</td><td class="text">%s (%s)</td>'
+                       '<td class="text">%s</td>%s'
+                       % (esc(APP_NAMES[app]), esc(params), esc(SIZES_LABEL.get(sizes, sizes)),
+                          esc(config.label),
+                          _td(summary.loopback(app, config, params), "%.3g"))]
+                for key in rates:
+                    case = cases.get(key)
+                    cell = summary.cell(app, case, config) if case else None
+                    if cell is not None and not cell.times and cell.failures:
+                        row.append('<td class="fail" colspan="2" title="%s">failed</td>'
+                                   % esc(cell.failures[-1]))
+                        continue
+                    t = cell.median if cell else None
+                    row.append(_td(None if t is None else t / 1e3, "%.2f"))
+                    row.append(_td(summary.speedup(app, case, config) if case else None,
+                                   "%.3g"))
+                out.append("".join(row) + "</tr>")
+    out.append("</table>")
+    return out
+
+
+def links_section(records: Sequence[dict], description: Optional[dict] = None) -> list:
+    """The DSM section's part on emulated links (after seed 004's Figs.
+    3-12): what was run, the limits of the emulation, and the table of
+    times and speedups; empty without the links sub-part's records."""
+    esc = html.escape
+    summary = summarize_links(records)
+    links = (description or {}).get("dsm_links") or {}
+    if not summary.cells:
+        if links.get("skipped"):
+            return ['<h3 id="dsm-links">On emulated links (seed 004 Figs. 3-12)</h3>',
+                    "<p>Not run: %s.</p>" % esc(links["skipped"])]
+        return []
+    cores = (description or {}).get("cores")
+    delays = {c.delay_us for c in summary.cases}
+    no_delay = links.get("no_delay") or ""
+    out = ['<h3 id="dsm-links">On emulated links (seed 004 Figs. 3-12)</h3>',
+           "<p>Each application's DSM build across 2 virtual nodes under <code>postbox run "
+           "--nodes 2 --netns --link RATE[,DELAY]</code> (docs/launch.md, \"Emulated "
+           "links\"), %d interleaved round%s: each node in a network namespace of its own, "
+           "both ends of its veth pair shaped by the kernel's traffic control (a tbf at RATE "
+           "each way%s). Speedups are against the sequential run of the same bench run at the "
+           "same size; the loopback column is the unshaped run across 2 virtual nodes of the "
+           "same bench run, where it ran that size. The emulation slows the links only: the "
+           "processes of both nodes still run on this one machine's %s, which do all the "
+           "computing and both ends' protocol work, so a link only ever makes the runs slower "
+           "than the machine's own loopback%s. "
+           "Seed 004 drew each application's speedup against the nodes of its 10 Mb/s "
+           "Ethernet, 100 Mb/s FastEthernet and 155 Mb/s ATM clusters; here the axis is the "
+           "link rate, a series per process count and size, the loopback value dashed.</p>"
+           % (summary.rounds, "" if summary.rounds == 1 else "s",
+              "" if delays == {0} else ", a one-way delay (netem) on the hub's side",
+              "%s cores" % cores if cores else "cores",
+              "" if not any(c.processes > 2 for c in summary.configs) else
+              ", and 4 processes share them")]
+    if delays == {0}:
+        out.append("<p>The links have no delay%s.</p>"
+                   % (": %s" % esc(no_delay) if no_delay else ""))
+    if any(c.sizes == "ci" for c in summary.cases) and any(c.sizes == "bench"
+                                                           for c in summary.cases):
+        out.append("<p>The CI sizes run on every link; the bench sizes only on the fast "
+                   "ones: at 10 Mbit/s an application at the seed's size moves pages for "
+                   "minutes (LU-n 200 s).</p>")
+    out += _links_table(summary)
+    return out
+
+
 def section(records: Sequence[dict], description: Optional[dict] = None) -> list:
     """The page's "Distributed shared memory" section; empty without DSM records."""
     esc = html.escape
@@ -725,6 +989,7 @@ def section(records: Sequence[dict], description: Optional[dict] = None) -> list
                    "networks; docs/dsm.md discusses these figures.</p>")
     out.append('<h3 id="dsm-speedup">Times and speedups</h3>')
     out += _speedup_table(summary)
+    out += links_section(mine, description)
     out.append('<h3 id="dsm-table3">Seed 004 Table 3 for this machine</h3>')
     out += _table3(summary)
     out.append('<h3 id="dsm-table1">Seed 004 Table 1: message types</h3>')
@@ -763,6 +1028,7 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
                           "the same two processes in the same run.",
                           "reply size (bytes)", "round trip (us)", series, name="dsm-fig13", seed="004-fig-13",
                           source=["postbox run -n 2 --nodes 2 build/bin/postbox-dsm-rtt"]))
+    out += links_figures(mine)
     summary = summarize(mine)
     for nodes, title in ((1, "on one node"), (2, "across 2 virtual nodes")):
         series = []
@@ -787,3 +1053,56 @@ def figures(records: Sequence[dict], description: Optional[dict] = None) -> list
                               references=[("ideal 2x", 2.0)] if 2.0 in procs else [],
                               name="dsm-speedup-%dnode" % nodes, xticks=procs))
     return out
+
+
+def links_figures(records: Sequence[dict]) -> list:
+    """Seed 004's Figs. 3-12 redrawn: per application, the speedup over
+    the sequential run against the link rate, a series per process count
+    and size, the unshaped loopback value of each as a dashed line of its
+    colour."""
+    summary = summarize_links(records)
+    out = []
+    if not summary.cells:
+        return out
+    rates = sorted({c.rate for c in summary.cases})
+    ticks = [rate / 1e6 for rate in rates]
+    colors = {}
+    for sizes in sorted({c.sizes for c in summary.cases}, key=lambda x: x != "ci"):
+        for config in summary.configs:
+            colors[(sizes, config)] = COLORS[len(colors) % len(COLORS)]
+    for app in summary.apps:
+        series = []
+        for (sizes, config), color in colors.items():
+            pts = []
+            for case in summary.cases:
+                if case.sizes != sizes:
+                    continue
+                speedup = summary.speedup(app, case, config)
+                if speedup is not None:
+                    pts.append((case.rate / 1e6, speedup, True))
+            if not pts:
+                continue
+            label = "%d procs, %s" % (config.processes, SIZES_LABEL.get(sizes, sizes))
+            series.append(Series(label, sorted(pts), color=color))
+            loop = summary.loopback(app, config, summary.params(app, sizes))
+            if loop is not None:
+                series.append(Series("%s, loopback" % label, [(ticks[0], loop, True),
+                                                               (ticks[-1], loop, True)],
+                                     color=color, dashed=True, markers=False))
+        if not series:
+            continue
+        number_ = SEED_SPEEDUP_FIGURE.get(app)
+        out.append(Figure(
+            "Seed 004 Fig. %s: %s, DSM speedup against link rate"
+            % (number_ if number_ else "3-12", APP_NAMES[app]),
+            "%s's DSM build across 2 virtual nodes on emulated links (postbox run --netns "
+            "--link), its speedup over the sequential run at the same size; dashed: the "
+            "same run over unshaped loopback. One machine's cores do all the work: the links "
+            "only slow the traffic." % APP_NAMES[app],
+            "link rate (Mbit/s)", "speedup over sequential", series,
+            references=[("sequential (1x)", 1.0)], name="dsm-links-%s" % app,
+            xticks=ticks, seed="004-fig-%d" % number_ if number_ else "",
+            source=["postbox run -n P --nodes 2 --netns --link RATE build/bin/%s-dsm -p P"
+                    % app]))
+    return out
+

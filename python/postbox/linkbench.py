@@ -108,6 +108,14 @@ def sizes_for(link: Link, sizes: Sequence[int]) -> list:
     return list(sizes)
 
 
+def unavailable() -> Optional[str]:
+    """Why ``postbox run --netns --link`` cannot run here (one line: not
+    root, no ``ip`` or ``tc`` command, no network namespaces), or None when
+    it can."""
+    return netns.unavailable() or (None if netns.tc_command() else
+                                   "needs the `tc` command of iproute2")
+
+
 def delay_support(runner: Callable = subprocess.run) -> tuple:
     """(whether ``--link`` takes a DELAY here, why not): one ``postbox run
     --netns --link`` of ``true`` with a delay."""
@@ -247,8 +255,7 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     jsonl, text = out / (RESULTS_NAME + ".jsonl"), out / (RESULTS_NAME + ".txt")
     outcome = Outcome()
     description.setdefault("runs", [])
-    why = netns.unavailable() or (None if netns.tc_command() else
-                                  "needs the `tc` command of iproute2")
+    why = unavailable()
     if why is None:
         try:
             for program in ("postbox", RSM_PROGRAM):

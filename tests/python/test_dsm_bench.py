@@ -314,3 +314,170 @@ def test_cli_refuses_dsm_with_other_parts_and_bad_thread_counts():
     assert result.returncode == 2 and "--dsm goes with --quick, --out" in result.stderr
     result = run_cli("bench", "--dsm", "--dsm-threads", "0")
     assert result.returncode == 2 and "--dsm-threads wants 1 to 64" in result.stderr
+
+
+# ---- the links sub-part (seed 004's Figs. 3-12) ---------------------------------------
+
+def test_quick_link_plan_runs_every_application_on_every_link_round_by_round():
+    plan = dsmbench.plan_link_runs(True, apps=("matmult", "sor"), delay="50us")
+    assert len(plan) == dsmbench.LINK_ROUNDS[True] * 2 * len(dsmbench.LINK_RATES)
+    first = [(r.app, r.link.option, r.config.name, r.sizes) for r in plan if r.round == 0]
+    assert first == [(app, rate + ",50us", "dsm-p2-n2-t2", "ci") for app in ("matmult", "sor")
+                     for rate in ("10mbit", "100mbit", "1gbit")]
+    # odd rounds reverse each application's order; no reference runs: the
+    # main plan's sequential runs are at the same (CI) sizes
+    second = [r.link.option for r in plan if r.round == 1 and r.app == "matmult"]
+    assert second == ["1gbit,50us", "100mbit,50us", "10mbit,50us"]
+    assert all(r.link is not None for r in plan)
+    assert plan[0].name == "dsm/links/10mbit,50us/matmult/dsm-p2-n2-t2/ci/round-0"
+
+
+def test_full_link_plan_adds_references_at_the_ci_sizes_and_bench_sizes_on_fast_links():
+    plan = dsmbench.plan_link_runs(False, apps=("fft",), rounds=1)
+    refs = [r for r in plan if r.link is None]
+    assert [(r.config, r.sizes) for r in refs] == [(SEQUENTIAL, "ci")]
+    cases = {(r.link.option, r.sizes, r.config.processes) for r in plan if r.link is not None}
+    assert cases == {(rate, "ci", p) for rate in dsmbench.LINK_RATES for p in (2, 4)} | \
+        {(rate, "bench", p) for rate in ("100mbit", "1gbit") for p in (2, 4)}
+    assert len(plan) == 1 + len(cases)
+    assert plan[0].link is None and plan[0].name == "dsm/links/reference/fft/pthreads-t1/ci/round-0"
+
+
+def test_link_commands(fake_build):
+    link = dsmbench.linkbench.Link("100mbit", "50us")
+    run = dsmbench.LinkRun("matmult", Config("dsm", 2, 2, 2), link, "bench", 0)
+    argv, env = dsmbench.link_command(run, quick=False)
+    assert argv[:10] == [str(fake_build / "postbox"), "run", "-n", "2", "--nodes", "2",
+                         "--netns", "--link", "100mbit,50us", "--timeout"]
+    sizes = list(dsmbench.BENCH_SIZES["matmult"])
+    assert argv[-3 - len(sizes):] == [str(fake_build / "matmult-dsm"), "-p", "2"] + sizes
+    assert env == {"POSTBOX_DSM_STATS": "1"}
+    ci = dsmbench.LinkRun("matmult", Config("dsm", 2, 2, 2), link, "ci", 0)
+    assert dsmbench.link_command(ci, quick=False)[0][-1] == "2"  # no size options
+    ref = dsmbench.LinkRun("matmult", SEQUENTIAL, None, "ci", 0)
+    assert dsmbench.link_command(ref, quick=False) == (
+        [str(fake_build / "matmult-pthreads"), "-p", "1"], {})
+
+
+def _link_record(app="matmult", config=Config("dsm", 2, 2, 2), link="100mbit", sizes="ci",
+                 us=20000, rnd=0, params="n=1", status=0):
+    run = dsmbench.LinkRun(app, config, dsmbench.linkbench.Link(link) if link else None,
+                           sizes, rnd)
+    return dsmbench.link_record(run, status, "app=%s threads=%d %s time_us=%d verified=1"
+                                % (app, config.threads, params, us), "", 1.0, quick=True,
+                                host="h", timestamp="t")
+
+
+def test_link_records_are_tagged_and_stay_out_of_the_unshaped_tables():
+    r = _link_record(link="10mbit")
+    assert (r["link"], r["link_rate"], r["link_delay_us"], r["link_sizes"]) == (
+        "10mbit", 10 ** 7, 0, "ci")
+    assert r["status"] == "ok" and r["kind"] == "run" and not results.missing_keys(r)
+    ref = _link_record(config=SEQUENTIAL, link=None, params="n=2")
+    assert ref["link"] is None and ref["link_sizes"] == "ci"
+    plain = _records(GOOD)
+    mixed = plain + [r, ref, _link_record(config=Config("dsm", 2, 2, 2), us=1)]
+    assert dsmreport.summarize(mixed).cells.keys() == dsmreport.summarize(plain).cells.keys()
+    assert dsmreport.summarize(mixed).time("matmult", Config("dsm", 2, 2, 2)) == 50001
+    assert dsmreport.is_link_run(r) and not dsmreport.is_app_run(r)
+
+
+def _link_records() -> list:
+    """The unshaped runs (GOOD, params n=1), the links sub-part's CI-size
+    runs (n=1) on three links and its bench-size runs (n=2) on one, with
+    their sequential reference (n=2: the main plan ran n=1 only)."""
+    out = _records(GOOD)
+    for k in range(3):
+        for app in dsmreport.ACCEPTANCE_APPS:
+            for link, us in (("10mbit", 400000), ("100mbit", 100000), ("1gbit", 60000)):
+                out.append(_link_record(app=app, link=link, us=us + k, rnd=k))
+            out.append(_link_record(app=app, link="1gbit", sizes="bench", us=500000, rnd=k,
+                                    params="n=2"))
+            out.append(_link_record(app=app, config=SEQUENTIAL, link=None, sizes="bench",
+                                    us=800000 + k, rnd=k, params="n=2"))
+    out.append(_link_record(app="sor", link="10mbit", status=2))
+    return out
+
+
+def test_link_speedups_are_against_the_sequential_runs_at_the_same_size():
+    summary = dsmreport.summarize_links(_link_records())
+    dsm2 = Config("dsm", 2, 2, 2)
+    case = {(c.link, c.sizes): c for c in summary.cases}
+    assert summary.rounds == 3
+    assert summary.speedup("matmult", case["10mbit", "ci"], dsm2) == pytest.approx(
+        100001 / 400001)  # the main plan's sequential median
+    assert summary.speedup("matmult", case["1gbit", "bench"], dsm2) == pytest.approx(
+        800001 / 500000)  # the sub-part's reference at n=2
+    # the unshaped speedup beside, only at the sizes the main plan ran
+    assert summary.loopback("matmult", dsm2, "n=1") == pytest.approx(100001 / 50001)
+    assert summary.loopback("matmult", dsm2, "n=2") is None
+    failed = summary.cell("sor", case["10mbit", "ci"], dsm2)
+    assert failed.times == [] and "exit status 2" in failed.failures[0]
+    made = dsmreport.link_summary_records(summary, "h", "t")
+    one = next(r for r in made if r["test"] == "matmult" and r["link"] == "100mbit")
+    assert one["kind"] == "link_summary" and one["median"] == 100001 and one["reps"] == 3
+    assert one["speedup"] == pytest.approx(100001 / 100001)
+    assert one["loopback_speedup"] == pytest.approx(100001 / 50001)
+    assert one["sequential_us"] == 100001 and one["link_rate"] == 10 ** 8
+    assert not results.missing_keys(one)
+    assert len(made) == 3 * 4 + 1  # 3 applications on 4 cases, SOR's failed cell
+
+
+def test_append_link_summary_writes_to_the_results(tmp_path):
+    import json
+
+    jsonl = tmp_path / "dsm.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in _link_records()))
+    made = dsmbench.append_link_summary(jsonl)
+    assert len(made) == 13
+    assert sum(1 for r in results.load_jsonl(jsonl) if r.get("kind") == "link_summary") == 13
+
+
+def test_links_are_skipped_with_the_reason_when_they_cannot_run(tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setattr(dsmbench.linkbench, "unavailable", lambda: "needs root")
+    outcome = dsmbench.Outcome(runs=4)
+    description = {"runs": []}
+    terminal = io.StringIO()
+    dsmbench.run_links(tmp_path, True, description, terminal, io.StringIO(), outcome)
+    assert outcome.links_unavailable == "--netns --link needs root"
+    assert "links: --netns --link needs root; skipped" in terminal.getvalue()
+    assert description["dsm_links"] == {"skipped": "--netns --link needs root"}
+    verdict, text = dsmbench.detail(outcome)
+    assert verdict == "ok" and "links skipped: --netns --link needs root" in text
+    page = "\n".join(dsmreport.section(_records(GOOD), description))
+    assert "On emulated links" in page and "Not run: --netns --link needs root" in page
+
+
+def test_links_section_and_figures():
+    records = _link_records()
+    page = "\n".join(dsmreport.section(records, {"cores": 2, "dsm_links": {
+        "no_delay": "no netem"}}))
+    assert '<h3 id="dsm-links">On emulated links (seed 004 Figs. 3-12)' in page
+    assert "this one machine's 2 cores" in page and "The links have no delay: no netem" in page
+    assert "<th>10 Mbit/s (ms)</th>" in page and "<th>1 Gbit/s (ms)</th>" in page
+    assert "n=2 (bench size)" in page and 'title="exit status 2' in page
+    # MATMULT at CI size: loopback 2.00, 10 Mbit/s 400 ms and speedup 0.25
+    assert "<td>2</td><td>400.00</td><td>0.25</td>" in page
+    figs = {f.name: f for f in dsmreport.figures(records)}
+    fig = figs["dsm-links-matmult"]
+    assert fig.seed == "004-fig-6" and fig.xticks == [10.0, 100.0, 1000.0]
+    labels = [s.label for s in fig.series]
+    assert labels == ["2 procs, CI size", "2 procs, CI size, loopback", "2 procs, bench size"]
+    assert [p[:2] for p in fig.series[0].points] == [
+        (10.0, pytest.approx(100001 / 400001)), (100.0, pytest.approx(1.0)),
+        (1000.0, pytest.approx(100001 / 60001))]
+    assert fig.series[1].dashed and fig.series[1].color == fig.series[0].color
+    assert fig.series[2].points == [(1000.0, pytest.approx(800001 / 500000), True)]
+    assert figs["dsm-links-lu_contig"].seed == "004-fig-3"
+    assert "dsm-links-sor" not in figs  # its one run failed: nothing to draw
+    # the unshaped figures are the unshaped runs' alone
+    assert figs["dsm-speedup-2node"].series[0].points[-1] == (
+        2.0, pytest.approx(100001 / 50001), True)
+
+
+def test_the_report_page_lists_the_redrawn_figures_by_seed():
+    page = report.render(_link_records())
+    assert "On emulated links" in page
+    assert 'href="#seed004-fig-6"' in page and 'id="seed004-fig-3"' in page
