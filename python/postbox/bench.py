@@ -358,16 +358,16 @@ def _run_transports(job: _Job, quick: bool) -> None:
     job.finish("transports", verdict, time.monotonic() - start, detail)
 
 
-def _run_dsm(job: _Job, quick: bool, threads_per_process: int = 1) -> None:
+def _run_dsm(job: _Job, quick: bool, threads_per_process: int = 1, links: bool = True) -> None:
     """Part dsm: the DSM bench (dsmbench), @threads_per_process threads in
-    each DSM process."""
+    each DSM process; with @links its runs on emulated links too."""
     from postbox import dsmbench
 
     start = time.monotonic()
     job.header("dsm", "postbox-dsm-rtt and the SPLASH-2-style applications on pthreads and "
                       "on the DSM")
     outcome = dsmbench.run_all(job.out, quick, job.description, job.terminal, job.err,
-                               threads_per_process=threads_per_process)
+                               threads_per_process=threads_per_process, links=links)
     verdict, detail = dsmbench.detail(outcome, job.out / (dsmbench.RESULTS_NAME + ".jsonl"))
     job.finish("dsm", verdict, time.monotonic() - start, detail)
 
@@ -455,7 +455,7 @@ def run(out: Optional[Path], quick: bool, check: bool, extra: Sequence[str],
                 _run_mpi_part(job, part, importlib.import_module("postbox." + module), quick,
                               libraries, extra, wheels, eight_ranks)
         if "dsm" in parts:
-            _run_dsm(job, quick, dsm_threads)
+            _run_dsm(job, quick, dsm_threads, links=use_netns)
     except KeyboardInterrupt:
         print("\npostbox bench: interrupted; partial results in %s" % out, file=err)
         return 130

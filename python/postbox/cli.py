@@ -95,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="skip the network benches (postbox-net-bench, "
                             "postbox-rsm-net-bench)")
     bench.add_argument("--no-netns", action="store_true",
-                       help="skip the --netns run of postbox-rsm-net-bench (made only as root)")
+                       help="skip the --netns runs: postbox-rsm-net-bench's and the DSM "
+                            "applications' on emulated links (made only as root)")
     bench.add_argument("--no-mpi", action="store_true",
                        help="skip the MPI benches, p2p, collectives and one-sided (and the wheel venvs "
                             "build/mpi/<name>)")

@@ -94,7 +94,10 @@ BENCH_SIZES = {
 # the applications' defaults, "bench": BENCH_SIZES), {quick: ...}
 LINK_RATES = ("10mbit", "100mbit", "1gbit")
 LINK_PROCESSES = {True: (2,), False: (2, 4)}
-LINK_ROUNDS = {True: 2, False: 3}
+LINK_ROUNDS = {True: 1, False: 3}
+# the quick profile's applications on the links: issue 17's three (make
+# bench's quick profile has 8 minutes; every application at 2 rounds took 36 s)
+LINK_QUICK_APPS = ("matmult", "water_nsquared", "lu_contig")
 LINK_SIZES = {True: {"10mbit": ("ci",), "100mbit": ("ci",), "1gbit": ("ci",)},
               False: {"10mbit": ("ci",), "100mbit": ("ci", "bench"),
                       "1gbit": ("ci", "bench")}}
@@ -177,12 +180,16 @@ def link_cases(quick: bool, delay: str = "") -> list:
             for sizes in LINK_SIZES[quick][rate]]
 
 
-def plan_link_runs(quick: bool, apps: Sequence[str] = APPS, rounds: Optional[int] = None,
-                   delay: str = "", threads_per_process: int = 1) -> list:
+def plan_link_runs(quick: bool, apps: Optional[Sequence[str]] = None,
+                   rounds: Optional[int] = None, delay: str = "",
+                   threads_per_process: int = 1) -> list:
     """The links sub-part's runs: round by round, application by
-    application, the sequential reference at each size the main plan does
-    not run, then every (link, sizes) of link_cases at every process count
-    of LINK_PROCESSES, in order in even rounds and reversed in odd ones."""
+    application (@apps, or APPS, LINK_QUICK_APPS in the quick profile),
+    the sequential reference at each size the main plan does not run, then
+    every (link, sizes) of link_cases at every process count of
+    LINK_PROCESSES, in order in even rounds and reversed in odd ones."""
+    if apps is None:
+        apps = LINK_QUICK_APPS if quick else APPS
     cases = link_cases(quick, delay)
     references = sorted({sizes for _, sizes in cases} - {sizes_name(quick)})
     runs = []
@@ -344,8 +351,8 @@ def _run(argv: Sequence[str], env: dict, timeout: float) -> tuple:
 
 
 def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy: TextIO,
-              outcome: Outcome, apps: Sequence[str] = APPS, rounds: Optional[int] = None,
-              threads_per_process: int = 1) -> None:
+              outcome: Outcome, apps: Optional[Sequence[str]] = None,
+              rounds: Optional[int] = None, threads_per_process: int = 1) -> None:
     """The links sub-part (plan_link_runs) into @out/dsm.jsonl, its output
     into @copy; skipped, with the reason in @outcome, when ``postbox run
     --netns --link`` cannot run here (linkbench.unavailable); every run in
@@ -353,6 +360,8 @@ def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy:
     start = time.monotonic()
     jsonl = out / (RESULTS_NAME + ".jsonl")
     host = socket.gethostname()
+    if apps is None:
+        apps = LINK_QUICK_APPS if quick else APPS
     why = linkbench.unavailable()
     if why is None:
         try:
@@ -418,9 +427,11 @@ def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy:
 def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: TextIO,
             rounds: Optional[int] = None, apps: Sequence[str] = APPS,
             threads_per_process: int = 1, rtt: bool = True, links: bool = True,
-            link_rounds: Optional[int] = None) -> Outcome:
+            link_rounds: Optional[int] = None,
+            link_apps: Optional[Sequence[str]] = None) -> Outcome:
     """The RTT program, then the plan (plan_runs) into @out/dsm.jsonl, then
-    with @links the links sub-part (run_links, @link_rounds rounds), then
+    with @links the links sub-part (run_links, @link_rounds rounds, the
+    applications @link_apps or its default), then
     the summary and acceptance records; every run in @description
     (machine.json: runs)."""
     start = time.monotonic()
@@ -481,7 +492,7 @@ def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: Te
                 outcome.failed.append(run.name)
         machine.write(out / "machine.json", description)
         if links:
-            run_links(out, quick, description, terminal, copy, outcome, apps, link_rounds,
+            run_links(out, quick, description, terminal, copy, outcome, link_apps, link_rounds,
                       threads_per_process)
             machine.write(out / "machine.json", description)
     finally:

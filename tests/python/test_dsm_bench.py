@@ -319,8 +319,8 @@ def test_cli_refuses_dsm_with_other_parts_and_bad_thread_counts():
 # ---- the links sub-part (seed 004's Figs. 3-12) ---------------------------------------
 
 def test_quick_link_plan_runs_every_application_on_every_link_round_by_round():
-    plan = dsmbench.plan_link_runs(True, apps=("matmult", "sor"), delay="50us")
-    assert len(plan) == dsmbench.LINK_ROUNDS[True] * 2 * len(dsmbench.LINK_RATES)
+    plan = dsmbench.plan_link_runs(True, apps=("matmult", "sor"), rounds=2, delay="50us")
+    assert len(plan) == 2 * 2 * len(dsmbench.LINK_RATES)
     first = [(r.app, r.link.option, r.config.name, r.sizes) for r in plan if r.round == 0]
     assert first == [(app, rate + ",50us", "dsm-p2-n2-t2", "ci") for app in ("matmult", "sor")
                      for rate in ("10mbit", "100mbit", "1gbit")]
@@ -330,6 +330,14 @@ def test_quick_link_plan_runs_every_application_on_every_link_round_by_round():
     assert second == ["1gbit,50us", "100mbit,50us", "10mbit,50us"]
     assert all(r.link is not None for r in plan)
     assert plan[0].name == "dsm/links/10mbit,50us/matmult/dsm-p2-n2-t2/ci/round-0"
+
+
+def test_quick_link_plan_defaults_to_the_acceptance_applications_in_one_round():
+    plan = dsmbench.plan_link_runs(True)
+    assert sorted({r.app for r in plan}) == sorted(dsmbench.LINK_QUICK_APPS)
+    assert {r.round for r in plan} == {0}
+    assert len(plan) == len(dsmbench.LINK_QUICK_APPS) * len(dsmbench.LINK_RATES)
+    assert {r.app for r in dsmbench.plan_link_runs(False, rounds=1)} == set(dsmbench.APPS)
 
 
 def test_full_link_plan_adds_references_at_the_ci_sizes_and_bench_sizes_on_fast_links():
