@@ -104,10 +104,18 @@ static void test_fail_init(void)
         return;
     if (sscanf(text, "%7[a-z]:%d:%llu%n", kind, &proc, &episode, &used) != 3 ||
         text[used] != '\0' || episode == 0 ||
-        (strcmp(kind, "ack") != 0 && strcmp(kind, "apply") != 0 && strcmp(kind, "arrive") != 0)) {
-        pb_warn("dsm: ignoring POSTBOX_DSM_TEST_FAIL='%s' (KIND:PROCESS:EPISODE, KIND ack, apply "
-                "or arrive)",
+        (strcmp(kind, "ack") != 0 && strcmp(kind, "apply") != 0 && strcmp(kind, "arrive") != 0 &&
+         strcmp(kind, "lose") != 0)) {
+        pb_warn("dsm: ignoring POSTBOX_DSM_TEST_FAIL='%s' (KIND:PROCESS:EPISODE, KIND ack, apply, "
+                "arrive or lose)",
                 text);
+        return;
+    }
+    if (strcmp(kind, "lose") == 0) {
+        /* (whichever process sends the departure drops it) */
+        pb_dsm.test_fail = PB_DSM_TEST_LOSE;
+        pb_dsm.test_fail_episode = episode;
+        pb_dsm.test_fail_target = proc;
         return;
     }
     if (proc != pb_dsm.me)
@@ -123,9 +131,10 @@ int pb_dsm_test_fail(int kind, uint64_t episode)
     if (pb_dsm.test_fail != kind || pb_dsm.test_fail_episode != episode)
         return 0;
     pb_error("dsm: POSTBOX_DSM_TEST_FAIL: failing the %s of barrier episode %llu here",
-             kind == PB_DSM_TEST_ACK     ? "acknowledgement"
-             : kind == PB_DSM_TEST_APPLY ? "application"
-                                         : "arrival",
+             kind == PB_DSM_TEST_ACK      ? "acknowledgement"
+             : kind == PB_DSM_TEST_APPLY  ? "application"
+             : kind == PB_DSM_TEST_ARRIVE ? "arrival"
+                                          : "departure toward one process",
              (unsigned long long)episode);
     return 1;
 }

@@ -300,6 +300,7 @@ typedef struct {
     /* POSTBOX_DSM_TEST_FAIL: a failure to inject (PB_DSM_TEST_*, 0: none) */
     int test_fail;
     uint64_t test_fail_episode;
+    int test_fail_target; /* "lose": the process whose departure is dropped */
 
     /* threads */
     pthread_mutex_t slots_mutex;
@@ -365,6 +366,8 @@ enum {
     PB_DSM_TEST_ACK = 1, /* "ack": the episode's acknowledgement is not sent, as a failed post */
     PB_DSM_TEST_APPLY,   /* "apply": applying the episode fails, as a failed read of its area */
     PB_DSM_TEST_ARRIVE,  /* "arrive": the arrival at the episode is not sent, as a failed request */
+    PB_DSM_TEST_LOSE,    /* "lose": the episode's departure toward PROCESS is dropped by its
+                            sender, as one lost with a tcp rail */
 };
 
 /* ---- dsm.c ---- */

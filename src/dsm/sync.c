@@ -133,9 +133,12 @@ static void barrier_finish(pb_dsm_ctl_t *ctl, pb_dsm_reply_t *reply)
         notices[i] = (uint64_t)p << 32 | (uint32_t)writer[p];
         writer[p] = PB_DSM_WRITER_NONE;
     }
-    area[PB_DSM_AREA_EPOCH] = ctl->episode;
     area[PB_DSM_AREA_COUNT] = ctl->touched_count;
     memcpy(area + PB_DSM_AREA_HEADS, ctl->bar_heads, ctl->nprocs * sizeof(uint64_t));
+    /* the episode's number last: a process that finds it there (a
+     * barrier's probe) reads a whole area */
+    atomic_store_explicit((_Atomic uint64_t *)&area[PB_DSM_AREA_EPOCH], ctl->episode,
+                          memory_order_release);
     memset(ctl->bar_heads, 0, sizeof(ctl->bar_heads));
     ctl->areas[a].epoch = ctl->episode;
     ctl->areas[a].acks = 0;
@@ -703,6 +706,8 @@ static int depart(uint64_t e, const uint64_t *given)
         pb_dsm_req_t req = {
             .op = PB_DSM_OP_BARRIER_DEPART, .npages = whole ? (uint32_t)(2 * words) : 0, .a = e};
 
+        if (q == pb_dsm.test_fail_target && pb_dsm_test_fail(PB_DSM_TEST_LOSE, e))
+            continue;
         rc = pb_dsm_post(q, POSTBOX_DSM_MSG_BARRIER, &req, (const uint32_t *)area);
         if (rc == 0)
             rc = pb_dsm_wake(q);
@@ -777,6 +782,42 @@ static int barrier_failure(uint64_t e)
         return 0;
     rc = atomic_load(&pb_dsm.barrier_error);
     return rc != 0 ? rc : POSTBOX_DSM_ERR_COMMUNICATION;
+}
+
+/* A barrier's wait asks process 0 whether its episode ended after
+ * BARRIER_PROBE_NS, then after twice as long each time, up to
+ * BARRIER_PROBE_MAX_NS. */
+#define BARRIER_PROBE_NS (250L * 1000 * 1000)
+#define BARRIER_PROBE_MAX_NS (2000L * 1000 * 1000)
+
+/* Has barrier episode @e ended at process 0 though its departure has not
+ * come here?  A departure goes without reply, and one lost with a broken
+ * tcp rail (docs/dsm.md, "Calls without reply lost with a tcp rail")
+ * would leave this process waiting for ever.  Process 0's area of @e's
+ * parity holds @e from the episode's end (its number stored last) until
+ * every process acknowledged it, this one included: when it does, this
+ * process's release word is raised to @e and the catch-up reads the
+ * episode there (apply_episode).  A departure only slow is harmless: it
+ * raises the word to what it already is.  0, or
+ * POSTBOX_DSM_ERR_COMMUNICATION when process 0 cannot be read. */
+static int barrier_probe(uint64_t e)
+{
+    size_t off =
+        pb_dsm.area_off + (e % 2) * pb_dsm.area_size + PB_DSM_AREA_EPOCH * sizeof(uint64_t);
+    uint64_t ended, cur;
+    int rc = pb_dsm_ctl_read(0, off, &ended, sizeof(ended));
+
+    if (rc != 0 || ended != e)
+        return rc;
+    cur = atomic_load(&pb_dsm.ctl->release_epoch);
+    if (cur >= e)
+        return 0;
+    pb_warn("dsm: barrier episode %llu ended at process 0, and its departure did not reach "
+            "process %d: read there",
+            (unsigned long long)e, pb_dsm.me);
+    while (cur < e && !atomic_compare_exchange_weak(&pb_dsm.ctl->release_epoch, &cur, e))
+        ;
+    return 0;
 }
 
 void pb_dsm_barrier_lost_messages(void)
@@ -1070,7 +1111,10 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
     /* A waiter applies finished episodes itself (its own process's release
      * raises no signal that would wake the service thread), outside the
      * wait mutex: the catch-up takes it to wake the others.  A failure
-     * (this process's, or another's told here) ends the wait. */
+     * (this process's, or another's told here) ends the wait; a long wait
+     * asks process 0 whether the episode ended (barrier_probe). */
+    uint64_t probe_ns = BARRIER_PROBE_NS, probe_at = pb_dsm_now_ns() + probe_ns;
+
     for (;;) {
         int done;
 
@@ -1093,6 +1137,15 @@ PB_EXPORT int postbox_dsm_barrier(int id, int nthreads)
         pthread_mutex_unlock(&pb_dsm.wait_mutex);
         if (done)
             return 0;
+        if (pb_dsm_now_ns() >= probe_at) {
+            rc = barrier_probe(episode);
+            if (rc != 0) {
+                barrier_fail(episode, rc, "ask process 0 about");
+                return rc;
+            }
+            probe_ns = probe_ns * 2 < BARRIER_PROBE_MAX_NS ? probe_ns * 2 : BARRIER_PROBE_MAX_NS;
+            probe_at = pb_dsm_now_ns() + probe_ns;
+        }
     }
 }
 

@@ -990,11 +990,13 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: pbt-dsm spmd | homes | unread | barriers | hotrevert | lockread T "
-                        "| barread T | "
-                        "threads T | barfail | "
-                        "timing | "
-                        "killed | errors | segv\n");
+        fprintf(
+            stderr,
+            "usage: pbt-dsm spmd | homes | unread | barriers | barlost | hotrevert | lockread T "
+            "| barread T | "
+            "threads T | barfail | "
+            "timing | "
+            "killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -1010,7 +1012,7 @@ int main(int argc, char **argv)
         rc = run_homes();
     } else if (strcmp(test_name, "unread") == 0) {
         rc = run_unread();
-    } else if (strcmp(test_name, "barriers") == 0) {
+    } else if (strcmp(test_name, "barriers") == 0 || strcmp(test_name, "barlost") == 0) {
         rc = run_barriers();
     } else if (strcmp(test_name, "hotrevert") == 0) {
         rc = run_hotrevert();
@@ -1050,8 +1052,9 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "lockread") == 0 ||
-        strcmp(test_name, "barread") == 0 || strcmp(test_name, "barfail") == 0) {
+        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "barlost") == 0 ||
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
+        strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
