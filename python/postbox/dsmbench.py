@@ -46,6 +46,7 @@ at the seed's size moves enough pages to take 200 s at 10 Mbit/s).
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import os
 import shlex
@@ -55,7 +56,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, TextIO
+from typing import Callable, Optional, Sequence, TextIO
 
 from postbox import dsmreport, linkbench, machine, paths, results
 from postbox.dsmreport import Config
@@ -352,6 +353,45 @@ def _run(argv: Sequence[str], env: dict, timeout: float) -> tuple:
         return -1, "", "cannot run %s: %s" % (argv[0], exc), time.monotonic() - start
 
 
+def _run_step(name: str, command: Callable[[], tuple], make_record: Callable[..., dict],
+              timeout: float, jsonl: Path, copy: TextIO, description: dict,
+              outcome: Outcome, failed: list, err: Optional[TextIO] = None) -> Optional[dict]:
+    """Run the program of command() (argv, extra environment), at most
+    @timeout s: its command line and output into @copy, its record
+    (make_record(status, stdout, stderr, seconds)) appended to @jsonl, the
+    run (@name) into @description's runs, and @name into @failed when the
+    record is not ok; returns the record.  A program not built (command()
+    raised MissingProgram): its message into @outcome.missing (and @err,
+    when given, the first time), @name into @failed, and None returned."""
+    try:
+        argv, env = command()
+    except paths.MissingProgram as exc:
+        if str(exc) not in outcome.missing:
+            outcome.missing.append(str(exc))
+            if err is not None:
+                print("postbox bench: dsm: %s" % exc, file=err, flush=True)
+        failed.append(name)
+        return None
+    status, stdout, stderr, seconds = _run(argv, env, timeout)
+    copy.write("$ %s%s\n%s%s" % ("".join("%s=%s " % kv for kv in env.items()),
+                                 shlex.join(argv), stdout, stderr))
+    copy.flush()
+    record = make_record(status, stdout, stderr, seconds)
+    with open(jsonl, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+    description["runs"].append({"name": name, "command": argv, "env": env,
+                                "exit_status": status, "seconds": round(seconds, 3)})
+    if record["status"] != "ok":
+        failed.append(name)
+    return record
+
+
+def _verdict(record: dict) -> str:
+    """A run's record in a progress line: its time, or why it failed."""
+    return ("%.2f ms" % (record["median"] / 1e3) if record["status"] == "ok"
+            else "FAILED: %s" % record.get("error"))
+
+
 def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy: TextIO,
               outcome: Outcome, apps: Optional[Sequence[str]] = None,
               rounds: Optional[int] = None, threads_per_process: int = 1) -> None:
@@ -393,33 +433,19 @@ def run_links(out: Path, quick: bool, description: dict, terminal: TextIO, copy:
         "bench_sizes": {app: list(BENCH_SIZES.get(app, ())) for app in apps}}
     plan = plan_link_runs(quick, apps, rounds, delay, threads_per_process)
     for step, run in enumerate(plan, 1):
-        try:
-            argv, env = link_command(run, quick)
-        except paths.MissingProgram as exc:
-            if str(exc) not in outcome.missing:
-                outcome.missing.append(str(exc))
-            outcome.link_failed.append(run.name)
+        record = _run_step(run.name, functools.partial(link_command, run, quick),
+                           functools.partial(link_record, run, quick=quick, host=host),
+                           RUN_TIMEOUT[quick] + 30, jsonl, copy, description, outcome,
+                           outcome.link_failed)
+        if record is None:
             continue
-        status, stdout, stderr, seconds = _run(argv, env, RUN_TIMEOUT[quick] + 30)
-        copy.write("$ %s%s\n%s%s" % ("".join("%s=%s " % kv for kv in env.items()),
-                                     shlex.join(argv), stdout, stderr))
-        copy.flush()
-        record = link_record(run, status, stdout, stderr, seconds, quick, host)
-        with open(jsonl, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
         outcome.link_runs += 1
-        description["runs"].append({"name": run.name, "command": argv, "env": env,
-                                    "exit_status": status, "seconds": round(seconds, 3)})
-        verdict = ("%.2f ms" % (record["median"] / 1e3) if record["status"] == "ok"
-                   else "FAILED: %s" % record.get("error"))
         where = ("sequential reference" if run.link is None
                  else "%s on %s" % (run.config.label, run.link.option))
         print("[dsm links %d/%d] [%s] %s %s (%s sizes) round %d: %s" % (
             step, len(plan), _clock(start), run.app, where, run.sizes.upper()
-            if run.sizes == "ci" else run.sizes, run.round + 1, verdict),
+            if run.sizes == "ci" else run.sizes, run.round + 1, _verdict(record)),
             file=terminal, flush=True)
-        if record["status"] != "ok":
-            outcome.link_failed.append(run.name)
     outcome.link_seconds = time.monotonic() - start
     print("postbox bench: dsm: links: %d runs on %s in %.1f s" % (
         outcome.link_runs, ", ".join(outcome.links), outcome.link_seconds),
@@ -467,31 +493,16 @@ def run_all(out: Path, quick: bool, description: dict, terminal: TextIO, err: Te
                         file=err, flush=True)
         plan = plan_runs(quick, apps, rounds, threads_per_process)
         for step, run in enumerate(plan, 1):
-            try:
-                argv, env = run_command(run, quick)
-            except paths.MissingProgram as exc:
-                if str(exc) not in outcome.missing:
-                    outcome.missing.append(str(exc))
-                    print("postbox bench: dsm: %s" % exc, file=err, flush=True)
-                outcome.failed.append(run.name)
+            record = _run_step(run.name, functools.partial(run_command, run, quick),
+                               functools.partial(run_record, run, quick=quick, host=host),
+                               RUN_TIMEOUT[quick] + 30, jsonl, copy, description, outcome,
+                               outcome.failed, err)
+            if record is None:
                 continue
-            status, stdout, stderr, seconds = _run(argv, env, RUN_TIMEOUT[quick] + 30)
-            copy.write("$ %s%s\n%s%s" % ("".join("%s=%s " % kv for kv in env.items()),
-                                         shlex.join(argv), stdout, stderr))
-            copy.flush()
-            record = run_record(run, status, stdout, stderr, seconds, quick, host)
-            with open(jsonl, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
             outcome.runs += 1
-            description["runs"].append({"name": run.name, "command": argv, "env": env,
-                                        "exit_status": status, "seconds": round(seconds, 3)})
-            verdict = ("%.2f ms" % (record["median"] / 1e3) if record["status"] == "ok"
-                       else "FAILED: %s" % record.get("error"))
             print("[dsm %d/%d] [%s] %s %s round %d: %s" % (
                 step, len(plan), _clock(start), run.app, run.config.label, run.round + 1,
-                verdict), file=terminal, flush=True)
-            if record["status"] != "ok":
-                outcome.failed.append(run.name)
+                _verdict(record)), file=terminal, flush=True)
         machine.write(out / "machine.json", description)
         if links:
             run_links(out, quick, description, terminal, copy, outcome, link_apps, link_rounds,
