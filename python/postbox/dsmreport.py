@@ -31,7 +31,7 @@ from __future__ import annotations
 import html
 import statistics
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from postbox.plot import COLORS, Figure, Series, format_value, number
 
@@ -297,11 +297,26 @@ class Cell:
     times: list = field(default_factory=list)   # us, verified runs
     failures: list = field(default_factory=list)  # error texts
     params: str = ""
-    traffic: Optional[Traffic] = None
+    traffic: Optional[Traffic] = None  # mean_traffic of run_traffic, once summed up
+    run_traffic: list = field(default_factory=list, repr=False, compare=False)
 
     @property
     def median(self) -> Optional[float]:
         return statistics.median(self.times) if self.times else None
+
+    def add(self, record: dict) -> None:
+        """Count the run @record of this cell: its error when it has no
+        verified time, else its time, parameters and (a DSM run's
+        statistics) traffic, into run_traffic."""
+        time = number(record.get("median"))
+        if record.get("status") == "failed" or time is None or not record.get("verified"):
+            self.failures.append(str(record.get("error") or "no verified result"))
+            return
+        self.times.append(time)
+        self.params = record.get("params") or self.params
+        stats = record.get("dsm_stats")
+        if isinstance(stats, list) and stats:
+            self.run_traffic.append(traffic(stats))
 
 
 @dataclass
@@ -347,38 +362,38 @@ def summarize(records: Iterable[dict]) -> Summary:
     """The cells of the run records: times of the verified runs, failures,
     and the mean traffic of the DSM runs."""
     out = Summary()
-    raw_traffic: dict = {}
     rounds = set()
-    for r in records:
-        if not is_app_run(r):
-            continue
-        config = config_of(r)
-        if config is None:
-            continue
-        app = r["test"]
-        key = (app, config)
-        cell = out.cells.get(key)
-        if cell is None:
-            cell = out.cells[key] = Cell(app, config)
-        if r.get("round") is not None:
-            rounds.add(r.get("round"))
+    for r, config in _configured(records, is_app_run):
         out.profile = r.get("profile") or out.profile
-        time = number(r.get("median"))
-        if r.get("status") == "failed" or time is None or not r.get("verified"):
-            cell.failures.append(str(r.get("error") or "no verified result"))
-            continue
-        cell.times.append(time)
-        cell.params = r.get("params") or cell.params
-        stats = r.get("dsm_stats")
-        if isinstance(stats, list) and stats:
-            raw_traffic.setdefault(key, []).append(traffic(stats))
-    for key, runs in raw_traffic.items():
-        out.cells[key].traffic = mean_traffic(runs)
+        _add_run(out.cells, (r["test"], config), config, r, rounds)
+    for cell in out.cells.values():
+        cell.traffic = mean_traffic(cell.run_traffic)
     out.configs = sorted({c for _, c in out.cells}, key=_config_order)
     order = [a for a, _ in APPS]
     out.apps = sorted({a for a, _ in out.cells}, key=lambda a: order.index(a))
     out.rounds = len(rounds)
     return out
+
+
+def _configured(records: Iterable[dict], is_run: Callable[[dict], bool]) -> Iterator[tuple]:
+    """(record, its Config) of each of @records that @is_run and has a
+    configuration."""
+    for r in records:
+        if is_run(r):
+            config = config_of(r)
+            if config is not None:
+                yield r, config
+
+
+def _add_run(cells: dict, key: tuple, config: Config, record: dict, rounds: set) -> None:
+    """Count the run @record into cells[@key] (made, a Cell of its
+    application and @config, at its first run) and its round into @rounds."""
+    cell = cells.get(key)
+    if cell is None:
+        cell = cells[key] = Cell(record["test"], config)
+    if record.get("round") is not None:
+        rounds.add(record.get("round"))
+    cell.add(record)
 
 
 def _config_order(c: Config) -> tuple:
@@ -472,18 +487,12 @@ def summarize_links(records: Iterable[dict]) -> LinkSummary:
     the sub-part's reference runs."""
     records = list(records)
     out = LinkSummary(base=summarize(records))
-    raw_traffic: dict = {}
     rounds = set()
     for app in out.base.apps:
         cell = out.base.cell(app, SEQUENTIAL)
         if cell is not None and cell.times:
             out.sequential.setdefault((app, cell.params), []).extend(cell.times)
-    for r in records:
-        if not is_link_run(r):
-            continue
-        config = config_of(r)
-        if config is None:
-            continue
+    for r, config in _configured(records, is_link_run):
         time = number(r.get("median"))
         ok = r.get("status") != "failed" and time is not None and r.get("verified")
         app = r["test"]
@@ -496,22 +505,9 @@ def summarize_links(records: Iterable[dict]) -> LinkSummary:
             continue
         case = LinkCase(int(rate), int(number(r.get("link_delay_us")) or 0),
                         str(r.get("link_sizes") or ""), str(r["link"]))
-        key = (app, case, config)
-        cell = out.cells.get(key)
-        if cell is None:
-            cell = out.cells[key] = Cell(app, config)
-        if r.get("round") is not None:
-            rounds.add(r.get("round"))
-        if not ok:
-            cell.failures.append(str(r.get("error") or "no verified result"))
-            continue
-        cell.times.append(time)
-        cell.params = r.get("params") or cell.params
-        stats = r.get("dsm_stats")
-        if isinstance(stats, list) and stats:
-            raw_traffic.setdefault(key, []).append(traffic(stats))
-    for key, runs in raw_traffic.items():
-        out.cells[key].traffic = mean_traffic(runs)
+        _add_run(out.cells, (app, case, config), config, r, rounds)
+    for cell in out.cells.values():
+        cell.traffic = mean_traffic(cell.run_traffic)
     out.cases = sorted({case for _, case, _ in out.cells})
     out.configs = sorted({c for _, _, c in out.cells}, key=_config_order)
     order = [a for a, _ in APPS]
