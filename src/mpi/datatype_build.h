@@ -1,6 +1,7 @@
 /*
  * What the files of the datatypes share (datatype.c: the constructors, the
- * queries, pack; datatype_array.c: subarray, darray and the sized types):
+ * queries; datatype_array.c: subarray, darray and the sized types;
+ * datatype_pack.c: MPI_Pack, MPI_Unpack, MPI_Pack_size):
  * the object behind a created handle, the checks of their arguments, and
  * the record of how a type was made (MPI_Type_get_contents).  Internal to
  * those files.
@@ -38,6 +39,10 @@ int pb_dt_handle_of(pb_datatype_t *t, MPI_Datatype *newtype);
 /* The datatype @handle (argument @what of @func) in *@t_p.  @return
  * MPI_SUCCESS or MPI_ERR_TYPE raised. */
 int pb_dt_type_arg(MPI_Datatype handle, const char *func, const char *what, pb_datatype_t **t_p);
+
+/* MPI_SUCCESS, or MPI_ERR_COUNT raised when @count (argument @what of
+ * @func) is negative. */
+int pb_dt_count_arg(MPI_Count count, const char *func, const char *what);
 
 /* MPI_SUCCESS, or MPI_ERR_ARG raised when @p (argument @what of @func) is
  * NULL. */
