@@ -283,6 +283,35 @@ static size_t fetch_run(int home, size_t p)
     return run;
 }
 
+/* Map page @p, and the pages after it that are invalid here and homed at
+ * @home too (up to PB_DSM_FETCH_RUN_MAX in all), straight from @home's
+ * copy: @home is another process of this node, whose copy this process
+ * maps (pb_dsm_peer_t.data_map).  The application view then reads and
+ * writes the home's own memory, which every diff toward it and every
+ * store of the node's processes reaches: such a direct page holds every
+ * write released before this process's acquires, as a fetched copy
+ * would, never goes stale, and needs no fetch, twin or diff again.  The
+ * new mappings inherit the source's PROT_NONE; the caller opens them.
+ * *@count_p: the pages mapped. */
+static int map_direct(size_t p, int home, size_t *count_p)
+{
+    size_t off = p * pb_dsm.page_size, n = 1;
+
+    while (n < PB_DSM_FETCH_RUN_MAX && p + n < pb_dsm.npages &&
+           pb_dsm.state[p + n] == PB_DSM_INVALID && home_known(p + n) == home)
+        n++;
+    if (mremap(pb_dsm.peers[home].data_map + off, 0, n * pb_dsm.page_size,
+               MREMAP_MAYMOVE | MREMAP_FIXED, pb_dsm.base + off) == MAP_FAILED) {
+        pb_error("dsm: cannot map pages %zu..%zu from process %d: %m (vm.max_map_count?)", p,
+                 p + n - 1, home);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    memset(pb_dsm.direct + p, 1, n);
+    pb_dsm_count(&pb_dsm_counters.direct_pages, n);
+    *count_p = n;
+    return 0;
+}
+
 /* Fetch page @p from its home into the system view, with the pages
  * after it that are invalid here and homed at the same process, up to
  * fetch_run's pages in all, in one get (a program that reads a page
@@ -306,6 +335,8 @@ static int fetch_page(size_t p, size_t *count_p)
      * start */
     if (home < 0 || home == pb_dsm.me)
         return 0;
+    if (pb_dsm.peers[home].data_map != NULL)
+        return map_direct(p, home, count_p);
     run = fetch_run(home, p);
     while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
@@ -366,8 +397,9 @@ static int make_dirty(size_t p)
     size_t n = 1;
 
     /* (a page no process homes yet gets a twin too: another may claim it
-     * first at its release) */
-    if (!is_mine(p)) {
+     * first at its release; a direct page is written in its home's copy,
+     * and its release only notices it) */
+    if (!is_mine(p) && !pb_dsm.direct[p]) {
         char *twin = malloc(pb_dsm.page_size);
 
         if (twin == NULL) {
@@ -465,6 +497,7 @@ int pb_dsm_coherence_init(void)
     free(layout);
 
     pb_dsm.state = calloc(n, 1);
+    pb_dsm.direct = calloc(n, 1);
     pb_dsm.twins = calloc(n, sizeof(char *));
     pb_dsm.dirty = calloc(n, sizeof(uint32_t));
     pb_dsm.unsent = calloc(n, sizeof(uint32_t));
@@ -474,10 +507,10 @@ int pb_dsm_coherence_init(void)
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
     pb_dsm.unread = calloc(n, sizeof(uint32_t));
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
-    if (pb_dsm.state == NULL || pb_dsm.twins == NULL || pb_dsm.dirty == NULL ||
-        pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL ||
-        pb_dsm.homes == NULL || pb_dsm.hot == NULL || pb_dsm.unread == NULL ||
-        pb_dsm.written_at == NULL) {
+    if (pb_dsm.state == NULL || pb_dsm.direct == NULL || pb_dsm.twins == NULL ||
+        pb_dsm.dirty == NULL || pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL ||
+        pb_dsm.log_seen == NULL || pb_dsm.homes == NULL || pb_dsm.hot == NULL ||
+        pb_dsm.unread == NULL || pb_dsm.written_at == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -503,6 +536,7 @@ void pb_dsm_coherence_fini(void)
     for (size_t p = 0; pb_dsm.twins != NULL && p < pb_dsm.npages; p++)
         free(pb_dsm.twins[p]);
     free(pb_dsm.state);
+    free(pb_dsm.direct);
     free(pb_dsm.twins);
     free(pb_dsm.dirty);
     free(pb_dsm.unsent);
@@ -517,7 +551,7 @@ void pb_dsm_coherence_fini(void)
     pb_dsm.hot = pb_dsm.unread = pb_dsm.written_at = NULL;
     pb_dsm.nhot = pb_dsm.nunread = 0;
     pb_dsm.releases = 0;
-    pb_dsm.state = NULL;
+    pb_dsm.state = pb_dsm.direct = NULL;
     pb_dsm.twins = NULL;
     pb_dsm.dirty = pb_dsm.unsent = NULL;
     pb_dsm.unsent_mark = NULL;
@@ -1131,7 +1165,7 @@ static int invalidate_list(uint32_t *pages, size_t n)
     for (size_t i = 0; i < n; i++) {
         uint32_t p = pages[i];
 
-        if (is_mine(p) || pb_dsm.state[p] == PB_DSM_INVALID)
+        if (is_mine(p) || pb_dsm.direct[p] || pb_dsm.state[p] == PB_DSM_INVALID)
             continue;
         pb_dsm.state[p] = PB_DSM_INVALID;
         pages[kept++] = p;
@@ -1149,7 +1183,7 @@ int pb_dsm_invalidate_all_locked(void)
     if (rc != 0)
         return rc;
     for (size_t p = 0; p < pb_dsm.npages; p++)
-        if (pb_dsm.state[p] != PB_DSM_INVALID && !is_mine((size_t)p))
+        if (pb_dsm.state[p] != PB_DSM_INVALID && !is_mine((size_t)p) && !pb_dsm.direct[p])
             scratch[n++] = (uint32_t)p;
     rc = invalidate_list(scratch, n);
     return rc;

@@ -580,6 +580,31 @@ static int publish_ids(const rsm_memseg_id_t data_ids[2], const rsm_memseg_id_t 
     return postbox_job_kvs_put(key, value) == 0 ? 0 : POSTBOX_DSM_ERR_JOB;
 }
 
+/* Map local peer @q's copy of the range (the data segment @peer imports),
+ * then take every access away from that mapping: it is only the source
+ * the application view's direct pages are mapped from (coherence.c,
+ * map_direct), each then opened as its state says.  When the mapping
+ * cannot be made, the pages @q homes are cached as a remote home's are. */
+static void map_peer_data(int q, pb_dsm_peer_t *peer)
+{
+    void *addr = NULL;
+    int rc = rsm_memseg_import_map(peer->data, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, pb_dsm.size);
+
+    if (rc != RSM_SUCCESS) {
+        pb_warn("dsm: cannot map process %d's pages (%s): they are fetched and diffed instead", q,
+                rsm_strerror(rc));
+        return;
+    }
+    if (mprotect(addr, pb_dsm.size, PROT_NONE) != 0) {
+        pb_warn("dsm: cannot protect the mapping of process %d's pages (%m): they are fetched "
+                "and diffed instead",
+                q);
+        rsm_memseg_import_unmap(peer->data);
+        return;
+    }
+    peer->data_map = addr;
+}
+
 static int connect_peer(int q)
 {
     pb_dsm_peer_t *peer = &pb_dsm.peers[q];
@@ -620,6 +645,8 @@ static int connect_peer(int q)
         rc = rsm_memseg_import_map(peer->ctl, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, size);
         peer->ctl_map = addr;
     }
+    if (rc == RSM_SUCCESS && peer->local && pb_config_get_long("POSTBOX_DSM_NODE_SHARE") > 0)
+        map_peer_data(q, peer);
     if (rc != RSM_SUCCESS) {
         pb_error("dsm: cannot connect to process %d (node %u): %s", q, peer->node,
                  rsm_strerror(rc));
@@ -639,6 +666,8 @@ static void teardown(void)
 
         if (peer->ctl_map != NULL)
             rsm_memseg_import_unmap(peer->ctl);
+        if (peer->data_map != NULL)
+            rsm_memseg_import_unmap(peer->data);
         if (peer->ctl != NULL)
             rsm_memseg_import_disconnect(peer->ctl);
         if (peer->data != NULL) {
@@ -876,7 +905,8 @@ static void print_stats(void)
                  "postbox-dsm-stats: process=%d processes=%d node=%d nodes=%d "
                  "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
                  "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
-                 "lock_acquires=%llu barriers=%llu home_pages=%llu hot_compares=%llu",
+                 "lock_acquires=%llu barriers=%llu home_pages=%llu hot_compares=%llu "
+                 "direct_pages=%llu",
                  pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
                  (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
                  (unsigned long long)atomic_load(&c->read_faults),
@@ -889,7 +919,8 @@ static void print_stats(void)
                  (unsigned long long)atomic_load(&c->lock_acquires),
                  (unsigned long long)atomic_load(&c->barriers),
                  (unsigned long long)atomic_load(&c->home_pages),
-                 (unsigned long long)atomic_load(&c->hot_compares));
+                 (unsigned long long)atomic_load(&c->hot_compares),
+                 (unsigned long long)atomic_load(&c->direct_pages));
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",

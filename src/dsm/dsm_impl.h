@@ -245,6 +245,9 @@ typedef struct {
     rsmapi_barrier_t data_bar;       /* explicit barrier of @data */
     rsm_memseg_import_handle_t ctl;  /* its control segment */
     pb_dsm_ctl_t *ctl_map;           /* mapped (local peers) */
+    /* (local peers, unless POSTBOX_DSM_NODE_SHARE is 0) its copy of the
+     * range, mapped PROT_NONE: the source of this process's direct pages */
+    char *data_map;
 } pb_dsm_peer_t;
 
 typedef struct {
@@ -263,7 +266,11 @@ typedef struct {
 
     /* coherence, under @protocol */
     pthread_mutex_t protocol;
-    uint8_t *state;  /* per page */
+    uint8_t *state; /* per page */
+    /* per page: 1 once the application view maps the page straight from
+     * its home's copy, the home being another process of this node (a
+     * direct page: never invalidated, no twin, no diff) */
+    uint8_t *direct;
     char **twins;    /* per page: the twin of a dirty non-home page, or a hot page's snapshot */
     uint32_t *dirty; /* dirty pages */
     size_t ndirty;
@@ -323,7 +330,7 @@ extern pb_dsm_t pb_dsm;
 /* statistics (relaxed atomic counters) */
 typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
-        invalidations, lock_acquires, barriers, home_pages, hot_compares;
+        invalidations, lock_acquires, barriers, home_pages, hot_compares, direct_pages;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
     /* request/reply exchanges with another process (page gets, requests on
      * its control segment) and the nanoseconds they took, by type: printed

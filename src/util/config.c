@@ -16,6 +16,11 @@ static const pb_config_entry_t config_table[] = {
      "fetches, diffs, messages, bytes and round trips by type, its "
      "lifetime) as one line \"postbox-dsm-stats: ...\" on stderr when the "
      "DSM ends (postbox_dsm_finalize or _serve); postbox bench reads it."},
+    {"POSTBOX_DSM_NODE_SHARE", PB_CONFIG_INT, "1",
+     "1: a DSM process maps the pages another process of its node is the home "
+     "of straight from that process's copy (one copy per node of them, kept "
+     "coherent by the hardware: no fetch, twin or diff); 0: it caches its own "
+     "copy of them, fetched and diffed as for a home on another node."},
     {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
      "Job identifier, set by the launcher; processes of different jobs cannot "
      "reach each other's segments.  Unset outside a job."},

@@ -21,12 +21,19 @@
  *                         rounds; from the third, its stores no longer
  *                         fault (hot home pages); every process reads
  *                         every band, a read fault fetching two pages
+ *                         (mapping up to 32 from a home on this node)
  *   pbt-dsm unread        each process writes its own band of pages that
  *                         no other process reads: after its second
  *                         release of them they stay writable, even after
  *                         a pause; then its neighbour reads half the
  *                         band, and from then on sees every round's
  *                         values
+ *   pbt-dsm nodeshare     pages homed by process 0, written afterwards by
+ *                         the other processes of its node only (each its
+ *                         own words) and read by all: every process sees
+ *                         every store; those writers fetch and diff none
+ *                         of them (they map process 0's copy), unless
+ *                         POSTBOX_DSM_NODE_SHARE is 0
  *   pbt-dsm barriers      each process writes a page and reads its
  *                         neighbour's across BARRIER_ROUNDS barriers (the
  *                         values checked each round); by its
@@ -275,9 +282,30 @@ static int run_spmd(void)
  * twice as many as it, up to HOME_RUN_MAX (PB_DSM_FETCH_RUN_MAX), and the
  * first fault of a band as many as the last streak from that home (the
  * last band's HOME_BAND pages; at round 0 nothing longer than 2 pages):
- * 2, 4, 8, 16, 10 pages at round 0, 32 and 8 after. */
+ * 2, 4, 8, 16, 10 pages at round 0, 32 and 8 after.  Unless
+ * POSTBOX_DSM_NODE_SHARE is 0, a band homed by another process of this
+ * node is mapped straight from its home's copy instead (node_share): its
+ * first read fault maps HOME_RUN_MAX pages, the second the rest, none is
+ * fetched, and from round 1 on no read faults, as the mapping never goes
+ * stale. */
 #define HOME_BAND 40
 #define HOME_RUN_MAX 32
+
+/* Are pages homed by another process of this node mapped from its copy
+ * (POSTBOX_DSM_NODE_SHARE, default 1)? */
+static int node_share(void)
+{
+    const char *text = getenv("POSTBOX_DSM_NODE_SHARE");
+
+    return text == NULL || atoi(text) > 0;
+}
+
+/* the pages fetched to read a band of HOME_BAND pages homed on this
+ * node (@local) or on another */
+static int band_fetches(int local)
+{
+    return local && node_share() ? 0 : HOME_BAND;
+}
 
 /* the read faults that read a band of HOME_BAND pages homed on this
  * node (@local) or on another, at round @round */
@@ -285,6 +313,8 @@ static int band_faults(int local, int round)
 {
     int faults = 0, run = local || round == 0 ? 2 : HOME_BAND;
 
+    if (local && node_share())
+        return round == 0 ? (HOME_BAND + HOME_RUN_MAX - 1) / HOME_RUN_MAX : 0;
     run = run < HOME_RUN_MAX ? run : HOME_RUN_MAX;
     for (int left = HOME_BAND; left > 0; left -= run < left ? run : left) {
         if (faults > 0 && !local)
@@ -313,11 +343,14 @@ static int run_homes(void)
     OK(postbox_dsm_barrier(0, n));
     for (int round = 0; round < 4; round++) {
         long *mine = bands + me * words;
-        int faults = 0;
+        int faults = 0, fetches = 0;
 
-        for (int q = 0; q < n; q++)
-            if (q != me)
+        for (int q = 0; q < n; q++) {
+            if (q != me) {
                 faults += band_faults(nodes[q] == nodes[me], round);
+                fetches += band_fetches(nodes[q] == nodes[me]);
+            }
+        }
 
         OK(postbox_dsm_stats(&before));
         for (long i = 0; i < words; i++)
@@ -339,12 +372,70 @@ static int run_homes(void)
                       "round %d: band %d word %ld is %ld, not %ld", round, q, i,
                       bands[q * words + i], band_value(round, q, i));
         OK(postbox_dsm_stats(&read));
-        CHECK(read.page_fetches - after.page_fetches == (uint64_t)(n - 1) * HOME_BAND,
+        CHECK(read.page_fetches - after.page_fetches == (uint64_t)fetches,
               "round %d: %llu pages fetched to read the other bands, not %d", round,
-              (unsigned long long)(read.page_fetches - after.page_fetches), (n - 1) * HOME_BAND);
+              (unsigned long long)(read.page_fetches - after.page_fetches), fetches);
         CHECK(read.read_faults - after.read_faults == (uint64_t)faults,
               "round %d: %llu read faults on the other bands, not %d", round,
               (unsigned long long)(read.read_faults - after.read_faults), faults);
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
+/* Pages homed by process 0 that only the other processes of its node
+ * write afterwards (word w of each page by process w), SHARE_ROUNDS
+ * rounds, every process reading every word after each barrier.  Unless
+ * POSTBOX_DSM_NODE_SHARE is 0, those writers map the pages straight from
+ * process 0's copy and store into it: no fetch, no twin, no diff; a
+ * process of another node sees their stores only if their releases
+ * notice the pages (its cached copy is otherwise never invalidated, as
+ * process 0 writes the pages no more). */
+#define SHARE_PAGES 4
+#define SHARE_ROUNDS 6
+
+static long share_value(int round, int writer, long page)
+{
+    return round * 1000L + writer * 10L + page;
+}
+
+static int run_nodeshare(void)
+{
+    int n = postbox_dsm_process_count();
+    long per_page = PAGE / sizeof(long);
+    long *band = postbox_dsm_alloc(SHARE_PAGES * PAGE);
+    int *nodes = postbox_dsm_alloc(PAGE);
+    postbox_dsm_stats_t before, after;
+    int near;
+
+    CHECK(band != NULL && nodes != NULL, "postbox_dsm_alloc: %s",
+          postbox_dsm_strerror(postbox_dsm_last_error()));
+    nodes[me] = postbox_dsm_node();
+    if (me == 0)
+        for (long i = 0; i < SHARE_PAGES * per_page; i++)
+            band[i] = -1;
+    OK(postbox_dsm_barrier(0, n));
+    near = me != 0 && nodes[me] == nodes[0];
+    for (int round = 0; round < SHARE_ROUNDS; round++) {
+        OK(postbox_dsm_stats(&before));
+        for (long p = 0; near && p < SHARE_PAGES; p++)
+            band[p * per_page + me] = share_value(round, me, p);
+        OK(postbox_dsm_barrier(0, n));
+        for (long p = 0; p < SHARE_PAGES; p++) {
+            for (int w = 0; w < n; w++) {
+                long want = w != 0 && nodes[w] == nodes[0] ? share_value(round, w, p) : -1;
+
+                CHECK(band[p * per_page + w] == want, "round %d: page %ld word %d is %ld, not %ld",
+                      round, p, w, band[p * per_page + w], want);
+            }
+        }
+        OK(postbox_dsm_stats(&after));
+        CHECK(!near || !node_share() || after.page_fetches == before.page_fetches,
+              "round %d: %llu pages fetched from process 0 on this node", round,
+              (unsigned long long)(after.page_fetches - before.page_fetches));
+        CHECK(!near || !node_share() || after.diffs == before.diffs,
+              "round %d: %llu pages diffed toward process 0 on this node", round,
+              (unsigned long long)(after.diffs - before.diffs));
         OK(postbox_dsm_barrier(0, n));
     }
     return 0;
@@ -1012,6 +1103,8 @@ int main(int argc, char **argv)
         rc = run_homes();
     } else if (strcmp(test_name, "unread") == 0) {
         rc = run_unread();
+    } else if (strcmp(test_name, "nodeshare") == 0) {
+        rc = run_nodeshare();
     } else if (strcmp(test_name, "barriers") == 0 || strcmp(test_name, "barlost") == 0) {
         rc = run_barriers();
     } else if (strcmp(test_name, "hotrevert") == 0) {
@@ -1052,9 +1145,9 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "barlost") == 0 ||
-        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
-        strcmp(test_name, "barfail") == 0) {
+        strcmp(test_name, "nodeshare") == 0 || strcmp(test_name, "hotrevert") == 0 ||
+        strcmp(test_name, "barlost") == 0 || strcmp(test_name, "lockread") == 0 ||
+        strcmp(test_name, "barread") == 0 || strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
