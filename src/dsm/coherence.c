@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "dsm/dsm_impl.h"
+#include "util/config.h"
 #include "util/log.h"
 
 static size_t page_of(const void *addr)
@@ -507,10 +508,12 @@ int pb_dsm_coherence_init(void)
     pb_dsm.hot = calloc(n, sizeof(uint32_t));
     pb_dsm.unread = calloc(n, sizeof(uint32_t));
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
+    pb_dsm.written_elsewhere = calloc(n, 1);
+    pb_dsm.self_invalidate = pb_config_get_long("POSTBOX_DSM_SELF_INVALIDATE") > 0;
     if (pb_dsm.state == NULL || pb_dsm.direct == NULL || pb_dsm.twins == NULL ||
         pb_dsm.dirty == NULL || pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL ||
         pb_dsm.log_seen == NULL || pb_dsm.homes == NULL || pb_dsm.hot == NULL ||
-        pb_dsm.unread == NULL || pb_dsm.written_at == NULL) {
+        pb_dsm.unread == NULL || pb_dsm.written_at == NULL || pb_dsm.written_elsewhere == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -546,6 +549,8 @@ void pb_dsm_coherence_fini(void)
     free(pb_dsm.hot);
     free(pb_dsm.unread);
     free(pb_dsm.written_at);
+    free(pb_dsm.written_elsewhere);
+    pb_dsm.written_elsewhere = NULL;
     pb_dsm.log_seen = NULL;
     pb_dsm.homes = NULL;
     pb_dsm.hot = pb_dsm.unread = pb_dsm.written_at = NULL;
@@ -1189,15 +1194,34 @@ int pb_dsm_invalidate_all_locked(void)
     return rc;
 }
 
+/* Under @protocol, after a flush, with POSTBOX_DSM_SELF_INVALIDATE: an
+ * acquire as self-invalidation does it (ArgoDSM), by the pages' class
+ * and not by the notices since the last acquire: every cached page that
+ * another process ever wrote (written_elsewhere: the notices seen so far,
+ * the best a classification directory could tell) is invalidated; pages
+ * no other process wrote (private to this process, or read-only since
+ * their first writes were noticed) stay. */
+static int self_invalidate_locked(void)
+{
+    uint32_t *scratch = pb_dsm.dirty + pb_dsm.ndirty; /* (after the home pages left dirty) */
+    size_t n = 0;
+
+    for (size_t p = 0; p < pb_dsm.npages; p++)
+        if (pb_dsm.written_elsewhere[p] && pb_dsm.state[p] != PB_DSM_INVALID && !is_mine(p) &&
+            !pb_dsm.direct[p])
+            scratch[n++] = (uint32_t)p;
+    return invalidate_list(scratch, n);
+}
+
 int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
 {
     uint32_t *pages;
     size_t count = 0;
     int rc = pb_dsm_flush_locked();
 
-    if (rc != 0 || n == 0)
+    if (rc != 0 || (n == 0 && !pb_dsm.self_invalidate))
         return rc;
-    pages = malloc(n * sizeof(*pages));
+    pages = malloc((n + 1) * sizeof(*pages));
     if (pages == NULL) {
         pb_error("dsm: no memory for %zu notices", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
@@ -1206,11 +1230,17 @@ int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
         uint32_t p = (uint32_t)(entries[i] >> 32);
         int32_t writer = (int32_t)(uint32_t)entries[i];
 
-        if (p < pb_dsm.npages && writer != pb_dsm.me)
+        if (p < pb_dsm.npages && writer != pb_dsm.me) {
             pages[count++] = p;
+            pb_dsm.written_elsewhere[p] = 1;
+        }
     }
-    qsort(pages, count, sizeof(*pages), cmp_u32);
-    rc = invalidate_list(pages, count);
+    if (pb_dsm.self_invalidate) {
+        rc = self_invalidate_locked();
+    } else {
+        qsort(pages, count, sizeof(*pages), cmp_u32);
+        rc = invalidate_list(pages, count);
+    }
     free(pages);
     return rc;
 }

@@ -283,8 +283,14 @@ typedef struct {
     size_t nhot;
     uint32_t *unread; /* home pages no other process fetched: writable, untracked */
     size_t nunread;
-    size_t readers_off;                     /* the read marks' offset in every process's ctl */
-    uint32_t *written_at;                   /* per page: the release that last found it written */
+    size_t readers_off;   /* the read marks' offset in every process's ctl */
+    uint32_t *written_at; /* per page: the release that last found it written */
+    /* POSTBOX_DSM_SELF_INVALIDATE: acquires invalidate every cached page
+     * another process ever wrote (self-invalidation), not only those
+     * noticed since the last acquire; per page, whether a notice from
+     * another process was ever seen here */
+    int self_invalidate;
+    uint8_t *written_elsewhere;
     uint32_t releases;                      /* releases that found pages written */
     size_t homes_off;                       /* the home directory's offset in process 0's ctl */
     size_t area_off, area_size, depart_off; /* the barrier areas' (process 0's, everyone's) */

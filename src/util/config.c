@@ -21,6 +21,12 @@ static const pb_config_entry_t config_table[] = {
      "of straight from that process's copy (one copy per node of them, kept "
      "coherent by the hardware: no fetch, twin or diff); 0: it caches its own "
      "copy of them, fetched and diffed as for a home on another node."},
+    {"POSTBOX_DSM_SELF_INVALIDATE", PB_CONFIG_INT, "0",
+     "1: a DSM acquire invalidates every cached page another process ever "
+     "wrote (self-invalidation, as ArgoDSM), not only the pages written since "
+     "the last acquire (the write notices of home-based lazy release "
+     "consistency, the default); slower on every application measured "
+     "(docs/dsm.md, \"Self-invalidation, measured\")."},
     {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
      "Job identifier, set by the launcher; processes of different jobs cannot "
      "reach each other's segments.  Unset outside a job."},

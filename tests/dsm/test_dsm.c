@@ -34,6 +34,11 @@
  *                         every store; those writers fetch and diff none
  *                         of them (they map process 0's copy), unless
  *                         POSTBOX_DSM_NODE_SHARE is 0
+ *   pbt-dsm refetch       (2 processes on 2 nodes) a page written once and
+ *                         one written every round, read by the other
+ *                         process after each barrier: fetched once and
+ *                         each round (write notices), or both each round
+ *                         (POSTBOX_DSM_SELF_INVALIDATE=1)
  *   pbt-dsm barriers      each process writes a page and reads its
  *                         neighbour's across BARRIER_ROUNDS barriers (the
  *                         values checked each round); by its
@@ -436,6 +441,59 @@ static int run_nodeshare(void)
         CHECK(!near || !node_share() || after.diffs == before.diffs,
               "round %d: %llu pages diffed toward process 0 on this node", round,
               (unsigned long long)(after.diffs - before.diffs));
+        OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
+/* Process 0 writes page ONCE at the start and page EVERY at each of
+ * REFETCH_ROUNDS rounds; process 1 (on another node: not a direct page)
+ * reads both after each round's barrier, ONCE first.  With write notices
+ * (the default) it fetches EVERY alone from the second round on, as only
+ * EVERY was written since its last acquire; with
+ * POSTBOX_DSM_SELF_INVALIDATE=1 its acquires invalidate every page
+ * another process ever wrote, so it fetches both each round.  (Page GAP
+ * between them, homed by process 1, ends each fetch's run.) */
+#define REFETCH_ROUNDS 5
+
+static int run_refetch(void)
+{
+    enum {
+        ONCE = 0,
+        GAP = 1,
+        EVERY = 2
+    };
+    int n = postbox_dsm_process_count();
+    long per_page = PAGE / sizeof(long);
+    long *pages = postbox_dsm_alloc(3 * PAGE);
+    const char *text = getenv("POSTBOX_DSM_SELF_INVALIDATE");
+    int self_invalidate = text != NULL && atoi(text) > 0;
+    postbox_dsm_stats_t before, after;
+
+    CHECK(pages != NULL, "postbox_dsm_alloc: %s", postbox_dsm_strerror(postbox_dsm_last_error()));
+    CHECK(n == 2 && postbox_dsm_node_count() == 2, "needs 2 processes on 2 nodes");
+    if (me == 0)
+        pages[ONCE * per_page] = 7;
+    else
+        pages[GAP * per_page] = 1;
+    for (int round = 0; round < REFETCH_ROUNDS; round++) {
+        if (me == 0)
+            pages[EVERY * per_page] = round;
+        OK(postbox_dsm_barrier(0, n));
+        if (me == 1) {
+            long expect = round == 0 ? 2 : self_invalidate ? 2 : 1;
+
+            OK(postbox_dsm_stats(&before));
+            CHECK(pages[ONCE * per_page] == 7, "round %d: page ONCE holds %ld, not 7", round,
+                  pages[ONCE * per_page]);
+            CHECK(pages[EVERY * per_page] == round, "round %d: page EVERY holds %ld", round,
+                  pages[EVERY * per_page]);
+            OK(postbox_dsm_stats(&after));
+            CHECK(after.page_fetches - before.page_fetches == (uint64_t)expect,
+                  "round %d: %llu pages fetched, not %ld (self-invalidation %s)", round,
+                  (unsigned long long)(after.page_fetches - before.page_fetches), expect,
+                  self_invalidate ? "on" : "off");
+        }
         OK(postbox_dsm_barrier(0, n));
     }
     return 0;
@@ -1105,6 +1163,8 @@ int main(int argc, char **argv)
         rc = run_unread();
     } else if (strcmp(test_name, "nodeshare") == 0) {
         rc = run_nodeshare();
+    } else if (strcmp(test_name, "refetch") == 0) {
+        rc = run_refetch();
     } else if (strcmp(test_name, "barriers") == 0 || strcmp(test_name, "barlost") == 0) {
         rc = run_barriers();
     } else if (strcmp(test_name, "hotrevert") == 0) {
@@ -1145,9 +1205,10 @@ int main(int argc, char **argv)
         OK(check_barrier_trips(&stats));
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
-        strcmp(test_name, "nodeshare") == 0 || strcmp(test_name, "hotrevert") == 0 ||
-        strcmp(test_name, "barlost") == 0 || strcmp(test_name, "lockread") == 0 ||
-        strcmp(test_name, "barread") == 0 || strcmp(test_name, "barfail") == 0) {
+        strcmp(test_name, "nodeshare") == 0 || strcmp(test_name, "refetch") == 0 ||
+        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "barlost") == 0 ||
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
+        strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
