@@ -25,8 +25,9 @@ static const pb_config_entry_t config_table[] = {
      "1: a DSM acquire invalidates every cached page another process ever "
      "wrote (self-invalidation, as ArgoDSM), not only the pages written since "
      "the last acquire (the write notices of home-based lazy release "
-     "consistency, the default); slower on every application measured "
-     "(docs/dsm.md, \"Self-invalidation, measured\")."},
+     "consistency, used otherwise); it fetched more pages on every "
+     "application measured but one (docs/dsm.md, \"Self-invalidation, "
+     "measured\")."},
     {"POSTBOX_JOB_ID", PB_CONFIG_STRING, NULL,
      "Job identifier, set by the launcher; processes of different jobs cannot "
      "reach each other's segments.  Unset outside a job."},
