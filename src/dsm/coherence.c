@@ -21,6 +21,7 @@
  * under pb_dsm.protocol, faults included, so two
  * threads faulting on one page fetch it once.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +314,142 @@ static int map_direct(size_t p, int home, size_t *count_p)
     return 0;
 }
 
+/* ---- the node's cache ------------------------------------------------------------ */
+
+static void ncache_lock(size_t p)
+{
+    while (atomic_exchange_explicit(&pb_dsm.ncache_pages[p].lock, 1, memory_order_acquire) != 0)
+        sched_yield();
+}
+
+static void ncache_unlock(size_t p)
+{
+    atomic_store_explicit(&pb_dsm.ncache_pages[p].lock, 0, memory_order_release);
+}
+
+/* Is episode @a after @b (numbers that wrap)? */
+static int episode_after(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) > 0;
+}
+
+/* Under @protocol, at an acquire: this process took a notice of a write
+ * to page @p, in barrier episode @episode's notices or (0) in a release
+ * log, so the node cache's copy of it is stale until a get begun from
+ * now on lands (pb_dsm_ncache_page_t).  (An episode's notices are applied
+ * by every process of the node: each raises @written_episode to it, and
+ * a get that began after any of them applied it already holds the write.) */
+static void ncache_notice(size_t p, uint64_t episode)
+{
+    pb_dsm_ncache_page_t *page;
+
+    if (pb_dsm.ncache == NULL)
+        return;
+    page = &pb_dsm.ncache_pages[p];
+    if (episode == 0) {
+        atomic_fetch_add_explicit(&page->stale, 1, memory_order_seq_cst);
+    } else {
+        uint32_t was = atomic_load_explicit(&page->written_episode, memory_order_relaxed);
+
+        while (episode_after((uint32_t)episode, was) &&
+               !atomic_compare_exchange_weak_explicit(&page->written_episode, &was,
+                                                      (uint32_t)episode, memory_order_seq_cst,
+                                                      memory_order_relaxed))
+            ;
+    }
+}
+
+/* Page @p, homed at @home on another node, through the node's cache: the
+ * run of pages from it that are invalid here and homed at @home too (as
+ * long as fetch_run says) is got into the cache unless the cache's copy of
+ * every one of them holds the writes of every notice taken on this node
+ * so far (in particular this process's: a copy another process of the node
+ * got since this process's acquire is good for it); then the application
+ * view maps them from the cache, and they are read-only here until a store
+ * copies one back (privatize).  *@count_p: the pages mapped. */
+static int fetch_node(size_t p, int home, size_t *count_p)
+{
+    pb_dsm_ncache_page_t *pages = pb_dsm.ncache_pages;
+    size_t off = p * pb_dsm.page_size, n = 1, run = fetch_run(home, p);
+    uint32_t seen[PB_DSM_FETCH_RUN_MAX], applied = (uint32_t)pb_dsm.applied;
+    uint64_t start = pb_dsm_now_ns();
+    int stale = 0, rc = 0;
+
+    while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
+           home_known(p + n) == home)
+        n++;
+    reads[home].next = p + n;
+    reads[home].streak += n;
+    for (size_t i = 0; i < n; i++) {
+        ncache_lock(p + i);
+        seen[i] = atomic_load_explicit(&pages[p + i].stale, memory_order_seq_cst);
+        stale |= atomic_load_explicit(&pages[p + i].fetched, memory_order_relaxed) != seen[i] ||
+                 episode_after(
+                     atomic_load_explicit(&pages[p + i].written_episode, memory_order_seq_cst),
+                     atomic_load_explicit(&pages[p + i].fetched_episode, memory_order_relaxed));
+    }
+    if (stale) {
+        rc = mark_read(home, p, n);
+        if (rc == 0 &&
+            rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.ncache + off,
+                                  n * pb_dsm.page_size) != RSM_SUCCESS) {
+            pb_error("dsm: fetching pages %zu..%zu from process %d failed", p, p + n - 1, home);
+            rc = POSTBOX_DSM_ERR_COMMUNICATION;
+        }
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            /* (gets are one at a time: a later one reads no older data) */
+            if (episode_after(applied, atomic_load_explicit(&pages[p + i].fetched_episode,
+                                                            memory_order_relaxed)))
+                atomic_store_explicit(&pages[p + i].fetched_episode, applied, memory_order_release);
+            atomic_store_explicit(&pages[p + i].fetched, seen[i], memory_order_release);
+        }
+        if (rc == 0) {
+            pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
+            pb_dsm_count(&pb_dsm_counters.page_fetches, n);
+            pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, n * pb_dsm.page_size);
+        }
+    } else {
+        pb_dsm_count(&pb_dsm_counters.node_pages, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        ncache_unlock(p + i);
+    if (rc != 0)
+        return rc;
+    if (mremap(pb_dsm.ncache_src + off, 0, n * pb_dsm.page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+               pb_dsm.base + off) == MAP_FAILED) {
+        pb_error("dsm: cannot map pages %zu..%zu from the node's cache: %m (vm.max_map_count?)", p,
+                 p + n - 1);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    memset(pb_dsm.nodecached + p, 1, n);
+    *count_p = n;
+    return 0;
+}
+
+/* Under @protocol, before the first store to page @p, which the
+ * application view maps from the node's cache: copy the cache's copy into
+ * this process's own (the system view) and into @twin, then map the own
+ * copy in its place, read-write (a store of another thread from then on
+ * lands in the own copy, after the twin was taken, so its release diffs
+ * it).  The cache's copy is never written by a process's stores: a get
+ * into it cannot lose one. */
+static int privatize(size_t p, char *twin)
+{
+    size_t off = p * pb_dsm.page_size;
+
+    ncache_lock(p);
+    memcpy(pb_dsm.sys + off, pb_dsm.ncache + off, pb_dsm.page_size);
+    ncache_unlock(p);
+    memcpy(twin, pb_dsm.sys + off, pb_dsm.page_size);
+    if (mremap(pb_dsm.sys + off, 0, pb_dsm.page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+               pb_dsm.base + off) == MAP_FAILED) {
+        pb_error("dsm: cannot map page %zu back from this process's copy: %m", p);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    pb_dsm.nodecached[p] = 0;
+    return 0;
+}
+
 /* Fetch page @p from its home into the system view, with the pages
  * after it that are invalid here and homed at the same process, up to
  * fetch_run's pages in all, in one get (a program that reads a page
@@ -338,6 +475,8 @@ static int fetch_page(size_t p, size_t *count_p)
         return 0;
     if (pb_dsm.peers[home].data_map != NULL)
         return map_direct(p, home, count_p);
+    if (pb_dsm.ncache != NULL && !pb_dsm.peers[home].local)
+        return fetch_node(p, home, count_p);
     run = fetch_run(home, p);
     while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
            home_known(p + n) == home)
@@ -407,7 +546,16 @@ static int make_dirty(size_t p)
             pb_error("dsm: no memory for a twin page");
             return POSTBOX_DSM_ERR_NO_MEMORY;
         }
-        memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
+        if (pb_dsm.nodecached[p]) {
+            int rc = privatize(p, twin);
+
+            if (rc != 0) {
+                free(twin);
+                return rc;
+            }
+        } else {
+            memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
+        }
         pb_dsm.twins[p] = twin;
     } else if (!read_elsewhere(p)) {
         n = write_run(p);
@@ -499,6 +647,7 @@ int pb_dsm_coherence_init(void)
 
     pb_dsm.state = calloc(n, 1);
     pb_dsm.direct = calloc(n, 1);
+    pb_dsm.nodecached = calloc(n, 1);
     pb_dsm.twins = calloc(n, sizeof(char *));
     pb_dsm.dirty = calloc(n, sizeof(uint32_t));
     pb_dsm.unsent = calloc(n, sizeof(uint32_t));
@@ -510,10 +659,11 @@ int pb_dsm_coherence_init(void)
     pb_dsm.written_at = calloc(n, sizeof(uint32_t));
     pb_dsm.written_elsewhere = calloc(n, 1);
     pb_dsm.self_invalidate = pb_config_get_long("POSTBOX_DSM_SELF_INVALIDATE") > 0;
-    if (pb_dsm.state == NULL || pb_dsm.direct == NULL || pb_dsm.twins == NULL ||
-        pb_dsm.dirty == NULL || pb_dsm.unsent == NULL || pb_dsm.unsent_mark == NULL ||
-        pb_dsm.log_seen == NULL || pb_dsm.homes == NULL || pb_dsm.hot == NULL ||
-        pb_dsm.unread == NULL || pb_dsm.written_at == NULL || pb_dsm.written_elsewhere == NULL) {
+    if (pb_dsm.state == NULL || pb_dsm.direct == NULL || pb_dsm.nodecached == NULL ||
+        pb_dsm.twins == NULL || pb_dsm.dirty == NULL || pb_dsm.unsent == NULL ||
+        pb_dsm.unsent_mark == NULL || pb_dsm.log_seen == NULL || pb_dsm.homes == NULL ||
+        pb_dsm.hot == NULL || pb_dsm.unread == NULL || pb_dsm.written_at == NULL ||
+        pb_dsm.written_elsewhere == NULL) {
         pb_error("dsm: no memory for the page tables of %zu pages", n);
         return POSTBOX_DSM_ERR_NO_MEMORY;
     }
@@ -540,6 +690,8 @@ void pb_dsm_coherence_fini(void)
         free(pb_dsm.twins[p]);
     free(pb_dsm.state);
     free(pb_dsm.direct);
+    free(pb_dsm.nodecached);
+    pb_dsm.nodecached = NULL;
     free(pb_dsm.twins);
     free(pb_dsm.dirty);
     free(pb_dsm.unsent);
@@ -1187,9 +1339,13 @@ int pb_dsm_invalidate_all_locked(void)
 
     if (rc != 0)
         return rc;
-    for (size_t p = 0; p < pb_dsm.npages; p++)
-        if (pb_dsm.state[p] != PB_DSM_INVALID && !is_mine((size_t)p) && !pb_dsm.direct[p])
+    for (size_t p = 0; p < pb_dsm.npages; p++) {
+        if (is_mine(p) || pb_dsm.direct[p])
+            continue;
+        ncache_notice(p, 0); /* (a release log wrapped: any page may have been written) */
+        if (pb_dsm.state[p] != PB_DSM_INVALID)
             scratch[n++] = (uint32_t)p;
+    }
     rc = invalidate_list(scratch, n);
     return rc;
 }
@@ -1206,19 +1362,24 @@ static int self_invalidate_locked(void)
     uint32_t *scratch = pb_dsm.dirty + pb_dsm.ndirty; /* (after the home pages left dirty) */
     size_t n = 0;
 
-    for (size_t p = 0; p < pb_dsm.npages; p++)
-        if (pb_dsm.written_elsewhere[p] && pb_dsm.state[p] != PB_DSM_INVALID && !is_mine(p) &&
-            !pb_dsm.direct[p])
-            scratch[n++] = (uint32_t)p;
+    for (size_t p = 0; p < pb_dsm.npages; p++) {
+        if (pb_dsm.written_elsewhere[p] && !is_mine(p) && !pb_dsm.direct[p]) {
+            ncache_notice(p, 0); /* (the node's copy is self-invalidated too) */
+            if (pb_dsm.state[p] != PB_DSM_INVALID)
+                scratch[n++] = (uint32_t)p;
+        }
+    }
     return invalidate_list(scratch, n);
 }
 
-int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
+int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n, uint64_t episode)
 {
     uint32_t *pages;
     size_t count = 0;
     int rc = pb_dsm_flush_locked();
 
+    if (rc == 0 && episode != 0 && n == 0)
+        pb_dsm.applied = episode;
     if (rc != 0 || (n == 0 && !pb_dsm.self_invalidate))
         return rc;
     pages = malloc((n + 1) * sizeof(*pages));
@@ -1233,8 +1394,11 @@ int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n)
         if (p < pb_dsm.npages && writer != pb_dsm.me) {
             pages[count++] = p;
             pb_dsm.written_elsewhere[p] = 1;
+            ncache_notice(p, episode);
         }
     }
+    if (episode != 0)
+        pb_dsm.applied = episode;
     if (pb_dsm.self_invalidate) {
         rc = self_invalidate_locked();
     } else {
@@ -1315,7 +1479,8 @@ int pb_dsm_acquire_logs(void)
         }
     }
     if (rc == 0)
-        rc = wrapped ? pb_dsm_invalidate_all_locked() : pb_dsm_invalidate_notices_locked(list, n);
+        rc =
+            wrapped ? pb_dsm_invalidate_all_locked() : pb_dsm_invalidate_notices_locked(list, n, 0);
     if (rc == 0)
         for (int q = 0; q < pb_dsm.nprocs; q++)
             if (q != pb_dsm.me && heads[q] > pb_dsm.log_seen[q])

@@ -677,6 +677,21 @@ static void teardown(void)
     }
     free(pb_dsm.peers);
     pb_dsm.peers = NULL;
+    if (pb_dsm.ncache_src != NULL)
+        munmap(pb_dsm.ncache_src, pb_dsm.size);
+    if (pb_dsm.ncache_im != NULL) {
+        rsm_memseg_import_unmap(pb_dsm.ncache_im);
+        rsm_memseg_import_disconnect(pb_dsm.ncache_im);
+    }
+    if (pb_dsm.ncache_ex != NULL) {
+        rsm_memseg_export_unpublish(pb_dsm.ncache_ex);
+        rsm_memseg_export_destroy(pb_dsm.ncache_ex);
+        munmap(pb_dsm.ncache, pb_dsm.ncache_size);
+    }
+    pb_dsm.ncache = pb_dsm.ncache_src = NULL;
+    pb_dsm.ncache_pages = NULL;
+    pb_dsm.ncache_im = NULL;
+    pb_dsm.ncache_ex = NULL;
     for (int t = 0; t < 2; t++) {
         if (pb_dsm.data_ex[t] != NULL) {
             rsm_memseg_export_unpublish(pb_dsm.data_ex[t]);
@@ -728,12 +743,122 @@ static void *map_system_view(void)
     return mem;
 }
 
+/* The node cache's bytes: the range's pages, then a pb_dsm_ncache_page_t
+ * per page, to whole pages. */
+static size_t ncache_bytes(void)
+{
+    size_t meta = pb_dsm.npages * sizeof(pb_dsm_ncache_page_t);
+
+    return pb_dsm.size + (meta + pb_dsm.page_size - 1) / pb_dsm.page_size * pb_dsm.page_size;
+}
+
+/* Does this process use a node cache: pages homed on other nodes, and
+ * another process of the job on this node to share them with?  Sets
+ * *@first_p to whether it is the node's lowest process (which makes it). */
+static int ncache_wanted(int *first_p)
+{
+    int ranks[PB_DSM_MAX_PROCS];
+    int n = postbox_job_local_ranks(ranks, PB_DSM_MAX_PROCS);
+
+    *first_p = n > 0 && ranks[0] == pb_dsm.me;
+    return pb_dsm.nnodes > 1 && n > 1 && pb_config_get_long("POSTBOX_DSM_NODE_SHARE") > 0;
+}
+
+/* @mem (ncache_bytes, read-write, shared): the node cache; its pages
+ * mapped once more, PROT_NONE, as the source of the application view's
+ * mappings.  @return 0 or -1 (logged). */
+static int ncache_attach(char *mem)
+{
+    void *src = mremap(mem, 0, pb_dsm.size, MREMAP_MAYMOVE);
+
+    if (src == MAP_FAILED || mprotect(src, pb_dsm.size, PROT_NONE) != 0) {
+        pb_warn("dsm: cannot map the node's cache a second time (%m): each process caches its "
+                "own copies");
+        if (src != MAP_FAILED)
+            munmap(src, pb_dsm.size);
+        return -1;
+    }
+    pb_dsm.ncache = mem;
+    pb_dsm.ncache_src = src;
+    pb_dsm.ncache_pages = (pb_dsm_ncache_page_t *)(mem + pb_dsm.size);
+    return 0;
+}
+
+/* The node's lowest process: make the node cache (zeros: every count 0,
+ * every page the zeros of the start, valid) and publish it on shm under
+ * "dsm-ncache-<node>".  Without it, the node's processes cache their own
+ * copies. */
+static void ncache_create(void)
+{
+    size_t size = ncache_bytes();
+    char key[64], value[32];
+    rsm_memseg_id_t id = 0;
+    char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int rc;
+
+    if (mem == MAP_FAILED) {
+        pb_warn("dsm: no memory for the node's cache (%m): each process caches its own copies");
+        return;
+    }
+    rc = rsm_memseg_export_create(pb_dsm.shm_ctl, &pb_dsm.ncache_ex, mem, size, 0);
+    if (rc == RSM_SUCCESS)
+        rc = rsm_memseg_export_publish(pb_dsm.ncache_ex, &id, NULL, 0);
+    if (rc != RSM_SUCCESS || ncache_attach(mem) != 0) {
+        if (rc != RSM_SUCCESS)
+            pb_warn("dsm: cannot export the node's cache (%s): each process caches its own "
+                    "copies",
+                    rsm_strerror(rc));
+        if (pb_dsm.ncache_ex != NULL)
+            rsm_memseg_export_destroy(pb_dsm.ncache_ex);
+        pb_dsm.ncache_ex = NULL;
+        munmap(mem, size);
+        return;
+    }
+    pb_dsm.ncache_size = size;
+    snprintf(key, sizeof(key), "dsm-ncache-%d", pb_dsm.node);
+    snprintf(value, sizeof(value), "%x", id);
+    if (postbox_job_kvs_put(key, value) != 0)
+        pb_warn("dsm: cannot publish the node's cache: the node's other processes cache their "
+                "own copies");
+}
+
+/* Another process of the node: map the node cache its lowest process
+ * published (after the fence that published it). */
+static void ncache_connect(void)
+{
+    char key[64], value[POSTBOX_JOB_KVS_VALUE_MAX];
+    unsigned id;
+    void *addr = NULL;
+    size_t size = ncache_bytes();
+    int rc;
+
+    snprintf(key, sizeof(key), "dsm-ncache-%d", pb_dsm.node);
+    if (postbox_job_kvs_get(key, value, sizeof(value)) != 0 || sscanf(value, "%x", &id) != 1)
+        return; /* (its maker said why) */
+    rc = rsm_memseg_import_connect(pb_dsm.shm_ctl, (rsm_node_id_t)pb_dsm.node, id, RSM_PERM_RDWR,
+                                   &pb_dsm.ncache_im);
+    if (rc == RSM_SUCCESS)
+        rc = rsm_memseg_import_map(pb_dsm.ncache_im, &addr, RSM_MAP_NONE, RSM_PERM_RDWR, 0, size);
+    if (rc != RSM_SUCCESS || ncache_attach(addr) != 0) {
+        if (rc != RSM_SUCCESS)
+            pb_warn("dsm: cannot map the node's cache (%s): this process caches its own copies",
+                    rsm_strerror(rc));
+        if (addr != NULL)
+            rsm_memseg_import_unmap(pb_dsm.ncache_im);
+        if (pb_dsm.ncache_im != NULL)
+            rsm_memseg_import_disconnect(pb_dsm.ncache_im);
+        pb_dsm.ncache_im = NULL;
+        return;
+    }
+    pb_dsm.ncache_size = size;
+}
+
 static int init_memory(void)
 {
     rsm_memseg_id_t data_ids[2], ctl_ids[2];
     static pb_dsm_ctl_t hdr; /* (large: not on the stack) */
     uintptr_t addr = 0;
-    int rc;
+    int rc, first = 0;
 
     pb_dsm.ctl_size = pb_dsm_ctl_layout(&hdr, pb_dsm.me);
     pb_dsm.ctl = mmap(NULL, pb_dsm.ctl_size, PROT_READ | PROT_WRITE,
@@ -759,6 +884,8 @@ static int init_memory(void)
         rc = export_both(pb_dsm.ctl, pb_dsm.ctl_size, pb_dsm.ctl_ex, ctl_ids, pb_dsm_handler);
     if (rc == 0)
         rc = publish_ids(data_ids, ctl_ids);
+    if (rc == 0 && ncache_wanted(&first) && first)
+        ncache_create();
     if (rc == 0 && pb_dsm.me == 0)
         rc = reserve_range(&addr);
     /* (collective: every process reaches it, failed or not) */
@@ -768,6 +895,8 @@ static int init_memory(void)
         rc = reserve_range(&addr);
     if (rc != 0)
         return rc;
+    if (ncache_wanted(&first) && !first)
+        ncache_connect();
     /* the application view: a second mapping of the exported pages */
     if (mremap(pb_dsm.sys, 0, pb_dsm.size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)addr) ==
         MAP_FAILED) {
@@ -906,7 +1035,7 @@ static void print_stats(void)
                  "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
                  "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
                  "lock_acquires=%llu barriers=%llu home_pages=%llu hot_compares=%llu "
-                 "direct_pages=%llu",
+                 "direct_pages=%llu node_pages=%llu",
                  pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
                  (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
                  (unsigned long long)atomic_load(&c->read_faults),
@@ -920,7 +1049,8 @@ static void print_stats(void)
                  (unsigned long long)atomic_load(&c->barriers),
                  (unsigned long long)atomic_load(&c->home_pages),
                  (unsigned long long)atomic_load(&c->hot_compares),
-                 (unsigned long long)atomic_load(&c->direct_pages));
+                 (unsigned long long)atomic_load(&c->direct_pages),
+                 (unsigned long long)atomic_load(&c->node_pages));
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",

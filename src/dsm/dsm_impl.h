@@ -264,6 +264,19 @@ typedef struct {
     rsm_memseg_export_handle_t data_ex[2], ctl_ex[2]; /* [0] shm, [1] tcp */
     pb_dsm_peer_t *peers;
 
+    /* The node's cache (docs/dsm.md, "Two levels"), when the node has
+     * other processes of the job and POSTBOX_DSM_NODE_SHARE is not 0: one
+     * copy per node of the pages homed on other nodes, which the node's
+     * lowest process exports on shm and every process of the node maps.
+     * @ncache holds them (read-write: gets land there), @ncache_src the
+     * same pages PROT_NONE (what the application view maps them from);
+     * then per page a pb_dsm_ncache_page_t (@ncache_pages). */
+    char *ncache, *ncache_src;
+    size_t ncache_size;
+    struct pb_dsm_ncache_page *ncache_pages;
+    rsm_memseg_export_handle_t ncache_ex;
+    rsm_memseg_import_handle_t ncache_im;
+
     /* coherence, under @protocol */
     pthread_mutex_t protocol;
     uint8_t *state; /* per page */
@@ -271,6 +284,10 @@ typedef struct {
      * its home's copy, the home being another process of this node (a
      * direct page: never invalidated, no twin, no diff) */
     uint8_t *direct;
+    /* per page: 1 while the application view maps the node cache's copy
+     * (read-only here: a store first copies it back into this process's
+     * own, "privatizes" it) */
+    uint8_t *nodecached;
     char **twins;    /* per page: the twin of a dirty non-home page, or a hot page's snapshot */
     uint32_t *dirty; /* dirty pages */
     size_t ndirty;
@@ -291,8 +308,9 @@ typedef struct {
      * another process was ever seen here */
     int self_invalidate;
     uint8_t *written_elsewhere;
-    uint32_t releases;                      /* releases that found pages written */
-    size_t homes_off;                       /* the home directory's offset in process 0's ctl */
+    uint32_t releases; /* releases that found pages written */
+    uint64_t applied;  /* the last barrier episode whose notices this process applied */
+    size_t homes_off;  /* the home directory's offset in process 0's ctl */
     size_t area_off, area_size, depart_off; /* the barrier areas' (process 0's, everyone's) */
 
     /* waiting: every thread that waits for its mailbox sleeps on @cv */
@@ -336,7 +354,7 @@ extern pb_dsm_t pb_dsm;
 /* statistics (relaxed atomic counters) */
 typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
-        invalidations, lock_acquires, barriers, home_pages, hot_compares, direct_pages;
+        invalidations, lock_acquires, barriers, home_pages, hot_compares, direct_pages, node_pages;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
     /* request/reply exchanges with another process (page gets, requests on
      * its control segment) and the nanoseconds they took, by type: printed
@@ -356,6 +374,26 @@ static inline void pb_dsm_count_msg(int type, uint64_t bytes)
     pb_dsm_count(&pb_dsm_counters.messages[type], 1);
     pb_dsm_count(&pb_dsm_counters.bytes[type], bytes);
 }
+
+/* A page of the node's cache (pb_dsm.ncache_pages).  Its copy holds
+ * every write a process of the node was told of when both hold:
+ * - @written_episode (the last barrier episode whose notices, applied by
+ *   a process of the node, named the page) is at most @fetched_episode
+ *   (the last episode its getter had applied when its get began: such a
+ *   get reads every write released before that episode ended);
+ * - @stale (one more for each notice of the page a process of the node
+ *   read in a release log at a lock acquire, a thread start or a join)
+ *   equals @fetched (its value when the last get began).
+ * Then a process maps it without a get.  @lock: 1 while a process of the
+ * node gets the page into the cache or copies it out. */
+typedef struct pb_dsm_ncache_page {
+    _Atomic uint32_t written_episode;
+    _Atomic uint32_t fetched_episode;
+    _Atomic uint32_t stale;
+    _Atomic uint32_t fetched;
+    _Atomic uint32_t lock;
+    uint32_t pad;
+} pb_dsm_ncache_page_t;
 
 /* a monotonic clock in nanoseconds, for the round-trip counters */
 static inline uint64_t pb_dsm_now_ns(void)
@@ -438,8 +476,9 @@ void pb_dsm_coherence_fini(void);
 int pb_dsm_flush_locked(void);
 /* under @protocol: invalidate every cached non-home page */
 int pb_dsm_invalidate_all_locked(void);
-/* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine */
-int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n);
+/* under @protocol: invalidate the pages of @entries (page << 32 | writer) not only mine:
+ * barrier episode @episode's notices, or (0) those read from release logs */
+int pb_dsm_invalidate_notices_locked(const uint64_t *entries, size_t n, uint64_t episode);
 int pb_dsm_release(void);
 /* the home directory's request (process 0's ctl): claim the pages not
  * homed yet for process req->b */

@@ -660,7 +660,7 @@ static int apply_episode(uint64_t e)
         return POSTBOX_DSM_ERR_COMMUNICATION;
     }
     pthread_mutex_lock(&pb_dsm.protocol);
-    rc = pb_dsm_invalidate_notices_locked(area + head, count);
+    rc = pb_dsm_invalidate_notices_locked(area + head, count, e);
     /* the pages others released before their arrivals are invalid
      * here now: their release logs need not be read up to there */
     for (int q = 0; rc == 0 && q < pb_dsm.nprocs; q++)

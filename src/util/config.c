@@ -19,8 +19,9 @@ static const pb_config_entry_t config_table[] = {
     {"POSTBOX_DSM_NODE_SHARE", PB_CONFIG_INT, "1",
      "1: a DSM process maps the pages another process of its node is the home "
      "of straight from that process's copy (one copy per node of them, kept "
-     "coherent by the hardware: no fetch, twin or diff); 0: it caches its own "
-     "copy of them, fetched and diffed as for a home on another node."},
+     "coherent by the hardware: no fetch, twin or diff), and the processes of "
+     "a node read the pages homed on other nodes from one copy per node (the "
+     "node cache); 0: each process caches its own copy of every page."},
     {"POSTBOX_DSM_SELF_INVALIDATE", PB_CONFIG_INT, "0",
      "1: a DSM acquire invalidates every cached page another process ever "
      "wrote (self-invalidation, as ArgoDSM), not only the pages written since "
