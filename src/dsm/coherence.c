@@ -285,6 +285,52 @@ static size_t fetch_run(int home, size_t p)
     return run;
 }
 
+/* under @protocol: how many pages from @p (itself one) are invalid here
+ * and homed at @home, at most @max */
+static size_t invalid_run(size_t p, int home, size_t max)
+{
+    size_t n = 1;
+
+    while (n < max && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
+           home_known(p + n) == home)
+        n++;
+    return n;
+}
+
+/* under @protocol: the run a fault at @p fetches from @home (another
+ * node's or, without a node cache, any other process): fetch_run's length
+ * of pages invalid here, noted as read from @home */
+static size_t read_run(int home, size_t p)
+{
+    size_t n = invalid_run(p, home, fetch_run(home, p));
+
+    reads[home].next = p + n;
+    reads[home].streak += n;
+    return n;
+}
+
+/* Get pages [@p, @p + @n) from @home into @dst, marked read there first,
+ * and count them.  @return 0 or POSTBOX_DSM_ERR_COMMUNICATION (logged). */
+static int get_run(int home, size_t p, size_t n, char *dst)
+{
+    uint64_t start = pb_dsm_now_ns();
+    int rc = mark_read(home, p, n);
+
+    if (rc != 0)
+        return rc;
+    rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)(p * pb_dsm.page_size), dst,
+                               n * pb_dsm.page_size);
+    if (rc != RSM_SUCCESS) {
+        pb_error("dsm: fetching pages %zu..%zu from process %d failed: %s", p, p + n - 1, home,
+                 rsm_strerror(rc));
+        return POSTBOX_DSM_ERR_COMMUNICATION;
+    }
+    pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
+    pb_dsm_count(&pb_dsm_counters.page_fetches, n);
+    pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, n * pb_dsm.page_size);
+    return 0;
+}
+
 /* Map page @p, and the pages after it that are invalid here and homed at
  * @home too (up to PB_DSM_FETCH_RUN_MAX in all), straight from @home's
  * copy: @home is another process of this node, whose copy this process
@@ -297,11 +343,8 @@ static size_t fetch_run(int home, size_t p)
  * *@count_p: the pages mapped. */
 static int map_direct(size_t p, int home, size_t *count_p)
 {
-    size_t off = p * pb_dsm.page_size, n = 1;
+    size_t off = p * pb_dsm.page_size, n = invalid_run(p, home, PB_DSM_FETCH_RUN_MAX);
 
-    while (n < PB_DSM_FETCH_RUN_MAX && p + n < pb_dsm.npages &&
-           pb_dsm.state[p + n] == PB_DSM_INVALID && home_known(p + n) == home)
-        n++;
     if (mremap(pb_dsm.peers[home].data_map + off, 0, n * pb_dsm.page_size,
                MREMAP_MAYMOVE | MREMAP_FIXED, pb_dsm.base + off) == MAP_FAILED) {
         pb_error("dsm: cannot map pages %zu..%zu from process %d: %m (vm.max_map_count?)", p,
@@ -370,16 +413,10 @@ static void ncache_notice(size_t p, uint64_t episode)
 static int fetch_node(size_t p, int home, size_t *count_p)
 {
     pb_dsm_ncache_page_t *pages = pb_dsm.ncache_pages;
-    size_t off = p * pb_dsm.page_size, n = 1, run = fetch_run(home, p);
+    size_t off = p * pb_dsm.page_size, n = read_run(home, p);
     uint32_t seen[PB_DSM_FETCH_RUN_MAX], applied = (uint32_t)pb_dsm.applied;
-    uint64_t start = pb_dsm_now_ns();
     int stale = 0, rc = 0;
 
-    while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
-           home_known(p + n) == home)
-        n++;
-    reads[home].next = p + n;
-    reads[home].streak += n;
     for (size_t i = 0; i < n; i++) {
         ncache_lock(p + i);
         seen[i] = atomic_load_explicit(&pages[p + i].stale, memory_order_seq_cst);
@@ -389,24 +426,13 @@ static int fetch_node(size_t p, int home, size_t *count_p)
                      atomic_load_explicit(&pages[p + i].fetched_episode, memory_order_relaxed));
     }
     if (stale) {
-        rc = mark_read(home, p, n);
-        if (rc == 0 &&
-            rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.ncache + off,
-                                  n * pb_dsm.page_size) != RSM_SUCCESS) {
-            pb_error("dsm: fetching pages %zu..%zu from process %d failed", p, p + n - 1, home);
-            rc = POSTBOX_DSM_ERR_COMMUNICATION;
-        }
+        rc = get_run(home, p, n, pb_dsm.ncache + off);
         for (size_t i = 0; rc == 0 && i < n; i++) {
             /* (gets are one at a time: a later one reads no older data) */
             if (episode_after(applied, atomic_load_explicit(&pages[p + i].fetched_episode,
                                                             memory_order_relaxed)))
                 atomic_store_explicit(&pages[p + i].fetched_episode, applied, memory_order_release);
             atomic_store_explicit(&pages[p + i].fetched, seen[i], memory_order_release);
-        }
-        if (rc == 0) {
-            pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
-            pb_dsm_count(&pb_dsm_counters.page_fetches, n);
-            pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, n * pb_dsm.page_size);
         }
     } else {
         pb_dsm_count(&pb_dsm_counters.node_pages, n);
@@ -462,8 +488,7 @@ static int privatize(size_t p, char *twin)
 static int fetch_page(size_t p, size_t *count_p)
 {
     int home, rc = home_lookup(p, &home);
-    size_t off = p * pb_dsm.page_size, n = 1, run;
-    uint64_t start = pb_dsm_now_ns();
+    size_t n;
 
     *count_p = 1;
     if (rc != 0)
@@ -477,27 +502,11 @@ static int fetch_page(size_t p, size_t *count_p)
         return map_direct(p, home, count_p);
     if (pb_dsm.ncache != NULL && !pb_dsm.peers[home].local)
         return fetch_node(p, home, count_p);
-    run = fetch_run(home, p);
-    while (n < run && p + n < pb_dsm.npages && pb_dsm.state[p + n] == PB_DSM_INVALID &&
-           home_known(p + n) == home)
-        n++;
-    reads[home].next = p + n;
-    reads[home].streak += n;
-    rc = mark_read(home, p, n);
-    if (rc != 0)
-        return rc;
-    rc = rsm_memseg_import_get(pb_dsm.peers[home].data, (off_t)off, pb_dsm.sys + off,
-                               n * pb_dsm.page_size);
-    if (rc != RSM_SUCCESS) {
-        pb_error("dsm: fetching pages %zu..%zu from process %d failed: %s", p, p + n - 1, home,
-                 rsm_strerror(rc));
-        return POSTBOX_DSM_ERR_COMMUNICATION;
-    }
-    pb_dsm_count_round_trip(POSTBOX_DSM_MSG_PAGE, start);
-    pb_dsm_count(&pb_dsm_counters.page_fetches, n);
-    pb_dsm_count_msg(POSTBOX_DSM_MSG_PAGE, n * pb_dsm.page_size);
-    *count_p = n;
-    return 0;
+    n = read_run(home, p);
+    rc = get_run(home, p, n, pb_dsm.sys + p * pb_dsm.page_size);
+    if (rc == 0)
+        *count_p = n;
+    return rc;
 }
 
 /* Under @protocol: the page after the last run of home pages a store
