@@ -42,8 +42,10 @@ Prices (LogGP, Alexandrov et al.):
 - a reduction step also combines its bytes at the machine's reduce rate;
 - a node-area phase (a step count stored and seen by the node's other
   ranks): the send overhead o_s and a cache line's trip between cores;
-  its data moves at the memcpy rate (below 2 MB each core in its own
-  caches, from 2 MB sharing the node's bandwidth).
+  a rank's own bytes move at the memcpy rate (below 2 MB each core in
+  its own caches, from 2 MB sharing the node's bandwidth), bytes another
+  rank of the node wrote at the node's G where they cross cores
+  (Machine.read_time).
 The bench times each call as the mean over the ranks of their time in the
 call (bench/mpi_coll.c), so where ranks finish at different times (trees,
 rooted collectives) the model gives that mean too.
@@ -164,6 +166,11 @@ class Machine:
     # them, so a G fitted on a loaded machine is not stretched twice
     node_reference: float = 1.0
     net_reference: float = 1.0
+    # the share of another rank's bytes on the node that a rank reads from
+    # another core (with_penalties: 1 while the ranks fit the cores; of r
+    # ranks on c cores, (r - r / c) / (r - 1): the others on its own core
+    # hand it their bytes in its caches)
+    cross: float = 1.0
 
     def byte_time(self, path: str, streams: int = 1, size: float = 0) -> float:
         """Seconds per byte of one message on @path while @streams messages
@@ -195,6 +202,19 @@ class Machine:
         per_byte = 1.0 / self.copy.at(size) if self.copy is not None else self.node.G
         per_byte = max(per_byte * self.share, self.memory_byte_time(streams, size))
         return size * per_byte
+
+    def read_time(self, size: float, streams: int = 1) -> float:
+        """Seconds of one rank's copy of @size bytes that another rank of
+        the node wrote (its cell, or its buffer by single copy) while
+        @streams ranks of the node copy at once: the bytes that cross
+        between cores (the share @cross) take the node's point-to-point
+        rate (byte_time of the node G, never faster than memcpy), the rest
+        memcpy's (copy_time)."""
+        if size <= 0:
+            return 0.0
+        own = self.copy_time(size, streams)
+        moved = max(size * self.byte_time(NODE, streams, size), own)
+        return self.cross * moved + (1.0 - self.cross) * own
 
     def reduce_time(self, size: float) -> float:
         if self.reduce is not None:
@@ -760,16 +780,31 @@ INLINE_BYTES = 56  # a payload this small travels in the writer's line
 def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> float:
     """@collective through the node's area on one node of @ranks ranks (the
     mean over the ranks of their time in the call); each copy is priced
-    with the number of ranks copying at the same time."""
+    with the number of ranks copying at the same time: a rank's copy of its
+    own data into its cell (or its receive buffer) at the memcpy rate
+    (Machine.copy_time), a copy of what another rank wrote (its cell, or
+    its buffer by single copy) at the node's point-to-point rate
+    (Machine.read_time)."""
     phase, together = node_phase(m), node_phase(m, True)
     others = ranks - 1
 
-    def copy(bytes_: float, streams: int) -> float:
+    def pieces(bytes_: float, streams: int, price: Callable[[float, int], float]) -> float:
         # through cells of CELL_BYTES: the copy's rate is that of its pieces
         if bytes_ <= INLINE_BYTES:
             return 0.0
-        pieces = max(1.0, bytes_ / CELL_BYTES)
-        return pieces * m.copy_time(bytes_ / pieces, streams)
+        count = max(1.0, bytes_ / CELL_BYTES)
+        return count * price(bytes_ / count, streams)
+
+    def own(bytes_: float, streams: int) -> float:
+        return pieces(bytes_, streams, m.copy_time)
+
+    def read(bytes_: float, streams: int) -> float:
+        return pieces(bytes_, streams, m.read_time)
+
+    def combine(bytes_: float, streams: int) -> float:
+        # another rank's cell combined into this one's: the slower of the
+        # add and the cell's read
+        return max(m.reduce_time(bytes_), read(bytes_, streams))
 
     if collective == "barrier":
         return together
@@ -779,30 +814,33 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
         # the root writes into its cell in halves, the others read one half
         # while it writes the other
         half = min(size, CELL_BYTES) / 2
-        return 2 * phase + copy(size, ranks) + copy(half, ranks)
+        writes = size / (2 * half)  # the cell's halves the message fills, in turn
+        return 2 * phase + own(half, ranks) + \
+            (2 * writes - 1) * max(own(half, ranks), read(half, ranks)) + read(half, ranks)
     if collective in ("reduce", "allreduce"):
         if size <= 4096:
             # every rank writes its vector, each that needs the result
             # combines all of them; the others of a Reduce leave once
             # written, so only its root waits for them (a rooted step)
             if collective == "allreduce":
-                return copy(size, ranks) + together + others * m.reduce_time(size)
-            work = copy(size, ranks) + phase + others * m.reduce_time(size)
-            return (work + others * copy(size, ranks)) / ranks
+                return own(size, ranks) + together + others * combine(size, ranks)
+            work = own(size, ranks) + phase + others * combine(size, 1)
+            return (work + others * own(size, ranks)) / ranks
         # in pieces: every rank writes its piece, rank i combines slice i
-        # of all, the ranks that need the result copy the slices
-        return copy(size, ranks) + together + others * m.reduce_time(size / ranks) + \
-            together + copy(size, ranks)
+        # of all, the ranks that need the result copy their own slice and
+        # read the others'
+        return own(size, ranks) + together + others * combine(size / ranks, ranks) + \
+            together + own(size / ranks, ranks) + read(others * size / ranks, ranks)
     if collective == "gather":
         # the others leave once written: a rooted step
-        root = copy(size, ranks) + phase + copy(others * size, 1)
-        return (root + others * copy(size, ranks)) / ranks
+        root = own(size, ranks) + phase + read(others * size, 1)
+        return (root + others * own(size, ranks)) / ranks
     if collective == "scatter":
-        return copy(others * size, 1) + phase + copy(size, others)
+        return own(others * size, 1) + phase + read(size, others)
     if collective == "allgather":
-        return copy(size, ranks) + together + copy(others * size, ranks)
+        return own(size, ranks) + together + read(others * size, ranks)
     if collective == "alltoall":
-        return copy(others * size, ranks) + together + copy(others * size, ranks)
+        return own(others * size, ranks) + together + read(others * size, ranks)
     raise ValueError("no node-area model of %s" % collective)
 
 
@@ -1095,8 +1133,9 @@ def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
     node_penalty = scaled_penalty(penalties, library, NODE, ranks, cores)
     if wake is not None and cores > 0 and ranks > cores:
         node_penalty = wake * excess_load(ranks, cores)
+    cross = (ranks - ranks / cores) / (ranks - 1) if cores > 0 and ranks > cores else 1.0
     return replace(machine, share=1.0 + excess_load(ranks, cores, background)
-                   if cores > 0 else 1.0,
+                   if cores > 0 else 1.0, cross=cross,
                    hop_penalty=node_penalty,
                    net_hop_penalty=scaled_penalty(penalties, library, NET, ranks, cores))
 
@@ -1144,6 +1183,28 @@ class Point(Predicted):
     # the point calibrated the model (Model.calibrated): it matches by
     # construction, so it is shown but not counted
     calibration: bool = False
+    # the fastest and the slowest of the rounds' medians (seconds; measured
+    # is their median): how far the measurement itself moved between runs
+    fastest: Optional[float] = None
+    slowest: Optional[float] = None
+
+    @property
+    def rounds_spread(self) -> Optional[float]:
+        """The slowest round over the fastest, less 1 (0.5: the slowest round
+        took 1.5 times the fastest); None with one round or none."""
+        if self.fastest is None or self.slowest is None or not self.fastest > 0:
+            return None
+        return self.slowest / self.fastest - 1.0
+
+    @property
+    def within_rounds(self) -> bool:
+        """The prediction lies within LIMIT of the range the rounds measured
+        (at least the fastest less LIMIT, at most the slowest plus LIMIT):
+        the model misses by no more than the measurement moved.  Without
+        rounds, within."""
+        if self.fastest is None or self.slowest is None:
+            return self.within
+        return (1.0 - LIMIT) * self.fastest <= self.predicted <= (1.0 + LIMIT) * self.slowest
 
 
 # the issue's limit on the prediction error at 4 and 8 ranks
@@ -1247,17 +1308,25 @@ def validate(model: Model, records: Sequence[dict],
     decisions); a library of another family with the algorithm that best
     matches its measurements at that collective and size over all the
     shapes measured (the smallest sum of |log(predicted / measured)|).
-    Records of several rounds count by their median."""
+    Records of several rounds count by their median, and the point keeps
+    the fastest and the slowest round's (Point.fastest, Point.slowest)."""
     out = []
-    for (library, collective, size), medians in coll_medians(model, records,
-                                                             collectives).items():
+    fastest = coll_medians(model, records, collectives, min)
+    slowest = coll_medians(model, records, collectives, max)
+
+    def point(key: tuple, cluster: Cluster, algorithm: str, value: float) -> Point:
+        library, collective, size = key
+        return Point(library, cluster, collective, size, algorithm, value,
+                     model.time(library, cluster, collective, algorithm, size),
+                     calibration=model.calibrates(library, cluster, collective, size),
+                     fastest=fastest[key][cluster], slowest=slowest[key][cluster])
+
+    for key, medians in coll_medians(model, records, collectives).items():
+        library, collective, size = key
         if family_of(library) in RULE_FAMILIES:
             for cluster, value in sorted(medians.items()):
                 algorithm = library_algorithm(library, collective, cluster, size, model.table)
-                out.append(Point(library, cluster, collective, size, algorithm, value,
-                                 model.time(library, cluster, collective, algorithm, size),
-                                 calibration=model.calibrates(library, cluster, collective,
-                                                               size)))
+                out.append(point(key, cluster, algorithm, value))
             continue
         best, best_miss = None, None
         for algorithm in candidates(library, collective):
@@ -1266,10 +1335,7 @@ def validate(model: Model, records: Sequence[dict],
             if best_miss is None or miss < best_miss:
                 best, best_miss = algorithm, miss
         for cluster, value in sorted(medians.items()):
-            out.append(Point(library, cluster, collective, size, best, value,
-                             model.time(library, cluster, collective, best, size),
-                             calibration=model.calibrates(library, cluster, collective,
-                                                               size)))
+            out.append(point(key, cluster, best, value))
     out.sort(key=lambda p: (p.library, p.cluster.ranks, p.cluster, COLLECTIVES.index(
         p.collective) if p.collective in COLLECTIVES else 99, p.size))
     return out

@@ -162,6 +162,31 @@ def test_copies_in_cache_share_only_their_core():
     assert machine.copy_time(big, streams=1) == pytest.approx(big / 5e9)
 
 
+def test_reads_of_another_ranks_bytes_cross_cores_at_the_node_rate():
+    # memcpy 10 GB/s (0.1 ns/B); the node's G 0.01 us/B (100 MB/s) is slower
+    machine = replace(MACHINE, copy=model.constant_rate(10e9))
+    size = 64 << 10
+    own = machine.copy_time(size)
+    assert own == pytest.approx(size / 10e9)
+    # another rank's bytes, each rank on its own core: at the node's G
+    assert machine.read_time(size) == pytest.approx(size * 0.01 * US)
+    # never faster than memcpy: a node G faster than memcpy reads at memcpy
+    fast = replace(machine, node=replace(NODE, G=1e-12))
+    assert fast.read_time(size) == pytest.approx(own)
+    # 4 ranks on 2 cores: of a rank's 3 others, 2 on the other core
+    shared = model.with_penalties(machine, {}, "x", 4, 2)
+    assert shared.cross == pytest.approx(2 / 3)
+    moved, in_cache = size * 0.01 * US * shared.share, own * shared.share
+    assert shared.read_time(size) == pytest.approx(2 / 3 * moved + 1 / 3 * in_cache)
+    assert model.with_penalties(machine, {}, "x", 2, 2).cross == 1.0
+    # the node area's Allgather: its own block in at memcpy, the others' out
+    # at the crossing rate
+    alone = replace(machine, line=0.0)
+    phase = model.node_phase(alone, True)
+    assert model.node_area_one_node(alone, "allgather", 2, size) == \
+        pytest.approx(own + phase + size * 0.01 * US)
+
+
 def test_table_parsing_and_choice():
     table = model.CollTable.parse(
         "# comment\n"
@@ -380,6 +405,25 @@ def test_error_summaries():
     assert by[("reduce", "one node")] == (1, 1, pytest.approx(0.0, abs=1e-12))
 
 
+def test_points_keep_the_range_of_their_rounds():
+    point = model.Point("postbox", model.Cluster(1, 4), "bcast", 8, "node", 100e-6, 140e-6,
+                        fastest=80e-6, slowest=120e-6)
+    # 40 % over the median, but within 25 % of the slowest round
+    assert not point.within and point.within_rounds
+    assert point.rounds_spread == pytest.approx(0.5)
+    point.predicted = 151e-6
+    assert not point.within_rounds
+    point.predicted = 59e-6
+    assert not point.within_rounds
+    point.predicted = 61e-6
+    assert point.within_rounds
+    # one round: the range is the median, the ordinary limit
+    alone = model.Point("postbox", model.Cluster(1, 4), "bcast", 8, "node", 100e-6, 130e-6)
+    assert alone.rounds_spread is None and not alone.within_rounds
+    rows = modelreport.rounds_summary([point, alone, replace(alone, predicted=110e-6)])
+    assert rows == [("postbox", modelreport.shape_label(model.Cluster(1, 4)), 2, 1, 3)]
+
+
 def _coll(library: str, test: str, size: int, ranks: int, nodes: int, median_s: float,
           transport: str = "shm") -> dict:
     return {"suite": "coll", "test": test, "library": library, "ranks": ranks, "nodes": nodes,
@@ -408,13 +452,24 @@ def test_validation_prices_each_library_with_its_own_rules():
                     "binomial"
                 records.append(_coll(library, collective, size, ranks, 1, factor * model.predict(
                     machine, cluster, collective, alg, size, table)))
+    # a second, slower round of Postbox's 8 B Allreduce at 2 ranks
+    first = next(r for r in records if r.get("suite") == "coll" and r["library"] == "postbox"
+                 and r["size"] == 8 and r["ranks"] == 2)
+    records.append(dict(first, median=first["median"] * 3))
     points = model.validate(model_fit.build(records), records)
     assert len(points) == 16
+    two_rounds = next(p for p in points if p.library == "postbox" and p.size == 8
+                      and p.cluster.ranks == 2)
+    assert two_rounds.slowest == pytest.approx(3 * two_rounds.fastest)
+    assert two_rounds.measured == pytest.approx(2 * two_rounds.fastest)
+    assert two_rounds.within_rounds and not two_rounds.within
     algorithms = {(p.library, p.cluster.ranks, p.size): p.algorithm for p in points}
     assert algorithms[("openmpi", 2, 4096)] == "binomial"
     assert algorithms[("openmpi", 4, 4096)] == "direct"
     assert algorithms[("mpich", 4, 4096)] == "binomial"
     for p in points:
+        if p is two_rounds:
+            continue
         if p.library == "postbox":
             assert p.error == pytest.approx(0.0, abs=1e-9)
         else:
