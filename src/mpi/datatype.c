@@ -126,6 +126,44 @@ int pb_dt_ptr_arg(const void *p, const char *func, const char *what)
     return MPI_SUCCESS;
 }
 
+int pb_dt_position_arg(const char *func, const char *size_name, MPI_Count size,
+                       const MPI_Count *position)
+{
+    int ret;
+
+    if ((ret = pb_dt_ptr_arg(position, func, "position")) != MPI_SUCCESS)
+        return ret;
+    if (size < 0)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "%s %lld is negative", size_name,
+                            (long long)size);
+    if (*position < 0 || *position > size)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                            "*position %lld is outside the buffer of %lld bytes",
+                            (long long)*position, (long long)size);
+    return MPI_SUCCESS;
+}
+
+int pb_dt_packed_room(const char *func, int packing, MPI_Count size, MPI_Count position,
+                      MPI_Count bytes, const void *buf)
+{
+    if (bytes > size - position) {
+        if (packing)
+            return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
+                                "outsize %lld is too small: %lld bytes of data from position "
+                                "%lld",
+                                (long long)size, (long long)bytes, (long long)position);
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TRUNCATE, func,
+                            "insize %lld holds %lld bytes after position %lld, the data needs "
+                            "%lld",
+                            (long long)size, (long long)(size - position), (long long)position,
+                            (long long)bytes);
+    }
+    if (bytes > 0 && buf == NULL)
+        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, func, "%s is NULL",
+                            packing ? "outbuf" : "inbuf");
+    return MPI_SUCCESS;
+}
+
 int pb_dt_build_error(int ret, const char *func)
 {
     if (ret == MPI_ERR_NO_MEM)

@@ -48,6 +48,21 @@ int pb_dt_count_arg(MPI_Count count, const char *func, const char *what);
  * NULL. */
 int pb_dt_ptr_arg(const void *p, const char *func, const char *what);
 
+/* MPI_SUCCESS, or MPI_ERR_ARG raised for @func when @position is NULL,
+ * @size (the buffer's bytes, argument @size_name) is negative, or
+ * *@position lies outside the buffer: the checks of MPI_Pack, MPI_Unpack
+ * and their external32 forms. */
+int pb_dt_position_arg(const char *func, const char *size_name, MPI_Count size,
+                       const MPI_Count *position);
+
+/* MPI_SUCCESS, or the error raised for @func when @bytes of packed data do
+ * not fit in the buffer of @size bytes after @position (MPI_ERR_ARG when
+ * @packing: outsize too small; else MPI_ERR_TRUNCATE: fewer bytes left in
+ * inbuf than the data needs), or MPI_ERR_BUFFER when @bytes > 0 and @buf
+ * (outbuf when @packing, else inbuf) is NULL. */
+int pb_dt_packed_room(const char *func, int packing, MPI_Count size, MPI_Count position,
+                      MPI_Count bytes, const void *buf);
+
 /* Raise the error @ret of a type builder (MPI_ERR_NO_MEM, or an overflow)
  * for @func.  @return it. */
 int pb_dt_build_error(int ret, const char *func);

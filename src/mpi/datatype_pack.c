@@ -39,15 +39,8 @@ static int pack_common(const char *func, const char *count_name, MPI_Count count
         return ret;
     if ((ret = type_arg_committed(datatype, func, "datatype", t_p)) != MPI_SUCCESS)
         return ret;
-    if ((ret = pb_dt_ptr_arg(position, func, "position")) != MPI_SUCCESS)
+    if ((ret = pb_dt_position_arg(func, size_name, size, position)) != MPI_SUCCESS)
         return ret;
-    if (size < 0)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "%s %lld is negative", size_name,
-                            (long long)size);
-    if (*position < 0 || *position > size)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "*position %lld is outside the buffer of %lld bytes",
-                            (long long)*position, (long long)size);
     if (__builtin_mul_overflow(count, (MPI_Count)(*t_p)->size, bytes_p))
         return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_COUNT, func, "count %lld is too large",
                             (long long)count);
@@ -71,12 +64,9 @@ PB_EXPORT int PMPI_Pack_c(const void *inbuf, MPI_Count incount, MPI_Datatype dat
     ret = pack_common(func, "incount", incount, datatype, "outsize", outsize, position, &t, &bytes);
     if (ret != MPI_SUCCESS)
         return ret;
-    if (bytes > outsize - *position)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "outsize %lld is too small: %lld bytes of data from position %lld",
-                            (long long)outsize, (long long)bytes, (long long)*position);
-    if (bytes > 0 && outbuf == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, func, "outbuf is NULL");
+    ret = pb_dt_packed_room(func, 1, outsize, *position, bytes, outbuf);
+    if (ret != MPI_SUCCESS)
+        return ret;
     if (bytes > 0)
         pb_eng_type_pack_range(inbuf, incount, t, 0, (char *)outbuf + *position, (size_t)bytes);
     *position += bytes;
@@ -120,14 +110,9 @@ PB_EXPORT int PMPI_Unpack_c(const void *inbuf, MPI_Count insize, MPI_Count *posi
     ret = pack_common(func, "outcount", outcount, datatype, "insize", insize, position, &t, &bytes);
     if (ret != MPI_SUCCESS)
         return ret;
-    if (bytes > insize - *position)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TRUNCATE, func,
-                            "insize %lld holds %lld bytes after position %lld, the data needs "
-                            "%lld",
-                            (long long)insize, (long long)(insize - *position),
-                            (long long)*position, (long long)bytes);
-    if (bytes > 0 && inbuf == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, func, "inbuf is NULL");
+    ret = pb_dt_packed_room(func, 0, insize, *position, bytes, inbuf);
+    if (ret != MPI_SUCCESS)
+        return ret;
     if (bytes > 0)
         pb_eng_type_unpack_range((const char *)inbuf + *position, (size_t)bytes, outbuf, outcount,
                                  t, 0);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "mpi/datatype.h"
+#include "mpi/datatype_build.h"
 
 #define CHUNK 65536
 
@@ -406,19 +407,11 @@ PB_EXPORT int PMPI_Pack_external_c(const char datarep[], const void *inbuf, MPI_
 
     if (ret != MPI_SUCCESS)
         return ret;
-    if (position == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "position is NULL");
-    if (outsize < 0 || *position < 0 || *position > outsize)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "*position %lld is outside the buffer of %lld bytes",
-                            (long long)*position, (long long)outsize);
+    if ((ret = pb_dt_position_arg(func, "outsize", outsize, position)) != MPI_SUCCESS)
+        return ret;
     bytes = external_size(t, incount);
-    if (bytes > outsize - *position)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "outsize %lld is too small: %lld bytes of data from position %lld",
-                            (long long)outsize, (long long)bytes, (long long)*position);
-    if (bytes > 0 && outbuf == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, func, "outbuf is NULL");
+    if ((ret = pb_dt_packed_room(func, 1, outsize, *position, bytes, outbuf)) != MPI_SUCCESS)
+        return ret;
     ret =
         external_move(1, (void *)(uintptr_t)inbuf, incount, t, (unsigned char *)outbuf + *position);
     if (ret == MPI_ERR_NO_MEM)
@@ -468,21 +461,11 @@ PB_EXPORT int PMPI_Unpack_external_c(const char datarep[], const void *inbuf, MP
 
     if (ret != MPI_SUCCESS)
         return ret;
-    if (position == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func, "position is NULL");
-    if (insize < 0 || *position < 0 || *position > insize)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_ARG, func,
-                            "*position %lld is outside the buffer of %lld bytes",
-                            (long long)*position, (long long)insize);
+    if ((ret = pb_dt_position_arg(func, "insize", insize, position)) != MPI_SUCCESS)
+        return ret;
     bytes = external_size(t, outcount);
-    if (bytes > insize - *position)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_TRUNCATE, func,
-                            "insize %lld holds %lld bytes after position %lld, the data needs "
-                            "%lld",
-                            (long long)insize, (long long)(insize - *position),
-                            (long long)*position, (long long)bytes);
-    if (bytes > 0 && inbuf == NULL)
-        return pb_mpi_raise(MPI_COMM_NULL, MPI_ERR_BUFFER, func, "inbuf is NULL");
+    if ((ret = pb_dt_packed_room(func, 0, insize, *position, bytes, inbuf)) != MPI_SUCCESS)
+        return ret;
     ret = external_move(0, outbuf, outcount, t, (unsigned char *)(uintptr_t)inbuf + *position);
     if (ret != MPI_SUCCESS)
         return pb_mpi_raise(MPI_COMM_NULL, ret, func, "out of memory for the conversion");
