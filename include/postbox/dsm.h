@@ -240,6 +240,10 @@ typedef struct {
      * 0's home directory and barrier areas (not those to this process's
      * own segment, nor those sent without reply) */
     uint64_t round_trips[POSTBOX_DSM_MSG_TYPES];
+    /* stores that faulted on a page of the node's cache (a page homed on
+     * another node, shared by this node's processes) and were served in
+     * that copy, without a copy of this process's own */
+    uint64_t node_writes;
 } postbox_dsm_stats_t;
 
 /**

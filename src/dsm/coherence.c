@@ -402,14 +402,95 @@ static void ncache_notice(size_t p, uint64_t episode)
     }
 }
 
+/* Take the locks of pages [@p, @p + @n), in page order, once no diff of
+ * any of them built from the node's copy is on its way to the home
+ * (pb_dsm_ncache_page_t.sending): a get must not read the home before
+ * such a diff lands, or it would bring back words the node has sent.  No
+ * lock is held while waiting (its holders never wait), and @sending
+ * rises only under the page's lock, so it stays 0 while they are held. */
+static void ncache_lock_quiet(size_t p, size_t n)
+{
+    for (;;) {
+        size_t i = 0;
+
+        while (i < n) {
+            ncache_lock(p + i);
+            if (atomic_load_explicit(&pb_dsm.ncache_pages[p + i].sending, memory_order_acquire) !=
+                0)
+                break;
+            i++;
+        }
+        if (i == n)
+            return;
+        for (size_t k = 0; k <= i; k++)
+            ncache_unlock(p + k);
+        sched_yield();
+    }
+}
+
+/* Under page @p's lock, while processes of the node wrote it since their
+ * last releases: merge @got (the home's copy, just got) into the node's
+ * copy.  A word the home changed since the node twin was taken (it
+ * differs from the twin) goes into both the copy and the twin; every
+ * other word of the copy stays, with the node's stores not released yet
+ * (two-way diffing, as in Cashmere-2L).  A word that both changed would
+ * be a data race. */
+static void ncache_merge(size_t p, const char *got)
+{
+    size_t off = p * pb_dsm.page_size, words = pb_dsm.page_size / 4;
+    const uint32_t *in = (const uint32_t *)got;
+    volatile uint32_t *copy = (volatile uint32_t *)(pb_dsm.ncache + off);
+    uint32_t *twin = (uint32_t *)(pb_dsm.ncache_twin + off);
+
+    for (size_t i = 0; i < words; i++) {
+        if (in[i] != twin[i]) {
+            twin[i] = in[i];
+            copy[i] = in[i];
+        }
+    }
+}
+
+/* Get pages [@p, @p + @n) from @home into the node's copy, their locks
+ * held.  A page some process of the node wrote since its last release
+ * (pb_dsm_ncache_page_t.writers) is merged (ncache_merge) from a scratch
+ * buffer; the others are copied whole, as no process of the node stores
+ * into them. */
+static int ncache_get(int home, size_t p, size_t n)
+{
+    size_t off = p * pb_dsm.page_size, len = n * pb_dsm.page_size;
+    int written = 0, rc;
+    char *got;
+
+    for (size_t i = 0; i < n; i++)
+        written |=
+            atomic_load_explicit(&pb_dsm.ncache_pages[p + i].writers, memory_order_relaxed) != 0;
+    if (!written)
+        return get_run(home, p, n, pb_dsm.ncache + off);
+    got = malloc(len);
+    if (got == NULL) {
+        pb_error("dsm: no memory for %zu pages got into the node's cache", n);
+        return POSTBOX_DSM_ERR_NO_MEMORY;
+    }
+    rc = get_run(home, p, n, got);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (atomic_load_explicit(&pb_dsm.ncache_pages[p + i].writers, memory_order_relaxed) != 0)
+            ncache_merge(p + i, got + i * pb_dsm.page_size);
+        else
+            memcpy(pb_dsm.ncache + off + i * pb_dsm.page_size, got + i * pb_dsm.page_size,
+                   pb_dsm.page_size);
+    }
+    free(got);
+    return rc;
+}
+
 /* Page @p, homed at @home on another node, through the node's cache: the
  * run of pages from it that are invalid here and homed at @home too (as
  * long as fetch_run says) is got into the cache unless the cache's copy of
  * every one of them holds the writes of every notice taken on this node
  * so far (in particular this process's: a copy another process of the node
  * got since this process's acquire is good for it); then the application
- * view maps them from the cache, and they are read-only here until a store
- * copies one back (privatize).  *@count_p: the pages mapped. */
+ * view maps them from the cache, read-only until a store (node_write).
+ * *@count_p: the pages mapped. */
 static int fetch_node(size_t p, int home, size_t *count_p)
 {
     pb_dsm_ncache_page_t *pages = pb_dsm.ncache_pages;
@@ -417,8 +498,8 @@ static int fetch_node(size_t p, int home, size_t *count_p)
     uint32_t seen[PB_DSM_FETCH_RUN_MAX], applied = (uint32_t)pb_dsm.applied;
     int stale = 0, rc = 0;
 
+    ncache_lock_quiet(p, n);
     for (size_t i = 0; i < n; i++) {
-        ncache_lock(p + i);
         seen[i] = atomic_load_explicit(&pages[p + i].stale, memory_order_seq_cst);
         stale |= atomic_load_explicit(&pages[p + i].fetched, memory_order_relaxed) != seen[i] ||
                  episode_after(
@@ -426,7 +507,7 @@ static int fetch_node(size_t p, int home, size_t *count_p)
                      atomic_load_explicit(&pages[p + i].fetched_episode, memory_order_relaxed));
     }
     if (stale) {
-        rc = get_run(home, p, n, pb_dsm.ncache + off);
+        rc = ncache_get(home, p, n);
         for (size_t i = 0; rc == 0 && i < n; i++) {
             /* (gets are one at a time: a later one reads no older data) */
             if (episode_after(applied, atomic_load_explicit(&pages[p + i].fetched_episode,
@@ -452,28 +533,23 @@ static int fetch_node(size_t p, int home, size_t *count_p)
     return 0;
 }
 
-/* Under @protocol, before the first store to page @p, which the
- * application view maps from the node's cache: copy the cache's copy into
- * this process's own (the system view) and into @twin, then map the own
- * copy in its place, read-write (a store of another thread from then on
- * lands in the own copy, after the twin was taken, so its release diffs
- * it).  The cache's copy is never written by a process's stores: a get
- * into it cannot lose one. */
-static int privatize(size_t p, char *twin)
+/* Under @protocol, before the first store since its last release to page
+ * @p, which the application view maps from the node's cache: this process
+ * joins the page's writers, the first of them taking the node twin (the
+ * copy as it is).  The caller then opens the mapping read-write: the
+ * store lands in the node's copy, which every process of the node maps,
+ * and this process's release diffs the copy against the node twin. */
+static void node_write(size_t p)
 {
     size_t off = p * pb_dsm.page_size;
+    pb_dsm_ncache_page_t *page = &pb_dsm.ncache_pages[p];
 
     ncache_lock(p);
-    memcpy(pb_dsm.sys + off, pb_dsm.ncache + off, pb_dsm.page_size);
+    if (atomic_load_explicit(&page->writers, memory_order_relaxed) == 0)
+        memcpy(pb_dsm.ncache_twin + off, pb_dsm.ncache + off, pb_dsm.page_size);
+    atomic_fetch_add_explicit(&page->writers, 1, memory_order_relaxed);
     ncache_unlock(p);
-    memcpy(twin, pb_dsm.sys + off, pb_dsm.page_size);
-    if (mremap(pb_dsm.sys + off, 0, pb_dsm.page_size, MREMAP_MAYMOVE | MREMAP_FIXED,
-               pb_dsm.base + off) == MAP_FAILED) {
-        pb_error("dsm: cannot map page %zu back from this process's copy: %m", p);
-        return POSTBOX_DSM_ERR_NO_MEMORY;
-    }
-    pb_dsm.nodecached[p] = 0;
-    return 0;
+    pb_dsm_count(&pb_dsm_counters.node_writes, 1);
 }
 
 /* Fetch page @p from its home into the system view, with the pages
@@ -547,24 +623,18 @@ static int make_dirty(size_t p)
 
     /* (a page no process homes yet gets a twin too: another may claim it
      * first at its release; a direct page is written in its home's copy,
-     * and its release only notices it) */
-    if (!is_mine(p) && !pb_dsm.direct[p]) {
+     * and its release only notices it; a page of the node's cache is
+     * written in the node's copy, twinned by the node) */
+    if (pb_dsm.nodecached[p]) {
+        node_write(p);
+    } else if (!is_mine(p) && !pb_dsm.direct[p]) {
         char *twin = malloc(pb_dsm.page_size);
 
         if (twin == NULL) {
             pb_error("dsm: no memory for a twin page");
             return POSTBOX_DSM_ERR_NO_MEMORY;
         }
-        if (pb_dsm.nodecached[p]) {
-            int rc = privatize(p, twin);
-
-            if (rc != 0) {
-                free(twin);
-                return rc;
-            }
-        } else {
-            memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
-        }
+        memcpy(twin, pb_dsm.sys + p * pb_dsm.page_size, pb_dsm.page_size);
         pb_dsm.twins[p] = twin;
     } else if (!read_elsewhere(p)) {
         n = write_run(p);
@@ -867,17 +937,23 @@ static size_t bitmap_words(size_t page_size)
     return page_size / 4 / 32;
 }
 
-/* Append page @p's changed words to @pack; 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
-static int pack_page(size_t p, pack_t *pack)
+/* Append page @p's words of @cur that differ from @twin to @pack, their
+ * count into *@changed_p; with @update, each such word is stored into
+ * @twin too.  Each word of @cur is read once, and the value read is the
+ * one sent and stored into @twin: a word that another process stores
+ * into the node's copy meanwhile differs from the twin at the next diff.
+ * 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
+static int pack_page(size_t p, const volatile uint32_t *cur, uint32_t *twin, int update,
+                     pack_t *pack, size_t *changed_p)
 {
     size_t ps = pb_dsm.page_size, nbits = bitmap_words(ps), words = ps / 4;
     size_t need = sizeof(uint64_t) + nbits * 4 + ps;
-    const uint32_t *cur = (const uint32_t *)(pb_dsm.sys + p * ps);
-    const uint32_t *twin = (const uint32_t *)pb_dsm.twins[p];
     uint32_t *bits, *out;
     size_t changed = 0, runs = 0;
     uint64_t page = p;
+    int last_changed = 0;
 
+    *changed_p = 0;
     if (pack->len + need > pack->cap) {
         size_t cap = pack->cap ? 2 * pack->cap : DIFF_MSG_MAX + need;
         char *bigger = realloc(pack->buf, cap);
@@ -898,12 +974,20 @@ static int pack_page(size_t p, pack_t *pack)
     out = bits + nbits;
     memset(bits, 0, nbits * 4);
     for (size_t i = 0; i < words; i++) {
-        if (cur[i] == twin[i])
+        uint32_t w = cur[i];
+
+        if (w == twin[i]) {
+            last_changed = 0;
             continue;
-        runs += i == 0 || cur[i - 1] == twin[i - 1];
+        }
+        runs += !last_changed;
+        last_changed = 1;
         bits[i / 32] |= UINT32_C(1) << (i % 32);
-        out[changed++] = cur[i];
+        out[changed++] = w;
+        if (update)
+            twin[i] = w;
     }
+    *changed_p = changed;
     if (changed == 0)
         return 0; /* (nothing appended: len stays) */
     pack->len += sizeof(page) + nbits * 4 + changed * 4;
@@ -911,6 +995,45 @@ static int pack_page(size_t p, pack_t *pack)
     pb_dsm_count(&pb_dsm_counters.diff_runs, runs);
     pb_dsm_count(&pb_dsm_counters.diff_bytes, changed * 4);
     return 0;
+}
+
+/* Under @protocol, at a release: append the changes of page @p of the
+ * node's cache, which this process wrote since its last release (it is
+ * write-protected here now), to @pack: the node's copy against the node
+ * twin, under the page's lock once no earlier diff of the page is on its
+ * way (so that the home applies them in the order they were built, and
+ * a later get does not bring back words sent before).  The diff may carry
+ * words that other processes of the node stored and have not released
+ * yet: sending them early is allowed (a data-race-free program reads
+ * them only after their writer's release, which waits for this diff, as
+ * its own diff of the page waits until this one arrived).  This process
+ * leaves the page's writers.  *@sent_p: 1 when words were appended (the
+ * caller lowers the page's @sending once they arrived). */
+static int pack_node_page(size_t p, pack_t *pack, int *sent_p)
+{
+    size_t off = p * pb_dsm.page_size, changed = 0;
+    pb_dsm_ncache_page_t *page = &pb_dsm.ncache_pages[p];
+    int rc;
+
+    *sent_p = 0;
+    for (;;) {
+        ncache_lock(p);
+        if (atomic_load_explicit(&page->sending, memory_order_acquire) == 0)
+            break;
+        ncache_unlock(p);
+        sched_yield();
+    }
+    rc = pack_page(p, (const volatile uint32_t *)(pb_dsm.ncache + off),
+                   (uint32_t *)(pb_dsm.ncache_twin + off), 1, pack, &changed);
+    if (rc == 0) {
+        if (changed > 0) {
+            atomic_fetch_add_explicit(&page->sending, 1, memory_order_relaxed);
+            *sent_p = 1;
+        }
+        atomic_fetch_sub_explicit(&page->writers, 1, memory_order_relaxed);
+    }
+    ncache_unlock(p);
+    return rc;
 }
 
 /* Send @pack's message as a call without reply (inside the open barrier). */
@@ -1169,7 +1292,7 @@ int pb_dsm_flush_locked(void)
     run_list_t *lists;
     pack_t *packs;
     uint32_t *cold, r;
-    uint8_t *heat;
+    uint8_t *heat, *sent;
     size_t ncold = 0, nwritten = 0;
     int rc;
 
@@ -1217,9 +1340,11 @@ int pb_dsm_flush_locked(void)
     }
     lists = calloc((size_t)pb_dsm.nprocs, sizeof(*lists));
     packs = calloc((size_t)pb_dsm.nprocs, sizeof(*packs));
-    if (lists == NULL || packs == NULL) {
+    sent = calloc(pb_dsm.ndirty + 1, 1); /* (pages of the node's cache whose diffs were sent) */
+    if (lists == NULL || packs == NULL || sent == NULL) {
         free(lists);
         free(packs);
+        free(sent);
         free(heat);
         pb_error("dsm: no memory for a release");
         return POSTBOX_DSM_ERR_NO_MEMORY;
@@ -1230,7 +1355,9 @@ int pb_dsm_flush_locked(void)
         uint32_t p = pb_dsm.dirty[i];
         int home = home_known(p);
 
-        if (pb_dsm.twins[p] == NULL)
+        /* (a page of the node's cache has no twin of this process's: its
+         * node twin is in the cache) */
+        if (pb_dsm.twins[p] == NULL && !pb_dsm.nodecached[p])
             continue;
         pb_dsm_count(&pb_dsm_counters.diffs, 1);
         if (pb_dsm.peers[home].local) {
@@ -1245,8 +1372,17 @@ int pb_dsm_flush_locked(void)
             }
             packs[home].open = 1;
         }
-        if (rc == 0)
-            rc = pack_page(p, &packs[home]);
+        if (rc == 0 && pb_dsm.nodecached[p]) {
+            int was_sent;
+
+            rc = pack_node_page(p, &packs[home], &was_sent);
+            sent[i] = (uint8_t)was_sent;
+        } else if (rc == 0) {
+            size_t changed;
+
+            rc = pack_page(p, (const volatile uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size),
+                           (uint32_t *)pb_dsm.twins[p], 0, &packs[home], &changed);
+        }
         if (rc == 0 && packs[home].len >= DIFF_MSG_MAX)
             rc = pack_send(home, &packs[home]);
     }
@@ -1264,12 +1400,19 @@ int pb_dsm_flush_locked(void)
             rc = POSTBOX_DSM_ERR_COMMUNICATION;
         }
     }
+    /* (arrived, or failed: either way no later diff or get of those pages
+     * waits for them any more) */
+    for (size_t i = 0; i < pb_dsm.ndirty; i++)
+        if (sent[i])
+            atomic_fetch_sub_explicit(&pb_dsm.ncache_pages[pb_dsm.dirty[i]].sending, 1,
+                                      memory_order_release);
     for (int home = 0; home < pb_dsm.nprocs; home++) {
         free(lists[home].iov);
         free(packs[home].buf);
     }
     free(lists);
     free(packs);
+    free(sent);
     if (rc != 0) {
         free(heat);
         return rc;

@@ -688,7 +688,7 @@ static void teardown(void)
         rsm_memseg_export_destroy(pb_dsm.ncache_ex);
         munmap(pb_dsm.ncache, pb_dsm.ncache_size);
     }
-    pb_dsm.ncache = pb_dsm.ncache_src = NULL;
+    pb_dsm.ncache = pb_dsm.ncache_src = pb_dsm.ncache_twin = NULL;
     pb_dsm.ncache_pages = NULL;
     pb_dsm.ncache_im = NULL;
     pb_dsm.ncache_ex = NULL;
@@ -743,13 +743,13 @@ static void *map_system_view(void)
     return mem;
 }
 
-/* The node cache's bytes: the range's pages, then a pb_dsm_ncache_page_t
- * per page, to whole pages. */
+/* The node cache's bytes: the range's pages, their node twins (as many
+ * bytes), then a pb_dsm_ncache_page_t per page, to whole pages. */
 static size_t ncache_bytes(void)
 {
     size_t meta = pb_dsm.npages * sizeof(pb_dsm_ncache_page_t);
 
-    return pb_dsm.size + (meta + pb_dsm.page_size - 1) / pb_dsm.page_size * pb_dsm.page_size;
+    return 2 * pb_dsm.size + (meta + pb_dsm.page_size - 1) / pb_dsm.page_size * pb_dsm.page_size;
 }
 
 /* Does this process use a node cache: pages homed on other nodes, and
@@ -780,7 +780,8 @@ static int ncache_attach(char *mem)
     }
     pb_dsm.ncache = mem;
     pb_dsm.ncache_src = src;
-    pb_dsm.ncache_pages = (pb_dsm_ncache_page_t *)(mem + pb_dsm.size);
+    pb_dsm.ncache_twin = mem + pb_dsm.size;
+    pb_dsm.ncache_pages = (pb_dsm_ncache_page_t *)(mem + 2 * pb_dsm.size);
     return 0;
 }
 
@@ -1035,7 +1036,7 @@ static void print_stats(void)
                  "lifetime_us=%llu read_faults=%llu write_faults=%llu page_fetches=%llu "
                  "diffs=%llu diff_runs=%llu diff_bytes=%llu invalidations=%llu "
                  "lock_acquires=%llu barriers=%llu home_pages=%llu hot_compares=%llu "
-                 "direct_pages=%llu node_pages=%llu",
+                 "direct_pages=%llu node_pages=%llu node_writes=%llu",
                  pb_dsm.me, pb_dsm.nprocs, pb_dsm.node, pb_dsm.nnodes,
                  (unsigned long long)((pb_dsm_now_ns() - dsm_started_ns) / 1000),
                  (unsigned long long)atomic_load(&c->read_faults),
@@ -1050,7 +1051,8 @@ static void print_stats(void)
                  (unsigned long long)atomic_load(&c->home_pages),
                  (unsigned long long)atomic_load(&c->hot_compares),
                  (unsigned long long)atomic_load(&c->direct_pages),
-                 (unsigned long long)atomic_load(&c->node_pages));
+                 (unsigned long long)atomic_load(&c->node_pages),
+                 (unsigned long long)atomic_load(&c->node_writes));
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES && n > 0 && (size_t)n < sizeof(line); t++)
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " messages_%s=%llu bytes_%s=%llu round_trips_%s=%llu round_trip_ns_%s=%llu",
@@ -1178,6 +1180,7 @@ PB_EXPORT int postbox_dsm_stats(postbox_dsm_stats_t *s)
     s->lock_acquires = atomic_load(&c->lock_acquires);
     s->barriers = atomic_load(&c->barriers);
     s->home_pages = atomic_load(&c->home_pages);
+    s->node_writes = atomic_load(&c->node_writes);
     for (int t = 0; t < POSTBOX_DSM_MSG_TYPES; t++) {
         s->messages[t] = atomic_load(&c->messages[t]);
         s->bytes[t] = atomic_load(&c->bytes[t]);

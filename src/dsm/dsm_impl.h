@@ -269,9 +269,10 @@ typedef struct {
      * copy per node of the pages homed on other nodes, which the node's
      * lowest process exports on shm and every process of the node maps.
      * @ncache holds them (read-write: gets land there), @ncache_src the
-     * same pages PROT_NONE (what the application view maps them from);
-     * then per page a pb_dsm_ncache_page_t (@ncache_pages). */
-    char *ncache, *ncache_src;
+     * same pages PROT_NONE (what the application view maps them from),
+     * @ncache_twin the node twins (one per page, the range's size, after
+     * the copy); then per page a pb_dsm_ncache_page_t (@ncache_pages). */
+    char *ncache, *ncache_src, *ncache_twin;
     size_t ncache_size;
     struct pb_dsm_ncache_page *ncache_pages;
     rsm_memseg_export_handle_t ncache_ex;
@@ -285,8 +286,9 @@ typedef struct {
      * direct page: never invalidated, no twin, no diff) */
     uint8_t *direct;
     /* per page: 1 while the application view maps the node cache's copy
-     * (read-only here: a store first copies it back into this process's
-     * own, "privatizes" it) */
+     * (read-only, or read-write while this process wrote it since its
+     * last release: then its releases diff the copy against the node
+     * twin) */
     uint8_t *nodecached;
     char **twins;    /* per page: the twin of a dirty non-home page, or a hot page's snapshot */
     uint32_t *dirty; /* dirty pages */
@@ -354,7 +356,8 @@ extern pb_dsm_t pb_dsm;
 /* statistics (relaxed atomic counters) */
 typedef struct {
     _Atomic uint64_t read_faults, write_faults, page_fetches, diffs, diff_runs, diff_bytes,
-        invalidations, lock_acquires, barriers, home_pages, hot_compares, direct_pages, node_pages;
+        invalidations, lock_acquires, barriers, home_pages, hot_compares, direct_pages, node_pages,
+        node_writes;
     _Atomic uint64_t messages[POSTBOX_DSM_MSG_TYPES], bytes[POSTBOX_DSM_MSG_TYPES];
     /* request/reply exchanges with another process (page gets, requests on
      * its control segment) and the nanoseconds they took, by type: printed
@@ -384,14 +387,24 @@ static inline void pb_dsm_count_msg(int type, uint64_t bytes)
  * - @stale (one more for each notice of the page a process of the node
  *   read in a release log at a lock acquire, a thread start or a join)
  *   equals @fetched (its value when the last get began).
- * Then a process maps it without a get.  @lock: 1 while a process of the
- * node gets the page into the cache or copies it out. */
+ * Then a process maps it without a get.  The node's processes store into
+ * the copy too (docs/dsm.md, "Two levels"): @writers counts those that
+ * wrote the page since their last release; while it is not 0 the page's
+ * node twin (pb_dsm.ncache_twin) holds the copy's words as last diffed or
+ * got, and a get merges into the copy only the words the home changed
+ * (two-way diffing).  @sending: diffs of the page built from the copy
+ * and not yet arrived at the home; a get or a diff of the page waits for
+ * 0, so that they reach the home in the order they were built.  @lock: 1
+ * while a process of the node gets the page, diffs it, or makes its
+ * twin; it never waits for anything while it holds it. */
 typedef struct pb_dsm_ncache_page {
     _Atomic uint32_t written_episode;
     _Atomic uint32_t fetched_episode;
     _Atomic uint32_t stale;
     _Atomic uint32_t fetched;
     _Atomic uint32_t lock;
+    _Atomic uint32_t writers;
+    _Atomic uint32_t sending;
     uint32_t pad;
 } pb_dsm_ncache_page_t;
 

@@ -40,6 +40,17 @@
  *                         ones map the node's cached copy (unless
  *                         POSTBOX_DSM_NODE_SHARE is 0); their stores to
  *                         it reach every process
+ *   pbt-dsm nodewrite     pages homed by process 0, written by every
+ *                         process, each its own words of every page
+ *                         (false sharing): between barriers, and while
+ *                         other processes increment a lock-protected
+ *                         counter in the same pages (getting them into
+ *                         the node's copy that holds those stores);
+ *                         every word holds its last writer's value, and
+ *                         the other node's processes store into the
+ *                         node's cached copy (the statistics'
+ *                         node_writes), not each into a copy of its own
+ *                         (unless POSTBOX_DSM_NODE_SHARE is 0)
  *   pbt-dsm refetch       (2 processes on 2 nodes) a page written once and
  *                         one written every round, read by the other
  *                         process after each barrier: fetched once and
@@ -552,6 +563,118 @@ static int run_nodecache(void)
             CHECK(band[q] == want, "round %d: word %d is %ld, not %ld", round, q, band[q], want);
         }
         OK(postbox_dsm_barrier(0, n));
+    }
+    return 0;
+}
+
+/* Pages homed by process 0, written by every process, each its own words
+ * of every page (false sharing), NWRITE_ROUNDS rounds of three phases.
+ * Between barriers: process q stores word NWRITE_BAR + q of each page,
+ * and after the barrier every process checks every such word.  Then
+ * twice, with the processes split by parity: the lockers increment the
+ * counter, word 0 of the first page, NWRITE_LOCKED times under a lock,
+ * while the others store word NWRITE_FREE + q of each page and wait
+ * (NWRITE_WAIT_US) before the barrier without releasing: a locker of
+ * their node then gets the pages into the node's copy (the counter was
+ * written elsewhere) while it holds their stores, not released yet, and
+ * its releases diff that copy; after the barrier every process checks
+ * the counter and those words.  With the node cache
+ * (POSTBOX_DSM_NODE_SHARE not 0, several processes on a node), the
+ * processes of the other node store into the node's copy: each first
+ * store into a page in an interval counts as a node write (one per page
+ * and round between barriers), and no process copies the page. */
+#define NWRITE_PAGES 3
+#define NWRITE_ROUNDS 4
+#define NWRITE_LOCKED 20
+#define NWRITE_WAIT_US 20000
+#define NWRITE_BAR 8
+#define NWRITE_FREE 64
+
+static long nwrite_value(int round, int q, long page, int step)
+{
+    return round * 1000000L + step * 10000L + q * 100L + page + 1;
+}
+
+static int run_nodewrite(void)
+{
+    int n = postbox_dsm_process_count(), far, lockers = 0;
+    long per_page = PAGE / sizeof(long);
+    int *nodes = postbox_dsm_alloc(PAGE);
+    long *band = postbox_dsm_alloc(NWRITE_PAGES * PAGE);
+    long *guard = postbox_dsm_alloc(PAGE);
+    int *lock = &nodes[PAGE / sizeof(int) - 1];
+    postbox_dsm_stats_t before, after;
+
+    CHECK(nodes != NULL && band != NULL && guard != NULL, "postbox_dsm_alloc: %s",
+          postbox_dsm_strerror(postbox_dsm_last_error()));
+    CHECK(n <= NWRITE_FREE - NWRITE_BAR, "at most %d processes", NWRITE_FREE - NWRITE_BAR);
+    nodes[me] = postbox_dsm_node();
+    if (me == 0) {
+        for (long i = 0; i < NWRITE_PAGES * per_page; i++)
+            band[i] = -1;
+        band[0] = 0;
+        *lock = postbox_dsm_lock_create();
+        OK(*lock);
+    }
+    if (me == n - 1)
+        guard[0] = 1; /* (homed away from process 0: a fetch's run ends at the band's end) */
+    OK(postbox_dsm_barrier(0, n));
+    far = nodes[me] != nodes[0];
+    CHECK(nodes[n - 1] != nodes[0], "needs processes on another node than process 0's");
+    for (int round = 0; round < NWRITE_ROUNDS; round++) {
+        uint64_t want_writes;
+
+        OK(postbox_dsm_stats(&before));
+        for (long p = 0; p < NWRITE_PAGES; p++)
+            band[p * per_page + NWRITE_BAR + me] = nwrite_value(round, me, p, 0);
+        OK(postbox_dsm_barrier(0, n));
+        OK(postbox_dsm_stats(&after));
+        want_writes = far && node_cache(nodes, n) ? NWRITE_PAGES : 0;
+        CHECK(after.node_writes - before.node_writes == want_writes,
+              "round %d: %llu stores served in the node's copy, not %llu", round,
+              (unsigned long long)(after.node_writes - before.node_writes),
+              (unsigned long long)want_writes);
+        for (long p = 0; p < NWRITE_PAGES; p++)
+            for (int q = 0; q < n; q++)
+                CHECK(band[p * per_page + NWRITE_BAR + q] == nwrite_value(round, q, p, 0),
+                      "round %d: page %ld word %d is %ld, not %ld", round, p, NWRITE_BAR + q,
+                      band[p * per_page + NWRITE_BAR + q], nwrite_value(round, q, p, 0));
+        OK(postbox_dsm_barrier(0, n));
+        for (int half = 0; half < 2; half++) {
+            int locker = me % 2 == half;
+
+            OK(postbox_dsm_stats(&before));
+            if (locker) {
+                for (int step = 0; step < NWRITE_LOCKED; step++) {
+                    OK(postbox_dsm_lock(*lock));
+                    band[0]++;
+                    OK(postbox_dsm_unlock(*lock));
+                    usleep(500);
+                }
+            } else {
+                for (long p = 0; p < NWRITE_PAGES; p++)
+                    band[p * per_page + NWRITE_FREE + me] = nwrite_value(round, me, p, half + 1);
+                usleep(NWRITE_WAIT_US);
+            }
+            OK(postbox_dsm_barrier(0, n));
+            OK(postbox_dsm_stats(&after));
+            want_writes = far && node_cache(nodes, n) ? (locker ? 1 : NWRITE_PAGES) : 0;
+            CHECK(locker ? after.node_writes - before.node_writes >= want_writes
+                         : after.node_writes - before.node_writes == want_writes,
+                  "round %d: %llu stores served in the node's copy, not %s%llu", round,
+                  (unsigned long long)(after.node_writes - before.node_writes),
+                  locker ? "less than " : "", (unsigned long long)want_writes);
+            lockers += (n + 1 - half) / 2;
+            CHECK(band[0] == (long)lockers * NWRITE_LOCKED, "round %d: the counter is %ld, not %ld",
+                  round, band[0], (long)lockers * NWRITE_LOCKED);
+            for (long p = 0; p < NWRITE_PAGES; p++)
+                for (int q = 1 - half; q < n; q += 2)
+                    CHECK(
+                        band[p * per_page + NWRITE_FREE + q] == nwrite_value(round, q, p, half + 1),
+                        "round %d: page %ld word %d is %ld, not %ld", round, p, NWRITE_FREE + q,
+                        band[p * per_page + NWRITE_FREE + q], nwrite_value(round, q, p, half + 1));
+            OK(postbox_dsm_barrier(0, n));
+        }
     }
     return 0;
 }
@@ -1249,13 +1372,12 @@ int main(int argc, char **argv)
     int rc;
 
     if (argc < 2) {
-        fprintf(
-            stderr,
-            "usage: pbt-dsm spmd | homes | unread | barriers | barlost | hotrevert | lockread T "
-            "| barread T | "
-            "threads T | barfail | "
-            "timing | "
-            "killed | errors | segv\n");
+        fprintf(stderr, "usage: pbt-dsm spmd | homes | unread | barriers | barlost | hotrevert | "
+                        "nodeshare | nodecache | nodewrite | lockread T "
+                        "| barread T | "
+                        "threads T | barfail | "
+                        "timing | "
+                        "killed | errors | segv\n");
         return 2;
     }
     snprintf(test_name, sizeof(test_name), "%s", argv[1]);
@@ -1277,6 +1399,8 @@ int main(int argc, char **argv)
         rc = run_refetch();
     } else if (strcmp(test_name, "nodecache") == 0) {
         rc = run_nodecache();
+    } else if (strcmp(test_name, "nodewrite") == 0) {
+        rc = run_nodewrite();
     } else if (strcmp(test_name, "barriers") == 0 || strcmp(test_name, "barlost") == 0) {
         rc = run_barriers();
     } else if (strcmp(test_name, "hotrevert") == 0) {
@@ -1318,9 +1442,10 @@ int main(int argc, char **argv)
     if (me == 0 || strcmp(test_name, "spmd") == 0 || strcmp(test_name, "homes") == 0 ||
         strcmp(test_name, "unread") == 0 || strcmp(test_name, "barriers") == 0 ||
         strcmp(test_name, "nodeshare") == 0 || strcmp(test_name, "refetch") == 0 ||
-        strcmp(test_name, "nodecache") == 0 || strcmp(test_name, "hotrevert") == 0 ||
-        strcmp(test_name, "barlost") == 0 || strcmp(test_name, "lockread") == 0 ||
-        strcmp(test_name, "barread") == 0 || strcmp(test_name, "barfail") == 0) {
+        strcmp(test_name, "nodecache") == 0 || strcmp(test_name, "nodewrite") == 0 ||
+        strcmp(test_name, "hotrevert") == 0 || strcmp(test_name, "barlost") == 0 ||
+        strcmp(test_name, "lockread") == 0 || strcmp(test_name, "barread") == 0 ||
+        strcmp(test_name, "barfail") == 0) {
         /* (an SPMD program's other processes may end with finalize too) */
         OK(postbox_dsm_finalize());
     } else {
