@@ -20,6 +20,13 @@
  * lock, a thread's start, a join).  Everything runs
  * under pb_dsm.protocol, faults included, so two
  * threads faulting on one page fetch it once.
+ *
+ * Two levels (docs/dsm.md): a page homed by another process of the node is
+ * mapped from its home's copy (a direct page); a page homed on another
+ * node is read and written in the node's cached copy, which the node's
+ * processes share, with one twin per node: releases diff that copy
+ * against the node twin, and a get into it while the node has writes
+ * not released merges only the words the home changed.
  */
 #include <sched.h>
 #include <signal.h>

@@ -20,8 +20,9 @@ static const pb_config_entry_t config_table[] = {
      "1: a DSM process maps the pages another process of its node is the home "
      "of straight from that process's copy (one copy per node of them, kept "
      "coherent by the hardware: no fetch, twin or diff), and the processes of "
-     "a node read the pages homed on other nodes from one copy per node (the "
-     "node cache); 0: each process caches its own copy of every page."},
+     "a node read and write the pages homed on other nodes in one copy per "
+     "node (the node cache, with one twin per node); 0: each process caches "
+     "its own copy of every page."},
     {"POSTBOX_DSM_SELF_INVALIDATE", PB_CONFIG_INT, "0",
      "1: a DSM acquire invalidates every cached page another process ever "
      "wrote (self-invalidation, as ArgoDSM), not only the pages written since "
