@@ -1393,6 +1393,8 @@ int pb_dsm_flush_locked(void)
         if (rc == 0 && packs[home].len >= DIFF_MSG_MAX)
             rc = pack_send(home, &packs[home]);
     }
+    if (pb_dsm.test_fail == PB_DSM_TEST_SLOW && memchr(sent, 1, pb_dsm.ndirty) != NULL)
+        usleep(pb_dsm.test_slow_us);
     for (int home = 0; home < pb_dsm.nprocs; home++) {
         if (rc == 0 && lists[home].n > 0)
             rc = send_runs(home, &lists[home]);

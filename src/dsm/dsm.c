@@ -105,9 +105,10 @@ static void test_fail_init(void)
     if (sscanf(text, "%7[a-z]:%d:%llu%n", kind, &proc, &episode, &used) != 3 ||
         text[used] != '\0' || episode == 0 ||
         (strcmp(kind, "ack") != 0 && strcmp(kind, "apply") != 0 && strcmp(kind, "arrive") != 0 &&
-         strcmp(kind, "lose") != 0)) {
+         strcmp(kind, "lose") != 0 && strcmp(kind, "slow") != 0) ||
+        (strcmp(kind, "slow") == 0 && episode > 1000000)) {
         pb_warn("dsm: ignoring POSTBOX_DSM_TEST_FAIL='%s' (KIND:PROCESS:EPISODE, KIND ack, apply, "
-                "arrive or lose)",
+                "arrive or lose; or slow:PROCESS:MICROSECONDS, at most 1000000)",
                 text);
         return;
     }
@@ -120,6 +121,12 @@ static void test_fail_init(void)
     }
     if (proc != pb_dsm.me)
         return;
+    if (strcmp(kind, "slow") == 0) {
+        /* (not a failure: the delay in microseconds) */
+        pb_dsm.test_fail = PB_DSM_TEST_SLOW;
+        pb_dsm.test_slow_us = (uint32_t)episode;
+        return;
+    }
     pb_dsm.test_fail = strcmp(kind, "ack") == 0     ? PB_DSM_TEST_ACK
                        : strcmp(kind, "apply") == 0 ? PB_DSM_TEST_APPLY
                                                     : PB_DSM_TEST_ARRIVE;

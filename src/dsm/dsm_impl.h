@@ -333,7 +333,8 @@ typedef struct {
     /* POSTBOX_DSM_TEST_FAIL: a failure to inject (PB_DSM_TEST_*, 0: none) */
     int test_fail;
     uint64_t test_fail_episode;
-    int test_fail_target; /* "lose": the process whose departure is dropped */
+    int test_fail_target;  /* "lose": the process whose departure is dropped */
+    uint32_t test_slow_us; /* "slow": the delay */
 
     /* threads */
     pthread_mutex_t slots_mutex;
@@ -432,6 +433,9 @@ enum {
     PB_DSM_TEST_ARRIVE,  /* "arrive": the arrival at the episode is not sent, as a failed request */
     PB_DSM_TEST_LOSE,    /* "lose": the episode's departure toward PROCESS is dropped by its
                             sender, as one lost with a tcp rail */
+    PB_DSM_TEST_SLOW,    /* "slow:PROCESS:MICROSECONDS": each release of PROCESS that diffs
+                            pages of the node's cache waits that long between building its
+                            diffs and sending them, as a sender the host does not run */
 };
 
 /* ---- dsm.c ---- */

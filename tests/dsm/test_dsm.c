@@ -46,6 +46,10 @@
  *                         other processes increment a lock-protected
  *                         counter in the same pages (getting them into
  *                         the node's copy that holds those stores);
+ *                         then a process's word carried by another's
+ *                         diff before its release (the home must see it
+ *                         once that release ends; POSTBOX_DSM_TEST_FAIL=
+ *                         slow:P:US delays the carrier's diffs);
  *                         every word holds its last writer's value, and
  *                         the other node's processes store into the
  *                         node's cached copy (the statistics'
@@ -587,6 +591,9 @@ static int run_nodecache(void)
 #define NWRITE_ROUNDS 4
 #define NWRITE_LOCKED 20
 #define NWRITE_WAIT_US 20000
+#define NWRITE_RELEASES 200
+#define NWRITE_CARRIED 20
+#define NWRITE_PAUSE_US 5000
 #define NWRITE_BAR 8
 #define NWRITE_FREE 64
 
@@ -603,6 +610,7 @@ static int run_nodewrite(void)
     long *band = postbox_dsm_alloc(NWRITE_PAGES * PAGE);
     long *guard = postbox_dsm_alloc(PAGE);
     int *lock = &nodes[PAGE / sizeof(int) - 1];
+    int *own_locks = &nodes[PAGE / sizeof(int) / 2];
     postbox_dsm_stats_t before, after;
 
     CHECK(nodes != NULL && band != NULL && guard != NULL, "postbox_dsm_alloc: %s",
@@ -615,6 +623,10 @@ static int run_nodewrite(void)
         band[0] = 0;
         *lock = postbox_dsm_lock_create();
         OK(*lock);
+        for (int q = 0; q < n; q++) {
+            own_locks[q] = postbox_dsm_lock_create();
+            OK(own_locks[q]);
+        }
     }
     if (me == n - 1)
         guard[0] = 1; /* (homed away from process 0: a fetch's run ends at the band's end) */
@@ -675,6 +687,82 @@ static int run_nodewrite(void)
                         band[p * per_page + NWRITE_FREE + q], nwrite_value(round, q, p, half + 1));
             OK(postbox_dsm_barrier(0, n));
         }
+    }
+    /* releases in quick succession: each process stores its words and
+     * releases them under a lock of its own, NWRITE_RELEASES times; each
+     * release of a process of the other node diffs the node's copy, with
+     * its neighbours' latest words, and each acquire invalidates the
+     * pages, whose next store gets them again (merged) */
+    for (int step = 0; step < NWRITE_RELEASES; step++) {
+        OK(postbox_dsm_lock(own_locks[me]));
+        for (long p = 0; p < NWRITE_PAGES; p++)
+            band[p * per_page + NWRITE_FREE + me] = nwrite_value(NWRITE_ROUNDS, me, p, step);
+        OK(postbox_dsm_unlock(own_locks[me]));
+    }
+    OK(postbox_dsm_barrier(0, n));
+    for (long p = 0; p < NWRITE_PAGES; p++)
+        for (int q = 0; q < n; q++)
+            CHECK(band[p * per_page + NWRITE_FREE + q] ==
+                      nwrite_value(NWRITE_ROUNDS, q, p, NWRITE_RELEASES - 1),
+                  "after the releases: page %ld word %d is %ld, not %ld", p, NWRITE_FREE + q,
+                  band[p * per_page + NWRITE_FREE + q],
+                  nwrite_value(NWRITE_ROUNDS, q, p, NWRITE_RELEASES - 1));
+    OK(postbox_dsm_barrier(0, n));
+    /* a word carried by another process's diff: process W (the first of
+     * the other node) stores word NWRITE_FREE + W of page 0 and, after a
+     * pause, raises a flag (page 1) under lock *@lock; meanwhile process
+     * L (the last, on W's node) releases its own words of pages 0 and 1
+     * again and again, so that its diffs carry W's word before W's
+     * release (with POSTBOX_DSM_TEST_FAIL=slow:L:US they take that long
+     * to leave).  Process 0, the home, reads the word once it sees the
+     * flag: W's release must not end before the diff that carries its
+     * word arrived, nor its own diff of the flag overtake it. */
+    {
+        int w = -1, l = n - 1;
+        long *word, *flag = &band[per_page + NWRITE_FREE - 1];
+
+        for (int q = 1; q < n && w < 0; q++)
+            if (nodes[q] != nodes[0])
+                w = q;
+        word = &band[NWRITE_FREE + w];
+        if (me == 0)
+            *flag = -1;
+        OK(postbox_dsm_barrier(0, n));
+        if (me == w && w != l) {
+            for (int k = 0; k < NWRITE_CARRIED; k++) {
+                *word = k;
+                usleep(NWRITE_PAUSE_US);
+                OK(postbox_dsm_lock(*lock));
+                *flag = k;
+                OK(postbox_dsm_unlock(*lock));
+            }
+        } else if (me == l && w != l) {
+            for (int k = 0; k < 4 * NWRITE_CARRIED; k++) {
+                OK(postbox_dsm_lock(own_locks[me]));
+                band[NWRITE_FREE + me] = k;
+                band[per_page + NWRITE_FREE + me] = k;
+                OK(postbox_dsm_unlock(own_locks[me]));
+            }
+        } else if (me == 0 && w != l) {
+            for (int k = 0; k < NWRITE_CARRIED;) {
+                long seen, value;
+
+                OK(postbox_dsm_lock(*lock));
+                seen = *flag;
+                value = *word;
+                OK(postbox_dsm_unlock(*lock));
+                CHECK(seen < k || value >= seen,
+                      "process %d's word is %ld after it raised the flag to %ld", w, value, seen);
+                if (seen >= k)
+                    k = (int)seen + 1;
+                else
+                    usleep(200);
+            }
+        }
+        OK(postbox_dsm_barrier(0, n));
+        CHECK(w == l || *word == NWRITE_CARRIED - 1, "process %d's word is %ld, not %d", w, *word,
+              NWRITE_CARRIED - 1);
+        OK(postbox_dsm_barrier(0, n));
     }
     return 0;
 }
