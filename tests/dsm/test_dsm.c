@@ -714,9 +714,11 @@ static int run_nodewrite(void)
      * L (the last, on W's node) releases its own words of pages 0 and 1
      * again and again, so that its diffs carry W's word before W's
      * release (with POSTBOX_DSM_TEST_FAIL=slow:L:US they take that long
-     * to leave).  Process 0, the home, reads the word once it sees the
-     * flag: W's release must not end before the diff that carries its
-     * word arrived, nor its own diff of the flag overtake it. */
+     * to leave), and checks its own words after each release (W's stores
+     * get the pages into the node's copy while those diffs are on their
+     * way).  Process 0, the home, reads W's word once it sees the flag:
+     * W's release must not end before the diff that carries its word
+     * arrived, nor its own diff of the flag overtake it. */
     {
         int w = -1, l = n - 1;
         long *word, *flag = &band[per_page + NWRITE_FREE - 1];
@@ -742,6 +744,11 @@ static int run_nodewrite(void)
                 band[NWRITE_FREE + me] = k;
                 band[per_page + NWRITE_FREE + me] = k;
                 OK(postbox_dsm_unlock(own_locks[me]));
+                /* (a get into the node's copy while those diffs were on
+                 * their way must not have brought back older values) */
+                CHECK(band[NWRITE_FREE + me] == k && band[per_page + NWRITE_FREE + me] == k,
+                      "its own words are %ld and %ld after its release, not %d",
+                      band[NWRITE_FREE + me], band[per_page + NWRITE_FREE + me], k);
             }
         } else if (me == 0 && w != l) {
             for (int k = 0; k < NWRITE_CARRIED;) {
