@@ -126,3 +126,25 @@ def test_node_area_off_falls_back_to_point_to_point(monkeypatch, program):
     c = counts(run_with(monkeypatch, program, ["-n", "2"], POSTBOX_COLL_NODE="0"))
     assert c["barrier:dissemination"] == 3 and c["allreduce:recursive_doubling"] == 3, c
     assert not any(k.endswith(":node") for k in c), c
+
+
+def test_four_ranks_take_single_copy_where_far_vcpus_slow_the_cells():
+    # docs/notes/2026-11-27-cells-when-cores-are-far-apart.md: at 4 ranks
+    # on one node the cells lost 3-4x at these sizes when the vCPUs were
+    # far apart; from 512 KB the cells' Bcast stays, and 2 ranks keep theirs
+    from postbox import model_rules
+
+    table = model_rules.load_table()
+    assert table is not None
+    choose = table.choose
+    assert choose("scatter", 4, 4, 1, 16384) == "node"
+    assert choose("scatter", 4, 4, 1, 32768) == "node_cma"
+    assert choose("scatter", 4, 4, 1, 65536) == "node_cma"
+    assert choose("scatter", 4, 4, 1, 4 << 20) == "node_cma"
+    assert choose("bcast", 4, 4, 1, 16384) == "node"
+    assert choose("bcast", 4, 4, 1, 65536) == "node_cma"
+    assert choose("bcast", 4, 4, 1, 256 << 10) == "node_cma"
+    assert choose("bcast", 4, 4, 1, 512 << 10) == "node"
+    assert choose("scatter", 2, 2, 1, 65536) == "node"
+    assert choose("bcast", 2, 2, 1, 65536) == "node"
+    assert choose("scatter", 4, 2, 2, 65536) == "direct"
