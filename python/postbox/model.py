@@ -84,7 +84,7 @@ from typing import Callable, Optional, Sequence
 from postbox.loggp import LogGP
 # the libraries' rules, also imported from here by the model's users
 from postbox.model_rules import (  # noqa: F401
-    ALGORITHM_NAMES, DEFAULT_ALGORITHM, OPENMPI_TUNED, RULE_FAMILIES,
+    ALGORITHM_NAMES, DEFAULT_ALGORITHM, NODE_ALGORITHMS, OPENMPI_TUNED, RULE_FAMILIES,
     CollTable, Rule, default_table_path, family_of, floor_power_of_two, is_power_of_two,
     library_algorithm, load_table, mpich_algorithm, mpich_mpir_algorithm, openmpi_algorithm,
     postbox_choice)
@@ -850,7 +850,7 @@ def postbox_algorithm_time(m: Machine, c: Cluster, collective: str, algorithm: s
     nodes: the node step with the node parameters, the leaders' step (its
     algorithm from @table, on a communicator of one rank per node) with the
     net ones."""
-    if algorithm not in ("node", "node_cma"):
+    if algorithm not in NODE_ALGORITHMS:
         return ALGORITHMS[collective][algorithm](m, c, size)
     if collective in BLOCK_COLLECTIVES and size > CELL_BYTES:
         # blocks larger than a cell: the node path gives way
@@ -861,7 +861,7 @@ def postbox_algorithm_time(m: Machine, c: Cluster, collective: str, algorithm: s
 
     def leader_step(coll: str, bytes_: float) -> float:
         choice = (table or CollTable([])).choose(coll, c.nodes, 1, c.nodes, int(bytes_))
-        if choice in ("node", "node_cma"):
+        if choice in NODE_ALGORITHMS:
             choice = DEFAULT_ALGORITHM[coll]
         return ALGORITHMS[coll][choice](m, leaders, bytes_)
 
@@ -947,7 +947,7 @@ def predict(machine: Machine, cluster: Cluster, collective: str, algorithm: str,
     algorithms included) on @cluster."""
     if cluster.ranks < 2:
         return 0.0
-    if algorithm in ("node", "node_cma"):
+    if algorithm in NODE_ALGORITHMS:
         return postbox_algorithm_time(machine, cluster, collective, algorithm, size, table)
     if cluster.nodes > 1 and machine.net is None:
         raise ValueError("no net LogGP for a cluster of several nodes")

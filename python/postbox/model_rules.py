@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from postbox.model import Cluster
 
 # the algorithms of each collective that the rules may name, in the order
-# postbox.model prices them (its ALGORITHMS); besides these, "node" and
-# "node_cma" are Postbox's node area and "smp" MPICH's node composition
+# postbox.model prices them (its ALGORITHMS); besides these, NODE_ALGORITHMS
+# are Postbox's node area and "smp" MPICH's node composition
 ALGORITHM_NAMES = {
     "barrier": ("dissemination", "recursive_doubling", "linear", "tree"),
     "bcast": ("binomial", "scatter_allgather", "scatter_allgather_rd", "linear", "chain",
@@ -36,6 +36,10 @@ ALGORITHM_NAMES = {
     "allgather": ("ring", "recursive_doubling", "bruck", "neighbor", "linear"),
     "alltoall": ("pairwise", "direct", "bruck"),
 }
+# Postbox's node area: through the cells, by single copy, or (Bcast,
+# Scatter) the root's pick between them call by call; the model prices the
+# three alike
+NODE_ALGORITHMS = ("node", "node_cma", "node_auto")
 
 
 def is_power_of_two(n: int) -> bool:
@@ -401,12 +405,12 @@ class CollTable:
         for rule in self.rules:
             if rule.matches(collective, ranks, ppn, nodes, size):
                 algorithm = rule.algorithm
-                if algorithm in ("node", "node_cma") and ppn < 2:
+                if algorithm in NODE_ALGORITHMS and ppn < 2:
                     break
                 if collective == "allgather" and algorithm == "recursive_doubling" \
                         and not is_power_of_two(ranks):
                     break
-                if algorithm in ("node", "node_cma") or algorithm in ALGORITHM_NAMES[collective]:
+                if algorithm in NODE_ALGORITHMS or algorithm in ALGORITHM_NAMES[collective]:
                     return algorithm
                 break
         return DEFAULT_ALGORITHM[collective]

@@ -74,7 +74,7 @@ static int coll_split_applies(MPI_Count count, MPI_Op op, pb_comm_t *c)
 
 static int is_node_alg(pb_coll_alg_t alg)
 {
-    return alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA;
+    return alg == PB_ALG_NODE || alg == PB_ALG_NODE_CMA || alg == PB_ALG_NODE_AUTO;
 }
 
 /* Each collective runs the algorithm the table chooses (coll_table.h) when

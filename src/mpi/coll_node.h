@@ -24,9 +24,11 @@
 #define PB_COLL_NODE_DECLINED (-1)
 
 int pb_coll_node_barrier(pb_comm_t *c);
-/* @alg: PB_ALG_NODE (through the area's cells, on any layout) or
+/* @alg: PB_ALG_NODE (through the area's cells, on any layout),
  * PB_ALG_NODE_CMA (each node's ranks read the root's, or their leader's,
- * buffer). */
+ * buffer) or PB_ALG_NODE_AUTO (on one node whose ranks can read each
+ * other: the cells or single copy, whichever the node's recent trials
+ * found faster; elsewhere the cells). */
 int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, pb_comm_t *c,
                        pb_coll_alg_t alg);
 /* @alg: PB_ALG_NODE (each node's ranks combine through the cells) or
@@ -43,7 +45,10 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
  * many on each node; a node's blocks fitting a cell); @alg
  * PB_ALG_NODE moves blocks that fit a cell through the cells,
  * PB_ALG_NODE_CMA lets each rank read its blocks from the others' buffers
- * (one kernel copy; not Alltoall in place).  Allgather across nodes of
+ * (one kernel copy; not Alltoall in place); PB_ALG_NODE_AUTO (Scatter)
+ * takes whichever of the two the node's recent trials found faster, on
+ * one node whose ranks can read each other and where the blocks fit a
+ * cell (else the one that can).  Allgather across nodes of
  * equally many ranks that can read each other's memory, by
  * PB_ALG_NODE_CMA (and by PB_ALG_NODE for blocks of 256 KiB or more):
  * the ranks of the same local index swap their blocks across the nodes,

@@ -31,6 +31,20 @@ enum {
     TAG_NODE_BARRIER
 };
 
+/* The choice of a path for the Bcasts or Scatters of one size class under
+ * PB_ALG_NODE_AUTO (coll_node_local.c, "The pick"): the recent time of a
+ * call by each path (the mean over the node's ranks), and the calls of
+ * that class so far; the same on every rank of the node. */
+typedef struct {
+    uint64_t ns[2]; /* [PB_COLL_NODE_CELLS], [PB_COLL_NODE_SINGLE_COPY]; 0: not tried yet */
+    uint32_t calls;
+} pb_coll_node_pick_t;
+
+#define PB_COLL_NODE_CELLS 0
+#define PB_COLL_NODE_SINGLE_COPY 1
+/* size classes of the picks: bytes by their power of two */
+#define PB_COLL_NODE_PICK_CLASSES 48
+
 typedef struct pb_coll_node {
     int usable;         /* the area is up on every node */
     int n, me;          /* the communicator's ranks on this node; this rank's index */
@@ -54,6 +68,7 @@ typedef struct pb_coll_node {
     uint64_t halves_end; /* the step after the last one-phase call (coll_node_local.c) */
     int halves_read;     /* in that call this rank waited for every rank's post */
     int cma; /* the ranks of every node can read each other's memory (process_vm_readv) */
+    pb_coll_node_pick_t picks[2][PB_COLL_NODE_PICK_CLASSES]; /* [0] Bcast, [1] Scatter */
     pb_comm_t *comm;
     struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
 } pb_coll_node_t;
@@ -183,6 +198,19 @@ int pb_coll_node_reduce_cma(pb_coll_node_t *cn, const void *sendbuf, void *resul
  * MPI_SUCCESS or an error class. */
 int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                            int root);
+/* Scatter through the root's cell (the blocks of all fit one). */
+int pb_coll_node_scatter_cells(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype recvtype, int root, size_t bytes);
+/* Bcast and Scatter (blocks of @bytes, all of them fitting a cell) on
+ * one node under PB_ALG_NODE_AUTO: through the cells or by single copy,
+ * whichever the node's recent trials of the call's size class found
+ * faster (coll_node_local.c, "The pick").  @return as the path's call. */
+int pb_coll_node_bcast_auto(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                            int root);
+int pb_coll_node_scatter_auto(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, int root, size_t bytes);
 int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
                             MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                             MPI_Datatype recvtype, int root, size_t bytes);

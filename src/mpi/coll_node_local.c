@@ -14,6 +14,7 @@
 #include "mpi/engine/cma.h"
 #include "mpi/op.h"
 #include "util/log.h"
+#include "util/time.h"
 
 /* Bytes a reduction's op may read from a line: the halves of a line (and
  * its data, at byte 8) are not aligned for every type, so an input there
@@ -527,6 +528,34 @@ int pb_coll_node_gather_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count s
     return rc;
 }
 
+int pb_coll_node_scatter_cells(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype recvtype, int root, size_t bytes)
+{
+    char *blocks = slot(cn, root, bytes * (size_t)cn->n);
+    uint64_t base = cn->step;
+    int rc;
+
+    if (cn->me == root) {
+        pb_coll_node_wait_all(cn, base);
+        for (int j = 0; j < cn->n; j++) {
+            if (j != cn->me)
+                pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
+                     blocks + (size_t)j * bytes, bytes);
+        }
+        pb_coll_node_post(cn);
+        if (recvbuf != MPI_IN_PLACE)
+            return pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
+                                      sendtype, recvbuf, recvcount, recvtype);
+        return MPI_SUCCESS;
+    }
+    pb_coll_node_wait_one(cn, root, base + 1);
+    rc = pb_coll_node_unpack(blocks + (size_t)cn->me * bytes, bytes, recvbuf, recvcount, recvtype,
+                             0);
+    pb_coll_node_post(cn);
+    return rc;
+}
+
 /* Scatter: the root publishes its blocks, each rank reads its own. */
 int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
@@ -551,6 +580,110 @@ int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count 
     rc = pb_coll_node_read_from(cn, root, (size_t)cn->me * bytes, bytes, recvbuf, recvcount,
                                 recvtype);
     pb_coll_node_post(cn);
+    return rc;
+}
+
+/*
+ * The pick (PB_ALG_NODE_AUTO).  Whether the cells or single copy is faster
+ * for a rooted call on this machine can change while a job runs: on a VM
+ * whose two vCPUs are sometimes far apart, the root's stores into cell
+ * lines the others read a call before take each line back from the other
+ * vCPU's cache, and a 64 KB Scatter through the cells took 3-4 times its
+ * near time, single copy 1.1-1.8 times
+ * (docs/notes/2026-11-27-cells-when-cores-are-far-apart.md).  So the node
+ * tries each path in turn every PICK_TRIAL_EVERY calls of a collective
+ * and size class (its first two calls: the cells, then single copy), and
+ * in between takes the path whose trials were shorter.  A trial's time is
+ * the mean over the node's ranks of their time in the call (as a
+ * collective bench counts it: the cells let the root leave before the
+ * others have copied, single copy does not): at its end every rank waits
+ * until all are past the call, stores its time in its line and posts,
+ * reads all of them once every rank has, and posts again (so that no line
+ * is written before all have read).  A
+ * path's time is the mean of its last two trials.  Every rank of the node
+ * takes part in every call, counts the same calls and reads the same
+ * times, so all of them take the same path with no word exchanged.
+ */
+#define PICK_TRIAL_EVERY 8
+
+static pb_coll_node_pick_t *pick_of(pb_coll_node_t *cn, int scatter, size_t bytes)
+{
+    int k = 0;
+
+    while (k < PB_COLL_NODE_PICK_CLASSES - 1 && ((size_t)2 << k) <= bytes)
+        k++;
+    return &cn->picks[scatter][k];
+}
+
+/* The path of the next call of @pick's class; *@trial_p: that call is a
+ * trial of it. */
+static int pick_path(pb_coll_node_pick_t *pick, int *trial_p)
+{
+    uint32_t call = pick->calls++;
+
+    *trial_p = call < 2 || call % PICK_TRIAL_EVERY == 0;
+    if (call < 2)
+        return call == 0 ? PB_COLL_NODE_CELLS : PB_COLL_NODE_SINGLE_COPY;
+    if (*trial_p) /* (the paths in turn) */
+        return (int)(call / PICK_TRIAL_EVERY % 2);
+    return pick->ns[PB_COLL_NODE_CELLS] <= pick->ns[PB_COLL_NODE_SINGLE_COPY]
+               ? PB_COLL_NODE_CELLS
+               : PB_COLL_NODE_SINGLE_COPY;
+}
+
+/* The end of a trial of @path: this rank's @ns in the call through its
+ * line, and the mean of every rank's into @pick. */
+static void trial_end(pb_coll_node_t *cn, pb_coll_node_pick_t *pick, int path, uint64_t ns)
+{
+    uint64_t sum = 0, *recent = &pick->ns[path];
+
+    pb_coll_node_wait_all(cn, cn->step); /* (no line is read any more) */
+    memcpy(line_data(cn, cn->me), &ns, sizeof(ns));
+    pb_coll_node_post(cn);
+    pb_coll_node_wait_all(cn, cn->step);
+    for (int j = 0; j < cn->n; j++) {
+        uint64_t theirs;
+
+        memcpy(&theirs, line_data(cn, j), sizeof(theirs));
+        sum += theirs;
+    }
+    pb_coll_node_post(cn);
+    sum = sum / (uint64_t)cn->n + 1; /* (0: not tried) */
+    *recent = *recent == 0 ? sum : (*recent + sum) / 2;
+}
+
+int pb_coll_node_bcast_auto(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
+                            int root)
+{
+    pb_coll_node_pick_t *pick = pick_of(cn, 0, type_bytes(count, type));
+    int trial, path = pick_path(pick, &trial), rc = MPI_SUCCESS;
+    int64_t start = pb_time_now_ns();
+
+    if (path == PB_COLL_NODE_CELLS)
+        pb_coll_node_bcast_cells(cn, buf, count, type, root);
+    else
+        rc = pb_coll_node_bcast_cma(cn, buf, count, type, root);
+    if (trial)
+        trial_end(cn, pick, path, (uint64_t)(pb_time_now_ns() - start));
+    return rc;
+}
+
+int pb_coll_node_scatter_auto(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
+                              MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                              MPI_Datatype recvtype, int root, size_t bytes)
+{
+    pb_coll_node_pick_t *pick = pick_of(cn, 1, bytes);
+    int trial, path = pick_path(pick, &trial), rc;
+    int64_t start = pb_time_now_ns();
+
+    if (path == PB_COLL_NODE_CELLS)
+        rc = pb_coll_node_scatter_cells(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                        recvtype, root, bytes);
+    else
+        rc = pb_coll_node_scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                      recvtype, root, bytes);
+    if (trial)
+        trial_end(cn, pick, path, (uint64_t)(pb_time_now_ns() - start));
     return rc;
 }
 

@@ -156,9 +156,22 @@ int pb_coll_node_barrier(pb_comm_t *c)
     return rc;
 }
 
+/* What PB_ALG_NODE_AUTO runs on @cn for data of @cell_bytes in the root's
+ * cell: itself where both the cells and single copy can (one node whose
+ * ranks can read each other, the data fitting a cell), else the one of
+ * them that can (across nodes the cells' algorithms). */
+static pb_coll_alg_t auto_path(const pb_coll_node_t *cn, size_t cell_bytes)
+{
+    if (cn == NULL || cn->nodes > 1 || !cn->cma)
+        return PB_ALG_NODE;
+    return cell_bytes <= cn->cell ? PB_ALG_NODE_AUTO : PB_ALG_NODE_CMA;
+}
+
 static int local_bcast(pb_coll_node_t *cn, pb_coll_alg_t alg, void *buf, MPI_Count count,
                        MPI_Datatype type, int root)
 {
+    if (alg == PB_ALG_NODE_AUTO)
+        return pb_coll_node_bcast_auto(cn, buf, count, type, root);
     if (alg == PB_ALG_NODE_CMA)
         return pb_coll_node_bcast_cma(cn, buf, count, type, root);
     pb_coll_node_bcast_cells(cn, buf, count, type, root);
@@ -261,6 +274,8 @@ int pb_coll_node_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root, 
     int rc = MPI_SUCCESS, root_node, agent, nreqs = 0;
     MPI_Request reqs[32];
 
+    if (alg == PB_ALG_NODE_AUTO) /* (the cells pipeline a Bcast of any size) */
+        alg = auto_path(cn, 0);
     if (cn == NULL || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
     if (cn->nodes > 1 && alg == PB_ALG_NODE && type_bytes(count, type) < BCAST_TREE_BELOW)
@@ -632,13 +647,12 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
                          void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
                          pb_comm_t *c, pb_coll_alg_t alg)
 {
-    int in_place = recvbuf == MPI_IN_PLACE;
     size_t bytes =
         c->rank == root ? type_bytes(sendcount, sendtype) : type_bytes(recvcount, recvtype);
     pb_coll_node_t *cn = pb_coll_node_state(c);
-    uint64_t base;
-    int rc = MPI_SUCCESS;
 
+    if (alg == PB_ALG_NODE_AUTO)
+        alg = auto_path(cn, bytes * (size_t)c->size);
     if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
         bytes * (size_t)cn->most <= cn->cell) {
         pb_coll_node_settle_halves(cn);
@@ -649,28 +663,14 @@ int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     if (cn == NULL)
         return PB_COLL_NODE_DECLINED;
     pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_AUTO)
+        return pb_coll_node_scatter_auto(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, root, bytes);
     if (alg == PB_ALG_NODE_CMA)
         return pb_coll_node_scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, bytes);
-    base = cn->step;
-    if (c->rank == root) {
-        pb_coll_node_wait_all(cn, base);
-        for (int j = 0; j < cn->n; j++) {
-            if (j != cn->me)
-                pack(block_addr(sendbuf, j, sendcount, sendtype), sendcount, sendtype, 0,
-                     slot(cn, cn->me, bytes * (size_t)cn->n) + (size_t)j * bytes, bytes);
-        }
-        pb_coll_node_post(cn);
-        if (!in_place)
-            return pb_coll_copy_typed(block_addr(sendbuf, cn->me, sendcount, sendtype), sendcount,
-                                      sendtype, recvbuf, recvcount, recvtype);
-        return MPI_SUCCESS;
-    }
-    pb_coll_node_wait_one(cn, root, base + 1);
-    rc = pb_coll_node_unpack(slot(cn, root, bytes * (size_t)cn->n) + (size_t)cn->me * bytes, bytes,
-                             recvbuf, recvcount, recvtype, 0);
-    pb_coll_node_post(cn);
-    return rc;
+    return pb_coll_node_scatter_cells(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                      recvtype, root, bytes);
 }
 
 /* An Allgather's first phase through the area: once every local rank is

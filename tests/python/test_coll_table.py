@@ -128,10 +128,11 @@ def test_node_area_off_falls_back_to_point_to_point(monkeypatch, program):
     assert not any(k.endswith(":node") for k in c), c
 
 
-def test_four_ranks_take_single_copy_where_far_vcpus_slow_the_cells():
-    # docs/notes/2026-11-27-cells-when-cores-are-far-apart.md: at 4 ranks
-    # on one node the cells lost 3-4x at these sizes when the vCPUs were
-    # far apart; from 512 KB the cells' Bcast stays, and 2 ranks keep theirs
+def test_single_copy_or_the_pick_where_far_vcpus_slow_the_cells():
+    # docs/notes/2026-11-27-cells-when-cores-are-far-apart.md: on one node
+    # the cells lost 2-4x at these sizes when the vCPUs were far apart; at
+    # 4 ranks Bcast takes the node's pick between the cells and single
+    # copy; from 512 KB the cells' Bcast stays
     from postbox import model_rules
 
     table = model_rules.load_table()
@@ -142,9 +143,24 @@ def test_four_ranks_take_single_copy_where_far_vcpus_slow_the_cells():
     assert choose("scatter", 4, 4, 1, 65536) == "node_cma"
     assert choose("scatter", 4, 4, 1, 4 << 20) == "node_cma"
     assert choose("bcast", 4, 4, 1, 16384) == "node"
-    assert choose("bcast", 4, 4, 1, 65536) == "node_cma"
-    assert choose("bcast", 4, 4, 1, 256 << 10) == "node_cma"
+    assert choose("bcast", 4, 4, 1, 65536) == "node_auto"
+    assert choose("bcast", 4, 4, 1, 256 << 10) == "node_auto"
     assert choose("bcast", 4, 4, 1, 512 << 10) == "node"
-    assert choose("scatter", 2, 2, 1, 65536) == "node"
-    assert choose("bcast", 2, 2, 1, 65536) == "node"
+    assert choose("scatter", 2, 2, 1, 16384) == "node"
+    assert choose("scatter", 2, 2, 1, 65536) == "node_cma"
+    assert choose("scatter", 2, 2, 1, 512 << 10) == "node"
+    assert choose("bcast", 2, 2, 1, 65536) == "node_cma"
+    assert choose("bcast", 2, 2, 1, 512 << 10) == "node"
     assert choose("scatter", 4, 2, 2, 65536) == "direct"
+
+
+def test_node_auto_runs_from_a_table_and_only_where_it_applies(monkeypatch, program, tmp_path):
+    # the node's pick between the cells and single copy (Bcast and Scatter
+    # only): a Gather rule naming it is a bad line
+    table = tmp_path / "table.txt"
+    table.write_text("bcast * 2- * * node_auto\n")
+    c = counts(run_with(monkeypatch, program, ["-n", "3"], POSTBOX_COLL_TABLE=str(table)))
+    assert c["bcast:node_auto"] == 3, c
+    table.write_text("gather * 2- * * node_auto\n")
+    result = run_with(monkeypatch, program, ["-n", "2"], POSTBOX_COLL_TABLE=str(table))
+    assert "line 1" in result.stderr and "node_auto" in result.stderr, result.stderr

@@ -336,7 +336,7 @@ def test_rules_name_only_algorithms_the_model_prices():
                   ((1, 2), (1, 4), (1, 8), (2, 4), (8, 1), (64, 16)) for size in
                   (0, 4, 2048, 65536, 1 << 20, 4 << 20)}
     priced = {a for algorithms in model.ALGORITHMS.values() for a in algorithms}
-    assert named - priced <= {"node", "node_cma", "smp"}
+    assert named - priced <= set(model_rules.NODE_ALGORITHMS) | {"smp"}
 
 
 def test_trees_of_the_rules_by_hand():
