@@ -32,11 +32,12 @@ enum {
 };
 
 /* The choice of a path for the Bcasts or Scatters of one size class under
- * PB_ALG_NODE_AUTO (coll_node_local.c, "The pick"): the recent time of a
- * call by each path (the mean over the node's ranks), and the calls of
- * that class so far; the same on every rank of the node. */
+ * PB_ALG_NODE_AUTO (coll_node_local.c, "The pick"): the times of the last
+ * two trials of each path (each the mean over the node's ranks), and the
+ * calls of that class so far; the same on every rank of the node. */
 typedef struct {
-    uint64_t ns[2]; /* [PB_COLL_NODE_CELLS], [PB_COLL_NODE_SINGLE_COPY]; 0: not tried yet */
+    /* [PB_COLL_NODE_CELLS or _SINGLE_COPY][the later trial, the earlier]; 0: none yet */
+    uint64_t ns[2][2];
     uint32_t calls;
 } pb_coll_node_pick_t;
 

@@ -591,20 +591,28 @@ int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count 
  * vCPU's cache, and a 64 KB Scatter through the cells took 3-4 times its
  * near time, single copy 1.1-1.8 times
  * (docs/notes/2026-11-27-cells-when-cores-are-far-apart.md).  So the node
- * tries each path in turn every PICK_TRIAL_EVERY calls of a collective
- * and size class (its first two calls: the cells, then single copy), and
- * in between takes the path whose trials were shorter.  A trial's time is
- * the mean over the node's ranks of their time in the call (as a
- * collective bench counts it: the cells let the root leave before the
- * others have copied, single copy does not): at its end every rank waits
- * until all are past the call, stores its time in its line and posts,
- * reads all of them once every rank has, and posts again (so that no line
- * is written before all have read).  A
- * path's time is the mean of its last two trials.  Every rank of the node
- * takes part in every call, counts the same calls and reads the same
- * times, so all of them take the same path with no word exchanged.
+ * tries each path in turn, and in between takes the path whose trials
+ * were shorter: per collective and size class, calls 0 and 1 warm the
+ * cells and single copy up untimed (a path's first call at a size touches
+ * its pages and lines for the first time), calls 2-5 time each twice, and
+ * then every PICK_TRIAL_EVERY-th call times one of them in turn.  A
+ * trial's time is the mean over the node's ranks of their time in the
+ * call (as a collective bench counts it: the cells let the root leave
+ * before the others have copied, single copy does not): at its end every
+ * rank waits until all are past the call, stores its time in its line and
+ * posts, reads all of them once every rank has, and posts again (so that
+ * no line is written before all have read).  A path's time is the shorter
+ * of its last two trials: a rank preempted in a trial only lengthens it,
+ * and one slow trial (the first after the other path ran a while) does
+ * not hold a path off for long.  Every rank of the node takes part in
+ * every call, counts the same calls and reads the same times, so all of
+ * them take the same path with no word exchanged.
  */
 #define PICK_TRIAL_EVERY 8
+/* the untimed calls, and the calls that time the paths in turn, before the
+ * first pick */
+#define PICK_WARM_CALLS 2
+#define PICK_FIRST_TRIALS 4
 
 static pb_coll_node_pick_t *pick_of(pb_coll_node_t *cn, int scatter, size_t bytes)
 {
@@ -615,18 +623,28 @@ static pb_coll_node_pick_t *pick_of(pb_coll_node_t *cn, int scatter, size_t byte
     return &cn->picks[scatter][k];
 }
 
+/* A path's time: the shorter of its last two trials (0: none yet). */
+static uint64_t path_ns(const pb_coll_node_pick_t *pick, int path)
+{
+    uint64_t later = pick->ns[path][0], earlier = pick->ns[path][1];
+
+    return earlier != 0 && earlier < later ? earlier : later;
+}
+
 /* The path of the next call of @pick's class; *@trial_p: that call is a
  * trial of it. */
 static int pick_path(pb_coll_node_pick_t *pick, int *trial_p)
 {
     uint32_t call = pick->calls++;
 
-    *trial_p = call < 2 || call % PICK_TRIAL_EVERY == 0;
-    if (call < 2)
-        return call == 0 ? PB_COLL_NODE_CELLS : PB_COLL_NODE_SINGLE_COPY;
+    if (call < PICK_WARM_CALLS + PICK_FIRST_TRIALS) {
+        *trial_p = call >= PICK_WARM_CALLS;
+        return call % 2 == 0 ? PB_COLL_NODE_CELLS : PB_COLL_NODE_SINGLE_COPY;
+    }
+    *trial_p = call % PICK_TRIAL_EVERY == 0;
     if (*trial_p) /* (the paths in turn) */
         return (int)(call / PICK_TRIAL_EVERY % 2);
-    return pick->ns[PB_COLL_NODE_CELLS] <= pick->ns[PB_COLL_NODE_SINGLE_COPY]
+    return path_ns(pick, PB_COLL_NODE_CELLS) <= path_ns(pick, PB_COLL_NODE_SINGLE_COPY)
                ? PB_COLL_NODE_CELLS
                : PB_COLL_NODE_SINGLE_COPY;
 }
@@ -635,7 +653,7 @@ static int pick_path(pb_coll_node_pick_t *pick, int *trial_p)
  * line, and the mean of every rank's into @pick. */
 static void trial_end(pb_coll_node_t *cn, pb_coll_node_pick_t *pick, int path, uint64_t ns)
 {
-    uint64_t sum = 0, *recent = &pick->ns[path];
+    uint64_t sum = 0;
 
     pb_coll_node_wait_all(cn, cn->step); /* (no line is read any more) */
     memcpy(line_data(cn, cn->me), &ns, sizeof(ns));
@@ -648,8 +666,8 @@ static void trial_end(pb_coll_node_t *cn, pb_coll_node_pick_t *pick, int path, u
         sum += theirs;
     }
     pb_coll_node_post(cn);
-    sum = sum / (uint64_t)cn->n + 1; /* (0: not tried) */
-    *recent = *recent == 0 ? sum : (*recent + sum) / 2;
+    pick->ns[path][1] = pick->ns[path][0];
+    pick->ns[path][0] = sum / (uint64_t)cn->n + 1; /* (0: none yet) */
 }
 
 int pb_coll_node_bcast_auto(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
