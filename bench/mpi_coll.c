@@ -734,7 +734,7 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
 
     before = g.probe_last;
     fig_setup(&f, t, size);
-    run_calls(&f, 1, seq, est, 0, NULL, &wall); /* warm-up, and the estimate */
+    run_calls(&f, 1, seq, est, 0, NULL, &wall); /* warm-up */
     {
         double mine[2] = {est[0], wall}, worst[2] = {0.0, 0.0};
 
@@ -743,6 +743,19 @@ static int figure(pb_bench_out_t *out, const test_t *t, size_t size, uint64_t *s
         wall = worst[1];
     }
     gave_up = warm > g.give_up_ms * 1e6;
+    if (!gave_up) {
+        /* the estimate: the shorter of two calls.  A figure's first call
+         * may set things up (a library's first collective on a
+         * communicator, its first message of a size), and sizing the
+         * figure by it alone left some figures at CALLS_MIN calls of that
+         * start-up */
+        double again = 0.0, worst_again = 0.0;
+
+        run_calls(&f, 1, seq, est, 0, NULL, &again);
+        MPI_Allreduce(&again, &worst_again, 1, MPI_DOUBLE, MPI_MAX, g.sync_comm);
+        if (worst_again < wall)
+            wall = worst_again;
+    }
     if (gave_up) {
         summarize(est, 1, &tm);
     } else {
