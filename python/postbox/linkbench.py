@@ -36,7 +36,7 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence, TextIO
 
@@ -236,9 +236,11 @@ def plan_runs(libraries: Sequence[mpibench.Library], links: Sequence[Link]) -> l
 
 @dataclass
 class Outcome(mpipart.Outcome):
-    """What run_libraries did (skipped: (label, why), said by detail, not
-    by trouble_parts)."""
+    """What run_libraries did: besides mpipart.Outcome's fields, the
+    libraries left out and why (left_out: (label, why), said by detail;
+    mpipart's skipped, the labels that did not build, stays empty)."""
 
+    left_out: list = field(default_factory=list)
     records: int = 0
     unavailable: str = ""                        # why the part cannot run here
     no_delay: str = ""                           # why the links have no delay
@@ -275,9 +277,9 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
     ready = []
     for lib in chosen:
         if lib.family not in UNDER_POSTBOX:
-            outcome.skipped.append((lib.label, OPEN_MPI_SKIP if lib.family == "openmpi"
-                                    else "its launcher's protocol is not served"))
-            print("postbox bench: links: %s skipped: %s" % (lib.label, outcome.skipped[-1][1]),
+            outcome.left_out.append((lib.label, OPEN_MPI_SKIP if lib.family == "openmpi"
+                                     else "its launcher's protocol is not served"))
+            print("postbox bench: links: %s skipped: %s" % (lib.label, outcome.left_out[-1][1]),
                   file=terminal, flush=True)
             continue
         if built_fresh(lib):
@@ -290,12 +292,12 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
             ready.append(lib)
             outcome.built.append(lib.label)
         else:
-            outcome.skipped.append((lib.label, message))
+            outcome.left_out.append((lib.label, message))
             print("postbox bench: %s: %s; skipped" % (lib.label, message), file=err, flush=True)
     description["links"] = {"links": [link.option for link in links], "no_delay": no_delay,
                             "libraries": [lib.describe() for lib in ready],
                             "skipped": [{"label": label, "why": why_}
-                                        for label, why_ in outcome.skipped]}
+                                        for label, why_ in outcome.left_out]}
     machine.write(out / "machine.json", description)
 
 
@@ -331,7 +333,7 @@ def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple:
     parts = []
     if outcome.built:
         parts.append("MPI: %s" % ", ".join(outcome.built))
-    for label, why in outcome.skipped:
+    for label, why in outcome.left_out:
         parts.append("%s skipped (%s)" % (label, why))
     if outcome.no_delay:
         parts.append("links without delay (%s)" % outcome.no_delay)

@@ -98,6 +98,26 @@ def test_unavailable_part_is_skipped(monkeypatch, tmp_path):
     assert linkbench.detail(outcome) == ("skipped", "--netns --link needs root")
 
 
+def test_detail_names_a_library_left_out(monkeypatch, tmp_path):
+    """Open MPI cannot run under postbox run: the part leaves it out and its
+    detail says why (make bench once ended in a TypeError there)."""
+    monkeypatch.setattr(netns, "unavailable", lambda: None)
+    monkeypatch.setattr(linkbench.paths, "program", lambda name: Path("/b") / name)
+    monkeypatch.setattr(linkbench, "delay_support", lambda: (False, "no netem"))
+    monkeypatch.setattr(linkbench, "built_fresh", lambda lib: True)
+    monkeypatch.setattr(linkbench.mpipart, "run_plan", lambda *args, **kwargs: None)
+    monkeypatch.setattr(linkbench.machine, "write", lambda path, description: None)
+    out = io.StringIO()
+    outcome = linkbench.run_libraries(tmp_path, True, [_lib("postbox"), _lib("openmpi")], (),
+                                      {}, out, out)
+    verdict, detail = linkbench.detail(outcome)
+    assert verdict == "skipped"  # (no run: run_plan did nothing)
+    assert "MPI: postbox" in detail
+    assert "openmpi skipped (%s)" % linkbench.OPEN_MPI_SKIP in detail
+    assert "did not build" not in detail
+    assert "links without delay (no netem)" in detail
+
+
 def test_delay_support_reads_the_refusal(monkeypatch):
     monkeypatch.setattr(linkbench.paths, "program", lambda name: Path("/b") / name)
 
