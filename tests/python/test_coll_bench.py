@@ -93,6 +93,45 @@ def test_rounds_make_one_point_of_their_medians():
 
 
 @pytest.mark.short
+def test_grid_compares_rounds_of_one_probe_state():
+    records = []
+    # Postbox: one round with the cores near (fast), two far apart (slow);
+    # Open MPI: three near.  Over every round Postbox's median (3.0) would
+    # be set against Open MPI's near one (1.15).
+    for k, (state, scale) in enumerate((("fast", 1.0), ("slow", 3.0), ("slow", 3.2))):
+        records += _shapes("postbox", scale=scale, round=k, state=state)
+    for k, scale in enumerate((1.1, 1.2, 1.15)):
+        records += _shapes("openmpi", scale=scale, round=k, state="fast")
+    index = collreport.Index(records)
+    points = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(index)}
+    point = points[(ON4, "gather", 65536)]
+    assert point.state == "fast" and point.rounds == (1, 3)
+    assert point.ratio == pytest.approx(1.0 / 1.15) and point.verdict == "pass"
+    # every library's median of all its rounds would fail the point
+    assert index.median("postbox", ON4, "gather", 65536) > index.median(
+        "openmpi", ON4, "gather", 65536)
+    # Open MPI far apart too, in more rounds than near: the far rounds count
+    records += _shapes("openmpi", scale=3.5, round=3, state="slow")
+    records += _shapes("openmpi", scale=3.6, round=4, state="slow")
+    records += _shapes("openmpi", scale=3.7, round=5, state="slow")
+    point = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(
+        collreport.Index(records))}[(ON4, "gather", 65536)]
+    assert point.state == "slow" and point.rounds == (2, 3)
+    assert point.ratio == pytest.approx(3.0 / 3.6)  # of two rounds the lower
+    # a state only one side has is no common ground; with none shared,
+    # every round counts
+    assert collreport.point_state(collreport.Index(
+        _shapes("postbox", state="slow") + _shapes("mpich", state="fast")), ON2, "bcast",
+        8) == ""
+    lone = collreport.Index(_shapes("postbox", state="unknown", round=0)
+                            + _shapes("postbox", state="unknown", round=1, scale=3.0)
+                            + _shapes("mpich", state="fast"))
+    point = {(p.shape, p.test, p.size): p
+             for p in collreport.acceptance_grid(lone)}[(ON2, "bcast", 8)]
+    assert point.state == "" and point.rounds == (2, 1) and point.ratio == pytest.approx(1.0)
+
+
+@pytest.mark.short
 def test_grid_missing_points_and_postbox_giving_up():
     records = _shapes("postbox") + _shapes("openmpi", scale=2.0)
     records = [r for r in records if not (r["test"] == "gather" and r["ranks"] == 4
