@@ -37,8 +37,8 @@ ALGORITHM_NAMES = {
     "alltoall": ("pairwise", "direct", "bruck"),
 }
 # Postbox's node area: through the cells, by single copy, or (Bcast,
-# Scatter) the root's pick between them call by call; the model prices the
-# three alike
+# Scatter, Reduce, Allreduce, Gather on one node) the node's pick between
+# them call by call; the model prices the three alike
 NODE_ALGORITHMS = ("node", "node_cma", "node_auto")
 
 

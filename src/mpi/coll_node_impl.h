@@ -31,10 +31,10 @@ enum {
     TAG_NODE_BARRIER
 };
 
-/* The choice of a path for the Bcasts or Scatters of one size class under
- * PB_ALG_NODE_AUTO (coll_node_local.c, "The pick"): the times of the last
- * two trials of each path (each the mean over the node's ranks), and the
- * calls of that class so far; the same on every rank of the node. */
+/* The choice of a path for the calls of one collective and size class
+ * under PB_ALG_NODE_AUTO (coll_node_local.c, "The pick"): the times of the
+ * last two trials of each path (each the mean over the node's ranks), and
+ * the calls of that class so far; the same on every rank of the node. */
 typedef struct {
     /* [PB_COLL_NODE_CELLS or _SINGLE_COPY][the later trial, the earlier]; 0: none yet */
     uint64_t ns[2][2];
@@ -43,6 +43,15 @@ typedef struct {
 
 #define PB_COLL_NODE_CELLS 0
 #define PB_COLL_NODE_SINGLE_COPY 1
+/* the collectives that pick (a pick's kind) */
+enum {
+    PB_COLL_NODE_PICK_BCAST,
+    PB_COLL_NODE_PICK_SCATTER,
+    PB_COLL_NODE_PICK_REDUCE,
+    PB_COLL_NODE_PICK_ALLREDUCE,
+    PB_COLL_NODE_PICK_GATHER,
+    PB_COLL_NODE_PICK_KINDS
+};
 /* size classes of the picks: bytes by their power of two */
 #define PB_COLL_NODE_PICK_CLASSES 48
 
@@ -69,7 +78,7 @@ typedef struct pb_coll_node {
     uint64_t halves_end; /* the step after the last one-phase call (coll_node_local.c) */
     int halves_read;     /* in that call this rank waited for every rank's post */
     int cma; /* the ranks of every node can read each other's memory (process_vm_readv) */
-    pb_coll_node_pick_t picks[2][PB_COLL_NODE_PICK_CLASSES]; /* [0] Bcast, [1] Scatter */
+    pb_coll_node_pick_t picks[PB_COLL_NODE_PICK_KINDS][PB_COLL_NODE_PICK_CLASSES];
     pb_comm_t *comm;
     struct pb_coll_node *next; /* every state made (pb_coll_node_finalize) */
 } pb_coll_node_t;
@@ -203,10 +212,25 @@ int pb_coll_node_bcast_cma(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_D
 int pb_coll_node_scatter_cells(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,
                                MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                                MPI_Datatype recvtype, int root, size_t bytes);
+/* One call on one node under PB_ALG_NODE_AUTO (coll_node_local.c, "The
+ * pick"): pb_coll_node_pick_begin says which path it takes
+ * (PB_COLL_NODE_CELLS or PB_COLL_NODE_SINGLE_COPY), the one the node's
+ * recent trials of the collective @kind at the call's size class found
+ * faster, or the one this call tries; after the path,
+ * pb_coll_node_pick_end records the call's time when it was a trial
+ * (every rank of the node takes part, so every rank calls both). */
+typedef struct {
+    pb_coll_node_pick_t *pick;
+    int path, trial;
+    int64_t start;
+} pb_coll_node_call_t;
+
+int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes,
+                            pb_coll_node_call_t *call);
+void pb_coll_node_pick_end(pb_coll_node_t *cn, pb_coll_node_call_t *call);
 /* Bcast and Scatter (blocks of @bytes, all of them fitting a cell) on
  * one node under PB_ALG_NODE_AUTO: through the cells or by single copy,
- * whichever the node's recent trials of the call's size class found
- * faster (coll_node_local.c, "The pick").  @return as the path's call. */
+ * as pb_coll_node_pick_begin says.  @return as the path's call. */
 int pb_coll_node_bcast_auto(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                             int root);
 int pb_coll_node_scatter_auto(pb_coll_node_t *cn, const void *sendbuf, MPI_Count sendcount,

@@ -614,13 +614,13 @@ int pb_coll_node_scatter_cma(pb_coll_node_t *cn, const void *sendbuf, MPI_Count 
 #define PICK_WARM_CALLS 2
 #define PICK_FIRST_TRIALS 4
 
-static pb_coll_node_pick_t *pick_of(pb_coll_node_t *cn, int scatter, size_t bytes)
+static pb_coll_node_pick_t *pick_of(pb_coll_node_t *cn, int kind, size_t bytes)
 {
     int k = 0;
 
     while (k < PB_COLL_NODE_PICK_CLASSES - 1 && ((size_t)2 << k) <= bytes)
         k++;
-    return &cn->picks[scatter][k];
+    return &cn->picks[kind][k];
 }
 
 /* A path's time: the shorter of its last two trials (0: none yet). */
@@ -649,12 +649,23 @@ static int pick_path(pb_coll_node_pick_t *pick, int *trial_p)
                : PB_COLL_NODE_SINGLE_COPY;
 }
 
-/* The end of a trial of @path: this rank's @ns in the call through its
- * line, and the mean of every rank's into @pick. */
-static void trial_end(pb_coll_node_t *cn, pb_coll_node_pick_t *pick, int path, uint64_t ns)
+int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes,
+                            pb_coll_node_call_t *call)
 {
-    uint64_t sum = 0;
+    call->pick = pick_of(cn, kind, bytes);
+    call->path = pick_path(call->pick, &call->trial);
+    call->start = pb_time_now_ns();
+    return call->path;
+}
 
+/* The end of a trial: this rank's time in the call through its line, and
+ * the mean of every rank's into the pick. */
+void pb_coll_node_pick_end(pb_coll_node_t *cn, pb_coll_node_call_t *call)
+{
+    uint64_t ns = (uint64_t)(pb_time_now_ns() - call->start), sum = 0;
+
+    if (!call->trial)
+        return;
     pb_coll_node_wait_all(cn, cn->step); /* (no line is read any more) */
     memcpy(line_data(cn, cn->me), &ns, sizeof(ns));
     pb_coll_node_post(cn);
@@ -666,23 +677,22 @@ static void trial_end(pb_coll_node_t *cn, pb_coll_node_pick_t *pick, int path, u
         sum += theirs;
     }
     pb_coll_node_post(cn);
-    pick->ns[path][1] = pick->ns[path][0];
-    pick->ns[path][0] = sum / (uint64_t)cn->n + 1; /* (0: none yet) */
+    call->pick->ns[call->path][1] = call->pick->ns[call->path][0];
+    call->pick->ns[call->path][0] = sum / (uint64_t)cn->n + 1; /* (0: none yet) */
 }
 
 int pb_coll_node_bcast_auto(pb_coll_node_t *cn, void *buf, MPI_Count count, MPI_Datatype type,
                             int root)
 {
-    pb_coll_node_pick_t *pick = pick_of(cn, 0, type_bytes(count, type));
-    int trial, path = pick_path(pick, &trial), rc = MPI_SUCCESS;
-    int64_t start = pb_time_now_ns();
+    pb_coll_node_call_t call;
+    int rc = MPI_SUCCESS;
 
-    if (path == PB_COLL_NODE_CELLS)
+    if (pb_coll_node_pick_begin(cn, PB_COLL_NODE_PICK_BCAST, type_bytes(count, type), &call) ==
+        PB_COLL_NODE_CELLS)
         pb_coll_node_bcast_cells(cn, buf, count, type, root);
     else
         rc = pb_coll_node_bcast_cma(cn, buf, count, type, root);
-    if (trial)
-        trial_end(cn, pick, path, (uint64_t)(pb_time_now_ns() - start));
+    pb_coll_node_pick_end(cn, &call);
     return rc;
 }
 
@@ -690,18 +700,17 @@ int pb_coll_node_scatter_auto(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
                               MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                               MPI_Datatype recvtype, int root, size_t bytes)
 {
-    pb_coll_node_pick_t *pick = pick_of(cn, 1, bytes);
-    int trial, path = pick_path(pick, &trial), rc;
-    int64_t start = pb_time_now_ns();
+    pb_coll_node_call_t call;
+    int rc;
 
-    if (path == PB_COLL_NODE_CELLS)
+    if (pb_coll_node_pick_begin(cn, PB_COLL_NODE_PICK_SCATTER, bytes, &call) ==
+        PB_COLL_NODE_CELLS)
         rc = pb_coll_node_scatter_cells(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, bytes);
     else
         rc = pb_coll_node_scatter_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                       recvtype, root, bytes);
-    if (trial)
-        trial_end(cn, pick, path, (uint64_t)(pb_time_now_ns() - start));
+    pb_coll_node_pick_end(cn, &call);
     return rc;
 }
 

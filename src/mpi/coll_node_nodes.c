@@ -310,14 +310,42 @@ static int reducible(const pb_coll_node_t *cn, MPI_Datatype type, MPI_Op op)
            (cn->nodes == 1 || cn->blocked || pb_mpi_op_is_commutative(op));
 }
 
-/* The reduction of the node path @alg: single copies (node_cma) or
- * through the cells. */
+/* A reduction on the node by single copies (@single_copy) or through the
+ * cells; @root -1: every rank takes the result (Allreduce). */
+static int reduce_by(pb_coll_node_t *cn, int single_copy, const void *sendbuf, void *result,
+                     MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
+{
+    if (single_copy)
+        return pb_coll_node_reduce_cma(cn, sendbuf, result, count, type, op, root);
+    return pb_coll_node_reduce_cells(cn, sendbuf, result, count, type, op, root);
+}
+
+/* The reduction of the node path @alg: single copies (node_cma), through
+ * the cells (node), or whichever of them the node's trials found faster
+ * (node_auto, on one node whose ranks can read each other). */
 static int local_reduce(pb_coll_node_t *cn, pb_coll_alg_t alg, const void *sendbuf, void *result,
                         MPI_Count count, MPI_Datatype type, MPI_Op op, int root)
 {
-    if (alg == PB_ALG_NODE_CMA)
-        return pb_coll_node_reduce_cma(cn, sendbuf, result, count, type, op, root);
-    return pb_coll_node_reduce_cells(cn, sendbuf, result, count, type, op, root);
+    pb_coll_node_call_t call;
+    int path, rc;
+
+    if (alg != PB_ALG_NODE_AUTO)
+        return reduce_by(cn, alg == PB_ALG_NODE_CMA, sendbuf, result, count, type, op, root);
+    path = pb_coll_node_pick_begin(
+        cn, root < 0 ? PB_COLL_NODE_PICK_ALLREDUCE : PB_COLL_NODE_PICK_REDUCE,
+        type_bytes(count, type), &call);
+    rc = reduce_by(cn, path == PB_COLL_NODE_SINGLE_COPY, sendbuf, result, count, type, op, root);
+    pb_coll_node_pick_end(cn, &call);
+    return rc;
+}
+
+/* PB_ALG_NODE_AUTO where the node cannot pick (across nodes, or ranks
+ * that cannot read each other): the cells. */
+static pb_coll_alg_t auto_or_cells(const pb_coll_node_t *cn, pb_coll_alg_t alg)
+{
+    if (alg == PB_ALG_NODE_AUTO && (cn->nodes > 1 || !cn->cma))
+        return PB_ALG_NODE;
+    return alg;
 }
 
 int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
@@ -328,6 +356,7 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    alg = auto_or_cells(cn, alg);
     if (cn->nodes == 1 && alg == PB_ALG_NODE && pb_coll_node_one_phase(cn, type_bytes(count, type)))
         return pb_coll_node_reduce_halves(cn, sendbuf, recvbuf, count, type, op, -1);
     pb_coll_node_settle_halves(cn);
@@ -395,6 +424,7 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
 
     if (cn == NULL || !reducible(cn, type, op) || (alg == PB_ALG_NODE_CMA && !cn->cma))
         return PB_COLL_NODE_DECLINED;
+    alg = auto_or_cells(cn, alg);
     if (cn->nodes == 1) {
         int local_root = 0;
 
@@ -597,30 +627,16 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
     return wait_after(rc, nreqs, reqs);
 }
 
-int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
-                        pb_comm_t *c, pb_coll_alg_t alg)
+/* Gather on one node through the cells: each rank packs its block into
+ * its cell, the root unpacks them all. */
+static int gather_cells(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
+                        MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        MPI_Count recvcount, MPI_Datatype recvtype, int root, size_t bytes)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
-    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
-    pb_coll_node_t *cn = pb_coll_node_state(c);
-    uint64_t base;
+    uint64_t base = cn->step;
     int rc = MPI_SUCCESS;
 
-    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
-        bytes * (size_t)cn->most <= cn->cell) {
-        pb_coll_node_settle_halves(cn);
-        return gather_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                             root, bytes);
-    }
-    cn = mover_state(c, alg, bytes);
-    if (cn == NULL)
-        return PB_COLL_NODE_DECLINED;
-    pb_coll_node_settle_halves(cn);
-    if (alg == PB_ALG_NODE_CMA)
-        return pb_coll_node_gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                       recvtype, root, bytes);
-    base = cn->step;
     if (c->rank != root) {
         pb_coll_node_wait_all(cn, base);
         pack(sendbuf, sendcount, sendtype, 0, slot(cn, cn->me, bytes), bytes);
@@ -641,6 +657,47 @@ int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
     }
     pb_coll_node_post(cn);
     return rc;
+}
+
+int pb_coll_node_gather(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                        pb_comm_t *c, pb_coll_alg_t alg)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    size_t bytes = in_place ? type_bytes(recvcount, recvtype) : type_bytes(sendcount, sendtype);
+    pb_coll_node_t *cn = pb_coll_node_state(c);
+
+    if (alg == PB_ALG_NODE_AUTO)
+        alg = auto_path(cn, bytes);
+    if (cn != NULL && cn->nodes > 1 && cn->blocked && alg == PB_ALG_NODE &&
+        bytes * (size_t)cn->most <= cn->cell) {
+        pb_coll_node_settle_halves(cn);
+        return gather_across(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                             root, bytes);
+    }
+    cn = mover_state(c, alg, bytes);
+    if (cn == NULL)
+        return PB_COLL_NODE_DECLINED;
+    pb_coll_node_settle_halves(cn);
+    if (alg == PB_ALG_NODE_AUTO) {
+        pb_coll_node_call_t call;
+        int rc;
+
+        if (pb_coll_node_pick_begin(cn, PB_COLL_NODE_PICK_GATHER, bytes, &call) ==
+            PB_COLL_NODE_CELLS)
+            rc = gather_cells(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                              root, bytes);
+        else
+            rc = pb_coll_node_gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                         recvtype, root, bytes);
+        pb_coll_node_pick_end(cn, &call);
+        return rc;
+    }
+    if (alg == PB_ALG_NODE_CMA)
+        return pb_coll_node_gather_cma(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                       recvtype, root, bytes);
+    return gather_cells(cn, c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                        bytes);
 }
 
 int pb_coll_node_scatter(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,

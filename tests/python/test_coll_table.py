@@ -152,15 +152,23 @@ def test_single_copy_or_the_pick_where_far_vcpus_slow_the_cells():
     assert choose("bcast", 2, 2, 1, 65536) == "node_cma"
     assert choose("bcast", 2, 2, 1, 512 << 10) == "node"
     assert choose("scatter", 4, 2, 2, 65536) == "direct"
+    # 2 ranks: Reduce, Allreduce from 64 KB and Gather of 64 KB-1 MB blocks pick
+    assert choose("reduce", 2, 2, 1, 32768) == "node"
+    assert choose("reduce", 2, 2, 1, 65536) == "node_auto"
+    assert choose("allreduce", 2, 2, 1, 4 << 20) == "node_auto"
+    assert choose("allreduce", 4, 4, 1, 4 << 20) == "node"
+    assert choose("gather", 2, 2, 1, 1 << 20) == "node_auto"
+    assert choose("gather", 2, 2, 1, 4 << 20) == "node"
 
 
 def test_node_auto_runs_from_a_table_and_only_where_it_applies(monkeypatch, program, tmp_path):
-    # the node's pick between the cells and single copy (Bcast and Scatter
-    # only): a Gather rule naming it is a bad line
+    # the node's pick between the cells and single copy (Bcast, Scatter,
+    # Reduce, Allreduce, Gather): a Barrier rule naming it is a bad line
     table = tmp_path / "table.txt"
-    table.write_text("bcast * 2- * * node_auto\n")
+    table.write_text("bcast * 2- * * node_auto\nallreduce * 2- * * node_auto\n"
+                     "gather * 2- * * node_auto\n")
     c = counts(run_with(monkeypatch, program, ["-n", "3"], POSTBOX_COLL_TABLE=str(table)))
-    assert c["bcast:node_auto"] == 3, c
-    table.write_text("gather * 2- * * node_auto\n")
+    assert c["bcast:node_auto"] == c["allreduce:node_auto"] == c["gather:node_auto"] == 3, c
+    table.write_text("barrier * 2- * * node_auto\n")
     result = run_with(monkeypatch, program, ["-n", "2"], POSTBOX_COLL_TABLE=str(table))
     assert "line 1" in result.stderr and "node_auto" in result.stderr, result.stderr
