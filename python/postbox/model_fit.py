@@ -22,12 +22,12 @@ collective bench itself, one Barrier per library and shape, set what the
 point-to-point benches measure under other conditions: the node latencies
 are scaled so that the 2-rank Barrier matches (calibrate_latency); with
 load samples the wake-up cost is the median over every round of the
-one-node Barrier with more ranks than cores of the cost that makes that
-round match at its load (fit_wake), without them the penalty of a shape
-with more ranks than cores is the one that makes its least disturbed
-Barrier round match (calibrate_penalties; across nodes, a model already
-slower scales its net latencies down instead).  Those Barrier points are then
-calibrations, not validations.  Without a Barrier record the penalty is
+one-node Bcast of the smallest size with more ranks than cores of the
+cost that makes that round match at its load (fit_wake), without them
+the penalty of a shape with more ranks than cores is the one that makes
+its least disturbed Barrier round match (calibrate_penalties; across
+nodes, a model already slower scales its net latencies down instead).
+Those points are then calibrations, not validations.  Without a Barrier record the penalty is
 the p2p bench's multi-pair ping-pong at more ranks than cores, minus the
 2-rank ping-pong (oversubscription_penalties).
 
@@ -330,39 +330,49 @@ def traffic_backgrounds(description: Optional[dict]) -> dict:
 def fit_wake(model: Model, records: Sequence[dict]) -> None:
     """Fit each library's wake-up cost (Model.wake): the seconds a step of
     ranks that outnumber the cores waits for a peer to be scheduled, per
-    rank beyond one per core, from its Barrier on one node in every round
-    of every shape with more ranks than cores whose run has load samples
-    (Model.background).  The model's Barrier is linear in it, T(w) = T(0)
-    + k w, so each round gives w = (measured - T(0)) / k with T(0) and k
-    at that round's load (its bytes); the fit is the median over the
-    rounds (at least 0): a typical round, not the least disturbed one, so
-    a polling library whose waits take milliseconds gets a cost to match.  Those Barrier points
-    are then calibrations.  A library without such rounds keeps the
-    per-shape penalties (calibrate_penalties)."""
+    rank beyond one per core, from its Bcast of the smallest size on one
+    node (WAKE_CALIBRATION) in every round of every shape with more ranks
+    than cores whose run has load samples (Model.background).  The model's
+    Bcast is linear in it, T(w) = T(0) + k w, so each round gives w =
+    (measured - T(0)) / k with T(0) and k at that round's load (its
+    bytes); the fit is the median over the rounds (at least 0): a typical
+    round, not the least disturbed one, so a polling library whose waits
+    take milliseconds gets a cost to match.  Those Bcast points are then
+    calibrations.  A library without such rounds keeps the per-shape
+    penalties (calibrate_penalties)."""
     estimates: dict = {}
+    smallest: dict = {}
     for r in records:
-        if r.get("suite") != "coll" or r.get("test") != CALIBRATION or r.get("gave_up"):
+        if r.get("suite") == "coll" and r.get("test") == WAKE_CALIBRATION:
+            key = (str(r.get("library")), cluster_of(r))
+            size = int(number(r.get("size")) or 0)
+            smallest[key] = min(smallest.get(key, size), size)
+    for r in records:
+        if r.get("suite") != "coll" or r.get("test") != WAKE_CALIBRATION or r.get("gave_up"):
             continue
         library, median = str(r.get("library")), number(r.get("median"))
         if library not in model.machines or median is None:
             continue
         cluster = cluster_of(r)
+        size = int(number(r.get("size")) or 0)
         key = (library, cluster, _record_round(r))
-        if cluster.nodes != 1 or cluster.ranks <= model.cores or key not in model.background:
+        if cluster.nodes != 1 or cluster.ranks <= model.cores or key not in model.background \
+                or size != smallest[(library, cluster)]:
             continue
         background = model.background[key]
-        algorithm = _calibration_algorithm(model, library, cluster)
+        algorithm = library_algorithm(library, WAKE_CALIBRATION, cluster, size, model.table) or \
+            candidates(library, WAKE_CALIBRATION)[0]
 
         def timed(wake: float) -> float:
             machine = with_penalties(model.machines[library], model.penalties, library,
                                      cluster.ranks, model.cores, background, wake)
-            return predict(machine, cluster, CALIBRATION, algorithm, 0, model.table)
+            return predict(machine, cluster, WAKE_CALIBRATION, algorithm, size, model.table)
 
         base = timed(0.0)
         slope = (timed(1e-6) - base) / 1e-6
         if slope > 0:
             estimates.setdefault(library, []).append((median * US - base) / slope)
-            model.calibrated.add((library, cluster, CALIBRATION, 0))
+            model.calibrated.add((library, cluster, WAKE_CALIBRATION, size))
     for library, values in estimates.items():
         model.wake[library] = max(statistics.median(values), 0.0)
 
@@ -370,6 +380,13 @@ def fit_wake(model: Model, records: Sequence[dict]) -> None:
 # the collective whose measurement with more ranks than cores sets the
 # per-step penalty of that shape (calibrate_penalties)
 CALIBRATION = "barrier"
+# the collective whose smallest size with more ranks than cores sets the
+# wake-up cost (fit_wake): the step every node-area algorithm is made of,
+# one rank stores and the others see.  The Barrier set it before: at 4
+# ranks on 2 cores Postbox's Barrier took twice its Bcast, Allreduce,
+# Allgather and Alltoall of 8 B (5.9 us against 2.9-3.6), and a cost that
+# made the Barrier match priced those 58-186 % high (bench/README.md)
+WAKE_CALIBRATION = "bcast"
 # the collective whose smallest size at ranks that fit the cores sets the
 # node latencies (calibrate_latency)
 LATENCY_CALIBRATION = "bcast"

@@ -722,8 +722,8 @@ def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
     # B) / 2 times as long beside B other runnable tasks, and a step of ranks
     # that outnumber the cores waits 30 us per task beyond one per core: the
     # bench's load samples (machine.json's runs) give each round's B; the
-    # Barrier rounds give the 30 us back, and the 4 MB calls then match,
-    # which they do not when the load samples are left out
+    # rounds of the smallest Bcast give the 30 us back, and the 4 MB calls
+    # then match, which they do not when the load samples are left out
     library, wake = "mpich", 30 * US
     records = synthetic_records(library)
     truth = model_fit.build(records, description={"cores": 2}, calibrate=False)
@@ -760,8 +760,8 @@ def test_load_term_recovers_the_wake_cost_and_the_stretch_of_busy_cores():
     assert us(built.wake[library]) == pytest.approx(30.0, rel=1e-6)
     assert built.background_of(library, one_node(8)) == 6.0
     points = model.validate(built, records + measured)
-    assert {(p.cluster.ranks, p.collective) for p in points if p.calibration} == \
-        {(4, "barrier"), (8, "barrier")}
+    assert {(p.cluster.ranks, p.collective, p.size) for p in points if p.calibration} == \
+        {(4, "bcast", 8), (8, "bcast", 8)}
     for p in points:
         assert p.error == pytest.approx(0.0, abs=1e-6), p
     # the same records priced without the load samples: the Barrier's least
