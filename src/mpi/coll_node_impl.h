@@ -225,8 +225,7 @@ typedef struct {
     int64_t start;
 } pb_coll_node_call_t;
 
-int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes,
-                            pb_coll_node_call_t *call);
+int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes, pb_coll_node_call_t *call);
 void pb_coll_node_pick_end(pb_coll_node_t *cn, pb_coll_node_call_t *call);
 /* Bcast and Scatter (blocks of @bytes, all of them fitting a cell) on
  * one node under PB_ALG_NODE_AUTO: through the cells or by single copy,

@@ -649,8 +649,7 @@ static int pick_path(pb_coll_node_pick_t *pick, int *trial_p)
                : PB_COLL_NODE_SINGLE_COPY;
 }
 
-int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes,
-                            pb_coll_node_call_t *call)
+int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes, pb_coll_node_call_t *call)
 {
     call->pick = pick_of(cn, kind, bytes);
     call->path = pick_path(call->pick, &call->trial);
@@ -703,8 +702,7 @@ int pb_coll_node_scatter_auto(pb_coll_node_t *cn, const void *sendbuf, MPI_Count
     pb_coll_node_call_t call;
     int rc;
 
-    if (pb_coll_node_pick_begin(cn, PB_COLL_NODE_PICK_SCATTER, bytes, &call) ==
-        PB_COLL_NODE_CELLS)
+    if (pb_coll_node_pick_begin(cn, PB_COLL_NODE_PICK_SCATTER, bytes, &call) == PB_COLL_NODE_CELLS)
         rc = pb_coll_node_scatter_cells(cn, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                         recvtype, root, bytes);
     else

@@ -629,9 +629,9 @@ static int scatter_across(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
 
 /* Gather on one node through the cells: each rank packs its block into
  * its cell, the root unpacks them all. */
-static int gather_cells(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf,
-                        MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
-                        MPI_Count recvcount, MPI_Datatype recvtype, int root, size_t bytes)
+static int gather_cells(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, MPI_Count sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                        MPI_Datatype recvtype, int root, size_t bytes)
 {
     int in_place = sendbuf == MPI_IN_PLACE;
     uint64_t base = cn->step;

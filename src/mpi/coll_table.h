@@ -33,8 +33,9 @@ typedef enum {
 typedef enum {
     PB_ALG_NODE,               /* the node's shared area, leaders between nodes */
     PB_ALG_NODE_CMA,           /* one node: ranks read each other's buffers */
-    PB_ALG_NODE_AUTO,          /* Bcast, Scatter, Reduce, Allreduce, Gather on one node: the cells or
-                                * single copy, call by call, by the node's recent times */
+    PB_ALG_NODE_AUTO,          /* Bcast, Scatter, Reduce, Allreduce, Gather on one node:
+                                * the cells or single copy, call by call, by the node's
+                                * recent times */
     PB_ALG_DISSEMINATION,      /* Barrier */
     PB_ALG_BINOMIAL,           /* Bcast, Reduce */
     PB_ALG_SCATTER_ALLGATHER,  /* Bcast: scatter, then ring allgather */
