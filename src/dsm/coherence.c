@@ -73,19 +73,6 @@ static int is_mine(size_t p)
 
 /* ---- readers ------------------------------------------------------------------- */
 
-/* The header of a call on a data segment: packed diffs (DIFF_MSG_MAGIC,
- * below) or read marks (READ_MSG_MAGIC: pages [@first, @first + @npages)
- * are about to be fetched by the caller). */
-typedef struct {
-    uint32_t magic;
-    uint32_t page_size;
-    uint32_t npages;
-    uint32_t pad;
-    uint64_t first; /* (read marks only) */
-} pb_dsm_diff_msg_t;
-
-#define READ_MSG_MAGIC 0x72656164u /* "read" */
-
 /* A page's read mark in its home's control segment: a reader sets both
  * bits before each get of the page.  READ_EVER is never cleared;
  * READ_SINCE is cleared by the home's release when it compares the page
@@ -128,7 +115,7 @@ static void mark_in(char *ctl, size_t p, size_t n)
  * asks whether it was fetched since the last one (hot_fetched). */
 static int mark_read(int home, size_t p, size_t n)
 {
-    pb_dsm_diff_msg_t msg = {.magic = READ_MSG_MAGIC,
+    pb_dsm_diff_msg_t msg = {.magic = PB_DSM_READ_MSG_MAGIC,
                              .page_size = (uint32_t)pb_dsm.page_size,
                              .npages = (uint32_t)n,
                              .first = p};
@@ -827,183 +814,6 @@ static int protect_list(const uint32_t *pages, size_t n, int prot)
     return 0;
 }
 
-/* the runs toward one home */
-typedef struct {
-    rsm_iovec_t *iov;
-    size_t n, cap;
-} run_list_t;
-
-static int run_add(run_list_t *list, size_t offset, size_t length)
-{
-    rsm_iovec_t *last = list->n > 0 ? &list->iov[list->n - 1] : NULL;
-
-    if (last != NULL && last->remote_offset + last->transfer_length == offset) {
-        last->transfer_length += length;
-        return 0;
-    }
-    if (list->n == list->cap) {
-        size_t cap = list->cap ? 2 * list->cap : 64;
-        rsm_iovec_t *bigger = realloc(list->iov, cap * sizeof(*bigger));
-
-        if (bigger == NULL) {
-            pb_error("dsm: no memory for a diff's runs");
-            return POSTBOX_DSM_ERR_NO_MEMORY;
-        }
-        list->iov = bigger;
-        list->cap = cap;
-    }
-    list->iov[list->n++] = (rsm_iovec_t){.io_type = RSM_VA_TYPE,
-                                         .local.vaddr = pb_dsm.sys,
-                                         .local_offset = offset,
-                                         .remote_offset = offset,
-                                         .transfer_length = length};
-    return 0;
-}
-
-/* The runs of 4-byte words of page @p that differ from its twin. */
-static int diff_page(size_t p, run_list_t *list)
-{
-    const uint32_t *cur = (const uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size);
-    const uint32_t *twin = (const uint32_t *)pb_dsm.twins[p];
-    size_t words = pb_dsm.page_size / 4, i = 0;
-    int rc = 0;
-
-    while (i < words && rc == 0) {
-        size_t start;
-
-        /* 8 bytes at a time through the unchanged stretches */
-        while (i + 2 <= words && i % 2 == 0 &&
-               *(const uint64_t *)(cur + i) == *(const uint64_t *)(twin + i))
-            i += 2;
-        while (i < words && cur[i] == twin[i])
-            i++;
-        if (i == words)
-            break;
-        start = i;
-        while (i < words && cur[i] != twin[i])
-            i++;
-        pb_dsm_count(&pb_dsm_counters.diff_runs, 1);
-        pb_dsm_count(&pb_dsm_counters.diff_bytes, (i - start) * 4);
-        rc = run_add(list, p * pb_dsm.page_size + start * 4, (i - start) * 4);
-    }
-    return rc;
-}
-
-/* Put @list's runs into @home's copy: putvs of RSM_MAX_SGIOREQS entries,
- * all closed by one barrier. */
-static int send_runs(int home, run_list_t *list)
-{
-    pb_dsm_peer_t *peer = &pb_dsm.peers[home];
-    int rc = rsm_memseg_import_open_barrier(&peer->data_bar);
-    size_t bytes = 0;
-
-    for (size_t i = 0; rc == RSM_SUCCESS && i < list->n; i += RSM_MAX_SGIOREQS) {
-        rsm_scat_gath_t sg = {0};
-        size_t n = list->n - i < RSM_MAX_SGIOREQS ? list->n - i : RSM_MAX_SGIOREQS;
-
-        sg.io_request_count = n;
-        sg.remote_handle = peer->data;
-        sg.iovec = &list->iov[i];
-        for (size_t k = 0; k < n; k++)
-            bytes += list->iov[i + k].transfer_length;
-        rc = rsm_memseg_import_putv(&sg);
-        pb_dsm_count_msg(POSTBOX_DSM_MSG_DIFF, 0);
-    }
-    if (rc == RSM_SUCCESS)
-        rc = rsm_memseg_import_close_barrier(&peer->data_bar);
-    else
-        rsm_memseg_import_close_barrier(&peer->data_bar);
-    pb_dsm_count(&pb_dsm_counters.bytes[POSTBOX_DSM_MSG_DIFF], bytes);
-    if (rc != RSM_SUCCESS) {
-        pb_error("dsm: sending diffs to process %d failed: %s", home, rsm_strerror(rc));
-        return POSTBOX_DSM_ERR_COMMUNICATION;
-    }
-    return 0;
-}
-
-/*
- * Diffs toward a home on another node go as RSM calls that the home's
- * service side applies (pb_dsm_diff_handler): a putv carries at most 16
- * runs, and a page of doubles whose low words did not change has a run
- * per double.  Each page is its number, a bitmap of its changed 4-byte
- * words and those words, packed:
- *
- *   pb_dsm_diff_msg_t | page (u64) | bitmap (u32[page/128]) | words | page ...
- */
-#define DIFF_MSG_MAGIC 0x64696666u /* "diff" */
-#define DIFF_MSG_MAX (512 * 1024)
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int open; /* the import's barrier is open */
-} pack_t;
-
-static size_t bitmap_words(size_t page_size)
-{
-    return page_size / 4 / 32;
-}
-
-/* Append page @p's words of @cur that differ from @twin to @pack, their
- * count into *@changed_p; with @update, each such word is stored into
- * @twin too.  Each word of @cur is read once, and the value read is the
- * one sent and stored into @twin: a word that another process stores
- * into the node's copy meanwhile differs from the twin at the next diff.
- * 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
-static int pack_page(size_t p, const volatile uint32_t *cur, uint32_t *twin, int update,
-                     pack_t *pack, size_t *changed_p)
-{
-    size_t ps = pb_dsm.page_size, nbits = bitmap_words(ps), words = ps / 4;
-    size_t need = sizeof(uint64_t) + nbits * 4 + ps;
-    uint32_t *bits, *out;
-    size_t changed = 0, runs = 0;
-    uint64_t page = p;
-    int last_changed = 0;
-
-    *changed_p = 0;
-    if (pack->len + need > pack->cap) {
-        size_t cap = pack->cap ? 2 * pack->cap : DIFF_MSG_MAX + need;
-        char *bigger = realloc(pack->buf, cap);
-
-        if (bigger == NULL) {
-            pb_error("dsm: no memory for a diff message");
-            return POSTBOX_DSM_ERR_NO_MEMORY;
-        }
-        pack->buf = bigger;
-        pack->cap = cap;
-    }
-    if (pack->len == 0) {
-        memset(pack->buf, 0, sizeof(pb_dsm_diff_msg_t));
-        pack->len = sizeof(pb_dsm_diff_msg_t);
-    }
-    memcpy(pack->buf + pack->len, &page, sizeof(page));
-    bits = (uint32_t *)(pack->buf + pack->len + sizeof(page));
-    out = bits + nbits;
-    memset(bits, 0, nbits * 4);
-    for (size_t i = 0; i < words; i++) {
-        uint32_t w = cur[i];
-
-        if (w == twin[i]) {
-            last_changed = 0;
-            continue;
-        }
-        runs += !last_changed;
-        last_changed = 1;
-        bits[i / 32] |= UINT32_C(1) << (i % 32);
-        out[changed++] = w;
-        if (update)
-            twin[i] = w;
-    }
-    *changed_p = changed;
-    if (changed == 0)
-        return 0; /* (nothing appended: len stays) */
-    pack->len += sizeof(page) + nbits * 4 + changed * 4;
-    ((pb_dsm_diff_msg_t *)pack->buf)->npages++;
-    pb_dsm_count(&pb_dsm_counters.diff_runs, runs);
-    pb_dsm_count(&pb_dsm_counters.diff_bytes, changed * 4);
-    return 0;
-}
-
 /* Under @protocol, at a release: append the changes of page @p of the
  * node's cache, which this process wrote since its last release (it is
  * write-protected here now), to @pack: the node's copy against the node
@@ -1016,7 +826,7 @@ static int pack_page(size_t p, const volatile uint32_t *cur, uint32_t *twin, int
  * its own diff of the page waits until this one arrived).  This process
  * leaves the page's writers.  *@sent_p: 1 when words were appended (the
  * caller lowers the page's @sending once they arrived). */
-static int pack_node_page(size_t p, pack_t *pack, int *sent_p)
+static int pack_node_page(size_t p, pb_dsm_pack_t *pack, int *sent_p)
 {
     size_t off = p * pb_dsm.page_size, changed = 0;
     pb_dsm_ncache_page_t *page = &pb_dsm.ncache_pages[p];
@@ -1030,8 +840,8 @@ static int pack_node_page(size_t p, pack_t *pack, int *sent_p)
         ncache_unlock(p);
         sched_yield();
     }
-    rc = pack_page(p, (const volatile uint32_t *)(pb_dsm.ncache + off),
-                   (uint32_t *)(pb_dsm.ncache_twin + off), 1, pack, &changed);
+    rc = pb_dsm_pack_page(p, (const volatile uint32_t *)(pb_dsm.ncache + off),
+                          (uint32_t *)(pb_dsm.ncache_twin + off), 1, pack, &changed);
     if (rc == 0) {
         if (changed > 0) {
             atomic_fetch_add_explicit(&page->sending, 1, memory_order_relaxed);
@@ -1043,72 +853,20 @@ static int pack_node_page(size_t p, pack_t *pack, int *sent_p)
     return rc;
 }
 
-/* Send @pack's message as a call without reply (inside the open barrier). */
-static int pack_send(int home, pack_t *pack)
-{
-    pb_dsm_diff_msg_t *msg = (pb_dsm_diff_msg_t *)pack->buf;
-    int rc;
-
-    if (pack->len == 0 || msg->npages == 0) {
-        pack->len = 0;
-        return 0;
-    }
-    msg->magic = DIFF_MSG_MAGIC;
-    msg->page_size = (uint32_t)pb_dsm.page_size;
-    rc = pb_rsm_memseg_import_call(pb_dsm.peers[home].data, pack->buf, pack->len, NULL, 0, NULL,
-                                   PB_RSM_CALL_NO_REPLY);
-    pb_dsm_count_msg(POSTBOX_DSM_MSG_DIFF, pack->len);
-    pack->len = 0;
-    if (rc != RSM_SUCCESS) {
-        pb_error("dsm: sending diffs to process %d failed: %s", home, rsm_strerror(rc));
-        return POSTBOX_DSM_ERR_COMMUNICATION;
-    }
-    return 0;
-}
-
 void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                          size_t request_len, void *reply, size_t reply_max, size_t *reply_len)
 {
-    const char *at = request, *end = at + request_len;
     pb_dsm_diff_msg_t msg;
-    size_t nbits;
 
     if (request_len < sizeof(msg))
         return;
-    memcpy(&msg, at, sizeof(msg));
-    if (msg.magic == READ_MSG_MAGIC) {
+    memcpy(&msg, request, sizeof(msg));
+    if (msg.magic == PB_DSM_READ_MSG_MAGIC) {
         if (msg.first < pb_dsm.npages && msg.npages <= pb_dsm.npages - msg.first)
             mark_in((char *)pb_dsm.ctl, msg.first, msg.npages);
         return;
     }
-    if (msg.magic != DIFF_MSG_MAGIC || msg.page_size < 128 || msg.page_size % 128 != 0)
-        return;
-    nbits = bitmap_words(msg.page_size);
-    at += sizeof(msg);
-    for (uint32_t n = 0; n < msg.npages; n++) {
-        uint32_t bits[1024];
-        uint64_t page;
-        uint32_t *dst;
-        size_t k = 0;
-
-        if (nbits > PB_ARRAY_SIZE(bits) || (size_t)(end - at) < sizeof(page) + nbits * 4)
-            return;
-        memcpy(&page, at, sizeof(page));
-        memcpy(bits, at + sizeof(page), nbits * 4);
-        at += sizeof(page) + nbits * 4;
-        if (page >= seg_size / msg.page_size)
-            return;
-        dst = (uint32_t *)((char *)seg_base + page * msg.page_size);
-        for (size_t i = 0; i < nbits * 32; i++) {
-            if (!(bits[i / 32] & (UINT32_C(1) << (i % 32))))
-                continue;
-            if ((size_t)(end - at) < (k + 1) * 4)
-                return;
-            memcpy(&dst[i], at + k * 4, 4);
-            k++;
-        }
-        at += k * 4;
-    }
+    pb_dsm_diff_apply(seg_base, seg_size, request, request_len);
 }
 
 static void note_unsent(uint32_t p)
@@ -1296,8 +1054,8 @@ static int to_heat(uint32_t p, uint32_t r)
 
 int pb_dsm_flush_locked(void)
 {
-    run_list_t *lists;
-    pack_t *packs;
+    pb_dsm_runs_t *lists;
+    pb_dsm_pack_t *packs;
     uint32_t *cold, r;
     uint8_t *heat, *sent;
     size_t ncold = 0, nwritten = 0;
@@ -1368,7 +1126,7 @@ int pb_dsm_flush_locked(void)
             continue;
         pb_dsm_count(&pb_dsm_counters.diffs, 1);
         if (pb_dsm.peers[home].local) {
-            rc = diff_page(p, &lists[home]);
+            rc = pb_dsm_diff_runs(p, &lists[home]);
             continue;
         }
         if (!packs[home].open) {
@@ -1387,21 +1145,21 @@ int pb_dsm_flush_locked(void)
         } else if (rc == 0) {
             size_t changed;
 
-            rc = pack_page(p, (const volatile uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size),
-                           (uint32_t *)pb_dsm.twins[p], 0, &packs[home], &changed);
+            rc = pb_dsm_pack_page(p, (const volatile uint32_t *)(pb_dsm.sys + p * pb_dsm.page_size),
+                                  (uint32_t *)pb_dsm.twins[p], 0, &packs[home], &changed);
         }
-        if (rc == 0 && packs[home].len >= DIFF_MSG_MAX)
-            rc = pack_send(home, &packs[home]);
+        if (rc == 0 && packs[home].len >= PB_DSM_DIFF_MSG_MAX)
+            rc = pb_dsm_pack_send(home, &packs[home]);
     }
     if (pb_dsm.test_fail == PB_DSM_TEST_SLOW && memchr(sent, 1, pb_dsm.ndirty) != NULL)
         usleep(pb_dsm.test_slow_us);
     for (int home = 0; home < pb_dsm.nprocs; home++) {
         if (rc == 0 && lists[home].n > 0)
-            rc = send_runs(home, &lists[home]);
+            rc = pb_dsm_runs_send(home, &lists[home]);
         if (!packs[home].open)
             continue;
         if (rc == 0)
-            rc = pack_send(home, &packs[home]);
+            rc = pb_dsm_pack_send(home, &packs[home]);
         /* (closed whatever happened: the barrier must not stay open) */
         if (rsm_memseg_import_close_barrier(&pb_dsm.peers[home].data_bar) != RSM_SUCCESS &&
             rc == 0) {

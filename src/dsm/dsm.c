@@ -2,8 +2,8 @@
  * The DSM's life (init, serve, finalize), its segments and connections,
  * the requests on control segments (rpcs), the service thread that wakes
  * waiting threads, and the small public calls.  dsm_impl.h describes the
- * segments; coherence.c the pages; sync.c locks, barriers and the
- * allocator; thread.c threads.
+ * segments; coherence.c the pages; diff.c the diffs a release sends
+ * home; sync.c locks, barriers and the allocator; thread.c threads.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -483,8 +483,64 @@ void pb_dsm_handler(void *arg, void *seg_base, size_t seg_size, const void *requ
 /* the control segment's size and layout of process @proc into *@hdr */
 size_t pb_dsm_ctl_layout(pb_dsm_ctl_t *hdr, int proc);
 
+/* ---- diff.c ---- */
+
+/* The header of a call on a data segment: packed diffs
+ * (PB_DSM_DIFF_MSG_MAGIC, diff.c) or read marks (PB_DSM_READ_MSG_MAGIC:
+ * pages [@first, @first + @npages) are about to be fetched by the
+ * caller, coherence.c). */
+typedef struct {
+    uint32_t magic;
+    uint32_t page_size;
+    uint32_t npages;
+    uint32_t pad;
+    uint64_t first; /* (read marks only) */
+} pb_dsm_diff_msg_t;
+
+#define PB_DSM_READ_MSG_MAGIC 0x72656164u /* "read" */
+#define PB_DSM_DIFF_MSG_MAGIC 0x64696666u /* "diff" */
+/* a packed diff message is sent once it holds this many bytes */
+#define PB_DSM_DIFF_MSG_MAX (512 * 1024)
+
+/* the runs of changed words toward one home on this node */
+typedef struct {
+    rsm_iovec_t *iov;
+    size_t n, cap;
+} pb_dsm_runs_t;
+
+/* the packed diffs toward one home on another node */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int open; /* the import's barrier is open */
+} pb_dsm_pack_t;
+
+/* Append the runs of 4-byte words of page @p (the system view) that
+ * differ from its twin to @list.  0 or POSTBOX_DSM_ERR_NO_MEMORY. */
+int pb_dsm_diff_runs(size_t p, pb_dsm_runs_t *list);
+/* Put @list's runs into @home's copy: putvs of RSM_MAX_SGIOREQS entries,
+ * all closed by one barrier.  0 or POSTBOX_DSM_ERR_COMMUNICATION. */
+int pb_dsm_runs_send(int home, pb_dsm_runs_t *list);
+/* Append page @p's words of @cur that differ from @twin to @pack, their
+ * count into *@changed_p; with @update, each such word is stored into
+ * @twin too.  Each word of @cur is read once, and the value read is the
+ * one sent and stored into @twin: a word that another process stores
+ * into the node's copy meanwhile differs from the twin at the next diff.
+ * 0 or POSTBOX_DSM_ERR_NO_MEMORY. */
+int pb_dsm_pack_page(size_t p, const volatile uint32_t *cur, uint32_t *twin, int update,
+                     pb_dsm_pack_t *pack, size_t *changed_p);
+/* Send @pack's message as a call without reply (inside the open
+ * barrier); nothing when it holds no page.  0 or
+ * POSTBOX_DSM_ERR_COMMUNICATION. */
+int pb_dsm_pack_send(int home, pb_dsm_pack_t *pack);
+/* At the home: store the words of the packed diffs @request (of
+ * @request_len bytes) into its copy @seg_base of @seg_size bytes; a
+ * message that is not one, or is cut short, stops where it goes wrong. */
+void pb_dsm_diff_apply(void *seg_base, size_t seg_size, const void *request, size_t request_len);
+
 /* ---- coherence.c ---- */
-/* the handler of the data segment's tcp export: applies packed diffs */
+/* the handler of the data segment's tcp export: read marks, and packed
+ * diffs (pb_dsm_diff_apply) */
 void pb_dsm_diff_handler(void *arg, void *seg_base, size_t seg_size, const void *request,
                          size_t request_len, void *reply, size_t reply_max, size_t *reply_len);
 int pb_dsm_coherence_init(void);
