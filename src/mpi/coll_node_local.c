@@ -653,7 +653,7 @@ int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes, pb_coll_
 {
     call->pick = pick_of(cn, kind, bytes);
     call->path = pick_path(call->pick, &call->trial);
-    call->start = pb_time_now_ns();
+    call->start = call->trial ? pb_time_now_ns() : 0; /* (only a trial is timed) */
     return call->path;
 }
 
@@ -661,10 +661,11 @@ int pb_coll_node_pick_begin(pb_coll_node_t *cn, int kind, size_t bytes, pb_coll_
  * the mean of every rank's into the pick. */
 void pb_coll_node_pick_end(pb_coll_node_t *cn, pb_coll_node_call_t *call)
 {
-    uint64_t ns = (uint64_t)(pb_time_now_ns() - call->start), sum = 0;
+    uint64_t ns, sum = 0;
 
     if (!call->trial)
         return;
+    ns = (uint64_t)(pb_time_now_ns() - call->start);
     pb_coll_node_wait_all(cn, cn->step); /* (no line is read any more) */
     memcpy(line_data(cn, cn->me), &ns, sizeof(ns));
     pb_coll_node_post(cn);
