@@ -256,7 +256,7 @@ static int reduce_scatter_via_root(const void *sendbuf, void *recvbuf, const pb_
         rc = coll_scatterv(tmp, &blocks, type, recvbuf, pb_coll_vec_count(counts, c->rank), type, 0,
                            c);
 out:
-    free(tmp_mem);
+    pb_coll_scratch_put(tmp_mem);
     free(displs);
     return rc;
 }

@@ -377,7 +377,7 @@ int pb_coll_node_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count, 
 /* Binomial reduction of a commutative @op over point-to-point in the node
  * order of bcast_tree (an even layout): each node's ranks combine on the
  * node first, and one message leaves each node, whatever the root.  The
- * two vectors a rank combines in are allocated, or are its cell when that
+ * two vectors a rank combines in are scratch memory, or its cell when that
  * fails (the default cell holds two of any vector this takes).  @return
  * MPI_SUCCESS or an error class (MPI_ERR_NO_MEM: no memory and a cell too
  * small; the others wait, erroneous). */
@@ -386,7 +386,7 @@ static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, vo
 {
     size_t bytes = type_bytes(count, type);
     int q = tree_place(cn, root), rc = MPI_SUCCESS;
-    char *mem = malloc(2 * bytes + 1), *acc = mem, *tmp;
+    char *mem = pb_coll_scratch_get(2 * bytes + 1), *acc = mem, *tmp;
 
     if (acc == NULL) {
         /* this rank's cell, once nobody reads it, when it holds both */
@@ -410,7 +410,7 @@ static int reduce_tree(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf, vo
     }
     if (rc == MPI_SUCCESS && q == 0)
         memcpy(recvbuf, acc, bytes);
-    free(mem);
+    pb_coll_scratch_put(mem);
     return rc;
 }
 
@@ -450,7 +450,7 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
     root_node = cn->rank_node[root];
     partial = recvbuf;
     if (cn->me == 0 && c->rank != root) {
-        partial = malloc(bytes);
+        partial = pb_coll_scratch_get(bytes);
         if (partial == NULL)
             rc = MPI_ERR_NO_MEM;
     }
@@ -468,7 +468,7 @@ int pb_coll_node_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MPI
         if (rc == MPI_SUCCESS && cn->node == root_node && c->rank != root)
             rc = send_now(partial, count, type, root, c);
         if (partial != recvbuf)
-            free(partial);
+            pb_coll_scratch_put(partial);
     } else if (c->rank == root) {
         rc = recv_now(recvbuf, count, type, cn->local_comm[0], c);
     }
@@ -837,7 +837,7 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     int nodes = cn->nodes, direct = pb_coll_node_sliceable(recvtype), nreqs = 0;
     int in_place = sendbuf == MPI_IN_PLACE, rc = MPI_SUCCESS;
     MPI_Request *reqs = cn->reqs;
-    char *packed = direct ? NULL : malloc(rbytes * (size_t)nodes + 1), *to = packed;
+    char *packed = direct ? NULL : pb_coll_scratch_get(rbytes * (size_t)nodes + 1), *to = packed;
     uint64_t base;
 
     if (in_place) {
@@ -891,7 +891,7 @@ static int allgather_pairs(pb_coll_node_t *cn, pb_comm_t *c, const void *sendbuf
     }
     pb_coll_node_post(cn);
     pb_coll_node_wait_others(cn, base + 2);
-    free(packed);
+    pb_coll_scratch_put(packed);
     return rc;
 }
 

@@ -242,8 +242,8 @@ int pb_coll_reduce_binomial(const void *sendbuf, void *recvbuf, MPI_Count count,
     else if (rank == root)
         rc = recv_from(recvbuf, count, type, top, TAG_REDUCE, c);
 out:
-    free(acc_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(acc_mem);
+    pb_coll_scratch_put(tmp_mem);
     return rc;
 }
 
@@ -302,7 +302,7 @@ int pb_coll_allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI
     if (rc == MPI_SUCCESS && acc != recvbuf)
         rc = pb_coll_copy_typed(acc, count, type, recvbuf, count, type);
 out:
-    free(tmp_mem);
+    pb_coll_scratch_put(tmp_mem);
     return rc;
 }
 
@@ -480,8 +480,8 @@ int pb_coll_scan_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Coun
         }
     }
 out:
-    free(part_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(part_mem);
+    pb_coll_scratch_put(tmp_mem);
     return rc;
 }
 
@@ -523,8 +523,8 @@ int pb_coll_exscan_recursive_doubling(const void *sendbuf, void *recvbuf, MPI_Co
         }
     }
 out:
-    free(part_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(part_mem);
+    pb_coll_scratch_put(tmp_mem);
     return rc;
 }
 
@@ -730,7 +730,7 @@ int pb_coll_allreduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count
             rc = recv_from(recvbuf, count, type, c->rank + 1, TAG_ALLREDUCE, c);
     }
 out:
-    free(tmp_mem);
+    pb_coll_scratch_put(tmp_mem);
     free(s.seg);
     return rc;
 }
@@ -770,8 +770,8 @@ int pb_coll_reduce_rabenseifner(const void *sendbuf, void *recvbuf, MPI_Count co
     else if (rc == MPI_SUCCESS && folded_root && c->rank == root + 1)
         rc = send_to(acc, count, type, root, TAG_REDUCE, c);
 out:
-    free(acc_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(acc_mem);
+    pb_coll_scratch_put(tmp_mem);
     free(s.seg);
     return rc;
 }
@@ -825,8 +825,8 @@ int pb_coll_reduce_scatter_halving(const void *sendbuf, void *recvbuf, const pb_
             rc = pb_coll_copy_typed(elem_addr(acc, first, t), mine, type, recvbuf, mine, type);
     }
 out:
-    free(acc_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(acc_mem);
+    pb_coll_scratch_put(tmp_mem);
     free(s.seg);
     return rc;
 }
@@ -869,8 +869,8 @@ int pb_coll_reduce_scatter_pairwise(const void *sendbuf, void *recvbuf, const pb
     if (rc == MPI_SUCCESS)
         rc = pb_coll_copy_typed(acc, mine, type, recvbuf, mine, type);
 out:
-    free(acc_mem);
-    free(tmp_mem);
+    pb_coll_scratch_put(acc_mem);
+    pb_coll_scratch_put(tmp_mem);
     free(first);
     return rc;
 }

@@ -70,7 +70,7 @@ void *pb_coll_scratch_alloc(MPI_Count count, MPI_Datatype type, void **mem_p)
     MPI_Aint offset;
     size_t bytes = pb_coll_scratch_span(count, type, &offset);
 
-    *mem_p = malloc(bytes);
+    *mem_p = pb_coll_scratch_get(bytes);
     if (*mem_p == NULL)
         return NULL;
     return (void *)((uintptr_t)*mem_p + (uintptr_t)offset);

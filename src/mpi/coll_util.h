@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "mpi/check.h"
+#include "mpi/coll_scratch.h"
 #include "mpi/mpi_impl.h"
 
 /* Copy the @scount elements of @stype at @src into the @dcount elements of
@@ -29,8 +30,9 @@ int pb_coll_copy_typed(const void *src, MPI_Count scount, MPI_Datatype stype, vo
 size_t pb_coll_scratch_span(MPI_Count count, MPI_Datatype type, MPI_Aint *offset_p);
 
 /* Memory for @count elements of @type as pb_coll_scratch_span lays it
- * out: the buffer to use with @type, and in *@mem_p what to free.
- * @return NULL (and *@mem_p NULL) when out of memory. */
+ * out: the buffer to use with @type, and in *@mem_p what to give back to
+ * pb_coll_scratch_put.  @return NULL (and *@mem_p NULL) when out of
+ * memory. */
 void *pb_coll_scratch_alloc(MPI_Count count, MPI_Datatype type, void **mem_p);
 
 /*

@@ -14,6 +14,7 @@
 #include "mpi/attr.h"
 #include "mpi/coll_node.h"
 #include "mpi/coll_table.h"
+#include "mpi/coll_util.h"
 #include "mpi/datatype.h"
 #include "mpi/engine/engine.h"
 #include "mpi/engine/handle.h"
@@ -1051,6 +1052,7 @@ static void engine_stop(void)
     pb_mpi_win_finalize();
     pb_coll_node_finalize();
     pb_coll_table_finalize();
+    pb_coll_scratch_finalize();
     pb_mpi_bsend_finalize();
     pb_mpi_part_finalize();
     pb_sched_finalize();

@@ -623,7 +623,7 @@ int pb_coll_inter_alltoallv(const void *sendbuf, const pb_coll_vec_t *send, MPI_
 }
 
 /* The reduction of this group's @sendbuf at its rank 0, in *@acc_p (a
- * scratch buffer of @count elements there, *@mem_p to free; NULL
+ * scratch buffer of @count elements there, *@mem_p to give back; NULL
  * elsewhere). */
 static int reduce_local_group(const void *sendbuf, MPI_Count count, MPI_Datatype type, MPI_Op op,
                               pb_comm_t *g, void **acc_p, void **mem_p)
@@ -649,7 +649,7 @@ int pb_coll_inter_reduce(const void *sendbuf, void *recvbuf, MPI_Count count, MP
     rc = reduce_local_group(sendbuf, count, type, op, c->local_group, &acc, &mem);
     if (rc == MPI_SUCCESS && c->local_group->rank == 0)
         rc = send_one(acc, count, type, root, TAG_INTER_REDUCE, c);
-    free(mem);
+    pb_coll_scratch_put(mem);
     return rc;
 }
 
@@ -669,7 +669,7 @@ int pb_coll_inter_allreduce(const void *sendbuf, void *recvbuf, MPI_Count count,
         }
         rc = reqs_wait(&r);
     }
-    free(mem);
+    pb_coll_scratch_put(mem);
     if (rc == MPI_SUCCESS)
         rc = pb_coll_bcast_binomial(recvbuf, count, type, 0, c->local_group);
     return rc;
@@ -701,11 +701,11 @@ int pb_coll_inter_reduce_scatter(const void *sendbuf, void *recvbuf, const pb_co
                  ? sendrecv(acc, total, theirs, total, type, 0, TAG_INTER_REDUCE_SCATTER, c, 1)
                  : MPI_ERR_NO_MEM;
     }
-    free(mem);
+    pb_coll_scratch_put(mem);
     if (rc == MPI_SUCCESS)
         rc = pb_coll_scatterv_direct(theirs, &blocks, type, recvbuf,
                                      pb_coll_vec_count(counts, g->rank), type, 0, g);
-    free(theirs_mem);
+    pb_coll_scratch_put(theirs_mem);
     free(displs);
     return rc;
 }

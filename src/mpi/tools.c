@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi/coll_scratch.h"
 #include "mpi/coll_table.h"
 #include "mpi/engine/engine.h"
 #include "mpi/mpi_impl.h"
@@ -274,6 +275,12 @@ static uint64_t read_wait_ns(int unused)
     return pb_eng_stat_get(&pb_eng_stats.wait_ns);
 }
 
+static uint64_t read_scratch_kept(int unused)
+{
+    (void)unused;
+    return (uint64_t)pb_coll_scratch_kept();
+}
+
 static uint64_t read_coll_runs(int arg)
 {
     return pb_coll_runs((pb_coll_kind_t)(arg / PB_ALG_COUNT), (pb_coll_alg_t)(arg % PB_ALG_COUNT));
@@ -281,7 +288,7 @@ static uint64_t read_coll_runs(int arg)
 
 /* ---- the state ----------------------------------------------------------- */
 
-#define PVARS_MAX (2 * PB_ENG_PROTOS + 4 + PB_ENG_RMA_KINDS + PB_COLL_KINDS * PB_ALG_COUNT)
+#define PVARS_MAX (2 * PB_ENG_PROTOS + 5 + PB_ENG_RMA_KINDS + PB_COLL_KINDS * PB_ALG_COUNT)
 
 static struct {
     pthread_mutex_t lock;
@@ -376,6 +383,10 @@ static void pvars_list(void)
                  rma_names[kind][0] - 'a' + 'A', rma_names[kind] + 1,
                  kind < PB_ENG_RMA_FETCH_AND_OP ? " and of its request-based form" : "");
     }
+    p = pvar_add(MPI_T_PVAR_CLASS_LEVEL, PB_MPI_T_CAT_COLL, read_scratch_kept, 0);
+    snprintf(p->name, sizeof(p->name), "coll_scratch_kept_bytes");
+    snprintf(p->desc, sizeof(p->desc),
+             "Bytes of scratch memory the collectives keep for their next calls now.");
     for (int k = 0; k < PB_COLL_KINDS; k++) {
         for (int a = 0; a < PB_ALG_COUNT; a++) {
             if (!pb_coll_kind_has_alg((pb_coll_kind_t)k, (pb_coll_alg_t)a))
