@@ -89,7 +89,7 @@ static void *keep_mem(pb_sched_t *s, void *p)
         void **mem = realloc(s->mem, (size_t)max * sizeof(*mem));
 
         if (mem == NULL) {
-            free(p);
+            pb_coll_scratch_put(p);
             p = NULL;
         } else {
             s->mem = mem;
@@ -106,7 +106,7 @@ static void *keep_mem(pb_sched_t *s, void *p)
 
 void *pb_sched_bytes(pb_sched_t *s, size_t bytes)
 {
-    return keep_mem(s, malloc(bytes ? bytes : 1));
+    return keep_mem(s, pb_coll_scratch_get(bytes ? bytes : 1));
 }
 
 void *pb_sched_scratch(pb_sched_t *s, MPI_Count count, MPI_Datatype type)
@@ -279,7 +279,7 @@ void pb_sched_free(pb_sched_t *s)
     if (s == NULL)
         return;
     for (int i = 0; i < s->nmem; i++)
-        free(s->mem[i]);
+        pb_coll_scratch_put(s->mem[i]);
     for (int i = 0; i < s->ntypes; i++)
         PMPI_Type_free(&s->types[i].held);
     free(s->mem);
