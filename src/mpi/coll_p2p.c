@@ -211,10 +211,12 @@ int pb_coll_reduce_binomial(const void *sendbuf, void *recvbuf, MPI_Count count,
     int size = c->size, rank = c->rank;
     int top = pb_mpi_op_is_commutative(op) ? root : 0;
     int rel = (rank - top + size) % size, rc = MPI_SUCCESS;
-    void *acc_mem = NULL, *tmp_mem = NULL;
-    void *acc = pb_coll_scratch_alloc(count, type, &acc_mem),
-         *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
+    void *acc_mem = NULL, *tmp_mem = NULL, *acc, *tmp;
 
+    if (size == 1) /* alone (MPI_COMM_SELF): the input is the result */
+        return pb_coll_copy_typed(sendbuf, count, type, recvbuf, count, type);
+    acc = pb_coll_scratch_alloc(count, type, &acc_mem);
+    tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
     if (acc == NULL || tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
@@ -258,9 +260,11 @@ int pb_coll_allreduce_recursive_doubling(const void *sendbuf, void *recvbuf, MPI
                                          MPI_Datatype type, MPI_Op op, pb_comm_t *c)
 {
     int size = c->size, rank = c->rank, pof2 = 1, rem, newrank, rc;
-    void *tmp_mem = NULL;
-    void *acc = recvbuf, *tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
+    void *tmp_mem = NULL, *acc = recvbuf, *tmp;
 
+    if (size == 1) /* alone (MPI_COMM_SELF): the input is the result */
+        return pb_coll_copy_typed(sendbuf, count, type, recvbuf, count, type);
+    tmp = pb_coll_scratch_alloc(count, type, &tmp_mem);
     if (tmp == NULL) {
         rc = MPI_ERR_NO_MEM;
         goto out;
