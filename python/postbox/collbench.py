@@ -226,8 +226,10 @@ def run_libraries(out: Path, quick: bool, chosen: Sequence[mpibench.Library],
 
 
 def grid_summary(jsonl: Path) -> Optional[str]:
-    """"acceptance grid: N of M points pass (K missing)" from the records of
-    @jsonl, or None without Postbox and another library."""
+    """"acceptance grid: N of M points pass (K missing), F of the G that
+    fail within the rounds' spread" (collreport.GridPoint.within_spread)
+    from the records of @jsonl, or None without Postbox and another
+    library."""
     from postbox import collreport, results
 
     try:
@@ -239,9 +241,12 @@ def grid_summary(jsonl: Path) -> Optional[str]:
         return None
     points = collreport.acceptance_grid(index)
     counted = [p for p in points if p.verdict != "missing"]
-    return "acceptance grid: %d of %d points pass%s" % (
+    failed = [p for p in counted if p.verdict == "FAIL"]
+    return "acceptance grid: %d of %d points pass%s%s" % (
         sum(1 for p in counted if p.verdict == "pass"), len(counted),
-        " (%d missing)" % (len(points) - len(counted)) if len(points) > len(counted) else "")
+        " (%d missing)" % (len(points) - len(counted)) if len(points) > len(counted) else "",
+        ", %d of the %d that fail within the rounds' spread"
+        % (sum(1 for p in failed if p.within_spread), len(failed)) if failed else "")
 
 
 def detail(outcome: Outcome, jsonl: Optional[Path] = None) -> tuple[str, str]:

@@ -163,6 +163,9 @@ class GridPoint:
     # rounds, and how many rounds of Postbox and of the best other it held
     state: str = ""
     rounds: tuple = (0, 0)
+    # Postbox's fastest round and the best other's slowest, in that state
+    postbox_fastest: Optional[float] = None
+    best_slowest: Optional[float] = None
 
     @property
     def ratio(self) -> Optional[float]:
@@ -178,6 +181,18 @@ class GridPoint:
         if self.postbox_gave_up:
             return "FAIL"
         return "pass" if self.ratio <= self.limit else "FAIL"
+
+    @property
+    def within_spread(self) -> bool:
+        """A point that fails on the medians, where Postbox's fastest round
+        would still meet the limit against the best other's slowest one:
+        the two libraries' rounds overlap, and which side of the limit the
+        medians fall is the run's movement, not a difference it shows."""
+        if self.verdict != "FAIL" or self.postbox_gave_up:
+            return False
+        if self.postbox_fastest is None or self.best_slowest is None:
+            return False
+        return self.postbox_fastest <= self.limit * self.best_slowest
 
 
 def point_limit(shape: Shape, test: str, size: int) -> float:
@@ -225,6 +240,17 @@ def state_median(index: Index, library: str, shape: Shape, test: str, size: int,
     return statistics.median_low(values), len(values)
 
 
+def state_range(index: Index, library: str, shape: Shape, test: str, size: int,
+                state: str) -> tuple:
+    """(fastest, slowest) of a library's rounds of a point in @state (every
+    round when @state is ""); (None, None) when it has none there."""
+    values = [float(r["median"]) for r in index.round_records(library, shape, test, size)
+              if not state or r.get("state") == state]
+    if not values:
+        return None, None
+    return min(values), max(values)
+
+
 def acceptance_grid(index: Index, shapes: Sequence[Shape] = GRID_SHAPES,
                     tests: Sequence[str] = GRID_TESTS,
                     sizes: Sequence[int] = GRID_SIZES) -> list:
@@ -247,9 +273,12 @@ def acceptance_grid(index: Index, shapes: Sequence[Shape] = GRID_SHAPES,
                         best, best_library, best_rounds = value, library, rounds
                 gave_up = any(r.get("gave_up") for r in
                               index.round_records(POSTBOX, shape, test, size))
+                fastest = state_range(index, POSTBOX, shape, test, size, state)[0]
+                slowest = (state_range(index, best_library, shape, test, size, state)[1]
+                           if best_library else None)
                 out.append(GridPoint(shape, test, size, own, best, best_library,
                                      point_limit(shape, test, size), gave_up, state,
-                                     (own_rounds, best_rounds)))
+                                     (own_rounds, best_rounds), fastest, slowest))
     return out
 
 
@@ -506,6 +535,7 @@ def grid_html(index: Index) -> list:
     points = acceptance_grid(index)
     counted = [p for p in points if p.verdict != "missing"]
     passed = sum(1 for p in counted if p.verdict == "pass")
+    failed = [p for p in counted if p.verdict == "FAIL"]
     out = ['<h3 id="coll-acceptance">Acceptance grid: Postbox against the best other library'
            '</h3>',
            "<p>Issue 14: at every point Postbox's median at most the best of the other "
@@ -517,11 +547,16 @@ def grid_html(index: Index) -> list:
            "another library both have rounds and most rounds fell, each library's median "
            "over its rounds in that state (the rounds column: Postbox's, the best "
            "other's); every round when no state is shared. &gt;= marks a library that gave "
-           "up (one call over its limit: that call is shown, a lower bound). "
-           "<strong>%d of %d points pass</strong>%s.</p>"
+           "up (one call over its limit: that call is shown, a lower bound). A point "
+           "that fails <em>within the spread</em> has Postbox's fastest round meeting the "
+           "limit against the best other's slowest: the rounds overlap, and the medians' "
+           "side of the limit is the run's movement. "
+           "<strong>%d of %d points pass</strong>%s%s.</p>"
            % (LIMIT_ALL, LIMIT_SMALL, LIMIT_SMALL_BYTES, passed, len(counted),
               ", %d missing" % (len(points) - len(counted)) if len(points) > len(counted)
-              else ""),
+              else "",
+              "; of the %d that fail, %d within the spread"
+              % (len(failed), sum(1 for p in failed if p.within_spread)) if failed else ""),
            '<div class="wide"><table class="coll-grid"><tr><th class="text">shape</th>'
            '<th class="text">collective</th><th>size</th><th>postbox (us)</th>'
            '<th>best other (us)</th><th class="text">best other</th><th>ratio</th>'
@@ -541,7 +576,8 @@ def grid_html(index: Index) -> list:
                       esc(p.best_library or "-"),
                       "%.2f" % p.ratio if p.ratio is not None else "-", p.limit,
                       esc(p.state or "all"), p.rounds[0], p.rounds[1],
-                      _verdict_html(p.verdict)))
+                      _verdict_html(p.verdict)
+                      + (" (within the spread)" if p.within_spread else "")))
     out.append("</table></div>")
     return out
 

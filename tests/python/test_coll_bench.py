@@ -132,6 +132,46 @@ def test_grid_compares_rounds_of_one_probe_state():
 
 
 @pytest.mark.short
+def test_grid_marks_failures_within_the_rounds_spread():
+    records = []
+    # medians: Postbox 1.3 against Open MPI's 1.2, a failure at 1.0x; but
+    # Postbox's fastest round (1.0) meets 1.0x Open MPI's slowest (1.25)
+    for k, scale in enumerate((1.0, 1.3, 1.4)):
+        records += _shapes("postbox", scale=scale, round=k, state="fast")
+    for k, scale in enumerate((1.1, 1.2, 1.25)):
+        records += _shapes("openmpi", scale=scale, round=k, state="fast")
+    points = {(p.shape, p.test, p.size): p
+              for p in collreport.acceptance_grid(collreport.Index(records))}
+    wide = points[(ON4, "gather", 65536)]
+    assert wide.verdict == "FAIL" and wide.ratio == pytest.approx(1.3 / 1.2)
+    assert (wide.postbox_fastest, wide.best_slowest) == (pytest.approx(wide.postbox / 1.3),
+                                                         pytest.approx(wide.best / 1.2 * 1.25))
+    assert wide.within_spread
+    # at 0.77x the same rounds do not reach: 1.0 > 0.77 * 1.25
+    small = points[(ON4, "bcast", 8)]
+    assert small.limit == collreport.LIMIT_SMALL and small.verdict == "FAIL"
+    assert not small.within_spread
+    # a point that passes is never "within the spread"
+    assert not any(p.within_spread for p in points.values() if p.verdict == "pass")
+    # rounds apart: Postbox's fastest above Open MPI's slowest
+    apart = []
+    for k, scale in enumerate((1.5, 1.6, 1.7)):
+        apart += _shapes("postbox", scale=scale, round=k, state="fast")
+    for k, scale in enumerate((1.1, 1.2, 1.25)):
+        apart += _shapes("openmpi", scale=scale, round=k, state="fast")
+    point = {(p.shape, p.test, p.size): p for p in collreport.acceptance_grid(
+        collreport.Index(apart))}[(ON4, "gather", 65536)]
+    assert point.verdict == "FAIL" and not point.within_spread
+    # the page and the part's summary count them
+    page = "".join(collreport.grid_html(collreport.Index(records)))
+    failed = sum(1 for p in points.values() if p.verdict == "FAIL")
+    within = sum(1 for p in points.values() if p.within_spread)
+    assert 0 < within < failed
+    assert "of the %d that fail, %d within the spread" % (failed, within) in page
+    assert page.count("(within the spread)") == within
+
+
+@pytest.mark.short
 def test_grid_missing_points_and_postbox_giving_up():
     records = _shapes("postbox") + _shapes("openmpi", scale=2.0)
     records = [r for r in records if not (r["test"] == "gather" and r["ranks"] == 4
@@ -243,10 +283,17 @@ def test_grid_summary_of_the_part(tmp_path):
     records = _shapes("postbox") + _shapes("openmpi")
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in records))
     # equal times: the 14 points with the 0.77x limit fail (2 shapes x (Barrier,
-    # Bcast, Reduce, Allreduce at 8 B and 1 KB, Barrier once)), the rest pass
-    assert collbench.grid_summary(jsonl) == "acceptance grid: 94 of 108 points pass"
+    # Bcast, Reduce, Allreduce at 8 B and 1 KB, Barrier once)), the rest pass;
+    # one round each, equal: 1.0 > 0.77 x 1.0, none within the spread
+    summary = ("acceptance grid: 94 of 108 points pass, 0 of the 14 that fail within the "
+               "rounds' spread")
+    assert collbench.grid_summary(jsonl) == summary
     verdict, text = collbench.detail(collbench.Outcome(built=["postbox"], runs=3), jsonl)
-    assert verdict == "ok" and text == "built: postbox; acceptance grid: 94 of 108 points pass"
+    assert verdict == "ok" and text == "built: postbox; " + summary
+    # every point passing: nothing to say of failures
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in
+                             _shapes("postbox") + _shapes("openmpi", scale=2.0)))
+    assert collbench.grid_summary(jsonl) == "acceptance grid: 108 of 108 points pass"
 
 
 # ---- the page ------------------------------------------------------------------
