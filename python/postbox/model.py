@@ -99,6 +99,8 @@ MEMORY_BOUND_BYTES = 2 << 20
 COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
                "alltoall")
 NODE, NET = "node", "net"
+# the key of Machine.net_arrive among Model.penalties' paths
+NET_ARRIVE = "net-arrive"
 
 
 # ---- the machine and the cluster ---------------------------------------------
@@ -152,6 +154,11 @@ class Machine:
     node_bandwidth: Optional[Rate] = None
     hop_penalty: float = 0.0
     net_hop_penalty: float = 0.0
+    # seconds more of a step between nodes where every rank sends and
+    # waits (its partner may not be running when its message comes), over
+    # a message that one rank sends and another receives (the penalty
+    # above); model_fit.calibrate_penalties, 0 while the ranks fit the cores
+    net_arrive: float = 0.0
     share: float = 1.0
     # seconds for a cache line stored by one core to be seen by another
     # (the RSM bench's cache-line ping-pong, half round trip): the node
@@ -316,7 +323,8 @@ def _crossing(kind: str, distance: int, cluster: Cluster) -> tuple:
 
 def step_parts(machine: Machine, cluster: Cluster, step: Step) -> tuple:
     """(latency, occupancy, gap) of @step: latency o_s + L + o_r of its
-    slowest path, occupancy its bytes' time (k ranks of a node crossing
+    slowest path (between nodes also Machine.net_arrive: every rank of a
+    step waits), occupancy its bytes' time (k ranks of a node crossing
     share its link: k (m - 1) G), gap the sender's max(g, o_s)."""
     local, crossing = _crossing(step.kind, step.distance, cluster)
     bytes_ = max(step.size - 1, 0)
@@ -328,7 +336,7 @@ def step_parts(machine: Machine, cluster: Cluster, step: Step) -> tuple:
         gap = max(p.g, p.o_s)
     if crossing:
         p = machine.params(NET)
-        latency = max(latency, p.o_s + p.L + p.o_r + machine.penalty(NET))
+        latency = max(latency, p.o_s + p.L + p.o_r + machine.penalty(NET) + machine.net_arrive)
         occupancy = max(occupancy, crossing * bytes_ * machine.byte_time(NET))
         gap = max(gap, max(p.g, p.o_s))
     return latency, occupancy, gap
@@ -758,6 +766,13 @@ def reduce_release_gather_relay(m: Machine, c: Cluster, size: float) -> float:
 # ---- Postbox's node area (docs/mpi.md, "Collectives on a node") ----------------
 
 CELL_BYTES = 1 << 20  # POSTBOX_COLL_CELL's default
+# across nodes the node algorithm's Bcast below this many bytes, and its
+# Reduce below REDUCE_TREE_BELOW, go by point-to-point in a binomial tree
+# over the ranks in node order (src/mpi/coll_node_nodes.c's
+# BCAST_TREE_BELOW and REDUCE_TREE_BELOW): block placement makes that the
+# binomial tree over the ranks
+BCAST_TREE_BELOW = 65536
+REDUCE_TREE_BELOW = 524288
 # the node path takes these only when one rank's block fits a cell
 BLOCK_COLLECTIVES = ("gather", "scatter", "allgather", "alltoall")
 
@@ -786,6 +801,9 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
     its buffer by single copy) at the node's point-to-point rate
     (Machine.read_time)."""
     phase, together = node_phase(m), node_phase(m, True)
+    # a step count another rank stored, read by one already running (the
+    # bench's barrier before every call leaves no one to wake)
+    look = m.node.o_s + (m.line if m.line is not None else m.node.L + m.node.o_r)
     others = ranks - 1
 
     def pieces(bytes_: float, streams: int, price: Callable[[float, int], float]) -> float:
@@ -821,20 +839,23 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
         if size <= 4096:
             # every rank writes its vector, each that needs the result
             # combines all of them; the others of a Reduce leave once
-            # written, so only its root waits for them (a rooted step)
+            # written, so only its root waits for them (a rooted step),
+            # but each first sees that the last reader of its cell is done
+            # (a look at the step counts)
             if collective == "allreduce":
                 return own(size, ranks) + together + others * combine(size, ranks)
             work = own(size, ranks) + phase + others * combine(size, 1)
-            return (work + others * own(size, ranks)) / ranks
+            return (work + others * (look + own(size, ranks))) / ranks
         # in pieces: every rank writes its piece, rank i combines slice i
         # of all, the ranks that need the result copy their own slice and
         # read the others'
         return own(size, ranks) + together + others * combine(size / ranks, ranks) + \
             together + own(size / ranks, ranks) + read(others * size / ranks, ranks)
     if collective == "gather":
-        # the others leave once written: a rooted step
+        # the others leave once written (a rooted step), each after seeing
+        # that the last reader of its cell is done (a look at the step counts)
         root = own(size, ranks) + phase + read(others * size, 1)
-        return (root + others * own(size, ranks)) / ranks
+        return (root + others * (look + own(size, ranks))) / ranks
     if collective == "scatter":
         return own(others * size, 1) + phase + read(size, others)
     if collective == "allgather":
@@ -869,8 +890,14 @@ def postbox_algorithm_time(m: Machine, c: Cluster, collective: str, algorithm: s
     if collective == "barrier":
         return 2 * node_phase(m) + leader_step("barrier", 0)
     if collective == "bcast":
-        return local("bcast", size) + leader_step("bcast", size) + local("bcast", size)
+        if size < BCAST_TREE_BELOW:
+            return bcast_binomial(m, c, size)
+        # a leader sends on before it broadcasts on its node: the root's
+        # node broadcasts while the network step runs
+        return leader_step("bcast", size) + local("bcast", size)
     if collective == "reduce":
+        if size < REDUCE_TREE_BELOW:
+            return reduce_binomial(m, c, size)
         return local("reduce", size) + leader_step("reduce", size)
     if collective == "allreduce":
         return local("reduce", size) + leader_step("allreduce", size) + local("bcast", size)
@@ -1129,7 +1156,9 @@ def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
     cores @wake times their excess_load (the ranks alone: the small calls'
     waits did not follow the other work's load, bench/README.md) when
     @library's wake-up cost was fitted (Model.wake), else the calibrated
-    or multi-pair one of the shape (scaled_penalty)."""
+    or multi-pair one of the shape (scaled_penalty); between nodes the
+    calibrated penalty of a message and Machine.net_arrive of a step where
+    all wait."""
     node_penalty = scaled_penalty(penalties, library, NODE, ranks, cores)
     if wake is not None and cores > 0 and ranks > cores:
         node_penalty = wake * excess_load(ranks, cores)
@@ -1137,7 +1166,8 @@ def with_penalties(machine: Machine, penalties: dict, library: str, ranks: int,
     return replace(machine, share=1.0 + excess_load(ranks, cores, background)
                    if cores > 0 else 1.0, cross=cross,
                    hop_penalty=node_penalty,
-                   net_hop_penalty=scaled_penalty(penalties, library, NET, ranks, cores))
+                   net_hop_penalty=scaled_penalty(penalties, library, NET, ranks, cores),
+                   net_arrive=scaled_penalty(penalties, library, NET_ARRIVE, ranks, cores))
 
 
 # ---- validation against the collective bench ---------------------------------------

@@ -42,7 +42,7 @@ from typing import Iterable, Optional, Sequence
 
 from postbox.loggp import LogGP
 from postbox.model import (
-    NET, NODE, US, Cluster, Machine, Model, Rate, candidates, cluster_of, coll_medians,
+    NET, NET_ARRIVE, NODE, US, Cluster, Machine, Model, Rate, candidates, cluster_of, coll_medians,
     constant_rate, excess_load, predict, with_penalties)
 from postbox.model_rules import CollTable, library_algorithm, load_table
 from postbox.plot import number
@@ -390,14 +390,16 @@ WAKE_CALIBRATION = "bcast"
 # the collective whose smallest size at ranks that fit the cores sets the
 # node latencies (calibrate_latency)
 LATENCY_CALIBRATION = "bcast"
+# and the one whose smallest size across nodes sets the penalty of a net
+# message (calibrate_penalties).  The Barrier set it before: at 4 ranks on
+# 2 nodes Postbox's Barrier took 30-50 us, its Bcast and Reduce of 8 B
+# 7-13, and a penalty that made the Barrier match priced those 80-200 %
+# high; the Barrier now sets the wait of a step where all wait
+# (Machine.net_arrive), which the rooted calls do not pay
+NET_CALIBRATION = "bcast"
 # and the one whose smallest size there sets the wait of a step where every
 # rank waits for all (Machine.arrive)
 ARRIVE_CALIBRATION = "allreduce"
-
-
-def _calibration_algorithm(model: Model, library: str, cluster: Cluster) -> str:
-    return library_algorithm(library, CALIBRATION, cluster, 0, model.table) or \
-        candidates(library, CALIBRATION)[0]
 
 
 def scaled_latency(machine: Machine, factor: float, path: str = NODE) -> Machine:
@@ -503,57 +505,82 @@ def calibrate_latency(model: Model, records: Sequence[dict]) -> None:
 
 def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     """Replace in @model the per-step penalties of the shapes with more
-    ranks than cores by those that make its Barrier match the coll bench's
-    Barrier measured on that shape: a model time is linear in the penalty,
-    T(p) = T(0) + k p, so p = (measured - T(0)) / k (0 when the model is
-    already slower).  The one-node shapes set the node penalty at their
-    rank count, then the shapes across nodes the net one, the node's as
-    just set; across nodes, where the model's Barrier is slower than the
-    measured one with no penalty, the net latencies are scaled down
-    instead (_scale_net_latency).  A library's algorithm is Postbox's
-    table's, else its family's first (dissemination and recursive doubling
-    cost the same steps on 2^k ranks).  The measurement is the least
-    disturbed round's (the smallest of the rounds' medians).  One measured
-    point per library and shape; it is then a calibration, not a
+    ranks than cores by those that make the model match the coll bench on
+    that shape: a model time is linear in a penalty, T(p) = T(0) + k p, so
+    p = (measured - T(0)) / k (0 when the model is already slower).  The
+    one-node shapes set the node penalty at their rank count from their
+    Barrier.  Then the shapes across nodes, the node's penalty as just
+    set: the Bcast of the smallest size (NET_CALIBRATION: a message one
+    rank sends and another receives) sets the net penalty, and the
+    Barrier the extra wait of a step between nodes where every rank
+    waits (Machine.net_arrive); without that Bcast the Barrier sets the
+    penalty and the wait stays 0.  Where the model's call is slower than
+    the measured one with no penalty, the net latencies are scaled down
+    instead (_scale_net_latency).  A library's algorithm is its own rules'
+    (library_algorithm), else its family's first (dissemination and
+    recursive doubling cost the same steps on 2^k ranks).  The
+    measurement is the least disturbed round's (the smallest of the
+    rounds' medians).  Each point so used is then a calibration, not a
     validation (Point.calibration).  A library whose one-node runs carry
-    load samples gets its node penalty from fit_wake instead (first), the
-    net one still from here."""
+    load samples gets its node penalty from fit_wake instead (first)."""
     if model.cores <= 0:
         return
     fit_wake(model, records)
-    medians = coll_medians(model, records, (CALIBRATION,), min)
+    barriers = coll_medians(model, records, (CALIBRATION,), min)
+    rooted = coll_medians(model, records, (NET_CALIBRATION,))
     shapes = sorted({(library, cluster, value)
-                     for (library, _, _), by_cluster in medians.items()
+                     for (library, _, _), by_cluster in barriers.items()
                      for cluster, value in by_cluster.items()
                      if cluster.ranks > model.cores
                      and not (cluster.nodes == 1 and library in model.wake)},
                     key=lambda item: (item[1].nodes > 1, item[0], item[1]))
-    for library, cluster, value in shapes:
-        path = NODE if cluster.nodes == 1 else NET
-        machine = model.machine(library, cluster)
-        algorithm = _calibration_algorithm(model, library, cluster)
-
-        def timed(penalty: float) -> float:
-            priced = replace(machine, **{"hop_penalty" if path == NODE else
-                                         "net_hop_penalty": penalty})
-            return predict(priced, cluster, CALIBRATION, algorithm, 0, model.table)
-
-        base = timed(0.0)
-        slope = (timed(1e-6) - base) / 1e-6
-        if slope <= 0:
-            continue
-        model.penalties[(library, path, cluster.ranks)] = max((value - base) / slope, 0.0)
-        model.calibrated.add((library, cluster, CALIBRATION, 0))
-        if path == NET and value < base:
-            _scale_net_latency(model, library, cluster, algorithm, value)
+    for library, cluster, barrier in shapes:
+        steps = [(NODE if cluster.nodes == 1 else NET, CALIBRATION, 0, barrier)]
+        if cluster.nodes > 1:
+            sizes = sorted(size for (lib, _, size), by in rooted.items()
+                           if lib == library and cluster in by)
+            if sizes:
+                steps = [(NET, NET_CALIBRATION, sizes[0],
+                          rooted[(library, NET_CALIBRATION, sizes[0])][cluster]),
+                         (NET_ARRIVE, CALIBRATION, 0, barrier)]
+        for key, collective, size, value in steps:
+            _calibrate_one(model, library, cluster, key, collective, size, value)
 
 
-def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: str,
-                       value: float) -> None:
+# the field of Machine each key of Model.penalties sets
+_PENALTY_FIELDS = {NODE: "hop_penalty", NET: "net_hop_penalty", NET_ARRIVE: "net_arrive"}
+
+
+def _calibrate_one(model: Model, library: str, cluster: Cluster, key: str, collective: str,
+                   size: int, value: float) -> None:
+    """Set @library's penalty @key (NODE, NET or NET_ARRIVE) at @cluster's
+    ranks so that its model @collective of @size bytes takes @value
+    seconds (calibrate_penalties)."""
+    machine = model.machine(library, cluster)
+    algorithm = library_algorithm(library, collective, cluster, size, model.table) or \
+        candidates(library, collective)[0]
+
+    def timed(penalty: float) -> float:
+        priced = replace(machine, **{_PENALTY_FIELDS[key]: penalty})
+        return predict(priced, cluster, collective, algorithm, size, model.table)
+
+    base = timed(0.0)
+    slope = (timed(1e-6) - base) / 1e-6
+    if slope <= 0:
+        return
+    model.penalties[(library, key, cluster.ranks)] = max((value - base) / slope, 0.0)
+    model.calibrated.add((library, cluster, collective, size))
+    if key == NET and value < base:
+        _scale_net_latency(model, library, cluster, collective, size, algorithm, value)
+
+
+def _scale_net_latency(model: Model, library: str, cluster: Cluster, collective: str,
+                       size: int, algorithm: str, value: float) -> None:
     """Scale @library's net o_s, L, o_r and g down (no penalty) until the
-    model's Barrier on @cluster is @value: the LogP bench's net fit came
-    out slower than the collectives' own steps on that path.  Bisection
-    (a step's price is the max of its node and net latencies)."""
+    model's @collective of @size bytes on @cluster is @value: the LogP
+    bench's net fit came out slower than the collectives' own steps on
+    that path.  Bisection (a step's price is the max of its node and net
+    latencies)."""
     machine = model.machines[library]
 
     def timed(factor: float) -> float:
@@ -561,7 +588,7 @@ def _scale_net_latency(model: Model, library: str, cluster: Cluster, algorithm: 
         return predict(with_penalties(scaled, model.penalties, library, cluster.ranks,
                                       model.cores, model.background_of(library, cluster),
                                       model.wake.get(library)),
-                       cluster, CALIBRATION, algorithm, 0, model.table)
+                       cluster, collective, algorithm, size, model.table)
 
     lo, hi = 0.0, 1.0
     if timed(lo) > value:

@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import replace
 
 import pytest
+from conftest import REPO
 
 from postbox import model, model_fit, model_rules, modelreport, report
 from postbox.loggp import LogGP
@@ -109,16 +110,54 @@ def test_two_level_ring_and_link_contention():
 def test_postbox_node_algorithms_compose_node_and_leaders():
     cluster = model.Cluster(4, 8)
     table = model.CollTable.parse("bcast * 2- * * node\n")
-    node = model.node_area_one_node(MACHINE, "bcast", 8, M)
-    leaders = model.predict(MACHINE, model.Cluster(4, 1), "bcast", "binomial", M)
-    got = model.predict(MACHINE, cluster, "bcast", "node", M, table)
-    assert got == pytest.approx(2 * node + leaders)
+    long = model.BCAST_TREE_BELOW
+    node = model.node_area_one_node(MACHINE, "bcast", 8, long)
+    leaders = model.predict(MACHINE, model.Cluster(4, 1), "bcast", "binomial", long)
+    # a leader sends on before it broadcasts on its node
+    got = model.predict(MACHINE, cluster, "bcast", "node", long, table)
+    assert got == pytest.approx(leaders + node)
+    # shorter ones go by point-to-point in the tree over the ranks in node
+    # order, as do Reduces below REDUCE_TREE_BELOW
+    assert model.predict(MACHINE, cluster, "bcast", "node", long - 1, table) == \
+        pytest.approx(model.predict(MACHINE, cluster, "bcast", "binomial", long - 1))
+    for size, algorithm in ((model.REDUCE_TREE_BELOW - 1, "binomial"),
+                            (model.REDUCE_TREE_BELOW, None)):
+        got = model.predict(MACHINE, cluster, "reduce", "node", size, table)
+        if algorithm is not None:
+            assert got == pytest.approx(model.predict(MACHINE, cluster, "reduce", algorithm, size))
+        else:
+            assert got == pytest.approx(
+                model.node_area_one_node(MACHINE, "reduce", 8, size) +
+                model.predict(MACHINE, model.Cluster(4, 1), "reduce", "binomial", size))
     # on one node: the node area alone
-    assert model.predict(MACHINE, model.Cluster(1, 8), "bcast", "node", M) == \
+    assert model.predict(MACHINE, model.Cluster(1, 8), "bcast", "node", long) == \
         pytest.approx(node)
     # without a cache line's trip a phase is one node one_way of 0 bytes
     assert us(model.node_phase(MACHINE)) == pytest.approx(4.0)
     assert us(model.node_area_one_node(MACHINE, "barrier", 8, 0)) == pytest.approx(4.0)
+
+
+def test_writers_of_a_rooted_node_step_look_before_they_write():
+    # o_s 1 us, a line's trip 0.25, a penalty of 2 us per rank per core at
+    # 2 ranks a core: the root's phase is 5.25 us; each other rank of a
+    # Gather or Reduce of a payload in the line first reads the step counts
+    # (1.25 us: nobody to wake, the bench's barrier ran before), then
+    # writes and leaves
+    shared = replace(MACHINE, line=0.25 * US, hop_penalty=2 * US, share=2.0)
+    assert us(model.node_area_one_node(shared, "gather", 4, 8)) == \
+        pytest.approx((5.25 + 3 * 1.25) / 4)
+    # the root also adds the three others' 8 bytes (G 0.01 us/B, twice as
+    # long at 2 ranks a core)
+    assert us(model.node_area_one_node(shared, "reduce", 4, 8)) == \
+        pytest.approx((5.25 + 3 * 8 * 0.02 + 3 * 1.25) / 4)
+
+
+def test_tree_thresholds_are_the_librarys():
+    source = (REPO / "src" / "mpi" / "coll_node_nodes.c").read_text(encoding="utf-8")
+    for name in ("BCAST_TREE_BELOW", "REDUCE_TREE_BELOW"):
+        found = re.search(r"#define %s (\d+)" % name, source)
+        assert found is not None, name
+        assert int(found.group(1)) == getattr(model, name), name
 
 
 def test_node_area_phase_is_the_send_overhead_and_a_cache_line_trip():
@@ -492,14 +531,17 @@ def test_oversubscription_penalty_from_the_multipair_records():
 
 def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     # "measurements" of a machine whose steps cost 7 us more at 4 ranks on 2
-    # cores (node) and 20 us more between nodes: the Barrier of each shape
-    # gives its penalty back, and the other collectives then match
+    # cores (node), whose messages between nodes cost 20 us more, and 15 more
+    # again in a step where all wait: on one node the Barrier gives the
+    # penalty back, across nodes the smallest Bcast the message's and the
+    # Barrier the wait's, and the other collectives then match
     records = synthetic_records("postbox") + synthetic_records("openmpi")
     records.append({"suite": "p2p", "test": "x", "library": "postbox", "ranks": 4,
                     "oversubscribed": False})
     truth = model_fit.build(records, description={"cores": 2}, calibrate=False)
     assert truth.cores == 2
     penalties = {("postbox", "node", 4): 7 * US, ("postbox", "net", 4): 20 * US,
+                 ("postbox", model.NET_ARRIVE, 4): 15 * US,
                  ("openmpi", "node", 4): 7 * US, ("openmpi", "net", 4): 20 * US}
     measured = []
     for library in ("postbox", "openmpi"):
@@ -519,6 +561,8 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     for key, value in penalties.items():
         assert us(built.penalties[key]) == pytest.approx(us(value)), key
     assert ("postbox", model.Cluster(2, 2), "barrier", 0) in built.calibrated
+    # Open MPI's Barrier at 4 ranks (linear) has no step where all wait
+    assert ("openmpi", model.NET_ARRIVE, 4) not in built.penalties
     # the 2-rank Bcast calibrated the latencies, the 2-rank Barrier the
     # wait for the last to arrive: already right here
     assert built.latency_scale["postbox"] == pytest.approx(1.0)
@@ -529,14 +573,15 @@ def test_barrier_calibrates_the_penalty_of_ranks_sharing_cores():
     # Open MPI's 2-rank Barrier has no node-area step: it sets nothing
     assert {(p.library, p.cluster.ranks, p.collective, p.size) for p in calibration} == \
         {("postbox", 2, "barrier", 0), ("postbox", 2, "bcast", 8), ("postbox", 4, "barrier", 0),
-         ("openmpi", 2, "bcast", 8), ("openmpi", 4, "barrier", 0)}
-    assert len(calibration) == 7
+         ("postbox", 4, "bcast", 8), ("openmpi", 2, "bcast", 8), ("openmpi", 4, "barrier", 0),
+         ("openmpi", 4, "bcast", 8)}
+    assert len(calibration) == 8
     for p in points:
         if p.library == "postbox" or p.collective == "barrier":
             assert p.error == pytest.approx(0.0, abs=1e-9), p
     # the calibration points are not counted
     counted = {(r[0], r[1]): r[3] for r in modelreport.summary(points)}
-    assert counted[("postbox", 4)] == 4 and counted[("postbox", 2)] == 1
+    assert counted[("postbox", 4)] == 3 and counted[("postbox", 2)] == 1
     assert counted[("openmpi", 2)] == 2
     # without the calibration the penalty is the multi-pair one (none here)
     plain = model_fit.build(records + measured, description={"cores": 2}, calibrate=False)
