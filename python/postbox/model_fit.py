@@ -42,8 +42,8 @@ from typing import Iterable, Optional, Sequence
 
 from postbox.loggp import LogGP
 from postbox.model import (
-    NET, NET_ARRIVE, NODE, US, Cluster, Machine, Model, Rate, candidates, cluster_of, coll_medians,
-    constant_rate, excess_load, predict, with_penalties)
+    NET, NET_ARRIVE, NODE, US, Cluster, Machine, Model, Rate, candidates, cluster_of,
+    coll_medians, constant_rate, excess_load, predict, with_penalties)
 from postbox.model_rules import CollTable, library_algorithm, load_table
 from postbox.plot import number
 
@@ -518,9 +518,10 @@ def calibrate_penalties(model: Model, records: Sequence[dict]) -> None:
     the measured one with no penalty, the net latencies are scaled down
     instead (_scale_net_latency).  A library's algorithm is its own rules'
     (library_algorithm), else its family's first (dissemination and
-    recursive doubling cost the same steps on 2^k ranks).  The
-    measurement is the least disturbed round's (the smallest of the
-    rounds' medians).  Each point so used is then a calibration, not a
+    recursive doubling cost the same steps on 2^k ranks).  The Barrier's
+    measurement is its least disturbed round's (the smallest of the
+    rounds' medians), the Bcast's the median of its rounds (a typical
+    round, as fit_wake takes).  Each point so used is then a calibration, not a
     validation (Point.calibration).  A library whose one-node runs carry
     load samples gets its node penalty from fit_wake instead (first)."""
     if model.cores <= 0:
