@@ -48,7 +48,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from postbox import hosts, netns, pmi_server, slurm, stacks
 from postbox.launchopts import (EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE,
-                                FORWARDED_SIGNALS, RESERVED, SCRUBBED, Options, UsageError)
+                                FORWARDED_SIGNALS, RESERVED, SCRUBBED, Options, UsageError,
+                                node_cpus)
 
 TERM_GRACE = 1.0          # SIGTERM -> SIGKILL when the job is ended
 USER_SIGNAL_GRACE = 2.0   # a forwarded SIGINT/SIGHUP -> SIGTERM
@@ -70,7 +71,8 @@ PR_SET_PDEATHSIG = 1
 _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 HELP = """\
-usage: {prog} [-n N] [--universe U] [--nodes K [--netns [--rails R] [--link L]]]
+usage: {prog} [-n N] [--universe U] [--nodes K [--bind-nodes] [--netns [--rails R]
+       {indent}   [--link L]]]
        {indent} [--tag-output] [--timeout S [--timeout-stacks]] [-x VAR=value]...
        {indent} [--hosts H1[:N],H2,... | --hostfile FILE] [--rsh CMD] [--pmi-address A]
        {indent} PROGRAM [ARGS...]
@@ -88,6 +90,11 @@ options:
                     0..N/K-1 on node 0, and so on (when K does not divide N the
                     first N%K nodes get one rank more); ranks on different
                     virtual nodes must talk as if over the network (default 1)
+  --bind-nodes      with --nodes: give each virtual node its share of this
+                    host's CPUs, as each host of a cluster has its own (the
+                    CPUs the launcher may use, cut into K runs of consecutive
+                    ones; with more nodes than CPUs, consecutive nodes share
+                    one); a node's ranks may run on its CPUs only
   --tag-output      prefix every line a rank prints with "[rank] " (a spawned
                     process: "[spawn:rank] ")
   --timeout S       end the job after S seconds (exit status 124), naming the
@@ -242,6 +249,10 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             if has_inline:
                 raise UsageError("--netns takes no value")
             opts.netns = True
+        elif name == "--bind-nodes":
+            if has_inline:
+                raise UsageError("--bind-nodes takes no value")
+            opts.bind_nodes = True
         elif name == "--rails":
             text = value()
             if not text.isdigit() or not 1 <= int(text) <= netns.MAX_RAILS:
@@ -277,6 +288,9 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         raise UsageError("no program to run")
     opts.program = argv[i]
     opts.args = argv[i + 1:]
+    if opts.bind_nodes and not nodes_given:
+        raise UsageError("--bind-nodes needs --nodes (it shares this host's CPUs among "
+                         "the virtual nodes)")
     if opts.rails > 1 and not opts.netns:
         raise UsageError("--rails needs --netns (the links are veth pairs between the "
                          "virtual nodes' network namespaces)")
@@ -555,6 +569,8 @@ class Launcher:
         except OSError:
             pass
         self._launcher_pid = os.getpid()
+        # the CPUs the ranks may share (--bind-nodes cuts them among the nodes)
+        self._cpus = sorted(os.sched_getaffinity(0))
 
     # -- messages
 
@@ -606,8 +622,11 @@ class Launcher:
     def _on_signal(self, signum: int, frame) -> None:
         self.pending_signals.append(signum)
 
-    def _child_setup(self, netns_fd: Optional[int] = None) -> None:
-        """Runs in each rank between fork and exec."""
+    def _child_setup(self, netns_fd: Optional[int] = None,
+                     cpus: Optional[List[int]] = None) -> None:
+        """Runs in each rank between fork and exec: its own process group,
+        death with the launcher, its node's network namespace (@netns_fd)
+        and CPUs (@cpus; None: the launcher's)."""
         os.setpgid(0, 0)
         if self._libc is not None:
             self._libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -618,6 +637,14 @@ class Launcher:
             if error is not None:
                 os.write(2, ("%s: cannot enter the network namespace of the rank's node: "
                              "%s\n" % (self.prog, error)).encode())
+                os._exit(EXIT_CANNOT_EXECUTE)
+        if cpus is not None:
+            try:
+                os.sched_setaffinity(0, cpus)
+            except OSError as exc:
+                os.write(2, ("%s: cannot bind the rank to its node's CPUs %s: %s\n"
+                             % (self.prog, ",".join(map(str, cpus)),
+                                exc.strerror or exc)).encode())
                 os._exit(EXIT_CANNOT_EXECUTE)
 
     def _rank_env(self, rank: Rank, fd: int) -> Dict[str, str]:
@@ -801,11 +828,13 @@ class Launcher:
         assert self.sel is not None
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         netns_fd = self.network.fds[rank.vnode] if self.network is not None else None
+        cpus = node_cpus(self._cpus, self.opts.nodes, rank.vnode) \
+            if self.opts.bind_nodes else None
         try:
             rank.proc = subprocess.Popen(
                 argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=self._rank_env(rank, child.fileno()), pass_fds=(child.fileno(),), cwd=cwd,
-                preexec_fn=lambda: self._child_setup(netns_fd))
+                preexec_fn=lambda: self._child_setup(netns_fd, cpus))
         except OSError as exc:
             parent.close()
             self.log("cannot start %s: %s" % (argv[0], exc.strerror or exc))

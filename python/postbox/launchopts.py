@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import signal
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from postbox import netns
 
@@ -46,6 +46,8 @@ class Options:
     timeout_stacks: bool = False
     env: List[Tuple[str, str]] = field(default_factory=list)
     netns: bool = False
+    # each virtual node its share of this host's CPUs (node_cpus)
+    bind_nodes: bool = False
     rails: int = 1
     link: Optional[netns.LinkSpec] = None
     hosts: List[str] = field(default_factory=list)
@@ -58,3 +60,19 @@ class Options:
 
     def rsh_argv0(self) -> str:
         return shlex.split(self.rsh or "ssh")[0]
+
+
+def node_cpus(allowed: Sequence[int], nodes: int, node: int) -> List[int]:
+    """The CPUs virtual node @node of @nodes gets with ``--bind-nodes``: the
+    CPUs in @allowed (the launcher's, in order) cut into @nodes runs of
+    consecutive ones, as even as they go; with more nodes than CPUs each
+    node gets one, and consecutive nodes share it.  ValueError when
+    @allowed is empty or @node is not one of the nodes."""
+    if not allowed:
+        raise ValueError("no CPU to share among the virtual nodes")
+    if not 0 <= node < nodes:
+        raise ValueError("virtual node %d of %d" % (node, nodes))
+    cpus = sorted(allowed)
+    first = node * len(cpus) // nodes
+    last = max((node + 1) * len(cpus) // nodes, first + 1)
+    return cpus[first:last]

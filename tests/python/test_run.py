@@ -129,6 +129,8 @@ def test_server_survives_garbage():
     (["-x", "PMI_RANK=3", "true"], "sets PMI_RANK itself"),
     (["--frob", "true"], "unknown option --frob"),
     (["--netns=1", "true"], "--netns takes no value"),
+    (["-n", "2", "--bind-nodes", "true"], "--bind-nodes needs --nodes"),
+    (["-n", "2", "--nodes", "2", "--bind-nodes=1", "true"], "--bind-nodes takes no value"),
     (["-n", "2", "--netns", "--hosts", "a,b", "true"], "cannot be combined"),
     (["-n", "2", "--nodes", "2", "--rails", "2", "true"], "--rails needs --netns"),
     (["--netns", "--rails", "5", "true"], "--rails wants a number of links per node from 1 to 4"),
@@ -169,7 +171,8 @@ def test_usage_error_exits_2_with_a_message():
 def test_help_explains_every_option():
     result = run("--help")
     assert result.returncode == 0
-    for option in ("-n N", "-np", "--nodes", "--tag-output", "--timeout", "-x VAR=value",
+    for option in ("-n N", "-np", "--nodes", "--bind-nodes", "--tag-output", "--timeout",
+                   "-x VAR=value",
                    "--netns", "--hosts", "--rsh", "--pmi-address", "examples:"):
         assert option in result.stdout
 
@@ -214,6 +217,44 @@ def test_nodes_split_ranks_in_blocks(tmp_path):
     assert [ranks[r]["POSTBOX_VNODE"] for r in range(4)] == ["0", "0", "1", "1"]
     ranks = _rank_env(tmp_path, "--nodes", 3, "-np", 7)
     assert [ranks[r]["POSTBOX_NODE_ID"] for r in range(7)] == list("0001122")
+
+
+def test_node_cpus_cut_the_cpus_into_runs():
+    # as many nodes as CPUs or fewer: runs of consecutive CPUs, as even as they go
+    assert [launchopts.node_cpus([0, 1], 2, k) for k in range(2)] == [[0], [1]]
+    assert [launchopts.node_cpus([3, 1, 2, 0], 2, k) for k in range(2)] == [[0, 1], [2, 3]]
+    assert [launchopts.node_cpus(range(5), 2, k) for k in range(2)] == [[0, 1], [2, 3, 4]]
+    assert launchopts.node_cpus([4, 6, 8], 1, 0) == [4, 6, 8]
+    # more nodes than CPUs: one each, consecutive nodes sharing it
+    assert [launchopts.node_cpus([0, 1], 4, k) for k in range(4)] == [[0], [0], [1], [1]]
+    assert [launchopts.node_cpus([0, 1], 3, k) for k in range(3)] == [[0], [0], [1]]
+    with pytest.raises(ValueError):
+        launchopts.node_cpus([], 2, 0)
+    with pytest.raises(ValueError):
+        launchopts.node_cpus([0, 1], 2, 2)
+
+
+def test_bind_nodes_gives_each_node_its_cpus(tmp_path):
+    prog = script(tmp_path, "cpus.py",
+                  "import os\nprint(os.environ['PMI_RANK'], os.environ['POSTBOX_VNODE'],\n"
+                  "      ','.join(map(str, sorted(os.sched_getaffinity(0)))))\n")
+    allowed = sorted(os.sched_getaffinity(0))
+    result = run("-n", 4, "--nodes", 2, "--bind-nodes", sys.executable, prog)
+    assert result.returncode == 0, result.stderr
+    cpus = {}
+    for line in result.stdout.splitlines():
+        rank, node, listed = line.split()
+        cpus[int(rank)] = (int(node), [int(c) for c in listed.split(",")])
+    assert sorted(cpus) == [0, 1, 2, 3]
+    for rank, (node, got) in cpus.items():
+        assert got == launchopts.node_cpus(allowed, 2, node), (rank, got)
+    if len(allowed) >= 2:
+        assert not set(cpus[0][1]) & set(cpus[2][1])
+        assert sorted(set(cpus[0][1]) | set(cpus[2][1])) == allowed
+    # without it every rank keeps the launcher's CPUs
+    plain = run("-n", 2, "--nodes", 2, sys.executable, prog)
+    assert all(line.split()[2] == ",".join(map(str, allowed))
+               for line in plain.stdout.splitlines())
 
 
 def test_x_sets_variables(tmp_path, monkeypatch):
