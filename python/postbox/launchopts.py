@@ -37,7 +37,7 @@ class UsageError(Exception):
 
 @dataclass
 class Options:
-    """The parsed command line of ``postbox run`` (launch.parse_args)."""
+    """The parsed command line of ``postbox run`` (launchargs.parse_args)."""
     size: int = 1
     universe: Optional[int] = None
     nodes: int = 1
