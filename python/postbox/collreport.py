@@ -227,14 +227,21 @@ def point_state(index: Index, shape: Shape, test: str, size: int) -> str:
     return max(shared, key=lambda s: (own.count(s) + others.count(s), s == "fast"))
 
 
+def _state_values(index: Index, library: str, shape: Shape, test: str, size: int,
+                  state: str) -> list:
+    """The medians of a library's rounds of a point in @state (every round
+    when @state is "")."""
+    return [float(r["median"]) for r in index.round_records(library, shape, test, size)
+            if not state or r.get("state") == state]
+
+
 def state_median(index: Index, library: str, shape: Shape, test: str, size: int,
                  state: str) -> tuple:
     """(median, rounds) of a library's rounds of a point in @state (every
     round when @state is ""); (None, 0) when it has none there.  Of an even
     number of rounds the lower middle one: of two, the mean would let one
     disturbed round (ranks that woke each other at every call) decide."""
-    values = [float(r["median"]) for r in index.round_records(library, shape, test, size)
-              if not state or r.get("state") == state]
+    values = _state_values(index, library, shape, test, size, state)
     if not values:
         return None, 0
     return statistics.median_low(values), len(values)
@@ -244,8 +251,7 @@ def state_range(index: Index, library: str, shape: Shape, test: str, size: int,
                 state: str) -> tuple:
     """(fastest, slowest) of a library's rounds of a point in @state (every
     round when @state is ""); (None, None) when it has none there."""
-    values = [float(r["median"]) for r in index.round_records(library, shape, test, size)
-              if not state or r.get("state") == state]
+    values = _state_values(index, library, shape, test, size, state)
     if not values:
         return None, None
     return min(values), max(values)

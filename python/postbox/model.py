@@ -785,8 +785,14 @@ def node_phase(m: Machine, all_write: bool = False) -> float:
     they must all be scheduled: the penalty once per rank per core; with
     @all_write every rank stores one and waits for all of them, which adds
     the wait for the last to arrive (Machine.arrive)."""
-    trip = m.line if m.line is not None else m.node.L + m.node.o_r
-    return m.node.o_s + trip + m.penalty(NODE) * m.share + (m.arrive if all_write else 0.0)
+    return look_time(m) + m.penalty(NODE) * m.share + (m.arrive if all_write else 0.0)
+
+
+def look_time(m: Machine) -> float:
+    """A step count another rank stored, read by a rank already running:
+    the caller's o_s and the cache line's trip to its core (Machine.line;
+    without it the message's L + o_r)."""
+    return m.node.o_s + (m.line if m.line is not None else m.node.L + m.node.o_r)
 
 
 INLINE_BYTES = 56  # a payload this small travels in the writer's line
@@ -801,9 +807,9 @@ def node_area_one_node(m: Machine, collective: str, ranks: int, size: float) -> 
     its buffer by single copy) at the node's point-to-point rate
     (Machine.read_time)."""
     phase, together = node_phase(m), node_phase(m, True)
-    # a step count another rank stored, read by one already running (the
-    # bench's barrier before every call leaves no one to wake)
-    look = m.node.o_s + (m.line if m.line is not None else m.node.L + m.node.o_r)
+    # a look at the step counts by a rank already running (the bench's
+    # barrier before every call leaves no one to wake)
+    look = look_time(m)
     others = ranks - 1
 
     def pieces(bytes_: float, streams: int, price: Callable[[float, int], float]) -> float:
