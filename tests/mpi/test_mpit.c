@@ -333,6 +333,63 @@ static void send_counted(MPI_T_pvar_session s, proto_t p, int bytes, const char 
     CHECK(messages == 0, "%s after readreset: %llu", name, messages);
 }
 
+/* Rank 0 sends @count messages of @bytes to rank 1, which checks them;
+ * @return how many rank 0's counter @p rose by (0 on rank 1). */
+static unsigned long long send_many(MPI_T_pvar_session s, proto_t p, int count, int bytes)
+{
+    static unsigned char buf[32768];
+    unsigned long long messages = 0;
+
+    OK(MPI_T_pvar_reset(s, p.messages));
+    for (int i = 0; i < count; i++) {
+        if (rank == 0) {
+            memset(buf, i & 0xff, (size_t)bytes);
+            OK(MPI_Send(buf, bytes, MPI_BYTE, peer, 2, MPI_COMM_WORLD));
+        } else {
+            memset(buf, 0, (size_t)bytes);
+            OK(MPI_Recv(buf, bytes, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHECK(buf[0] == (i & 0xff) && buf[bytes - 1] == (i & 0xff),
+                  "message %d of %d bytes arrived with %d ... %d", i, bytes, buf[0],
+                  buf[bytes - 1]);
+        }
+    }
+    OK(MPI_T_pvar_read(s, p.messages, &messages));
+    return messages;
+}
+
+/* A rank of the node that a sender's pool copies show far gets 32 KB
+ * messages by single copy (src/mpi/engine/far.h): a rate no copy reaches
+ * makes every peer of the node far once enough pieces were timed (a
+ * round of PB_ENG_FAR_ROUND, one piece of 16 KB or more in
+ * PB_ENG_FAR_SAMPLE: within 64 messages, each of which has such a piece
+ * however the pool cuts it); then all but the rechecks (one in 256) go by
+ * single copy; with the rate 0 none does.  Across nodes there is no
+ * single copy. */
+static void far_peer(MPI_T_pvar_session s)
+{
+    proto_t single = proto_open(s, "single_copy");
+    MPI_Comm node;
+    int node_size;
+    unsigned long long got;
+
+    OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    OK(MPI_Comm_size(node, &node_size));
+    OK(MPI_Comm_free(&node));
+    OK(cvar_write_long("POSTBOX_FAR_COPY_RATE", 1L << 30));
+    send_many(s, single, 64, 32768);
+    got = send_many(s, single, 256, 32768);
+    if (rank == 0 && node_size == 2)
+        CHECK(got == 255, "%llu of 256 messages to a far peer by single copy (1 recheck)", got);
+    else
+        CHECK(got == 0, "%llu single copies across nodes or counted by the receiver", got);
+    OK(cvar_write_long("POSTBOX_FAR_COPY_RATE", 0));
+    got = send_many(s, single, 16, 32768);
+    CHECK(got == 0, "%llu single copies with POSTBOX_FAR_COPY_RATE 0", got);
+    OK(cvar_write_long("POSTBOX_FAR_COPY_RATE", 4000));
+    OK(MPI_T_pvar_handle_free(s, &single.messages));
+    OK(MPI_T_pvar_handle_free(s, &single.bytes));
+}
+
 static void protocols(void)
 {
     MPI_T_pvar_session s;
@@ -356,6 +413,7 @@ static void protocols(void)
     OK(cvar_write_long("POSTBOX_RENDEZVOUS", 1 << 20));
     send_counted(s, eager, 8192, "eager");
     OK(cvar_write_long("POSTBOX_SINGLE_COPY", 65536));
+    far_peer(s);
     /* a handle's own view: written, then read back */
     v = 1234;
     OK(MPI_T_pvar_write(s, eager.bytes, &v));

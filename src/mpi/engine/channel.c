@@ -542,11 +542,16 @@ static uint32_t free_run(const pb_eng_pool_t *p, int lo, int hi, int from, uint3
 
 static const char *single_copy_text(const pb_eng_path_ops_t *ops)
 {
-    static char text[48];
+    static char text[96];
 
     if (ops->read_peer == NULL || pb_eng_params.single_copy == 0)
         return "off";
-    snprintf(text, sizeof(text), "from %zu B (process_vm_readv)", pb_eng_params.single_copy);
+    if (pb_eng_params.far_copy_rate > 0 && pb_eng_params.single_copy_far > 0 &&
+        pb_eng_params.single_copy_far < pb_eng_params.single_copy)
+        snprintf(text, sizeof(text), "from %zu B, %zu B if far (process_vm_readv)",
+                 pb_eng_params.single_copy, pb_eng_params.single_copy_far);
+    else
+        snprintf(text, sizeof(text), "from %zu B (process_vm_readv)", pb_eng_params.single_copy);
     return text;
 }
 

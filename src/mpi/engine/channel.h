@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mpi/engine/far.h"
 #include "mpi/engine/typerep.h"
 #include "mpi/engine/tunables.h"
 #include "util/compiler.h"
@@ -139,6 +140,7 @@ typedef struct {
     uint32_t *slot_blocks;
     uint32_t next_first, next_blocks; /* what pb_eng_channel_block_room found */
     char *scratch;                    /* packing room for puts of non-contiguous data */
+    pb_eng_far_t far;                 /* shm: how fast copies into its pool run (far.h) */
 } pb_eng_out_t;
 
 /* this rank's side of the channel from one source */

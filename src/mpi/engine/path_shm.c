@@ -8,6 +8,7 @@
  */
 #include "mpi/engine/cma.h"
 #include "mpi/engine/path.h"
+#include "util/time.h"
 
 /* Wake @dest if it sleeps (it said so in its line of the area): post its
  * doorbell, imported on first use. */
@@ -42,7 +43,16 @@ void pb_eng_channel_wake(int dest)
 static int shm_post(pb_eng_out_t *o, int dest, pb_eng_postbox_t *pb, uint32_t seq, size_t slot_off,
                     const pb_eng_src_t *src, size_t data_off)
 {
-    pb_eng_path_store(pb, seq, slot_off, src, data_off);
+    /* a contiguous piece's copy tells whether the destination is far */
+    if (data_off != 0 && pb_eng_type_is_contiguous(src->type) &&
+        pb_eng_far_time_piece(&o->far, pb->len)) {
+        int64_t start = pb_time_now_ns();
+
+        pb_eng_path_store(pb, seq, slot_off, src, data_off);
+        pb_eng_far_record(&o->far, pb->len, pb_time_now_ns() - start);
+    } else {
+        pb_eng_path_store(pb, seq, slot_off, src, data_off);
+    }
     wake_if_asleep(o, dest);
     return MPI_SUCCESS;
 }

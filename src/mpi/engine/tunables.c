@@ -32,6 +32,16 @@ static const pb_config_entry_t tunables_table[] = {
      "MPI: contiguous messages between ranks of a node of this many bytes "
      "and more are read by the receiver straight from the sender's buffer "
      "(process_vm_readv: one copy); 0: never (two copies through the pool)."},
+    {"POSTBOX_SINGLE_COPY_FAR", PB_CONFIG_INT, "8192",
+     "MPI: contiguous messages of this many bytes and more toward a rank of "
+     "the node that is far from this one (see POSTBOX_FAR_COPY_RATE) are "
+     "read by the receiver straight from the sender's buffer too; 0: only "
+     "from POSTBOX_SINGLE_COPY."},
+    {"POSTBOX_FAR_COPY_RATE", PB_CONFIG_INT, "4000",
+     "MPI: MB/s below which a sender's copies into a node peer's pool "
+     "blocks (the fastest of 8 pieces of 16 KB and more) mark that peer far "
+     "(another socket or core complex: the blocks' lines come back from its "
+     "cache one slow trip at a time); 0: no peer is far."},
     {"POSTBOX_SPLIT_COPY", PB_CONFIG_INT, "131072",
      "MPI: single-copy messages of this many bytes and more are copied half "
      "by the receiver (process_vm_readv) and half by the sender "
@@ -100,6 +110,8 @@ static const struct {
     {"POSTBOX_BLOCK_SIZE", 256, 1 << 20},
     {"POSTBOX_RENDEZVOUS", 1, 1L << 40},
     {"POSTBOX_SINGLE_COPY", 0, 1L << 40},
+    {"POSTBOX_SINGLE_COPY_FAR", 0, 1L << 40},
+    {"POSTBOX_FAR_COPY_RATE", 0, 1L << 30},
     {"POSTBOX_SPLIT_COPY", 0, 1L << 40},
     {"POSTBOX_COPY_HELP", 0, 1L << 40},
     {"POSTBOX_POLLALL", 0, 1},
@@ -151,6 +163,8 @@ void pb_eng_tunables_read(void)
     pb_eng_params.block_size = (pb_eng_params.block_size + 63) / 64 * 64;
     pb_eng_params.rendezvous = (size_t)param("POSTBOX_RENDEZVOUS");
     pb_eng_params.single_copy = (size_t)param("POSTBOX_SINGLE_COPY");
+    pb_eng_params.single_copy_far = (size_t)param("POSTBOX_SINGLE_COPY_FAR");
+    pb_eng_params.far_copy_rate = (size_t)param("POSTBOX_FAR_COPY_RATE");
     pb_eng_params.split_copy = (size_t)param("POSTBOX_SPLIT_COPY");
     pb_eng_params.copy_help = (size_t)param("POSTBOX_COPY_HELP");
     pb_eng_params.pollall = (int)param("POSTBOX_POLLALL");
