@@ -360,23 +360,30 @@ static unsigned long long send_many(MPI_T_pvar_session s, proto_t p, int count, 
 /* A rank of the node that a sender's pool copies show far gets 32 KB
  * messages by single copy (src/mpi/engine/far.h): a rate no copy reaches
  * makes every peer of the node far once enough pieces were timed (a
- * round of PB_ENG_FAR_ROUND, one piece of 16 KB or more in
- * PB_ENG_FAR_SAMPLE: within 64 messages, each of which has such a piece
- * however the pool cuts it); then all but the rechecks (one in 256) go by
- * single copy; with the rate 0 none does.  Across nodes there is no
- * single copy. */
+ * round of PB_ENG_FAR_ROUND pieces of 16 KB and more, one in
+ * PB_ENG_FAR_SAMPLE: 64 messages when the pool has room for each whole,
+ * more when a slow receiver leaves it cut into shorter runs); then all
+ * but the rechecks (one in 256) go by single copy; with the rate 0 none
+ * does.  Across nodes there is no single copy. */
 static void far_peer(MPI_T_pvar_session s)
 {
     proto_t single = proto_open(s, "single_copy");
     MPI_Comm node;
-    int node_size;
+    int node_size, far, sent;
     unsigned long long got;
 
     OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     OK(MPI_Comm_size(node, &node_size));
     OK(MPI_Comm_free(&node));
     OK(cvar_write_long("POSTBOX_FAR_COPY_RATE", 1L << 30));
-    send_many(s, single, 64, 32768);
+    /* on the node, until the verdict: the first single copies (rank 0
+     * tells rank 1) */
+    far = node_size != 2;
+    for (sent = 0; !far && sent < 2048; sent += 16) {
+        far = send_many(s, single, 16, 32768) > 0;
+        OK(MPI_Bcast(&far, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    }
+    CHECK(far, "no single copy in %d messages to a far peer", sent);
     got = send_many(s, single, 256, 32768);
     if (rank == 0 && node_size == 2)
         CHECK(got == 255, "%llu of 256 messages to a far peer by single copy (1 recheck)", got);
