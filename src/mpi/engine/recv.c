@@ -147,6 +147,10 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
         if (err == PB_ENG_PEER_COPY_OK) {
             fin.u.ids.sreq = sreq;
             pb_eng_send_control(source, &fin);
+            /* the FIN, and this rank's own sends queued toward @source, go
+             * now: the next postboxes may hold more copies, and the peer
+             * would wait for them meanwhile */
+            pb_eng_send_push(source);
             r->moved = r->total;
             recv_finish(r);
             return;
