@@ -39,9 +39,10 @@ int pb_eng_init(void)
     pb_eng.controls = calloc((size_t)pb_eng.size, sizeof(*pb_eng.controls));
     pb_eng.streams = calloc((size_t)pb_eng.size, sizeof(*pb_eng.streams));
     pb_eng.expect = calloc((size_t)pb_eng.size, sizeof(*pb_eng.expect));
+    pb_eng.offered = calloc((size_t)pb_eng.size, sizeof(*pb_eng.offered));
     pb_eng.byte_type = pb_eng_type_predefined((uintptr_t)MPI_BYTE);
     if (pb_eng.sends == NULL || pb_eng.controls == NULL || pb_eng.streams == NULL ||
-        pb_eng.expect == NULL)
+        pb_eng.expect == NULL || pb_eng.offered == NULL)
         return MPI_ERR_NO_MEM;
     return MPI_SUCCESS;
 }
@@ -85,6 +86,7 @@ void pb_eng_finalize(void)
     free(pb_eng.controls);
     free(pb_eng.streams);
     free(pb_eng.expect);
+    free(pb_eng.offered);
     memset(&pb_eng, 0, sizeof(pb_eng));
     pb_eng_progress_hooks_clear();
     pb_eng_copy_finalize();

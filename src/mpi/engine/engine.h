@@ -121,6 +121,8 @@ typedef struct {
     struct pb_eng_control **controls; /* per destination: control postboxes to write */
     struct pb_eng_stream *streams;    /* per source */
     int *expect;                      /* per peer: answers or data still to come from it */
+    int *offered;                     /* per peer: this rank's messages it was offered to
+                                         read (single copy) and has not answered yet */
     int probing;                      /* a probe waits: probe_source is polled too */
     int probe_source;                 /* world rank, or -1 for any */
     int single_copy_off;              /* the kernel refused process_vm_readv once */

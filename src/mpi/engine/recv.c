@@ -116,8 +116,11 @@ static void rendezvous_start(int source, uint64_t sreq, uint64_t addr, uint32_t 
         pb_eng_postbox_t fin = {.kind = PB_ENG_RNDV_FIN};
         int err;
 
+        /* the sender writes a half only while it has no message of this
+         * rank's to read: with both directions at once both cores copy
+         * already, and it would come to its half only after its own */
         if (pb_eng_params.split_copy > 0 && n >= pb_eng_params.split_copy && half > 0 &&
-            n - half <= UINT32_MAX) {
+            n - half <= UINT32_MAX && pb_eng.offered[source] == 0) {
             pb_eng_postbox_t ask = {
                 .kind = PB_ENG_CTS_WRITE, .len = (uint32_t)(n - half), .total = half};
 
@@ -298,6 +301,8 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
         r->rreq = pb->u.ids.rreq;
         pb_eng.expect[source]--;
+        if (r->single)
+            pb_eng.offered[source]--; /* the receiver asks for a stream instead */
         if (r->bytes == 0) {
             r->phase = SEND_SENT;
             pb_eng_send_check_done(r);
@@ -350,6 +355,7 @@ void pb_eng_recv_postbox(int source, const pb_eng_postbox_t *pb)
     case PB_ENG_RNDV_FIN: /* the receiver read the data itself */
         r = (MPI_Request)(uintptr_t)pb->u.ids.sreq;
         pb_eng.expect[source]--;
+        pb_eng.offered[source]--;
         r->phase = SEND_SENT;
         pb_eng_send_check_done(r);
         break;

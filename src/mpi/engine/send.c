@@ -78,6 +78,8 @@ static int send_next(int dest, MPI_Request r)
         if (pb_eng_channel_post(dest, &pb, &src) != MPI_SUCCESS)
             pb_eng_fatal("the channel to a rank broke");
         pb_eng.expect[dest]++; /* its CTS */
+        if (r->single)
+            pb_eng.offered[dest]++; /* ... or its RNDV_FIN */
         pb_eng_queue_remove(&pb_eng.sends[dest], r);
         r->phase = SEND_WAIT_CTS;
         return 1;
@@ -233,6 +235,8 @@ void pb_eng_send_cancel_answer(int source, MPI_Request r, int taken_back)
         r->cancelled = 1;
         if (r->phase == SEND_WAIT_CTS) { /* no CTS will come */
             pb_eng.expect[source]--;
+            if (r->single)
+                pb_eng.offered[source]--;
             r->phase = SEND_SENT;
         } else if (r->mode == PB_ENG_MODE_SYNC && !r->rndv && !r->sync_acked) {
             pb_eng.expect[source]--; /* nor a SYNC_ACK */
