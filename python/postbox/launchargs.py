@@ -151,6 +151,11 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             i += 1
             return argv[i]
 
+        def flag() -> bool:
+            if has_inline:
+                raise UsageError("%s takes no value" % name)
+            return True
+
         if name in ("-h", "--help"):
             return None
         elif name in ("-n", "-np", "--np", "--n"):
@@ -161,9 +166,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             opts.nodes = _positive_int(name, value())
             nodes_given = True
         elif name == "--tag-output":
-            if has_inline:
-                raise UsageError("--tag-output takes no value")
-            opts.tag_output = True
+            opts.tag_output = flag()
         elif name == "--timeout":
             text = value()
             try:
@@ -173,9 +176,7 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             if not opts.timeout > 0 or opts.timeout != opts.timeout or opts.timeout == float("inf"):
                 raise UsageError("--timeout wants a number of seconds > 0, not %r" % text)
         elif name == "--timeout-stacks":
-            if has_inline:
-                raise UsageError("--timeout-stacks takes no value")
-            opts.timeout_stacks = True
+            opts.timeout_stacks = flag()
         elif name == "-x":
             text = value()
             var, has_value, val = text.partition("=")
@@ -189,13 +190,9 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
                 val = os.environ[var]
             opts.env.append((var, val))
         elif name == "--netns":
-            if has_inline:
-                raise UsageError("--netns takes no value")
-            opts.netns = True
+            opts.netns = flag()
         elif name == "--bind-nodes":
-            if has_inline:
-                raise UsageError("--bind-nodes takes no value")
-            opts.bind_nodes = True
+            opts.bind_nodes = flag()
         elif name == "--rails":
             text = value()
             if not text.isdigit() or not 1 <= int(text) <= netns.MAX_RAILS:

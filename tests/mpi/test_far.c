@@ -1,7 +1,8 @@
 /* Far peers (src/mpi/engine/far.c): which pieces a sender times, the
  * verdict of a round (the fastest piece against POSTBOX_FAR_COPY_RATE),
  * the sizes that then go by single copy, the rechecks through the pool
- * while a peer is far, and the variables that turn it off.
+ * while a peer is far, the variables that turn it off, and the size test
+ * the sender makes first.
  *
  * far.c and the tunables are compiled into this program; the parameters
  * are set by hand, nothing here needs MPI_Init. */
@@ -146,6 +147,25 @@ static void case_variables_turn_it_off(void)
         CHECK(!pb_eng_far_time_piece(&f, 32 * KB));
 }
 
+/* The size test the sender makes before it looks at the path and the
+ * datatype: the lower of the two thresholds, the far one only when set. */
+static void case_single_copy_size(void)
+{
+    defaults();
+    CHECK(!pb_eng_far_single_copy_size(8 * KB - 1));
+    CHECK(pb_eng_far_single_copy_size(8 * KB));
+    pb_eng_params.single_copy_far = 0;
+    CHECK(!pb_eng_far_single_copy_size(32 * KB));
+    CHECK(pb_eng_far_single_copy_size(64 * KB));
+    pb_eng_params.single_copy_far = 128 * KB;
+    CHECK(!pb_eng_far_single_copy_size(64 * KB - 1));
+    CHECK(pb_eng_far_single_copy_size(64 * KB));
+    /* POSTBOX_SINGLE_COPY=0 turns single copy off, far threshold or not */
+    pb_eng_params.single_copy = 0;
+    pb_eng_params.single_copy_far = 8 * KB;
+    CHECK(!pb_eng_far_single_copy_size(1 << 20));
+}
+
 static const pbt_case_t cases[] = {
     PBT_CASE(near_keeps_the_pool),
     PBT_CASE(slow_copies_make_a_peer_far),
@@ -153,6 +173,7 @@ static const pbt_case_t cases[] = {
     PBT_CASE(short_pieces_are_not_timed),
     PBT_CASE(far_peer_rechecks_through_the_pool),
     PBT_CASE(variables_turn_it_off),
+    PBT_CASE(single_copy_size),
 };
 
 int main(int argc, char **argv)

@@ -3,19 +3,6 @@
  */
 #include "mpi/engine/far.h"
 
-#include "mpi/engine/tunables.h"
-
-int pb_eng_far_time_piece(pb_eng_far_t *f, size_t len)
-{
-    if (pb_eng_params.far_copy_rate == 0 || len < PB_ENG_FAR_PIECE)
-        return 0;
-    if (f->far || ++f->untimed >= PB_ENG_FAR_SAMPLE) {
-        f->untimed = 0;
-        return 1;
-    }
-    return 0;
-}
-
 void pb_eng_far_record(pb_eng_far_t *f, size_t len, int64_t ns)
 {
     if (ns <= 0)

@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mpi/engine/tunables.h"
+
 /* pieces shorter than this are not timed (a few cache lines' trips
  * would weigh more than the copy) */
 #define PB_ENG_FAR_PIECE 16384
@@ -57,7 +59,16 @@ typedef struct {
 
 /* Whether the sender should time its copy of a contiguous piece of @len
  * bytes into the peer's pool: counts the piece. */
-int pb_eng_far_time_piece(pb_eng_far_t *f, size_t len);
+static inline int pb_eng_far_time_piece(pb_eng_far_t *f, size_t len)
+{
+    if (pb_eng_params.far_copy_rate == 0 || len < PB_ENG_FAR_PIECE)
+        return 0;
+    if (f->far || ++f->untimed >= PB_ENG_FAR_SAMPLE) {
+        f->untimed = 0;
+        return 1;
+    }
+    return 0;
+}
 
 /* Record a timed piece of @len bytes copied in @ns nanoseconds; the
  * round's last one gives the verdict. */
@@ -69,5 +80,17 @@ void pb_eng_far_record(pb_eng_far_t *f, size_t len, int64_t ns);
  * is not 0) but for the rechecks (counted here); never when
  * POSTBOX_SINGLE_COPY is 0. */
 int pb_eng_far_single_copy(pb_eng_far_t *f, size_t bytes);
+
+/* Whether a message of @bytes is long enough to go by single copy toward
+ * some peer (near or far): the cheap test before the path's and the
+ * datatype's. */
+static inline int pb_eng_far_single_copy_size(size_t bytes)
+{
+    size_t from = pb_eng_params.single_copy;
+
+    if (pb_eng_params.single_copy_far != 0 && pb_eng_params.single_copy_far < from)
+        from = pb_eng_params.single_copy_far;
+    return from > 0 && bytes >= from;
+}
 
 #endif

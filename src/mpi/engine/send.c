@@ -41,18 +41,6 @@ static int path_has_single_copy(int dest)
     return path != NULL && path->read_peer != NULL;
 }
 
-/* Whether a message of @bytes is long enough for single copy toward some
- * rank of the node (near: POSTBOX_SINGLE_COPY, far: POSTBOX_SINGLE_COPY_FAR;
- * far.h decides per rank). */
-static int single_copy_size(size_t bytes)
-{
-    size_t from = pb_eng_params.single_copy;
-
-    if (pb_eng_params.single_copy_far != 0 && pb_eng_params.single_copy_far < from)
-        from = pb_eng_params.single_copy_far;
-    return from > 0 && bytes >= from;
-}
-
 /* Write the next postbox of send @r (the head of @dest's queue), if room
  * allows.  @return 1 if one was written, 0 when no block is free. */
 static int send_next(int dest, MPI_Request r)
@@ -182,7 +170,7 @@ void pb_eng_send_begin(MPI_Request r)
      * POSTBOX_SINGLE_COPY_FAR toward a far rank: far.h) is offered for the
      * receiver to read in one copy */
     r->single = r->mode != PB_ENG_MODE_BUFFERED && !pb_eng.single_copy_off &&
-                single_copy_size(r->bytes) && pb_eng_type_is_contiguous(r->type) &&
+                pb_eng_far_single_copy_size(r->bytes) && pb_eng_type_is_contiguous(r->type) &&
                 path_has_single_copy(world) &&
                 pb_eng_far_single_copy(&pb_eng_channel.out[world].far, r->bytes);
     r->rndv =
