@@ -1227,7 +1227,9 @@ def _ratio_section(records: Sequence[dict]) -> list:
         elif value is None:
             verdict, limit_text = '<span class="fail">missing</span>', ""
         else:
-            verdict = ('<span class="ok">ok</span>' if limit.holds(value)
+            unjudged = results.limit_note(record)
+            verdict = ("not judged: %s" % esc(unjudged) if unjudged
+                       else '<span class="ok">ok</span>' if limit.holds(value)
                        else '<span class="fail">FAIL</span>')
             limit_text = "%s %g" % (limit.op, limit.bound)
         row_class = "" if results.is_settled(record) else ' class="unsettled"'

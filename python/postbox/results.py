@@ -109,6 +109,14 @@ def record_limit(record: dict) -> Optional[Limit]:
     return Limit(ratio_name(record), op, float(bound), meaning)
 
 
+def limit_note(record: Optional[dict]) -> Optional[str]:
+    """Why the limit a ratio record states is not judged in this run (key
+    limit_note: it was measured where the limit does not apply, such as the
+    DSM applications at the quick profile's CI sizes), or None."""
+    note = record.get("limit_note") if record is not None else None
+    return str(note) if note else None
+
+
 def ratio_value(record: Optional[dict]) -> Optional[float]:
     """The median of a ratio record as a number, or None."""
     try:
@@ -131,9 +139,10 @@ class Verdict:
         if self.value is None:
             return "%-38s missing (the bench did not report it)" % self.limit.name
         note = "" if self.record is None or is_settled(self.record) else "  (unsettled)"
+        unjudged = limit_note(self.record)
         return "%-38s %7.3f  limit %s %g  %s%s" % (
             self.limit.name, self.value, self.limit.op, self.limit.bound,
-            "ok" if self.ok else "FAIL", note)
+            "not judged: %s" % unjudged if unjudged else "ok" if self.ok else "FAIL", note)
 
 
 def check(records: Iterable[dict], limits: Sequence[Limit] = LIMITS) -> list[Verdict]:

@@ -238,6 +238,28 @@ def test_acceptance_records_are_judged_as_ratios():
         pytest.approx(70001 / 60001)
 
 
+def test_quick_profile_acceptance_is_shown_but_not_judged():
+    slow = dict(GOOD)
+    slow[Config("dsm", 2, 2, 2)] = 400000  # speedup 0.25: below the limit
+    for profile, judged in (("quick", False), ("full", True)):
+        records = [dict(r, profile=profile) for r in _records(slow)]
+        made = dsmreport.acceptance_records(dsmreport.summarize(records), records)
+        found = results.ratios(made)
+        speedup = found["speedup_dsm_2procs_2nodes_matmult"]
+        assert (results.limit_note(speedup) is None) == judged
+        text = results.format_ratios(made)
+        line = next(x for x in text.splitlines() if "speedup_dsm_2procs_2nodes_matmult" in x)
+        if judged:
+            assert line.rstrip().endswith("FAIL")
+        else:
+            assert "not judged: quick profile" in line and "FAIL" not in text
+        page = report.render(made, {}, "t")
+        section = "".join(dsmreport.section(records + made, {}))
+        assert ("The application lines are not judged here" in section) != judged
+        assert ("not judged at the quick profile" in dsmreport.summary_text(records)) != judged
+        assert ("not judged: quick profile" in page) != judged
+
+
 def test_append_acceptance_writes_to_the_results(tmp_path):
     import json
 
@@ -285,7 +307,11 @@ def test_section_and_figures():
     records = _records(GOOD) + _rtt_records() + [failed]
     page = "\n".join(dsmreport.section(records))
     assert "Distributed shared memory" in page
-    assert page.count('<span class="ok">pass</span>') == 7
+    # the quick profile's runs: the six application lines are shown, not judged
+    assert page.count('<span class="ok">pass</span>') == 1
+    assert page.count("<td class=\"text\">not judged</td>") == 6
+    full = "\n".join(dsmreport.section([dict(r, profile="full") for r in records]))
+    assert full.count('<span class="ok">pass</span>') == 7
     assert "Seed 004 Table 3" in page and "4945.5" not in page  # FFT did not run
     assert "4385.7" in page  # MATMULT's seed message size beside its own
     assert 'class="fail" colspan="2">failed' in page and "boom" in page
