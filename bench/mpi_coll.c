@@ -29,6 +29,17 @@
  * record's median, min and max are over the calls of the per-call time
  * averaged over the ranks.
  *
+ * On one node (all ranks in one MPI_COMM_TYPE_SHARED communicator, the
+ * on-node path) the test floor_barrier measures, the same way, the node's
+ * floor for a barrier: each rank stores its count of calls in its own
+ * cache line of an MPI_Win_allocate_shared window and waits until every
+ * line holds it, with bare loads (as the bench's raw probes) where the
+ * cores are enough for the ranks, yielding the CPU after each look where
+ * the ranks outnumber them; no MPI call inside.  It is the least a barrier among
+ * these processes costs on this machine in this state (one store and one
+ * cache-line trip per rank, and, where ranks outnumber the cores, the
+ * context switches), beside which each library's MPI_Barrier is read.
+ *
  * The nonblocking collectives are built only with -DHAVE_NBC (the runner
  * sets it after a test link with the library's mpicc: a library may lack
  * them).  Rank 0 also measures, while the other ranks sleep, two machine
@@ -45,6 +56,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +80,11 @@
 #define GIVE_UP_MS_DEFAULT 2000.0
 #define GIVE_UP_MS_QUICK 250.0
 #define MPI_COLL_DONE "# mpi_coll: done, status" /* rank 0's last line */
+#define FLOOR_LINE 128 /* floor_barrier: each rank's line, a prefetched pair of lines apart */
 
 enum coll {
     C_BARRIER,
+    C_FLOOR_BARRIER,
     C_BCAST,
     C_REDUCE,
     C_ALLREDUCE,
@@ -114,6 +129,8 @@ typedef struct {
 
 static const test_t tests[] = {
     {"barrier", C_BARRIER, false, false, Q_NONE, "MPI_Barrier"},
+    {"floor_barrier", C_FLOOR_BARRIER, false, false, Q_NONE,
+     "the node's floor for a barrier: flags in a shared window, no MPI call (one node only)"},
     {"bcast", C_BCAST, false, false, Q_GRID, "MPI_Bcast, root rotating"},
     {"reduce", C_REDUCE, true, false, Q_GRID, "MPI_Reduce, float sum, root rotating"},
     {"allreduce", C_ALLREDUCE, true, false, Q_GRID, "MPI_Allreduce, float sum"},
@@ -178,10 +195,15 @@ static struct {
     bool cap_given;     /* --reps-cap-ms on the command line */
     double give_up_ms;  /* a longer warm-up call ends the test */
     bool probe_stopped; /* rank 0: a probe was too slow, no more of them */
+    MPI_Win floor_win;  /* floor_barrier's lines (MPI_WIN_NULL: not on one node) */
+    char *floor_lines;
+    uint64_t floor_step;
+    int floor_yields; /* the ranks outnumber the cores: a waiting rank yields */
 } g = {.b = PB_MPI_BENCH_INIT("mpi_coll"),
        .refs = true,
        .sync = SYNC_DISSEMINATION,
-       .probe_last = -1.0};
+       .probe_last = -1.0,
+       .floor_win = MPI_WIN_NULL};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -272,6 +294,62 @@ static void sync_ranks(void)
     }
 }
 
+/* ---- the node's floor for a barrier -------------------------------------- */
+
+static _Atomic uint64_t *floor_line(int rank)
+{
+    return (_Atomic uint64_t *)(void *)(g.floor_lines + (size_t)rank * FLOOR_LINE);
+}
+
+/* Make floor_barrier's window when every rank is on this node and the run
+ * takes the on-node path (collective over MPI_COMM_WORLD); else leave it
+ * unmade.  @return a line to print on rank 0 saying why, or NULL. */
+static const char *floor_setup(void)
+{
+    MPI_Comm node;
+    MPI_Aint bytes;
+    int node_ranks, disp_unit;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
+    if (node_ranks != g.ranks || g.b.nodes != 1 || strcmp(g.b.path, "on-node") != 0)
+        return "the ranks are not on one node, or the run takes the network path";
+    if (MPI_Win_allocate_shared(g.rank == 0 ? (MPI_Aint)g.ranks * FLOOR_LINE : 0, 1, MPI_INFO_NULL,
+                                MPI_COMM_WORLD, &g.floor_lines, &g.floor_win) != MPI_SUCCESS)
+        return "MPI_Win_allocate_shared failed";
+    MPI_Win_shared_query(g.floor_win, 0, &bytes, &disp_unit, &g.floor_lines);
+    g.floor_yields = g.b.host_ranks > g.b.cores; /* known on rank 0 */
+    MPI_Bcast(&g.floor_yields, 1, MPI_INT, 0, g.sync_comm);
+    if (g.rank == 0) {
+        for (int r = 0; r < g.ranks; r++)
+            atomic_store_explicit(floor_line(r), 0, memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    MPI_Barrier(g.sync_comm);
+    return NULL;
+}
+
+static void floor_free(void)
+{
+    if (g.floor_win != MPI_WIN_NULL)
+        MPI_Win_free(&g.floor_win);
+}
+
+/* Publish this rank's count of calls, then wait for every rank's. */
+static void floor_barrier(void)
+{
+    uint64_t step = ++g.floor_step;
+
+    atomic_store_explicit(floor_line(g.rank), step, memory_order_release);
+    for (int r = 0; r < g.ranks; r++) {
+        while (atomic_load_explicit(floor_line(r), memory_order_acquire) < step) {
+            if (g.floor_yields)
+                sched_yield();
+        }
+    }
+}
+
 /* ---- figures: buffers, calls, checks ------------------------------------ */
 
 static size_t elem_size(const test_t *t)
@@ -298,6 +376,7 @@ static void fig_setup(fig_t *f, const test_t *t, size_t size)
     }
     switch (t->op) {
     case C_BARRIER:
+    case C_FLOOR_BARRIER:
     case C_IBARRIER: break;
     case C_BCAST:
     case C_IBCAST:
@@ -377,6 +456,7 @@ static void coll_call(fig_t *f, int root, MPI_Request *req)
     *req = MPI_REQUEST_NULL;
     switch (f->t->op) {
     case C_BARRIER: MPI_Barrier(w); break;
+    case C_FLOOR_BARRIER: floor_barrier(); break;
     case C_BCAST:
         /* the root sends its send buffer, the others receive into theirs */
         MPI_Bcast(g.rank == root ? s : r, n, MPI_BYTE, root, w);
@@ -623,6 +703,7 @@ static void check_verify(fig_t *f, uint64_t seq, int root)
                 return;
         break;
     case C_BARRIER:
+    case C_FLOOR_BARRIER:
     case C_IBARRIER:
     case NCOLL: break;
     }
@@ -934,7 +1015,7 @@ static unsigned test_sizes(const test_t *t, size_t *sizes)
                                       : sizeof(quick_nbc) / sizeof(quick_nbc[0]);
     unsigned n = 0;
 
-    if (t->op == C_BARRIER || t->op == C_IBARRIER) {
+    if (t->op == C_BARRIER || t->op == C_FLOOR_BARRIER || t->op == C_IBARRIER) {
         sizes[0] = 0;
         return 1;
     }
@@ -983,12 +1064,22 @@ static int run_all(void)
             gate_wait();
         }
     }
+    for (unsigned i = 0; i < NTESTS; i++) {
+        const char *why;
+
+        if (tests[i].op != C_FLOOR_BARRIER || !g.selected[i])
+            continue;
+        why = floor_setup();
+        if (why != NULL && g.rank == 0)
+            printf("\n# coll floor_barrier: not measured (%s)\n", why);
+    }
     gate(); /* the first figure's probe before */
     for (unsigned i = 0; i < NTESTS; i++) {
         const test_t *t = &tests[i];
         unsigned n;
 
-        if (!g.selected[i] || (t->nbc && !g.nbc))
+        if (!g.selected[i] || (t->nbc && !g.nbc) ||
+            (t->op == C_FLOOR_BARRIER && g.floor_win == MPI_WIN_NULL))
             continue;
         n = test_sizes(t, sizes);
         if (n == 0)
@@ -1010,6 +1101,7 @@ static int run_all(void)
             }
         }
     }
+    floor_free();
     if (g.rank == 0)
         pb_bench_out_close(&out);
     return status;

@@ -9,7 +9,8 @@
 - ``section``: the acceptance grid of issue 14 (Postbox's median against
   the best other library at every point, with the 1.0x / 0.77x limits), the
   4 MB float Allreduce against one memcpy plus one vector add of the same
-  run, Table 2 of Sistare and Jackson, 'Ultra-High Performance Communication
+  run, each library's Barrier against the node's floor for a barrier
+  measured in the same run (floor_rows), Table 2 of Sistare and Jackson, 'Ultra-High Performance Communication
   with MPI and the Sun Fire Link Interconnect' (2002) (the 13 collectives'
   bandwidth on-node and off-node and their ratio, beside the paper's),
   the Intel MPI Benchmarks' Barrier, Reduce and Alltoall at 8 B, 1 KB and
@@ -36,6 +37,8 @@ from postbox.plot import COLORS, Figure, Series, format_size, format_value, numb
 SUITE = "coll"
 POSTBOX = "postbox"
 REF_MEMCPY, REF_VECTOR_ADD = "ref_memcpy", "ref_vector_add"
+# the node's floor for a barrier (bench/mpi_coll.c's floor_barrier)
+FLOOR_BARRIER = "floor_barrier"
 
 
 def is_coll(record: dict) -> bool:
@@ -318,6 +321,70 @@ def allreduce_ratios(index: Index) -> list:
                            index.median(library, shape, REF_VECTOR_ADD, ALLREDUCE_REF_SIZE))
             if row.allreduce is not None or row.memcpy is not None:
                 out.append(row)
+    return out
+
+
+# ---- Barrier against the node's floor ----------------------------------------
+
+@dataclass
+class FloorRow:
+    library: str
+    shape: Shape
+    barrier: Optional[float]  # MPI_Barrier, the median over the rounds (us)
+    floor: Optional[float]  # floor_barrier, the same
+    ratio: Optional[float]  # the median over the rounds of each round's barrier / floor
+    rounds: int  # rounds with both
+
+
+def floor_rows(index: Index) -> list:
+    """Each library's MPI_Barrier against the node's floor for a barrier
+    (floor_barrier: flags in a shared window, measured in the same run,
+    which only one-node runs have), per shape.  The floor moves from one
+    launch to the next with the host, so the ratio is taken round by round
+    (the records of one round are one launch) and its median reported."""
+    out = []
+    for library in index.libraries:
+        for shape in index.shapes:
+            floor = index.median(library, shape, FLOOR_BARRIER, 0)
+            if floor is None:
+                continue
+            floors = {r.get("round"): number(r.get("median"))
+                      for r in index.round_records(library, shape, FLOOR_BARRIER, 0)}
+            ratios = [number(r.get("median")) / floors[r.get("round")]
+                      for r in index.round_records(library, shape, "barrier", 0)
+                      if floors.get(r.get("round")) and number(r.get("median")) is not None]
+            out.append(FloorRow(library, shape, index.median(library, shape, "barrier", 0),
+                                floor, statistics.median(ratios) if ratios else None,
+                                len(ratios)))
+    return out
+
+
+def floor_html(index: Index) -> list:
+    esc = html.escape
+    rows = floor_rows(index)
+    if not rows:
+        return []
+    out = ['<h3 id="coll-floor">Barrier against the node\'s floor</h3>',
+           "<p>The floor: in the same run, after the same barrier, each rank stores its "
+           "count of calls in its own cache line of an MPI_Win_allocate_shared window and "
+           "waits until every line holds it, yielding the CPU between polls once it has "
+           "polled 100 times; no MPI call inside (bench/mpi_coll.c, "
+           "<code>floor_barrier</code>). It is the least a barrier among these processes "
+           "costs on this machine in that launch: one store and one cache line's trip per "
+           "rank and, where the ranks outnumber the cores, the context switches. The ratio "
+           "is the median over the rounds of each round's MPI_Barrier over its floor. Where "
+           "the floor is above %gx another library's Barrier, issue 14's limit for the "
+           "Barrier on one node is below what any barrier costs here.</p>" % LIMIT_SMALL,
+           '<table class="coll-floor"><tr><th class="text">library</th>'
+           '<th class="text">shape</th><th>MPI_Barrier (us)</th><th>floor (us)</th>'
+           '<th>Barrier / floor</th><th>rounds</th></tr>']
+    for row in rows:
+        out.append('<tr><td class="text">%s</td><td class="text">%s</td><td>%s</td><td>%s</td>'
+                   '<td>%s</td><td>%d</td></tr>'
+                   % (esc(row.library), esc(row.shape.label), esc(format_value(row.barrier)),
+                      esc(format_value(row.floor)),
+                      "-" if row.ratio is None else "%.2f" % row.ratio, row.rounds))
+    out.append("</table>")
     return out
 
 
@@ -753,6 +820,7 @@ def section(records: Sequence[dict]) -> list:
     if POSTBOX in index.libraries and index.others():
         out += grid_html(index)
     out += reference_html(index)
+    out += floor_html(index)
     out += table2_html(index)
     out += imb_html(index)
     out += nbc_html(index)

@@ -277,6 +277,31 @@ def test_allreduce_against_memcpy_plus_vector_add():
 
 
 @pytest.mark.short
+def test_barrier_against_the_floor_round_by_round():
+    # two launches of one shape: the floor moves with the launch, the
+    # ratio is each round's Barrier over that round's floor
+    records = []
+    for rnd, (barrier, floor) in enumerate(((6.0, 4.0), (3.0, 2.5))):
+        records += coll_records("postbox", ranks=4, tests=("barrier", "floor_barrier"),
+                                sizes=(0,), round=rnd)
+        for r in records[-4:]:
+            if r["test"] in ("barrier", "floor_barrier"):
+                r["median"] = barrier if r["test"] == "barrier" else floor
+    # floor_barrier is only measured on one node: none across two
+    records += coll_records("postbox", ranks=4, path="network", nodes=2, tests=("barrier",),
+                            sizes=(0,))
+    rows = collreport.floor_rows(collreport.Index(records))
+    assert len(rows) == 1
+    row = rows[0]
+    assert row.shape == collreport.Shape(False, 4) and row.rounds == 2
+    assert row.ratio == pytest.approx((6.0 / 4.0 + 3.0 / 2.5) / 2)
+    assert (row.barrier, row.floor) == (pytest.approx(4.5), pytest.approx(3.25))
+    html = "".join(collreport.floor_html(collreport.Index(records)))
+    assert "floor_barrier" in html and "1.35" in html
+    assert collreport.floor_html(collreport.Index(_shapes("postbox"))) == []
+
+
+@pytest.mark.short
 def test_grid_summary_of_the_part(tmp_path):
     jsonl = tmp_path / "coll.jsonl"
     assert collbench.grid_summary(jsonl) is None
@@ -445,6 +470,7 @@ def test_real_mpi_coll_against_postbox(tmp_path, monkeypatch, real_build):
         for size in ((0,) if test == "barrier" else (8, 1024)):
             assert (test, size) in seen, (test, size)
     assert ("ref_memcpy", 4194304) in seen and ("ref_vector_add", 4194304) in seen
+    assert ("floor_barrier", 0) in seen  # one node: the barrier's floor
     assert any(r["test"] == "ibcast" for r in records) == nbc
     for record in records:
         assert results.missing_keys(record) == []
