@@ -650,9 +650,23 @@ def grid_html(index: Index) -> list:
                       "%.2f" % p.ratio if p.ratio is not None else "-", p.limit,
                       esc(p.state or "all"), p.rounds[0], p.rounds[1],
                       _verdict_html(p.verdict)
-                      + (" (within the spread)" if p.within_spread else "")))
+                      + (" (within the spread)" if p.within_spread else "")
+                      + esc(below_floor(index, p))))
     out.append("</table></div>")
     return out
+
+
+def below_floor(index: Index, p: GridPoint) -> str:
+    """For a failing Barrier point whose limit (the limit times the best
+    other's median) is below Postbox's floor_barrier of the same run (the
+    median over its rounds), a note saying so; else ""."""
+    if p.test != "barrier" or p.best is None or p.verdict != "FAIL":
+        return ""
+    floor = index.median(POSTBOX, p.shape, FLOOR_BARRIER, 0)
+    if floor is None or p.limit * p.best >= floor:
+        return ""
+    return " (the limit, %.2f us, is below the node's floor for a barrier, %.2f us)" % (
+        p.limit * p.best, floor)
 
 
 def reference_html(index: Index) -> list:

@@ -302,6 +302,26 @@ def test_barrier_against_the_floor_round_by_round():
 
 
 @pytest.mark.short
+def test_grid_says_when_the_barrier_limit_is_below_the_floor():
+    records = _shapes("postbox") + _shapes("openmpi")
+    records += coll_records("postbox", ranks=4, tests=("floor_barrier",), sizes=(0,))
+    _set(records, "postbox", ON4, "barrier", 0, 4.0)
+    _set(records, "openmpi", ON4, "barrier", 0, 4.0)  # limit 0.77 * 4.0 = 3.08
+    for floor, noted in ((3.5, True), (3.0, False)):
+        _set(records, "postbox", ON4, "floor_barrier", 0, floor)
+        index = collreport.Index(records)
+        point = next(p for p in collreport.acceptance_grid(index)
+                     if p.shape == ON4 and p.test == "barrier")
+        assert point.verdict == "FAIL"
+        assert ("below the node's floor" in collreport.below_floor(index, point)) == noted
+    _set(records, "postbox", ON4, "barrier", 0, 3.0)  # a pass is not annotated
+    index = collreport.Index(records)
+    point = next(p for p in collreport.acceptance_grid(index)
+                 if p.shape == ON4 and p.test == "barrier")
+    assert point.verdict == "pass" and collreport.below_floor(index, point) == ""
+
+
+@pytest.mark.short
 def test_grid_summary_of_the_part(tmp_path):
     jsonl = tmp_path / "coll.jsonl"
     assert collbench.grid_summary(jsonl) is None
