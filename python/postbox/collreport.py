@@ -10,8 +10,9 @@
   the best other library at every point, with the 1.0x / 0.77x limits), the
   4 MB float Allreduce against one memcpy plus one vector add of the same
   run, each library's Barrier against the node's floor for a barrier
-  measured in the same run (floor_rows), Table 2 of Sistare and Jackson, 'Ultra-High Performance Communication
-  with MPI and the Sun Fire Link Interconnect' (2002) (the 13 collectives'
+  measured in the same run (floor_rows), Table 2 of Sistare and Jackson,
+  'Ultra-High Performance Communication with MPI and the Sun Fire Link
+  Interconnect' (2002) (the 13 collectives'
   bandwidth on-node and off-node and their ratio, beside the paper's),
   the Intel MPI Benchmarks' Barrier, Reduce and Alltoall at 8 B, 1 KB and
   1 MB as Fatoohi, Saini and Ciotti, 'Interconnect Performance Evaluation of
@@ -369,12 +370,14 @@ def floor_html(index: Index) -> list:
            "count of calls in its own cache line of an MPI_Win_allocate_shared window and "
            "waits until every line holds it, yielding the CPU between polls once it has "
            "polled 100 times; no MPI call inside (bench/mpi_coll.c, "
-           "<code>floor_barrier</code>). It is the least a barrier among these processes "
-           "costs on this machine in that launch: one store and one cache line's trip per "
-           "rank and, where the ranks outnumber the cores, the context switches. The ratio "
+           "<code>floor_barrier</code>). It is what a barrier among these processes costs "
+           "with no library around it in that launch: one store and one cache line's trip "
+           "per rank and, where the ranks outnumber the cores, the context switches; not a "
+           "strict bound, as the kernel may move the ranks between the two tests. The ratio "
            "is the median over the rounds of each round's MPI_Barrier over its floor. Where "
            "the floor is above %gx another library's Barrier, issue 14's limit for the "
-           "Barrier on one node is below what any barrier costs here.</p>" % LIMIT_SMALL,
+           "Barrier on one node asks for less than a barrier of bare flags took.</p>"
+           % LIMIT_SMALL,
            '<table class="coll-floor"><tr><th class="text">library</th>'
            '<th class="text">shape</th><th>MPI_Barrier (us)</th><th>floor (us)</th>'
            '<th>Barrier / floor</th><th>rounds</th></tr>']
@@ -665,8 +668,8 @@ def below_floor(index: Index, p: GridPoint) -> str:
     floor = index.median(POSTBOX, p.shape, FLOOR_BARRIER, 0)
     if floor is None or p.limit * p.best >= floor:
         return ""
-    return " (the limit, %.2f us, is below the node's floor for a barrier, %.2f us)" % (
-        p.limit * p.best, floor)
+    return (" (the limit, %.2f us, is below the node's floor, a barrier of bare flags: "
+            "%.2f us)" % (p.limit * p.best, floor))
 
 
 def reference_html(index: Index) -> list:
