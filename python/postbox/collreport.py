@@ -368,8 +368,9 @@ def floor_html(index: Index) -> list:
     out = ['<h3 id="coll-floor">Barrier against the node\'s floor</h3>',
            "<p>The floor: in the same run, after the same barrier, each rank stores its "
            "count of calls in its own cache line of an MPI_Win_allocate_shared window and "
-           "waits until every line holds it, yielding the CPU between polls once it has "
-           "polled 100 times; no MPI call inside (bench/mpi_coll.c, "
+           "waits until every line holds it, with bare loads where the cores are enough "
+           "for the ranks, yielding the CPU after each look where the ranks outnumber them; "
+           "no MPI call inside (bench/mpi_coll.c, "
            "<code>floor_barrier</code>). It is what a barrier among these processes costs "
            "with no library around it in that launch: one store and one cache line's trip "
            "per rank and, where the ranks outnumber the cores, the context switches; not a "
