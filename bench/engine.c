@@ -490,6 +490,26 @@ static _Noreturn void probe_helper_main(probe_shm_t *shm)
     }
 }
 
+/* The helper measures a cache line's trip to another core: a parent bound
+ * to one CPU (postbox run --bind-to core) would leave it that CPU alone,
+ * so it takes the others the machine has.  When it cannot, the probe
+ * times out and says so. */
+static void probe_helper_leave_parent_cpu(void)
+{
+    cpu_set_t mine, others;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0 || CPU_COUNT(&mine) != 1 || online < 2)
+        return;
+    CPU_ZERO(&others);
+    for (long c = 0; c < online && c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET((int)c, &mine))
+            CPU_SET((int)c, &others);
+    }
+    if (CPU_COUNT(&others) > 0)
+        (void)sched_setaffinity(0, sizeof(others), &others);
+}
+
 int pb_bench_probe_init(void)
 {
     pid_t parent = getpid();
@@ -513,6 +533,7 @@ int pb_bench_probe_init(void)
         /* die with the parent, even if it died before prctl took effect */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
             _exit(1);
+        probe_helper_leave_parent_cpu();
         probe_helper_main(probe_shm);
     }
     probe_owner = parent;

@@ -265,32 +265,43 @@ void pb_mpi_bench_identity(pb_mpi_bench_t *b)
 
 void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm)
 {
-    char name[MPI_MAX_PROCESSOR_NAME] = {0}, *all = NULL;
-    int len = 0, rank = 0, ranks = 0, cores = 1;
-    cpu_set_t set;
+    /* each rank's host and the CPUs it may run on */
+    typedef struct {
+        char name[MPI_MAX_PROCESSOR_NAME];
+        cpu_set_t cpus;
+    } where_t;
+    where_t mine, *all = NULL;
+    cpu_set_t host_cpus;
+    int len = 0, rank = 0, ranks = 0;
 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &ranks);
+    memset(&mine, 0, sizeof(mine));
     /* MPI_Get_processor_name: MPIR_CVAR_NOLOCAL and the like do not change it */
-    MPI_Get_processor_name(name, &len);
-    if (rank == 0 && (all = calloc((size_t)ranks, MPI_MAX_PROCESSOR_NAME)) == NULL) {
+    MPI_Get_processor_name(mine.name, &len);
+    if (sched_getaffinity(0, sizeof(mine.cpus), &mine.cpus) != 0)
+        CPU_ZERO(&mine.cpus);
+    if (rank == 0 && (all = calloc((size_t)ranks, sizeof(where_t))) == NULL) {
         fprintf(stderr, "%s: out of memory\n", b->prog);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               comm);
+    MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, 0, comm);
     if (rank != 0)
         return;
+    /* the cores are those the host's ranks may run on, together: a
+     * launcher that binds each rank to one CPU leaves each a single one */
     b->host_ranks = 0;
-    for (int r = 0; r < ranks; r++)
-        if (strncmp(all + (size_t)r * MPI_MAX_PROCESSOR_NAME, name, MPI_MAX_PROCESSOR_NAME) == 0)
-            b->host_ranks++;
+    CPU_ZERO(&host_cpus);
+    for (int r = 0; r < ranks; r++) {
+        if (strncmp(all[r].name, mine.name, MPI_MAX_PROCESSOR_NAME) != 0)
+            continue;
+        b->host_ranks++;
+        CPU_OR(&host_cpus, &host_cpus, &all[r].cpus);
+    }
     free(all);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        cores = CPU_COUNT(&set);
-    else if (sysconf(_SC_NPROCESSORS_ONLN) > 0)
-        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    b->cores = cores;
+    b->cores = CPU_COUNT(&host_cpus);
+    if (b->cores == 0)
+        b->cores = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? (int)sysconf(_SC_NPROCESSORS_ONLN) : 1;
 }
 
 bool pb_mpi_bench_oversubscribed(const pb_mpi_bench_t *b)

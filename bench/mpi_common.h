@@ -30,7 +30,7 @@ typedef struct {
     int thread_required; /* --thread-level: the level asked of MPI_Init_thread, or -1
                           * (MPI_Init) */
     int thread_provided; /* the level the library granted (MPI_Query_thread) */
-    int cores;           /* CPUs rank 0 may run on */
+    int cores;           /* CPUs the ranks of rank 0's host may run on, together */
     int host_ranks;      /* ranks on rank 0's host */
     char version[256];   /* first line of MPI_Get_library_version */
 } pb_mpi_bench_t;
@@ -133,7 +133,8 @@ bool pb_mpi_bench_env_not_rank0(void);
 void pb_mpi_bench_identity(pb_mpi_bench_t *b);
 
 /* Fill @b->host_ranks (ranks whose MPI_Get_processor_name is rank 0's) and
- * @b->cores on rank 0; collective over @comm.  Aborts when out of memory. */
+ * @b->cores (the CPUs those ranks may run on, together) on rank 0;
+ * collective over @comm.  Aborts when out of memory. */
 void pb_mpi_bench_job_shape(pb_mpi_bench_t *b, MPI_Comm comm);
 
 /* Whether more ranks share rank 0's host than it has CPUs. */

@@ -50,7 +50,7 @@ from postbox import hosts, netns, pmi_server, slurm, stacks
 from postbox.launchargs import HELP, parse_args
 from postbox.launchopts import (EXIT_CANNOT_EXECUTE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_USAGE,
                                 FORWARDED_SIGNALS, RESERVED, SCRUBBED, Options, UsageError,
-                                node_cpus)
+                                node_cpus, rank_cpu)
 
 TERM_GRACE = 1.0          # SIGTERM -> SIGKILL when the job is ended
 USER_SIGNAL_GRACE = 2.0   # a forwarded SIGINT/SIGHUP -> SIGTERM
@@ -297,7 +297,8 @@ class Launcher:
         except OSError:
             pass
         self._launcher_pid = os.getpid()
-        # the CPUs the ranks may share (--bind-nodes cuts them among the nodes)
+        # the CPUs the ranks may share (--bind-nodes cuts them among the
+        # nodes, --bind-to core deals them out one a rank)
         self._cpus = sorted(os.sched_getaffinity(0))
 
     # -- messages
@@ -370,10 +371,29 @@ class Launcher:
             try:
                 os.sched_setaffinity(0, cpus)
             except OSError as exc:
-                os.write(2, ("%s: cannot bind the rank to its node's CPUs %s: %s\n"
+                os.write(2, ("%s: cannot bind the rank to its CPUs %s: %s\n"
                              % (self.prog, ",".join(map(str, cpus)),
                                 exc.strerror or exc)).encode())
                 os._exit(EXIT_CANNOT_EXECUTE)
+
+    def _rank_cpus(self, rank: Rank) -> Optional[List[int]]:
+        """The CPUs --bind-nodes or --bind-to core give the process in
+        @rank's slot; None when it is not bound (the launcher's)."""
+        if self.opts.bind_nodes:
+            return node_cpus(self._cpus, self.opts.nodes, rank.vnode)
+        if self.opts.bind_to == "core":
+            return [rank_cpu(self._cpus, rank.rank)]
+        return None
+
+    def _cpu_sharers(self, rank: Rank) -> Optional[int]:
+        """With a binding: how many of the job's N ranks are bound to the
+        same CPUs as the process in @rank's slot (the library weighs them
+        against its CPUs to know whether it shares a core, which its own
+        affinity alone cannot tell); None when unbound."""
+        mine = self._rank_cpus(rank)
+        if mine is None:
+            return None
+        return sum(1 for other in self.ranks[:self.opts.size] if self._rank_cpus(other) == mine)
 
     def _rank_env(self, rank: Rank, fd: int) -> Dict[str, str]:
         env = dict(os.environ)
@@ -396,6 +416,9 @@ class Launcher:
             # processes to their parents (docs/launch.md, Spawning)
             env["POSTBOX_SLOT"] = str(rank.rank)
             env["POSTBOX_UNIVERSE_NODES"] = self.universe_nodes
+        sharers = self._cpu_sharers(rank)
+        if sharers is not None:
+            env["POSTBOX_CPU_SHARERS"] = str(sharers)
         if self.network is not None:
             env["POSTBOX_NETNS_ADDR"] = self.network.address(rank.vnode)
             env["POSTBOX_NETNS_RAILS"] = ",".join(self.network.addresses(rank.vnode))
@@ -556,8 +579,7 @@ class Launcher:
         assert self.sel is not None
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         netns_fd = self.network.fds[rank.vnode] if self.network is not None else None
-        cpus = node_cpus(self._cpus, self.opts.nodes, rank.vnode) \
-            if self.opts.bind_nodes else None
+        cpus = self._rank_cpus(rank)
         try:
             rank.proc = subprocess.Popen(
                 argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ _VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 HELP = """\
 usage: {prog} [-n N] [--universe U] [--nodes K [--bind-nodes] [--netns [--rails R]
-       {indent}   [--link L]]]
+       {indent}   [--link L]]] [--bind-to core|none]
        {indent} [--tag-output] [--timeout S [--timeout-stacks]] [-x VAR=value]...
        {indent} [--hosts H1[:N],H2,... | --hostfile FILE] [--rsh CMD] [--pmi-address A]
        {indent} PROGRAM [ARGS...]
@@ -38,6 +38,11 @@ options:
                     CPUs the launcher may use, cut into K runs of consecutive
                     ones; with more nodes than CPUs, consecutive nodes share
                     one); a node's ranks may run on its CPUs only
+  --bind-to core    bind each rank to one CPU of this host's (the CPUs the
+                    launcher may use, in order, rank after rank, round and
+                    round), so that the kernel cannot stack two ranks on one
+                    CPU while another is idle; a rank's threads then share its
+                    CPU.  --bind-to none (the default) leaves the ranks free
   --tag-output      prefix every line a rank prints with "[rank] " (a spawned
                     process: "[spawn:rank] ")
   --timeout S       end the job after S seconds (exit status 124), naming the
@@ -193,6 +198,10 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
             opts.netns = flag()
         elif name == "--bind-nodes":
             opts.bind_nodes = flag()
+        elif name == "--bind-to":
+            opts.bind_to = value()
+            if opts.bind_to not in ("core", "none"):
+                raise UsageError("--bind-to wants core or none, not %r" % opts.bind_to)
         elif name == "--rails":
             text = value()
             if not text.isdigit() or not 1 <= int(text) <= netns.MAX_RAILS:
@@ -231,6 +240,9 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
     if opts.bind_nodes and not nodes_given:
         raise UsageError("--bind-nodes needs --nodes (it shares this host's CPUs among "
                          "the virtual nodes)")
+    if opts.bind_nodes and opts.bind_to == "core":
+        raise UsageError("--bind-nodes and --bind-to core cannot be combined (the first "
+                         "gives each virtual node CPUs, the second each rank one)")
     if opts.rails > 1 and not opts.netns:
         raise UsageError("--rails needs --netns (the links are veth pairs between the "
                          "virtual nodes' network namespaces)")
@@ -257,6 +269,10 @@ def parse_args(argv: Sequence[str]) -> Optional[Options]:
         if opts.netns:
             raise UsageError("--netns and %s cannot be combined (--netns splits this "
                              "host into virtual nodes)" % what)
+        if opts.bind_to == "core":
+            raise UsageError("--bind-to core and %s cannot be combined (it binds the ranks "
+                             "this host starts, and the ranks on other hosts are started "
+                             "there)" % what)
         opts.nodes = len(opts.hosts)
         opts.rsh = hosts.remote_shell(opts.rsh)
     else:

@@ -25,10 +25,10 @@ FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 RESERVED = ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT", "PMI_ID", "POSTBOX_JOB_ID",
             "POSTBOX_JOB_SECRET", "POSTBOX_PMI_TOKEN", "POSTBOX_VNODE", "POSTBOX_NODE_ID",
             "POSTBOX_NETNS_ADDR", "POSTBOX_NETNS_RAILS", "POSTBOX_SLOT",
-            "POSTBOX_UNIVERSE_NODES")
+            "POSTBOX_UNIVERSE_NODES", "POSTBOX_CPU_SHARERS")
 # inherited variables that would mislead a PMI client
 SCRUBBED = ("PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAWNED", "PMI_KVSNAME",
-            "POSTBOX_PMI_TOKEN", "POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES")
+            "POSTBOX_PMI_TOKEN", "POSTBOX_SLOT", "POSTBOX_UNIVERSE_NODES", "POSTBOX_CPU_SHARERS")
 
 
 class UsageError(Exception):
@@ -48,6 +48,8 @@ class Options:
     netns: bool = False
     # each virtual node its share of this host's CPUs (node_cpus)
     bind_nodes: bool = False
+    # --bind-to: "core", each rank of this host one CPU (rank_cpu); "none"
+    bind_to: str = "none"
     rails: int = 1
     link: Optional[netns.LinkSpec] = None
     hosts: List[str] = field(default_factory=list)
@@ -76,3 +78,17 @@ def node_cpus(allowed: Sequence[int], nodes: int, node: int) -> List[int]:
     first = node * len(cpus) // nodes
     last = max((node + 1) * len(cpus) // nodes, first + 1)
     return cpus[first:last]
+
+
+def rank_cpu(allowed: Sequence[int], slot: int) -> int:
+    """The CPU the process in slot @slot gets with ``--bind-to core``: the
+    CPUs in @allowed (the launcher's) in order, round and round, so that
+    with no more ranks than CPUs each has one of its own and with more they
+    share them as evenly as they go.  ValueError when @allowed is empty or
+    @slot is negative."""
+    if not allowed:
+        raise ValueError("no CPU to bind the ranks to")
+    if slot < 0:
+        raise ValueError("slot %d" % slot)
+    cpus = sorted(allowed)
+    return cpus[slot % len(cpus)]

@@ -117,6 +117,25 @@ def test_waiting_ranks_yield_at_once_when_the_host_is_oversubscribed(p2p, ranks,
         assert ("more ranks than cores" in line) == oversubscribed, line
 
 
+def test_ranks_bound_one_to_a_core_spin(p2p):
+    """postbox run --bind-to core leaves each rank one CPU: alone on it, a
+    rank spins before it yields (the launcher's POSTBOX_CPU_SHARERS, not its
+    own affinity of one CPU, says it has the core to itself); two to a CPU,
+    it yields at once."""
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        pytest.skip("needs 2 CPUs")
+    for ranks, crowded in ((2, False), (2 * cpus, True)):
+        result = run("-n", ranks, "--bind-to", "core", "-x", "POSTBOX_SHOW_TRANSPORTS=1",
+                     "--timeout", 60, p2p, "pingpong", timeout=90)
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = [line for line in result.stderr.splitlines() if " postbox area of " in line]
+        assert lines, result.stderr
+        for line in lines:
+            assert "polls %d times before it yields" % (0 if crowded else 2000) in line, line
+            assert ("more ranks than cores" in line) == crowded, line
+
+
 def test_fatal_error_names_the_call_and_ends_the_job(p2p, tmp_path):
     """Under MPI_ERRORS_ARE_FATAL a bad argument ends the job with one
     message naming the call and the error."""

@@ -131,6 +131,12 @@ def test_server_survives_garbage():
     (["--netns=1", "true"], "--netns takes no value"),
     (["-n", "2", "--bind-nodes", "true"], "--bind-nodes needs --nodes"),
     (["-n", "2", "--nodes", "2", "--bind-nodes=1", "true"], "--bind-nodes takes no value"),
+    (["-n", "2", "--bind-to", "socket", "true"], "--bind-to wants core or none, not 'socket'"),
+    (["-n", "2", "--bind-to"], "--bind-to needs a value"),
+    (["-n", "2", "--nodes", "2", "--bind-nodes", "--bind-to", "core", "true"],
+     "--bind-nodes and --bind-to core cannot be combined"),
+    (["-n", "2", "--bind-to", "core", "--hosts", "a,b", "true"],
+     "--bind-to core and --hosts cannot be combined"),
     (["-n", "2", "--netns", "--hosts", "a,b", "true"], "cannot be combined"),
     (["-n", "2", "--nodes", "2", "--rails", "2", "true"], "--rails needs --netns"),
     (["--netns", "--rails", "5", "true"], "--rails wants a number of links per node from 1 to 4"),
@@ -171,7 +177,8 @@ def test_usage_error_exits_2_with_a_message():
 def test_help_explains_every_option():
     result = run("--help")
     assert result.returncode == 0
-    for option in ("-n N", "-np", "--nodes", "--bind-nodes", "--tag-output", "--timeout",
+    for option in ("-n N", "-np", "--nodes", "--bind-nodes", "--bind-to core", "--tag-output",
+                   "--timeout",
                    "-x VAR=value",
                    "--netns", "--hosts", "--rsh", "--pmi-address", "examples:"):
         assert option in result.stdout
@@ -254,6 +261,41 @@ def test_bind_nodes_gives_each_node_its_cpus(tmp_path):
     # without it every rank keeps the launcher's CPUs
     plain = run("-n", 2, "--nodes", 2, sys.executable, prog)
     assert all(line.split()[2] == ",".join(map(str, allowed))
+               for line in plain.stdout.splitlines())
+
+
+def test_rank_cpu_deals_the_cpus_out_in_turn():
+    assert [launchopts.rank_cpu([0, 1], r) for r in range(5)] == [0, 1, 0, 1, 0]
+    assert [launchopts.rank_cpu([7, 3, 5], r) for r in range(4)] == [3, 5, 7, 3]
+    with pytest.raises(ValueError):
+        launchopts.rank_cpu([], 0)
+    with pytest.raises(ValueError):
+        launchopts.rank_cpu([0, 1], -1)
+
+
+def test_bind_to_core_gives_each_rank_one_cpu(tmp_path):
+    prog = script(tmp_path, "cpus.py",
+                  "import os\nprint(os.environ['PMI_RANK'],\n"
+                  "      ','.join(map(str, sorted(os.sched_getaffinity(0)))),\n"
+                  "      os.environ.get('POSTBOX_CPU_SHARERS', '-'))\n")
+    allowed = sorted(os.sched_getaffinity(0))
+    for ranks, extra in ((3, ()), (4, ("--nodes", 2))):
+        result = run("-n", ranks, *extra, "--bind-to", "core", sys.executable, prog)
+        assert result.returncode == 0, result.stderr
+        got = {rank: (cpu, sharers) for rank, cpu, sharers in
+               (line.split() for line in result.stdout.splitlines())}
+        cpu_of = [launchopts.rank_cpu(allowed, r) for r in range(ranks)]
+        # each rank's CPU, and how many of the ranks share it
+        assert got == {str(r): (str(cpu_of[r]), str(cpu_of.count(cpu_of[r])))
+                       for r in range(ranks)}
+    # with --bind-nodes the ranks of a node share its CPUs
+    nodes = run("-n", 4, "--nodes", 2, "--bind-nodes", sys.executable, prog)
+    assert nodes.returncode == 0, nodes.stderr
+    assert sorted(line.split()[2] for line in nodes.stdout.splitlines()) == ["2"] * 4
+    # none, the default's name, leaves every rank the launcher's CPUs, and says nothing
+    plain = run("-n", 2, "--bind-to", "none", sys.executable, prog)
+    assert plain.returncode == 0, plain.stderr
+    assert all(line.split()[1:] == [",".join(map(str, allowed)), "-"]
                for line in plain.stdout.splitlines())
 
 

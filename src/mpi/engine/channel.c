@@ -160,22 +160,40 @@ static _Atomic uint32_t *sleeping_word(int local)
  * answer it.  Of a universe of slots (postbox run --universe) the ranks
  * counted are those started before this process and with it: the slots
  * up to the end of its world (the empty slots would make every job with a
- * universe look oversubscribed). */
+ * universe look oversubscribed).  A launcher that binds the ranks says in
+ * POSTBOX_CPU_SHARERS how many are bound to this process's CPUs (postbox
+ * run --bind-to core, --bind-nodes): those are the ranks counted, as the
+ * others run on CPUs this process cannot see. */
 static int host_crowding(void)
 {
     const char *mine = postbox_job_node_name(pb_eng_channel.node);
     const char *slash = mine != NULL ? strrchr(mine, '/') : NULL;
+    const char *sharers = getenv("POSTBOX_CPU_SHARERS");
     int ranks = 0, started = pb_eng_channel.world_end;
     cpu_set_t cpus;
 
-    if (slash == NULL || sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0)
         return 0;
-    /* node names are "<host>/<virtual node>" */
-    for (int r = 0; r < started; r++) {
-        const char *name = postbox_job_node_name((rsm_node_id_t)pb_eng_channel.node_of[r]);
+    if (sharers != NULL && *sharers != '\0') {
+        char *end;
+        long n = strtol(sharers, &end, 10);
 
-        if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
-            ranks++;
+        if (*end == '\0' && n > 0 && n <= pb_eng_channel.size)
+            ranks = (int)n;
+        else
+            pb_warn("POSTBOX_CPU_SHARERS=%s is not a count of ranks from 1 to %d: ignored", sharers,
+                    pb_eng_channel.size);
+    }
+    if (ranks == 0) {
+        if (slash == NULL)
+            return 0;
+        /* node names are "<host>/<virtual node>" */
+        for (int r = 0; r < started; r++) {
+            const char *name = postbox_job_node_name((rsm_node_id_t)pb_eng_channel.node_of[r]);
+
+            if (name != NULL && strncmp(name, mine, (size_t)(slash - mine) + 1) == 0)
+                ranks++;
+        }
     }
     return ranks <= CPU_COUNT(&cpus) ? 0 : ranks <= 2 * CPU_COUNT(&cpus) ? 1 : 2;
 }
