@@ -386,14 +386,18 @@ class Launcher:
         return None
 
     def _cpu_sharers(self, rank: Rank) -> Optional[int]:
-        """With a binding: how many of the job's N ranks are bound to the
-        same CPUs as the process in @rank's slot (the library weighs them
-        against its CPUs to know whether it shares a core, which its own
-        affinity alone cannot tell); None when unbound."""
+        """With a binding: how many of the job's N ranks, and the process
+        in @rank's slot, are bound to the same CPUs as that process (the
+        library weighs them against its CPUs to know whether it shares a
+        core, which its own affinity alone cannot tell); None when
+        unbound."""
         mine = self._rank_cpus(rank)
         if mine is None:
             return None
-        return sum(1 for other in self.ranks[:self.opts.size] if self._rank_cpus(other) == mine)
+        started = self.ranks[:self.opts.size]
+        if rank not in started:  # a process spawned into a slot of the universe
+            started = started + [rank]
+        return sum(1 for other in started if self._rank_cpus(other) == mine)
 
     def _rank_env(self, rank: Rank, fd: int) -> Dict[str, str]:
         env = dict(os.environ)

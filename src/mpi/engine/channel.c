@@ -45,6 +45,7 @@
 
 #include <postbox/job.h>
 #include <postbox/rsm.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,11 +179,10 @@ static int host_crowding(void)
         char *end;
         long n = strtol(sharers, &end, 10);
 
-        if (*end == '\0' && n > 0 && n <= pb_eng_channel.size)
+        if (*end == '\0' && n > 0 && n <= INT_MAX)
             ranks = (int)n;
         else
-            pb_warn("POSTBOX_CPU_SHARERS=%s is not a count of ranks from 1 to %d: ignored", sharers,
-                    pb_eng_channel.size);
+            pb_warn("POSTBOX_CPU_SHARERS=%s is not a count of ranks: ignored", sharers);
     }
     if (ranks == 0) {
         if (slash == NULL)
